@@ -1,0 +1,188 @@
+"""A scenario: everything one simulated run needs — hardware, model, dials, traffic, seed.
+
+Scenarios round-trip through plain dicts (and so TOML files): lessons define theirs as data and
+the playground saves and loads them. Dials left unset take vLLM's defaults for the GPU.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+
+from .config import EngineConfig, vllm_defaults
+from .errors import ConfigError, SimError
+from .workload import WorkloadSpec
+
+DEPLOYMENT_KEYS = ("gpu", "model", "tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization",
+                   "block_size", "num_gpu_blocks_override")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One run. `engine` holds EngineConfig dials that differ from vLLM's defaults."""
+
+    gpu: str = "h100-sxm"
+    model: str = "llama-3.1-8b"
+    tensor_parallel_size: int = 1
+    kv_cache_dtype: str = "auto"
+    gpu_memory_utilization: float = 0.92
+    block_size: int = 16
+    num_gpu_blocks_override: int | None = None
+    engine: dict = field(default_factory=dict)
+    workload: WorkloadSpec = field(default_factory=WorkloadSpec)
+    seed: int = 0
+    offline: bool = False  # take vLLM's offline (LLM class) defaults instead of `vllm serve`'s
+    profiles_path: str = ""  # a user TOML of extra or overriding GPU and model profiles
+
+    def with_engine(self, **dials) -> "Scenario":
+        merged = dict(self.engine)
+        merged.update(dials)
+        return replace(self, engine=merged)
+
+    def with_workload(self, **changes) -> "Scenario":
+        return replace(self, workload=replace(self.workload, **changes))
+
+    def replace(self, **changes) -> "Scenario":
+        return replace(self, **changes)
+
+    # -- resolution
+    def profiles(self):
+        from .profiles import load_profiles
+        return load_profiles(self.profiles_path or None)
+
+    def deployment(self, profiles=None):
+        profiles = profiles or self.profiles()
+        return profiles.deployment(
+            self.gpu, self.model,
+            tensor_parallel_size=self.tensor_parallel_size,
+            kv_cache_dtype=self.kv_cache_dtype,
+            gpu_memory_utilization=self.gpu_memory_utilization,
+            block_size=self.block_size,
+            num_gpu_blocks_override=self.num_gpu_blocks_override,
+        )
+
+    def engine_config(self, profiles=None) -> EngineConfig:
+        """The dials the engine runs with: vLLM's defaults for this GPU, then this scenario's."""
+        profiles = profiles or self.profiles()
+        gpu = profiles.gpu(self.gpu)
+        model = profiles.model(self.model)
+        base = vllm_defaults(gpu.id, gpu.memory_bytes, offline=self.offline)
+        base["max_model_len"] = model.max_model_len
+        unknown = set(self.engine) - set(EngineConfig.field_names())
+        if unknown:
+            raise ConfigError(sorted(unknown)[0], self.engine[sorted(unknown)[0]],
+                              "a known dial: " + ", ".join(EngineConfig.field_names()))
+        base.update(self.engine)
+        config = EngineConfig(**base)
+        config.validate()
+        return config
+
+    # -- dict and TOML round trip
+    def to_dict(self) -> dict:
+        d = {k: getattr(self, k) for k in DEPLOYMENT_KEYS}
+        if d["num_gpu_blocks_override"] is None:
+            d.pop("num_gpu_blocks_override")
+        d["seed"] = self.seed
+        d["offline"] = self.offline
+        if self.profiles_path:
+            d["profiles_path"] = self.profiles_path
+        d["engine"] = dict(self.engine)
+        d["workload"] = self.workload.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Scenario":
+        if not isinstance(data, dict):
+            raise ConfigError("scenario", type(data).__name__, "a table of settings")
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            key = sorted(unknown)[0]
+            raise ConfigError(key, data[key], "a scenario setting: " + ", ".join(sorted(known)))
+        kwargs = dict(data)
+        if "workload" in kwargs:
+            w = kwargs["workload"]
+            if not isinstance(w, dict):
+                raise ConfigError("workload", w, "a table of traffic settings")
+            kwargs["workload"] = WorkloadSpec.from_dict(w)
+        if "engine" in kwargs and not isinstance(kwargs["engine"], dict):
+            raise ConfigError("engine", kwargs["engine"], "a table of engine dials")
+        if kwargs.get("num_gpu_blocks_override") in (0, None):
+            kwargs["num_gpu_blocks_override"] = None
+        scenario = cls(**kwargs)
+        scenario.validate_types()
+        return scenario
+
+    def validate_types(self) -> None:
+        for key in ("tensor_parallel_size", "block_size", "seed"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ConfigError(key, v, "a whole number")
+        if not isinstance(self.gpu_memory_utilization, (int, float)) or isinstance(self.gpu_memory_utilization, bool):
+            raise ConfigError("gpu_memory_utilization", self.gpu_memory_utilization, "a fraction in (0, 1]")
+
+    def to_toml(self) -> str:
+        return dumps_toml(self.to_dict())
+
+    @classmethod
+    def from_toml(cls, text: str, source: str = "<scenario>") -> "Scenario":
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise SimError(f"{source}: not valid TOML ({exc})") from None
+        data = data.get("scenario", data)
+        try:
+            return cls.from_dict(data)
+        except (ConfigError, TypeError) as exc:
+            raise SimError(f"{source}: {exc}") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Scenario":
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SimError(f"{path}: cannot read the scenario file ({getattr(exc, 'strerror', None) or exc})") from None
+        return cls.from_toml(text, str(path))
+
+    def save(self, path: str | Path) -> None:
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(p.name + ".tmp")
+        tmp.write_text(self.to_toml(), encoding="utf-8")
+        tmp.replace(p)
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int,)):
+        return str(v)
+    if isinstance(v, float):
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(f"cannot write {type(v).__name__} to TOML")
+
+
+def dumps_toml(data: dict, prefix: str = "") -> str:
+    """A small TOML writer for nested tables of scalars (all a scenario holds)."""
+    lines: list[str] = []
+    tables: list[tuple[str, dict]] = []
+    for k, v in data.items():
+        if isinstance(v, dict):
+            tables.append((k, v))
+        elif v is not None:
+            lines.append(f"{k} = {_toml_value(v)}")
+    out = "\n".join(lines)
+    for k, v in tables:
+        name = f"{prefix}.{k}" if prefix else k
+        body = dumps_toml(v, name)
+        out += ("\n\n" if out else "") + f"[{name}]" + ("\n" + body if body and not body.startswith("[") else "\n" + body if body else "")
+    return out.strip() + "\n"

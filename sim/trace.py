@@ -1,0 +1,181 @@
+"""Step-by-step traces of the continuous scheduler, in the layout of vLLM's reference cases.
+
+A case (see `tests/data/vllm-scheduler-cases.json`) gives a scheduler `config` and `requests`
+that arrive at a given iteration (`arrival_step`, 1-based). Running it here yields the same
+record the reference file keeps under `expected`, so the two can be compared field for field.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .config import EngineConfig
+from .errors import ConfigError, RequestRejected, SimError
+from .kv import BlockPool
+from .request import Request
+from .schedulers.continuous import ContinuousScheduler
+
+CONFIG_KEYS = {
+    "block_size", "num_blocks", "usable_blocks", "max_num_batched_tokens", "max_num_seqs",
+    "enable_chunked_prefill", "long_prefill_token_threshold", "policy", "watermark",
+    "scheduler_reserve_full_isl", "enable_prefix_caching", "async_scheduling", "max_model_len",
+}
+SET_FIELDS = ("emitted_token", "preempted", "finished")
+MAX_STEPS = 1_000_000
+
+
+def config_from_case(cfg: dict) -> tuple[EngineConfig, BlockPool]:
+    unknown = set(cfg) - CONFIG_KEYS
+    if unknown:
+        raise ConfigError("config", sorted(unknown)[0], "a key of the case format: " + ", ".join(sorted(CONFIG_KEYS)))
+    if cfg.get("enable_prefix_caching"):
+        raise ConfigError("enable_prefix_caching", True, "false (prefix caching is not modelled)")
+    if cfg.get("async_scheduling"):
+        raise ConfigError("async_scheduling", True, "false (only synchronous scheduling is modelled)")
+    for key in ("block_size", "num_blocks", "max_num_batched_tokens", "max_num_seqs", "max_model_len"):
+        if key not in cfg:
+            raise ConfigError(key, None, "a value in the case's config")
+    config = EngineConfig(
+        batching="continuous",
+        max_num_seqs=cfg["max_num_seqs"],
+        max_num_batched_tokens=cfg["max_num_batched_tokens"],
+        enable_chunked_prefill=bool(cfg.get("enable_chunked_prefill", True)),
+        long_prefill_token_threshold=cfg.get("long_prefill_token_threshold", 0),
+        scheduling_policy=cfg.get("policy", "fcfs"),
+        max_model_len=cfg["max_model_len"],
+        watermark=float(cfg.get("watermark", 0.0)),
+        scheduler_reserve_full_isl=bool(cfg.get("scheduler_reserve_full_isl", True)),
+    )
+    config.validate()
+    pool = BlockPool(cfg["num_blocks"], cfg["block_size"])
+    if "usable_blocks" in cfg and cfg["usable_blocks"] != pool.usable:
+        raise ConfigError("usable_blocks", cfg["usable_blocks"], f"num_blocks - 1 = {pool.usable}")
+    return config, pool
+
+
+def check_request(req_id: str, prompt_len: int, output_len: int, config: EngineConfig,
+                  usable_blocks: int, block_size: int) -> None:
+    """Refuse, with the limit named, a request that vLLM would refuse or could never serve."""
+    if isinstance(prompt_len, bool) or not isinstance(prompt_len, int) or prompt_len <= 0:
+        raise RequestRejected(req_id, f"prompt_len must be a whole number > 0, got {prompt_len!r}")
+    if isinstance(output_len, bool) or not isinstance(output_len, int) or output_len <= 0:
+        raise RequestRejected(req_id, f"output_len must be a whole number > 0, got {output_len!r}")
+    if prompt_len >= config.max_model_len:
+        raise RequestRejected(
+            req_id, f"its prompt of {prompt_len} tokens is not shorter than max_model_len "
+                    f"({config.max_model_len})")
+    peak_tokens = min(prompt_len + output_len - 1, config.max_model_len - 1)
+    peak_blocks = -(-peak_tokens // block_size)
+    if peak_blocks > usable_blocks:
+        raise RequestRejected(
+            req_id, f"it needs {peak_blocks} KV blocks ({prompt_len} + {output_len} - 1 = {peak_tokens} "
+                    f"tokens) but the cache has only {usable_blocks} usable blocks of {block_size} tokens "
+                    f"({usable_blocks * block_size} tokens); it could never be served")
+
+
+def run_case(case: dict) -> dict:
+    """Run one case and return its trace in the `expected` layout. Raises SimError for a case
+    that real vLLM would refuse."""
+    if "config" not in case or "requests" not in case:
+        raise ConfigError("case", case.get("name", "?"), "an object with 'config' and 'requests'")
+    config, pool = config_from_case(case["config"])
+    sched = ContinuousScheduler(config, pool)
+    specs = []
+    seen: set[str] = set()
+    for i, r in enumerate(case["requests"]):
+        rid = str(r.get("id", i))
+        if rid in seen:
+            raise RequestRejected(rid, "the id is used twice in this case")
+        seen.add(rid)
+        step = r.get("arrival_step", 1)
+        if isinstance(step, bool) or not isinstance(step, int) or step < 1:
+            raise RequestRejected(rid, f"arrival_step must be a whole number >= 1, got {step!r}")
+        check_request(rid, r.get("prompt_len"), r.get("output_len"), config, pool.usable, pool.block_size)
+        specs.append((step, i, rid, r))
+    specs.sort(key=lambda s: (s[0], s[1]))
+
+    arrived: list[Request] = []
+    steps = []
+    first_token_step: dict[str, int] = {}
+    finish_step: dict[str, int] = {}
+    pending = list(specs)
+    step = 0
+    while pending or sched.has_work():
+        step += 1
+        if step > MAX_STEPS:
+            raise SimError(f"the case did not finish within {MAX_STEPS} iterations")
+        while pending and pending[0][0] <= step:
+            _, i, rid, r = pending.pop(0)
+            req = Request(rid, float(r.get("arrival_step", 1)), r["prompt_len"],
+                          r["output_len"], priority=r.get("priority", 0), seq=i)
+            sched.add_request(req)
+            arrived.append(req)
+        out = sched.schedule()
+        held_after_schedule = {req.request_id: pool.held(req.request_id) for req in sched.running}
+        free_after_schedule = pool.free
+        result = sched.update_from_output(out)
+        for req in result.first_tokens:
+            first_token_step.setdefault(req.request_id, step)
+        for req in result.finished:
+            finish_step[req.request_id] = step
+        steps.append({
+            "step": step,
+            "scheduled_tokens": {req.request_id: n for req, n in out.scheduled},
+            "emitted_token": [req.request_id for req in result.emitted],
+            "preempted": [req.request_id for req in out.preempted],
+            "finished": [req.request_id for req in result.finished],
+            "blocks_held_after_schedule": held_after_schedule,
+            "free_blocks_after_schedule": free_after_schedule,
+            "free_blocks_end_of_step": pool.free,
+            "running_end_of_step": [req.request_id for req in sched.running],
+            "waiting_end_of_step": [req.request_id for req in sched.waiting],
+            "num_computed_tokens_end_of_step": {req.request_id: req.num_computed_tokens for req in arrived},
+            "num_output_tokens_end_of_step": {req.request_id: req.num_output_tokens for req in arrived},
+        })
+    return {
+        "steps": steps,
+        "first_token_step": first_token_step,
+        "finish_step": finish_step,
+        "num_preemptions": {req.request_id: req.num_preemptions for req in arrived},
+        "last_step": step if steps else 0,
+    }
+
+
+def compare(expected: dict, actual: dict) -> list[str]:
+    """Differences between an `expected` block and a trace, per the file's conventions."""
+    diffs: list[str] = []
+    for key in ("first_token_step", "finish_step", "num_preemptions", "last_step"):
+        if expected.get(key) != actual.get(key):
+            diffs.append(f"{key}: expected {expected.get(key)!r}, got {actual.get(key)!r}")
+    exp_steps, act_steps = expected.get("steps", []), actual.get("steps", [])
+    if len(exp_steps) != len(act_steps):
+        diffs.append(f"number of steps: expected {len(exp_steps)}, got {len(act_steps)}")
+    for e, a in zip(exp_steps, act_steps):
+        for key, ev in e.items():
+            av = a.get(key)
+            if key in SET_FIELDS:
+                same = sorted(ev) == sorted(av or [])
+            else:
+                same = ev == av
+            if not same:
+                diffs.append(f"step {e.get('step')}: {key}: expected {ev!r}, got {av!r}")
+    return diffs
+
+
+def load_cases(path: str | Path) -> list[dict]:
+    """Cases from a file that holds either one case or a `{"cases": [...]}` collection."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SimError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise SimError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    if isinstance(data, dict) and isinstance(data.get("cases"), list):
+        return data["cases"]
+    if isinstance(data, dict) and "config" in data:
+        return [data]
+    if isinstance(data, list):
+        return data
+    raise SimError(f"{path}: expected a case object with 'config' and 'requests', or {{\"cases\": [...]}}")
