@@ -1,0 +1,604 @@
+"""Hardware and model profiles, and a deployment of one model on one GPU type.
+
+Profiles are data: the built-in table lives in `sim/data/profiles.toml`, and a user TOML file
+with the same layout adds profiles or overrides any field of a built-in one (efficiencies
+included), so the cost model can be calibrated to one's own measurements. A `Deployment` adds the
+vLLM serving dials that decide memory: tensor parallelism, KV-cache dtype, memory utilisation and
+block size, and from them derives the size of the KV cache in blocks (SIMULATOR.md section 3).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from sim.errors import ConfigError, ProfileError
+
+DEFAULT_GPU_ID = "h100-sxm"
+DEFAULT_MODEL_ID = "llama-3.1-8b"
+
+MODEL_KINDS = ("decoder", "encoder")
+TENSOR_PARALLEL_SIZES = (1, 2, 4, 8)
+KV_CACHE_DTYPE_BYTES: Mapping[str, int] = MappingProxyType(
+    # "auto" follows the model's activation dtype, which for every preset is bf16.
+    {"auto": 2, "bf16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
+)
+MAX_BLOCK_SIZE = 256
+
+
+@dataclass(frozen=True)
+class GpuProfile:
+    """One GPU type: its bandwidths, tensor-core peak, memory, and the efficiencies it reaches."""
+
+    id: str
+    name: str
+    hbm_bandwidth: float
+    """HBM bandwidth, bytes/s."""
+    bf16_peak_flops: float
+    """Dense bf16 tensor-core peak, FLOP/s."""
+    memory_bytes: float
+    """Total memory as CUDA reports it (what vLLM sizes the KV cache from)."""
+    interconnect_bandwidth: float
+    """GPU-to-GPU bandwidth each way, bytes/s (NVLink, or PCIe)."""
+    eta_bw: float = 0.80
+    """Share of HBM bandwidth that weight-streaming GEMMs achieve."""
+    eta_mfu: float = 0.68
+    """Share of tensor-core peak that large GEMMs and prefill attention achieve."""
+    eta_attn: float = 0.85
+    """Share of HBM bandwidth that decode attention achieves reading the KV cache."""
+    overhead_s: float = 0.00002
+    """Fixed cost of every iteration: kernel launches, sampling, scheduling."""
+    allreduce_latency_s: float = 0.000005
+    """Fixed cost of one tensor-parallel all-reduce, on top of its transfer time."""
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    """One model's shape. Efficiencies left as None fall back to the GPU's."""
+
+    id: str
+    name: str
+    kind: str
+    """"decoder" (generates tokens, keeps a KV cache) or "encoder" (one pass, no KV cache)."""
+    params: float
+    layers: int
+    kv_heads: int
+    q_heads: int
+    head_dim: int
+    hidden: int
+    max_model_len: int
+    bytes_per_param: float = 2.0
+    input_len: int | None = None
+    """Fixed input length of an encoder request; None for decoders."""
+    eta_bw: float | None = None
+    eta_mfu: float | None = None
+    eta_attn: float | None = None
+    overhead_s: float | None = None
+
+    @property
+    def has_kv_cache(self) -> bool:
+        return self.kind == "decoder"
+
+
+# --------------------------------------------------------------------------------------------
+# Reading and checking profile files
+# --------------------------------------------------------------------------------------------
+
+
+class _BadValue(Exception):
+    """A value that does not fit its key; the message completes "<key> = <value> ...": why."""
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _BadValue("it must be a non-empty string")
+    return value
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _BadValue("it must be a number")
+    if not math.isfinite(value):
+        raise _BadValue("it must be a finite number")
+    return float(value)
+
+
+def _positive(value: Any) -> float:
+    number = _number(value)
+    if number <= 0:
+        raise _BadValue("it must be a positive number")
+    return number
+
+
+def _non_negative(value: Any) -> float:
+    number = _number(value)
+    if number < 0:
+        raise _BadValue("it must be zero or a positive number")
+    return number
+
+
+def _positive_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _BadValue("it must be a whole number")
+    if value <= 0:
+        raise _BadValue("it must be a positive whole number")
+    return value
+
+
+def _efficiency(value: Any) -> float:
+    number = _number(value)
+    if not 0 < number <= 1:
+        raise _BadValue("an efficiency must be in (0, 1]")
+    return number
+
+
+def _model_kind(value: Any) -> str:
+    if value not in MODEL_KINDS:
+        raise _BadValue(f"kind must be one of {', '.join(repr(k) for k in MODEL_KINDS)}")
+    return value
+
+
+_Checker = Callable[[Any], Any]
+
+_EFFICIENCY_KEYS: dict[str, _Checker] = {
+    "eta_bw": _efficiency,
+    "eta_mfu": _efficiency,
+    "eta_attn": _efficiency,
+    "overhead_s": _non_negative,
+}
+_DEFAULTS_KEYS: dict[str, _Checker] = {**_EFFICIENCY_KEYS, "allreduce_latency_s": _non_negative}
+_GPU_KEYS: dict[str, _Checker] = {
+    "name": _text,
+    "hbm_bandwidth": _positive,
+    "bf16_peak_flops": _positive,
+    "memory_bytes": _positive,
+    "interconnect_bandwidth": _positive,
+    **_DEFAULTS_KEYS,
+}
+_MODEL_KEYS: dict[str, _Checker] = {
+    "name": _text,
+    "kind": _model_kind,
+    "params": _positive,
+    "layers": _positive_int,
+    "kv_heads": _positive_int,
+    "q_heads": _positive_int,
+    "head_dim": _positive_int,
+    "hidden": _positive_int,
+    "max_model_len": _positive_int,
+    "bytes_per_param": _positive,
+    "input_len": _positive_int,
+    **_EFFICIENCY_KEYS,
+}
+_GPU_REQUIRED = ("name", "hbm_bandwidth", "bf16_peak_flops", "memory_bytes",
+                 "interconnect_bandwidth")
+_MODEL_REQUIRED = ("name", "kind", "params", "layers", "kv_heads", "q_heads", "head_dim",
+                   "hidden", "max_model_len")
+_SECTIONS = {"gpus": _GPU_KEYS, "models": _MODEL_KEYS}
+
+
+@dataclass
+class _RawProfiles:
+    """Checked key/value tables before they become profiles, so a later file can override
+    single keys of an earlier one. `origin` remembers which file last touched each profile, so
+    an error found only once the tables are merged still names a file."""
+
+    defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
+    gpus: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    models: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    origin: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)
+
+    def merge(self, other: _RawProfiles) -> _RawProfiles:
+        merged = _RawProfiles(dict(self.defaults), {}, {}, dict(self.origin))
+        merged.defaults.update(other.defaults)
+        for section in ("gpus", "models"):
+            mine, theirs = getattr(self, section), getattr(other, section)
+            target = getattr(merged, section)
+            for profile_id in [*mine, *(i for i in theirs if i not in mine)]:
+                target[profile_id] = {**mine.get(profile_id, {}), **theirs.get(profile_id, {})}
+        merged.origin.update(other.origin)
+        return merged
+
+
+def _syntax_error_line(error: tomllib.TOMLDecodeError) -> int | None:
+    # Python 3.14 gives the line as an attribute; earlier versions only put it in the message.
+    line = getattr(error, "lineno", None)
+    if line is None:
+        match = re.search(r"at line (\d+)", str(error))
+        line = int(match.group(1)) if match else None
+    return line
+
+
+def _read_document(text: str, source: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        line = _syntax_error_line(error)
+        where = f"{source}:{line}" if line is not None else source
+        raise ProfileError(f"{where}: the profile file is not valid TOML: {error}.") from None
+
+
+def _check_document(document: Mapping[str, Any], source: str) -> _RawProfiles:
+    raw = _RawProfiles()
+    for top_key, value in document.items():
+        if top_key == "defaults":
+            raw.defaults = _check_table(value, "[defaults]", _DEFAULTS_KEYS, source)
+        elif top_key in _SECTIONS:
+            if not isinstance(value, dict):
+                raise ProfileError(
+                    f"{source}: {top_key} must be a set of tables such as [{top_key}.<id>]."
+                )
+            for profile_id, table in value.items():
+                label = f"[{top_key}.{profile_id}]"
+                checked = _check_table(table, label, _SECTIONS[top_key], source)
+                getattr(raw, top_key)[profile_id] = checked
+                raw.origin[(top_key, profile_id)] = source
+        else:
+            raise ProfileError(
+                f"{source}: unknown table or key {top_key!r}; a profile file holds only "
+                f"[defaults], [gpus.<id>] and [models.<id>] tables."
+            )
+    return raw
+
+
+def _check_table(
+    table: Any, label: str, checkers: Mapping[str, _Checker], source: str
+) -> dict[str, Any]:
+    if not isinstance(table, dict):
+        raise ProfileError(f"{source}: {label} must be a table of keys and values.")
+    checked: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in checkers:
+            hint = " (the table name is the id)" if key == "id" else ""
+            raise ProfileError(
+                f"{source}: {label} has an unknown key {key!r}{hint}; known keys are "
+                f"{', '.join(checkers)}."
+            )
+        try:
+            checked[key] = checkers[key](value)
+        except _BadValue as why:
+            raise ProfileError(f"{source}: {label} {key} = {value!r} is not allowed: {why}.")
+    return checked
+
+
+def _build_gpu(gpu_id: str, values: Mapping[str, Any], defaults: Mapping[str, Any],
+               source: str) -> GpuProfile:
+    missing = [key for key in _GPU_REQUIRED if key not in values]
+    if missing:
+        raise ProfileError(f"{source}: [gpus.{gpu_id}] is missing {', '.join(missing)}.")
+    return GpuProfile(id=gpu_id, **{**defaults, **values})
+
+
+def _build_model(model_id: str, values: Mapping[str, Any], source: str) -> ModelProfile:
+    label = f"{source}: [models.{model_id}]"
+    missing = [key for key in _MODEL_REQUIRED if key not in values]
+    if missing:
+        raise ProfileError(f"{label} is missing {', '.join(missing)}.")
+    model = ModelProfile(id=model_id, **values)
+    if model.q_heads % model.kv_heads != 0:
+        raise ProfileError(
+            f"{label} q_heads = {model.q_heads} must be a multiple of "
+            f"kv_heads = {model.kv_heads}."
+        )
+    if model.kind == "encoder":
+        if model.input_len is None:
+            raise ProfileError(f"{label} is an encoder and needs input_len.")
+        if model.input_len > model.max_model_len:
+            raise ProfileError(
+                f"{label} input_len = {model.input_len} is longer than "
+                f"max_model_len = {model.max_model_len}."
+            )
+    return model
+
+
+def _build(raw: _RawProfiles) -> ProfileSet:
+    gpus = {
+        gpu_id: _build_gpu(gpu_id, values, raw.defaults, raw.origin[("gpus", gpu_id)])
+        for gpu_id, values in raw.gpus.items()
+    }
+    models = {
+        model_id: _build_model(model_id, values, raw.origin[("models", model_id)])
+        for model_id, values in raw.models.items()
+    }
+    return ProfileSet(MappingProxyType(gpus), MappingProxyType(models))
+
+
+def _builtin_raw() -> _RawProfiles:
+    source = "sim/data/profiles.toml"
+    text = resources.files("sim").joinpath("data", "profiles.toml").read_text(encoding="utf-8")
+    return _check_document(_read_document(text, source), source)
+
+
+_BUILTIN_RAW = _builtin_raw()
+
+
+# --------------------------------------------------------------------------------------------
+# Profile sets
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProfileSet:
+    """Every GPU and model profile one run can choose from, by id."""
+
+    gpus: Mapping[str, GpuProfile]
+    models: Mapping[str, ModelProfile]
+
+    def gpu(self, gpu_id: str = DEFAULT_GPU_ID) -> GpuProfile:
+        try:
+            return self.gpus[gpu_id]
+        except KeyError:
+            raise ProfileError(
+                f"unknown GPU profile {gpu_id!r}; known GPU profiles are "
+                f"{', '.join(self.gpus)}."
+            ) from None
+
+    def model(self, model_id: str = DEFAULT_MODEL_ID) -> ModelProfile:
+        try:
+            return self.models[model_id]
+        except KeyError:
+            raise ProfileError(
+                f"unknown model profile {model_id!r}; known model profiles are "
+                f"{', '.join(self.models)}."
+            ) from None
+
+    def deployment(
+        self, gpu_id: str = DEFAULT_GPU_ID, model_id: str = DEFAULT_MODEL_ID, **dials: Any
+    ) -> Deployment:
+        """A validated deployment of `model_id` on `gpu_id`; `dials` are Deployment fields."""
+        unknown = sorted(set(dials) - set(DEPLOYMENT_DIALS))
+        if unknown:
+            raise ConfigError(
+                unknown[0], dials[unknown[0]],
+                f"it is not a deployment dial; known dials are {', '.join(DEPLOYMENT_DIALS)}",
+            )
+        return Deployment(self.gpu(gpu_id), self.model(model_id), **dials)
+
+
+def load_profiles(path: str | Path | None = None) -> ProfileSet:
+    """The built-in profiles, extended or overridden by the TOML file at `path` if given.
+
+    The file uses the built-in layout: [defaults] efficiencies, [gpus.<id>] and [models.<id>]
+    tables. A table for a built-in id overrides only the keys it sets.
+    """
+    if path is None:
+        return _build(_BUILTIN_RAW)
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise ProfileError(
+            f"{source}: cannot read the profile file: {error.strerror or error}."
+        ) from None
+    except UnicodeDecodeError:
+        raise ProfileError(f"{source}: the profile file is not UTF-8 text.") from None
+    user = _check_document(_read_document(text, source), source)
+    return _build(_BUILTIN_RAW.merge(user))
+
+
+BUILTIN_PROFILES = _build(_BUILTIN_RAW)
+BUILTIN_GPUS: Mapping[str, GpuProfile] = BUILTIN_PROFILES.gpus
+BUILTIN_MODELS: Mapping[str, ModelProfile] = BUILTIN_PROFILES.models
+
+
+# --------------------------------------------------------------------------------------------
+# Deployments
+# --------------------------------------------------------------------------------------------
+
+
+def _gb(num_bytes: float) -> str:
+    return f"{num_bytes / 1e9:.1f} GB"
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One model served on `tensor_parallel_size` GPUs of one type, with vLLM's memory dials.
+
+    Per-GPU quantities are what one GPU holds or reads; with tensor parallelism weights, KV heads
+    and FLOPs split evenly across the GPUs. Constructing one checks the dials (ConfigError) and
+    that the model fits with room for a KV cache (ProfileError, suggesting a tensor-parallel
+    size that would fit).
+    """
+
+    gpu: GpuProfile
+    model: ModelProfile
+    tensor_parallel_size: int = 1
+    kv_cache_dtype: str = "auto"
+    gpu_memory_utilization: float = 0.92
+    block_size: int = 16
+    num_gpu_blocks_override: int | None = None
+    reserve_bytes: float = 3.4e9
+    """Memory vLLM keeps outside weights and KV cache: activations, CUDA graphs, context."""
+
+    def __post_init__(self) -> None:
+        self._check_dials()
+        self._check_fits()
+
+    # -- model memory --------------------------------------------------------------------
+
+    @property
+    def weight_bytes(self) -> float:
+        """All weights, across every GPU."""
+        return self.model.params * self.model.bytes_per_param
+
+    @property
+    def weight_bytes_per_gpu(self) -> float:
+        return self.weight_bytes / self.tensor_parallel_size
+
+    @property
+    def params_per_gpu(self) -> float:
+        return self.model.params / self.tensor_parallel_size
+
+    @property
+    def kv_dtype_bytes(self) -> int:
+        return KV_CACHE_DTYPE_BYTES[self.kv_cache_dtype]
+
+    @property
+    def kv_heads_per_gpu(self) -> float:
+        # With more GPUs than KV heads, vLLM replicates heads so each GPU still holds one.
+        return max(1.0, self.model.kv_heads / self.tensor_parallel_size)
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """K and V for one token over all layers and KV heads, across every GPU; 0 for encoders."""
+        m = self.model
+        if not m.has_kv_cache:
+            return 0
+        return 2 * m.layers * m.kv_heads * m.head_dim * self.kv_dtype_bytes
+
+    @property
+    def kv_bytes_per_token_per_gpu(self) -> float:
+        m = self.model
+        if not m.has_kv_cache:
+            return 0.0
+        return 2 * m.layers * self.kv_heads_per_gpu * m.head_dim * self.kv_dtype_bytes
+
+    @property
+    def bytes_per_block(self) -> float:
+        """Size of one KV-cache block on each GPU (the unit the cache is counted in)."""
+        return self.kv_bytes_per_token_per_gpu * self.block_size
+
+    # -- KV cache size -----------------------------------------------------------------------
+
+    @property
+    def kv_memory_bytes_per_gpu(self) -> float:
+        """Memory left for the KV cache on each GPU once weights and the reserve are placed."""
+        return (self.gpu_memory_utilization * self.gpu.memory_bytes
+                - self.weight_bytes_per_gpu - self.reserve_bytes)
+
+    @property
+    def num_gpu_blocks(self) -> int:
+        """Blocks in the KV cache, including the one vLLM reserves; 0 for encoders."""
+        if not self.model.has_kv_cache:
+            return 0
+        if self.num_gpu_blocks_override is not None:
+            return self.num_gpu_blocks_override
+        return self._blocks_with(self.tensor_parallel_size)
+
+    @property
+    def usable_blocks(self) -> int:
+        """Blocks requests can hold: one block is reserved (vLLM's null block)."""
+        return max(0, self.num_gpu_blocks - 1)
+
+    @property
+    def kv_cache_tokens(self) -> int:
+        return self.usable_blocks * self.block_size
+
+    # -- efficiencies, the model's override winning over the GPU's ---------------------------
+
+    @property
+    def eta_bw(self) -> float:
+        return self.model.eta_bw if self.model.eta_bw is not None else self.gpu.eta_bw
+
+    @property
+    def eta_mfu(self) -> float:
+        return self.model.eta_mfu if self.model.eta_mfu is not None else self.gpu.eta_mfu
+
+    @property
+    def eta_attn(self) -> float:
+        return self.model.eta_attn if self.model.eta_attn is not None else self.gpu.eta_attn
+
+    @property
+    def overhead_s(self) -> float:
+        return self.model.overhead_s if self.model.overhead_s is not None else self.gpu.overhead_s
+
+    @property
+    def allreduce_latency_s(self) -> float:
+        return self.gpu.allreduce_latency_s
+
+    # -- checks ------------------------------------------------------------------------------
+
+    def _blocks_with(self, tensor_parallel_size: int) -> int:
+        """KV-cache blocks (floor, as vLLM divides) if the model were split over that many GPUs."""
+        m = self.model
+        weights = self.weight_bytes / tensor_parallel_size
+        free = self.gpu_memory_utilization * self.gpu.memory_bytes - weights - self.reserve_bytes
+        kv_heads = max(1.0, m.kv_heads / tensor_parallel_size)
+        block = 2 * m.layers * kv_heads * m.head_dim * self.kv_dtype_bytes * self.block_size
+        return max(0, math.floor(free / block))
+
+    def _heads_split(self, tensor_parallel_size: int) -> bool:
+        m = self.model
+        kv_ok = (m.kv_heads % tensor_parallel_size == 0
+                 or tensor_parallel_size % m.kv_heads == 0)
+        return m.q_heads % tensor_parallel_size == 0 and kv_ok
+
+    def _fits(self, tensor_parallel_size: int) -> bool:
+        weights = self.weight_bytes / tensor_parallel_size
+        room = self.gpu_memory_utilization * self.gpu.memory_bytes - self.reserve_bytes
+        if weights >= room:
+            return False
+        if not self.model.has_kv_cache or self.num_gpu_blocks_override is not None:
+            return True
+        # The reserved null block plus at least one block a request can hold.
+        return self._blocks_with(tensor_parallel_size) >= 2
+
+    def _check_dials(self) -> None:
+        tp = self.tensor_parallel_size
+        if isinstance(tp, bool) or tp not in TENSOR_PARALLEL_SIZES:
+            raise ConfigError("tensor_parallel_size", tp,
+                              f"one of {', '.join(map(str, TENSOR_PARALLEL_SIZES))}")
+        if not self._heads_split(tp):
+            raise ConfigError(
+                "tensor_parallel_size", tp, "a size that splits the model's heads evenly",
+                f"{self.model.name} has {self.model.q_heads} query heads and "
+                f"{self.model.kv_heads} KV heads",
+            )
+        if self.kv_cache_dtype not in KV_CACHE_DTYPE_BYTES:
+            raise ConfigError("kv_cache_dtype", self.kv_cache_dtype,
+                              f"one of {', '.join(KV_CACHE_DTYPE_BYTES)}")
+        util = self.gpu_memory_utilization
+        if (isinstance(util, bool) or not isinstance(util, (int, float))
+                or not 0 < util <= 1):
+            raise ConfigError("gpu_memory_utilization", util, "a fraction in (0, 1]")
+        bs = self.block_size
+        if (isinstance(bs, bool) or not isinstance(bs, int) or not 1 <= bs <= MAX_BLOCK_SIZE
+                or bs & (bs - 1)):
+            raise ConfigError("block_size", bs,
+                              f"a power of two from 1 to {MAX_BLOCK_SIZE} (usually 16)")
+        override = self.num_gpu_blocks_override
+        if override is not None and (isinstance(override, bool) or not isinstance(override, int)
+                                     or override < 2):
+            raise ConfigError("num_gpu_blocks_override", override,
+                              "unset, or a whole number of at least 2 (one block is reserved)")
+        reserve = self.reserve_bytes
+        if (isinstance(reserve, bool) or not isinstance(reserve, (int, float))
+                or not math.isfinite(reserve) or reserve < 0):
+            raise ConfigError("reserve_bytes", reserve, "zero or a positive number of bytes")
+
+    def _check_fits(self) -> None:
+        tp = self.tensor_parallel_size
+        if self._fits(tp):
+            return
+        m, g = self.model, self.gpu
+        on = f"one {g.name}" if tp == 1 else f"{tp} x {g.name}"
+        left = self.kv_memory_bytes_per_gpu
+        if left > 0:
+            why = (f"after its weights ({_gb(self.weight_bytes_per_gpu)} per GPU) and the "
+                   f"{_gb(self.reserve_bytes)} reserve, {self.gpu_memory_utilization:g} x "
+                   f"{_gb(g.memory_bytes)} leaves {_gb(left)}, not enough for the KV cache")
+        else:
+            why = (f"its weights take {_gb(self.weight_bytes_per_gpu)} per GPU, but "
+                   f"{self.gpu_memory_utilization:g} x {_gb(g.memory_bytes)} minus the "
+                   f"{_gb(self.reserve_bytes)} reserve leaves only "
+                   f"{_gb(self.gpu_memory_utilization * g.memory_bytes - self.reserve_bytes)}")
+        larger = [n for n in TENSOR_PARALLEL_SIZES
+                  if n > tp and self._heads_split(n) and self._fits(n)]
+        if larger:
+            fix = (f"Use --tensor-parallel-size {larger[0]} to split it over {larger[0]} GPUs.")
+        else:
+            fix = (f"It does not fit even with --tensor-parallel-size "
+                   f"{TENSOR_PARALLEL_SIZES[-1]}; choose a GPU with more memory.")
+        raise ProfileError(f"{m.name} does not fit on {on}: {why}. {fix}")
+
+
+DEPLOYMENT_DIALS: tuple[str, ...] = tuple(
+    f.name for f in dataclasses.fields(Deployment) if f.name not in ("gpu", "model")
+)

@@ -1,0 +1,221 @@
+"""The iteration cost model, pinned to SIMULATOR.md section 2's calibration targets."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sim.cost import BINDINGS, CostModel
+from sim.profiles import load_profiles
+
+CONTEXT = 640  # 512 in / 256 out, halfway through the answer
+
+
+@pytest.fixture(scope="module")
+def profiles():
+    return load_profiles()
+
+
+@pytest.fixture(scope="module")
+def cost(profiles):
+    return CostModel(profiles.deployment())
+
+
+def decode_ms(cost, batch, context=CONTEXT):
+    return cost.iteration(batch, batch * context).total * 1e3
+
+
+# -- calibration targets -----------------------------------------------------------------------
+
+
+def test_prefill_of_512_tokens_alone_is_14_ms(cost):
+    c = cost.iteration(0, 0, [(0, 512)])
+    assert c.total * 1e3 == pytest.approx(14.0, rel=0.03)
+    assert c.total * 1e3 == pytest.approx(13.74, abs=0.01)  # the pinned-defaults figure
+    assert c.binding == "compute" and c.linear_binding == "compute"
+
+
+@pytest.mark.parametrize("context", [512, 640, 768])
+def test_batch_1_decode_is_6_02_ms(cost, context):
+    ms = decode_ms(cost, 1, context)
+    assert ms == pytest.approx(6.02, rel=0.01)
+    assert 1e3 / ms == pytest.approx(166, rel=0.01)
+
+
+def test_batch_1_decode_at_pinned_defaults(cost):
+    assert decode_ms(cost, 1) == pytest.approx(6.04, abs=0.005)
+    c = cost.iteration(1, CONTEXT)
+    assert c.binding == "weights" and c.linear_binding == "weights"
+
+
+@pytest.mark.parametrize(
+    ("batch", "low", "high", "pinned"),
+    [(64, 8.0, 9.0, 8.09), (128, 10.3, 11.5, 10.52), (256, 15.0, 19.0, 16.12)],
+)
+def test_decode_at_larger_batches(cost, batch, low, high, pinned):
+    ms = decode_ms(cost, batch)
+    assert low <= ms <= high
+    assert ms == pytest.approx(pinned, abs=0.01)
+
+
+def test_step_256_over_step_1(cost):
+    assert 2.3 <= decode_ms(cost, 256) / decode_ms(cost, 1) <= 2.9
+
+
+def test_batch_256_decode_is_compute_bound_in_its_linear_part(cost):
+    c = cost.iteration(256, 256 * CONTEXT)
+    assert c.linear_binding == "compute"
+    assert c.t_compute > c.t_weights
+
+
+def test_batching_1_to_64_multiplies_throughput_at_little_latency_cost(cost):
+    # STEPS.md step 7: throughput rises about 40-50x, per-token latency only 30-50 %.
+    t1, t64 = decode_ms(cost, 1), decode_ms(cost, 64)
+    assert 40 <= (64 / t64) / (1 / t1) <= 50
+    assert 1.30 <= t64 / t1 <= 1.50
+
+
+def test_single_stream_ceiling(cost):
+    assert cost.single_stream_ceiling_tokens_per_s == pytest.approx(3.35e12 / 16.06e9)
+    assert round(cost.single_stream_ceiling_tokens_per_s) == 209
+    assert 0.8 * cost.single_stream_ceiling_tokens_per_s == pytest.approx(167, abs=0.5)
+
+
+def test_utilisation_gauges_at_batch_1(cost):
+    c = cost.iteration(1, CONTEXT)
+    tensor_cores = cost.tensor_core_utilization(1, c.total)
+    assert tensor_cores == pytest.approx(0.0027, rel=0.03)  # "about 0.3 % of peak"
+    bandwidth = cost.bandwidth_utilization(c.bytes_read, c.total)
+    assert bandwidth == pytest.approx(0.80, abs=0.01)  # "a bandwidth gauge near 80 %"
+
+
+# -- the terms, one by one ---------------------------------------------------------------------
+
+
+def test_terms_follow_the_formulas(cost):
+    bw, peak = 3.35e12, 989e12
+    c = cost.iteration(10, 10 * 1000, [(300, 200)])
+    assert c.tokens == 210
+    assert c.t_weights == pytest.approx(16.06e9 / (bw * 0.80), rel=1e-12)
+    assert c.t_compute == pytest.approx(2 * 8.03e9 * 210 / (peak * 0.68), rel=1e-12)
+    assert c.t_linear == pytest.approx(math.hypot(c.t_weights, c.t_compute), rel=1e-12)
+    assert c.t_kv_read == pytest.approx(10_000 * 131_072 / (bw * 0.85), rel=1e-12)
+    attn = 4 * 32 * 32 * 128 * 200 * (300 + 100)
+    assert c.t_prefill_attn == pytest.approx(attn / (peak * 0.68), rel=1e-12)
+    assert c.t_allreduce == 0.0
+    assert c.t_overhead == 2e-5
+    assert c.total == pytest.approx(
+        c.t_linear + c.t_kv_read + c.t_prefill_attn + c.t_overhead, rel=1e-15)
+    assert c.flops == pytest.approx(2 * 8.03e9 * 210 + attn, rel=1e-12)
+    assert c.bytes_read == pytest.approx(16.06e9 + 10_000 * 131_072, rel=1e-12)
+
+
+def test_chunking_a_prefill_keeps_its_attention_work(cost):
+    whole = cost.iteration(0, 0, [(0, 512)])
+    halves = cost.iteration(0, 0, [(0, 256), (256, 256)])
+    assert halves.t_prefill_attn == pytest.approx(whole.t_prefill_attn, rel=1e-12)
+    assert halves.tokens == whole.tokens == 512
+
+
+def test_a_nothing_iteration_costs_nothing(cost):
+    c = cost.iteration(0, 0, [])
+    assert c.total == 0.0 and c.tokens == 0 and c.binding == "idle"
+    assert cost.decode_time(0, 0) == 0.0
+
+
+def test_binding_names_the_largest_term(cost):
+    assert cost.iteration(1, 640).binding == "weights"
+    assert cost.iteration(0, 0, [(0, 2048)]).binding == "compute"
+    assert cost.iteration(64, 64 * 32_000).binding == "kv_read"
+    assert cost.iteration(0, 0, [(100_000, 512)]).binding == "prefill_attention"
+    for c in (cost.iteration(1, 640), cost.iteration(64, 64 * 32_000)):
+        assert c.binding in BINDINGS
+
+
+def test_parts_add_up_and_split_linear_by_squares(cost):
+    for c in (cost.iteration(1, 640), cost.iteration(128, 128 * 640, [(0, 300)]),
+              cost.iteration(0, 0, [(0, 512)])):
+        parts = c.parts()
+        assert [label for label, _ in parts] == [
+            "weights read", "KV read", "compute", "all-reduce", "overhead"]
+        assert sum(s for _, s in parts) == pytest.approx(c.total, rel=1e-12)
+        weights, compute = parts[0][1], parts[2][1] - c.t_prefill_attn
+        assert weights / compute == pytest.approx(c.t_weights**2 / c.t_compute**2, rel=1e-9)
+
+
+# -- the fast paths equal the full breakdown exactly -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "dials",
+    [{}, {"tensor_parallel_size": 2}, {"kv_cache_dtype": "fp8"}, {"gpu_id": "l40s"},
+     {"gpu_id": "b200", "model_id": "qwen2.5-14b", "tensor_parallel_size": 4}],
+)
+def test_decode_time_equals_iteration_total_exactly(profiles, dials):
+    cost = CostModel(profiles.deployment(**dials))
+    rng = np.random.default_rng(7)
+    batches = rng.integers(0, 400, size=300)
+    contexts = batches * rng.integers(1, 8000, size=300)
+    vector = cost.decode_times(batches, contexts)
+    for batch, context, fast in zip(batches.tolist(), contexts.tolist(), vector.tolist()):
+        total = cost.iteration(batch, context).total
+        assert cost.decode_time(batch, context) == total
+        assert fast == total
+
+
+def test_decode_times_with_a_scalar_batch(cost):
+    contexts = np.array([64 * 100, 64 * 640, 64 * 4000])
+    times = cost.decode_times(64, contexts)
+    assert times.tolist() == [cost.iteration(64, int(c)).total for c in contexts]
+
+
+# -- other deployments -------------------------------------------------------------------------
+
+
+def test_tensor_parallel_halves_linear_time_and_adds_all_reduce(profiles, cost):
+    tp2 = CostModel(profiles.deployment(tensor_parallel_size=2))
+    one, two = cost.iteration(64, 64 * 640), tp2.iteration(64, 64 * 640)
+    assert two.t_weights == pytest.approx(one.t_weights / 2, rel=1e-12)
+    assert two.t_kv_read == pytest.approx(one.t_kv_read / 2, rel=1e-12)
+    # 2 all-reduces x 32 layers, ring over 2 GPUs moves the 64 x 4096 bf16 activations once,
+    # plus 5 us each.
+    expected = 2 * 32 * (2 * (1 / 2) * 64 * 4096 * 2 / 450e9 + 5e-6)
+    assert two.t_allreduce == pytest.approx(expected, rel=1e-12)
+    assert one.t_allreduce == 0.0
+    assert two.total < one.total
+
+
+def test_fp8_kv_cache_halves_kv_read(profiles, cost):
+    fp8 = CostModel(profiles.deployment(kv_cache_dtype="fp8"))
+    assert fp8.iteration(64, 64 * 640).t_kv_read == pytest.approx(
+        cost.iteration(64, 64 * 640).t_kv_read / 2, rel=1e-12)
+
+
+def test_a_faster_gpu_is_faster(profiles, cost):
+    h200 = CostModel(profiles.deployment("h200"))
+    assert h200.decode_time(1, 640) < cost.decode_time(1, 640)
+    assert h200.single_stream_ceiling_tokens_per_s == pytest.approx(4.8e12 / 16.06e9)
+
+
+def test_a_user_efficiency_reaches_the_cost(tmp_path):
+    path = tmp_path / "calibrated.toml"
+    path.write_text("[gpus.h100-sxm]\neta_bw = 0.40\n", encoding="utf-8")
+    slow = CostModel(load_profiles(path).deployment())
+    assert slow.iteration(1, 640).t_weights == pytest.approx(16.06e9 / (3.35e12 * 0.40))
+
+
+def test_encoder_pass(profiles):
+    cost = CostModel(profiles.deployment(model_id="bge-large-embedder"))
+    one, many = cost.encoder_pass(1, 256), cost.encoder_pass(32, 256)
+    assert many.tokens == 32 * 256 and many.t_kv_read == 0.0
+    attn = 32 * 4 * 24 * 16 * 64 * 256 * 128
+    assert many.t_prefill_attn == pytest.approx(attn / (989e12 * 0.68), rel=1e-12)
+    # At 256 tokens one input is already near the compute roof, so batching amortises only
+    # the weight read and the overhead: per-input cost falls by about a third, then flattens.
+    per_input = {b: cost.encoder_pass(b, 256).total / b for b in (1, 2, 4, 8, 32)}
+    assert per_input[1] > per_input[2] > per_input[4] > per_input[8] > per_input[32]
+    assert per_input[32] / per_input[1] == pytest.approx(0.68, abs=0.02)
+    assert one.binding == many.binding == "compute"
+    assert cost.encoder_pass(0, 256).total == 0.0
