@@ -145,13 +145,15 @@ class WorkloadSpec:
 
 
 def _arrival_times(spec: WorkloadSpec, rng: np.random.Generator, n: int, start: float) -> np.ndarray:
+    """Arrival times after `start` (the previous arrival, or 0): one gap comes first, so a
+    continuation of an endless workload keeps the same spacing."""
     rate = spec.request_rate
     if spec.arrival == "all-at-once" or math.isinf(rate):
         return np.full(n, start)
     if spec.arrival == "constant":
-        return start + np.arange(n) / rate
+        return start + np.arange(1, n + 1) / rate
     if spec.arrival == "bursts":
-        burst = np.arange(n) // spec.burst_size
+        burst = np.arange(n) // spec.burst_size + 1
         return start + burst * (spec.burst_size / rate)
     # poisson: exponential gaps, the first one included (as vllm bench serve does)
     return start + np.cumsum(rng.exponential(1.0 / rate, size=n))

@@ -18,8 +18,10 @@ class SchedulerOutput:
     binding_limit: str = "none"
     padded: int = 0  # seats running a token that nobody will read (static batching)
     padded_context: int = 0  # KV tokens those padded seats still read
-    encoder_batch: int = 0  # dynamic batching of an encoder: sequences in this forward pass
-    encoder_tokens: int = 0
+    padded_prefill_tokens: int = 0  # prompt padding when a batch prefills to its longest prompt
+    encoder_batch: int = 0  # dynamic batching of an encoder: inputs in this forward pass
+    encoder_input_len: int = 0  # tokens per input in that pass (padded to the longest)
+    wake_at: float | None = None  # nothing to run until this time (dynamic batching's wait)
 
     @property
     def num_scheduled_tokens(self) -> int:
@@ -69,6 +71,20 @@ class Scheduler:
     def update_from_output(self, output: SchedulerOutput) -> UpdateResult:
         """Advance computed counts, sample a token for every request whose tokens are all
         computed, and retire those that reached their length."""
+        result = self._sample(output)
+        if result.finished:
+            self._retire(result.finished)
+        return result
+
+    def _retire(self, finished: list[Request]) -> None:
+        """Finished requests leave the running list; their blocks return to the pool."""
+        done = set(map(id, finished))
+        self.running = [r for r in self.running if id(r) not in done]
+        for req in finished:
+            req.status = FINISHED
+            self.pool.free_request(req.request_id)
+
+    def _sample(self, output: SchedulerOutput) -> UpdateResult:
         result = UpdateResult()
         max_model_len = self.config.max_model_len
         for req, n in output.scheduled:
@@ -85,10 +101,4 @@ class Scheduler:
                 else:
                     continue
                 result.finished.append(req)
-        if result.finished:
-            done = set(map(id, result.finished))
-            self.running = [r for r in self.running if id(r) not in done]
-            for req in result.finished:
-                req.status = FINISHED
-                self.pool.free_request(req.request_id)
         return result

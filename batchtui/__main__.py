@@ -1,0 +1,3 @@
+from batchtui.cli import main
+
+raise SystemExit(main())
