@@ -33,6 +33,7 @@ class Driver:
         self._task: asyncio.Task | None = None
         self._wake = asyncio.Event()
         self._stopped = False
+        self.sim_clock = engine.time  # where real time (scaled) has got to in simulated time
 
     # -- listeners
     def subscribe(self, callback: Callable[[EngineSnapshot], None]) -> Callable[[], None]:
@@ -65,6 +66,7 @@ class Driver:
         """Pause and run exactly one iteration."""
         self.paused = True
         self.engine.step()
+        self.sim_clock = self.engine.time
         return self.publish()
 
     def faster(self) -> float:
@@ -82,9 +84,13 @@ class Driver:
     # -- the loop
     def advance(self, real_seconds: float) -> int:
         """Run the iterations that fit in `real_seconds` of wall time at the current scale."""
-        target = self.engine.time + real_seconds * self.time_scale
-        n = 0
         engine = self.engine
+        # The clock may lag the engine (an iteration overshoots it, or the engine jumped over an
+        # idle gap to the next arrival); then the engine waits for the clock to catch up.
+        self.sim_clock = max(self.sim_clock, engine.time - 10.0 * max(real_seconds, 0.1) * self.time_scale)
+        self.sim_clock += real_seconds * self.time_scale
+        target = self.sim_clock
+        n = 0
         while engine.time < target and n < MAX_ITERATIONS_PER_TICK:
             if engine.step() is None:
                 self.paused = True
