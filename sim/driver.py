@@ -86,7 +86,8 @@ class Driver:
         """Run the iterations that fit in `real_seconds` of wall time at the current scale."""
         engine = self.engine
         # The clock may lag the engine (an iteration overshoots it, or the engine jumped over an
-        # idle gap to the next arrival); then the engine waits for the clock to catch up.
+        # idle gap to the next arrival); then the engine waits for the clock to catch up, but
+        # never for more than about ten frames: a long idle stretch is not worth watching.
         self.sim_clock = max(self.sim_clock, engine.time - 10.0 * max(real_seconds, 0.1) * self.time_scale)
         self.sim_clock += real_seconds * self.time_scale
         target = self.sim_clock
@@ -96,6 +97,8 @@ class Driver:
                 self.paused = True
                 break
             n += 1
+        if n >= MAX_ITERATIONS_PER_TICK:
+            self.sim_clock = engine.time  # too fast to keep up: drop the debt rather than pile it up
         return n
 
     async def run(self) -> None:
