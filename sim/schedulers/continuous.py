@@ -152,7 +152,7 @@ class ContinuousScheduler(Scheduler):
         stop_reason = ""
         if not out.preempted:
             while self.waiting and budget > 0:
-                if len(running) == cfg.max_num_seqs:
+                if len(running) >= cfg.max_num_seqs:  # ">=": a live dial may drop below the running count
                     stop_reason = "max_num_seqs"
                     break
                 req = self.waiting.peek()

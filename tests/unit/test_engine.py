@@ -1,0 +1,178 @@
+"""The engine: time, policies, rejections, traffic files, dials."""
+
+import asyncio
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from sim.driver import Driver
+from sim.engine import Engine, run_scenario
+from sim.errors import ConfigError, RequestRejected, WorkloadError
+from sim.metrics import weighted_percentile
+from sim.scenario import Scenario
+from sim.workload import LengthSpec, RequestSpec, WorkloadSpec, load_trace
+
+import numpy as np
+
+
+def scenario(**engine):
+    wl = engine.pop("workload", WorkloadSpec(request_rate=math.inf, num_prompts=64))
+    return Scenario(engine=engine, workload=wl)
+
+
+def test_sim_and_steps_load_no_ui_library():
+    code = "import sys, sim, sim.engine, sim.driver, steps; " \
+           "bad = [m for m in ('textual', 'rich') if m in sys.modules]; print(bad); sys.exit(bool(bad))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_sequential_request_takes_prefill_plus_255_decodes():
+    s = Scenario(engine={"batching": "sequential"}, workload=WorkloadSpec(request_rate=math.inf, num_prompts=1))
+    m = run_scenario(s).metrics
+    # 14 ms + 255 x 6.02 ms ~ 1.55 s
+    assert m["median_e2el_ms"] == pytest.approx(1550, rel=0.02)
+    assert m["median_ttft_ms"] == pytest.approx(14, rel=0.03)
+    assert m["median_tpot_ms"] == pytest.approx(6.02, rel=0.01)
+
+
+def test_same_seed_same_run_different_seed_different_run():
+    wl = WorkloadSpec(request_rate=20, num_prompts=100, output=LengthSpec("uniform", 128, 1, 255))
+    a = run_scenario(Scenario(workload=wl, seed=3)).metrics
+    b = run_scenario(Scenario(workload=wl, seed=3)).metrics
+    c = run_scenario(Scenario(workload=wl, seed=4)).metrics
+    assert a == b
+    assert a["mean_ttft_ms"] != c["mean_ttft_ms"]
+
+
+def test_static_batching_counts_padding_and_continuous_has_none():
+    wl = WorkloadSpec(request_rate=math.inf, num_prompts=128, output=LengthSpec("uniform", 256, 1, 511))
+    static = run_scenario(Scenario(engine={"batching": "static", "max_batch_size": 64}, workload=wl)).metrics
+    cont = run_scenario(Scenario(engine={"max_num_seqs": 64}, workload=wl)).metrics
+    assert static["padding_share"] > 0.3
+    assert cont["padding_share"] == 0.0
+    assert cont["output_throughput"] > static["output_throughput"]
+
+
+def test_dynamic_batching_of_an_encoder_waits_at_most_the_delay_plus_one_pass():
+    wl = WorkloadSpec(request_rate=50, num_prompts=300, input=LengthSpec(mean=256), output=LengthSpec(mean=1))
+    s = Scenario(model="bge-large-embedder",
+                 engine={"batching": "dynamic", "max_batch_size": 32, "max_queue_delay": 0.005}, workload=wl)
+    engine = Engine(s)
+    m = engine.run().metrics
+    one_pass = engine.cost.encoder_pass(32, 256).total * 1000
+    assert m["completed"] == 300
+    assert m["max_itl_ms"] == 0.0  # one output per request: no gaps
+    assert np.max([r.e2e for r in engine.metrics.records]) * 1000 <= 5 + one_pass + 1e-6
+
+
+def test_encoder_needs_dynamic_batching():
+    with pytest.raises(ConfigError, match="batching"):
+        Engine(Scenario(model="bge-large-embedder"))
+
+
+def test_unservable_request_is_refused_headless_and_noticed_live():
+    spec = RequestSpec("big", 0.0, 500, 100)
+    s = Scenario(num_gpu_blocks_override=20, engine={"max_model_len": 300},
+                 workload=WorkloadSpec(request_rate=1, num_prompts=1, input=LengthSpec(mean=10)))
+    with pytest.raises(RequestRejected, match="not shorter than max_model_len"):
+        Engine(s).submit(spec)
+    live = Engine(s, live=True)
+    live.submit(RequestSpec("huge", 0.0, 300, 20))
+    assert live.metrics.rejected == 1
+    assert "huge" in live.notices[-1] and "max_model_len (300)" in live.notices[-1]
+    assert live.step() is not None  # the engine keeps running
+
+
+def test_max_model_len_larger_than_cache_is_refused():
+    with pytest.raises(ConfigError, match="max_model_len"):
+        Engine(Scenario(num_gpu_blocks_override=100))
+
+
+def test_trace_workload_and_its_errors(tmp_path):
+    good = tmp_path / "t.jsonl"
+    good.write_text('{"arrival_time": 0.25, "prompt_len": 512, "output_len": 4}\n'
+                    '{"arrival_time": 0.0, "prompt_len": 100, "output_len": 2}\n')
+    reqs = load_trace(good)
+    assert [r.arrival_time for r in reqs] == [0.0, 0.25]
+    m = run_scenario(Scenario(workload=WorkloadSpec(arrival="trace", trace_path=str(good)))).metrics
+    assert m["completed"] == 2 and m["total_output_tokens"] == 6
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"arrival_time": 0, "prompt_len": 5, "output_len": 1}\n{"arrival_time": 1, "prompt_len": -3}\n')
+    with pytest.raises(WorkloadError) as info:
+        load_trace(bad)
+    assert str(info.value).startswith(f"{bad}:2:")
+    bad.write_text('{"arrival_time": 0, "prompt_len": 5, "output_len": 1}\n{"arrival_time": 1, "prompt_len": -3, "output_len": 1}\n')
+    with pytest.raises(WorkloadError, match="prompt_len must be a whole number"):
+        load_trace(bad)
+    bad.write_text("not json\n")
+    with pytest.raises(WorkloadError, match=":1: not valid JSON"):
+        load_trace(bad)
+
+
+def test_live_dials_apply_from_the_next_iteration():
+    s = Scenario(engine={"max_num_seqs": 64}, workload=WorkloadSpec(request_rate=40, num_prompts=0))
+    engine = Engine(s, live=True)
+    for _ in range(300):
+        engine.step()
+    engine.set_dial("engine.max_num_seqs", 4)
+    rep = engine.step()
+    assert rep.admitted == ()  # the seats over the new cap drain; nobody new is let in
+    for _ in range(300):
+        rep = engine.step()
+        assert rep.running <= 64
+    assert rep.running <= 4 and rep.max_num_seqs == 4
+    with pytest.raises(ConfigError, match="max_num_seqs"):
+        engine.set_dial("engine.max_num_seqs", 0)
+    assert engine.config.max_num_seqs == 4  # a refused value changes nothing
+    engine.set_dial("workload.request_rate", 1.0)
+    assert engine.scenario.workload.request_rate == 1.0
+    with pytest.raises(ConfigError):
+        engine.set_dial("workload.request_rate", -2)
+    engine.set_dial("gpu_memory_utilization", 0.5)  # hardware: the run restarts
+    assert engine.iteration == 0 and engine.pool.usable < 28000
+
+
+def test_live_engine_memory_stays_bounded():
+    engine = Engine(Scenario(workload=WorkloadSpec(request_rate=30, num_prompts=0)), live=True)
+    for _ in range(20000):
+        engine.step()
+    assert len(engine.requests) < 500
+    assert engine.metrics.records == [] and len(engine.metrics.itl_values) == 0
+    snap = engine.snapshot()
+    assert len(snap.series_throughput) <= 240 and snap.metrics.completed > 100
+
+
+def test_weighted_percentile_equals_numpy_on_the_expanded_list():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        v = rng.random(rng.integers(1, 30))
+        w = rng.integers(1, 6, size=len(v))
+        for q in (0, 10, 50, 90, 99, 100):
+            assert weighted_percentile(v, w, q) == pytest.approx(np.percentile(np.repeat(v, w), q), abs=1e-12)
+
+
+def test_driver_paces_pauses_and_single_steps():
+    engine = Engine(Scenario(workload=WorkloadSpec(request_rate=10, num_prompts=0)), live=True)
+    t = [0.0]
+    driver = Driver(engine, time_scale=1.0, fps=10, clock=lambda: t[0])
+    seen = []
+    driver.subscribe(seen.append)
+    snap = driver.single_step()
+    assert engine.iteration == 1 and seen[-1] is snap
+    driver.advance(0.5)
+    assert 0.4 <= engine.time <= 0.6
+    before = engine.iteration
+
+    async def run_briefly():
+        task = driver.start()
+        await asyncio.sleep(0.05)  # paused: the loop waits without stepping
+        assert engine.iteration == before
+        driver.stop()
+        await task
+
+    asyncio.run(run_briefly())
+    assert driver.faster() > 1.0 and driver.slower() == 1.0

@@ -1,0 +1,92 @@
+"""The continuous scheduler against traces produced by vLLM 0.33.0's own scheduler."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim.errors import RequestRejected
+from sim.trace import compare, load_cases, run_case
+
+CASES_FILE = Path(__file__).resolve().parents[1] / "data" / "vllm-scheduler-cases.json"
+CASES = load_cases(CASES_FILE)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c["valid_in_real_vllm"]], ids=lambda c: c["name"])
+def test_trace_matches_vllm_field_for_field(case):
+    actual = run_case(case)
+    assert compare(case["expected"], actual) == []
+    # Beyond the comparison rules: the whole record has the same layout and values.
+    assert [s["step"] for s in actual["steps"]] == list(range(1, actual["last_step"] + 1))
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if not c["valid_in_real_vllm"]], ids=lambda c: c["name"])
+def test_case_vllm_refuses_is_rejected_naming_request_and_limit(case):
+    with pytest.raises(RequestRejected) as info:
+        run_case(case)
+    msg = str(info.value)
+    assert "request A" in msg and "usable blocks" in msg
+
+
+def test_compare_notices_a_difference():
+    case = next(c for c in CASES if c["name"].startswith("C11"))
+    actual = run_case(case)
+    actual["steps"][3]["preempted"] = []
+    actual["finish_step"]["B"] = 10
+    diffs = compare(case["expected"], actual)
+    assert any("step 4: preempted" in d for d in diffs)
+    assert any(d.startswith("finish_step") for d in diffs)
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "batchtui", *args], capture_output=True, text=True)
+
+
+def test_cli_trace_all_passes_every_case():
+    proc = _cli("trace", "--all", str(CASES_FILE))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert lines[-1] == f"{len(CASES)} passed, 0 failed"
+    assert sum(line.startswith("pass ") for line in lines) == len(CASES)
+
+
+def test_cli_trace_prints_the_expected_layout(tmp_path):
+    case = next(c for c in CASES if c["name"].startswith("C09"))
+    path = tmp_path / "case.json"
+    path.write_text(json.dumps(case))
+    proc = _cli("trace", str(path))
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert set(out) == {"steps", "first_token_step", "finish_step", "num_preemptions", "last_step"}
+    assert out["first_token_step"] == case["expected"]["first_token_step"]
+    assert out["steps"] == case["expected"]["steps"]
+
+
+def test_cli_trace_invalid_case_exits_nonzero_with_reason(tmp_path):
+    case = next(c for c in CASES if not c["valid_in_real_vllm"])
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(case))
+    proc = _cli("trace", str(path))
+    assert proc.returncode == 2
+    assert "request A" in proc.stderr and "4 usable blocks" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_cli_trace_all_fails_on_a_wrong_expectation(tmp_path):
+    data = json.loads(CASES_FILE.read_text())
+    data["cases"][0]["expected"]["last_step"] += 1
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps(data))
+    proc = _cli("trace", "--all", str(path))
+    assert proc.returncode == 1
+    assert "FAIL C01" in proc.stdout
+
+
+def test_cli_trace_malformed_file(tmp_path):
+    path = tmp_path / "broken.json"
+    path.write_text('{"config": ')
+    proc = _cli("trace", str(path))
+    assert proc.returncode == 2
+    assert "broken.json:1" in proc.stderr and "Traceback" not in proc.stderr
