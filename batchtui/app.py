@@ -1,0 +1,90 @@
+"""The tutorial app: wiring only. Screens hold the behaviour, widgets the drawing."""
+
+from __future__ import annotations
+
+from textual.app import App
+from textual.scrollbar import ScrollBar, ScrollBarRender
+
+from .progress import Progress, ProgressStore
+from .screens.help import HelpScreen
+from .screens.too_small import MIN_HEIGHT, MIN_WIDTH, TooSmallScreen
+from .screens.tutorial import TutorialScreen
+from .settings import AppSettings
+
+THEME = "textual-dark"
+
+
+class AsciiScrollBarRender(ScrollBarRender):
+    """Scrollbars drawn with spaces only (the thumb is its colour), for `--ascii`."""
+
+    VERTICAL_BARS = [" "] * 8
+    HORIZONTAL_BARS = [" "] * 8
+
+
+class BatchApp(App):
+    """A keyboard-only tutorial on how LLM inference servers batch requests."""
+
+    TITLE = "batchtui"
+    ENABLE_COMMAND_PALETTE = False
+    ALLOW_SELECT = False
+
+    def __init__(self, steps: list, settings: AppSettings | None = None,
+                 store: ProgressStore | None = None) -> None:
+        super().__init__()
+        self.steps = steps
+        self.settings = settings or AppSettings()
+        self.store = store or ProgressStore(self.settings.state_dir)
+        self.progress = Progress()
+        self.startup_notice: str | None = None
+        """Said once the tutorial screen is up (a progress file set aside, for instance)."""
+        self.tutorial: TutorialScreen | None = None
+        self._old_scrollbar = ScrollBar.renderer
+
+    def on_mount(self) -> None:
+        self.theme = THEME
+        if self.settings.ascii_only:
+            ScrollBar.renderer = AsciiScrollBarRender
+        if self.settings.reset_progress:
+            self.store.reset()
+        self.progress, self.startup_notice = self.store.load()
+        numbers = [s.number for s in self.steps]
+        wanted = self.settings.start_step or self.progress.current_step
+        index = numbers.index(wanted) if wanted in numbers else 0
+        self.tutorial = TutorialScreen(self.steps, index)
+        self.push_screen(self.tutorial)
+        self.call_after_refresh(self._check_size)
+
+    def on_unmount(self) -> None:
+        ScrollBar.renderer = self._old_scrollbar
+
+    # -- progress (screens call these)
+    def remember_step(self, number: int) -> None:
+        self.progress.current_step = number
+        self.save_progress()
+
+    def record_answer(self, number: int, answer: str, completed: bool) -> None:
+        self.progress.answers[number] = answer
+        if completed:
+            self.progress.completed.add(number)
+        self.save_progress()
+
+    def save_progress(self) -> None:
+        notice = self.store.save(self.progress)
+        if notice and self.tutorial is not None:
+            self.tutorial.say(notice, error=True)
+
+    # -- the terminal's size
+    def on_resize(self) -> None:
+        self._check_size()
+
+    def _check_size(self) -> None:
+        small = self.size.width < MIN_WIDTH or self.size.height < MIN_HEIGHT
+        showing = isinstance(self.screen, TooSmallScreen)
+        if small and not showing:
+            self.push_screen(TooSmallScreen())
+        elif not small and showing:
+            self.pop_screen()
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, (HelpScreen, TooSmallScreen)):
+            self.push_screen(HelpScreen())

@@ -1,0 +1,52 @@
+"""Numbers as the views print them: times in ms, big counts with k/M, short and fixed width."""
+
+from __future__ import annotations
+
+import math
+
+
+def ms(seconds: float) -> str:
+    """A duration given in seconds, shown in ms (or s when long)."""
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    value = seconds * 1000
+    if value >= 10_000:
+        return f"{seconds:.1f} s"
+    if value >= 100:
+        return f"{value:.0f} ms"
+    if value >= 10:
+        return f"{value:.1f} ms"
+    return f"{value:.2f} ms"
+
+
+def count(value: float) -> str:
+    """A count or rate with a k/M suffix once it gets long: 950, 7.8k, 12k, 1.2M."""
+    if value is None or not math.isfinite(value):
+        return "inf" if value == math.inf else "-"
+    magnitude = abs(value)
+    if magnitude >= 1_000_000:
+        return f"{value / 1_000_000:.1f}M"
+    if magnitude >= 10_000:
+        return f"{value / 1000:.0f}k"
+    if magnitude >= 1000:
+        return f"{value / 1000:.1f}k"
+    if magnitude >= 100 or float(value).is_integer():
+        return f"{value:.0f}"
+    return f"{value:.1f}"
+
+
+def percent(share: float) -> str:
+    return f"{share * 100:.0f}%" if share >= 0.1 or share == 0 else f"{share * 100:.1f}%"
+
+
+def number(value: float) -> str:
+    """A dial value: whole numbers plain, fractions with up to three digits."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float) and math.isinf(value):
+        return "inf"
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:.3f}".rstrip("0").rstrip(".")

@@ -1,0 +1,103 @@
+"""The characters the views draw with: Unicode blocks by default, plain ASCII with `--ascii`.
+
+States are told apart by shape as well as colour, so the views still read under NO_COLOR.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Glyphs:
+    seat_idle: str
+    seat_decode: str
+    seat_padded: str
+    seat_preempted: str
+    seat_prefill: tuple[str, ...]
+    """Prefill progress, from just started to nearly done."""
+    bar_used: str
+    bar_used_alt: str
+    """Every other sequence in the KV bar, so neighbours can be told apart."""
+    bar_free: str
+    bar_mark: str
+    """A preemption mark."""
+    spark: tuple[str, ...]
+    """Sparkline levels, lowest first."""
+    point: str
+    knee: str
+    here: str
+    axis_v: str
+    axis_h: str
+    axis_corner: str
+    dot: str
+    times: str
+    arrow_left: str
+    arrow_right: str
+    dial_track: str
+    dial_knob: str
+    ellipsis: str
+    sep: str
+    """Between items on one line."""
+    dash: str
+
+
+UNICODE = Glyphs(
+    seat_idle="·",
+    seat_decode="█",
+    seat_padded="░",
+    seat_preempted="×",
+    seat_prefill=("▁", "▂", "▃", "▄", "▅", "▆", "▇"),
+    bar_used="█",
+    bar_used_alt="▓",
+    bar_free="░",
+    bar_mark="×",
+    spark=("▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"),
+    point="•",
+    knee="◆",
+    here="◉",
+    axis_v="│",
+    axis_h="─",
+    axis_corner="└",
+    dot="·",
+    times="×",
+    arrow_left="◀",
+    arrow_right="▶",
+    dial_track="─",
+    dial_knob="●",
+    ellipsis="…",
+    sep=" · ",
+    dash="—",
+)
+
+ASCII = Glyphs(
+    seat_idle=".",
+    seat_decode="#",
+    seat_padded="_",
+    seat_preempted="x",
+    seat_prefill=("1", "2", "3", "4", "5", "6", "7", "8", "9"),
+    bar_used="#",
+    bar_used_alt="=",
+    bar_free=".",
+    bar_mark="x",
+    spark=("_", ".", "-", "~", "=", "+", "*", "#"),
+    point="*",
+    knee="K",
+    here="@",
+    axis_v="|",
+    axis_h="-",
+    axis_corner="+",
+    dot=".",
+    times="x",
+    arrow_left="<",
+    arrow_right=">",
+    dial_track="-",
+    dial_knob="O",
+    ellipsis="...",
+    sep=" | ",
+    dash="-",
+)
+
+
+def glyphs_for(ascii_only: bool) -> Glyphs:
+    return ASCII if ascii_only else UNICODE

@@ -1,0 +1,97 @@
+"""Every key the tutorial answers to, in one table.
+
+Each entry has a stable id (users can remap it with Textual's keymap, tests refer to it), the keys,
+the action it runs, the short label the footer shows and the line the `?` help screen shows.
+Plain letters do nothing while a text input has focus, so the things a learner needs while typing
+an answer also have a chord (`ctrl+...`) bound with priority.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    id: str
+    keys: str
+    """Textual key names, comma separated; the first is the one shown."""
+    action: str
+    label: str
+    """A word or two for the footer."""
+    help: str
+    """One line for the help screen."""
+    group: str
+    footer: bool = True
+    priority: bool = False
+    """Works even while a text input has focus (chords only)."""
+    bind: bool = True
+    """False for keys a widget handles itself; listed here so the help screen is complete."""
+
+
+GROUPS = ("Steps", "Simulation", "Dials", "Answers", "While typing", "App")
+
+KEYS: tuple[Key, ...] = (
+    Key("step.next", "n,right", "next_step", "next", "Next step", "Steps"),
+    Key("step.previous", "p,left", "previous_step", "back", "Previous step", "Steps"),
+    Key("step.contents", "t", "contents", "steps", "Table of contents: jump to any step", "Steps"),
+    Key("step.hint", "h", "hint", "hint", "Show the next hint for this step", "Steps"),
+    Key("step.cheat_sheet", "c", "go_to_step(19)", "cheat", "Cheat sheet (step 19)", "Steps", footer=False),
+    Key("step.playground", "g", "go_to_step(20)", "play", "Playground (step 20)", "Steps", footer=False),
+    Key("sim.run_pause", "space", "run_pause", "run", "Run or pause the simulation", "Simulation"),
+    Key("sim.single_iteration", "full_stop", "single_iteration", "1 iter", "Advance exactly one engine iteration (pauses first)", "Simulation"),
+    Key("sim.faster", "plus,equals_sign", "faster", "faster", "Run the simulation faster", "Simulation", footer=False),
+    Key("sim.slower", "minus", "slower", "slower", "Run the simulation slower", "Simulation", footer=False),
+    Key("sim.reset", "r", "reset_scenario", "reset", "Reset the scenario to the step's start", "Simulation", footer=False),
+    Key("dial.reach", "tab,shift+tab", "", "dials", "Move between dials and the answer box", "Dials", bind=False),
+    Key("dial.adjust", "left,right", "", "adjust", "On a dial: one notch down or up (shift: ten notches)", "Dials", bind=False),
+    Key("dial.move", "up,down", "", "dial", "On a dial: the dial above or below", "Dials", bind=False),
+    Key("dial.type", "enter", "", "type", "On a dial: type an exact value, Enter to apply", "Dials", bind=False),
+    Key("answer.choose", "1,2,3,4", "", "choose", "Pick an answer by its number", "Answers", bind=False),
+    Key("answer.submit", "enter", "", "check", "In the answer box: check the answer", "Answers", bind=False),
+    Key("answer.leave", "escape", "", "leave", "Leave the answer box (plain letter keys work again)", "Answers", bind=False),
+    Key("chord.next", "ctrl+n", "next_step", "next", "Next step, even while typing", "While typing", priority=True),
+    Key("chord.previous", "ctrl+p", "previous_step", "back", "Previous step, even while typing", "While typing", priority=True),
+    Key("chord.contents", "ctrl+t", "contents", "steps", "Table of contents, even while typing", "While typing", priority=True),
+    Key("chord.hint", "ctrl+o", "hint", "hint", "Next hint, even while typing", "While typing", priority=True),
+    Key("chord.help", "f1", "app.help", "help", "This help, even while typing", "While typing", priority=True),
+    Key("chord.quit", "ctrl+q", "app.quit", "quit", "Quit, even while typing", "While typing", priority=True),
+    Key("app.help", "question_mark", "app.help", "help", "This help", "App"),
+    Key("app.quit", "q", "app.quit", "quit", "Quit (progress is saved)", "App"),
+)
+
+BY_ID = {key.id: key for key in KEYS}
+
+
+def bindings(*groups: str) -> list[Binding]:
+    """Textual bindings for the table's entries (optionally only some groups)."""
+    return [
+        Binding(key.keys, key.action, key.label, show=key.footer, id=key.id, priority=key.priority)
+        for key in KEYS
+        if key.bind and (not groups or key.group in groups)
+    ]
+
+
+_KEY_NAMES = {
+    "space": "space", "full_stop": ".", "plus": "+", "equals_sign": "=", "minus": "-",
+    "question_mark": "?", "right": "→", "left": "←", "up": "↑", "down": "↓", "enter": "enter",
+    "escape": "esc", "tab": "tab", "shift+tab": "shift+tab",
+}
+_ASCII_ARROWS = {"→": "right", "←": "left", "↑": "up", "↓": "down"}
+
+
+def display(key_name: str, ascii_only: bool = False) -> str:
+    """How a Textual key name is written on screen: `full_stop` -> `.`, `ctrl+n` -> `^n`."""
+    shown = _KEY_NAMES.get(key_name)
+    if shown is None:
+        shown = "^" + key_name[5:] if key_name.startswith("ctrl+") else key_name
+    return _ASCII_ARROWS.get(shown, shown) if ascii_only else shown
+
+
+def display_keys(key: Key, ascii_only: bool = False, first_only: bool = False) -> str:
+    names = key.keys.split(",")
+    if first_only:
+        names = names[:1]
+    return "/".join(display(n, ascii_only) for n in names)

@@ -1,0 +1,328 @@
+"""The tutorial: lesson text and activity on the left, the live simulation on the right."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Input, Static
+
+from sim.errors import SimError
+
+from .. import keys
+from ..formatting import number
+from ..simulation import LiveSimulation, SimulationFrame, run_sweep
+from ..widgets.activity_panel import ActivityPanel
+from ..widgets.curve import CurveView
+from ..widgets.dial import DialControl
+from ..widgets.hint_box import HintBox
+from ..widgets.iteration import IterationView
+from ..widgets.key_bar import KeyBar
+from ..widgets.kv_cache import KVCacheView
+from ..widgets.lesson import LessonMarkdown
+from ..widgets.metrics import MetricsView
+from ..widgets.notice_line import NoticeLine
+from ..widgets.pane import Pane
+from ..widgets.seats import SeatsView
+from ..widgets.sparklines import SparklinesView
+from ..widgets.step_header import StepHeader
+
+VIEW_CLASSES = (SeatsView, KVCacheView, IterationView, MetricsView, SparklinesView, CurveView)
+COMPARE_VIEWS = ("seats", "metrics")
+
+DEFAULT_KEYS = ("step.next", "step.previous", "sim.run_pause", "sim.single_iteration", "step.contents",
+                "step.hint", "app.help", "app.quit")
+DIAL_KEYS = ("dial.adjust", "dial.move", "dial.type", "sim.run_pause", "step.next", "app.help")
+TYPING_KEYS = ("answer.submit", "answer.leave", "chord.next", "chord.previous", "chord.hint",
+               "chord.contents", "chord.help", "chord.quit")
+
+
+class TutorialScreen(Screen):
+    """One step at a time. Owns the live simulation of the step on show."""
+
+    CSS_PATH = Path(__file__).with_suffix(".tcss")
+    BINDINGS = keys.bindings() + [
+        Binding(str(n), f"choose({n})", show=False) for n in range(1, 10)
+    ]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-medium"), (160, "-wide")]
+
+    def __init__(self, steps: list, start_index: int = 0) -> None:
+        super().__init__()
+        self.steps = steps
+        self.index = start_index
+        self.sim: LiveSimulation | None = None
+        self._views: dict[str, object] = {}
+
+    @property
+    def step(self):
+        return self.steps[self.index]
+
+    @property
+    def settings(self):
+        return self.app.settings
+
+    # -- layout
+    def compose(self) -> ComposeResult:
+        yield StepHeader(id="header")
+        with Horizontal(id="body"):
+            with Pane(id="lesson-pane"):
+                yield LessonMarkdown(id="lesson", ascii_only=self.settings.ascii_only)
+                yield HintBox(id="hints")
+                yield ActivityPanel(id="activity")
+            # Dials stay in sight above the views, so Tab reaches them before the views' pane.
+            with Vertical(id="sim-column"):
+                yield Static(id="sim-status", markup=False)
+                yield Vertical(id="dials")
+                with Pane(id="sim-pane"):
+                    for view_class in VIEW_CLASSES:
+                        yield view_class(id=f"view-{view_class.view_name}", classes="view")
+                    with Vertical(id="compare"):
+                        yield Static(id="compare-label", markup=False)
+                        yield SeatsView(id="compare-seats", classes="view")
+                        yield MetricsView(id="compare-metrics", classes="view")
+        with Vertical(id="bottom"):
+            yield NoticeLine(id="notice")
+            yield KeyBar(id="keys")
+
+    async def on_mount(self) -> None:
+        self._views = {cls.view_name: self.query_one(f"#view-{cls.view_name}") for cls in VIEW_CLASSES}
+        self.query_one(KeyBar).ascii_only = self.settings.ascii_only
+        await self.show_step(self.index)
+        if self.app.startup_notice:
+            self.say(self.app.startup_notice)
+
+    def say(self, message: str, error: bool = False) -> None:
+        """Put a line in front of the learner until the next one (or the next step)."""
+        self.query_one(NoticeLine).say(message, error)
+
+    # -- steps
+    async def show_step(self, index: int) -> None:
+        """Open step `index` (0-based): its text, dials, views and a fresh simulation."""
+        self.index = max(0, min(len(self.steps) - 1, index))
+        step = self.step
+        self._stop_simulation()
+        self.query_one(NoticeLine).clear()
+        minutes_left = sum(s.minutes for s in self.steps[self.index:])
+        self.query_one(StepHeader).show_step(step.section, step.number, len(self.steps), step.title,
+                                             minutes_left)
+        await self.query_one(LessonMarkdown).update(step.body_md)
+        self.query_one("#lesson-pane").scroll_home(animate=False)
+        self.query_one("#sim-pane").scroll_home(animate=False)
+        self.query_one(HintBox).set_hints(step.hints)
+        await self._mount_dials(step)
+        await self.query_one(ActivityPanel).show_activity(step, self.app.progress.answers.get(step.number))
+
+        for name, view in self._views.items():
+            view.display = name in step.views
+        self._views["kv"].block_size = step.scenario.block_size
+        self.query_one("#compare").display = step.compare is not None
+        if step.compare is not None:
+            self.query_one("#compare-label", Static).update(f"beside it: {step.compare.label}")
+        if "curve" in step.views and step.sweep is not None:
+            self._start_sweep(step)
+        self._start_simulation(step.scenario)
+        self.app.remember_step(step.number)
+        self._update_keys()
+
+    def _start_simulation(self, scenario) -> None:
+        step = self.step
+        try:
+            self.sim = LiveSimulation(scenario, self.post_message, fps=self.settings.fps,
+                                      compare=step.compare.scenario if step.compare else None)
+        except SimError as exc:
+            self.sim = None
+            self.query_one(NoticeLine).say(f"This scenario cannot run: {exc}", error=True)
+            return
+        if self.settings.autorun:
+            self.run_worker(self.sim.run(), name="driver", group="driver", exclusive=True)
+            if step.activity.kind != "predict":  # a prediction is made before the run starts
+                self.sim.resume()
+        self.sim.publish()
+
+    def _stop_simulation(self) -> None:
+        if self.sim is not None:
+            self.sim.stop()
+            self.sim = None
+
+    async def _mount_dials(self, step) -> None:
+        container = self.query_one("#dials")
+        await container.remove_children()
+        controls = [DialControl(spec, spec.value(step.scenario)) for spec in step.dials]
+        if controls:
+            await container.mount_all(controls)
+        container.display = bool(controls)
+
+    def _start_sweep(self, step) -> None:
+        sweep = step.sweep
+        curve = self._views["curve"]
+        curve.update_curve(())
+        if self.settings.autorun:
+            self._sweep_worker(step.number, step.scenario, sweep)
+        else:  # tests: the same points, computed now, so the screenshot has them
+            self._show_sweep(step.number, run_sweep(step.scenario, sweep.batch_sizes, sweep.context,
+                                                    sweep.rates, sweep.num_prompts))
+
+    @work(thread=True, exclusive=True, group="sweep")
+    def _sweep_worker(self, number: int, scenario, sweep) -> None:
+        result = run_sweep(scenario, sweep.batch_sizes, sweep.context, sweep.rates, sweep.num_prompts)
+        self.app.call_from_thread(self._show_sweep, number, result)
+
+    def _show_sweep(self, number: int, result) -> None:
+        if number == self.step.number:
+            self._views["curve"].update_curve(result.points, result.latency_label, result.latency_attribute)
+
+    # -- frames from the driver
+    def on_simulation_frame(self, frame: SimulationFrame) -> None:
+        if frame.origin is not self.sim:
+            return  # from a step already left
+        for view in self._views.values():
+            if view.display:
+                view.update_snapshot(frame.snapshot)
+        if frame.compare is not None:
+            self.query_one("#compare-seats", SeatsView).update_snapshot(frame.compare)
+            self.query_one("#compare-metrics", MetricsView).update_snapshot(frame.compare)
+        self.query_one(ActivityPanel).update_snapshot(frame.snapshot)
+        self._update_status(frame.snapshot)
+
+    def _update_status(self, snapshot=None) -> None:
+        sim = self.sim
+        if sim is None:
+            return
+        snapshot = snapshot or sim.engine.snapshot()
+        g = self.settings.glyphs
+        if snapshot.finished:
+            state = "finished (r resets)"
+        elif sim.running:
+            state = f"running {number(sim.time_scale)}x"
+        else:
+            state = "paused"
+        line = f"{state}{g.sep}t {snapshot.time:.2f} s{g.sep}iter {snapshot.iteration:,}"
+        self.query_one("#sim-status", Static).update(line)
+        self.query_one("#sim-status").set_class(sim.running, "-running")
+
+    # -- dials
+    def on_dial_control_changed(self, message: DialControl.Changed) -> None:
+        dial, value = message.dial, message.value
+        notice = self.query_one(NoticeLine)
+        try:
+            value = dial.spec.check(value)
+        except ValueError as exc:
+            notice.say(f"Refused: {exc}", error=True)
+            return
+        if self.sim is None:
+            return
+        try:
+            self.sim.set_dial(dial.spec.name, value)
+        except SimError as exc:
+            notice.say(f"Refused: {exc}", error=True)
+            return
+        dial.set_value(value)
+        notice.clear()
+        self._update_status()
+
+    # -- keys and focus
+    def on_descendant_focus(self) -> None:
+        self._update_keys()
+
+    def on_descendant_blur(self) -> None:
+        self._update_keys()
+
+    def _update_keys(self) -> None:
+        focused = self.focused
+        if isinstance(focused, Input):
+            ids = TYPING_KEYS
+        elif isinstance(focused, DialControl):
+            ids = DIAL_KEYS
+        else:
+            ids = list(DEFAULT_KEYS)
+            if self.query_one(ActivityPanel).takes_choices:
+                ids.insert(0, "answer.choose")
+            if self.step.dials or self.query_one(ActivityPanel).has_input:
+                ids.insert(3, "dial.reach")
+            ids = tuple(ids)
+        labels = {"sim.run_pause": "pause"} if self.sim is not None and self.sim.running else {}
+        self.query_one(KeyBar).show_keys(ids, labels)
+
+    # -- actions (ids in keys.py)
+    async def action_next_step(self) -> None:
+        if self.index + 1 >= len(self.steps):
+            self.query_one(NoticeLine).say("This is the last step. t opens the table of contents.")
+            return
+        await self.show_step(self.index + 1)
+
+    async def action_previous_step(self) -> None:
+        if self.index == 0:
+            self.query_one(NoticeLine).say("This is the first step.")
+            return
+        await self.show_step(self.index - 1)
+
+    async def action_go_to_step(self, number: int) -> None:
+        for i, step in enumerate(self.steps):
+            if step.number == number:
+                await self.show_step(i)
+                return
+
+    def action_contents(self) -> None:
+        from .contents import ContentsScreen
+
+        def chosen(number: int | None) -> None:
+            if number is not None:
+                self.run_worker(self.action_go_to_step(number), group="navigation")
+
+        self.app.push_screen(ContentsScreen(self.steps, self.step.number, self.app.progress.completed), chosen)
+
+    def action_hint(self) -> None:
+        if not self.query_one(HintBox).reveal_next():
+            words = "This step has no hints." if not self.step.hints else "No more hints for this step."
+            self.query_one(NoticeLine).say(words)
+        else:
+            self.query_one("#lesson-pane").scroll_end(animate=False)
+
+    def action_run_pause(self) -> None:
+        if self.sim is None:
+            return
+        if self.sim.engine.done:
+            self.query_one(NoticeLine).say("The workload is finished: r resets the scenario.")
+            return
+        self.sim.run_pause()  # without autorun (tests) no driver loop runs, so nothing moves
+        self._update_status()
+        self._update_keys()
+
+    def action_single_iteration(self) -> None:
+        if self.sim is not None:
+            self.sim.single_iteration()
+            self._update_keys()
+
+    def action_faster(self) -> None:
+        if self.sim is not None:
+            self.sim.faster()
+            self._update_status()
+
+    def action_slower(self) -> None:
+        if self.sim is not None:
+            self.sim.slower()
+            self._update_status()
+
+    async def action_reset_scenario(self) -> None:
+        step = self.step
+        self._stop_simulation()
+        for dial in self.query(DialControl):
+            dial.set_value(dial.spec.value(step.scenario))
+        self._start_simulation(step.scenario)
+        self.query_one(NoticeLine).say("Scenario reset to the step's start.")
+        self._update_keys()
+
+    def action_choose(self, choice: int) -> None:
+        self.query_one(ActivityPanel).choose(choice)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "choose":
+            return self.query_one(ActivityPanel).takes_choices
+        return True
+
+    def on_unmount(self) -> None:
+        self._stop_simulation()

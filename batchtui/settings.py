@@ -1,0 +1,30 @@
+"""One settings object for the whole app, built from the command line (or by a test)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .glyphs import Glyphs, glyphs_for
+
+
+@dataclass(frozen=True, slots=True)
+class AppSettings:
+    ascii_only: bool = False
+    """Draw with plain ASCII only (no block, box or arrow glyphs)."""
+    fps: int = 10
+    """Frames per second while the simulation runs."""
+    start_step: int | None = None
+    """`--step N`: open this step instead of the saved one."""
+    reset_progress: bool = False
+    scenario_path: Path | None = None
+    """`--scenario FILE`: open the playground on this scenario."""
+    autorun: bool = True
+    """Start the driver's clock. Tests turn it off and advance by single iterations, so every
+    frame they capture is the same."""
+    state_dir: Path | None = None
+    """Where progress lives; None means the XDG default."""
+
+    @property
+    def glyphs(self) -> Glyphs:
+        return glyphs_for(self.ascii_only)

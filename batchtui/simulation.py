@@ -1,0 +1,141 @@
+"""The bridge between the simulator and the app: one engine (and an optional comparison engine
+on the same arrivals) paced by one `sim.driver.Driver`, whose snapshots are posted as messages.
+
+The driver's `run()` is the only worker; widgets never touch the engine, they receive
+`SimulationFrame` messages. Tests build it with `autorun=False` and advance by single
+iterations, so nothing ticks while a screenshot is taken.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from textual.message import Message
+
+from sim.driver import Driver
+from sim.engine import Engine
+from sim.reports import EngineSnapshot
+from sim.scenario import Scenario
+
+
+class SimulationFrame(Message):
+    """A new state of the live simulation (and of the comparison run, if the step has one)."""
+
+    def __init__(self, origin: "LiveSimulation", snapshot: EngineSnapshot,
+                 compare: EngineSnapshot | None) -> None:
+        super().__init__()
+        self.origin = origin
+        """The simulation that sent it: frames from a step already left are dropped."""
+        self.snapshot = snapshot
+        self.compare = compare
+
+
+@dataclass(frozen=True, slots=True)
+class SweepResult:
+    """Points for the curve view: (rate or batch size, tokens/s, latency in s)."""
+
+    points: tuple[tuple[float, float, float], ...]
+    latency_label: str
+    latency_attribute: str
+
+
+class LiveSimulation:
+    """Owns the engines and the driver for one step."""
+
+    def __init__(self, scenario: Scenario, post: Callable[[SimulationFrame], object], *,
+                 fps: float = 10.0, compare: Scenario | None = None, time_scale: float = 1.0) -> None:
+        self.post = post
+        self.engine = Engine(scenario, live=True)
+        self.compare_engine = Engine(compare, live=True) if compare is not None else None
+        self.driver = Driver(self.engine, time_scale=time_scale, fps=fps)
+        self.driver.subscribe(self._on_snapshot)
+
+    # -- controls
+    @property
+    def running(self) -> bool:
+        return not self.driver.paused
+
+    @property
+    def time_scale(self) -> float:
+        return self.driver.time_scale
+
+    def run_pause(self) -> bool:
+        """Toggle; True if now running."""
+        if self.engine.done:
+            return False
+        return self.driver.toggle()
+
+    def pause(self) -> None:
+        self.driver.pause()
+
+    def resume(self) -> None:
+        if not self.engine.done:
+            self.driver.resume()
+
+    def single_iteration(self) -> None:
+        self.driver.single_step()
+
+    def faster(self) -> float:
+        return self.driver.faster()
+
+    def slower(self) -> float:
+        return self.driver.slower()
+
+    def set_dial(self, path: str, value) -> None:
+        """Apply a dial to the live run (and the comparison run). Raises SimError if refused."""
+        self.engine.set_dial(path, value)
+        if self.compare_engine is not None:
+            self.compare_engine.set_dial(path, value)
+        # Some dials restart the run; the driver's clock must not stay ahead of the new start,
+        # or it would race to catch up.
+        self.driver.sim_clock = min(self.driver.sim_clock, self.engine.time)
+        self.publish()
+
+    def publish(self) -> None:
+        """Send the current state now (after a change made while paused)."""
+        self.driver.publish()
+
+    async def run(self) -> None:
+        """The worker body: pace the engine until `stop()`."""
+        await self.driver.run()
+
+    def stop(self) -> None:
+        self.driver.stop()
+
+    # -- frames
+    def _on_snapshot(self, snapshot: EngineSnapshot) -> None:
+        compare = None
+        if self.compare_engine is not None:
+            # The comparison run follows the main one's clock, so both show the same moment.
+            engine = self.compare_engine
+            while engine.time < snapshot.time and not engine.done:
+                if engine.step() is None:
+                    break
+            compare = engine.snapshot()
+        self.post(SimulationFrame(self, snapshot, compare))
+
+
+def run_sweep(scenario: Scenario, batch_sizes=(), context: int = 640, rates=(),
+              num_prompts: int = 400) -> SweepResult:
+    """The curve view's points. A batch sweep asks the cost model for one decode iteration at
+    each batch size; a rate sweep runs the scenario headless at each rate."""
+    if batch_sizes:
+        from sim.cost import CostModel
+
+        cost = CostModel(scenario.deployment())
+        points = []
+        for batch in batch_sizes:
+            t = cost.iteration(batch, batch * context, ()).total
+            points.append((float(batch), batch / t, t))
+        return SweepResult(tuple(points), "time per token", "tpot_p50")
+    from sim.engine import sweep
+
+    base = scenario.with_workload(num_prompts=num_prompts)
+    points = []
+    for rate, summary in zip(rates, sweep(base, rates)):
+        latency = summary["median_e2el_ms"] / 1000.0
+        if math.isfinite(latency):
+            points.append((float(rate), summary["output_throughput"], latency))
+    return SweepResult(tuple(points), "E2E p50", "e2e_p50")

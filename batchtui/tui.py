@@ -1,0 +1,77 @@
+"""Launch the tutorial: the options `batchtui` (no subcommand) accepts, and `run_app`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+DEFAULT_FPS = 10
+
+
+def add_app_arguments(parser: argparse.ArgumentParser) -> None:
+    """The tutorial's options, for `batchtui` with no subcommand."""
+    parser.add_argument("--step", type=int, metavar="N", help="open step N (1-20) instead of where you left off")
+    parser.add_argument("--reset-progress", action="store_true", help="forget saved progress and start at step 1")
+    parser.add_argument("--ascii", action="store_true",
+                        help="draw with plain ASCII only, for terminals without block or box glyphs")
+    parser.add_argument("--fps", type=int, default=DEFAULT_FPS, metavar="N",
+                        help=f"frames per second while the simulation runs (default {DEFAULT_FPS})")
+    parser.add_argument("--scenario", type=Path, metavar="FILE",
+                        help="open the playground (step 20) on a scenario saved as TOML")
+
+
+def run_app(args: argparse.Namespace) -> int:
+    """Run the tutorial. User errors print one line to stderr and return 2."""
+    from sim.errors import SimError
+
+    from .settings import AppSettings
+
+    if not 1 <= args.fps <= 60:
+        print(f"batchtui: --fps {args.fps} is not allowed: use 1 to 60 frames per second.", file=sys.stderr)
+        return 2
+    try:
+        import steps as lessons
+
+        step_list = lessons.load_steps()
+    except SimError as exc:
+        print(f"batchtui: the lessons cannot be loaded: {exc}", file=sys.stderr)
+        return 1
+    numbers = [s.number for s in step_list]
+    if args.step is not None and args.step not in numbers:
+        print(f"batchtui: --step {args.step} is not allowed: steps are numbered 1 to {len(numbers)}.",
+              file=sys.stderr)
+        return 2
+    start = args.step
+    if args.scenario is not None:
+        from sim.scenario import Scenario
+
+        try:
+            scenario = Scenario.load(args.scenario)
+            scenario.engine_config()
+            scenario.deployment()
+        except SimError as exc:
+            print(f"batchtui: {exc}", file=sys.stderr)
+            return 2
+        from dataclasses import replace
+
+        playground = step_list[-1]
+        step_list[-1] = replace(playground, scenario=scenario)
+        start = playground.number
+    settings = AppSettings(ascii_only=args.ascii, fps=args.fps, start_step=start,
+                           reset_progress=args.reset_progress, scenario_path=args.scenario)
+
+    from .app import BatchApp
+
+    BatchApp(step_list, settings).run(mouse=False)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="batchtui", description="The batching tutorial.")
+    add_app_arguments(parser)
+    return run_app(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

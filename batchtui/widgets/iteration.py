@@ -1,0 +1,117 @@
+"""One engine iteration opened up: what went into its token budget, what held it back, where
+its time went."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+
+from ..formatting import ms
+from .sim_view import SimView
+
+LIMIT_WORDS = {
+    "token_budget": ("token budget", "max_num_batched_tokens spent with work still waiting"),
+    "max_num_seqs": ("seat cap", "max_num_seqs seats full with requests waiting"),
+    "kv_cache": ("KV cache", "no free blocks to admit or grow a sequence"),
+    "none": ("nothing", "everything waiting was scheduled"),
+}
+TIME_WORDS = {"weights": "weights read", "kv_read": "KV read", "compute": "compute",
+              "prefill_attention": "prefill attention", "allreduce": "all-reduce",
+              "overhead": "overhead"}
+
+
+def _cells(parts: list[float], width: int) -> list[int]:
+    """Split `width` cells among `parts` in proportion; every non-zero part gets at least one."""
+    total = sum(parts)
+    if total <= 0 or width <= 0:
+        return [0] * len(parts)
+    cells = [max(1, round(p / total * width)) if p > 0 else 0 for p in parts]
+    while sum(cells) > width:
+        cells[cells.index(max(cells))] -= 1
+    return cells
+
+
+class IterationView(SimView):
+    """The last iteration: decode tokens and prefill chunks against the token budget, the seat
+    cap, free KV blocks, the time split (weights read, KV read, compute) and the limit that bound
+    the batch, named."""
+
+    view_name = "iteration"
+    DEFAULT_CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
+    COMPONENT_CLASSES = {
+        "iteration--title", "iteration--decode", "iteration--prefill", "iteration--prefill-alt",
+        "iteration--free", "iteration--weights", "iteration--kv", "iteration--compute",
+        "iteration--other", "iteration--binding", "iteration--dim",
+    }
+
+    def build(self, width: int) -> Text:
+        snap = self.snapshot
+        text = Text()
+        report = snap.last if snap is not None else None
+        if report is None:
+            text.append("iteration: none yet (press . to run one)", self.style_of("iteration--dim"))
+            return text
+        g = self.glyphs
+        dim = self.style_of("iteration--dim")
+        head = [Text(f"iteration {report.index:,}", self.style_of("iteration--title")),
+                Text(ms(report.duration))]
+        text.append_text(self.flow(head, width, gap=g.sep))
+        text.append("\n")
+
+        # Token budget: decode tokens, then each prefill chunk, then what was left unused.
+        chunks = [w.num_tokens for w in report.scheduled if w.is_prefill]
+        budget = max(report.token_budget, report.num_scheduled_tokens, 1)
+        items = [Text(f"decode {report.num_decode_tokens:,}", self.style_of("iteration--decode")),
+                 Text(f"+ prefill {report.num_prefill_tokens:,}"
+                      + (f" in {len(chunks)}" if len(chunks) > 1 else ""), self.style_of("iteration--prefill")),
+                 Text(f"of {report.token_budget:,}")]
+        text.append_text(self.flow(items, width, gap=" "))
+        text.append("\n")
+        bar_width = max(1, width - 2)
+        unused = max(0, budget - report.num_scheduled_tokens)
+        cells = _cells([report.num_decode_tokens, *chunks, unused], bar_width)
+        text.append("[")
+        text.append(g.bar_used * cells[0], self.style_of("iteration--decode"))
+        for i, n in enumerate(cells[1:-1]):
+            if i % 2:
+                text.append(g.bar_used_alt * n, self.style_of("iteration--prefill-alt"))
+            else:
+                text.append(g.bar_used * n, self.style_of("iteration--prefill"))
+        text.append(g.bar_free * (bar_width - sum(cells[:-1])), self.style_of("iteration--free"))
+        text.append("]\n")
+
+        free_blocks = report.kv_blocks_usable - report.kv_blocks_used
+        items = [Text(f"seats {report.running:,}/{report.max_num_seqs:,}"),
+                 Text(f"free blocks {free_blocks:,}"), Text(f"waiting {report.waiting:,}")]
+        text.append_text(self.flow(items, width, gap=g.sep))
+        text.append("\n")
+
+        # Time split. The roofline overlaps weights and compute, so shares are of their sum.
+        cost = report.cost
+        parts = [("weights", cost.weights, "iteration--weights"), ("kv_read", cost.kv_read, "iteration--kv"),
+                 ("compute", cost.compute + cost.prefill_attention, "iteration--compute"),
+                 ("other", cost.allreduce + cost.overhead, "iteration--other")]
+        cells = _cells([p[1] for p in parts], bar_width)
+        text.append("[")
+        for (_, _, style), n in zip(parts, cells):
+            text.append(g.bar_used * n, self.style_of(style))
+        text.append(g.bar_free * (bar_width - sum(cells)), self.style_of("iteration--free"))
+        text.append("]\n")
+        legend = [("weights", cost.weights, "iteration--weights"), ("KV", cost.kv_read, "iteration--kv"),
+                  ("compute", cost.compute + cost.prefill_attention, "iteration--compute")]
+        items = []
+        for word, seconds, style in legend:
+            item = Text(g.bar_used, self.style_of(style))
+            item.append(f"{word} {ms(seconds)}")
+            items.append(item)
+        text.append_text(self.flow(items, width, gap=" "))
+        text.append("\n")
+
+        limit, why = LIMIT_WORDS.get(report.binding_limit, (report.binding_limit, ""))
+        binding_style = self.style_of("iteration--binding") if report.binding_limit != "none" else ""
+        text.append("limit: ")
+        text.append(limit, binding_style)
+        text.append(f"{g.sep}time: {TIME_WORDS.get(cost.binding, cost.binding)}\n")
+        text.append_text(self.flow([Text(word, dim) for word in why.split()], width, gap=" "))
+        return text

@@ -1,0 +1,47 @@
+"""The bottom line: the keys that do something right now, from the central table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual.widget import Widget
+
+from ..keys import BY_ID, display_keys
+
+
+class KeyBar(Widget):
+    """Shows `key label` pairs for the ids it is given, in order, as many as fit."""
+
+    DEFAULT_CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
+    COMPONENT_CLASSES = {"key-bar--key", "key-bar--label"}
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.key_ids: tuple[str, ...] = ()
+        self.labels: dict[str, str] = {}
+        self.ascii_only = False
+
+    def show_keys(self, key_ids: tuple[str, ...], labels: dict[str, str] | None = None) -> None:
+        """The ids to show; `labels` overrides a label (run becomes pause while running)."""
+        labels = labels or {}
+        if key_ids != self.key_ids or labels != self.labels:
+            self.key_ids, self.labels = key_ids, labels
+            self.refresh()
+
+    def render(self) -> Text:
+        width = self.content_size.width
+        key_style = self.get_component_rich_style("key-bar--key", partial=True)
+        label_style = self.get_component_rich_style("key-bar--label", partial=True)
+        text = Text(no_wrap=True, overflow="crop")
+        for key_id in self.key_ids:
+            key = BY_ID[key_id]
+            # A key a widget handles is shown in full (left/right); a bound one by its first key.
+            shown = display_keys(key, self.ascii_only, first_only=key.bind)
+            label = self.labels.get(key_id, key.label)
+            piece = len(shown) + 1 + len(label) + 2
+            if len(text.plain) + piece - 2 > width:
+                break
+            text.append(f" {shown} ", key_style)
+            text.append(f"{label} ", label_style)
+        return text

@@ -1,0 +1,80 @@
+"""KV cache: a bar of the usable blocks, used and free, with each sequence's share shaded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+
+from ..formatting import count, percent
+from .sim_view import SimView
+
+MAX_PREEMPTION_MARKS = 5
+
+
+class KVCacheView(SimView):
+    """Blocks used and free. Where every sequence gets at least two cells, neighbouring sequences
+    are shaded differently so the learner sees how many share the cache; blocks just freed by a
+    preemption are marked."""
+
+    view_name = "kv"
+    DEFAULT_CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
+    COMPONENT_CLASSES = {"kv--title", "kv--used", "kv--used-alt", "kv--free", "kv--mark", "kv--dim", "kv--full"}
+
+    block_size = 16
+    """Tokens per block, so the bar can say how many tokens the cache holds."""
+
+    def build(self, width: int) -> Text:
+        snap = self.snapshot
+        text = Text()
+        if snap is None:
+            text.append("KV cache: waiting for the first iteration", self.style_of("kv--dim"))
+            return text
+        used, usable = snap.kv_blocks_used, max(1, snap.kv_blocks_usable)
+        share = used / usable
+        text.append("KV ", self.style_of("kv--title"))
+        text.append(f"{used:,}/{usable:,} blocks ")
+        text.append(percent(share), self.style_of("kv--full") if share >= 0.95 else "")
+        tokens = f" {count(usable * self.block_size)} tok"
+        if len(text.plain) + len(tokens) <= width:
+            text.append(tokens, self.style_of("kv--dim"))
+        text.append("\n")
+
+        g = self.glyphs
+        used_cells = min(width, round(share * width)) if used else 0
+        if used and used_cells == 0:
+            used_cells = 1
+        by_request = [blocks for _, blocks in snap.kv_blocks_by_request if blocks > 0]
+        if by_request and len(by_request) * 2 <= used_cells:
+            # Cell i shows whichever sequence holds the block at its middle.
+            bounds, total = [], 0
+            for blocks in by_request:
+                total += blocks
+                bounds.append(total)
+            index = 0
+            for cell in range(used_cells):
+                position = (cell + 0.5) * total / used_cells
+                while index < len(bounds) - 1 and position > bounds[index]:
+                    index += 1
+                if index % 2:
+                    text.append(g.bar_used_alt, self.style_of("kv--used-alt"))
+                else:
+                    text.append(g.bar_used, self.style_of("kv--used"))
+        else:
+            text.append(g.bar_used * used_cells, self.style_of("kv--used"))
+        preempted = len(snap.last.preempted) if snap.last is not None else 0
+        marks = min(preempted, MAX_PREEMPTION_MARKS, width - used_cells)
+        text.append(g.bar_mark * marks, self.style_of("kv--mark"))
+        text.append(g.bar_free * (width - used_cells - marks), self.style_of("kv--free"))
+
+        total_preemptions = snap.metrics.num_preemptions
+        text.append("\n")
+        detail = f"{len(snap.kv_blocks_by_request)} seqs hold blocks"
+        if total_preemptions or preempted:
+            text.append(detail + g.sep)
+            text.append(f"preempted {total_preemptions:,}", self.style_of("kv--mark"))
+            if preempted:
+                text.append(f" ({preempted} now)", self.style_of("kv--mark"))
+        else:
+            text.append(detail + g.sep + "0 preempted", self.style_of("kv--dim"))
+        return text

@@ -1,0 +1,55 @@
+"""Headline numbers: throughput, TTFT and TPOT percentiles, running batch and queue."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+
+from ..formatting import count, ms, percent
+from .sim_view import SimView
+
+
+class MetricsView(SimView):
+    """What `vllm bench serve` would print, over the recent window, updated every frame."""
+
+    view_name = "metrics"
+    DEFAULT_CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
+    COMPONENT_CLASSES = {"metrics--label", "metrics--value", "metrics--dim", "metrics--alarm"}
+
+    def build(self, width: int) -> Text:
+        snap = self.snapshot
+        text = Text()
+        if snap is None:
+            text.append("metrics: waiting for the first iteration", self.style_of("metrics--dim"))
+            return text
+        m = snap.metrics
+        label, value = self.style_of("metrics--label"), self.style_of("metrics--value")
+
+        text.append(f"{'':8}{'p50':>10}{'p99':>10}\n", self.style_of("metrics--dim"))
+        for name, p50, p99 in (("TTFT", m.ttft_p50, m.ttft_p99), ("TPOT", m.tpot_p50, m.tpot_p99)):
+            text.append(f"{name:8}", label)
+            if m.completed:
+                text.append(f"{ms(p50):>10}{ms(p99):>10}\n", value)
+            else:  # percentiles of nothing: say so rather than print zeros
+                text.append(f"{'-':>10}{'-':>10}\n", self.style_of("metrics--dim"))
+
+        def item(name: str, shown: str, alarm: bool = False) -> Text:
+            piece = Text(name + " ", label)
+            piece.append(shown, self.style_of("metrics--alarm") if alarm else value)
+            return piece
+
+        items = [
+            item("tokens/s", count(m.output_tokens_per_s)),
+            item("req/s", count(m.requests_per_s)),
+            item("batch", f"{snap.running:,}"),
+            item("queue", f"{snap.queue_len:,}", alarm=snap.queue_len > max(8, snap.running)),
+            item("done", f"{m.completed:,}"),
+            item("gap max", ms(m.itl_max)),
+        ]
+        if snap.batching in ("static", "dynamic") or m.padding_share:
+            items.append(item("padding", percent(m.padding_share), alarm=m.padding_share > 0.3))
+        if m.num_preemptions:
+            items.append(item("preempted", f"{m.num_preemptions:,}", alarm=True))
+        text.append_text(self.flow(items, width))
+        return text

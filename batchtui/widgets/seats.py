@@ -1,0 +1,81 @@
+"""Seats: one cell per slot of the running batch, and the queue beside it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+
+from .sim_view import SimView
+
+MAX_ROWS = 8
+STATE_WORDS = {"decode": "decoding", "prefill": "prefilling", "padded": "padded",
+               "preempted": "preempted", "idle": "idle"}
+
+
+class SeatsView(SimView):
+    """Every seat (up to what fits) as a cell: decoding, prefilling with how much of the prompt
+    is done, padded (finished but held by a static batch), preempted, or idle."""
+
+    view_name = "seats"
+    DEFAULT_CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
+    COMPONENT_CLASSES = {
+        "seats--title", "seats--idle", "seats--prefill", "seats--decode", "seats--padded",
+        "seats--preempted", "seats--queue", "seats--dim",
+    }
+
+    def _glyph(self, seat) -> str:
+        if seat.state == "prefill":
+            levels = self.glyphs.seat_prefill
+            return levels[min(len(levels) - 1, int(seat.progress * len(levels)))]
+        return self._glyph_for_state(seat.state)
+
+    def build(self, width: int) -> Text:
+        snap = self.snapshot
+        text = Text()
+        if snap is None:
+            text.append("seats: waiting for the first iteration", self.style_of("seats--dim"))
+            return text
+        seats = snap.seats
+        busy = sum(1 for s in seats if s.state in ("prefill", "decode"))
+        text.append(snap.batching, self.style_of("seats--title"))
+        text.append(f" {busy}/{snap.max_num_seqs:,} busy")
+        queue = f"queue {snap.queue_len:,}"
+        pad = max(1, width - len(text.plain) - len(queue))
+        text.append(" " * pad)
+        text.append(queue, self.style_of("seats--queue") if snap.queue_len else self.style_of("seats--dim"))
+
+        capacity = width * MAX_ROWS
+        shown = seats if len(seats) <= capacity else seats[: capacity - 1]
+        for start in range(0, len(shown), width):
+            text.append("\n")
+            for seat in shown[start:start + width]:
+                text.append(self._glyph(seat), self.style_of(f"seats--{seat.state}"))
+        if len(shown) < len(seats):
+            text.append("+", self.style_of("seats--dim"))
+            rest = seats[len(shown):]
+            text.append(f"\n+{len(rest):,} more seats, {sum(1 for s in rest if s.state != 'idle'):,} busy",
+                        self.style_of("seats--dim"))
+
+        counts: dict[str, int] = {}
+        for seat in seats:
+            counts[seat.state] = counts.get(seat.state, 0) + 1
+        text.append("\n")
+        legend = Text()
+        for state in ("decode", "prefill", "padded", "preempted", "idle"):
+            if state not in counts and state not in ("decode", "idle"):
+                continue
+            item = Text()
+            item.append(self._glyph_for_state(state), self.style_of(f"seats--{state}"))
+            item.append(f" {STATE_WORDS[state]} {counts.get(state, 0)}  ")
+            if len(legend.plain) + len(item.plain.rstrip()) > width:
+                break
+            legend.append_text(item)
+        legend.rstrip()
+        text.append_text(legend)
+        return text
+
+    def _glyph_for_state(self, state: str) -> str:
+        g = self.glyphs
+        return {"decode": g.seat_decode, "padded": g.seat_padded, "prefill": g.seat_prefill[3],
+                "preempted": g.seat_preempted}.get(state, g.seat_idle)

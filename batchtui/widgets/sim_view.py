@@ -1,0 +1,100 @@
+"""What every simulation view shares: it is fed `EngineSnapshot`s and draws from the last one."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual.widget import Widget
+
+from ..glyphs import UNICODE, Glyphs
+
+if TYPE_CHECKING:
+    from sim.reports import EngineSnapshot
+
+
+class SimView(Widget):
+    """A view of the live engine, drawn as one `rich.Text` per frame by `build(width)`.
+
+    One Text per frame lets neighbouring cells of the same state share one escape sequence,
+    which keeps bytes on the wire low (STYLE.md). The text is cached per snapshot and width,
+    and the layout is only redone when the number of lines changes.
+    """
+
+    DEFAULT_CSS = """
+    SimView {
+        height: auto;
+        text-wrap: nowrap;
+        text-overflow: clip;
+    }
+    """
+
+    view_name = ""
+    """The name a step uses for this view in its `views` list."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.snapshot: EngineSnapshot | None = None
+        """The last snapshot shown. Not reactive: views are refreshed once per frame, by hand."""
+        self._text: Text | None = None
+        self._text_width = -1
+
+    def update_snapshot(self, snapshot: EngineSnapshot) -> None:
+        """Show a new state of the engine."""
+        self.snapshot = snapshot
+        self.redraw()
+
+    def redraw(self) -> None:
+        """Rebuild the text; ask for a new layout only if the height changed."""
+        old_lines = len(self._text.plain.split("\n")) if self._text is not None else -1
+        self._text = None
+        width = self.content_size.width
+        if width > 0:
+            new_lines = len(self._get_text(width).plain.split("\n"))
+            self.refresh(layout=new_lines != old_lines)
+        else:
+            self.refresh(layout=True)
+
+    def build(self, width: int) -> Text:
+        """The view as text `width` cells wide. Subclasses override."""
+        raise NotImplementedError
+
+    def _get_text(self, width: int) -> Text:
+        if self._text is None or self._text_width != width:
+            self._text = self.build(max(width, 1))
+            self._text.no_wrap = True
+            self._text.overflow = "crop"
+            self._text_width = width
+        return self._text
+
+    def get_content_height(self, container, viewport, width: int) -> int:
+        return len(self._get_text(width).plain.split("\n"))
+
+    def render(self) -> Text:
+        return self._get_text(self.content_size.width)
+
+    @staticmethod
+    def flow(items: list[Text], width: int, gap: str = "  ") -> Text:
+        """Items on as few lines as fit in `width`, never split."""
+        out = Text()
+        line = 0
+        for item in items:
+            size = len(item.plain)
+            if line and line + len(gap) + size > width:
+                out.append("\n")
+                line = 0
+            elif line:
+                out.append(gap)
+                line += len(gap)
+            out.append_text(item)
+            line += size
+        return out
+
+    @property
+    def glyphs(self) -> Glyphs:
+        settings = getattr(self.app, "settings", None)
+        return settings.glyphs if settings is not None else UNICODE
+
+    def style_of(self, component: str):
+        """The Rich style of one of this view's component classes (colours come from the theme)."""
+        return self.get_component_rich_style(component, partial=True)
