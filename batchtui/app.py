@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from textual import events
 from textual.app import App
+from textual.geometry import Size
 from textual.scrollbar import ScrollBar, ScrollBarRender
 
 from .progress import Progress, ProgressStore
@@ -74,11 +76,13 @@ class BatchApp(App):
             self.tutorial.say(notice, error=True)
 
     # -- the terminal's size
-    def on_resize(self) -> None:
-        self._check_size()
+    def on_resize(self, event: events.Resize) -> None:
+        # This runs before App's own handler has stored the new size: use the event's.
+        self._check_size(event.size)
 
-    def _check_size(self) -> None:
-        small = self.size.width < MIN_WIDTH or self.size.height < MIN_HEIGHT
+    def _check_size(self, size: Size | None = None) -> None:
+        width, height = size or self.size
+        small = width < MIN_WIDTH or height < MIN_HEIGHT
         showing = isinstance(self.screen, TooSmallScreen)
         if small and not showing:
             self.push_screen(TooSmallScreen())

@@ -22,6 +22,10 @@ class Glyphs:
     bar_free: str
     bar_mark: str
     """A preemption mark."""
+    time_parts: tuple[str, str, str, str]
+    """Iteration time bar: weights read, KV read, compute, other."""
+    budget_parts: tuple[str, str, str]
+    """Token budget bar: decode tokens, prefill chunk, the next prefill chunk."""
     spark: tuple[str, ...]
     """Sparkline levels, lowest first."""
     point: str
@@ -52,6 +56,8 @@ UNICODE = Glyphs(
     bar_used_alt="▓",
     bar_free="░",
     bar_mark="×",
+    time_parts=("█", "▓", "▒", "░"),
+    budget_parts=("█", "▓", "▒"),
     spark=("▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"),
     point="•",
     knee="◆",
@@ -80,6 +86,8 @@ ASCII = Glyphs(
     bar_used_alt="=",
     bar_free=".",
     bar_mark="x",
+    time_parts=("W", "K", "C", "o"),
+    budget_parts=("d", "p", "P"),
     spark=("_", ".", "-", "~", "=", "+", "*", "#"),
     point="*",
     knee="K",

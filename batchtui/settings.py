@@ -24,6 +24,8 @@ class AppSettings:
     frame they capture is the same."""
     state_dir: Path | None = None
     """Where progress lives; None means the XDG default."""
+    cursor_blink: bool = True
+    """Text boxes blink their cursor; tests turn it off so screenshots are stable."""
 
     @property
     def glyphs(self) -> Glyphs:

@@ -104,7 +104,8 @@ class DialControl(Widget, can_focus=True):
     def action_type_value(self) -> None:
         if self.entry is not None:
             return
-        self.entry = DialEntry(self)
+        settings = getattr(self.app, "settings", None)
+        self.entry = DialEntry(self, cursor_blink=settings.cursor_blink if settings else True)
         self.parent.mount(self.entry, after=self)
         self.entry.focus()
 
@@ -169,9 +170,10 @@ class DialEntry(Input):
 
     BINDINGS = [Binding("escape", "cancel", "cancel", show=False)]
 
-    def __init__(self, dial: DialControl) -> None:
+    def __init__(self, dial: DialControl, cursor_blink: bool = True) -> None:
         super().__init__(value=number(dial.value).replace(",", ""), placeholder=dial._range_words(),
                          classes="dial-entry")
+        self.cursor_blink = cursor_blink
         self.dial = dial
 
     async def action_submit(self) -> None:

@@ -62,8 +62,8 @@ class IterationView(SimView):
         # Token budget: decode tokens, then each prefill chunk, then what was left unused.
         chunks = [w.num_tokens for w in report.scheduled if w.is_prefill]
         budget = max(report.token_budget, report.num_scheduled_tokens, 1)
-        items = [Text(f"decode {report.num_decode_tokens:,}", self.style_of("iteration--decode")),
-                 Text(f"+ prefill {report.num_prefill_tokens:,}"
+        items = [Text(f"{g.budget_parts[0]} decode {report.num_decode_tokens:,}", self.style_of("iteration--decode")),
+                 Text(f"+ {g.budget_parts[1]} prefill {report.num_prefill_tokens:,}"
                       + (f" in {len(chunks)}" if len(chunks) > 1 else ""), self.style_of("iteration--prefill")),
                  Text(f"of {report.token_budget:,}")]
         text.append_text(self.flow(items, width, gap=" "))
@@ -72,12 +72,13 @@ class IterationView(SimView):
         unused = max(0, budget - report.num_scheduled_tokens)
         cells = _cells([report.num_decode_tokens, *chunks, unused], bar_width)
         text.append("[")
-        text.append(g.bar_used * cells[0], self.style_of("iteration--decode"))
+        decode_glyph, prefill_glyph, prefill_alt_glyph = g.budget_parts
+        text.append(decode_glyph * cells[0], self.style_of("iteration--decode"))
         for i, n in enumerate(cells[1:-1]):
             if i % 2:
-                text.append(g.bar_used_alt * n, self.style_of("iteration--prefill-alt"))
+                text.append(prefill_alt_glyph * n, self.style_of("iteration--prefill-alt"))
             else:
-                text.append(g.bar_used * n, self.style_of("iteration--prefill"))
+                text.append(prefill_glyph * n, self.style_of("iteration--prefill"))
         text.append(g.bar_free * (bar_width - sum(cells[:-1])), self.style_of("iteration--free"))
         text.append("]\n")
 
@@ -94,15 +95,15 @@ class IterationView(SimView):
                  ("other", cost.allreduce + cost.overhead, "iteration--other")]
         cells = _cells([p[1] for p in parts], bar_width)
         text.append("[")
-        for (_, _, style), n in zip(parts, cells):
-            text.append(g.bar_used * n, self.style_of(style))
+        for (_, _, style), n, glyph in zip(parts, cells, g.time_parts):
+            text.append(glyph * n, self.style_of(style))
         text.append(g.bar_free * (bar_width - sum(cells)), self.style_of("iteration--free"))
         text.append("]\n")
         legend = [("weights", cost.weights, "iteration--weights"), ("KV", cost.kv_read, "iteration--kv"),
                   ("compute", cost.compute + cost.prefill_attention, "iteration--compute")]
         items = []
-        for word, seconds, style in legend:
-            item = Text(g.bar_used, self.style_of(style))
+        for (word, seconds, style), glyph in zip(legend, g.time_parts):
+            item = Text(glyph, self.style_of(style))
             item.append(f"{word} {ms(seconds)}")
             items.append(item)
         text.append_text(self.flow(items, width, gap=" "))

@@ -1,0 +1,109 @@
+"""Progress survives a restart; a bad progress file never stops the app; a small terminal gets
+a plain message."""
+
+from __future__ import annotations
+
+import json
+
+from batchtui.progress import Progress, ProgressStore, state_dir
+from batchtui.screens.too_small import TooSmallScreen
+from batchtui.screens.tutorial import TutorialScreen
+from batchtui.widgets.notice_line import NoticeLine
+from batchtui.widgets.step_header import StepHeader
+
+
+async def test_the_step_survives_a_restart(make_app, state_dir):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("n", "n")
+    saved = json.loads((state_dir / "progress.json").read_text())
+    assert saved["current_step"] == 3
+
+    again = make_app()
+    async with again.run_test(size=(80, 24)):
+        assert again.screen.query_one(StepHeader).number == 3
+
+
+async def test_step_option_wins_over_saved_progress(make_app, state_dir):
+    ProgressStore(state_dir).save(Progress(current_step=3))
+    app = make_app(start_step=2)
+    async with app.run_test(size=(80, 24)):
+        assert app.screen.query_one(StepHeader).number == 2
+
+
+async def test_reset_progress_starts_at_step_one(make_app, state_dir):
+    ProgressStore(state_dir).save(Progress(current_step=3, completed={1}))
+    app = make_app(reset_progress=True)
+    async with app.run_test(size=(80, 24)):
+        assert app.screen.query_one(StepHeader).number == 1
+        assert app.progress.completed == set()
+
+
+async def test_a_corrupt_progress_file_is_set_aside_with_a_notice(make_app, state_dir):
+    state_dir.mkdir(parents=True)
+    (state_dir / "progress.json").write_text("{not json")
+    app = make_app()
+    async with app.run_test(size=(80, 24)):
+        assert app.screen.query_one(StepHeader).number == 1
+        notice = app.screen.query_one(NoticeLine)
+        assert "unreadable" in notice.message and "progress.json.unreadable" in notice.message
+        assert "\n" not in notice.message
+    assert (state_dir / "progress.json.unreadable").read_text() == "{not json"
+
+
+async def test_below_80x24_a_plain_message_then_everything_comes_back(make_app):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("n")
+        await pilot.resize_terminal(70, 20)
+        await pilot.pause()
+        assert isinstance(app.screen, TooSmallScreen)
+        assert "at least 80x24" in str(app.screen.query_one("#too-small-message").render())
+        await pilot.resize_terminal(100, 30)
+        await pilot.pause()
+        assert isinstance(app.screen, TutorialScreen)
+        assert app.screen.query_one(StepHeader).number == 2
+
+
+async def test_starting_in_a_small_terminal_shows_the_message(make_app):
+    app = make_app()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, TooSmallScreen)
+
+
+# -- the store on its own
+
+
+def test_state_dir_follows_xdg(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    assert state_dir() == tmp_path / "batchtui"
+    monkeypatch.setenv("XDG_STATE_HOME", "relative/path")  # invalid per the spec: ignored
+    assert state_dir().parts[-3:] == (".local", "state", "batchtui")
+
+
+def test_round_trip_keeps_answers_and_completed(tmp_path):
+    store = ProgressStore(tmp_path)
+    store.save(Progress(current_step=9, completed={2, 9}, answers={2: "167", 9: "47"}))
+    loaded, notice = ProgressStore(tmp_path).load()
+    assert notice is None
+    assert loaded == Progress(current_step=9, completed={2, 9}, answers={2: "167", 9: "47"})
+    assert [p.name for p in tmp_path.iterdir()] == ["progress.json"]  # no temporary file left
+
+
+def test_a_wrong_shape_is_set_aside_too(tmp_path):
+    (tmp_path / "progress.json").write_text(json.dumps({"current_step": "three"}))
+    (tmp_path / "progress.json.unreadable").write_text("older")
+    progress, notice = ProgressStore(tmp_path).load()
+    assert progress == Progress()
+    assert "progress.json.unreadable-2" in notice
+    assert (tmp_path / "progress.json.unreadable").read_text() == "older"
+
+
+def test_an_unwritable_directory_is_reported_once(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    store = ProgressStore(blocker / "state")  # a directory under a file cannot be made
+    first = store.save(Progress())
+    assert first and "cannot be saved" in first
+    assert store.save(Progress()) is None

@@ -1,0 +1,121 @@
+"""Run, pause, single iteration, speed, reset and dials drive the live simulation."""
+
+from __future__ import annotations
+
+from batchtui.widgets.dial import DialControl
+from batchtui.widgets.iteration import IterationView
+from batchtui.widgets.key_bar import KeyBar
+from batchtui.widgets.notice_line import NoticeLine
+from batchtui.widgets.seats import SeatsView
+
+
+async def test_full_stop_runs_exactly_one_iteration_and_the_views_show_it(make_app):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        sim = app.screen.sim
+        assert sim.engine.iteration == 0
+        await pilot.press("full_stop")
+        await pilot.pause()
+        assert sim.engine.iteration == 1
+        await pilot.press("full_stop", "full_stop")
+        await pilot.pause()
+        assert sim.engine.iteration == 3
+        seats = app.screen.query_one(SeatsView)
+        assert seats.snapshot is not None and seats.snapshot.iteration == 3
+
+
+async def test_space_toggles_run_and_the_footer_says_which(make_app):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        sim = app.screen.sim
+        keys = app.screen.query_one(KeyBar)
+        assert not sim.running
+        await pilot.press("space")
+        assert sim.running
+        assert keys.labels.get("sim.run_pause") == "pause"
+        await pilot.press("space")
+        assert not sim.running
+        assert keys.labels.get("sim.run_pause", "run") == "run"
+
+
+async def test_speed_keys_change_the_time_scale(make_app):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        sim = app.screen.sim
+        before = sim.time_scale
+        await pilot.press("plus")
+        assert sim.time_scale > before
+        await pilot.press("minus", "minus")
+        assert sim.time_scale < before
+
+
+async def test_reset_starts_the_scenario_over(make_app):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("full_stop", "full_stop")
+        old = app.screen.sim
+        await pilot.press("r")
+        await pilot.pause()
+        assert app.screen.sim is not old
+        assert app.screen.sim.engine.iteration == 0
+
+
+async def test_a_dial_moved_with_arrows_applies_to_the_live_engine(make_app):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        engine = app.screen.sim.engine
+        assert app.screen.focused.id == "lesson-pane"  # focused at start, so arrows scroll it
+        await pilot.press("tab")  # the first dial: request rate 20 req/s, step 1
+        assert isinstance(app.screen.focused, DialControl)
+        await pilot.press("right", "right")
+        assert engine.scenario.workload.request_rate == 22.0
+        await pilot.press("shift+left")
+        assert engine.scenario.workload.request_rate == 12.0
+        await pilot.press("down", "end")  # the seat cap, to its maximum
+        assert engine.config.max_num_seqs == 256
+        assert app.screen.focused.value == 256
+
+
+async def test_an_out_of_range_typed_value_is_refused_with_a_message(make_app):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        engine = app.screen.sim.engine
+        await pilot.press("tab", "enter")
+        await pilot.press(*"999", "enter")  # the entry box starts with "20"; now "20999"
+        await pilot.pause()
+        notice = app.screen.query_one(NoticeLine)
+        assert notice.message.startswith("Refused")
+        assert "between 1 and 60" in notice.message
+        assert engine.scenario.workload.request_rate == 20.0
+        assert app.screen.query_one(DialControl).value == 20
+
+
+async def test_a_typed_value_in_range_applies(make_app):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        engine = app.screen.sim.engine
+        await pilot.press("tab", "enter", "ctrl+a", "ctrl+k", *"35", "enter")
+        await pilot.pause()
+        assert engine.scenario.workload.request_rate == 35.0
+        assert isinstance(app.screen.focused, DialControl)  # back on the dial
+
+
+async def test_a_refused_engine_value_is_shown_not_raised(make_app):
+    """The dial allows it but the engine does not: the engine's own sentence is shown."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        dial = screen.query(DialControl)[1]
+        screen.sim.engine.set_dial("engine.max_num_batched_tokens", 128)
+        dial.post_message(DialControl.Changed(dial, 200))  # 200 seats > a budget of 128 tokens
+        await pilot.pause()
+        assert "Refused" in screen.query_one(NoticeLine).message
+        assert screen.sim.engine.config.max_num_seqs == 64
+
+
+async def test_views_follow_the_step(make_app):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert not app.screen.query_one(IterationView).display  # step 1 shows seats + metrics
+        await pilot.press("n")
+        assert app.screen.query_one(IterationView).display
