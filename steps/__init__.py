@@ -1,0 +1,448 @@
+"""The twenty lessons as data, loaded and checked.
+
+Each step is one file, `steps/lessons/NN-slug.md`: TOML front matter between two `+++` lines,
+then the lesson text in Markdown. The front matter holds
+
+    number, title, section, minutes     the step's place and reading time
+    views = [...]                       a subset of VIEWS: what the live panel shows
+    hints = [...]                       short nudges shown one at a time
+    [scenario]                          a `sim.scenario.Scenario` dict (num_prompts 0 = endless)
+    [[dials]]                           name = a dotted scenario path (DIAL_ROOTS), label, unit,
+                                        and min/max/step for numbers or choices for the rest
+    [activity]                          kind = one of ACTIVITY_KINDS, plus that kind's parameters
+    [compare]       (optional)          label + scenario: overrides merged onto [scenario] to run
+                                        side by side on the same arrivals (same seed)
+    [sweep]         (optional)          what the "curve" view draws: batch_sizes + context (a
+                                        cost-model sweep of decode batches) and/or rates (req/s)
+
+`load_steps()` validates all twenty and raises `StepError` naming the file and the problem.
+This package imports `sim` at most: never textual or rich.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from sim.errors import SimError
+from sim.scenario import Scenario
+
+__all__ = [
+    "ACTIVITY_KINDS", "ActivitySpec", "Comparison", "Dial", "Step", "StepError", "SweepSpec",
+    "VIEWS", "get_path", "load_step", "load_steps", "set_path",
+]
+
+NUM_STEPS = 20
+VIEWS = ("seats", "kv", "iteration", "metrics", "sparklines", "curve")
+ACTIVITY_KINDS = ("drill", "break_it", "predict", "read", "cheat_sheet", "playground", "none")
+DIAL_ROOTS = ("gpu", "model", "tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization",
+              "block_size", "num_gpu_blocks_override", "seed", "engine", "workload")
+MAX_WORDS = 320  # about two minutes of reading; the pane is small at 80x24
+
+_FILE_NAME = re.compile(r"^(\d\d)-[a-z0-9]+(?:-[a-z0-9]+)*\.md$")
+_TOP_KEYS = {"number", "title", "section", "minutes", "views", "hints", "scenario", "dials",
+             "activity", "compare", "sweep"}
+_REQUIRED = ("number", "title", "section", "minutes", "views", "scenario", "activity")
+
+
+class StepError(SimError):
+    """A lesson file is malformed; the message names the file and what is wrong."""
+
+    def __init__(self, source: str, problem: str) -> None:
+        self.source = source
+        self.problem = problem
+        super().__init__(f"{source}: {problem}")
+
+
+@dataclass(frozen=True)
+class Dial:
+    """A setting the learner may move: a dotted path into the scenario, with its range.
+
+    Numeric dials have `min`, `max` and `step`; text (or on/off) dials have `choices`.
+    """
+
+    name: str
+    label: str
+    unit: str = ""
+    min: float | None = None
+    max: float | None = None
+    step: float | None = None
+    choices: tuple = ()
+
+    @property
+    def is_numeric(self) -> bool:
+        return not self.choices
+
+    def value(self, scenario: Scenario) -> Any:
+        return get_path(scenario, self.name)
+
+    def check(self, value: Any) -> Any:
+        """The value if this dial allows it, else ValueError with a sentence saying why."""
+        if self.choices:
+            if value not in self.choices:
+                raise ValueError(f"{self.label} must be one of {', '.join(map(str, self.choices))}.")
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+            raise ValueError(f"{self.label} must be a number.")
+        if not self.min <= value <= self.max:
+            unit = f" {self.unit}" if self.unit else ""
+            raise ValueError(f"{self.label} must be between {self.min:g} and {self.max:g}{unit}.")
+        return value
+
+    def apply(self, scenario: Scenario, value: Any) -> Scenario:
+        """The scenario with this dial set (validated against the dial's range)."""
+        return set_path(scenario, self.name, self.check(value))
+
+
+@dataclass(frozen=True)
+class ActivitySpec:
+    """Which activity a step runs (`kind`) and its parameters as the lesson file gives them."""
+
+    kind: str = "none"
+    params: dict = field(default_factory=dict)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.params.get(key, default)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A second scenario run beside the step's own on the same arrivals."""
+
+    label: str
+    scenario: Scenario
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """What the curve view sweeps: fixed decode batch sizes at one context, and/or rates."""
+
+    batch_sizes: tuple[int, ...] = ()
+    context: int = 640
+    rates: tuple[float, ...] = ()
+    num_prompts: int = 400
+
+
+@dataclass(frozen=True)
+class Step:
+    number: int
+    slug: str
+    title: str
+    section: str
+    minutes: int
+    views: tuple[str, ...]
+    scenario: Scenario
+    dials: tuple[Dial, ...]
+    hints: tuple[str, ...]
+    activity: ActivitySpec
+    body_md: str
+    compare: Comparison | None = None
+    sweep: SweepSpec | None = None
+    source: str = ""
+
+    def dial(self, name: str) -> Dial:
+        for d in self.dials:
+            if d.name == name:
+                return d
+        raise KeyError(name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Dotted scenario paths
+# ---------------------------------------------------------------------------------------------
+
+
+def get_path(scenario: Scenario, path: str) -> Any:
+    """The value at a dotted path such as `workload.input.mean` or `engine.max_num_seqs`.
+
+    An `engine.*` dial the scenario leaves unset reads as the engine's resolved value (vLLM's
+    default for the GPU)."""
+    head, _, rest = path.partition(".")
+    if head == "engine":
+        if rest in scenario.engine:
+            return scenario.engine[rest]
+        return getattr(scenario.engine_config(), rest)
+    value: Any = scenario.to_dict()
+    for part in path.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise KeyError(path)
+        value = value[part]
+    if path == "workload.request_rate" and value == "inf":
+        return math.inf
+    return value
+
+
+def set_path(scenario: Scenario, path: str, value: Any) -> Scenario:
+    """A new scenario with the dotted path set; raises SimError if the result is invalid."""
+    data = scenario.to_dict()
+    _set_in(data, path.split("."), value)
+    return Scenario.from_dict(data)
+
+
+def _set_in(data: dict, parts: list[str], value: Any) -> None:
+    for part in parts[:-1]:
+        data = data.setdefault(part, {})
+    data[parts[-1]] = value
+
+
+def _merge(base: dict, overrides: dict) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------------------------
+
+
+def lessons_dir() -> Path:
+    return Path(str(resources.files("steps").joinpath("lessons")))
+
+
+def load_steps(directory: str | Path | None = None) -> list[Step]:
+    """All twenty steps in order, each validated. Raises StepError naming the bad file."""
+    folder = Path(directory) if directory is not None else lessons_dir()
+    files = sorted(p for p in folder.glob("*.md"))
+    if not files:
+        raise StepError(str(folder), "no lesson files (NN-slug.md) found")
+    steps = [load_step(p) for p in files]
+    numbers = [s.number for s in steps]
+    expected = list(range(1, NUM_STEPS + 1))
+    if numbers != expected:
+        missing = sorted(set(expected) - set(numbers))
+        extra = sorted(set(numbers) - set(expected))
+        dupes = sorted({n for n in numbers if numbers.count(n) > 1})
+        parts = []
+        if missing:
+            parts.append("missing step " + ", ".join(map(str, missing)))
+        if extra:
+            parts.append("unexpected step " + ", ".join(map(str, extra)))
+        if dupes:
+            parts.append("step numbered twice: " + ", ".join(map(str, dupes)))
+        raise StepError(str(folder), "; ".join(parts) or "steps out of order")
+    return steps
+
+
+def load_step(path: str | Path) -> Step:
+    """One lesson file, validated."""
+    p = Path(path)
+    source = p.name
+    match = _FILE_NAME.match(p.name)
+    if not match:
+        raise StepError(source, "a lesson file must be named NN-slug.md (two digits, lower-case slug)")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StepError(source, f"cannot read the file ({exc})") from None
+    front, body = _split_front_matter(text, source)
+    try:
+        data = tomllib.loads(front)
+    except tomllib.TOMLDecodeError as exc:
+        raise StepError(source, f"the front matter is not valid TOML ({exc})") from None
+    step = _build_step(data, body, source, p.stem)
+    if step.number != int(match.group(1)):
+        raise StepError(source, f"number = {step.number} does not match the file name")
+    return step
+
+
+def _split_front_matter(text: str, source: str) -> tuple[str, str]:
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].strip() != "+++":
+        raise StepError(source, "the file must start with a '+++' line opening the TOML front matter")
+    for i in range(1, len(lines)):
+        if lines[i].strip() == "+++":
+            return "".join(lines[1:i]), "".join(lines[i + 1:]).strip() + "\n"
+    raise StepError(source, "the front matter has no closing '+++' line")
+
+
+def _build_step(data: dict, body: str, source: str, stem: str) -> Step:
+    unknown = set(data) - _TOP_KEYS
+    if unknown:
+        raise StepError(source, f"unknown key {sorted(unknown)[0]!r}; allowed: {', '.join(sorted(_TOP_KEYS))}")
+    for key in _REQUIRED:
+        if key not in data:
+            raise StepError(source, f"the front matter is missing {key!r}")
+
+    number = _int(data["number"], "number", source, 1, NUM_STEPS)
+    title = _text(data["title"], "title", source)
+    section = _text(data["section"], "section", source)
+    minutes = _int(data["minutes"], "minutes", source, 1, 5)
+
+    views = data["views"]
+    if not isinstance(views, list) or not views or not all(isinstance(v, str) for v in views):
+        raise StepError(source, "views must be a non-empty list of view names")
+    bad = [v for v in views if v not in VIEWS]
+    if bad:
+        raise StepError(source, f"unknown view {bad[0]!r}; views are {', '.join(VIEWS)}")
+
+    hints = data.get("hints", [])
+    if not isinstance(hints, list) or not all(isinstance(h, str) and h.strip() for h in hints):
+        raise StepError(source, "hints must be a list of non-empty strings")
+
+    scenario = _scenario(data["scenario"], "[scenario]", source)
+    dials = tuple(_dial(d, i, scenario, source) for i, d in enumerate(data.get("dials", [])))
+    names = [d.name for d in dials]
+    if len(set(names)) != len(names):
+        raise StepError(source, "a dial is listed twice")
+
+    activity = _activity(data["activity"], source)
+    compare = _compare(data.get("compare"), data["scenario"], source)
+    sweep = _sweep(data.get("sweep"), source)
+    if "curve" in views and sweep is None:
+        raise StepError(source, "the curve view needs a [sweep] table")
+
+    if not body.strip():
+        raise StepError(source, "the lesson text after the front matter is empty")
+    if "![" in body:
+        raise StepError(source, "the lesson text must not use images (it runs in a terminal)")
+    words = len(body.split())
+    if words > MAX_WORDS:
+        raise StepError(source, f"the lesson text has {words} words; keep it under {MAX_WORDS}")
+
+    step = Step(number=number, slug=stem[3:], title=title, section=section, minutes=minutes,
+                views=tuple(views), scenario=scenario, dials=dials, hints=tuple(hints),
+                activity=activity, body_md=body, compare=compare, sweep=sweep, source=source)
+    _check_activity(step)
+    return step
+
+
+def _text(value: Any, key: str, source: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise StepError(source, f"{key} must be a non-empty string")
+    return value
+
+
+def _int(value: Any, key: str, source: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise StepError(source, f"{key} = {value!r} must be a whole number from {low} to {high}")
+    return value
+
+
+def _scenario(data: Any, where: str, source: str) -> Scenario:
+    if not isinstance(data, dict):
+        raise StepError(source, f"{where} must be a table")
+    try:
+        scenario = Scenario.from_dict(data)
+        scenario.deployment()
+        scenario.engine_config()
+    except (SimError, TypeError) as exc:
+        raise StepError(source, f"{where}: {exc}") from None
+    return scenario
+
+
+def _dial(data: Any, index: int, scenario: Scenario, source: str) -> Dial:
+    where = f"dial {index + 1}"
+    if not isinstance(data, dict):
+        raise StepError(source, f"{where} must be a table")
+    allowed = {"name", "label", "unit", "min", "max", "step", "choices"}
+    unknown = set(data) - allowed
+    if unknown:
+        raise StepError(source, f"{where}: unknown key {sorted(unknown)[0]!r}")
+    name = _text(data.get("name"), f"{where} name", source)
+    where = f"dial {name!r}"
+    if name.split(".")[0] not in DIAL_ROOTS:
+        raise StepError(source, f"{where}: a dial must start with one of {', '.join(DIAL_ROOTS)}")
+    label = _text(data.get("label"), f"{where} label", source)
+    unit = data.get("unit", "")
+    if not isinstance(unit, str):
+        raise StepError(source, f"{where}: unit must be a string")
+    try:
+        current = get_path(scenario, name)
+    except (KeyError, AttributeError):
+        raise StepError(source, f"{where}: no such setting in the scenario") from None
+    if "choices" in data:
+        choices = data["choices"]
+        if not isinstance(choices, list) or len(choices) < 2:
+            raise StepError(source, f"{where}: choices must list at least two values")
+        if any(k in data for k in ("min", "max", "step")):
+            raise StepError(source, f"{where}: give either choices or min/max/step, not both")
+        dial = Dial(name=name, label=label, unit=unit, choices=tuple(choices))
+        values = choices
+    else:
+        nums = {}
+        for key in ("min", "max", "step"):
+            v = data.get(key)
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise StepError(source, f"{where}: {key} must be a number")
+            nums[key] = v
+        if not nums["min"] < nums["max"] or nums["step"] <= 0:
+            raise StepError(source, f"{where}: needs min < max and step > 0")
+        dial = Dial(name=name, label=label, unit=unit, **nums)
+        values = [nums["min"], nums["max"]]
+    try:
+        dial.check(current)
+    except ValueError as exc:
+        raise StepError(source, f"{where}: the scenario's value {current!r} is outside the dial ({exc})") from None
+    # Every end of the range must give a scenario the simulator accepts.
+    for v in values:
+        try:
+            moved = set_path(scenario, name, v)
+            moved.deployment()
+            moved.engine_config()
+        except (SimError, TypeError) as exc:
+            raise StepError(source, f"{where}: the value {v!r} gives an invalid scenario ({exc})") from None
+    return dial
+
+
+def _activity(data: Any, source: str) -> ActivitySpec:
+    if not isinstance(data, dict):
+        raise StepError(source, "[activity] must be a table")
+    kind = data.get("kind")
+    if kind not in ACTIVITY_KINDS:
+        raise StepError(source, f"[activity] kind = {kind!r} must be one of {', '.join(ACTIVITY_KINDS)}")
+    params = {k: v for k, v in data.items() if k != "kind"}
+    return ActivitySpec(kind=kind, params=params)
+
+
+def _compare(data: Any, base: dict, source: str) -> Comparison | None:
+    if data is None:
+        return None
+    if not isinstance(data, dict) or set(data) - {"label", "scenario"}:
+        raise StepError(source, "[compare] holds label and scenario only")
+    label = _text(data.get("label"), "[compare] label", source)
+    overrides = data.get("scenario")
+    if not isinstance(overrides, dict) or not overrides:
+        raise StepError(source, "[compare] needs a scenario table of overrides")
+    return Comparison(label, _scenario(_merge(base, overrides), "[compare.scenario]", source))
+
+
+def _sweep(data: Any, source: str) -> SweepSpec | None:
+    if data is None:
+        return None
+    if not isinstance(data, dict) or set(data) - {"batch_sizes", "context", "rates", "num_prompts"}:
+        raise StepError(source, "[sweep] holds batch_sizes, context, rates and num_prompts only")
+    sizes = data.get("batch_sizes", [])
+    rates = data.get("rates", [])
+    if not isinstance(sizes, list) or not all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in sizes):
+        raise StepError(source, "[sweep] batch_sizes must be whole numbers > 0")
+    if not isinstance(rates, list) or not all(isinstance(r, (int, float)) and not isinstance(r, bool) and r > 0
+                                              for r in rates):
+        raise StepError(source, "[sweep] rates must be numbers > 0 (requests/s)")
+    if not sizes and not rates:
+        raise StepError(source, "[sweep] needs batch_sizes or rates")
+    if sizes != sorted(sizes) or rates != sorted(rates):
+        raise StepError(source, "[sweep] batch_sizes and rates must be in increasing order")
+    context = _int(data.get("context", 640), "[sweep] context", source, 1, 1 << 20)
+    num_prompts = _int(data.get("num_prompts", 400), "[sweep] num_prompts", source, 10, 100000)
+    return SweepSpec(tuple(sizes), context, tuple(float(r) for r in rates), num_prompts)
+
+
+def _check_activity(step: Step) -> None:
+    # Imported here: activities builds on the dataclasses above.
+    from . import activities
+
+    try:
+        activities.validate_spec(step)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StepError(step.source, f"[activity]: {exc}") from None

@@ -1,0 +1,989 @@
+"""What the learner does in a step, as pure logic the app drives by keyboard.
+
+- Drills (steps 2, 9, 15): `Drill.new_question(seed) -> Question`; a retry with another seed is
+  a new question. `Question.check(text)` parses a typed answer tolerantly and recognises the
+  common slips; `hints` (at most two) and, once solved or given up, `derivation_md` with this
+  question's own numbers.
+- Break-it challenges (steps 3, 8, 10, 14): `goal_md`, and `check(snapshot)` returns a
+  `Verdict` (explaining what happened with the numbers seen) once the live metrics reach the goal.
+- Predict-then-run: `question_md`, `choices`, `commit(n)`, then `reveal(snapshot)`.
+- Reading exercise (step 18): `PercentileReading.new_question(seed) -> Read` with a table from two
+  simulated runs; `Read.check(choice_number)`.
+- `cheat_sheet_md(...)` (step 19) and `save_scenario` / `load_scenario` (step 20).
+
+Imports `sim` only: never textual or rich. Simulation runs (steps 9 and 18 build their questions
+from measured runs) take well under a second each; the app should call `new_question` from a
+worker.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sim.errors import SimError
+from sim.profiles import BUILTIN_PROFILES, Deployment, ProfileSet
+from sim.reports import EngineSnapshot
+from sim.scenario import Scenario
+
+GIB = 2**30
+RESERVE_BYTES = 3.4e9  # what vLLM keeps outside weights and KV (Deployment's default)
+REAL_BANDWIDTH_SHARE = 0.8  # the share of HBM bandwidth real decode kernels reach
+
+# ---------------------------------------------------------------------------------------------
+# Number formatting and answer parsing
+# ---------------------------------------------------------------------------------------------
+
+
+def fmt(value: float, digits: int = 3) -> str:
+    """A number for prose: `digits` significant figures, thousands separated, no trailing zeros."""
+    if value == 0 or not math.isfinite(value):
+        return str(value)
+    magnitude = int(math.floor(math.log10(abs(value))))
+    decimals = max(0, digits - 1 - magnitude)
+    text = f"{value:,.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def ms(seconds: float) -> str:
+    return f"{fmt(seconds * 1000.0)} ms"
+
+
+_NUMBER = re.compile(
+    r"""(?P<num>[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?|[-+]?\.\d+)   # 209, 1,209, 2.5, .5
+        (?:\s*[eE]\s*(?P<exp>[-+]?\d+))?                                # 2.1e2
+        \s*(?P<suffix>[kK](?![a-zA-Z]))?                                # 7.9k
+    """,
+    re.VERBOSE,
+)
+_MS_UNIT = re.compile(r"\d\s*(ms|msec|millisecond)", re.IGNORECASE)
+
+
+def parse_number(text: str) -> float | None:
+    """The first number in `text` ("209", "209 tok/s", "2.1e2", "≈ 1,209", "7.9k"), or None."""
+    if not isinstance(text, str):
+        return None
+    cleaned = text.replace("\u2212", "-").replace("\u202f", "").replace("\u00a0", "").replace("_", "")
+    match = _NUMBER.search(cleaned)
+    if not match:
+        return None
+    value = float(match.group("num").replace(",", ""))
+    if match.group("exp"):
+        value *= 10.0 ** int(match.group("exp"))
+    if match.group("suffix"):
+        value *= 1000.0
+    return value if math.isfinite(value) else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Drills
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """What the app shows after an answer (or a choice)."""
+
+    correct: bool
+    message: str
+    value: float | None = None
+    """The number read from the answer; None when none could be read."""
+    show_derivation: bool = False
+    """True once the question is over (right answer): show `derivation_md` now."""
+
+
+@dataclass(frozen=True)
+class Slip:
+    """A common mistake and the answer it leads to."""
+
+    value: float
+    message: str
+
+
+class Question:
+    """One drill question. Mutable: it counts attempts and remembers whether it is over."""
+
+    def __init__(self, prompt_md: str, answer: float, unit: str, tolerance: float,
+                 hints: tuple[str, ...], derivation_md: str, slips: tuple[Slip, ...] = (),
+                 whole_number: bool = False, run_dials: dict | None = None,
+                 facts: dict | None = None) -> None:
+        self.prompt_md = prompt_md
+        self.answer = answer
+        self.unit = unit
+        self.tolerance = tolerance
+        self.hints = tuple(hints[:2])
+        self.derivation_md = derivation_md
+        self.slips = slips
+        self.whole_number = whole_number
+        self.run_dials = dict(run_dials or {})
+        """Dial settings (dotted scenario paths) to run the traffic this question is about."""
+        self.facts = dict(facts or {})
+        """The question's inputs, for tests and for the app to show."""
+        self.attempts = 0
+        self.solved = False
+        self.gave_up = False
+
+    @property
+    def tolerance_text(self) -> str:
+        return f"±{fmt(self.tolerance * 100)} %"
+
+    @property
+    def over(self) -> bool:
+        return self.solved or self.gave_up
+
+    def is_close(self, value: float, target: float) -> bool:
+        return abs(value - target) <= self.tolerance * abs(target)
+
+    def accepts(self, value: float) -> bool:
+        if self.is_close(value, self.answer):
+            return True
+        # A count of sequences: the whole number below or nearest the exact quotient is right too.
+        return self.whole_number and value in (math.floor(self.answer), round(self.answer))
+
+    def check(self, text: str) -> Feedback:
+        value = parse_number(text)
+        if value is None:
+            return Feedback(False, f"Type a number, for example {fmt(self.answer * 1.37, 2)} "
+                                   f"(the unit, {self.unit}, is optional).")
+        self.attempts += 1
+        if self.accepts(value):
+            self.solved = True
+            return Feedback(True, f"Right: {fmt(self.answer)} {self.unit} "
+                                  f"(you typed {fmt(value, 4)}; within {self.tolerance_text}).",
+                            value, show_derivation=True)
+        if _MS_UNIT.search(text) and self.unit != "ms":
+            return Feedback(False, f"That is a time in ms; the question asks for {self.unit}.", value)
+        for slip in self.slips:
+            if self.is_close(value, slip.value):
+                return Feedback(False, slip.message, value)
+        direction = "high" if value > self.answer else "low"
+        return Feedback(False, f"Not quite: {fmt(value, 4)} is too {direction} "
+                               f"(needed within {self.tolerance_text}). Try again or take a hint.", value)
+
+    def hint(self, n: int) -> str:
+        """Hint n (0 or 1)."""
+        return self.hints[n]
+
+    def give_up(self) -> str:
+        self.gave_up = True
+        return self.derivation_md
+
+
+class Drill:
+    """A generator of questions of one kind; `new_question(seed)` is deterministic in the seed."""
+
+    name = ""
+    title = ""
+
+    def __init__(self, tolerance: float = 0.03) -> None:
+        self.tolerance = tolerance
+
+    def new_question(self, seed: int) -> Question:
+        raise NotImplementedError
+
+
+def _ratio_slips(answer: float, pairs: list[tuple[float, str]]) -> tuple[Slip, ...]:
+    return tuple(Slip(answer * factor, message) for factor, message in pairs)
+
+
+class SingleStreamCeilingDrill(Drill):
+    """Step 2: bandwidth ÷ weight bytes, or 80 % of it, on other GPUs and models."""
+
+    name = "single_stream_ceiling"
+    title = "The single-stream ceiling"
+    GPUS = ("h100-sxm", "h200", "a100-80gb", "l40s", "b200")
+    MODELS = ("llama-3.1-8b", "llama-3.2-3b", "qwen2.5-14b")
+
+    def __init__(self, tolerance: float = 0.03, profiles: ProfileSet | None = None) -> None:
+        super().__init__(tolerance)
+        self.profiles = profiles or BUILTIN_PROFILES
+
+    def new_question(self, seed: int) -> Question:
+        rng = np.random.default_rng(seed)
+        while True:
+            gpu = self.profiles.gpu(str(rng.choice(self.GPUS)))
+            model = self.profiles.model(str(rng.choice(self.MODELS)))
+            realistic = bool(rng.integers(0, 2))
+            if not (gpu.id == "h100-sxm" and model.id == "llama-3.1-8b" and not realistic):
+                break  # the lesson already worked that one
+        weights = model.params * model.bytes_per_param
+        ceiling = gpu.hbm_bandwidth / weights
+        answer = ceiling * REAL_BANDWIDTH_SHARE if realistic else ceiling
+        bw_tb = gpu.hbm_bandwidth / 1e12
+        setup = (f"**{model.name}** ({fmt(model.params / 1e9)} B parameters, bf16) decodes one "
+                 f"sequence alone on an **{gpu.name}** (HBM bandwidth {fmt(bw_tb, 4)} TB/s).")
+        if realistic:
+            ask = ("Real servers stream weights at about 80 % of the rated bandwidth. About how "
+                   "many **tokens/s** does this one sequence get?")
+        else:
+            ask = "What is its single-stream decode **ceiling**, in tokens/s?"
+        hints = (
+            "Each token needs one full read of the weights: tokens/s = bandwidth ÷ weight bytes"
+            + (", then take 80 % of that." if realistic else "."),
+            f"Weights = {fmt(model.params / 1e9)} B × 2 bytes = {fmt(weights / 1e9)} GB. "
+            f"Divide {fmt(gpu.hbm_bandwidth / 1e9, 4)} GB/s by it.",
+        )
+        lines = [
+            f"- weights = {fmt(model.params / 1e9)} B parameters × 2 bytes (bf16) = "
+            f"**{fmt(weights / 1e9)} GB**",
+            f"- ceiling = {fmt(bw_tb, 4)} TB/s ÷ {fmt(weights / 1e9)} GB = "
+            f"{fmt(gpu.hbm_bandwidth / 1e9, 4)} GB/s ÷ {fmt(weights / 1e9)} GB ≈ "
+            f"**{fmt(ceiling)} tokens/s**",
+        ]
+        if realistic:
+            lines.append(f"- at 80 % of the bandwidth: 0.8 × {fmt(ceiling)} ≈ **{fmt(answer)} tokens/s**")
+        else:
+            lines.append(f"- a real server reaches about 80 % of that: ≈ {fmt(ceiling * 0.8)} tokens/s")
+        lines.append(f"- one token every 1000 ÷ {fmt(answer)} ≈ {fmt(1000 / answer)} ms")
+        gib = (f"GB and GiB got mixed: {fmt(weights / 1e9)} GB is {fmt(weights / GIB)} GiB, and "
+               "TB/s is decimal too. Keep both in decimal units.")
+        pairs = [
+            (GIB / 1e9, gib),
+            (1e12 / 2**40, gib),
+            (2.0, "Twice too high: bf16 takes 2 bytes per parameter, so the weights are "
+                  f"{fmt(weights / 1e9)} GB, not {fmt(model.params / 1e9)} GB."),
+            (0.5, "Half the answer: bf16 is 2 bytes per parameter, not 4."),
+            (1000.0, "Off by a factor of 1,000: check TB/s (10¹²) against GB (10⁹)."),
+            (0.001, "Off by a factor of 1,000: check TB/s (10¹²) against GB (10⁹)."),
+        ]
+        if realistic:
+            pairs.append((1 / REAL_BANDWIDTH_SHARE,
+                          "That is the full ceiling: the question asks what a real server gets, "
+                          "about 80 % of it."))
+        else:
+            pairs.append((REAL_BANDWIDTH_SHARE,
+                          "That is the 80 % figure a real server reaches; the question asks for "
+                          "the ceiling itself."))
+        slips = list(_ratio_slips(answer, pairs))
+        slips.append(Slip(1000.0 / answer, "That looks like milliseconds per token; the question "
+                                            "asks for tokens per second (1000 ÷ your number)."))
+        if realistic:
+            slips.append(Slip(1000.0 / ceiling, "That looks like milliseconds per token; the question "
+                                                 "asks for tokens per second."))
+        return Question(
+            prompt_md=f"{setup}\n\n{ask}",
+            answer=answer, unit="tokens/s", tolerance=self.tolerance, hints=hints,
+            derivation_md="\n".join(lines), slips=tuple(slips),
+            run_dials={"gpu": gpu.id, "model": model.id},
+            facts={"gpu": gpu.id, "model": model.id, "realistic": realistic, "ceiling": ceiling},
+        )
+
+
+class InFlightDrill(Drill):
+    """Step 9: Little's law, with the seconds per request measured in the simulation."""
+
+    name = "in_flight"
+    title = "Sequences in flight"
+    MAX_OUTPUT_TOKENS_PER_S = 6200.0  # keep the load well below saturation, where W is steady
+    MEASURE_PROMPTS = 400
+
+    RATES = (8.0, 12.0, 16.0, 20.0, 24.0, 28.0)
+    OUTPUTS = (128, 256, 384)
+
+    def __init__(self, scenario: Scenario, rates=RATES, outputs=OUTPUTS, tolerance: float = 0.05) -> None:
+        super().__init__(tolerance)
+        self.scenario = scenario
+        self.cases = [(float(r), int(o)) for r in rates for o in outputs
+                      if r * o <= self.MAX_OUTPUT_TOKENS_PER_S]
+        if not self.cases:
+            raise ValueError("no rate and output length below the drill's load limit")
+        self._measured: dict[tuple[float, int], float] = {}
+
+    def traffic(self, rate: float, output_len: int) -> Scenario:
+        w = self.scenario.workload
+        return self.scenario.with_workload(request_rate=rate, output=_replace(w.output, mean=output_len))
+
+    def seconds_per_request(self, rate: float, output_len: int) -> float:
+        """Mean time in the engine (arrival to last token) measured at this load."""
+        key = (rate, output_len)
+        if key not in self._measured:
+            from sim.engine import run_scenario
+
+            run = run_scenario(self.traffic(rate, output_len).with_workload(num_prompts=self.MEASURE_PROMPTS))
+            self._measured[key] = run.metrics["mean_e2el_ms"] / 1000.0
+        return self._measured[key]
+
+    def new_question(self, seed: int) -> Question:
+        rng = np.random.default_rng(seed)
+        rate, output_len = self.cases[int(rng.integers(len(self.cases)))]
+        in_ms = bool(rng.integers(0, 2))
+        w_s = round(self.seconds_per_request(rate, output_len), 2)
+        answer = rate * w_s
+        w_text = f"{fmt(w_s * 1000, 4)} ms" if in_ms else f"{w_s:.2f} s"
+        prompt_len = self.scenario.workload.input.mean
+        prompt = (f"The helpdesk bot gets **{fmt(rate)} requests/s**, each {prompt_len} tokens in and "
+                  f"{output_len} out. Measured at this load, a request spends **{w_text}** in the "
+                  "engine, from arrival to its last token.\n\nOn average, how many **sequences** "
+                  "are in flight?")
+        hints = ("Little's law: sequences in flight = arrival rate × time each spends inside.",
+                 f"{fmt(rate)} requests/s × {w_s:.2f} s" + (" (convert ms to s first)" if in_ms else "") + ".")
+        derivation = (f"- in flight = λ × W = {fmt(rate)} requests/s × {w_s:.2f} s ≈ "
+                      f"**{fmt(answer)} sequences**\n"
+                      f"- run the traffic: the mean running batch should settle within a few per cent "
+                      f"of {fmt(answer)}.")
+        slips = (
+            Slip(rate / w_s, "You divided the rate by the time; multiply them instead."),
+            Slip(w_s / rate, "You divided the time by the rate; multiply them instead."),
+            Slip(answer * 1000.0, "Off by 1,000: convert the time to seconds before multiplying."),
+            Slip(answer / 1000.0, "Off by 1,000: the time is in seconds here."),
+            Slip(rate, "That is the arrival rate; multiply it by the seconds each request stays."),
+        )
+        return Question(prompt, answer, "sequences", self.tolerance, hints, derivation, slips,
+                        run_dials={"workload.request_rate": rate, "workload.output.mean": output_len},
+                        facts={"rate": rate, "output_len": output_len, "seconds": w_s})
+
+
+class CacheBatchDrill(Drill):
+    """Step 15: cache tokens ÷ tokens per sequence, on other GPUs, memory settings and lengths."""
+
+    name = "cache_batch"
+    title = "The batch the cache allows"
+    GPUS = ("h100-sxm", "h200", "a100-80gb", "l40s", "b200")
+    MODELS = ("llama-3.1-8b", "llama-3.2-3b", "qwen2.5-14b")
+    UTILISATIONS = (0.80, 0.85, 0.88, 0.90, 0.92, 0.95)
+    PROMPTS = (1024, 2048, 4096, 8192, 16384)
+    OUTPUTS = (256, 512, 1024, 2048)
+
+    def __init__(self, tolerance: float = 0.03, profiles: ProfileSet | None = None) -> None:
+        super().__init__(tolerance)
+        self.profiles = profiles or BUILTIN_PROFILES
+
+    def _draw(self, rng) -> tuple[Deployment, int, int]:
+        while True:
+            gpu = str(rng.choice(self.GPUS))
+            model = self.profiles.model(str(rng.choice(self.MODELS)))
+            util = float(rng.choice(self.UTILISATIONS))
+            prompt = int(rng.choice(self.PROMPTS))
+            output = int(rng.choice(self.OUTPUTS))
+            if prompt + output > model.max_model_len:
+                continue
+            try:
+                dep = self.profiles.deployment(gpu, model.id, gpu_memory_utilization=util)
+            except SimError:
+                continue  # the model does not fit this GPU at this setting
+            if dep.kv_cache_tokens / (prompt + output) >= 4:
+                return dep, prompt, output
+
+    def new_question(self, seed: int) -> Question:
+        rng = np.random.default_rng(seed)
+        dep, prompt, output = self._draw(rng)
+        gpu, model = dep.gpu, dep.model
+        per_seq = prompt + output
+        answer = dep.kv_cache_tokens / per_seq
+        weights = dep.weight_bytes
+        kv_per_token = dep.kv_bytes_per_token
+        util = dep.gpu_memory_utilization
+        kv_mem = util * gpu.memory_bytes - weights - dep.reserve_bytes
+        prompt_md = (
+            f"**{model.name}** in bf16 on one **{gpu.name}**, `--gpu-memory-utilization {util:g}`.\n\n"
+            f"| | |\n|---|---|\n"
+            f"| GPU memory (as CUDA reports it) | {fmt(gpu.memory_bytes / 1e9)} GB ({fmt(gpu.memory_bytes / GIB)} GiB) |\n"
+            f"| weights | {fmt(model.params / 1e9)} B parameters × 2 bytes |\n"
+            f"| reserve (activations, graphs) | {fmt(dep.reserve_bytes / 1e9)} GB |\n"
+            f"| model shape | {model.layers} layers, {model.kv_heads} KV heads, head dim {model.head_dim} |\n"
+            f"| each request | {prompt:,} tokens in, {output:,} out |\n\n"
+            "How many such **sequences** can the KV cache hold at once, all at full length?"
+        )
+        hints = (
+            "KV memory = utilisation × GPU memory − weights − reserve; KV bytes per token = "
+            "2 × layers × KV heads × head dim × 2 bytes.",
+            f"Here {util:g} × {fmt(gpu.memory_bytes / 1e9)} GB − {fmt(weights / 1e9)} GB − "
+            f"{fmt(dep.reserve_bytes / 1e9)} GB ≈ {fmt(kv_mem / 1e9)} GB, and {kv_per_token:,} bytes "
+            f"per token; divide, then divide by {per_seq:,}.",
+        )
+        derivation = "\n".join([
+            f"- KV memory = {util:g} × {fmt(gpu.memory_bytes / 1e9)} GB − {fmt(weights / 1e9)} GB − "
+            f"{fmt(dep.reserve_bytes / 1e9)} GB ≈ **{fmt(kv_mem / 1e9)} GB**",
+            f"- KV per token = 2 × {model.layers} × {model.kv_heads} × {model.head_dim} × 2 B = "
+            f"**{kv_per_token:,} B** ({fmt(kv_per_token / 1024)} KiB)",
+            f"- cache = {fmt(kv_mem / 1e9)} GB ÷ {kv_per_token:,} B ≈ **{fmt(dep.kv_cache_tokens)} tokens** "
+            f"({dep.usable_blocks:,} blocks of {dep.block_size})",
+            f"- batch = {fmt(dep.kv_cache_tokens)} ÷ ({prompt:,} + {output:,}) ≈ **{fmt(answer)} sequences**",
+            f"- vLLM admits on the prompt's blocks, so up to {fmt(dep.kv_cache_tokens / prompt)} may start "
+            "before preemptions trim the batch back.",
+        ])
+
+        def batch(memory: float, reserve: float = dep.reserve_bytes, kv: float = kv_per_token,
+                  tokens: int = per_seq, w: float = weights) -> float:
+            return max(0.0, memory - w - reserve) / kv / tokens
+
+        slips = (
+            Slip(batch(gpu.memory_bytes), "You used all the GPU's memory: vLLM takes only "
+                                          f"--gpu-memory-utilization ({util:g}) of it."),
+            Slip(batch(util * gpu.memory_bytes, reserve=0.0),
+                 f"Remember the reserve: {fmt(dep.reserve_bytes / 1e9)} GB stays outside the cache."),
+            Slip(batch(util * gpu.memory_bytes, w=0.0),
+                 f"The weights ({fmt(weights / 1e9)} GB) take their share of memory first."),
+            Slip(batch(util * gpu.memory_bytes, tokens=prompt),
+                 "You divided by the prompt only; a sequence ends holding prompt + output tokens."),
+            Slip(answer * 2.0, "Twice too many: KV per token counts both K and V, each 2 bytes in bf16."),
+            Slip(answer / 2.0, "Half the answer: KV entries are 2 bytes each in bf16, not 4."),
+            Slip(batch(util * gpu.memory_bytes / GIB * 1e9),
+                 "GB and GiB got mixed: CUDA's total is in bytes; "
+                 f"{fmt(gpu.memory_bytes / GIB)} GiB is {fmt(gpu.memory_bytes / 1e9)} GB."),
+            Slip(answer * model.kv_heads / model.q_heads,
+                 f"Use the KV heads ({model.kv_heads}), not the query heads ({model.q_heads}): "
+                 "grouped-query attention keeps fewer KV heads."),
+        )
+        return Question(prompt_md, answer, "sequences", self.tolerance, hints, derivation, slips,
+                        whole_number=True,
+                        run_dials={"gpu": gpu.id, "model": model.id, "gpu_memory_utilization": util,
+                                   "workload.input.mean": prompt, "workload.output.mean": output},
+                        facts={"gpu": gpu.id, "model": model.id, "util": util, "prompt": prompt,
+                               "output": output, "cache_tokens": dep.kv_cache_tokens})
+
+
+def _replace(obj, **changes):
+    from dataclasses import replace
+
+    return replace(obj, **changes)
+
+
+# ---------------------------------------------------------------------------------------------
+# Break-it challenges
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    title: str
+    message_md: str
+
+
+class BreakIt:
+    """Watches snapshots; once the goal is reached, `check` returns the same Verdict every time."""
+
+    name = ""
+    goal_md = ""
+
+    def __init__(self) -> None:
+        self.verdict: Verdict | None = None
+
+    def reset(self) -> None:
+        self.verdict = None
+
+    def check(self, snapshot: EngineSnapshot) -> Verdict | None:
+        if self.verdict is None:
+            self.observe(snapshot)
+            if self.reached(snapshot):
+                self.verdict = self.explain(snapshot)
+        return self.verdict
+
+    def observe(self, snapshot: EngineSnapshot) -> None:
+        """Remember what the calm state looked like, to compare with later."""
+
+    def reached(self, snapshot: EngineSnapshot) -> bool:
+        raise NotImplementedError
+
+    def explain(self, snapshot: EngineSnapshot) -> Verdict:
+        raise NotImplementedError
+
+
+class StaticPeakChallenge(BreakIt):
+    """Step 3: static batches pushed to peak; TTFT p99 passes a goal."""
+
+    name = "static_peak"
+
+    def __init__(self, ttft_p99_goal_s: float = 10.0) -> None:
+        super().__init__()
+        self.goal = ttft_p99_goal_s
+        self.goal_md = (f"Raise the traffic until **TTFT p99 passes {fmt(self.goal)} s** with static "
+                        "batches.")
+
+    def reached(self, s: EngineSnapshot) -> bool:
+        return s.metrics.completed >= 20 and s.metrics.ttft_p99 >= self.goal
+
+    def explain(self, s: EngineSnapshot) -> Verdict:
+        m = s.metrics
+        return Verdict("Broken: newcomers wait for whole batches", (
+            f"TTFT p99 reached **{fmt(m.ttft_p99)} s** while the server finished "
+            f"{fmt(m.requests_per_s)} requests/s. **{fmt(m.padding_share * 100)} %** of seat-iterations "
+            f"were padding: seats held by answers already finished, computing tokens nobody reads. "
+            f"With {s.queue_len} requests queued, a newcomer waits for the batch in progress and "
+            "then for every batch ahead of it before its prompt is even read."))
+
+
+class PastKneeChallenge(BreakIt):
+    """Step 8: past saturation, TTFT explodes while tokens/s and TPOT hold still."""
+
+    name = "past_knee"
+
+    def __init__(self, ttft_p99_goal_s: float = 2.0, min_queue: int = 50) -> None:
+        super().__init__()
+        self.goal = ttft_p99_goal_s
+        self.min_queue = min_queue
+        self.calm_tokens_per_s = 0.0
+        self.calm_tpot = 0.0
+        self.goal_md = (f"Push the traffic past saturation until **TTFT p99 passes {fmt(self.goal)} s** "
+                        f"and at least {min_queue} requests wait.")
+
+    def observe(self, s: EngineSnapshot) -> None:
+        if s.queue_len <= 2 and s.metrics.completed >= 20:
+            self.calm_tokens_per_s = max(self.calm_tokens_per_s, s.metrics.output_tokens_per_s)
+            self.calm_tpot = s.metrics.tpot_p50
+
+    def reached(self, s: EngineSnapshot) -> bool:
+        return s.metrics.ttft_p99 >= self.goal and s.queue_len >= self.min_queue
+
+    def explain(self, s: EngineSnapshot) -> Verdict:
+        m = s.metrics
+        before = ""
+        if self.calm_tokens_per_s:
+            before = (f" Before the queue formed the engine made {fmt(self.calm_tokens_per_s)} tokens/s "
+                      f"at a TPOT p50 of {ms(self.calm_tpot)}.")
+        return Verdict("Broken: past the knee only the queue grows", (
+            f"TTFT p99 is **{fmt(m.ttft_p99)} s** with **{s.queue_len} requests waiting**, yet the "
+            f"engine makes {fmt(m.output_tokens_per_s)} tokens/s and TPOT p50 is {ms(m.tpot_p50)}, "
+            f"with {s.running} of {s.max_num_seqs} seats busy.{before} The engine was already running "
+            "flat out: extra traffic adds no throughput, only waiting, and the wait grows every "
+            "second the rate stays above saturation."))
+
+
+class LongPromptStallChallenge(BreakIt):
+    """Step 10: one long prefill stalls every decoding user."""
+
+    name = "long_prompt_stall"
+
+    def __init__(self, gap_ratio_goal: float = 20.0) -> None:
+        super().__init__()
+        self.ratio = gap_ratio_goal
+        self.goal_md = (f"Make the **worst gap between two tokens** more than {fmt(self.ratio)} times "
+                        "the typical time per token (TPOT p50).")
+
+    def reached(self, s: EngineSnapshot) -> bool:
+        m = s.metrics
+        return m.completed >= 20 and m.tpot_p50 > 0 and m.itl_max >= self.ratio * m.tpot_p50
+
+    def explain(self, s: EngineSnapshot) -> Verdict:
+        m = s.metrics
+        return Verdict("Broken: a long prompt stalled the stream", (
+            f"The worst gap between two tokens was **{ms(m.itl_max)}**, "
+            f"{fmt(m.itl_max / m.tpot_p50)} times the typical {ms(m.tpot_p50)} per token. That "
+            "iteration carried a long prefill, and every user mid-answer waited for all of it. "
+            f"TPOT p99 is only {ms(m.tpot_p99)}: averaged over a whole answer, one stall hardly shows."))
+
+
+class CacheCapChallenge(BreakIt):
+    """Step 14: the KV cache, not the seats, caps the batch; preemptions happen."""
+
+    name = "cache_cap"
+
+    def __init__(self, block_size: int = 16, prompt_len: int = 8192, output_len: int = 1024) -> None:
+        super().__init__()
+        self.block_size = block_size
+        self.prompt_len = prompt_len
+        self.output_len = output_len
+        self.goal_md = ("Raise the traffic until the **KV cache is full** and the engine **preempts** a "
+                        "sequence while seats are still free.")
+
+    def reached(self, s: EngineSnapshot) -> bool:
+        return s.metrics.num_preemptions > 0 and s.running < s.max_num_seqs
+
+    def explain(self, s: EngineSnapshot) -> Verdict:
+        cache_tokens = s.kv_blocks_usable * self.block_size
+        used = s.kv_blocks_used / s.kv_blocks_usable if s.kv_blocks_usable else 0.0
+        upper = cache_tokens / self.prompt_len
+        lower = cache_tokens / (self.prompt_len + self.output_len)
+        return Verdict("Broken: the cache caps the batch", (
+            f"**{s.metrics.num_preemptions} preemptions** so far, with **{s.running} sequences "
+            f"running of {s.max_num_seqs} seats**. The cache holds {fmt(cache_tokens)} tokens and is "
+            f"{fmt(used * 100)} % full. It admits up to {fmt(cache_tokens)} ÷ {self.prompt_len:,} ≈ "
+            f"{fmt(upper)} prompts, but only {fmt(cache_tokens)} ÷ {self.prompt_len + self.output_len:,} ≈ "
+            f"{fmt(lower)} can grow to full length together: as they grow, the newest is evicted and "
+            "later recomputed. The seat cap never comes into play."))
+
+
+# ---------------------------------------------------------------------------------------------
+# Predict-then-run
+# ---------------------------------------------------------------------------------------------
+
+_SHOW = {
+    "queue_len": ("queue", lambda s: f"{s.queue_len}"),
+    "running": ("running", lambda s: f"{s.running}"),
+    "requests_per_s": ("requests/s", lambda s: fmt(s.metrics.requests_per_s)),
+    "output_tokens_per_s": ("tokens/s", lambda s: fmt(s.metrics.output_tokens_per_s)),
+    "ttft_p50": ("TTFT p50", lambda s: ms(s.metrics.ttft_p50)),
+    "ttft_p99": ("TTFT p99", lambda s: ms(s.metrics.ttft_p99)),
+    "tpot_p50": ("TPOT p50", lambda s: ms(s.metrics.tpot_p50)),
+    "tpot_p99": ("TPOT p99", lambda s: ms(s.metrics.tpot_p99)),
+    "itl_max": ("worst gap", lambda s: ms(s.metrics.itl_max)),
+    "e2e_p50": ("end-to-end p50", lambda s: ms(s.metrics.e2e_p50)),
+    "padding_share": ("padding", lambda s: f"{fmt(s.metrics.padding_share * 100)} %"),
+    "mean_running": ("mean running", lambda s: fmt(s.metrics.mean_running)),
+    "num_preemptions": ("preemptions", lambda s: f"{s.metrics.num_preemptions}"),
+}
+
+
+class Predict:
+    """Commit to a guess (a choice number), then run and compare."""
+
+    def __init__(self, question_md: str, choices: tuple[str, ...], answer: int, explain: str,
+                 show: tuple[str, ...] = (), compute: str = "", scenario: Scenario | None = None) -> None:
+        self.question_md = question_md
+        self.choices = choices
+        self.answer = answer
+        self.explain = explain
+        self.show = show
+        self.compute = compute
+        self.scenario = scenario
+        self.guess: int | None = None
+
+    def commit(self, guess: int) -> str:
+        if not 1 <= guess <= len(self.choices):
+            raise ValueError(f"choose 1 to {len(self.choices)}")
+        self.guess = guess
+        return f"Your guess: {guess}. {self.choices[guess - 1]} Now run the simulation and watch."
+
+    def live_numbers(self, snapshot: EngineSnapshot | None, other: EngineSnapshot | None = None) -> str:
+        parts = []
+        if snapshot is not None:
+            for key in self.show:
+                label, value = _SHOW[key]
+                parts.append(f"{label} {value(snapshot)}")
+        text = ", ".join(parts)
+        if self.compute == "batch_gain" and self.scenario is not None:
+            from sim.cost import CostModel
+
+            cost = CostModel(self.scenario.deployment())
+            one, many = cost.iteration(1, 640).total, cost.iteration(64, 64 * 640).total
+            text = (f"batch 1: {ms(one)} per iteration, {fmt(1 / one)} tokens/s; batch 64: {ms(many)}, "
+                    f"{fmt(64 / many)} tokens/s: {fmt(64 * one / many)} times the output for "
+                    f"{fmt((many / one - 1) * 100)} % more time per token")
+        if self.compute == "offline_gain" and snapshot is not None and other is not None:
+            a, b = snapshot.metrics.output_tokens_per_s, other.metrics.output_tokens_per_s
+            if b > 0:
+                text = (f"{fmt(a)} tokens/s against {fmt(b)} with the other setting: "
+                        f"{fmt(a / b)} times")
+        return text
+
+    def reveal(self, guess: int | None, snapshot: EngineSnapshot | None = None,
+               other: EngineSnapshot | None = None) -> str:
+        guess = self.guess if guess is None else guess
+        right = guess == self.answer
+        head = "You called it." if right else f"Not this time: the answer is {self.answer}."
+        numbers = self.live_numbers(snapshot, other)
+        tail = f"\n\nIn the simulation: {numbers}." if numbers else ""
+        return f"{head} {self.choices[self.answer - 1]}\n\n{self.explain}{tail}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading exercise (step 18)
+# ---------------------------------------------------------------------------------------------
+
+READ_CHOICES = (
+    "Queueing: the engine is at capacity. Add replicas or shed load.",
+    "Heavier iterations: a bigger batch or long prefills. Look at the traffic mix, the budget, the seats.",
+    "Nothing that matters changed.",
+)
+
+
+class Read:
+    """A table to read and a diagnosis to pick with a number key."""
+
+    def __init__(self, table_md: str, choices: tuple[str, ...], answer: int, explanation: str,
+                 case: str = "", figures: dict | None = None) -> None:
+        self.table_md = table_md
+        self.choices = choices
+        self.answer = answer
+        self.explanation = explanation
+        self.case = case
+        self.figures = dict(figures or {})
+        self.done = False
+
+    def check(self, choice_number: int) -> Feedback:
+        if not isinstance(choice_number, int) or not 1 <= choice_number <= len(self.choices):
+            return Feedback(False, f"Press a number from 1 to {len(self.choices)}.")
+        if choice_number == self.answer:
+            self.done = True
+            return Feedback(True, f"Right. {self.explanation}", float(choice_number), show_derivation=True)
+        wrong = {
+            1: "TTFT p99 alone would point to queueing, but look at TPOT p99 too.",
+            2: "Heavier iterations show in TPOT; check whether TPOT p99 really moved.",
+            3: "Compare the two columns again: one percentile moved a lot.",
+        }[choice_number]
+        return Feedback(False, wrong, float(choice_number))
+
+    def give_up(self) -> str:
+        self.done = True
+        return f"Answer {self.answer}: {self.choices[self.answer - 1]} {self.explanation}"
+
+
+class PercentileReading:
+    """Builds `Read` questions from two simulated runs: before and after an incident."""
+
+    name = "percentiles"
+    PROMPTS = 400
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario.with_workload(num_prompts=self.PROMPTS)
+        self._saturated: dict[int, float] = {}
+
+    def saturated_rate(self, seats: int) -> float:
+        if seats not in self._saturated:
+            from sim.engine import run_scenario
+
+            run = run_scenario(self.scenario.with_engine(max_num_seqs=seats)
+                               .with_workload(request_rate=math.inf))
+            self._saturated[seats] = run.metrics["request_throughput"]
+        return self._saturated[seats]
+
+    def case_runs(self, case: str, rng) -> tuple[Scenario, Scenario, str]:
+        """The before and after scenarios of one incident, and what changed (in words)."""
+        base = self.scenario.replace(seed=int(rng.integers(0, 2**31)))
+        if case == "queueing":
+            seats = int(rng.choice([48, 64, 96]))
+            sat = self.saturated_rate(seats)
+            before = float(rng.uniform(0.85, 0.95)) * sat
+            after = float(rng.uniform(1.3, 1.45)) * sat
+            capped = base.with_engine(max_num_seqs=seats)
+            return (capped.with_workload(request_rate=round(before, 1)),
+                    capped.with_workload(request_rate=round(after, 1)),
+                    f"traffic rose from {fmt(before)} to {fmt(after)} req/s")
+        if case == "heavier":
+            if rng.integers(0, 2):
+                lo, hi = float(rng.choice([6.0, 8.0])), float(rng.choice([18.0, 22.0]))
+                return (base.with_workload(request_rate=lo), base.with_workload(request_rate=hi),
+                        f"traffic rose from {fmt(lo)} to {fmt(hi)} req/s")
+            share = float(rng.choice([0.25, 0.3]))
+            return (base.with_workload(batch_pool_share=0.0), base.with_workload(batch_pool_share=share),
+                    f"batch jobs went from none to {fmt(share * 100)} % of requests")
+        rate = float(rng.choice([8.0, 10.0, 12.0]))
+        return (base.with_workload(request_rate=rate), base.with_workload(request_rate=rate * 1.05)
+                .replace(seed=base.seed + 1), "a new day, the same traffic give or take 5 %")
+
+    def new_question(self, seed: int) -> Read:
+        from sim.engine import run_scenario
+
+        rng = np.random.default_rng(seed)
+        case = str(rng.choice(["queueing", "heavier", "steady"]))
+        before_sc, after_sc, change = self.case_runs(case, rng)
+        before, after = run_scenario(before_sc).pools, run_scenario(after_sc).pools
+        rows = []
+        figures = {}
+        for pool in ("chat", "batch"):
+            if pool not in before and pool not in after:
+                continue
+            for key, label in (("median_ttft_ms", "TTFT p50"), ("p99_ttft_ms", "TTFT p99"),
+                               ("median_tpot_ms", "TPOT p50"), ("p99_tpot_ms", "TPOT p99")):
+                b = before.get(pool, {}).get(key)
+                a = after.get(pool, {}).get(key)
+                figures[(pool, key)] = (b, a)
+                rows.append(f"| {pool} {label} | {_ms_cell(b)} | {_ms_cell(a)} |")
+        table = "| ms | before | after |\n|---|---|---|\n" + "\n".join(rows)
+        answer = {"queueing": 1, "heavier": 2, "steady": 3}[case]
+        ttft = figures[("chat", "p99_ttft_ms")]
+        tpot = figures[("chat", "p99_tpot_ms")]
+        explanation = (f"What happened: {change}. Chat TTFT p99 went from {_ms_cell(ttft[0])} to "
+                       f"{_ms_cell(ttft[1])} ms and TPOT p99 from {_ms_cell(tpot[0])} to "
+                       f"{_ms_cell(tpot[1])} ms. ")
+        explanation += {
+            1: "TTFT rising with TPOT flat means requests wait for a seat: the batch is already as "
+               "big as it gets.",
+            2: "TPOT rising means every iteration carries more: a bigger batch, or long prefills "
+               "sharing the iterations.",
+            3: "Percentiles wobble from run to run; a change of a few per cent is noise.",
+        }[answer]
+        return Read(table, READ_CHOICES, answer, explanation, case=case, figures=figures)
+
+
+def _ms_cell(value: float | None) -> str:
+    return "–" if value is None else fmt(value, 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cheat sheet (step 19)
+# ---------------------------------------------------------------------------------------------
+
+
+def cheat_sheet_md(source: Scenario | Deployment, snapshot: EngineSnapshot | None = None,
+                   prompt_len: int | None = None, output_len: int | None = None,
+                   peak_rate: float = 150.0, slo_rate: float | None = None) -> str:
+    """The recap with every formula worked for this deployment (and live numbers if given)."""
+    if isinstance(source, Scenario):
+        dep = source.deployment()
+        prompt_len = prompt_len or source.workload.input.mean
+        output_len = output_len or source.workload.output.mean
+        rate = source.workload.request_rate
+    else:
+        dep = source
+        rate = 20.0
+    prompt_len = prompt_len or 512
+    output_len = output_len or 256
+    gpu, model = dep.gpu, dep.model
+    weights = dep.weight_bytes_per_gpu
+    ceiling = gpu.hbm_bandwidth / weights
+    per_seq = prompt_len + output_len
+    cache_batch = dep.kv_cache_tokens / per_seq
+
+    from sim.cost import CostModel
+
+    cost = CostModel(dep)
+    # Seconds per request at a modest batch: one prefill, then output − 1 decode steps.
+    prefill = cost.iteration(0, 0, [(0, prompt_len)]).total
+    tpot_alone = cost.iteration(1, prompt_len + output_len // 2).total
+    if snapshot is not None and snapshot.metrics.e2e_p50 > 0 and math.isfinite(rate):
+        seconds = snapshot.metrics.e2e_p50
+        seconds_note = "W measured now: end-to-end p50"
+    else:
+        seconds = prefill + (output_len - 1) * tpot_alone
+        seconds_note = "W at batch 1; longer under load"
+    in_flight = rate * seconds if math.isfinite(rate) else float("nan")
+    slo = slo_rate or 0.0
+    lines = [
+        f"### {model.name} on {gpu.name}" + (f" × {dep.tensor_parallel_size}" if dep.tensor_parallel_size > 1 else ""),
+        "",
+        "| formula | worked |",
+        "|---|---|",
+        f"| ceiling = bandwidth ÷ weight bytes | {fmt(gpu.hbm_bandwidth / 1e12, 4)} TB/s ÷ {fmt(weights / 1e9)} GB "
+        f"≈ **{fmt(ceiling)} tok/s** (real ≈ 80 %: {fmt(0.8 * ceiling)}) |",
+        f"| one request = prefill + (out − 1) × TPOT | {ms(prefill)} + {output_len - 1} × "
+        f"{ms(tpot_alone)} ≈ {fmt(prefill + (output_len - 1) * tpot_alone)} s alone |",
+    ]
+    if math.isfinite(in_flight):
+        lines.append(f"| in flight = λ × W | {fmt(rate)} req/s × {fmt(seconds)} s ≈ **{fmt(in_flight)}** "
+                     f"({seconds_note}) |")
+    lines += [
+        f"| cache tokens = (util × memory − weights − reserve) ÷ KV/token | ({dep.gpu_memory_utilization:g} × "
+        f"{fmt(gpu.memory_bytes / 1e9)} − {fmt(weights / 1e9)} − {fmt(dep.reserve_bytes / 1e9)}) GB ÷ "
+        f"{fmt(dep.kv_bytes_per_token_per_gpu / 1024)} KiB ≈ **{fmt(dep.kv_cache_tokens)}** |",
+        f"| cache batch = cache tokens ÷ (in + out) | {fmt(dep.kv_cache_tokens)} ÷ {per_seq:,} ≈ "
+        f"**{fmt(cache_batch)}** |",
+    ]
+    if slo > 0:
+        replicas = math.ceil(peak_rate / (0.8 * slo))
+        lines.append(f"| replicas = ⌈peak ÷ (0.8 × SLO rate)⌉ | ⌈{fmt(peak_rate)} ÷ (0.8 × {fmt(slo)})⌉ = "
+                     f"**{replicas}** |")
+    else:
+        lines.append(f"| replicas = ⌈peak ÷ (0.8 × SLO rate)⌉ | SLO rate from a sweep (step 16); "
+                     f"e.g. ⌈{fmt(peak_rate)} ÷ (0.8 × 34)⌉ = {math.ceil(peak_rate / (0.8 * 34))} |")
+    lines += [
+        "",
+        "**Tuning order**: `--max-num-batched-tokens` (TPOT you accept) → `--max-num-seqs` "
+        "(batch λ × W needs) → KV cache (`--gpu-memory-utilization`) holds that batch.",
+        "",
+        "| | chat (SLO) | offline job |",
+        "|---|---|---|",
+        f"| seats | ≥ in flight (≈ {fmt(in_flight if math.isfinite(in_flight) else 0)}), below the knee "
+        f"| up to the cache batch (≈ {fmt(cache_batch)}) |",
+        "| token budget | modest (2k–8k): protects TPOT | large (16k): big prefills |",
+        "| watch | TTFT p99, TPOT p99 per pool | tokens/s, job time |",
+    ]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Playground (step 20)
+# ---------------------------------------------------------------------------------------------
+
+
+def save_scenario(scenario: Scenario, path: str | Path) -> str:
+    """Write the scenario to a TOML file; returns a message for the learner."""
+    try:
+        scenario.save(path)
+    except OSError as exc:
+        return f"Could not save to {path}: {exc.strerror or exc}."
+    return f"Saved the scenario to {path}."
+
+
+def load_scenario(path: str | Path, current: Scenario) -> tuple[Scenario, str, bool]:
+    """Read a scenario file. On any problem the current scenario is returned unchanged, with a
+    message saying what was wrong; the bool says whether the file was loaded."""
+    try:
+        loaded = Scenario.load(path)
+        loaded.deployment()
+        loaded.engine_config()
+        loaded.workload.validate()
+    except (SimError, TypeError, ValueError) as exc:
+        return current, f"Kept the current scenario: {exc}", False
+    return loaded, f"Loaded the scenario from {path}.", True
+
+
+# ---------------------------------------------------------------------------------------------
+# From a step's [activity] table to an object
+# ---------------------------------------------------------------------------------------------
+
+DRILLS = ("single_stream_ceiling", "in_flight", "cache_batch")
+CHALLENGES = ("static_peak", "past_knee", "long_prompt_stall", "cache_cap")
+READINGS = ("percentiles",)
+PREDICT_SHOW = tuple(_SHOW)
+PREDICT_COMPUTE = ("", "batch_gain", "offline_gain")
+
+
+def validate_spec(step) -> None:
+    """Check a step's activity parameters; raises ValueError naming the problem."""
+    spec = step.activity
+    p = spec.params
+    allowed: set[str]
+    if spec.kind == "drill":
+        allowed = {"drill", "tolerance", "rates", "outputs"}
+        if p.get("drill") not in DRILLS:
+            raise ValueError(f"drill = {p.get('drill')!r} must be one of {', '.join(DRILLS)}")
+        tol = p.get("tolerance", 0.03)
+        if not isinstance(tol, float) or not 0 < tol < 0.5:
+            raise ValueError("tolerance must be a fraction such as 0.03")
+    elif spec.kind == "break_it":
+        allowed = {"challenge", "ttft_p99_goal_s", "min_queue", "gap_ratio_goal"}
+        if p.get("challenge") not in CHALLENGES:
+            raise ValueError(f"challenge = {p.get('challenge')!r} must be one of {', '.join(CHALLENGES)}")
+    elif spec.kind == "predict":
+        allowed = {"question", "choices", "answer", "explain", "show", "compute"}
+        choices = p.get("choices")
+        if not isinstance(p.get("question"), str) or not isinstance(p.get("explain"), str):
+            raise ValueError("a predict needs question and explain strings")
+        if not isinstance(choices, list) or not 2 <= len(choices) <= 9 or not all(isinstance(c, str) for c in choices):
+            raise ValueError("choices must list 2 to 9 strings (picked with number keys)")
+        answer = p.get("answer")
+        if isinstance(answer, bool) or not isinstance(answer, int) or not 1 <= answer <= len(choices):
+            raise ValueError("answer must be the number of the right choice, from 1")
+        bad = [k for k in p.get("show", []) if k not in PREDICT_SHOW]
+        if bad:
+            raise ValueError(f"show: unknown figure {bad[0]!r}; known: {', '.join(PREDICT_SHOW)}")
+        if p.get("compute", "") not in PREDICT_COMPUTE:
+            raise ValueError(f"compute must be one of {', '.join(c for c in PREDICT_COMPUTE if c)}")
+    elif spec.kind == "read":
+        allowed = {"exercise"}
+        if p.get("exercise") not in READINGS:
+            raise ValueError(f"exercise must be one of {', '.join(READINGS)}")
+    else:
+        allowed = set()
+    unknown = set(p) - allowed
+    if unknown:
+        raise ValueError(f"unknown parameter {sorted(unknown)[0]!r} for kind {spec.kind!r}")
+
+
+def build(step) -> Any:
+    """The activity object for a step: a Drill, BreakIt, Predict or PercentileReading; None for
+    kinds the app renders itself (cheat_sheet, playground, none)."""
+    spec = step.activity
+    p = spec.params
+    if spec.kind == "drill":
+        tol = p.get("tolerance", 0.03)
+        if p["drill"] == "single_stream_ceiling":
+            return SingleStreamCeilingDrill(tol)
+        if p["drill"] == "in_flight":
+            return InFlightDrill(step.scenario, tuple(p.get("rates", InFlightDrill.RATES)),
+                                 tuple(p.get("outputs", InFlightDrill.OUTPUTS)), tol)
+        return CacheBatchDrill(tol)
+    if spec.kind == "break_it":
+        name = p["challenge"]
+        if name == "static_peak":
+            return StaticPeakChallenge(p.get("ttft_p99_goal_s", 10.0))
+        if name == "past_knee":
+            return PastKneeChallenge(p.get("ttft_p99_goal_s", 2.0), p.get("min_queue", 50))
+        if name == "long_prompt_stall":
+            return LongPromptStallChallenge(p.get("gap_ratio_goal", 20.0))
+        w = step.scenario.workload
+        return CacheCapChallenge(step.scenario.block_size, w.input.mean, w.output.mean)
+    if spec.kind == "predict":
+        return Predict(p["question"], tuple(p["choices"]), p["answer"], p["explain"],
+                       tuple(p.get("show", ())), p.get("compute", ""), step.scenario)
+    if spec.kind == "read":
+        return PercentileReading(step.scenario)
+    return None
