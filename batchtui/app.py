@@ -7,6 +7,7 @@ from textual.app import App
 from textual.geometry import Size
 from textual.scrollbar import ScrollBar, ScrollBarRender
 
+from .glyphs import ascii_text
 from .progress import Progress, ProgressStore
 from .screens.help import HelpScreen
 from .screens.too_small import MIN_HEIGHT, MIN_WIDTH, TooSmallScreen
@@ -58,6 +59,10 @@ class BatchApp(App):
 
     def on_unmount(self) -> None:
         ScrollBar.renderer = self._old_scrollbar
+
+    def words(self, text: str) -> str:
+        """Text as this terminal shows it: plain ASCII under `--ascii`."""
+        return ascii_text(text) if self.settings.ascii_only else text
 
     # -- progress (screens call these)
     def remember_step(self, number: int) -> None:

@@ -5,6 +5,7 @@ States are told apart by shape as well as colour, so the views still read under 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -109,3 +110,22 @@ ASCII = Glyphs(
 
 def glyphs_for(ascii_only: bool) -> Glyphs:
     return ASCII if ascii_only else UNICODE
+
+
+# Lesson text is written in Unicode (×, ≈, ÷, superscripts); `--ascii` shows it like this.
+_ASCII_TEXT = str.maketrans({
+    "×": "x", "≈": "~", "÷": "/", "≤": "<=", "≥": ">=", "−": "-", "–": "-", "—": "--", "’": "'",
+    "‘": "'", "“": '"', "”": '"', "…": "...", "→": "->", "←": "<-", "·": ".", "•": "*", "µ": "u",
+    "\u00a0": " ", "\u202f": " ", "\u2009": " ",
+})
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+_SUPERSCRIPT_RUN = re.compile("[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+")
+
+
+def ascii_text(text: str) -> str:
+    """`text` in plain ASCII: known symbols spelled out, anything else as `?`."""
+    text = _SUPERSCRIPT_RUN.sub(lambda m: "^" + m.group().translate(_SUPERSCRIPTS), text)
+    text = text.translate(_ASCII_TEXT)
+    if text.isascii():
+        return text
+    return "".join(ch if ch.isascii() else "?" for ch in text)

@@ -90,8 +90,15 @@ def display(key_name: str, ascii_only: bool = False) -> str:
     return _ASCII_ARROWS.get(shown, shown) if ascii_only else shown
 
 
+_ARROW_KEYS = {"left", "right", "up", "down"}
+
+
 def display_keys(key: Key, ascii_only: bool = False, first_only: bool = False) -> str:
+    """The keys as shown. A pair of arrows reads as one (`←→`); `first_only` keeps the footer
+    short (`n` rather than `n/→`)."""
     names = key.keys.split(",")
+    if set(names) <= _ARROW_KEYS:
+        return ("/" if ascii_only else "").join(display(n, ascii_only) for n in names)
     if first_only:
         names = names[:1]
     return "/".join(display(n, ascii_only) for n in names)

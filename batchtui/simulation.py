@@ -93,6 +93,15 @@ class LiveSimulation:
         self.driver.sim_clock = min(self.driver.sim_clock, self.engine.time)
         self.publish()
 
+    def fast_forward(self, seconds: float) -> None:
+        """Run `seconds` of simulated time at once, then publish one frame (tests and
+        screenshots: the same result every time, with no clock involved)."""
+        self.driver.pause()
+        self.driver.sim_clock = self.engine.time
+        scale = self.driver.time_scale
+        self.driver.advance(seconds / scale)
+        self.publish()
+
     def publish(self) -> None:
         """Send the current state now (after a change made while paused)."""
         self.driver.publish()

@@ -91,13 +91,14 @@ class TutorialScreen(Screen):
     async def on_mount(self) -> None:
         self._views = {cls.view_name: self.query_one(f"#view-{cls.view_name}") for cls in VIEW_CLASSES}
         self.query_one(KeyBar).ascii_only = self.settings.ascii_only
+        self.query_one(StepHeader).separator = self.settings.glyphs.sep
         await self.show_step(self.index)
         if self.app.startup_notice:
             self.say(self.app.startup_notice)
 
     def say(self, message: str, error: bool = False) -> None:
         """Put a line in front of the learner until the next one (or the next step)."""
-        self.query_one(NoticeLine).say(message, error)
+        self.query_one(NoticeLine).say(self.app.words(message), error)
 
     # -- steps
     async def show_step(self, index: int) -> None:
@@ -107,12 +108,13 @@ class TutorialScreen(Screen):
         self._stop_simulation()
         self.query_one(NoticeLine).clear()
         minutes_left = sum(s.minutes for s in self.steps[self.index:])
-        self.query_one(StepHeader).show_step(step.section, step.number, len(self.steps), step.title,
-                                             minutes_left)
-        await self.query_one(LessonMarkdown).update(step.body_md)
+        words = self.app.words
+        self.query_one(StepHeader).show_step(words(step.section), step.number, len(self.steps),
+                                             words(step.title), minutes_left)
+        await self.query_one(LessonMarkdown).update(words(step.body_md))
         self.query_one("#lesson-pane").scroll_home(animate=False)
         self.query_one("#sim-pane").scroll_home(animate=False)
-        self.query_one(HintBox).set_hints(step.hints)
+        self.query_one(HintBox).set_hints(tuple(words(h) for h in step.hints))
         await self._mount_dials(step)
         await self.query_one(ActivityPanel).show_activity(step, self.app.progress.answers.get(step.number))
 
@@ -121,7 +123,7 @@ class TutorialScreen(Screen):
         self._views["kv"].block_size = step.scenario.block_size
         self.query_one("#compare").display = step.compare is not None
         if step.compare is not None:
-            self.query_one("#compare-label", Static).update(f"beside it: {step.compare.label}")
+            self.query_one("#compare-label", Static).update(f"beside it: {words(step.compare.label)}")
         if "curve" in step.views and step.sweep is not None:
             self._start_sweep(step)
         self._start_simulation(step.scenario)
@@ -135,7 +137,7 @@ class TutorialScreen(Screen):
                                       compare=step.compare.scenario if step.compare else None)
         except SimError as exc:
             self.sim = None
-            self.query_one(NoticeLine).say(f"This scenario cannot run: {exc}", error=True)
+            self.say(f"This scenario cannot run: {exc}", error=True)
             return
         if self.settings.autorun:
             self.run_worker(self.sim.run(), name="driver", group="driver", exclusive=True)
@@ -211,14 +213,14 @@ class TutorialScreen(Screen):
         try:
             value = dial.spec.check(value)
         except ValueError as exc:
-            notice.say(f"Refused: {exc}", error=True)
+            self.say(f"Refused: {exc}", error=True)
             return
         if self.sim is None:
             return
         try:
             self.sim.set_dial(dial.spec.name, value)
         except SimError as exc:
-            notice.say(f"Refused: {exc}", error=True)
+            self.say(f"Refused: {exc}", error=True)
             return
         dial.set_value(value)
         notice.clear()
@@ -250,13 +252,13 @@ class TutorialScreen(Screen):
     # -- actions (ids in keys.py)
     async def action_next_step(self) -> None:
         if self.index + 1 >= len(self.steps):
-            self.query_one(NoticeLine).say("This is the last step. t opens the table of contents.")
+            self.say("This is the last step. t opens the table of contents.")
             return
         await self.show_step(self.index + 1)
 
     async def action_previous_step(self) -> None:
         if self.index == 0:
-            self.query_one(NoticeLine).say("This is the first step.")
+            self.say("This is the first step.")
             return
         await self.show_step(self.index - 1)
 
@@ -278,7 +280,7 @@ class TutorialScreen(Screen):
     def action_hint(self) -> None:
         if not self.query_one(HintBox).reveal_next():
             words = "This step has no hints." if not self.step.hints else "No more hints for this step."
-            self.query_one(NoticeLine).say(words)
+            self.say(words)
         else:
             self.query_one("#lesson-pane").scroll_end(animate=False)
 
@@ -286,7 +288,7 @@ class TutorialScreen(Screen):
         if self.sim is None:
             return
         if self.sim.engine.done:
-            self.query_one(NoticeLine).say("The workload is finished: r resets the scenario.")
+            self.say("The workload is finished: r resets the scenario.")
             return
         self.sim.run_pause()  # without autorun (tests) no driver loop runs, so nothing moves
         self._update_status()
@@ -313,7 +315,7 @@ class TutorialScreen(Screen):
         for dial in self.query(DialControl):
             dial.set_value(dial.spec.value(step.scenario))
         self._start_simulation(step.scenario)
-        self.query_one(NoticeLine).say("Scenario reset to the step's start.")
+        self.say("Scenario reset to the step's start.")
         self._update_keys()
 
     def action_choose(self, choice: int) -> None:

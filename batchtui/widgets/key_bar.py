@@ -36,8 +36,7 @@ class KeyBar(Widget):
         text = Text(no_wrap=True, overflow="crop")
         for key_id in self.key_ids:
             key = BY_ID[key_id]
-            # A key a widget handles is shown in full (left/right); a bound one by its first key.
-            shown = display_keys(key, self.ascii_only, first_only=key.bind)
+            shown = display_keys(key, self.ascii_only, first_only=True)
             label = self.labels.get(key_id, key.label)
             piece = len(shown) + 1 + len(label) + 2
             if len(text.plain) + piece - 2 > width:

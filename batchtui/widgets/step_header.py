@@ -24,6 +24,7 @@ class StepHeader(Widget):
         self.title = ""
         self.minutes_left = 0
         self.separator = " · "
+        """Set to an ASCII one by the screen under `--ascii`."""
 
     def show_step(self, section: str, number: int, total: int, title: str, minutes_left: int) -> None:
         self.section, self.number, self.total = section, number, total

@@ -1,0 +1,52 @@
+"""--ascii draws nothing but ASCII; the footer shows only keys that work now."""
+
+from __future__ import annotations
+
+import pytest
+
+from batchtui.glyphs import ascii_text
+from batchtui.widgets.key_bar import KeyBar
+from screen_text import screen_text
+from standin import make_steps
+
+
+def non_ascii(text: str) -> set[str]:
+    return {ch for ch in text if not ch.isascii()}
+
+
+@pytest.mark.parametrize("keys", [(), ("question_mark",), ("t",), ("n", "n", "n")])
+async def test_ascii_mode_draws_only_ascii(make_app, keys):
+    steps = make_steps()
+    app = make_app(steps, ascii_only=True)
+    async with app.run_test(size=(100, 40)) as pilot:
+        for _ in range(30):
+            app.screen.sim.single_iteration() if hasattr(app.screen, "sim") else None
+        await pilot.press(*keys)
+        await pilot.pause()
+        text = screen_text(app)
+        assert "Stand-in" in text or "Keys" in text  # real content, not a blank screen
+        assert non_ascii(text) == set()
+
+
+async def test_the_unicode_default_does_use_glyphs(make_app):
+    # Guards the test above: the same screen without --ascii has block glyphs.
+    app = make_app(make_steps())
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.press("n", "n", "n", "full_stop")
+        assert non_ascii(screen_text(app))
+
+
+def test_lesson_symbols_are_spelled_out_in_ascii():
+    assert ascii_text("14 ms + 255 × 6.02 ms ≈ 1.55 s; 10¹² B/s ÷ 2") == "14 ms + 255 x 6.02 ms ~ 1.55 s; 10^12 B/s / 2"
+    assert ascii_text("a ☃ b") == "a ? b"
+
+
+async def test_footer_shows_typing_chords_while_an_input_has_focus(make_app):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        bar = app.screen.query_one(KeyBar)
+        assert "step.next" in bar.key_ids
+        await pilot.press("tab", "enter")  # a dial's entry box
+        assert "chord.next" in bar.key_ids and "step.next" not in bar.key_ids
+        await pilot.press("escape")
+        assert "dial.adjust" in bar.key_ids
