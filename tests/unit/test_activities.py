@@ -1,0 +1,394 @@
+"""Drills, break-it challenges, predictions, the reading exercise, the cheat sheet and the
+playground's files, as a learner meets them."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from sim.engine import Engine
+from sim.profiles import BUILTIN_PROFILES
+from sim.reports import EngineSnapshot, MetricsView
+from sim.scenario import Scenario
+from steps import activities as act
+from steps import load_steps
+
+
+@pytest.fixture(scope="module")
+def lesson():
+    return {s.number: s for s in load_steps()}
+
+
+def snap(queue_len=0, running=10, max_num_seqs=256, kv_used=100, kv_usable=28008, **metrics) -> EngineSnapshot:
+    metrics.setdefault("completed", 100)
+    return EngineSnapshot(time=10.0, iteration=100, batching="continuous", seats=(), max_num_seqs=max_num_seqs,
+                          queue_len=queue_len, running=running, kv_blocks_used=kv_used,
+                          kv_blocks_usable=kv_usable, kv_blocks_by_request=(), last=None,
+                          metrics=MetricsView(**metrics))
+
+
+# -- answers typed in many ways ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text,value", [
+    ("209", 209.0), ("209 tok/s", 209.0), ("2.1e2", 210.0), ("≈ 1,209 tokens/s", 1209.0),
+    ("  166.5", 166.5), ("7.9k", 7900.0), (".5", 0.5), ("about 48 sequences", 48.0), ("2.1E+2", 210.0),
+])
+def test_answers_are_read_tolerantly(text, value):
+    assert act.parse_number(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text", ["", "fast", "tokens", "∞", "one hundred"])
+def test_garbage_is_not_a_number(text):
+    assert act.parse_number(text) is None
+
+
+# -- step 2: the single-stream ceiling --------------------------------------------------------------
+
+
+def test_ceiling_drill_is_seeded_and_varied():
+    drill = act.SingleStreamCeilingDrill()
+    a, b = drill.new_question(3), drill.new_question(3)
+    assert a.prompt_md == b.prompt_md and a.answer == b.answer
+    questions = [drill.new_question(seed) for seed in range(30)]
+    assert len({q.prompt_md for q in questions}) >= 10
+    assert {q.facts["gpu"] for q in questions} >= {"h200", "a100-80gb", "l40s", "b200"}
+    assert {q.facts["model"] for q in questions} >= {"llama-3.2-3b", "qwen2.5-14b"}
+    assert {q.facts["realistic"] for q in questions} == {True, False}
+
+
+def test_ceiling_answer_is_bandwidth_over_weight_bytes():
+    drill = act.SingleStreamCeilingDrill()
+    for seed in range(20):
+        q = drill.new_question(seed)
+        gpu, model = BUILTIN_PROFILES.gpu(q.facts["gpu"]), BUILTIN_PROFILES.model(q.facts["model"])
+        ceiling = gpu.hbm_bandwidth / (model.params * 2)
+        assert q.answer == pytest.approx(ceiling * (0.8 if q.facts["realistic"] else 1.0))
+        assert q.unit == "tokens/s" and q.tolerance == 0.03
+        assert gpu.name in q.prompt_md and fmt_in(gpu.hbm_bandwidth / 1e12, q.prompt_md)
+        assert len(q.hints) == 2
+
+
+def fmt_in(value: float, text: str) -> bool:
+    return act.fmt(value, 4) in text
+
+
+def _ceiling_question(realistic: bool) -> act.Question:
+    drill = act.SingleStreamCeilingDrill()
+    for seed in range(100):
+        q = drill.new_question(seed)
+        if q.facts["realistic"] == realistic and q.facts["gpu"] == "a100-80gb" and q.facts["model"] == "llama-3.2-3b":
+            return q
+    raise AssertionError("no such question in 100 seeds")
+
+
+def test_ceiling_right_answer_within_three_percent_then_derivation():
+    q = _ceiling_question(realistic=False)
+    assert q.answer == pytest.approx(2.039e12 / 6.42e9)  # ≈ 317.6
+    assert not q.check("330 tok/s").correct  # 3.9 % off
+    fb = q.check("310 tokens/s")  # 2.4 % off
+    assert fb.correct and fb.show_derivation and q.over
+    assert "6.42 GB" in q.derivation_md and "318 tokens/s" in q.derivation_md
+
+
+@pytest.mark.parametrize("factor,phrase", [
+    (2**30 / 1e9, "GiB"),
+    (2.0, "bf16 takes 2 bytes"),
+    (0.5, "not 4"),
+])
+def test_ceiling_slips_are_recognised(factor, phrase):
+    q = _ceiling_question(realistic=False)
+    fb = q.check(f"{q.answer * factor:.1f}")
+    assert not fb.correct and phrase in fb.message
+
+
+def test_ceiling_ms_instead_of_tokens_per_second():
+    q = _ceiling_question(realistic=False)
+    fb = q.check(f"{1000 / q.answer:.2f}")
+    assert not fb.correct and "milliseconds" in fb.message
+    fb = q.check("3.1 ms")
+    assert "time in ms" in fb.message
+
+
+def test_ceiling_forgetting_the_80_percent():
+    q = _ceiling_question(realistic=True)
+    fb = q.check(f"{q.answer / 0.8:.1f}")
+    assert not fb.correct and "80 %" in fb.message
+    assert q.check(f"{q.answer:.0f}").correct
+
+
+def test_garbage_answer_asks_for_a_number_and_does_not_count():
+    q = _ceiling_question(realistic=False)
+    fb = q.check("no idea")
+    assert not fb.correct and fb.value is None and "Type a number" in fb.message
+    assert q.attempts == 0
+
+
+def test_give_up_shows_the_worked_derivation():
+    q = _ceiling_question(realistic=True)
+    text = q.give_up()
+    assert q.over and not q.solved
+    assert "0.8 ×" in text and act.fmt(q.answer) in text
+
+
+# -- step 9: sequences in flight ----------------------------------------------------------------------
+
+
+def test_in_flight_question_states_the_measured_seconds(lesson):
+    drill = act.build(lesson[9])
+    assert isinstance(drill, act.InFlightDrill)
+    q = drill.new_question(1)
+    rate, seconds = q.facts["rate"], q.facts["seconds"]
+    assert q.answer == pytest.approx(rate * seconds)
+    assert (f"{seconds:.2f} s" in q.prompt_md) or (act.fmt(seconds * 1000, 4) + " ms" in q.prompt_md)
+    assert q.run_dials["workload.request_rate"] == rate
+    # The stated time is what the simulation measures at that load (arrival to last token).
+    assert 0.5 < seconds < 6.0
+    assert q.check(f"{q.answer * 1.03:.1f}").correct
+    again = drill.new_question(1)
+    assert again.prompt_md == q.prompt_md
+
+
+def test_in_flight_slips(lesson):
+    drill = act.build(lesson[9])
+    q = drill.new_question(2)
+    rate, seconds = q.facts["rate"], q.facts["seconds"]
+    assert "divided the rate" in q.check(f"{rate / seconds:.3f}").message
+    assert "convert the time" in q.check(f"{rate * seconds * 1000:.0f}").message
+    assert not q.check(f"{rate:.0f}").correct
+
+
+def test_in_flight_keeps_below_saturation(lesson):
+    drill = act.build(lesson[9])
+    assert all(rate * out <= drill.MAX_OUTPUT_TOKENS_PER_S for rate, out in drill.cases)
+    assert len(drill.cases) >= 8
+
+
+# -- step 15: the batch the cache allows ------------------------------------------------------------
+
+
+def test_cache_batch_answer_matches_the_simulated_cache():
+    drill = act.CacheBatchDrill()
+    seen = set()
+    for seed in range(25):
+        q = drill.new_question(seed)
+        f = q.facts
+        dep = BUILTIN_PROFILES.deployment(f["gpu"], f["model"], gpu_memory_utilization=f["util"])
+        assert q.answer == pytest.approx(dep.kv_cache_tokens / (f["prompt"] + f["output"]))
+        assert q.answer >= 4
+        seen.add((f["gpu"], f["model"], f["util"], f["prompt"], f["output"]))
+        assert q.check(str(math.floor(q.answer))).correct
+    assert len(seen) >= 20
+
+
+def _cache_question(**want) -> act.Question:
+    drill = act.CacheBatchDrill()
+    for seed in range(400):
+        q = drill.new_question(seed)
+        if all(q.facts[k] == v for k, v in want.items()):
+            return q
+    raise AssertionError(f"no question with {want}")
+
+
+def test_cache_batch_paper_arithmetic_is_within_tolerance():
+    q = _cache_question(gpu="h100-sxm", model="llama-3.1-8b")
+    f = q.facts
+    by_hand = (f["util"] * 85.0e9 - 16.06e9 - 3.4e9) / 131072 / (f["prompt"] + f["output"])
+    assert q.check(f"{by_hand:.2f}").correct
+
+
+@pytest.mark.parametrize("slip,phrase", [
+    ("util", "--gpu-memory-utilization"),
+    ("prompt_only", "prompt + output"),
+    ("double", "both K and V"),
+    ("query_heads", "KV heads"),
+])
+def test_cache_batch_slips(slip, phrase):
+    q = _cache_question(gpu="h100-sxm", model="llama-3.1-8b")
+    f = q.facts
+    mem, w, kv, n = 85.0e9, 16.06e9, 131072, f["prompt"] + f["output"]
+    wrong = {
+        "util": (mem - w - 3.4e9) / kv / n,
+        "prompt_only": (f["util"] * mem - w - 3.4e9) / kv / f["prompt"],
+        "double": q.answer * 2,
+        "query_heads": q.answer / 4,
+    }[slip]
+    fb = q.check(f"{wrong:.2f}")
+    assert not fb.correct and phrase in fb.message, (wrong, q.answer, fb.message)
+
+
+# -- break-it challenges notice the goal and explain with the numbers seen -----------------------------
+
+
+def test_static_peak_challenge():
+    c = act.StaticPeakChallenge(10.0)
+    assert "10 s" in c.goal_md
+    assert c.check(snap(ttft_p99=4.0, padding_share=0.47)) is None
+    v = c.check(snap(queue_len=140, ttft_p99=12.5, padding_share=0.47, requests_per_s=11.6))
+    assert v is not None and "12.5 s" in v.message_md and "47 %" in v.message_md and "140" in v.message_md
+    assert c.check(snap(ttft_p99=1.0)) is v  # once reached, it stays reached
+
+
+def test_past_knee_challenge_remembers_the_calm_numbers():
+    c = act.PastKneeChallenge(2.0, 50)
+    assert c.check(snap(queue_len=0, output_tokens_per_s=6100.0, tpot_p50=0.0108, ttft_p99=0.06)) is None
+    assert c.check(snap(queue_len=10, ttft_p99=3.0)) is None  # queue still short
+    v = c.check(snap(queue_len=180, running=256, output_tokens_per_s=9000.0, tpot_p50=0.0273, ttft_p99=6.3))
+    assert v is not None
+    for figure in ("6.3 s", "180 requests waiting", "9,000 tokens/s", "27.3 ms", "6,100 tokens/s", "256 of 256"):
+        assert figure in v.message_md
+
+
+def test_long_prompt_stall_challenge():
+    c = act.LongPromptStallChallenge(20.0)
+    assert c.check(snap(itl_max=0.105, tpot_p50=0.0073, tpot_p99=0.0147)) is None
+    v = c.check(snap(itl_max=0.485, tpot_p50=0.0073, tpot_p99=0.0147))
+    assert v is not None and "485 ms" in v.message_md and "66.4 times" in v.message_md
+
+
+def test_cache_cap_challenge():
+    c = act.CacheCapChallenge(16, 8192, 1024)
+    assert c.check(snap(running=30, num_preemptions=0)) is None
+    v = c.check(snap(running=51, kv_used=27990, num_preemptions=3))
+    assert v is not None
+    for figure in ("3 preemptions", "51 sequences", "256 seats", "448,128", "54.7", "48.6"):
+        assert figure in v.message_md
+
+
+def _drive(engine: Engine, challenge, until: float, every: int = 40):
+    n = 0
+    while engine.time < until:
+        if engine.step() is None:
+            break
+        n += 1
+        if n % every == 0:
+            verdict = challenge.check(engine.snapshot())
+            if verdict:
+                return verdict
+    return None
+
+
+@pytest.mark.parametrize("number,dial,value,until", [
+    (3, "workload.request_rate", 20.0, 120.0),
+    (8, "workload.request_rate", 45.0, 120.0),
+    (10, "workload.input.long_len", 16000, 60.0),
+    (14, "workload.request_rate", 3.0, 120.0),
+])
+def test_each_challenge_is_reached_by_pushing_its_dial(lesson, number, dial, value, until):
+    step = lesson[number]
+    challenge = act.build(step)
+    engine = Engine(step.scenario, live=True)
+    assert _drive(engine, challenge, until=15.0) is None, "the goal must not be met before the push"
+    engine.set_dial(dial, value)
+    verdict = _drive(engine, challenge, until=engine.time + until)
+    assert verdict is not None, f"step {number}: pushing {dial} to {value} did not reach the goal"
+
+
+# -- predict-then-run ------------------------------------------------------------------------------
+
+
+def test_predict_commit_and_reveal(lesson):
+    p = act.build(lesson[13])
+    assert isinstance(p, act.Predict) and len(p.choices) == 3
+    assert "2" in p.commit(2)
+    with pytest.raises(ValueError):
+        p.commit(9)
+    text = p.reveal(None, snap(tpot_p50=0.0081, ttft_p99=25.0, e2e_p50=28.0, requests_per_s=15.2))
+    assert text.startswith("You called it.") and "8.1 ms" in text and "15.2" in text
+    assert "Not this time" in p.reveal(1, None)
+
+
+def test_predict_batch_gain_is_computed_from_the_cost_model(lesson):
+    p = act.build(lesson[7])
+    text = p.reveal(3)
+    assert "47.7 times" in text or "47.8 times" in text
+
+
+def test_predict_offline_gain_uses_both_panes(lesson):
+    p = act.build(lesson[17])
+    text = p.reveal(3, snap(output_tokens_per_s=9600.0), snap(output_tokens_per_s=5700.0))
+    assert "1.68 times" in text
+
+
+# -- step 18: reading percentiles ------------------------------------------------------------------
+
+
+def test_reading_exercise(lesson):
+    reading = act.build(lesson[18])
+    r = reading.new_question(4)
+    assert r.table_md.startswith("| ms | before | after |")
+    assert "chat TTFT p99" in r.table_md and "chat TPOT p99" in r.table_md
+    assert r.choices == act.READ_CHOICES
+    wrong = 1 if r.answer != 1 else 2
+    fb = r.check(wrong)
+    assert not fb.correct and not r.done
+    fb = r.check(r.answer)
+    assert fb.correct and r.done and "What happened" in fb.message
+    assert "Press a number" in r.check(7).message
+    again = reading.new_question(4)
+    assert again.table_md == r.table_md
+
+
+def test_reading_exercise_draws_all_three_cases(lesson):
+    reading = act.build(lesson[18])
+    cases = {reading.new_question(seed).case for seed in (10, 11, 12)}
+    assert cases == {"queueing", "heavier", "steady"}
+
+
+# -- step 19: the cheat sheet -----------------------------------------------------------------------
+
+
+def test_cheat_sheet_for_the_running_example(lesson):
+    md = act.cheat_sheet_md(lesson[19].scenario)
+    for figure in ("Llama 3.1 8B on H100 SXM 80 GB", "209 tok/s", "167", "448,128", "584",
+                   "Tuning order", "offline job"):
+        assert figure in md, figure
+
+
+def test_cheat_sheet_follows_the_profile(lesson):
+    sc = lesson[19].scenario.replace(gpu="h200", model="llama-3.2-3b")
+    md = act.cheat_sheet_md(sc)
+    assert "Llama 3.2 3B on H200" in md and act.fmt(4.8e12 / 6.42e9) + " tok/s" in md
+    dep = BUILTIN_PROFILES.deployment("l40s", "llama-3.1-8b")
+    assert "L40S" in act.cheat_sheet_md(dep)
+    live = act.cheat_sheet_md(lesson[19].scenario, snap(e2e_p50=2.35), slo_rate=34.0)
+    assert "20 req/s × 2.35 s ≈ **47**" in live and "= **6**" in live
+
+
+# -- step 20: saving and loading scenarios -----------------------------------------------------------
+
+
+def test_playground_round_trip(tmp_path, lesson):
+    sc = lesson[20].scenario.with_engine(max_num_seqs=128).with_workload(request_rate=12.5)
+    path = tmp_path / "mine.toml"
+    assert "Saved" in act.save_scenario(sc, path)
+    loaded, message, ok = act.load_scenario(path, lesson[20].scenario)
+    assert ok and loaded == sc and "Loaded" in message
+
+
+@pytest.mark.parametrize("content,phrase", [
+    ("this is [not toml", "not valid TOML"),
+    ("gpu = \"tpu-v9\"\n", "unknown GPU profile"),
+    ("[engine]\nmax_num_seqz = 3\n", "max_num_seqz"),
+    ("[workload]\nrequest_rate = -1\n", "request_rate"),
+])
+def test_playground_bad_file_keeps_the_current_scenario(tmp_path, lesson, content, phrase):
+    path = tmp_path / "bad.toml"
+    path.write_text(content, encoding="utf-8")
+    current = lesson[20].scenario
+    kept, message, ok = act.load_scenario(path, current)
+    assert not ok and kept is current
+    assert message.startswith("Kept the current scenario") and phrase in message
+
+
+def test_playground_missing_file(tmp_path, lesson):
+    kept, message, ok = act.load_scenario(tmp_path / "nope.toml", lesson[20].scenario)
+    assert not ok and kept is lesson[20].scenario and "cannot read" in message
+
+
+def test_build_returns_none_for_views_the_app_draws(lesson):
+    assert act.build(lesson[19]) is None and act.build(lesson[20]) is None
+    assert isinstance(act.build(lesson[2]), act.SingleStreamCeilingDrill)
+    assert isinstance(act.build(lesson[15]), act.CacheBatchDrill)
+    assert isinstance(act.build(lesson[14]), act.CacheCapChallenge)

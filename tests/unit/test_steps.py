@@ -1,0 +1,210 @@
+"""The twenty lesson files load, validate, and hold what the tutorial promises."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import steps
+from sim.scenario import Scenario
+from steps import StepError, load_step, load_steps
+
+OUTLINE_TITLES = [
+    "A support bot, one request at a time",
+    "Drill: the single-stream ceiling",
+    "Break it: static batches at peak",
+    "Dynamic batching for classic models",
+    "Same 64 slots, refilled every step",
+    "Inside one engine iteration",
+    "Throughput versus latency",
+    "Break it: past the knee",
+    "Drill: sequences in flight",
+    "Break it: long prompts stall the stream",
+    "A smaller token budget",
+    "The scheduler's three dials",
+    "Capping the batch for speed",
+    "Break it: the cache caps the batch",
+    "Drill: the batch the cache allows",
+    "Settings for a chat SLO",
+    "Settings for an offline job",
+    "Reading TTFT and TPOT percentiles",
+    "Cheat sheet",
+    "Playground",
+]
+SECTIONS = {
+    "One request at a time": (1, 2),
+    "Batching that waits": (3, 4),
+    "Iteration-level batching": (5, 9),
+    "Prefill against decode": (10, 12),
+    "What caps the batch": (13, 15),
+    "Choosing settings": (16, 18),
+    "Recap & playground": (19, 20),
+}
+
+
+@pytest.fixture(scope="module")
+def all_steps():
+    return load_steps()
+
+
+def test_twenty_steps_in_the_outline_order(all_steps):
+    assert [s.number for s in all_steps] == list(range(1, 21))
+    assert [s.title for s in all_steps] == OUTLINE_TITLES
+
+
+def test_sections_follow_the_outline(all_steps):
+    for section, (first, last) in SECTIONS.items():
+        assert {s.section for s in all_steps[first - 1:last]} == {section}
+
+
+def test_the_whole_lesson_takes_about_35_minutes(all_steps):
+    assert 32 <= sum(s.minutes for s in all_steps) <= 38
+    for s in all_steps:
+        assert len(s.body_md.split()) <= steps.MAX_WORDS, s.source
+
+
+def test_lesson_text_suits_a_terminal(all_steps):
+    for s in all_steps:
+        assert "![" not in s.body_md and "<img" not in s.body_md, s.source
+        for line in s.body_md.splitlines():
+            if line.startswith("|"):
+                assert line.count("|") <= 5, f"{s.source}: tables of at most four columns fit 80 columns"
+
+
+def test_activities_where_steps_md_puts_them(all_steps):
+    kinds = {s.number: s.activity.kind for s in all_steps}
+    assert [n for n, k in kinds.items() if k == "drill"] == [2, 9, 15]
+    assert [n for n, k in kinds.items() if k == "break_it"] == [3, 8, 10, 14]
+    assert kinds[18] == "read" and kinds[19] == "cheat_sheet" and kinds[20] == "playground"
+
+
+def test_every_scenario_runs_and_every_dial_resolves(all_steps):
+    for s in all_steps:
+        assert isinstance(s.scenario, Scenario)
+        s.scenario.engine_config()
+        for dial in s.dials:
+            value = dial.value(s.scenario)
+            assert dial.check(value) == value
+        for view in s.views:
+            assert view in steps.VIEWS
+
+
+def test_live_scenarios_are_endless_except_the_offline_job(all_steps):
+    for s in all_steps:
+        if s.number == 17:
+            assert s.scenario.workload.num_prompts >= 1000
+        else:
+            assert s.scenario.workload.num_prompts == 0, s.source
+
+
+def test_step_1_is_the_running_example(all_steps):
+    sc = all_steps[0].scenario
+    assert (sc.gpu, sc.model) == ("h100-sxm", "llama-3.1-8b")
+    assert sc.engine["batching"] == "sequential"
+    assert (sc.workload.input.mean, sc.workload.output.mean) == (512, 256)
+
+
+def test_lessons_say_when_they_use_smaller_values_than_vllm(all_steps):
+    for s in all_steps:
+        seats = s.scenario.engine.get("max_num_seqs")
+        if s.scenario.engine.get("batching") == "continuous" and seats and seats < 1024 and not s.scenario.offline:
+            text = s.body_md.lower()
+            assert "lesson" in text or s.number in (19, 20), s.source
+
+
+def test_dial_apply_checks_the_range(all_steps):
+    step = all_steps[0]
+    dial = step.dial("workload.request_rate")
+    moved = dial.apply(step.scenario, 1.0)
+    assert moved.workload.request_rate == 1.0
+    with pytest.raises(ValueError, match="between 0.1 and 1.5 req/s"):
+        dial.apply(step.scenario, 9.0)
+    with pytest.raises(ValueError, match="a number"):
+        dial.check("fast")
+    choice = all_steps[1].dial("gpu")
+    assert choice.apply(all_steps[1].scenario, "h200").gpu == "h200"
+    with pytest.raises(ValueError, match="one of"):
+        choice.check("tpu")
+
+
+def test_get_path_reads_defaults_and_nested_values(all_steps):
+    sc = all_steps[0].scenario
+    assert steps.get_path(sc, "workload.input.mean") == 512
+    assert steps.get_path(sc, "engine.max_num_batched_tokens") == 8192  # vLLM's H100 default
+    assert math.isinf(steps.get_path(all_steps[16].scenario, "workload.request_rate"))
+
+
+def test_compare_and_sweep_tables(all_steps):
+    five = all_steps[4]
+    assert five.compare.scenario.engine["batching"] == "static"
+    assert five.compare.scenario.workload == five.scenario.workload
+    assert five.compare.scenario.seed == five.scenario.seed
+    seven = all_steps[6]
+    assert seven.sweep.batch_sizes[0] == 1 and seven.sweep.batch_sizes[-1] == 256
+    assert seven.sweep.context == 640
+
+
+# -- the loader's errors name the file and the problem --------------------------------------------
+
+
+def _copy_lessons(tmp_path: Path) -> Path:
+    folder = tmp_path / "lessons"
+    shutil.copytree(steps.lessons_dir(), folder)
+    return folder
+
+
+def _edit(folder: Path, name: str, old: str, new: str) -> None:
+    p = folder / name
+    text = p.read_text(encoding="utf-8")
+    assert old in text
+    p.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+@pytest.mark.parametrize("old,new,message", [
+    ("+++\nnumber = 1", "number = 1", "must start with a '+++' line"),
+    ('title = "A support bot', 'title = A support bot', "not valid TOML"),
+    ('views = ["seats"', 'views = ["radar"', "unknown view 'radar'"),
+    ('batching = "sequential"', 'batching = "magic"', "batching = 'magic' is not allowed"),
+    ('name = "workload.request_rate"', 'name = "workload.speed"', "no such setting"),
+    ("min = 0.1\nmax = 1.5", "min = 0.6\nmax = 1.5", "outside the dial"),
+    ('kind = "predict"', 'kind = "quiz"', "kind = 'quiz' must be one of"),
+    ("answer = 2", "answer = 7", "answer must be the number of the right choice"),
+    ("minutes = 2", "minutes = 2\ncolour = 'red'", "unknown key 'colour'"),
+])
+def test_bad_lesson_files_are_named_with_the_problem(tmp_path, old, new, message):
+    folder = _copy_lessons(tmp_path)
+    _edit(folder, "01-one-request-at-a-time.md", old, new)
+    with pytest.raises(StepError) as info:
+        load_steps(folder)
+    assert "01-one-request-at-a-time.md" in str(info.value)
+    assert message in str(info.value)
+
+
+def test_missing_and_misnamed_steps(tmp_path):
+    folder = _copy_lessons(tmp_path)
+    (folder / "07-throughput-versus-latency.md").unlink()
+    with pytest.raises(StepError, match="missing step 7"):
+        load_steps(folder)
+    folder = _copy_lessons(tmp_path / "b")
+    (folder / "08-break-past-the-knee.md").rename(folder / "8-break-past-the-knee.md")
+    with pytest.raises(StepError, match="8-break-past-the-knee.md: a lesson file must be named NN-slug.md"):
+        load_steps(folder)
+
+
+def test_number_must_match_the_file_name(tmp_path):
+    folder = _copy_lessons(tmp_path)
+    _edit(folder, "03-break-static-batches.md", "number = 3", "number = 4")
+    with pytest.raises(StepError, match="03-break-static-batches.md: number = 4 does not match"):
+        load_step(folder / "03-break-static-batches.md")
+
+
+def test_importing_steps_loads_no_ui_library():
+    code = "import sys, sim, steps, steps.activities; steps.load_steps(); " \
+           "print(any(m.split('.')[0] in ('textual', 'rich') for m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
