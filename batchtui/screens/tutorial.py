@@ -16,6 +16,7 @@ from sim.errors import SimError
 from .. import keys
 from ..formatting import number
 from ..simulation import LiveSimulation, SimulationFrame, run_sweep
+from ..widgets.activities.base import ActivityView
 from ..widgets.activity_panel import ActivityPanel
 from ..widgets.curve import CurveView
 from ..widgets.dial import DialControl
@@ -37,8 +38,8 @@ COMPARE_VIEWS = ("seats", "metrics")
 DEFAULT_KEYS = ("step.next", "step.previous", "sim.run_pause", "sim.single_iteration", "step.contents",
                 "step.hint", "app.help", "app.quit")
 DIAL_KEYS = ("dial.adjust", "dial.move", "dial.type", "sim.run_pause", "step.next", "app.help")
-TYPING_KEYS = ("answer.submit", "answer.leave", "chord.next", "chord.previous", "chord.hint",
-               "chord.contents", "chord.help", "chord.quit")
+TYPING_KEYS = ("answer.submit", "answer.leave", "chord.hint", "answer.give_up", "chord.next",
+               "chord.previous", "chord.contents", "chord.help", "chord.quit")
 
 
 class TutorialScreen(Screen):
@@ -114,9 +115,12 @@ class TutorialScreen(Screen):
         await self.query_one(LessonMarkdown).update(words(step.body_md))
         self.query_one("#lesson-pane").scroll_home(animate=False)
         self.query_one("#sim-pane").scroll_home(animate=False)
-        self.query_one(HintBox).set_hints(tuple(words(h) for h in step.hints))
         await self._mount_dials(step)
-        await self.query_one(ActivityPanel).show_activity(step, self.app.progress.answers.get(step.number))
+        progress = self.app.progress
+        panel = self.query_one(ActivityPanel)
+        await panel.show_activity(step, progress.answers.get(step.number), step.number in progress.completed,
+                                  seed=step.number)
+        self._set_hints()
 
         for name, view in self._views.items():
             view.display = name in step.views
@@ -129,6 +133,11 @@ class TutorialScreen(Screen):
         self._start_simulation(step.scenario)
         self.app.remember_step(step.number)
         self._update_keys()
+
+    def _set_hints(self) -> None:
+        # A drill question's own hints (with its numbers) come before the step's general ones.
+        hints = self.query_one(ActivityPanel).hints + tuple(self.step.hints)
+        self.query_one(HintBox).set_hints(tuple(self.app.words(h) for h in hints))
 
     def _start_simulation(self, scenario) -> None:
         step = self.step
@@ -187,7 +196,7 @@ class TutorialScreen(Screen):
         if frame.compare is not None:
             self.query_one("#compare-seats", SeatsView).update_snapshot(frame.compare)
             self.query_one("#compare-metrics", MetricsView).update_snapshot(frame.compare)
-        self.query_one(ActivityPanel).update_snapshot(frame.snapshot)
+        self.query_one(ActivityPanel).update_snapshot(frame.snapshot, frame.compare)
         self._update_status(frame.snapshot)
 
     def _update_status(self, snapshot=None) -> None:
@@ -225,6 +234,53 @@ class TutorialScreen(Screen):
         dial.set_value(value)
         notice.clear()
         self._update_status()
+
+    # -- activities
+    def on_activity_view_finished(self, message: ActivityView.Finished) -> None:
+        self.app.record_answer(self.step.number, message.answer, completed=True)
+
+    def on_activity_view_run_dials(self, message: ActivityView.RunDials) -> None:
+        """Run the traffic an activity asks for (a drill's own numbers; a prediction's run)."""
+        if self.sim is None:
+            return
+        try:
+            for path, value in message.dials.items():
+                self.sim.set_dial(path, value)
+        except SimError as exc:
+            self.say(f"Refused: {exc}", error=True)
+        for dial in self.query(DialControl):
+            if dial.spec.name in message.dials:
+                dial.set_value(message.dials[dial.spec.name])
+        self.sim.resume()
+        self._update_status()
+        self._update_keys()
+
+    async def action_give_up(self) -> None:
+        await self.query_one(ActivityPanel).give_up()
+
+    async def action_new_question(self) -> None:
+        await self.query_one(ActivityPanel).new_question()
+        self._set_hints()
+
+    def action_save_scenario(self) -> None:
+        from steps.activities import save_scenario
+
+        if self.sim is not None:
+            self.say(save_scenario(self.sim.engine.scenario, self.app.store.directory / "playground.toml"))
+
+    async def action_load_scenario(self) -> None:
+        from steps.activities import load_scenario
+
+        if self.sim is None:
+            return
+        scenario, message, loaded = load_scenario(self.app.store.directory / "playground.toml",
+                                                  self.sim.engine.scenario)
+        self.say(message, error=not loaded)
+        if loaded:
+            self._stop_simulation()
+            for dial in self.query(DialControl):
+                dial.set_value(dial.spec.value(scenario))
+            self._start_simulation(scenario)
 
     # -- keys and focus
     def on_descendant_focus(self) -> None:
@@ -324,6 +380,8 @@ class TutorialScreen(Screen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "choose":
             return self.query_one(ActivityPanel).takes_choices
+        if action in ("save_scenario", "load_scenario"):
+            return self.step.activity.kind == "playground"
         return True
 
     def on_unmount(self) -> None:

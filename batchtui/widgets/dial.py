@@ -12,6 +12,8 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input
 
+from .answer_box import AnswerBox
+
 from ..formatting import number
 from ..glyphs import UNICODE
 
@@ -104,8 +106,7 @@ class DialControl(Widget, can_focus=True):
     def action_type_value(self) -> None:
         if self.entry is not None:
             return
-        settings = getattr(self.app, "settings", None)
-        self.entry = DialEntry(self, cursor_blink=settings.cursor_blink if settings else True)
+        self.entry = DialEntry(self)
         self.parent.mount(self.entry, after=self)
         self.entry.focus()
 
@@ -129,7 +130,9 @@ class DialControl(Widget, can_focus=True):
         spec = self.spec
         unit = f" {spec.unit}" if spec.unit else ""
         if spec.choices:
-            return " / ".join(number(c) for c in spec.choices)
+            choices = list(spec.choices)
+            place = choices.index(self.value) + 1 if self.value in choices else 0
+            return f"{place} of {len(choices)}"
         return f"{number(spec.min)}-{number(spec.max)}{unit}"
 
     def render(self) -> Text:
@@ -164,16 +167,16 @@ class DialControl(Widget, can_focus=True):
         return text
 
 
-class DialEntry(Input):
+class DialEntry(AnswerBox):
     """The box under a dial for typing an exact value; Enter applies, Escape cancels.
     Kept with the dial because it exists only while one dial is being typed into."""
 
+    DEFAULT_CSS = "DialEntry { margin: 0 1; }"
     BINDINGS = [Binding("escape", "cancel", "cancel", show=False)]
 
-    def __init__(self, dial: DialControl, cursor_blink: bool = True) -> None:
+    def __init__(self, dial: DialControl) -> None:
         super().__init__(value=number(dial.value).replace(",", ""), placeholder=dial._range_words(),
                          classes="dial-entry")
-        self.cursor_blink = cursor_blink
         self.dial = dial
 
     async def action_submit(self) -> None:

@@ -13,7 +13,9 @@ class LessonMarkdown(Markdown):
     DEFAULT_CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
     ASCII_BULLETS = ["* ", "- ", "+ ", "* ", "- "]
 
-    def __init__(self, markdown: str = "", *, ascii_only: bool = False, id: str | None = None) -> None:
-        super().__init__(markdown, id=id, open_links=False, classes="-ascii" if ascii_only else None)
+    def __init__(self, markdown: str = "", *, ascii_only: bool = False, id: str | None = None,
+                 classes: str = "") -> None:
+        classes = f"{classes} -ascii" if ascii_only else classes
+        super().__init__(markdown, id=id, open_links=False, classes=classes.strip() or None)
         if ascii_only:
             self.BULLETS = self.ASCII_BULLETS

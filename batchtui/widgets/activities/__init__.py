@@ -1,0 +1,1 @@
+"""One widget per kind of activity; `ActivityPanel` (one level up) picks which."""

@@ -1,0 +1,65 @@
+"""What the activity panel asks of every activity widget."""
+
+from __future__ import annotations
+
+from textual.containers import Vertical
+from textual.message import Message
+
+from ..lesson import LessonMarkdown
+
+
+class ActivityView(Vertical):
+    """An activity under the lesson text. Subclasses override what they use."""
+
+    DEFAULT_CSS = """
+    ActivityView {
+        height: auto;
+        & > .activity-title { text-style: bold; color: $accent; }
+        & > .activity-feedback { height: auto; padding: 0 1; margin-top: 1; }
+        & > .activity-feedback.-correct { background: $success-muted; }
+        & > .activity-feedback.-wrong { background: $error-muted; }
+        & > .activity-feedback.-info { background: $primary-muted; }
+        & > .activity-text { margin: 0; padding: 0; background: transparent; }
+        & > AnswerBox { margin-top: 1; }
+    }
+    """
+
+    class Finished(Message):
+        """The learner completed the activity; `answer` is what to remember for the step."""
+
+        def __init__(self, answer: str) -> None:
+            super().__init__()
+            self.answer = answer
+
+    class RunDials(Message):
+        """Settings the activity wants the live simulation to run with (dotted paths)."""
+
+        def __init__(self, dials: dict) -> None:
+            super().__init__()
+            self.dials = dials
+
+    takes_choices = False
+    """Number keys pick an answer right now."""
+    has_input = False
+    hints: tuple[str, ...] = ()
+    """Hints that belong to this activity (a drill question's own), shown before the step's."""
+
+    def words(self, text: str) -> str:
+        return self.app.words(text)
+
+    def markdown(self, text: str = "", id: str | None = None) -> LessonMarkdown:
+        """A Markdown block that follows `--ascii` like the lesson does."""
+        return LessonMarkdown(self.words(text), ascii_only=self.app.settings.ascii_only, id=id,
+                              classes="activity-text")
+
+    def update_snapshot(self, snapshot, compare=None) -> None:
+        """A new frame of the live simulation."""
+
+    def choose(self, number: int) -> None:
+        """A number key."""
+
+    async def give_up(self) -> None:
+        """Show the worked answer."""
+
+    async def new_question(self) -> None:
+        """Another question of the same kind, if the activity has questions."""

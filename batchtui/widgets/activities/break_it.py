@@ -1,0 +1,45 @@
+"""A break-it challenge: a goal on the live metrics, reached by pushing a dial."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.widgets import Markdown, Static
+
+from .base import ActivityView
+
+
+class BreakItView(ActivityView):
+    """Shows the goal; every frame asks the challenge whether it has been reached, and once it
+    has, explains what happened with the numbers seen."""
+
+    def __init__(self, challenge, done_before: bool = False) -> None:
+        super().__init__(id="break-it")
+        self.challenge = challenge
+        self.done_before = done_before
+        self.verdict = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("Break it", classes="activity-title", markup=False)
+        yield self.markdown(self.words(self.challenge.goal_md), id="break-it-goal")
+        note = "You broke it before; do it again?" if self.done_before else "Watching the live metrics..."
+        yield Static(self.words(note), id="break-it-status", classes="activity-feedback -info", markup=False)
+        yield self.markdown("", id="break-it-verdict")
+
+    def on_mount(self) -> None:
+        self.query_one("#break-it-verdict").display = False
+
+    def update_snapshot(self, snapshot, compare=None) -> None:
+        if self.verdict is not None:
+            return
+        verdict = self.challenge.check(snapshot)
+        if verdict is None:
+            return
+        self.verdict = verdict
+        status = self.query_one("#break-it-status", Static)
+        status.update(self.words(verdict.title))
+        status.set_class(False, "-info")
+        status.set_class(True, "-correct")
+        view = self.query_one("#break-it-verdict", Markdown)
+        view.display = True
+        self.run_worker(view.update(self.words(verdict.message_md)), group="verdict")
+        self.post_message(self.Finished(verdict.title))

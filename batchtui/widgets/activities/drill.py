@@ -1,0 +1,87 @@
+"""A drill: a question with numbers drawn from a seed, a typed answer, feedback, derivation."""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.widgets import Input, Markdown, Static
+
+from ..answer_box import AnswerBox
+from .base import ActivityView
+
+
+class DrillView(ActivityView):
+    """Enter checks the answer; ctrl+d shows the worked answer; ctrl+r asks a new question."""
+
+    has_input = True
+
+    def __init__(self, drill, seed: int, saved_answer: str | None = None) -> None:
+        super().__init__(id="drill")
+        self.drill = drill
+        self.seed = seed
+        self.saved_answer = saved_answer
+        self.question = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.words(f"Drill: {self.drill.title}"), classes="activity-title", markup=False)
+        yield self.markdown("", id="drill-prompt")
+        yield AnswerBox(placeholder="your answer, then Enter", id="drill-answer")
+        yield Static("", id="drill-feedback", classes="activity-feedback", markup=False)
+        yield self.markdown("", id="drill-derivation")
+
+    async def on_mount(self) -> None:
+        await self._ask(self.seed)
+        if self.saved_answer:
+            self.query_one(Input).value = self.saved_answer
+
+    async def _ask(self, seed: int) -> None:
+        # Some drills measure a short simulated run to set their numbers (well under a second).
+        self.question = self.drill.new_question(seed)
+        self.hints = self.question.hints
+        unit = self.question.unit
+        await self.query_one("#drill-prompt", Markdown).update(self.words(
+            f"{self.question.prompt_md}\n\nAnswer in **{unit}**, within {self.question.tolerance_text}."))
+        await self.query_one("#drill-derivation", Markdown).update("")
+        self.query_one("#drill-derivation").display = False
+        self._feedback("", None)
+        self.query_one(Input).value = ""
+
+    def _feedback(self, message: str, correct: bool | None) -> None:
+        feedback = self.query_one("#drill-feedback", Static)
+        feedback.update(self.words(message))
+        feedback.display = bool(message)
+        feedback.set_class(correct is True, "-correct")
+        feedback.set_class(correct is False, "-wrong")
+        if message:
+            feedback.scroll_visible(animate=False)
+
+    @on(Input.Submitted, "#drill-answer")
+    async def _check(self, event: Input.Submitted) -> None:
+        event.stop()
+        if self.question is None or self.question.over:
+            return
+        feedback = self.question.check(event.value)
+        self._feedback(feedback.message, feedback.correct)
+        if feedback.show_derivation:
+            await self._show_derivation()
+            self.post_message(self.Finished(event.value))
+
+    async def _show_derivation(self) -> None:
+        derivation = self.query_one("#drill-derivation", Markdown)
+        await derivation.update(self.words("**Worked answer**\n\n" + self.question.derivation_md))
+        derivation.display = True
+        derivation.scroll_visible(animate=False)
+        if self.question.run_dials:
+            self.post_message(self.RunDials(self.question.run_dials))
+
+    async def give_up(self) -> None:
+        if self.question is None or self.question.over:
+            return
+        self.question.give_up()
+        self._feedback("The worked answer is below; ctrl+r asks a new question.", None)
+        await self._show_derivation()
+
+    async def new_question(self) -> None:
+        self.seed += 1
+        await self._ask(self.seed)
+        self.query_one(Input).focus()

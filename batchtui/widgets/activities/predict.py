@@ -1,0 +1,69 @@
+"""Predict, then run: commit to a guess with a number key, watch, then see guess against result."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.widgets import Markdown, Static
+
+from .base import ActivityView
+
+WATCH_SECONDS = 20.0
+"""Simulated seconds of running after the guess before the answer is revealed."""
+
+
+class PredictView(ActivityView):
+    def __init__(self, predict, saved_guess: int | None = None) -> None:
+        super().__init__(id="predict")
+        self.predict = predict
+        self.saved_guess = saved_guess
+        self.committed_at: float | None = None
+        self.revealed = False
+
+    @property
+    def takes_choices(self) -> bool:
+        return self.predict.guess is None
+
+    def compose(self) -> ComposeResult:
+        yield Static("Predict, then run", classes="activity-title", markup=False)
+        choices = "\n".join(f"{i}. {c}" for i, c in enumerate(self.predict.choices, 1))
+        yield self.markdown(self.words(f"{self.predict.question_md}\n\n{choices}"), id="predict-question")
+        yield Static(self.words("Press the number of your guess; the simulation starts when you do."),
+                     id="predict-status", classes="activity-feedback -info", markup=False)
+        yield self.markdown("", id="predict-reveal")
+
+    def on_mount(self) -> None:
+        self.query_one("#predict-reveal").display = False
+
+    def choose(self, number: int) -> None:
+        if self.predict.guess is not None:
+            return
+        try:
+            message = self.predict.commit(number)
+        except ValueError as exc:
+            self.query_one("#predict-status", Static).update(self.words(str(exc).capitalize() + "."))
+            return
+        self.query_one("#predict-status", Static).update(self.words(message))
+        self.committed_at = None  # set by the next frame: the run starts now
+        self.post_message(self.RunDials({}))
+
+    def update_snapshot(self, snapshot, compare=None) -> None:
+        if self.predict.guess is None or self.revealed:
+            return
+        if self.committed_at is None:
+            self.committed_at = snapshot.time
+        if snapshot.finished or snapshot.time - self.committed_at >= WATCH_SECONDS:
+            self.reveal(snapshot, compare)
+
+    def reveal(self, snapshot, compare=None) -> None:
+        self.revealed = True
+        right = self.predict.guess == self.predict.answer
+        status = self.query_one("#predict-status", Static)
+        status.set_class(False, "-info")
+        status.set_class(right, "-correct")
+        status.set_class(not right, "-wrong")
+        status.update(self.words(f"Your guess: {self.predict.guess}."))
+        view = self.query_one("#predict-reveal", Markdown)
+        view.display = True
+        self.run_worker(view.update(self.words(self.predict.reveal(self.predict.guess, snapshot, compare))),
+                        group="reveal")
+        self.post_message(self.Finished(str(self.predict.guess)))

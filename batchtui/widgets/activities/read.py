@@ -1,0 +1,59 @@
+"""Read a table of percentiles and pick, with a number key, what went wrong."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.widgets import Markdown, Static
+
+from .base import ActivityView
+
+
+class ReadView(ActivityView):
+    def __init__(self, reading, seed: int) -> None:
+        super().__init__(id="read")
+        self.reading = reading
+        self.seed = seed
+        self.question = None
+
+    @property
+    def takes_choices(self) -> bool:
+        return self.question is not None and not self.question.done
+
+    def compose(self) -> ComposeResult:
+        yield Static("Read the percentiles", classes="activity-title", markup=False)
+        yield self.markdown("", id="read-table")
+        yield Static("", id="read-feedback", classes="activity-feedback", markup=False)
+
+    async def on_mount(self) -> None:
+        await self._ask()
+
+    async def _ask(self) -> None:
+        # Two short simulated runs build the table.
+        self.question = self.reading.new_question(self.seed)
+        choices = "\n".join(f"{i}. {c}" for i, c in enumerate(self.question.choices, 1))
+        await self.query_one("#read-table", Markdown).update(self.words(
+            f"{self.question.table_md}\n\nWhat does the change tell you? Press its number.\n\n{choices}"))
+        self.query_one("#read-feedback").display = False
+
+    def choose(self, number: int) -> None:
+        if not self.takes_choices:
+            return
+        feedback = self.question.check(number)
+        view = self.query_one("#read-feedback", Static)
+        view.display = True
+        view.update(self.words(feedback.message))
+        view.set_class(feedback.correct, "-correct")
+        view.set_class(not feedback.correct, "-wrong")
+        if feedback.correct:
+            self.post_message(self.Finished(str(number)))
+
+    async def give_up(self) -> None:
+        if self.question is None or self.question.done:
+            return
+        view = self.query_one("#read-feedback", Static)
+        view.display = True
+        view.update(self.words(self.question.give_up()))
+
+    async def new_question(self) -> None:
+        self.seed += 1
+        await self._ask()
