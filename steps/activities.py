@@ -720,7 +720,7 @@ class PercentileReading:
     """Builds `Read` questions from two simulated runs: before and after an incident."""
 
     name = "percentiles"
-    PROMPTS = 400
+    PROMPTS = 800
     CASES = ("queueing", "heavier", "steady")
 
     def __init__(self, scenario: Scenario) -> None:
@@ -740,9 +740,10 @@ class PercentileReading:
         """The before and after scenarios of one incident, and what changed (in words)."""
         base = self.scenario.replace(seed=int(rng.integers(0, 2**31)))
         if case == "queueing":
-            seats = int(rng.choice([48, 64, 96]))
+            # The seats were already full before the change: only the queue can grow.
+            seats = int(rng.choice([48, 64]))
             sat = self.saturated_rate(seats)
-            before = float(rng.uniform(0.85, 0.95)) * sat
+            before = float(rng.uniform(0.9, 1.0)) * sat
             after = float(rng.uniform(1.3, 1.45)) * sat
             capped = base.with_engine(max_num_seqs=seats)
             return (capped.with_workload(request_rate=round(before, 1)),
