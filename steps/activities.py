@@ -537,14 +537,14 @@ class PastKneeChallenge(BreakIt):
         m = s.metrics
         before = ""
         if self.calm_tokens_per_s:
-            before = (f" Before the queue formed the engine made {fmt(self.calm_tokens_per_s)} tokens/s "
-                      f"at a TPOT p50 of {ms(self.calm_tpot)}.")
+            before = (f" Before the push, with room to spare, it made {fmt(self.calm_tokens_per_s)} "
+                      f"tokens/s at a TPOT p50 of {ms(self.calm_tpot)}.")
         return Verdict("Broken: past the knee only the queue grows", (
-            f"TTFT p99 is **{fmt(m.ttft_p99)} s** with **{s.queue_len} requests waiting**, yet the "
-            f"engine makes {fmt(m.output_tokens_per_s)} tokens/s and TPOT p50 is {ms(m.tpot_p50)}, "
-            f"with {s.running} of {s.max_num_seqs} seats busy.{before} The engine was already running "
-            "flat out: extra traffic adds no throughput, only waiting, and the wait grows every "
-            "second the rate stays above saturation."))
+            f"TTFT p99 is **{fmt(m.ttft_p99)} s** with **{s.queue_len} requests waiting**, while the "
+            f"engine makes {fmt(m.output_tokens_per_s)} tokens/s at a TPOT p50 of {ms(m.tpot_p50)}, "
+            f"with {s.running} of {s.max_num_seqs} seats busy.{before} With every seat taken, tokens/s "
+            "and TPOT are at their ceiling: more traffic adds no throughput, only waiting, and the "
+            "wait grows every second the rate stays above saturation."))
 
 
 class LongPromptStallChallenge(BreakIt):
@@ -593,7 +593,7 @@ class CacheCapChallenge(BreakIt):
         upper = cache_tokens / self.prompt_len
         lower = cache_tokens / (self.prompt_len + self.output_len)
         return Verdict("Broken: the cache caps the batch", (
-            f"**{s.metrics.num_preemptions} preemptions** so far, with **{s.running} sequences "
+            f"**{s.metrics.num_preemptions} preemption{'' if s.metrics.num_preemptions == 1 else 's'}** so far, with **{s.running} sequences "
             f"running of {s.max_num_seqs} seats**. The cache holds {fmt(cache_tokens)} tokens and is "
             f"{fmt(used * 100)} % full. It admits up to {fmt(cache_tokens)} ÷ {self.prompt_len:,} ≈ "
             f"{fmt(upper)} prompts, but only {fmt(cache_tokens)} ÷ {self.prompt_len + self.output_len:,} ≈ "
