@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +132,7 @@ class Question:
 
     @property
     def tolerance_text(self) -> str:
-        return f"±{fmt(self.tolerance * 100)} %"
+        return f"±{fmt(self.tolerance * 100)}%"
 
     @property
     def over(self) -> bool:
@@ -195,7 +195,7 @@ def _ratio_slips(answer: float, pairs: list[tuple[float, str]]) -> tuple[Slip, .
 
 
 class SingleStreamCeilingDrill(Drill):
-    """Step 2: bandwidth ÷ weight bytes, or 80 % of it, on other GPUs and models."""
+    """Step 2: bandwidth ÷ weight bytes, or 80% of it, on other GPUs and models."""
 
     name = "single_stream_ceiling"
     title = "The single-stream ceiling"
@@ -221,13 +221,13 @@ class SingleStreamCeilingDrill(Drill):
         setup = (f"**{model.name}** ({fmt(model.params / 1e9)} B parameters, bf16) decodes one "
                  f"sequence alone on an **{gpu.name}** (HBM bandwidth {fmt(bw_tb, 4)} TB/s).")
         if realistic:
-            ask = ("Real servers stream weights at about 80 % of the rated bandwidth. About how "
+            ask = ("Real servers stream weights at about 80% of the rated bandwidth. About how "
                    "many **tokens/s** does this one sequence get?")
         else:
             ask = "What is its single-stream decode **ceiling**, in tokens/s?"
         hints = (
             "Each token needs one full read of the weights: tokens/s = bandwidth ÷ weight bytes"
-            + (", then take 80 % of that." if realistic else "."),
+            + (", then take 80% of that." if realistic else "."),
             f"Weights = {fmt(model.params / 1e9)} B × 2 bytes = {fmt(weights / 1e9)} GB. "
             f"Divide {fmt(gpu.hbm_bandwidth / 1e9, 4)} GB/s by it.",
         )
@@ -239,9 +239,9 @@ class SingleStreamCeilingDrill(Drill):
             f"**{fmt(ceiling)} tokens/s**",
         ]
         if realistic:
-            lines.append(f"- at 80 % of the bandwidth: 0.8 × {fmt(ceiling)} ≈ **{fmt(answer)} tokens/s**")
+            lines.append(f"- at 80% of the bandwidth: 0.8 × {fmt(ceiling)} ≈ **{fmt(answer)} tokens/s**")
         else:
-            lines.append(f"- a real server reaches about 80 % of that: ≈ {fmt(ceiling * 0.8)} tokens/s")
+            lines.append(f"- a real server reaches about 80% of that: ≈ {fmt(ceiling * 0.8)} tokens/s")
         lines.append(f"- one token every 1000 ÷ {fmt(answer)} ≈ {fmt(1000 / answer)} ms")
         gib = (f"GB and GiB got mixed: {fmt(weights / 1e9)} GB is {fmt(weights / GIB)} GiB, and "
                "TB/s is decimal too. Keep both in decimal units.")
@@ -257,10 +257,10 @@ class SingleStreamCeilingDrill(Drill):
         if realistic:
             pairs.append((1 / REAL_BANDWIDTH_SHARE,
                           "That is the full ceiling: the question asks what a real server gets, "
-                          "about 80 % of it."))
+                          "about 80% of it."))
         else:
             pairs.append((REAL_BANDWIDTH_SHARE,
-                          "That is the 80 % figure a real server reaches; the question asks for "
+                          "That is the 80% figure a real server reaches; the question asks for "
                           "the ceiling itself."))
         slips = list(_ratio_slips(answer, pairs))
         slips.append(Slip(1000.0 / answer, "That looks like milliseconds per token; the question "
@@ -299,7 +299,7 @@ class InFlightDrill(Drill):
 
     def traffic(self, rate: float, output_len: int) -> Scenario:
         w = self.scenario.workload
-        return self.scenario.with_workload(request_rate=rate, output=_replace(w.output, mean=output_len))
+        return self.scenario.with_workload(request_rate=rate, output=replace(w.output, mean=output_len))
 
     def seconds_per_request(self, rate: float, output_len: int) -> float:
         """Mean time in the engine (arrival to last token) measured at this load."""
@@ -441,12 +441,6 @@ class CacheBatchDrill(Drill):
                                "output": output, "cache_tokens": dep.kv_cache_tokens})
 
 
-def _replace(obj, **changes):
-    from dataclasses import replace
-
-    return replace(obj, **changes)
-
-
 # ---------------------------------------------------------------------------------------------
 # Break-it challenges
 # ---------------------------------------------------------------------------------------------
@@ -505,7 +499,7 @@ class StaticPeakChallenge(BreakIt):
         m = s.metrics
         return Verdict("Broken: newcomers wait for whole batches", (
             f"TTFT p99 reached **{fmt(m.ttft_p99)} s** while the server finished "
-            f"{fmt(m.requests_per_s)} requests/s. **{fmt(m.padding_share * 100)} %** of seat-iterations "
+            f"{fmt(m.requests_per_s)} requests/s. **{fmt(m.padding_share * 100)}%** of seat-iterations "
             f"were padding: seats held by answers already finished, computing tokens nobody reads. "
             f"With {s.queue_len} requests queued, a newcomer waits for the batch in progress and "
             "then for every batch ahead of it before its prompt is even read."))
@@ -595,7 +589,7 @@ class CacheCapChallenge(BreakIt):
         return Verdict("Broken: the cache caps the batch", (
             f"**{s.metrics.num_preemptions} preemption{'' if s.metrics.num_preemptions == 1 else 's'}** so far, with **{s.running} sequences "
             f"running of {s.max_num_seqs} seats**. The cache holds {fmt(cache_tokens)} tokens and is "
-            f"{fmt(used * 100)} % full. It admits up to {fmt(cache_tokens)} ÷ {self.prompt_len:,} ≈ "
+            f"{fmt(used * 100)}% full. It admits up to {fmt(cache_tokens)} ÷ {self.prompt_len:,} ≈ "
             f"{fmt(upper)} prompts, but only {fmt(cache_tokens)} ÷ {self.prompt_len + self.output_len:,} ≈ "
             f"{fmt(lower)} can grow to full length together: as they grow, the newest is evicted and "
             "later recomputed. The seat cap never comes into play."))
@@ -616,7 +610,7 @@ _SHOW = {
     "tpot_p99": ("TPOT p99", lambda s: ms(s.metrics.tpot_p99)),
     "itl_max": ("worst gap", lambda s: ms(s.metrics.itl_max)),
     "e2e_p50": ("end-to-end p50", lambda s: ms(s.metrics.e2e_p50)),
-    "padding_share": ("padding", lambda s: f"{fmt(s.metrics.padding_share * 100)} %"),
+    "padding_share": ("padding", lambda s: f"{fmt(s.metrics.padding_share * 100)}%"),
     "mean_running": ("mean running", lambda s: fmt(s.metrics.mean_running)),
     "num_preemptions": ("preemptions", lambda s: f"{s.metrics.num_preemptions}"),
 }
@@ -656,7 +650,7 @@ class Predict:
             one, many = cost.iteration(1, 640).total, cost.iteration(64, 64 * 640).total
             text = (f"batch 1: {ms(one)} per iteration, {fmt(1 / one)} tokens/s; batch 64: {ms(many)}, "
                     f"{fmt(64 / many)} tokens/s: {fmt(64 * one / many)} times the output for "
-                    f"{fmt((many / one - 1) * 100)} % more time per token")
+                    f"{fmt((many / one - 1) * 100)}% more time per token")
         if self.compute == "offline_gain" and snapshot is not None and other is not None:
             a, b = snapshot.metrics.output_tokens_per_s, other.metrics.output_tokens_per_s
             if b > 0:
@@ -756,10 +750,10 @@ class PercentileReading:
                         f"traffic rose from {fmt(lo)} to {fmt(hi)} req/s")
             share = float(rng.choice([0.25, 0.3]))
             return (base.with_workload(batch_pool_share=0.0), base.with_workload(batch_pool_share=share),
-                    f"batch jobs went from none to {fmt(share * 100)} % of requests")
+                    f"batch jobs went from none to {fmt(share * 100)}% of requests")
         rate = float(rng.choice([8.0, 10.0, 12.0]))
         return (base.with_workload(request_rate=rate), base.with_workload(request_rate=rate * 1.05)
-                .replace(seed=base.seed + 1), "a new day, the same traffic give or take 5 %")
+                .replace(seed=base.seed + 1), "a new day, the same traffic give or take 5%")
 
     def new_question(self, seed: int) -> Read:
         from sim.engine import run_scenario
@@ -845,7 +839,7 @@ def cheat_sheet_md(source: Scenario | Deployment, snapshot: EngineSnapshot | Non
         "| formula | worked |",
         "|---|---|",
         f"| ceiling = bandwidth ÷ weight bytes | {fmt(gpu.hbm_bandwidth / 1e12, 4)} TB/s ÷ {fmt(weights / 1e9)} GB "
-        f"≈ **{fmt(ceiling)} tok/s** (real ≈ 80 %: {fmt(0.8 * ceiling)}) |",
+        f"≈ **{fmt(ceiling)} tok/s** (real ≈ 80%: {fmt(0.8 * ceiling)}) |",
         f"| one request = prefill + (out − 1) × TPOT | {ms(prefill)} + {output_len - 1} × "
         f"{ms(tpot_alone)} ≈ {fmt(prefill + (output_len - 1) * tpot_alone)} s alone |",
     ]

@@ -17,6 +17,7 @@ import pytest
 from sim.cost import CostModel
 from sim.engine import Engine, run_scenario, sweep
 from sim.reports import BINDING_LIMITS
+from sim.workload import LengthSpec
 from steps import activities as act
 from steps import load_steps
 
@@ -53,8 +54,8 @@ def dominant_limit(metrics) -> str:
 def test_01_one_request_prefill_decode_and_speed(step):
     run = run_scenario(finite(step(1), 1))
     (rec,) = run.records
-    assert within(rec.ttft * 1000, 14.0, 0.03)  # prefill 14 ms (±3 %)
-    assert within(rec.tpot * 1000, 6.02, 0.01)  # 6.02 ms per token (±1 %)
+    assert within(rec.ttft * 1000, 14.0, 0.03)  # prefill 14 ms (±3%)
+    assert within(rec.tpot * 1000, 6.02, 0.01)  # 6.02 ms per token (±1%)
     assert within(1 / rec.tpot, 166, 0.01)  # 166 tokens/s
     assert within(rec.e2e, 0.014 + 255 * 0.00602, 0.01)  # ≈ 1.55 s a request
 
@@ -72,7 +73,7 @@ def test_01_one_seat_busy_bandwidth_near_80_and_tensor_cores_near_03_percent(ste
     cost = CostModel(step(1).scenario.deployment())
     decode = cost.iteration(1, 640)
     assert within(cost.bandwidth_utilization(decode.bytes_read, decode.total), 0.80, 0.02)
-    assert within(cost.tensor_core_utilization(1, decode.total), 0.003, 0.15)  # ≈ 0.3 %
+    assert within(cost.tensor_core_utilization(1, decode.total), 0.003, 0.15)  # ≈ 0.3%
     assert report.cost.binding == "weights"
 
 
@@ -112,7 +113,7 @@ def test_02_variants_follow_the_same_rule(step, gpu, model):
     drill_answer = sc.profiles().gpu(gpu).hbm_bandwidth / (sc.profiles().model(model).params * 2)
     assert within(CostModel(sc.deployment()).single_stream_ceiling_tokens_per_s, drill_answer, 1e-9)
     rec = run_scenario(sc.with_workload(num_prompts=1)).records[0]
-    assert 0.74 <= (1 / rec.tpot) / drill_answer <= 0.81  # "about 80 %" of the ceiling
+    assert 0.74 <= (1 / rec.tpot) / drill_answer <= 0.81  # "about 80%" of the ceiling
 
 
 # ================================================================================================
@@ -361,8 +362,8 @@ def test_09_after_answering_the_running_batch_matches_little_s_law(step, seed):
 
 
 def test_10_a_long_prefill_iteration_takes_hundreds_of_ms_and_stalls_every_decoder(step):
-    sc = finite(step(10), 600).with_workload(input=step(10).scenario.workload.input.__class__(
-        dist="mixed", mean=512, long_len=16000, long_share=0.02))
+    sc = finite(step(10), 600).with_workload(
+        input=LengthSpec(dist="mixed", mean=512, long_len=16000, long_share=0.02))
     engine = Engine(sc)
     worst = None
     while (report := engine.step()) is not None:
@@ -444,7 +445,7 @@ def cap_runs(step):
 
 def test_13_the_traffic_builds_about_90_sequences(step, cap_runs):
     # STEPS.md says "about 80"; in this model TPOT falls by a third only from about 87 in flight
-    # (at 80 it falls by 30-32 %), so the lesson runs 29 req/s, about 90 in flight.
+    # (at 80 it falls by 30-32%), so the lesson runs 29 req/s, about 90 in flight.
     free, _ = cap_runs
     in_flight = step(13).scenario.workload.request_rate * free["mean_e2el_ms"] / 1000
     assert within(in_flight, 90, 0.08) and within(free["mean_running"], 90, 0.08)
@@ -517,8 +518,8 @@ def test_15_a_drill_variant_runs_at_the_batch_it_predicts(step):
     f = q.facts
     sc = step(15).scenario.replace(gpu=f["gpu"], model=f["model"], gpu_memory_utilization=f["util"])
     sc = sc.with_workload(request_rate=math.inf, num_prompts=int(4 * q.answer))
-    sc = sc.with_workload(input=sc.workload.input.__class__(dist="fixed", mean=f["prompt"]),
-                          output=sc.workload.output.__class__(dist="fixed", mean=f["output"]))
+    sc = sc.with_workload(input=LengthSpec(dist="fixed", mean=f["prompt"]),
+                          output=LengthSpec(dist="fixed", mean=f["output"]))
     engine = Engine(sc)
     low, high = math.floor(q.answer), math.floor(f["cache_tokens"] / f["prompt"])
     batch, steady = [], False
