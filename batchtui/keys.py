@@ -51,7 +51,7 @@ KEYS: tuple[Key, ...] = (
     Key("dial.adjust", "left,right", "", "adjust", "On a dial: one notch down or up (shift: ten notches)", "Dials", bind=False),
     Key("dial.move", "up,down", "", "dial", "On a dial: the dial above or below", "Dials", bind=False),
     Key("dial.type", "enter", "", "type", "On a dial: type an exact value, Enter to apply", "Dials", bind=False),
-    Key("answer.choose", "1,2,3,4", "", "choose", "Pick an answer by its number", "Answers", bind=False),
+    Key("answer.choose", "1,2,3,4,5,6,7,8,9", "", "choose", "Pick an answer by its number", "Answers", bind=False),
     Key("answer.submit", "enter", "", "check", "In the answer box: check the answer", "Answers", bind=False),
     Key("answer.give_up", "ctrl+d", "give_up", "answer", "Show the worked answer", "Answers", priority=True),
     Key("answer.new_question", "ctrl+r", "new_question", "new q", "Another question of the same kind", "Answers", priority=True),
@@ -101,6 +101,8 @@ def display_keys(key: Key, ascii_only: bool = False, first_only: bool = False) -
     """The keys as shown. A pair of arrows reads as one (`←→`); `first_only` keeps the footer
     short (`n` rather than `n/→`)."""
     names = key.keys.split(",")
+    if len(names) > 2 and all(n.isdigit() for n in names):
+        return f"{names[0]}-{names[-1]}"
     if set(names) <= _ARROW_KEYS:
         return ("/" if ascii_only else "").join(display(n, ascii_only) for n in names)
     if first_only:

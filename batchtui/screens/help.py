@@ -31,7 +31,7 @@ class HelpScreen(ModalScreen[None]):
                 if key.group == group:
                     table.add_row(Text(keys.display_keys(key, ascii_only)), key.help)
             table.add_row("", "")
-        table.add_row(Text("Close this help: ? q esc enter", style="bold"), "")
         with Pane(id="help-body"):
-            yield Static(Text("Keys", style="bold"), id="help-title")
+            yield Static(Text("Keys (close this with ? q esc or enter; up/down scroll)", style="bold"),
+                         id="help-title")
             yield Static(table, id="help-table")

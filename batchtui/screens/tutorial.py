@@ -234,10 +234,13 @@ class TutorialScreen(Screen):
         dial.set_value(value)
         notice.clear()
         self._update_status()
+        self.run_worker(self.query_one(ActivityPanel).scenario_changed(self.sim.engine.scenario),
+                        group="activity")
 
     # -- activities
     def on_activity_view_finished(self, message: ActivityView.Finished) -> None:
         self.app.record_answer(self.step.number, message.answer, completed=True)
+        self._update_keys()
 
     def on_activity_view_run_dials(self, message: ActivityView.RunDials) -> None:
         """Run the traffic an activity asks for (a drill's own numbers; a prediction's run)."""
@@ -303,7 +306,9 @@ class TutorialScreen(Screen):
                 ids.insert(3, "dial.reach")
             ids = tuple(ids)
         labels = {"sim.run_pause": "pause"} if self.sim is not None and self.sim.running else {}
-        self.query_one(KeyBar).show_keys(ids, labels)
+        choices = self.query_one(ActivityPanel).choice_count
+        key_text = {"answer.choose": f"1-{choices}"} if choices else {}
+        self.query_one(KeyBar).show_keys(ids, labels, key_text)
 
     # -- actions (ids in keys.py)
     async def action_next_step(self) -> None:

@@ -30,6 +30,11 @@ class ActivityPanel(Vertical):
         return self.view is not None and self.view.takes_choices
 
     @property
+    def choice_count(self) -> int:
+        """How many answers the number keys pick from right now (0: none)."""
+        return self.view.choice_count if self.takes_choices else 0
+
+    @property
     def has_input(self) -> bool:
         return self.view is not None and self.view.has_input
 
@@ -62,6 +67,11 @@ class ActivityPanel(Vertical):
         if kind == "read":
             return ReadView(activity, seed)
         return None
+
+    async def scenario_changed(self, scenario) -> None:
+        """A dial moved: the cheat sheet works its formulas again for the new profile."""
+        if isinstance(self.view, TextView) and self.view.id == "cheat-sheet":
+            await self.view.show(activities.cheat_sheet_md(scenario))
 
     def update_snapshot(self, snapshot, compare=None) -> None:
         if self.view is not None:

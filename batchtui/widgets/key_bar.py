@@ -20,13 +20,16 @@ class KeyBar(Widget):
         super().__init__(id=id)
         self.key_ids: tuple[str, ...] = ()
         self.labels: dict[str, str] = {}
+        self.key_text: dict[str, str] = {}
         self.ascii_only = False
 
-    def show_keys(self, key_ids: tuple[str, ...], labels: dict[str, str] | None = None) -> None:
-        """The ids to show; `labels` overrides a label (run becomes pause while running)."""
-        labels = labels or {}
-        if key_ids != self.key_ids or labels != self.labels:
-            self.key_ids, self.labels = key_ids, labels
+    def show_keys(self, key_ids: tuple[str, ...], labels: dict[str, str] | None = None,
+                  key_text: dict[str, str] | None = None) -> None:
+        """The ids to show; `labels` overrides a label (run becomes pause while running) and
+        `key_text` how a key is written (1-3 when there are three choices)."""
+        labels, key_text = labels or {}, key_text or {}
+        if (key_ids, labels, key_text) != (self.key_ids, self.labels, self.key_text):
+            self.key_ids, self.labels, self.key_text = key_ids, labels, key_text
             self.refresh()
 
     def render(self) -> Text:
@@ -36,7 +39,7 @@ class KeyBar(Widget):
         text = Text(no_wrap=True, overflow="crop")
         for key_id in self.key_ids:
             key = BY_ID[key_id]
-            shown = display_keys(key, self.ascii_only, first_only=True)
+            shown = self.key_text.get(key_id) or display_keys(key, self.ascii_only, first_only=True)
             label = self.labels.get(key_id, key.label)
             piece = len(shown) + 1 + len(label) + 2
             if len(text.plain) + piece - 2 > width:

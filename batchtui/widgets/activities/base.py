@@ -40,6 +40,7 @@ class ActivityView(Vertical):
 
     takes_choices = False
     """Number keys pick an answer right now."""
+    choice_count = 0
     has_input = False
     hints: tuple[str, ...] = ()
     """Hints that belong to this activity (a drill question's own), shown before the step's."""

@@ -36,7 +36,13 @@ class DrillView(ActivityView):
 
     async def _ask(self, seed: int) -> None:
         # Some drills measure a short simulated run to set their numbers (well under a second).
+        old = self.question.prompt_md if self.question is not None else None
         self.question = self.drill.new_question(seed)
+        for _ in range(5):  # a retry should read as a new question, not the same draw again
+            if self.question.prompt_md != old:
+                break
+            self.seed += 1
+            self.question = self.drill.new_question(self.seed)
         self.hints = self.question.hints
         unit = self.question.unit
         await self.query_one("#drill-prompt", Markdown).update(self.words(

@@ -23,6 +23,10 @@ class PredictView(ActivityView):
     def takes_choices(self) -> bool:
         return self.predict.guess is None
 
+    @property
+    def choice_count(self) -> int:
+        return len(self.predict.choices)
+
     def compose(self) -> ComposeResult:
         yield Static("Predict, then run", classes="activity-title", markup=False)
         choices = "\n".join(f"{i}. {c}" for i, c in enumerate(self.predict.choices, 1))
@@ -44,7 +48,7 @@ class PredictView(ActivityView):
             return
         self.query_one("#predict-status", Static).update(self.words(message))
         self.committed_at = None  # set by the next frame: the run starts now
-        self.post_message(self.RunDials({}))
+        self.post_message(self.RunDials({}))  # no dials: just start the run
 
     def update_snapshot(self, snapshot, compare=None) -> None:
         if self.predict.guess is None or self.revealed:

@@ -19,6 +19,10 @@ class ReadView(ActivityView):
     def takes_choices(self) -> bool:
         return self.question is not None and not self.question.done
 
+    @property
+    def choice_count(self) -> int:
+        return len(self.question.choices) if self.question is not None else 0
+
     def compose(self) -> ComposeResult:
         yield Static("Read the percentiles", classes="activity-title", markup=False)
         yield self.markdown("", id="read-table")

@@ -1,0 +1,95 @@
+"""Activities on the real lessons: typed drill answers, chords while typing, predictions."""
+
+from __future__ import annotations
+
+import pytest
+
+import steps
+from batchtui.screens.help import HelpScreen
+from batchtui.widgets.activities.drill import DrillView
+from batchtui.widgets.activities.predict import PredictView
+from batchtui.widgets.answer_box import AnswerBox
+from batchtui.widgets.step_header import StepHeader
+from screen_text import screen_text
+
+
+@pytest.fixture(scope="module")
+def lessons():
+    return steps.load_steps()
+
+
+async def test_drill_takes_a_typed_answer_and_remembers_it(make_app, lessons, state_dir):
+    app = make_app(list(lessons), start_step=2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        drill = app.screen.query_one(DrillView)
+        await pilot.press("tab")  # into the answer box
+        assert isinstance(app.screen.focused, AnswerBox)
+        answer = f"{drill.question.answer:.1f}"
+        await pilot.press(*answer, "enter")
+        await pilot.pause()
+        assert drill.question.solved
+        assert "Right" in str(app.screen.query_one("#drill-feedback").render())
+        assert app.progress.completed == {2}
+        assert app.progress.answers[2] == answer
+
+
+async def test_a_wrong_answer_gets_feedback_not_a_pass(make_app, lessons):
+    app = make_app(list(lessons), start_step=2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        drill = app.screen.query_one(DrillView)
+        await pilot.press("tab", *"1", "enter")
+        assert not drill.question.solved
+        assert 2 not in app.progress.completed
+
+
+async def test_plain_letters_type_but_chords_still_work_in_the_answer_box(make_app, lessons):
+    app = make_app(list(lessons), start_step=2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("tab", "n", "q")  # letters go into the box: no step change, no quit
+        assert app.screen.focused.value == "nq"
+        assert app.screen.query_one(StepHeader).number == 2
+        await pilot.press("f1")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.press("ctrl+n")
+        assert app.screen.query_one(StepHeader).number == 3
+        await pilot.press("ctrl+p", "tab", "ctrl+q")
+        assert not app.is_running
+
+
+async def test_give_up_shows_the_worked_answer_and_a_new_question_differs(make_app, lessons):
+    app = make_app(list(lessons), start_step=2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        drill = app.screen.query_one(DrillView)
+        first = drill.question.prompt_md
+        await pilot.press("ctrl+d")
+        assert drill.query_one("#drill-derivation").display
+        await pilot.press("ctrl+r")
+        assert drill.question.prompt_md != first
+        assert not drill.query_one("#drill-derivation").display
+
+
+async def test_predict_waits_for_a_guess_then_reveals_after_the_run(make_app, lessons):
+    app = make_app(list(lessons), start_step=1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        view = screen.query_one(PredictView)
+        assert view.takes_choices and not screen.sim.running  # a guess comes before the run
+        await pilot.press("2")
+        assert view.predict.guess == 2 and screen.sim.running
+        screen.sim.fast_forward(1.0)
+        await pilot.pause()
+        screen.sim.fast_forward(30.0)
+        await pilot.pause()
+        assert view.revealed
+        assert app.progress.completed == {1}
+
+
+async def test_real_lessons_in_ascii_draw_only_ascii(make_app, lessons):
+    app = make_app(list(lessons), start_step=6, ascii_only=True)  # step 6 has a Markdown table
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.screen.sim.fast_forward(5.0)
+        await pilot.pause()
+        text = screen_text(app)
+        assert "Step 6/20" in text
+        assert {ch for ch in text if not ch.isascii()} == set()
