@@ -1,0 +1,324 @@
+"""Plain-text and machine-readable output of the headless commands.
+
+The result block is laid out like `vllm bench serve`'s (labels padded to 40 columns, sections
+centred in 50), so numbers can be read side by side with a real benchmark; the simulator's own
+figures follow in a section of their own. No colour and no Rich: the output is meant to be piped.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import textwrap
+
+from sim.reports import BINDING_LIMITS
+
+WIDTH = 50
+LABEL = 40
+
+BINDING_WORDS = {
+    "token_budget": "token budget (max_num_batched_tokens) spent",
+    "max_num_seqs": "every seat (max_num_seqs) taken",
+    "kv_cache": "KV cache full (admission blocked or preemption)",
+    "none": "nothing held back: all work was scheduled",
+}
+
+# Sweep and CSV columns: (metrics key, heading, format)
+SWEEP_COLUMNS = (
+    ("request_throughput", "req/s", "{:.2f}"),
+    ("output_throughput", "out tok/s", "{:.0f}"),
+    ("median_ttft_ms", "TTFT p50", "{:.1f}"),
+    ("p99_ttft_ms", "TTFT p99", "{:.1f}"),
+    ("median_tpot_ms", "TPOT p50", "{:.2f}"),
+    ("p99_tpot_ms", "TPOT p99", "{:.2f}"),
+    ("mean_running", "running", "{:.1f}"),
+    ("num_preemptions", "preempt", "{:d}"),
+)
+
+
+def rate_text(rate: float) -> str:
+    if math.isinf(rate):
+        return "inf"
+    return f"{rate:g}"
+
+
+def _header(title: str, fill: str) -> str:
+    return f"{title:{fill}^{WIDTH}}"
+
+
+def _line(label: str, value) -> str:
+    if isinstance(value, float):
+        value = f"{value:.2f}"
+    return f"{label:<{LABEL}} {value}".rstrip()
+
+
+def setup_text(scenario, deployment, config, swept: str | None = None) -> str:
+    """One paragraph saying what was simulated; `swept` names the dial a sweep varies."""
+    model, gpu = deployment.model, deployment.gpu
+    tp = deployment.tensor_parallel_size
+    on = f"{tp} x {gpu.name}" if tp > 1 else f"one {gpu.name}"
+    if config.batching == "continuous":
+        seats = {"max_num_seqs": "swept", "offline": "as below"}.get(swept, config.max_num_seqs)
+        dials = (f"continuous batching, max_num_seqs {seats}, "
+                 f"max_num_batched_tokens {config.max_num_batched_tokens}, chunked prefill "
+                 f"{'on' if config.enable_chunked_prefill else 'off'}")
+        if config.long_prefill_token_threshold:
+            dials += f", long_prefill_token_threshold {config.long_prefill_token_threshold}"
+        if config.scheduling_policy != "fcfs":
+            dials += f", {config.scheduling_policy} scheduling"
+    elif config.batching == "sequential":
+        dials = "sequential serving (one request at a time)"
+    elif config.batching == "static":
+        dials = f"static batching, batches of up to {config.max_batch_size}"
+    else:
+        dials = (f"dynamic batching, batches of up to {config.max_batch_size} "
+                 f"after at most {config.max_queue_delay * 1000:g} ms")
+    if model.has_kv_cache:
+        cache = (f"KV cache {deployment.usable_blocks:,} blocks of {deployment.block_size} "
+                 f"({deployment.kv_cache_tokens:,} tokens)")
+    else:
+        cache = "no KV cache (encoder)"
+    traffic = traffic_text(scenario.workload, swept)
+    if not model.has_kv_cache:  # an encoder answers in one pass: output lengths do not apply
+        traffic = traffic.rsplit(" / ", 1)[0] + " (one pass each)"
+    text = f"Simulated {model.name} on {on}: {dials}; {cache}. Traffic: {traffic}, seed {scenario.seed}."
+    return textwrap.fill(text, width=100)
+
+
+def _length_text(spec) -> str:
+    if spec.dist == "fixed":
+        return f"{spec.mean}"
+    if spec.dist == "uniform":
+        high = spec.high or max(spec.low, 2 * spec.mean - spec.low)
+        return f"{spec.low}-{high} (uniform)"
+    if spec.dist == "lognormal":
+        return f"~{spec.mean} (lognormal, sigma {spec.sigma:g})"
+    return f"{spec.mean} or {spec.long_len} ({spec.long_share:.0%} long)"
+
+
+def traffic_text(w, swept: str | None = None) -> str:
+    if w.arrival == "trace":
+        return f"the trace {w.trace_path}"
+    if swept == "request_rate":
+        when = f"{w.arrival} arrivals at the swept rate" if w.arrival != "poisson" else "Poisson arrivals at the swept rate"
+    elif w.arrival == "all-at-once" or math.isinf(w.request_rate):
+        when = "all queued at once"
+    elif w.arrival == "poisson":
+        when = f"Poisson arrivals at {rate_text(w.request_rate)} req/s"
+    elif w.arrival == "constant":
+        when = f"one every {1 / w.request_rate:.3g} s ({rate_text(w.request_rate)} req/s)"
+    else:
+        when = f"bursts of {w.burst_size} at {rate_text(w.request_rate)} req/s on average"
+    return f"{w.num_prompts} requests, {when}, {_length_text(w.input)} in / {_length_text(w.output)} out"
+
+
+def result_block(summary, config, deployment) -> str:
+    """`vllm bench serve`'s result block, then the simulator's own section."""
+    m = summary.metrics
+    out = [
+        _header(" Serving Benchmark Result ", "="),
+        _line("Successful requests:", m["completed"]),
+        _line("Benchmark duration (s):", m["duration"]),
+        _line("Total input tokens:", m["total_input_tokens"]),
+        _line("Total generated tokens:", m["total_output_tokens"]),
+        _line("Request throughput (req/s):", m["request_throughput"]),
+        _line("Output token throughput (tok/s):", m["output_throughput"]),
+        _line("Total Token throughput (tok/s):", m["total_token_throughput"]),
+    ]
+    sections = (("ttft", "TTFT", "Time to First Token"),
+                ("tpot", "TPOT", "Time per Output Token (excl. 1st token)"),
+                ("itl", "ITL", "Inter-token Latency"),
+                ("e2el", "E2EL", "End-to-end Latency"))
+    for key, short, title in sections:
+        out.append(_header(title, "-"))
+        out.append(_line(f"Mean {short} (ms):", m[f"mean_{key}_ms"]))
+        out.append(_line(f"Median {short} (ms):", m[f"median_{key}_ms"]))
+        out.append(_line(f"P99 {short} (ms):", m[f"p99_{key}_ms"]))
+        if key == "itl":
+            out.append(_line("Max ITL (ms):", m["max_itl_ms"]))
+    out.append(_header("Simulator", "-"))
+    out.extend(simulator_lines(summary, config, deployment))
+    out.append("=" * WIDTH)
+    return "\n".join(out)
+
+
+def simulator_lines(summary, config, deployment) -> list[str]:
+    m = summary.metrics
+    lines = [_line("Engine iterations:", f"{summary.iterations:,}"),
+             _line("Mean running batch:", m["mean_running"]),
+             _line("Max running batch:", m["max_running"])]
+    if deployment.model.has_kv_cache:
+        used = round(m["peak_kv_usage"] * deployment.usable_blocks)
+        lines.append(_line("Peak KV cache use (%):",
+                           f"{m['peak_kv_usage'] * 100:.1f}  ({used:,} of {deployment.usable_blocks:,} blocks)"))
+    lines.append(_line("Preemptions:", m["num_preemptions"]))
+    counts = m["binding_limit_counts"]
+    total = sum(counts.values())
+    if total:
+        top = max(BINDING_LIMITS, key=lambda k: (counts.get(k, 0), k == "none"))
+        lines.append(_line("Binding limit (most often):",
+                           f"{top}, {counts[top] / total:.0%} of iterations"))
+        words = BINDING_WORDS[top]
+        if top == "max_num_seqs" and config.batching != "continuous":
+            words = "the batch was full (max_batch_size) or running while requests waited"
+        lines.append(f"  ({words})")
+        lines.append(_line("Binding limit counts:",
+                           ", ".join(f"{k} {counts.get(k, 0):,}" for k in BINDING_LIMITS)))
+    if config.batching in ("static", "dynamic", "sequential"):
+        lines.append(_line("Padding share of seats (%):", f"{m['padding_share'] * 100:.1f}"))
+    if m.get("rejected"):
+        lines.append(_line("Rejected requests:", m["rejected"]))
+    if len(summary.pools) > 1:
+        for name, p in summary.pools.items():
+            lines.append(_line(f"Pool {name} (completed):", p["completed"]))
+            lines.append(_line(f"  TTFT p50 / p99 (ms):", f"{p['median_ttft_ms']:.2f} / {p['p99_ttft_ms']:.2f}"))
+            lines.append(_line(f"  TPOT p50 / p99 (ms):", f"{p['median_tpot_ms']:.2f} / {p['p99_tpot_ms']:.2f}"))
+    return lines
+
+
+# -- machine-readable ------------------------------------------------------------------------------
+
+def json_safe(value):
+    """Replace infinities (not valid JSON) with the string "inf", as vLLM's result files do."""
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def run_json(summary, scenario, config, deployment) -> dict:
+    """The metrics under `vllm bench serve`'s key names, then what was simulated."""
+    d = dict(summary.metrics)
+    w = scenario.workload
+    d.update({
+        "iterations": summary.iterations,
+        "gpu": deployment.gpu.id,
+        "model_id": deployment.model.id,
+        "tensor_parallel_size": deployment.tensor_parallel_size,
+        "request_rate": None if w.arrival == "trace" else w.request_rate,
+        "num_prompts": d["completed"] if w.arrival == "trace" else w.num_prompts,
+        "seed": scenario.seed,
+        "kv_cache_usable_blocks": deployment.usable_blocks,
+        "engine": config.to_dict(),
+    })
+    if len(summary.pools) > 1:
+        d["pools"] = summary.pools
+    return json_safe(d)
+
+
+PER_REQUEST_FIELDS = ("request_id", "pool", "arrival_s", "prompt_len", "output_len", "ttft_ms",
+                      "tpot_ms", "e2e_ms", "preemptions", "max_itl_ms", "finish_reason")
+
+
+def write_per_request_csv(handle, records) -> None:
+    """One row per finished request, in order of arrival; tpot_ms is empty for one-token answers."""
+    writer = csv.writer(handle, lineterminator="\n")
+    writer.writerow(PER_REQUEST_FIELDS)
+    for r in sorted(records, key=lambda r: r.arrival_time):
+        writer.writerow([
+            r.request_id, r.pool, f"{r.arrival_time:.6f}", r.prompt_len, r.output_len,
+            f"{r.ttft * 1000:.3f}", "" if r.tpot is None else f"{r.tpot * 1000:.3f}",
+            f"{r.e2e * 1000:.3f}", r.num_preemptions, f"{r.max_itl * 1000:.3f}", r.finish_reason,
+        ])
+
+
+def flat_metrics(metrics: dict) -> dict:
+    """The scalar metrics, with binding_limit_counts spread over binding_<limit> columns."""
+    out = {}
+    for k, v in metrics.items():
+        if isinstance(v, dict):
+            if k == "binding_limit_counts":
+                out.update({f"binding_{name}": v.get(name, 0) for name in BINDING_LIMITS})
+            continue
+        out[k] = v
+    return out
+
+
+def write_sweep_csv(handle, swept: str, values, summaries, knee: int | None) -> None:
+    """One row per point: the swept value, every scalar metric, and 1 in `knee` at the knee."""
+    rows = [{swept: rate_text(v) if swept == "request_rate" else v, **flat_metrics(s.metrics),
+             "knee": int(i == knee)} for i, (v, s) in enumerate(zip(values, summaries))]
+    writer = csv.DictWriter(handle, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+
+
+# -- tables --------------------------------------------------------------------------------------
+
+def table(headings, rows, notes=None) -> str:
+    """Right-aligned columns under a ruled heading; `notes` (one per row) trail the rows."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headings)]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(headings, widths)),
+             "  ".join("-" * w for w in widths)]
+    for i, row in enumerate(rows):
+        note = notes[i] if notes else ""
+        lines.append(("  ".join(c.rjust(w) for c, w in zip(row, widths)) + "  " + note).rstrip())
+    return "\n".join(lines)
+
+
+def sweep_table(swept: str, values, summaries, knee: int | None) -> str:
+    """One row per point; the knee row is marked."""
+    head = "rate" if swept == "request_rate" else "seqs"
+    headings = [head] + [h for _, h, _ in SWEEP_COLUMNS]
+    rows = [[rate_text(v) if swept == "request_rate" else f"{v}"]
+            + [fmt.format(s.metrics[key]) for key, _, fmt in SWEEP_COLUMNS]
+            for v, s in zip(values, summaries)]
+    notes = ["<- knee" if i == knee else "" for i in range(len(rows))]
+    return table(headings, rows, notes) + "\n(TTFT and TPOT in ms; running = mean running batch)"
+
+
+# -- plans ---------------------------------------------------------------------------------------
+
+PLAN_STAGES = {"saturation": "all queued at once (whole run)", "bisect": "bisection",
+               "floor": "near idle", "coarse": ""}
+
+
+def plan_table(plan) -> str:
+    """Every point the SLO search ran, by rate, with the saturation run last."""
+    points = sorted(plan.points, key=lambda p: p.rate) + [plan.saturated]
+    rows, notes = [], []
+    for p in points:
+        w, m = p.window, p.summary.metrics
+        # At a steady rate Little's law gives the batch: rate x time in the system.
+        running = m["mean_running"] if math.isinf(p.rate) else p.rate * w["mean_e2e_ms"] / 1000
+        rows.append((rate_text(round(p.rate, 2)), str(m["completed"]), str(w["count"]),
+                     f"{w['p99_ttft_ms']:.1f}", f"{w['p99_tpot_ms']:.2f}", f"{running:.0f}",
+                     "meets" if p.ok else "misses"))
+        notes.append("<- highest meeting the SLO" if plan.best is p else PLAN_STAGES[p.stage])
+    heads = ("rate", "requests", "window", "TTFT p99", "TPOT p99", "running", "SLO")
+    return (table(heads, rows, notes)
+            + "\n(p99s in ms over the steady window: requests arriving one median E2E after the"
+            + "\n first arrival and before the last; running = rate x mean E2E)")
+
+
+def plan_point_json(p) -> dict:
+    m, w = p.summary.metrics, p.window
+    return {"request_rate": p.rate, "stage": p.stage, "meets_slo": p.ok, "misses": p.misses,
+            "num_prompts": m["completed"], "window_requests": w["count"],
+            "p99_ttft_ms": w["p99_ttft_ms"], "p99_tpot_ms": w["p99_tpot_ms"],
+            "median_ttft_ms": w["median_ttft_ms"], "median_tpot_ms": w["median_tpot_ms"],
+            "run": {k: m[k] for k in ("request_throughput", "output_throughput", "p99_ttft_ms",
+                                      "p99_tpot_ms", "mean_running", "num_preemptions")}}
+
+
+def offline_table(results, best) -> str:
+    """One row per max_num_seqs tried for an offline job."""
+    heads = ("max_num_seqs", "budget", "job time (s)", "out tok/s", "running", "preempt")
+    rows = [(str(c.max_num_seqs), str(c.max_num_batched_tokens), f"{s.metrics['duration']:.1f}",
+             f"{s.metrics['output_throughput']:.0f}", f"{s.metrics['mean_running']:.1f}",
+             str(s.metrics["num_preemptions"])) for _, c, s in results]
+    notes = [why + ("  <- best" if s is best else "") for why, _, s in results]
+    return table(heads, rows, notes)
+
+
+def duration_text(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, s = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{int(minutes)} min {s:.0f} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{int(hours)} h {int(minutes)} min"

@@ -1,0 +1,498 @@
+"""The headless commands as a user runs them: `batchtui sim`, `sweep`, `plan` and `steps` —
+their text and --json output, their files, bad input and exit codes.
+
+Runs are kept small (tens to a few hundred requests, short answers) so the file stays fast.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import pytest
+
+from batchtui import planning
+from batchtui.cli import main
+
+VLLM_KEYS = ["completed", "duration", "request_throughput", "output_throughput",
+             "total_token_throughput"] + [
+    f"{stat}_{name}_ms" for name in ("ttft", "tpot", "itl", "e2el")
+    for stat in ("mean", "median", "p90", "p99")]
+OUR_KEYS = ["max_itl_ms", "mean_running", "max_running", "peak_kv_usage", "num_preemptions",
+            "binding_limit_counts"]
+SMALL = ["--num-prompts", "60", "--input-len", "256", "--output-len", "32"]
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys, *argv):
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def fail(capsys, *argv):
+    """Run a command expected to be refused; return (exit code, stderr)."""
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse's own errors
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, err
+
+
+# -- sim ---------------------------------------------------------------------------------------
+
+
+def test_sim_prints_a_vllm_bench_serve_result_block(capsys):
+    code, out, _ = run(capsys, "sim", *SMALL, "--request-rate", "8")
+    assert code == 0
+    lines = out.splitlines()
+    order = ["============ Serving Benchmark Result ============",
+             "Successful requests:", "Benchmark duration (s):", "Request throughput (req/s):",
+             "Output token throughput (tok/s):", "Total Token throughput (tok/s):",
+             "---------------Time to First Token----------------",
+             "Mean TTFT (ms):", "Median TTFT (ms):", "P99 TTFT (ms):",
+             "-----Time per Output Token (excl. 1st token)------",
+             "Mean TPOT (ms):", "Median TPOT (ms):", "P99 TPOT (ms):",
+             "---------------Inter-token Latency----------------",
+             "Mean ITL (ms):", "Median ITL (ms):", "P99 ITL (ms):",
+             "----------------End-to-end Latency----------------",
+             "Mean E2EL (ms):", "P99 E2EL (ms):",
+             "Mean running batch:", "Max running batch:", "Peak KV cache use (%):",
+             "Preemptions:", "Binding limit (most often):", "Binding limit counts:",
+             "=" * 50]
+    at = 0
+    for text in order:
+        at = next(i for i in range(at, len(lines)) if lines[i].startswith(text))
+    assert "Successful requests:                     60" in out
+    # numbers start in column 42, as vllm bench serve prints them
+    assert lines[[i for i, l in enumerate(lines) if l.startswith("Mean TTFT")][0]][41] != " "
+    words = " ".join(out.split())  # the setup paragraph is wrapped
+    assert "Llama 3.1 8B on one H100 SXM 80 GB" in words
+    assert "max_num_seqs 1024, max_num_batched_tokens 8192" in words  # vLLM's serve defaults
+
+
+def test_sim_json_has_vllm_bench_keys_and_ours(capsys):
+    d = run_json(capsys, "sim", *SMALL, "--request-rate", "8")
+    for key in VLLM_KEYS + OUR_KEYS:
+        assert key in d, key
+    assert d["completed"] == 60
+    assert set(d["binding_limit_counts"]) == {"token_budget", "max_num_seqs", "kv_cache", "none"}
+    assert sum(d["binding_limit_counts"].values()) == d["iterations"]
+    assert 0 < d["peak_kv_usage"] <= 1
+    assert d["output_throughput"] == pytest.approx(60 * 32 / d["duration"])
+    assert d["engine"]["max_num_seqs"] == 1024 and d["engine"]["max_num_batched_tokens"] == 8192
+
+
+def test_sim_json_is_strict_json_with_an_infinite_rate(capsys):
+    code, out, _ = run(capsys, "sim", *SMALL, "--request-rate", "inf", "--json")
+    assert code == 0
+    d = json.loads(out, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+    assert d["request_rate"] == "inf"
+
+
+def test_sim_is_deterministic_for_a_seed(capsys):
+    a = run_json(capsys, "sim", *SMALL, "--seed", "3")
+    b = run_json(capsys, "sim", *SMALL, "--seed", "3")
+    c = run_json(capsys, "sim", *SMALL, "--seed", "4")
+    assert a == b
+    assert a["p99_ttft_ms"] != c["p99_ttft_ms"]
+
+
+def test_engine_flags_reach_the_engine(capsys):
+    d = run_json(capsys, "sim", *SMALL, "--request-rate", "inf", "--max-num-seqs", "8",
+                 "--max-num-batched-tokens", "512", "--long-prefill-token-threshold", "128",
+                 "--block-size", "32", "--gpu-memory-utilization", "0.8")
+    assert d["max_running"] == 8
+    assert d["engine"]["max_num_batched_tokens"] == 512
+    assert d["engine"]["long_prefill_token_threshold"] == 128
+    assert d["binding_limit_counts"]["max_num_seqs"] > 0
+
+
+def test_defaults_follow_the_gpu(capsys):
+    d = run_json(capsys, "sim", *SMALL, "--gpu", "a100-80gb")
+    assert d["engine"]["max_num_seqs"] == 256 and d["engine"]["max_num_batched_tokens"] == 2048
+    d = run_json(capsys, "sim", *SMALL, "--gpu", "b200")
+    assert d["engine"]["max_num_batched_tokens"] == 16384
+
+
+def test_a_small_cache_preempts_and_says_kv_cache_binds(capsys):
+    d = run_json(capsys, "sim", "--num-prompts", "40", "--input-len", "512", "--output-len", "256",
+                 "--request-rate", "inf", "--num-gpu-blocks-override", "200", "--max-model-len", "2048")
+    assert d["kv_cache_usable_blocks"] == 199
+    assert d["num_preemptions"] > 0
+    assert d["binding_limit_counts"]["kv_cache"] > 0
+    assert d["peak_kv_usage"] > 0.9
+
+
+def test_static_batching_reports_padding(capsys):
+    argv = ["sim", "--batching", "static", "--max-batch-size", "16", "--num-prompts", "48",
+            "--input-len", "128", "--output-dist", "uniform", "--output-len-min", "4",
+            "--output-len-max", "64", "--request-rate", "inf"]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0
+    assert "static batching, batches of up to 16" in out
+    assert "Padding share of seats (%):" in out
+    d = run_json(capsys, *argv)
+    assert 0.1 < d["padding_share"] < 0.9
+    assert d["max_running"] <= 16
+
+
+def test_an_encoder_model_is_served_by_dynamic_batching(capsys):
+    code, out, _ = run(capsys, "sim", "--model", "bge-large-embedder", "--num-prompts", "100",
+                       "--request-rate", "200", "--max-queue-delay-ms", "5")
+    assert code == 0
+    words = " ".join(out.split())
+    assert "dynamic batching, batches of up to 64 after at most 5 ms" in words
+    assert "256 in (one pass each)" in words
+
+
+def test_per_request_csv(capsys, tmp_path):
+    path = tmp_path / "requests.csv"
+    code, out, _ = run(capsys, "sim", *SMALL, "--output-dist", "uniform", "--output-len-min", "1",
+                       "--output-len-max", "8", "--per-request", str(path))
+    assert code == 0
+    assert f"Per-request results: {path} (60 rows)" in out
+    rows = list(csv.DictReader(path.open()))
+    assert len(rows) == 60
+    assert list(rows[0]) == ["request_id", "pool", "arrival_s", "prompt_len", "output_len",
+                             "ttft_ms", "tpot_ms", "e2e_ms", "preemptions", "max_itl_ms",
+                             "finish_reason"]
+    arrivals = [float(r["arrival_s"]) for r in rows]
+    assert arrivals == sorted(arrivals)
+    for r in rows:
+        assert float(r["e2e_ms"]) >= float(r["ttft_ms"]) > 0
+        assert (r["tpot_ms"] == "") == (r["output_len"] == "1")  # no TPOT for one-token answers
+
+
+def test_a_trace_file_drives_the_run(capsys, tmp_path):
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text('{"arrival_time": 0.0, "prompt_len": 100, "output_len": 20}\n'
+                     '# a comment\n'
+                     '{"arrival_time": 0.05, "prompt_len": 300, "output_len": 5, "pool": "batch"}\n')
+    d = run_json(capsys, "sim", "--workload", str(trace))
+    assert d["completed"] == 2
+    assert d["total_input_tokens"] == 400 and d["total_output_tokens"] == 25
+    assert set(d["pools"]) == {"chat", "batch"}
+
+
+def test_a_bad_trace_line_names_file_and_line(capsys, tmp_path):
+    trace = tmp_path / "bad.jsonl"
+    trace.write_text('{"arrival_time": 0.0, "prompt_len": 100, "output_len": 20}\n'
+                     '{"arrival_time": 0.1, "prompt_len": -5, "output_len": 20}\n')
+    code, err = fail(capsys, "sim", "--workload", str(trace))
+    assert code == 2
+    assert f"{trace}:2:" in err and "prompt_len" in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_scenario_file_with_flags_overriding(capsys, tmp_path):
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('gpu = "a100-80gb"\nseed = 7\n[engine]\nmax_num_seqs = 32\n'
+                        '[workload]\nnum_prompts = 30\nrequest_rate = "inf"\n'
+                        '[workload.input]\nmean = 128\n[workload.output]\nmean = 16\n')
+    d = run_json(capsys, "sim", "--scenario", str(scenario))
+    assert d["gpu"] == "a100-80gb" and d["seed"] == 7 and d["completed"] == 30
+    assert d["engine"]["max_num_seqs"] == 32 and d["request_rate"] == "inf"
+    d = run_json(capsys, "sim", "--scenario", str(scenario), "--max-num-seqs", "4", "--num-prompts", "20")
+    assert d["engine"]["max_num_seqs"] == 4 and d["completed"] == 20 and d["max_running"] == 4
+    assert d["gpu"] == "a100-80gb"
+
+
+def test_an_endless_scenario_needs_a_request_count(capsys, tmp_path):
+    scenario = tmp_path / "live.toml"
+    scenario.write_text("[workload]\nnum_prompts = 0\n")
+    code, err = fail(capsys, "sim", "--scenario", str(scenario))
+    assert code == 2 and "--num-prompts" in err
+
+
+def test_user_profiles_file(capsys, tmp_path):
+    profiles = tmp_path / "p.toml"
+    profiles.write_text('[gpus.h100-sxm]\nhbm_bandwidth = 1.675e12\n')  # half the bandwidth
+    fast = run_json(capsys, "sim", *SMALL)
+    slow = run_json(capsys, "sim", *SMALL, "--profiles", str(profiles))
+    assert slow["median_tpot_ms"] > 1.6 * fast["median_tpot_ms"]
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["--max-num-seqs", "0"], "argument --max-num-seqs: expected a whole number >= 1, got '0'"),
+    (["--max-num-seqs", "2.5"], "argument --max-num-seqs: expected a whole number >= 1"),
+    (["--gpu-memory-utilization", "0"], "argument --gpu-memory-utilization: expected a fraction in (0, 1]"),
+    (["--gpu-memory-utilization", "1.01"], "argument --gpu-memory-utilization: expected a fraction in (0, 1]"),
+    (["--request-rate", "0"], "argument --request-rate: expected requests/s > 0, or inf"),
+    (["--request-rate", "fast"], "argument --request-rate: expected requests/s > 0, or inf"),
+    (["--request-rate", "nan"], "argument --request-rate"),
+    (["--block-size", "24"], "argument --block-size: expected a power of two from 1 to 256"),
+    (["--num-gpu-blocks-override", "1"], "argument --num-gpu-blocks-override: expected a whole number of blocks >= 2"),
+    (["--tensor-parallel-size", "3"], "argument --tensor-parallel-size: invalid choice"),
+    (["--batching", "magic"], "argument --batching: invalid choice"),
+    (["--kv-cache-dtype", "int4"], "argument --kv-cache-dtype: invalid choice"),
+    (["--input-dist", "zipf"], "argument --input-dist: invalid choice"),
+    (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+])
+def test_bad_flags_are_refused_by_argparse_naming_the_flag(capsys, argv, needle):
+    code, err = fail(capsys, "sim", *argv)
+    assert code == 2
+    assert needle in err
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["--max-num-batched-tokens", "100"],
+     "argument --max-num-batched-tokens: 100 is not allowed: at least max_num_seqs (1024)"),
+    (["--gpu", "l40s", "--max-num-seqs", "4096"],
+     "max_num_batched_tokens = 2048 is not allowed: at least max_num_seqs (4096)"),
+    (["--no-enable-chunked-prefill"], "set it with --max-num-batched-tokens"),
+    (["--gpu", "tpu-v9"], "unknown GPU profile 'tpu-v9'"),
+    (["--model", "llama-3.1-70b"], "Use --tensor-parallel-size 2"),
+    (["--input-dist", "uniform", "--input-len-min", "300", "--input-len-max", "100"],
+     "argument --input-len-max: 100 is not allowed"),
+    (["--input-len", "2048", "--max-model-len", "1024"], "not shorter than max_model_len (1024)"),
+    (["--long-prefill-token-threshold", "5000", "--max-model-len", "4096"],
+     "argument --long-prefill-token-threshold: 5000 is not allowed"),
+    (["--workload", "missing.jsonl"], "missing.jsonl: cannot read the trace file"),
+    (["--workload", "t.jsonl", "--request-rate", "3"], "argument --request-rate: not allowed with --workload"),
+    (["--workload", "t.jsonl", "--num-prompts", "3"], "argument --num-prompts: not allowed with --workload"),
+    (["--scenario", "missing.toml"], "missing.toml: cannot read the scenario file"),
+    (["--per-request", "/no/such/dir/r.csv"], "argument --per-request: cannot write /no/such/dir/r.csv"),
+])
+def test_bad_values_are_one_line_user_errors(capsys, argv, needle):
+    small = [] if "--workload" in argv else ["--num-prompts", "5"]
+    code, err = fail(capsys, "sim", *small, *argv)
+    assert code == 2
+    assert needle in err
+    assert err.startswith("batchtui: error: ") and err.count("\n") == 1
+
+
+# -- sweep -------------------------------------------------------------------------------------
+
+
+SWEEP = ["sweep", "--num-prompts", "80", "--input-len", "256", "--output-len", "32"]
+
+
+def test_sweep_table_knee_and_chart(capsys):
+    code, out, _ = run(capsys, *SWEEP, "--request-rates", "10,2,40,inf,160")
+    assert code == 0
+    lines = out.splitlines()
+    head = next(i for i, l in enumerate(lines) if l.split()[:3] == ["rate", "req/s", "out"])
+    rows = lines[head + 2: head + 7]
+    assert [r.split()[0] for r in rows] == ["2", "10", "40", "160", "inf"]  # sorted, inf last
+    assert sum("<- knee" in r for r in rows) == 1
+    assert "Knee at rate" in out
+    assert "TTFT p99 (ms, log scale)" in out and "output throughput (tok/s)" in out
+    chart = lines[lines.index("TTFT p99 (ms, log scale)"):]
+    assert sum(l.count("*") for l in chart[1:-3]) == 1  # the knee, marked once
+
+
+def test_sweep_json_and_csv(capsys, tmp_path):
+    path = tmp_path / "sweep.csv"
+    d = run_json(capsys, *SWEEP, "--request-rates", "2,8,inf", "--csv", str(path))
+    assert d["swept"] == "request_rate"
+    assert [p["request_rate"] for p in d["points"]] == [2, 8, "inf"]
+    for p in d["points"]:
+        for key in VLLM_KEYS + OUR_KEYS:
+            assert key in p
+    assert d["knee_latency"] == "p99_ttft_ms"
+    rows = list(csv.DictReader(path.open()))
+    assert [r["request_rate"] for r in rows] == ["2", "8", "inf"]
+    assert float(rows[1]["p99_ttft_ms"]) == pytest.approx(d["points"][1]["p99_ttft_ms"], rel=1e-6)
+    assert {"binding_kv_cache", "binding_none", "knee"} <= set(rows[0])
+
+
+def test_sweep_over_max_num_seqs(capsys):
+    d = run_json(capsys, *SWEEP, "--request-rate", "inf", "--max-num-seqs-values", "4,16,64")
+    assert d["swept"] == "max_num_seqs" and d["knee_latency"] == "p99_tpot_ms"
+    assert [p["max_num_seqs"] for p in d["points"]] == [4, 16, 64]
+    assert [p["max_running"] for p in d["points"]] == [4, 16, 64]
+    tput = [p["output_throughput"] for p in d["points"]]
+    assert tput == sorted(tput)
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    ([], "one of the arguments --request-rates --max-num-seqs-values is required"),
+    (["--request-rates", "1,,2"], "argument --request-rates: expected a comma-separated list"),
+    (["--request-rates", "1,-2"], "argument --request-rates: expected requests/s > 0, or inf"),
+    (["--max-num-seqs-values", "8,0"], "argument --max-num-seqs-values: expected a whole number >= 1"),
+    (["--request-rates", "1,2", "--max-num-seqs-values", "8"], "not allowed with argument"),
+    (["--request-rates", "1,2", "--request-rate", "3"], "argument --request-rate: not allowed with --request-rates"),
+    (["--max-num-seqs-values", "8,16", "--max-num-seqs", "3"], "argument --max-num-seqs: not allowed"),
+    (["--max-num-seqs-values", "8,9000"], "at least max_num_seqs (9000)"),
+    (["--max-num-seqs-values", "8,16", "--batching", "static"], "static batching ignores it"),
+])
+def test_sweep_bad_input(capsys, argv, needle):
+    code, err = fail(capsys, *SWEEP, *argv)
+    assert code == 2
+    assert needle in err
+
+
+# -- plan --------------------------------------------------------------------------------------
+
+
+PLAN = ["plan", "--num-prompts", "60", "--input-len", "256", "--output-len", "32"]
+
+
+@pytest.fixture
+def small_window(monkeypatch):
+    """A smaller steady-state window keeps the plan's runs short in tests."""
+    monkeypatch.setattr(planning, "STEADY_MIN_REQUESTS", 40)
+
+
+def test_plan_finds_a_rate_replicas_and_the_vllm_command(capsys, small_window):
+    code, out, _ = run(capsys, *PLAN, "--ttft-p99", "60", "--tpot-p99", "9", "--peak-rate", "100")
+    assert code == 0
+    assert "SLO: p99 TTFT <= 60 ms and p99 TPOT <= 9 ms." in out
+    words = " ".join(out.split())
+    assert "Highest rate meeting the SLO:" in words and "req/s per replica (within" in words
+    assert "Replicas for a peak of 100 req/s with 30% headroom: ceil(130 / " in out
+    assert ("  vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-seqs 1024 "
+            "--max-num-batched-tokens 8192") in out
+    assert "<- highest meeting the SLO" in out
+
+
+def test_plan_json_is_consistent(capsys, small_window):
+    d = run_json(capsys, *PLAN, "--tpot-p99", "9", "--peak-rate", "50", "--headroom", "20%",
+                 "--max-num-seqs", "128", "--gpu-memory-utilization", "0.9")
+    assert d["feasible"] and d["limited_by"] == "slo"
+    rate = d["max_rate"]
+    assert 0 < rate < d["saturated_rate"]
+    assert d["replicas"] == math.ceil(50 * 1.2 / rate)
+    assert d["precision"] <= 0.011 * d["saturated_rate"]
+    best = d["at_max_rate"]
+    assert best["meets_slo"] and best["p99_tpot_ms"] <= 9
+    # the search is bracketed: some point just above the answer misses
+    above = [p for p in d["points"] if p["request_rate"] != "inf" and p["request_rate"] > rate]
+    assert above and min(above, key=lambda p: p["request_rate"])["meets_slo"] is False
+    assert "--max-num-seqs 128" in d["vllm_command"]
+    assert "--gpu-memory-utilization 0.9" in d["vllm_command"]
+
+
+def test_plan_an_slo_no_rate_meets_exits_1_with_the_closest_point(capsys, small_window):
+    code, out, err = run(capsys, *PLAN, "--tpot-p99", "5")  # batch-1 decode alone takes 6 ms
+    assert code == 1
+    words = " ".join(out.split())
+    assert "No request rate meets the SLO" in words
+    assert "p99 TPOT" in words and "> 5 ms" in words
+    code, out, _ = run(capsys, *PLAN, "--tpot-p99", "5", "--json")
+    d = json.loads(out)
+    assert code == 1 and d["feasible"] is False and d["closest"]["p99_tpot_ms"] > 5
+
+
+def test_plan_a_loose_slo_is_limited_by_throughput(capsys, small_window):
+    d = run_json(capsys, *PLAN, "--num-prompts", "400", "--ttft-p99", "100000")
+    assert d["limited_by"] == "throughput"
+    miss = min((p for p in d["points"] if p["request_rate"] != "inf" and not p["meets_slo"]),
+               key=lambda p: p["request_rate"])
+    assert "the run does not settle" in miss["misses"][-1]
+    assert d["max_rate"] < miss["request_rate"] <= d["max_rate"] + d["precision"] + 1e-9
+
+
+def test_plan_offline(capsys):
+    argv = ["plan", "--offline", "300", "--input-len", "512", "--output-len", "256",
+            "--num-gpu-blocks-override", "4801", "--max-model-len", "4096"]
+    d = run_json(capsys, *argv)
+    assert d["kv_fit_max_num_seqs"] == 100  # 4800 usable blocks / 48 blocks per request
+    assert d["max_num_batched_tokens"] == 16384  # vLLM's offline budget on an H100
+    assert d["job_time_s"] > 0
+    assert {c["max_num_seqs"] for c in d["candidates"]} == {100, 1024}
+    best = min(d["candidates"], key=lambda c: c["job_time_s"])
+    assert d["max_num_seqs"] == best["max_num_seqs"]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0
+    assert "Job time for 300 requests:" in out
+    assert "LLM(model='meta-llama/Llama-3.1-8B-Instruct', max_num_seqs=" in out
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    ([], "give a latency SLO (--ttft-p99 MS and/or --tpot-p99 MS), or --offline N"),
+    (["--ttft-p99", "0"], "argument --ttft-p99: expected a number > 0"),
+    (["--ttft-p99", "100", "--headroom", "lots"], "argument --headroom: expected a percentage"),
+    (["--ttft-p99", "100", "--offline", "10"], "argument --ttft-p99: not allowed with --offline"),
+    (["--ttft-p99", "100", "--request-rate", "3"], "unrecognized arguments: --request-rate"),
+    (["--ttft-p99", "100", "--workload", "t.jsonl"], "argument --workload: not allowed with plan"),
+])
+def test_plan_bad_input(capsys, argv, needle):
+    code, err = fail(capsys, "plan", *argv)
+    assert code == 2
+    assert needle in err
+
+
+# -- steps -------------------------------------------------------------------------------------
+
+
+class _Step:
+    def __init__(self, number, section):
+        self.number, self.title, self.section, self.minutes = number, f"Lesson {number}", section, 3
+
+
+def test_steps_lists_lessons_with_marks(capsys, monkeypatch, tmp_path):
+    import steps
+
+    fake = [_Step(n, "Basics" if n <= 10 else "Tuning") for n in range(1, 21)]
+    monkeypatch.setattr(steps, "load_steps", lambda: fake)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    (tmp_path / "batchtui").mkdir()
+    (tmp_path / "batchtui" / "progress.json").write_text(
+        json.dumps({"version": 1, "current_step": 3, "completed": [1, 2], "answers": {}}))
+    code, out, _ = run(capsys, "steps")
+    assert code == 0
+    assert "  [x]  1. Lesson 1 (3 min)" in out
+    assert "  [ ]  3. Lesson 3 (3 min)  <- you are here" in out
+    assert "Basics" in out and "Tuning" in out
+    assert "2 of 20 steps done" in out
+    d = run_json(capsys, "steps")
+    assert [s["done"] for s in d[:3]] == [True, True, False] and d[2]["current"]
+
+
+def test_steps_reports_lessons_that_do_not_load(capsys, monkeypatch):
+    import steps
+
+    def broken():
+        raise steps.StepError("07-kv.md", "missing title")
+
+    monkeypatch.setattr(steps, "load_steps", broken)
+    code, out, err = run(capsys, "steps")
+    assert code == 1
+    assert "07-kv.md: missing title" in err
+
+
+# -- the command line as a whole -----------------------------------------------------------------
+
+
+def test_headless_commands_load_neither_textual_nor_rich():
+    import subprocess
+    import sys
+
+    code = ("import sys; from batchtui.cli import main; "
+            "rc = main(['sim', '--num-prompts', '5', '--json']); "
+            "loaded = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]; "
+            "sys.exit(rc or (3 if loaded else 0))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_saturated_throughput_is_in_the_calibrated_range(capsys):
+    # SIMULATOR.md section 2: max-num-seqs 256, budget 8192, all queued at once, 512 in / 256 out
+    d = run_json(capsys, "sim", "--request-rate", "inf", "--num-prompts", "2000",
+                 "--max-num-seqs", "256", "--max-num-batched-tokens", "8192")
+    assert 8500 <= d["output_throughput"] <= 13000
+    assert 33 <= d["request_throughput"] <= 50
+
+
+def test_a_run_shown_with_a_progress_bar_gives_the_same_result(monkeypatch):
+    from batchtui import runner
+    from sim.scenario import Scenario
+
+    monkeypatch.setattr(runner, "SHOW_AFTER_S", 0.0)
+    sc = Scenario().with_workload(num_prompts=150, request_rate=30.0)
+    with runner.Runner(show_progress=False) as r:
+        plain = r.run(sc)
+    with runner.Runner(show_progress=True) as r:
+        sliced = r.run(sc)
+        assert r._progress is not None  # the bar was drawn (on stderr)
+    assert sliced.metrics == plain.metrics
+    assert sliced.iterations == plain.iterations
