@@ -39,6 +39,8 @@ class SweepResult:
     points: tuple[tuple[float, float, float], ...]
     latency_label: str
     latency_attribute: str
+    load_label: str
+    """What the first number of a point is: "batch" or "req/s"."""
 
 
 class LiveSimulation:
@@ -129,7 +131,8 @@ class LiveSimulation:
 def run_sweep(scenario: Scenario, batch_sizes=(), context: int = 640, rates=(),
               num_prompts: int = 400) -> SweepResult:
     """The curve view's points. A batch sweep asks the cost model for one decode iteration at
-    each batch size; a rate sweep runs the scenario headless at each rate."""
+    each batch size; a rate sweep runs the scenario headless at each rate. A step that gives
+    both gets the batch sweep: it is instant, and the live marker (tokens/s, TPOT) fits it."""
     if batch_sizes:
         from sim.cost import CostModel
 
@@ -138,7 +141,7 @@ def run_sweep(scenario: Scenario, batch_sizes=(), context: int = 640, rates=(),
         for batch in batch_sizes:
             t = cost.iteration(batch, batch * context, ()).total
             points.append((float(batch), batch / t, t))
-        return SweepResult(tuple(points), "time per token", "tpot_p50")
+        return SweepResult(tuple(points), "time per token", "tpot_p50", "batch")
     from sim.engine import sweep
 
     base = scenario.with_workload(num_prompts=num_prompts)
@@ -147,4 +150,4 @@ def run_sweep(scenario: Scenario, batch_sizes=(), context: int = 640, rates=(),
         latency = summary["median_e2el_ms"] / 1000.0
         if math.isfinite(latency):
             points.append((float(rate), summary["output_throughput"], latency))
-    return SweepResult(tuple(points), "E2E p50", "e2e_p50")
+    return SweepResult(tuple(points), "E2E p50", "e2e_p50", "req/s")

@@ -184,7 +184,8 @@ class TutorialScreen(Screen):
 
     def _show_sweep(self, number: int, result) -> None:
         if number == self.step.number:
-            self._views["curve"].update_curve(result.points, result.latency_label, result.latency_attribute)
+            self._views["curve"].update_curve(result.points, result.latency_label, result.latency_attribute,
+                                             result.load_label)
 
     # -- frames from the driver
     def on_simulation_frame(self, frame: SimulationFrame) -> None:

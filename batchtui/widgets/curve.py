@@ -57,14 +57,19 @@ class CurveView(SimView):
     latency_attribute = "tpot_p50"
     """Which MetricsView field the live marker reads, to match the sweep's latency."""
     latency_label = "TPOT p50"
+    load_label = "req/s"
+    """How the knee's load is named: "req/s" for a rate sweep, "batch" for a batch sweep."""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.points: tuple[CurvePoint, ...] = ()
 
     def update_curve(self, points: Sequence[tuple[float, float, float]],
-                     latency_label: str | None = None, latency_attribute: str | None = None) -> None:
-        """Set the sweep to draw: (rate, tokens/s, latency in seconds) per point."""
+                     latency_label: str | None = None, latency_attribute: str | None = None,
+                     load_label: str | None = None) -> None:
+        """Set the sweep to draw: (rate or batch, tokens/s, latency in seconds) per point."""
+        if load_label:
+            self.load_label = load_label
         self.points = tuple(sorted((CurvePoint(*p) for p in points), key=lambda p: p.rate))
         if latency_label:
             self.latency_label = latency_label
@@ -130,5 +135,6 @@ class CurveView(SimView):
             k = self.points[knee]
             text.append("\n")
             text.append(g.knee, self.style_of("curve--knee"))
-            text.append(f" knee: {count(k.rate)} req/s, {count(k.tokens_per_s)} tok/s, {ms(k.latency)}")
+            load = f"batch {count(k.rate)}" if self.load_label == "batch" else f"{count(k.rate)} {self.load_label}"
+            text.append(f" knee: {load}, {count(k.tokens_per_s)} tok/s, {ms(k.latency)}")
         return text
