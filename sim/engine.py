@@ -8,7 +8,7 @@ against real time is the asyncio driver's job).
 from __future__ import annotations
 
 import math
-from collections import Counter, deque
+from collections import deque
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -16,6 +16,7 @@ import numpy as np
 from .config import EngineConfig
 from .cost import CostModel
 from .errors import ConfigError, RequestRejected, SimError
+from .fastpath import FastPath
 from .kv import BlockPool
 from .metrics import MetricsCollector, RequestRecord
 from .reports import (EngineSnapshot, IterationCostParts, IterationReport, ScheduledWork,
@@ -49,6 +50,8 @@ class RunSummary:
 
 class Engine:
     """One serving replica under one batching policy."""
+
+    fast_path_enabled = True  # run()/advance_until() use sim.fastpath (tests turn it off to compare)
 
     def __init__(self, scenario: Scenario, *, live: bool = False, keep_records: bool | None = None,
                  series_interval: float | None = None, profiles=None) -> None:
@@ -94,7 +97,11 @@ class Engine:
         self.metrics = MetricsCollector(keep_records=self._keep_records,
                                         series_interval=self._series_interval)
         self.metrics.kv_usable = pool.usable
-        self.last: IterationReport | None = None
+        self._last: IterationReport | None = None
+        self._stash = None  # a lean iteration's parts, made into `last` on demand
+        self._fast = None  # the bulk path (sim.fastpath), made on first use
+        self._fast_retry_at = 0
+        self._fast_backoff = 1
         self._last_preempted: tuple[str, ...] = ()
         self._carry_preempted: list[str] = []
         self._seq = 0
@@ -231,6 +238,15 @@ class Engine:
     # -- the loop
     def step(self) -> IterationReport | None:
         """Run one iteration; None once the workload is exhausted and nothing is left."""
+        out = self._next_schedule()
+        if out is None:
+            return None
+        self._run_iteration(out, lean=False)
+        return self._last
+
+    def _next_schedule(self) -> SchedulerOutput | None:
+        """Admit arrivals, skip idle time and schedule the next iteration that runs something;
+        None once the workload is exhausted."""
         sched = self.scheduler
         guard = 0
         while True:
@@ -246,7 +262,7 @@ class Engine:
                 sched.now = self.time
             out = sched.schedule()
             if out.scheduled:
-                break
+                return out
             if out.preempted:
                 # vLLM runs an empty iteration after preempting everything; it costs no GPU time.
                 self._carry_preempted.extend(r.request_id for r in out.preempted)
@@ -259,9 +275,9 @@ class Engine:
             if not wake:
                 raise SimError("the engine has queued work but nothing it can schedule")
             self.time = min(wake)
-        return self._run_iteration(out)
 
     def _iteration_cost(self, out: SchedulerOutput):
+        """The iteration's cost and its work as (request id, tokens, is prefill, context after)."""
         if out.encoder_batch:
             return self.cost.encoder_pass(out.encoder_batch, out.encoder_input_len), []
         num_decode = out.padded
@@ -279,10 +295,12 @@ class Engine:
             else:
                 num_decode += 1
                 ctx += before + 1
-            work.append(ScheduledWork(req.request_id, n, is_prefill, before + n))
+            work.append((req.request_id, n, is_prefill, before + n))
         return self.cost.iteration(num_decode, ctx, chunks), work
 
-    def _run_iteration(self, out: SchedulerOutput) -> IterationReport:
+    def _run_iteration(self, out: SchedulerOutput, lean: bool = True) -> None:
+        """Run a scheduled iteration and book it. `lean` (headless runs) defers building the
+        IterationReport: `self.last` is made from the stash only when someone asks."""
         sched = self.scheduler
         cost, work = self._iteration_cost(out)
         start = self.time
@@ -291,65 +309,87 @@ class Engine:
         result = sched.update_from_output(out)
         self.time = end
         metrics = self.metrics
-        gaps: Counter = Counter()
-        for req in result.emitted:
-            if req.last_token_time is None:
-                req.first_token_time = end
-                req.first_token_iteration = self.iteration
-            else:
-                gap = end - req.last_token_time
-                gaps[gap] += 1
-                if gap > req.max_gap:
-                    req.max_gap = gap
-            req.last_token_time = end
-        for gap, count in gaps.items():
-            metrics.on_gaps(gap, count)
+        emitted = result.emitted
+        if emitted:
+            gaps: dict = {}
+            for req in emitted:
+                last = req.last_token_time
+                if last is None:
+                    req.first_token_time = end
+                    req.first_token_iteration = self.iteration
+                else:
+                    gap = end - last
+                    gaps[gap] = gaps.get(gap, 0) + 1
+                    if gap > req.max_gap:
+                        req.max_gap = gap
+                req.last_token_time = end
+            for gap, count in gaps.items():
+                metrics.on_gaps(gap, count)
         for req in result.finished:
-            req.finish_time = end
-            req.finish_iteration = self.iteration
-            ttft = req.first_token_time - req.arrival_time
-            e2e = end - req.arrival_time
-            tpot = (e2e - ttft) / (req.num_output_tokens - 1) if req.num_output_tokens > 1 else None
-            metrics.on_finish(RequestRecord(req.request_id, req.pool, req.arrival_time, req.prompt_len,
-                                            req.num_output_tokens, ttft, e2e, tpot, req.num_preemptions,
-                                            req.max_gap, req.finish_reason))
-            if not self._keep_records:
-                self.requests.pop(req.request_id, None)
+            self._finish(req, end)
         preempted = tuple(self._carry_preempted) + tuple(r.request_id for r in out.preempted)
         self._carry_preempted = []
         metrics.num_preemptions += len(out.preempted)
-        running = len(sched.running)
-        seats = len(out.scheduled) + out.padded if not out.encoder_batch else 0
-        metrics.on_iteration(start, end, running=len(out.scheduled), kv_used=self.pool.used,
-                             binding=out.binding_limit, tokens=len(result.emitted),
+        nsched = len(out.scheduled)
+        seats = nsched + out.padded if not out.encoder_batch else 0
+        metrics.on_iteration(start, end, running=nsched, kv_used=self.pool.used,
+                             binding=out.binding_limit, tokens=len(emitted),
                              completions=len(result.finished), seats=seats, padded=out.padded)
-        num_prefill = sum(w.num_tokens for w in work if w.is_prefill)
-        parts = IterationCostParts(
-            weights=cost.t_weights, compute=cost.t_compute, kv_read=cost.t_kv_read,
-            prefill_attention=cost.t_prefill_attn, allreduce=cost.t_allreduce, overhead=cost.t_overhead,
-            total=cost.total, binding=cost.binding, linear_binding=cost.linear_binding)
-        report = IterationReport(
-            index=self.iteration, start_time=start, end_time=end, scheduled=tuple(work),
-            num_decode_tokens=sum(w.num_tokens for w in work if not w.is_prefill),
-            num_prefill_tokens=num_prefill,
-            token_budget=self.config.max_num_batched_tokens,
-            max_num_seqs=self._seat_cap(),
+        self._last_preempted = preempted
+        stash = (self.iteration, start, end, work, cost, out, result, preempted, len(sched.running),
+                 sched.num_waiting, self.pool.used, self.config.max_num_batched_tokens, self._seat_cap())
+        if lean:
+            self._stash = stash
+        else:
+            self._stash = None
+            self._last = self._report(*stash)
+
+    def _finish(self, req: Request, end: float) -> None:
+        req.finish_time = end
+        req.finish_iteration = self.iteration
+        ttft = req.first_token_time - req.arrival_time
+        e2e = end - req.arrival_time
+        tpot = (e2e - ttft) / (req.num_output_tokens - 1) if req.num_output_tokens > 1 else None
+        self.metrics.on_finish(RequestRecord(req.request_id, req.pool, req.arrival_time, req.prompt_len,
+                                             req.num_output_tokens, ttft, e2e, tpot, req.num_preemptions,
+                                             req.max_gap, req.finish_reason))
+        if not self._keep_records:
+            self.requests.pop(req.request_id, None)
+
+    def _report(self, index, start, end, work, cost, out, result, preempted, running, waiting,
+                kv_used, token_budget, max_num_seqs) -> IterationReport:
+        scheduled = tuple(ScheduledWork(*w) for w in work)
+        return IterationReport(
+            index=index, start_time=start, end_time=end, scheduled=scheduled,
+            num_decode_tokens=sum(w[1] for w in work if not w[2]),
+            num_prefill_tokens=sum(w[1] for w in work if w[2]),
+            token_budget=token_budget,
+            max_num_seqs=max_num_seqs,
             admitted=tuple(r.request_id for r in out.admitted),
             first_tokens=tuple(r.request_id for r in result.first_tokens),
             emitted=tuple(r.request_id for r in result.emitted),
             finished=tuple(r.request_id for r in result.finished),
             preempted=preempted,
             running=running,
-            waiting=sched.num_waiting,
-            kv_blocks_used=self.pool.used,
+            waiting=waiting,
+            kv_blocks_used=kv_used,
             kv_blocks_usable=self.pool.usable,
             binding_limit=out.binding_limit,
-            cost=parts,
+            cost=IterationCostParts(
+                weights=cost.t_weights, compute=cost.t_compute, kv_read=cost.t_kv_read,
+                prefill_attention=cost.t_prefill_attn, allreduce=cost.t_allreduce,
+                overhead=cost.t_overhead, total=cost.total, binding=cost.binding,
+                linear_binding=cost.linear_binding),
             padded_seats=out.padded,
         )
-        self.last = report
-        self._last_preempted = preempted
-        return report
+
+    @property
+    def last(self) -> IterationReport | None:
+        """The report of the last iteration run (headless runs make it only when asked)."""
+        if self._stash is not None:
+            stash, self._stash = self._stash, None
+            self._last = stash() if callable(stash) else self._report(*stash)
+        return self._last
 
     def _seat_cap(self) -> int:
         b = self.config.batching
@@ -361,16 +401,50 @@ class Engine:
 
     def run(self, until_time: float | None = None, max_iterations: int | None = None) -> RunSummary:
         """Run headless until the workload is done (or a time or iteration limit)."""
+        self._advance(until_time, max_iterations)
+        return self.summary()
+
+    def advance_until(self, time: float, max_iterations: int | None = None) -> int:
+        """Run iterations while the clock is before `time` (at most `max_iterations`), as many
+        step() calls would, and return how many ran. For the driver: cheaper than run(), which
+        also computes the summary."""
+        return self._advance(time, max_iterations)
+
+    def _advance(self, until_time: float | None, max_iterations: int | None) -> int:
+        """The loop of run(): step() without reports, and alike decode iterations in bulk
+        (sim.fastpath) where the policy allows. Results are identical to calling step()."""
         n = 0
+        fast = self._fast_path()
         while True:
             if until_time is not None and self.time >= until_time:
                 break
             if max_iterations is not None and n >= max_iterations:
                 break
-            if self.step() is None:
+            if fast is not None and self.iteration >= self._fast_retry_at:
+                if fast.enter():
+                    try:
+                        k, why = fast.run(until_time, None if max_iterations is None else max_iterations - n)
+                    finally:
+                        fast.leave()
+                    n += k
+                    if why != "bail":
+                        break
+                    # Back off while the fast path keeps handing iterations back.
+                    self._fast_backoff = 1 if k >= 16 else min(64, self._fast_backoff * 2)
+                else:
+                    self._fast_backoff = min(64, self._fast_backoff * 2)
+                self._fast_retry_at = self.iteration + self._fast_backoff
+            out = self._next_schedule()
+            if out is None:
                 break
+            self._run_iteration(out)
             n += 1
-        return self.summary()
+        return n
+
+    def _fast_path(self):
+        if self._fast is None:
+            self._fast = FastPath(self) if FastPath.supports(self) and self.fast_path_enabled else False
+        return self._fast or None
 
     def summary(self) -> RunSummary:
         duration = self.metrics.last_token_time

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections import Counter, deque
+from itertools import repeat
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -138,6 +139,52 @@ class MetricsCollector:
             while end >= self._next_sample:
                 self._push_series()
                 self._next_sample += self.series_interval
+
+    def on_decode_iterations(self, start: float, ends, gaps, running: int, kv_used: int,
+                             binding: str) -> None:
+        """Book alike decode iterations back to back from `start` (the fast path): iteration j
+        ends at ends[j]; in each, `running` requests each got one token `gaps[j]` after their
+        previous one and nobody finished; `kv_used` is the highest KV use among them. Books the
+        same numbers, to the last bit, as one on_gaps and one on_iteration call per iteration."""
+        k = len(ends)
+        if self.series_interval is not None:
+            prev = start
+            for end, gap in zip(ends, gaps):
+                self.on_gaps(gap, running)
+                self.on_iteration(prev, end, running=running, kv_used=kv_used, binding=binding,
+                                  tokens=running, completions=0, seats=running)
+                prev = end
+            return
+        if self.keep_records:
+            self.itl_values.extend(gaps)
+            self.itl_counts.extend(repeat(running, k))
+        top = max(gaps)
+        if top > self.max_itl:
+            self.max_itl = top
+        if top > self._sample_itl_max:
+            self._sample_itl_max = top
+        tail = gaps if k <= 4096 else gaps[k - 4096:]
+        self._recent_itl.extend(zip(tail, repeat(running)))
+        # The same float additions in the same order as per-iteration booking.
+        ri = self.running_integral
+        busy = self.busy_time
+        for gap in gaps:  # dt = end - start is the gap
+            ri += running * gap
+            busy += gap
+        self.running_integral = ri
+        self.busy_time = busy
+        if running > self.max_running:
+            self.max_running = running
+        if kv_used > self.peak_kv_used:
+            self.peak_kv_used = kv_used
+        self.binding_counts[binding] += k
+        self.output_tokens += running * k
+        self.seat_iterations += running * k
+        if running and ends[-1] > self.last_token_time:
+            self.last_token_time = ends[-1]
+        tail = ends if k <= 4096 else ends[k - 4096:]
+        self._recent_tokens.extend(zip(tail, repeat(running), repeat(0)))
+        self._sample_tokens += running * k
 
     def _push_series(self) -> None:
         self.series_throughput.append(self._sample_tokens / self.series_interval)

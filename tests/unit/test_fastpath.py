@@ -1,0 +1,199 @@
+"""The fast path (sim/fastpath.py) against the engine run one step() at a time.
+
+Whatever run() or advance_until() skip over in bulk must leave every number exactly as step()
+would: per-request first-token and finish times, iteration counts, preemptions, ITL gaps, every
+summary metric, the report of the last iteration, and the live snapshot at every stopping point.
+"""
+
+import json
+import math
+import os
+import tempfile
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from sim.engine import Engine
+from sim.errors import ConfigError, RequestRejected
+from sim.scenario import Scenario
+from sim.workload import LengthSpec, WorkloadSpec
+
+
+def request_states(engine):
+    return sorted(
+        (r.request_id, r.first_token_time, r.finish_time, r.first_token_iteration, r.finish_iteration,
+         r.num_output_tokens, r.num_computed_tokens, r.num_preemptions, r.max_gap, r.finish_reason,
+         r.last_token_time, r.status)
+        for r in engine.requests.values())
+
+
+def metric_state(engine):
+    m = engine.metrics
+    return (m.running_integral, m.busy_time, m.max_running, m.peak_kv_used, dict(m.binding_counts),
+            m.output_tokens, m.prompt_tokens, m.completed, m.num_preemptions, m.max_itl,
+            m.last_token_time, list(m.itl_values), list(m.itl_counts), m.seat_iterations,
+            list(m._recent_itl), list(m._recent_tokens), list(m.series_throughput), list(m.series_ttft),
+            list(m.series_tpot), list(m.series_itl), [r.__dict__ for r in m.records])
+
+
+def assert_same(fast, slow):
+    assert fast.iteration == slow.iteration
+    assert fast.time == slow.time
+    assert fast.done == slow.done
+    assert request_states(fast) == request_states(slow)
+    assert metric_state(fast) == metric_state(slow)
+    assert fast.pool.free == slow.pool.free
+    assert fast.pool.holdings() == slow.pool.holdings()
+    assert [r.request_id for r in fast.scheduler.running] == [r.request_id for r in slow.scheduler.running]
+    assert [r.request_id for r in fast.scheduler.waiting] == [r.request_id for r in slow.scheduler.waiting]
+    assert fast.last == slow.last
+    assert fast.snapshot() == slow.snapshot()
+
+
+def step_to(engine, iteration):
+    while engine.iteration < iteration:
+        assert engine.step() is not None
+
+
+@st.composite
+def scenarios(draw):
+    block_size = draw(st.sampled_from([1, 4, 16, 32]))
+    max_num_seqs = draw(st.sampled_from([1, 2, 3, 8, 64, 1024]))
+    chunked = draw(st.booleans())
+    max_model_len = draw(st.sampled_from([300, 1200, 4096]))
+    low = max(max_num_seqs, max_model_len if not chunked else 1)
+    budget = draw(st.sampled_from([low, max(low, 64), max(low, 600), max(low, 2048), max(low, 8192)]))
+    engine = {
+        "max_num_seqs": max_num_seqs, "max_num_batched_tokens": budget,
+        "enable_chunked_prefill": chunked, "max_model_len": max_model_len,
+        "long_prefill_token_threshold": draw(st.sampled_from([0, 0, 16, 256])),
+        "scheduling_policy": draw(st.sampled_from(["fcfs", "fcfs", "priority"])),
+        "watermark": draw(st.sampled_from([0.0, 0.0, 0.01, 0.05])),
+        "scheduler_reserve_full_isl": draw(st.booleans()),
+    }
+    blocks = draw(st.sampled_from([None, None, 12, 40, 120, 600]))
+    length = st.sampled_from(["fixed", "uniform", "lognormal", "mixed"])
+    workload = WorkloadSpec(
+        arrival=draw(st.sampled_from(["poisson", "poisson", "constant", "bursts"])),
+        request_rate=draw(st.sampled_from([0.5, 3.0, 20.0, 150.0, math.inf])),
+        num_prompts=draw(st.integers(1, 120)),
+        burst_size=draw(st.sampled_from([2, 16])),
+        input=LengthSpec(dist=draw(length), mean=draw(st.sampled_from([1, 7, 64, 200, 512])), high=1000,
+                         long_len=900, long_share=0.1),
+        output=LengthSpec(dist=draw(length), mean=draw(st.sampled_from([1, 2, 17, 100, 256])), high=700,
+                          long_len=600, long_share=0.1),
+    )
+    return Scenario(engine=engine, workload=workload, block_size=block_size,
+                    num_gpu_blocks_override=blocks, seed=draw(st.integers(0, 1000)))
+
+
+def make(scenario, fast, live):
+    engine = Engine(scenario, live=live, keep_records=True)
+    engine.fast_path_enabled = fast
+    return engine
+
+
+def build_or_skip(scenario, live=True):
+    try:
+        Engine(scenario, live=live).run(max_iterations=0)
+    except (ConfigError, RequestRejected):
+        assume(False)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(), st.booleans())
+def test_run_equals_step_by_step(scenario, live):
+    build_or_skip(scenario, live)
+    if not live:
+        try:
+            Engine(scenario).run()
+        except RequestRejected:
+            assume(False)
+    fast = make(scenario, True, live)
+    fast.run()
+    slow = make(scenario, False, live)
+    while slow.step() is not None:
+        pass
+    assert_same(fast, slow)
+    assert fast.summary().metrics == slow.summary().metrics
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(), st.lists(st.tuples(st.sampled_from(["iterations", "time", "step"]),
+                                       st.integers(1, 400)), min_size=1, max_size=12))
+def test_runs_in_slices_equal_step_by_step(scenario, slices):
+    """run(max_iterations=), advance_until() and single steps, interleaved: the state after
+    every slice is the state step() reaches after as many iterations."""
+    build_or_skip(scenario)
+    fast = make(scenario, True, True)
+    slow = make(scenario, False, True)
+    for kind, amount in slices:
+        if kind == "iterations":
+            fast.run(max_iterations=amount)
+        elif kind == "time":
+            ran = fast.advance_until(fast.time + amount / 100.0)
+            assert ran >= 0
+        else:
+            fast.step()
+        if fast.done:
+            while slow.step() is not None:
+                pass
+        else:
+            step_to(slow, fast.iteration)
+        assert_same(fast, slow)
+    fast.run()
+    while slow.step() is not None:
+        pass
+    assert_same(fast, slow)
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "priority"])
+def test_priorities_and_preemption_from_a_trace(policy):
+    """A trace with priorities into a cache small enough to preempt often."""
+    rng = np.random.default_rng(7)
+    t = 0.0
+    lines = []
+    for i in range(300):
+        t += float(rng.exponential(0.02))
+        lines.append(json.dumps({"arrival_time": t, "prompt_len": int(rng.integers(1, 400)),
+                                 "output_len": int(rng.integers(1, 300)), "priority": int(rng.integers(0, 3))}))
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as fh:
+        fh.write("\n".join(lines))
+    try:
+        scenario = Scenario(engine={"scheduling_policy": policy, "max_num_seqs": 64, "max_model_len": 1024},
+                            workload=WorkloadSpec(arrival="trace", trace_path=fh.name),
+                            num_gpu_blocks_override=120)
+        fast = make(scenario, True, False)
+        fast.run()
+        slow = make(scenario, False, False)
+        while slow.step() is not None:
+            pass
+        assert fast.metrics.num_preemptions > 10
+        assert_same(fast, slow)
+    finally:
+        os.unlink(fh.name)
+
+
+@pytest.mark.parametrize("rate", [2.0, 24.0, 48.0, math.inf])
+def test_default_profile_sweep_points(rate):
+    """The §8 sweep's traffic (512 in / 256 out, default dials), shortened."""
+    scenario = Scenario(workload=WorkloadSpec(request_rate=rate, num_prompts=600), seed=1)
+    fast = make(scenario, True, False)
+    fast.run()
+    slow = make(scenario, False, False)
+    while slow.step() is not None:
+        pass
+    assert_same(fast, slow)
+
+
+def test_endless_live_workload_in_slices():
+    scenario = Scenario(engine={"max_model_len": 4096}, workload=WorkloadSpec(request_rate=30, num_prompts=0),
+                        num_gpu_blocks_override=2000)
+    fast = make(scenario, True, True)
+    slow = make(scenario, False, True)
+    for _ in range(20):
+        fast.advance_until(fast.time + 0.7)
+        step_to(slow, fast.iteration)
+        assert_same(fast, slow)
