@@ -99,6 +99,7 @@ class FastPath:
         self.S = 0
         self.cal: dict = {}
         self.heap: list = []
+        self.nf = _INF  # no decoder finishes before this iteration count (a lower bound)
         self.G = 0
         self.seg_start: list = []  # iteration counts where a stretch of the gap log starts
         self.seg_max: list = []  # the largest gap of that stretch
@@ -117,6 +118,11 @@ class FastPath:
         self.c_ar = cm._t_ar_per_token
         self.c_arf = cm._t_ar_fixed
         self.c_ov = cm._t_overhead
+        self.c_attn = cm._attn_flops_coeff
+        self.c_peak = cm._effective_peak
+        waiting = sched.waiting
+        # The queue's own container, for cheap len() and truth tests (peek and pop stay methods).
+        self.wq = getattr(waiting, "_fcfs" if waiting.policy == "fcfs" else "_sorted", waiting)
         self.active = True
         return True
 
@@ -132,6 +138,8 @@ class FastPath:
         if slot is None:
             self.cal[gf] = [(r, gj)]
             heapq.heappush(self.heap, gf)
+            if gf < self.nf:
+                self.nf = gf
         else:
             slot.append((r, gj))
 
@@ -159,17 +167,6 @@ class FastPath:
                     r.max_gap = m
         self.pool._held[r.request_id] = -(-c // self.bs)
 
-    def _next_finish(self) -> float:
-        heap, cal, dec = self.heap, self.cal, self.dec
-        while heap:
-            g = heap[0]
-            slot = cal.get(g)
-            if slot is not None and any(dec.get(r) == gj for r, gj in slot):
-                return g
-            heapq.heappop(heap)
-            cal.pop(g, None)
-        return _INF
-
     def leave(self) -> None:
         """Give the state back to the engine and its scheduler, exact in every field."""
         if not self.active:
@@ -191,7 +188,7 @@ class FastPath:
         """Run until a limit ("limit"), the end of the workload ("done") or an iteration this
         path does not mirror ("bail": nothing of it has been done). Returns (iterations, why)."""
         e = self.engine
-        waiting = self.sched.waiting
+        waiting = self.wq
         until = _INF if until_time is None else until_time
         left = max_iterations if max_iterations is not None else 1 << 62
         n = 0
@@ -237,7 +234,9 @@ class FastPath:
         if B > self.cfg.max_num_batched_tokens:
             return 0
         G = self.G
-        k_max = min(self._next_finish() - G - 1, left)
+        k_max = self.nf - G - 1
+        if k_max > left:
+            k_max = left
         if k_max <= 0:
             return 0
         na = self.next_arr
@@ -283,9 +282,8 @@ class FastPath:
         self.seg_max.append(m)
         metrics.on_decode_iterations(start, ends, gaps, B, pool.usable - free, binding)
         e._last_preempted = ()
-        self.last_info = ("bulk", e.iteration, ends[-2] if k > 1 else start, t, B, binding, self.S + B * (G + k - 1),
-                          pool.usable - free, self.cfg.max_num_batched_tokens, e._seat_cap(),
-                          len(self.sched.waiting))
+        self.last_info = ("bulk", e.iteration, ends[-2] if k > 1 else start, t, B, binding,
+                          self.S + B * (G + k - 1), pool.usable - free, len(self.wq))
         return k
 
     def _general(self) -> str:
@@ -295,6 +293,7 @@ class FastPath:
         pool = self.pool
         sched = self.sched
         waiting = sched.waiting
+        wq = self.wq
         running = self.running
         prefill = self.prefill
         dec = self.dec
@@ -303,7 +302,7 @@ class FastPath:
         mml = self.mml
         budget = cfg.max_num_batched_tokens
         threshold = cfg.long_prefill_token_threshold
-        if threshold > 0 and len(running) + len(waiting) <= 1:
+        if threshold > 0 and len(running) + len(wq) <= 1:
             threshold = 0
 
         # -- schedule: the running requests, in admission order
@@ -314,7 +313,7 @@ class FastPath:
         pf = []
         bs = self.bs
         held = pool._held
-        for r in prefill:
+        for r in prefill if prefill else ():
             c = r.num_computed_tokens
             n = r.num_tokens - c
             if 0 < threshold < n:
@@ -358,7 +357,7 @@ class FastPath:
             max_seqs = cfg.max_num_seqs
             chunked = cfg.enable_chunked_prefill
             full_isl = cfg.scheduler_reserve_full_isl
-            while waiting and budget > 0:
+            while wq and budget > 0:
                 if nrun >= max_seqs:
                     stop_reason = "max_num_seqs"
                     break
@@ -387,7 +386,7 @@ class FastPath:
                 nrun += 1
                 admitted.append((r, n, r.num_computed_tokens))
                 budget -= n
-            if waiting and budget <= 0 and not stop_reason:
+            if wq and budget <= 0 and not stop_reason:
                 stop_reason = "token_budget"
         if victims or stop_reason == "kv_cache":
             binding = "kv_cache"
@@ -399,21 +398,30 @@ class FastPath:
             binding = "none"
 
         # -- the forward pass
-        work = pf + admitted  # scheduled order: running first, then admitted
+        work = pf + admitted if admitted else pf  # scheduled order: running first, then admitted
         num_decode = B
         ctx = self.S + B * G
         chunks = []
         flags = []
+        tokens = B
+        attn = 0.0
+        coeff = self.c_attn
         for r, n, c in work:
             if n == 1 and r.num_tokens - c == 1 and r.num_output_tokens > 0:
                 num_decode += 1
                 ctx += c + 1
                 flags.append(False)
+                tokens += 1
             else:
                 chunks.append((c, n))
                 flags.append(True)
-        cost = e.cost.iteration(num_decode, ctx, chunks)
-        end = t + cost.total
+                tokens += n
+                attn += coeff * n * (c + n / 2)
+        # CostModel.iteration(num_decode, ctx, chunks).total, same operations in the same order
+        # (test_fastpath checks the two agree).
+        t_cmp = self.c_cmp * tokens
+        end = t + (math.sqrt(self.c_mem2 + t_cmp * t_cmp) + ctx * self.c_kv + attn / self.c_peak
+                   + (self.c_ar * tokens + self.c_arf) + self.c_ov)
         e.iteration += 1
         index = e.iteration
         G1 = G + 1
@@ -454,11 +462,16 @@ class FastPath:
                 finishers.append((running[r], r, None))
             elif r not in prefill:
                 prefill[r] = None  # admitted with part of its prompt
-        ended = self.cal.pop(G1, None)
-        if ended:
-            for r, gj in ended:
-                if dec.get(r) == gj:
-                    finishers.append((running[r], r, gj))
+        if self.nf <= G1:
+            ended = self.cal.pop(G1, None)
+            if ended:
+                for r, gj in ended:
+                    if dec.get(r) == gj:
+                        finishers.append((running[r], r, gj))
+            heap = self.heap
+            while heap and heap[0] <= G1:
+                heapq.heappop(heap)
+            self.nf = heap[0] if heap else _INF
         metrics = self.metrics
         if B:
             if specials:
@@ -501,11 +514,10 @@ class FastPath:
         e._carry_preempted = []
         e._last_preempted = preempted
         metrics.num_preemptions += len(victims)
-        self.probe = binding if (waiting and not victims and not admitted and not pf
+        self.probe = binding if (wq and not victims and not admitted and not pf
                                  and not finishers) else None
-        self.last_info = ("general", index, t, end, cost, work, flags, first_tokens, specials, done,
-                          preempted, admitted, binding, pool.used, cfg.max_num_batched_tokens,
-                          e._seat_cap(), len(waiting), B)
+        self.last_info = ("general", index, t, end, (num_decode, ctx, chunks), work, flags, first_tokens,
+                          done, preempted, admitted, binding, pool.used, len(wq))
         return "ran"
 
     def _preempt_fcfs(self, pf):
@@ -569,20 +581,23 @@ class FastPath:
         it first)."""
         usable = self.pool.usable
         cost_model = self.engine.cost
+        budget = self.cfg.max_num_batched_tokens
+        seats = self.engine._seat_cap()
         nrun = len(self.running)
         dec_now = sorted((s, r) for r, s in self.running.items() if r in self.dec)
         seq_running = {id(r): s for r, s in self.running.items()}
 
         def make():
             if info[0] == "bulk":
-                (_, index, start, end, B, binding, ctx, kv_used, budget, seats, nwait) = info
+                (_, index, start, end, B, binding, ctx, kv_used, nwait) = info
                 work = tuple(ScheduledWork(r.request_id, 1, False, r.num_computed_tokens)
                              for _, r in dec_now)
                 ids = tuple(w.request_id for w in work)
                 return _make_report(index, start, end, work, cost_model.iteration(B, ctx, ()), ids,
                                     (), (), (), (), binding, nrun, nwait, kv_used, usable, budget, seats)
-            (_, index, start, end, cost, work, flags, first_tokens, specials, done, preempted,
-             admitted, binding, kv_used, budget, seats, nwait, B) = info
+            (_, index, start, end, cost_args, work, flags, first_tokens, done, preempted,
+             admitted, binding, kv_used, nwait) = info
+            cost = cost_model.iteration(*cost_args)
             seq_of = {id(r): s for s, r, _ in done}
             seq_of.update(seq_running)
             joined = {id(r) for r, _, _ in work}

@@ -188,6 +188,24 @@ def test_default_profile_sweep_points(rate):
     assert_same(fast, slow)
 
 
+@pytest.mark.parametrize("deployment", [
+    {"tensor_parallel_size": 2}, {"kv_cache_dtype": "fp8", "gpu": "a100-80gb"},
+    {"model": "llama-3.1-70b", "tensor_parallel_size": 4}, {"block_size": 32, "gpu": "l40s"},
+])
+def test_other_deployments(deployment):
+    """All-reduce terms, other GPUs, other block sizes: the inlined iteration time must stay
+    the cost model's."""
+    scenario = Scenario(workload=WorkloadSpec(request_rate=15.0, num_prompts=300,
+                                              input=LengthSpec("uniform", 700, 1, 3000)), seed=2,
+                        **deployment)
+    fast = make(scenario, True, False)
+    fast.run()
+    slow = make(scenario, False, False)
+    while slow.step() is not None:
+        pass
+    assert_same(fast, slow)
+
+
 def test_endless_live_workload_in_slices():
     scenario = Scenario(engine={"max_model_len": 4096}, workload=WorkloadSpec(request_rate=30, num_prompts=0),
                         num_gpu_blocks_override=2000)
