@@ -1,0 +1,192 @@
+"""Speed of the headless simulator (SIMULATOR.md section 8, issue 3).
+
+Prints:
+
+1. iterations simulated per second at a steady batch of 1, 64 and 256 requests, three ways:
+   `step()` one iteration at a time (what the app's single step uses, a full report each time),
+   `run()` with the fast path off (the lean loop: no reports), and `run()` as shipped (the fast
+   path: alike decode iterations in bulk);
+2. wall time of the 16-rate sweep of section 8 — 2, 4, ..., 20, 24, 28, 32, 36, 40, 48
+   requests/s, 2,000 requests each, 512 in / 256 out, Poisson, continuous batching, default
+   profile (H100 SXM, Llama 3.1 8B) and `vllm serve` dials — and the same time as a ratio to a
+   fixed pure-Python reference loop timed in the same process, so figures from different machines
+   can be compared;
+3. peak memory: the process's peak resident set size, and the peak of Python allocations
+   (tracemalloc) during one sweep.
+
+The reference loop is 2,000,000 rounds of a linear congruential step on an int plus a float
+multiply-add (`k = (k * 1103515245 + 12345) & 0x7FFFFFFF; x += k * 1e-9`): plain CPython
+bytecode, no allocation that lasts, no library call. Its time scales with the interpreter and the
+core, as the simulator's does.
+
+Run it on one core, as the target is stated: `taskset -c 0 python benchmarks/sim_benchmark.py`
+(or `--pin 0`, which sets the affinity from inside). `--compare` also times the sweep with the
+fast path off (about half a minute).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import math
+import os
+import resource
+import statistics
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from sim.engine import Engine  # noqa: E402
+from sim.scenario import Scenario  # noqa: E402
+from sim.workload import LengthSpec, WorkloadSpec  # noqa: E402
+
+SWEEP_RATES = (2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 24, 28, 32, 36, 40, 48)
+SWEEP_PROMPTS = 2000
+REFERENCE_ROUNDS = 2_000_000
+SWEEP_TARGET_S = 2.0
+
+
+def reference_loop(rounds: int = REFERENCE_ROUNDS) -> float:
+    """The fixed pure-Python workload the sweep time is divided by (see the module docstring)."""
+    k = 1
+    x = 0.0
+    for _ in range(rounds):
+        k = (k * 1103515245 + 12345) & 0x7FFFFFFF
+        x += k * 1e-9
+    return x
+
+
+def best_of(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def sweep_scenario() -> Scenario:
+    return Scenario(workload=WorkloadSpec(arrival="poisson", request_rate=SWEEP_RATES[0],
+                                          num_prompts=SWEEP_PROMPTS,
+                                          input=LengthSpec("fixed", 512), output=LengthSpec("fixed", 256)),
+                    seed=0)
+
+
+def run_sweep(fast: bool = True, profiles=None) -> list:
+    base = sweep_scenario()
+    out = []
+    for rate in SWEEP_RATES:
+        engine = Engine(base.with_workload(request_rate=float(rate)), profiles=profiles)
+        engine.fast_path_enabled = fast
+        out.append(engine.run())
+    return out
+
+
+def batch_scenario(batch: int) -> Scenario:
+    """A steady batch: `batch` seats, eight times as many requests queued at once, outputs
+    uniform in 128..384 so seats free up (and refill from the queue) one at a time."""
+    return Scenario(engine={"max_num_seqs": batch, "max_num_batched_tokens": max(8192, batch)},
+                    workload=WorkloadSpec(request_rate=math.inf, num_prompts=8 * batch + 8,
+                                          input=LengthSpec("fixed", 512),
+                                          output=LengthSpec("uniform", 256, 128, 384)),
+                    seed=0)
+
+
+def iterations_per_second(batch: int, mode: str, profiles, budget_s: float = 1.0) -> tuple[float, float]:
+    """(iterations per wall second, time-weighted mean running batch) for one mode."""
+    engine = Engine(batch_scenario(batch), profiles=profiles)
+    engine.fast_path_enabled = mode == "fast"
+    gc.collect()
+    t0 = time.perf_counter()
+    deadline = t0 + budget_s
+    if mode == "step":
+        while time.perf_counter() < deadline:
+            for _ in range(64):
+                if engine.step() is None:
+                    break
+            if engine.done:
+                break
+    else:
+        chunk = 64
+        while time.perf_counter() < deadline and not engine.done:
+            engine.advance_until(math.inf, max_iterations=chunk)
+            chunk = min(chunk * 2, 1 << 20)
+    elapsed = time.perf_counter() - t0
+    m = engine.metrics
+    mean_running = m.running_integral / m.busy_time if m.busy_time else 0.0
+    return engine.iteration / elapsed, mean_running
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pin", type=int, metavar="CPU", help="run on this CPU only (sched_setaffinity)")
+    ap.add_argument("--repeats", type=int, default=3, help="sweep timings to take the best of (default 3)")
+    ap.add_argument("--compare", action="store_true", help="also time the sweep with the fast path off")
+    args = ap.parse_args(argv)
+    if args.pin is not None:
+        os.sched_setaffinity(0, {args.pin})
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    profiles = sweep_scenario().profiles()
+
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, running on CPUs {cpus}")
+    ref = best_of(reference_loop, 5)
+    print(f"reference loop ({REFERENCE_ROUNDS:,} rounds): {ref * 1000:.1f} ms (best of 5)")
+    print()
+
+    print("iterations simulated per second (steady batch; mean running in brackets)")
+    print(f"{'batch':>6} {'step()':>18} {'run(), fast path off':>22} {'run(), fast path':>20}")
+    for batch in (1, 64, 256):
+        cells = []
+        for mode in ("step", "lean", "fast"):
+            ips, running = iterations_per_second(batch, mode, profiles)
+            cells.append(f"{ips:>10,.0f} [{running:5.1f}]")
+        print(f"{batch:>6} {cells[0]:>18} {cells[1]:>22} {cells[2]:>20}")
+    print()
+
+    run_sweep(True, profiles)  # warm up (imports, caches)
+    times = []
+    for _ in range(max(1, args.repeats)):
+        gc.collect()
+        t0 = time.perf_counter()
+        results = run_sweep(True, profiles)
+        times.append(time.perf_counter() - t0)
+    best = min(times)
+    iterations = sum(r.iterations for r in results)
+    verdict = "meets" if best < SWEEP_TARGET_S else "misses"
+    print(f"sweep, 16 rates x {SWEEP_PROMPTS:,} requests (512 in / 256 out, Poisson, continuous, "
+          f"h100-sxm + llama-3.1-8b, vllm serve dials):")
+    print(f"  fast path: {best:.3f} s best of {len(times)} (median {statistics.median(times):.3f} s), "
+          f"{iterations:,} iterations -> {best / ref:.1f}x the reference loop; "
+          f"{verdict} the {SWEEP_TARGET_S:.0f} s target")
+    if args.compare:
+        gc.collect()
+        t0 = time.perf_counter()
+        slow = run_sweep(False, profiles)
+        t_slow = time.perf_counter() - t0
+        same = all(a.metrics == b.metrics for a, b in zip(results, slow))
+        print(f"  fast path off: {t_slow:.3f} s ({t_slow / ref:.1f}x the reference loop); "
+              f"{t_slow / best:.1f}x slower; summaries identical: {same}")
+    print("  rate  iterations  mean running  p99 TTFT ms  output tok/s")
+    for rate, r in zip(SWEEP_RATES, results):
+        m = r.metrics
+        print(f"  {rate:>4} {r.iterations:>11,} {m['mean_running']:>13.1f} {m['p99_ttft_ms']:>12.1f} "
+              f"{m['output_throughput']:>13,.0f}")
+    print()
+
+    gc.collect()
+    tracemalloc.start()
+    run_sweep(True, profiles)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    maxrss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    print(f"peak memory: {maxrss_kib / 1024:.1f} MiB resident (whole process, ru_maxrss); "
+          f"{peak / 2**20:.1f} MiB of Python allocations during one sweep (tracemalloc)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
