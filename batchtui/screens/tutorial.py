@@ -29,6 +29,7 @@ from ..widgets.metrics import MetricsView
 from ..widgets.notice_line import NoticeLine
 from ..widgets.pane import Pane
 from ..widgets.seats import SeatsView
+from ..widgets.sim_status import SimStatus
 from ..widgets.sparklines import SparklinesView
 from ..widgets.step_header import StepHeader
 
@@ -76,7 +77,7 @@ class TutorialScreen(Screen):
                 yield ActivityPanel(id="activity")
             # Dials stay in sight above the views, so Tab reaches them before the views' pane.
             with Vertical(id="sim-column"):
-                yield Static(id="sim-status", markup=False)
+                yield SimStatus(id="sim-status")
                 yield Vertical(id="dials")
                 with Pane(id="sim-pane"):
                     for view_class in VIEW_CLASSES:
@@ -213,8 +214,7 @@ class TutorialScreen(Screen):
         else:
             state = "paused"
         line = f"{state}{g.sep}t {snapshot.time:.2f} s{g.sep}iter {snapshot.iteration:,}"
-        self.query_one("#sim-status", Static).update(line)
-        self.query_one("#sim-status").set_class(sim.running, "-running")
+        self.query_one(SimStatus).show(line, sim.running)
 
     # -- dials
     def on_dial_control_changed(self, message: DialControl.Changed) -> None:

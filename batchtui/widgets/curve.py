@@ -125,8 +125,7 @@ class CurveView(SimView):
             text.append("\n")
             text.append(f"{y_label if i == 0 else '':>{axis - 1}}", self.style_of("curve--axis"))
             text.append(g.axis_v, self.style_of("curve--axis"))
-            for glyph, style in row:
-                text.append(glyph, self.style_of(style) if style else "")
+            self.append_runs(text, ((glyph, self.style_of(style) if style else "") for glyph, style in row))
         text.append("\n")
         text.append(" " * (axis - 1) + g.axis_corner + g.axis_h * plot_w, self.style_of("curve--axis"))
         right = f"{count(x_max)} tok/s"

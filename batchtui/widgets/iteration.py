@@ -10,10 +10,11 @@ from rich.text import Text
 from ..formatting import ms
 from .sim_view import SimView
 
+# Why-lines are kept under 34 characters: the view's width at 80 columns.
 LIMIT_WORDS = {
-    "token_budget": ("token budget", "max_num_batched_tokens spent with work still waiting"),
-    "max_num_seqs": ("seat cap", "max_num_seqs seats full with requests waiting"),
-    "kv_cache": ("KV cache", "no free blocks to admit or grow a sequence"),
+    "token_budget": ("token budget", "budget spent, work still waiting"),
+    "max_num_seqs": ("seat cap", "all seats full, requests waiting"),
+    "kv_cache": ("KV cache", "no free blocks to admit or grow"),
     "none": ("nothing", "everything waiting was scheduled"),
 }
 TIME_WORDS = {"weights": "weights read", "kv_read": "KV read", "compute": "compute",
@@ -54,20 +55,18 @@ class IterationView(SimView):
             return text
         g = self.glyphs
         dim = self.style_of("iteration--dim")
-        head = [Text(f"iteration {report.index:,}", self.style_of("iteration--title")),
-                Text(ms(report.duration))]
-        text.append_text(self.flow(head, width, gap=g.sep))
-        text.append("\n")
+        # Every line below is always there, so the view's height never changes between frames:
+        # a change of height would lay out (and redraw) the whole pane.
+        text.append(f"iteration {report.index:,}", self.style_of("iteration--title"))
+        text.append(f"{g.sep}{ms(report.duration)}\n")
 
         # Token budget: decode tokens, then each prefill chunk, then what was left unused.
         chunks = [w.num_tokens for w in report.scheduled if w.is_prefill]
         budget = max(report.token_budget, report.num_scheduled_tokens, 1)
-        items = [Text(f"{g.budget_parts[0]} decode {report.num_decode_tokens:,}", self.style_of("iteration--decode")),
-                 Text(f"+ {g.budget_parts[1]} prefill {report.num_prefill_tokens:,}"
-                      + (f" in {len(chunks)}" if len(chunks) > 1 else ""), self.style_of("iteration--prefill")),
-                 Text(f"of {report.token_budget:,}")]
-        text.append_text(self.flow(items, width, gap=" "))
-        text.append("\n")
+        text.append(f"{g.budget_parts[0]} decode {report.num_decode_tokens:,}", self.style_of("iteration--decode"))
+        text.append(f" + {g.budget_parts[1]} prefill {report.num_prefill_tokens:,}"
+                    + (f" in {len(chunks)}" if len(chunks) > 1 else ""), self.style_of("iteration--prefill"))
+        text.append(f" of {report.token_budget:,}\n")
         bar_width = max(1, width - 2)
         unused = max(0, budget - report.num_scheduled_tokens)
         cells = _cells([report.num_decode_tokens, *chunks, unused], bar_width)
@@ -83,10 +82,8 @@ class IterationView(SimView):
         text.append("]\n")
 
         free_blocks = report.kv_blocks_usable - report.kv_blocks_used
-        items = [Text(f"seats {report.running:,}/{report.max_num_seqs:,}"),
-                 Text(f"free blocks {free_blocks:,}"), Text(f"waiting {report.waiting:,}")]
-        text.append_text(self.flow(items, width, gap=g.sep))
-        text.append("\n")
+        text.append(f"seats {report.running:,}/{report.max_num_seqs:,}{g.sep}waiting {report.waiting:,}\n")
+        text.append(f"free KV blocks {free_blocks:,}\n")
 
         # Time split. The roofline overlaps weights and compute, so shares are of their sum.
         cost = report.cost
@@ -101,12 +98,12 @@ class IterationView(SimView):
         text.append("]\n")
         legend = [("weights", cost.weights, "iteration--weights"), ("KV", cost.kv_read, "iteration--kv"),
                   ("compute", cost.compute + cost.prefill_attention, "iteration--compute")]
-        items = []
-        for (word, seconds, style), glyph in zip(legend, g.time_parts):
-            item = Text(glyph, self.style_of(style))
-            item.append(f"{word} {ms(seconds)}")
-            items.append(item)
-        text.append_text(self.flow(items, width, gap=" "))
+        one_line = width >= 48  # decided by width alone, so the height is steady
+        for i, ((word, seconds, style), glyph) in enumerate(zip(legend, g.time_parts)):
+            if i:
+                text.append(" " if one_line or i == 1 else "\n")
+            text.append(glyph, self.style_of(style))
+            text.append(f"{word} {ms(seconds)}")
         text.append("\n")
 
         limit, why = LIMIT_WORDS.get(report.binding_limit, (report.binding_limit, ""))
@@ -114,5 +111,5 @@ class IterationView(SimView):
         text.append("limit: ")
         text.append(limit, binding_style)
         text.append(f"{g.sep}time: {TIME_WORDS.get(cost.binding, cost.binding)}\n")
-        text.append_text(self.flow([Text(word, dim) for word in why.split()], width, gap=" "))
+        text.append(why, dim)
         return text

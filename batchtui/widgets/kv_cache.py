@@ -52,14 +52,14 @@ class KVCacheView(SimView):
                 total += blocks
                 bounds.append(total)
             index = 0
+            shades = ((g.bar_used, self.style_of("kv--used")), (g.bar_used_alt, self.style_of("kv--used-alt")))
+            cells = []
             for cell in range(used_cells):
                 position = (cell + 0.5) * total / used_cells
                 while index < len(bounds) - 1 and position > bounds[index]:
                     index += 1
-                if index % 2:
-                    text.append(g.bar_used_alt, self.style_of("kv--used-alt"))
-                else:
-                    text.append(g.bar_used, self.style_of("kv--used"))
+                cells.append(shades[index % 2])
+            self.append_runs(text, cells)
         else:
             text.append(g.bar_used * used_cells, self.style_of("kv--used"))
         preempted = len(snap.last.preempted) if snap.last is not None else 0

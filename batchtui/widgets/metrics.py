@@ -39,17 +39,21 @@ class MetricsView(SimView):
             piece.append(shown, self.style_of("metrics--alarm") if alarm else value)
             return piece
 
-        items = [
-            item("tokens/s", count(m.output_tokens_per_s)),
-            item("req/s", count(m.requests_per_s)),
-            item("batch", f"{snap.running:,}"),
-            item("queue", f"{snap.queue_len:,}", alarm=snap.queue_len > max(8, snap.running)),
-            item("done", f"{m.completed:,}"),
-            item("gap max", ms(m.itl_max)),
+        # Fixed lines (cropped when narrow) rather than a flow: a steady height means a frame
+        # redraws only the lines that changed, not the whole pane.
+        lines = [
+            [item("tokens/s", count(m.output_tokens_per_s)), item("req/s", count(m.requests_per_s))],
+            [item("batch", f"{snap.running:,}"),
+             item("queue", f"{snap.queue_len:,}", alarm=snap.queue_len > max(8, snap.running)),
+             item("done", f"{m.completed:,}")],
+            [item("gap max", ms(m.itl_max))],
         ]
         if snap.batching in ("static", "dynamic") or m.padding_share:
-            items.append(item("padding", percent(m.padding_share), alarm=m.padding_share > 0.3))
+            lines[2].append(item("padding", percent(m.padding_share), alarm=m.padding_share > 0.3))
         if m.num_preemptions:
-            items.append(item("preempted", f"{m.num_preemptions:,}", alarm=True))
-        text.append_text(self.flow(items, width))
+            lines[2].append(item("preempted", f"{m.num_preemptions:,}", alarm=True))
+        for i, pieces in enumerate(lines):
+            if i:
+                text.append("\n")
+            text.append_text(Text("  ").join(pieces))
         return text

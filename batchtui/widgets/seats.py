@@ -47,10 +47,11 @@ class SeatsView(SimView):
 
         capacity = width * MAX_ROWS
         shown = seats if len(seats) <= capacity else seats[: capacity - 1]
+        styles = {state: self.style_of(f"seats--{state}") for state in STATE_WORDS}
         for start in range(0, len(shown), width):
             text.append("\n")
-            for seat in shown[start:start + width]:
-                text.append(self._glyph(seat), self.style_of(f"seats--{seat.state}"))
+            self.append_runs(text, ((self._glyph(seat), styles.get(seat.state, styles["idle"]))
+                                    for seat in shown[start:start + width]))
         if len(shown) < len(seats):
             text.append("+", self.style_of("seats--dim"))
             rest = seats[len(shown):]

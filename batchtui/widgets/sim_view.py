@@ -45,15 +45,20 @@ class SimView(Widget):
         self.redraw()
 
     def redraw(self) -> None:
-        """Rebuild the text; ask for a new layout only if the height changed."""
-        old_lines = len(self._text.plain.split("\n")) if self._text is not None else -1
+        """Rebuild the text; refresh only if it changed, and lay out again only if its height did.
+
+        Many frames change nothing in a view (a paused queue, a steady cache): those write no bytes.
+        """
+        old = self._text
         self._text = None
         width = self.content_size.width
-        if width > 0:
-            new_lines = len(self._get_text(width).plain.split("\n"))
-            self.refresh(layout=new_lines != old_lines)
-        else:
+        if width <= 0 or old is None:
             self.refresh(layout=True)
+            return
+        new = self._get_text(width)
+        if new == old:
+            return
+        self.refresh(layout=new.plain.count("\n") != old.plain.count("\n"))
 
     def build(self, width: int) -> Text:
         """The view as text `width` cells wide. Subclasses override."""
@@ -68,10 +73,26 @@ class SimView(Widget):
         return self._text
 
     def get_content_height(self, container, viewport, width: int) -> int:
-        return len(self._get_text(width).plain.split("\n"))
+        return self._get_text(width).plain.count("\n") + 1
 
     def render(self) -> Text:
         return self._get_text(self.content_size.width)
+
+    @staticmethod
+    def append_runs(text: Text, cells) -> None:
+        """Append (glyph, style) cells, merging neighbours of the same style into one span.
+
+        Textual writes one escape sequence per span: a span per cell would cost ~25 bytes a cell.
+        """
+        run_style, run = None, []
+        for glyph, style in cells:
+            if style != run_style and run:
+                text.append("".join(run), run_style)
+                run = []
+            run_style = style
+            run.append(glyph)
+        if run:
+            text.append("".join(run), run_style)
 
     @staticmethod
     def flow(items: list[Text], width: int, gap: str = "  ") -> Text:

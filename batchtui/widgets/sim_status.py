@@ -1,0 +1,27 @@
+"""One line above the dials: running or paused, the speed, simulated time, iteration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual.widget import Widget
+
+
+class SimStatus(Widget):
+    """Redrawn every frame without a new layout (a Static's `update` lays out its parent)."""
+
+    DEFAULT_CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.line = ""
+
+    def show(self, line: str, running: bool) -> None:
+        self.set_class(running, "-running")
+        if line != self.line:
+            self.line = line
+            self.refresh()
+
+    def render(self) -> Text:
+        return Text(self.line, no_wrap=True, overflow="crop")
