@@ -289,13 +289,16 @@ class Engine:
             longest = max(req.num_tokens - req.num_computed_tokens for req, _ in out.scheduled)
         for req, n in out.scheduled:
             before = req.num_computed_tokens
-            is_prefill = not (n == 1 and req.num_tokens - before == 1 and req.num_output_tokens > 0)
-            if is_prefill:
-                chunks.append((before, longest if longest else n))
-            else:
+            outputs = req.num_output_tokens
+            # A decode: one token, the last one (num_tokens - before == 1) of a request that has
+            # sampled before.
+            if n == 1 and outputs > 0 and req.prompt_len + outputs - before == 1:
                 num_decode += 1
                 ctx += before + 1
-            work.append((req.request_id, n, is_prefill, before + n))
+                work.append((req.request_id, 1, False, before + 1))
+            else:
+                chunks.append((before, longest if longest else n))
+                work.append((req.request_id, n, True, before + n))
         return self.cost.iteration(num_decode, ctx, chunks), work
 
     def _run_iteration(self, out: SchedulerOutput, lean: bool = True) -> None:

@@ -40,7 +40,7 @@ class BlockPool:
     def try_allocate(self, request_id: str, total_tokens: int, reserve: int = 0) -> bool:
         """Grow a sequence to hold `total_tokens`; fails (taking nothing) unless `reserve` blocks
         would still be free afterwards."""
-        need = self.blocks_for(total_tokens) - self._held.get(request_id, 0)
+        need = -(-total_tokens // self.block_size) - self._held.get(request_id, 0)
         if need <= 0:
             return True
         if need + reserve > self.free:

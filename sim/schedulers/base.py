@@ -87,16 +87,20 @@ class Scheduler:
     def _sample(self, output: SchedulerOutput) -> UpdateResult:
         result = UpdateResult()
         max_model_len = self.config.max_model_len
+        emitted = result.emitted
         for req, n in output.scheduled:
-            req.num_computed_tokens += n
-            if req.num_computed_tokens >= req.num_tokens:
-                if req.num_output_tokens == 0:
+            computed = req.num_computed_tokens + n
+            req.num_computed_tokens = computed
+            outputs = req.num_output_tokens
+            if computed >= req.prompt_len + outputs:  # all of num_tokens computed
+                if outputs == 0:
                     result.first_tokens.append(req)
-                req.num_output_tokens += 1
-                result.emitted.append(req)
-                if req.num_output_tokens >= req.output_len:
+                outputs += 1
+                req.num_output_tokens = outputs
+                emitted.append(req)
+                if outputs >= req.output_len:
                     req.finish_reason = "stop"
-                elif req.num_tokens >= max_model_len:
+                elif req.prompt_len + outputs >= max_model_len:
                     req.finish_reason = "length"
                 else:
                     continue

@@ -96,8 +96,8 @@ class ContinuousScheduler(Scheduler):
         cfg = self.config
         pool = self.pool
         out = SchedulerOutput()
-        scheduled: dict[int, int] = {}  # id(request) -> tokens, for the priority give-back
-        scheduled_running: list[Request] = []
+        scheduled_running: list[tuple[Request, int]] = []  # (request, tokens), in order
+        scheduled_admitted: list[tuple[Request, int]] = []
         budget = cfg.max_num_batched_tokens
         threshold = cfg.long_prefill_token_threshold
         # The long-prefill cap only matters when a request shares the engine with others.
@@ -111,27 +111,30 @@ class ContinuousScheduler(Scheduler):
         req_index = 0
         while req_index < len(running) and budget > 0:
             req = running[req_index]
-            wanted = req.num_tokens - req.num_computed_tokens
-            n = wanted
+            computed = req.num_computed_tokens
+            n = req.num_tokens - computed  # wanted
             if 0 < threshold < n:
                 n = threshold
             if n > budget:
                 n = budget
                 work_left = True
-            n = min(n, max_model_len - 1 - req.num_computed_tokens)
+            if n > max_model_len - 1 - computed:
+                n = max_model_len - 1 - computed
             if n <= 0:
                 req_index += 1
                 continue
-            total = req.num_computed_tokens + n
+            total = computed + n
             ok = True
             while not pool.try_allocate(req.request_id, total):
                 if cfg.scheduling_policy == "priority":
                     victim = max(running, key=_victim_key)
                     running.remove(victim)
-                    if victim in scheduled_running:
-                        scheduled_running.remove(victim)
-                        budget += scheduled.pop(id(victim))
-                        req_index -= 1
+                    for i, (r, given) in enumerate(scheduled_running):
+                        if r is victim:  # already scheduled this step: it gives its tokens back
+                            del scheduled_running[i]
+                            budget += given
+                            req_index -= 1
+                            break
                 else:
                     victim = running.pop()
                 self._preempt(victim)
@@ -141,8 +144,7 @@ class ContinuousScheduler(Scheduler):
                     break
             if not ok:
                 break
-            scheduled_running.append(req)
-            scheduled[id(req)] = n
+            scheduled_running.append((req, n))
             budget -= n
             req_index += 1
         if req_index < len(running):
@@ -179,15 +181,12 @@ class ContinuousScheduler(Scheduler):
                 req.status = RUNNING
                 running.append(req)
                 out.admitted.append(req)
-                scheduled[id(req)] = n
+                scheduled_admitted.append((req, n))
                 budget -= n
             if self.waiting and budget <= 0 and not stop_reason:
                 stop_reason = "token_budget"
 
-        for req in scheduled_running:
-            out.scheduled.append((req, scheduled[id(req)]))
-        for req in out.admitted:
-            out.scheduled.append((req, scheduled[id(req)]))
+        out.scheduled = scheduled_running + scheduled_admitted
 
         if out.preempted or stop_reason == "kv_cache":
             out.binding_limit = "kv_cache"
