@@ -38,7 +38,10 @@ class ContentsScreen(ModalScreen[int | None]):
         yield OptionList(*options, id="contents-list")
 
     def on_mount(self) -> None:
-        listing = self.query_one(OptionList)
+        found = self.query(OptionList)
+        if not found:  # the app is quitting: the screen was mounted without being composed
+            return
+        listing = found.first()
         listing.highlighted = listing.get_option_index(f"step-{self.current}")
         listing.focus()
 

@@ -1,0 +1,154 @@
+"""How fast and how cheap the tutorial is over a terminal: runs `batchtui` on a pseudo-terminal
+and prints time to first full frame, bytes/s and CPU while animating and while paused, and memory
+growth over a run.
+
+    python benchmarks/app_benchmark.py                 # 80x24 and 120x40, 20 s of animation
+    python benchmarks/app_benchmark.py --duration 600  # ten minutes: does memory grow?
+
+Figures depend on the machine; the goals (issue 4) are < 0.6 s to the first frame, < 30 KB/s at
+80x24 and 10 fps in 256 colours, < 25 % of one core animating, about 0 while paused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import select
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import time
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+FIRST_FRAME_MARK = b"next"  # the footer's first key label: the last thing a full frame draws
+
+
+class PtyApp:
+    """The app on a pseudo-terminal of a given size, its output drained and counted."""
+
+    def __init__(self, command: list[str], cols: int, rows: int, state_dir: str) -> None:
+        self.master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        env = dict(os.environ, TERM="xterm-256color", XDG_STATE_HOME=state_dir)
+        env.pop("COLORTERM", None)  # 256 colours, as over a plain SSH session
+        env.pop("NO_COLOR", None)
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(command, stdin=slave, stdout=slave, stderr=slave, env=env,
+                                     start_new_session=True, close_fds=True)
+        os.close(slave)
+        self.received = 0
+        self.buffer = b""
+
+    def drain(self, seconds: float) -> int:
+        """Read for `seconds`; returns the bytes read."""
+        end = time.perf_counter() + seconds
+        got = 0
+        while (left := end - time.perf_counter()) > 0:
+            ready, _, _ = select.select([self.master], [], [], left)
+            if ready:
+                try:
+                    chunk = os.read(self.master, 65536)
+                except OSError:
+                    break
+                got += len(chunk)
+                self.buffer = (self.buffer + chunk)[-4096:]
+        self.received += got
+        return got
+
+    def wait_for(self, mark: bytes, timeout: float) -> float | None:
+        """Seconds from launch until `mark` appears in the output."""
+        seen = b""
+        end = time.perf_counter() + timeout
+        while time.perf_counter() < end:
+            ready, _, _ = select.select([self.master], [], [], 0.05)
+            if ready:
+                chunk = os.read(self.master, 65536)
+                self.received += len(chunk)
+                seen = (seen + chunk)[-65536:]
+                if mark in seen:
+                    return time.perf_counter() - self.started
+        return None
+
+    def send(self, keys: bytes) -> None:
+        os.write(self.master, keys)
+
+    def cpu_seconds(self) -> float:
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime
+
+    def rss_mb(self) -> float:
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        return 0.0
+
+    def measure(self, seconds: float) -> tuple[float, float]:
+        """Bytes/s written and share of one core used over `seconds`."""
+        cpu0, t0 = self.cpu_seconds(), time.perf_counter()
+        got = self.drain(seconds)
+        elapsed = time.perf_counter() - t0
+        return got / elapsed, (self.cpu_seconds() - cpu0) / elapsed
+
+    def close(self) -> None:
+        try:
+            self.send(b"\x11")  # ctrl+q
+            self.drain(0.5)
+            self.proc.wait(timeout=3)
+        except (OSError, subprocess.TimeoutExpired):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=3)
+        os.close(self.master)
+
+
+def run(command: list[str], cols: int, rows: int, duration: float, window: float) -> dict:
+    with tempfile.TemporaryDirectory() as state:
+        app = PtyApp(command, cols, rows, state)
+        try:
+            first = app.wait_for(FIRST_FRAME_MARK, timeout=15)
+            if first is None:
+                raise SystemExit(f"no frame within 15 s; last output: {app.buffer[-400:]!r}")
+            app.drain(2.0)  # settle: the step's simulation starts running on open
+            rss_start = app.rss_mb()
+            bytes_anim, cpu_anim = app.measure(window)
+            app.drain(max(0.0, duration - window))
+            rss_end = app.rss_mb()
+            app.send(b" ")  # pause
+            app.drain(1.0)
+            bytes_idle, cpu_idle = app.measure(min(window, 5.0))
+        finally:
+            app.close()
+    return {"size": f"{cols}x{rows}", "first_frame_s": first, "anim_bytes_per_s": bytes_anim,
+            "anim_cpu": cpu_anim, "paused_bytes_per_s": bytes_idle, "paused_cpu": cpu_idle,
+            "rss_start_mb": rss_start, "rss_end_mb": rss_end, "duration_s": duration}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--duration", type=float, default=20.0,
+                        help="seconds of animation per size; memory is compared across it (default 20)")
+    parser.add_argument("--window", type=float, default=10.0, help="seconds to measure bytes and CPU over")
+    parser.add_argument("--sizes", default="80x24,120x40")
+    parser.add_argument("--step", type=int, default=6, help="the step to animate (default 6)")
+    parser.add_argument("--fps", type=int, default=10)
+    args = parser.parse_args()
+    command = [sys.executable, "-m", "batchtui.tui", "--step", str(args.step), "--fps", str(args.fps)]
+    print(f"command: {' '.join(command)}   TERM=xterm-256color, no COLORTERM (256 colours)")
+    print(f"{'size':>8} {'first frame':>12} {'anim KB/s':>10} {'anim CPU':>9} {'paused B/s':>11} "
+          f"{'paused CPU':>11} {'RSS start':>10} {'RSS end':>9}")
+    for size in args.sizes.split(","):
+        cols, rows = (int(n) for n in size.split("x"))
+        r = run(command, cols, rows, max(args.duration, args.window), args.window)
+        print(f"{r['size']:>8} {r['first_frame_s']:>10.2f} s {r['anim_bytes_per_s'] / 1000:>10.1f} "
+              f"{r['anim_cpu'] * 100:>8.1f}% {r['paused_bytes_per_s']:>11.0f} {r['paused_cpu'] * 100:>10.1f}% "
+              f"{r['rss_start_mb']:>7.1f} MB {r['rss_end_mb']:>6.1f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
