@@ -176,6 +176,40 @@ def test_priorities_and_preemption_from_a_trace(policy):
         os.unlink(fh.name)
 
 
+def small_trace_scenario(seed, path):
+    """Tight corners: a few dozen short requests, tiny budgets, long-prefill caps, caches of a
+    handful of blocks (preemption, recompute chunks that end one token short, a first token that
+    reaches max_model_len)."""
+    rng = np.random.default_rng(seed)
+    t = 0.0
+    with open(path, "w") as fh:
+        for _ in range(40):
+            t += float(rng.exponential(0.01))
+            fh.write(json.dumps({"arrival_time": t, "prompt_len": int(rng.integers(1, 60)),
+                                 "output_len": int(rng.integers(1, 40))}) + "\n")
+    return Scenario(
+        engine={"max_num_seqs": 8, "max_num_batched_tokens": int(rng.choice([16, 32, 64, 100])),
+                "max_model_len": int(rng.choice([64, 100])),
+                "long_prefill_token_threshold": int(rng.choice([4, 8, 16]))},
+        workload=WorkloadSpec(arrival="trace", trace_path=path), block_size=int(rng.choice([1, 4, 16])),
+        num_gpu_blocks_override=int(rng.choice([8, 12, 20])))
+
+
+def test_small_traces_in_tight_corners():
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in list(range(40)) + [265]:
+            try:
+                scenario = small_trace_scenario(seed, os.path.join(tmp, f"{seed}.jsonl"))
+                fast = make(scenario, True, True)
+            except ConfigError:
+                continue
+            fast.run()
+            slow = make(scenario, False, True)
+            while slow.step() is not None:
+                pass
+            assert_same(fast, slow)
+
+
 @pytest.mark.parametrize("rate", [2.0, 24.0, 48.0, math.inf])
 def test_default_profile_sweep_points(rate):
     """The §8 sweep's traffic (512 in / 256 out, default dials), shortened."""
