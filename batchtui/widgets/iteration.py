@@ -103,7 +103,7 @@ class IterationView(SimView):
             if i:
                 text.append(" " if one_line or i == 1 else "\n")
             text.append(glyph, self.style_of(style))
-            text.append(f"{word} {ms(seconds)}")
+            text.append(f" {word} {ms(seconds)}")
         text.append("\n")
 
         limit, why = LIMIT_WORDS.get(report.binding_limit, (report.binding_limit, ""))

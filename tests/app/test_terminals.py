@@ -50,3 +50,10 @@ async def test_footer_shows_typing_chords_while_an_input_has_focus(make_app):
         assert "chord.next" in bar.key_ids and "step.next" not in bar.key_ids
         await pilot.press("escape")
         assert "dial.adjust" in bar.key_ids
+
+
+async def test_no_color_is_honoured(make_app, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app()
+    async with app.run_test(size=(80, 24)):
+        assert app.no_color  # Textual drops colour; our views still differ by glyph
