@@ -36,12 +36,10 @@ class Glyphs:
     axis_h: str
     axis_corner: str
     dot: str
-    times: str
     arrow_left: str
     arrow_right: str
     dial_track: str
     dial_knob: str
-    ellipsis: str
     sep: str
     """Between items on one line."""
     dash: str
@@ -67,12 +65,10 @@ UNICODE = Glyphs(
     axis_h="─",
     axis_corner="└",
     dot="·",
-    times="×",
     arrow_left="◀",
     arrow_right="▶",
     dial_track="─",
     dial_knob="●",
-    ellipsis="…",
     sep=" · ",
     dash="—",
 )
@@ -97,12 +93,10 @@ ASCII = Glyphs(
     axis_h="-",
     axis_corner="+",
     dot=".",
-    times="x",
     arrow_left="<",
     arrow_right=">",
     dial_track="-",
     dial_knob="O",
-    ellipsis="...",
     sep=" | ",
     dash="-",
 )

@@ -94,23 +94,6 @@ class SimView(Widget):
         if run:
             text.append("".join(run), run_style)
 
-    @staticmethod
-    def flow(items: list[Text], width: int, gap: str = "  ") -> Text:
-        """Items on as few lines as fit in `width`, never split."""
-        out = Text()
-        line = 0
-        for item in items:
-            size = len(item.plain)
-            if line and line + len(gap) + size > width:
-                out.append("\n")
-                line = 0
-            elif line:
-                out.append(gap)
-                line += len(gap)
-            out.append_text(item)
-            line += size
-        return out
-
     @property
     def glyphs(self) -> Glyphs:
         settings = getattr(self.app, "settings", None)
