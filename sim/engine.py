@@ -7,6 +7,7 @@ against real time is the asyncio driver's job).
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -107,6 +108,7 @@ class Engine:
         self._seq = 0
         self._endless = sc.workload.num_prompts == 0 and sc.workload.arrival not in ("trace", "all-at-once")
         self.pending: deque[RequestSpec] = deque()
+        self._submitted: list[RequestSpec] = []  # submit()ted requests that arrive later
         self._generated = 0
         self._last_arrival = 0.0
         self._refill(force=True)
@@ -146,11 +148,23 @@ class Engine:
 
     def _next_arrival_time(self) -> float | None:
         self._refill()
-        return self.pending[0].arrival_time if self.pending else None
+        t = self.pending[0].arrival_time if self.pending else None
+        if self._submitted:
+            s = self._submitted[0].arrival_time
+            if t is None or s < t:
+                t = s
+        return t
 
     def submit(self, spec: RequestSpec) -> None:
-        """Queue one request now (validated: an unservable request is refused with a reason)."""
-        self._add(replace(spec, arrival_time=max(spec.arrival_time, self.time)))
+        """Queue one request (validated: an unservable request is refused with a reason). It
+        arrives now, or at its own arrival time if that is later."""
+        if spec.arrival_time <= self.time:
+            self._add(replace(spec, arrival_time=self.time))
+            if self.scheduler.has_work():
+                self.done = False  # a finished run has work again
+        else:
+            bisect.insort(self._submitted, spec, key=_arrival_key)  # after equal times
+            self.done = False
 
     def _add(self, spec: RequestSpec) -> None:
         cfg = self.config
@@ -163,6 +177,10 @@ class Engine:
             else:
                 check_request(spec.request_id, spec.prompt_len, output_len, cfg, self.pool.usable,
                               self.pool.block_size)
+            other = self.requests.get(spec.request_id)
+            if other is not None and other.status != FINISHED:
+                # Two live requests under one id would share one entry of the block pool.
+                raise RequestRejected(spec.request_id, "the id is already used by a request being served")
         except RequestRejected as exc:
             if not self.live:
                 raise
@@ -177,12 +195,22 @@ class Engine:
         self.scheduler.add_request(req)
 
     def _admit_arrivals(self) -> None:
+        """Queue every request that has arrived by now, in arrival order (the workload's first
+        among equal times, then submitted ones)."""
         self._refill()
         pending = self.pending
-        while pending and pending[0].arrival_time <= self.time:
-            self._add(pending.popleft())
-            if not pending:
-                self._refill()
+        submitted = self._submitted
+        now = self.time
+        while True:
+            if pending and pending[0].arrival_time <= now and not (
+                    submitted and submitted[0].arrival_time < pending[0].arrival_time):
+                self._add(pending.popleft())
+                if not pending:
+                    self._refill()
+            elif submitted and submitted[0].arrival_time <= now:
+                self._add(submitted.pop(0))
+            else:
+                return
 
     # -- dials
     def set_dial(self, path: str, value) -> None:
@@ -496,6 +524,10 @@ class Engine:
             finished=self.done,
             notices=tuple(self.notices),
         )
+
+
+def _arrival_key(spec: RequestSpec) -> float:
+    return spec.arrival_time
 
 
 def run_scenario(scenario: Scenario, **kwargs) -> RunSummary:

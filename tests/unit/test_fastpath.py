@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from sim.engine import Engine
 from sim.errors import ConfigError, RequestRejected
 from sim.scenario import Scenario
-from sim.workload import LengthSpec, WorkloadSpec
+from sim.workload import LengthSpec, RequestSpec, WorkloadSpec
 
 
 def request_states(engine):
@@ -120,21 +120,44 @@ def test_run_equals_step_by_step(scenario, live):
     assert fast.summary().metrics == slow.summary().metrics
 
 
+DIALS = [("engine.max_num_seqs", 1), ("engine.max_num_seqs", 3), ("engine.max_num_seqs", 1024),
+         ("engine.max_num_batched_tokens", 8192), ("engine.long_prefill_token_threshold", 0),
+         ("engine.long_prefill_token_threshold", 32), ("engine.scheduling_policy", "priority"),
+         ("engine.scheduling_policy", "fcfs"), ("engine.watermark", 0.02)]
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(scenarios(), st.lists(st.tuples(st.sampled_from(["iterations", "time", "step"]),
-                                       st.integers(1, 400)), min_size=1, max_size=12))
-def test_runs_in_slices_equal_step_by_step(scenario, slices):
-    """run(max_iterations=), advance_until() and single steps, interleaved: the state after
-    every slice is the state step() reaches after as many iterations."""
+@given(scenarios(), st.lists(st.tuples(st.sampled_from(["iterations", "time", "step", "dial", "submit"]),
+                                       st.integers(1, 400)), min_size=1, max_size=12),
+       st.booleans())
+def test_runs_in_slices_equal_step_by_step(scenario, slices, keep_records):
+    """run(max_iterations=), advance_until() and single steps, interleaved with live dial
+    changes and submitted requests: the state after every slice is the state step() reaches
+    after as many iterations."""
     build_or_skip(scenario)
-    fast = make(scenario, True, True)
-    slow = make(scenario, False, True)
+    fast = Engine(scenario, live=True, keep_records=keep_records)
+    slow = Engine(scenario, live=True, keep_records=keep_records)
+    slow.fast_path_enabled = False
     for kind, amount in slices:
         if kind == "iterations":
             fast.run(max_iterations=amount)
         elif kind == "time":
             ran = fast.advance_until(fast.time + amount / 100.0)
             assert ran >= 0
+        elif kind == "dial":
+            path, value = DIALS[amount % len(DIALS)]
+            for engine in (fast, slow):
+                try:
+                    engine.set_dial(path, value)
+                except ConfigError:
+                    pass
+            continue
+        elif kind == "submit":
+            spec = RequestSpec(f"extra-{amount}-{fast.iteration}", fast.time, 1 + amount % 97, 1 + amount % 13,
+                               priority=amount % 3)
+            fast.submit(spec)
+            slow.submit(spec)
+            continue
         else:
             fast.step()
         if fast.done:
@@ -240,12 +263,52 @@ def test_other_deployments(deployment):
     assert_same(fast, slow)
 
 
-def test_endless_live_workload_in_slices():
+@pytest.mark.parametrize("keep_records", [True, False])
+def test_endless_live_workload_in_slices(keep_records):
     scenario = Scenario(engine={"max_model_len": 4096}, workload=WorkloadSpec(request_rate=30, num_prompts=0),
                         num_gpu_blocks_override=2000)
-    fast = make(scenario, True, True)
-    slow = make(scenario, False, True)
+    fast = Engine(scenario, live=True, keep_records=keep_records)
+    slow = Engine(scenario, live=True, keep_records=keep_records)
+    slow.fast_path_enabled = False
     for _ in range(20):
         fast.advance_until(fast.time + 0.7)
         step_to(slow, fast.iteration)
         assert_same(fast, slow)
+
+
+def test_a_second_live_request_under_one_id_is_refused():
+    """Engine bug found by the slice test: two live requests sharing an id shared one entry of
+    the block pool (a finished one's id may be used again)."""
+    scenario = Scenario(engine={"max_model_len": 4096}, workload=WorkloadSpec(request_rate=1, num_prompts=1),
+                        num_gpu_blocks_override=500)
+    live = Engine(scenario, live=True)
+    live.submit(RequestSpec("x", 0.0, 100, 50))
+    live.submit(RequestSpec("x", 0.0, 100, 50))
+    assert live.metrics.rejected == 1 and "already used" in live.notices[-1]
+    live.run()
+    assert live.done
+    live.submit(RequestSpec("x", 0.0, 100, 50))  # "x" has finished: its id is free again
+    assert not live.done  # (engine bug: a finished run stayed "finished" after a submit)
+    live.run()
+    assert live.done and live.metrics.completed == 3 and live.pool.free == live.pool.usable
+    headless = Engine(scenario)
+    headless.submit(RequestSpec("y", 0.0, 100, 50))
+    with pytest.raises(RequestRejected, match="already used"):
+        headless.submit(RequestSpec("y", 0.0, 100, 50))
+
+
+def test_a_request_submitted_for_later_arrives_then():
+    """Engine bug: submit() queued a request at once even when its arrival time was later, so
+    it could be served before it arrived (negative TTFT)."""
+    scenario = Scenario(engine={"max_model_len": 4096}, workload=WorkloadSpec(request_rate=2, num_prompts=4),
+                        num_gpu_blocks_override=500)
+    for fast_path in (True, False):
+        engine = Engine(scenario)
+        engine.fast_path_enabled = fast_path
+        engine.submit(RequestSpec("later", 5.0, 64, 8))
+        engine.submit(RequestSpec("now", 0.0, 64, 8))
+        engine.run()
+        later = engine.requests["later"]
+        assert later.arrival_time == 5.0 and later.first_token_time > 5.0
+        assert engine.metrics.completed == 6
+        assert min(r.ttft for r in engine.metrics.records) > 0
