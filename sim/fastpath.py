@@ -39,6 +39,8 @@ import math
 from array import array
 from bisect import bisect_left
 
+import numpy as np
+
 from .reports import IterationCostParts, IterationReport, ScheduledWork
 from .request import FINISHED, RUNNING
 
@@ -254,6 +256,8 @@ class FastPath:
         kv = self.c_kv
         ctx = self.S + B * G
         t = start = self.t
+        if k_max >= self.NUMPY_MIN and (L - t) >= self.NUMPY_MIN * (tl + ctx * kv + tar + tov):
+            return self._bulk_numpy(k_max, L, B, binding, tl, tar, tov, kv, ctx)
         ends = []
         gaps = []
         k = 0
@@ -283,6 +287,54 @@ class FastPath:
         metrics.on_decode_iterations(start, ends, gaps, B, pool.usable - free, binding)
         e._last_preempted = ()
         self.last_info = ("bulk", e.iteration, ends[-2] if k > 1 else start, t, B, binding,
+                          self.S + B * (G + k - 1), pool.usable - free, len(self.wq))
+        return k
+
+    NUMPY_MIN = 96  # stretches at least this long are computed with numpy
+
+    def _bulk_numpy(self, k_max, L, B, binding, tl, tar, tov, kv, ctx) -> int:
+        """_bulk for a long stretch: the same floats, computed as arrays (numpy's cumsum adds
+        left to right, as the loop does)."""
+        e = self.engine
+        pool = self.pool
+        G = self.G
+        t = start = self.t
+        # Iteration times grow with the context, so the first one bounds how many fit before L.
+        first = tl + ctx * kv + tar + tov
+        K = k_max if L == _INF else min(k_max, int((L - t) / first) + 2)
+        K = min(K, 1 << 16)
+        j = np.arange(K, dtype=np.int64)
+        need = np.asarray(self.cross, dtype=np.int64)[(G + j) & self.mask]
+        cum = np.cumsum(need)
+        free = pool.free
+        if cum[-1] > free:
+            K = int(np.searchsorted(cum, free, side="right"))  # the first that does not fit stops
+            if K == 0:
+                return 0
+        d = (ctx + B * j[:K]).astype(np.float64) * kv
+        d += tl  # tl + ctx * kv, then + tar, then + tov: the loop's order (x + y == y + x exactly)
+        d += tar
+        d += tov
+        ends = np.cumsum(np.concatenate(((t,), d)))
+        # Iteration i (0-based) runs only if it starts before L: stop after the first that ends there.
+        k = int(np.searchsorted(ends[1:], L, side="left")) + 1
+        if k > K:
+            k = K
+        ends = ends[:k + 1]
+        gaps = ends[1:] - ends[:-1]
+        ends = ends[1:]
+        free -= int(cum[k - 1])
+        t = float(ends[-1])
+        pool.free = free
+        self.G = G + k
+        self.t = t
+        e.time = t
+        e.iteration += k
+        self.seg_start.append(G)
+        self.seg_max.append(float(gaps.max()))
+        self.metrics.on_decode_iterations(start, ends, gaps, B, pool.usable - free, binding)
+        e._last_preempted = ()
+        self.last_info = ("bulk", e.iteration, float(ends[-2]) if k > 1 else start, t, B, binding,
                           self.S + B * (G + k - 1), pool.usable - free, len(self.wq))
         return k
 

@@ -147,6 +147,20 @@ class MetricsCollector:
         previous one and nobody finished; `kv_used` is the highest KV use among them. Books the
         same numbers, to the last bit, as one on_gaps and one on_iteration call per iteration."""
         k = len(ends)
+        if isinstance(gaps, np.ndarray):
+            if self.series_interval is None and self.keep_records:
+                self.itl_values.frombytes(gaps.tobytes())
+                self.itl_counts.frombytes(np.full(k, running, dtype=np.int64).tobytes())
+                # Sequential sums, as per-iteration booking adds them (cumsum goes left to right).
+                self.running_integral = float(np.cumsum(np.concatenate(((self.running_integral,),
+                                                                        running * gaps)))[-1])
+                self.busy_time = float(np.cumsum(np.concatenate(((self.busy_time,), gaps)))[-1])
+                gaps_tail = gaps[-4096:].tolist()
+                ends_tail = ends[-4096:].tolist()
+                self._book_decode_rest(ends_tail, gaps_tail, float(gaps.max()), k, running, kv_used,
+                                       binding)
+                return
+            ends, gaps = ends.tolist(), gaps.tolist()
         if self.series_interval is not None:
             prev = start
             for end, gap in zip(ends, gaps):
@@ -158,13 +172,6 @@ class MetricsCollector:
         if self.keep_records:
             self.itl_values.extend(gaps)
             self.itl_counts.extend(repeat(running, k))
-        top = max(gaps)
-        if top > self.max_itl:
-            self.max_itl = top
-        if top > self._sample_itl_max:
-            self._sample_itl_max = top
-        tail = gaps if k <= 4096 else gaps[k - 4096:]
-        self._recent_itl.extend(zip(tail, repeat(running)))
         # The same float additions in the same order as per-iteration booking.
         ri = self.running_integral
         busy = self.busy_time
@@ -173,6 +180,17 @@ class MetricsCollector:
             busy += gap
         self.running_integral = ri
         self.busy_time = busy
+        self._book_decode_rest(ends if k <= 4096 else ends[k - 4096:],
+                               gaps if k <= 4096 else gaps[k - 4096:], max(gaps), k, running,
+                               kv_used, binding)
+
+    def _book_decode_rest(self, ends_tail, gaps_tail, top: float, k: int, running: int,
+                          kv_used: int, binding: str) -> None:
+        if top > self.max_itl:
+            self.max_itl = top
+        if top > self._sample_itl_max:
+            self._sample_itl_max = top
+        self._recent_itl.extend(zip(gaps_tail, repeat(running)))
         if running > self.max_running:
             self.max_running = running
         if kv_used > self.peak_kv_used:
@@ -180,10 +198,9 @@ class MetricsCollector:
         self.binding_counts[binding] += k
         self.output_tokens += running * k
         self.seat_iterations += running * k
-        if running and ends[-1] > self.last_token_time:
-            self.last_token_time = ends[-1]
-        tail = ends if k <= 4096 else ends[k - 4096:]
-        self._recent_tokens.extend(zip(tail, repeat(running), repeat(0)))
+        if running and ends_tail[-1] > self.last_token_time:
+            self.last_token_time = ends_tail[-1]
+        self._recent_tokens.extend(zip(ends_tail, repeat(running), repeat(0)))
         self._sample_tokens += running * k
 
     def _push_series(self) -> None:

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from sim.engine import Engine
 from sim.errors import ConfigError, RequestRejected
+from sim.fastpath import FastPath
 from sim.scenario import Scenario
 from sim.workload import LengthSpec, RequestSpec, WorkloadSpec
 
@@ -124,6 +125,29 @@ DIALS = [("engine.max_num_seqs", 1), ("engine.max_num_seqs", 3), ("engine.max_nu
          ("engine.max_num_batched_tokens", 8192), ("engine.long_prefill_token_threshold", 0),
          ("engine.long_prefill_token_threshold", 32), ("engine.scheduling_policy", "priority"),
          ("engine.scheduling_policy", "fcfs"), ("engine.watermark", 0.02)]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(), st.booleans(), st.sampled_from([2, 5, 40]))
+def test_numpy_stretches_equal_step_by_step(scenario, live, numpy_min):
+    """Long decode stretches are computed with numpy arrays; force that path on short ones."""
+    build_or_skip(scenario, live)
+    if not live:
+        try:
+            Engine(scenario).run()
+        except RequestRejected:
+            assume(False)
+    saved = FastPath.NUMPY_MIN
+    FastPath.NUMPY_MIN = numpy_min
+    try:
+        fast = make(scenario, True, live)
+        fast.run()
+    finally:
+        FastPath.NUMPY_MIN = saved
+    slow = make(scenario, False, live)
+    while slow.step() is not None:
+        pass
+    assert_same(fast, slow)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
