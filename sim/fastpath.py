@@ -19,24 +19,32 @@ it started decoding, so it is kept implicit here:
 Iterations that admit, prefill or finish requests go through `_general`, which mirrors
 `ContinuousScheduler.schedule()` and `update_from_output()` line for line (including FCFS
 preemption) but touches only the requests that are not plain decoders. Stretches of alike decode
-iterations between events go through `_bulk`, which also stops exactly before: the iteration that
-would see the next arrival (the first whose start time is at or after it), the first finish, a
-KV shortfall, the caller's time or iteration limit, and a sparkline sample point.
+iterations between events go through `_bulk` (a plain loop, or numpy for long stretches), which
+stops exactly before the iteration that would see the next arrival (the first whose start time
+is at or after it), the first finish, a KV shortfall, or the caller's time or iteration limit.
+A queue that cannot be admitted (seats full, blocks short, budget spent) does not stop it: the
+iteration before the stretch showed the refusal, and nothing it depends on changes until an
+arrival or a finish.
 
 Whatever this path cannot mirror cheaply — a running request left without budget, priority
 preemption — it hands back before touching anything, and the engine runs that iteration the
 ordinary way. `tests/unit/test_fastpath.py` runs random workloads both ways and compares.
 
 Floats: iteration times are summed in the same order as step by step, and every metric the
-engine books per iteration is booked per iteration here too (in bulk, but in order), so times,
-TTFT, TPOT, E2E, ITL and the time-weighted running mean are bit-identical.
+engine books per iteration is booked per iteration here too (in bulk, but in order; see
+MetricsCollector.on_decode_iterations), so times, TTFT, TPOT, E2E, ITL and the time-weighted
+running mean are bit-identical.
+
+Coupling: this module reads private parts of its neighbours — CostModel's constants (the
+iteration time is inlined), BlockPool._held (decoders' blocks are settled lazily), the waiting
+queue's container — and mirrors ContinuousScheduler.schedule(); a change there needs the same
+change here, which test_fastpath catches.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from array import array
 from bisect import bisect_left
 
 import numpy as np
@@ -107,13 +115,12 @@ class FastPath:
         self.seg_max: list = []  # the largest gap of that stretch
         self.t = t
         self.probe = None  # the binding limit a blocked queue repeats while nothing changes
-        self.carry = []
         self.guard = 0
         self.last_info = None
         for r in dec_list:
             self._join(r, 0)
         self.next_arr = e._next_arrival_time()
-        # Cost constants of CostModel.decode_time, to inline its arithmetic in _bulk.
+        # CostModel's constants, to inline its arithmetic (same operations, same order).
         self.c_mem2 = cm._t_mem_squared
         self.c_cmp = cm._t_cmp_per_token
         self.c_kv = cm._t_kv_per_token
