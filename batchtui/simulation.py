@@ -51,6 +51,11 @@ class LiveSimulation:
         self.post = post
         self.engine = Engine(scenario, live=True)
         self.compare_engine = Engine(compare, live=True) if compare is not None else None
+        # Dials on which the comparison deliberately differs stay its own (step 17 compares a
+        # 64-seat chat cap with the offline batch: moving the seats dial must not erase it).
+        self._compare_own: set[str] = set()
+        if compare is not None:
+            self._compare_own = _differing_paths(scenario, compare)
         self.driver = Driver(self.engine, time_scale=time_scale, fps=fps)
         self.driver.subscribe(self._on_snapshot)
 
@@ -88,7 +93,7 @@ class LiveSimulation:
     def set_dial(self, path: str, value) -> None:
         """Apply a dial to the live run (and the comparison run). Raises SimError if refused."""
         self.engine.set_dial(path, value)
-        if self.compare_engine is not None:
+        if self.compare_engine is not None and path not in self._compare_own:
             self.compare_engine.set_dial(path, value)
         # Some dials restart the run; the driver's clock must not stay ahead of the new start,
         # or it would race to catch up.
@@ -99,7 +104,7 @@ class LiveSimulation:
         """Run `seconds` of simulated time at once, then publish one frame (tests and
         screenshots: the same result every time, with no clock involved)."""
         self.driver.pause()
-        self.driver.sim_clock = self.engine.time
+        self.driver.restart_clock()
         scale = self.driver.time_scale
         self.driver.advance(seconds / scale)
         self.publish()
@@ -121,11 +126,28 @@ class LiveSimulation:
         if self.compare_engine is not None:
             # The comparison run follows the main one's clock, so both show the same moment.
             engine = self.compare_engine
-            while engine.time < snapshot.time and not engine.done:
-                if engine.step() is None:
-                    break
+            if engine.time < snapshot.time and not engine.done:
+                engine.advance_until(snapshot.time)
             compare = engine.snapshot()
         self.post(SimulationFrame(self, snapshot, compare))
+
+
+def _differing_paths(a: Scenario, b: Scenario) -> set[str]:
+    """Dotted dial paths (as steps name them) whose values differ between two scenarios."""
+    da, db = a.to_dict(), b.to_dict()
+    out: set[str] = set()
+
+    def walk(x, y, prefix):
+        for key in set(x) | set(y):
+            vx, vy = x.get(key), y.get(key)
+            path = f"{prefix}{key}"
+            if isinstance(vx, dict) or isinstance(vy, dict):
+                walk(vx or {}, vy or {}, path + ".")
+            elif vx != vy:
+                out.add(path)
+
+    walk(da, db, "")
+    return out
 
 
 def run_sweep(scenario: Scenario, batch_sizes=(), context: int = 640, rates=(),

@@ -77,6 +77,10 @@ class Driver:
         self.time_scale = _next_scale(self.time_scale, -1)
         return self.time_scale
 
+    def restart_clock(self) -> None:
+        """Put the clock back on the engine's time (after a dial restarted the run)."""
+        self.sim_clock = self.engine.time
+
     def stop(self) -> None:
         self._stopped = True
         self._wake.set()
@@ -91,12 +95,9 @@ class Driver:
         self.sim_clock = max(self.sim_clock, engine.time - 10.0 * max(real_seconds, 0.1) * self.time_scale)
         self.sim_clock += real_seconds * self.time_scale
         target = self.sim_clock
-        n = 0
-        while engine.time < target and n < MAX_ITERATIONS_PER_TICK:
-            if engine.step() is None:
-                self.paused = True
-                break
-            n += 1
+        n = engine.advance_until(target, MAX_ITERATIONS_PER_TICK)
+        if engine.done:
+            self.paused = True
         if n >= MAX_ITERATIONS_PER_TICK:
             self.sim_clock = engine.time  # too fast to keep up: drop the debt rather than pile it up
         return n

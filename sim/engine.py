@@ -430,6 +430,13 @@ class Engine:
             return 1
         return self.config.max_batch_size
 
+    def _seats_shown(self) -> int:
+        """Seats the view draws. A sequential server has as many as continuous batching would
+        (max_num_seqs) but fills one: the idle ones are the waste the first lesson shows."""
+        if self.config.batching == "sequential":
+            return self.config.max_num_seqs
+        return self._seat_cap()
+
     def run(self, until_time: float | None = None, max_iterations: int | None = None) -> RunSummary:
         """Run headless until the workload is done (or a time or iteration limit)."""
         self._advance(until_time, max_iterations)
@@ -500,7 +507,7 @@ class Engine:
                                       self.pool.held(req.request_id)))
         for rid in self._last_preempted:
             seats.append(SeatView("preempted", rid, 0.0, 0))
-        cap = min(self._seat_cap(), MAX_SEATS_SHOWN)
+        cap = min(self._seats_shown(), MAX_SEATS_SHOWN)
         while len(seats) < cap:
             seats.append(SeatView("idle"))
         m = self.metrics
@@ -509,7 +516,7 @@ class Engine:
             iteration=self.iteration,
             batching=self.config.batching,
             seats=tuple(seats),
-            max_num_seqs=self._seat_cap(),
+            max_num_seqs=self._seats_shown(),
             queue_len=sched.num_waiting,
             running=len(sched.running),
             kv_blocks_used=self.pool.used,

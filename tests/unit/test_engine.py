@@ -176,3 +176,14 @@ def test_driver_paces_pauses_and_single_steps():
 
     asyncio.run(run_briefly())
     assert driver.faster() > 1.0 and driver.slower() == 1.0
+
+
+def test_sequential_view_shows_every_seat_with_one_busy():
+    s = Scenario(engine={"batching": "sequential", "max_num_seqs": 64},
+                 workload=WorkloadSpec(request_rate=1.0, num_prompts=5))
+    engine = Engine(s, live=True)
+    engine.step()
+    snap = engine.snapshot()
+    assert snap.max_num_seqs == 64 and len(snap.seats) == 64
+    assert sum(seat.state != "idle" for seat in snap.seats) == 1
+    assert engine.last.max_num_seqs == 1  # the scheduling cap itself is one
