@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.profiles import Deployment
+from sim.reports import IterationCostParts
 
 ACTIVATION_BYTES = 2
 """Activations travel between GPUs in bf16."""
@@ -239,6 +240,17 @@ class CostModel:
         """Tokens/s one sequence could reach if each token only had to stream the weights once
         at full HBM bandwidth: bandwidth / weight bytes (per GPU)."""
         return self._bandwidth / self._weight_bytes
+
+    def report_parts(self, cost: IterationCost) -> IterationCostParts:
+        """The breakdown the iteration report carries, with the gauges' shares."""
+        seconds = cost.total
+        return IterationCostParts(
+            weights=cost.t_weights, compute=cost.t_compute, kv_read=cost.t_kv_read,
+            prefill_attention=cost.t_prefill_attn, allreduce=cost.t_allreduce,
+            overhead=cost.t_overhead, total=seconds, binding=cost.binding,
+            linear_binding=cost.linear_binding,
+            bandwidth_share=cost.bytes_read / seconds / self._bandwidth if seconds > 0 else 0.0,
+            tensor_core_share=cost.flops / seconds / self._peak if seconds > 0 else 0.0)
 
     def tensor_core_utilization(self, num_tokens: float, seconds: float) -> float:
         """Share of dense bf16 peak that the linear layers of `num_tokens` tokens use when an

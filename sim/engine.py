@@ -406,11 +406,7 @@ class Engine:
             kv_blocks_used=kv_used,
             kv_blocks_usable=self.pool.usable,
             binding_limit=out.binding_limit,
-            cost=IterationCostParts(
-                weights=cost.t_weights, compute=cost.t_compute, kv_read=cost.t_kv_read,
-                prefill_attention=cost.t_prefill_attn, allreduce=cost.t_allreduce,
-                overhead=cost.t_overhead, total=cost.total, binding=cost.binding,
-                linear_binding=cost.linear_binding),
+            cost=self.cost.report_parts(cost),
             padded_seats=out.padded,
         )
 

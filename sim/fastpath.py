@@ -652,7 +652,7 @@ class FastPath:
                 work = tuple(ScheduledWork(r.request_id, 1, False, r.num_computed_tokens)
                              for _, r in dec_now)
                 ids = tuple(w.request_id for w in work)
-                return _make_report(index, start, end, work, cost_model.iteration(B, ctx, ()), ids,
+                return _make_report(index, start, end, work, cost_model.report_parts(cost_model.iteration(B, ctx, ())), ids,
                                     (), (), (), (), binding, nrun, nwait, kv_used, usable, budget, seats)
             (_, index, start, end, cost_args, work, flags, first_tokens, done, preempted,
              admitted, binding, kv_used, nwait) = info
@@ -674,7 +674,7 @@ class FastPath:
             rows += tail
             scheduled = tuple(w for _, w, _ in rows)
             emitted = tuple(w.request_id for _, w, em in rows if em)
-            return _make_report(index, start, end, scheduled, cost, emitted,
+            return _make_report(index, start, end, scheduled, cost_model.report_parts(cost), emitted,
                                 tuple(r.request_id for r in first_tokens),
                                 tuple(r.request_id for _, r, _ in done), preempted,
                                 tuple(r.request_id for r, _, _ in admitted), binding,
@@ -686,7 +686,7 @@ def _first(item):
     return item[0]
 
 
-def _make_report(index, start, end, scheduled, cost, emitted, first_tokens, finished, preempted,
+def _make_report(index, start, end, scheduled, parts, emitted, first_tokens, finished, preempted,
                  admitted, binding, running, waiting, kv_used, usable, budget, seats) -> IterationReport:
     return IterationReport(
         index=index, start_time=start, end_time=end, scheduled=scheduled,
@@ -696,10 +696,6 @@ def _make_report(index, start, end, scheduled, cost, emitted, first_tokens, fini
         admitted=admitted, first_tokens=first_tokens, emitted=emitted, finished=finished,
         preempted=preempted, running=running, waiting=waiting,
         kv_blocks_used=kv_used, kv_blocks_usable=usable, binding_limit=binding,
-        cost=IterationCostParts(
-            weights=cost.t_weights, compute=cost.t_compute, kv_read=cost.t_kv_read,
-            prefill_attention=cost.t_prefill_attn, allreduce=cost.t_allreduce,
-            overhead=cost.t_overhead, total=cost.total, binding=cost.binding,
-            linear_binding=cost.linear_binding),
+        cost=parts,
         padded_seats=0,
     )

@@ -38,6 +38,8 @@ class IterationCostParts:
     total: float = 0.0
     binding: str = "none"  # the largest term, named as above
     linear_binding: str = "weights"  # "weights" or "compute": which side of the roofline
+    bandwidth_share: float = 0.0  # HBM bytes read ÷ (time × bandwidth)
+    tensor_core_share: float = 0.0  # FLOPs ÷ (time × dense bf16 peak)
 
 
 @dataclass(frozen=True, slots=True)

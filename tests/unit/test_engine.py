@@ -187,3 +187,12 @@ def test_sequential_view_shows_every_seat_with_one_busy():
     assert snap.max_num_seqs == 64 and len(snap.seats) == 64
     assert sum(seat.state != "idle" for seat in snap.seats) == 1
     assert engine.last.max_num_seqs == 1  # the scheduling cap itself is one
+
+
+def test_iteration_report_carries_the_gauges_of_step_one():
+    s = Scenario(engine={"batching": "sequential"}, workload=WorkloadSpec(request_rate=math.inf, num_prompts=1))
+    engine = Engine(s)
+    engine.step()  # the prefill
+    rep = engine.step()  # a batch-1 decode
+    assert rep.cost.bandwidth_share == pytest.approx(0.80, abs=0.01)
+    assert rep.cost.tensor_core_share == pytest.approx(0.0027, rel=0.05)
