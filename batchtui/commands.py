@@ -35,16 +35,6 @@ EXIT_OK = 0
 EXIT_FAILURE = 1  # also: plan found no rate that meets the SLO
 EXIT_USER_ERROR = 2
 
-# Hugging Face ids of the built-in model profiles, for the `vllm serve` line `plan` prints.
-# A profile not listed here (one from --profiles) is printed under its own id.
-HF_MODEL_IDS = {
-    "llama-3.1-8b": "meta-llama/Llama-3.1-8B-Instruct",
-    "llama-3.2-3b": "meta-llama/Llama-3.2-3B-Instruct",
-    "qwen2.5-14b": "Qwen/Qwen2.5-14B-Instruct",
-    "llama-3.1-70b": "meta-llama/Llama-3.1-70B-Instruct",
-    "bge-large-embedder": "BAAI/bge-large-en-v1.5",
-}
-
 # (argparse dest, the dial name sim's errors use, the flag) for every flag that sets a dial.
 DIAL_FLAGS = (
     ("gpu", "gpu", "--gpu"),
@@ -582,7 +572,8 @@ def vllm_llm_call(setup: Setup, config) -> str:
 
 
 def hf_id(model) -> str:
-    return HF_MODEL_IDS.get(model.id, model.id)
+    """The name `vllm serve` takes: the profile's Hugging Face id, else its own id."""
+    return model.hf_id or model.id
 
 
 @user_errors

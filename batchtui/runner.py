@@ -3,12 +3,13 @@ takes longer than a moment and stderr is a terminal. Output on stdout is never t
 `--json` stays clean.
 
 Without a bar a run is one `Engine.run()` call. With one, the engine is run in slices
-(`run(max_iterations=...)`) sized to take about a fifth of a second each, so the bar moves
+(`advance_until(inf, max_iterations)`) sized to take about a fifth of a second each, so the bar moves
 without costing the run much.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 
@@ -102,7 +103,7 @@ class Runner:
         while not engine.done:
             t0 = time.perf_counter()
             before = engine.iteration
-            engine.run(max_iterations=slice_iterations)
+            engine.advance_until(math.inf, slice_iterations)
             if engine.iteration == before and not engine.done:
                 break  # nothing advanced: let run() finish (or raise) on its own
             elapsed = time.perf_counter() - t0

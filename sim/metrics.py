@@ -89,7 +89,6 @@ class MetricsCollector:
 
     def __post_init__(self) -> None:
         self._recent: deque[RequestRecord] = deque(maxlen=self.window)
-        self._recent_itl: deque[tuple[float, int]] = deque(maxlen=4096)
         self._recent_tokens: deque[tuple[float, int, int]] = deque(maxlen=4096)  # (t, tokens, done)
         self.series_throughput: deque[float] = deque(maxlen=self.series_len)
         self.series_ttft: deque[float] = deque(maxlen=self.series_len)
@@ -109,7 +108,6 @@ class MetricsCollector:
         if self.keep_records:
             self.itl_values.append(gap)
             self.itl_counts.append(count)
-        self._recent_itl.append((gap, count))
         if gap > self.max_itl:
             self.max_itl = gap
         if gap > self._sample_itl_max:
@@ -190,7 +188,6 @@ class MetricsCollector:
             self.max_itl = top
         if top > self._sample_itl_max:
             self._sample_itl_max = top
-        self._recent_itl.extend(zip(gaps_tail, repeat(running)))
         if running > self.max_running:
             self.max_running = running
         if kv_used > self.peak_kv_used:

@@ -78,6 +78,8 @@ class ModelProfile:
     bytes_per_param: float = 2.0
     input_len: int | None = None
     """Fixed input length of an encoder request; None for decoders."""
+    hf_id: str = ""
+    """The model's Hugging Face id, for the `vllm serve` line a plan prints."""
     eta_bw: float | None = None
     eta_mfu: float | None = None
     eta_attn: float | None = None
@@ -175,6 +177,7 @@ _MODEL_KEYS: dict[str, _Checker] = {
     "max_model_len": _positive_int,
     "bytes_per_param": _positive,
     "input_len": _positive_int,
+    "hf_id": _text,
     **_EFFICIENCY_KEYS,
 }
 _GPU_REQUIRED = ("name", "hbm_bandwidth", "bf16_peak_flops", "memory_bytes",

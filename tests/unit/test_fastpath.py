@@ -35,7 +35,7 @@ def metric_state(engine):
     return (m.running_integral, m.busy_time, m.max_running, m.peak_kv_used, dict(m.binding_counts),
             m.output_tokens, m.prompt_tokens, m.completed, m.num_preemptions, m.max_itl,
             m.last_token_time, list(m.itl_values), list(m.itl_counts), m.seat_iterations,
-            list(m._recent_itl), list(m._recent_tokens), list(m.series_throughput), list(m.series_ttft),
+            list(m._recent_tokens), list(m.series_throughput), list(m.series_ttft),
             list(m.series_tpot), list(m.series_itl), [r.__dict__ for r in m.records])
 
 
