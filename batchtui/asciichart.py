@@ -9,20 +9,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from batchtui.formatting import count
+
 POINT = "o"
 KNEE = "*"
-
-
-def _tick(value: float) -> str:
-    if value >= 10_000:
-        return f"{value / 1000:.0f}k"
-    if value >= 1000:
-        return f"{value / 1000:.1f}k"
-    if value >= 100:
-        return f"{value:.0f}"
-    if value >= 10:
-        return f"{value:.0f}"
-    return f"{value:.1f}"
 
 
 def _y_labels(y_lo: float, y_hi: float, height: int, log_y: bool) -> dict[int, str]:
@@ -41,7 +31,7 @@ def _y_labels(y_lo: float, y_hi: float, height: int, log_y: bool) -> dict[int, s
     for v in values:
         r = row_of(v)
         if all(abs(r - other) > 1 for other in labels):
-            labels[r] = _tick(v)
+            labels[r] = count(v)
     return labels if len(labels) >= 2 else {}
 
 
@@ -76,7 +66,7 @@ def scatter(points: Sequence[tuple[float, float]], *, highlight: int | None = No
         v = y_hi - row / (height - 1) * (y_hi - y_lo)
         return 10 ** v if log_y else v
 
-    labels = _y_labels(y_lo, y_hi, height, log_y) or {r: _tick(y_at(r)) for r in (0, height - 1)}
+    labels = _y_labels(y_lo, y_hi, height, log_y) or {r: count(y_at(r)) for r in (0, height - 1)}
     margin = max(len(t) for t in labels.values()) + 1
     lines = [y_label] if y_label else []
     for r in range(height):
@@ -85,7 +75,7 @@ def scatter(points: Sequence[tuple[float, float]], *, highlight: int | None = No
     # x ticks at 0, 1/2 and the end of the axis
     ticks = [" "] * (width + 2)
     for frac in (0.0, 0.5, 1.0):
-        text = _tick(frac * x_max) if frac else "0"
+        text = count(frac * x_max) if frac else "0"
         start = min(len(ticks) - len(text), round(frac * (width - 1)) + 2 - (len(text) // 2 if frac else 0))
         ticks[start:start + len(text)] = list(text)
     lines.append(" " * margin + "".join(ticks).rstrip())
