@@ -13,6 +13,7 @@ from .screens.help import HelpScreen
 from .screens.too_small import MIN_HEIGHT, MIN_WIDTH, TooSmallScreen
 from .screens.tutorial import TutorialScreen
 from .settings import AppSettings
+from .step_list import summaries_of
 
 THEME = "textual-dark"
 
@@ -50,7 +51,7 @@ class BatchApp(App):
         if self.settings.reset_progress:
             self.store.reset()
         self.progress, self.startup_notice = self.store.load()
-        numbers = [s.number for s in self.steps]
+        numbers = [s.number for s in summaries_of(self.steps)]
         wanted = self.settings.start_step or self.progress.current_step
         index = numbers.index(wanted) if wanted in numbers else 0
         self.tutorial = TutorialScreen(self.steps, index)

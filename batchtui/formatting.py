@@ -12,6 +12,8 @@ def ms(seconds: float) -> str:
     value = seconds * 1000
     if value >= 10_000:
         return f"{seconds:.1f} s"
+    if value >= 999.5:  # "1.23 s" reads faster than "1234 ms"
+        return f"{seconds:.2f} s"
     if value >= 100:
         return f"{value:.0f} ms"
     if value >= 10:

@@ -34,11 +34,12 @@ class SimulationFrame(Message):
 
 @dataclass(frozen=True, slots=True)
 class SweepResult:
-    """Points for the curve view: (rate or batch size, tokens/s, latency in s)."""
+    """Points for one curve of the curve view: (rate or batch size, tokens/s, latency in s)."""
 
     points: tuple[tuple[float, float, float], ...]
     latency_label: str
     latency_attribute: str
+    """The live metric (a `sim.reports.MetricsView` field) that matches the latency axis."""
     load_label: str
     """What the first number of a point is: "batch" or "req/s"."""
 
@@ -150,26 +151,40 @@ def _differing_paths(a: Scenario, b: Scenario) -> set[str]:
     return out
 
 
-def run_sweep(scenario: Scenario, batch_sizes=(), context: int = 640, rates=(),
-              num_prompts: int = 400) -> SweepResult:
-    """The curve view's points. A batch sweep asks the cost model for one decode iteration at
-    each batch size; a rate sweep runs the scenario headless at each rate. A step that gives
-    both gets the batch sweep: it is instant, and the live marker (tokens/s, TPOT) fits it."""
-    if batch_sizes:
-        from sim.cost import CostModel
+def batch_sweep(scenario: Scenario, batch_sizes, context: int = 640) -> SweepResult:
+    """Decode iterations of fixed batch sizes, every sequence holding `context` tokens: the
+    cost model's time per iteration (each user's time per token) and tokens/s. Instant."""
+    from sim.cost import CostModel
 
-        cost = CostModel(scenario.deployment())
-        points = []
-        for batch in batch_sizes:
-            t = cost.iteration(batch, batch * context, ()).total
-            points.append((float(batch), batch / t, t))
-        return SweepResult(tuple(points), "time per token", "tpot_p50", "batch")
+    cost = CostModel(scenario.deployment())
+    points = []
+    for batch in batch_sizes:
+        t = cost.iteration(batch, batch * context, ()).total
+        points.append((float(batch), batch / t, t))
+    return SweepResult(tuple(points), "time/token", "tpot_p50", "batch")
+
+
+def rate_sweep(scenario: Scenario, rates, num_prompts: int = 400) -> SweepResult:
+    """The scenario run headless (the fast engine) at each request rate: tokens/s and TTFT p99,
+    which turns sharply upward once requests queue. Takes a few tenths of a second: run it in
+    a worker."""
     from sim.engine import sweep
 
     base = scenario.with_workload(num_prompts=num_prompts)
     points = []
-    for rate, summary in zip(rates, sweep(base, rates)):
-        latency = summary["median_e2el_ms"] / 1000.0
+    for rate, run in zip(rates, sweep(base, rates)):
+        latency = run.metrics["p99_ttft_ms"] / 1000.0
         if math.isfinite(latency):
-            points.append((float(rate), summary["output_throughput"], latency))
-    return SweepResult(tuple(points), "E2E p50", "e2e_p50", "req/s")
+            points.append((float(rate), run.metrics["output_throughput"], latency))
+    return SweepResult(tuple(points), "TTFT p99", "ttft_p99", "req/s")
+
+
+def run_sweep(scenario: Scenario, batch_sizes=(), context: int = 640, rates=(),
+              num_prompts: int = 400) -> tuple[SweepResult, ...]:
+    """Every curve a step's [sweep] asks for: the batch sweep first, then the rate sweep."""
+    results = []
+    if batch_sizes:
+        results.append(batch_sweep(scenario, batch_sizes, context))
+    if rates:
+        results.append(rate_sweep(scenario, rates, num_prompts))
+    return tuple(results)

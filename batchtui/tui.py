@@ -33,11 +33,13 @@ def run_app(args: argparse.Namespace) -> int:
     try:
         import steps as lessons
 
-        step_list = lessons.load_steps()
+        # Only the front matter of every file now; each step is built in full when shown (the
+        # test suite validates all twenty), so the first frame does not wait for them.
+        step_list = lessons.open_lessons()
     except SimError as exc:
         print(f"batchtui: the lessons cannot be loaded: {exc}", file=sys.stderr)
         return 1
-    numbers = [s.number for s in step_list]
+    numbers = [s.number for s in step_list.summaries]
     if args.step is not None and args.step not in numbers:
         print(f"batchtui: --step {args.step} is not allowed: steps are numbered 1 to {len(numbers)}.",
               file=sys.stderr)
@@ -55,7 +57,11 @@ def run_app(args: argparse.Namespace) -> int:
             return 2
         from dataclasses import replace
 
-        playground = step_list[-1]
+        try:
+            playground = step_list[-1]
+        except SimError as exc:
+            print(f"batchtui: the lessons cannot be loaded: {exc}", file=sys.stderr)
+            return 1
         step_list[-1] = replace(playground, scenario=scenario)
         start = playground.number
     settings = AppSettings(ascii_only=args.ascii, fps=args.fps, start_step=start,

@@ -10,10 +10,15 @@ import json
 import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .errors import ConfigError, WorkloadError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy is imported where traffic is drawn, not at import: a scenario can be read, checked and
+# shown (the tutorial's first frame) without paying for numpy's import.
 
 ARRIVALS = ("poisson", "constant", "bursts", "all-at-once", "trace")
 LENGTH_DISTRIBUTIONS = ("fixed", "uniform", "lognormal", "mixed")
@@ -65,6 +70,8 @@ class LengthSpec:
             raise ConfigError(f"{name}_long_len", self.long_len, "a whole number of tokens > 0")
 
     def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        import numpy as np
+
         if self.dist == "fixed":
             return np.full(n, self.mean, dtype=np.int64)
         if self.dist == "uniform":
@@ -145,6 +152,8 @@ class WorkloadSpec:
 
 
 def _arrival_times(spec: WorkloadSpec, rng: np.random.Generator, n: int, start: float) -> np.ndarray:
+    import numpy as np
+
     """Arrival times after `start` (the previous arrival, or 0): one gap comes first, so a
     continuation of an endless workload keeps the same spacing."""
     rate = spec.request_rate
@@ -162,6 +171,8 @@ def _arrival_times(spec: WorkloadSpec, rng: np.random.Generator, n: int, start: 
 def generate(spec: WorkloadSpec, rng: np.random.Generator, n: int | None = None, start: float = 0.0,
              first_index: int = 0) -> list[RequestSpec]:
     """Draw `n` requests (default `spec.num_prompts`) arriving from `start` on."""
+    import numpy as np
+
     if spec.arrival == "trace":
         return load_trace(spec.trace_path)
     n = spec.num_prompts if n is None else n

@@ -16,7 +16,10 @@ then the lesson text in Markdown. The front matter holds
                                         cost-model sweep of decode batches) and/or rates (req/s)
 
 `load_steps()` validates all twenty and raises `StepError` naming the file and the problem.
-This package imports `sim` at most: never textual or rich.
+`open_lessons()` is the app's lazy view of the same files: it reads every file's front matter
+(number, title, section, minutes: enough for a header and a table of contents) and builds a full
+`Step` only when one is asked for, so the app starts without validating nineteen steps it does
+not show yet. This package imports `sim` at most: never textual or rich.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import copy
 import math
 import re
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -34,12 +38,13 @@ from sim.errors import SimError
 from sim.scenario import Scenario
 
 __all__ = [
-    "ACTIVITY_KINDS", "ActivitySpec", "Comparison", "Dial", "Step", "StepError", "SweepSpec",
-    "VIEWS", "get_path", "load_step", "load_steps", "set_path",
+    "ACTIVITY_KINDS", "ActivitySpec", "Comparison", "Dial", "Lessons", "Step", "StepError",
+    "StepSummary", "SweepSpec", "VIEWS", "get_path", "load_step", "load_steps", "open_lessons",
+    "set_path",
 ]
 
 NUM_STEPS = 20
-VIEWS = ("seats", "kv", "iteration", "metrics", "sparklines", "curve")
+VIEWS = ("seats", "kv", "iteration", "gauges", "metrics", "sparklines", "curve")
 ACTIVITY_KINDS = ("drill", "break_it", "predict", "read", "cheat_sheet", "playground", "none")
 DIAL_ROOTS = ("gpu", "model", "tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization",
               "block_size", "num_gpu_blocks_override", "seed", "engine", "workload")
@@ -210,14 +215,14 @@ def lessons_dir() -> Path:
     return Path(str(resources.files("steps").joinpath("lessons")))
 
 
-def load_steps(directory: str | Path | None = None) -> list[Step]:
-    """All twenty steps in order, each validated. Raises StepError naming the bad file."""
-    folder = Path(directory) if directory is not None else lessons_dir()
+def _lesson_files(folder: Path) -> list[Path]:
     files = sorted(p for p in folder.glob("*.md"))
     if not files:
         raise StepError(str(folder), "no lesson files (NN-slug.md) found")
-    steps = [load_step(p) for p in files]
-    numbers = [s.number for s in steps]
+    return files
+
+
+def _check_numbers(folder: Path, numbers: list[int]) -> None:
     expected = list(range(1, NUM_STEPS + 1))
     if numbers != expected:
         missing = sorted(set(expected) - set(numbers))
@@ -231,15 +236,72 @@ def load_steps(directory: str | Path | None = None) -> list[Step]:
         if dupes:
             parts.append("step numbered twice: " + ", ".join(map(str, dupes)))
         raise StepError(str(folder), "; ".join(parts) or "steps out of order")
+
+
+def load_steps(directory: str | Path | None = None) -> list[Step]:
+    """All twenty steps in order, each validated. Raises StepError naming the bad file."""
+    folder = Path(directory) if directory is not None else lessons_dir()
+    steps = [load_step(p) for p in _lesson_files(folder)]
+    _check_numbers(folder, [s.number for s in steps])
     return steps
 
 
-def load_step(path: str | Path) -> Step:
-    """One lesson file, validated."""
-    p = Path(path)
+@dataclass(frozen=True)
+class StepSummary:
+    """What a header or a table of contents needs of a step, read from its front matter alone."""
+
+    number: int
+    title: str
+    section: str
+    minutes: int
+    path: Path
+
+
+class Lessons(Sequence):
+    """The twenty steps, built one at a time on first use (`lessons[i]` is a full, validated
+    `Step`); `summaries` are ready at once. Indexing may raise StepError for a broken file."""
+
+    def __init__(self, summaries: list[StepSummary]) -> None:
+        self.summaries: tuple[StepSummary, ...] = tuple(summaries)
+        self._built: dict[int, Step] = {}
+
+    def __len__(self) -> int:
+        return len(self.summaries)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        index = range(len(self))[index]  # negative indices, IndexError
+        if index not in self._built:
+            summary = self.summaries[index]
+            step = load_step(summary.path)
+            if step.number != summary.number:
+                raise StepError(summary.path.name, "the step number changed while the app ran")
+            self._built[index] = step
+        return self._built[index]
+
+    def __setitem__(self, index: int, step: Step) -> None:
+        """Put a step in place (the playground opened on a saved scenario)."""
+        index = range(len(self))[index]
+        summary = self.summaries[index]
+        if step.number != summary.number:
+            raise ValueError(f"step {step.number} cannot replace step {summary.number}")
+        self._built[index] = step
+
+
+def open_lessons(directory: str | Path | None = None) -> Lessons:
+    """The lessons for the app: every file's number, title, section and minutes checked now,
+    each step built in full when first shown. `load_steps()` (and a test) checks all of them."""
+    folder = Path(directory) if directory is not None else lessons_dir()
+    summaries = [_summary(p) for p in _lesson_files(folder)]
+    _check_numbers(folder, [s.number for s in summaries])
+    return Lessons(summaries)
+
+
+def _read_front_matter(p: Path) -> tuple[dict, str, str]:
+    """(front matter as a dict, lesson text, file name); StepError if the file is malformed."""
     source = p.name
-    match = _FILE_NAME.match(p.name)
-    if not match:
+    if not _FILE_NAME.match(p.name):
         raise StepError(source, "a lesson file must be named NN-slug.md (two digits, lower-case slug)")
     try:
         text = p.read_text(encoding="utf-8")
@@ -250,8 +312,28 @@ def load_step(path: str | Path) -> Step:
         data = tomllib.loads(front)
     except tomllib.TOMLDecodeError as exc:
         raise StepError(source, f"the front matter is not valid TOML ({exc})") from None
+    return data, body, source
+
+
+def _summary(p: Path) -> StepSummary:
+    data, _, source = _read_front_matter(p)
+    for key in ("number", "title", "section", "minutes"):
+        if key not in data:
+            raise StepError(source, f"the front matter is missing {key!r}")
+    number = _int(data["number"], "number", source, 1, NUM_STEPS)
+    if number != int(_FILE_NAME.match(p.name).group(1)):
+        raise StepError(source, f"number = {number} does not match the file name")
+    return StepSummary(number, _text(data["title"], "title", source),
+                       _text(data["section"], "section", source),
+                       _int(data["minutes"], "minutes", source, 1, 5), p)
+
+
+def load_step(path: str | Path) -> Step:
+    """One lesson file, validated."""
+    p = Path(path)
+    data, body, source = _read_front_matter(p)
     step = _build_step(data, body, source, p.stem)
-    if step.number != int(match.group(1)):
+    if step.number != int(_FILE_NAME.match(p.name).group(1)):
         raise StepError(source, f"number = {step.number} does not match the file name")
     return step
 

@@ -24,14 +24,22 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from sim.errors import SimError
 from sim.profiles import BUILTIN_PROFILES, Deployment, ProfileSet
 from sim.reports import EngineSnapshot
 from sim.scenario import Scenario
 
 GIB = 2**30
+
+
+def _rng(seed: int):
+    """A seeded generator. numpy is imported here, not with the module: the app shows a step's
+    activity before its first frame and most activities never draw a number."""
+    import numpy as np
+
+    return np.random.default_rng(seed)
+
+
 RESERVE_BYTES = 3.4e9  # what vLLM keeps outside weights and KV (Deployment's default)
 REAL_BANDWIDTH_SHARE = 0.8  # the share of HBM bandwidth real decode kernels reach
 
@@ -190,6 +198,11 @@ class Drill:
         raise NotImplementedError
 
 
+def _article(name: str) -> str:
+    """ "a" or "an" before a product name as it is read aloud: an H100, an A100, a B200."""
+    return "an" if name[:1].upper() in "AEFHILMNORSX" else "a"
+
+
 def _ratio_slips(answer: float, pairs: list[tuple[float, str]]) -> tuple[Slip, ...]:
     return tuple(Slip(answer * factor, message) for factor, message in pairs)
 
@@ -207,7 +220,7 @@ class SingleStreamCeilingDrill(Drill):
         self.profiles = profiles or BUILTIN_PROFILES
 
     def new_question(self, seed: int) -> Question:
-        rng = np.random.default_rng(seed)
+        rng = _rng(seed)
         while True:
             gpu = self.profiles.gpu(str(rng.choice(self.GPUS)))
             model = self.profiles.model(str(rng.choice(self.MODELS)))
@@ -219,7 +232,7 @@ class SingleStreamCeilingDrill(Drill):
         answer = ceiling * REAL_BANDWIDTH_SHARE if realistic else ceiling
         bw_tb = gpu.hbm_bandwidth / 1e12
         setup = (f"**{model.name}** ({fmt(model.params / 1e9)} B parameters, bf16) decodes one "
-                 f"sequence alone on an **{gpu.name}** (HBM bandwidth {fmt(bw_tb, 4)} TB/s).")
+                 f"sequence alone on {_article(gpu.name)} **{gpu.name}** (HBM bandwidth {fmt(bw_tb, 4)} TB/s).")
         if realistic:
             ask = ("Real servers stream weights at about 80% of the rated bandwidth. About how "
                    "many **tokens/s** does this one sequence get?")
@@ -312,7 +325,7 @@ class InFlightDrill(Drill):
         return self._measured[key]
 
     def new_question(self, seed: int) -> Question:
-        rng = np.random.default_rng(seed)
+        rng = _rng(seed)
         rate, output_len = self.cases[int(rng.integers(len(self.cases)))]
         in_ms = bool(rng.integers(0, 2))
         w_s = round(self.seconds_per_request(rate, output_len), 2)
@@ -373,7 +386,7 @@ class CacheBatchDrill(Drill):
                 return dep, prompt, output
 
     def new_question(self, seed: int) -> Question:
-        rng = np.random.default_rng(seed)
+        rng = _rng(seed)
         dep, prompt, output = self._draw(rng)
         gpu, model = dep.gpu, dep.model
         per_seq = prompt + output
@@ -620,7 +633,8 @@ class Predict:
     """Commit to a guess (a choice number), then run and compare."""
 
     def __init__(self, question_md: str, choices: tuple[str, ...], answer: int, explain: str,
-                 show: tuple[str, ...] = (), compute: str = "", scenario: Scenario | None = None) -> None:
+                 show: tuple[str, ...] = (), compute: str = "", scenario: Scenario | None = None,
+                 run_dials: dict | None = None) -> None:
         self.question_md = question_md
         self.choices = choices
         self.answer = answer
@@ -628,13 +642,16 @@ class Predict:
         self.show = show
         self.compute = compute
         self.scenario = scenario
+        self.run_dials = dict(run_dials or {})
+        """Dials (dotted scenario paths) the run is made with once the guess is in: the setting
+        the question asks about, if the step does not start there."""
         self.guess: int | None = None
 
     def commit(self, guess: int) -> str:
         if not 1 <= guess <= len(self.choices):
             raise ValueError(f"choose 1 to {len(self.choices)}")
         self.guess = guess
-        return f"Your guess: {guess}. {self.choices[guess - 1]} Now run the simulation and watch."
+        return f"Your guess: {guess}. {self.choices[guess - 1]} The run starts now: watch it."
 
     def live_numbers(self, snapshot: EngineSnapshot | None, other: EngineSnapshot | None = None) -> str:
         parts = []
@@ -758,7 +775,7 @@ class PercentileReading:
     def new_question(self, seed: int) -> Read:
         from sim.engine import run_scenario
 
-        rng = np.random.default_rng(seed)
+        rng = _rng(seed)
         case = self.CASES[seed % len(self.CASES)]  # consecutive retries meet every diagnosis
         before_sc, after_sc, change = self.case_runs(case, rng)
         before, after = run_scenario(before_sc).pools, run_scenario(after_sc).pools
@@ -833,44 +850,45 @@ def cheat_sheet_md(source: Scenario | Deployment, snapshot: EngineSnapshot | Non
         seconds_note = "W at batch 1; longer under load"
     in_flight = rate * seconds if math.isfinite(rate) else float("nan")
     slo = slo_rate or 0.0
+    # Paragraphs, not tables: at 80 columns a formula squeezed into a table cell wraps into a
+    # column one word wide.
     lines = [
         f"### {model.name} on {gpu.name}" + (f" × {dep.tensor_parallel_size}" if dep.tensor_parallel_size > 1 else ""),
         "",
-        "| formula | worked |",
-        "|---|---|",
-        f"| ceiling = bandwidth ÷ weight bytes | {fmt(gpu.hbm_bandwidth / 1e12, 4)} TB/s ÷ {fmt(weights / 1e9)} GB "
-        f"≈ **{fmt(ceiling)} tok/s** (real ≈ 80%: {fmt(0.8 * ceiling)}) |",
-        f"| one request = prefill + (out − 1) × TPOT | {ms(prefill)} + {output_len - 1} × "
-        f"{ms(tpot_alone)} ≈ {fmt(prefill + (output_len - 1) * tpot_alone)} s alone |",
+        f"- **Ceiling** = bandwidth ÷ weight bytes: {fmt(gpu.hbm_bandwidth / 1e12, 4)} TB/s ÷ "
+        f"{fmt(weights / 1e9)} GB ≈ **{fmt(ceiling)} tok/s** (real ≈ 80%: {fmt(0.8 * ceiling)}).",
+        f"- **One request** = prefill + (out − 1) × TPOT: {ms(prefill)} + {output_len - 1} × "
+        f"{ms(tpot_alone)} ≈ {fmt(prefill + (output_len - 1) * tpot_alone)} s alone.",
     ]
     if math.isfinite(in_flight):
-        lines.append(f"| in flight = λ × W | {fmt(rate)} req/s × {fmt(seconds)} s ≈ **{fmt(in_flight)}** "
-                     f"({seconds_note}) |")
+        lines.append(f"- **In flight** = λ × W: {fmt(rate)} req/s × {fmt(seconds)} s ≈ **{fmt(in_flight)}** "
+                     f"({seconds_note}).")
     lines += [
-        f"| cache tokens = (util × memory − weights − reserve) ÷ KV/token | ({dep.gpu_memory_utilization:g} × "
-        f"{fmt(gpu.memory_bytes / 1e9)} − {fmt(weights / 1e9)} − {fmt(dep.reserve_bytes / 1e9)}) GB ÷ "
-        f"{fmt(dep.kv_bytes_per_token_per_gpu / 1024)} KiB ≈ **{fmt(dep.kv_cache_tokens)}** |",
-        f"| cache batch = cache tokens ÷ (in + out) | {fmt(dep.kv_cache_tokens)} ÷ {per_seq:,} ≈ "
-        f"**{fmt(cache_batch)}** |",
+        f"- **Cache tokens** = (util × memory − weights − reserve) ÷ KV per token: "
+        f"({dep.gpu_memory_utilization:g} × {fmt(gpu.memory_bytes / 1e9)} − {fmt(weights / 1e9)} − "
+        f"{fmt(dep.reserve_bytes / 1e9)}) GB ÷ {fmt(dep.kv_bytes_per_token_per_gpu / 1024)} KiB ≈ "
+        f"**{fmt(dep.kv_cache_tokens)}**.",
+        f"- **Cache batch** = cache tokens ÷ (in + out): {fmt(dep.kv_cache_tokens)} ÷ {per_seq:,} ≈ "
+        f"**{fmt(cache_batch)}**.",
     ]
     if slo > 0:
         replicas = math.ceil(peak_rate / (0.8 * slo))
-        lines.append(f"| replicas = ⌈peak ÷ (0.8 × SLO rate)⌉ | ⌈{fmt(peak_rate)} ÷ (0.8 × {fmt(slo)})⌉ = "
-                     f"**{replicas}** |")
+        lines.append(f"- **Replicas** = ⌈peak ÷ (0.8 × SLO rate)⌉: ⌈{fmt(peak_rate)} ÷ (0.8 × {fmt(slo)})⌉ = "
+                     f"**{replicas}**.")
     else:
-        lines.append(f"| replicas = ⌈peak ÷ (0.8 × SLO rate)⌉ | SLO rate from a sweep (step 16); "
-                     f"e.g. ⌈{fmt(peak_rate)} ÷ (0.8 × 34)⌉ = {math.ceil(peak_rate / (0.8 * 34))} |")
+        lines.append(f"- **Replicas** = ⌈peak ÷ (0.8 × SLO rate)⌉, the SLO rate from a sweep (step 16): "
+                     f"for example ⌈{fmt(peak_rate)} ÷ (0.8 × 37)⌉ = {math.ceil(peak_rate / (0.8 * 37))}.")
+    flight = fmt(in_flight if math.isfinite(in_flight) else 0)
     lines += [
         "",
-        "**Tuning order**: `--max-num-batched-tokens` (TPOT you accept) → `--max-num-seqs` "
-        "(batch λ × W needs) → KV cache (`--gpu-memory-utilization`) holds that batch.",
+        "**Tuning order**: `--max-num-batched-tokens` (the TPOT you accept), then `--max-num-seqs` "
+        "(the batch λ × W needs), then the KV cache (`--gpu-memory-utilization`) to hold that batch.",
         "",
-        "| | chat (SLO) | offline job |",
-        "|---|---|---|",
-        f"| seats | ≥ in flight (≈ {fmt(in_flight if math.isfinite(in_flight) else 0)}), below the knee "
-        f"| up to the cache batch (≈ {fmt(cache_batch)}) |",
-        "| token budget | modest (2k–8k): protects TPOT | large (16k): big prefills |",
-        "| watch | TTFT p99, TPOT p99 per pool | tokens/s, job time |",
+        f"**Chat, with an SLO**: seats ≥ in flight (≈ {flight}) and below the knee; a modest token "
+        "budget (2k–8k) protects TPOT; watch TTFT p99 and TPOT p99 per pool.",
+        "",
+        f"**An offline job**: seats up to the cache batch (≈ {fmt(cache_batch)}); a large budget (16k) "
+        "for big prefills; watch tokens/s and the job's time.",
     ]
     return "\n".join(lines)
 
@@ -930,7 +948,7 @@ def validate_spec(step) -> None:
         if p.get("challenge") not in CHALLENGES:
             raise ValueError(f"challenge = {p.get('challenge')!r} must be one of {', '.join(CHALLENGES)}")
     elif spec.kind == "predict":
-        allowed = {"question", "choices", "answer", "explain", "show", "compute"}
+        allowed = {"question", "choices", "answer", "explain", "show", "compute", "run"}
         choices = p.get("choices")
         if not isinstance(p.get("question"), str) or not isinstance(p.get("explain"), str):
             raise ValueError("a predict needs question and explain strings")
@@ -944,6 +962,14 @@ def validate_spec(step) -> None:
             raise ValueError(f"show: unknown figure {bad[0]!r}; known: {', '.join(PREDICT_SHOW)}")
         if p.get("compute", "") not in PREDICT_COMPUTE:
             raise ValueError(f"compute must be one of {', '.join(c for c in PREDICT_COMPUTE if c)}")
+        run = p.get("run", {})
+        if not isinstance(run, dict):
+            raise ValueError("run must be a table of dial settings (dotted scenario paths)")
+        dials = {d.name: d for d in step.dials}
+        for path, value in run.items():
+            if path not in dials:
+                raise ValueError(f"run: {path!r} is not one of the step's dials")
+            dials[path].check(value)
     elif spec.kind == "read":
         allowed = {"exercise"}
         if p.get("exercise") not in READINGS:
@@ -980,7 +1006,7 @@ def build(step) -> Any:
         return CacheCapChallenge(step.scenario.block_size, w.input.mean, w.output.mean)
     if spec.kind == "predict":
         return Predict(p["question"], tuple(p["choices"]), p["answer"], p["explain"],
-                       tuple(p.get("show", ())), p.get("compute", ""), step.scenario)
+                       tuple(p.get("show", ())), p.get("compute", ""), step.scenario, p.get("run"))
     if spec.kind == "read":
         return PercentileReading(step.scenario)
     return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import ComposeResult
@@ -11,15 +12,19 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Input, Static
 
+if TYPE_CHECKING:
+    from ..simulation import LiveSimulation, SimulationFrame
+
 from sim.errors import SimError
 
 from .. import keys
 from ..formatting import number
-from ..simulation import LiveSimulation, SimulationFrame, run_sweep
+from ..step_list import summaries_of
 from ..widgets.activities.base import ActivityView
 from ..widgets.activity_panel import ActivityPanel
 from ..widgets.curve import CurveView
 from ..widgets.dial import DialControl
+from ..widgets.gauges import GaugesView
 from ..widgets.hint_box import HintBox
 from ..widgets.iteration import IterationView
 from ..widgets.key_bar import KeyBar
@@ -33,8 +38,12 @@ from ..widgets.sim_status import SimStatus
 from ..widgets.sparklines import SparklinesView
 from ..widgets.step_header import StepHeader
 
-VIEW_CLASSES = (SeatsView, KVCacheView, IterationView, MetricsView, SparklinesView, CurveView)
+VIEW_CLASSES = (SeatsView, KVCacheView, IterationView, GaugesView, MetricsView, SparklinesView, CurveView)
+"""Every view, one widget each; a step shows those its `views` list names, in that order."""
 COMPARE_VIEWS = ("seats", "metrics")
+
+FIRST_START_DELAY = 0.1
+"""Seconds between the first frame and the start of the first step's simulation."""
 
 DEFAULT_KEYS = ("step.next", "step.previous", "sim.run_pause", "sim.single_iteration", "step.contents",
                 "step.hint", "app.help", "app.quit")
@@ -52,12 +61,18 @@ class TutorialScreen(Screen):
     ]
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-medium"), (160, "-wide")]
 
-    def __init__(self, steps: list, start_index: int = 0) -> None:
+    def __init__(self, steps, start_index: int = 0) -> None:
         super().__init__()
         self.steps = steps
+        """A `steps.Lessons` (each step built when first shown) or a plain list of steps."""
+        self.summaries = summaries_of(steps)
+        """Number, title, section and minutes of every step, without building them."""
         self.index = start_index
         self.sim: LiveSimulation | None = None
         self._views: dict[str, object] = {}
+        self._opening: object | None = None
+        """The step whose simulation starts after the next refresh (see `show_step`)."""
+        self._first_opening = True
 
     @property
     def step(self):
@@ -105,13 +120,18 @@ class TutorialScreen(Screen):
     # -- steps
     async def show_step(self, index: int) -> None:
         """Open step `index` (0-based): its text, dials, views and a fresh simulation."""
-        self.index = max(0, min(len(self.steps) - 1, index))
-        step = self.step
+        index = max(0, min(len(self.summaries) - 1, index))
+        try:
+            step = self.steps[index]
+        except SimError as exc:  # a lesson file broken since the app started
+            self.say(f"Step {self.summaries[index].number} cannot be opened: {exc}", error=True)
+            return
+        self.index = index
         self._stop_simulation()
         self.query_one(NoticeLine).clear()
-        minutes_left = sum(s.minutes for s in self.steps[self.index:])
+        minutes_left = sum(s.minutes for s in self.summaries[self.index:])
         words = self.app.words
-        self.query_one(StepHeader).show_step(words(step.section), step.number, len(self.steps),
+        self.query_one(StepHeader).show_step(words(step.section), step.number, len(self.summaries),
                                              words(step.title), minutes_left)
         await self.query_one(LessonMarkdown).update(words(step.body_md))
         self.query_one("#lesson-pane").scroll_home(animate=False)
@@ -123,17 +143,52 @@ class TutorialScreen(Screen):
                                   seed=step.number)
         self._set_hints()
 
-        for name, view in self._views.items():
-            view.display = name in step.views
+        self._arrange_views(step.views)
         self._views["kv"].block_size = step.scenario.block_size
         self.query_one("#compare").display = step.compare is not None
         if step.compare is not None:
             self.query_one("#compare-label", Static).update(f"beside it: {words(step.compare.label)}")
+        curve = self._views["curve"]
+        curve.update_curves((), pending="curve" in step.views and step.sweep is not None)
+        self.app.remember_step(step.number)
+        self._update_keys()
+        if self.settings.autorun:
+            # The simulation and the sweep start once this step is on screen: the first frame
+            # (and every step change) does not wait for the engine to be imported and built.
+            self._opening = opening = object()
+            if self._first_opening:
+                # At launch, also give Textual's writer thread a moment to put that frame on
+                # the terminal: importing the engine (numpy) holds the GIL and held the first
+                # frame back by about 0.1 s (benchmarks/app_benchmark.py).
+                self._first_opening = False
+                self.call_after_refresh(self.set_timer, FIRST_START_DELAY, lambda: self._begin(opening))
+            else:
+                self.call_after_refresh(self._begin, opening)
+        else:  # tests: everything now, so a screenshot taken next has it
+            self._begin(None)
+
+    def _begin(self, opening: object | None) -> None:
+        """Start the step's simulation and sweep, unless another step was opened meanwhile."""
+        if opening is not self._opening:
+            return
+        self._opening = None
+        step = self.step
         if "curve" in step.views and step.sweep is not None:
             self._start_sweep(step)
         self._start_simulation(step.scenario)
-        self.app.remember_step(step.number)
         self._update_keys()
+
+    def _arrange_views(self, names) -> None:
+        """Show the step's views, and only those, in the order its lesson lists them."""
+        for name, view in self._views.items():
+            view.display = name in names
+        pane = self.query_one("#sim-pane")
+        wanted = [self._views[name] for name in names]
+        current = [child for child in pane.children if child in wanted]
+        if current != wanted:
+            compare = self.query_one("#compare")
+            for view in wanted:
+                pane.move_child(view, before=compare)
 
     def _set_hints(self) -> None:
         # A drill question's own hints (with its numbers) come before the step's general ones.
@@ -141,6 +196,8 @@ class TutorialScreen(Screen):
         self.query_one(HintBox).set_hints(tuple(self.app.words(h) for h in hints))
 
     def _start_simulation(self, scenario) -> None:
+        from ..simulation import LiveSimulation
+
         step = self.step
         try:
             self.sim = LiveSimulation(scenario, self.post_message, fps=self.settings.fps,
@@ -169,24 +226,31 @@ class TutorialScreen(Screen):
         container.display = bool(controls)
 
     def _start_sweep(self, step) -> None:
+        """The curve view's sweeps: the batch sweep (the cost model, instant) at once, the rate
+        sweep (headless runs, a few tenths of a second) in a thread so the app stays live."""
+        from ..simulation import batch_sweep, rate_sweep
+
         sweep = step.sweep
-        curve = self._views["curve"]
-        curve.update_curve(())
-        if self.settings.autorun:
-            self._sweep_worker(step.number, step.scenario, sweep)
+        ready = [batch_sweep(step.scenario, sweep.batch_sizes, sweep.context)] if sweep.batch_sizes else []
+        if not sweep.rates:
+            self._show_sweeps(step.number, ready)
+        elif self.settings.autorun:
+            self._show_sweeps(step.number, ready, pending=True)
+            self._rate_sweep_worker(step.number, step.scenario, sweep, ready)
         else:  # tests: the same points, computed now, so the screenshot has them
-            self._show_sweep(step.number, run_sweep(step.scenario, sweep.batch_sizes, sweep.context,
-                                                    sweep.rates, sweep.num_prompts))
+            self._show_sweeps(step.number, ready + [rate_sweep(step.scenario, sweep.rates, sweep.num_prompts)])
 
     @work(thread=True, exclusive=True, group="sweep")
-    def _sweep_worker(self, number: int, scenario, sweep) -> None:
-        result = run_sweep(scenario, sweep.batch_sizes, sweep.context, sweep.rates, sweep.num_prompts)
-        self.app.call_from_thread(self._show_sweep, number, result)
+    def _rate_sweep_worker(self, number: int, scenario, sweep, ready: list) -> None:
+        from ..simulation import rate_sweep
 
-    def _show_sweep(self, number: int, result) -> None:
+        result = rate_sweep(scenario, sweep.rates, sweep.num_prompts)
+        self.app.call_from_thread(self._show_sweeps, number, ready + [result])
+
+    def _show_sweeps(self, number: int, results, pending: bool = False) -> None:
         if number == self.step.number:
-            self._views["curve"].update_curve(result.points, result.latency_label, result.latency_attribute,
-                                             result.load_label)
+            self._views["curve"].update_curves(
+                [(r.points, r.latency_label, r.latency_attribute, r.load_label) for r in results], pending)
 
     # -- frames from the driver
     def on_simulation_frame(self, frame: SimulationFrame) -> None:
@@ -255,6 +319,12 @@ class TutorialScreen(Screen):
         for dial in self.query(DialControl):
             if dial.spec.name in message.dials:
                 dial.set_value(message.dials[dial.spec.name])
+        if message.dials:
+            settings = ", ".join(f"{d.spec.label} {number(message.dials[d.spec.name])}"
+                                 + (f" {d.spec.unit}" if d.spec.unit else "")
+                                 for d in self.query(DialControl) if d.spec.name in message.dials)
+            if settings:
+                self.say(f"Running with {settings}.")
         self.sim.resume()
         self._update_status()
         self._update_keys()
@@ -313,7 +383,7 @@ class TutorialScreen(Screen):
 
     # -- actions (ids in keys.py)
     async def action_next_step(self) -> None:
-        if self.index + 1 >= len(self.steps):
+        if self.index + 1 >= len(self.summaries):
             self.say("This is the last step. t opens the table of contents.")
             return
         await self.show_step(self.index + 1)
@@ -325,7 +395,7 @@ class TutorialScreen(Screen):
         await self.show_step(self.index - 1)
 
     async def action_go_to_step(self, number: int) -> None:
-        for i, step in enumerate(self.steps):
+        for i, step in enumerate(self.summaries):
             if step.number == number:
                 await self.show_step(i)
                 return
@@ -337,7 +407,7 @@ class TutorialScreen(Screen):
             if number is not None:
                 self.run_worker(self.action_go_to_step(number), group="navigation")
 
-        self.app.push_screen(ContentsScreen(self.steps, self.step.number, self.app.progress.completed), chosen)
+        self.app.push_screen(ContentsScreen(self.summaries, self.step.number, self.app.progress.completed), chosen)
 
     def action_hint(self) -> None:
         if not self.query_one(HintBox).reveal_next():

@@ -138,7 +138,8 @@ class DialControl(Widget, can_focus=True):
     def render(self) -> Text:
         settings = getattr(self.app, "settings", None)
         g = settings.glyphs if settings is not None else UNICODE
-        width = self.content_size.width
+        # The laid-out size, not `content_size` (which may lay out the whole screen again).
+        width = max(0, self.outer_size.width - self.styles.gutter.width)
         spec = self.spec
         unit = f" {spec.unit}" if spec.unit else ""
         text = Text(no_wrap=True, overflow="crop")

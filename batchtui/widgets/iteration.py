@@ -10,7 +10,7 @@ from rich.text import Text
 from ..formatting import ms
 from .sim_view import SimView
 
-# Why-lines are kept under 34 characters: the view's width at 80 columns.
+# Every line is kept within 34 characters: the view's width at 80 columns.
 LIMIT_WORDS = {
     "token_budget": ("token budget", "budget spent, work still waiting"),
     "max_num_seqs": ("seat cap", "all seats full, requests waiting"),
@@ -18,18 +18,26 @@ LIMIT_WORDS = {
     "none": ("nothing", "everything waiting was scheduled"),
 }
 TIME_WORDS = {"weights": "weights read", "kv_read": "KV read", "compute": "compute",
-              "prefill_attention": "prefill attention", "allreduce": "all-reduce",
+              "prefill_attention": "attention", "allreduce": "all-reduce",
               "overhead": "overhead"}
 
 
 def _cells(parts: list[float], width: int) -> list[int]:
-    """Split `width` cells among `parts` in proportion; every non-zero part gets at least one."""
+    """Split `width` cells among `parts` in proportion, using every cell (largest remainders
+    get the spare ones); every non-zero part gets at least one cell while there are cells."""
     total = sum(parts)
     if total <= 0 or width <= 0:
         return [0] * len(parts)
-    cells = [max(1, round(p / total * width)) if p > 0 else 0 for p in parts]
-    while sum(cells) > width:
-        cells[cells.index(max(cells))] -= 1
+    exact = [p / total * width for p in parts]
+    cells = [int(x) for x in exact]
+    spare = width - sum(cells)
+    for i in sorted(range(len(parts)), key=lambda i: exact[i] - cells[i], reverse=True)[:spare]:
+        cells[i] += 1
+    # A part too small for a cell of its own borrows one from the largest.
+    for i, p in enumerate(parts):
+        if p > 0 and cells[i] == 0 and max(cells) > 1:
+            cells[cells.index(max(cells))] -= 1
+            cells[i] = 1
     return cells
 
 
@@ -51,7 +59,7 @@ class IterationView(SimView):
         text = Text()
         report = snap.last if snap is not None else None
         if report is None:
-            text.append("iteration: none yet (press . to run one)", self.style_of("iteration--dim"))
+            text.append("no iteration yet: . runs one", self.style_of("iteration--dim"))
             return text
         g = self.glyphs
         dim = self.style_of("iteration--dim")
@@ -63,10 +71,19 @@ class IterationView(SimView):
         # Token budget: decode tokens, then each prefill chunk, then what was left unused.
         chunks = [w.num_tokens for w in report.scheduled if w.is_prefill]
         budget = max(report.token_budget, report.num_scheduled_tokens, 1)
-        text.append(f"{g.budget_parts[0]} decode {report.num_decode_tokens:,}", self.style_of("iteration--decode"))
-        text.append(f" + {g.budget_parts[1]} prefill {report.num_prefill_tokens:,}"
-                    + (f" in {len(chunks)}" if len(chunks) > 1 else ""), self.style_of("iteration--prefill"))
-        text.append(f" of {report.token_budget:,}\n")
+        decode, prefill = f"{report.num_decode_tokens:,}", f"{report.num_prefill_tokens:,}"
+        of = f" of {report.token_budget:,}"
+        pieces = f" in {len(chunks)}" if len(chunks) > 1 else ""
+        # The longest wording that fits: long prompts and big budgets make long numbers.
+        for words in (("decode ", "prefill ", pieces, of), ("decode ", "prefill ", "", of),
+                      ("decode ", "prefill ", "", ""), ("", "", "", of), ("", "", "", "")):
+            d_text = f"{g.budget_parts[0]} {words[0]}{decode}"
+            p_text = f" + {g.budget_parts[1]} {words[1]}{prefill}{words[2]}"
+            if len(d_text) + len(p_text) + len(words[3]) <= width:
+                break
+        text.append(d_text, self.style_of("iteration--decode"))
+        text.append(p_text, self.style_of("iteration--prefill"))
+        text.append(f"{words[3]}\n")
         bar_width = max(1, width - 2)
         unused = max(0, budget - report.num_scheduled_tokens)
         cells = _cells([report.num_decode_tokens, *chunks, unused], bar_width)
@@ -87,7 +104,9 @@ class IterationView(SimView):
 
         # Time split. The roofline overlaps weights and compute, so shares are of their sum.
         cost = report.cost
-        parts = [("weights", cost.weights, "iteration--weights"), ("kv_read", cost.kv_read, "iteration--kv"),
+        text.append("time split")
+        text.append(f"{g.sep}most: {TIME_WORDS.get(cost.binding, cost.binding)}\n", dim)
+        parts = [("weights", cost.weights, "iteration--weights"), ("KV", cost.kv_read, "iteration--kv"),
                  ("compute", cost.compute + cost.prefill_attention, "iteration--compute"),
                  ("other", cost.allreduce + cost.overhead, "iteration--other")]
         cells = _cells([p[1] for p in parts], bar_width)
@@ -96,12 +115,12 @@ class IterationView(SimView):
             text.append(glyph * n, self.style_of(style))
         text.append(g.bar_free * (bar_width - sum(cells)), self.style_of("iteration--free"))
         text.append("]\n")
-        legend = [("weights", cost.weights, "iteration--weights"), ("KV", cost.kv_read, "iteration--kv"),
-                  ("compute", cost.compute + cost.prefill_attention, "iteration--compute")]
-        one_line = width >= 48  # decided by width alone, so the height is steady
-        for i, ((word, seconds, style), glyph) in enumerate(zip(legend, g.time_parts)):
+        # Two items a line, or all four on one when there is room: decided by width alone, so
+        # the height is steady. "other" is the all-reduce and the fixed per-iteration overhead.
+        one_line = width >= 66
+        for i, ((word, seconds, style), glyph) in enumerate(zip(parts, g.time_parts)):
             if i:
-                text.append(" " if one_line or i == 1 else "\n")
+                text.append(" " if one_line or i % 2 else "\n")
             text.append(glyph, self.style_of(style))
             text.append(f" {word} {ms(seconds)}")
         text.append("\n")
@@ -110,6 +129,6 @@ class IterationView(SimView):
         binding_style = self.style_of("iteration--binding") if report.binding_limit != "none" else ""
         text.append("limit: ")
         text.append(limit, binding_style)
-        text.append(f"{g.sep}time: {TIME_WORDS.get(cost.binding, cost.binding)}\n")
+        text.append("\n")
         text.append(why, dim)
         return text

@@ -69,7 +69,9 @@ class KVCacheView(SimView):
 
         total_preemptions = snap.metrics.num_preemptions
         text.append("\n")
-        detail = f"{len(snap.kv_blocks_by_request)} seqs hold blocks"
+        # The snapshot lists at most the 256 biggest holders; every running sequence holds some.
+        holders = max(len(snap.kv_blocks_by_request), snap.running)
+        detail = f"{holders:,} {'seq holds' if holders == 1 else 'seqs hold'} blocks"
         if total_preemptions or preempted:
             text.append(detail + g.sep)
             text.append(f"preempted {total_preemptions:,}", self.style_of("kv--mark"))

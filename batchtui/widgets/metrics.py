@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.text import Text
 
 from ..formatting import count, ms, percent
-from .sim_view import SimView
+from .sim_view import SimView, encoder_pass_size
 
 
 class MetricsView(SimView):
@@ -29,7 +29,8 @@ class MetricsView(SimView):
         text.append(f"{'':8}{'p50':>10}{'p99':>10}\n", self.style_of("metrics--dim"))
         for name, p50, p99 in (("TTFT", m.ttft_p50, m.ttft_p99), ("TPOT", m.tpot_p50, m.tpot_p99)):
             text.append(f"{name:8}", label)
-            if m.completed:
+            # A one-token answer (an embedder's) has no time per token: a dash, not 0.00 ms.
+            if m.completed and p99 > 0:
                 text.append(f"{ms(p50):>10}{ms(p99):>10}\n", value)
             else:  # percentiles of nothing: say so rather than print zeros
                 text.append(f"{'-':>10}{'-':>10}\n", self.style_of("metrics--dim"))
@@ -43,10 +44,10 @@ class MetricsView(SimView):
         # redraws only the lines that changed, not the whole pane.
         lines = [
             [item("tokens/s", count(m.output_tokens_per_s)), item("req/s", count(m.requests_per_s))],
-            [item("batch", f"{snap.running:,}"),
+            [item("batch", f"{snap.running or encoder_pass_size(snap):,}"),
              item("queue", f"{snap.queue_len:,}", alarm=snap.queue_len > max(8, snap.running)),
              item("done", f"{m.completed:,}")],
-            [item("gap max", ms(m.itl_max))],
+            [item("gap max", ms(m.itl_max) if m.itl_max > 0 else "-")],
         ]
         if snap.batching in ("static", "dynamic") or m.padding_share:
             lines[2].append(item("padding", percent(m.padding_share), alarm=m.padding_share > 0.3))

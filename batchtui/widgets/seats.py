@@ -6,7 +6,9 @@ from pathlib import Path
 
 from rich.text import Text
 
-from .sim_view import SimView
+from sim.reports import SeatView
+
+from .sim_view import SimView, encoder_pass_size
 
 MAX_ROWS = 8
 STATE_WORDS = {"decode": "decoding", "prefill": "prefilling", "padded": "padded",
@@ -37,13 +39,25 @@ class SeatsView(SimView):
             text.append("seats: waiting for the first iteration", self.style_of("seats--dim"))
             return text
         seats = snap.seats
+        words = STATE_WORDS
+        passed = encoder_pass_size(snap)
+        if passed:
+            # An encoder's pass starts and ends within one iteration, so between frames every
+            # seat is idle: show the requests the last pass carried instead.
+            seats = tuple(SeatView("decode") for _ in range(min(passed, len(seats)))) + seats[passed:]
+            words = {**STATE_WORDS, "decode": "in last pass"}
         busy = sum(1 for s in seats if s.state in ("prefill", "decode"))
+        # The longest header that fits: "continuous 160/512 busy     queue 1,840".
+        queue_style = self.style_of("seats--queue") if snap.queue_len else self.style_of("seats--dim")
+        for busy_words, queue in ((" busy", f"queue {snap.queue_len:,}"), ("", f"queue {snap.queue_len:,}"),
+                                  ("", f"q {snap.queue_len:,}")):
+            head = f" {busy}/{snap.max_num_seqs:,}{busy_words}"
+            if len(snap.batching) + len(head) + 1 + len(queue) <= width:
+                break
         text.append(snap.batching, self.style_of("seats--title"))
-        text.append(f" {busy}/{snap.max_num_seqs:,} busy")
-        queue = f"queue {snap.queue_len:,}"
-        pad = max(1, width - len(text.plain) - len(queue))
-        text.append(" " * pad)
-        text.append(queue, self.style_of("seats--queue") if snap.queue_len else self.style_of("seats--dim"))
+        text.append(head)
+        text.append(" " * max(1, width - len(snap.batching) - len(head) - len(queue)))
+        text.append(queue, queue_style)
 
         capacity = width * MAX_ROWS
         shown = seats if len(seats) <= capacity else seats[: capacity - 1]
@@ -68,7 +82,7 @@ class SeatsView(SimView):
                 continue
             item = Text()
             item.append(self._glyph_for_state(state), self.style_of(f"seats--{state}"))
-            item.append(f" {STATE_WORDS[state]} {counts.get(state, 0)}  ")
+            item.append(f" {words[state]} {counts.get(state, 0)}  ")
             if len(legend.plain) + len(item.plain.rstrip()) > width:
                 break
             legend.append_text(item)

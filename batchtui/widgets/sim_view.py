@@ -51,7 +51,7 @@ class SimView(Widget):
         """
         old = self._text
         self._text = None
-        width = self.content_size.width
+        width = self.content_width
         if width <= 0 or old is None:
             self.refresh(layout=True)
             return
@@ -76,7 +76,15 @@ class SimView(Widget):
         return self._get_text(width).plain.count("\n") + 1
 
     def render(self) -> Text:
-        return self._get_text(self.content_size.width)
+        return self._get_text(self.content_width)
+
+    @property
+    def content_width(self) -> int:
+        """Cells across the content, from the size the last layout gave this widget.
+
+        Not `content_size`: that asks the compositor for the widget's region, and for a view
+        scrolled out of sight it lays out the whole screen again, every frame."""
+        return max(0, self.outer_size.width - self.styles.gutter.width)
 
     @staticmethod
     def append_runs(text: Text, cells) -> None:
@@ -102,3 +110,12 @@ class SimView(Widget):
     def style_of(self, component: str):
         """The Rich style of one of this view's component classes (colours come from the theme)."""
         return self.get_component_rich_style(component, partial=True)
+
+
+def encoder_pass_size(snapshot) -> int:
+    """Requests the last iteration carried when it was an encoder pass (dynamic batching of an
+    embedder: each request is one pass, begun and finished in the same iteration); else 0."""
+    report = snapshot.last if snapshot is not None else None
+    if report is None or snapshot.running or report.scheduled or not report.finished:
+        return 0
+    return len(report.finished)

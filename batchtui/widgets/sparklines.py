@@ -16,19 +16,22 @@ LABEL_WIDTH = 6
 VALUE_WIDTH = 9
 
 
-def spark_cells(series, width: int, levels: tuple[str, ...]) -> str:
+def spark_cells(series, width: int, levels: tuple[str, ...], zero_is_missing: bool = False) -> str:
     """The last `width` values of `series` as level glyphs, scaled from 0 to their maximum.
-    Fewer values than cells leaves the left side blank."""
+    Fewer values than cells leaves the left side blank; so does a zero when `zero_is_missing`
+    (a latency of 0 means nothing was measured in that window, not an instant answer)."""
     values = list(series)[-width:] if width > 0 else []
     if not values:
         return " " * max(width, 0)
     top = max(values)
     last = len(levels) - 1
-    if top <= 0:
-        body = levels[0] * len(values)
-    else:
-        body = "".join(levels[min(last, max(0, round(v / top * last)))] for v in values)
-    return " " * (width - len(values)) + body
+
+    def cell(v: float) -> str:
+        if zero_is_missing and v <= 0:
+            return " "
+        return levels[min(last, max(0, round(v / top * last)))] if top > 0 else levels[0]
+
+    return " " * (width - len(values)) + "".join(cell(v) for v in values)
 
 
 class SparklinesView(SimView):
@@ -40,10 +43,11 @@ class SparklinesView(SimView):
                          "sparklines--tpot", "sparklines--itl", "sparklines--dim"}
 
     ROWS = (
-        ("tok/s", "series_throughput", "sparklines--throughput", count),
-        ("TTFT", "series_ttft", "sparklines--ttft", ms),
-        ("TPOT", "series_tpot", "sparklines--tpot", ms),
-        ("gap", "series_itl", "sparklines--itl", ms),
+        # label, snapshot series, style, format, whether a zero means "nothing measured"
+        ("tok/s", "series_throughput", "sparklines--throughput", count, False),
+        ("TTFT", "series_ttft", "sparklines--ttft", ms, True),
+        ("TPOT", "series_tpot", "sparklines--tpot", ms, True),
+        ("gap", "series_itl", "sparklines--itl", ms, True),
     )
 
     def build(self, width: int) -> Text:
@@ -54,7 +58,7 @@ class SparklinesView(SimView):
             return text
         cells = max(1, width - LABEL_WIDTH - VALUE_WIDTH)
         first = True
-        for label, attribute, style, shown in self.ROWS:
+        for label, attribute, style, shown, zero_is_missing in self.ROWS:
             series = getattr(snap, attribute, ())
             if attribute == "series_itl" and not series:
                 continue  # only engines that record inter-token gaps have this row
@@ -62,7 +66,7 @@ class SparklinesView(SimView):
                 text.append("\n")
             first = False
             text.append(f"{label:<{LABEL_WIDTH}}", self.style_of("sparklines--label"))
-            text.append(spark_cells(series, cells, self.glyphs.spark), self.style_of(style))
-            latest = shown(series[-1]) if series else "-"
+            text.append(spark_cells(series, cells, self.glyphs.spark, zero_is_missing), self.style_of(style))
+            latest = shown(series[-1]) if series and (series[-1] > 0 or not zero_is_missing) else "-"
             text.append(f"{latest:>{VALUE_WIDTH}}")
         return text

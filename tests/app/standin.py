@@ -7,7 +7,7 @@ from sim.scenario import Scenario
 from sim.workload import WorkloadSpec
 from steps import ActivitySpec, Dial, Step, SweepSpec
 
-ALL_VIEWS = ("seats", "kv", "iteration", "metrics", "sparklines", "curve")
+ALL_VIEWS = ("seats", "kv", "iteration", "gauges", "metrics", "sparklines", "curve")
 
 
 def _scenario(**engine) -> Scenario:

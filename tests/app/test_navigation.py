@@ -102,3 +102,24 @@ async def test_q_quits(make_app):
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("q")
         assert not app.is_running
+
+
+async def test_a_step_shows_its_views_in_the_order_its_lesson_lists_them(make_app):
+    from dataclasses import replace
+
+    from standin import make_steps
+
+    lessons = make_steps()
+    lessons[0] = replace(lessons[0], views=("metrics", "gauges", "seats"))
+    app = make_app(lessons)
+    async with app.run_test(size=(80, 24)) as pilot:
+        def shown():
+            pane = app.screen.query_one("#sim-pane")
+            return [child.id.removeprefix("view-") for child in pane.children if child.display
+                    and child.id.startswith("view-")]
+
+        assert shown() == ["metrics", "gauges", "seats"]
+        await pilot.press("n", "n")
+        assert shown() == ["seats", "metrics"]
+        await pilot.press("p", "p")
+        assert shown() == ["metrics", "gauges", "seats"]

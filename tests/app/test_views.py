@@ -62,3 +62,80 @@ async def test_curve_marks_the_knee_and_the_live_load():
         text = view.render().plain
         assert "◆" in text and "◉" in text
         assert "knee: batch 4" in text
+
+
+def _report(**changes):
+    from sim.reports import IterationCostParts, IterationReport, ScheduledWork
+
+    values = dict(index=7, start_time=1.0, end_time=1.006, scheduled=(ScheduledWork("a", 1, False, 600),),
+                  num_decode_tokens=1, num_prefill_tokens=0, token_budget=8192, max_num_seqs=1, admitted=(),
+                  first_tokens=(), emitted=("a",), finished=(), preempted=(), running=1, waiting=3,
+                  kv_blocks_used=40, kv_blocks_usable=28000, binding_limit="max_num_seqs",
+                  cost=IterationCostParts(weights=0.00599, compute=0.00002, kv_read=0.00002, overhead=0.00002,
+                                          total=0.00604, binding="weights", bandwidth_share=0.797,
+                                          tensor_core_share=0.0027))
+    values.update(changes)
+    return IterationReport(**values)
+
+
+async def test_gauges_show_bandwidth_near_80_and_tensor_cores_near_zero():
+    from batchtui.widgets.gauges import GaugesView
+
+    view = GaugesView()
+    async with ViewApp(view).run_test(size=(34, 4)) as pilot:
+        view.update_snapshot(snapshot(last=_report()))
+        await pilot.pause()
+        bandwidth, tensor = view.render().plain.split("\n")
+        assert bandwidth.startswith("HBM bandwidth") and bandwidth.endswith("80%") and len(bandwidth) == 34
+        assert tensor.startswith("tensor cores") and tensor.endswith("0.3%") and "█" not in tensor
+
+
+async def test_iteration_view_fits_80_columns_even_with_a_long_prefill():
+    from batchtui.widgets.iteration import IterationView
+    from sim.reports import ScheduledWork
+
+    view = IterationView()
+    long_prefill = _report(scheduled=tuple(ScheduledWork(f"d{i}", 1, False, 700) for i in range(40))
+                           + (ScheduledWork("long", 16000, True, 16000),),
+                           num_decode_tokens=40, num_prefill_tokens=16000, token_budget=16384,
+                           binding_limit="token_budget")
+    async with ViewApp(view).run_test(size=(34, 14)) as pilot:
+        for report in (_report(), long_prefill):
+            view.update_snapshot(snapshot(last=report))
+            await pilot.pause()
+            lines = view.render().plain.split("\n")
+            assert all(len(line) <= 34 for line in lines), lines
+        first, second = (view.build(34).plain.split("\n") for view.snapshot in
+                         (snapshot(last=_report()), snapshot(last=long_prefill)))
+        assert first[5] == "time split · most: weights read" and first[-2:] == \
+            ["limit: seat cap", "all seats full, requests waiting"]
+        assert second[1].startswith("█ decode 40 + ▓ prefill 16,000") and second[-2] == "limit: token budget"
+
+
+async def test_curve_draws_a_batch_sweep_and_a_rate_sweep_one_under_the_other():
+    view = CurveView()
+    batch = ([(1, 166, 0.006), (16, 2500, 0.0065), (64, 7900, 0.0081), (128, 12200, 0.0105), (256, 15900, 0.0161)],
+             "time/token", "tpot_p50", "batch")
+    rate = ([(5, 1200, 0.03), (20, 5000, 0.04), (30, 7500, 0.06), (34, 8300, 0.2), (42, 8400, 2.5)],
+            "TTFT p99", "ttft_p99", "req/s")
+    async with ViewApp(view).run_test(size=(34, 30)) as pilot:
+        view.update_curves([batch], pending=True)
+        await pilot.pause()
+        assert "rate sweep: running" in view.render().plain
+        view.update_curves([batch, rate])
+        await pilot.pause()
+        text = view.render().plain
+        assert "batch 1-256: time/token vs tok/s" in text and "5-42 req/s: TTFT p99 vs tok/s" in text
+        assert text.count("◆ knee:") == 2 and "running" not in text
+        assert all(len(line) <= 34 for line in text.split("\n"))
+
+
+async def test_seats_header_keeps_the_queue_in_sight_when_narrow():
+    view = SeatsView()
+    async with ViewApp(view).run_test(size=(34, 10)) as pilot:
+        seats = tuple(SeatView("decode") for _ in range(512))
+        view.update_snapshot(snapshot(batching="continuous", seats=seats, max_num_seqs=512, queue_len=1840,
+                                      running=512))
+        await pilot.pause()
+        head = view.render().plain.split("\n")[0]
+        assert head.startswith("continuous 512/512") and head.endswith("queue 1,840") and len(head) <= 34

@@ -208,3 +208,40 @@ def test_importing_steps_loads_no_ui_library():
            "print(any(m.split('.')[0] in ('textual', 'rich') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# -- the app's lazy view of the lessons ----------------------------------------------------------
+
+
+def test_open_lessons_reads_headers_now_and_builds_a_step_when_asked(all_steps):
+    lessons = steps.open_lessons()
+    assert len(lessons) == 20
+    assert [(s.number, s.title, s.section, s.minutes) for s in lessons.summaries] == \
+        [(s.number, s.title, s.section, s.minutes) for s in all_steps]
+    assert not lessons._built  # nothing validated yet: the app's first frame does not wait
+    assert lessons[6].title == all_steps[6].title and lessons[-1].number == 20
+    assert set(lessons._built) == {6, 19}
+
+
+def test_open_lessons_names_a_broken_file_when_that_step_is_opened(tmp_path):
+    folder = _copy_lessons(tmp_path)
+    _edit(folder, "05-continuous-batching.md", "answer = 2", "answer = 9")
+    lessons = steps.open_lessons(folder)  # headers are fine
+    assert lessons[3].number == 4
+    with pytest.raises(StepError, match="05-continuous-batching.md"):
+        lessons[4]
+    folder = _copy_lessons(tmp_path / "b")
+    (folder / "07-throughput-versus-latency.md").unlink()
+    with pytest.raises(StepError, match="missing step 7"):
+        steps.open_lessons(folder)
+
+
+def test_a_predict_runs_with_dials_of_its_own_step_only(tmp_path):
+    folder = _copy_lessons(tmp_path)
+    _edit(folder, "01-one-request-at-a-time.md", '"workload.request_rate" = 1.0', '"engine.max_num_seqs" = 8')
+    with pytest.raises(StepError, match="'engine.max_num_seqs' is not one of the step's dials"):
+        load_steps(folder)
+    folder = _copy_lessons(tmp_path / "b")
+    _edit(folder, "01-one-request-at-a-time.md", '"workload.request_rate" = 1.0', '"workload.request_rate" = 9.0')
+    with pytest.raises(StepError, match="Traffic must be between"):
+        load_steps(folder)

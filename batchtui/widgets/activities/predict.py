@@ -48,7 +48,8 @@ class PredictView(ActivityView):
             return
         self.query_one("#predict-status", Static).update(self.words(message))
         self.committed_at = None  # set by the next frame: the run starts now
-        self.post_message(self.RunDials({}))  # no dials: just start the run
+        # Run with the setting the question is about (step 1 asks about 1 request/s), or as is.
+        self.post_message(self.RunDials(self.predict.run_dials))
 
     def update_snapshot(self, snapshot, compare=None) -> None:
         if self.predict.guess is None or self.revealed:
