@@ -440,8 +440,9 @@ class Engine:
 
     def advance_until(self, time: float, max_iterations: int | None = None) -> int:
         """Run iterations while the clock is before `time` (at most `max_iterations`), as many
-        step() calls would, and return how many ran. For the driver: cheaper than run(), which
-        also computes the summary."""
+        step() calls would, and return how many ran; an engine idle until after `time` stops
+        there, its clock at `time`. For the driver: cheaper than run(), which also computes the
+        summary."""
         return self._advance(time, max_iterations)
 
     def _advance(self, until_time: float | None, max_iterations: int | None) -> int:
@@ -468,12 +469,28 @@ class Engine:
                 else:
                     self._fast_backoff = min(64, self._fast_backoff * 2)
                 self._fast_retry_at = self.iteration + self._fast_backoff
+            if until_time is not None and self._idle_until(until_time):
+                break
             out = self._next_schedule()
             if out is None:
                 break
             self._run_iteration(out)
             n += 1
         return n
+
+    def _idle_until(self, until_time: float) -> bool:
+        """With nothing to run before `until_time` (no work, next arrival later), move the clock
+        to `until_time` and say so. Without this a paced run would jump to the next arrival and
+        serve it early: the UI showed the next request admitted and prefilled while the GPU was
+        in fact idle, and the clock ahead of the driver's."""
+        self._admit_arrivals()
+        if self.scheduler.has_work():
+            return False
+        nxt = self._next_arrival_time()
+        if nxt is None or nxt < until_time:
+            return False
+        self.time = max(self.time, until_time)
+        return True
 
     def _fast_path(self):
         if self._fast is None:

@@ -196,3 +196,18 @@ def test_iteration_report_carries_the_gauges_of_step_one():
     rep = engine.step()  # a batch-1 decode
     assert rep.cost.bandwidth_share == pytest.approx(0.80, abs=0.01)
     assert rep.cost.tensor_core_share == pytest.approx(0.0027, rel=0.05)
+
+
+def test_a_paced_engine_idles_until_the_next_arrival_instead_of_serving_it_early():
+    wl = WorkloadSpec(arrival="constant", request_rate=0.5, num_prompts=3)
+    engine = Engine(Scenario(engine={"batching": "sequential"}, workload=wl), live=True)
+    engine.advance_until(1.0)  # the first request arrives at 2 s
+    assert engine.time == pytest.approx(1.0) and engine.iteration == 0 and engine.snapshot().running == 0
+    engine.advance_until(2.5)  # now it is being served
+    assert engine.snapshot().running == 1 and engine.last.num_decode_tokens == 1
+    engine.advance_until(3.8)  # done after about 1.55 s; the next one is due at 4 s
+    snap = engine.snapshot()
+    assert snap.running == 0 and engine.time == pytest.approx(3.8) and snap.last.num_decode_tokens == 1
+    whole = Engine(Scenario(engine={"batching": "sequential"}, workload=wl), live=True).run()
+    engine.run()
+    assert engine.summary().metrics == whole.metrics
