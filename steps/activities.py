@@ -61,6 +61,9 @@ def fmt(value: float, digits: int = 3) -> str:
 
 
 def ms(seconds: float) -> str:
+    """A duration for prose: "485 ms", or "3.2 s" from a second on."""
+    if abs(seconds) >= 0.9995:
+        return f"{fmt(seconds)} s"
     return f"{fmt(seconds * 1000.0)} ms"
 
 
@@ -612,6 +615,17 @@ class CacheCapChallenge(BreakIt):
 # Predict-then-run
 # ---------------------------------------------------------------------------------------------
 
+RECENT_GAP_SAMPLES = 60
+"""Series points the "recent" worst gap looks back over (30 s of simulated time in the live app)."""
+
+
+def recent_worst_gap(snapshot: EngineSnapshot) -> float:
+    """The worst gap between two tokens lately (seconds): the run's all-time worst would still
+    show a stall from before a dial was moved."""
+    recent = snapshot.series_itl[-RECENT_GAP_SAMPLES:]
+    return max(recent) if recent else snapshot.metrics.itl_max
+
+
 _SHOW = {
     "queue_len": ("queue", lambda s: f"{s.queue_len}"),
     "running": ("running", lambda s: f"{s.running}"),
@@ -621,7 +635,7 @@ _SHOW = {
     "ttft_p99": ("TTFT p99", lambda s: ms(s.metrics.ttft_p99)),
     "tpot_p50": ("TPOT p50", lambda s: ms(s.metrics.tpot_p50)),
     "tpot_p99": ("TPOT p99", lambda s: ms(s.metrics.tpot_p99)),
-    "itl_max": ("worst gap", lambda s: ms(s.metrics.itl_max)),
+    "itl_max": ("worst gap", lambda s: ms(recent_worst_gap(s))),
     "e2e_p50": ("end-to-end p50", lambda s: ms(s.metrics.e2e_p50)),
     "padding_share": ("padding", lambda s: f"{fmt(s.metrics.padding_share * 100)}%"),
     "mean_running": ("mean running", lambda s: fmt(s.metrics.mean_running)),
@@ -634,7 +648,8 @@ class Predict:
 
     def __init__(self, question_md: str, choices: tuple[str, ...], answer: int, explain: str,
                  show: tuple[str, ...] = (), compute: str = "", scenario: Scenario | None = None,
-                 run_dials: dict | None = None) -> None:
+                 run_dials: dict | None = None, watch_seconds: float = 20.0, compare_label: str = "",
+                 run_note: str = "") -> None:
         self.question_md = question_md
         self.choices = choices
         self.answer = answer
@@ -645,21 +660,31 @@ class Predict:
         self.run_dials = dict(run_dials or {})
         """Dials (dotted scenario paths) the run is made with once the guess is in: the setting
         the question asks about, if the step does not start there."""
+        self.watch_seconds = watch_seconds
+        self.compare_label = compare_label
+        self.run_note = run_note
+        """The run's settings in words ("Token budget 512 tokens"), said with the numbers."""
+        """What the step's side-by-side run is called, if it has one."""
+        """Simulated seconds the run goes on after the guess before the answer is revealed."""
         self.guess: int | None = None
 
     def commit(self, guess: int) -> str:
         if not 1 <= guess <= len(self.choices):
             raise ValueError(f"choose 1 to {len(self.choices)}")
         self.guess = guess
-        return f"Your guess: {guess}. {self.choices[guess - 1]} The run starts now: watch it."
+        choice = self.choices[guess - 1].rstrip()
+        if choice[-1:] not in ".!?":
+            choice += "."
+        return f"Your guess: {guess}. {choice} The run starts now: watch it."
 
     def live_numbers(self, snapshot: EngineSnapshot | None, other: EngineSnapshot | None = None) -> str:
-        parts = []
-        if snapshot is not None:
-            for key in self.show:
-                label, value = _SHOW[key]
-                parts.append(f"{label} {value(snapshot)}")
-        text = ", ".join(parts)
+        def figures(snap: EngineSnapshot) -> str:
+            return ", ".join(f"{_SHOW[key][0]} {_SHOW[key][1](snap)}" for key in self.show)
+
+        text = figures(snapshot) if snapshot is not None else ""
+        if text and other is not None and self.compare_label:
+            # A side-by-side step: the answer is in the difference, so give both runs.
+            text = f"this server: {text}; {self.compare_label[0].lower()}{self.compare_label[1:]}: {figures(other)}"
         if self.compute == "batch_gain" and self.scenario is not None:
             from sim.cost import CostModel
 
@@ -681,7 +706,8 @@ class Predict:
         right = guess == self.answer
         head = "You called it." if right else f"Not this time: the answer is {self.answer}."
         numbers = self.live_numbers(snapshot, other)
-        tail = f"\n\nIn the simulation: {numbers}." if numbers else ""
+        where = f" ({self.run_note})" if self.run_note else ""
+        tail = f"\n\nIn the simulation{where}: {numbers}." if numbers else ""
         return f"{head} {self.choices[self.answer - 1]}\n\n{self.explain}{tail}"
 
 
@@ -948,7 +974,7 @@ def validate_spec(step) -> None:
         if p.get("challenge") not in CHALLENGES:
             raise ValueError(f"challenge = {p.get('challenge')!r} must be one of {', '.join(CHALLENGES)}")
     elif spec.kind == "predict":
-        allowed = {"question", "choices", "answer", "explain", "show", "compute", "run"}
+        allowed = {"question", "choices", "answer", "explain", "show", "compute", "run", "watch_s"}
         choices = p.get("choices")
         if not isinstance(p.get("question"), str) or not isinstance(p.get("explain"), str):
             raise ValueError("a predict needs question and explain strings")
@@ -962,6 +988,9 @@ def validate_spec(step) -> None:
             raise ValueError(f"show: unknown figure {bad[0]!r}; known: {', '.join(PREDICT_SHOW)}")
         if p.get("compute", "") not in PREDICT_COMPUTE:
             raise ValueError(f"compute must be one of {', '.join(c for c in PREDICT_COMPUTE if c)}")
+        watch = p.get("watch_s", 20.0)
+        if isinstance(watch, bool) or not isinstance(watch, (int, float)) or not 1 <= watch <= 600:
+            raise ValueError("watch_s must be 1 to 600 simulated seconds")
         run = p.get("run", {})
         if not isinstance(run, dict):
             raise ValueError("run must be a table of dial settings (dotted scenario paths)")
@@ -979,6 +1008,18 @@ def validate_spec(step) -> None:
     unknown = set(p) - allowed
     if unknown:
         raise ValueError(f"unknown parameter {sorted(unknown)[0]!r} for kind {spec.kind!r}")
+
+
+def _dial_words(step, settings: dict) -> str:
+    """Dial settings as the learner reads them on the dials: "Token budget 512 tokens"."""
+    words = []
+    for dial in step.dials:
+        if dial.name in settings:
+            value = settings[dial.name]
+            shown = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else f"{value:g}" \
+                if isinstance(value, float) else str(value)
+            words.append(f"{dial.label} {shown}" + (f" {dial.unit}" if dial.unit else ""))
+    return ", ".join(words)
 
 
 def build(step) -> Any:
@@ -1006,7 +1047,9 @@ def build(step) -> Any:
         return CacheCapChallenge(step.scenario.block_size, w.input.mean, w.output.mean)
     if spec.kind == "predict":
         return Predict(p["question"], tuple(p["choices"]), p["answer"], p["explain"],
-                       tuple(p.get("show", ())), p.get("compute", ""), step.scenario, p.get("run"))
+                       tuple(p.get("show", ())), p.get("compute", ""), step.scenario, p.get("run"),
+                       float(p.get("watch_s", 20.0)), step.compare.label if step.compare else "",
+                       _dial_words(step, p.get("run", {})))
     if spec.kind == "read":
         return PercentileReading(step.scenario)
     return None

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 from sim.errors import SimError
 
 from .. import keys
-from ..formatting import number
+from ..formatting import count, number
 from ..step_list import summaries_of
 from ..widgets.activities.base import ActivityView
 from ..widgets.activity_panel import ActivityPanel
@@ -277,8 +277,12 @@ class TutorialScreen(Screen):
             state = f"running {number(sim.time_scale)}x"
         else:
             state = "paused"
-        line = f"{state}{g.sep}t {snapshot.time:.2f} s{g.sep}iter {snapshot.iteration:,}"
-        self.query_one(SimStatus).show(line, sim.running)
+        t = snapshot.time
+        clock = f"t {t:.2f} s" if t < 100 else f"t {t:.1f} s" if t < 1000 else f"t {t:,.0f} s"
+        n = snapshot.iteration
+        short = f"{state}{g.sep}{clock}"
+        line = f"{short}{g.sep}iter {n:,}" if n < 10_000 else f"{short}{g.sep}iter {count(n)}"
+        self.query_one(SimStatus).show(line, sim.running, short)
 
     # -- dials
     def on_dial_control_changed(self, message: DialControl.Changed) -> None:
@@ -368,7 +372,8 @@ class TutorialScreen(Screen):
         if isinstance(focused, Input):
             ids = TYPING_KEYS
         elif isinstance(focused, DialControl):
-            ids = DIAL_KEYS
+            # A choice dial (GPU, model, policy) is moved with the arrows only: nothing to type.
+            ids = tuple(k for k in DIAL_KEYS if k != "dial.type" or focused.spec.is_numeric)
         else:
             ids = list(DEFAULT_KEYS)
             if self.query_one(ActivityPanel).takes_choices:
@@ -377,6 +382,8 @@ class TutorialScreen(Screen):
                 ids.insert(3, "dial.reach")
             ids = tuple(ids)
         labels = {"sim.run_pause": "pause"} if self.sim is not None and self.sim.running else {}
+        if self.query_one(ActivityPanel).has_input:
+            labels["dial.reach"] = "answer"  # the answer box comes first in the tab order
         choices = self.query_one(ActivityPanel).choice_count
         key_text = {"answer.choose": f"1-{choices}"} if choices else {}
         self.query_one(KeyBar).show_keys(ids, labels, key_text)

@@ -38,6 +38,13 @@ def parse_value(text: str, template: Any) -> Any:
     return value
 
 
+def _unit_for(value: Any, unit: str) -> str:
+    """"1 request", "2 requests": a plural unit word loses its s for exactly one."""
+    if value == 1 and unit.isalpha() and unit.endswith("s") and len(unit) > 2:
+        return unit[:-1]
+    return unit
+
+
 class DialControl(Widget, can_focus=True):
     """A numeric dial (min..max in steps) or a choice dial. Left/right move it a notch, shift
     ten notches, home/end to the ends, Enter opens a box to type an exact value."""
@@ -104,8 +111,8 @@ class DialControl(Widget, can_focus=True):
 
     # -- typing an exact value
     def action_type_value(self) -> None:
-        if self.entry is not None:
-            return
+        if self.entry is not None or self.spec.choices:
+            return  # a choice dial is moved with the arrows: there is nothing to type
         self.entry = DialEntry(self)
         self.parent.mount(self.entry, after=self)
         self.entry.focus()
@@ -141,7 +148,7 @@ class DialControl(Widget, can_focus=True):
         # The laid-out size, not `content_size` (which may lay out the whole screen again).
         width = max(0, self.outer_size.width - self.styles.gutter.width)
         spec = self.spec
-        unit = f" {spec.unit}" if spec.unit else ""
+        unit = f" {_unit_for(self.value, spec.unit)}" if spec.unit else ""
         text = Text(no_wrap=True, overflow="crop")
         text.append(spec.label, self.get_component_rich_style("dial--label", partial=True))
         value = f"{number(self.value)}{unit}"

@@ -9,6 +9,8 @@ from rich.text import Text
 from ..formatting import count, ms, percent
 from .sim_view import SimView, encoder_pass_size
 
+RECENT_GAP_POINTS = 60
+
 
 class MetricsView(SimView):
     """What `vllm bench serve` would print, over the recent window, updated every frame."""
@@ -42,19 +44,32 @@ class MetricsView(SimView):
 
         # Fixed lines (cropped when narrow) rather than a flow: a steady height means a frame
         # redraws only the lines that changed, not the whole pane.
+        # The worst gap between two tokens over the last 30 s (series points are 0.5 s apart), so
+        # it follows the dials; the run's all-time worst would keep a stall from before a change.
+        recent = snap.series_itl[-RECENT_GAP_POINTS:]
+        gap = max(recent) if recent else m.itl_max
         lines = [
             [item("tokens/s", count(m.output_tokens_per_s)), item("req/s", count(m.requests_per_s))],
             [item("batch", f"{snap.running or encoder_pass_size(snap):,}"),
-             item("queue", f"{snap.queue_len:,}", alarm=snap.queue_len > max(8, snap.running)),
-             item("done", f"{m.completed:,}")],
-            [item("gap max", ms(m.itl_max) if m.itl_max > 0 else "-")],
+             item("queue", _short(snap.queue_len), alarm=snap.queue_len > max(8, snap.running)),
+             item("done", _short(m.completed))],
+            [item("gap max", ms(gap) if gap > 0 else "-")],
         ]
         if snap.batching in ("static", "dynamic") or m.padding_share:
             lines[2].append(item("padding", percent(m.padding_share), alarm=m.padding_share > 0.3))
         if m.num_preemptions:
             lines[2].append(item("preempted", f"{m.num_preemptions:,}", alarm=True))
+        # The mean running batch (Little's law, step 9), where there is room for it.
+        mean = item("mean batch", count(m.mean_running))
+        if m.mean_running and len(Text("  ").join(lines[2] + [mean]).plain) <= width:
+            lines[2].append(mean)
         for i, pieces in enumerate(lines):
             if i:
                 text.append("\n")
             text.append_text(Text("  ").join(pieces))
         return text
+
+
+def _short(n: int) -> str:
+    """A count exact while short ("8,466"), then rounded ("12k"), so the line fits 80 columns."""
+    return f"{n:,}" if n < 10_000 else count(n)

@@ -16,12 +16,16 @@ class SimStatus(Widget):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.line = ""
+        self.short = ""
+        """What is shown instead when `line` does not fit."""
 
-    def show(self, line: str, running: bool) -> None:
+    def show(self, line: str, running: bool, short: str = "") -> None:
         self.set_class(running, "-running")
-        if line != self.line:
-            self.line = line
+        if line != self.line or short != self.short:
+            self.line, self.short = line, short
             self.refresh()
 
     def render(self) -> Text:
-        return Text(self.line, no_wrap=True, overflow="crop")
+        width = self.outer_size.width - self.styles.gutter.width
+        line = self.line if len(self.line) <= width or not self.short else self.short
+        return Text(line, no_wrap=True, overflow="crop")

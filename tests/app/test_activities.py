@@ -79,17 +79,17 @@ async def test_predict_waits_for_a_guess_then_reveals_after_the_run(make_app, le
         assert view.predict.guess == 2 and screen.sim.running
         screen.sim.fast_forward(1.0)
         await pilot.pause()
-        screen.sim.fast_forward(30.0)
+        screen.sim.fast_forward(view.predict.watch_seconds)
         await pilot.pause()
         assert view.revealed
         assert app.progress.completed == {1}
 
 
 async def test_real_lessons_in_ascii_draw_only_ascii(make_app, lessons):
-    app = make_app(list(lessons), start_step=6, ascii_only=True)  # step 6 has a Markdown table
+    app = make_app(list(lessons), start_step=7, ascii_only=True)  # a Markdown table and two curves
     async with app.run_test(size=(80, 24)) as pilot:
         app.screen.sim.fast_forward(5.0)
         await pilot.pause()
         text = screen_text(app)
-        assert "Step 6/20" in text
+        assert "Step 7/20" in text and "knee" in text
         assert {ch for ch in text if not ch.isascii()} == set()

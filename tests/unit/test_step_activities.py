@@ -299,6 +299,25 @@ def test_predict_commit_and_reveal(lesson):
     assert "Not this time" in p.reveal(1, None)
 
 
+def test_predict_runs_at_the_setting_it_asks_about_and_says_so(lesson):
+    p = act.build(lesson[1])
+    assert p.run_dials == {"workload.request_rate": 1.0} and p.watch_seconds == 60
+    text = p.reveal(2, snap(queue_len=22, ttft_p99=19.5, requests_per_s=0.64))
+    assert "In the simulation (Traffic 1 req/s): queue 22, TTFT p99 19.5 s" in text
+    budget = act.build(lesson[11])
+    gaps = snap(itl_max=0.273)
+    gaps = EngineSnapshot(**{**{f: getattr(gaps, f) for f in gaps.__dataclass_fields__},
+                             "series_itl": (0.27,) + (0.02,) * act.RECENT_GAP_SAMPLES})
+    assert "(Token budget 512 tokens): worst gap 20 ms" in budget.reveal(1, gaps)  # not the stall before
+
+
+def test_predict_beside_a_comparison_gives_both_runs(lesson):
+    p = act.build(lesson[5])
+    text = p.reveal(2, snap(requests_per_s=8.1, ttft_p50=0.018), snap(requests_per_s=7.9, ttft_p50=1.2))
+    assert "this server: requests/s 8.1, TTFT p50 18 ms" in text
+    assert "static batches of 64: requests/s 7.9, TTFT p50 1.2 s" in text
+
+
 def test_predict_batch_gain_is_computed_from_the_cost_model(lesson):
     p = act.build(lesson[7])
     text = p.reveal(3)

@@ -41,5 +41,12 @@ class BreakItView(ActivityView):
         status.set_class(True, "-correct")
         view = self.query_one("#break-it-verdict", Markdown)
         view.display = True
-        self.run_worker(view.update(self.words(verdict.message_md)), group="verdict")
+        self.run_worker(self._show_verdict(view, verdict.message_md), group="verdict")
         self.post_message(self.Finished(verdict.title))
+
+    async def _show_verdict(self, view: Markdown, text: str) -> None:
+        await view.update(self.words(text))
+        # The learner is watching the dials and views: bring what happened into the lesson pane.
+        # After the next refresh, when the verdict's height is known.
+        status = self.query_one("#break-it-status")
+        self.call_after_refresh(status.scroll_visible, top=True, animate=False)

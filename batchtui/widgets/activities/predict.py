@@ -7,9 +7,6 @@ from textual.widgets import Markdown, Static
 
 from .base import ActivityView
 
-WATCH_SECONDS = 20.0
-"""Simulated seconds of running after the guess before the answer is revealed."""
-
 
 class PredictView(ActivityView):
     def __init__(self, predict, saved_guess: int | None = None) -> None:
@@ -46,7 +43,10 @@ class PredictView(ActivityView):
         except ValueError as exc:
             self.query_one("#predict-status", Static).update(self.words(str(exc).capitalize() + "."))
             return
-        self.query_one("#predict-status", Static).update(self.words(message))
+        wait = f"{self.predict.watch_seconds:g}"
+        self.query_one("#predict-status", Static).update(self.words(
+            f"{message} The answer shows after {wait} s of simulated time (+ runs faster)."))
+        self.query_one("#predict-status").scroll_visible(animate=False)
         self.committed_at = None  # set by the next frame: the run starts now
         # Run with the setting the question is about (step 1 asks about 1 request/s), or as is.
         self.post_message(self.RunDials(self.predict.run_dials))
@@ -56,7 +56,7 @@ class PredictView(ActivityView):
             return
         if self.committed_at is None:
             self.committed_at = snapshot.time
-        if snapshot.finished or snapshot.time - self.committed_at >= WATCH_SECONDS:
+        if snapshot.finished or snapshot.time - self.committed_at >= self.predict.watch_seconds:
             self.reveal(snapshot, compare)
 
     def reveal(self, snapshot, compare=None) -> None:
@@ -69,6 +69,11 @@ class PredictView(ActivityView):
         status.update(self.words(f"Your guess: {self.predict.guess}."))
         view = self.query_one("#predict-reveal", Markdown)
         view.display = True
-        self.run_worker(view.update(self.words(self.predict.reveal(self.predict.guess, snapshot, compare))),
+        self.run_worker(self._show_reveal(view, self.predict.reveal(self.predict.guess, snapshot, compare)),
                         group="reveal")
         self.post_message(self.Finished(str(self.predict.guess)))
+
+    async def _show_reveal(self, view: Markdown, text: str) -> None:
+        await view.update(self.words(text))
+        status = self.query_one("#predict-status")
+        self.call_after_refresh(status.scroll_visible, top=True, animate=False)
