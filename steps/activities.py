@@ -672,10 +672,7 @@ class Predict:
         if not 1 <= guess <= len(self.choices):
             raise ValueError(f"choose 1 to {len(self.choices)}")
         self.guess = guess
-        choice = self.choices[guess - 1].rstrip()
-        if choice[-1:] not in ".!?":
-            choice += "."
-        return f"Your guess: {guess}. {choice} The run starts now: watch it."
+        return f"Your guess: {guess}. {_sentence(self.choices[guess - 1])} The run starts now: watch it."
 
     def live_numbers(self, snapshot: EngineSnapshot | None, other: EngineSnapshot | None = None) -> str:
         def figures(snap: EngineSnapshot) -> str:
@@ -694,10 +691,14 @@ class Predict:
                     f"{fmt(64 / many)} tokens/s: {fmt(64 * one / many)} times the output for "
                     f"{fmt((many / one - 1) * 100)}% more time per token")
         if self.compute == "offline_gain" and snapshot is not None and other is not None:
-            a, b = snapshot.metrics.output_tokens_per_s, other.metrics.output_tokens_per_s
-            if b > 0:
-                text = (f"{fmt(a)} tokens/s against {fmt(b)} with the other setting: "
-                        f"{fmt(a / b)} times")
+            # Job against job: requests done by the same moment (tokens/s over the last seconds
+            # of a job that is ending would mislead). Best read when this job has finished.
+            a, b = snapshot.metrics.completed, other.metrics.completed
+            if a and b:
+                ended = "finished its" if snapshot.finished else "had done"
+                text = (f"this setting {ended} {a:,} requests in {fmt(snapshot.time)} s; the other had done "
+                        f"{b:,} by then, so at its pace the same work takes about "
+                        f"{fmt(snapshot.time * a / b)} s: {fmt(a / b)} times as long")
         return text
 
     def reveal(self, guess: int | None, snapshot: EngineSnapshot | None = None,
@@ -706,9 +707,9 @@ class Predict:
         right = guess == self.answer
         head = "You called it." if right else f"Not this time: the answer is {self.answer}."
         numbers = self.live_numbers(snapshot, other)
-        where = f" ({self.run_note})" if self.run_note else ""
+        where = f", with {self.run_note}" if self.run_note else ""
         tail = f"\n\nIn the simulation{where}: {numbers}." if numbers else ""
-        return f"{head} {self.choices[self.answer - 1]}\n\n{self.explain}{tail}"
+        return f"{head} {_sentence(self.choices[self.answer - 1])}\n\n{self.explain}{tail}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1008,6 +1009,12 @@ def validate_spec(step) -> None:
     unknown = set(p) - allowed
     if unknown:
         raise ValueError(f"unknown parameter {sorted(unknown)[0]!r} for kind {spec.kind!r}")
+
+
+def _sentence(text: str) -> str:
+    """A choice as a sentence: "More replicas" -> "More replicas."."""
+    text = text.rstrip()
+    return text if text[-1:] in ".!?" else text + "."
 
 
 def _dial_words(step, settings: dict) -> str:

@@ -324,21 +324,29 @@ class TutorialScreen(Screen):
             if dial.spec.name in message.dials:
                 dial.set_value(message.dials[dial.spec.name])
         if message.dials:
-            settings = ", ".join(f"{d.spec.label} {number(message.dials[d.spec.name])}"
-                                 + (f" {d.spec.unit}" if d.spec.unit else "")
-                                 for d in self.query(DialControl) if d.spec.name in message.dials)
-            if settings:
-                self.say(f"Running with {settings}.")
+            # In the dials' own words where the step has that dial (a drill may also set the
+            # GPU and model of its question).
+            controls = {d.spec.name: d.spec for d in self.query(DialControl)}
+            settings = []
+            for path, value in message.dials.items():
+                spec = controls.get(path)
+                if spec is None:
+                    settings.append(f"{path.rsplit('.', 1)[-1].replace('_', ' ')} {number(value)}")
+                else:
+                    settings.append(f"{spec.label} {number(value)}" + (f" {spec.unit}" if spec.unit else ""))
+            self.say(f"Running with {', '.join(settings)}.")
         self.sim.resume()
         self._update_status()
         self._update_keys()
 
     async def action_give_up(self) -> None:
         await self.query_one(ActivityPanel).give_up()
+        self._update_keys()  # a reading answered this way takes no more number keys
 
     async def action_new_question(self) -> None:
         await self.query_one(ActivityPanel).new_question()
         self._set_hints()
+        self._update_keys()  # a new reading question takes number keys again
 
     def action_save_scenario(self) -> None:
         from steps.activities import save_scenario
@@ -351,8 +359,11 @@ class TutorialScreen(Screen):
 
         if self.sim is None:
             return
-        scenario, message, loaded = load_scenario(self.app.store.directory / "playground.toml",
-                                                  self.sim.engine.scenario)
+        path = self.app.store.directory / "playground.toml"
+        if not path.exists():
+            self.say(f"No saved scenario yet: w writes this one to {path}.")
+            return
+        scenario, message, loaded = load_scenario(path, self.sim.engine.scenario)
         self.say(message, error=not loaded)
         if loaded:
             self._stop_simulation()

@@ -93,3 +93,27 @@ async def test_real_lessons_in_ascii_draw_only_ascii(make_app, lessons):
         text = screen_text(app)
         assert "Step 7/20" in text and "knee" in text
         assert {ch for ch in text if not ch.isascii()} == set()
+
+
+async def test_playground_writes_and_opens_its_scenario_and_keeps_it_on_a_bad_file(make_app, lessons, state_dir):
+    from batchtui.widgets.dial import DialControl
+    from batchtui.widgets.notice_line import NoticeLine
+
+    app = make_app(list(lessons), start_step=20)
+    async with app.run_test(size=(80, 24)) as pilot:
+        notice = app.screen.query_one(NoticeLine)
+        path = state_dir / "playground.toml"
+        await pilot.press("o")
+        assert "No saved scenario yet" in notice.message
+        await pilot.press("w")
+        assert path.exists() and "Saved" in notice.message
+        good = path.read_text()
+        path.write_text('gpu = "tpu-v9')  # a line cut short
+        await pilot.press("o")
+        assert "Kept the current scenario" in notice.message and "not valid TOML" in notice.message
+        path.write_text(good.replace("max_num_seqs = 256", "max_num_seqs = 32"))
+        await pilot.press("o")
+        await pilot.pause()
+        assert "Loaded" in notice.message
+        seats = next(d for d in app.screen.query(DialControl) if d.spec.name == "engine.max_num_seqs")
+        assert seats.value == 32 and app.screen.sim.engine.scenario.engine["max_num_seqs"] == 32

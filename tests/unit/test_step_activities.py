@@ -303,12 +303,12 @@ def test_predict_runs_at_the_setting_it_asks_about_and_says_so(lesson):
     p = act.build(lesson[1])
     assert p.run_dials == {"workload.request_rate": 1.0} and p.watch_seconds == 60
     text = p.reveal(2, snap(queue_len=22, ttft_p99=19.5, requests_per_s=0.64))
-    assert "In the simulation (Traffic 1 req/s): queue 22, TTFT p99 19.5 s" in text
+    assert "In the simulation, with Traffic 1 req/s: queue 22, TTFT p99 19.5 s" in text
     budget = act.build(lesson[11])
     gaps = snap(itl_max=0.273)
     gaps = EngineSnapshot(**{**{f: getattr(gaps, f) for f in gaps.__dataclass_fields__},
                              "series_itl": (0.27,) + (0.02,) * act.RECENT_GAP_SAMPLES})
-    assert "(Token budget 512 tokens): worst gap 20 ms" in budget.reveal(1, gaps)  # not the stall before
+    assert "with Token budget 512 tokens: worst gap 20 ms" in budget.reveal(1, gaps)  # not the stall before
 
 
 def test_predict_beside_a_comparison_gives_both_runs(lesson):
@@ -326,8 +326,10 @@ def test_predict_batch_gain_is_computed_from_the_cost_model(lesson):
 
 def test_predict_offline_gain_uses_both_panes(lesson):
     p = act.build(lesson[17])
-    text = p.reveal(3, snap(output_tokens_per_s=9600.0), snap(output_tokens_per_s=5700.0))
-    assert "1.68 times" in text
+    done = snap(completed=2000)
+    done = EngineSnapshot(**{**{f: getattr(done, f) for f in done.__dataclass_fields__}, "finished": True})
+    text = p.reveal(3, done, snap(completed=1152))
+    assert "finished its 2,000 requests in 10 s" in text and "about 17.4 s: 1.74 times as long" in text
 
 
 # -- step 18: reading percentiles ------------------------------------------------------------------

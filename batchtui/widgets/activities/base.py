@@ -53,6 +53,11 @@ class ActivityView(Vertical):
         return LessonMarkdown(self.words(text), ascii_only=self.app.settings.ascii_only, id=id,
                               classes="activity-text")
 
+    def bring_into_view(self, widget, top: bool = False) -> None:
+        """Scroll the lesson pane to `widget` once its new content is laid out (feedback and
+        answers appear under the question, often below the fold at 80x24)."""
+        self.call_after_refresh(widget.scroll_visible, top=top, animate=False)
+
     def update_snapshot(self, snapshot, compare=None) -> None:
         """A new frame of the live simulation."""
 

@@ -47,6 +47,4 @@ class BreakItView(ActivityView):
     async def _show_verdict(self, view: Markdown, text: str) -> None:
         await view.update(self.words(text))
         # The learner is watching the dials and views: bring what happened into the lesson pane.
-        # After the next refresh, when the verdict's height is known.
-        status = self.query_one("#break-it-status")
-        self.call_after_refresh(status.scroll_visible, top=True, animate=False)
+        self.bring_into_view(self.query_one("#break-it-status"), top=True)

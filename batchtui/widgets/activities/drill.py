@@ -59,7 +59,7 @@ class DrillView(ActivityView):
         feedback.set_class(correct is True, "-correct")
         feedback.set_class(correct is False, "-wrong")
         if message:
-            feedback.scroll_visible(animate=False)
+            self.bring_into_view(feedback)
 
     @on(Input.Submitted, "#drill-answer")
     async def _check(self, event: Input.Submitted) -> None:
@@ -76,7 +76,7 @@ class DrillView(ActivityView):
         derivation = self.query_one("#drill-derivation", Markdown)
         await derivation.update(self.words("**Worked answer**\n\n" + self.question.derivation_md))
         derivation.display = True
-        derivation.scroll_visible(animate=False)
+        self.bring_into_view(derivation)
         if self.question.run_dials:
             self.post_message(self.RunDials(self.question.run_dials))
 

@@ -46,7 +46,7 @@ class PredictView(ActivityView):
         wait = f"{self.predict.watch_seconds:g}"
         self.query_one("#predict-status", Static).update(self.words(
             f"{message} The answer shows after {wait} s of simulated time (+ runs faster)."))
-        self.query_one("#predict-status").scroll_visible(animate=False)
+        self.bring_into_view(self.query_one("#predict-status"))
         self.committed_at = None  # set by the next frame: the run starts now
         # Run with the setting the question is about (step 1 asks about 1 request/s), or as is.
         self.post_message(self.RunDials(self.predict.run_dials))
@@ -75,5 +75,4 @@ class PredictView(ActivityView):
 
     async def _show_reveal(self, view: Markdown, text: str) -> None:
         await view.update(self.words(text))
-        status = self.query_one("#predict-status")
-        self.call_after_refresh(status.scroll_visible, top=True, animate=False)
+        self.bring_into_view(self.query_one("#predict-status"), top=True)

@@ -48,6 +48,7 @@ class ReadView(ActivityView):
         view.update(self.words(feedback.message))
         view.set_class(feedback.correct, "-correct")
         view.set_class(not feedback.correct, "-wrong")
+        self.bring_into_view(view)
         if feedback.correct:
             self.post_message(self.Finished(str(number)))
 
@@ -56,7 +57,10 @@ class ReadView(ActivityView):
             return
         view = self.query_one("#read-feedback", Static)
         view.display = True
+        view.set_class(False, "-correct")
+        view.set_class(False, "-wrong")
         view.update(self.words(self.question.give_up()))
+        self.bring_into_view(view)
 
     async def new_question(self) -> None:
         self.seed += 1
