@@ -307,6 +307,11 @@ class TutorialScreen(Screen):
                         group="activity")
 
     # -- activities
+    def on_activity_view_updated(self, message: ActivityView.Updated) -> None:
+        """A question arrived: its hints and the keys it takes."""
+        self._set_hints()
+        self._update_keys()
+
     def on_activity_view_finished(self, message: ActivityView.Finished) -> None:
         self.app.record_answer(self.step.number, message.answer, completed=True)
         self._update_keys()

@@ -31,6 +31,9 @@ class ActivityView(Vertical):
             super().__init__()
             self.answer = answer
 
+    class Updated(Message):
+        """What the activity takes changed (a question arrived): number keys, hints."""
+
     class RunDials(Message):
         """Settings the activity wants the live simulation to run with (dotted paths)."""
 
@@ -52,6 +55,26 @@ class ActivityView(Vertical):
         """A Markdown block that follows `--ascii` like the lesson does."""
         return LessonMarkdown(self.words(text), ascii_only=self.app.settings.ascii_only, id=id,
                               classes="activity-text")
+
+    PREPARE_DELAY = 0.1
+    """Seconds after the step is on screen before a question that needs simulated runs (or
+    numpy) is drawn in a thread: the first frame reaches the terminal first."""
+
+    async def prepare(self, draw, present) -> None:
+        """`present(draw())`. In the app, `draw` runs in a thread once the step is on screen;
+        tests (no clock running) draw at once, so a screenshot has the result."""
+        if not self.app.settings.autorun:
+            await present(draw())
+            return
+
+        def work() -> None:
+            result = draw()
+            self.app.call_from_thread(present, result)
+
+        def start() -> None:
+            self.run_worker(work, thread=True, group="question", exclusive=True)
+
+        self.call_after_refresh(self.set_timer, self.PREPARE_DELAY, start)
 
     def bring_into_view(self, widget, top: bool = False) -> None:
         """Scroll the lesson pane to `widget` once its new content is laid out (feedback and

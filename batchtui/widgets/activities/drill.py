@@ -30,19 +30,36 @@ class DrillView(ActivityView):
         yield self.markdown("", id="drill-derivation")
 
     async def on_mount(self) -> None:
-        await self._ask(self.seed)
+        # Some drills measure short simulated runs to set their numbers: the first question is
+        # drawn once the step is on screen.
+        await self.query_one("#drill-prompt", Markdown).update(self.words("Drawing a question..."))
+        await self.prepare(lambda: self._draw(self.seed), self._first_question)
+
+    async def _first_question(self, question) -> None:
+        if not self.is_attached or self.question is not None:
+            return  # the learner left the step, or asked for another question meanwhile
+        await self._show_question(question)
         if self.saved_answer:
             self.query_one(Input).value = self.saved_answer
+        self.post_message(self.Updated())
+
+    def _draw(self, seed: int):
+        """A question for `seed`, or the next seed's if it reads the same as the one on show."""
+        old = self.question.prompt_md if self.question is not None else None
+        question = self.drill.new_question(seed)
+        for _ in range(5):  # a retry should read as a new question, not the same draw again
+            if question.prompt_md != old:
+                break
+            seed += 1
+            question = self.drill.new_question(seed)
+        self.seed = seed
+        return question
 
     async def _ask(self, seed: int) -> None:
-        # Some drills measure a short simulated run to set their numbers (well under a second).
-        old = self.question.prompt_md if self.question is not None else None
-        self.question = self.drill.new_question(seed)
-        for _ in range(5):  # a retry should read as a new question, not the same draw again
-            if self.question.prompt_md != old:
-                break
-            self.seed += 1
-            self.question = self.drill.new_question(self.seed)
+        await self._show_question(self._draw(seed))
+
+    async def _show_question(self, question) -> None:
+        self.question = question
         self.hints = self.question.hints
         unit = self.question.unit
         await self.query_one("#drill-prompt", Markdown).update(self.words(

@@ -29,11 +29,22 @@ class ReadView(ActivityView):
         yield Static("", id="read-feedback", classes="activity-feedback", markup=False)
 
     async def on_mount(self) -> None:
-        await self._ask()
+        # Two short simulated runs build the table: drawn once the step is on screen.
+        await self.query_one("#read-table", Markdown).update(self.words("Running the two simulations..."))
+        seed = self.seed
+        await self.prepare(lambda: self.reading.new_question(seed), self._first_question)
+
+    async def _first_question(self, question) -> None:
+        if not self.is_attached or self.question is not None:
+            return  # the learner left the step, or asked for another question meanwhile
+        await self._show_question(question)
+        self.post_message(self.Updated())
 
     async def _ask(self) -> None:
-        # Two short simulated runs build the table.
-        self.question = self.reading.new_question(self.seed)
+        await self._show_question(self.reading.new_question(self.seed))
+
+    async def _show_question(self, question) -> None:
+        self.question = question
         choices = "\n".join(f"{i}. {c}" for i, c in enumerate(self.question.choices, 1))
         await self.query_one("#read-table", Markdown).update(self.words(
             f"{self.question.table_md}\n\nWhat does the change tell you? Press its number.\n\n{choices}"))
