@@ -31,16 +31,3 @@ def tutorial(lessons, tmp_path):
         return BatchApp(list(lessons), AppSettings(**options))
 
     return make
-
-
-def advance(seconds: float):
-    """A `run_before` that runs the live simulation forward by `seconds` (simulated)."""
-
-    async def run_before(pilot) -> None:
-        await pilot.pause()
-        sim = pilot.app.screen.sim
-        if sim is not None and seconds:
-            sim.fast_forward(seconds)
-        await pilot.pause()
-
-    return run_before

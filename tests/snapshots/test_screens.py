@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import advance
+from snapshot_steps import advance
 
 SECONDS_SHOWN = 20.0  # simulated seconds run before each screenshot: queues and batches formed
 
