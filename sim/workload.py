@@ -152,10 +152,10 @@ class WorkloadSpec:
 
 
 def _arrival_times(spec: WorkloadSpec, rng: np.random.Generator, n: int, start: float) -> np.ndarray:
-    import numpy as np
-
     """Arrival times after `start` (the previous arrival, or 0): one gap comes first, so a
     continuation of an endless workload keeps the same spacing."""
+    import numpy as np
+
     rate = spec.request_rate
     if spec.arrival == "all-at-once" or math.isinf(rate):
         return np.full(n, start)
