@@ -171,8 +171,8 @@ def simulator_lines(summary, config, deployment) -> list[str]:
     if len(summary.pools) > 1:
         for name, p in summary.pools.items():
             lines.append(_line(f"Pool {name} (completed):", p["completed"]))
-            lines.append(_line(f"  TTFT p50 / p99 (ms):", f"{p['median_ttft_ms']:.2f} / {p['p99_ttft_ms']:.2f}"))
-            lines.append(_line(f"  TPOT p50 / p99 (ms):", f"{p['median_tpot_ms']:.2f} / {p['p99_tpot_ms']:.2f}"))
+            lines.append(_line("  TTFT p50 / p99 (ms):", f"{p['median_ttft_ms']:.2f} / {p['p99_ttft_ms']:.2f}"))
+            lines.append(_line("  TPOT p50 / p99 (ms):", f"{p['median_tpot_ms']:.2f} / {p['p99_tpot_ms']:.2f}"))
     return lines
 
 

@@ -8,7 +8,6 @@ against real time is the asyncio driver's job).
 from __future__ import annotations
 
 import bisect
-import math
 from collections import deque
 from dataclasses import dataclass, field, replace
 
@@ -20,8 +19,7 @@ from .errors import ConfigError, RequestRejected, SimError
 from .fastpath import FastPath
 from .kv import BlockPool
 from .metrics import MetricsCollector, RequestRecord
-from .reports import (EngineSnapshot, IterationCostParts, IterationReport, ScheduledWork,
-                      SeatView)
+from .reports import EngineSnapshot, IterationReport, ScheduledWork, SeatView
 from .request import FINISHED, Request
 from .scenario import DEPLOYMENT_KEYS, Scenario
 from .schedulers.base import SchedulerOutput
@@ -29,7 +27,7 @@ from .schedulers.continuous import ContinuousScheduler
 from .schedulers.dynamic import DynamicScheduler
 from .schedulers.static import SequentialScheduler, StaticScheduler
 from .trace import check_request
-from .workload import RequestSpec, WorkloadSpec, generate
+from .workload import RequestSpec, generate
 
 ENDLESS_CHUNK = 256
 MAX_SEATS_SHOWN = 1024
@@ -511,7 +509,7 @@ class Engine:
         for req in reqs:
             if req.status == FINISHED:
                 seats.append(SeatView("padded", req.request_id, 1.0, self.pool.held(req.request_id)))
-            elif req.num_tokens - req.num_computed_tokens > 1 or req.num_output_tokens == 0:
+            elif req.is_prefilling:
                 total = max(1, req.num_tokens)
                 seats.append(SeatView("prefill", req.request_id, req.num_computed_tokens / total,
                                       self.pool.held(req.request_id)))

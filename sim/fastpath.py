@@ -49,7 +49,7 @@ from bisect import bisect_left
 
 import numpy as np
 
-from .reports import IterationCostParts, IterationReport, ScheduledWork
+from .reports import IterationReport, ScheduledWork
 from .request import FINISHED, RUNNING
 
 _INF = math.inf
@@ -587,7 +587,7 @@ class FastPath:
         pool = self.pool
         sched = self.sched
         dec = self.dec
-        G, t, mask, bs = self.G, self.t, self.mask, self.bs
+        G, t, bs = self.G, self.t, self.bs
         chunk = {id(r): (n, c) for r, n, c in pf}
         order = list(self.running)
         victims = []

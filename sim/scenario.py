@@ -180,9 +180,8 @@ def dumps_toml(data: dict, prefix: str = "") -> str:
             tables.append((k, v))
         elif v is not None:
             lines.append(f"{k} = {_toml_value(v)}")
-    out = "\n".join(lines)
+    blocks = ["\n".join(lines)] if lines else []
     for k, v in tables:
         name = f"{prefix}.{k}" if prefix else k
-        body = dumps_toml(v, name)
-        out += ("\n\n" if out else "") + f"[{name}]" + ("\n" + body if body and not body.startswith("[") else "\n" + body if body else "")
-    return out.strip() + "\n"
+        blocks.append(f"[{name}]\n" + dumps_toml(v, name).strip())
+    return "\n\n".join(b.strip() for b in blocks) + "\n"

@@ -33,7 +33,8 @@ class WaitingQueue:
         if self.policy == "fcfs":
             self._fcfs.append(req)
         else:
-            bisect.insort(self._sorted, (req.priority, req.arrival_time, req.seq, req), key=_rank)
+            # `seq` is unique, so the comparison never reaches the Request itself.
+            bisect.insort(self._sorted, (req.priority, req.arrival_time, req.seq, req))
 
     def prepend(self, req: Request) -> None:
         if self.policy == "fcfs":
@@ -51,10 +52,6 @@ class WaitingQueue:
         if self.policy == "fcfs":
             return iter(self._fcfs)
         return (entry[3] for entry in self._sorted)
-
-
-def _rank(entry: tuple) -> tuple:
-    return entry[:3]
 
 
 class ContinuousScheduler(Scheduler):
