@@ -270,9 +270,12 @@ class Engine:
         self._run_iteration(out, lean=False)
         return self._last
 
-    def _next_schedule(self) -> SchedulerOutput | None:
+    def _next_schedule(self, until_time: float | None = None) -> SchedulerOutput | None:
         """Admit arrivals, skip idle time and schedule the next iteration that runs something;
-        None once the workload is exhausted."""
+        None once the workload is exhausted. A paced run (`until_time`) never jumps past its
+        horizon: with nothing to run before it, the clock stops there and None comes back with
+        `done` still False. Jumping would serve the next arrival early: the UI showed a request
+        admitted and prefilled while the GPU was in fact idle, the clock ahead of the driver's."""
         sched = self.scheduler
         guard = 0
         while True:
@@ -281,6 +284,9 @@ class Engine:
                 nxt = self._next_arrival_time()
                 if nxt is None:
                     self.done = True
+                    return None
+                if until_time is not None and nxt >= until_time:
+                    self.time = max(self.time, until_time)
                     return None
                 self.time = max(self.time, nxt)
                 continue
@@ -300,6 +306,9 @@ class Engine:
             wake = [t for t in (out.wake_at, self._next_arrival_time()) if t is not None and t > self.time]
             if not wake:
                 raise SimError("the engine has queued work but nothing it can schedule")
+            if until_time is not None and min(wake) >= until_time:
+                self.time = max(self.time, until_time)
+                return None
             self.time = min(wake)
 
     def _iteration_cost(self, out: SchedulerOutput):
@@ -467,28 +476,12 @@ class Engine:
                 else:
                     self._fast_backoff = min(64, self._fast_backoff * 2)
                 self._fast_retry_at = self.iteration + self._fast_backoff
-            if until_time is not None and self._idle_until(until_time):
-                break
-            out = self._next_schedule()
+            out = self._next_schedule(until_time)
             if out is None:
                 break
             self._run_iteration(out)
             n += 1
         return n
-
-    def _idle_until(self, until_time: float) -> bool:
-        """With nothing to run before `until_time` (no work, next arrival later), move the clock
-        to `until_time` and say so. Without this a paced run would jump to the next arrival and
-        serve it early: the UI showed the next request admitted and prefilled while the GPU was
-        in fact idle, and the clock ahead of the driver's."""
-        self._admit_arrivals()
-        if self.scheduler.has_work():
-            return False
-        nxt = self._next_arrival_time()
-        if nxt is None or nxt < until_time:
-            return False
-        self.time = max(self.time, until_time)
-        return True
 
     def _fast_path(self):
         if self._fast is None:

@@ -219,6 +219,11 @@ class FastPath:
                 if self.next_arr is None:
                     e.done = True
                     return n, "done"
+                if self.next_arr >= until:
+                    # Engine._next_schedule's rule: a paced run idles to its horizon rather than
+                    # serving the next arrival early.
+                    self.t = max(t, until)
+                    return n, "limit"
                 self.t = max(t, self.next_arr)
                 check = False
                 continue
