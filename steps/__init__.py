@@ -1,7 +1,9 @@
 """The twenty lessons as data, loaded and checked.
 
 Each step is one file, `steps/lessons/NN-slug.md`: TOML front matter between two `+++` lines,
-then the lesson text in Markdown. The front matter holds
+then the lesson text in Markdown. A line holding only `<!-- reveal -->` splits the text: what
+follows it (`Step.reveal_md`) answers the step's prediction or drill, so the app shows it only
+once the learner has answered. The front matter holds
 
     number, title, section, minutes     the step's place and reading time
     views = [...]                       a subset of VIEWS: what the live panel shows
@@ -38,6 +40,7 @@ from sim.errors import SimError
 from sim.scenario import Scenario
 
 __all__ = [
+    "REVEAL_MARKER",
     "ACTIVITY_KINDS", "ActivitySpec", "Comparison", "Dial", "Lessons", "Step", "StepError",
     "StepSummary", "SweepSpec", "VIEWS", "get_path", "load_step", "load_steps", "open_lessons",
     "set_path",
@@ -147,9 +150,12 @@ class Step:
     hints: tuple[str, ...]
     activity: ActivitySpec
     body_md: str
+    """The lesson text shown when the step opens."""
     compare: Comparison | None = None
     sweep: SweepSpec | None = None
     source: str = ""
+    reveal_md: str = ""
+    """The lesson text that answers the activity: shown once the learner has answered."""
 
     def dial(self, name: str) -> Dial:
         for d in self.dials:
@@ -348,6 +354,19 @@ def _split_front_matter(text: str, source: str) -> tuple[str, str]:
     raise StepError(source, "the front matter has no closing '+++' line")
 
 
+REVEAL_MARKER = "<!-- reveal -->"
+
+
+def _split_reveal(body: str, source: str) -> tuple[str, str]:
+    """The text before and after the reveal marker (the second part empty without one)."""
+    parts = [part for part in re.split(r"^[ \t]*<!-- reveal -->[ \t]*$", body, flags=re.M)]
+    if len(parts) > 2:
+        raise StepError(source, f"the lesson text has {len(parts) - 1} {REVEAL_MARKER} lines; at most one is allowed")
+    if len(parts) == 1:
+        return body, ""
+    return parts[0].strip() + "\n", parts[1].strip() + ("\n" if parts[1].strip() else "")
+
+
 def _build_step(data: dict, body: str, source: str, stem: str) -> Step:
     unknown = set(data) - _TOP_KEYS
     if unknown:
@@ -384,17 +403,21 @@ def _build_step(data: dict, body: str, source: str, stem: str) -> Step:
     if "curve" in views and sweep is None:
         raise StepError(source, "the curve view needs a [sweep] table")
 
+    body, reveal = _split_reveal(body, source)
     if not body.strip():
         raise StepError(source, "the lesson text after the front matter is empty")
     if "![" in body:
         raise StepError(source, "the lesson text must not use images (it runs in a terminal)")
-    words = len(body.split())
+    words = len(body.split()) + len(reveal.split())
     if words > MAX_WORDS:
         raise StepError(source, f"the lesson text has {words} words; keep it under {MAX_WORDS}")
 
     step = Step(number=number, slug=stem[3:], title=title, section=section, minutes=minutes,
                 views=tuple(views), scenario=scenario, dials=dials, hints=tuple(hints),
-                activity=activity, body_md=body, compare=compare, sweep=sweep, source=source)
+                activity=activity, body_md=body, compare=compare, sweep=sweep, source=source,
+                reveal_md=reveal)
+    if reveal and activity.kind not in ("drill", "predict", "read", "break_it"):
+        raise StepError(source, "a <!-- reveal --> section needs an activity to answer (drill, predict, read or break_it)")
     _check_activity(step)
     return step
 

@@ -245,3 +245,19 @@ def test_a_predict_runs_with_dials_of_its_own_step_only(tmp_path):
     _edit(folder, "01-one-request-at-a-time.md", '"workload.request_rate" = 1.0', '"workload.request_rate" = 9.0')
     with pytest.raises(StepError, match="Traffic must be between"):
         load_steps(folder)
+
+
+def test_a_reveal_marker_holds_back_the_answer(tmp_path):
+    """Text after `<!-- reveal -->` is the answer: kept out of body_md, shown after answering."""
+    folder = _copy_lessons(tmp_path)
+    name = "01-one-request-at-a-time.md"
+    text = (folder / name).read_text(encoding="utf-8")
+    (folder / name).write_text(text.rstrip("\n") + "\n\n<!-- reveal -->\n\nThe queue grew without bound.\n",
+                               encoding="utf-8")
+    step = load_step(folder / name)
+    assert "The queue grew without bound." in step.reveal_md
+    assert "reveal" not in step.body_md and "The queue grew" not in step.body_md
+    (folder / name).write_text(text + "\n<!-- reveal -->\none\n<!-- reveal -->\ntwo\n", encoding="utf-8")
+    with pytest.raises(StepError, match="at most one is allowed"):
+        load_step(folder / name)
+
