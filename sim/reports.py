@@ -87,6 +87,19 @@ class SeatView:
 
 
 @dataclass(frozen=True, slots=True)
+class PoolView:
+    """TTFT and TPOT percentiles of one pool of traffic (chat, batch) over the recent window."""
+
+    pool: str
+    completed: int = 0
+    """Requests of this pool in the window the percentiles are taken over."""
+    ttft_p50: float = 0.0
+    ttft_p99: float = 0.0
+    tpot_p50: float = 0.0
+    tpot_p99: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class MetricsView:
     """Headline numbers over the recent window (the UI shows these)."""
 
@@ -102,6 +115,9 @@ class MetricsView:
     completed: int = 0
     padding_share: float = 0.0
     num_preemptions: int = 0
+    pools: tuple[PoolView, ...] = ()
+    """Per pool, in name order, over the same recent requests as the percentiles above; empty
+    while all traffic is one pool."""
 
 
 @dataclass(frozen=True, slots=True)
