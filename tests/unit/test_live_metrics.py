@@ -70,3 +70,26 @@ def test_one_pool_has_no_per_pool_lines(lesson):
     engine = Engine(lesson[9].scenario)
     engine.run(until_time=10.0)
     assert engine.snapshot().metrics.pools == ()
+
+
+@pytest.mark.parametrize("number", [6, 10])
+def test_the_iteration_time_split_recombines_to_the_iteration(lesson, number):
+    """The iteration view shows weights, KV, compute and the rest beside the iteration's time.
+    Weights and compute overlap (sqrt of the sum of squares); the other parts add. Whatever the
+    iteration (decode only, or a 16,000-token prefill on step 10), the parts the report carries
+    recombine to its duration: the sum a learner makes is the one the engine made."""
+    from sim.workload import LengthSpec
+
+    sc = lesson[number].scenario.with_workload(num_prompts=200)
+    if number == 10:
+        sc = sc.with_workload(input=LengthSpec(dist="mixed", mean=512, long_len=16000, long_share=0.05))
+    engine = Engine(sc)
+    seen = set()
+    while (report := engine.step()) is not None:
+        cost = report.cost
+        assert cost.linear == pytest.approx(math.hypot(cost.weights, cost.compute), rel=1e-12)
+        assert sum(seconds for _, seconds in cost.terms()) == pytest.approx(report.duration, rel=1e-12)
+        assert cost.weights + cost.compute + cost.kv_read + cost.prefill_attention + cost.allreduce \
+            + cost.overhead > report.duration  # the plain sum overstates it
+        seen.add(cost.linear_binding)
+    assert seen == {"weights", "compute"}  # decode iterations and prefill-heavy ones both ran
