@@ -134,7 +134,18 @@ class SweepSpec:
     batch_sizes: tuple[int, ...] = ()
     context: int = 640
     rates: tuple[float, ...] = ()
-    num_prompts: int = 400
+    num_prompts: int = 1000
+    """Requests each rate's steady window holds at least (`sim.curves.measure_rate` runs a rate
+    longer until it does)."""
+    slo_ttft_p99_ms: float | None = None
+    """A chat SLO the rate curve draws as a line (and step 16's drill plans replicas with)."""
+    slo_tpot_p99_ms: float | None = None
+
+    def invalidated_by(self, dial: str) -> bool:
+        """Whether moving this dial (a dotted scenario path) changes the sweep, so the curve
+        must be swept again: every setting does except the traffic rate, which the rate sweep
+        varies itself and the batch sweep never uses."""
+        return dial != "workload.request_rate"
 
 
 @dataclass(frozen=True)
@@ -525,8 +536,9 @@ def _compare(data: Any, base: dict, source: str) -> Comparison | None:
 def _sweep(data: Any, source: str) -> SweepSpec | None:
     if data is None:
         return None
-    if not isinstance(data, dict) or set(data) - {"batch_sizes", "context", "rates", "num_prompts"}:
-        raise StepError(source, "[sweep] holds batch_sizes, context, rates and num_prompts only")
+    keys = {"batch_sizes", "context", "rates", "num_prompts", "slo_ttft_p99_ms", "slo_tpot_p99_ms"}
+    if not isinstance(data, dict) or set(data) - keys:
+        raise StepError(source, f"[sweep] holds {', '.join(sorted(keys))} only")
     sizes = data.get("batch_sizes", [])
     rates = data.get("rates", [])
     if not isinstance(sizes, list) or not all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in sizes):
@@ -539,8 +551,16 @@ def _sweep(data: Any, source: str) -> SweepSpec | None:
     if sizes != sorted(sizes) or rates != sorted(rates):
         raise StepError(source, "[sweep] batch_sizes and rates must be in increasing order")
     context = _int(data.get("context", 640), "[sweep] context", source, 1, 1 << 20)
-    num_prompts = _int(data.get("num_prompts", 400), "[sweep] num_prompts", source, 10, 100000)
-    return SweepSpec(tuple(sizes), context, tuple(float(r) for r in rates), num_prompts)
+    num_prompts = _int(data.get("num_prompts", 1000), "[sweep] num_prompts", source, 100, 20000)
+    slo = []
+    for key in ("slo_ttft_p99_ms", "slo_tpot_p99_ms"):
+        value = data.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+            raise StepError(source, f"[sweep] {key} must be a number of ms > 0")
+        slo.append(None if value is None else float(value))
+    if slo[0] is not None and not rates:
+        raise StepError(source, "[sweep] an SLO needs rates to sweep")
+    return SweepSpec(tuple(sizes), context, tuple(float(r) for r in rates), num_prompts, *slo)
 
 
 def _check_activity(step: Step) -> None:
