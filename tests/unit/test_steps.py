@@ -145,7 +145,7 @@ def test_compare_and_sweep_tables(all_steps):
     assert five.compare.scenario.workload == five.scenario.workload
     assert five.compare.scenario.seed == five.scenario.seed
     seven = all_steps[6]
-    assert seven.sweep.batch_sizes[0] == 1 and seven.sweep.batch_sizes[-1] == 256
+    assert seven.sweep.batch_sizes[0] == 1 and seven.sweep.batch_sizes[-1] == 512
     assert seven.sweep.context == 640
 
 
