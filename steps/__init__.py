@@ -42,8 +42,8 @@ from sim.scenario import Scenario
 __all__ = [
     "REVEAL_MARKER",
     "ACTIVITY_KINDS", "ActivitySpec", "Comparison", "Dial", "Lessons", "Step", "StepError",
-    "StepSummary", "SweepSpec", "VIEWS", "get_path", "load_step", "load_steps", "open_lessons",
-    "set_path",
+    "StepSummary", "SweepSpec", "VIEWS", "get_path", "lesson_files", "load_step", "load_steps",
+    "open_lessons", "read_lesson", "set_path",
 ]
 
 NUM_STEPS = 20
@@ -232,6 +232,11 @@ def lessons_dir() -> Path:
     return Path(str(resources.files("steps").joinpath("lessons")))
 
 
+def lesson_files(directory: str | Path | None = None) -> list[Path]:
+    """The lesson files, in step order."""
+    return _lesson_files(Path(directory) if directory is not None else lessons_dir())
+
+
 def _lesson_files(folder: Path) -> list[Path]:
     files = sorted(p for p in folder.glob("*.md"))
     if not files:
@@ -313,6 +318,12 @@ def open_lessons(directory: str | Path | None = None) -> Lessons:
     summaries = [_summary(p) for p in _lesson_files(folder)]
     _check_numbers(folder, [s.number for s in summaries])
     return Lessons(summaries)
+
+
+def read_lesson(path: str | Path) -> tuple[dict, str]:
+    """A lesson file's front matter (a dict) and its text, raw: templates not filled."""
+    data, body, _ = _read_front_matter(Path(path))
+    return data, body
 
 
 def _read_front_matter(p: Path) -> tuple[dict, str, str]:
@@ -414,6 +425,8 @@ def _build_step(data: dict, body: str, source: str, stem: str) -> Step:
     if "curve" in views and sweep is None:
         raise StepError(source, "the curve view needs a [sweep] table")
 
+    # Figures in the text come from the simulator: {{name}} templates filled now (steps.figures).
+    body, hints, activity = _fill_figures(body, tuple(hints), activity, scenario, sweep, compare, source)
     body, reveal = _split_reveal(body, source)
     if not body.strip():
         raise StepError(source, "the lesson text after the front matter is empty")
@@ -424,13 +437,49 @@ def _build_step(data: dict, body: str, source: str, stem: str) -> Step:
         raise StepError(source, f"the lesson text has {words} words; keep it under {MAX_WORDS}")
 
     step = Step(number=number, slug=stem[3:], title=title, section=section, minutes=minutes,
-                views=tuple(views), scenario=scenario, dials=dials, hints=tuple(hints),
+                views=tuple(views), scenario=scenario, dials=dials, hints=hints,
                 activity=activity, body_md=body, compare=compare, sweep=sweep, source=source,
                 reveal_md=reveal)
     if reveal and activity.kind not in ("drill", "predict", "read", "break_it"):
         raise StepError(source, "a <!-- reveal --> section needs an activity to answer (drill, predict, read or break_it)")
     _check_activity(step)
     return step
+
+
+FILLED_PARAMS = ("question", "choices", "explain")
+"""An activity's wording, templated like the lesson text."""
+
+
+def _fill_figures(body: str, hints: tuple[str, ...], activity: ActivitySpec, scenario: Scenario, sweep,
+                  compare: Comparison | None, source: str) -> tuple[str, tuple[str, ...], ActivitySpec]:
+    """The lesson text, hints and activity wording with every {{figure}} filled from the
+    simulator for this step's scenario."""
+    from . import figures
+
+    labs: list = []
+
+    def lab():
+        if not labs:
+            labs.append(figures.Lab(scenario, activity.params, sweep, compare.scenario if compare else None))
+        return labs[0]
+
+    def fill(text: str, where: str) -> str:
+        try:
+            return figures.fill(text, lab)
+        except KeyError as exc:
+            raise StepError(source, f"{where}: {exc.args[0]}") from None
+        except SimError as exc:
+            raise StepError(source, f"{where}: a figure cannot be computed for this scenario ({exc})") from None
+
+    params = dict(activity.params)
+    for key in FILLED_PARAMS:
+        value = params.get(key)
+        if isinstance(value, str):
+            params[key] = fill(value, f"[activity] {key}")
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            params[key] = [fill(v, f"[activity] {key}") for v in value]
+    return (fill(body, "the lesson text"), tuple(fill(h, "a hint") for h in hints),
+            ActivitySpec(activity.kind, params))
 
 
 def _text(value: Any, key: str, source: str) -> str:

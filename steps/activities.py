@@ -29,6 +29,8 @@ from sim.profiles import BUILTIN_PROFILES, Deployment, ProfileSet
 from sim.reports import EngineSnapshot
 from sim.scenario import Scenario
 
+from .figures import fmt, ms
+
 GIB = 2**30
 
 
@@ -46,25 +48,6 @@ REAL_BANDWIDTH_SHARE = 0.8  # the share of HBM bandwidth real decode kernels rea
 # ---------------------------------------------------------------------------------------------
 # Number formatting and answer parsing
 # ---------------------------------------------------------------------------------------------
-
-
-def fmt(value: float, digits: int = 3) -> str:
-    """A number for prose: `digits` significant figures, thousands separated, no trailing zeros."""
-    if value == 0 or not math.isfinite(value):
-        return str(value)
-    magnitude = int(math.floor(math.log10(abs(value))))
-    decimals = max(0, digits - 1 - magnitude)
-    text = f"{value:,.{decimals}f}"
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return text
-
-
-def ms(seconds: float) -> str:
-    """A duration for prose: "485 ms", or "3.2 s" from a second on."""
-    if abs(seconds) >= 0.9995:
-        return f"{fmt(seconds)} s"
-    return f"{fmt(seconds * 1000.0)} ms"
 
 
 _NUMBER = re.compile(
@@ -649,7 +632,7 @@ class Predict:
     def __init__(self, question_md: str, choices: tuple[str, ...], answer: int, explain: str,
                  show: tuple[str, ...] = (), compute: str = "", scenario: Scenario | None = None,
                  run_dials: dict | None = None, watch_seconds: float = 20.0, compare_label: str = "",
-                 run_note: str = "") -> None:
+                 run_note: str = "", batches: tuple[int, int] = (1, 64), context: int = 640) -> None:
         self.question_md = question_md
         self.choices = choices
         self.answer = answer
@@ -666,6 +649,9 @@ class Predict:
         """The run's settings in words ("Token budget 512 tokens"), said with the numbers."""
         """What the step's side-by-side run is called, if it has one."""
         """Simulated seconds the run goes on after the guess before the answer is revealed."""
+        self.batches = batches
+        """The two decode batch sizes a `batch_gain` prediction compares, and their context."""
+        self.context = context
         self.guess: int | None = None
 
     def commit(self, guess: int) -> str:
@@ -686,9 +672,10 @@ class Predict:
             from sim.cost import CostModel
 
             cost = CostModel(self.scenario.deployment())
-            one, many = cost.iteration(1, 640).total, cost.iteration(64, 64 * 640).total
-            text = (f"batch 1: {ms(one)} per iteration, {fmt(1 / one)} tokens/s; batch 64: {ms(many)}, "
-                    f"{fmt(64 / many)} tokens/s: {fmt(64 * one / many)} times the output for "
+            (a, b), context = self.batches, self.context
+            one, many = cost.iteration(a, a * context).total, cost.iteration(b, b * context).total
+            text = (f"batch {a}: {ms(one)} per iteration, {fmt(a / one)} tokens/s; batch {b}: {ms(many)}, "
+                    f"{fmt(b / many)} tokens/s: {fmt(b * one / (a * many))} times the output for "
                     f"{fmt((many / one - 1) * 100)}% more time per token")
         if self.compute == "offline_gain" and snapshot is not None and other is not None:
             # Job against job: requests done by the same moment (tokens/s over the last seconds
@@ -975,7 +962,7 @@ def validate_spec(step) -> None:
         if p.get("challenge") not in CHALLENGES:
             raise ValueError(f"challenge = {p.get('challenge')!r} must be one of {', '.join(CHALLENGES)}")
     elif spec.kind == "predict":
-        allowed = {"question", "choices", "answer", "explain", "show", "compute", "run", "watch_s"}
+        allowed = {"question", "choices", "answer", "explain", "show", "compute", "run", "watch_s", "batches"}
         choices = p.get("choices")
         if not isinstance(p.get("question"), str) or not isinstance(p.get("explain"), str):
             raise ValueError("a predict needs question and explain strings")
@@ -989,6 +976,10 @@ def validate_spec(step) -> None:
             raise ValueError(f"show: unknown figure {bad[0]!r}; known: {', '.join(PREDICT_SHOW)}")
         if p.get("compute", "") not in PREDICT_COMPUTE:
             raise ValueError(f"compute must be one of {', '.join(c for c in PREDICT_COMPUTE if c)}")
+        batches = p.get("batches", [1, 64])
+        if (not isinstance(batches, list) or len(batches) != 2 or not all(isinstance(b, int) and b > 0 for b in batches)
+                or batches[0] >= batches[1]):
+            raise ValueError("batches must be two batch sizes, the smaller first")
         watch = p.get("watch_s", 20.0)
         if isinstance(watch, bool) or not isinstance(watch, (int, float)) or not 1 <= watch <= 600:
             raise ValueError("watch_s must be 1 to 600 simulated seconds")
@@ -1056,7 +1047,8 @@ def build(step) -> Any:
         return Predict(p["question"], tuple(p["choices"]), p["answer"], p["explain"],
                        tuple(p.get("show", ())), p.get("compute", ""), step.scenario, p.get("run"),
                        float(p.get("watch_s", 20.0)), step.compare.label if step.compare else "",
-                       _dial_words(step, p.get("run", {})))
+                       _dial_words(step, p.get("run", {})), tuple(p.get("batches", (1, 64))),
+                       step.sweep.context if step.sweep else 640)
     if spec.kind == "read":
         return PercentileReading(step.scenario)
     return None
