@@ -27,6 +27,7 @@ not show yet. This package imports `sim` at most: never textual or rich.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import re
 import tomllib
@@ -412,6 +413,7 @@ def _build_step(data: dict, body: str, source: str, stem: str) -> Step:
     hints = data.get("hints", [])
     if not isinstance(hints, list) or not all(isinstance(h, str) and h.strip() for h in hints):
         raise StepError(source, "hints must be a list of non-empty strings")
+    hints = tuple(hints)
 
     scenario = _scenario(data["scenario"], "[scenario]", source)
     dials = tuple(_dial(d, i, scenario, source) for i, d in enumerate(data.get("dials", [])))
@@ -425,8 +427,6 @@ def _build_step(data: dict, body: str, source: str, stem: str) -> Step:
     if "curve" in views and sweep is None:
         raise StepError(source, "the curve view needs a [sweep] table")
 
-    # Figures in the text come from the simulator: {{name}} templates filled now (steps.figures).
-    body, hints, activity = _fill_figures(body, tuple(hints), activity, scenario, sweep, compare, source)
     body, reveal = _split_reveal(body, source)
     if not body.strip():
         raise StepError(source, "the lesson text after the front matter is empty")
@@ -443,43 +443,43 @@ def _build_step(data: dict, body: str, source: str, stem: str) -> Step:
     if reveal and activity.kind not in ("drill", "predict", "read", "break_it"):
         raise StepError(source, "a <!-- reveal --> section needs an activity to answer (drill, predict, read or break_it)")
     _check_activity(step)
-    return step
+    # Figures in the text come from the simulator: {{name}} templates filled now (steps.figures).
+    return _fill_figures(step)
 
 
 FILLED_PARAMS = ("question", "choices", "explain")
 """An activity's wording, templated like the lesson text."""
 
 
-def _fill_figures(body: str, hints: tuple[str, ...], activity: ActivitySpec, scenario: Scenario, sweep,
-                  compare: Comparison | None, source: str) -> tuple[str, tuple[str, ...], ActivitySpec]:
-    """The lesson text, hints and activity wording with every {{figure}} filled from the
-    simulator for this step's scenario."""
+def _fill_figures(step: Step) -> Step:
+    """The step with every {{figure}} in its text, hints and activity wording filled from the
+    simulator for its own scenario (`steps.figures`)."""
     from . import figures
 
     labs: list = []
 
     def lab():
         if not labs:
-            labs.append(figures.Lab(scenario, activity.params, sweep, compare.scenario if compare else None))
+            labs.append(figures.Lab(step.scenario, step.activity.params, step.sweep,
+                                    step.compare.scenario if step.compare else None, step.dials))
         return labs[0]
 
     def fill(text: str, where: str) -> str:
         try:
             return figures.fill(text, lab)
-        except KeyError as exc:
-            raise StepError(source, f"{where}: {exc.args[0]}") from None
-        except SimError as exc:
-            raise StepError(source, f"{where}: a figure cannot be computed for this scenario ({exc})") from None
+        except figures.FigureError as exc:
+            raise StepError(step.source, f"{where}: {exc}") from None
 
-    params = dict(activity.params)
+    params = dict(step.activity.params)
     for key in FILLED_PARAMS:
         value = params.get(key)
         if isinstance(value, str):
             params[key] = fill(value, f"[activity] {key}")
         elif isinstance(value, list) and all(isinstance(v, str) for v in value):
             params[key] = [fill(v, f"[activity] {key}") for v in value]
-    return (fill(body, "the lesson text"), tuple(fill(h, "a hint") for h in hints),
-            ActivitySpec(activity.kind, params))
+    return dataclasses.replace(
+        step, body_md=fill(step.body_md, "the lesson text"), reveal_md=fill(step.reveal_md, "the lesson text"),
+        hints=tuple(fill(h, "a hint") for h in step.hints), activity=ActivitySpec(step.activity.kind, params))
 
 
 def _text(value: Any, key: str, source: str) -> str:

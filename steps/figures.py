@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from sim.errors import SimError
 from sim.scenario import Scenario
 
 # ---------------------------------------------------------------------------------------------
@@ -71,6 +72,17 @@ def whole(value: float) -> str:
 # What a step's figures are computed from
 # ---------------------------------------------------------------------------------------------
 
+PLANNING_HEADROOM = 0.8
+"""Plan each replica at this share of its SLO rate: room for bursts and a lost replica."""
+
+STEADY_WINDOW = 1000
+"""Requests a rate's steady window holds when a figure measures it (`sim.curves.measure_rate`):
+enough for W within a few per cent of a long run (400, the default, wanders by 10 % on some
+profiles), quick enough for a step to open at once (about a tenth of a second)."""
+
+MEASURE_SEED = 0
+"""The arrivals every figure is measured on."""
+
 SATURATION_PROMPTS = 2000
 """Requests queued at once to measure a saturated rate (as `sim.curves.rate_sweep` does)."""
 QUICK_SATURATION_PROMPTS = 500
@@ -85,8 +97,16 @@ class Lab:
     Everything here is quick (a step must open at once); slower measurements are pinned."""
 
     def __init__(self, scenario: Scenario, activity: dict | None = None, sweep=None,
-                 compare: Scenario | None = None) -> None:
-        self.scenario = scenario
+                 compare: Scenario | None = None, dials=()) -> None:
+        self.scenario = scenario.replace(seed=MEASURE_SEED)
+        """The step's scenario, measured with one seed whatever the step's: the same settings
+        give the same figure on every step (step 9's in-flight example and the cheat sheet's)."""
+        self.screen_scenario = scenario
+        """The scenario as the step runs it, its own seed kept: for figures the screen itself
+        computes (the curve step 16's drill reads)."""
+        self.dials = {d.name: d for d in dials}
+        """The step's dials by scenario path (their ranges are what a lesson asks the learner to
+        move them to)."""
         self.activity = dict(activity or {})
         """The step's [activity] parameters (a prediction's `run` settings, for example)."""
         self.sweep = sweep
@@ -107,7 +127,7 @@ class Lab:
         """The same measurements of the scenario run beside this one."""
         if self.compare_scenario is None:
             raise ValueError("this step runs no scenario beside its own")
-        return Lab(self.compare_scenario, self.activity, self.sweep)
+        return Lab(self.compare_scenario, self.activity, self.sweep)  # its seed is replaced too
 
     def variant(self, **engine) -> "Lab":
         """The same measurements with other engine dials."""
@@ -182,12 +202,16 @@ class Lab:
         if rate not in self._steady:
             from sim.curves import measure_rate, runner
 
-            self._steady[rate] = measure_rate(runner(self.scenario), rate, saturated=self.saturated)
+            self._steady[rate] = measure_rate(runner(self.scenario), rate, saturated=self.saturated,
+                                              min_window=STEADY_WINDOW)
         return self._steady[rate]
 
     def run_value(self, path: str):
         """The setting a prediction runs with once the guess is in."""
-        return self.activity.get("run", {})[path]
+        run = self.activity.get("run", {})
+        if path not in run:
+            raise ValueError(f"the activity runs with no {path} setting")
+        return run[path]
 
 
 def _fixed(spec):
@@ -232,9 +256,14 @@ def figure(name: str, show: Callable[[float], str] | int = 3):
 TEMPLATE = re.compile(r"\{\{\s*([a-z][a-z0-9_]*)\s*\}\}")
 
 
+class FigureError(ValueError):
+    """A template names no figure, is malformed, or its figure cannot be computed for the
+    step's scenario; the message says which."""
+
+
 def fill(text: str, lab: Lab | Callable[[], Lab]) -> str:
     """`text` with every `{{name}}` replaced by its figure for this lab (a Lab, or a function
-    making one on first need). KeyError names an unknown figure."""
+    making one on first need). FigureError names the template that cannot be filled."""
     if "{{" not in text:
         return text
     cache: dict[str, str] = {}
@@ -243,16 +272,19 @@ def fill(text: str, lab: Lab | Callable[[], Lab]) -> str:
         nonlocal lab
         name = match.group(1)
         if name not in FIGURES:
-            raise KeyError(f"unknown figure {{{{{name}}}}}")
+            raise FigureError(f"unknown figure {{{{{name}}}}}")
         if name not in cache:
             if not isinstance(lab, Lab):
                 lab = lab()
-            cache[name] = FIGURES[name].text(lab)
+            try:
+                cache[name] = FIGURES[name].text(lab)
+            except (SimError, KeyError, ValueError, TypeError, AttributeError, ZeroDivisionError) as exc:
+                raise FigureError(f"{{{{{name}}}}} cannot be computed for this step ({exc})") from None
         return cache[name]
 
     out = TEMPLATE.sub(one, text)
     if "{{" in out or "}}" in out:
-        raise KeyError("a template is not closed, or its name is not lower_case_with_underscores")
+        raise FigureError("a template is not closed, or its name is not lower_case_with_underscores")
     return out
 
 
@@ -267,22 +299,34 @@ def names_in(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Pinned:
-    """A number a lesson writes as is: `text` (for example "270 ms") must appear in step
-    `step`'s wording, and `measure(lab)` -- a headless run of that step's scenario, in the unit
-    `text` is written in -- must come within `rel` of the number in `text`."""
+    """Numbers a lesson writes as they are: `text` (for example "| 2,048 | ≈ 75 ms |") must
+    appear in step `step`'s wording, and `measure(lab)` -- a headless run of that step's
+    scenario -- returns one value per number in `text`, in the units `text` writes them, each
+    within its `rel` (one tolerance for all, or one each; 0 for a setting the row names)."""
 
     step: int
     text: str
-    measure: Callable[[Lab], float]
-    rel: float
+    measure: Callable[[Lab], float | tuple[float, ...]]
+    rel: float | tuple[float, ...]
     doc: str = ""
 
     @property
-    def value(self) -> float:
-        number = NUMBER.search(self.text)
-        if number is None:
+    def values(self) -> tuple[float, ...]:
+        numbers = tuple(float(m.group().replace(",", "")) for m in NUMBER.finditer(self.text))
+        if not numbers:
             raise ValueError(f"pinned figure {self.text!r} holds no number")
-        return float(number.group().replace(",", ""))
+        return numbers
+
+    def misses(self, lab: Lab) -> list[str]:
+        """What the measure contradicts, in words (empty when every number holds)."""
+        measured = self.measure(lab)
+        measured = tuple(measured) if isinstance(measured, (tuple, list)) else (measured,)
+        rels = self.rel if isinstance(self.rel, tuple) else (self.rel,) * len(self.values)
+        if len(measured) != len(self.values) or len(rels) != len(self.values):
+            return [f"{self.text!r} holds {len(self.values)} numbers; the measure gave {len(measured)}"]
+        return [f"{shown:g} in {self.text!r}: measured {value:.4g} (allowed ±{rel:.0%})"
+                for shown, value, rel in zip(self.values, measured, rels)
+                if abs(value - shown) > rel * abs(shown)]
 
 
 @dataclass(frozen=True)
@@ -325,7 +369,7 @@ def choices(step: int, rel: float):
 
 NOT_FIGURES = tuple(re.compile(p) for p in (
     r"Llama \d\.\d \d+B", r"Qwen\d\.\d \d+B", r"\b\d+B\b(?= model)",  # model names
-    r"\b[HAB]\d00\b", r"\bL40S\b", r"\bGDDR6\b", r"\bHBM\d?e?\b",  # GPU and memory names
+    r"\b[HAB]\d00(?=s?\b)", r"\bL40S\b", r"\bGDDR6\b", r"\bHBM\d?e?\b",  # GPU and memory names
     r"\bbf16\b", r"\bfp8\b", r"\bp(?:50|90|99)\b",  # number formats, percentile names
     r"\b[Ss]teps? \d+(?:(?:, | and | or |–)\d+)*",  # a reference to another step
     r"(?m)^\s*\d+\.\s",  # a numbered list
@@ -894,3 +938,430 @@ def _over_ttft_s(lab):
 def _over_queue(lab):
     """Requests waiting after a minute at 1.2 x the saturated rate."""
     return _minute_past(lab, _over_rate(lab)).scheduler.num_waiting
+
+
+# -- sequences in flight (step 9, the cheat sheet) -----------------------------------------------
+
+
+def in_flight(lab: Lab, rate: float | None = None) -> tuple[float, float] | None:
+    """Little's law at `rate` (the step's own by default): (W, rate x W), W the mean seconds from
+    arrival to last token measured at the steady state (`sim.curves.measure_rate`) and rounded as
+    it is stated (three figures), so the product is the sum a learner makes. None when the rate
+    has no steady state: past saturation the time in the engine grows as long as traffic lasts.
+    Step 9's example and drill and the cheat sheet all count this way."""
+    rate = lab.scenario.workload.request_rate if rate is None else rate
+    point = lab.steady(rate)
+    if not point.bounded:
+        return None
+    w = float(sig(point.window["mean_e2e_ms"] / 1000.0, 3).replace(",", ""))
+    return w, rate * w
+
+
+def _in_flight(lab) -> tuple[float, float]:
+    measured = in_flight(lab)
+    if measured is None:
+        raise ValueError(f"{lab.scenario.workload.request_rate:g} req/s is past this engine's saturated rate")
+    return measured
+
+
+@figure("in_flight_w_s", 3)
+def _in_flight_w_s(lab):
+    """W at the step's rate, s."""
+    return _in_flight(lab)[0]
+
+
+@figure("in_flight_tpot_ms", 3)
+def _in_flight_tpot_ms(lab):
+    """Median time per output token at the step's rate, ms."""
+    return lab.steady(lab.scenario.workload.request_rate).window["median_tpot_ms"]
+
+
+@figure("in_flight_ttft_ms", 2)
+def _in_flight_ttft_ms(lab):
+    """Median TTFT at the step's rate, ms."""
+    return lab.steady(lab.scenario.workload.request_rate).window["median_ttft_ms"]
+
+
+@figure("in_flight", whole)
+def _in_flight_figure(lab):
+    """Sequences in flight at the step's rate: rate x W."""
+    return _in_flight(lab)[1]
+
+
+# -- prefill against decode (steps 10 and 11) ----------------------------------------------------
+
+
+@figure("long_len", whole)
+def _long_len(lab):
+    """Length of the occasional long prompts, tokens."""
+    return lab.scenario.workload.input.long_len
+
+
+@figure("long_share_pct", 2)
+def _long_share_pct(lab):
+    """Share of prompts that are long, per cent."""
+    return lab.scenario.workload.input.long_share * 100
+
+
+@figure("long_len_max", whole)
+def _long_len_max(lab):
+    """The longest prompt the step's dial allows, tokens."""
+    return lab.dials["workload.input.long_len"].max
+
+
+@figure("long_prefill_s", 2)
+def _long_prefill_s(lab):
+    """One iteration prefilling the longest prompt the dial allows, whole, s."""
+    return lab.cost.iteration(0, 0, [(0, int(_long_len_max(lab)))]).total
+
+
+@figure("gap_ratio_goal", whole)
+def _gap_ratio_goal(lab):
+    """The break-it goal: worst gap over TPOT p50."""
+    return lab.activity.get("gap_ratio_goal", 20.0)
+
+
+def _budget_run(lab, budget: int):
+    """600 requests of the step's traffic at a token budget (the long prompts' share of them)."""
+
+    def run():
+        from sim.engine import run_scenario
+
+        return run_scenario(lab.scenario.with_engine(max_num_batched_tokens=budget).with_workload(num_prompts=600),
+                            keep_records=True)
+
+    return lab.memo(("budget", budget), run)
+
+
+def _budget_row(lab, budget: int) -> tuple[float, float, float]:
+    """(budget, worst gap in ms, the long prompts' mean TTFT in s)."""
+    run = _budget_run(lab, budget)
+    long = [r.ttft for r in run.records if r.prompt_len == lab.scenario.workload.input.long_len]
+    return budget, run.metrics["max_itl_ms"], sum(long) / len(long)
+
+
+# Step 11's table, row by row as the lesson writes it: the budget (a setting), the worst gap
+# (within 15 %: one stall decides it) and the long prompts' TTFT (within 8 %).
+STEP_11_ROWS = {8192: "| 8,192 | ≈ 270 ms | ≈ 0.53 s |",
+                2048: "| 2,048 | ≈ 74 ms | ≈ 0.53 s |",
+                512: "| 512 | ≈ 22 ms | ≈ 0.61 s |"}
+for _budget, _row in STEP_11_ROWS.items():
+    PINNED.append(Pinned(11, _row, lambda lab, budget=_budget: _budget_row(lab, budget), (0.0, 0.15, 0.08),
+                         "A budget's worst gap and long-prompt TTFT over 600 requests of step 11's traffic."))
+
+
+@choices(11, rel=0.0)
+def _choices_11(lab):
+    """The budget, of the choices, whose worst gap is smallest."""
+    budgets = [int(c) for c in lab.activity["choices"]]
+    return min(budgets, key=lambda b: _budget_row(lab, b)[1])
+
+
+# -- the KV cache (steps 12, 14, 15, 17) ---------------------------------------------------------
+
+
+@figure("cache_tokens", kilo)
+def _cache_tokens(lab):
+    """Tokens the KV cache holds (usable blocks x block size)."""
+    return lab.deployment.kv_cache_tokens
+
+
+@figure("kv_memory_gb", 3)
+def _kv_memory_gb(lab):
+    """Memory left for the KV cache: utilisation x GPU memory − weights − reserve, GB."""
+    dep = lab.deployment
+    return (dep.gpu_memory_utilization * lab.gpu.memory_bytes - dep.weight_bytes - dep.reserve_bytes) / 1e9
+
+
+@figure("layers", whole)
+def _layers(lab):
+    return lab.model.layers
+
+
+@figure("kv_heads", whole)
+def _kv_heads(lab):
+    return lab.model.kv_heads
+
+
+@figure("head_dim", whole)
+def _head_dim(lab):
+    return lab.model.head_dim
+
+
+@figure("kv_bytes_per_value", whole)
+def _kv_bytes_per_value(lab):
+    """Bytes of one cached key or value element (the KV cache dtype)."""
+    dep = lab.deployment
+    return dep.kv_bytes_per_token / (2 * lab.model.layers * lab.model.kv_heads * lab.model.head_dim)
+
+
+@figure("kv_bytes_per_token", whole)
+def _kv_bytes_per_token(lab):
+    return lab.deployment.kv_bytes_per_token
+
+
+@figure("kv_kib_per_token", 3)
+def _kv_kib_per_token(lab):
+    return lab.deployment.kv_bytes_per_token / 1024
+
+
+@figure("kv_gb_per_sequence", 2)
+def _kv_gb_per_sequence(lab):
+    """Cache a finished sequence holds (prompt + output tokens), GB."""
+    return (lab.prompt + lab.output) * lab.deployment.kv_bytes_per_token / 1e9
+
+
+@figure("cache_batch", 3)
+def _cache_batch(lab):
+    """Sequences the cache holds at full length: cache tokens ÷ (prompt + output)."""
+    return lab.deployment.kv_cache_tokens / (lab.prompt + lab.output)
+
+
+@figure("cache_batch_whole", whole)
+def _cache_batch_whole(lab):
+    """Whole sequences that fit at full length."""
+    return math.floor(_cache_batch(lab))
+
+
+@figure("cache_batch_prompt", 3)
+def _cache_batch_prompt(lab):
+    """Prompts the cache holds: cache tokens ÷ prompt (vLLM admits on the prompt's blocks)."""
+    return lab.deployment.kv_cache_tokens / lab.prompt
+
+
+@figure("cache_batch_prompt_whole", whole)
+def _cache_batch_prompt_whole(lab):
+    return math.floor(_cache_batch_prompt(lab))
+
+
+# -- capping the batch (step 13) -----------------------------------------------------------------
+
+
+def _capped(lab) -> Lab:
+    """The step's engine with the seats the prediction runs with."""
+    return lab.memo("capped", lambda: lab.variant(max_num_seqs=lab.run_value("engine.max_num_seqs")))
+
+
+@figure("run_seats", whole)
+def _run_seats(lab):
+    """The seats a prediction runs with once the guess is in."""
+    return lab.run_value("engine.max_num_seqs")
+
+
+@figure("capped_rate", 2)
+def _capped_rate(lab):
+    """Requests/s the capped engine completes, flat out."""
+    return _capped(lab).saturated
+
+
+@figure("capped_tpot_ms", 3)
+def _capped_tpot_ms(lab):
+    """Median TPOT of the capped engine, every seat busy, ms."""
+    return _capped(lab).saturated_run.metrics["median_tpot_ms"]
+
+
+@figure("capped_tpot_gain_pct", 2)
+def _capped_tpot_gain_pct(lab):
+    """How much faster each token comes with the cap than at the step's own rate, per cent."""
+    free = lab.steady(lab.scenario.workload.request_rate).window["median_tpot_ms"]
+    return (1 - _capped_tpot_ms(lab) / free) * 100
+
+
+# -- the cache caps the batch (step 14) ----------------------------------------------------------
+
+
+@figure("cache_push_rate", 2)
+def _cache_push_rate(lab):
+    """Traffic that keeps the cache full: 1.5 x the saturated rate, requests/s."""
+    return round(FAR * lab.saturated * 2) / 2
+
+
+# -- settings for an offline job (step 17) -------------------------------------------------------
+
+
+@figure("num_prompts", whole)
+def _num_prompts(lab):
+    """Requests of the step's workload."""
+    return lab.scenario.workload.num_prompts
+
+
+@figure("compare_seats", whole)
+def _compare_seats(lab):
+    """Seats of the scenario beside the step's."""
+    return lab.compare.engine.max_num_seqs
+
+
+@figure("seat_ratio", 2)
+def _seat_ratio(lab):
+    """The step's seats over those of the scenario beside it."""
+    return lab.engine.max_num_seqs / lab.compare.engine.max_num_seqs
+
+
+def _job_run(lab):
+    def run():
+        from sim.engine import run_scenario
+
+        return run_scenario(lab.scenario)
+
+    return lab.memo("job", run)
+
+
+@figure("offline_gain", 2)
+def _offline_gain(lab):
+    """How many times sooner the step's job ends than the same job beside it."""
+    return _job_run(lab.compare).metrics["duration"] / _job_run(lab).metrics["duration"]
+
+
+@figure("offline_tpot_ratio", 2)
+def _offline_tpot_ratio(lab):
+    """The step's TPOT over that of the job beside it."""
+    return _job_run(lab).metrics["median_tpot_ms"] / _job_run(lab.compare).metrics["median_tpot_ms"]
+
+
+@figure("vllm_offline_budget", whole)
+def _vllm_offline_budget(lab):
+    """vLLM's default --max-num-batched-tokens for offline use on the step's GPU."""
+    from sim.config import vllm_defaults
+
+    return vllm_defaults(lab.gpu.id, lab.gpu.memory_bytes, offline=True)["max_num_batched_tokens"]
+
+
+@choices(17, rel=0.1)
+def _choices_17(lab):
+    """How many times sooner the job ends with the step's seats."""
+    return _offline_gain(lab)
+
+
+# -- reading percentiles (step 18) ---------------------------------------------------------------
+
+
+@figure("batch_prompt", whole)
+def _batch_prompt(lab):
+    return lab.scenario.workload.batch_input.mean
+
+
+@figure("batch_output", whole)
+def _batch_output(lab):
+    return lab.scenario.workload.batch_output.mean
+
+
+@figure("batch_share_pct", 2)
+def _batch_share_pct(lab):
+    return lab.scenario.workload.batch_pool_share * 100
+
+
+# -- settings for a chat SLO (step 16) -----------------------------------------------------------
+
+
+@figure("slo_ttft_ms", 3)
+def _slo_ttft_ms(lab):
+    """The SLO's TTFT p99 bound, ms (the curve draws it)."""
+    return lab.sweep.slo_ttft_p99_ms
+
+
+@figure("slo_tpot_ms", 3)
+def _slo_tpot_ms(lab):
+    """The SLO's TPOT p99 bound, ms."""
+    return lab.sweep.slo_tpot_p99_ms
+
+
+@figure("headroom", 2)
+def _headroom(lab):
+    """Share of its SLO rate each replica is planned at."""
+    return PLANNING_HEADROOM
+
+
+@figure("headroom_pct", 2)
+def _headroom_pct(lab):
+    return PLANNING_HEADROOM * 100
+
+
+def _replicas_drill(lab):
+    from .activities import ReplicasDrill
+
+    return lab.memo("replicas", lambda: ReplicasDrill(lab.screen_scenario, lab.sweep))
+
+
+def _slo_rate(lab, seats: int) -> float:
+    best, _ = _replicas_drill(lab).slo_rate(seats)
+    return best.rate
+
+
+def _replicas(lab, peak: float, seats: int) -> tuple[float, float, float]:
+    """(peak, one replica's planned rate, replicas) as step 16's drill works them."""
+    per_replica = PLANNING_HEADROOM * _slo_rate(lab, seats)
+    return peak, per_replica, math.ceil(peak / per_replica)
+
+
+PINNED.append(Pinned(16, "about 33 req/s", lambda lab: _slo_rate(lab, lab.engine.max_num_seqs), 0.0,
+                     "The SLO rate of step 16's curve at its own seats (a sweep: about a second)."))
+PINNED.append(Pinned(16, "A peak of 150 req/s then needs ⌈150 ÷ 26.4⌉ = 6",
+                     lambda lab: (150.0,) + _replicas(lab, 150.0, lab.engine.max_num_seqs),
+                     (0.0, 0.0, 0.01, 0.0), "Replicas for a peak of 150 req/s at the step's seats."))
+PINNED.append(Pinned(16, "With 64 seats", lambda lab: 64, 0.0, "The smaller batch the lesson compares."))
+PINNED.append(Pinned(16, "about 20 req/s", lambda lab: _slo_rate(lab, 64), 0.0,
+                     "The SLO rate of step 16's curve at 64 seats."))
+PINNED.append(Pinned(16, "needs 10 replicas instead of 6",
+                     lambda lab: (_replicas(lab, 150.0, 64)[2], _replicas(lab, 150.0, lab.engine.max_num_seqs)[2]),
+                     0.0, "Replicas for a peak of 150 req/s at 64 seats, and at the step's seats."))
+
+
+# -- the cheat sheet (step 19) ---------------------------------------------------------------------
+
+CHEAT_PEAK = 150.0
+"""The peak the cheat sheet's replicas line plans for (step 16's example)."""
+
+
+def _text_figure(name: str):
+    """Register `compute(lab) -> str` as the figure `{{name}}`: words, not a number."""
+
+    def register(compute):
+        FIGURES[name] = Figure(name, compute, str, (compute.__doc__ or "").strip())
+        return compute
+
+    return register
+
+
+@_text_figure("model_name")
+def _model_name(lab):
+    return lab.model.name
+
+
+@_text_figure("gpu_name")
+def _gpu_name(lab):
+    tp = lab.deployment.tensor_parallel_size
+    return lab.gpu.name + (f" × {tp}" if tp > 1 else "")
+
+
+@_text_figure("in_flight_line")
+def _in_flight_line(lab):
+    """Little's law at the scenario's rate, or why it has no answer there."""
+    rate = lab.scenario.workload.request_rate
+    measured = in_flight(lab)
+    if measured is None:
+        where = "past" if rate >= lab.saturated else "too close to"
+        return (f"**In flight** = λ × W: {fmt(rate)} req/s is {where} this engine's saturated rate "
+                f"({sig(lab.saturated, 2)} req/s), so there is no steady W: the queue grows and the batch "
+                f"stays near the seats ({whole(_seats(lab))}).")
+    w, n = measured
+    return (f"**In flight** = λ × W: {fmt(rate)} req/s × {fmt(w)} s ≈ **{whole(n)}** (W measured at this "
+            f"load: TTFT + {whole(lab.output - 1)} × TPOT, step 9).")
+
+
+@_text_figure("chat_seats_line")
+def _chat_seats_line(lab):
+    measured = in_flight(lab)
+    if measured is None:
+        return "seats ≥ the batch in flight at each replica's share of the peak, below the knee"
+    return f"seats ≥ in flight (≈ {whole(measured[1])} here) and below the knee"
+
+
+@figure("cheat_peak", 3)
+def _cheat_peak(lab):
+    return CHEAT_PEAK
+
+
+@figure("cheat_replicas_floor", 2)
+def _cheat_replicas_floor(lab):
+    """The peak over what replicas planned at the saturated rate carry: a floor on replicas."""
+    return CHEAT_PEAK / (PLANNING_HEADROOM * lab.saturated)
