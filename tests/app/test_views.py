@@ -66,7 +66,7 @@ async def test_gauges_show_bandwidth_near_80_and_tensor_cores_near_zero():
         view.update_snapshot(snapshot(last=_report()))
         await pilot.pause()
         bandwidth, tensor = view.render().plain.split("\n")
-        assert bandwidth.startswith("HBM bandwidth") and bandwidth.endswith("80%") and len(bandwidth) == 34
+        assert bandwidth.startswith("memory bandwidth") and bandwidth.endswith("80%") and len(bandwidth) == 34
         assert tensor.startswith("tensor cores") and tensor.endswith("0.3%") and "█" not in tensor
 
 
