@@ -126,6 +126,8 @@ class Question:
 
     @property
     def tolerance_text(self) -> str:
+        if self.accepted:
+            return f"what a reading of the curve up to {fmt(self.tolerance * 100)}% low gives"
         return f"±{fmt(self.tolerance * 100)}%"
 
     @property
@@ -149,10 +151,10 @@ class Question:
         self.attempts += 1
         if self.accepts(value):
             self.solved = True
-            if self.accepted and value != self.answer:
-                return Feedback(True, f"Right for your reading of the curve: {fmt(value, 4)} {self.unit} "
-                                      f"(from the curve's last point inside the SLO, {fmt(self.answer)}).",
-                                value, show_derivation=True)
+            if self.accepted:
+                mine = "" if value == self.answer else f" for your reading of the curve (its last point " \
+                                                      f"inside the SLO gives {fmt(self.answer)})"
+                return Feedback(True, f"Right{mine}: {fmt(value, 4)} {self.unit}.", value, show_derivation=True)
             return Feedback(True, f"Right: {fmt(self.answer)} {self.unit} "
                                   f"(you typed {fmt(value, 4)}; within {self.tolerance_text}).",
                             value, show_derivation=True)

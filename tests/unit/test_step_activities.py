@@ -411,3 +411,44 @@ def test_build_returns_none_for_views_the_app_draws(lesson):
     assert isinstance(act.build(lesson[2]), act.SingleStreamCeilingDrill)
     assert isinstance(act.build(lesson[15]), act.CacheBatchDrill)
     assert isinstance(act.build(lesson[14]), act.CacheCapChallenge)
+
+
+# -- no drill's answer is on the screen before it is asked -------------------------------------------
+
+
+@pytest.mark.parametrize("number", [2, 9, 15])
+def test_no_drill_asks_the_example_its_lesson_works(lesson, number):
+    step = lesson[number]
+    drill = act.build(step)
+    sc = step.scenario
+    for seed in range(40):
+        q = drill.new_question(seed)
+        f = q.facts
+        if number == 2:
+            assert (f["gpu"], f["model"]) != (sc.gpu, sc.model)
+        elif number == 9:
+            assert (f["rate"], f["output_len"]) != (sc.workload.request_rate, sc.workload.output.mean)
+        else:
+            assert (f["gpu"], f["model"], f["util"], f["prompt"], f["output"]) != act._worked_cache_example(step)
+        # Whatever it asks, its answer is not stated (in bold, as lessons state results) above it.
+        for shown in {act.fmt(q.answer), act.fmt(q.answer, 2), str(round(q.answer))}:
+            assert f"**{shown}**" not in step.body_md and f"**{shown} " not in step.body_md, (seed, shown)
+
+
+def test_replicas_drill_reads_the_curve(lesson):
+    drill = act.build(lesson[16])
+    assert isinstance(drill, act.ReplicasDrill)
+    q = next(q for q in (drill.new_question(s) for s in range(20)) if len(q.accepted) > 1)
+    assert q.unit == "replicas" and q.whole_number and "a reading of the curve" in q.tolerance_text
+    best, other = int(q.answer), next(int(a) for a in q.accepted if a != q.answer)
+    right = q.check(str(other))
+    assert right.correct and "for your reading of the curve" in right.message and right.show_derivation
+    q2 = drill.new_question(0)
+    peak, rate = q2.facts["peak"], q2.facts["slo_rate"]
+    slip = q2.check(str(math.ceil(peak / rate)))
+    if math.ceil(peak / rate) not in q2.accepted:
+        assert not slip.correct and "headroom" in slip.message
+    fb = q2.check("0.5")
+    assert not fb.correct
+    assert q2.check(str(int(q2.answer))).correct
+    assert q2.run_dials == {"engine.max_num_seqs": q2.facts["seats"]}
