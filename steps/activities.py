@@ -1,6 +1,6 @@
 """What the learner does in a step, as pure logic the app drives by keyboard.
 
-- Drills (steps 2, 9, 15): `Drill.new_question(seed) -> Question`; a retry with another seed is
+- Drills (steps 2, 9, 15, 16): `Drill.new_question(seed) -> Question`; a retry with another seed is
   a new question. `Question.check(text)` parses a typed answer tolerantly and recognises the
   common slips; `hints` (at most two) and, once solved or given up, `derivation_md` with this
   question's own numbers.
@@ -9,11 +9,12 @@
 - Predict-then-run: `question_md`, `choices`, `commit(n)`, then `reveal(snapshot)`.
 - Reading exercise (step 18): `PercentileReading.new_question(seed) -> Read` with a table from two
   simulated runs; `Read.check(choice_number)`.
-- `cheat_sheet_md(...)` (step 19) and `save_scenario` / `load_scenario` (step 20).
+- `cheat_sheet_md(scenario)` (step 19) and `save_scenario` / `load_scenario` (step 20).
 
-Imports `sim` only: never textual or rich. Simulation runs (steps 9 and 18 build their questions
-from measured runs) take well under a second each; the app should call `new_question` from a
-worker.
+Imports `sim` (and `steps.figures`, where the numbers in prose come from) only: never textual or
+rich. Simulation runs (steps 9 and 18 build their questions from measured runs, step 16 sweeps a
+curve, about half a second) take well under a second each; the app should call `new_question`
+from a worker.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 - A **template**, `{{name}}` in the lesson text, a hint or an activity's wording, is filled when
   the step loads: `FIGURES[name]` computes it from the step's own scenario with the simulator
   (profiles, the cost model, a request run alone, the saturated rate, one rate measured at its
-  steady state: a step builds in a few hundredths of a second).
+  steady state: a step builds in at most about 0.15 s, `benchmarks/lesson_benchmark.py`).
 - A **pinned figure** is written in the lesson as is ("about 270 ms"): `PINNED` lists it with the
   measure a test (`tests/unit/test_figures.py`) runs headless on that step's scenario and the
   tolerance it must hold to. Use it for what takes seconds to measure (several long runs).
@@ -113,7 +113,6 @@ class Lab:
         """The step's `SweepSpec`, if it draws a curve."""
         self.compare_scenario = compare
         """The scenario run beside the step's own, if any."""
-        self._steady: dict[float, Any] = {}
         self._memo: dict[Any, Any] = {}
 
     def memo(self, key, compute: Callable[[], Any]) -> Any:
@@ -199,12 +198,10 @@ class Lab:
     def steady(self, rate: float):
         """`sim.curves.measure_rate` at `rate`: the steady window of the step's traffic there, or
         `bounded=False` when it has none."""
-        if rate not in self._steady:
-            from sim.curves import measure_rate, runner
+        from sim.curves import measure_rate, runner
 
-            self._steady[rate] = measure_rate(runner(self.scenario), rate, saturated=self.saturated,
-                                              min_window=STEADY_WINDOW)
-        return self._steady[rate]
+        return self.memo(("steady", rate), lambda: measure_rate(runner(self.scenario), rate, saturated=self.saturated,
+                                                                min_window=STEADY_WINDOW))
 
     def run_value(self, path: str):
         """The setting a prediction runs with once the guess is in."""

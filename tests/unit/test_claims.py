@@ -327,7 +327,7 @@ def knee_runs(step):
     return sat, runs
 
 
-def test_08_saturated_rate_is_what_the_lesson_quotes(knee_runs):
+def test_08_the_saturated_rate_is_about_35_req_s_and_9000_tokens_s(knee_runs):
     sat, runs = knee_runs
     assert within(sat, 35, 0.05)
     assert within(runs[1.2]["output_throughput"], 9000, 0.05)
