@@ -17,6 +17,9 @@ once the learner has answered. The front matter holds
     [sweep]         (optional)          what the "curve" view draws: batch_sizes + context (a
                                         cost-model sweep of decode batches) and/or rates (req/s)
 
+The text, the hints and an activity's wording state figures as `{{name}}` templates, filled from
+the simulator when the step is built, or as numbers pinned by a test (`steps.figures`).
+
 `load_steps()` validates all twenty and raises `StepError` naming the file and the problem.
 `open_lessons()` is the app's lazy view of the same files: it reads every file's front matter
 (number, title, section, minutes: enough for a header and a table of contents) and builds a full

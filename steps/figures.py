@@ -677,7 +677,7 @@ def _push_rate(lab):
     return math.ceil(1.5 * lab.saturated)
 
 
-@figure("static_batch_iterations", 1)
+@figure("static_batch_iterations", lambda v: sig(v, 2))
 def _static_batch_iterations(lab):
     """Iterations a full static batch runs: its longest answer, about low + (high − low) × n/(n+1)
     for n answers spread evenly from low to high."""

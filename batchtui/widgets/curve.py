@@ -141,10 +141,9 @@ class CurveView(SimView):
         knee = panel.knee.index
         here = self._here(panel)
 
-        # Axes from the steady points, the saturated rate and the SLO; the live marker, or a
-        # point with no steady value, above the top is drawn on the top row.
-        # A rate sweep keeps its top row above the scale, for what has no steady value (rates
-        # past saturation) or is off it (the live run's TTFT once the queue grows).
+        # Axes from the steady points, the saturated rate and the SLO. A rate sweep keeps its top
+        # row above the scale, for what has no steady value (rates past saturation) or is off it
+        # (the live run's TTFT once the queue grows).
         x_max = max([panel.x(p) for p in points] + [panel.saturated or 0.0]
                     + ([here[0]] if here and not panel.by_rate else [])) or 1.0
         y_max = max([p.latency for p in steady] + [panel.slo or 0.0]
