@@ -103,3 +103,14 @@ def test_quick_saturated_rates_read_as_the_full_measure(lesson, number):
     assert lab.saturation_prompts < figures.SATURATION_PROMPTS
     full = saturated_rate(runner(scenario), figures.SATURATION_PROMPTS).metrics["request_throughput"]
     assert FIGURES["saturated_rate"].show(lab.saturated) == FIGURES["saturated_rate"].show(full)
+
+
+def test_steps_14_and_15_state_the_same_sum_the_same_way(lesson):
+    """Both divide the cache by a finished 8k + 1k sequence; a learner comparing them must read one
+    sum with one rounding (they once said ≈ 48 and ≈ 49)."""
+    import re
+
+    sums = [re.search(r"(\d+k) ÷ (9,216) ≈ \**([\d.]+)", lesson[n].body_md) for n in (14, 15)]
+    assert all(sums) and sums[0].groups() == sums[1].groups()
+    cache = lesson[15].scenario.deployment().kv_cache_tokens
+    assert sums[0].group(3) == figures.fmt(cache / 9216, 3)
