@@ -110,7 +110,7 @@ def test_steps_14_and_15_state_the_same_sum_the_same_way(lesson):
     sum with one rounding (they once said ≈ 48 and ≈ 49)."""
     import re
 
-    sums = [re.search(r"(\d+k) ÷ (9,216) ≈ \**([\d.]+)", lesson[n].body_md) for n in (14, 15)]
+    sums = [re.search(r"(\d+k) ÷ (9,216) ≈\s+\**([\d.]+)", lesson[n].body_md) for n in (14, 15)]
     assert all(sums) and sums[0].groups() == sums[1].groups()
     cache = lesson[15].scenario.deployment().kv_cache_tokens
     assert sums[0].group(3) == figures.fmt(cache / 9216, 3)
