@@ -43,6 +43,12 @@ class Glyphs:
     sep: str
     """Between items on one line."""
     dash: str
+    unbounded: str = "↑"
+    """A curve's point with no steady state: its queue grows without bound."""
+    line_v: str = "┆"
+    """A vertical marker line across a plot (the saturated rate)."""
+    line_h: str = "╌"
+    """A horizontal marker line across a plot (a latency objective)."""
 
 
 UNICODE = Glyphs(
@@ -99,6 +105,9 @@ ASCII = Glyphs(
     dial_knob="O",
     sep=" | ",
     dash="-",
+    unbounded="^",
+    line_v=":",
+    line_h="-",
 )
 
 

@@ -73,6 +73,8 @@ class TutorialScreen(Screen):
         self._opening: object | None = None
         """The step whose simulation starts after the next refresh (see `show_step`)."""
         self._first_opening = True
+        self._swept = None
+        """The scenario the curve view's latest sweep is of (an older one arriving late is dropped)."""
 
     @property
     def step(self):
@@ -225,32 +227,35 @@ class TutorialScreen(Screen):
             await container.mount_all(controls)
         container.display = bool(controls)
 
-    def _start_sweep(self, step) -> None:
-        """The curve view's sweeps: the batch sweep (the cost model, instant) at once, the rate
-        sweep (headless runs, a few tenths of a second) in a thread so the app stays live."""
+    def _start_sweep(self, step, scenario=None) -> None:
+        """The curve view's sweeps of `scenario` (the step's own unless a dial moved): the batch
+        sweep (the cost model, instant) at once, the rate sweep (headless runs, a few tenths of
+        a second) in a thread so the app stays live."""
         from ..simulation import batch_sweep, rate_sweep
 
         sweep = step.sweep
-        ready = [batch_sweep(step.scenario, sweep.batch_sizes, sweep.context)] if sweep.batch_sizes else []
+        scenario = scenario or step.scenario
+        self._swept = scenario
+        slo = sweep.slo_ttft_p99_ms / 1000 if sweep.slo_ttft_p99_ms else None
+        ready = [batch_sweep(scenario, sweep.batch_sizes, sweep.context)] if sweep.batch_sizes else []
         if not sweep.rates:
-            self._show_sweeps(step.number, ready)
+            self._show_sweeps(step.number, scenario, ready)
         elif self.settings.autorun:
-            self._show_sweeps(step.number, ready, pending=True)
-            self._rate_sweep_worker(step.number, step.scenario, sweep, ready)
+            self._show_sweeps(step.number, scenario, ready, pending=True)
+            self._rate_sweep_worker(step.number, scenario, sweep, slo, ready)
         else:  # tests: the same points, computed now, so the screenshot has them
-            self._show_sweeps(step.number, ready + [rate_sweep(step.scenario, sweep.rates, sweep.num_prompts)])
+            self._show_sweeps(step.number, scenario, ready + [rate_sweep(scenario, sweep.rates, sweep.num_prompts, slo)])
 
     @work(thread=True, exclusive=True, group="sweep")
-    def _rate_sweep_worker(self, number: int, scenario, sweep, ready: list) -> None:
+    def _rate_sweep_worker(self, number: int, scenario, sweep, slo, ready: list) -> None:
         from ..simulation import rate_sweep
 
-        result = rate_sweep(scenario, sweep.rates, sweep.num_prompts)
-        self.app.call_from_thread(self._show_sweeps, number, ready + [result])
+        result = rate_sweep(scenario, sweep.rates, sweep.num_prompts, slo)
+        self.app.call_from_thread(self._show_sweeps, number, scenario, ready + [result])
 
-    def _show_sweeps(self, number: int, results, pending: bool = False) -> None:
-        if number == self.step.number:
-            self._views["curve"].update_curves(
-                [(r.points, r.latency_label, r.latency_attribute, r.load_label) for r in results], pending)
+    def _show_sweeps(self, number: int, scenario, results, pending: bool = False) -> None:
+        if number == self.step.number and scenario is self._swept:
+            self._views["curve"].update_curves(results, pending)
 
     # -- frames from the driver
     def on_simulation_frame(self, frame: SimulationFrame) -> None:
@@ -303,6 +308,9 @@ class TutorialScreen(Screen):
         dial.set_value(value)
         notice.clear()
         self._update_status()
+        step = self.step
+        if "curve" in step.views and step.sweep is not None and step.sweep.invalidated_by(dial.spec.name):
+            self._start_sweep(step, self.sim.engine.scenario)  # the curve is of the dials on show
         self.run_worker(self.query_one(ActivityPanel).scenario_changed(self.sim.engine.scenario),
                         group="activity")
 
@@ -470,6 +478,8 @@ class TutorialScreen(Screen):
         for dial in self.query(DialControl):
             dial.set_value(dial.spec.value(step.scenario))
         self._start_simulation(step.scenario)
+        if "curve" in step.views and step.sweep is not None:
+            self._start_sweep(step)
         self.say("Scenario reset to the step's start.")
         self._update_keys()
 
