@@ -137,7 +137,7 @@ def test_steady_window_drops_warm_up_and_cool_down():
     recs = [Rec(float(t), 0.01, 0.005, 2.0) for t in range(11)]
     window, warmup = curves.steady_window(recs)
     assert warmup == 2.0
-    assert [r.arrival_time for r in window] == [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+    assert window["arrival_time"].tolist() == [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
 
 
 def test_replicas_and_kv_fit():
