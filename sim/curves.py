@@ -19,7 +19,7 @@ from .engine import RunSummary, run_scenario
 from .scenario import Scenario
 
 __all__ = [
-    "BACKLOG_SLOPE", "Columns", "KNEE_LATENCY_FACTOR", "Knee", "RatePoint", "STEADY_MAX_REQUESTS",
+    "BACKLOG_SLOPE", "Columns", "at_rate", "KNEE_LATENCY_FACTOR", "Knee", "RatePoint", "STEADY_MAX_REQUESTS",
     "STEADY_MIN_REQUESTS", "find_knee", "latency_percentiles", "measure_rate", "rate_sweep",
     "runner", "saturated_rate", "steady_window",
 ]
@@ -191,12 +191,19 @@ RunAt = Callable[[float, int], RunSummary]
 of requests, and returns its summary with per-request records."""
 
 
+def at_rate(scenario: Scenario, rate: float, num_prompts: int) -> Scenario:
+    """The scenario's traffic at another mean rate and length: generated traffic is drawn at
+    that rate; a trace is rescaled in time to it and cut or repeated to that many requests."""
+    if scenario.workload.arrival == "trace":
+        return scenario.with_workload(trace_rate=float(rate), trace_requests=int(num_prompts))
+    return scenario.with_workload(request_rate=float(rate), num_prompts=int(num_prompts))
+
+
 def runner(scenario: Scenario, **engine_kwargs) -> RunAt:
-    """A `RunAt` for a scenario: its traffic at another rate and length, records kept."""
+    """A `RunAt` for a scenario: its traffic at another rate and length (`at_rate`), records kept."""
 
     def run_at(rate: float, num_prompts: int) -> RunSummary:
-        return run_scenario(scenario.with_workload(request_rate=float(rate), num_prompts=int(num_prompts)),
-                            keep_records=True, **engine_kwargs)
+        return run_scenario(at_rate(scenario, rate, num_prompts), keep_records=True, **engine_kwargs)
 
     return run_at
 

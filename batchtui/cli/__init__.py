@@ -1,113 +1,70 @@
-"""The `batchtui` command: the tutorial with no arguments, headless tools as subcommands.
+"""The `batchtui` command: the tutorial with no subcommand, headless tools as subcommands.
 
-User mistakes print one clear line on stderr and exit 2; a failure of the tool itself exits 1.
+`main()` imports only what the chosen path needs: with no subcommand it hands the parsed options
+to the app (`batchtui.tui.run_app`) having imported neither numpy nor the simulator, so the
+tutorial's first frame does not wait for them. User mistakes print one line on stderr and exit 2;
+a failure exits 1 (see `exits`).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
+import os
 import sys
 
-EXIT_USER_ERROR = 2
-EXIT_FAILURE = 1
+from .exits import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USER_ERROR, OutputError, UserError
+from .parser import build_parser, chosen_command
 
+__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USER_ERROR", "UserError", "main"]
 
-class UserError(Exception):
-    """A mistake in what the user asked for; printed without a traceback."""
-
-
-def _cmd_trace(args: argparse.Namespace) -> int:
-    from sim.errors import SimError
-    from sim.trace import compare, load_cases, run_case
-
-    if args.all:
-        cases = load_cases(args.all)
-        failed = 0
-        for case in cases:
-            name = case.get("name", "?")
-            valid = case.get("valid_in_real_vllm", True)
-            try:
-                actual = run_case(case)
-            except SimError as exc:
-                if valid:
-                    failed += 1
-                    print(f"FAIL {name}: rejected: {exc}")
-                else:
-                    print(f"pass {name} (rejected as vLLM would: {exc})")
-                continue
-            if not valid:
-                failed += 1
-                print(f"FAIL {name}: ran a case real vLLM refuses; expected a rejection")
-                continue
-            diffs = compare(case.get("expected", {}), actual)
-            if diffs:
-                failed += 1
-                print(f"FAIL {name}: {len(diffs)} difference(s)")
-                for d in diffs[:10]:
-                    print(f"    {d}")
-            else:
-                print(f"pass {name}")
-        print(f"{len(cases) - failed} passed, {failed} failed")
-        return EXIT_FAILURE if failed else 0
-    if not args.case:
-        raise UserError("give a case file (batchtui trace CASE.json) or --all FILE")
-    cases = load_cases(args.case)
-    if len(cases) != 1:
-        raise UserError(f"{args.case} holds {len(cases)} cases; use --all to run them all")
-    print(json.dumps(run_case(cases[0]), indent=args.indent))
-    return 0
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="batchtui",
-        description="Learn how LLM inference servers batch requests, on a live simulation. "
-                    "With no command, opens the tutorial.")
-    try:
-        from batchtui.tui import add_app_arguments
-    except ImportError:  # the app is optional for the headless tools
-        add_app_arguments = None
-    if add_app_arguments is not None:
-        add_app_arguments(parser)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    p = sub.add_parser("trace", help="replay a vLLM scheduler case iteration by iteration",
-                       description="Run a scheduler case (config + requests arriving at given "
-                                   "iterations) and print its trace as JSON, or check every case "
-                                   "of a file against its expected traces with --all.")
-    p.add_argument("case", nargs="?", help="a JSON file holding one case")
-    p.add_argument("--all", metavar="FILE", help="run every case in FILE and print pass/fail per case")
-    p.add_argument("--indent", type=int, default=None, help="indent the JSON output")
-    p.set_defaults(func=_cmd_trace)
-
-    try:
-        from batchtui import commands
-    except ImportError:
-        commands = None
-    if commands is not None:
-        commands.add_subcommands(sub)
-    return parser
+TRACEBACK_ENV = "BATCHTUI_TRACEBACK"
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(chosen_command(argv))
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, or a mistake argparse found (already printed, one line)
+        return exc.code if isinstance(exc.code, int) else EXIT_USER_ERROR
+    func = getattr(args, "func", None)
+    if func is None:
+        from batchtui.tui import run_app
+
+        return run_app(args)
+    return run_command(func, args)
+
+
+def run_command(func, args) -> int:
+    """Run a subcommand; every way it can end is one line on stderr at most."""
     from sim.errors import SimError
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
-        if getattr(args, "func", None) is None:
-            from batchtui.tui import run_app
-            return run_app(args)
-        return args.func(args)
+        return func(args)
     except (UserError, SimError) as exc:
-        print(f"batchtui: error: {exc}", file=sys.stderr)
+        _say(f"batchtui: error: {exc}")
         return EXIT_USER_ERROR
+    except OutputError as exc:
+        _say(f"batchtui: error: {exc}")
+        return EXIT_FAILURE
     except KeyboardInterrupt:
-        return 130
+        _say("batchtui: interrupted")
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
-        return 0
+        # The reader went away (`| head`): stop quietly, and keep Python from complaining again
+        # when it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except MemoryError:
+        _say("batchtui: error: not enough memory for this run (fewer --num-prompts?)")
+        return EXIT_FAILURE
+    except Exception as exc:  # a bug: one line, the traceback on request
+        if os.environ.get(TRACEBACK_ENV):
+            raise
+        _say(f"batchtui: internal error: {type(exc).__name__}: {exc} (set {TRACEBACK_ENV}=1 for the "
+             "traceback, and please report it)")
+        return EXIT_FAILURE
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+def _say(text: str) -> None:
+    print(" ".join(text.split()), file=sys.stderr)
