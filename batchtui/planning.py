@@ -278,8 +278,8 @@ def confirm_rate(run_at, slo: Slo, rate: float, step: float, saturated: float,
                  num_prompts: int = PLAN_CONFIRM_PROMPTS, tries: int = PLAN_CONFIRM_TRIES,
                  min_window: int = PLAN_MIN_WINDOW, min_window_s: float = PLAN_MIN_WINDOW_S) -> list[PlanPoint]:
     """Rerun `rate` long (`num_prompts` requests) on `run_at` (another seed); while it misses,
-    step down by `step` and try again. Returns the points tried; the last one met the SLO unless
-    every try missed."""
+    step down by `step`, doubling the step each time, and try again. Returns the points tried;
+    the last one met the SLO unless every try missed."""
     tried = []
     for _ in range(tries):
         if rate <= 0:
@@ -295,6 +295,7 @@ def confirm_rate(run_at, slo: Slo, rate: float, step: float, saturated: float,
         if p.ok:
             break
         rate -= step
+        step *= 2
     return tried
 
 

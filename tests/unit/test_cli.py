@@ -409,62 +409,98 @@ def test_sweep_bad_input(capsys, argv, needle):
 # -- plan --------------------------------------------------------------------------------------
 
 
-PLAN = ["plan", "--num-prompts", "60", "--input-len", "256", "--output-len", "32"]
+PLAN = ["plan", "--num-prompts", "60", "--input-len", "256", "--output-len", "32", "--jobs", "1", "--seeds", "2"]
 
 
 @pytest.fixture
-def small_window(monkeypatch):
-    """A smaller steady-state window keeps the plan's runs short in tests."""
-    monkeypatch.setattr(planning, "STEADY_MIN_REQUESTS", 40)
+def small_plan(monkeypatch):
+    """Shorter steady windows and checks keep the plan's runs short in tests (the search, the
+    confirmation and the replicas check are the real ones)."""
+    monkeypatch.setattr(planning, "PLAN_MIN_WINDOW", 40)
+    monkeypatch.setattr(planning, "PLAN_MIN_WINDOW_S", 0.0)
+    monkeypatch.setattr(planning, "PLAN_MIN_PROMPTS", 50)
+    monkeypatch.setattr(planning, "PLAN_CONFIRM_PROMPTS", 300)
+    monkeypatch.setattr(planning, "ROUTER_MIN_PER_REPLICA", 100)
+    monkeypatch.setattr(planning, "ROUTER_MIN_SECONDS", 1.0)
 
 
-def test_plan_finds_a_rate_replicas_and_the_vllm_command(capsys, small_window):
+def test_plan_finds_a_rate_checks_replicas_and_prints_both_vllm_commands(capsys, small_plan):
     code, out, _ = run(capsys, *PLAN, "--ttft-p99", "60", "--tpot-p99", "9", "--peak-rate", "100")
     assert code == 0
     assert "SLO: p99 TTFT <= 60 ms and p99 TPOT <= 9 ms." in out
     words = " ".join(out.split())
-    assert "Highest rate meeting the SLO:" in words and "req/s per replica (within" in words
+    assert "Highest rate meeting the SLO:" in words and "The seeds' limits:" in words
+    assert "confirmed on seed 2 with" in words or "stepped down" in words
     assert "Replicas for a peak of 100 req/s with 30% headroom: ceil(130 / " in out
-    assert ("  vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-seqs 1024 "
-            "--max-num-batched-tokens 8192") in out
+    assert "replicas, round-robin" in out and "replicas, least-outstanding-requests" in out
+    assert "Use " in words and "above the peak" in words
+    assert ("  vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 1 --kv-cache-dtype auto "
+            "--gpu-memory-utilization 0.92 --block-size 16 --max-num-seqs 1024 --max-num-batched-tokens 8192 "
+            "--enable-chunked-prefill --long-prefill-token-threshold 0 --scheduling-policy fcfs "
+            "--max-model-len 131072 --no-enable-prefix-caching") in out
+    bench = next(line for line in out.splitlines() if "vllm bench serve" in line)
+    assert "--dataset-name random --random-input-len 256 --random-output-len 32" in bench
+    assert "--request-rate" in bench and "--goodput ttft:60 tpot:9" in bench
     assert "<- highest meeting the SLO" in out
 
 
-def test_plan_json_is_consistent(capsys, small_window):
+def test_plan_json_is_consistent(capsys, small_plan):
     d = run_json(capsys, *PLAN, "--tpot-p99", "9", "--peak-rate", "50", "--headroom", "20%",
                  "--max-num-seqs", "128", "--gpu-memory-utilization", "0.9")
-    assert d["feasible"] and d["limited_by"] == "slo"
+    assert d["feasible"] and d["seeds"] == [0, 1]
     rate = d["max_rate"]
-    assert 0 < rate < d["saturated_rate"]
-    assert d["replicas"] == math.ceil(50 * 1.2 / rate)
-    assert d["precision"] <= 0.011 * d["saturated_rate"]
+    assert 0 < rate <= min(d["seed_rates"]) < d["saturated_rate"]
+    assert d["spread"] == pytest.approx(max(d["seed_rates"]) - min(d["seed_rates"]))
+    assert d["confirm"]["seed"] == 2 and d["confirm"]["meets_slo"] and d["confirm"]["request_rate"] == rate
+    assert d["replicas"] >= math.ceil(50 * 1.2 / rate)
+    final = [c for c in d["replica_checks"] if c["replicas"] == d["replicas"]]
+    assert {c["policy"] for c in final} == {"round-robin", "least-outstanding-requests"}
+    assert all(c["meets_slo"] and c["p99_tpot_ms"] <= 9 for c in final)
+    assert sum(final[0]["requests_per_replica"]) >= 100 * d["replicas"]
     best = d["at_max_rate"]
     assert best["meets_slo"] and best["p99_tpot_ms"] <= 9
-    # the search is bracketed: some point just above the answer misses
-    above = [p for p in d["points"] if p["request_rate"] != "inf" and p["request_rate"] > rate]
+    # the search is bracketed: some point just above the limiting seed's answer misses
+    above = [p for p in d["points"] if p["request_rate"] != "inf" and p["request_rate"] > min(d["seed_rates"])]
     assert above and min(above, key=lambda p: p["request_rate"])["meets_slo"] is False
     assert "--max-num-seqs 128" in d["vllm_command"]
     assert "--gpu-memory-utilization 0.9" in d["vllm_command"]
+    assert f"--request-rate {rate:.2f}" in d["vllm_bench_command"]
 
 
-def test_plan_an_slo_no_rate_meets_exits_1_with_the_closest_point(capsys, small_window):
+def test_plan_an_slo_no_rate_meets_exits_1_with_the_closest_point(capsys, small_plan):
     code, out, err = run(capsys, *PLAN, "--tpot-p99", "5")  # batch-1 decode alone takes 6 ms
     assert code == 1
     words = " ".join(out.split())
-    assert "No request rate meets the SLO" in words
+    assert "No request rate meets the SLO" in words and "faster GPU" in words
     assert "p99 TPOT" in words and "> 5 ms" in words
     code, out, _ = run(capsys, *PLAN, "--tpot-p99", "5", "--json")
     d = json.loads(out)
     assert code == 1 and d["feasible"] is False and d["closest"]["p99_tpot_ms"] > 5
 
 
-def test_plan_a_loose_slo_is_limited_by_throughput(capsys, small_window):
+def test_plan_names_the_policy_when_it_is_the_cause(capsys, small_plan):
+    code, out, err = run(capsys, *PLAN, "--ttft-p99", "150", "--batching", "static", "--max-batch-size", "32")
+    assert code == 1
+    words = " ".join(out.split())
+    assert "The cause is the batching policy (static): continuous batching" in words
+    assert "faster GPU" not in words
+
+
+def test_plan_a_loose_slo_is_limited_by_throughput(capsys, small_plan):
     d = run_json(capsys, *PLAN, "--num-prompts", "400", "--ttft-p99", "100000")
     assert d["limited_by"] == "throughput"
-    miss = min((p for p in d["points"] if p["request_rate"] != "inf" and not p["meets_slo"]),
-               key=lambda p: p["request_rate"])
-    assert "the run does not settle" in miss["misses"][-1]
-    assert d["max_rate"] < miss["request_rate"] <= d["max_rate"] + d["precision"] + 1e-9
+    assert d["max_rate"] < d["saturated_rate"]
+
+
+def test_plan_takes_a_trace_rescaled_to_each_rate(capsys, small_plan, tmp_path):
+    trace = tmp_path / "mooncake.jsonl"
+    lines = [json.dumps({"timestamp": 50 * i, "input_length": 200 + 37 * (i % 7), "output_length": 20 + i % 13,
+                         "hash_ids": [i % 3, 100 + i]}) for i in range(120)]
+    trace.write_text("\n".join(lines) + "\n")
+    d = run_json(capsys, "plan", "--workload", str(trace), "--tpot-p99", "9", "--jobs", "1", "--seeds", "2",
+                 "--num-prompts", "60")
+    assert d["feasible"] and d["max_rate"] > 20  # the trace's own rate is 20 req/s
+    assert "--dataset-name timed_trace" in d["vllm_bench_command"]
 
 
 def test_plan_offline(capsys):
@@ -480,7 +516,8 @@ def test_plan_offline(capsys):
     code, out, _ = run(capsys, *argv)
     assert code == 0
     assert "Job time for 300 requests:" in out
-    assert "LLM(model='meta-llama/Llama-3.1-8B-Instruct', max_num_seqs=" in out
+    assert "LLM(model='meta-llama/Llama-3.1-8B-Instruct', tensor_parallel_size=1" in out
+    assert "max_num_seqs=100" in out and "enable_prefix_caching=False" in out
 
 
 @pytest.mark.parametrize(("argv", "needle"), [
@@ -489,7 +526,8 @@ def test_plan_offline(capsys):
     (["--ttft-p99", "100", "--headroom", "lots"], "argument --headroom: expected a percentage"),
     (["--ttft-p99", "100", "--offline", "10"], "argument --ttft-p99: not allowed with --offline"),
     (["--ttft-p99", "100", "--request-rate", "3"], "unrecognized arguments: --request-rate"),
-    (["--ttft-p99", "100", "--workload", "t.jsonl"], "argument --workload: not allowed with plan"),
+    (["--ttft-p99", "100", "--num-prompts", "5"], "argument --num-prompts: 5 is too few to judge a rate"),
+    (["--ttft-p99", "100", "--ramp-up-strategy", "linear"], "argument --ramp-up-strategy: not allowed with plan"),
 ])
 def test_plan_bad_input(capsys, argv, needle):
     code, err = fail(capsys, "plan", *argv)
