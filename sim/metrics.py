@@ -32,7 +32,7 @@ PERCENTILES = (50, 90, 99)
 def weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
     """numpy.percentile(np.repeat(values, weights), q) without building the repeated array (nor
     sorting all of `values`: a weighted selection narrows to the two ranks it needs)."""
-    n = int(weights.sum()) if len(values) else 0
+    n = int(weights.sum(dtype=np.int64)) if len(values) else 0
     if n == 0:
         return 0.0
     rank = q / 100.0 * (n - 1)
@@ -49,22 +49,22 @@ def _weighted_rank(values: np.ndarray, weights: np.ndarray, k: int) -> float:
         # A pivot near where the rank falls, from an evenly spaced sample: each round keeps the
         # values on the side of the pivot that holds rank k.
         sample = np.sort(values[:: max(1, len(values) // 2048)])
-        share = k / max(1, int(weights.sum()))
+        share = k / max(1, int(weights.sum(dtype=np.int64)))
         pivot = sample[min(len(sample) - 1, int(share * len(sample)))]
         below = values < pivot
-        w_below = int(weights[below].sum())
+        w_below = int(weights[below].sum(dtype=np.int64))
         if k < w_below:
             values, weights = values[below], weights[below]
             continue
         equal = values == pivot
-        w_equal = int(weights[equal].sum())
+        w_equal = int(weights[equal].sum(dtype=np.int64))
         if k < w_below + w_equal:
             return float(pivot)
         above = ~(below | equal)
         values, weights = values[above], weights[above]
         k -= w_below + w_equal
     order = np.argsort(values, kind="stable")
-    cum = np.cumsum(weights[order])
+    cum = np.cumsum(weights[order], dtype=np.int64)
     return float(values[order][np.searchsorted(cum, k + 1)])
 
 
@@ -395,9 +395,6 @@ class MetricsCollector:
         e2e = recs.column("e2e") * 1000.0
         tpot_all = recs.column("tpot") * 1000.0
         tpot = tpot_all[~np.isnan(tpot_all)]
-        itl_v = np.frombuffer(self.itl_values, dtype=np.float64) * 1000.0 if len(self.itl_values) else np.array([])
-        itl_w = (np.frombuffer(self.itl_counts, dtype=np.int32).astype(np.int64) if len(self.itl_counts)
-                 else np.array([], dtype=np.int64))
         d: dict = {
             "completed": self.completed,
             "failed": len(self.failed),
@@ -420,13 +417,7 @@ class MetricsCollector:
             d[f"std_{name}_ms"] = float(arr.std()) if len(arr) else 0.0
             for q in qs:
                 d[f"p{_pword(q)}_{name}_ms"] = float(np.percentile(arr, q)) if len(arr) else 0.0
-        total_w = int(itl_w.sum()) if len(itl_w) else 0
-        mean_itl = float((itl_v * itl_w).sum() / total_w) if total_w else 0.0
-        d["mean_itl_ms"] = mean_itl
-        d["median_itl_ms"] = weighted_percentile(itl_v, itl_w, 50) if total_w else 0.0
-        d["std_itl_ms"] = float(math.sqrt((((itl_v - mean_itl) ** 2) * itl_w).sum() / total_w)) if total_w else 0.0
-        for q in qs:
-            d[f"p{_pword(q)}_itl_ms"] = weighted_percentile(itl_v, itl_w, q) if total_w else 0.0
+        d.update(self._itl_stats(qs))
         d["max_itl_ms"] = self.max_itl * 1000.0
         d["mean_running"] = self.running_integral / self.busy_time if self.busy_time > 0 else 0.0
         d["max_running"] = self.max_running
@@ -437,6 +428,30 @@ class MetricsCollector:
         d["binding_limit_counts"] = {k: int(self.binding_counts.get(k, 0)) for k in BINDING_LIMITS}
         d["rejected"] = self.rejected
         return d
+
+    def _itl_stats(self, qs) -> dict:
+        """Mean, median, std and percentiles of the pooled gaps, in ms. The stored gaps are read in
+        place and in slices: a million-request run holds millions of them, and copies of the whole
+        array would cost more memory than the run itself."""
+        out = {"mean_itl_ms": 0.0, "median_itl_ms": 0.0, "std_itl_ms": 0.0, **{f"p{_pword(q)}_itl_ms": 0.0 for q in qs}}
+        if not len(self.itl_values):
+            return out
+        values = np.frombuffer(self.itl_values, dtype=np.float64)
+        weights = np.frombuffer(self.itl_counts, dtype=np.int32)
+        total = int(weights.sum(dtype=np.int64))
+        if not total:
+            return out
+        step = 1 << 20
+        mean = sum(float(np.dot(values[i:i + step], weights[i:i + step])) for i in range(0, len(values), step)) / total
+        var = sum(float(np.dot((values[i:i + step] - mean) ** 2, weights[i:i + step]))
+                  for i in range(0, len(values), step)) / total
+        out["mean_itl_ms"] = mean * 1000.0
+        out["std_itl_ms"] = math.sqrt(var) * 1000.0
+        out["median_itl_ms"] = weighted_percentile(values, weights, 50) * 1000.0
+        for q in qs:
+            out[f"p{_pword(q)}_itl_ms"] = weighted_percentile(values, weights, q) * 1000.0
+        del values, weights  # the views must go before the arrays can grow again
+        return out
 
     def pool_summary(self) -> dict[str, dict]:
         """TTFT and TPOT percentiles per pool (chat, batch, ...)."""
