@@ -36,6 +36,7 @@ PLAN_MIN_PROMPTS = 1000  # fewer requests a point than this cannot show a steady
 PLAN_SEEDS = 3
 PLAN_CONFIRM_PROMPTS = 20_000  # the answer is rerun this long on a seed the search did not use
 PLAN_CONFIRM_TRIES = 6
+PLAN_CONFIRM_SEEDS = 3  # seeds the answer is confirmed on (none of them used by the search)
 # The replicas check: the peak run long enough for every replica to reach its steady state.
 ROUTER_POLICIES = ("round-robin", "least-outstanding-requests")
 ROUTER_MIN_SECONDS = 120.0
@@ -229,18 +230,23 @@ def kv_fit_seats(usable_blocks: int, block_size: int, lengths: Sequence[tuple[in
 
 @dataclass
 class SeededPlan:
-    """The search run on several seeds: the answer is the lowest seed's limit (a rate every seed
-    sustained), with the spread between seeds, then confirmed on a longer run of an unused seed."""
+    """The search run on several seeds: the answer is at most the lowest seed's limit (a rate
+    every seed sustained), with the spread between seeds, then confirmed on longer runs of seeds
+    the search did not use (stepped down until every one of them meets the SLO)."""
 
     plans: list[RatePlan]
     seeds: list[int]
-    confirm: PlanPoint | None = None
-    confirm_seed: int | None = None
-    confirm_tries: list[PlanPoint] = field(default_factory=list)
+    confirm_seeds: list[int] = field(default_factory=list)
+    confirm_tries: list[tuple[float, list[PlanPoint]]] = field(default_factory=list)
+    """(rate, one point per confirmation seed) for each rate tried, the last one the answer."""
+
+    @property
+    def confirmed(self) -> bool:
+        return bool(self.confirm_tries) and all(p.ok for p in self.confirm_tries[-1][1])
 
     @property
     def feasible(self) -> bool:
-        return all(p.feasible for p in self.plans) and (self.confirm is None or self.confirm.ok)
+        return all(p.feasible for p in self.plans) and (not self.confirm_tries or self.confirmed)
 
     @property
     def rates(self) -> list[float]:
@@ -249,9 +255,13 @@ class SeededPlan:
     @property
     def rate(self) -> float:
         """The answer: the confirmed rate (at most the lowest seed's limit)."""
-        if self.confirm is not None and self.confirm.ok:
-            return self.confirm.rate
+        if self.confirmed:
+            return self.confirm_tries[-1][0]
         return min(self.rates)
+
+    @property
+    def confirm_points(self) -> list[PlanPoint]:
+        return self.confirm_tries[-1][1] if self.confirm_tries else []
 
     @property
     def spread(self) -> float:
@@ -274,25 +284,30 @@ class SeededPlan:
         return [w for p in self.plans for w in p.warnings]
 
 
-def confirm_rate(run_at, slo: Slo, rate: float, step: float, saturated: float,
-                 num_prompts: int = PLAN_CONFIRM_PROMPTS, tries: int = PLAN_CONFIRM_TRIES,
-                 min_window: int = PLAN_MIN_WINDOW, min_window_s: float = PLAN_MIN_WINDOW_S) -> list[PlanPoint]:
-    """Rerun `rate` long (`num_prompts` requests) on `run_at` (another seed); while it misses,
-    step down by `step`, doubling the step each time, and try again. Returns the points tried;
-    the last one met the SLO unless every try missed."""
+def confirm_point(run_at, slo: Slo, rate: float, saturated: float, num_prompts: int = PLAN_CONFIRM_PROMPTS,
+                  min_window: int = PLAN_MIN_WINDOW, min_window_s: float = PLAN_MIN_WINDOW_S) -> PlanPoint:
+    """`rate` run long (`num_prompts` requests, more if its window needs them) and judged."""
+    need = window_needed(rate, min_window, min_window_s)
+    point = measure_rate(run_at, rate, num_prompts=num_prompts, saturated=saturated, min_window=need,
+                         max_requests=max(num_prompts, 2 * need))
+    misses = slo.misses(point.window)
+    if not point.bounded:
+        misses.append(point.note)
+    return PlanPoint(rate, point.summary, point.window, misses, "confirm")
+
+
+def confirm_rate(evaluate: Callable[[float], list[PlanPoint]], rate: float, step: float,
+                 tries: int = PLAN_CONFIRM_TRIES) -> list[tuple[float, list[PlanPoint]]]:
+    """Judge `rate` on the confirmation runs (`evaluate(rate)`: one point per seed); while any
+    misses, step down by `step`, doubling the step each time, and try again. Returns every rate
+    tried with its points; the last met the SLO on every seed unless all tries missed."""
     tried = []
     for _ in range(tries):
         if rate <= 0:
             break
-        point = measure_rate(run_at, rate, num_prompts=num_prompts, saturated=saturated,
-                             min_window=window_needed(rate, min_window, min_window_s),
-                             max_requests=max(num_prompts, 2 * window_needed(rate, min_window, min_window_s)))
-        misses = slo.misses(point.window)
-        if not point.bounded:
-            misses.append(point.note)
-        p = PlanPoint(rate, point.summary, point.window, misses, "confirm")
-        tried.append(p)
-        if p.ok:
+        points = evaluate(rate)
+        tried.append((rate, points))
+        if all(p.ok for p in points):
             break
         rate -= step
         step *= 2

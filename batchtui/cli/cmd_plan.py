@@ -69,6 +69,17 @@ def seed_task(task: tuple) -> planning.RatePlan:
     return plan
 
 
+def confirm_task(task: tuple) -> planning.PlanPoint:
+    """One confirmation run (a pool worker's job), its per-request records dropped."""
+    from sim.curves import runner as curve_runner
+
+    scenario, slo, rate, saturated, n, min_window, min_window_s = task
+    p = planning.confirm_point(curve_runner(scenario, keep_requests=False, api_server=True), slo, rate, saturated,
+                               n, min_window, min_window_s)
+    p.summary = replace(p.summary, records=[])
+    return p
+
+
 def router_task(task: tuple) -> planning.RouterCheck:
     scenario, policy, replicas, peak, slo, n = task
     return planning.check_router(scenario, scenario.profiles(), policy, replicas, peak, slo, n)
@@ -118,16 +129,16 @@ def run(args: argparse.Namespace) -> int:
         result = planning.SeededPlan(plans, seeds)
         cause = None
         if all(p.feasible for p in plans):
-            from sim.curves import runner as curve_runner
+            result.confirm_seeds = [sc.seed + len(seeds) + i for i in range(planning.PLAN_CONFIRM_SEEDS)]
 
-            result.confirm_seed = sc.seed + len(seeds)
-            run_at = curve_runner(replace(sc, seed=result.confirm_seed), keep_requests=False, api_server=True)
-            runner.update(0, "confirming on a longer run")
-            tried = planning.confirm_rate(run_at, slo, min(result.rates), result.limiting.precision or 0.01,
-                                          result.saturated_rate, num_prompts=planning.PLAN_CONFIRM_PROMPTS,
-                                          min_window=window[0], min_window_s=window[1])
-            result.confirm_tries = tried
-            result.confirm = tried[-1] if tried else None
+            def evaluate(rate: float) -> list[planning.PlanPoint]:
+                runner.update(0, f"confirming {rate:.2f} req/s on longer runs")
+                return runner.map(confirm_task, [(replace(sc, seed=s), slo, rate, result.saturated_rate,
+                                                  planning.PLAN_CONFIRM_PROMPTS, *window)
+                                                 for s in result.confirm_seeds], jobs)
+
+            result.confirm_tries = planning.confirm_rate(evaluate, min(result.rates),
+                                                         result.limiting.precision or 0.01)
         elif setup.config.batching != "continuous":
             cont = setup.with_scenario(replace(sc, engine={k: v for k, v in sc.engine.items()
                                                            if k not in ("batching", "max_batch_size",
@@ -164,6 +175,18 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK if result.feasible else EXIT_FAILURE
 
 
+def _seed_list(seeds) -> str:
+    return ", ".join(str(s) for s in seeds)
+
+
+def worst_window(points) -> dict:
+    """The confirmation runs' worst p99s (each the highest over the seeds)."""
+    w = dict(points[0].window)
+    for key in ("p99_ttft_ms", "p99_tpot_ms"):
+        w[key] = max(p.window[key] for p in points)
+    return w
+
+
 def _fill(text: str) -> str:
     return textwrap.fill(text, width=100, subsequent_indent="  " if text.startswith("  ") else "")
 
@@ -196,27 +219,31 @@ def print_plan(result, slo, args, replicas, checks, serve, bench, cause, setup) 
                          "--tensor-parallel-size, --kv-cache-dtype fp8, or a smaller model.")
             print(_fill(text))
         else:
-            last = result.confirm_tries[-1]
-            print(_fill(f"The seeds' answer ({min(result.rates):.2f} req/s) did not hold on a longer run of "
-                        f"seed {result.confirm_seed}: down to {last.rate:.2f} req/s it still missed "
-                        f"({'; '.join(last.misses)}). Latency at this SLO is too close to the limit to plan on."))
+            rate, points = result.confirm_tries[-1]
+            misses = next(p.misses for p in points if not p.ok)
+            print(_fill(f"The seeds' answer ({min(result.rates):.2f} req/s) did not hold on longer runs of "
+                        f"seeds {_seed_list(result.confirm_seeds)}: down to {rate:.2f} req/s it still missed "
+                        f"({'; '.join(misses)}). Latency at this SLO is too close to the limit to plan on."))
         return
     rates = ", ".join(f"{r:.2f}" for r in result.rates)
-    c = result.confirm
-    w = c.window
+    points = result.confirm_points
+    w = worst_window(points)
+    runs = f"{min(p.summary.metrics['completed'] for p in points):,}"
     text = (f"Highest rate meeting the SLO: {result.rate:.2f} req/s per replica. The seeds' limits: {rates} "
             f"req/s (spread {result.spread:.2f} req/s, each within {limiting.precision:.2f}); ")
     if len(result.confirm_tries) > 1:
-        text += (f"the lowest, {min(result.rates):.2f}, missed on a longer run of seed {result.confirm_seed}, so "
-                 f"the answer was stepped down until {c.summary.metrics['completed']:,} requests met it.")
+        text += (f"the lowest, {min(result.rates):.2f}, missed on longer runs of seeds "
+                 f"{_seed_list(result.confirm_seeds)}, so the answer was stepped down until runs of {runs}+ "
+                 "requests on each met it.")
     else:
-        text += (f"confirmed on seed {result.confirm_seed} with {c.summary.metrics['completed']:,} requests.")
+        text += f"confirmed on seeds {_seed_list(result.confirm_seeds)} with {runs}+ requests each."
     if limiting.limited_by == "throughput":
         text += (" The replica is near its capacity there: its throughput, not the SLO, sets the limit.")
     elif limiting.first_miss is not None:
         text += f" Just above ({limiting.bracket_high:.2f} req/s): {'; '.join(limiting.first_miss.misses)}."
     print(_fill(text))
-    print(f"  At that rate: p99 TTFT {w['p99_ttft_ms']:.1f} ms, p99 TPOT {w['p99_tpot_ms']:.2f} ms, "
+    print(f"  At that rate (the worst confirmation run): p99 TTFT {w['p99_ttft_ms']:.1f} ms, p99 TPOT "
+          f"{w['p99_tpot_ms']:.2f} ms, "
           f"about {result.rate * w['mean_output_len']:,.0f} output tok/s, "
           f"{result.rate * w['mean_e2e_ms'] / 1000:.0f} requests running.")
     if args.peak_rate is not None:
@@ -259,10 +286,12 @@ def plan_json(result, slo, args, replicas, checks, serve, bench, cause) -> dict:
         "spread": result.spread if result.feasible else None,
         "precision": limiting.precision if result.feasible else None,
         "limited_by": limiting.limited_by or None,
-        "confirm": None if result.confirm is None else {
-            "seed": result.confirm_seed, **report.plan_point_json(result.confirm),
-            "tries": [report.plan_point_json(p) for p in result.confirm_tries]},
-        "at_max_rate": report.plan_point_json(result.confirm) if result.feasible else None,
+        "confirm_seeds": result.confirm_seeds,
+        "confirm_tries": [{"request_rate": rate, "meets_slo": all(p.ok for p in points),
+                           "runs": [report.plan_point_json(p) for p in points]}
+                          for rate, points in result.confirm_tries],
+        "at_max_rate": (report.plan_point_json(max(result.confirm_points, key=lambda p: p.window["p99_tpot_ms"]))
+                        if result.feasible else None),
         "closest": None if all(p.feasible for p in result.plans) else report.plan_point_json(limiting.closest),
         "policy_cause": None if cause is None else {"continuous_max_rate": cause.best.rate},
         "warnings": result.warnings,

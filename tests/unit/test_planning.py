@@ -158,10 +158,14 @@ def test_a_window_too_short_to_judge_is_a_miss_and_a_warning(monkeypatch):
 def test_confirm_steps_down_until_a_long_run_meets_the_slo(monkeypatch):
     small_windows(monkeypatch, 10)
     run_at, calls = fake_server(40.0, lambda r: 0.006 + 0.0005 * r)  # TPOT 20 ms at 28 req/s
-    tried = planning.confirm_rate(run_at, Slo(tpot_p99_ms=20.0), 29.5, 0.5, 40.0, num_prompts=300,
-                                  min_window=10, min_window_s=0.0)
-    assert [p.rate for p in tried] == [29.5, 29.0, 28.0]
-    assert tried[-1].ok and not any(p.ok for p in tried[:-1])
+    slo = Slo(tpot_p99_ms=20.0)
+
+    def evaluate(rate):
+        return [planning.confirm_point(run_at, slo, rate, 40.0, num_prompts=300, min_window=10, min_window_s=0.0)]
+
+    tried = planning.confirm_rate(evaluate, 29.5, 0.5)
+    assert [rate for rate, _ in tried] == [29.5, 29.0, 28.0]
+    assert tried[-1][1][0].ok and not any(points[0].ok for _, points in tried[:-1])
     assert all(n >= 300 for _, n in calls)
 
 
