@@ -32,8 +32,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "of it. Every point is judged on its steady state (at least "
         f"{planning.PLAN_MIN_WINDOW} requests and {planning.PLAN_MIN_WINDOW_S:g} s of arrivals, the run "
         "lengthened until it has them); no rate at or above the saturated rate is ever an answer. The "
-        "answer, the lowest seed's, is rerun on an unused seed with "
-        f"{planning.PLAN_CONFIRM_PROMPTS:,} requests. With --peak-rate, the replicas needed, checked by "
+        "answer, the lowest seed's, is rerun with "
+        f"{planning.PLAN_CONFIRM_PROMPTS:,} requests on those seeds and {planning.PLAN_CONFIRM_NEW_SEEDS} "
+        "unused ones, and stepped down until all meet the SLO. With --peak-rate, the replicas needed, checked by "
         "simulating the peak behind round-robin and least-outstanding-requests routers. Then the vllm "
         "serve line with every dial assumed, and the vllm bench serve line to verify on a GPU. "
         "With --offline N, the settings and job time for N queued requests instead. Exit status 1 "
@@ -129,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         result = planning.SeededPlan(plans, seeds)
         cause = None
         if all(p.feasible for p in plans):
-            result.confirm_seeds = [sc.seed + len(seeds) + i for i in range(planning.PLAN_CONFIRM_SEEDS)]
+            result.confirm_seeds = [sc.seed + i for i in range(len(seeds) + planning.PLAN_CONFIRM_NEW_SEEDS)]
 
             def evaluate(rate: float) -> list[planning.PlanPoint]:
                 runner.update(0, f"confirming {rate:.2f} req/s on longer runs")
