@@ -36,7 +36,7 @@ PLAN_MIN_PROMPTS = 1000  # fewer requests a point than this cannot show a steady
 PLAN_SEEDS = 3
 PLAN_CONFIRM_PROMPTS = 20_000  # the answer is rerun this long on a seed the search did not use
 PLAN_CONFIRM_TRIES = 6
-PLAN_CONFIRM_NEW_SEEDS = 3  # the answer is confirmed on the search's seeds and this many unused ones
+PLAN_CONFIRM_NEW_SEEDS = 7  # the answer is confirmed on the search's seeds and this many unused ones
 # The replicas check: the peak run long enough for every replica to reach its steady state.
 ROUTER_POLICIES = ("round-robin", "least-outstanding-requests")
 ROUTER_MIN_SECONDS = 120.0
@@ -244,7 +244,13 @@ class SeededPlan:
 
     @property
     def confirmed(self) -> bool:
-        return bool(self.confirm_tries) and all(p.ok for p in self.confirm_tries[-1][1])
+        return any(all(p.ok for p in points) for _, points in self.confirm_tries)
+
+    @property
+    def _answer_try(self) -> tuple[float, list[PlanPoint]]:
+        """The highest rate every confirmation run met (the last try when none did)."""
+        met = [t for t in self.confirm_tries if all(p.ok for p in t[1])]
+        return max(met, key=lambda t: t[0]) if met else self.confirm_tries[-1]
 
     @property
     def feasible(self) -> bool:
@@ -258,12 +264,12 @@ class SeededPlan:
     def rate(self) -> float:
         """The answer: the confirmed rate (at most the lowest seed's limit)."""
         if self.confirmed:
-            return self.confirm_tries[-1][0]
+            return self._answer_try[0]
         return min(self.rates)
 
     @property
     def confirm_points(self) -> list[PlanPoint]:
-        return self.confirm_tries[-1][1] if self.confirm_tries else []
+        return self._answer_try[1] if self.confirm_tries else []
 
     @property
     def spread(self) -> float:
@@ -299,11 +305,14 @@ def confirm_point(run_at, slo: Slo, rate: float, saturated: float, num_prompts: 
 
 
 def confirm_rate(evaluate: Callable[[float], list[PlanPoint]], rate: float, step: float,
-                 tries: int = PLAN_CONFIRM_TRIES) -> list[tuple[float, list[PlanPoint]]]:
+                 tries: int = PLAN_CONFIRM_TRIES, refine: int = 2) -> list[tuple[float, list[PlanPoint]]]:
     """Judge `rate` on the confirmation runs (`evaluate(rate)`: one point per seed); while any
-    misses, step down by `step`, doubling the step each time, and try again. Returns every rate
-    tried with its points; the last met the SLO on every seed unless all tries missed."""
+    misses, step down by `step`, doubling the step each time; once a rate passes after a miss,
+    bisect between them `refine` times (not finer than `step`). Returns every rate tried with
+    its points; the answer is the highest rate all of whose points met the SLO."""
     tried = []
+    first_step = step
+    bad = None
     for _ in range(tries):
         if rate <= 0:
             break
@@ -311,8 +320,22 @@ def confirm_rate(evaluate: Callable[[float], list[PlanPoint]], rate: float, step
         tried.append((rate, points))
         if all(p.ok for p in points):
             break
+        bad = rate
         rate -= step
         step *= 2
+    else:
+        return tried
+    good = rate
+    for _ in range(refine if bad is not None else 0):
+        mid = (good + bad) / 2
+        if mid - good < first_step:
+            break
+        points = evaluate(mid)
+        tried.append((mid, points))
+        if all(p.ok for p in points):
+            good = mid
+        else:
+            bad = mid
     return tried
 
 
