@@ -243,16 +243,16 @@ def print_plan(result, slo, args, replicas, checks, serve, bench, cause, setup) 
     elif limiting.first_miss is not None:
         text += f" Just above ({limiting.bracket_high:.2f} req/s): {'; '.join(limiting.first_miss.misses)}."
     print(_fill(text))
-    print(f"  At that rate (the worst confirmation run): p99 TTFT {w['p99_ttft_ms']:.1f} ms, p99 TPOT "
-          f"{w['p99_tpot_ms']:.2f} ms, "
-          f"about {result.rate * w['mean_output_len']:,.0f} output tok/s, "
-          f"{result.rate * w['mean_e2e_ms'] / 1000:.0f} requests running.")
+    print(_fill(f"  At that rate (the worst confirmation run): p99 TTFT {w['p99_ttft_ms']:.1f} ms, p99 TPOT "
+                f"{w['p99_tpot_ms']:.2f} ms, about {result.rate * w['mean_output_len']:,.0f} output tok/s, "
+                f"{result.rate * w['mean_e2e_ms'] / 1000:.0f} requests running."))
     if args.peak_rate is not None:
         print()
         need = args.peak_rate * (1 + args.headroom)
         first = planning.replicas_needed(args.peak_rate, args.headroom, result.rate)
-        print(f"Replicas for a peak of {args.peak_rate:g} req/s with {args.headroom:.0%} headroom: "
-              f"ceil({need:g} / {result.rate:.2f}) = {first}; checked by simulating the peak behind a router:")
+        print(_fill(f"Replicas for a peak of {args.peak_rate:g} req/s with {args.headroom:.0%} headroom: "
+                    f"ceil({need:g} / {result.rate:.2f}) = {first}; checked by simulating the peak behind a "
+                    "router:"))
         for checked in checks:
             for ch in checked:
                 cw = ch.window
