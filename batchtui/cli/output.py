@@ -30,12 +30,16 @@ class Sink:
     def write(self, text: str) -> int:
         try:
             return self._handle.write(text)
+        except BrokenPipeError:
+            raise  # the reader went away (`| head`): main stops quietly
         except OSError as exc:
             raise OutputError(f"cannot write {self.shown}: {exc.strerror or exc}") from None
 
     def flush(self) -> None:
         try:
             self._handle.flush()
+        except BrokenPipeError:
+            raise
         except OSError as exc:
             raise OutputError(f"cannot write {self.shown}: {exc.strerror or exc}") from None
 

@@ -347,3 +347,13 @@ def test_the_tutorial_path_imports_neither_numpy_nor_the_simulator():
     help_text = subprocess.run([sys.executable, "-m", "batchtui", "--help"], capture_output=True, text=True,
                                timeout=120)
     assert help_text.returncode == 0 and "sim" in help_text.stdout and "plan" in help_text.stdout
+
+
+def test_a_reader_that_goes_away_is_not_an_error():
+    """`batchtui sim --json | head -1`: the pipe closes early; no error line, exit 0."""
+    proc = subprocess.Popen([sys.executable, "-m", "batchtui", "sim", "--num-prompts", "300", "--json",
+                             "--save-detailed"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0 and err == ""
