@@ -172,6 +172,10 @@ class RecordTable:
             return np.array(self._names[kind], dtype=object)[codes] if len(codes) else np.array([], dtype=object)
         raise KeyError(name)
 
+    def pool_codes(self) -> tuple[np.ndarray, list[str]]:
+        """Each record's pool as a small code, and the pool names the codes index."""
+        return np.frombuffer(self._pool, dtype=np.int8).copy(), list(self._names["pool"])
+
     def select(self, mask: np.ndarray) -> list[RequestRecord]:
         return [self._record(int(k)) for k in np.flatnonzero(mask)]
 
@@ -391,10 +395,6 @@ class MetricsCollector:
         TPOT, ITL and E2EL the mean, median, std and each of `percentiles` (p90 and p99 always);
         `goodput` ({"ttft"|"tpot"|"e2el": ms}) adds request_goodput, as vLLM counts it."""
         recs = self.records
-        ttft = recs.column("ttft") * 1000.0
-        e2e = recs.column("e2e") * 1000.0
-        tpot_all = recs.column("tpot") * 1000.0
-        tpot = tpot_all[~np.isnan(tpot_all)]
         d: dict = {
             "completed": self.completed,
             "failed": len(self.failed),
@@ -406,17 +406,23 @@ class MetricsCollector:
             "output_throughput": self.output_tokens / duration if duration > 0 else 0.0,
             "total_token_throughput": (self.output_tokens + self.prompt_tokens) / duration if duration > 0 else 0.0,
             "max_output_tokens_per_s": float(self._tokens_per_s.max()) if self.output_tokens else 0.0,
-            "max_concurrent_requests": _peak_concurrency(recs.column("arrival_time"), recs.column("e2e")),
+            "max_concurrent_requests": _peak_concurrency(recs),
         }
         if goodput:
-            d["request_goodput"] = _goodput(goodput, ttft, np.nan_to_num(tpot_all), e2e) / duration if duration > 0 else 0.0
+            d["request_goodput"] = _goodput(goodput, recs) / duration if duration > 0 else 0.0
         qs = sorted(set(percentiles) | {90, 99})
-        for name, arr in (("ttft", ttft), ("tpot", tpot), ("e2el", e2e)):
+        # One column at a time (each a copy of a million values in a long run), in ms.
+        for name, column in (("ttft", "ttft"), ("tpot", "tpot"), ("e2el", "e2e")):
+            arr = recs.column(column)
+            if name == "tpot":
+                arr = arr[~np.isnan(arr)]
+            arr *= 1000.0
             d[f"mean_{name}_ms"] = float(arr.mean()) if len(arr) else 0.0
             d[f"median_{name}_ms"] = float(np.median(arr)) if len(arr) else 0.0
             d[f"std_{name}_ms"] = float(arr.std()) if len(arr) else 0.0
             for q in qs:
                 d[f"p{_pword(q)}_{name}_ms"] = float(np.percentile(arr, q)) if len(arr) else 0.0
+            del arr
         d.update(self._itl_stats(qs))
         d["max_itl_ms"] = self.max_itl * 1000.0
         d["mean_running"] = self.running_integral / self.busy_time if self.busy_time > 0 else 0.0
@@ -458,12 +464,12 @@ class MetricsCollector:
         recs = self.records
         if not len(recs):
             return {}
-        pools = recs.column("pool")
+        codes, names = recs.pool_codes()
         ttft_all = recs.column("ttft") * 1000.0
         tpot_all = recs.column("tpot") * 1000.0
         out = {}
-        for name in sorted(set(pools.tolist())):
-            mask = pools == name
+        for code, name in sorted(enumerate(names), key=lambda cn: cn[1]):
+            mask = codes == code
             ttft = ttft_all[mask]
             tpot = tpot_all[mask]
             tpot = tpot[~np.isnan(tpot)]
@@ -507,21 +513,27 @@ def _pword(q: float) -> str:
     return str(int(q)) if int(q) == q else str(q)
 
 
-def _peak_concurrency(arrivals: np.ndarray, e2e: np.ndarray) -> int:
+def _peak_concurrency(recs: RecordTable) -> int:
     """The most requests in flight at once, over half-open intervals [arrival, arrival + E2E)
     (a departure comes before an arrival at the same instant), as vllm bench serve counts it."""
-    if not len(arrivals):
+    if not len(recs):
         return 0
-    starts = np.sort(arrivals)
-    ends = np.sort(arrivals + e2e)
-    in_flight = np.searchsorted(starts, starts, side="right") - np.searchsorted(ends, starts, side="right")
+    starts = recs.column("arrival_time")
+    ends = recs.column("e2e")
+    ends += starts
+    starts.sort()
+    ends.sort()
+    departed = np.searchsorted(ends, starts, side="right")
+    in_flight = np.searchsorted(starts, starts, side="right")
+    in_flight -= departed
     return int(in_flight.max())
 
 
-def _goodput(slo_ms: dict, ttft: np.ndarray, tpot: np.ndarray, e2e: np.ndarray) -> int:
+def _goodput(slo_ms: dict, recs: RecordTable) -> int:
     """Requests meeting every objective in `slo_ms` (a one-token answer's TPOT counts as 0)."""
-    good = np.ones(len(ttft), dtype=bool)
-    for name, values in (("ttft", ttft), ("tpot", tpot), ("e2el", e2e)):
+    good = np.ones(len(recs), dtype=bool)
+    for name, column in (("ttft", "ttft"), ("tpot", "tpot"), ("e2el", "e2e")):
         if name in slo_ms:
+            values = np.nan_to_num(recs.column(column)) * 1000.0
             good &= values <= slo_ms[name]
     return int(good.sum())
