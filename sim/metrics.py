@@ -44,25 +44,37 @@ def weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> fl
 
 
 def _weighted_rank(values: np.ndarray, weights: np.ndarray, k: int) -> float:
-    """The k-th smallest (0-based) of the multiset where values[i] appears weights[i] times."""
+    """The k-th smallest (0-based) of the multiset where values[i] appears weights[i] times.
+
+    Each round brackets rank k between two values read off a weighted sample (about 2 % of the
+    weight on either side of it) and keeps only what lies between them, so the copies it makes
+    are small; counting the weight below reads the arrays in place."""
     while len(values) > 4096:
-        # A pivot near where the rank falls, from an evenly spaced sample: each round keeps the
-        # values on the side of the pivot that holds rank k.
-        sample = np.sort(values[:: max(1, len(values) // 2048)])
+        stride = max(1, len(values) // 4096)
+        sv, sw = values[::stride], weights[::stride]
+        order = np.argsort(sv, kind="stable")
+        sv = sv[order]
+        cum = np.cumsum(sw[order], dtype=np.float64)
         share = k / max(1, int(weights.sum(dtype=np.int64)))
-        pivot = sample[min(len(sample) - 1, int(share * len(sample)))]
-        below = values < pivot
-        w_below = int(weights[below].sum(dtype=np.int64))
+        lo = sv[min(len(sv) - 1, int(np.searchsorted(cum, (share - 0.02) * cum[-1])))]
+        hi = sv[min(len(sv) - 1, int(np.searchsorted(cum, (share + 0.02) * cum[-1])))]
+        below = values < lo
+        w_below = int(np.sum(weights, where=below, dtype=np.int64))
         if k < w_below:
             values, weights = values[below], weights[below]
             continue
-        equal = values == pivot
-        w_equal = int(weights[equal].sum(dtype=np.int64))
-        if k < w_below + w_equal:
-            return float(pivot)
-        above = ~(below | equal)
+        inside = ~below
+        inside &= values <= hi
+        w_inside = int(np.sum(weights, where=inside, dtype=np.int64))
+        if k < w_below + w_inside:
+            if inside.all():  # one value, or a bracket that holds everything: sort what is left
+                break
+            values, weights = values[inside], weights[inside]
+            k -= w_below
+            continue
+        above = values > hi
+        k -= w_below + w_inside
         values, weights = values[above], weights[above]
-        k -= w_below + w_equal
     order = np.argsort(values, kind="stable")
     cum = np.cumsum(weights[order], dtype=np.int64)
     return float(values[order][np.searchsorted(cum, k + 1)])
