@@ -8,24 +8,40 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from sim.curves import (BACKLOG_SLOPE, KNEE_LATENCY_FACTOR, STEADY_MIN_REQUESTS, Knee, find_knee,
-                        latency_percentiles, measure_rate)
+import numpy as np
+
+from sim.curves import (BACKLOG_SLOPE, KNEE_LATENCY_FACTOR, STEADY_MIN_REQUESTS, Columns, Knee, find_knee,
+                        latency_percentiles, measure_rate, steady_window)
 
 __all__ = ["BACKLOG_SLOPE", "KNEE_LATENCY_FACTOR", "Knee", "PLAN_FRACTIONS", "PLAN_NUM_PROMPTS", "PlanPoint",
            "RatePlan", "STEADY_MIN_REQUESTS", "Slo", "find_knee", "kv_fit_seats", "mean_peak_blocks", "plan_rate",
            "replicas_needed"]
 
-# The plan's search: a coarse sweep at these fractions of the saturated rate (the request
-# throughput with every request queued at once), upwards until a point first misses, then
-# bisection down to PLAN_PRECISION of the saturated rate. The sweep may pass the saturated rate:
-# queueing everything at once over-fills the KV cache and preempts, so a replica fed at a steady
-# rate can sustain somewhat more. Above what it sustains, its backlog grows (see BACKLOG_SLOPE).
-PLAN_FRACTIONS = tuple(round(0.1 * i, 1) for i in range(1, 21))
+# The plan's search, per seed: the saturated rate first (the request throughput with every
+# request queued at once); then a coarse sweep at these fractions of it, upwards until a point
+# first misses; then bisection down to PLAN_PRECISION of it. No rate at or above the saturated
+# rate is ever an answer: there the queue grows for as long as requests keep coming.
+PLAN_FRACTIONS = tuple(round(0.1 * i, 1) for i in range(1, 10))
 PLAN_FLOOR_FRACTION = 0.02  # tried when even 10 % of saturation misses the SLO
 PLAN_PRECISION = 0.01
-PLAN_NUM_PROMPTS = 3000  # requests a point by default: near saturation shorter runs do not settle
+PLAN_NUM_PROMPTS = 3000  # requests a point to start from (and the saturation run's)
+# A point is judged on a steady window of at least this many requests and this many seconds of
+# arrivals (the window grows the run, up to STEADY_MAX_REQUESTS): short windows flatter rates
+# near saturation, where the queue takes minutes to show that it keeps growing.
+PLAN_MIN_WINDOW = 1000
+PLAN_MIN_WINDOW_S = 60.0
+PLAN_MIN_PROMPTS = 1000  # fewer requests a point than this cannot show a steady state
+PLAN_SEEDS = 3
+PLAN_CONFIRM_PROMPTS = 20_000  # the answer is rerun this long on a seed the search did not use
+PLAN_CONFIRM_TRIES = 6
+PLAN_CONFIRM_NEW_SEEDS = 7  # the answer is confirmed on the search's seeds and this many unused ones
+# The replicas check: the peak run long enough for every replica to reach its steady state.
+ROUTER_POLICIES = ("round-robin", "least-outstanding-requests")
+ROUTER_MIN_SECONDS = 120.0
+ROUTER_MIN_PER_REPLICA = 2000
+ROUTER_MAX_EXTRA = 4  # replicas tried beyond the first proposal when the peak misses
 
 
 # -- SLO planning -------------------------------------------------------------------------------
@@ -78,6 +94,7 @@ class PlanPoint:
 class RatePlan:
     slo: Slo
     saturated: PlanPoint
+    saturated_rate: float = 0.0
     points: list[PlanPoint] = field(default_factory=list)
     best: PlanPoint | None = None
     """The highest rate meeting the SLO; None when no rate does."""
@@ -86,10 +103,12 @@ class RatePlan:
     precision: float = 0.0
     """The answer is within this many req/s below the true limit."""
     limited_by: str = ""
-    """"slo" (a latency target is missed first), "throughput" (the replica falls behind first,
-    within the SLO), or "sweep" (the SLO held up to the top of the search)."""
+    """"slo" (a latency target is missed first) or "throughput" (the replica falls behind
+    first, within the SLO: the answer is just below the saturated rate)."""
     first_miss: PlanPoint | None = None
     """The point just above `best` that missed."""
+    warnings: list[str] = field(default_factory=list)
+    """Points whose runs were too short to judge."""
 
     @property
     def feasible(self) -> bool:
@@ -101,33 +120,49 @@ class RatePlan:
         return min(self.points, key=lambda p: (self.slo.excess(p.window), p.rate))
 
 
+def window_needed(rate: float, min_window: int, min_window_s: float) -> int:
+    """Requests a steady window must hold at `rate`: `min_window`, and `min_window_s` seconds."""
+    if not math.isfinite(rate):
+        return min_window
+    return max(min_window, math.ceil(rate * min_window_s))
+
+
 def plan_rate(run_at: Callable[[float, int], object], slo: Slo, num_prompts: int,
-              precision: float = PLAN_PRECISION, min_window: int | None = None) -> RatePlan:
-    """The highest request rate whose steady-state latency meets `slo`.
+              precision: float = PLAN_PRECISION, min_window: int | None = None,
+              min_window_s: float | None = None) -> RatePlan:
+    """The highest request rate, below the saturated rate, whose steady-state latency meets `slo`.
 
     `run_at(rate, num_prompts)` runs the scenario at that rate (math.inf = all queued at once)
     and returns its RunSummary. The saturated rate (request throughput with everything queued)
-    sets the scale of the search; a rate the replica cannot keep up with misses. Each rate is
-    measured at its steady state (`sim.curves.measure_rate`), its window at least `min_window`
-    requests (default STEADY_MIN_REQUESTS).
+    sets the scale of the search and caps it. Each rate is measured at its steady state
+    (`sim.curves.measure_rate`) over a window of at least `min_window` requests and
+    `min_window_s` seconds of arrivals; a rate whose run does not settle, or whose window stays
+    too short even at the longest run, counts as a miss (the latter also as a warning).
     """
-    min_window = STEADY_MIN_REQUESTS if min_window is None else min_window
+    min_window = PLAN_MIN_WINDOW if min_window is None else min_window
+    min_window_s = PLAN_MIN_WINDOW_S if min_window_s is None else min_window_s
     sat_summary = run_at(math.inf, num_prompts)
     sat_rate = sat_summary.metrics["request_throughput"]
     sat_window = latency_percentiles(sat_summary.records)
-    plan = RatePlan(slo, PlanPoint(math.inf, sat_summary, sat_window, slo.misses(sat_window),
-                                   "saturation"))
+    saturation = PlanPoint(math.inf, sat_summary, sat_window, slo.misses(sat_window), "saturation")
+    plan = RatePlan(slo, saturation, saturated_rate=sat_rate)
     plan.precision = precision * sat_rate
 
     last_warmup = [0.0]  # the previous point's warm-up: sizes the next run so it rarely reruns
 
     def evaluate(rate: float, stage: str) -> PlanPoint:
-        point = measure_rate(run_at, rate, num_prompts=num_prompts, min_window=min_window,
+        need = window_needed(rate, min_window, min_window_s)
+        point = measure_rate(run_at, rate, num_prompts=num_prompts, min_window=need, saturated=sat_rate,
                              warmup_hint=last_warmup[0], enough=lambda s: bool(slo.misses(s.metrics)))
         last_warmup[0] = point.extra["warmup"]
         misses = slo.misses(point.window)
         if not point.bounded:
             misses.append(point.note)
+        elif point.window["count"] < need and not misses:
+            misses.append(f"too short to judge: its steady window holds {point.window['count']} requests, "
+                          f"not the {need} needed")
+            plan.warnings.append(f"at {rate:.2f} req/s even {point.num_prompts:,} requests leave a steady "
+                                 f"window of only {point.window['count']} (want {need})")
         p = PlanPoint(rate, point.summary, point.window, misses, stage)
         plan.points.append(p)
         return p
@@ -146,9 +181,10 @@ def plan_rate(run_at: Callable[[float, int], object], slo: Slo, num_prompts: int
         if not floor.ok:
             return plan
         lo = floor
-    if hi is None:  # met even at the top of the sweep
-        plan.best, plan.limited_by = lo, "sweep"
-        return plan
+    if hi is None:  # met up to the top of the sweep: the saturated rate bounds it from above
+        hi = PlanPoint(sat_rate, sat_summary, sat_window,
+                       [f"at the saturated rate ({sat_rate:.2f} req/s) the queue grows without bound"],
+                       "saturation")
     while hi.rate - lo.rate > plan.precision:
         p = evaluate((lo.rate + hi.rate) / 2, "bisect")
         if p.ok:
@@ -156,7 +192,9 @@ def plan_rate(run_at: Callable[[float, int], object], slo: Slo, num_prompts: int
         else:
             hi = p
     plan.best, plan.bracket_high = lo, hi.rate
-    plan.limited_by = "throughput" if hi.misses[-1].startswith("the run does not settle") else "slo"
+    last = hi.misses[-1] if hi.misses else ""
+    plan.limited_by = ("throughput" if (last.startswith("the run does not settle") or "saturated rate" in last)
+                       else "slo")
     plan.precision = hi.rate - lo.rate
     plan.first_miss = hi
     return plan
@@ -186,3 +224,233 @@ def kv_fit_seats(usable_blocks: int, block_size: int, lengths: Sequence[tuple[in
     """How many such requests the KV cache holds at their peak at once: the largest batch that
     runs without preemption."""
     return max(1, math.floor(usable_blocks / mean_peak_blocks(block_size, lengths, max_model_len)))
+
+
+# -- several seeds, and the answer confirmed ---------------------------------------------------
+
+@dataclass
+class SeededPlan:
+    """The search run on several seeds: the answer is at most the lowest seed's limit (a rate
+    every seed sustained), with the spread between seeds, then confirmed on longer runs of those
+    seeds and of seeds the search did not use (stepped down until every one meets the SLO). Near
+    the limit p99 TPOT differs by a millisecond or more between seeds even over 20,000 requests,
+    so one confirmation run is not enough."""
+
+    plans: list[RatePlan]
+    seeds: list[int]
+    confirm_seeds: list[int] = field(default_factory=list)
+    confirm_tries: list[tuple[float, list[PlanPoint]]] = field(default_factory=list)
+    """(rate, one point per confirmation seed) for each rate tried, the last one the answer."""
+
+    @property
+    def confirmed(self) -> bool:
+        return any(all(p.ok for p in points) for _, points in self.confirm_tries)
+
+    @property
+    def _answer_try(self) -> tuple[float, list[PlanPoint]]:
+        """The highest rate every confirmation run met (the last try when none did)."""
+        met = [t for t in self.confirm_tries if all(p.ok for p in t[1])]
+        return max(met, key=lambda t: t[0]) if met else self.confirm_tries[-1]
+
+    @property
+    def feasible(self) -> bool:
+        return all(p.feasible for p in self.plans) and (not self.confirm_tries or self.confirmed)
+
+    @property
+    def rates(self) -> list[float]:
+        return [p.best.rate for p in self.plans if p.feasible]
+
+    @property
+    def rate(self) -> float:
+        """The answer: the confirmed rate (at most the lowest seed's limit)."""
+        if self.confirmed:
+            return self._answer_try[0]
+        return min(self.rates)
+
+    @property
+    def confirm_points(self) -> list[PlanPoint]:
+        return self._answer_try[1] if self.confirm_tries else []
+
+    @property
+    def spread(self) -> float:
+        return max(self.rates) - min(self.rates) if self.rates else 0.0
+
+    @property
+    def saturated_rate(self) -> float:
+        return min(p.saturated_rate for p in self.plans)
+
+    @property
+    def limiting(self) -> RatePlan:
+        """The seed's plan that set the answer (the lowest limit), or the first infeasible one."""
+        bad = [p for p in self.plans if not p.feasible]
+        if bad:
+            return bad[0]
+        return min(self.plans, key=lambda p: p.best.rate)
+
+    @property
+    def warnings(self) -> list[str]:
+        return [w for p in self.plans for w in p.warnings]
+
+
+def confirm_point(run_at, slo: Slo, rate: float, saturated: float, num_prompts: int = PLAN_CONFIRM_PROMPTS,
+                  min_window: int = PLAN_MIN_WINDOW, min_window_s: float = PLAN_MIN_WINDOW_S) -> PlanPoint:
+    """`rate` run long (`num_prompts` requests, more if its window needs them) and judged."""
+    need = window_needed(rate, min_window, min_window_s)
+    point = measure_rate(run_at, rate, num_prompts=num_prompts, saturated=saturated, min_window=need,
+                         max_requests=max(num_prompts, 2 * need))
+    misses = slo.misses(point.window)
+    if not point.bounded:
+        misses.append(point.note)
+    return PlanPoint(rate, point.summary, point.window, misses, "confirm")
+
+
+def confirm_rate(evaluate: Callable[[float], list[PlanPoint]], rate: float, step: float,
+                 tries: int = PLAN_CONFIRM_TRIES, refine: int = 2) -> list[tuple[float, list[PlanPoint]]]:
+    """Judge `rate` on the confirmation runs (`evaluate(rate)`: one point per seed); while any
+    misses, step down by `step`, doubling the step each time; once a rate passes after a miss,
+    bisect between them `refine` times (not finer than `step`). Returns every rate tried with
+    its points; the answer is the highest rate all of whose points met the SLO."""
+    tried = []
+    first_step = step
+    bad = None
+    for _ in range(tries):
+        if rate <= 0:
+            break
+        points = evaluate(rate)
+        tried.append((rate, points))
+        if all(p.ok for p in points):
+            break
+        bad = rate
+        rate -= step
+        step *= 2
+    else:
+        return tried
+    good = rate
+    for _ in range(refine if bad is not None else 0):
+        mid = (good + bad) / 2
+        if mid - good < first_step:
+            break
+        points = evaluate(mid)
+        tried.append((mid, points))
+        if all(p.ok for p in points):
+            good = mid
+        else:
+            bad = mid
+    return tried
+
+
+# -- replicas behind a router --------------------------------------------------------------------
+
+@dataclass
+class RouterCheck:
+    """The peak traffic spread over `replicas` replicas by a router `policy`, simulated."""
+
+    policy: str
+    replicas: int
+    peak_rate: float
+    window: dict
+    """latency_percentiles over every replica's steady window, pooled."""
+    misses: list[str]
+    per_replica: list[int]
+    """Requests each replica served."""
+    unsettled: list[int] = field(default_factory=list)
+    """Replicas whose latency still climbed through the run."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.misses
+
+
+def route(specs, engines, policy: str) -> dict[str, float]:
+    """Send `specs` (in arrival order) to `engines` by `policy` and run them all to the end.
+    Round-robin takes replicas in turn; least-outstanding-requests picks the replica with the
+    fewest requests sent and not yet finished at the arrival (the lowest index on a tie).
+    Returns each request's true arrival time: a request sent to an engine whose clock has already
+    passed it (the iteration under way ends after the arrival) is recorded from that clock."""
+    arrivals: dict[str, float] = {}
+    n = len(engines)
+    if policy == "round-robin":
+        for i, spec in enumerate(specs):
+            engines[i % n].submit(spec)
+    elif policy == "least-outstanding-requests":
+        sent = [0] * n
+        for spec in specs:
+            t = spec.arrival_time
+            best, best_load = 0, None
+            for r, engine in enumerate(engines):
+                engine.advance_until(t)
+                load = sent[r] - _finished_by(engine, t)
+                if best_load is None or load < best_load:
+                    best, best_load = r, load
+            engines[best].submit(spec)
+            sent[best] += 1
+            arrivals[spec.request_id] = t
+    else:
+        raise ValueError(f"unknown router policy {policy!r}")
+    for engine in engines:
+        engine.run()
+    return arrivals
+
+
+def _finished_by(engine, t: float) -> int:
+    """Requests the engine finished at or before time t (its last iteration may end after t)."""
+    records = engine.metrics.records
+    done = engine.metrics.completed
+    k = len(records) - 1
+    while k >= 0:
+        r = records[k]
+        if r.arrival_time + r.e2e <= t:
+            break
+        done -= 1
+        k -= 1
+    return done
+
+
+def router_columns(engine, arrivals: dict[str, float]) -> Columns:
+    """An engine's finished requests as Columns, TTFT and E2E counted from the true arrival."""
+    cols = Columns.of(engine.metrics.records)
+    if arrivals:
+        ids = [r.request_id for r in engine.metrics.records]
+        true = np.array([arrivals.get(i, a) for i, a in zip(ids, cols["arrival_time"])], dtype=float)
+        late = cols["arrival_time"] - true
+        cols = Columns({**cols.arrays, "arrival_time": true, "ttft": cols["ttft"] + late,
+                        "e2e": cols["e2e"] + late})
+    return cols
+
+
+def check_router(scenario, profiles, policy: str, replicas: int, peak_rate: float, slo: Slo,
+                 num_prompts: int) -> RouterCheck:
+    """Simulate `num_prompts` requests of the scenario's traffic at `peak_rate` over `replicas`
+    replicas behind a `policy` router, and judge the SLO on the pooled steady windows."""
+    from sim.curves import at_rate
+    from sim.engine import Engine
+    from sim.workload import WorkloadSpec, generate_queue
+
+    peak = at_rate(scenario, peak_rate, num_prompts)
+    specs = list(generate_queue(peak.workload, np.random.default_rng(peak.seed)))
+    idle = replace(scenario, workload=WorkloadSpec(arrival="all-at-once", num_prompts=0))
+    engines = [Engine(idle, profiles=profiles, keep_requests=False, api_server=True) for _ in range(replicas)]
+    arrivals = route(specs, engines, policy)
+    windows, unsettled, served = [], [], []
+    for r, engine in enumerate(engines):
+        cols = router_columns(engine, arrivals)
+        served.append(len(cols))
+        window, _ = steady_window(cols)
+        windows.append(window)
+        if latency_percentiles(window)["e2e_slope"] > BACKLOG_SLOPE:
+            unsettled.append(r)
+    pooled = Columns({name: np.concatenate([w[name] for w in windows]) for name in Columns.NAMES})
+    stats = latency_percentiles(pooled)
+    misses = slo.misses(stats)
+    if unsettled:
+        misses.append(f"replica{'s' if len(unsettled) > 1 else ''} {', '.join(str(r + 1) for r in unsettled)} "
+                      "fall behind (latency climbs through the run)")
+    failed = sum(len(e.metrics.failed) for e in engines)
+    if failed:
+        misses.append(f"{failed} requests failed")
+    return RouterCheck(policy, replicas, peak_rate, stats, misses, served, unsettled)
+
+
+def router_prompts(peak_rate: float, replicas: int) -> int:
+    """Requests for a replicas check: two minutes of the peak, and enough for every replica."""
+    return max(math.ceil(peak_rate * ROUTER_MIN_SECONDS), replicas * ROUTER_MIN_PER_REPLICA)

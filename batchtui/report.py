@@ -98,44 +98,97 @@ def _length_text(spec) -> str:
 
 def traffic_text(w, swept: str | None = None) -> str:
     if w.arrival == "trace":
-        return f"the trace {w.trace_path}"
+        text = f"the trace {w.trace_path}"
+        if w.trace_requests:
+            text += f" ({w.trace_requests} requests, repeated as needed)"
+        if swept == "request_rate":
+            return text + " rescaled to the swept rate"
+        if w.trace_rate:
+            return text + f" rescaled to {rate_text(w.trace_rate)} req/s"
+        return text + " at its own timing"
     if swept == "request_rate":
-        when = f"{w.arrival} arrivals at the swept rate" if w.arrival != "poisson" else "Poisson arrivals at the swept rate"
+        when = "arrivals at the swept rate" + _burst_text(w)
+    elif w.arrival == "gamma" and w.ramp_up_strategy:
+        when = (f"a {w.ramp_up_strategy} ramp from {w.ramp_up_start_rps:g} to {w.ramp_up_end_rps:g} "
+                f"req/s{_burst_text(w)}")
     elif w.arrival == "all-at-once" or math.isinf(w.request_rate):
-        when = "all queued at once"
+        when = "all sent at once"
+    elif w.arrival == "gamma":
+        when = f"{rate_text(w.request_rate)} req/s{_burst_text(w)}"
     elif w.arrival == "poisson":
         when = f"Poisson arrivals at {rate_text(w.request_rate)} req/s"
     elif w.arrival == "constant":
         when = f"one every {1 / w.request_rate:.3g} s ({rate_text(w.request_rate)} req/s)"
     else:
         when = f"bursts of {w.burst_size} at {rate_text(w.request_rate)} req/s on average"
-    return f"{w.num_prompts} requests, {when}, {_length_text(w.input)} in / {_length_text(w.output)} out"
+    if w.dataset != "random":
+        out = f"{w.dataset_output_len} out" if w.dataset_output_len else "answers as in the file"
+        lengths = f"lengths from the {w.dataset} dataset {w.dataset_path} ({out})"
+    else:
+        lengths = f"{_length_text(w.input)} in / {_length_text(w.output)} out"
+    return f"{w.num_prompts} requests, {when}, {lengths}"
 
 
-def result_block(summary, config, deployment) -> str:
-    """`vllm bench serve`'s result block, then the simulator's own section."""
+def _burst_text(w) -> str:
+    if w.arrival != "gamma":
+        return f" ({w.arrival})"
+    if w.burstiness == 1:
+        return " (Poisson)"
+    if math.isinf(w.burstiness):
+        return " (evenly spaced)"
+    return f" (gamma gaps, burstiness {w.burstiness:g})"
+
+
+SECTIONS = {"ttft": ("TTFT", "Time to First Token"),
+            "tpot": ("TPOT", "Time per Output Token (excl. 1st token)"),
+            "itl": ("ITL", "Inter-token Latency"),
+            "e2el": ("E2EL", "End-to-end Latency")}
+DEFAULT_PERCENTILE_METRICS = ("ttft", "tpot", "itl")
+DEFAULT_METRIC_PERCENTILES = (99.0,)
+
+
+def pword(q: float) -> str:
+    """A percentile as vLLM names it: 99, 99.9."""
+    return str(int(q)) if int(q) == q else str(q)
+
+
+def result_block(summary, config, deployment, *, workload=None, percentile_metrics=DEFAULT_PERCENTILE_METRICS,
+                 percentiles=DEFAULT_METRIC_PERCENTILES, goodput: bool = False) -> str:
+    """`vllm bench serve`'s result block, line for line, then the simulator's own section. An
+    encoder (a pooling model) prints no generation lines, as vLLM's embedding benchmark."""
     m = summary.metrics
-    out = [
-        _header(" Serving Benchmark Result ", "="),
-        _line("Successful requests:", m["completed"]),
-        _line("Benchmark duration (s):", m["duration"]),
-        _line("Total input tokens:", m["total_input_tokens"]),
-        _line("Total generated tokens:", m["total_output_tokens"]),
-        _line("Request throughput (req/s):", m["request_throughput"]),
-        _line("Output token throughput (tok/s):", m["output_throughput"]),
-        _line("Total Token throughput (tok/s):", m["total_token_throughput"]),
-    ]
-    sections = (("ttft", "TTFT", "Time to First Token"),
-                ("tpot", "TPOT", "Time per Output Token (excl. 1st token)"),
-                ("itl", "ITL", "Inter-token Latency"),
-                ("e2el", "E2EL", "End-to-end Latency"))
-    for key, short, title in sections:
+    generates = deployment.model.has_kv_cache
+    out = [_header(" Serving Benchmark Result ", "="),
+           _line("Successful requests:", m["completed"]),
+           _line("Failed requests:", m["failed"])]
+    if workload is not None and workload.max_concurrency:
+        out.append(_line("Maximum request concurrency:", workload.max_concurrency))
+    if (workload is not None and workload.arrival != "trace" and not workload.ramp_up_strategy
+            and math.isfinite(workload.request_rate)):
+        out.append(_line("Request rate configured (RPS):", float(workload.request_rate)))
+    out += [_line("Benchmark duration (s):", m["duration"]),
+            _line("Total input tokens:", m["total_input_tokens"])]
+    if generates:
+        out.append(_line("Total generated tokens:", m["total_output_tokens"]))
+    out.append(_line("Request throughput (req/s):", m["request_throughput"]))
+    if goodput:
+        out.append(_line("Request goodput (req/s):", m["request_goodput"]))
+    if generates:
+        out += [_line("Output token throughput (tok/s):", m["output_throughput"]),
+                _line("Peak output token throughput (tok/s):", m["max_output_tokens_per_s"]),
+                _line("Peak concurrent requests:", float(m["max_concurrent_requests"])),
+                _line("Total token throughput (tok/s):", m["total_token_throughput"])]
+    else:
+        out += [_line("Peak concurrent requests:", float(m["max_concurrent_requests"])),
+                _line("Total token throughput (tok/s):", m["total_token_throughput"])]
+    shown = [k for k in SECTIONS if k in percentile_metrics] if generates else ["e2el"]
+    for key in shown:
+        short, title = SECTIONS[key]
         out.append(_header(title, "-"))
         out.append(_line(f"Mean {short} (ms):", m[f"mean_{key}_ms"]))
         out.append(_line(f"Median {short} (ms):", m[f"median_{key}_ms"]))
-        out.append(_line(f"P99 {short} (ms):", m[f"p99_{key}_ms"]))
-        if key == "itl":
-            out.append(_line("Max ITL (ms):", m["max_itl_ms"]))
+        for q in percentiles:
+            out.append(_line(f"P{pword(q)} {short} (ms):", m[f"p{pword(q)}_{key}_ms"]))
     out.append(_header("Simulator", "-"))
     out.extend(simulator_lines(summary, config, deployment))
     out.append("=" * WIDTH)
@@ -144,7 +197,10 @@ def result_block(summary, config, deployment) -> str:
 
 def simulator_lines(summary, config, deployment) -> list[str]:
     m = summary.metrics
-    lines = [_line("Engine iterations:", f"{summary.iterations:,}"),
+    lines = []
+    if deployment.model.has_kv_cache:
+        lines.append(_line("Max ITL (ms):", m["max_itl_ms"]))
+    lines += [_line("Engine iterations:", f"{summary.iterations:,}"),
              _line("Mean running batch:", m["mean_running"]),
              _line("Max running batch:", m["max_running"])]
     if deployment.model.has_kv_cache:
@@ -189,40 +245,138 @@ def json_safe(value):
     return value
 
 
-def run_json(summary, scenario, config, deployment) -> dict:
-    """The metrics under `vllm bench serve`'s key names, then what was simulated."""
-    d = dict(summary.metrics)
-    w = scenario.workload
-    d.update({
-        "iterations": summary.iterations,
-        "gpu": deployment.gpu.id,
-        "model_id": deployment.model.id,
-        "tensor_parallel_size": deployment.tensor_parallel_size,
-        "request_rate": None if w.arrival == "trace" else w.request_rate,
-        "num_prompts": d["completed"] if w.arrival == "trace" else w.num_prompts,
-        "seed": scenario.seed,
-        "kv_cache_usable_blocks": deployment.usable_blocks,
-        "engine": config.to_dict(),
+BACKEND = "batchtui-sim"
+PERCENTILE_KEYS = ("ttft", "tpot", "itl", "e2el")
+
+
+def bench_result(run, setup, *, date: str, label: str | None = None, percentiles=DEFAULT_METRIC_PERCENTILES,
+                 detailed: bool = False, metadata: dict | None = None) -> dict:
+    """The result `vllm bench serve --save-result` writes, with every key a simulation can fill
+    (run metadata, totals, throughputs, goodput, peaks, mean/median/std/pNN of TTFT, TPOT, ITL
+    and E2EL, `latencies`, and with `detailed` the other per-request arrays), then what only the
+    simulator knows. Per-request arrays are in order of arrival, failed requests included (as
+    vLLM lists them: zeros and their error); they may be numpy arrays (`dump_json` streams them)."""
+    import numpy as np
+
+    m = run.metrics
+    sc, d, config = setup.scenario, setup.deployment, setup.config
+    w = sc.workload
+    rate = (w.trace_rate or math.inf) if w.arrival == "trace" else w.request_rate
+    out: dict = {
+        "date": date, "endpoint_type": BACKEND, "backend": BACKEND, "label": label or BACKEND,
+        "model_id": d.model.hf_id or d.model.id, "tokenizer_id": d.model.hf_id or d.model.id,
+        "num_prompts": m["completed"] + m["failed"],
+    }
+    out.update(metadata or {})
+    out.update({"request_rate": rate if math.isfinite(rate) else "inf",
+                "burstiness": w.burstiness if w.arrival == "gamma" else (1.0 if w.arrival == "poisson" else None),
+                "max_concurrency": w.max_concurrency or None})
+    if w.ramp_up_strategy:
+        out.update({"ramp_up_strategy": w.ramp_up_strategy, "ramp_up_start_rps": w.ramp_up_start_rps,
+                    "ramp_up_end_rps": w.ramp_up_end_rps})
+    for key in ("duration", "completed", "failed", "total_input_tokens", "total_output_tokens",
+                "request_throughput", "request_goodput", "output_throughput", "total_token_throughput"):
+        out[key] = m[key]
+
+    recs = run.records
+    arrivals = recs.column("arrival_time")
+    failed = run.failed
+    all_arrivals = np.concatenate([arrivals, np.array([f.arrival_time for f in failed], dtype=float)])
+    order = np.argsort(all_arrivals, kind="stable")
+    n_ok = len(arrivals)
+
+    def by_arrival(ok_values, failed_values, dtype=float):
+        merged = np.concatenate([np.asarray(ok_values, dtype=dtype), np.asarray(failed_values, dtype=dtype)])
+        return merged[order]
+
+    zeros = [0.0] * len(failed)
+    latencies = by_arrival(recs.column("e2e"), zeros)
+    if detailed:
+        ids = [r.request_id for r in recs] if run.token_times is not None else []
+        out["input_lens"] = by_arrival(recs.column("prompt_len"), [f.prompt_len for f in failed], int)
+        out["output_lens"] = by_arrival(recs.column("output_len"), [0] * len(failed), int)
+        out["ttfts"] = by_arrival(recs.column("ttft"), zeros)
+        if run.token_times is not None:
+            times = run.token_times
+            gaps = [np.diff(times.get(rid, [])).tolist() for rid in ids] + [[] for _ in failed]
+            out["itls"] = [gaps[i] for i in order]
+        out["latencies"] = latencies
+        out["start_times"] = all_arrivals[order]
+        errors = [""] * n_ok + [f.error for f in failed]
+        out["errors"] = [errors[i] for i in order]
+        out["generated_texts"] = [""] * len(order)
+    else:
+        out["latencies"] = latencies
+    out["queue_times"] = np.zeros(len(order))
+    out["max_output_tokens_per_s"] = m["max_output_tokens_per_s"]
+    out["max_concurrent_requests"] = m["max_concurrent_requests"]
+    out["rtfx"] = 0.0
+    for key in PERCENTILE_KEYS:
+        out[f"mean_{key}_ms"] = m[f"mean_{key}_ms"]
+        out[f"median_{key}_ms"] = m[f"median_{key}_ms"]
+        out[f"std_{key}_ms"] = m[f"std_{key}_ms"]
+        for q in sorted(set(percentiles) | {90.0, 99.0}):
+            out[f"p{pword(q)}_{key}_ms"] = m[f"p{pword(q)}_{key}_ms"]
+    # What only the simulator sees.
+    out.update({
+        "max_itl_ms": m["max_itl_ms"], "mean_running": m["mean_running"], "max_running": m["max_running"],
+        "peak_kv_usage": m["peak_kv_usage"], "num_preemptions": m["num_preemptions"],
+        "padding_share": m["padding_share"], "binding_limit_counts": m["binding_limit_counts"],
+        "iterations": run.iterations, "gpu": d.gpu.id, "model": d.model.id,
+        "tensor_parallel_size": d.tensor_parallel_size, "seed": sc.seed,
+        "kv_cache_usable_blocks": d.usable_blocks, "engine": config.to_dict(),
     })
-    if len(summary.pools) > 1:
-        d["pools"] = summary.pools
-    return json_safe(d)
+    if len(run.summary.pools) > 1:
+        out["pools"] = run.summary.pools
+    return out
+
+
+def dump_json(sink, data: dict, indent: int | None = 2) -> None:
+    """Write `data` as JSON, streaming long arrays (numpy arrays, long lists) in pieces instead of
+    building one string; infinities are written as "inf", as vLLM's result files do."""
+    import json
+
+    import numpy as np
+
+    pad = " " * indent if indent else ""
+    sep = ",\n" if indent else ", "
+    sink.write("{\n" if indent else "{")
+    for n, (key, value) in enumerate(data.items()):
+        sink.write((sep if n else "") + pad + json.dumps(key) + ": ")
+        if isinstance(value, np.ndarray):
+            value = value.tolist() if len(value) <= 4096 else value
+        if isinstance(value, (np.ndarray, list)) and len(value) > 4096:
+            sink.write("[")
+            for start in range(0, len(value), 4096):
+                piece = value[start:start + 4096]
+                piece = piece.tolist() if isinstance(piece, np.ndarray) else piece
+                sink.write((", " if start else "") + json.dumps(json_safe(piece))[1:-1])
+            sink.write("]")
+        else:
+            sink.write(json.dumps(json_safe(value), indent=None))
+    sink.write("\n}\n" if indent else "}\n")
 
 
 PER_REQUEST_FIELDS = ("request_id", "pool", "arrival_s", "prompt_len", "output_len", "ttft_ms",
                       "tpot_ms", "e2e_ms", "preemptions", "max_itl_ms", "finish_reason")
 
 
-def write_per_request_csv(handle, records) -> None:
-    """One row per finished request, in order of arrival; tpot_ms is empty for one-token answers."""
-    writer = csv.writer(handle, lineterminator="\n")
-    writer.writerow(PER_REQUEST_FIELDS)
-    for r in sorted(records, key=lambda r: r.arrival_time):
-        writer.writerow([
+class PerRequestCsv:
+    """One CSV row per finished request, written as the run goes (in order of finishing; the
+    arrival_s column gives arrival order); tpot_ms is empty for one-token answers."""
+
+    def __init__(self, handle) -> None:
+        self.rows = 0
+        self._writer = csv.writer(handle, lineterminator="\n")
+        self._writer.writerow(PER_REQUEST_FIELDS)
+
+    def __call__(self, r) -> None:
+        self._writer.writerow([
             r.request_id, r.pool, f"{r.arrival_time:.6f}", r.prompt_len, r.output_len,
             f"{r.ttft * 1000:.3f}", "" if r.tpot is None else f"{r.tpot * 1000:.3f}",
             f"{r.e2e * 1000:.3f}", r.num_preemptions, f"{r.max_itl * 1000:.3f}", r.finish_reason,
         ])
+        self.rows += 1
 
 
 def flat_metrics(metrics: dict) -> dict:
@@ -259,14 +413,15 @@ def table(headings, rows, notes=None) -> str:
     return "\n".join(lines)
 
 
-def sweep_table(swept: str, values, summaries, knee: int | None) -> str:
-    """One row per point; the knee row is marked."""
+def sweep_table(swept: str, values, summaries, knee: int | None, bounded=None) -> str:
+    """One row per point; the knee row is marked, and so are points without a steady state."""
     head = "rate" if swept == "request_rate" else "seqs"
     headings = [head] + [h for _, h, _ in SWEEP_COLUMNS]
     rows = [[rate_text(v) if swept == "request_rate" else f"{v}"]
             + [fmt.format(s.metrics[key]) for key, _, fmt in SWEEP_COLUMNS]
             for v, s in zip(values, summaries)]
-    notes = ["<- knee" if i == knee else "" for i in range(len(rows))]
+    notes = ["<- knee" if i == knee else ("unbounded: the queue grows" if bounded and not bounded[i] else "")
+             for i in range(len(rows))]
     return table(headings, rows, notes) + "\n(TTFT and TPOT in ms; running = mean running batch)"
 
 

@@ -1,21 +1,26 @@
-"""Runs scenarios headless for the command line, with a Rich progress bar on stderr when a run
-takes longer than a moment and stderr is a terminal. Output on stdout is never touched, so
-`--json` stays clean.
+"""Runs scenarios headless for the command line: one at a time with a Rich progress bar on stderr
+(for runs longer than a moment, when stderr is a terminal and the output is not JSON going to a
+pipe), or many at once in a process pool (`map_jobs`, `--jobs`). Output on stdout is never
+touched, so `--json` stays clean.
 
 Without a bar a run is one `Engine.run()` call. With one, the engine is run in slices
-(`advance_until(inf, max_iterations)`) sized to take about a fifth of a second each, so the bar moves
-without costing the run much.
+(`advance_until(inf, max_iterations)`) sized to take about a fifth of a second each, so the bar
+moves without costing the run much. Either way the results are the same, and the same again in
+a pool worker: a run depends only on its scenario.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 from sim.engine import Engine, RunSummary
 from sim.scenario import Scenario
-from sim.workload import load_trace
+from sim.workload import trace_requests
 
 SHOW_AFTER_S = 0.4  # a run shorter than this never shows a bar
 SLICE_TARGET_S = 0.2
@@ -26,10 +31,84 @@ def expected_requests(scenario: Scenario) -> int | None:
     w = scenario.workload
     if w.arrival == "trace":
         try:
-            return len(load_trace(w.trace_path))
+            return len(trace_requests(w))
         except Exception:  # the engine reports a bad trace itself, with file and line
             return None
     return w.num_prompts or None
+
+
+def show_progress_default(json_output: bool = False) -> bool:
+    """A bar on stderr when it is a terminal, except for JSON going to a pipe or a file."""
+    if not sys.stderr.isatty():
+        return False
+    return not (json_output and not sys.stdout.isatty())
+
+
+def default_jobs() -> int:
+    """Every core this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass
+class RunResult:
+    """One run: its summary (metrics as vllm bench serve names them), the requests that failed
+    before the engine served them, and (when asked) each request's token times."""
+
+    summary: RunSummary
+    failed: list
+    token_times: dict[str, list[float]] | None = None
+
+    @property
+    def metrics(self) -> dict:
+        return self.summary.metrics
+
+    @property
+    def records(self):
+        return self.summary.records
+
+    @property
+    def iterations(self) -> int:
+        return self.summary.iterations
+
+
+def run_once(scenario: Scenario, profiles=None, *, percentiles=(50, 90, 99), goodput: dict | None = None,
+             detailed: bool = False, sink=None, progress: Callable[[int], None] | None = None) -> RunResult:
+    """Run one scenario to the end as a `vllm bench serve` client would see it: requests vLLM's
+    API server refuses fail and are counted; finished requests are kept as compact columns."""
+    engine = Engine(scenario, profiles=profiles, keep_requests=False, api_server=True)
+    engine.metrics.finish_sink = sink
+    token_times = None
+    if detailed:
+        token_times = {}
+        while (report := engine.step()) is not None:
+            for rid in report.emitted:
+                token_times.setdefault(rid, []).append(report.end_time)
+            if progress is not None and report.index % 4096 == 0:
+                progress(engine.metrics.completed)
+    elif progress is None:
+        engine.run()
+    else:
+        slice_iterations = 256
+        while not engine.done:
+            t0 = time.perf_counter()
+            before = engine.iteration
+            engine.advance_until(math.inf, slice_iterations)
+            if engine.iteration == before and not engine.done:
+                break  # nothing advanced: let run() finish (or raise) on its own
+            elapsed = time.perf_counter() - t0
+            if elapsed < SLICE_TARGET_S / 2:
+                slice_iterations *= 2
+            elif elapsed > SLICE_TARGET_S * 2 and slice_iterations > 64:
+                slice_iterations = max(64, int(slice_iterations * SLICE_TARGET_S / elapsed))
+            progress(engine.metrics.completed)
+        engine.run()
+    m = engine.metrics
+    metrics = m.summary(m.last_token_time, percentiles=percentiles, goodput=goodput)
+    summary = RunSummary(engine.scenario, metrics, m.pool_summary(), engine.iteration, m.records)
+    return RunResult(summary, list(m.failed), token_times)
 
 
 class Runner:
@@ -37,7 +116,7 @@ class Runner:
 
     def __init__(self, show_progress: bool | None = None, profiles=None) -> None:
         if show_progress is None:
-            show_progress = sys.stderr.isatty()
+            show_progress = show_progress_default()
         self.show_progress = show_progress
         self.profiles = profiles
         self.runs = 0
@@ -47,6 +126,7 @@ class Runner:
         self._total: int | None = None
         self._total_given = False  # expect() was called: do not guess from the first run
         self._started = 0.0
+        self._description = ""
 
     # -- the bar
     def __enter__(self) -> "Runner":
@@ -65,9 +145,12 @@ class Runner:
         if self._progress is not None:
             self._progress.update(self._task, total=total)
 
-    def _update(self, description: str, completed: int) -> None:
+    def update(self, completed: int, description: str | None = None) -> None:
+        """Move the bar to `completed` requests of this run (after those of earlier runs)."""
         if not self.show_progress:
             return
+        if description is not None:
+            self._description = description
         if self._progress is None:
             if time.monotonic() - self._started < SHOW_AFTER_S:
                 return
@@ -79,37 +162,55 @@ class Runner:
                 MofNCompleteColumn(), TextColumn("requests"), TimeElapsedColumn(),
                 console=Console(stderr=True), transient=True)
             self._progress.start()
-            self._task = self._progress.add_task(description, total=self._total)
-        self._progress.update(self._task, description=description,
+            self._task = self._progress.add_task(self._description, total=self._total)
+        self._progress.update(self._task, description=self._description,
                               completed=self._done_before + completed)
 
-    # -- running
-    def run(self, scenario: Scenario, description: str = "simulating") -> RunSummary:
-        """Run one scenario to the end and return its summary."""
-        engine = Engine(scenario, profiles=self.profiles)
-        self.runs += 1
-        if not self.show_progress:
-            summary = engine.run()
-        else:
-            if not self._total_given and self.runs == 1:
-                self._total = expected_requests(scenario)
-            summary = self._run_in_slices(engine, description)
-        self._done_before += summary.metrics["completed"]
-        return summary
+    def finished(self, completed: int) -> None:
+        """Count a run's requests as done (a run made elsewhere, such as in a pool worker)."""
+        self._done_before += completed
+        self.update(0)
 
-    def _run_in_slices(self, engine: Engine, description: str) -> RunSummary:
-        slice_iterations = 256
-        self._update(description, 0)
-        while not engine.done:
-            t0 = time.perf_counter()
-            before = engine.iteration
-            engine.advance_until(math.inf, slice_iterations)
-            if engine.iteration == before and not engine.done:
-                break  # nothing advanced: let run() finish (or raise) on its own
-            elapsed = time.perf_counter() - t0
-            if elapsed < SLICE_TARGET_S / 2:
-                slice_iterations *= 2
-            elif elapsed > SLICE_TARGET_S * 2 and slice_iterations > 64:
-                slice_iterations = max(64, int(slice_iterations * SLICE_TARGET_S / elapsed))
-            self._update(description, engine.metrics.completed)
-        return engine.run() if not engine.done else engine.summary()
+    # -- running
+    def run(self, scenario: Scenario, description: str = "simulating", **kwargs) -> RunResult:
+        """Run one scenario to the end (see `run_once`)."""
+        self.runs += 1
+        if self.show_progress and not self._total_given and self.runs == 1:
+            self._total = expected_requests(scenario)
+        progress = None
+        if self.show_progress:
+            self.update(0, description)
+            progress = self.update
+        result = run_once(scenario, self.profiles, progress=progress, **kwargs)
+        self._done_before += result.metrics["completed"]
+        return result
+
+    def map(self, func: Callable, items: Sequence, jobs: int, *, description: str = "simulating",
+            requests: Callable[[object], int] = lambda r: 0) -> list:
+        """[func(item) for item in items], in `jobs` processes when more than one; the bar moves
+        as results come back (`requests(result)` requests each)."""
+        self.update(0, description)
+        results = []
+        for result in map_jobs(func, items, jobs):
+            results.append(result)
+            self.finished(requests(result))
+        return results
+
+
+def map_jobs(func: Callable, items: Iterable, jobs: int) -> Iterable:
+    """func over items, in order; in a pool of `jobs` processes when jobs > 1 and there is more
+    than one item. Workers are forked from a fork server that has imported the simulator once
+    (so a worker starts in milliseconds and holds nothing of this process but what it is
+    handed); a result depends only on its item, so the order of work does not matter."""
+    items = list(items)
+    if jobs <= 1 or len(items) <= 1:
+        for item in items:
+            yield func(item)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["numpy", "sim.engine", "sim.curves", "batchtui.planning", func.__module__])
+    with ProcessPoolExecutor(max_workers=min(jobs, len(items)), mp_context=ctx) as pool:
+        yield from pool.map(func, items)

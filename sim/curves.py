@@ -19,7 +19,7 @@ from .engine import RunSummary, run_scenario
 from .scenario import Scenario
 
 __all__ = [
-    "BACKLOG_SLOPE", "KNEE_LATENCY_FACTOR", "Knee", "RatePoint", "STEADY_MAX_REQUESTS",
+    "BACKLOG_SLOPE", "Columns", "at_rate", "KNEE_LATENCY_FACTOR", "Knee", "RatePoint", "STEADY_MAX_REQUESTS",
     "STEADY_MIN_REQUESTS", "find_knee", "latency_percentiles", "measure_rate", "rate_sweep",
     "runner", "saturated_rate", "steady_window",
 ]
@@ -113,14 +113,48 @@ STEADY_MAX_REQUESTS = 20_000
 BACKLOG_SLOPE = 0.05
 
 
-def steady_window(records) -> tuple[list, float]:
-    """The records of requests that arrived in the steady part of the run, and the warm-up."""
-    if not records:
-        return [], 0.0
-    arrivals = [r.arrival_time for r in records]
-    warmup = float(np.median([r.e2e for r in records]))
-    lo, hi = min(arrivals) + warmup, max(arrivals) - warmup
-    return [r for r in records if lo <= r.arrival_time <= hi], warmup
+class Columns:
+    """Finished requests as arrays (arrival_time, ttft, e2e, tpot with NaN for one-token answers,
+    output_len), read from a RecordTable or from any sequence of records; a subset by mask."""
+
+    NAMES = ("arrival_time", "ttft", "e2e", "tpot", "output_len")
+
+    def __init__(self, arrays: dict) -> None:
+        self.arrays = arrays
+
+    @classmethod
+    def of(cls, records) -> "Columns":
+        if isinstance(records, Columns):
+            return records
+        if hasattr(records, "column"):
+            return cls({name: records.column(name) for name in cls.NAMES})
+        return cls({
+            "arrival_time": np.array([r.arrival_time for r in records], dtype=float),
+            "ttft": np.array([r.ttft for r in records], dtype=float),
+            "e2e": np.array([r.e2e for r in records], dtype=float),
+            "tpot": np.array([np.nan if r.tpot is None else r.tpot for r in records], dtype=float),
+            "output_len": np.array([r.output_len for r in records], dtype=float),
+        })
+
+    def __len__(self) -> int:
+        return len(self.arrays["arrival_time"])
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.arrays[name]
+
+    def where(self, mask: np.ndarray) -> "Columns":
+        return Columns({name: a[mask] for name, a in self.arrays.items()})
+
+
+def steady_window(records) -> tuple[Columns, float]:
+    """The requests that arrived in the steady part of the run (as Columns), and the warm-up."""
+    cols = Columns.of(records)
+    if not len(cols):
+        return cols, 0.0
+    arrivals = cols["arrival_time"]
+    warmup = float(np.median(cols["e2e"]))
+    lo, hi = arrivals.min() + warmup, arrivals.max() - warmup
+    return cols.where((arrivals >= lo) & (arrivals <= hi)), warmup
 
 
 def latency_percentiles(records) -> dict:
@@ -129,17 +163,20 @@ def latency_percentiles(records) -> dict:
     (`request_throughput`, `output_throughput`: their requests and output tokens over the span
     of their arrivals -- in a steady window, what the engine delivers; whole-run figures are
     diluted by the ramp-up and the drain)."""
-    ttft = np.array([r.ttft for r in records]) * 1000.0
-    tpot = np.array([r.tpot for r in records if r.tpot is not None]) * 1000.0
+    cols = Columns.of(records)
+    n = len(cols)
+    ttft = cols["ttft"] * 1000.0
+    tpot = cols["tpot"][~np.isnan(cols["tpot"])] * 1000.0
+    arrivals = cols["arrival_time"]
+    e2e = cols["e2e"]
     slope = 0.0
-    arrivals = np.array([r.arrival_time for r in records])
-    if len(records) >= 10 and np.ptp(arrivals) > 0:
-        slope = float(np.polyfit(arrivals, [r.e2e for r in records], 1)[0])
-    d = {"count": len(records), "e2e_slope": slope,
-         "mean_e2e_ms": float(np.mean([r.e2e for r in records])) * 1000.0 if records else 0.0,
-         "mean_output_len": float(np.mean([r.output_len for r in records])) if records else 0.0}
-    span = float(np.ptp(arrivals)) if len(records) >= 2 else 0.0
-    d["request_throughput"] = (len(records) - 1) / span if span > 0 else 0.0
+    if n >= 10 and np.ptp(arrivals) > 0:
+        slope = float(np.polyfit(arrivals, e2e, 1)[0])
+    d = {"count": n, "e2e_slope": slope,
+         "mean_e2e_ms": float(np.mean(e2e)) * 1000.0 if n else 0.0,
+         "mean_output_len": float(np.mean(cols["output_len"])) if n else 0.0}
+    span = float(np.ptp(arrivals)) if n >= 2 else 0.0
+    d["request_throughput"] = (n - 1) / span if span > 0 else 0.0
     d["output_throughput"] = d["request_throughput"] * d["mean_output_len"]
     for name, arr in (("ttft", ttft), ("tpot", tpot)):
         d[f"median_{name}_ms"] = float(np.median(arr)) if len(arr) else 0.0
@@ -154,12 +191,19 @@ RunAt = Callable[[float, int], RunSummary]
 of requests, and returns its summary with per-request records."""
 
 
+def at_rate(scenario: Scenario, rate: float, num_prompts: int) -> Scenario:
+    """The scenario's traffic at another mean rate and length: generated traffic is drawn at
+    that rate; a trace is rescaled in time to it and cut or repeated to that many requests."""
+    if scenario.workload.arrival == "trace":
+        return scenario.with_workload(trace_rate=float(rate), trace_requests=int(num_prompts))
+    return scenario.with_workload(request_rate=float(rate), num_prompts=int(num_prompts))
+
+
 def runner(scenario: Scenario, **engine_kwargs) -> RunAt:
-    """A `RunAt` for a scenario: its traffic at another rate and length, records kept."""
+    """A `RunAt` for a scenario: its traffic at another rate and length (`at_rate`), records kept."""
 
     def run_at(rate: float, num_prompts: int) -> RunSummary:
-        return run_scenario(scenario.with_workload(request_rate=float(rate), num_prompts=int(num_prompts)),
-                            keep_records=True, **engine_kwargs)
+        return run_scenario(at_rate(scenario, rate, num_prompts), keep_records=True, **engine_kwargs)
 
     return run_at
 
@@ -221,7 +265,7 @@ def measure_rate(run_at: RunAt, rate: float, *, num_prompts: int = 0, saturated:
         if enough is not None and enough(summary):
             break
         n = min(max_requests, max(2 * n, needed(warmup)))
-    stats = latency_percentiles(window or summary.records)
+    stats = latency_percentiles(window if len(window) else summary.records)
     point = RatePoint(rate, summary, stats, num_prompts=n, extra={"warmup": warmup})
     if above:
         point.bounded = False

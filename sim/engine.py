@@ -27,7 +27,7 @@ from .schedulers.continuous import ContinuousScheduler
 from .schedulers.dynamic import DynamicScheduler
 from .schedulers.static import SequentialScheduler, StaticScheduler
 from .trace import check_request
-from .workload import RequestSpec, generate
+from .workload import RequestSpec, generate, generate_queue
 
 ENDLESS_CHUNK = 256
 MAX_SEATS_SHOWN = 1024
@@ -53,10 +53,17 @@ class Engine:
     fast_path_enabled = True  # run()/advance_until() use sim.fastpath (tests turn it off to compare)
 
     def __init__(self, scenario: Scenario, *, live: bool = False, keep_records: bool | None = None,
-                 series_interval: float | None = None, profiles=None) -> None:
+                 series_interval: float | None = None, profiles=None, keep_requests: bool | None = None,
+                 api_server: bool = False) -> None:
         self.scenario = scenario
         self.live = live
         self._keep_records = (not live) if keep_records is None else keep_records
+        # Finished requests stay in `requests` (tests and traces read them) unless a long
+        # headless run asks to drop them: its metrics keep what it reports.
+        self._keep_requests = self._keep_records if keep_requests is None else keep_requests
+        # Requests pass vLLM's OpenAI API server first: one it refuses (a prompt plus requested
+        # output longer than max_model_len) fails and is counted, instead of stopping the run.
+        self.api_server = api_server
         self._series_interval = series_interval if series_interval is not None else (0.5 if live else None)
         self._profiles = profiles or scenario.profiles()
         self._build()
@@ -131,7 +138,7 @@ class Engine:
     def _refill(self, force: bool = False) -> None:
         spec = self.scenario.workload
         if force and not self._endless:
-            self.pending = deque(generate(spec, self.rng))
+            self.pending = generate_queue(spec, self.rng)
             self._generated = len(self.pending)
             return
         if self._endless and (force or len(self.pending) < 16):
@@ -168,6 +175,11 @@ class Engine:
         cfg = self.config
         output_len = 1 if self.encoder else spec.output_len
         try:
+            if self.api_server and not self.encoder and spec.prompt_len + output_len > cfg.max_model_len:
+                raise RequestRejected(
+                    spec.request_id, f"this model's maximum context length is {cfg.max_model_len} tokens, "
+                                     f"but {spec.prompt_len + output_len} were requested ({spec.prompt_len} "
+                                     f"in the prompt, {output_len} for the completion)")
             if self.encoder:
                 if spec.prompt_len > self.model.max_model_len:
                     raise RequestRejected(spec.request_id, f"its input of {spec.prompt_len} tokens is longer than "
@@ -180,6 +192,10 @@ class Engine:
                 # Two live requests under one id would share one entry of the block pool.
                 raise RequestRejected(spec.request_id, "the id is already used by a request being served")
         except RequestRejected as exc:
+            if self.api_server:
+                self.metrics.on_failed(spec.request_id, spec.arrival_time, spec.prompt_len, spec.output_len,
+                                       exc.reason)
+                return
             if not self.live:
                 raise
             self.metrics.rejected += 1
@@ -391,7 +407,7 @@ class Engine:
         self.metrics.on_finish(RequestRecord(req.request_id, req.pool, req.arrival_time, req.prompt_len,
                                              req.num_output_tokens, ttft, e2e, tpot, req.num_preemptions,
                                              req.max_gap, req.finish_reason))
-        if not self._keep_records:
+        if not self._keep_requests:
             self.requests.pop(req.request_id, None)
 
     def _report(self, index, start, end, work, cost, out, result, preempted, running, waiting,

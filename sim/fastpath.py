@@ -113,6 +113,7 @@ class FastPath:
         self.G = 0
         self.seg_start: list = []  # iteration counts where a stretch of the gap log starts
         self.seg_max: list = []  # the largest gap of that stretch
+        self.log_limit = 4096  # the gap log is trimmed when it grows past this (see _trim_gap_log)
         self.t = t
         self.probe = None  # the binding limit a blocked queue repeats while nothing changes
         self.guard = 0
@@ -161,6 +162,17 @@ class FastPath:
         self.cross[(gj - p - o_join + 1) & self.mask] -= 1
         self.S -= p + o_join - gj
 
+    def _trim_gap_log(self) -> None:
+        """Drop the stretches of the gap log older than every decoder's joining count: only
+        `_materialize` reads the log, from a decoder's own joining count on, so they are never
+        read again. Keeps a long run's memory bounded by its running set, not its length."""
+        oldest = min(self.dec.values(), default=self.G)
+        i = bisect_left(self.seg_start, oldest)
+        if i:
+            del self.seg_start[:i]
+            del self.seg_max[:i]
+        self.log_limit = max(4096, 2 * len(self.seg_start))
+
     def _materialize(self, r, gj: int, G: int, t: float) -> None:
         """Bring a decoder's Request fields up to iteration count G (last token at t)."""
         o = r.num_output_tokens + (G - gj)
@@ -208,6 +220,8 @@ class FastPath:
             if check and (self.t >= until or n >= left):
                 return n, "limit"
             check = True
+            if len(self.seg_start) > self.log_limit:
+                self._trim_gap_log()
             t = self.t
             na = self.next_arr
             if na is not None and na <= t:

@@ -7,6 +7,10 @@
   pairs — many requests share one iteration's gap — and the weighted percentile equals numpy's
   percentile of the expanded list exactly.
 - Rolling series for sparklines are ring buffers, so a run left going all day does not grow.
+- A headless run keeps its finished requests as columns of compact arrays (`RecordTable`, about
+  60 bytes a request) and its gaps as two flat arrays, so a million-request run fits in a couple
+  of hundred MB; `finish_sink` sees each record as it finishes (a CSV written as the run goes).
+- Requests refused before the engine saw them (`on_failed`) count as vLLM's failed requests.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ from __future__ import annotations
 import math
 from array import array
 from collections import Counter, deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, fields
 from itertools import repeat
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -25,21 +30,54 @@ PERCENTILES = (50, 90, 99)
 
 
 def weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
-    """numpy.percentile(np.repeat(values, weights), q) without building the repeated array."""
-    if len(values) == 0:
-        return 0.0
-    order = np.argsort(values, kind="stable")
-    v = values[order]
-    cum = np.cumsum(weights[order])
-    n = int(cum[-1])
+    """numpy.percentile(np.repeat(values, weights), q) without building the repeated array (nor
+    sorting all of `values`: a weighted selection narrows to the two ranks it needs)."""
+    n = int(weights.sum(dtype=np.int64)) if len(values) else 0
     if n == 0:
         return 0.0
     rank = q / 100.0 * (n - 1)
     lo = int(math.floor(rank))
     hi = min(lo + 1, n - 1)
-    v_lo = v[np.searchsorted(cum, lo + 1)]
-    v_hi = v[np.searchsorted(cum, hi + 1)]
+    v_lo = _weighted_rank(values, weights, lo)
+    v_hi = v_lo if hi == lo else _weighted_rank(values, weights, hi)
     return float(v_lo + (v_hi - v_lo) * (rank - lo))
+
+
+def _weighted_rank(values: np.ndarray, weights: np.ndarray, k: int) -> float:
+    """The k-th smallest (0-based) of the multiset where values[i] appears weights[i] times.
+
+    Each round brackets rank k between two values read off a weighted sample (about 2 % of the
+    weight on either side of it) and keeps only what lies between them, so the copies it makes
+    are small; counting the weight below reads the arrays in place."""
+    while len(values) > 4096:
+        stride = max(1, len(values) // 4096)
+        sv, sw = values[::stride], weights[::stride]
+        order = np.argsort(sv, kind="stable")
+        sv = sv[order]
+        cum = np.cumsum(sw[order], dtype=np.float64)
+        share = k / max(1, int(weights.sum(dtype=np.int64)))
+        lo = sv[min(len(sv) - 1, int(np.searchsorted(cum, (share - 0.02) * cum[-1])))]
+        hi = sv[min(len(sv) - 1, int(np.searchsorted(cum, (share + 0.02) * cum[-1])))]
+        below = values < lo
+        w_below = int(np.sum(weights, where=below, dtype=np.int64))
+        if k < w_below:
+            values, weights = values[below], weights[below]
+            continue
+        inside = ~below
+        inside &= values <= hi
+        w_inside = int(np.sum(weights, where=inside, dtype=np.int64))
+        if k < w_below + w_inside:
+            if inside.all():  # one value, or a bracket that holds everything: sort what is left
+                break
+            values, weights = values[inside], weights[inside]
+            k -= w_below
+            continue
+        above = values > hi
+        k -= w_below + w_inside
+        values, weights = values[above], weights[above]
+    order = np.argsort(values, kind="stable")
+    cum = np.cumsum(weights[order], dtype=np.int64)
+    return float(values[order][np.searchsorted(cum, k + 1)])
 
 
 @dataclass
@@ -57,6 +95,114 @@ class RequestRecord:
     finish_reason: str
 
 
+class RecordTable:
+    """Finished requests as columns of compact arrays, in order of finishing: a sequence of
+    RequestRecord (each made when read) whose columns numpy reads whole (`column`)."""
+
+    _FLOAT = ("arrival_time", "ttft", "e2e", "tpot", "max_itl")
+    _INT = ("prompt_len", "output_len", "num_preemptions")
+
+    def __init__(self) -> None:
+        self._float = {name: array("d") for name in self._FLOAT}
+        self._int = {name: array("i") for name in self._INT}
+        self._ids = array("q")  # a numeric id as its number; -1: the text is in _other_ids
+        self._other_ids: dict[int, str] = {}
+        self._pool = array("b")
+        self._reason = array("b")
+        self._codes: dict[str, dict[str, int]] = {"pool": {}, "reason": {}}
+        self._names: dict[str, list[str]] = {"pool": [], "reason": []}
+
+    def _code(self, kind: str, name: str) -> int:
+        codes = self._codes[kind]
+        code = codes.get(name)
+        if code is None:
+            code = codes[name] = len(self._names[kind])
+            self._names[kind].append(name)
+        return code
+
+    def append(self, rec: RequestRecord) -> None:
+        f, i = self._float, self._int
+        f["arrival_time"].append(rec.arrival_time)
+        f["ttft"].append(rec.ttft)
+        f["e2e"].append(rec.e2e)
+        f["tpot"].append(math.nan if rec.tpot is None else rec.tpot)
+        f["max_itl"].append(rec.max_itl)
+        i["prompt_len"].append(rec.prompt_len)
+        i["output_len"].append(rec.output_len)
+        i["num_preemptions"].append(rec.num_preemptions)
+        rid = rec.request_id
+        if rid.isdigit() and len(rid) < 19 and (rid == "0" or rid[0] != "0"):
+            self._ids.append(int(rid))
+        else:
+            self._other_ids[len(self._ids)] = rid
+            self._ids.append(-1)
+        self._pool.append(self._code("pool", rec.pool))
+        self._reason.append(self._code("reason", rec.finish_reason))
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def _record(self, k: int) -> RequestRecord:
+        f, i = self._float, self._int
+        tpot = f["tpot"][k]
+        rid = self._ids[k]
+        return RequestRecord(
+            request_id=self._other_ids[k] if rid < 0 else str(rid), pool=self._names["pool"][self._pool[k]],
+            arrival_time=f["arrival_time"][k], prompt_len=i["prompt_len"][k], output_len=i["output_len"][k],
+            ttft=f["ttft"][k], e2e=f["e2e"][k], tpot=None if math.isnan(tpot) else tpot,
+            num_preemptions=i["num_preemptions"][k], max_itl=f["max_itl"][k],
+            finish_reason=self._names["reason"][self._reason[k]])
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self._record(k) for k in range(*index.indices(len(self)))]
+        n = len(self)
+        if not -n <= index < n:
+            raise IndexError("record index out of range")
+        return self._record(index % n)
+
+    def __iter__(self) -> Iterator[RequestRecord]:
+        return (self._record(k) for k in range(len(self)))
+
+    def __eq__(self, other) -> bool:
+        try:
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        except TypeError:
+            return NotImplemented
+
+    __hash__ = None
+
+    def column(self, name: str) -> np.ndarray:
+        """A copy of one column: a RequestRecord field (tpot is NaN for one-token answers)."""
+        if name in self._float:
+            return np.frombuffer(self._float[name], dtype=np.float64).copy()
+        if name in self._int:
+            return np.frombuffer(self._int[name], dtype=np.int32).astype(np.int64)
+        if name in ("pool", "finish_reason"):
+            kind = "pool" if name == "pool" else "reason"
+            codes = np.frombuffer(self._pool if kind == "pool" else self._reason, dtype=np.int8).copy()
+            return np.array(self._names[kind], dtype=object)[codes] if len(codes) else np.array([], dtype=object)
+        raise KeyError(name)
+
+    def pool_codes(self) -> tuple[np.ndarray, list[str]]:
+        """Each record's pool as a small code, and the pool names the codes index."""
+        return np.frombuffer(self._pool, dtype=np.int8).copy(), list(self._names["pool"])
+
+    def select(self, mask: np.ndarray) -> list[RequestRecord]:
+        return [self._record(int(k)) for k in np.flatnonzero(mask)]
+
+
+@dataclass
+class FailedRequest:
+    """A request refused before the engine served it, and why (vLLM counts it as failed)."""
+
+    request_id: str
+    arrival_time: float
+    prompt_len: int
+    output_len: int
+    error: str
+
+
 @dataclass
 class MetricsCollector:
     """Accumulates a run's metrics. `keep_records=False` keeps only bounded recent windows (the
@@ -67,9 +213,12 @@ class MetricsCollector:
     series_len: int = 240
     series_interval: float | None = None  # seconds of simulated time between series points
 
-    records: list[RequestRecord] = field(default_factory=list)
+    records: RecordTable = field(default_factory=RecordTable)
     itl_values: array = field(default_factory=lambda: array("d"))
-    itl_counts: array = field(default_factory=lambda: array("q"))
+    itl_counts: array = field(default_factory=lambda: array("i"))
+    failed: list[FailedRequest] = field(default_factory=list)
+    finish_sink: Callable[[RequestRecord], None] | None = None
+    """Called with each finished request's record as it finishes (a CSV written as the run goes)."""
     output_tokens: int = 0
     prompt_tokens: int = 0
     completed: int = 0
@@ -97,6 +246,9 @@ class MetricsCollector:
         self._next_sample = None
         self._sample_tokens = 0
         self._sample_itl_max = 0.0
+        # Output tokens per second of the run (second k counts tokens sampled in [t0 + k, t0 + k + 1)
+        # after the first arrival t0): vllm bench serve's peak output token throughput.
+        self._tokens_per_s = np.zeros(64, dtype=np.int64)
 
     # -- recording
     def on_arrival(self, t: float) -> None:
@@ -129,6 +281,8 @@ class MetricsCollector:
         self.seat_iterations += seats
         self.padded_seat_iterations += padded
         self.last_token_time = max(self.last_token_time, end) if tokens else self.last_token_time
+        if tokens and self.keep_records:
+            self._count_tokens_at(end, tokens)
         self._recent_tokens.append((end, tokens, completions))
         self._sample_tokens += tokens
         if self.series_interval is not None:
@@ -148,7 +302,8 @@ class MetricsCollector:
         if isinstance(gaps, np.ndarray):
             if self.series_interval is None and self.keep_records:
                 self.itl_values.frombytes(gaps.tobytes())
-                self.itl_counts.frombytes(np.full(k, running, dtype=np.int64).tobytes())
+                self.itl_counts.frombytes(np.full(k, running, dtype=np.int32).tobytes())
+                self._count_tokens_in(ends, running)
                 # Sequential sums, as per-iteration booking adds them (cumsum goes left to right).
                 self.running_integral = float(np.cumsum(np.concatenate(((self.running_integral,),
                                                                         running * gaps)))[-1])
@@ -170,6 +325,7 @@ class MetricsCollector:
         if self.keep_records:
             self.itl_values.extend(gaps)
             self.itl_counts.extend(repeat(running, k))
+            self._count_tokens_in(np.asarray(ends, dtype=np.float64), running)
         # The same float additions in the same order as per-iteration booking.
         ri = self.running_integral
         busy = self.busy_time
@@ -200,6 +356,27 @@ class MetricsCollector:
         self._recent_tokens.extend(zip(ends_tail, repeat(running), repeat(0)))
         self._sample_tokens += running * k
 
+    def _count_tokens_at(self, t: float, tokens: int) -> None:
+        second = int(t - (self.first_arrival or 0.0))
+        if second >= len(self._tokens_per_s):
+            self._grow_seconds(second)
+        self._tokens_per_s[max(0, second)] += tokens
+
+    def _count_tokens_in(self, ends: np.ndarray, running: int) -> None:
+        if not len(ends) or not running:
+            return
+        seconds = (ends - (self.first_arrival or 0.0)).astype(np.int64)
+        np.clip(seconds, 0, None, out=seconds)
+        lo, hi = int(seconds.min()), int(seconds.max())
+        if hi >= len(self._tokens_per_s):
+            self._grow_seconds(hi)
+        self._tokens_per_s[lo:hi + 1] += np.bincount(seconds - lo) * running
+
+    def _grow_seconds(self, second: int) -> None:
+        grown = np.zeros(max(second + 1, 2 * len(self._tokens_per_s)), dtype=np.int64)
+        grown[:len(self._tokens_per_s)] = self._tokens_per_s
+        self._tokens_per_s = grown
+
     def _push_series(self) -> None:
         self.series_throughput.append(self._sample_tokens / self.series_interval)
         self._sample_tokens = 0
@@ -215,36 +392,50 @@ class MetricsCollector:
         self.prompt_tokens += rec.prompt_len
         if self.keep_records:
             self.records.append(rec)
+        if self.finish_sink is not None:
+            self.finish_sink(rec)
         self._recent.append(rec)
 
+    def on_failed(self, request_id: str, arrival_time: float, prompt_len: int, output_len: int,
+                  error: str) -> None:
+        """A request refused before the engine saw it (as vLLM's API server refuses one)."""
+        self.failed.append(FailedRequest(request_id, arrival_time, prompt_len, output_len, error))
+
     # -- reading
-    def summary(self, duration: float) -> dict:
-        """The result block, with `vllm bench serve`'s key names where it has them."""
+    def summary(self, duration: float, percentiles=PERCENTILES, goodput: dict | None = None) -> dict:
+        """The result block, under `vllm bench serve`'s key names where it has them: for TTFT,
+        TPOT, ITL and E2EL the mean, median, std and each of `percentiles` (p90 and p99 always);
+        `goodput` ({"ttft"|"tpot"|"e2el": ms}) adds request_goodput, as vLLM counts it."""
         recs = self.records
-        ttft = np.array([r.ttft for r in recs]) * 1000.0
-        e2e = np.array([r.e2e for r in recs]) * 1000.0
-        tpot = np.array([r.tpot for r in recs if r.tpot is not None]) * 1000.0
-        itl_v = np.frombuffer(self.itl_values, dtype=np.float64) * 1000.0 if len(self.itl_values) else np.array([])
-        itl_w = np.frombuffer(self.itl_counts, dtype=np.int64) if len(self.itl_counts) else np.array([], dtype=np.int64)
         d: dict = {
             "completed": self.completed,
+            "failed": len(self.failed),
             "duration": duration,
             "total_input_tokens": self.prompt_tokens,
             "total_output_tokens": self.output_tokens,
             "request_throughput": self.completed / duration if duration > 0 else 0.0,
+            "request_goodput": None,
             "output_throughput": self.output_tokens / duration if duration > 0 else 0.0,
             "total_token_throughput": (self.output_tokens + self.prompt_tokens) / duration if duration > 0 else 0.0,
+            "max_output_tokens_per_s": float(self._tokens_per_s.max()) if self.output_tokens else 0.0,
+            "max_concurrent_requests": _peak_concurrency(recs),
         }
-        for name, arr in (("ttft", ttft), ("tpot", tpot), ("e2el", e2e)):
+        if goodput:
+            d["request_goodput"] = _goodput(goodput, recs) / duration if duration > 0 else 0.0
+        qs = sorted(set(percentiles) | {90, 99})
+        # One column at a time (each a copy of a million values in a long run), in ms.
+        for name, column in (("ttft", "ttft"), ("tpot", "tpot"), ("e2el", "e2e")):
+            arr = recs.column(column)
+            if name == "tpot":
+                arr = arr[~np.isnan(arr)]
+            arr *= 1000.0
             d[f"mean_{name}_ms"] = float(arr.mean()) if len(arr) else 0.0
             d[f"median_{name}_ms"] = float(np.median(arr)) if len(arr) else 0.0
-            for q in PERCENTILES[1:]:
-                d[f"p{q}_{name}_ms"] = float(np.percentile(arr, q)) if len(arr) else 0.0
-        total_w = int(itl_w.sum()) if len(itl_w) else 0
-        d["mean_itl_ms"] = float((itl_v * itl_w).sum() / total_w) if total_w else 0.0
-        d["median_itl_ms"] = weighted_percentile(itl_v, itl_w, 50) if total_w else 0.0
-        for q in PERCENTILES[1:]:
-            d[f"p{q}_itl_ms"] = weighted_percentile(itl_v, itl_w, q) if total_w else 0.0
+            d[f"std_{name}_ms"] = float(arr.std()) if len(arr) else 0.0
+            for q in qs:
+                d[f"p{_pword(q)}_{name}_ms"] = float(np.percentile(arr, q)) if len(arr) else 0.0
+            del arr
+        d.update(self._itl_stats(qs))
         d["max_itl_ms"] = self.max_itl * 1000.0
         d["mean_running"] = self.running_integral / self.busy_time if self.busy_time > 0 else 0.0
         d["max_running"] = self.max_running
@@ -256,17 +447,46 @@ class MetricsCollector:
         d["rejected"] = self.rejected
         return d
 
+    def _itl_stats(self, qs) -> dict:
+        """Mean, median, std and percentiles of the pooled gaps, in ms. The stored gaps are read in
+        place and in slices: a million-request run holds millions of them, and copies of the whole
+        array would cost more memory than the run itself."""
+        out = {"mean_itl_ms": 0.0, "median_itl_ms": 0.0, "std_itl_ms": 0.0, **{f"p{_pword(q)}_itl_ms": 0.0 for q in qs}}
+        if not len(self.itl_values):
+            return out
+        values = np.frombuffer(self.itl_values, dtype=np.float64)
+        weights = np.frombuffer(self.itl_counts, dtype=np.int32)
+        total = int(weights.sum(dtype=np.int64))
+        if not total:
+            return out
+        step = 1 << 20
+        mean = sum(float(np.dot(values[i:i + step], weights[i:i + step])) for i in range(0, len(values), step)) / total
+        var = sum(float(np.dot((values[i:i + step] - mean) ** 2, weights[i:i + step]))
+                  for i in range(0, len(values), step)) / total
+        out["mean_itl_ms"] = mean * 1000.0
+        out["std_itl_ms"] = math.sqrt(var) * 1000.0
+        out["median_itl_ms"] = weighted_percentile(values, weights, 50) * 1000.0
+        for q in qs:
+            out[f"p{_pword(q)}_itl_ms"] = weighted_percentile(values, weights, q) * 1000.0
+        del values, weights  # the views must go before the arrays can grow again
+        return out
+
     def pool_summary(self) -> dict[str, dict]:
         """TTFT and TPOT percentiles per pool (chat, batch, ...)."""
-        pools: dict[str, list[RequestRecord]] = {}
-        for r in self.records:
-            pools.setdefault(r.pool, []).append(r)
+        recs = self.records
+        if not len(recs):
+            return {}
+        codes, names = recs.pool_codes()
+        ttft_all = recs.column("ttft") * 1000.0
+        tpot_all = recs.column("tpot") * 1000.0
         out = {}
-        for name, recs in sorted(pools.items()):
-            ttft = np.array([r.ttft for r in recs]) * 1000.0
-            tpot = np.array([r.tpot for r in recs if r.tpot is not None]) * 1000.0
+        for code, name in sorted(enumerate(names), key=lambda cn: cn[1]):
+            mask = codes == code
+            ttft = ttft_all[mask]
+            tpot = tpot_all[mask]
+            tpot = tpot[~np.isnan(tpot)]
             out[name] = {
-                "completed": len(recs),
+                "completed": int(mask.sum()),
                 "median_ttft_ms": float(np.median(ttft)) if len(ttft) else 0.0,
                 "p99_ttft_ms": float(np.percentile(ttft, 99)) if len(ttft) else 0.0,
                 "median_tpot_ms": float(np.median(tpot)) if len(tpot) else 0.0,
@@ -321,3 +541,34 @@ def _pool_views(records) -> tuple[PoolView, ...]:
             name, len(recs), float(np.median(ttft)), float(np.percentile(ttft, 99)),
             float(np.median(tpot)) if tpot else 0.0, float(np.percentile(tpot, 99)) if tpot else 0.0))
     return tuple(views)
+
+
+def _pword(q: float) -> str:
+    """A percentile as vLLM names its key: p99, p99.9."""
+    return str(int(q)) if int(q) == q else str(q)
+
+
+def _peak_concurrency(recs: RecordTable) -> int:
+    """The most requests in flight at once, over half-open intervals [arrival, arrival + E2E)
+    (a departure comes before an arrival at the same instant), as vllm bench serve counts it."""
+    if not len(recs):
+        return 0
+    starts = recs.column("arrival_time")
+    ends = recs.column("e2e")
+    ends += starts
+    starts.sort()
+    ends.sort()
+    departed = np.searchsorted(ends, starts, side="right")
+    in_flight = np.searchsorted(starts, starts, side="right")
+    in_flight -= departed
+    return int(in_flight.max())
+
+
+def _goodput(slo_ms: dict, recs: RecordTable) -> int:
+    """Requests meeting every objective in `slo_ms` (a one-token answer's TPOT counts as 0)."""
+    good = np.ones(len(recs), dtype=bool)
+    for name, column in (("ttft", "ttft"), ("tpot", "tpot"), ("e2el", "e2e")):
+        if name in slo_ms:
+            values = np.nan_to_num(recs.column(column)) * 1000.0
+            good &= values <= slo_ms[name]
+    return int(good.sum())

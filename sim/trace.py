@@ -23,9 +23,24 @@ CONFIG_KEYS = {
 }
 SET_FIELDS = ("emitted_token", "preempted", "finished")
 MAX_STEPS = 1_000_000
+MAX_CASE_VALUE = 10_000_000  # a case is a small hand-made configuration
+
+
+WHOLE_KEYS = ("block_size", "num_blocks", "usable_blocks", "max_num_batched_tokens", "max_num_seqs",
+              "long_prefill_token_threshold", "max_model_len")
 
 
 def config_from_case(cfg: dict) -> tuple[EngineConfig, BlockPool]:
+    if not isinstance(cfg, dict):
+        raise ConfigError("config", cfg, "an object of scheduler settings")
+    for key in WHOLE_KEYS:
+        v = cfg.get(key, 0)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0 or v > MAX_CASE_VALUE:
+            raise ConfigError(key, v, "a whole number >= 0")
+    if cfg.get("num_blocks", 2) < 2 or cfg.get("block_size", 1) < 1:
+        raise ConfigError("num_blocks", cfg.get("num_blocks"), "at least 2 blocks of at least 1 token")
+    if isinstance(cfg.get("watermark", 0.0), bool) or not isinstance(cfg.get("watermark", 0.0), (int, float)):
+        raise ConfigError("watermark", cfg.get("watermark"), "a fraction of the blocks in [0, 1)")
     unknown = set(cfg) - CONFIG_KEYS
     if unknown:
         raise ConfigError("config", sorted(unknown)[0], "a key of the case format: " + ", ".join(sorted(CONFIG_KEYS)))
@@ -77,8 +92,11 @@ def check_request(req_id: str, prompt_len: int, output_len: int, config: EngineC
 def run_case(case: dict) -> dict:
     """Run one case and return its trace in the `expected` layout. Raises SimError for a case
     that real vLLM would refuse."""
-    if "config" not in case or "requests" not in case:
-        raise ConfigError("case", case.get("name", "?"), "an object with 'config' and 'requests'")
+    if not isinstance(case, dict) or "config" not in case or "requests" not in case:
+        name = case.get("name", "?") if isinstance(case, dict) else case
+        raise ConfigError("case", name, "an object with 'config' and 'requests'")
+    if not isinstance(case["requests"], list) or not all(isinstance(r, dict) for r in case["requests"]):
+        raise ConfigError("requests", case["requests"], "a list of request objects")
     config, pool = config_from_case(case["config"])
     sched = ContinuousScheduler(config, pool)
     specs = []
@@ -92,6 +110,9 @@ def run_case(case: dict) -> dict:
         if isinstance(step, bool) or not isinstance(step, int) or step < 1:
             raise RequestRejected(rid, f"arrival_step must be a whole number >= 1, got {step!r}")
         check_request(rid, r.get("prompt_len"), r.get("output_len"), config, pool.usable, pool.block_size)
+        prio = r.get("priority", 0)
+        if isinstance(prio, bool) or not isinstance(prio, int):
+            raise RequestRejected(rid, f"priority must be a whole number, got {prio!r}")
         specs.append((step, i, rid, r))
     specs.sort(key=lambda s: (s[0], s[1]))
 
@@ -172,10 +193,18 @@ def load_cases(path: str | Path) -> list[dict]:
         raise SimError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except json.JSONDecodeError as exc:
         raise SimError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    except (UnicodeDecodeError, RecursionError):
+        raise SimError(f"{path}: not a JSON text file") from None
+    cases = None
     if isinstance(data, dict) and isinstance(data.get("cases"), list):
-        return data["cases"]
-    if isinstance(data, dict) and "config" in data:
-        return [data]
-    if isinstance(data, list):
-        return data
+        cases = data["cases"]
+    elif isinstance(data, dict) and "config" in data:
+        cases = [data]
+    elif isinstance(data, list):
+        cases = data
+    if cases is not None:
+        for i, case in enumerate(cases):
+            if not isinstance(case, dict):
+                raise SimError(f"{path}: case {i + 1} is not a case object (one with 'config' and 'requests')")
+        return cases
     raise SimError(f"{path}: expected a case object with 'config' and 'requests', or {{\"cases\": [...]}}")

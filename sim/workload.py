@@ -2,12 +2,21 @@
 
 Every draw comes from the generator handed in (owned by the engine, seeded per scenario), so a
 workload is reproducible. Times are seconds from the start of the run.
+
+Arrivals: `poisson`, `constant`, `bursts`, `all-at-once`, `gamma` (as `vllm bench serve` draws
+them: gamma gaps of shape `burstiness`, rescaled so the last request arrives at N / rate, or a
+linear or exponential ramp-up) and `trace` (a file, optionally rescaled to a rate and repeated to
+a length). Lengths: the `input`/`output` distributions (vLLM's "random" dataset is a uniform one)
+or a ShareGPT or custom dataset file, read with `vllm bench serve`'s filtering rules.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import re
+from collections import deque
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,8 +29,15 @@ if TYPE_CHECKING:
 # numpy is imported where traffic is drawn, not at import: a scenario can be read, checked and
 # shown (the tutorial's first frame) without paying for numpy's import.
 
-ARRIVALS = ("poisson", "constant", "bursts", "all-at-once", "trace")
+ARRIVALS = ("poisson", "constant", "bursts", "all-at-once", "gamma", "trace")
 LENGTH_DISTRIBUTIONS = ("fixed", "uniform", "lognormal", "mixed")
+DATASETS = ("random", "sharegpt", "custom")
+RAMP_UP_STRATEGIES = ("", "linear", "exponential")
+# A trace spans at most this long (about 116 days): beyond it a float clock loses the
+# sub-microsecond resolution an iteration needs, and such a time is a mistake in the file.
+MAX_TRACE_SECONDS = 1e7
+# Mooncake's traces give one hash id per block of this many prompt tokens.
+MOONCAKE_BLOCK_TOKENS = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +50,9 @@ class RequestSpec:
     output_len: int
     priority: int = 0
     pool: str = "chat"
+    hash_ids: tuple[int, ...] = ()
+    """Prefix-block ids from a Mooncake-style trace (one per 512 prompt tokens), kept for prefix
+    caching; not modelled yet."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,20 +120,58 @@ class WorkloadSpec:
     batch_pool_share: float = 0.0
     batch_input: LengthSpec = field(default_factory=lambda: LengthSpec(mean=2048))
     batch_output: LengthSpec = field(default_factory=lambda: LengthSpec(mean=512))
+    # vllm bench serve's arrival process (arrival "gamma"): gap shape (1 = Poisson, inf = evenly
+    # spaced) and an optional ramp of the rate from start to end over the run.
+    burstiness: float = 1.0
+    ramp_up_strategy: str = ""
+    ramp_up_start_rps: float = 0.0
+    ramp_up_end_rps: float = 0.0
+    # vllm bench serve's --max-concurrency: requests the client keeps in flight at most (0 = no cap).
+    max_concurrency: int = 0
+    # Lengths from a dataset file instead of `input`/`output`: "sharegpt" (JSON) or "custom"
+    # (JSON Lines of {"prompt": ...}); `dataset_output_len` > 0 replaces the file's output lengths.
+    dataset: str = "random"
+    dataset_path: str = ""
+    dataset_output_len: int = 0
+    # A trace replayed at another mean rate (0 = its own timing) and length (0 = once, whole).
+    trace_rate: float = 0.0
+    trace_requests: int = 0
 
     def validate(self) -> None:
         if self.arrival not in ARRIVALS:
             raise ConfigError("arrival", self.arrival, "one of " + ", ".join(ARRIVALS))
         if not (self.request_rate > 0):  # also rejects NaN
             raise ConfigError("request_rate", self.request_rate, "requests/s > 0, or inf")
-        if self.num_prompts < 0:
+        if _not_whole(self.num_prompts) or self.num_prompts < 0:
             raise ConfigError("num_prompts", self.num_prompts, "a whole number >= 0")
-        if self.burst_size <= 0:
+        if _not_whole(self.burst_size) or self.burst_size <= 0:
             raise ConfigError("burst_size", self.burst_size, "a whole number > 0")
         if self.arrival == "trace" and not self.trace_path:
             raise ConfigError("workload", self.trace_path, "a JSON Lines trace file for arrival 'trace'")
         if not 0.0 <= self.batch_pool_share <= 1.0:
             raise ConfigError("batch_pool_share", self.batch_pool_share, "a share between 0 and 1")
+        if not self.burstiness > 0:
+            raise ConfigError("burstiness", self.burstiness, "a number > 0 (1 = Poisson, inf = evenly spaced)")
+        if self.ramp_up_strategy not in RAMP_UP_STRATEGIES:
+            raise ConfigError("ramp_up_strategy", self.ramp_up_strategy, "linear or exponential")
+        if self.ramp_up_strategy:
+            if not (0 < self.ramp_up_start_rps < math.inf):
+                raise ConfigError("ramp_up_start_rps", self.ramp_up_start_rps, "requests/s > 0")
+            if not (self.ramp_up_start_rps <= self.ramp_up_end_rps < math.inf):
+                raise ConfigError("ramp_up_end_rps", self.ramp_up_end_rps,
+                                  f"requests/s, at least the start rate ({self.ramp_up_start_rps:g})")
+        if _not_whole(self.max_concurrency) or self.max_concurrency < 0:
+            raise ConfigError("max_concurrency", self.max_concurrency, "a whole number >= 0 (0 = no cap)")
+        if self.dataset not in DATASETS:
+            raise ConfigError("dataset", self.dataset, "one of " + ", ".join(DATASETS))
+        if self.dataset != "random" and not self.dataset_path:
+            raise ConfigError("dataset_path", self.dataset_path, f"a file for the {self.dataset} dataset")
+        if _not_whole(self.dataset_output_len) or self.dataset_output_len < 0:
+            raise ConfigError("dataset_output_len", self.dataset_output_len, "a whole number of tokens >= 0")
+        if not (0 <= self.trace_rate):
+            raise ConfigError("trace_rate", self.trace_rate, "requests/s >= 0 (0 = the trace's own timing)")
+        if _not_whole(self.trace_requests) or self.trace_requests < 0:
+            raise ConfigError("trace_requests", self.trace_requests, "a whole number >= 0 (0 = the whole trace)")
         self.input.validate("input")
         self.output.validate("output")
         if self.batch_pool_share > 0:
@@ -123,8 +180,9 @@ class WorkloadSpec:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        if math.isinf(self.request_rate):
-            d["request_rate"] = "inf"
+        for key in ("request_rate", "burstiness", "trace_rate"):
+            if math.isinf(d[key]):
+                d[key] = "inf"
         return d
 
     @classmethod
@@ -141,8 +199,12 @@ class WorkloadSpec:
                 if bad:
                     raise ConfigError(key, sorted(bad)[0], "a length setting: " + ", ".join(sorted(lk)))
                 kwargs[key] = LengthSpec(**kwargs[key])
-        if "request_rate" in kwargs:
-            kwargs["request_rate"] = float(kwargs["request_rate"])
+        for key in ("request_rate", "burstiness", "trace_rate"):
+            if key in kwargs:
+                try:
+                    kwargs[key] = float(kwargs[key])
+                except (TypeError, ValueError):
+                    raise ConfigError(key, kwargs[key], "a number") from None
         spec = cls(**kwargs)
         spec.validate()
         return spec
@@ -151,12 +213,18 @@ class WorkloadSpec:
         return replace(self, request_rate=rate)
 
 
+def _not_whole(value) -> bool:
+    return isinstance(value, bool) or not isinstance(value, int)
+
+
 def _arrival_times(spec: WorkloadSpec, rng: np.random.Generator, n: int, start: float) -> np.ndarray:
     """Arrival times after `start` (the previous arrival, or 0): one gap comes first, so a
     continuation of an endless workload keeps the same spacing."""
     import numpy as np
 
     rate = spec.request_rate
+    if spec.arrival == "gamma":
+        return start + _vllm_bench_delays(spec, rng, n)
     if spec.arrival == "all-at-once" or math.isinf(rate):
         return np.full(n, start)
     if spec.arrival == "constant":
@@ -168,39 +236,141 @@ def _arrival_times(spec: WorkloadSpec, rng: np.random.Generator, n: int, start: 
     return start + np.cumsum(rng.exponential(1.0 / rate, size=n))
 
 
-def generate(spec: WorkloadSpec, rng: np.random.Generator, n: int | None = None, start: float = 0.0,
-             first_index: int = 0) -> list[RequestSpec]:
-    """Draw `n` requests (default `spec.num_prompts`) arriving from `start` on."""
+def _vllm_bench_delays(spec: WorkloadSpec, rng: np.random.Generator, n: int) -> np.ndarray:
+    """When each request is sent, as `vllm bench serve` schedules them: per request a gamma gap
+    of shape `burstiness` and mean 1 / rate (a constant gap at burstiness inf, none at rate inf),
+    summed; without a ramp-up the times are then scaled so the last one falls at n / rate."""
+    import numpy as np
+
+    b = spec.burstiness
+    if spec.ramp_up_strategy:
+        lo, hi = spec.ramp_up_start_rps, spec.ramp_up_end_rps
+        progress = np.arange(n) / max(n - 1, 1)
+        rates = lo + (hi - lo) * progress if spec.ramp_up_strategy == "linear" else lo * (hi / lo) ** progress
+    else:
+        rates = np.full(n, spec.request_rate)
+    if math.isinf(spec.request_rate) and not spec.ramp_up_strategy:
+        return np.zeros(n)
+    if math.isinf(b):
+        gaps = 1.0 / rates
+    else:
+        gaps = rng.gamma(shape=b, scale=1.0 / (rates * b))
+    times = np.cumsum(gaps)
+    if not spec.ramp_up_strategy and n and times[-1] != 0:
+        times = times * ((n / spec.request_rate) / times[-1])
+    return times
+
+
+class RequestQueue:
+    """Requests waiting to arrive, in arrival order, held as arrays and made into RequestSpecs
+    one at a time as the engine takes them: a million-request workload costs tens of MB, not
+    the hundreds a list of objects would. The deque calls the engine uses (`[0]`, `popleft`,
+    `extend`, `clear`, `len`) behave as on a deque of the same specs."""
+
+    __slots__ = ("_times", "_prompt", "_output", "_batch", "_pool", "_first_index", "_next",
+                 "_head", "_more")
+
+    def __init__(self, times, prompt, output, batch, pool: str, first_index: int = 0) -> None:
+        self._times = times
+        self._prompt = prompt
+        self._output = output
+        self._batch = batch
+        self._pool = pool
+        self._first_index = first_index
+        self._next = 0
+        self._head: RequestSpec | None = None
+        self._more: deque[RequestSpec] = deque()
+
+    def _make(self, i: int) -> RequestSpec:
+        return RequestSpec(request_id=str(self._first_index + i), arrival_time=float(self._times[i]),
+                           prompt_len=int(self._prompt[i]), output_len=int(self._output[i]),
+                           pool="batch" if self._batch is not None and self._batch[i] else self._pool)
+
+    def __len__(self) -> int:
+        return len(self._times) - self._next + (self._head is not None) + len(self._more)
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def __getitem__(self, index: int) -> RequestSpec:
+        if index != 0:
+            raise IndexError("a request queue shows only its head")
+        if self._head is None:
+            self._head = self._take()
+        return self._head
+
+    def _take(self) -> RequestSpec:
+        if self._next < len(self._times):
+            spec = self._make(self._next)
+            self._next += 1
+            return spec
+        if self._more:
+            return self._more.popleft()
+        raise IndexError("the request queue is empty")
+
+    def popleft(self) -> RequestSpec:
+        if self._head is not None:
+            spec, self._head = self._head, None
+            return spec
+        return self._take()
+
+    def __iter__(self):
+        while self:
+            yield self.popleft()
+
+    def extend(self, specs) -> None:
+        self._more.extend(specs)
+
+    def clear(self) -> None:
+        self._next = len(self._times)
+        self._head = None
+        self._more.clear()
+
+
+def generate_queue(spec: WorkloadSpec, rng: np.random.Generator, n: int | None = None, start: float = 0.0,
+                   first_index: int = 0) -> RequestQueue | deque:
+    """Draw `n` requests (default `spec.num_prompts`) arriving from `start` on, as a queue."""
     import numpy as np
 
     if spec.arrival == "trace":
-        return load_trace(spec.trace_path)
+        return deque(trace_requests(spec))
     n = spec.num_prompts if n is None else n
     if n <= 0:
-        return []
+        return deque()
     times = _arrival_times(spec, rng, n, start)
+    if spec.dataset != "random":
+        prompt, output = dataset_lengths(spec, n, seed=int(rng.integers(2**63)))
+        return RequestQueue(times, prompt, output, None, spec.pool, first_index)
     prompt = spec.input.draw(rng, n)
     output = spec.output.draw(rng, n)
-    pools = np.zeros(n, dtype=bool)
+    pools = None
     if spec.batch_pool_share > 0:
         pools = rng.random(n) < spec.batch_pool_share
         prompt = np.where(pools, spec.batch_input.draw(rng, n), prompt)
         output = np.where(pools, spec.batch_output.draw(rng, n), output)
-    return [
-        RequestSpec(
-            request_id=str(first_index + i),
-            arrival_time=float(times[i]),
-            prompt_len=int(prompt[i]),
-            output_len=int(output[i]),
-            pool="batch" if pools[i] else spec.pool,
-        )
-        for i in range(n)
-    ]
+    # Token counts fit 32 bits (lengths are capped far below); half the memory of a long run's queue.
+    return RequestQueue(times, _int32(prompt), _int32(output), pools, spec.pool, first_index)
 
+
+def _int32(values):
+    import numpy as np
+
+    return np.minimum(values, np.iinfo(np.int32).max).astype(np.int32)
+
+
+def generate(spec: WorkloadSpec, rng: np.random.Generator, n: int | None = None, start: float = 0.0,
+             first_index: int = 0) -> list[RequestSpec]:
+    """Draw `n` requests (default `spec.num_prompts`) arriving from `start` on."""
+    return list(generate_queue(spec, rng, n, start, first_index))
+
+
+# -- traces --------------------------------------------------------------------------------------
 
 def load_trace(path: str | Path) -> list[RequestSpec]:
-    """Read a JSON Lines trace: one request a line, `{"arrival_time": s, "prompt_len": n,
-    "output_len": n}`, optional `"priority"`, `"pool"` and `"request_id"`."""
+    """Read a JSON Lines trace, one request a line, in either layout:
+    `{"arrival_time": s, "prompt_len": n, "output_len": n}` (optional `"priority"`, `"pool"`,
+    `"request_id"`), or Mooncake's and vLLM's timed traces, `{"timestamp": ms, "input_length": n,
+    "output_length": n, "hash_ids": [...]}`."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -214,28 +384,191 @@ def load_trace(path: str | Path) -> list[RequestSpec]:
             continue
         try:
             obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise WorkloadError(f"not valid JSON ({exc.msg})", str(path), lineno) from None
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise WorkloadError(f"not valid JSON ({getattr(exc, 'msg', 'nested too deeply')})", str(path),
+                                lineno) from None
         if not isinstance(obj, dict):
             raise WorkloadError("each line must be a JSON object", str(path), lineno)
-        for key in ("arrival_time", "prompt_len", "output_len"):
-            if key not in obj:
-                raise WorkloadError(f"missing \"{key}\"", str(path), lineno)
-        t, pl, ol = obj["arrival_time"], obj["prompt_len"], obj["output_len"]
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
-            raise WorkloadError(f"arrival_time must be a number of seconds >= 0, got {t!r}", str(path), lineno)
-        for key, v in (("prompt_len", pl), ("output_len", ol)):
-            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                raise WorkloadError(f"{key} must be a whole number of tokens > 0, got {v!r}", str(path), lineno)
-        prio = obj.get("priority", 0)
-        if isinstance(prio, bool) or not isinstance(prio, int):
-            raise WorkloadError(f"priority must be a whole number, got {prio!r}", str(path), lineno)
-        out.append(RequestSpec(
-            request_id=str(obj.get("request_id", len(out))),
-            arrival_time=float(t), prompt_len=pl, output_len=ol, priority=prio,
-            pool=str(obj.get("pool", "chat")),
-        ))
+        out.append(_trace_line(obj, len(out), str(path), lineno))
     if not out:
         raise WorkloadError("the trace holds no requests", str(path))
     out.sort(key=lambda r: r.arrival_time)  # stable: file order breaks ties
     return out
+
+
+def _trace_line(obj: dict, index: int, path: str, lineno: int) -> RequestSpec:
+    timed = "timestamp" in obj or "input_length" in obj
+    keys = ("timestamp", "input_length", "output_length") if timed else ("arrival_time", "prompt_len", "output_len")
+    for key in keys:
+        if key not in obj:
+            raise WorkloadError(f"missing \"{key}\"", path, lineno)
+    t, pl, ol = (obj[k] for k in keys)
+    unit = "milliseconds" if timed else "seconds"
+    limit = MAX_TRACE_SECONDS * (1000 if timed else 1)
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
+        raise WorkloadError(f"{keys[0]} must be a number of {unit} >= 0, got {t!r}", path, lineno)
+    if t > limit:
+        raise WorkloadError(f"{keys[0]} {t!r} is later than a trace may run ({limit:g} {unit}, "
+                            f"about {MAX_TRACE_SECONDS / 86400:.0f} days)", path, lineno)
+    for key, v in zip(keys[1:], (pl, ol)):
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            raise WorkloadError(f"{key} must be a whole number of tokens > 0, got {v!r}", path, lineno)
+    prio = obj.get("priority", 0)
+    if isinstance(prio, bool) or not isinstance(prio, int):
+        raise WorkloadError(f"priority must be a whole number, got {prio!r}", path, lineno)
+    hash_ids = obj.get("hash_ids", ())
+    if not isinstance(hash_ids, list | tuple) or any(isinstance(h, bool) or not isinstance(h, int) for h in hash_ids):
+        raise WorkloadError("hash_ids must be a list of whole numbers", path, lineno)
+    return RequestSpec(
+        request_id=str(obj.get("request_id", index)),
+        arrival_time=float(t) / 1000.0 if timed else float(t), prompt_len=pl, output_len=ol,
+        priority=prio, pool=str(obj.get("pool", "chat")), hash_ids=tuple(hash_ids))
+
+
+def trace_requests(spec: WorkloadSpec) -> list[RequestSpec]:
+    """The trace of `spec`, rescaled to `trace_rate` (its own timing at 0; all at once at inf)
+    and cut or repeated to `trace_requests` requests (0: once, whole). Times start from the
+    trace's first arrival; a repeat follows the previous copy one mean gap after its end."""
+    base = load_trace(spec.trace_path)
+    n = spec.trace_requests or len(base)
+    if not spec.trace_requests and not spec.trace_rate:
+        return base
+    t0 = base[0].arrival_time
+    span = base[-1].arrival_time - t0
+    gap = span / (len(base) - 1) if len(base) > 1 else 0.0
+    scale = 1.0
+    if spec.trace_rate:
+        if math.isinf(spec.trace_rate):
+            scale = 0.0
+        elif span <= 0:
+            raise WorkloadError("every request of the trace arrives at once: it has no rate to rescale",
+                                spec.trace_path)
+        else:
+            scale = ((len(base) - 1) / span) / spec.trace_rate
+    period = span + gap
+    out = []
+    for i in range(n):
+        copy, j = divmod(i, len(base))
+        r = base[j]
+        arrival = (r.arrival_time - t0 + copy * period) * scale
+        out.append(replace(r, request_id=str(i) if n != len(base) else r.request_id, arrival_time=arrival))
+    return out
+
+
+# -- datasets ------------------------------------------------------------------------------------
+
+# Token counts without the model's tokenizer: text is split as byte-level BPE tokenizers
+# pre-split it (words with their leading space, digits in groups of three, runs of punctuation,
+# whitespace), and a word counts one token per six letters, rounded up. On English prose this
+# lands near Llama 3's tokenizer (about 4 characters a token); treat it as an estimate.
+_PIECES = re.compile(r"'(?:s|t|re|ve|m|ll|d)| ?[^\W\d_]+| ?\d{1,3}| ?[^\s\w]+|\s+")
+LETTERS_PER_TOKEN = 6
+
+
+def estimate_tokens(text: str) -> int:
+    """An estimate of the tokens in `text` (at least 1)."""
+    count = 0
+    for piece in _PIECES.findall(text):
+        letters = piece.strip()
+        if not letters:
+            count += piece.count("\n") and 1  # runs of spaces merge with the next word
+            continue
+        count += -(-len(letters) // LETTERS_PER_TOKEN) if letters[0].isalpha() else 1
+    # The pattern skips only "_", which tokenizers keep as a token of its own.
+    return max(1, count + text.count("_"))
+
+
+# ShareGPT pruning, as vllm bench serve applies it (a prompt or answer under 4 tokens, a prompt
+# over 1024, or both over 2048 are skipped; with a fixed output length only the prompt counts).
+SHAREGPT_MIN_LEN = 4
+SHAREGPT_MAX_PROMPT_LEN = 1024
+SHAREGPT_MAX_TOTAL_LEN = 2048
+CUSTOM_DEFAULT_OUTPUT_LEN = 256  # vllm bench serve's --custom-output-len
+
+
+def _valid_sharegpt(prompt_len: int, output_len: int, fixed_output: bool) -> bool:
+    return not (prompt_len < SHAREGPT_MIN_LEN
+                or (not fixed_output and output_len < SHAREGPT_MIN_LEN)
+                or prompt_len > SHAREGPT_MAX_PROMPT_LEN
+                or prompt_len + output_len > SHAREGPT_MAX_TOTAL_LEN)
+
+
+@functools.lru_cache(maxsize=4)
+def _dataset_texts(kind: str, path: str, mtime_ns: int, size: int) -> tuple[tuple[str, str], ...]:
+    """(prompt, answer) texts of a dataset file, cached while the file is unchanged (a plan runs
+    the same file many times)."""
+    try:
+        raw = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise WorkloadError(f"cannot read the dataset file: {exc.strerror or exc}", path) from None
+    except UnicodeDecodeError:
+        raise WorkloadError("the dataset file is not UTF-8 text", path) from None
+    if kind == "sharegpt":
+        try:
+            data = json.loads(raw)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise WorkloadError(f"not valid JSON ({getattr(exc, 'msg', 'nested too deeply')})", path,
+                                getattr(exc, "lineno", None)) from None
+        if not isinstance(data, list):
+            raise WorkloadError("a ShareGPT file is a JSON list of conversations", path)
+        out = []
+        for entry in data:
+            turns = entry.get("conversations") if isinstance(entry, dict) else None
+            if not isinstance(turns, list) or len(turns) < 2:
+                continue  # vLLM keeps conversations of two turns or more
+            texts = [t.get("value") if isinstance(t, dict) else None for t in turns[:2]]
+            if not all(isinstance(x, str) for x in texts):
+                raise WorkloadError("each turn of a conversation needs a text \"value\"", path)
+            out.append((texts[0], texts[1]))
+        return tuple(out)
+    out = []
+    for lineno, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise WorkloadError(f"not valid JSON ({getattr(exc, 'msg', 'nested too deeply')})", path,
+                                lineno) from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("prompt"), str):
+            raise WorkloadError("each line of a custom dataset needs a text \"prompt\"", path, lineno)
+        out.append((obj["prompt"], ""))
+    return tuple(out)
+
+
+def dataset_lengths(spec: WorkloadSpec, n: int, seed: int = 0):
+    """(prompt, output) token counts of `n` requests drawn from a dataset file as vllm bench serve
+    samples it: conversations shuffled with the seed, the invalid skipped, then oversampled
+    (random picks, seeded) when the file holds too few."""
+    import random
+
+    import numpy as np
+
+    path = spec.dataset_path
+    try:
+        st = Path(path).stat()
+    except OSError as exc:
+        raise WorkloadError(f"cannot read the dataset file: {exc.strerror or exc}", path) from None
+    texts = list(_dataset_texts(spec.dataset, path, st.st_mtime_ns, st.st_size))
+    random.Random(seed).shuffle(texts)
+    fixed = spec.dataset_output_len
+    if spec.dataset == "custom":
+        fixed = fixed or CUSTOM_DEFAULT_OUTPUT_LEN
+    lengths: list[tuple[int, int]] = []
+    for prompt, answer in texts:
+        if len(lengths) >= n:
+            break
+        p = estimate_tokens(prompt)
+        o = fixed or estimate_tokens(answer)
+        if spec.dataset == "sharegpt" and not _valid_sharegpt(p, o, bool(fixed)):
+            continue
+        lengths.append((p, o))
+    if not lengths:
+        raise WorkloadError("no request in the dataset passes vllm bench serve's length filter "
+                            f"(prompts of {SHAREGPT_MIN_LEN}-{SHAREGPT_MAX_PROMPT_LEN} tokens, prompt + "
+                            f"answer at most {SHAREGPT_MAX_TOTAL_LEN})", path)
+    if len(lengths) < n:
+        pick, found = random.Random(seed), list(lengths)
+        lengths.extend(pick.choice(found) for _ in range(n - len(found)))
+    arr = np.array(lengths, dtype=np.int64)
+    return arr[:, 0], arr[:, 1]

@@ -1,5 +1,6 @@
 """The headless commands as a user runs them: `batchtui sim`, `sweep`, `plan` and `steps` —
-their text and --json output, their files, bad input and exit codes.
+their text and --json output (vllm bench serve's names and keys), their files, bad input and
+exit codes.
 
 Runs are kept small (tens to a few hundred requests, short answers) so the file stays fast.
 """
@@ -15,13 +16,21 @@ import pytest
 from batchtui import planning
 from batchtui.cli import main
 
-VLLM_KEYS = ["completed", "duration", "request_throughput", "output_throughput",
-             "total_token_throughput"] + [
+# Every key vllm bench serve's result file has that a simulation can fill.
+VLLM_KEYS = ["date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts",
+             "request_rate", "burstiness", "max_concurrency", "duration", "completed", "failed",
+             "total_input_tokens", "total_output_tokens", "request_throughput", "request_goodput",
+             "output_throughput", "total_token_throughput", "latencies", "queue_times",
+             "max_output_tokens_per_s", "max_concurrent_requests"] + [
     f"{stat}_{name}_ms" for name in ("ttft", "tpot", "itl", "e2el")
-    for stat in ("mean", "median", "p90", "p99")]
+    for stat in ("mean", "median", "std", "p99")]
+POINT_KEYS = ["completed", "failed", "duration", "request_throughput", "output_throughput",
+              "total_token_throughput", "max_concurrent_requests", "p99_ttft_ms", "p99_tpot_ms", "bounded"]
+DETAILED_KEYS = ["input_lens", "output_lens", "ttfts", "itls", "latencies", "start_times", "errors"]
 OUR_KEYS = ["max_itl_ms", "mean_running", "max_running", "peak_kv_usage", "num_preemptions",
             "binding_limit_counts"]
 SMALL = ["--num-prompts", "60", "--input-len", "256", "--output-len", "32"]
+HELPDESK = ["--input-len", "512", "--output-len", "256"]  # the tutorial's running example
 
 
 def run(capsys, *argv):
@@ -53,24 +62,29 @@ def test_sim_prints_a_vllm_bench_serve_result_block(capsys):
     code, out, _ = run(capsys, "sim", *SMALL, "--request-rate", "8")
     assert code == 0
     lines = out.splitlines()
+    # vllm bench serve's block, line for line and in its order; the simulator's lines after it.
     order = ["============ Serving Benchmark Result ============",
-             "Successful requests:", "Benchmark duration (s):", "Request throughput (req/s):",
-             "Output token throughput (tok/s):", "Total Token throughput (tok/s):",
+             "Successful requests:", "Failed requests:", "Request rate configured (RPS):",
+             "Benchmark duration (s):", "Total input tokens:", "Total generated tokens:",
+             "Request throughput (req/s):", "Output token throughput (tok/s):",
+             "Peak output token throughput (tok/s):", "Peak concurrent requests:",
+             "Total token throughput (tok/s):",
              "---------------Time to First Token----------------",
              "Mean TTFT (ms):", "Median TTFT (ms):", "P99 TTFT (ms):",
              "-----Time per Output Token (excl. 1st token)------",
              "Mean TPOT (ms):", "Median TPOT (ms):", "P99 TPOT (ms):",
              "---------------Inter-token Latency----------------",
              "Mean ITL (ms):", "Median ITL (ms):", "P99 ITL (ms):",
-             "----------------End-to-end Latency----------------",
-             "Mean E2EL (ms):", "P99 E2EL (ms):",
-             "Mean running batch:", "Max running batch:", "Peak KV cache use (%):",
+             "--------------------Simulator---------------------",
+             "Max ITL (ms):", "Mean running batch:", "Max running batch:", "Peak KV cache use (%):",
              "Preemptions:", "Binding limit (most often):", "Binding limit counts:",
              "=" * 50]
     at = 0
     for text in order:
         at = next(i for i in range(at, len(lines)) if lines[i].startswith(text))
     assert "Successful requests:                     60" in out
+    assert "Request rate configured (RPS):           8.00" in out
+    assert "End-to-end Latency" not in out  # not among vLLM's default --percentile-metrics
     # numbers start in column 42, as vllm bench serve prints them
     assert lines[[i for i, l in enumerate(lines) if l.startswith("Mean TTFT")][0]][41] != " "
     words = " ".join(out.split())  # the setup paragraph is wrapped
@@ -78,16 +92,65 @@ def test_sim_prints_a_vllm_bench_serve_result_block(capsys):
     assert "max_num_seqs 1024, max_num_batched_tokens 8192" in words  # vLLM's serve defaults
 
 
+def test_percentile_flags_choose_the_lines(capsys):
+    code, out, _ = run(capsys, "sim", *SMALL, "--percentile-metrics", "ttft,e2el", "--metric-percentiles", "50,99.9")
+    assert code == 0
+    assert "P50 TTFT (ms):" in out and "P99.9 E2EL (ms):" in out and "End-to-end Latency" in out
+    assert "Inter-token Latency" not in out and "P99 TTFT" not in out
+    d = run_json(capsys, "sim", *SMALL, "--metric-percentiles", "50,99.9")
+    assert {"p50_ttft_ms", "p99.9_itl_ms", "p99_e2el_ms"} <= set(d)
+
+
 def test_sim_json_has_vllm_bench_keys_and_ours(capsys):
     d = run_json(capsys, "sim", *SMALL, "--request-rate", "8")
     for key in VLLM_KEYS + OUR_KEYS:
         assert key in d, key
-    assert d["completed"] == 60
+    assert d["completed"] == 60 and d["failed"] == 0 and d["num_prompts"] == 60
+    assert d["model_id"] == "meta-llama/Llama-3.1-8B-Instruct" and d["request_rate"] == 8
+    assert d["burstiness"] == 1.0 and d["max_concurrency"] is None
+    assert len(d["latencies"]) == 60
     assert set(d["binding_limit_counts"]) == {"token_budget", "max_num_seqs", "kv_cache", "none"}
     assert sum(d["binding_limit_counts"].values()) == d["iterations"]
     assert 0 < d["peak_kv_usage"] <= 1
     assert d["output_throughput"] == pytest.approx(60 * 32 / d["duration"])
+    assert 0 < d["max_concurrent_requests"] <= 60
+    assert d["max_output_tokens_per_s"] >= d["output_throughput"] * 0.5
     assert d["engine"]["max_num_seqs"] == 1024 and d["engine"]["max_num_batched_tokens"] == 8192
+
+
+def test_goodput_counts_requests_within_every_objective(capsys):
+    d = run_json(capsys, "sim", *SMALL, "--request-rate", "30", "--goodput", "ttft:15", "tpot:6.7",
+                 "--save-detailed")
+    ttfts, lat, outs = d["ttfts"], d["latencies"], d["output_lens"]
+    good = sum(1 for t, e, o in zip(ttfts, lat, outs)
+               if t * 1000 <= 15 and ((e - t) / (o - 1) if o > 1 else 0) * 1000 <= 6.7)
+    assert 0 < good < 60  # the objectives bite
+    assert d["request_goodput"] == pytest.approx(good / d["duration"])
+    code, out, _ = run(capsys, "sim", *SMALL, "--goodput", "ttft:40")
+    assert "Request goodput (req/s):" in out
+    code, err = fail(capsys, "sim", *SMALL, "--goodput", "ttfb:3")
+    assert code == 2 and "argument --goodput: expected KEY:MS" in err
+
+
+def test_save_result_writes_vllms_file(capsys, tmp_path):
+    code, out, _ = run(capsys, "sim", *SMALL, "--request-rate", "8", "--save-result", "--result-dir",
+                       str(tmp_path / "results"), "--metadata", "gpu_count=1")
+    assert code == 0
+    (path,) = (tmp_path / "results").iterdir()
+    assert path.name.startswith("batchtui-sim-8.0qps-Llama-3.1-8B-Instruct-") and path.suffix == ".json"
+    d = json.loads(path.read_text())
+    for key in VLLM_KEYS:
+        assert key in d, key
+    assert d["gpu_count"] == "1" and "input_lens" not in d  # arrays only with --save-detailed
+    code, _, _ = run(capsys, "sim", *SMALL, "--save-result", "--save-detailed", "--result-filename",
+                     str(tmp_path / "r.json"))
+    d = json.loads((tmp_path / "r.json").read_text())
+    for key in DETAILED_KEYS:
+        assert len(d[key]) == 60, key
+    # per-request gaps add up to the time after the first token
+    for itl, ttft, e2e, n in zip(d["itls"], d["ttfts"], d["latencies"], d["output_lens"]):
+        assert len(itl) == n - 1 and sum(itl) == pytest.approx(e2e - ttft)
+    assert d["start_times"] == sorted(d["start_times"]) and d["errors"] == [""] * 60
 
 
 def test_sim_json_is_strict_json_with_an_infinite_rate(capsys):
@@ -98,9 +161,10 @@ def test_sim_json_is_strict_json_with_an_infinite_rate(capsys):
 
 
 def test_sim_is_deterministic_for_a_seed(capsys):
-    a = run_json(capsys, "sim", *SMALL, "--seed", "3")
-    b = run_json(capsys, "sim", *SMALL, "--seed", "3")
-    c = run_json(capsys, "sim", *SMALL, "--seed", "4")
+    a = run_json(capsys, "sim", *SMALL, "--seed", "3", "--request-rate", "20")
+    b = run_json(capsys, "sim", *SMALL, "--seed", "3", "--request-rate", "20")
+    c = run_json(capsys, "sim", *SMALL, "--seed", "4", "--request-rate", "20")
+    a.pop("date"), b.pop("date")
     assert a == b
     assert a["p99_ttft_ms"] != c["p99_ttft_ms"]
 
@@ -215,8 +279,8 @@ def test_an_endless_scenario_needs_a_request_count(capsys, tmp_path):
 def test_user_profiles_file(capsys, tmp_path):
     profiles = tmp_path / "p.toml"
     profiles.write_text('[gpus.h100-sxm]\nhbm_bandwidth = 1.675e12\n')  # half the bandwidth
-    fast = run_json(capsys, "sim", *SMALL)
-    slow = run_json(capsys, "sim", *SMALL, "--profiles", str(profiles))
+    fast = run_json(capsys, "sim", *SMALL, "--request-rate", "8")
+    slow = run_json(capsys, "sim", *SMALL, "--request-rate", "8", "--profiles", str(profiles))
     assert slow["median_tpot_ms"] > 1.6 * fast["median_tpot_ms"]
 
 
@@ -252,12 +316,24 @@ def test_bad_flags_are_refused_by_argparse_naming_the_flag(capsys, argv, needle)
     (["--model", "llama-3.1-70b"], "Use --tensor-parallel-size 2"),
     (["--input-dist", "uniform", "--input-len-min", "300", "--input-len-max", "100"],
      "argument --input-len-max: 100 is not allowed"),
-    (["--input-len", "2048", "--max-model-len", "1024"], "not shorter than max_model_len (1024)"),
+    (["--max-model-len", "200k"], "200000 is longer than Llama 3.1 8B's context (131072 tokens)"),
+    (["--max-model-len", "1.5K"], "argument --max-model-len: expected a whole number of tokens > 0"),
+    (["--num-gpu-blocks-override", "90000"], "argument --num-gpu-blocks-override: 90000 is not allowed: at most 28,009"),
+    (["--max-concurrency", "8"], "argument --max-concurrency: not yet modelled"),
+    (["--max-concurrency", "0"], "argument --max-concurrency: expected a whole number >= 1"),
+    (["--burstiness", "0"], "argument --burstiness: expected a burstiness > 0"),
+    (["--random-range-ratio", "1"], "argument --random-range-ratio: expected a ratio in [0, 1)"),
+    (["--ramp-up-strategy", "linear", "--ramp-up-start-rps", "1"], "give both --ramp-up-start-rps and --ramp-up-end-rps"),
+    (["--ramp-up-strategy", "linear", "--ramp-up-start-rps", "5", "--ramp-up-end-rps", "2"], "below the start rate"),
+    (["--ramp-up-strategy", "linear", "--ramp-up-start-rps", "1", "--ramp-up-end-rps", "2", "--request-rate", "3"],
+     "argument --request-rate: not allowed with --ramp-up-strategy"),
+    (["--dataset-name", "sharegpt"], "argument --dataset-name: sharegpt needs --dataset-path FILE"),
+    (["--dataset-name", "random", "--dataset-path", "x.json"], "argument --dataset-path: not allowed with --dataset-name random"),
+    (["--num-prompts", "20000000"], "argument --num-prompts: expected a whole number from 1 to 10,000,000"),
     (["--long-prefill-token-threshold", "5000", "--max-model-len", "4096"],
      "argument --long-prefill-token-threshold: 5000 is not allowed"),
     (["--workload", "missing.jsonl"], "missing.jsonl: cannot read the trace file"),
-    (["--workload", "t.jsonl", "--request-rate", "3"], "argument --request-rate: not allowed with --workload"),
-    (["--workload", "t.jsonl", "--num-prompts", "3"], "argument --num-prompts: not allowed with --workload"),
+    (["--workload", "t.jsonl", "--burstiness", "3"], "argument --burstiness: not allowed with a trace"),
     (["--scenario", "missing.toml"], "missing.toml: cannot read the scenario file"),
     (["--per-request", "/no/such/dir/r.csv"], "argument --per-request: cannot write /no/such/dir/r.csv"),
 ])
@@ -266,7 +342,7 @@ def test_bad_values_are_one_line_user_errors(capsys, argv, needle):
     code, err = fail(capsys, "sim", *small, *argv)
     assert code == 2
     assert needle in err
-    assert err.startswith("batchtui: error: ") and err.count("\n") == 1
+    assert err.startswith(("batchtui: error: ", "batchtui sim: error: ")) and err.count("\n") == 1
 
 
 # -- sweep -------------------------------------------------------------------------------------
@@ -295,7 +371,7 @@ def test_sweep_json_and_csv(capsys, tmp_path):
     assert d["swept"] == "request_rate"
     assert [p["request_rate"] for p in d["points"]] == [2, 8, "inf"]
     for p in d["points"]:
-        for key in VLLM_KEYS + OUR_KEYS:
+        for key in POINT_KEYS + OUR_KEYS:
             assert key in p
     assert d["knee_latency"] == "p99_ttft_ms"
     rows = list(csv.DictReader(path.open()))
@@ -333,62 +409,100 @@ def test_sweep_bad_input(capsys, argv, needle):
 # -- plan --------------------------------------------------------------------------------------
 
 
-PLAN = ["plan", "--num-prompts", "60", "--input-len", "256", "--output-len", "32"]
+PLAN = ["plan", "--num-prompts", "60", "--input-len", "256", "--output-len", "32", "--jobs", "1", "--seeds", "2"]
 
 
 @pytest.fixture
-def small_window(monkeypatch):
-    """A smaller steady-state window keeps the plan's runs short in tests."""
-    monkeypatch.setattr(planning, "STEADY_MIN_REQUESTS", 40)
+def small_plan(monkeypatch):
+    """Shorter steady windows and checks keep the plan's runs short in tests (the search, the
+    confirmation and the replicas check are the real ones)."""
+    monkeypatch.setattr(planning, "PLAN_MIN_WINDOW", 40)
+    monkeypatch.setattr(planning, "PLAN_MIN_WINDOW_S", 0.0)
+    monkeypatch.setattr(planning, "PLAN_MIN_PROMPTS", 50)
+    monkeypatch.setattr(planning, "PLAN_CONFIRM_PROMPTS", 300)
+    monkeypatch.setattr(planning, "ROUTER_MIN_PER_REPLICA", 100)
+    monkeypatch.setattr(planning, "ROUTER_MIN_SECONDS", 1.0)
 
 
-def test_plan_finds_a_rate_replicas_and_the_vllm_command(capsys, small_window):
+def test_plan_finds_a_rate_checks_replicas_and_prints_both_vllm_commands(capsys, small_plan):
     code, out, _ = run(capsys, *PLAN, "--ttft-p99", "60", "--tpot-p99", "9", "--peak-rate", "100")
     assert code == 0
     assert "SLO: p99 TTFT <= 60 ms and p99 TPOT <= 9 ms." in out
     words = " ".join(out.split())
-    assert "Highest rate meeting the SLO:" in words and "req/s per replica (within" in words
+    assert "Highest rate meeting the SLO:" in words and "The seeds' limits:" in words
+    assert "confirmed on seeds 0, 1, 2, 3, 4, 5, 6, 7, 8 with" in words or "stepped down" in words
     assert "Replicas for a peak of 100 req/s with 30% headroom: ceil(130 / " in out
-    assert ("  vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-seqs 1024 "
-            "--max-num-batched-tokens 8192") in out
+    assert "replicas, round-robin" in out and "replicas, least-outstanding-requests" in out
+    assert "Use " in words and "above the peak" in words
+    assert ("  vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 1 --kv-cache-dtype auto "
+            "--gpu-memory-utilization 0.92 --block-size 16 --max-num-seqs 1024 --max-num-batched-tokens 8192 "
+            "--enable-chunked-prefill --long-prefill-token-threshold 0 --scheduling-policy fcfs "
+            "--max-model-len 131072 --no-enable-prefix-caching") in out
+    bench = next(line for line in out.splitlines() if "vllm bench serve" in line)
+    assert "--dataset-name random --random-input-len 256 --random-output-len 32" in bench
+    assert "--request-rate" in bench and "--goodput ttft:60 tpot:9" in bench
     assert "<- highest meeting the SLO" in out
 
 
-def test_plan_json_is_consistent(capsys, small_window):
+def test_plan_json_is_consistent(capsys, small_plan):
     d = run_json(capsys, *PLAN, "--tpot-p99", "9", "--peak-rate", "50", "--headroom", "20%",
                  "--max-num-seqs", "128", "--gpu-memory-utilization", "0.9")
-    assert d["feasible"] and d["limited_by"] == "slo"
+    assert d["feasible"] and d["seeds"] == [0, 1]
     rate = d["max_rate"]
-    assert 0 < rate < d["saturated_rate"]
-    assert d["replicas"] == math.ceil(50 * 1.2 / rate)
-    assert d["precision"] <= 0.011 * d["saturated_rate"]
+    assert 0 < rate <= min(d["seed_rates"]) < d["saturated_rate"]
+    assert d["spread"] == pytest.approx(max(d["seed_rates"]) - min(d["seed_rates"]))
+    assert d["confirm_seeds"] == list(range(9))
+    last = d["confirm_tries"][-1]
+    assert last["meets_slo"] and last["request_rate"] == rate and len(last["runs"]) == 9
+    assert d["replicas"] >= math.ceil(50 * 1.2 / rate)
+    final = [c for c in d["replica_checks"] if c["replicas"] == d["replicas"]]
+    assert {c["policy"] for c in final} == {"round-robin", "least-outstanding-requests"}
+    assert all(c["meets_slo"] and c["p99_tpot_ms"] <= 9 for c in final)
+    assert sum(final[0]["requests_per_replica"]) >= 100 * d["replicas"]
     best = d["at_max_rate"]
     assert best["meets_slo"] and best["p99_tpot_ms"] <= 9
-    # the search is bracketed: some point just above the answer misses
-    above = [p for p in d["points"] if p["request_rate"] != "inf" and p["request_rate"] > rate]
+    # the search is bracketed: some point just above the limiting seed's answer misses
+    above = [p for p in d["points"] if p["request_rate"] != "inf" and p["request_rate"] > min(d["seed_rates"])]
     assert above and min(above, key=lambda p: p["request_rate"])["meets_slo"] is False
     assert "--max-num-seqs 128" in d["vllm_command"]
     assert "--gpu-memory-utilization 0.9" in d["vllm_command"]
+    assert f"--request-rate {rate:.2f}" in d["vllm_bench_command"]
 
 
-def test_plan_an_slo_no_rate_meets_exits_1_with_the_closest_point(capsys, small_window):
+def test_plan_an_slo_no_rate_meets_exits_1_with_the_closest_point(capsys, small_plan):
     code, out, err = run(capsys, *PLAN, "--tpot-p99", "5")  # batch-1 decode alone takes 6 ms
     assert code == 1
     words = " ".join(out.split())
-    assert "No request rate meets the SLO" in words
+    assert "No request rate meets the SLO" in words and "faster GPU" in words
     assert "p99 TPOT" in words and "> 5 ms" in words
     code, out, _ = run(capsys, *PLAN, "--tpot-p99", "5", "--json")
     d = json.loads(out)
     assert code == 1 and d["feasible"] is False and d["closest"]["p99_tpot_ms"] > 5
 
 
-def test_plan_a_loose_slo_is_limited_by_throughput(capsys, small_window):
+def test_plan_names_the_policy_when_it_is_the_cause(capsys, small_plan):
+    code, out, err = run(capsys, *PLAN, "--ttft-p99", "150", "--batching", "static", "--max-batch-size", "32")
+    assert code == 1
+    words = " ".join(out.split())
+    assert "The cause is the batching policy (static): continuous batching" in words
+    assert "faster GPU" not in words
+
+
+def test_plan_a_loose_slo_is_limited_by_throughput(capsys, small_plan):
     d = run_json(capsys, *PLAN, "--num-prompts", "400", "--ttft-p99", "100000")
     assert d["limited_by"] == "throughput"
-    miss = min((p for p in d["points"] if p["request_rate"] != "inf" and not p["meets_slo"]),
-               key=lambda p: p["request_rate"])
-    assert "the run does not settle" in miss["misses"][-1]
-    assert d["max_rate"] < miss["request_rate"] <= d["max_rate"] + d["precision"] + 1e-9
+    assert d["max_rate"] < d["saturated_rate"]
+
+
+def test_plan_takes_a_trace_rescaled_to_each_rate(capsys, small_plan, tmp_path):
+    trace = tmp_path / "mooncake.jsonl"
+    lines = [json.dumps({"timestamp": 50 * i, "input_length": 200 + 37 * (i % 7), "output_length": 20 + i % 13,
+                         "hash_ids": [i % 3, 100 + i]}) for i in range(120)]
+    trace.write_text("\n".join(lines) + "\n")
+    d = run_json(capsys, "plan", "--workload", str(trace), "--tpot-p99", "9", "--jobs", "1", "--seeds", "2",
+                 "--num-prompts", "60")
+    assert d["feasible"] and d["max_rate"] > 20  # the trace's own rate is 20 req/s
+    assert "--dataset-name timed_trace" in d["vllm_bench_command"]
 
 
 def test_plan_offline(capsys):
@@ -404,7 +518,8 @@ def test_plan_offline(capsys):
     code, out, _ = run(capsys, *argv)
     assert code == 0
     assert "Job time for 300 requests:" in out
-    assert "LLM(model='meta-llama/Llama-3.1-8B-Instruct', max_num_seqs=" in out
+    assert "LLM(model='meta-llama/Llama-3.1-8B-Instruct', tensor_parallel_size=1" in out
+    assert "max_num_seqs=100" in out and "enable_prefix_caching=False" in out
 
 
 @pytest.mark.parametrize(("argv", "needle"), [
@@ -413,7 +528,8 @@ def test_plan_offline(capsys):
     (["--ttft-p99", "100", "--headroom", "lots"], "argument --headroom: expected a percentage"),
     (["--ttft-p99", "100", "--offline", "10"], "argument --ttft-p99: not allowed with --offline"),
     (["--ttft-p99", "100", "--request-rate", "3"], "unrecognized arguments: --request-rate"),
-    (["--ttft-p99", "100", "--workload", "t.jsonl"], "argument --workload: not allowed with plan"),
+    (["--ttft-p99", "100", "--num-prompts", "5"], "argument --num-prompts: 5 is too few to judge a rate"),
+    (["--ttft-p99", "100", "--ramp-up-strategy", "linear"], "argument --ramp-up-strategy: not allowed with plan"),
 ])
 def test_plan_bad_input(capsys, argv, needle):
     code, err = fail(capsys, "plan", *argv)
@@ -477,7 +593,7 @@ def test_headless_commands_load_neither_textual_nor_rich():
 
 def test_saturated_throughput_is_in_the_calibrated_range(capsys):
     # SIMULATOR.md section 2: max-num-seqs 256, budget 8192, all queued at once, 512 in / 256 out
-    d = run_json(capsys, "sim", "--request-rate", "inf", "--num-prompts", "2000",
+    d = run_json(capsys, "sim", "--request-rate", "inf", "--num-prompts", "2000", *HELPDESK,
                  "--max-num-seqs", "256", "--max-num-batched-tokens", "8192")
     assert 8500 <= d["output_throughput"] <= 13000
     assert 33 <= d["request_throughput"] <= 50

@@ -70,6 +70,12 @@ class FakeSummary:
     records: list
 
 
+def small_windows(monkeypatch, requests: int) -> None:
+    """Steady windows of `requests` requests, whatever their span in seconds."""
+    monkeypatch.setattr(planning, "PLAN_MIN_WINDOW", requests)
+    monkeypatch.setattr(planning, "PLAN_MIN_WINDOW_S", 0.0)
+
+
 def fake_server(capacity: float, tpot_at, sustains: float = math.inf):
     """A replica whose TPOT (s) depends only on the rate. Below `sustains` req/s every request
     takes 1 s end to end; above it the backlog grows and so does E2E (and TTFT with it)."""
@@ -91,7 +97,7 @@ def fake_server(capacity: float, tpot_at, sustains: float = math.inf):
 
 
 def test_plan_brackets_then_bisects_to_the_stated_precision(monkeypatch):
-    monkeypatch.setattr(planning, "STEADY_MIN_REQUESTS", 10)
+    small_windows(monkeypatch, 10)
     run_at, calls = fake_server(40.0, lambda r: 0.006 + 0.0005 * r)  # TPOT 20 ms at 28 req/s
     plan = plan_rate(run_at, Slo(tpot_p99_ms=20.0), num_prompts=200)
     assert plan.feasible and plan.limited_by == "slo"
@@ -104,7 +110,7 @@ def test_plan_brackets_then_bisects_to_the_stated_precision(monkeypatch):
 
 
 def test_plan_when_nothing_meets_the_slo(monkeypatch):
-    monkeypatch.setattr(planning, "STEADY_MIN_REQUESTS", 10)
+    small_windows(monkeypatch, 10)
     run_at, _ = fake_server(40.0, lambda r: 0.006 + 0.0005 * r)
     plan = plan_rate(run_at, Slo(tpot_p99_ms=5.0), num_prompts=200)
     assert not plan.feasible
@@ -113,31 +119,83 @@ def test_plan_when_nothing_meets_the_slo(monkeypatch):
 
 
 def test_plan_grows_a_run_whose_steady_window_is_too_short(monkeypatch):
-    monkeypatch.setattr(planning, "STEADY_MIN_REQUESTS", 100)
+    small_windows(monkeypatch, 100)
     run_at, calls = fake_server(40.0, lambda r: 0.006)
     plan = plan_rate(run_at, Slo(tpot_p99_ms=20.0), num_prompts=50)
     assert all(p.window["count"] >= 100 for p in plan.points)
     assert calls[1][1] > 50
-    # nothing ever misses: the search stops at the top of its sweep
-    assert plan.limited_by == "sweep" and plan.best.rate == pytest.approx(2.0 * 40.0)
+    # nothing misses below saturation: the saturated rate bounds the answer from above
+    assert plan.limited_by == "throughput"
+    assert 0.99 * 40.0 <= plan.best.rate < 40.0 == plan.bracket_high
 
 
 def test_plan_stops_where_the_replica_falls_behind(monkeypatch):
-    # All-at-once measures 40 req/s, but a steady stream is sustained up to 46 req/s.
-    monkeypatch.setattr(planning, "STEADY_MIN_REQUESTS", 10)
-    run_at, _ = fake_server(40.0, lambda r: 0.006, sustains=46.0)
+    # All-at-once measures 40 req/s; a steady stream keeps up only to 30.
+    small_windows(monkeypatch, 10)
+    run_at, _ = fake_server(40.0, lambda r: 0.006, sustains=30.0)
     plan = plan_rate(run_at, Slo(tpot_p99_ms=20.0), num_prompts=400)
     assert plan.limited_by == "throughput"
-    assert plan.best.rate <= 46.0 * (1 + planning.BACKLOG_SLOPE) < plan.bracket_high
-    assert plan.best.rate > 40.0  # past the all-at-once rate
+    assert plan.best.rate <= 30.0 * (1 + planning.BACKLOG_SLOPE) < plan.bracket_high
     assert "does not settle" in plan.first_miss.misses[-1]
+
+
+def test_plan_never_answers_at_or_above_the_saturated_rate(monkeypatch):
+    # A steady stream is sustained past the all-at-once rate, but no answer may reach it.
+    small_windows(monkeypatch, 10)
+    run_at, calls = fake_server(40.0, lambda r: 0.006, sustains=46.0)
+    plan = plan_rate(run_at, Slo(tpot_p99_ms=20.0), num_prompts=400)
+    assert plan.best.rate < 40.0 and all(rate < 40.0 for rate, _ in calls if math.isfinite(rate))
+
+
+def test_a_window_too_short_to_judge_is_a_miss_and_a_warning(monkeypatch):
+    monkeypatch.setattr(planning, "PLAN_MIN_WINDOW", 10)
+    monkeypatch.setattr(planning, "PLAN_MIN_WINDOW_S", 1e6)  # never reached within the longest run
+    run_at, _ = fake_server(40.0, lambda r: 0.006)
+    plan = plan_rate(run_at, Slo(tpot_p99_ms=20.0), num_prompts=200)
+    assert plan.warnings and "too short to judge" in plan.points[0].misses[-1]
+
+
+def test_confirm_steps_down_until_a_long_run_meets_the_slo(monkeypatch):
+    small_windows(monkeypatch, 10)
+    run_at, calls = fake_server(40.0, lambda r: 0.006 + 0.0005 * r)  # TPOT 20 ms at 28 req/s
+    slo = Slo(tpot_p99_ms=20.0)
+
+    def evaluate(rate):
+        return [planning.confirm_point(run_at, slo, rate, 40.0, num_prompts=300, min_window=10, min_window_s=0.0)]
+
+    tried = planning.confirm_rate(evaluate, 29.5, 0.5)
+    # 29.5 and 29.0 miss, 28.0 meets; then one bisection: 28.5 misses (TPOT 20.25 ms)
+    assert [rate for rate, _ in tried] == [29.5, 29.0, 28.0, 28.5]
+    assert [points[0].ok for _, points in tried] == [False, False, True, False]
+    assert all(n >= 300 for _, n in calls)
+
+
+def test_a_router_spreads_the_peak_and_keeps_true_arrival_times():
+    from sim.engine import Engine
+    from sim.scenario import Scenario
+    from sim.workload import RequestSpec, WorkloadSpec
+
+    idle = Scenario(workload=WorkloadSpec(arrival="all-at-once", num_prompts=0))
+    specs = [RequestSpec(str(i), i * 0.01, 256, 64 if i % 4 else 512) for i in range(200)]
+    rr = [Engine(idle, keep_requests=False, api_server=True) for _ in range(3)]
+    planning.route(specs, rr, "round-robin")
+    assert [e.metrics.completed for e in rr] == [67, 67, 66]
+    lor = [Engine(idle, keep_requests=False, api_server=True) for _ in range(3)]
+    arrivals = planning.route(specs, lor, "least-outstanding-requests")
+    assert sum(e.metrics.completed for e in lor) == 200 and arrivals["17"] == pytest.approx(0.17)
+    # The long answers (every fourth) pile up under round-robin on one replica; least
+    # outstanding requests sends work around them.
+    assert max(e.metrics.completed for e in lor) - min(e.metrics.completed for e in lor) > 1
+    for e in lor:
+        cols = planning.router_columns(e, arrivals)
+        assert (cols["ttft"] > 0).all() and (cols["e2e"] >= cols["ttft"]).all()
 
 
 def test_steady_window_drops_warm_up_and_cool_down():
     recs = [Rec(float(t), 0.01, 0.005, 2.0) for t in range(11)]
     window, warmup = curves.steady_window(recs)
     assert warmup == 2.0
-    assert [r.arrival_time for r in window] == [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+    assert window["arrival_time"].tolist() == [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
 
 
 def test_replicas_and_kv_fit():

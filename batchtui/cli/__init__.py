@@ -1,0 +1,70 @@
+"""The `batchtui` command: the tutorial with no subcommand, headless tools as subcommands.
+
+`main()` imports only what the chosen path needs: with no subcommand it hands the parsed options
+to the app (`batchtui.tui.run_app`) having imported neither numpy nor the simulator, so the
+tutorial's first frame does not wait for them. User mistakes print one line on stderr and exit 2;
+a failure exits 1 (see `exits`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .exits import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USER_ERROR, OutputError, UserError
+from .parser import build_parser, chosen_command
+
+__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USER_ERROR", "UserError", "main"]
+
+TRACEBACK_ENV = "BATCHTUI_TRACEBACK"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(chosen_command(argv))
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, or a mistake argparse found (already printed, one line)
+        return exc.code if isinstance(exc.code, int) else EXIT_USER_ERROR
+    func = getattr(args, "func", None)
+    if func is None:
+        from batchtui.tui import run_app
+
+        return run_app(args)
+    return run_command(func, args)
+
+
+def run_command(func, args) -> int:
+    """Run a subcommand; every way it can end is one line on stderr at most."""
+    from sim.errors import SimError
+
+    try:
+        return func(args)
+    except (UserError, SimError) as exc:
+        _say(f"batchtui: error: {exc}")
+        return EXIT_USER_ERROR
+    except OutputError as exc:
+        _say(f"batchtui: error: {exc}")
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        _say("batchtui: interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, and keep Python from complaining again
+        # when it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except MemoryError:
+        _say("batchtui: error: not enough memory for this run (fewer --num-prompts?)")
+        return EXIT_FAILURE
+    except Exception as exc:  # a bug: one line, the traceback on request
+        if os.environ.get(TRACEBACK_ENV):
+            raise
+        _say(f"batchtui: internal error: {type(exc).__name__}: {exc} (set {TRACEBACK_ENV}=1 for the "
+             "traceback, and please report it)")
+        return EXIT_FAILURE
+
+
+def _say(text: str) -> None:
+    print(" ".join(text.split()), file=sys.stderr)

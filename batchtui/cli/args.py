@@ -1,0 +1,123 @@
+"""Flag groups shared by the headless commands: hardware and engine (as `vllm serve` spells them),
+traffic (as `vllm bench serve` spells it), and the result options of `vllm bench serve`."""
+
+from __future__ import annotations
+
+import argparse
+
+from . import options as o
+
+# Traffic defaults are vllm bench serve's: its random dataset (1024 in / 128 out), 1000 prompts,
+# every request sent at once (--request-rate inf) with Poisson gaps otherwise (--burstiness 1).
+DEFAULT_INPUT_LEN = 1024
+DEFAULT_OUTPUT_LEN = 128
+DEFAULT_NUM_PROMPTS = 1000
+DATASET_NAMES = ("random", "sharegpt", "custom", "timed_trace")
+
+
+def add_setup_args(p: argparse.ArgumentParser) -> None:
+    from sim.profiles import BUILTIN_PROFILES
+
+    gpus = ", ".join(BUILTIN_PROFILES.gpus)
+    models = ", ".join(BUILTIN_PROFILES.models)
+    g = p.add_argument_group("hardware and model")
+    g.add_argument("--scenario", metavar="FILE",
+                   help="start from a scenario TOML file (the playground saves them); flags given "
+                        "here override it")
+    g.add_argument("--profiles", metavar="FILE",
+                   help="a TOML file of extra or overriding GPU and model profiles")
+    g.add_argument("--gpu", metavar="NAME",
+                   help=f"GPU: {gpus}, or its nvidia-smi name such as \"NVIDIA H100 80GB HBM3\" "
+                        "(default h100-sxm)")
+    g.add_argument("--model", metavar="NAME",
+                   help=f"model: a Hugging Face id such as meta-llama/Llama-3.1-8B-Instruct, or one "
+                        f"of {models} (default llama-3.1-8b)")
+    e = p.add_argument_group("engine (vllm serve's flags; unset = vLLM 0.33's default for the GPU)")
+    for f in o.engine_flags():
+        (g if f.where == "deployment" else e).add_argument(f.flag, dest=f.dial, **f.kwargs)
+
+
+def add_traffic_args(p: argparse.ArgumentParser, *, rate_flag: bool = True, count_help: str = "") -> None:
+    t = p.add_argument_group("traffic (vllm bench serve's flags and defaults)")
+    t.add_argument("--dataset-name", choices=DATASET_NAMES, default=None,
+                   help="where lengths come from: random (default), sharegpt or custom (a file "
+                        "given with --dataset-path), or timed_trace (a trace: arrivals too)")
+    t.add_argument("--dataset-path", metavar="FILE",
+                   help="the ShareGPT JSON, custom JSON Lines ({\"prompt\": ...} a line) or trace file")
+    t.add_argument("--num-prompts", type=o.prompt_count, metavar="N",
+                   help=count_help or f"requests in the run (default {DEFAULT_NUM_PROMPTS})")
+    if rate_flag:
+        t.add_argument("--request-rate", type=o.rate, metavar="R",
+                       help="requests/s (default inf: every request sent at once, as vllm bench "
+                            "serve); with a trace, rescales its timing to this mean rate")
+    t.add_argument("--burstiness", type=o.burstiness, metavar="B",
+                   help="gamma shape of the gaps between requests: 1 = Poisson (default), below 1 "
+                        "burstier, inf = evenly spaced")
+    t.add_argument("--max-concurrency", type=o.positive_int, metavar="N",
+                   help="most requests the client keeps in flight (default: no cap)")
+    t.add_argument("--ramp-up-strategy", choices=("linear", "exponential"),
+                   help="raise the rate over the run from --ramp-up-start-rps to --ramp-up-end-rps")
+    t.add_argument("--ramp-up-start-rps", type=o.positive_float, metavar="R", help="rate at the start of a ramp-up")
+    t.add_argument("--ramp-up-end-rps", type=o.positive_float, metavar="R", help="rate at the end of a ramp-up")
+    t.add_argument("--random-input-len", "--input-len", dest="input_len", type=o.positive_int, metavar="N",
+                   help=f"prompt tokens (default {DEFAULT_INPUT_LEN})")
+    t.add_argument("--random-output-len", "--output-len", dest="output_len", type=o.positive_int, metavar="N",
+                   help=f"output tokens (default {DEFAULT_OUTPUT_LEN}); also the fixed answer length of a "
+                        "sharegpt or custom dataset")
+    t.add_argument("--random-range-ratio", type=o.range_ratio, metavar="R",
+                   help="lengths uniform in [len x (1 - R), len x (1 + R)], R in [0, 1) (default 0)")
+    t.add_argument("--sharegpt-output-len", type=o.positive_int, metavar="N",
+                   help="answer length for every ShareGPT request (default: the conversation's)")
+    t.add_argument("--custom-output-len", type=o.positive_int, metavar="N",
+                   help="answer length for a custom dataset (default 256)")
+    x = p.add_argument_group("traffic (the simulator's own)")
+    x.add_argument("--arrival", choices=("gamma", "poisson", "constant", "bursts"),
+                   help="gamma: as vllm bench serve sends them (default); poisson: exponential gaps "
+                        "not rescaled (the tutorial's); constant; bursts of --burst-size")
+    x.add_argument("--burst-size", type=o.positive_int, metavar="N", help="requests per burst (default 16)")
+    for side in ("input", "output"):
+        x.add_argument(f"--{side}-dist", choices=("fixed", "uniform", "lognormal"),
+                       help=f"distribution of {side} lengths (default fixed)")
+        x.add_argument(f"--{side}-len-min", type=o.positive_int, metavar="N",
+                       help=f"shortest {side} (uniform low bound; lognormal clip)")
+        x.add_argument(f"--{side}-len-max", type=o.positive_int, metavar="N",
+                       help=f"longest {side} (uniform high bound; lognormal clip)")
+        x.add_argument(f"--{side}-sigma", type=o.non_negative_float, metavar="S",
+                       help=f"lognormal shape of {side} lengths (default 0.5)")
+    x.add_argument("--workload", metavar="FILE",
+                   help="a trace to replay (= --dataset-name timed_trace --dataset-path FILE): JSON "
+                        "Lines of {\"arrival_time\": s, \"prompt_len\": n, \"output_len\": n}, or "
+                        "Mooncake's and vLLM's {\"timestamp\": ms, \"input_length\": n, "
+                        "\"output_length\": n, \"hash_ids\": [...]}")
+    x.add_argument("--seed", type=o.seed, metavar="N", help="random seed (default 0)")
+
+
+def add_result_args(p: argparse.ArgumentParser, *, detailed: bool = True):
+    r = p.add_argument_group("results (vllm bench serve's flags)")
+    r.add_argument("--percentile-metrics", type=o.metric_list, metavar="LIST",
+                   help="metrics whose percentiles are printed: from ttft, tpot, itl, e2el "
+                        "(default ttft,tpot,itl)")
+    r.add_argument("--metric-percentiles", type=o.percentile_list, metavar="LIST",
+                   help="percentiles printed, such as 50,90,99 (default 99)")
+    r.add_argument("--goodput", type=o.goodput_pair, nargs="+", metavar="KEY:MS",
+                   help="service level objectives for request_goodput, such as ttft:200 tpot:25 "
+                        "(keys ttft, tpot, e2el; ms)")
+    r.add_argument("--save-result", action="store_true",
+                   help="save the result as JSON in vllm bench serve's layout")
+    if detailed:
+        r.add_argument("--save-detailed", action="store_true",
+                       help="with the per-request arrays (input_lens, output_lens, ttfts, itls, errors)")
+    r.add_argument("--result-dir", metavar="DIR", help="directory for --save-result (default: here)")
+    r.add_argument("--result-filename", metavar="NAME",
+                   help="file name for --save-result (default {label}-{rate}qps[-concurrencyN]-{model}-"
+                        "{date}.json)")
+    r.add_argument("--label", metavar="TEXT", help="label of the result (default batchtui-sim)")
+    r.add_argument("--metadata", nargs="*", metavar="KEY=VALUE",
+                   help="extra KEY=VALUE pairs stored in the saved result")
+    return r
+
+
+def add_jobs_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--jobs", "-j", type=o.positive_int, metavar="N",
+                   help="processes to run points in (default: every core this process may use); "
+                        "results are the same for any N")

@@ -1,0 +1,376 @@
+"""`batchtui plan`: the highest request rate one replica sustains within a latency SLO, found on
+several seeds and confirmed on a longer run, then the replicas for a peak checked by simulating
+the peak behind a router; or (`--offline N`) the batch and job time of N queued requests.
+
+Exit codes: 0 done; 1 no rate meets the SLO (the closest point is shown), like grep's 1 for
+"no match"; 2 a mistake in the command."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import textwrap
+from dataclasses import replace
+
+from batchtui import planning, report
+from batchtui.runner import Runner, default_jobs, show_progress_default
+
+from . import args as a
+from . import options as o
+from . import vllm_lines
+from .exits import EXIT_FAILURE, EXIT_OK, UserError
+from .output import Sink
+from .setup import Setup, build_setup, user_errors
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Find the highest request rate one replica serves within a latency SLO (p99 TTFT and/or p99 "
+        "TPOT), on several seeds: the saturated rate first (every request queued at once), then a coarse "
+        "sweep at 10 %, 20 %, ... 90 % of it that stops at the first miss, then bisection to within 1 % "
+        "of it. Every point is judged on its steady state (at least "
+        f"{planning.PLAN_MIN_WINDOW} requests and {planning.PLAN_MIN_WINDOW_S:g} s of arrivals, the run "
+        "lengthened until it has them); no rate at or above the saturated rate is ever an answer. The "
+        "answer, the lowest seed's, is rerun with "
+        f"{planning.PLAN_CONFIRM_PROMPTS:,} requests on those seeds and {planning.PLAN_CONFIRM_NEW_SEEDS} "
+        "unused ones, and stepped down until all meet the SLO. With --peak-rate, the replicas needed, checked by "
+        "simulating the peak behind round-robin and least-outstanding-requests routers. Then the vllm "
+        "serve line with every dial assumed, and the vllm bench serve line to verify on a GPU. "
+        "With --offline N, the settings and job time for N queued requests instead. Exit status 1 "
+        "when no rate meets the SLO (the closest point is shown), 2 for a mistake in the command.")
+    g = p.add_argument_group("service level")
+    g.add_argument("--ttft-p99", type=o.positive_float, metavar="MS", help="p99 time to first token, ms")
+    g.add_argument("--tpot-p99", type=o.positive_float, metavar="MS", help="p99 time per output token, ms")
+    g.add_argument("--peak-rate", type=o.positive_float, metavar="R", help="peak traffic to serve, req/s")
+    g.add_argument("--headroom", type=o.percent, default=0.30, metavar="PCT",
+                   help="spare capacity on top of the peak (default 30%%)")
+    g.add_argument("--seeds", type=o.positive_int, default=planning.PLAN_SEEDS, metavar="N",
+                   help=f"seeds the search runs on (default {planning.PLAN_SEEDS}: --seed, --seed + 1, ...)")
+    g.add_argument("--offline", type=o.prompt_count, metavar="N",
+                   help="plan a batch job of N requests queued at once instead of an SLO")
+    a.add_setup_args(p)
+    a.add_traffic_args(p, rate_flag=False,
+                       count_help=f"requests a point starts from (default {planning.PLAN_NUM_PROMPTS}, at "
+                                  f"least {planning.PLAN_MIN_PROMPTS}; runs grow until steady)")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    a.add_jobs_arg(p)
+    p.set_defaults(func=run)
+
+
+def seed_task(task: tuple) -> planning.RatePlan:
+    """One seed's search (a pool worker's job), its runs' per-request records dropped."""
+    from sim.curves import runner as curve_runner
+
+    scenario, slo, n, min_window, min_window_s = task
+    plan = planning.plan_rate(curve_runner(scenario, keep_requests=False, api_server=True), slo, n,
+                              min_window=min_window, min_window_s=min_window_s)
+    for p in [plan.saturated, *plan.points]:
+        p.summary = replace(p.summary, records=[])
+    return plan
+
+
+def confirm_task(task: tuple) -> planning.PlanPoint:
+    """One confirmation run (a pool worker's job), its per-request records dropped."""
+    from sim.curves import runner as curve_runner
+
+    scenario, slo, rate, saturated, n, min_window, min_window_s = task
+    p = planning.confirm_point(curve_runner(scenario, keep_requests=False, api_server=True), slo, rate, saturated,
+                               n, min_window, min_window_s)
+    p.summary = replace(p.summary, records=[])
+    return p
+
+
+def router_task(task: tuple) -> planning.RouterCheck:
+    scenario, policy, replicas, peak, slo, n = task
+    return planning.check_router(scenario, scenario.profiles(), policy, replicas, peak, slo, n)
+
+
+@user_errors
+def run(args: argparse.Namespace) -> int:
+    slo_given = [f for f, v in (("--ttft-p99", args.ttft_p99), ("--tpot-p99", args.tpot_p99),
+                                ("--peak-rate", args.peak_rate)) if v is not None]
+    if args.offline is not None:
+        if slo_given:
+            raise UserError(f"argument {slo_given[0]}: not allowed with --offline "
+                            "(an offline job has no latency target)")
+        if args.workload or args.num_prompts is not None:
+            flag = "--workload" if args.workload else "--num-prompts"
+            raise UserError(f"argument {flag}: not allowed with --offline (N requests are queued at once)")
+        return plan_offline(args)
+    if args.ttft_p99 is None and args.tpot_p99 is None:
+        raise UserError("give a latency SLO (--ttft-p99 MS and/or --tpot-p99 MS), "
+                        "or --offline N to plan a batch job")
+    if args.ramp_up_strategy:
+        raise UserError("argument --ramp-up-strategy: not allowed with plan (it searches over steady rates)")
+    if args.num_prompts is not None and args.num_prompts < planning.PLAN_MIN_PROMPTS:
+        raise UserError(f"argument --num-prompts: {args.num_prompts} is too few to judge a rate: a point "
+                        f"needs a steady window of {planning.PLAN_MIN_WINDOW} requests and "
+                        f"{planning.PLAN_MIN_WINDOW_S:g} s; give at least {planning.PLAN_MIN_PROMPTS} "
+                        "(or leave it out)")
+    setup = build_setup(args, rate_flag=False)
+    if setup.config.batching != "continuous":
+        print("note: vLLM always batches continuously; the plan models "
+              f"{setup.config.batching} batching as asked", file=sys.stderr)
+    slo = planning.Slo(args.ttft_p99, args.tpot_p99)
+    n = args.num_prompts or planning.PLAN_NUM_PROMPTS
+    from sim.curves import at_rate
+
+    sc = at_rate(setup.scenario, setup.scenario.workload.request_rate, n)
+    setup = setup.with_scenario(sc)
+    seeds = [sc.seed + i for i in range(args.seeds)]
+    jobs = args.jobs or default_jobs()
+    goodput = {k: v for k, v in (("ttft", args.ttft_p99), ("tpot", args.tpot_p99)) if v is not None}
+
+    with Runner(show_progress=show_progress_default(args.json), profiles=setup.profiles) as runner:
+        runner.expect(None)
+        window = (planning.PLAN_MIN_WINDOW, planning.PLAN_MIN_WINDOW_S)  # passed on: workers import afresh
+        plans = runner.map(seed_task, [(replace(sc, seed=s), slo, n, *window) for s in seeds], jobs,
+                           description=f"searching {len(seeds)} seeds")
+        result = planning.SeededPlan(plans, seeds)
+        cause = None
+        if all(p.feasible for p in plans):
+            result.confirm_seeds = [sc.seed + i for i in range(len(seeds) + planning.PLAN_CONFIRM_NEW_SEEDS)]
+
+            def evaluate(rate: float) -> list[planning.PlanPoint]:
+                runner.update(0, f"confirming {rate:.2f} req/s on longer runs")
+                return runner.map(confirm_task, [(replace(sc, seed=s), slo, rate, result.saturated_rate,
+                                                  planning.PLAN_CONFIRM_PROMPTS, *window)
+                                                 for s in result.confirm_seeds], jobs)
+
+            result.confirm_tries = planning.confirm_rate(evaluate, min(result.rates),
+                                                         result.limiting.precision or 0.01)
+        elif setup.config.batching != "continuous":
+            cont = setup.with_scenario(replace(sc, engine={k: v for k, v in sc.engine.items()
+                                                           if k not in ("batching", "max_batch_size",
+                                                                        "max_queue_delay")}))
+            runner.update(0, "trying continuous batching")
+            cplan = seed_task((cont.scenario, slo, n, *window))
+            if cplan.feasible:
+                cause = cplan
+        checks: list[list[planning.RouterCheck]] = []
+        replicas = None
+        if result.feasible and args.peak_rate is not None:
+            first = planning.replicas_needed(args.peak_rate, args.headroom, result.rate)
+            for count in range(first, first + planning.ROUTER_MAX_EXTRA + 1):
+                runner.update(0, f"checking {count} replicas at the peak")
+                tasks = [(sc, policy, count, args.peak_rate, slo,
+                          planning.router_prompts(args.peak_rate, count)) for policy in planning.ROUTER_POLICIES]
+                checked = runner.map(router_task, tasks, jobs)
+                checks.append(checked)
+                if all(c.ok for c in checked):
+                    replicas = count
+                    break
+
+    serve = vllm_lines.serve_command(setup)
+    bench = (vllm_lines.bench_command(setup, result.rate, max(n, planning.PLAN_CONFIRM_PROMPTS // 4), goodput)
+             if result.feasible else None)
+    if args.json:
+        report.dump_json(Sink(sys.stdout, "standard output"), plan_json(result, slo, args, replicas, checks,
+                                                                         serve, bench, cause))
+        return EXIT_OK if result.feasible else EXIT_FAILURE
+    print(report.setup_text(sc, setup.deployment, setup.config, swept="request_rate"))
+    print(f"SLO: {slo.text()}.")
+    print()
+    print_plan(result, slo, args, replicas, checks, serve, bench, cause, setup)
+    return EXIT_OK if result.feasible else EXIT_FAILURE
+
+
+def _seed_list(seeds) -> str:
+    return ", ".join(str(s) for s in seeds)
+
+
+def worst_window(points) -> dict:
+    """The confirmation runs' worst p99s (each the highest over the seeds)."""
+    w = dict(points[0].window)
+    for key in ("p99_ttft_ms", "p99_tpot_ms"):
+        w[key] = max(p.window[key] for p in points)
+    return w
+
+
+def _fill(text: str) -> str:
+    return textwrap.fill(text, width=100, subsequent_indent="  " if text.startswith("  ") else "")
+
+
+def print_plan(result, slo, args, replicas, checks, serve, bench, cause, setup) -> None:
+    limiting = result.limiting
+    seeds = ", ".join(str(s) for s in result.seeds)
+    print(f"Points run on seed {result.seeds[result.plans.index(limiting)]} (the one that sets the answer; "
+          f"seeds {seeds} searched):")
+    print(report.plan_table(limiting))
+    print()
+    print(f"Saturated rate ({planning.PLAN_NUM_PROMPTS if not args.num_prompts else args.num_prompts} "
+          f"requests queued at once): {result.saturated_rate:.2f} req/s (lowest of the seeds); no answer "
+          "reaches it.")
+    for warning in result.warnings:
+        print(f"warning: {warning}")
+    if not result.feasible:
+        if not all(p.feasible for p in result.plans):
+            p = limiting.closest
+            w = p.window
+            text = (f"No request rate meets the SLO on seed {result.seeds[result.plans.index(limiting)]}. The "
+                    f"closest point is {p.rate:.2f} req/s, where {' and '.join(p.misses)} (p99 TTFT "
+                    f"{w['p99_ttft_ms']:.1f} ms, p99 TPOT {w['p99_tpot_ms']:.2f} ms). ")
+            if cause is not None:
+                text += (f"The cause is the batching policy ({setup.config.batching}): continuous batching, "
+                         f"as vLLM runs, meets this SLO up to {cause.best.rate:.2f} req/s with the same "
+                         "hardware and dials (drop --batching).")
+            else:
+                text += ("Even a nearly idle replica misses it: lower latency needs a faster GPU, "
+                         "--tensor-parallel-size, --kv-cache-dtype fp8, or a smaller model.")
+            print(_fill(text))
+        else:
+            rate, points = result.confirm_tries[-1]
+            misses = next(p.misses for p in points if not p.ok)
+            print(_fill(f"The seeds' answer ({min(result.rates):.2f} req/s) did not hold on longer runs of "
+                        f"seeds {_seed_list(result.confirm_seeds)}: down to {rate:.2f} req/s it still missed "
+                        f"({'; '.join(misses)}). Latency at this SLO is too close to the limit to plan on."))
+        return
+    rates = ", ".join(f"{r:.2f}" for r in result.rates)
+    points = result.confirm_points
+    w = worst_window(points)
+    runs = f"{min(p.summary.metrics['completed'] for p in points):,}"
+    text = (f"Highest rate meeting the SLO: {result.rate:.2f} req/s per replica. The seeds' limits: {rates} "
+            f"req/s (spread {result.spread:.2f} req/s, each within {limiting.precision:.2f}); ")
+    if result.rate < min(result.rates):
+        text += (f"the lowest, {min(result.rates):.2f}, missed on longer runs of seeds "
+                 f"{_seed_list(result.confirm_seeds)}, so the answer was stepped down until runs of {runs}+ "
+                 "requests on each met it.")
+    else:
+        text += f"confirmed on seeds {_seed_list(result.confirm_seeds)} with {runs}+ requests each."
+    if limiting.limited_by == "throughput":
+        text += (" The replica is near its capacity there: its throughput, not the SLO, sets the limit.")
+    elif limiting.first_miss is not None:
+        text += f" Just above ({limiting.bracket_high:.2f} req/s): {'; '.join(limiting.first_miss.misses)}."
+    print(_fill(text))
+    print(_fill(f"  At that rate (the worst confirmation run): p99 TTFT {w['p99_ttft_ms']:.1f} ms, p99 TPOT "
+                f"{w['p99_tpot_ms']:.2f} ms, about {result.rate * w['mean_output_len']:,.0f} output tok/s, "
+                f"{result.rate * w['mean_e2e_ms'] / 1000:.0f} requests running."))
+    if args.peak_rate is not None:
+        print()
+        need = args.peak_rate * (1 + args.headroom)
+        first = planning.replicas_needed(args.peak_rate, args.headroom, result.rate)
+        print(_fill(f"Replicas for a peak of {args.peak_rate:g} req/s with {args.headroom:.0%} headroom: "
+                    f"ceil({need:g} / {result.rate:.2f}) = {first}; checked by simulating the peak behind a "
+                    "router:"))
+        for checked in checks:
+            for ch in checked:
+                cw = ch.window
+                verdict = "meets" if ch.ok else "misses: " + "; ".join(ch.misses)
+                print(f"  {ch.replicas} replicas, {ch.policy:<27} p99 TTFT {cw['p99_ttft_ms']:7.1f} ms  "
+                      f"p99 TPOT {cw['p99_tpot_ms']:6.2f} ms  {verdict}")
+        if replicas is None:
+            print(_fill(f"Even {first + planning.ROUTER_MAX_EXTRA} replicas miss the SLO at the peak: plan "
+                        "with more headroom or a faster setup."))
+        else:
+            capacity = replicas * result.rate
+            print(_fill(f"Use {replicas} replicas: {replicas} x {result.rate:.2f} = {capacity:.1f} req/s of "
+                        f"capacity, {capacity / args.peak_rate - 1:.0%} above the peak; each carries "
+                        f"{args.peak_rate / replicas:.1f} req/s at the peak, {args.peak_rate / replicas / result.rate:.0%} "
+                        "of its limit."))
+    print()
+    print("vLLM command for each replica (every dial the simulation assumed):")
+    print("  " + serve)
+    print("Verify on the real GPU (one replica at the planned rate):")
+    print("  " + bench)
+
+
+def plan_json(result, slo, args, replicas, checks, serve, bench, cause) -> dict:
+    limiting = result.limiting
+    return {
+        "slo": {"p99_ttft_ms": slo.ttft_p99_ms, "p99_tpot_ms": slo.tpot_p99_ms},
+        "feasible": result.feasible,
+        "saturated_rate": result.saturated_rate,
+        "max_rate": result.rate if result.feasible else None,
+        "seeds": result.seeds,
+        "seed_rates": [p.best.rate if p.feasible else None for p in result.plans],
+        "spread": result.spread if result.feasible else None,
+        "precision": limiting.precision if result.feasible else None,
+        "limited_by": limiting.limited_by or None,
+        "confirm_seeds": result.confirm_seeds,
+        "confirm_tries": [{"request_rate": rate, "meets_slo": all(p.ok for p in points),
+                           "runs": [report.plan_point_json(p) for p in points]}
+                          for rate, points in result.confirm_tries],
+        "at_max_rate": (report.plan_point_json(max(result.confirm_points, key=lambda p: p.window["p99_tpot_ms"]))
+                        if result.feasible else None),
+        "closest": None if all(p.feasible for p in result.plans) else report.plan_point_json(limiting.closest),
+        "policy_cause": None if cause is None else {"continuous_max_rate": cause.best.rate},
+        "warnings": result.warnings,
+        "peak_rate": args.peak_rate,
+        "headroom": args.headroom,
+        "replicas": replicas,
+        "replica_checks": [{"replicas": c.replicas, "policy": c.policy, "meets_slo": c.ok, "misses": c.misses,
+                            "p99_ttft_ms": c.window["p99_ttft_ms"], "p99_tpot_ms": c.window["p99_tpot_ms"],
+                            "requests_per_replica": c.per_replica} for checked in checks for c in checked],
+        "vllm_command": serve,
+        "vllm_bench_command": bench,
+        "points": [report.plan_point_json(p) for p in [limiting.saturated, *limiting.points]],
+    }
+
+
+def plan_offline(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from sim.workload import generate
+
+    n = args.offline
+    setup = build_setup(args, rate_flag=False)
+    sc = replace(setup.scenario, offline=True).with_workload(num_prompts=n, request_rate=math.inf)
+    setup = Setup(sc, setup.profiles)
+    if setup.config.batching != "continuous":
+        raise UserError("argument --batching: --offline plans vLLM's continuous batching only")
+    d, cfg = setup.deployment, setup.config
+    specs = generate(sc.workload, np.random.default_rng(sc.seed))
+    per_request = planning.mean_peak_blocks(d.block_size, [(s.prompt_len, s.output_len) for s in specs],
+                                            cfg.max_model_len)
+    kv_fit = min(n, max(1, math.floor(d.usable_blocks / per_request)))
+    if args.max_num_seqs is not None:
+        candidates = [("as given", args.max_num_seqs)]
+    else:
+        candidates = [("fits the KV cache", kv_fit)]
+        if min(cfg.max_num_seqs, n) != kv_fit:  # with more seats than requests, both runs are alike
+            candidates.append(("vLLM default", cfg.max_num_seqs))
+    results = []
+    with Runner(show_progress=show_progress_default(args.json), profiles=setup.profiles) as runner:
+        runner.expect(n * len(candidates))
+        for why, seats in candidates:
+            dials = {"max_num_seqs": seats}
+            if args.max_num_batched_tokens is None and cfg.max_num_batched_tokens < seats:
+                dials["max_num_batched_tokens"] = seats  # vLLM needs a token per seat
+            run_sc = sc.with_engine(**dials)
+            config = run_sc.engine_config(setup.profiles)
+            results.append((why, config, runner.run(run_sc, f"max_num_seqs {seats}").summary))
+    _, config, best = min(results, key=lambda r: (r[2].metrics["duration"], r[1].max_num_seqs))
+    m = best.metrics
+    llm = vllm_lines.llm_call(setup, config)
+    if args.json:
+        report.dump_json(Sink(sys.stdout, "standard output"), {
+            "offline": True, "num_prompts": n, "kv_fit_max_num_seqs": kv_fit,
+            "max_num_seqs": config.max_num_seqs, "max_num_batched_tokens": config.max_num_batched_tokens,
+            "job_time_s": m["duration"], "request_throughput": m["request_throughput"],
+            "output_throughput": m["output_throughput"], "num_preemptions": m["num_preemptions"],
+            "failed": m["failed"], "llm": llm,
+            "candidates": [{"why": w, "max_num_seqs": c.max_num_seqs,
+                            "max_num_batched_tokens": c.max_num_batched_tokens,
+                            "job_time_s": s.metrics["duration"],
+                            "output_throughput": s.metrics["output_throughput"],
+                            "mean_running": s.metrics["mean_running"],
+                            "num_preemptions": s.metrics["num_preemptions"]} for w, c, s in results],
+        })
+        return EXIT_OK
+    print(report.setup_text(sc, d, cfg, swept="offline"))
+    print()
+    print(report.offline_table(results, best))
+    print()
+    fits = (f"about {kv_fit} of these requests at their peak ({per_request:.0f} blocks each): "
+            "the largest batch that never preempts" if kv_fit < n else
+            f"all {n} of these requests at their peak ({per_request:.0f} blocks each)")
+    print(textwrap.fill(f"The KV cache ({d.usable_blocks:,} blocks) holds {fits}.", width=100))
+    print(textwrap.fill(
+        f"Job time for {n:,} requests: {report.duration_text(m['duration'])} at {m['output_throughput']:,.0f} "
+        f"output tok/s ({m['request_throughput']:.2f} req/s), with max_num_seqs {config.max_num_seqs}.",
+        width=100))
+    print()
+    print("vLLM offline (from vllm import LLM):")
+    print("  " + llm)
+    return EXIT_OK

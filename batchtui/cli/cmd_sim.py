@@ -1,0 +1,116 @@
+"""`batchtui sim`: one run, reported as `vllm bench serve` reports one, then what only the
+simulator sees."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from datetime import datetime
+
+from batchtui import report
+from batchtui.runner import Runner, show_progress_default
+
+from . import args as a
+from .exits import EXIT_OK, UserError
+from .output import output_file
+from .setup import build_setup, user_errors
+
+HELP = "simulate one serving run and print a vllm bench serve style result"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = ("Simulate one vLLM replica serving a stream of requests and print the result as "
+                     "`vllm bench serve` lays it out, then what only the simulator sees. Flags are "
+                     "spelled as vllm serve and vllm bench serve spell them.")
+    a.add_setup_args(p)
+    a.add_traffic_args(p)
+    a.add_result_args(p)
+    o = p.add_argument_group("output")
+    o.add_argument("--json", action="store_true",
+                   help="print the result as JSON (the keys --save-result writes) instead of text")
+    o.add_argument("--per-request", metavar="FILE.csv",
+                   help="write one CSV row per request as it finishes (- for standard output)")
+    p.set_defaults(func=run)
+
+
+def result_options(args) -> dict:
+    """--percentile-metrics, --metric-percentiles and --goodput, as the result block takes them."""
+    return {"percentile_metrics": tuple(args.percentile_metrics or report.DEFAULT_PERCENTILE_METRICS),
+            "percentiles": tuple(args.metric_percentiles or report.DEFAULT_METRIC_PERCENTILES),
+            "goodput": dict(args.goodput) if args.goodput else None}
+
+
+def metadata(args) -> dict:
+    out = {}
+    for item in args.metadata or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"argument --metadata: expected KEY=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def result_path(args, setup, date: str) -> str | None:
+    """Where --save-result writes, named as vllm bench serve names it."""
+    if not args.save_result:
+        if args.result_dir or args.result_filename:
+            raise UserError("argument --result-filename/--result-dir: needs --save-result")
+        return None
+    w = setup.scenario.workload
+    label = args.label or report.BACKEND
+    model = (setup.deployment.model.hf_id or setup.deployment.model.id).split("/")[-1]
+    concurrency = f"-concurrency{w.max_concurrency}" if w.max_concurrency else ""
+    if w.ramp_up_strategy:
+        name = (f"{label}-ramp-up-{w.ramp_up_strategy}-{w.ramp_up_start_rps:g}qps-"
+                f"{w.ramp_up_end_rps:g}qps{concurrency}-{model}-{date}.json")
+    else:
+        rate = (w.trace_rate or math.inf) if w.arrival == "trace" else w.request_rate
+        name = f"{label}-{rate}qps{concurrency}-{model}-{date}.json"
+    name = args.result_filename or name
+    return os.path.join(args.result_dir, name) if args.result_dir else name
+
+
+@user_errors
+def run(args: argparse.Namespace) -> int:
+    setup = build_setup(args)
+    opts = result_options(args)
+    date = datetime.now().strftime("%Y%m%d-%H%M%S")
+    meta = metadata(args)
+    path = result_path(args, setup, date)
+    if args.result_dir:
+        try:
+            os.makedirs(args.result_dir, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"argument --result-dir: cannot make {args.result_dir}: {exc.strerror or exc}") from None
+    show = show_progress_default(json_output=args.json)
+    with output_file(args.per_request, "--per-request") as csv_file, \
+            output_file(path, "--result-filename") as result_file:
+        sink = report.PerRequestCsv(csv_file) if csv_file is not None else None
+        with Runner(show_progress=show, profiles=setup.profiles) as runner:
+            result = runner.run(setup.scenario, percentiles=opts["percentiles"], goodput=opts["goodput"],
+                                detailed=args.save_detailed, sink=sink)
+        data = None
+        if result_file is not None or args.json:
+            data = report.bench_result(result, setup, date=date, label=args.label, percentiles=opts["percentiles"],
+                                       detailed=args.save_detailed, metadata=meta)
+        if result_file is not None:
+            report.dump_json(result_file, data, indent=None)
+    if args.json:
+        import sys
+
+        from .output import Sink
+        report.dump_json(Sink(sys.stdout, "standard output"), data)
+        return EXIT_OK
+    print(report.setup_text(setup.scenario, setup.deployment, setup.config))
+    print()
+    print(report.result_block(result.summary, setup.config, setup.deployment, workload=setup.scenario.workload,
+                              percentile_metrics=opts["percentile_metrics"], percentiles=opts["percentiles"],
+                              goodput=bool(opts["goodput"])))
+    if result.failed:
+        print(f"Failed requests (first of {len(result.failed)}): {result.failed[0].error}")
+    if args.per_request and args.per_request != "-":
+        print(f"Per-request results: {args.per_request} ({sink.rows} rows)")
+    if path:
+        print(f"Result saved to {path}")
+    return EXIT_OK

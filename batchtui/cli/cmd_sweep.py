@@ -1,0 +1,190 @@
+"""`batchtui sweep`: the same engine and traffic at several request rates (or max-num-seqs values):
+a table, a chart, and the knee. Each point is one run, judged with `sim.curves.measure_rate`
+(a rate at or above the saturated rate, or one whose latency still climbs, has no steady state
+and is marked unbounded); the knee is `sim.curves.find_knee`'s. Points run in a process pool
+with --jobs, with the same results as one by one."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import textwrap
+from dataclasses import dataclass
+
+from batchtui import report
+from batchtui.asciichart import scatter
+from batchtui.runner import Runner, default_jobs, show_progress_default
+
+from . import args as a
+from . import options as o
+from .exits import EXIT_OK, UserError
+from .output import Sink, output_file
+from .setup import build_setup, user_errors
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from sim.curves import KNEE_LATENCY_FACTOR
+
+    p.description = (
+        "Run the same engine and traffic at several request rates (or values of max-num-seqs), tabulate "
+        "the points and chart throughput against latency (TTFT p99 over rates, TPOT p99 over "
+        "max-num-seqs) with the knee marked. The knee is the last point before that latency passes "
+        f"{KNEE_LATENCY_FACTOR:g}x its value at the first point, before throughput stops rising, or "
+        "before a point with no steady state (at or above the saturated rate, measured with every "
+        "request queued at once, or with latency still climbing through the run). A trace "
+        "(--workload) is rescaled in time to each rate.")
+    s = p.add_argument_group("what to sweep (one of)").add_mutually_exclusive_group(required=True)
+    s.add_argument("--request-rates", type=o.rate_list, metavar="R,R,...",
+                   help="request rates in req/s, such as 2,4,8,16,32,inf")
+    s.add_argument("--max-num-seqs-values", type=o.positive_int_list, metavar="N,N,...",
+                   help="values of --max-num-seqs, such as 16,32,64,128,256")
+    a.add_setup_args(p)
+    a.add_traffic_args(p)
+    out = p.add_argument_group("output")
+    out.add_argument("--knee-factor", type=o.positive_float, default=KNEE_LATENCY_FACTOR, metavar="K",
+                     help=f"latency p99 growth that marks the knee (default {KNEE_LATENCY_FACTOR:g})")
+    out.add_argument("--csv", metavar="FILE", help="also write the points to a CSV file (- for standard output)")
+    out.add_argument("--json", action="store_true", help="print the points as JSON instead")
+    a.add_jobs_arg(p)
+    p.set_defaults(func=run)
+
+
+@dataclass
+class Point:
+    """One swept value's run: whole-run metrics, and whether it has a steady state."""
+
+    value: float
+    metrics: dict
+    bounded: bool
+    note: str
+
+
+def point_task(task: tuple) -> Point:
+    """Run one point (a pool worker's job): (scenario, swept dial, value, saturated rate, requests)."""
+    from sim.curves import measure_rate, runner
+
+    scenario, swept, value, saturated, n = task
+    if swept == "max_num_seqs":
+        scenario = scenario.with_engine(max_num_seqs=value)
+        rate = scenario.workload.trace_rate if scenario.workload.arrival == "trace" else scenario.workload.request_rate
+        if scenario.workload.arrival == "trace" and not rate:
+            return _whole_trace_point(scenario, value)
+    else:
+        rate = value
+    point = measure_rate(runner(scenario, keep_requests=False, api_server=True), float(rate or math.inf),
+                         num_prompts=n, saturated=saturated, min_window=1)
+    return Point(value, point.metrics, point.bounded, point.note)
+
+
+def _whole_trace_point(scenario, value) -> Point:
+    """A trace at its own timing (no rate to judge against saturation): its E2E trend only."""
+    from sim.curves import BACKLOG_SLOPE, latency_percentiles, steady_window
+    from sim.engine import run_scenario
+
+    summary = run_scenario(scenario, keep_records=True, keep_requests=False, api_server=True)
+    window, _ = steady_window(summary.records)
+    stats = latency_percentiles(window if len(window) else summary.records)
+    bounded = stats["e2e_slope"] <= BACKLOG_SLOPE
+    note = "" if bounded else f"the run does not settle (E2E climbs {stats['e2e_slope'] * 1000:.0f} ms per second of arrivals)"
+    return Point(value, summary.metrics, bounded, note)
+
+
+@user_errors
+def run(args: argparse.Namespace) -> int:
+    from sim.curves import find_knee
+    from sim.workload import trace_requests
+
+    by_rate = args.request_rates is not None
+    if by_rate and args.request_rate is not None:
+        raise UserError("argument --request-rate: not allowed with --request-rates")
+    if not by_rate and args.max_num_seqs is not None:
+        raise UserError("argument --max-num-seqs: not allowed with --max-num-seqs-values")
+    if by_rate and args.ramp_up_strategy:
+        raise UserError("argument --ramp-up-strategy: not allowed with --request-rates (each point has its rate)")
+    setup = build_setup(args)
+    if not by_rate and setup.config.batching != "continuous":
+        raise UserError("argument --max-num-seqs-values: max_num_seqs is a continuous-batching "
+                        f"dial; {setup.config.batching} batching ignores it (see --max-batch-size)")
+    swept = "request_rate" if by_rate else "max_num_seqs"
+    values = args.request_rates if by_rate else args.max_num_seqs_values
+    sc = setup.scenario
+    for v in ([] if by_rate else values):  # refuse a bad point before running any
+        sc.with_engine(max_num_seqs=v).engine_config(setup.profiles)
+    w = sc.workload
+    n = (w.trace_requests or len(trace_requests(w))) if w.arrival == "trace" else w.num_prompts
+    lat_key, lat_name = ("p99_ttft_ms", "TTFT") if by_rate else ("p99_tpot_ms", "TPOT")
+    jobs = args.jobs or default_jobs()
+
+    with output_file(args.csv, "--csv") as csv_file:
+        with Runner(show_progress=show_progress_default(args.json), profiles=setup.profiles) as runner:
+            saturated = None
+            if by_rate:
+                runner.expect(n * (len(values) + 1))
+                sat = point_task((sc, "request_rate", math.inf, None, n))
+                saturated = sat.metrics["request_throughput"]
+                runner.finished(n)
+            else:
+                runner.expect(n * len(values))
+            tasks = [(sc, swept, v, saturated, n) for v in values]
+            points = runner.map(point_task, tasks, jobs, description=f"sweeping {swept}",
+                                requests=lambda p: p.metrics["completed"])
+        knee = find_knee(values, [p.metrics["output_throughput"] for p in points],
+                         [p.metrics[lat_key] for p in points], factor=args.knee_factor,
+                         latency_name=lat_name, bounded=[p.bounded for p in points])
+        knee_index, explain = knee.index, None
+        if not by_rate:
+            knee_index, explain = _seats_bind(values, points, knee)
+        if csv_file is not None:
+            write_csv(csv_file, swept, points, knee_index)
+
+    if args.json:
+        report.dump_json(Sink(sys.stdout, "standard output"), {
+            "swept": swept, "saturated_rate": saturated, "knee_index": knee_index,
+            "knee_reason": (knee.reason or None) if explain is None else "not_binding",
+            "knee_latency": lat_key, "knee_factor": args.knee_factor,
+            "points": [{swept: p.value, "bounded": p.bounded, "note": p.note or None, **p.metrics} for p in points],
+        })
+        return EXIT_OK
+    label = "rate" if by_rate else "max_num_seqs"
+    print(report.setup_text(sc, setup.deployment, setup.config, swept=swept))
+    print()
+    print(report.sweep_table(swept, [p.value for p in points], points, knee_index,
+                             bounded=[p.bounded for p in points]))
+    print()
+    if saturated is not None:
+        print(f"Saturated rate ({n} requests queued at once): {saturated:.2f} req/s; a point at or above "
+              "it has no steady state.")
+    print(textwrap.fill(explain or knee.explain(values, label, args.knee_factor, lat_name), width=100))
+    print()
+    chart = scatter([(p.metrics["output_throughput"], p.metrics[lat_key]) for p in points],
+                    highlight=knee_index, y_label=f"{lat_name} p99 (ms, log scale)",
+                    x_label="output throughput (tok/s)   o = point, * = knee")
+    print("\n".join(chart))
+    if args.csv and args.csv != "-":
+        print(f"\nPoints written to {args.csv}")
+    return EXIT_OK
+
+
+def _seats_bind(values, points, knee) -> tuple[int | None, str | None]:
+    """Over max_num_seqs, a flat stretch where fewer requests run than the seats allow is the
+    traffic's doing, not a knee: say so instead."""
+    for j, (v, p) in enumerate(zip(values, points)):
+        if p.metrics["max_running"] < v and (knee.index is None or j <= knee.index + 1):
+            if knee.index is not None and knee.reason != "throughput":
+                return knee.index, None
+            return None, (f"No knee: from max_num_seqs {v} on, at most {p.metrics['max_running']} requests "
+                          "ran at once, so the seats never filled: the traffic, not max_num_seqs, limits "
+                          "the batch (raise the rate: --request-rate, which also rescales a trace).")
+    return knee.index, None
+
+
+def write_csv(handle, swept: str, points, knee: int | None) -> None:
+    import csv
+
+    rows = [{swept: report.rate_text(p.value) if swept == "request_rate" else p.value,
+             "bounded": int(p.bounded), **report.flat_metrics(p.metrics), "knee": int(i == knee)}
+            for i, p in enumerate(points)]
+    writer = csv.DictWriter(handle, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)

@@ -1,0 +1,121 @@
+"""Result files that never cost the user a file.
+
+A result is written to a temporary file beside the target and renamed into place only when the
+command succeeds, so a failing run leaves every existing file as it was; nothing this program did
+not create is ever removed. `-` means standard output. A character device or a named pipe (such as
+/dev/null or a process substitution) is written directly, as a stream; anything else that is not
+a regular file (a directory, a block device) is refused, as is a read-only file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from .exits import OutputError, UserError
+
+
+class Sink:
+    """A text stream whose write errors (a full disk, an I/O error) become one-line OutputErrors."""
+
+    def __init__(self, handle, shown: str) -> None:
+        self._handle = handle
+        self.shown = shown
+
+    def write(self, text: str) -> int:
+        try:
+            return self._handle.write(text)
+        except BrokenPipeError:
+            raise  # the reader went away (`| head`): main stops quietly
+        except OSError as exc:
+            raise OutputError(f"cannot write {self.shown}: {exc.strerror or exc}") from None
+
+    def flush(self) -> None:
+        try:
+            self._handle.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(f"cannot write {self.shown}: {exc.strerror or exc}") from None
+
+
+def _refuse(flag: str, path: str, why: str) -> UserError:
+    return UserError(f"argument {flag}: cannot write {path}: {why}")
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def output_file(path: str | None, flag: str) -> Iterator[Sink | None]:
+    """Yield a Sink for `path` (None when no path was given). The file appears, whole, only when
+    the block ends without an exception."""
+    if path is None:
+        yield None
+        return
+    if path == "-":
+        yield Sink(sys.stdout, "standard output")
+        sys.stdout.flush()
+        return
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise _refuse(flag, path, exc.strerror or str(exc)) from None
+    if st is not None and (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+        yield from _stream(path, flag)
+        return
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise _refuse(flag, path, "it is a directory")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise _refuse(flag, path, "it is not a regular file (use - for standard output)")
+    if st is not None and (not st.st_mode & 0o222 or not os.access(path, os.W_OK)):
+        raise _refuse(flag, path, "the file is read-only")
+    target = Path(os.path.realpath(path))  # through a symbolic link: replace what it points to
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise _refuse(flag, path, exc.strerror or str(exc)) from None
+    tmp = Path(tmp_name)
+    handle = os.fdopen(fd, "w", encoding="utf-8", newline="")
+    sink = Sink(handle, path)
+    committed = False
+    try:
+        yield sink
+        sink.flush()
+        try:
+            handle.close()
+            os.chmod(tmp, stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask())
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+        committed = True
+    finally:
+        if not committed:
+            with contextlib.suppress(OSError):
+                handle.close()
+            with contextlib.suppress(OSError):
+                tmp.unlink()  # ours: made above
+
+
+def _stream(path: str, flag: str) -> Iterator[Sink]:
+    try:
+        handle = open(path, "w", encoding="utf-8", newline="")
+    except OSError as exc:
+        raise _refuse(flag, path, exc.strerror or str(exc)) from None
+    sink = Sink(handle, path)
+    try:
+        yield sink
+        sink.flush()
+    finally:
+        with contextlib.suppress(OSError):
+            handle.close()

@@ -1,0 +1,52 @@
+"""The argument parser. A subcommand's flags are added only when that subcommand is on the command
+line, so `batchtui` alone (the tutorial) and `batchtui --help` import no subcommand module, and
+with it neither numpy nor the simulator."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+# name -> (module defining add_arguments(parser) and HELP, one line of help)
+SUBCOMMANDS = {
+    "sim": "batchtui.cli.cmd_sim",
+    "sweep": "batchtui.cli.cmd_sweep",
+    "plan": "batchtui.cli.cmd_plan",
+    "steps": "batchtui.cli.cmd_steps",
+    "trace": "batchtui.cli.cmd_trace",
+}
+HELP = {
+    "sim": "simulate one serving run and print a vllm bench serve style result",
+    "sweep": "run the same traffic at several rates (or max-num-seqs values)",
+    "plan": "the highest rate per replica that meets an SLO, and replicas checked at the peak",
+    "steps": "list the twenty steps with your completion marks",
+    "trace": "replay a vLLM scheduler case iteration by iteration",
+}
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with its mistakes on one line (no usage block): `prog: error: ... (see --help)`."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def chosen_command(argv: list[str]) -> str | None:
+    """The subcommand named on the command line, if any (its first word that names one)."""
+    return next((word for word in argv if word in SUBCOMMANDS), None)
+
+
+def build_parser(populate: str | None = None) -> Parser:
+    """The whole parser; only `populate`'s subcommand gets its flags (the others only their help)."""
+    parser = Parser(prog="batchtui",
+                    description="Learn how LLM inference servers batch requests, on a live simulation. "
+                                "With no command, opens the tutorial.")
+    from batchtui.tui import add_app_arguments
+
+    add_app_arguments(parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module in SUBCOMMANDS.items():
+        p = sub.add_parser(name, help=HELP[name], description=HELP[name])
+        if name == populate:
+            importlib.import_module(module).add_arguments(p)
+    return parser

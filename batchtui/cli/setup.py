@@ -1,0 +1,239 @@
+"""From flags to a scenario the engine runs, with vLLM's validation and messages that name the flag.
+
+A dial left out takes vLLM 0.33's `vllm serve` default for the GPU (`Scenario.engine_config`);
+traffic left out takes `vllm bench serve`'s defaults, or the `--scenario` file's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import math
+import os
+from dataclasses import replace
+
+from sim.errors import ConfigError
+from sim.scenario import Scenario
+from sim.workload import LengthSpec, WorkloadSpec
+
+from . import args as a
+from . import options as o
+from .exits import UserError
+
+# Dial names in the simulator's messages -> the flags that set them (engine flags come from the
+# table in options; these are the rest).
+TRAFFIC_FLAGS = {
+    "gpu": "--gpu", "model": "--model", "request_rate": "--request-rate", "num_prompts": "--num-prompts",
+    "input_len": "--random-input-len", "input_dist": "--input-dist", "input_len_low": "--input-len-min",
+    "input_len_high": "--input-len-max", "input_len_sigma": "--input-sigma", "output_len": "--random-output-len",
+    "output_dist": "--output-dist", "output_len_low": "--output-len-min", "output_len_high": "--output-len-max",
+    "output_len_sigma": "--output-sigma", "burst_size": "--burst-size", "workload": "--workload",
+    "burstiness": "--burstiness", "max_concurrency": "--max-concurrency",
+    "ramp_up_start_rps": "--ramp-up-start-rps", "ramp_up_end_rps": "--ramp-up-end-rps",
+    "dataset_path": "--dataset-path",
+}
+ALLOW_LONG_MAX_MODEL_LEN = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+
+
+def dial_flags() -> dict[str, str]:
+    flags = {f.dial: f.flag for f in o.engine_flags()}
+    flags.update(TRAFFIC_FLAGS)
+    return flags
+
+
+def _given(args: argparse.Namespace) -> dict[str, str]:
+    """Dial name -> flag, for the dials set on this command line."""
+    given = {}
+    for dial, flag in dial_flags().items():
+        if getattr(args, o.dest(flag), None) is not None or getattr(args, dial, None) is not None:
+            given[dial] = flag
+    return given
+
+
+def translate(exc: ConfigError, given: dict[str, str]) -> str:
+    """A ConfigError in the words of the command line: the flag, when the user gave it."""
+    text = str(exc)
+    flag = given.get(exc.dial)
+    prefix = f"{exc.dial} = {exc.value!r}"
+    if flag and text.startswith(prefix):
+        shown = exc.value
+        if exc.dial == "max_queue_delay":  # the flag takes ms, the dial seconds
+            shown = f"{exc.value * 1000:g}"
+        return f"argument {flag}: {shown}" + text[len(prefix):]
+    other = dial_flags().get(exc.dial)
+    if other and exc.dial not in given:
+        return text.rstrip(".") + f"; set it with {other}."
+    return text
+
+
+def user_errors(func):
+    """Turn the simulator's ConfigErrors into messages that name the flag."""
+    @functools.wraps(func)
+    def wrapper(args: argparse.Namespace) -> int:
+        try:
+            return func(args)
+        except ConfigError as exc:
+            raise UserError(translate(exc, _given(args))) from None
+    return wrapper
+
+
+class Setup:
+    """A scenario built from flags, resolved against the profiles: what the engine will run."""
+
+    def __init__(self, scenario: Scenario, profiles) -> None:
+        self.scenario = scenario
+        self.profiles = profiles
+        self.deployment = scenario.deployment(profiles)
+        self.config = scenario.engine_config(profiles)
+        scenario.workload.validate()
+
+    def with_scenario(self, scenario: Scenario) -> "Setup":
+        return Setup(scenario, self.profiles)
+
+
+def default_workload() -> WorkloadSpec:
+    """vllm bench serve's traffic when no flag says otherwise."""
+    return WorkloadSpec(arrival="gamma", request_rate=math.inf, num_prompts=a.DEFAULT_NUM_PROMPTS,
+                        input=LengthSpec(mean=a.DEFAULT_INPUT_LEN), output=LengthSpec(mean=a.DEFAULT_OUTPUT_LEN),
+                        burstiness=1.0)
+
+
+def build_setup(args: argparse.Namespace, *, rate_flag: bool = True) -> Setup:
+    sc = Scenario.load(args.scenario) if args.scenario else Scenario(workload=default_workload())
+    if args.profiles:
+        sc = replace(sc, profiles_path=args.profiles)
+    profiles = sc.profiles()
+    changes = {}
+    if args.gpu is not None:
+        changes["gpu"] = o.resolve_gpu(args.gpu, profiles)
+    if args.model is not None:
+        changes["model"] = o.resolve_model(args.model, profiles)
+    if getattr(args, "seed", None) is not None:
+        changes["seed"] = args.seed
+    engine = {}
+    for f in o.engine_flags():
+        value = getattr(args, f.dial, None)
+        if value is None:
+            continue
+        if f.dial == "kv_cache_dtype":
+            value = o.KV_CACHE_DTYPE_ALIASES.get(value, value)
+        if f.dial == "max_queue_delay":
+            value = value / 1000  # ms on the command line, seconds in the engine
+        if f.where == "deployment":
+            changes[f.dial] = value
+        else:
+            engine[f.dial] = value
+    sc = replace(sc, **changes)
+    model = profiles.model(sc.model)
+    if model.kind == "encoder" and "batching" not in engine and "batching" not in sc.engine:
+        engine["batching"] = "dynamic"  # an encoder is served by dynamic batching only
+    sc = sc.with_engine(**engine)
+    sc = replace(sc, workload=_workload(args, sc.workload, model, rate_flag, bool(args.scenario)))
+    _check_like_vllm(args, sc, profiles, model)
+    return Setup(sc, profiles)
+
+
+def _workload(args, w: WorkloadSpec, model, rate_flag: bool, from_file: bool) -> WorkloadSpec:
+    rate = getattr(args, "request_rate", None) if rate_flag else None
+    dataset = args.dataset_name
+    path = args.dataset_path
+    if args.workload is not None:
+        if dataset not in (None, "timed_trace") or path is not None:
+            raise UserError("argument --workload: not allowed with --dataset-name/--dataset-path "
+                            "(--workload FILE is --dataset-name timed_trace --dataset-path FILE)")
+        dataset, path = "timed_trace", args.workload
+    if dataset in ("random", None) and path is not None and dataset is not None:
+        raise UserError("argument --dataset-path: not allowed with --dataset-name random (vLLM's rule: "
+                        "name the file's kind, sharegpt, custom or timed_trace)")
+    if dataset in ("sharegpt", "custom", "timed_trace") and path is None:
+        raise UserError(f"argument --dataset-name: {dataset} needs --dataset-path FILE")
+    if dataset is None and path is not None:
+        raise UserError("argument --dataset-path: give --dataset-name too (sharegpt, custom or timed_trace)")
+    if args.ramp_up_strategy is not None:
+        if rate is not None:
+            raise UserError("argument --request-rate: not allowed with --ramp-up-strategy (the ramp "
+                            "sets the rate), as in vllm bench serve")
+        if args.ramp_up_start_rps is None or args.ramp_up_end_rps is None:
+            raise UserError("argument --ramp-up-strategy: give both --ramp-up-start-rps and --ramp-up-end-rps")
+        if args.ramp_up_start_rps > args.ramp_up_end_rps:
+            raise UserError(f"argument --ramp-up-end-rps: {args.ramp_up_end_rps:g} is below the start rate "
+                            f"{args.ramp_up_start_rps:g}")
+    elif args.ramp_up_start_rps is not None or args.ramp_up_end_rps is not None:
+        raise UserError("argument --ramp-up-start-rps: needs --ramp-up-strategy linear or exponential")
+    if args.random_range_ratio and (args.input_dist or args.output_dist):
+        raise UserError("argument --random-range-ratio: not allowed with --input-dist/--output-dist")
+
+    if dataset == "timed_trace":
+        clash = [f for f, v in (("--arrival", args.arrival), ("--burstiness", args.burstiness),
+                                ("--ramp-up-strategy", args.ramp_up_strategy)) if v is not None]
+        if clash:
+            raise UserError(f"argument {clash[0]}: not allowed with a trace (the trace sets the arrivals)")
+        w = replace(w, arrival="trace", trace_path=path, dataset="random", dataset_path="",
+                    trace_rate=rate or 0.0, trace_requests=args.num_prompts or 0)
+    else:
+        if w.arrival == "trace":
+            w = replace(w, arrival="gamma")
+        if rate is not None:
+            w = replace(w, request_rate=rate)
+        if args.num_prompts is not None:
+            w = replace(w, num_prompts=args.num_prompts)
+        if args.arrival is not None:
+            w = replace(w, arrival=args.arrival)
+        if args.burstiness is not None:
+            w = replace(w, burstiness=args.burstiness)
+            if args.arrival is None and w.arrival == "poisson":
+                w = replace(w, arrival="gamma")
+        if args.ramp_up_strategy is not None:
+            w = replace(w, arrival="gamma", ramp_up_strategy=args.ramp_up_strategy,
+                        ramp_up_start_rps=args.ramp_up_start_rps, ramp_up_end_rps=args.ramp_up_end_rps)
+        if args.burst_size is not None:
+            w = replace(w, burst_size=args.burst_size)
+        if dataset in ("sharegpt", "custom"):
+            fixed = args.output_len or (args.sharegpt_output_len if dataset == "sharegpt" else args.custom_output_len)
+            w = replace(w, dataset=dataset, dataset_path=path, dataset_output_len=fixed or 0)
+        elif dataset == "random":
+            w = replace(w, dataset="random", dataset_path="")
+    if args.max_concurrency is not None:
+        w = replace(w, max_concurrency=args.max_concurrency)
+    for side in ("input", "output"):
+        spec = getattr(w, side)
+        mean = getattr(args, f"{side}_len")
+        if side == "input" and model.kind == "encoder" and mean is None and not from_file:
+            mean = model.input_len  # an embedder's requests are its fixed input length
+        fields = {"dist": getattr(args, f"{side}_dist"), "mean": mean,
+                  "low": getattr(args, f"{side}_len_min"), "high": getattr(args, f"{side}_len_max"),
+                  "sigma": getattr(args, f"{side}_sigma")}
+        spec = replace(spec, **{k: v for k, v in fields.items() if v is not None})
+        if args.random_range_ratio:
+            r = args.random_range_ratio
+            low = math.floor(spec.mean * (1 - r))
+            high = math.ceil(spec.mean * (1 + r))
+            spec = replace(spec, dist="uniform", low=max(1, low), high=max(1, high))
+        w = replace(w, **{side: spec})
+    if w.num_prompts == 0 and w.arrival != "trace":
+        raise UserError("the scenario's traffic is endless (num_prompts = 0); give --num-prompts N")
+    return w
+
+
+def _check_like_vllm(args, sc: Scenario, profiles, model) -> None:
+    """What `vllm serve` and `vllm bench serve` refuse before serving anything."""
+    config = sc.engine_config(profiles)
+    if config.max_model_len > model.max_model_len and not _truthy(os.environ.get(ALLOW_LONG_MAX_MODEL_LEN)):
+        flag = "argument --max-model-len: " if args.max_model_len is not None else ""
+        raise UserError(f"{flag}{config.max_model_len} is longer than {model.name}'s context "
+                        f"({model.max_model_len} tokens); vLLM refuses it unless "
+                        f"{ALLOW_LONG_MAX_MODEL_LEN}=1 is set")
+    if sc.num_gpu_blocks_override is not None and model.has_kv_cache:
+        fits = replace(sc, num_gpu_blocks_override=None).deployment(profiles).num_gpu_blocks
+        if sc.num_gpu_blocks_override > fits:
+            raise UserError(f"argument --num-gpu-blocks-override: {sc.num_gpu_blocks_override} is not "
+                            f"allowed: at most {fits:,} blocks fit in GPU memory at "
+                            f"--gpu-memory-utilization {sc.gpu_memory_utilization:g} (vLLM would run out "
+                            "of memory allocating the cache)")
+    if sc.workload.max_concurrency:
+        raise UserError("argument --max-concurrency: not yet modelled (the engine does not hold "
+                        "requests back on the client side yet); leave it out")
+
+
+def _truthy(value: str | None) -> bool:
+    return bool(value) and value.strip().lower() not in ("0", "false", "no", "")

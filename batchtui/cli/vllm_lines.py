@@ -1,0 +1,80 @@
+"""The `vllm serve` and `vllm bench serve` command lines that reproduce a simulated setup on a
+real GPU: every dial the simulation assumed, spelled from the engine flag table."""
+
+from __future__ import annotations
+
+import math
+import shlex
+
+from . import options as o
+
+
+def hf_id(model) -> str:
+    """The name `vllm serve` takes: the profile's Hugging Face id, else its own id."""
+    return model.hf_id or model.id
+
+
+def serve_dials(setup, config=None) -> dict:
+    """flag -> value for every vllm serve dial the simulation ran with (bools as themselves)."""
+    config = config or setup.config
+    sc = setup.scenario
+    values = {**{k: getattr(sc, k) for k in ("tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization",
+                                             "block_size", "num_gpu_blocks_override")},
+              **config.to_dict()}
+    if values["kv_cache_dtype"] == "bf16":
+        values["kv_cache_dtype"] = "bfloat16"
+    out = {}
+    for f in o.engine_flags():
+        if not f.vllm or values.get(f.dial) is None:
+            continue
+        out[f.flag] = values[f.dial]
+    out["--enable-prefix-caching"] = False  # vLLM enables it by default; the simulation has none
+    return out
+
+
+def _words(dials: dict) -> list[str]:
+    words = []
+    for flag, value in dials.items():
+        if isinstance(value, bool):
+            words.append(flag if value else "--no-" + flag[2:])
+        else:
+            words += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    return words
+
+
+def serve_command(setup) -> str:
+    return " ".join(["vllm", "serve", hf_id(setup.deployment.model), *_words(serve_dials(setup))])
+
+
+def llm_call(setup, config) -> str:
+    """The same dials as arguments of vLLM's offline `LLM` class."""
+    kwargs = {"model": hf_id(setup.deployment.model)}
+    for flag, value in serve_dials(setup, config).items():
+        kwargs[o.dest(flag)] = value
+    return "LLM(" + ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) + ")"
+
+
+def bench_command(setup, rate: float, num_prompts: int, goodput: dict | None = None) -> str:
+    """`vllm bench serve` sending this traffic at `rate` to the server `serve_command` starts."""
+    w = setup.scenario.workload
+    words = ["vllm", "bench", "serve", "--model", hf_id(setup.deployment.model)]
+    if w.arrival == "trace":
+        words += ["--dataset-name", "timed_trace", "--dataset-path", w.trace_path]
+    elif w.dataset != "random":
+        words += ["--dataset-name", w.dataset, "--dataset-path", w.dataset_path]
+        if w.dataset_output_len:
+            words += [f"--{w.dataset}-output-len", str(w.dataset_output_len)]
+    else:
+        words += ["--dataset-name", "random", "--random-input-len", str(w.input.mean),
+                  "--random-output-len", str(w.output.mean)]
+        if w.input.dist == "uniform" and w.input.mean:
+            words += ["--random-range-ratio", f"{(w.input.high - w.input.mean) / w.input.mean:.3g}"]
+    words += ["--num-prompts", str(num_prompts),
+              "--request-rate", "inf" if math.isinf(rate) else f"{rate:.2f}"]
+    if w.arrival == "gamma" and w.burstiness != 1:
+        words += ["--burstiness", f"{w.burstiness:g}"]
+    if goodput:
+        words += ["--goodput", *(f"{k}:{v:g}" for k, v in goodput.items())]
+    words += ["--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
+              "--seed", str(setup.scenario.seed), "--save-result"]
+    return " ".join(shlex.quote(x) if x != shlex.quote(x) and not x.startswith("--") else x for x in words)
