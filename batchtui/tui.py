@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -22,7 +23,10 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_app(args: argparse.Namespace) -> int:
-    """Run the tutorial. User errors print one line to stderr and return 2."""
+    """Run the tutorial. User errors print one line to stderr and return 2.
+
+    Exit status: 0 after a quit; 1 if an error stopped the app (one line on stderr says where its
+    report is); 129 if the terminal went away; 130 or 143 after SIGINT or SIGTERM."""
     from sim.errors import SimError
 
     from .settings import AppSettings
@@ -64,13 +68,32 @@ def run_app(args: argparse.Namespace) -> int:
             return 1
         step_list[-1] = replace(playground, scenario=scenario)
         start = playground.number
+    if "TEXTUAL_DRIVER" not in os.environ and not sys.stdin.isatty():  # (textual-serve sets it)
+        print("batchtui: the tutorial reads its keys from a terminal, and its input is not one; "
+              "the headless tools (batchtui sim, sweep, plan, steps, trace) need none.", file=sys.stderr)
+        return 2
     settings = AppSettings(ascii_only=args.ascii, fps=args.fps, start_step=start,
                            reset_progress=args.reset_progress, scenario_path=args.scenario)
 
+    from . import crash, terminal
     from .app import BatchApp
 
-    BatchApp(step_list, settings).run(mouse=False)
-    return 0
+    app = BatchApp(step_list, settings)
+    try:
+        app.run(mouse=False)
+    except Exception as exc:  # outside Textual's loop: starting or stopping the terminal driver
+        if app.terminal_lost:
+            terminal.silence_standard_streams()
+            return terminal.EXIT_HANGUP
+        print(crash.record(app.store.directory, exc, {"when": "starting or stopping the app"}), file=sys.stderr)
+        return 1
+    if app.terminal_lost:
+        terminal.silence_standard_streams()
+        return terminal.EXIT_HANGUP
+    if app.crash_message is not None:
+        print(app.crash_message, file=sys.stderr)
+        return 1
+    return app.return_code or 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -73,6 +74,9 @@ class TutorialScreen(Screen):
         self._opening: object | None = None
         """The step whose simulation starts after the next refresh (see `show_step`)."""
         self._first_opening = True
+        self._changing = asyncio.Lock()
+        """Held while a step opens or its activity changes: keys and a table-of-contents choice
+        arriving together take turns, so none works on widgets another is replacing."""
 
     @property
     def step(self):
@@ -120,6 +124,11 @@ class TutorialScreen(Screen):
     # -- steps
     async def show_step(self, index: int) -> None:
         """Open step `index` (0-based): its text, dials, views and a fresh simulation."""
+        async with self._changing:
+            if self.is_attached:  # not while the app is closing
+                await self._show_step(index)
+
+    async def _show_step(self, index: int) -> None:
         index = max(0, min(len(self.summaries) - 1, index))
         try:
             step = self.steps[index]
@@ -345,13 +354,15 @@ class TutorialScreen(Screen):
         self._update_keys()
 
     async def action_give_up(self) -> None:
-        await self.query_one(ActivityPanel).give_up()
-        self._update_keys()  # a reading answered this way takes no more number keys
+        async with self._changing:
+            await self.query_one(ActivityPanel).give_up()
+            self._update_keys()  # a reading answered this way takes no more number keys
 
     async def action_new_question(self) -> None:
-        await self.query_one(ActivityPanel).new_question()
-        self._set_hints()
-        self._update_keys()  # a new reading question takes number keys again
+        async with self._changing:
+            await self.query_one(ActivityPanel).new_question()
+            self._set_hints()
+            self._update_keys()  # a new reading question takes number keys again
 
     def action_save_scenario(self) -> None:
         from steps.activities import save_scenario

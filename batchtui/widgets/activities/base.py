@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.message import Message
 
 from ..lesson import LessonMarkdown
@@ -69,12 +70,23 @@ class ActivityView(Vertical):
 
         def work() -> None:
             result = draw()
-            self.app.call_from_thread(present, result)
+            self.app.call_from_thread(self._present_while_shown, present, result)
 
         def start() -> None:
             self.run_worker(work, thread=True, group="question", exclusive=True)
 
         self.call_after_refresh(self.set_timer, self.PREPARE_DELAY, start)
+
+    async def _present_while_shown(self, present, result) -> None:
+        # This runs in a task of its own: the learner may leave the step (and this view be
+        # removed) before or while it runs. Then there is nothing left to show it in.
+        if not self.is_attached:
+            return
+        try:
+            await present(result)
+        except NoMatches:
+            if self.is_attached:
+                raise
 
     def bring_into_view(self, widget, top: bool = False) -> None:
         """Scroll the lesson pane to `widget` once its new content is laid out (feedback and
