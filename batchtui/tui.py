@@ -50,14 +50,12 @@ def run_app(args: argparse.Namespace) -> int:
         return 2
     start = args.step
     if args.scenario is not None:
-        from sim.scenario import Scenario
+        from .scenario_files import Unusable, read_scenario
 
         try:
-            scenario = Scenario.load(args.scenario)
-            scenario.engine_config()
-            scenario.deployment()
-        except SimError as exc:
-            print(f"batchtui: {exc}", file=sys.stderr)
+            scenario = read_scenario(args.scenario)
+        except Unusable as exc:
+            print(f"batchtui: --scenario: {exc}", file=sys.stderr)
             return 2
         from dataclasses import replace
 

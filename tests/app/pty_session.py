@@ -31,20 +31,22 @@ def key_bytes(*keys: str) -> bytes:
 
 
 class PtySession:
-    """`python -m batchtui ARGS` on a pty of `cols`x`rows`, its state under `state_home`.
+    """`python -m batchtui ARGS` (or `command` + ARGS) on a pty of `cols`x`rows`, its state under
+    `state_home`.
 
     The child gets its own session without a controlling terminal, so closing the pty sends it
     no SIGHUP: what it sees is only a read error or end of file on its input."""
 
     def __init__(self, args: list[str], state_home: Path, cols: int = 80, rows: int = 24,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, command: list[str] | None = None) -> None:
         self.master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         environment = dict(os.environ, TERM="xterm-256color", XDG_STATE_HOME=str(state_home))
         for name in ("NO_COLOR", "COLORTERM", "TEXTUAL", "TEXTUAL_DRIVER"):
             environment.pop(name, None)
         environment.update(env or {})
-        self.proc = subprocess.Popen([sys.executable, "-m", "batchtui", *args], stdin=slave, stdout=slave,
+        command = command or [sys.executable, "-m", "batchtui"]
+        self.proc = subprocess.Popen([*command, *args], stdin=slave, stdout=slave,
                                      stderr=slave, env=environment, start_new_session=True, close_fds=True)
         os.close(slave)
         self.screen = pyte.Screen(cols, rows)
