@@ -16,26 +16,28 @@ from .modal import OverlayScreen
 class FilePromptScreen(OverlayScreen[Path | None]):
     """Dismisses with the file named, or None (Esc, or Enter on an empty line).
 
-    Saving over a file that exists takes a second Enter; opening a file that is not there (or is
-    a folder) says so and keeps the prompt open, so a typo costs one key."""
+    Saving over a file that exists takes a second Enter, unless it is `own_file` (the one this
+    session saved or opened); opening a file that is not there (or is a folder) says so and keeps
+    the prompt open, so a typo costs one key."""
 
     CSS_PATH = Path(__file__).with_suffix(".tcss")
     BINDINGS = [Binding("escape", "close", "cancel")]
 
-    def __init__(self, title: str, suggestion: Path, saving: bool) -> None:
+    def __init__(self, title: str, suggestion: Path, saving: bool, own_file: Path | None = None) -> None:
         super().__init__()
         self.title_text = title
         self.suggestion = suggestion
         self.saving = saving
-        self._confirmed: Path | None = None
-        """The existing file a first Enter was warned about; a second Enter on it replaces it."""
+        self._confirmed: Path | None = own_file
+        """An existing file Enter may replace: this session's own, or one a first Enter warned about."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="file-prompt-body"):
             yield Static(self.title_text, id="file-prompt-title", markup=False)
-            yield AnswerBox(str(self.suggestion), id="file-prompt-input")
-            yield Static("Enter: " + ("save" if self.saving else "open") + "   Esc, or Enter on an empty "
-                         "line: cancel", id="file-prompt-status", markup=False)
+            # The cursor at the end, nothing selected: the usual edit is the file name.
+            yield AnswerBox(str(self.suggestion), id="file-prompt-input", select_on_focus=False)
+            yield Static(f"Enter {'saves' if self.saving else 'opens'}   ctrl+u clears   "
+                         "Esc (or Enter on an empty line) cancels", id="file-prompt-status", markup=False)
 
     def on_mount(self) -> None:
         found = self.query(Input)

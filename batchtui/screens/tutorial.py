@@ -376,7 +376,8 @@ class TutorialScreen(Screen):
                 self.say(save_scenario_file(self.sim.engine.scenario, path))
 
         if self.sim is not None:
-            self.app.push_screen(FilePromptScreen("Save this scenario as", self._suggested_file(), saving=True), chosen)
+            self.app.push_screen(FilePromptScreen("Save this scenario as", self._suggested_file(), saving=True,
+                                                  own_file=self.scenario_file), chosen)
 
     def action_load_scenario(self) -> None:
         from ..scenario_files import Unusable, read_scenario
