@@ -11,7 +11,7 @@ from textual.app import App
 from textual.geometry import Size
 from textual.scrollbar import ScrollBar, ScrollBarRender
 
-from . import crash, terminal
+from . import terminal
 from .glyphs import ascii_text
 from .progress import Progress, ProgressStore
 from .screens.help import HelpScreen
@@ -71,6 +71,9 @@ class BatchApp(App):
             self.startup_notice = f"{self.startup_notice} {missing}" if self.startup_notice else missing
         index = numbers.index(wanted) if wanted in numbers else 0
         self.tutorial = TutorialScreen(self.steps, index)
+        # Its breakpoint class now rather than at its first resize, which would restyle every
+        # widget once more before the first frame (about a tenth of the time to it).
+        self.tutorial.add_class(*breakpoint_classes(TutorialScreen, self.size))
         self.push_screen(self.tutorial)
         self.call_after_refresh(self._check_size)
         if not self.is_headless:
@@ -131,6 +134,8 @@ class BatchApp(App):
                 saved = not (self.store.save_failed or self.store.keep_file)
             except Exception:
                 pass
+            from . import crash
+
             self.crash_message = crash.record(self.store.directory, error, self._crash_context(), saved)
         self.panic()  # stop at once, print nothing: run_app prints the line
 
@@ -182,6 +187,18 @@ class BatchApp(App):
     def action_help(self) -> None:
         if not isinstance(self.screen, (HelpScreen, TooSmallScreen)):
             self.push_screen(HelpScreen())
+
+
+def breakpoint_classes(screen_class, size: Size) -> list[str]:
+    """The classes Textual gives a screen of this class at `size` (for each axis, the highest
+    breakpoint it reaches), so a screen can carry them from the start."""
+    classes = []
+    for breakpoints, extent in ((screen_class.HORIZONTAL_BREAKPOINTS, size.width),
+                                (screen_class.VERTICAL_BREAKPOINTS, size.height)):
+        reached = [(threshold, name) for threshold, name in breakpoints or () if extent >= threshold]
+        if reached:
+            classes.append(max(reached)[1])
+    return classes
 
 
 def _is_terminal_error(error: BaseException) -> bool:
