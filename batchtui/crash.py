@@ -44,6 +44,9 @@ def format_report(error: BaseException, context: Mapping[str, object]) -> str:
     head.append("")
     try:
         lines = "".join(traceback.format_exception(error)).splitlines()
+        inner = getattr(error, "error", None)  # Textual's WorkerFailed holds the worker's error
+        if isinstance(inner, BaseException) and inner is not error.__cause__:
+            lines += ["", "The worker's error:"] + "".join(traceback.format_exception(inner)).splitlines()
     except Exception as exc:  # a broken __str__ must not stop the report
         lines = [f"(the traceback could not be formatted: {type(exc).__name__})", short_error(error)]
     body = [_cap_line(line) for line in lines]

@@ -27,6 +27,17 @@ def run_app(args: argparse.Namespace) -> int:
 
     Exit status: 0 after a quit; 1 if an error stopped the app (one line on stderr says where its
     report is); 129 if the terminal went away; 130 or 143 after SIGINT or SIGTERM."""
+    try:
+        return _run_app(args)
+    except Exception as exc:  # before the app took the terminal: the same report and line
+        from . import crash
+        from .progress import state_dir
+
+        print(crash.record(state_dir(), exc, {"when": "starting the tutorial"}), file=sys.stderr)
+        return 1
+
+
+def _run_app(args: argparse.Namespace) -> int:
     from sim.errors import SimError
 
     from .settings import AppSettings

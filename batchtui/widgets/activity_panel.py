@@ -91,6 +91,6 @@ class ActivityPanel(Vertical):
 
 
 PLAYGROUND_MD = """\
-**Files**: `w` saves this scenario as a TOML file (in your state folder unless you name
-another); `o` opens one (`batchtui --scenario FILE` opens one here at launch).
+**Files**: `w` writes this scenario to a TOML file in your state folder; `o` opens it again
+(`batchtui --scenario FILE` opens any saved one here).
 """

@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import os
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -46,8 +47,11 @@ class PtySession:
             environment.pop(name, None)
         environment.update(env or {})
         command = command or [sys.executable, "-m", "batchtui"]
+        # Its working directory is its own: a file prompt given a relative name writes there.
+        state_home.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen([*command, *args], stdin=slave, stdout=slave,
-                                     stderr=slave, env=environment, start_new_session=True, close_fds=True)
+                                     stderr=slave, env=environment, start_new_session=True, close_fds=True,
+                                     cwd=state_home)
         os.close(slave)
         self.screen = pyte.Screen(cols, rows)
         self._stream = pyte.ByteStream(self.screen)
@@ -95,6 +99,14 @@ class PtySession:
     def press(self, *keys: str) -> None:
         """All these keys in one write."""
         self.write(key_bytes(*keys))
+
+    def resize(self, cols: int, rows: int) -> None:
+        """The terminal window changes size (the app has no controlling terminal here, so the
+        SIGWINCH a terminal would send is sent by hand)."""
+        fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        with self._lock:
+            self.screen.resize(rows, cols)
+        self.proc.send_signal(signal.SIGWINCH)
 
     def wait_exit(self, timeout: float = 10.0) -> int | None:
         try:

@@ -66,3 +66,14 @@ def test_the_line_says_where_the_report_is_or_why_there_is_none(tmp_path):
     line = crash.record(blocker / "state", raise_and_catch("boom " * 100), {}, progress_saved=False)
     assert "\n" not in line and "no report could be written" in line and "Progress could not be saved" in line
     assert len(line) < 400
+
+
+def test_a_failed_worker_reports_the_workers_own_traceback():
+    from textual.worker import WorkerFailed
+
+    inner = raise_and_catch("no such widget")
+    try:
+        raise WorkerFailed(inner)
+    except WorkerFailed as exc:
+        text = crash.format_report(exc, {})
+    assert "WorkerFailed" in text and "The worker's error:" in text and "in dive" in text

@@ -108,6 +108,36 @@ def test_keys_in_one_read_around_every_screen(launch, tmp_path, step, bursts):
     assert crash_reports(tmp_path / "state-0") == []
 
 
+def test_a_storm_of_resizes_and_a_huge_paste(launch, tmp_path):
+    session = launch("--step", "9")
+    for cols, rows in [(40, 10), (120, 40), (30, 8), (79, 24), (80, 23), (200, 60), (80, 24)] * 3:
+        session.resize(cols, rows)
+        time.sleep(0.02)
+    time.sleep(1.0)
+    assert session.wait_for("next"), session.text()  # the tutorial is back at 80x24
+    pasted = ("512 tokens in, 256 out; " * 2000).encode()
+    session.write(b"\x1b[200~" + pasted + b"\x1b[201~")  # onto the lesson
+    time.sleep(0.5)
+    session.press("tab")  # the answer box
+    time.sleep(0.3)
+    session.write(b"\x1b[200~" + pasted + b"\x1b[201~")
+    time.sleep(1.0)
+    burst(session, "enter")
+    assert_answers_and_quits(session)
+    assert crash_reports(tmp_path / "state-0") == []
+
+
+@pytest.mark.parametrize("keys", [("g", "q"), ("p", "p", "q"), ("n", "q"), ("c", "q"), ("ctrl+r", "ctrl+q")],
+                         ids=["playground", "back-twice", "next", "cheat-sheet", "new-question"])
+def test_a_quit_in_the_same_read_as_a_step_change_exits_0(launch, tmp_path, keys):
+    # Step 9's drill draws its question in a thread: quitting or leaving while it lands once
+    # crashed the app on its way out (exit 1).
+    session = launch("--step", "9")
+    session.press(*keys)
+    assert session.wait_exit(timeout=20) == 0, session.text()
+    assert crash_reports(tmp_path / "state-0") == []
+
+
 def test_thousands_of_random_keys_at_typing_speed(launch, tmp_path):
     rng = random.Random(14)
     count = int(os.environ.get("BATCHTUI_LONG_FUZZ", "1500"))

@@ -78,14 +78,18 @@ class ActivityView(Vertical):
         self.call_after_refresh(self.set_timer, self.PREPARE_DELAY, start)
 
     async def _present_while_shown(self, present, result) -> None:
-        # This runs in a task of its own: the learner may leave the step (and this view be
-        # removed) before or while it runs. Then there is nothing left to show it in.
-        if not self.is_attached:
+        # This runs in a task of its own: the learner may leave the step or quit (and this view
+        # be removed, children first) before or while it runs. Then there is nothing left to
+        # show it in. (`display` turns False as soon as a removal starts.)
+        def gone() -> bool:
+            return not (self.is_attached and self.display)
+
+        if gone():
             return
         try:
             await present(result)
         except NoMatches:
-            if self.is_attached:
+            if not gone():
                 raise
 
     def bring_into_view(self, widget, top: bool = False) -> None:
