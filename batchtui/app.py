@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-import errno
-import signal
-
 from textual import events
 from textual.app import App
 from textual.geometry import Size
 from textual.scrollbar import ScrollBar, ScrollBarRender
 
-from . import terminal
+from .ending import Ending
 from .glyphs import ascii_text
 from .progress import Progress, ProgressStore
 from .screens.help import HelpScreen
@@ -48,13 +44,8 @@ class BatchApp(App):
         """Said once the tutorial screen is up (a progress file set aside, for instance)."""
         self.tutorial: TutorialScreen | None = None
         self._old_scrollbar = ScrollBar.renderer
-        self.crash_message: str | None = None
-        """Set when an error nothing caught stopped the app: the one line to print on exit."""
-        self.terminal_lost = False
-        """Set when the terminal went away under the app (it then exits with status 129)."""
-        self._watch: terminal.TerminalWatch | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._old_handlers: dict[int, object] = {}
+        self.ending = Ending(self)
+        """How this run ends: the terminal watched, signals, errors nothing caught, the status."""
 
     def on_mount(self) -> None:
         self.theme = THEME
@@ -77,78 +68,22 @@ class BatchApp(App):
         self.push_screen(self.tutorial)
         self.call_after_refresh(self._check_size)
         if not self.is_headless:
-            self._watch_terminal()
+            self.ending.start()
 
     def on_unmount(self) -> None:
         ScrollBar.renderer = self._old_scrollbar
-        if self._watch is not None:
-            self._watch.stop()
-        for signum, handler in self._old_handlers.items():
-            signal.signal(signum, handler)
-
-    # -- the terminal going away, signals, and errors nothing caught
-    def _watch_terminal(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._watch = terminal.TerminalWatch(self._terminal_gone)
-        self._watch.start()
-        # SIGHUP keeps its default (the process ends at once: progress is saved on every change).
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            self._old_handlers[signum] = signal.signal(signum, self._on_stop_signal)
-
-    def _on_stop_signal(self, signum: int, frame: object) -> None:
-        """SIGTERM or SIGINT: put the terminal back and exit with 128 + the signal's number."""
-        status = 128 + signum
-        terminal.end_process_after(terminal.SIGNAL_GRACE_S, status)
-        self._exit_from_anywhere(status)
-
-    def _terminal_gone(self) -> None:
-        """The terminal hung up (called from the watch's thread, or for a write that failed)."""
-        if self.terminal_lost:
-            return
-        self.terminal_lost = True
-        terminal.end_process_after(terminal.LOST_GRACE_S, terminal.EXIT_HANGUP)
-        self._exit_from_anywhere(terminal.EXIT_HANGUP)
-
-    def _exit_from_anywhere(self, status: int) -> None:
-        try:
-            self._loop.call_soon_threadsafe(self.exit, None, status)
-        except (AttributeError, RuntimeError):  # no loop, or already closed: the app is ending
-            pass
+        self.ending.stop()
 
     def _handle_exception(self, error: Exception) -> None:
         # Textual's hook for an exception nothing else caught. Its default prints the traceback
-        # with every local variable (once, a whole progress file's text). A learner gets one
-        # line instead, printed by `tui.run_app` once the terminal is restored, and the full
-        # story in a capped report under the state directory. Tests (headless) keep Textual's
-        # way, so a failing test shows its traceback.
+        # with every local variable (once, a whole progress file's text); a learner gets one
+        # line instead and a capped report (see `ending`). Tests (headless) keep Textual's way,
+        # so a failing test shows its traceback.
         if self.is_headless:
             super()._handle_exception(error)
             return
-        if self.terminal_lost or (_is_terminal_error(error) and terminal.hung_up(terminal.standard_streams())):
-            self._terminal_gone()  # writing to a terminal that is gone is no crash
-            return
-        if self.crash_message is None:
-            saved = False
-            try:
-                self.store.save(self.progress)
-                saved = not (self.store.save_failed or self.store.keep_file)
-            except Exception:
-                pass
-            from . import crash
-
-            self.crash_message = crash.record(self.store.directory, error, self._crash_context(), saved)
-        self.panic()  # stop at once, print nothing: run_app prints the line
-
-    def _crash_context(self) -> dict[str, object]:
-        context: dict[str, object] = {}
-        try:
-            context["screens"] = " > ".join(type(screen).__name__ for screen in self.screen_stack)
-            context["terminal"] = f"{self.size.width}x{self.size.height}"
-            context["progress"] = (f"step {self.progress.current_step}, completed "
-                                   f"{sorted(self.progress.completed)}")
-        except Exception as exc:
-            context["context"] = f"incomplete ({type(exc).__name__})"
-        return context
+        self.ending.unexpected(error)
+        self.panic()  # stop at once, print nothing: `tui.run_app` prints the line
 
     def words(self, text: str) -> str:
         """Text as this terminal shows it: plain ASCII under `--ascii`."""
@@ -200,7 +135,3 @@ def breakpoint_classes(screen_class, size: Size) -> list[str]:
             classes.append(max(reached)[1])
     return classes
 
-
-def _is_terminal_error(error: BaseException) -> bool:
-    """A failed write or read on a terminal (or textual-serve's pipe) that has gone away."""
-    return isinstance(error, OSError) and error.errno in (errno.EIO, errno.EPIPE, errno.ENXIO, errno.EBADF)

@@ -84,25 +84,14 @@ def _run_app(args: argparse.Namespace) -> int:
     settings = AppSettings(ascii_only=args.ascii, fps=args.fps, start_step=start,
                            reset_progress=args.reset_progress, scenario_path=args.scenario)
 
-    from . import crash, terminal
     from .app import BatchApp
 
     app = BatchApp(step_list, settings)
     try:
         app.run(mouse=False)
     except Exception as exc:  # outside Textual's loop: starting or stopping the terminal driver
-        if app.terminal_lost:
-            terminal.silence_standard_streams()
-            return terminal.EXIT_HANGUP
-        print(crash.record(app.store.directory, exc, {"when": "starting or stopping the app"}), file=sys.stderr)
-        return 1
-    if app.terminal_lost:
-        terminal.silence_standard_streams()
-        return terminal.EXIT_HANGUP
-    if app.crash_message is not None:
-        print(app.crash_message, file=sys.stderr)
-        return 1
-    return app.return_code or 0
+        return app.ending.finish(exc)
+    return app.ending.finish()
 
 
 def main(argv: list[str] | None = None) -> int:
