@@ -113,10 +113,11 @@ def test_sighup_ends_the_app(launch):
     assert session.wait_exit(timeout=5) in (-signal.SIGHUP, 128 + signal.SIGHUP)
 
 
-def test_sigterm_restores_the_terminal_and_exits_143(launch):
+@pytest.mark.parametrize("signum, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["TERM", "INT"])
+def test_a_stop_signal_restores_the_terminal_and_exits_128_plus_its_number(launch, signum, status):
     session = launch("--step", "6")
-    session.proc.send_signal(signal.SIGTERM)
-    assert session.wait_exit(timeout=10) == 143
+    session.proc.send_signal(signum)
+    assert session.wait_exit(timeout=10) == status
     assert after_the_app(session).strip() == ""
 
 
