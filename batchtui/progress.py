@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 import time
 import unicodedata
@@ -155,6 +156,8 @@ class ProgressStore:
         """The saved progress (or a fresh one) and a one-line notice if the file was set aside."""
         remove_stale_temporaries(self.directory)
         try:
+            if not stat.S_ISREG(self.path.stat().st_mode):  # a FIFO would never finish reading
+                return Progress(), self._set_aside("not a regular file")
             with open(self.path, "rb") as file:
                 raw = file.read(MAX_FILE_BYTES + 1)
         except FileNotFoundError:

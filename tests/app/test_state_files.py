@@ -103,6 +103,15 @@ def test_a_huge_file_is_not_read_but_set_aside():
     check_outcome(directory, raw, progress, notice)
 
 
+@pytest.mark.parametrize("make", [os.mkfifo, os.mkdir], ids=["fifo", "folder"])
+def test_a_progress_path_that_is_no_file_is_set_aside(tmp_path, make):
+    make(tmp_path / FILE_NAME)
+    progress, notice = ProgressStore(tmp_path).load()
+    assert progress == Progress() and notice and "\n" not in notice
+    assert not (tmp_path / FILE_NAME).exists() and (tmp_path / (FILE_NAME + ".unreadable")).exists()
+    assert ProgressStore(tmp_path).save(Progress(current_step=2)) is None
+
+
 def test_a_newer_version_is_kept_untouched_and_never_overwritten():
     raw = json.dumps({"version": 99, "current_step": 7, "bookmarks": [1, 2]}).encode()
     directory, progress, notice = load_from(raw)
