@@ -53,11 +53,11 @@ class FilePromptScreen(OverlayScreen[Path | None]):
         if "\0" in text:
             self._say("A file name cannot hold a NUL character.")
             return
-        path = Path(text).expanduser()
         try:
+            path = Path(text).expanduser()
             is_dir, exists = path.is_dir(), path.exists()
-        except OSError as exc:
-            self._say(f"{path} cannot be used: {exc.strerror or type(exc).__name__}.")
+        except (OSError, RuntimeError) as exc:  # RuntimeError: ~someone with no home
+            self._say(f"{text} cannot be used: {getattr(exc, 'strerror', None) or exc}.")
             return
         if is_dir:
             self._say(f"{path} is a folder: add a file name.")

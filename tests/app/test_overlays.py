@@ -133,13 +133,15 @@ async def test_a_prompt_cancels_without_a_file(make_app, tmp_path, keys):
         assert results == [None] and isinstance(app.screen, TutorialScreen)
 
 
-async def test_a_nul_in_the_name_is_refused(make_app, tmp_path):
+@pytest.mark.parametrize("name, says", [("bad\0name.toml", "NUL"), ("~no-such-user-here/x.toml", "cannot be used"),
+                                        ("x" * 5000 + ".toml", "cannot be used")], ids=["nul", "no-home", "too-long"])
+async def test_a_name_that_cannot_be_a_file_is_refused(make_app, tmp_path, name, says):
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         screen, results = await prompt(app, pilot, True, tmp_path / "x.toml")
-        screen.query_one("#file-prompt-input").value = "bad\0name.toml"
+        screen.query_one("#file-prompt-input").value = name
         await pilot.press("enter")
-        assert "NUL" in status(screen) and results == []
+        assert says in status(screen) and results == []
 
 
 async def test_the_playground_refuses_a_scenario_that_cannot_run(make_app, lessons, tmp_path):
