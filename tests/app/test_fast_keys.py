@@ -3,7 +3,7 @@ opens over the tutorial, and thousands of random keys at typing speed. The app m
 never blank, never crash: afterwards `?` shows the help and `q` quits with status 0.
 
 These run the real `batchtui` on a pseudo-terminal. BATCHTUI_LONG_FUZZ=N makes the random run
-N keys long (default 1500, about half a minute) for a longer soak.
+N keys long (default 2000, about half a minute) for a longer soak.
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def test_a_quit_in_the_same_read_as_a_step_change_exits_0(launch, tmp_path, keys
 
 def test_thousands_of_random_keys_at_typing_speed(launch, tmp_path):
     rng = random.Random(14)
-    count = int(os.environ.get("BATCHTUI_LONG_FUZZ", "1500"))
+    count = int(os.environ.get("BATCHTUI_LONG_FUZZ", "2000"))
     session = launch("--step", "1")
     for i in range(count):
         session.write(key_bytes(rng.choice(RANDOM_KEYS)))
