@@ -1,16 +1,23 @@
-"""The tutorial: lesson text and activity on the left, the live simulation on the right."""
+"""The tutorial: lesson text and activity on the left, the live simulation on the right.
+
+At 80x24 everything a step's claim needs is in sight without scrolling: the dials take a line
+each, the views are given the lines they need and paged (`v`) when they do not all fit, a run
+beside the step's own is a two-column table rather than a second stack of views, and `z` gives
+the simulation the whole screen (the playground starts that way on small terminals).
+"""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual import work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Input, Static
+from textual.widgets import Input
 
 if TYPE_CHECKING:
     from ..simulation import LiveSimulation, SimulationFrame
@@ -18,13 +25,18 @@ if TYPE_CHECKING:
 from sim.errors import SimError
 
 from .. import keys
+from ..activity_kinds import activity_view
 from ..formatting import count, number
 from ..step_list import summaries_of
 from ..widgets.activities.base import ActivityView
 from ..widgets.activity_panel import ActivityPanel
+from ..widgets.answer_box import AnswerBox
+from ..widgets.compare import CompareView
 from ..widgets.curve import CurveView
 from ..widgets.dial import DialControl
+from ..widgets.dial_list import DialList
 from ..widgets.gauges import GaugesView
+from ..widgets.goal_bar import GoalBar
 from ..widgets.hint_box import HintBox
 from ..widgets.iteration import IterationView
 from ..widgets.key_bar import KeyBar
@@ -37,17 +49,39 @@ from ..widgets.seats import SeatsView
 from ..widgets.sim_status import SimStatus
 from ..widgets.sparklines import SparklinesView
 from ..widgets.step_header import StepHeader
+from ..widgets.view_stack import ViewKind, ViewStack
 
-VIEW_CLASSES = (SeatsView, KVCacheView, IterationView, GaugesView, MetricsView, SparklinesView, CurveView)
-"""Every view, one widget each; a step shows those its `views` list names, in that order."""
-COMPARE_VIEWS = ("seats", "metrics")
+
+def _beside(make):
+    """A view of the run beside the step's own (the comparison run)."""
+    def made(**kwargs):
+        view = make(**kwargs)
+        view.source = "compare"
+        return view
+    return made
+
+
+VIEW_KINDS = (
+    ViewKind("seats", SeatsView), ViewKind("compare_seats", _beside(SeatsView)), ViewKind("kv", KVCacheView),
+    ViewKind("iteration", IterationView), ViewKind("gauges", GaugesView), ViewKind("metrics", MetricsView),
+    ViewKind("compare", CompareView), ViewKind("sparklines", SparklinesView), ViewKind("curve", CurveView),
+)
+"""Every view the simulation pane can show. A step names those it shows in its `views` list;
+"compare" (two runs' metrics in two columns) and "compare_seats" are added for a step with a
+run beside its own."""
 
 FIRST_START_DELAY = 0.1
 """Seconds between the first frame and the start of the first step's simulation."""
+SWEEP_DELAY = 0.15
+"""Seconds between a step's first frame and the start of its rate sweep."""
+DIAL_ROWS = 6
+"""Dial lines in sight at most (in one column); a longer list scrolls as focus moves."""
+DIAL_ROWS_ZOOMED = 4
+"""In two columns, zoomed: the views need the height more."""
 
-DEFAULT_KEYS = ("step.next", "step.previous", "sim.run_pause", "sim.single_iteration", "step.contents",
-                "step.hint", "app.help", "app.quit")
-DIAL_KEYS = ("dial.adjust", "dial.move", "dial.type", "sim.run_pause", "step.next", "app.help")
+DEFAULT_KEYS = ("step.next", "step.previous", "sim.run_pause", "sim.single_iteration", "view.zoom",
+                "step.contents", "step.hint", "app.help", "app.quit")
+DIAL_KEYS = ("dial.adjust", "dial.move", "dial.type", "focus.lesson", "sim.run_pause", "app.help")
 TYPING_KEYS = ("answer.submit", "answer.leave", "chord.hint", "answer.give_up", "chord.next",
                "chord.previous", "chord.contents", "chord.help", "chord.quit")
 
@@ -69,10 +103,13 @@ class TutorialScreen(Screen):
         """Number, title, section and minutes of every step, without building them."""
         self.index = start_index
         self.sim: LiveSimulation | None = None
-        self._views: dict[str, object] = {}
+        self.zoomed = False
+        """The simulation has the whole screen (`z`); the lesson is hidden."""
         self._opening: object | None = None
         """The step whose simulation starts after the next refresh (see `show_step`)."""
         self._first_opening = True
+        self._notice_key = 0
+        """Counts the notices said, so a key press clears only the one it found."""
 
     @property
     def step(self):
@@ -82,6 +119,10 @@ class TutorialScreen(Screen):
     def settings(self):
         return self.app.settings
 
+    @property
+    def stack(self) -> ViewStack:
+        return self.query_one(ViewStack)
+
     # -- layout
     def compose(self) -> ComposeResult:
         yield StepHeader(id="header")
@@ -90,32 +131,47 @@ class TutorialScreen(Screen):
                 yield LessonMarkdown(id="lesson", ascii_only=self.settings.ascii_only)
                 yield HintBox(id="hints")
                 yield ActivityPanel(id="activity")
-            # Dials stay in sight above the views, so Tab reaches them before the views' pane.
             with Vertical(id="sim-column"):
                 yield SimStatus(id="sim-status")
-                yield Vertical(id="dials")
-                with Pane(id="sim-pane"):
-                    for view_class in VIEW_CLASSES:
-                        yield view_class(id=f"view-{view_class.view_name}", classes="view")
-                    with Vertical(id="compare"):
-                        yield Static(id="compare-label", markup=False)
-                        yield SeatsView(id="compare-seats", classes="view")
-                        yield MetricsView(id="compare-metrics", classes="view")
+                yield DialList(id="dials")
+                yield ViewStack(VIEW_KINDS, id="views")
         with Vertical(id="bottom"):
             yield NoticeLine(id="notice")
+            yield GoalBar(id="goal")
             yield KeyBar(id="keys")
 
     async def on_mount(self) -> None:
-        self._views = {cls.view_name: self.query_one(f"#view-{cls.view_name}") for cls in VIEW_CLASSES}
-        self.query_one(KeyBar).ascii_only = self.settings.ascii_only
+        ascii_only = self.settings.ascii_only
+        self.set_class(ascii_only, "-ascii")
+        self.query_one(KeyBar).ascii_only = ascii_only
+        self.query_one(GoalBar).set_marks(ascii_only)
         self.query_one(StepHeader).separator = self.settings.glyphs.sep
+        store = self.app.store
+        # A first launch: no progress, not even one set aside as unreadable (--reset-progress
+        # starts over, orientation included).
+        first_launch = not store.path.exists() and not any(store.directory.glob(store.path.name + ".*"))
         await self.show_step(self.index)
         if self.app.startup_notice:
             self.say(self.app.startup_notice)
+        if first_launch:
+            from .orientation import OrientationScreen
+
+            self.app.push_screen(OrientationScreen())
 
     def say(self, message: str, error: bool = False) -> None:
-        """Put a line in front of the learner until the next one (or the next step)."""
+        """Put a line in front of the learner, in place of the goal, until the next key."""
+        self._notice_key += 1
         self.query_one(NoticeLine).say(self.app.words(message), error)
+        self.query_one(GoalBar).display = not message
+
+    def clear_notice(self) -> None:
+        self.say("")
+
+    def on_key(self, event: events.Key) -> None:
+        # The next key after a notice puts the goal back, unless that key said something new.
+        if self.query_one(NoticeLine).message:
+            said = self._notice_key
+            self.call_after_refresh(lambda: self._notice_key == said and self.clear_notice())
 
     # -- steps
     async def show_step(self, index: int) -> None:
@@ -127,68 +183,91 @@ class TutorialScreen(Screen):
             self.say(f"Step {self.summaries[index].number} cannot be opened: {exc}", error=True)
             return
         self.index = index
+        # One layout and one frame for the whole change, not one per part.
+        with self.app.batch_update():
+            await self._show(step)
+        # The simulation and the sweep start once this step is on screen: the first frame (and
+        # every step change) does not wait for the engine to be imported and built. At launch,
+        # also give Textual's writer thread a moment to put that frame on the terminal:
+        # importing the engine (numpy) holds the GIL (benchmarks/app_benchmark.py).
+        self._opening = opening = object()
+        delay = FIRST_START_DELAY if self._first_opening else 0.0
+        self._first_opening = False
+        await self.settings.clock.later(self, lambda: self._begin(opening), delay)
+
+    async def _show(self, step) -> None:
         self._stop_simulation()
-        self.query_one(NoticeLine).clear()
+        self.clear_notice()
         minutes_left = sum(s.minutes for s in self.summaries[self.index:])
         words = self.app.words
         self.query_one(StepHeader).show_step(words(step.section), step.number, len(self.summaries),
                                              words(step.title), minutes_left)
-        await self.query_one(LessonMarkdown).update(words(step.body_md))
-        self.query_one("#lesson-pane").scroll_home(animate=False)
-        self.query_one("#sim-pane").scroll_home(animate=False)
-        await self._mount_dials(step)
+        self._set_zoom(step.activity.kind == "playground" and not self.has_class("-wide"))
         progress = self.app.progress
-        panel = self.query_one(ActivityPanel)
-        await panel.show_activity(step, progress.answers.get(step.number), step.number in progress.completed,
-                                  seed=step.number)
+        view = activity_view(step, progress.answers.get(step.number), step.number in progress.completed,
+                             seed=step.number)
+        # Text, dials and activity at once: each waits on Textual's layout, not on the others.
+        await asyncio.gather(self.query_one(LessonMarkdown).update(words(step.body_md)),
+                             self._mount_dials(step), self.query_one(ActivityPanel).show(view))
+        self.query_one("#lesson-pane").scroll_home(animate=False)
+        self._set_dial_hint()
         self._set_hints()
-
-        self._arrange_views(step.views)
-        self._views["kv"].block_size = step.scenario.block_size
-        self.query_one("#compare").display = step.compare is not None
-        if step.compare is not None:
-            self.query_one("#compare-label", Static).update(f"beside it: {words(step.compare.label)}")
-        curve = self._views["curve"]
-        curve.update_curves((), pending="curve" in step.views and step.sweep is not None)
-        self.app.remember_step(step.number)
+        self._arrange_views(step)
+        # Saved once the step is drawn: a save waits on the disk (fsync).
+        self.call_after_refresh(self.app.remember_step, step.number)
+        self._focus_lesson()
+        self._update_goal()
         self._update_keys()
-        if self.settings.autorun:
-            # The simulation and the sweep start once this step is on screen: the first frame
-            # (and every step change) does not wait for the engine to be imported and built.
-            self._opening = opening = object()
-            if self._first_opening:
-                # At launch, also give Textual's writer thread a moment to put that frame on
-                # the terminal: importing the engine (numpy) holds the GIL and held the first
-                # frame back by about 0.1 s (benchmarks/app_benchmark.py).
-                self._first_opening = False
-                self.call_after_refresh(self.set_timer, FIRST_START_DELAY, lambda: self._begin(opening))
-            else:
-                self.call_after_refresh(self._begin, opening)
-        else:  # tests: everything now, so a screenshot taken next has it
-            self._begin(None)
 
-    def _begin(self, opening: object | None) -> None:
+    async def _begin(self, opening: object | None) -> None:
         """Start the step's simulation and sweep, unless another step was opened meanwhile."""
         if opening is not self._opening:
             return
         self._opening = None
         step = self.step
-        if "curve" in step.views and step.sweep is not None:
-            self._start_sweep(step)
         self._start_simulation(step.scenario)
         self._update_keys()
+        if "curve" in step.views and step.sweep is not None:
+            await self._start_sweep(step)
 
-    def _arrange_views(self, names) -> None:
-        """Show the step's views, and only those, in the order its lesson lists them."""
-        for name, view in self._views.items():
-            view.display = name in names
-        pane = self.query_one("#sim-pane")
-        wanted = [self._views[name] for name in names]
-        current = [child for child in pane.children if child in wanted]
-        if current != wanted:
-            compare = self.query_one("#compare")
-            for view in wanted:
-                pane.move_child(view, before=compare)
+    def _view_names(self, step) -> list[str]:
+        """The views in the order the lesson lists them; a run beside the step's own shows as
+        its seats under the step's and the metrics of both in two columns."""
+        names = []
+        for name in step.views:
+            if step.compare is not None and name == "metrics":
+                names.append("compare")
+            else:
+                names.append(name)
+            if step.compare is not None and name == "seats":
+                names.append("compare_seats")
+        if step.compare is not None and "compare" not in names:
+            names.append("compare")
+        return names
+
+    def _arrange_views(self, step) -> None:
+        stack = self.stack
+        for view in stack.views("kv"):
+            view.block_size = step.scenario.block_size
+        if step.compare is not None:
+            main, beside = step.scenario, step.compare.scenario
+            headers, title = _compare_headers(main, beside, step.compare.label)
+            for view in stack.views("compare"):
+                view.configure("main", "compare", headers, self.app.words(title))
+            for view, caption in zip(stack.views("seats"), (headers[0],) * 2):
+                view.caption = caption if title == "" else None
+            for view in stack.views("compare_seats"):
+                view.caption = headers[1] if title == "" else "beside"
+        else:
+            for view in stack.views("seats"):
+                view.caption = None
+        pending = "curve" in step.views and step.sweep is not None
+        for view in stack.views("curve"):
+            view.update_curves((), pending=pending)
+        stack.show(self._view_names(step))
+
+    def on_view_stack_arranged(self, message: ViewStack.Arranged) -> None:
+        self._update_keys()
 
     def _set_hints(self) -> None:
         # A drill question's own hints (with its numbers) come before the step's general ones.
@@ -206,10 +285,8 @@ class TutorialScreen(Screen):
             self.sim = None
             self.say(f"This scenario cannot run: {exc}", error=True)
             return
-        if self.settings.autorun:
-            self.run_worker(self.sim.run(), name="driver", group="driver", exclusive=True)
-            if step.activity.kind != "predict":  # a prediction is made before the run starts
-                self.sim.resume()
+        # A prediction is made before the run starts.
+        self.settings.clock.start(self, self.sim, running=step.activity.kind != "predict")
         self.sim.publish()
 
     def _stop_simulation(self) -> None:
@@ -218,50 +295,55 @@ class TutorialScreen(Screen):
             self.sim = None
 
     async def _mount_dials(self, step) -> None:
-        container = self.query_one("#dials")
-        await container.remove_children()
-        controls = [DialControl(spec, spec.value(step.scenario)) for spec in step.dials]
-        if controls:
-            await container.mount_all(controls)
-        container.display = bool(controls)
+        dials = [(spec, spec.value(step.scenario)) for spec in step.dials]
+        columns, rows = self._dial_shape(len(dials))
+        await self.query_one(DialList).set_dials(dials, rows, columns)
 
-    def _start_sweep(self, step) -> None:
+    def _dial_shape(self, count: int) -> tuple[int, int]:
+        """Columns and lines in sight for `count` dials: two columns on a wide pane."""
+        wide = self.zoomed or self.has_class("-wide")
+        if wide and count > DIAL_ROWS_ZOOMED:
+            return 2, DIAL_ROWS_ZOOMED
+        return 1, DIAL_ROWS
+
+    def _set_dial_hint(self) -> None:
+        has_input = self.query_one(ActivityPanel).has_input
+        hint = "tab: the answer box, then the dials" if has_input else "tab: the dials (←→ turn them)"
+        self.query_one(DialList).set_rest_hint(hint)
+
+    async def _start_sweep(self, step) -> None:
         """The curve view's sweeps: the batch sweep (the cost model, instant) at once, the rate
-        sweep (headless runs, a few tenths of a second) in a thread so the app stays live."""
+        sweep (headless runs, a few tenths of a second) beside the app, which stays live."""
         from ..simulation import batch_sweep, rate_sweep
 
         sweep = step.sweep
         ready = [batch_sweep(step.scenario, sweep.batch_sizes, sweep.context)] if sweep.batch_sizes else []
         if not sweep.rates:
             self._show_sweeps(step.number, ready)
-        elif self.settings.autorun:
-            self._show_sweeps(step.number, ready, pending=True)
-            self._rate_sweep_worker(step.number, step.scenario, sweep, ready)
-        else:  # tests: the same points, computed now, so the screenshot has them
-            self._show_sweeps(step.number, ready + [rate_sweep(step.scenario, sweep.rates, sweep.num_prompts)])
-
-    @work(thread=True, exclusive=True, group="sweep")
-    def _rate_sweep_worker(self, number: int, scenario, sweep, ready: list) -> None:
-        from ..simulation import rate_sweep
-
-        result = rate_sweep(scenario, sweep.rates, sweep.num_prompts)
-        self.app.call_from_thread(self._show_sweeps, number, ready + [result])
+            return
+        self._show_sweeps(step.number, ready, pending=True)
+        number, scenario = step.number, step.scenario
+        # A moment after the step is drawn: the sweep's thread holds the GIL for tenths of a
+        # second, which would hold back the frame that says "sweeping".
+        await self.settings.clock.in_background(
+            self, lambda: rate_sweep(scenario, sweep.rates, sweep.num_prompts),
+            lambda result: self._show_sweeps(number, ready + [result]), delay=SWEEP_DELAY, group="sweep")
 
     def _show_sweeps(self, number: int, results, pending: bool = False) -> None:
         if number == self.step.number:
-            self._views["curve"].update_curves(
-                [(r.points, r.latency_label, r.latency_attribute, r.load_label) for r in results], pending)
+            for view in self.stack.views("curve"):
+                view.update_curves(
+                    [(r.points, r.latency_label, r.latency_attribute, r.load_label) for r in results], pending)
+            self.stack.check_sizes()
 
     # -- frames from the driver
     def on_simulation_frame(self, frame: SimulationFrame) -> None:
         if frame.origin is not self.sim:
             return  # from a step already left
-        for view in self._views.values():
-            if view.display:
-                view.update_snapshot(frame.snapshot)
+        frames = {"main": frame.snapshot}
         if frame.compare is not None:
-            self.query_one("#compare-seats", SeatsView).update_snapshot(frame.compare)
-            self.query_one("#compare-metrics", MetricsView).update_snapshot(frame.compare)
+            frames["compare"] = frame.compare
+        self.stack.update_frame(frames)
         self.query_one(ActivityPanel).update_snapshot(frame.snapshot, frame.compare)
         self._update_status(frame.snapshot)
 
@@ -287,7 +369,6 @@ class TutorialScreen(Screen):
     # -- dials
     def on_dial_control_changed(self, message: DialControl.Changed) -> None:
         dial, value = message.dial, message.value
-        notice = self.query_one(NoticeLine)
         try:
             value = dial.spec.check(value)
         except ValueError as exc:
@@ -301,19 +382,30 @@ class TutorialScreen(Screen):
             self.say(f"Refused: {exc}", error=True)
             return
         dial.set_value(value)
-        notice.clear()
+        self.clear_notice()
         self._update_status()
         self.run_worker(self.query_one(ActivityPanel).scenario_changed(self.sim.engine.scenario),
                         group="activity")
 
+    def on_dial_control_leave(self, message: DialControl.Leave) -> None:
+        self._focus_lesson()
+
+    def on_answer_box_leave(self, message: AnswerBox.Leave) -> None:
+        self._focus_lesson()
+
     # -- activities
     def on_activity_view_updated(self, message: ActivityView.Updated) -> None:
-        """A question arrived: its hints and the keys it takes."""
+        """A question arrived, or the activity's state changed: its hints, keys and goal."""
         self._set_hints()
+        self._update_goal()
         self._update_keys()
 
     def on_activity_view_finished(self, message: ActivityView.Finished) -> None:
-        self.app.record_answer(self.step.number, message.answer, completed=True)
+        self.app.record_answer(self.step.number, message.answer, completed=message.completed)
+        # The answer is in: the plain keys (space, +, -, .) go to the simulation again.
+        if isinstance(self.focused, Input):
+            self._focus_lesson()
+        self._update_goal()
         self._update_keys()
 
     def on_activity_view_run_dials(self, message: ActivityView.RunDials) -> None:
@@ -342,15 +434,30 @@ class TutorialScreen(Screen):
             self.say(f"Running with {', '.join(settings)}.")
         self.sim.resume()
         self._update_status()
+        self._update_goal()
         self._update_keys()
+
+    def _update_goal(self) -> None:
+        view = self.query_one(ActivityPanel).view
+        goal = view.goal() if view is not None else None
+        if goal is None or not goal.ask:
+            ask = "run it (space), move the dials (tab) and watch what changes" if self.step.dials \
+                else "run it (space) and watch"
+            self.query_one(GoalBar).show(self.app.words(ask[0].upper() + ask[1:]), "open")
+            return
+        self.query_one(GoalBar).show(self.app.words(goal.ask), goal.state, self.app.words(goal.note))
 
     async def action_give_up(self) -> None:
         await self.query_one(ActivityPanel).give_up()
+        if isinstance(self.focused, Input):
+            self._focus_lesson()
+        self._update_goal()
         self._update_keys()  # a reading answered this way takes no more number keys
 
     async def action_new_question(self) -> None:
         await self.query_one(ActivityPanel).new_question()
         self._set_hints()
+        self._update_goal()
         self._update_keys()  # a new reading question takes number keys again
 
     def action_save_scenario(self) -> None:
@@ -376,7 +483,45 @@ class TutorialScreen(Screen):
                 dial.set_value(dial.spec.value(scenario))
             self._start_simulation(scenario)
 
+    # -- views
+    def action_zoom(self) -> None:
+        self._set_zoom(not self.zoomed)
+        self.run_worker(self._mount_dials_again(), group="dials")
+        if self.zoomed and self.focused is self.query_one("#lesson-pane"):
+            self.set_focus(None)
+        elif not self.zoomed and self.focused is None:
+            self._focus_lesson()
+        self._update_keys()
+
+    async def _mount_dials_again(self) -> None:
+        """The dial list in the shape the new width wants, keeping their values and focus."""
+        dials = self.query_one(DialList)
+        columns, rows = self._dial_shape(len(dials.dials))
+        await dials.set_dials([(d.spec, d.value) for d in dials.dials], rows, columns)
+
+    def _set_zoom(self, zoomed: bool) -> None:
+        self.zoomed = zoomed
+        self.set_class(zoomed, "-zoomed")
+
+    def action_next_views(self) -> None:
+        stack = self.stack
+        if stack.page_count <= 1:
+            self.say("Every view of this step is in sight.")
+            return
+        stack.next_page()
+
     # -- keys and focus
+    def _focus_lesson(self) -> None:
+        """The lesson takes the keys (↑ ↓ scroll it, ← → change step); zoomed, nothing does."""
+        pane = self.query_one("#lesson-pane")
+        if self.zoomed:
+            self.set_focus(None)
+        else:
+            pane.focus()
+
+    def action_focus_lesson(self) -> None:
+        self._focus_lesson()
+
     def on_descendant_focus(self) -> None:
         self._update_keys()
 
@@ -385,6 +530,7 @@ class TutorialScreen(Screen):
 
     def _update_keys(self) -> None:
         focused = self.focused
+        panel = self.query_one(ActivityPanel)
         if isinstance(focused, Input):
             ids = TYPING_KEYS
         elif isinstance(focused, DialControl):
@@ -392,15 +538,21 @@ class TutorialScreen(Screen):
             ids = tuple(k for k in DIAL_KEYS if k != "dial.type" or focused.spec.is_numeric)
         else:
             ids = list(DEFAULT_KEYS)
-            if self.query_one(ActivityPanel).takes_choices:
+            if panel.takes_choices:
                 ids.insert(0, "answer.choose")
-            if self.step.dials or self.query_one(ActivityPanel).has_input:
-                ids.insert(3, "dial.reach")
+            if self.step.dials or panel.has_input:
+                ids.insert(ids.index("sim.single_iteration"), "dial.reach")
+            if self.stack.page_count > 1:
+                ids.insert(ids.index("view.zoom"), "view.next_page")
             ids = tuple(ids)
         labels = {"sim.run_pause": "pause"} if self.sim is not None and self.sim.running else {}
-        if self.query_one(ActivityPanel).has_input:
+        if panel.has_input:
             labels["dial.reach"] = "answer"  # the answer box comes first in the tab order
-        choices = self.query_one(ActivityPanel).choice_count
+        if self.stack.page_count > 1:
+            labels["view.next_page"] = f"views {self.stack.page + 1}/{self.stack.page_count}"
+        if self.zoomed:
+            labels["view.zoom"] = "unzoom"
+        choices = panel.choice_count
         key_text = {"answer.choose": f"1-{choices}"} if choices else {}
         self.query_one(KeyBar).show_keys(ids, labels, key_text)
 
@@ -433,11 +585,19 @@ class TutorialScreen(Screen):
         self.app.push_screen(ContentsScreen(self.summaries, self.step.number, self.app.progress.completed), chosen)
 
     def action_hint(self) -> None:
-        if not self.query_one(HintBox).reveal_next():
+        hints = self.query_one(HintBox)
+        if not hints.reveal_next():
             words = "This step has no hints." if not self.step.hints else "No more hints for this step."
             self.say(words)
-        else:
-            self.query_one("#lesson-pane").scroll_end(animate=False)
+            return
+        if self.zoomed:
+            self._set_zoom(False)
+            self.run_worker(self._mount_dials_again(), group="dials")
+        # Once laid out, bring the new hint into sight wherever the text was scrolled to.
+        self.call_after_refresh(self._show_hint)
+
+    def _show_hint(self) -> None:
+        self.query_one("#lesson-pane", Pane).scroll_to_widget(self.query_one(HintBox), animate=False)
 
     def action_run_pause(self) -> None:
         if self.sim is None:
@@ -445,7 +605,7 @@ class TutorialScreen(Screen):
         if self.sim.engine.done:
             self.say("The workload is finished: r resets the scenario.")
             return
-        self.sim.run_pause()  # without autorun (tests) no driver loop runs, so nothing moves
+        self.sim.run_pause()
         self._update_status()
         self._update_keys()
 
@@ -483,5 +643,34 @@ class TutorialScreen(Screen):
             return self.step.activity.kind == "playground"
         return True
 
+    def on_resize(self) -> None:
+        # Crossing a width breakpoint can change the dials' shape (two columns when wide).
+        self.call_after_refresh(self._reshape_dials)
+
+    def _reshape_dials(self) -> None:
+        dials = self.query_one(DialList)
+        rows = self.query_one("#dial-rows")
+        columns, _ = self._dial_shape(len(dials.dials))
+        if rows.has_class("-grid") != (columns > 1):
+            self.run_worker(self._mount_dials_again(), group="dials")
+
     def on_unmount(self) -> None:
         self._stop_simulation()
+
+
+MODEL_KIND_WORDS = {"encoder": "embedder", "decoder": "chat LLM"}
+
+
+def _compare_headers(main, beside, label: str) -> tuple[tuple[str, str], str]:
+    """Column headers for two runs in the words of what differs between them: the batching
+    policy, the kind of model, or the seats; else generic ones and the comparison's label as a
+    title line."""
+    a, b = main.engine_config(), beside.engine_config()
+    if a.batching != b.batching:
+        return (a.batching, b.batching), ""
+    kinds = main.deployment().model.kind, beside.deployment().model.kind
+    if kinds[0] != kinds[1]:
+        return (MODEL_KIND_WORDS.get(kinds[0], kinds[0]), MODEL_KIND_WORDS.get(kinds[1], kinds[1])), ""
+    if a.max_num_seqs != b.max_num_seqs and a.batching == "continuous":
+        return (f"{a.max_num_seqs:,} seats", f"{b.max_num_seqs:,} seats"), ""
+    return ("here", "beside"), f"beside: {label}"

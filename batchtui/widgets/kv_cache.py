@@ -18,6 +18,7 @@ class KVCacheView(SimView):
     preemption are marked."""
 
     view_name = "kv"
+    LINES = 3
     DEFAULT_CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
     COMPONENT_CLASSES = {"kv--title", "kv--used", "kv--used-alt", "kv--free", "kv--mark", "kv--dim", "kv--full"}
 

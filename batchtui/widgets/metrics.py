@@ -16,6 +16,7 @@ class MetricsView(SimView):
     """What `vllm bench serve` would print, over the recent window, updated every frame."""
 
     view_name = "metrics"
+    LINES = 6
     DEFAULT_CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
     COMPONENT_CLASSES = {"metrics--label", "metrics--value", "metrics--dim", "metrics--alarm"}
 

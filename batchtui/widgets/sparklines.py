@@ -38,6 +38,7 @@ class SparklinesView(SimView):
     """One row per series: its name, the recent history, its latest value."""
 
     view_name = "sparklines"
+    LINES = 4
     DEFAULT_CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
     COMPONENT_CLASSES = {"sparklines--label", "sparklines--throughput", "sparklines--ttft",
                          "sparklines--tpot", "sparklines--itl", "sparklines--dim"}
@@ -60,8 +61,6 @@ class SparklinesView(SimView):
         first = True
         for label, attribute, style, shown, zero_is_missing in self.ROWS:
             series = getattr(snap, attribute, ())
-            if attribute == "series_itl" and not series:
-                continue  # only engines that record inter-token gaps have this row
             if not first:
                 text.append("\n")
             first = False

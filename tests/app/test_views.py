@@ -100,16 +100,49 @@ async def test_iteration_view_fits_80_columns_even_with_a_long_prefill():
                            num_decode_tokens=40, num_prefill_tokens=16000, token_budget=16384,
                            binding_limit="token_budget")
     async with ViewApp(view).run_test(size=(34, 14)) as pilot:
-        for report in (_report(), long_prefill):
-            view.update_snapshot(snapshot(last=report))
-            await pilot.pause()
-            lines = view.render().plain.split("\n")
-            assert all(len(line) <= 34 for line in lines), lines
+        for lines_given in (None, 7):  # the full form, then the compact one
+            view.set_max_lines(lines_given)
+            for report in (_report(), long_prefill):
+                view.update_snapshot(snapshot(last=report))
+                await pilot.pause()
+                lines = view.render().plain.split("\n")
+                assert all(len(line) <= 34 for line in lines), lines
+                assert len(lines) == (11 if lines_given is None else 7), lines
+        view.set_max_lines(None)
         first, second = (view.build(34).plain.split("\n") for view.snapshot in
                          (snapshot(last=_report()), snapshot(last=long_prefill)))
-        assert first[5] == "time split · most: weights read" and first[-2:] == \
+        assert first[5] == "time: weights and compute overlap" and first[-2:] == \
             ["limit: seat cap", "all seats full, requests waiting"]
         assert second[1].startswith("█ decode 40 + ▓ prefill 16,000") and second[-2] == "limit: token budget"
+
+
+async def test_iteration_time_adds_up_the_way_the_engine_adds_it():
+    """sqrt(weights² + compute²) + KV + attention + other = the iteration's time: the learner's
+    sum of the numbers shown is the engine's."""
+    import math
+    import re
+
+    from batchtui.formatting import ms
+    from batchtui.widgets.iteration import IterationView
+    from sim.reports import IterationCostParts
+
+    cost = IterationCostParts(weights=0.00599, compute=0.00613, kv_read=0.00137, prefill_attention=0.0004,
+                              overhead=0.00002, binding="compute")
+    total = math.sqrt(cost.weights ** 2 + cost.compute ** 2) + cost.kv_read + cost.prefill_attention + cost.overhead
+    report = _report(end_time=1.0 + total, cost=cost)
+    view = IterationView()
+    async with ViewApp(view).run_test(size=(34, 14)) as pilot:
+        for lines_given in (None, 7):
+            view.set_max_lines(lines_given)
+            view.update_snapshot(snapshot(last=report))
+            await pilot.pause()
+            text = view.render().plain
+            assert "√(W 5.99² + C 6.13²) = 8.57 ms" in text, text
+            numbers = re.search(r"\+ KV ([\d.]+) \+ attn ([\d.]+) \+ other ([\d.]+)", text)
+            assert numbers, text
+            shown = 8.57 + sum(float(x) for x in numbers.groups())
+            assert abs(shown - total * 1000) < 0.02
+            assert ms(total) in text  # the iteration's time, on its title line
 
 
 async def test_curve_draws_a_batch_sweep_and_a_rate_sweep_one_under_the_other():

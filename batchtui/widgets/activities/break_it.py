@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.widgets import Markdown, Static
+from textual.widgets import Static
 
-from .base import ActivityView
+from .base import ActivityView, Goal
 
 
 class BreakItView(ActivityView):
@@ -23,10 +23,6 @@ class BreakItView(ActivityView):
         yield self.markdown(self.words(self.challenge.goal_md), id="break-it-goal")
         note = "You broke it before; do it again?" if self.done_before else "Watching the live metrics..."
         yield Static(self.words(note), id="break-it-status", classes="activity-feedback -info", markup=False)
-        yield self.markdown("", id="break-it-verdict")
-
-    def on_mount(self) -> None:
-        self.query_one("#break-it-verdict").display = False
 
     def update_snapshot(self, snapshot, compare=None) -> None:
         if self.verdict is not None:
@@ -39,12 +35,16 @@ class BreakItView(ActivityView):
         status.update(self.words(verdict.title))
         status.set_class(False, "-info")
         status.set_class(True, "-correct")
-        view = self.query_one("#break-it-verdict", Markdown)
-        view.display = True
-        self.run_worker(self._show_verdict(view, verdict.message_md), group="verdict")
+        self.run_worker(self._show_verdict(verdict.message_md), group="verdict")
         self.post_message(self.Finished(verdict.title))
 
-    async def _show_verdict(self, view: Markdown, text: str) -> None:
-        await view.update(self.words(text))
+    async def _show_verdict(self, text: str) -> None:
+        await self.show_markdown("break-it-verdict", text)
         # The learner is watching the dials and views: bring what happened into the lesson pane.
         self.bring_into_view(self.query_one("#break-it-status"), top=True)
+
+    def goal(self) -> Goal:
+        ask = "Break it: push the dials until the step sees it break (the goal is in the lesson)"
+        if self.verdict is not None:
+            return Goal(ask, "done", "broken")
+        return Goal(ask, "open", "done before" if self.done_before else "")
