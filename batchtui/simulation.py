@@ -1,9 +1,10 @@
 """The bridge between the simulator and the app: one engine (and an optional comparison engine
 on the same arrivals) paced by one `sim.driver.Driver`, whose snapshots are posted as messages.
 
-The driver's `run()` is the only worker; widgets never touch the engine, they receive
-`SimulationFrame` messages. Tests build it with `autorun=False` and advance by single
-iterations, so nothing ticks while a screenshot is taken.
+The driver's `run()` is the only worker (started by the app's clock, `batchtui/clock.py`);
+widgets never touch the engine, they receive `SimulationFrame` messages. Under a test's manual
+clock no worker runs: tests advance by single iterations or `fast_forward`, so nothing ticks
+while a screenshot is taken.
 """
 
 from __future__ import annotations

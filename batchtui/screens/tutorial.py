@@ -308,7 +308,7 @@ class TutorialScreen(Screen):
 
     def _set_dial_hint(self) -> None:
         has_input = self.query_one(ActivityPanel).has_input
-        hint = "tab: the answer box, then the dials" if has_input else "tab: the dials (←→ turn them)"
+        hint = "tab: answer box, then dials" if has_input else "tab: the dials (← → turn them)"
         self.query_one(DialList).set_rest_hint(hint)
 
     async def _start_sweep(self, step) -> None:

@@ -18,6 +18,8 @@ from ..formatting import number
 from ..glyphs import UNICODE
 
 BIG_MOVE = 10
+MAX_TRACK = 24
+"""Cells of track at most: on a wide pane the value stays near its label."""
 
 
 def parse_value(text: str, template: Any) -> Any:
@@ -192,7 +194,7 @@ class DialControl(Widget, can_focus=True):
         room = max(1, width - 1 - len(value) - 1)
         label = self.spec.label if len(self.spec.label) <= room else self.spec.label[: max(1, room - 1)] + "."
         text.append(label, self.get_component_rich_style("dial--label", partial=True))
-        track_width = width - 1 - len(label) - len(value) - 2
+        track_width = min(MAX_TRACK, width - 1 - len(label) - len(value) - 2)
         if track_width >= 5:
             knob_at = round(self.share() * (track_width - 1))
             track = self.get_component_rich_style("dial--track", partial=True)
@@ -202,7 +204,9 @@ class DialControl(Widget, can_focus=True):
             text.append(g.dial_track * (track_width - knob_at - 1), track)
             text.append(" ")
         else:
-            text.append(" " * max(1, width - 1 - len(label) - len(value)))
+            track_width = 0
+        used = 1 + len(label) + len(value) + (track_width + 2 if track_width else 0)
+        text.append(" " * max(0 if track_width else 1, width - used))
         text.append(value, self.get_component_rich_style("dial--value", partial=True))
         return text
 

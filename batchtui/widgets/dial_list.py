@@ -47,7 +47,7 @@ class DialList(Vertical):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.rest_hint = "tab: the dials (←→ turn them)"
+        self.rest_hint = "tab: the dials (← → turn them)"
         """What the help line says while no dial has focus."""
         self.entry: DialEntry | None = None
 

@@ -41,8 +41,8 @@ def pack(names: Sequence[str], sizes: Mapping[str, tuple[int, int, int]], column
          height: int) -> list[list[list[Placement]]]:
     """Pages of columns of views. `sizes` gives each view's (fewest, comfortable, most) lines.
 
-    Views go in order, each into the first column of the page with room for its fewest lines (a
-    view taller than a whole column gets one to itself); then each column's spare lines go
+    Views go in order, each into the emptier column of the page with room for its fewest lines
+    (a view taller than a whole column gets one to itself); then each column's spare lines go
     first to views that reach their comfortable size with them (an iteration view's full form),
     then one blank line between views, then to views that can use more (more rows of seats)."""
     pages: list[list[list[str]]] = []
@@ -50,11 +50,11 @@ def pack(names: Sequence[str], sizes: Mapping[str, tuple[int, int, int]], column
     used = [0] * columns
     for name in names:
         need = sizes[name][0]
-        for c in range(columns):
-            if not page[c] or used[c] + need <= height:
-                page[c].append(name)
-                used[c] += need
-                break
+        room = [c for c in range(columns) if not page[c] or used[c] + need <= height]
+        if room:
+            c = min(room, key=lambda c: used[c])  # the emptier column, so the two stay even
+            page[c].append(name)
+            used[c] += need
         else:
             pages.append(page)
             page = [[name]] + [[] for _ in range(columns - 1)]

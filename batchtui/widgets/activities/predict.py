@@ -77,8 +77,8 @@ class PredictView(ActivityView):
         if self.predict.guess is None:
             return Goal(f"Predict: press 1-{n} for your guess; the run starts when you do")
         if not self.revealed:
-            return Goal(f"Predict: watch the run; the answer shows after {self.predict.watch_seconds:g} s "
-                        "simulated (+ is faster)", "open", f"guess {self.predict.guess}")
+            return Goal(f"Predict: watch; the answer comes after {self.predict.watch_seconds:g} simulated s",
+                        "open", f"guess {self.predict.guess}")
         if self.predict.guess == self.predict.answer:
             return Goal("Predict, then watch the run", "done", "right")
         return Goal("Predict, then watch the run", "answered", f"it was {self.predict.answer}")
