@@ -103,6 +103,7 @@ class ViewStack(Horizontal):
         """The last snapshot of each source ("main", "compare", "pinned")."""
         self._sizes: dict[str, tuple[int, int, int]] = {}
         self._shape: tuple[int, int] = (0, 0)
+        self.shown_ids: set[str] = set()
 
     def compose(self):
         for c in range(MAX_COLUMNS):
@@ -158,6 +159,7 @@ class ViewStack(Horizontal):
         self.pages = pack(self.names, self._sizes, columns, height)
         self.page = min(self.page, len(self.pages) - 1)
         self.set_class(columns > 1, "-two-columns")
+        was_shown = set(self.shown_ids)
         placed = {}
         for c, column in enumerate(self.pages[self.page]):
             for p in column:
@@ -182,6 +184,12 @@ class ViewStack(Horizontal):
             if current != order:
                 for view in reversed(order):
                     container.move_child(view, before=0)
+        self.shown_ids = {view.id for view in self.shown()}
+        if was_shown - self.shown_ids:
+            # Views went out of sight: paint the whole screen once laid out. Textual's partial
+            # update can leave their old lines on the terminal when a scroll (the lesson pane
+            # bringing an answer into view) is laid out in the same frame.
+            self.call_after_refresh(self.screen.refresh)
         self.post_message(self.Arranged())
 
     def _measure(self, width: int) -> dict[str, tuple[int, int, int]]:

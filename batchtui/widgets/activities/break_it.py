@@ -44,7 +44,7 @@ class BreakItView(ActivityView):
         self.bring_into_view(self.query_one("#break-it-status"), top=True)
 
     def goal(self) -> Goal:
-        ask = "Break it: push the dials until the step sees it break (the goal is in the lesson)"
+        ask = "Break it: push a dial until the step sees it break (goal above)"
         if self.verdict is not None:
             return Goal(ask, "done", "broken")
         return Goal(ask, "open", "done before" if self.done_before else "")

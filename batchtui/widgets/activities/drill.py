@@ -113,7 +113,7 @@ class DrillView(ActivityView):
 
     def goal(self) -> Goal:
         unit = f" in {self.question.unit}" if self.question is not None else ""
-        ask = f"Drill: tab to the answer box, type your answer{unit}, Enter"
+        ask = f"Drill: type your answer{unit} in the box (tab), Enter"
         if self.question is None or not self.question.over:
             return Goal(ask, "open", "try again" if self.last_wrong else "")
         if self.question.solved:
