@@ -25,7 +25,7 @@ from pathlib import Path
 
 from batchtui import report
 from batchtui.asciichart import scatter
-from batchtui.planning import (KNEE_TTFT_FACTOR, PLAN_FRACTIONS, PLAN_NUM_PROMPTS, Slo, find_knee,
+from batchtui.planning import (KNEE_LATENCY_FACTOR, PLAN_FRACTIONS, PLAN_NUM_PROMPTS, Slo, find_knee,
                                mean_peak_blocks, plan_rate, replicas_needed)
 from batchtui.runner import Runner
 from sim.errors import ConfigError
@@ -271,7 +271,7 @@ def add_subcommands(sub) -> None:
                     "max-num-seqs), tabulate the points and chart throughput against latency "
                     "(TTFT p99 over rates, TPOT p99 over max-num-seqs) with the knee marked. The "
                     "knee is the last point before that latency passes "
-                    f"{KNEE_TTFT_FACTOR:g}x its value at the first point, or before throughput "
+                    f"{KNEE_LATENCY_FACTOR:g}x its value at the first point, or before throughput "
                     "stops rising (less than 5 % more than the point before, or, for closely "
                     "spaced points, less than a quarter of the step in the swept value).")
     s = p.add_argument_group("what to sweep (one of)").add_mutually_exclusive_group(required=True)
@@ -282,8 +282,8 @@ def add_subcommands(sub) -> None:
     _add_setup_args(p)
     _add_traffic_args(p)
     o = p.add_argument_group("output")
-    o.add_argument("--knee-factor", type=positive_float, default=KNEE_TTFT_FACTOR, metavar="K",
-                   help=f"latency p99 growth that marks the knee (default {KNEE_TTFT_FACTOR:g})")
+    o.add_argument("--knee-factor", type=positive_float, default=KNEE_LATENCY_FACTOR, metavar="K",
+                   help=f"latency p99 growth that marks the knee (default {KNEE_LATENCY_FACTOR:g})")
     o.add_argument("--csv", metavar="FILE", help="also write the points to a CSV file")
     o.add_argument("--json", action="store_true", help="print the points as JSON instead")
     p.set_defaults(func=cmd_sweep)

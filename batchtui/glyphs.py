@@ -46,6 +46,12 @@ class Glyphs:
     """How the iteration view writes sqrt(a² + b²)."""
     focus: str
     """Marks the focused dial (shape, not only colour, so it reads under NO_COLOR)."""
+    unbounded: str = "↑"
+    """A curve's point with no steady state: its queue grows without bound."""
+    line_v: str = "┆"
+    """A vertical marker line across a plot (the saturated rate)."""
+    line_h: str = "╌"
+    """A horizontal marker line across a plot (a latency objective)."""
 
 
 UNICODE = Glyphs(
@@ -106,6 +112,9 @@ ASCII = Glyphs(
     root="sqrt",
     squared="^2",
     focus=">",
+    unbounded="^",
+    line_v=":",
+    line_h="-",
 )
 
 

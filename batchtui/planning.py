@@ -1,6 +1,7 @@
-"""The arithmetic behind `batchtui sweep` and `batchtui plan`: where a curve bends, and the
-highest request rate that meets a latency SLO. Pure functions over run results; running the
-simulator is the caller's job (so these can be tested with made-up curves).
+"""The arithmetic behind `batchtui plan`: the highest request rate that meets a latency SLO, and
+the batch an offline job should run. Where a curve bends and how one rate is measured at its
+steady state live in `sim.curves` (one definition for the lessons and the command line); running
+the simulator is the caller's job (so these can be tested with made-up servers).
 """
 
 from __future__ import annotations
@@ -9,17 +10,12 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
+from sim.curves import (BACKLOG_SLOPE, KNEE_LATENCY_FACTOR, STEADY_MIN_REQUESTS, Knee, find_knee,
+                        latency_percentiles, measure_rate)
 
-# The knee of a throughput-latency curve, walking up the sweep: the last point before
-#  (a) the latency p99 exceeds KNEE_TTFT_FACTOR times its value at the first (lowest-load) point
-#      -- TTFT for a sweep over request rates, TPOT for one over max_num_seqs -- or
-#  (b) throughput stops rising: it gains less than KNEE_MIN_GAIN (5 %) over the previous point,
-#      or, for closely spaced points, less than a quarter of the relative step in the swept
-#      value (a 2 % step in rate must bring at least 0.5 % more throughput).
-KNEE_TTFT_FACTOR = 4.0
-KNEE_MIN_GAIN = 0.05
-KNEE_STEP_SHARE = 0.25
+__all__ = ["BACKLOG_SLOPE", "KNEE_LATENCY_FACTOR", "Knee", "PLAN_FRACTIONS", "PLAN_NUM_PROMPTS", "PlanPoint",
+           "RatePlan", "STEADY_MIN_REQUESTS", "Slo", "find_knee", "kv_fit_seats", "mean_peak_blocks", "plan_rate",
+           "replicas_needed"]
 
 # The plan's search: a coarse sweep at these fractions of the saturated rate (the request
 # throughput with every request queued at once), upwards until a point first misses, then
@@ -31,65 +27,8 @@ PLAN_FLOOR_FRACTION = 0.02  # tried when even 10 % of saturation misses the SLO
 PLAN_PRECISION = 0.01
 PLAN_NUM_PROMPTS = 3000  # requests a point by default: near saturation shorter runs do not settle
 
-# A replica keeps up when, over the steady window, end-to-end latency does not climb with the
-# arrival time: a least-squares slope of E2E against arrival above BACKLOG_SLOPE (seconds of
-# latency gained per second of arrivals) means requests finish slower than they arrive -- the
-# backlog grows, or the batch is still growing towards a steady state the run never reached.
-# Either way the run cannot vouch for that rate.
-BACKLOG_SLOPE = 0.05
-
-
-@dataclass(frozen=True)
-class Knee:
-    index: int | None
-    """The knee point, or None when the curve has not bent within the sweep."""
-    reason: str
-    """"latency", "throughput", or "" when there is no knee."""
-    detail: str = ""
-    """What happened at the point after the knee, with the numbers."""
-
-    def explain(self, values: Sequence[float], label: str, factor: float = KNEE_TTFT_FACTOR,
-                latency_name: str = "TTFT") -> str:
-        if self.index is None:
-            return (f"No knee within the sweep: throughput still rises and {latency_name} p99 stays "
-                    f"within {factor:g}x its value at the first point up to the last; sweep further.")
-        v = values[self.index]
-        shown = "inf" if isinstance(v, float) and math.isinf(v) else f"{v:g}"
-        return f"Knee at {label} {shown}: {self.detail}."
-
-
-def _shown(v: float) -> str:
-    return "inf" if math.isinf(v) else f"{v:g}"
-
-
-def find_knee(values: Sequence[float], throughput: Sequence[float], latency_p99: Sequence[float],
-              factor: float = KNEE_TTFT_FACTOR, latency_name: str = "TTFT") -> Knee:
-    """The knee of a sweep whose `values` (request rates or max_num_seqs) ascend.
-
-    `latency_p99` is TTFT p99 for a sweep over rates and TPOT p99 for one over max_num_seqs (with
-    every request queued, more seats shorten the queue; what they cost is time per token)."""
-    n = len(values)
-    if n < 2:
-        return Knee(None, "")
-    base = latency_p99[0]
-    for j in range(1, n):
-        if latency_p99[j] > factor * base:
-            return Knee(j - 1, "latency",
-                        f"at {_shown(values[j])} {latency_name} p99 is {latency_p99[j]:,.1f} ms, "
-                        f"more than {factor:g} x {base:,.1f} ms (its value at the first point)")
-        prev, cur = values[j - 1], values[j]
-        step = (cur / prev - 1) if math.isfinite(cur) and prev > 0 else math.inf
-        need = min(KNEE_MIN_GAIN, KNEE_STEP_SHARE * step)
-        if throughput[j] < throughput[j - 1] * (1 + need):
-            gain = throughput[j] / throughput[j - 1] - 1 if throughput[j - 1] else 0.0
-            return Knee(j - 1, "throughput",
-                        f"at {_shown(values[j])} throughput rises only {gain:+.1%} "
-                        f"(less than {need:.1%})")
-    return Knee(None, "")
-
 
 # -- SLO planning -------------------------------------------------------------------------------
-
 @dataclass(frozen=True)
 class Slo:
     ttft_p99_ms: float | None = None
@@ -120,44 +59,6 @@ class Slo:
         if self.tpot_p99_ms is not None:
             parts.append(f"p99 TPOT <= {self.tpot_p99_ms:g} ms")
         return " and ".join(parts)
-
-
-# Latency percentiles for the plan come from the steady part of each run: requests arriving at
-# least one median end-to-end latency after the first arrival and one before the last. A short
-# run never fills the batch (the ramp-up and the drain at the end run at a smaller batch than
-# the rate sustains), so whole-run percentiles flatter rates near saturation. A run whose
-# window holds fewer than STEADY_MIN_REQUESTS is repeated with more requests, up to STEADY_MAX
-# (unless the whole run already misses the SLO: then a longer run would miss it too).
-STEADY_MIN_REQUESTS = 400
-STEADY_MAX_REQUESTS = 20_000
-
-
-def steady_window(records) -> tuple[list, float]:
-    """The records of requests that arrived in the steady part of the run, and the warm-up."""
-    if not records:
-        return [], 0.0
-    arrivals = [r.arrival_time for r in records]
-    warmup = float(np.median([r.e2e for r in records]))
-    lo, hi = min(arrivals) + warmup, max(arrivals) - warmup
-    return [r for r in records if lo <= r.arrival_time <= hi], warmup
-
-
-def latency_percentiles(records) -> dict:
-    """p50 and p99 of TTFT and TPOT over these records, in ms (keys as vllm bench serve's), and
-    how fast E2E climbs with arrival time (`e2e_slope`, s per s)."""
-    ttft = np.array([r.ttft for r in records]) * 1000.0
-    tpot = np.array([r.tpot for r in records if r.tpot is not None]) * 1000.0
-    slope = 0.0
-    arrivals = np.array([r.arrival_time for r in records])
-    if len(records) >= 10 and np.ptp(arrivals) > 0:
-        slope = float(np.polyfit(arrivals, [r.e2e for r in records], 1)[0])
-    d = {"count": len(records), "e2e_slope": slope,
-         "mean_e2e_ms": float(np.mean([r.e2e for r in records])) * 1000.0 if records else 0.0,
-         "mean_output_len": float(np.mean([r.output_len for r in records])) if records else 0.0}
-    for name, arr in (("ttft", ttft), ("tpot", tpot)):
-        d[f"median_{name}_ms"] = float(np.median(arr)) if len(arr) else 0.0
-        d[f"p99_{name}_ms"] = float(np.percentile(arr, 99)) if len(arr) else 0.0
-    return d
 
 
 @dataclass
@@ -201,13 +102,16 @@ class RatePlan:
 
 
 def plan_rate(run_at: Callable[[float, int], object], slo: Slo, num_prompts: int,
-              precision: float = PLAN_PRECISION) -> RatePlan:
+              precision: float = PLAN_PRECISION, min_window: int | None = None) -> RatePlan:
     """The highest request rate whose steady-state latency meets `slo`.
 
     `run_at(rate, num_prompts)` runs the scenario at that rate (math.inf = all queued at once)
     and returns its RunSummary. The saturated rate (request throughput with everything queued)
-    sets the scale of the search; a rate the replica cannot keep up with misses.
+    sets the scale of the search; a rate the replica cannot keep up with misses. Each rate is
+    measured at its steady state (`sim.curves.measure_rate`), its window at least `min_window`
+    requests (default STEADY_MIN_REQUESTS).
     """
+    min_window = STEADY_MIN_REQUESTS if min_window is None else min_window
     sat_summary = run_at(math.inf, num_prompts)
     sat_rate = sat_summary.metrics["request_throughput"]
     sat_window = latency_percentiles(sat_summary.records)
@@ -217,27 +121,14 @@ def plan_rate(run_at: Callable[[float, int], object], slo: Slo, num_prompts: int
 
     last_warmup = [0.0]  # the previous point's warm-up: sizes the next run so it rarely reruns
 
-    def needed(rate: float, warmup: float) -> int:
-        # Arrivals must span the warm-up, the cool-down and the window itself.
-        return math.ceil(1.2 * (rate * 2 * warmup + STEADY_MIN_REQUESTS))
-
     def evaluate(rate: float, stage: str) -> PlanPoint:
-        n = min(STEADY_MAX_REQUESTS, max(num_prompts, needed(rate, last_warmup[0])))
-        while True:
-            s = run_at(rate, n)
-            window, warmup = steady_window(s.records)
-            if len(window) >= STEADY_MIN_REQUESTS or n >= STEADY_MAX_REQUESTS:
-                break
-            if slo.misses(s.metrics):
-                break  # the whole run already misses; its steady part, if longer, would too
-            n = min(STEADY_MAX_REQUESTS, max(2 * n, needed(rate, warmup)))
-        last_warmup[0] = warmup
-        stats = latency_percentiles(window or s.records)
-        misses = slo.misses(stats)
-        if stats["e2e_slope"] > BACKLOG_SLOPE:
-            misses.append(f"the run does not settle (E2E climbs {stats['e2e_slope'] * 1000:.0f} ms "
-                          "per second of arrivals)")
-        p = PlanPoint(rate, s, stats, misses, stage)
+        point = measure_rate(run_at, rate, num_prompts=num_prompts, min_window=min_window,
+                             warmup_hint=last_warmup[0], enough=lambda s: bool(slo.misses(s.metrics)))
+        last_warmup[0] = point.extra["warmup"]
+        misses = slo.misses(point.window)
+        if not point.bounded:
+            misses.append(point.note)
+        p = PlanPoint(rate, point.summary, point.window, misses, stage)
         plan.points.append(p)
         return p
 

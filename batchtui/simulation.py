@@ -9,7 +9,6 @@ while a screenshot is taken.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -43,6 +42,13 @@ class SweepResult:
     """The live metric (a `sim.reports.MetricsView` field) that matches the latency axis."""
     load_label: str
     """What the first number of a point is: "batch" or "req/s"."""
+    bounded: tuple[bool, ...] = ()
+    """Per point, False where the queue grows without bound (a rate with no steady state, whose
+    latency measures only the run's length); empty when every point is bounded."""
+    saturated: float | None = None
+    """The swept scenario's saturated request rate (req/s), for a rate sweep."""
+    slo: float | None = None
+    """A latency objective (s) to draw across the curve, when the step sets one."""
 
 
 class LiveSimulation:
@@ -165,27 +171,26 @@ def batch_sweep(scenario: Scenario, batch_sizes, context: int = 640) -> SweepRes
     return SweepResult(tuple(points), "time/token", "tpot_p50", "batch")
 
 
-def rate_sweep(scenario: Scenario, rates, num_prompts: int = 400) -> SweepResult:
-    """The scenario run headless (the fast engine) at each request rate: tokens/s and TTFT p99,
-    which turns sharply upward once requests queue. Takes a few tenths of a second: run it in
+def rate_sweep(scenario: Scenario, rates, num_prompts: int = 1000, slo: float | None = None) -> SweepResult:
+    """Each request rate measured at its steady state (`sim.curves.rate_sweep`, the measure the
+    command line uses): TTFT p99 and the tokens/s of a steady window holding at least
+    `num_prompts` requests; a rate past saturation (or one that does not settle) has no steady
+    state and is marked unbounded. About a third of a second for step 7's nine rates: run it in
     a worker."""
-    from sim.engine import sweep
+    from sim.curves import rate_sweep as measure
 
-    base = scenario.with_workload(num_prompts=num_prompts)
-    points = []
-    for rate, run in zip(rates, sweep(base, rates)):
-        latency = run.metrics["p99_ttft_ms"] / 1000.0
-        if math.isfinite(latency):
-            points.append((float(rate), run.metrics["output_throughput"], latency))
-    return SweepResult(tuple(points), "TTFT p99", "ttft_p99", "req/s")
+    saturated, measured = measure(scenario, [float(r) for r in rates], min_window=num_prompts)
+    points = tuple((p.rate, p.window["output_throughput"], p.window["p99_ttft_ms"] / 1000.0) for p in measured)
+    return SweepResult(points, "TTFT p99", "ttft_p99", "req/s", bounded=tuple(p.bounded for p in measured),
+                       saturated=saturated, slo=slo)
 
 
 def run_sweep(scenario: Scenario, batch_sizes=(), context: int = 640, rates=(),
-              num_prompts: int = 400) -> tuple[SweepResult, ...]:
+              num_prompts: int = 1000, slo: float | None = None) -> tuple[SweepResult, ...]:
     """Every curve a step's [sweep] asks for: the batch sweep first, then the rate sweep."""
     results = []
     if batch_sizes:
         results.append(batch_sweep(scenario, batch_sizes, context))
     if rates:
-        results.append(rate_sweep(scenario, rates, num_prompts))
+        results.append(rate_sweep(scenario, rates, num_prompts, slo))
     return tuple(results)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .reports import BINDING_LIMITS, MetricsView
+from .reports import BINDING_LIMITS, MetricsView, PoolView
 
 PERCENTILES = (50, 90, 99)
 
@@ -278,9 +278,14 @@ class MetricsCollector:
         """Headline numbers over the recent past, for the live view."""
         recent = list(self._recent)
         lo = now - window_s
-        toks = sum(t for (end, t, _) in self._recent_tokens if end > lo)
-        done = sum(c for (end, _, c) in self._recent_tokens if end > lo)
-        span = min(window_s, max(now - (self.first_arrival or 0.0), 1e-9))
+        booked = self._recent_tokens
+        if len(booked) == booked.maxlen and booked[0][0] > lo:
+            # More iterations ran in the window than the buffer keeps: the rates are over the
+            # span it still holds (from the end of its oldest iteration), not the whole window.
+            lo = booked[0][0]
+        toks = sum(t for (end, t, _) in booked if end > lo)
+        done = sum(c for (end, _, c) in booked if end > lo)
+        span = min(now - lo, max(now - (self.first_arrival or 0.0), 1e-9))
         ttft = [r.ttft for r in recent]
         tpot = [r.tpot for r in recent if r.tpot is not None]
         e2e = [r.e2e for r in recent]
@@ -297,4 +302,22 @@ class MetricsCollector:
             completed=self.completed,
             padding_share=(self.padded_seat_iterations / self.seat_iterations if self.seat_iterations else 0.0),
             num_preemptions=self.num_preemptions,
+            pools=_pool_views(recent),
         )
+
+
+def _pool_views(records) -> tuple[PoolView, ...]:
+    """Percentiles per pool of these records; () when they are all one pool."""
+    pools: dict[str, list[RequestRecord]] = {}
+    for r in records:
+        pools.setdefault(r.pool, []).append(r)
+    if len(pools) < 2:
+        return ()
+    views = []
+    for name, recs in sorted(pools.items()):
+        ttft = [r.ttft for r in recs]
+        tpot = [r.tpot for r in recs if r.tpot is not None]
+        views.append(PoolView(
+            name, len(recs), float(np.median(ttft)), float(np.percentile(ttft, 99)),
+            float(np.median(tpot)) if tpot else 0.0, float(np.percentile(tpot, 99)) if tpot else 0.0))
+    return tuple(views)

@@ -41,7 +41,7 @@ class GpuProfile:
     id: str
     name: str
     hbm_bandwidth: float
-    """HBM bandwidth, bytes/s."""
+    """Memory bandwidth, bytes/s: HBM on most GPUs, GDDR6 on the L40S (the name is historical)."""
     bf16_peak_flops: float
     """Dense bf16 tensor-core peak, FLOP/s."""
     memory_bytes: float

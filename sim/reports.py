@@ -27,10 +27,16 @@ class ScheduledWork:
 
 @dataclass(frozen=True, slots=True)
 class IterationCostParts:
-    """Time of one iteration split by what it spent it on (seconds)."""
+    """Time of one iteration split by what it spent it on (seconds).
+
+    The parts do not simply add up: the linear layers stream the weights and compute at the same
+    time, so they take `linear` = sqrt(weights² + compute²) (a smooth roofline), not weights +
+    compute. `terms()` are the parts that do add up to `total`."""
 
     weights: float = 0.0
+    """Linear layers if only the weight read counted (t_mem)."""
     compute: float = 0.0
+    """Linear layers if only the GEMM arithmetic counted (t_cmp)."""
     kv_read: float = 0.0
     prefill_attention: float = 0.0
     allreduce: float = 0.0
@@ -40,6 +46,15 @@ class IterationCostParts:
     linear_binding: str = "weights"  # "weights" or "compute": which side of the roofline
     bandwidth_share: float = 0.0  # HBM bytes read ÷ (time × bandwidth)
     tensor_core_share: float = 0.0  # FLOPs ÷ (time × dense bf16 peak)
+    linear: float = 0.0
+    """The linear layers' time, weights and compute overlapped: sqrt(weights² + compute²)."""
+
+    def terms(self) -> tuple[tuple[str, float], ...]:
+        """(name, seconds) parts whose sum, in this order, is `total`: the linear layers
+        (weights and compute overlapped), the KV read, prefill attention, all-reduce, overhead."""
+        return (("linear", self.linear), ("kv_read", self.kv_read),
+                ("prefill_attention", self.prefill_attention), ("allreduce", self.allreduce),
+                ("overhead", self.overhead))
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +102,19 @@ class SeatView:
 
 
 @dataclass(frozen=True, slots=True)
+class PoolView:
+    """TTFT and TPOT percentiles of one pool of traffic (chat, batch) over the recent window."""
+
+    pool: str
+    completed: int = 0
+    """Requests of this pool in the window the percentiles are taken over."""
+    ttft_p50: float = 0.0
+    ttft_p99: float = 0.0
+    tpot_p50: float = 0.0
+    tpot_p99: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class MetricsView:
     """Headline numbers over the recent window (the UI shows these)."""
 
@@ -102,6 +130,9 @@ class MetricsView:
     completed: int = 0
     padding_share: float = 0.0
     num_preemptions: int = 0
+    pools: tuple[PoolView, ...] = ()
+    """Per pool, in name order, over the same recent requests as the percentiles above; empty
+    while all traffic is one pool."""
 
 
 @dataclass(frozen=True, slots=True)

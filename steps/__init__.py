@@ -17,6 +17,9 @@ once the learner has answered. The front matter holds
     [sweep]         (optional)          what the "curve" view draws: batch_sizes + context (a
                                         cost-model sweep of decode batches) and/or rates (req/s)
 
+The text, the hints and an activity's wording state figures as `{{name}}` templates, filled from
+the simulator when the step is built, or as numbers pinned by a test (`steps.figures`).
+
 `load_steps()` validates all twenty and raises `StepError` naming the file and the problem.
 `open_lessons()` is the app's lazy view of the same files: it reads every file's front matter
 (number, title, section, minutes: enough for a header and a table of contents) and builds a full
@@ -27,6 +30,7 @@ not show yet. This package imports `sim` at most: never textual or rich.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import re
 import tomllib
@@ -42,8 +46,8 @@ from sim.scenario import Scenario
 __all__ = [
     "REVEAL_MARKER",
     "ACTIVITY_KINDS", "ActivitySpec", "Comparison", "Dial", "Lessons", "Step", "StepError",
-    "StepSummary", "SweepSpec", "VIEWS", "get_path", "load_step", "load_steps", "open_lessons",
-    "set_path",
+    "StepSummary", "SweepSpec", "VIEWS", "get_path", "lesson_files", "load_step", "load_steps",
+    "open_lessons", "read_lesson", "set_path",
 ]
 
 NUM_STEPS = 20
@@ -134,7 +138,18 @@ class SweepSpec:
     batch_sizes: tuple[int, ...] = ()
     context: int = 640
     rates: tuple[float, ...] = ()
-    num_prompts: int = 400
+    num_prompts: int = 1000
+    """Requests each rate's steady window holds at least (`sim.curves.measure_rate` runs a rate
+    longer until it does)."""
+    slo_ttft_p99_ms: float | None = None
+    """A chat SLO the rate curve draws as a line (and step 16's drill plans replicas with)."""
+    slo_tpot_p99_ms: float | None = None
+
+    def invalidated_by(self, dial: str) -> bool:
+        """Whether moving this dial (a dotted scenario path) changes the sweep, so the curve
+        must be swept again: every setting does except the traffic rate, which the rate sweep
+        varies itself and the batch sweep never uses."""
+        return dial != "workload.request_rate"
 
 
 @dataclass(frozen=True)
@@ -221,6 +236,11 @@ def lessons_dir() -> Path:
     return Path(str(resources.files("steps").joinpath("lessons")))
 
 
+def lesson_files(directory: str | Path | None = None) -> list[Path]:
+    """The lesson files, in step order."""
+    return _lesson_files(Path(directory) if directory is not None else lessons_dir())
+
+
 def _lesson_files(folder: Path) -> list[Path]:
     files = sorted(p for p in folder.glob("*.md"))
     if not files:
@@ -302,6 +322,12 @@ def open_lessons(directory: str | Path | None = None) -> Lessons:
     summaries = [_summary(p) for p in _lesson_files(folder)]
     _check_numbers(folder, [s.number for s in summaries])
     return Lessons(summaries)
+
+
+def read_lesson(path: str | Path) -> tuple[dict, str]:
+    """A lesson file's front matter (a dict) and its text, raw: templates not filled."""
+    data, body, _ = _read_front_matter(Path(path))
+    return data, body
 
 
 def _read_front_matter(p: Path) -> tuple[dict, str, str]:
@@ -390,6 +416,7 @@ def _build_step(data: dict, body: str, source: str, stem: str) -> Step:
     hints = data.get("hints", [])
     if not isinstance(hints, list) or not all(isinstance(h, str) and h.strip() for h in hints):
         raise StepError(source, "hints must be a list of non-empty strings")
+    hints = tuple(hints)
 
     scenario = _scenario(data["scenario"], "[scenario]", source)
     dials = tuple(_dial(d, i, scenario, source) for i, d in enumerate(data.get("dials", [])))
@@ -413,13 +440,49 @@ def _build_step(data: dict, body: str, source: str, stem: str) -> Step:
         raise StepError(source, f"the lesson text has {words} words; keep it under {MAX_WORDS}")
 
     step = Step(number=number, slug=stem[3:], title=title, section=section, minutes=minutes,
-                views=tuple(views), scenario=scenario, dials=dials, hints=tuple(hints),
+                views=tuple(views), scenario=scenario, dials=dials, hints=hints,
                 activity=activity, body_md=body, compare=compare, sweep=sweep, source=source,
                 reveal_md=reveal)
     if reveal and activity.kind not in ("drill", "predict", "read", "break_it"):
         raise StepError(source, "a <!-- reveal --> section needs an activity to answer (drill, predict, read or break_it)")
     _check_activity(step)
-    return step
+    # Figures in the text come from the simulator: {{name}} templates filled now (steps.figures).
+    return _fill_figures(step)
+
+
+FILLED_PARAMS = ("question", "choices", "explain")
+"""An activity's wording, templated like the lesson text."""
+
+
+def _fill_figures(step: Step) -> Step:
+    """The step with every {{figure}} in its text, hints and activity wording filled from the
+    simulator for its own scenario (`steps.figures`)."""
+    from . import figures
+
+    labs: list = []
+
+    def lab():
+        if not labs:
+            labs.append(figures.Lab(step.scenario, step.activity.params, step.sweep,
+                                    step.compare.scenario if step.compare else None, step.dials))
+        return labs[0]
+
+    def fill(text: str, where: str) -> str:
+        try:
+            return figures.fill(text, lab)
+        except figures.FigureError as exc:
+            raise StepError(step.source, f"{where}: {exc}") from None
+
+    params = dict(step.activity.params)
+    for key in FILLED_PARAMS:
+        value = params.get(key)
+        if isinstance(value, str):
+            params[key] = fill(value, f"[activity] {key}")
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            params[key] = [fill(v, f"[activity] {key}") for v in value]
+    return dataclasses.replace(
+        step, body_md=fill(step.body_md, "the lesson text"), reveal_md=fill(step.reveal_md, "the lesson text"),
+        hints=tuple(fill(h, "a hint") for h in step.hints), activity=ActivitySpec(step.activity.kind, params))
 
 
 def _text(value: Any, key: str, source: str) -> str:
@@ -525,8 +588,9 @@ def _compare(data: Any, base: dict, source: str) -> Comparison | None:
 def _sweep(data: Any, source: str) -> SweepSpec | None:
     if data is None:
         return None
-    if not isinstance(data, dict) or set(data) - {"batch_sizes", "context", "rates", "num_prompts"}:
-        raise StepError(source, "[sweep] holds batch_sizes, context, rates and num_prompts only")
+    keys = {"batch_sizes", "context", "rates", "num_prompts", "slo_ttft_p99_ms", "slo_tpot_p99_ms"}
+    if not isinstance(data, dict) or set(data) - keys:
+        raise StepError(source, f"[sweep] holds {', '.join(sorted(keys))} only")
     sizes = data.get("batch_sizes", [])
     rates = data.get("rates", [])
     if not isinstance(sizes, list) or not all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in sizes):
@@ -539,8 +603,16 @@ def _sweep(data: Any, source: str) -> SweepSpec | None:
     if sizes != sorted(sizes) or rates != sorted(rates):
         raise StepError(source, "[sweep] batch_sizes and rates must be in increasing order")
     context = _int(data.get("context", 640), "[sweep] context", source, 1, 1 << 20)
-    num_prompts = _int(data.get("num_prompts", 400), "[sweep] num_prompts", source, 10, 100000)
-    return SweepSpec(tuple(sizes), context, tuple(float(r) for r in rates), num_prompts)
+    num_prompts = _int(data.get("num_prompts", 1000), "[sweep] num_prompts", source, 100, 20000)
+    slo = []
+    for key in ("slo_ttft_p99_ms", "slo_tpot_p99_ms"):
+        value = data.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+            raise StepError(source, f"[sweep] {key} must be a number of ms > 0")
+        slo.append(None if value is None else float(value))
+    if slo[0] is not None and not rates:
+        raise StepError(source, "[sweep] an SLO needs rates to sweep")
+    return SweepSpec(tuple(sizes), context, tuple(float(r) for r in rates), num_prompts, *slo)
 
 
 def _check_activity(step: Step) -> None:

@@ -1,6 +1,6 @@
 """What the learner does in a step, as pure logic the app drives by keyboard.
 
-- Drills (steps 2, 9, 15): `Drill.new_question(seed) -> Question`; a retry with another seed is
+- Drills (steps 2, 9, 15, 16): `Drill.new_question(seed) -> Question`; a retry with another seed is
   a new question. `Question.check(text)` parses a typed answer tolerantly and recognises the
   common slips; `hints` (at most two) and, once solved or given up, `derivation_md` with this
   question's own numbers.
@@ -9,11 +9,12 @@
 - Predict-then-run: `question_md`, `choices`, `commit(n)`, then `reveal(snapshot)`.
 - Reading exercise (step 18): `PercentileReading.new_question(seed) -> Read` with a table from two
   simulated runs; `Read.check(choice_number)`.
-- `cheat_sheet_md(...)` (step 19) and `save_scenario` / `load_scenario` (step 20).
+- `cheat_sheet_md(scenario)` (step 19) and `save_scenario` / `load_scenario` (step 20).
 
-Imports `sim` only: never textual or rich. Simulation runs (steps 9 and 18 build their questions
-from measured runs) take well under a second each; the app should call `new_question` from a
-worker.
+Imports `sim` (and `steps.figures`, where the numbers in prose come from) only: never textual or
+rich. Simulation runs (steps 9 and 18 build their questions from measured runs, step 16 sweeps a
+curve, about half a second) take well under a second each; the app should call `new_question`
+from a worker.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from sim.profiles import BUILTIN_PROFILES, Deployment, ProfileSet
 from sim.reports import EngineSnapshot
 from sim.scenario import Scenario
 
+from .figures import PLANNING_HEADROOM, fmt, ms
+
 GIB = 2**30
 
 
@@ -40,31 +43,10 @@ def _rng(seed: int):
     return np.random.default_rng(seed)
 
 
-RESERVE_BYTES = 3.4e9  # what vLLM keeps outside weights and KV (Deployment's default)
-REAL_BANDWIDTH_SHARE = 0.8  # the share of HBM bandwidth real decode kernels reach
 
 # ---------------------------------------------------------------------------------------------
 # Number formatting and answer parsing
 # ---------------------------------------------------------------------------------------------
-
-
-def fmt(value: float, digits: int = 3) -> str:
-    """A number for prose: `digits` significant figures, thousands separated, no trailing zeros."""
-    if value == 0 or not math.isfinite(value):
-        return str(value)
-    magnitude = int(math.floor(math.log10(abs(value))))
-    decimals = max(0, digits - 1 - magnitude)
-    text = f"{value:,.{decimals}f}"
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return text
-
-
-def ms(seconds: float) -> str:
-    """A duration for prose: "485 ms", or "3.2 s" from a second on."""
-    if abs(seconds) >= 0.9995:
-        return f"{fmt(seconds)} s"
-    return f"{fmt(seconds * 1000.0)} ms"
 
 
 _NUMBER = re.compile(
@@ -124,7 +106,7 @@ class Question:
     def __init__(self, prompt_md: str, answer: float, unit: str, tolerance: float,
                  hints: tuple[str, ...], derivation_md: str, slips: tuple[Slip, ...] = (),
                  whole_number: bool = False, run_dials: dict | None = None,
-                 facts: dict | None = None) -> None:
+                 facts: dict | None = None, accepted: tuple[float, ...] = ()) -> None:
         self.prompt_md = prompt_md
         self.answer = answer
         self.unit = unit
@@ -137,12 +119,16 @@ class Question:
         """Dial settings (dotted scenario paths) to run the traffic this question is about."""
         self.facts = dict(facts or {})
         """The question's inputs, for tests and for the app to show."""
+        self.accepted = tuple(accepted)
+        """Other answers that are right too (a reading of a curve within tolerance)."""
         self.attempts = 0
         self.solved = False
         self.gave_up = False
 
     @property
     def tolerance_text(self) -> str:
+        if self.accepted:
+            return f"what a reading of the curve up to {fmt(self.tolerance * 100)}% low gives"
         return f"±{fmt(self.tolerance * 100)}%"
 
     @property
@@ -153,7 +139,7 @@ class Question:
         return abs(value - target) <= self.tolerance * abs(target)
 
     def accepts(self, value: float) -> bool:
-        if self.is_close(value, self.answer):
+        if self.is_close(value, self.answer) or value in self.accepted:
             return True
         # A count of sequences: the whole number below or nearest the exact quotient is right too.
         return self.whole_number and value in (math.floor(self.answer), round(self.answer))
@@ -166,6 +152,10 @@ class Question:
         self.attempts += 1
         if self.accepts(value):
             self.solved = True
+            if self.accepted:
+                mine = "" if value == self.answer else f" for your reading of the curve (its last point " \
+                                                      f"inside the SLO gives {fmt(self.answer)})"
+                return Feedback(True, f"Right{mine}: {fmt(value, 4)} {self.unit}.", value, show_derivation=True)
             return Feedback(True, f"Right: {fmt(self.answer)} {self.unit} "
                                   f"(you typed {fmt(value, 4)}; within {self.tolerance_text}).",
                             value, show_derivation=True)
@@ -228,36 +218,38 @@ class SingleStreamCeilingDrill(Drill):
             gpu = self.profiles.gpu(str(rng.choice(self.GPUS)))
             model = self.profiles.model(str(rng.choice(self.MODELS)))
             realistic = bool(rng.integers(0, 2))
-            if not (gpu.id == "h100-sxm" and model.id == "llama-3.1-8b" and not realistic):
-                break  # the lesson already worked that one
+            if not (gpu.id == "h100-sxm" and model.id == "llama-3.1-8b"):
+                break  # the lesson works that one through, both ways
         weights = model.params * model.bytes_per_param
         ceiling = gpu.hbm_bandwidth / weights
-        answer = ceiling * REAL_BANDWIDTH_SHARE if realistic else ceiling
+        share = self.profiles.deployment(gpu.id, model.id).eta_bw  # what the lesson calls "about 80%"
+        pct = fmt(share * 100)
+        answer = ceiling * share if realistic else ceiling
         bw_tb = gpu.hbm_bandwidth / 1e12
         setup = (f"**{model.name}** ({fmt(model.params / 1e9)} B parameters, bf16) decodes one "
-                 f"sequence alone on {_article(gpu.name)} **{gpu.name}** (HBM bandwidth {fmt(bw_tb, 4)} TB/s).")
+                 f"sequence alone on {_article(gpu.name)} **{gpu.name}** (memory bandwidth {fmt(bw_tb, 4)} TB/s).")
         if realistic:
-            ask = ("Real servers stream weights at about 80% of the rated bandwidth. About how "
+            ask = (f"Real servers stream weights at about {pct}% of the rated bandwidth. About how "
                    "many **tokens/s** does this one sequence get?")
         else:
             ask = "What is its single-stream decode **ceiling**, in tokens/s?"
         hints = (
             "Each token needs one full read of the weights: tokens/s = bandwidth ÷ weight bytes"
-            + (", then take 80% of that." if realistic else "."),
-            f"Weights = {fmt(model.params / 1e9)} B × 2 bytes = {fmt(weights / 1e9)} GB. "
+            + (f", then take {pct}% of that." if realistic else "."),
+            f"Weights = {fmt(model.params / 1e9)} B × {fmt(model.bytes_per_param)} bytes = {fmt(weights / 1e9)} GB. "
             f"Divide {fmt(gpu.hbm_bandwidth / 1e9, 4)} GB/s by it.",
         )
         lines = [
-            f"- weights = {fmt(model.params / 1e9)} B parameters × 2 bytes (bf16) = "
+            f"- weights = {fmt(model.params / 1e9)} B parameters × {fmt(model.bytes_per_param)} bytes (bf16) = "
             f"**{fmt(weights / 1e9)} GB**",
             f"- ceiling = {fmt(bw_tb, 4)} TB/s ÷ {fmt(weights / 1e9)} GB = "
             f"{fmt(gpu.hbm_bandwidth / 1e9, 4)} GB/s ÷ {fmt(weights / 1e9)} GB ≈ "
             f"**{fmt(ceiling)} tokens/s**",
         ]
         if realistic:
-            lines.append(f"- at 80% of the bandwidth: 0.8 × {fmt(ceiling)} ≈ **{fmt(answer)} tokens/s**")
+            lines.append(f"- at {pct}% of the bandwidth: {share:g} × {fmt(ceiling)} ≈ **{fmt(answer)} tokens/s**")
         else:
-            lines.append(f"- a real server reaches about 80% of that: ≈ {fmt(ceiling * 0.8)} tokens/s")
+            lines.append(f"- a real server reaches about {pct}% of that: ≈ {fmt(ceiling * share)} tokens/s")
         lines.append(f"- one token every 1000 ÷ {fmt(answer)} ≈ {fmt(1000 / answer)} ms")
         gib = (f"GB and GiB got mixed: {fmt(weights / 1e9)} GB is {fmt(weights / GIB)} GiB, and "
                "TB/s is decimal too. Keep both in decimal units.")
@@ -271,13 +263,11 @@ class SingleStreamCeilingDrill(Drill):
             (0.001, "Off by a factor of 1,000: check TB/s (10¹²) against GB (10⁹)."),
         ]
         if realistic:
-            pairs.append((1 / REAL_BANDWIDTH_SHARE,
-                          "That is the full ceiling: the question asks what a real server gets, "
-                          "about 80% of it."))
+            pairs.append((1 / share, "That is the full ceiling: the question asks what a real server gets, "
+                                     f"about {pct}% of it."))
         else:
-            pairs.append((REAL_BANDWIDTH_SHARE,
-                          "That is the 80% figure a real server reaches; the question asks for "
-                          "the ceiling itself."))
+            pairs.append((share, f"That is the {pct}% figure a real server reaches; the question asks for "
+                                  "the ceiling itself."))
         slips = list(_ratio_slips(answer, pairs))
         slips.append(Slip(1000.0 / answer, "That looks like milliseconds per token; the question "
                                             "asks for tokens per second (1000 ÷ your number)."))
@@ -299,7 +289,6 @@ class InFlightDrill(Drill):
     name = "in_flight"
     title = "Sequences in flight"
     MAX_OUTPUT_TOKENS_PER_S = 6200.0  # keep the load well below saturation, where W is steady
-    MEASURE_PROMPTS = 400
 
     RATES = (8.0, 12.0, 16.0, 20.0, 24.0, 28.0)
     OUTPUTS = (128, 256, 384)
@@ -307,8 +296,11 @@ class InFlightDrill(Drill):
     def __init__(self, scenario: Scenario, rates=RATES, outputs=OUTPUTS, tolerance: float = 0.05) -> None:
         super().__init__(tolerance)
         self.scenario = scenario
+        worked = (float(scenario.workload.request_rate), scenario.workload.output.mean)
         self.cases = [(float(r), int(o)) for r in rates for o in outputs
-                      if r * o <= self.MAX_OUTPUT_TOKENS_PER_S]
+                      if r * o <= self.MAX_OUTPUT_TOKENS_PER_S and (r, o) != worked]
+        """(rate, output length) pairs a question may ask: below the load limit, and never the
+        example the lesson works through (its answer is on the screen)."""
         if not self.cases:
             raise ValueError("no rate and output length below the drill's load limit")
         self._measured: dict[tuple[float, int], float] = {}
@@ -318,30 +310,37 @@ class InFlightDrill(Drill):
         return self.scenario.with_workload(request_rate=rate, output=replace(w.output, mean=output_len))
 
     def seconds_per_request(self, rate: float, output_len: int) -> float:
-        """Mean time in the engine (arrival to last token) measured at this load."""
+        """W as the question states it: the mean time in the engine (arrival to last token) at
+        this load, measured at its steady state as the lesson's example and the cheat sheet
+        measure it (`steps.figures.in_flight`)."""
         key = (rate, output_len)
         if key not in self._measured:
-            from sim.engine import run_scenario
+            from .figures import Lab, in_flight
 
-            run = run_scenario(self.traffic(rate, output_len).with_workload(num_prompts=self.MEASURE_PROMPTS))
-            self._measured[key] = run.metrics["mean_e2el_ms"] / 1000.0
+            measured = in_flight(Lab(self.traffic(rate, output_len)), rate)
+            if measured is None:
+                raise ValueError(f"{rate:g} req/s with {output_len}-token answers is past saturation")
+            self._measured[key] = measured[0]
         return self._measured[key]
 
     def new_question(self, seed: int) -> Question:
         rng = _rng(seed)
         rate, output_len = self.cases[int(rng.integers(len(self.cases)))]
-        in_ms = bool(rng.integers(0, 2))
-        w_s = round(self.seconds_per_request(rate, output_len), 2)
+        return self.question(rate, output_len, in_ms=bool(rng.integers(0, 2)))
+
+    def question(self, rate: float, output_len: int, in_ms: bool = False) -> Question:
+        """The question for this load (W given in ms or in s)."""
+        w_s = self.seconds_per_request(rate, output_len)
         answer = rate * w_s
-        w_text = f"{fmt(w_s * 1000, 4)} ms" if in_ms else f"{w_s:.2f} s"
+        w_text = f"{fmt(w_s * 1000)} ms" if in_ms else f"{fmt(w_s)} s"
         prompt_len = self.scenario.workload.input.mean
         prompt = (f"The helpdesk bot gets **{fmt(rate)} requests/s**, each {prompt_len} tokens in and "
                   f"{output_len} out. Measured at this load, a request spends **{w_text}** in the "
                   "engine, from arrival to its last token.\n\nOn average, how many **sequences** "
                   "are in flight?")
         hints = ("Little's law: sequences in flight = arrival rate × time each spends inside.",
-                 f"{fmt(rate)} requests/s × {w_s:.2f} s" + (" (convert ms to s first)" if in_ms else "") + ".")
-        derivation = (f"- in flight = λ × W = {fmt(rate)} requests/s × {w_s:.2f} s ≈ "
+                 f"{fmt(rate)} requests/s × {fmt(w_s)} s" + (" (convert ms to s first)" if in_ms else "") + ".")
+        derivation = (f"- in flight = λ × W = {fmt(rate)} requests/s × {fmt(w_s)} s ≈ "
                       f"**{fmt(answer)} sequences**\n"
                       f"- run the traffic: the mean running batch should settle within a few per cent "
                       f"of {fmt(answer)}.")
@@ -368,9 +367,12 @@ class CacheBatchDrill(Drill):
     PROMPTS = (1024, 2048, 4096, 8192, 16384)
     OUTPUTS = (256, 512, 1024, 2048)
 
-    def __init__(self, tolerance: float = 0.03, profiles: ProfileSet | None = None) -> None:
+    def __init__(self, tolerance: float = 0.03, profiles: ProfileSet | None = None,
+                 worked: tuple | None = None) -> None:
         super().__init__(tolerance)
         self.profiles = profiles or BUILTIN_PROFILES
+        self.worked = worked
+        """(gpu, model, utilisation, prompt, output) the lesson works through: never asked."""
 
     def _draw(self, rng) -> tuple[Deployment, int, int]:
         while True:
@@ -379,7 +381,7 @@ class CacheBatchDrill(Drill):
             util = float(rng.choice(self.UTILISATIONS))
             prompt = int(rng.choice(self.PROMPTS))
             output = int(rng.choice(self.OUTPUTS))
-            if prompt + output > model.max_model_len:
+            if prompt + output > model.max_model_len or (gpu, model.id, util, prompt, output) == self.worked:
                 continue
             try:
                 dep = self.profiles.deployment(gpu, model.id, gpu_memory_utilization=util)
@@ -389,8 +391,10 @@ class CacheBatchDrill(Drill):
                 return dep, prompt, output
 
     def new_question(self, seed: int) -> Question:
-        rng = _rng(seed)
-        dep, prompt, output = self._draw(rng)
+        return self.question(*self._draw(_rng(seed)))
+
+    def question(self, dep: Deployment, prompt: int, output: int) -> Question:
+        """The question for this deployment and these lengths."""
         gpu, model = dep.gpu, dep.model
         per_seq = prompt + output
         answer = dep.kv_cache_tokens / per_seq
@@ -455,6 +459,103 @@ class CacheBatchDrill(Drill):
                                    "workload.input.mean": prompt, "workload.output.mean": output},
                         facts={"gpu": gpu.id, "model": model.id, "util": util, "prompt": prompt,
                                "output": output, "cache_tokens": dep.kv_cache_tokens})
+
+
+class ReplicasDrill(Drill):
+    """Step 16: read the SLO rate off the step's rate curve, then
+    replicas = ⌈peak ÷ (headroom × SLO rate)⌉. The curve is swept exactly as the app sweeps it
+    (`sim.curves.rate_sweep` over the step's [sweep]), so the learner's reading and the check
+    agree; any reading of the SLO rate within the tolerance below the curve's answer, up to the
+    saturated rate, counts."""
+
+    name = "replicas"
+    title = "Replicas for a chat SLO"
+    PEAKS = (60.0, 100.0, 150.0, 200.0, 250.0, 300.0, 400.0)
+    SEATS = (256, 128, 64)
+
+    def __init__(self, scenario: Scenario, sweep, tolerance: float = 0.1) -> None:
+        super().__init__(tolerance)
+        if sweep is None or not sweep.rates or sweep.slo_ttft_p99_ms is None:
+            raise ValueError("the replicas drill needs a rate sweep with an SLO")
+        self.scenario = scenario
+        self.sweep = sweep
+        self._curves: dict[int, tuple[float, list]] = {}
+
+    def curve(self, seats: int) -> tuple[float, list]:
+        """(saturated rate, the rate points) of the step's curve at `seats` seats."""
+        if seats not in self._curves:
+            from sim.curves import rate_sweep
+
+            self._curves[seats] = rate_sweep(self.scenario.with_engine(max_num_seqs=seats), self.sweep.rates,
+                                             min_window=self.sweep.num_prompts)
+        return self._curves[seats]
+
+    def meets(self, point) -> bool:
+        """Whether a rate point meets the SLO: a steady state inside both percentiles."""
+        w = point.window
+        return (point.bounded and w["p99_ttft_ms"] <= self.sweep.slo_ttft_p99_ms
+                and (self.sweep.slo_tpot_p99_ms is None or w["p99_tpot_ms"] <= self.sweep.slo_tpot_p99_ms))
+
+    def slo_rate(self, seats: int):
+        """The highest rate of the curve that meets the SLO, every lower one meeting it too, and
+        the first that misses (None if none does): (point, next point)."""
+        _, points = self.curve(seats)
+        best = None
+        for i, point in enumerate(points):
+            if not self.meets(point):
+                return best, point
+            best = point
+        return best, None
+
+    def new_question(self, seed: int) -> Question:
+        rng = _rng(seed)
+        peak = float(rng.choice(self.PEAKS))
+        seats = int(rng.choice(self.SEATS))
+        saturated, _ = self.curve(seats)
+        best, miss = self.slo_rate(seats)
+        if best is None:
+            raise ValueError(f"no rate of the sweep meets the SLO with {seats} seats")
+        per_replica = PLANNING_HEADROOM * best.rate
+        answer = math.ceil(peak / per_replica)
+        low = (1 - self.tolerance) * best.rate
+        high = min(saturated, miss.rate) if miss is not None else saturated
+        accepted = tuple(range(math.ceil(peak / (PLANNING_HEADROOM * high)),
+                               math.ceil(peak / (PLANNING_HEADROOM * low)) + 1))
+        slo = f"TTFT p99 ≤ {fmt(self.sweep.slo_ttft_p99_ms)} ms" + (
+            f" and TPOT p99 ≤ {fmt(self.sweep.slo_tpot_p99_ms)} ms" if self.sweep.slo_tpot_p99_ms else "")
+        headroom = fmt(PLANNING_HEADROOM * 100)
+        dial = "" if seats == self.scenario.engine_config().max_num_seqs else \
+            f" Set the **seats** dial to {seats} first: the curve sweeps again."
+        prompt = (f"The helpdesk's peak is **{fmt(peak)} requests/s**, and each replica runs with "
+                  f"**{seats} seats**.{dial} Read off the curve the highest rate that meets {slo}, plan "
+                  f"each replica at {headroom}% of it, and say how many **replicas** the peak needs.")
+        hints = (f"The SLO rate is the last point below the {fmt(self.sweep.slo_ttft_p99_ms)} ms line before "
+                 "the curve leaves it or the queue runs away (the arrows).",
+                 f"replicas = ⌈peak ÷ ({PLANNING_HEADROOM:g} × SLO rate)⌉: round up, a replica is whole.")
+        w = best.window
+        lines = [f"- The curve meets the SLO up to **{fmt(best.rate)} req/s** (TTFT p99 "
+                 f"{fmt(w['p99_ttft_ms'])} ms, TPOT p99 {fmt(w['p99_tpot_ms'])} ms)"
+                 + (f"; at {fmt(miss.rate)} req/s " + ("the queue grows without bound" if not miss.bounded
+                                                        else f"TTFT p99 is {fmt(miss.window['p99_ttft_ms'])} ms")
+                    if miss is not None else "") + f". It saturates at {fmt(saturated)} req/s.",
+                 f"- Each replica at {headroom}%: {PLANNING_HEADROOM:g} × {fmt(best.rate)} = "
+                 f"{fmt(per_replica)} req/s.",
+                 f"- replicas = ⌈{fmt(peak)} ÷ {fmt(per_replica)}⌉ = ⌈{fmt(peak / per_replica)}⌉ = **{answer}**."]
+        if len(accepted) > 1:
+            lines.append(f"- A reading of {fmt(low)} to {fmt(high)} req/s gives "
+                         f"{' or '.join(str(a) for a in accepted)}: any of them counts.")
+        slips = (
+            Slip(math.ceil(peak / best.rate), f"Leave headroom: plan each replica at {headroom}% of its SLO rate."),
+            Slip(peak / per_replica, "Round up: a replica is a whole GPU."),
+            Slip(per_replica, "That is one replica's planned rate; divide the peak by it."),
+            Slip(best.rate, "That is the SLO rate itself; the question asks for replicas."),
+        )
+        return Question(prompt, float(answer), "replicas", self.tolerance, hints, "\n".join(lines),
+                        tuple(s for s in slips if s.value not in accepted), whole_number=True,
+                        run_dials={"engine.max_num_seqs": seats},
+                        facts={"peak": peak, "seats": seats, "slo_rate": best.rate, "saturated": saturated,
+                               "reading_low": low, "reading_high": high},
+                        accepted=tuple(float(a) for a in accepted))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -649,7 +750,7 @@ class Predict:
     def __init__(self, question_md: str, choices: tuple[str, ...], answer: int, explain: str,
                  show: tuple[str, ...] = (), compute: str = "", scenario: Scenario | None = None,
                  run_dials: dict | None = None, watch_seconds: float = 20.0, compare_label: str = "",
-                 run_note: str = "") -> None:
+                 run_note: str = "", batches: tuple[int, int] = (1, 64), context: int = 640) -> None:
         self.question_md = question_md
         self.choices = choices
         self.answer = answer
@@ -666,6 +767,9 @@ class Predict:
         """The run's settings in words ("Token budget 512 tokens"), said with the numbers."""
         """What the step's side-by-side run is called, if it has one."""
         """Simulated seconds the run goes on after the guess before the answer is revealed."""
+        self.batches = batches
+        """The two decode batch sizes a `batch_gain` prediction compares, and their context."""
+        self.context = context
         self.guess: int | None = None
 
     def commit(self, guess: int) -> str:
@@ -686,9 +790,10 @@ class Predict:
             from sim.cost import CostModel
 
             cost = CostModel(self.scenario.deployment())
-            one, many = cost.iteration(1, 640).total, cost.iteration(64, 64 * 640).total
-            text = (f"batch 1: {ms(one)} per iteration, {fmt(1 / one)} tokens/s; batch 64: {ms(many)}, "
-                    f"{fmt(64 / many)} tokens/s: {fmt(64 * one / many)} times the output for "
+            (a, b), context = self.batches, self.context
+            one, many = cost.iteration(a, a * context).total, cost.iteration(b, b * context).total
+            text = (f"batch {a}: {ms(one)} per iteration, {fmt(a / one)} tokens/s; batch {b}: {ms(many)}, "
+                    f"{fmt(b / many)} tokens/s: {fmt(b * one / (a * many))} times the output for "
                     f"{fmt((many / one - 1) * 100)}% more time per token")
         if self.compute == "offline_gain" and snapshot is not None and other is not None:
             # Job against job: requests done by the same moment (tokens/s over the last seconds
@@ -843,81 +948,41 @@ def _ms_cell(value: float | None) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def cheat_sheet_md(source: Scenario | Deployment, snapshot: EngineSnapshot | None = None,
-                   prompt_len: int | None = None, output_len: int | None = None,
-                   peak_rate: float = 150.0, slo_rate: float | None = None) -> str:
-    """The recap with every formula worked for this deployment (and live numbers if given)."""
-    if isinstance(source, Scenario):
-        dep = source.deployment()
-        prompt_len = prompt_len or source.workload.input.mean
-        output_len = output_len or source.workload.output.mean
-        rate = source.workload.request_rate
-    else:
-        dep = source
-        rate = 20.0
-    prompt_len = prompt_len or 512
-    output_len = output_len or 256
-    gpu, model = dep.gpu, dep.model
-    weights = dep.weight_bytes_per_gpu
-    ceiling = gpu.hbm_bandwidth / weights
-    per_seq = prompt_len + output_len
-    cache_batch = dep.kv_cache_tokens / per_seq
+CHEAT_SHEET_MD = """\
+### {{model_name}} on {{gpu_name}}
 
-    from sim.cost import CostModel
+- **Ceiling** = bandwidth ÷ weight bytes: {{bandwidth_tb}} TB/s ÷ {{weights_gb}} GB ≈ **{{ceiling}} tok/s**
+  (real ≈ {{real_share_pct}}%: {{ceiling_real}}).
+- **One request** = prefill + (out − 1) × TPOT: {{prefill_ms}} ms + {{decode_steps}} × {{tpot_ms}} ms ≈
+  {{request_s}} s alone.
+- {{in_flight_line}}
+- **Cache tokens** = (util × memory − weights − reserve) ÷ KV per token:
+  ({{memory_utilization}} × {{gpu_memory_gb}} − {{weights_gb}} − {{reserve_gb}}) GB ÷ {{kv_kib_per_token}} KiB ≈ **{{cache_tokens}}**.
+- **Cache batch** = cache tokens ÷ (in + out): {{cache_tokens}} ÷ {{per_sequence}} ≈ **{{cache_batch}}**.
+- **Replicas** = ⌈peak ÷ ({{headroom}} × SLO rate)⌉, the SLO rate read off a sweep (step 16). It is below
+  the saturated rate, {{saturated_rate}} req/s here, so a peak of {{cheat_peak}} req/s needs more than
+  {{cheat_peak}} ÷ ({{headroom}} × {{saturated_rate}}) ≈ {{cheat_replicas_floor}} replicas.
 
-    cost = CostModel(dep)
-    # Seconds per request at a modest batch: one prefill, then output − 1 decode steps.
-    prefill = cost.iteration(0, 0, [(0, prompt_len)]).total
-    tpot_alone = cost.iteration(1, prompt_len + output_len // 2).total
-    if snapshot is not None and snapshot.metrics.e2e_p50 > 0 and math.isfinite(rate):
-        seconds = snapshot.metrics.e2e_p50
-        seconds_note = "W measured now: end-to-end p50"
-    else:
-        seconds = prefill + (output_len - 1) * tpot_alone
-        seconds_note = "W at batch 1; longer under load"
-    in_flight = rate * seconds if math.isfinite(rate) else float("nan")
-    slo = slo_rate or 0.0
-    # Paragraphs, not tables: at 80 columns a formula squeezed into a table cell wraps into a
-    # column one word wide.
-    lines = [
-        f"### {model.name} on {gpu.name}" + (f" × {dep.tensor_parallel_size}" if dep.tensor_parallel_size > 1 else ""),
-        "",
-        f"- **Ceiling** = bandwidth ÷ weight bytes: {fmt(gpu.hbm_bandwidth / 1e12, 4)} TB/s ÷ "
-        f"{fmt(weights / 1e9)} GB ≈ **{fmt(ceiling)} tok/s** (real ≈ 80%: {fmt(0.8 * ceiling)}).",
-        f"- **One request** = prefill + (out − 1) × TPOT: {ms(prefill)} + {output_len - 1} × "
-        f"{ms(tpot_alone)} ≈ {fmt(prefill + (output_len - 1) * tpot_alone)} s alone.",
-    ]
-    if math.isfinite(in_flight):
-        lines.append(f"- **In flight** = λ × W: {fmt(rate)} req/s × {fmt(seconds)} s ≈ **{fmt(in_flight)}** "
-                     f"({seconds_note}).")
-    lines += [
-        f"- **Cache tokens** = (util × memory − weights − reserve) ÷ KV per token: "
-        f"({dep.gpu_memory_utilization:g} × {fmt(gpu.memory_bytes / 1e9)} − {fmt(weights / 1e9)} − "
-        f"{fmt(dep.reserve_bytes / 1e9)}) GB ÷ {fmt(dep.kv_bytes_per_token_per_gpu / 1024)} KiB ≈ "
-        f"**{fmt(dep.kv_cache_tokens)}**.",
-        f"- **Cache batch** = cache tokens ÷ (in + out): {fmt(dep.kv_cache_tokens)} ÷ {per_seq:,} ≈ "
-        f"**{fmt(cache_batch)}**.",
-    ]
-    if slo > 0:
-        replicas = math.ceil(peak_rate / (0.8 * slo))
-        lines.append(f"- **Replicas** = ⌈peak ÷ (0.8 × SLO rate)⌉: ⌈{fmt(peak_rate)} ÷ (0.8 × {fmt(slo)})⌉ = "
-                     f"**{replicas}**.")
-    else:
-        lines.append(f"- **Replicas** = ⌈peak ÷ (0.8 × SLO rate)⌉, the SLO rate from a sweep (step 16): "
-                     f"for example ⌈{fmt(peak_rate)} ÷ (0.8 × 37)⌉ = {math.ceil(peak_rate / (0.8 * 37))}.")
-    flight = fmt(in_flight if math.isfinite(in_flight) else 0)
-    lines += [
-        "",
-        "**Tuning order**: `--max-num-batched-tokens` (the TPOT you accept), then `--max-num-seqs` "
-        "(the batch λ × W needs), then the KV cache (`--gpu-memory-utilization`) to hold that batch.",
-        "",
-        f"**Chat, with an SLO**: seats ≥ in flight (≈ {flight}) and below the knee; a modest token "
-        "budget (2k–8k) protects TPOT; watch TTFT p99 and TPOT p99 per pool.",
-        "",
-        f"**An offline job**: seats up to the cache batch (≈ {fmt(cache_batch)}); a large budget (16k) "
-        "for big prefills; watch tokens/s and the job's time.",
-    ]
-    return "\n".join(lines)
+**Tuning order**: `--max-num-batched-tokens` (the TPOT you accept), then `--max-num-seqs` (the batch
+λ × W needs), then the KV cache (`--gpu-memory-utilization`) to hold that batch.
+
+**Chat, with an SLO**: {{chat_seats_line}}; a modest token budget protects TPOT; watch TTFT p99 and
+TPOT p99 per pool.
+
+**An offline job**: seats up to the cache batch (≈ {{cache_batch}}); a large token budget for big
+prefills; watch tokens/s and the job's time.
+"""
+"""The recap, worked for the live profile by the same figures the lessons state (steps.figures)."""
+
+
+def cheat_sheet_md(scenario: Scenario) -> str:
+    """The recap with every formula worked for this scenario's GPU, model, memory setting and
+    traffic: the ceiling and one request (step 1), the batch in flight at its rate measured as
+    step 9 measures it, the cache batch as step 15 counts it, and the replicas bound of step 16.
+    Takes about a tenth of a second (a saturated run and one steady rate)."""
+    from .figures import Lab, fill
+
+    return fill(CHEAT_SHEET_MD, Lab(scenario))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -951,7 +1016,7 @@ def load_scenario(path: str | Path, current: Scenario) -> tuple[Scenario, str, b
 # From a step's [activity] table to an object
 # ---------------------------------------------------------------------------------------------
 
-DRILLS = ("single_stream_ceiling", "in_flight", "cache_batch")
+DRILLS = ("single_stream_ceiling", "in_flight", "cache_batch", "replicas")
 CHALLENGES = ("static_peak", "past_knee", "long_prompt_stall", "cache_cap")
 READINGS = ("percentiles",)
 PREDICT_SHOW = tuple(_SHOW)
@@ -967,6 +1032,8 @@ def validate_spec(step) -> None:
         allowed = {"drill", "tolerance", "rates", "outputs"}
         if p.get("drill") not in DRILLS:
             raise ValueError(f"drill = {p.get('drill')!r} must be one of {', '.join(DRILLS)}")
+        if p["drill"] == "replicas" and (step.sweep is None or step.sweep.slo_ttft_p99_ms is None):
+            raise ValueError("the replicas drill reads a rate curve with an SLO: add [sweep] rates and slo_ttft_p99_ms")
         tol = p.get("tolerance", 0.03)
         if not isinstance(tol, float) or not 0 < tol < 0.5:
             raise ValueError("tolerance must be a fraction such as 0.03")
@@ -975,7 +1042,7 @@ def validate_spec(step) -> None:
         if p.get("challenge") not in CHALLENGES:
             raise ValueError(f"challenge = {p.get('challenge')!r} must be one of {', '.join(CHALLENGES)}")
     elif spec.kind == "predict":
-        allowed = {"question", "choices", "answer", "explain", "show", "compute", "run", "watch_s"}
+        allowed = {"question", "choices", "answer", "explain", "show", "compute", "run", "watch_s", "batches"}
         choices = p.get("choices")
         if not isinstance(p.get("question"), str) or not isinstance(p.get("explain"), str):
             raise ValueError("a predict needs question and explain strings")
@@ -989,6 +1056,10 @@ def validate_spec(step) -> None:
             raise ValueError(f"show: unknown figure {bad[0]!r}; known: {', '.join(PREDICT_SHOW)}")
         if p.get("compute", "") not in PREDICT_COMPUTE:
             raise ValueError(f"compute must be one of {', '.join(c for c in PREDICT_COMPUTE if c)}")
+        batches = p.get("batches", [1, 64])
+        if (not isinstance(batches, list) or len(batches) != 2 or not all(isinstance(b, int) and b > 0 for b in batches)
+                or batches[0] >= batches[1]):
+            raise ValueError("batches must be two batch sizes, the smaller first")
         watch = p.get("watch_s", 20.0)
         if isinstance(watch, bool) or not isinstance(watch, (int, float)) or not 1 <= watch <= 600:
             raise ValueError("watch_s must be 1 to 600 simulated seconds")
@@ -1029,6 +1100,12 @@ def _dial_words(step, settings: dict) -> str:
     return ", ".join(words)
 
 
+def _worked_cache_example(step) -> tuple:
+    """The cache batch a step's own text works out: its GPU, model, memory setting and lengths."""
+    sc = step.scenario
+    return (sc.gpu, sc.model, sc.gpu_memory_utilization, sc.workload.input.mean, sc.workload.output.mean)
+
+
 def build(step) -> Any:
     """The activity object for a step: a Drill, BreakIt, Predict or PercentileReading; None for
     kinds the app renders itself (cheat_sheet, playground, none)."""
@@ -1041,7 +1118,9 @@ def build(step) -> Any:
         if p["drill"] == "in_flight":
             return InFlightDrill(step.scenario, tuple(p.get("rates", InFlightDrill.RATES)),
                                  tuple(p.get("outputs", InFlightDrill.OUTPUTS)), tol)
-        return CacheBatchDrill(tol)
+        if p["drill"] == "replicas":
+            return ReplicasDrill(step.scenario, step.sweep, tol)
+        return CacheBatchDrill(tol, worked=_worked_cache_example(step))
     if spec.kind == "break_it":
         name = p["challenge"]
         if name == "static_peak":
@@ -1056,7 +1135,8 @@ def build(step) -> Any:
         return Predict(p["question"], tuple(p["choices"]), p["answer"], p["explain"],
                        tuple(p.get("show", ())), p.get("compute", ""), step.scenario, p.get("run"),
                        float(p.get("watch_s", 20.0)), step.compare.label if step.compare else "",
-                       _dial_words(step, p.get("run", {})))
+                       _dial_words(step, p.get("run", {})), tuple(p.get("batches", (1, 64))),
+                       step.sweep.context if step.sweep else 640)
     if spec.kind == "read":
         return PercentileReading(step.scenario)
     return None

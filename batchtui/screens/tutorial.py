@@ -110,6 +110,8 @@ class TutorialScreen(Screen):
         self._first_opening = True
         self._notice_key = 0
         """Counts the notices said, so a key press clears only the one it found."""
+        self._swept = None
+        """The scenario the curve view's latest sweep is of (an older one arriving late is dropped)."""
 
     @property
     def step(self):
@@ -311,29 +313,33 @@ class TutorialScreen(Screen):
         hint = "tab: answer box, then dials" if has_input else "tab: the dials (← → turn them)"
         self.query_one(DialList).set_rest_hint(hint)
 
-    async def _start_sweep(self, step) -> None:
-        """The curve view's sweeps: the batch sweep (the cost model, instant) at once, the rate
-        sweep (headless runs, a few tenths of a second) beside the app, which stays live."""
+    async def _start_sweep(self, step, scenario=None) -> None:
+        """The curve view's sweeps of `scenario` (the step's own unless a dial moved): the batch
+        sweep (the cost model, instant) at once, the rate sweep (headless runs, a few tenths of
+        a second) beside the app, which stays live."""
         from ..simulation import batch_sweep, rate_sweep
 
         sweep = step.sweep
-        ready = [batch_sweep(step.scenario, sweep.batch_sizes, sweep.context)] if sweep.batch_sizes else []
+        scenario = scenario or step.scenario
+        self._swept = scenario
+        slo = sweep.slo_ttft_p99_ms / 1000 if sweep.slo_ttft_p99_ms else None
+        ready = [batch_sweep(scenario, sweep.batch_sizes, sweep.context)] if sweep.batch_sizes else []
         if not sweep.rates:
-            self._show_sweeps(step.number, ready)
+            self._show_sweeps(step.number, scenario, ready)
             return
-        self._show_sweeps(step.number, ready, pending=True)
-        number, scenario = step.number, step.scenario
+        self._show_sweeps(step.number, scenario, ready, pending=True)
+        number = step.number
         # A moment after the step is drawn: the sweep's thread holds the GIL for tenths of a
         # second, which would hold back the frame that says "sweeping".
         await self.settings.clock.in_background(
-            self, lambda: rate_sweep(scenario, sweep.rates, sweep.num_prompts),
-            lambda result: self._show_sweeps(number, ready + [result]), delay=SWEEP_DELAY, group="sweep")
+            self, lambda: rate_sweep(scenario, sweep.rates, sweep.num_prompts, slo),
+            lambda result: self._show_sweeps(number, scenario, ready + [result]), delay=SWEEP_DELAY,
+            group="sweep")
 
-    def _show_sweeps(self, number: int, results, pending: bool = False) -> None:
-        if number == self.step.number:
+    def _show_sweeps(self, number: int, scenario, results, pending: bool = False) -> None:
+        if number == self.step.number and scenario is self._swept:
             for view in self.stack.views("curve"):
-                view.update_curves(
-                    [(r.points, r.latency_label, r.latency_attribute, r.load_label) for r in results], pending)
+                view.update_curves(results, pending)
             self.stack.check_sizes()
 
     # -- frames from the driver
@@ -384,6 +390,10 @@ class TutorialScreen(Screen):
         dial.set_value(value)
         self.clear_notice()
         self._update_status()
+        step = self.step
+        if "curve" in step.views and step.sweep is not None and step.sweep.invalidated_by(dial.spec.name):
+            # The curve is of the dials on show.
+            self.run_worker(self._start_sweep(step, self.sim.engine.scenario), group="sweep-start")
         self.run_worker(self.query_one(ActivityPanel).scenario_changed(self.sim.engine.scenario),
                         group="activity")
 
@@ -630,6 +640,8 @@ class TutorialScreen(Screen):
         for dial in self.query(DialControl):
             dial.set_value(dial.spec.value(step.scenario))
         self._start_simulation(step.scenario)
+        if "curve" in step.views and step.sweep is not None:
+            await self._start_sweep(step)
         self.say("Scenario reset to the step's start.")
         self._update_keys()
 

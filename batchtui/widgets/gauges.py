@@ -1,4 +1,4 @@
-"""How hard the last iteration drove the GPU: HBM bandwidth and tensor cores, as two gauges."""
+"""How hard the last iteration drove the GPU: memory bandwidth and tensor cores, as two gauges."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from rich.text import Text
 from ..formatting import percent
 from .sim_view import SimView
 
-LABEL_WIDTH = 14
+LABEL_WIDTH = 17
 VALUE_WIDTH = 6
 
 
@@ -19,9 +19,10 @@ def gauge_cells(share: float, width: int) -> int:
 
 
 class GaugesView(SimView):
-    """Two gauges for the last iteration: the share of HBM bandwidth its reads used, and the
-    share of the tensor cores' dense peak its arithmetic used. One request at a time reads
-    every weight per token, so the first sits near 80 % while the second stays near zero."""
+    """Two gauges for the last iteration: the share of memory bandwidth its reads used (HBM on
+    most GPUs, GDDR6 on the L40S), and the share of the tensor cores' dense peak its arithmetic
+    used. One request at a time reads every weight per token, so the first sits near 80 % while
+    the second stays near zero."""
 
     view_name = "gauges"
     LINES = 2
@@ -30,7 +31,7 @@ class GaugesView(SimView):
                          "gauges--dim"}
 
     ROWS = (
-        ("HBM bandwidth", "bandwidth_share", "gauges--bandwidth"),
+        ("memory bandwidth", "bandwidth_share", "gauges--bandwidth"),
         ("tensor cores", "tensor_core_share", "gauges--tensor"),
     )
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from batchtui import planning
+from sim import curves
 from batchtui.asciichart import KNEE, POINT, scatter
 from batchtui.planning import Slo, find_knee, kv_fit_seats, plan_rate, replicas_needed
 
@@ -19,7 +20,7 @@ def test_knee_is_the_last_point_before_ttft_grows_k_fold():
     rates = [1, 2, 4, 8, 16]
     tput = [100, 200, 400, 800, 1500]
     ttft = [20, 22, 30, 61, 500]
-    assert planning.KNEE_TTFT_FACTOR == 4.0
+    assert planning.KNEE_LATENCY_FACTOR == 4.0
     knee = find_knee(rates, tput, ttft)  # 500 > 4 x 20
     assert (knee.index, knee.reason) == (3, "latency")
     knee = find_knee(rates, tput, ttft, factor=3.0)  # 61 > 3 x 20
@@ -134,7 +135,7 @@ def test_plan_stops_where_the_replica_falls_behind(monkeypatch):
 
 def test_steady_window_drops_warm_up_and_cool_down():
     recs = [Rec(float(t), 0.01, 0.005, 2.0) for t in range(11)]
-    window, warmup = planning.steady_window(recs)
+    window, warmup = curves.steady_window(recs)
     assert warmup == 2.0
     assert [r.arrival_time for r in window] == [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
 

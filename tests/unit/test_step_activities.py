@@ -141,7 +141,7 @@ def test_in_flight_question_states_the_measured_seconds(lesson):
     q = drill.new_question(1)
     rate, seconds = q.facts["rate"], q.facts["seconds"]
     assert q.answer == pytest.approx(rate * seconds)
-    assert (f"{seconds:.2f} s" in q.prompt_md) or (act.fmt(seconds * 1000, 4) + " ms" in q.prompt_md)
+    assert (f"**{act.fmt(seconds)} s**" in q.prompt_md) or (f"**{act.fmt(seconds * 1000)} ms**" in q.prompt_md)
     assert q.run_dials["workload.request_rate"] == rate
     # The stated time is what the simulation measures at that load (arrival to last token).
     assert 0.5 < seconds < 6.0
@@ -362,7 +362,7 @@ def test_reading_exercise_draws_all_three_cases(lesson):
 
 def test_cheat_sheet_for_the_running_example(lesson):
     md = act.cheat_sheet_md(lesson[19].scenario)
-    for figure in ("Llama 3.1 8B on H100 SXM 80 GB", "209 tok/s", "167", "448,128", "584",
+    for figure in ("Llama 3.1 8B on H100 SXM 80 GB", "209 tok/s", "167", "448k", "584", "≈ **47**",
                    "Tuning order", "offline job"):
         assert figure in md, figure
 
@@ -371,10 +371,8 @@ def test_cheat_sheet_follows_the_profile(lesson):
     sc = lesson[19].scenario.replace(gpu="h200", model="llama-3.2-3b")
     md = act.cheat_sheet_md(sc)
     assert "Llama 3.2 3B on H200" in md and act.fmt(4.8e12 / 6.42e9) + " tok/s" in md
-    dep = BUILTIN_PROFILES.deployment("l40s", "llama-3.1-8b")
-    assert "L40S" in act.cheat_sheet_md(dep)
-    live = act.cheat_sheet_md(lesson[19].scenario, snap(e2e_p50=2.35), slo_rate=34.0)
-    assert "20 req/s × 2.35 s ≈ **47**" in live and "= **6**" in live
+    slow = act.cheat_sheet_md(lesson[19].scenario.replace(gpu="l40s"))
+    assert "L40S" in slow and "20 req/s is past this engine's saturated rate (11 req/s)" in slow
 
 
 # -- step 20: saving and loading scenarios -----------------------------------------------------------
@@ -413,3 +411,44 @@ def test_build_returns_none_for_views_the_app_draws(lesson):
     assert isinstance(act.build(lesson[2]), act.SingleStreamCeilingDrill)
     assert isinstance(act.build(lesson[15]), act.CacheBatchDrill)
     assert isinstance(act.build(lesson[14]), act.CacheCapChallenge)
+
+
+# -- no drill's answer is on the screen before it is asked -------------------------------------------
+
+
+@pytest.mark.parametrize("number", [2, 9, 15])
+def test_no_drill_asks_the_example_its_lesson_works(lesson, number):
+    step = lesson[number]
+    drill = act.build(step)
+    sc = step.scenario
+    for seed in range(40):
+        q = drill.new_question(seed)
+        f = q.facts
+        if number == 2:
+            assert (f["gpu"], f["model"]) != (sc.gpu, sc.model)
+        elif number == 9:
+            assert (f["rate"], f["output_len"]) != (sc.workload.request_rate, sc.workload.output.mean)
+        else:
+            assert (f["gpu"], f["model"], f["util"], f["prompt"], f["output"]) != act._worked_cache_example(step)
+        # Whatever it asks, its answer is not stated (in bold, as lessons state results) above it.
+        for shown in {act.fmt(q.answer), act.fmt(q.answer, 2), str(round(q.answer))}:
+            assert f"**{shown}**" not in step.body_md and f"**{shown} " not in step.body_md, (seed, shown)
+
+
+def test_replicas_drill_reads_the_curve(lesson):
+    drill = act.build(lesson[16])
+    assert isinstance(drill, act.ReplicasDrill)
+    q = next(q for q in (drill.new_question(s) for s in range(20)) if len(q.accepted) > 1)
+    assert q.unit == "replicas" and q.whole_number and "a reading of the curve" in q.tolerance_text
+    best, other = int(q.answer), next(int(a) for a in q.accepted if a != q.answer)
+    right = q.check(str(other))
+    assert right.correct and "for your reading of the curve" in right.message and right.show_derivation
+    q2 = drill.new_question(0)
+    peak, rate = q2.facts["peak"], q2.facts["slo_rate"]
+    slip = q2.check(str(math.ceil(peak / rate)))
+    if math.ceil(peak / rate) not in q2.accepted:
+        assert not slip.correct and "headroom" in slip.message
+    fb = q2.check("0.5")
+    assert not fb.correct
+    assert q2.check(str(int(q2.answer))).correct
+    assert q2.run_dials == {"engine.max_num_seqs": q2.facts["seats"]}

@@ -55,9 +55,6 @@ class DrillView(ActivityView):
         self.seed = seed
         return question
 
-    async def _ask(self, seed: int) -> None:
-        await self._show_question(self._draw(seed))
-
     async def _show_question(self, question) -> None:
         self.question = question
         self.hints = self.question.hints
@@ -108,8 +105,15 @@ class DrillView(ActivityView):
     async def new_question(self) -> None:
         self.seed += 1
         self.last_wrong = False
-        await self._ask(self.seed)
+        # Drawn in a thread like the first: some drills measure runs or sweep a curve first.
+        await self.prepare(lambda: self._draw(self.seed), self._next_question)
+
+    async def _next_question(self, question) -> None:
+        if not self.is_attached:
+            return
+        await self._show_question(question)
         self.query_one(Input).focus()
+        self.post_message(self.Updated())
 
     def goal(self) -> Goal:
         unit = f" in {self.question.unit}" if self.question is not None else ""

@@ -1,0 +1,249 @@
+"""Throughput against latency: one request rate measured at its steady state, the saturated rate,
+and where a curve bends (its knee). One definition of each, shared by the lessons' curves,
+`batchtui sweep` and `batchtui plan`, so no two screens can disagree about them.
+
+A rate has a steady state only below what the engine sustains. Above it the queue grows for as
+long as requests keep coming: a run's TTFT then measures the run's length, not the rate, so such
+a point is reported as unbounded instead of with a latency that a longer run would contradict.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .engine import RunSummary, run_scenario
+from .scenario import Scenario
+
+__all__ = [
+    "BACKLOG_SLOPE", "KNEE_LATENCY_FACTOR", "Knee", "RatePoint", "STEADY_MAX_REQUESTS",
+    "STEADY_MIN_REQUESTS", "find_knee", "latency_percentiles", "measure_rate", "rate_sweep",
+    "runner", "saturated_rate", "steady_window",
+]
+
+# -- the knee ------------------------------------------------------------------------------------
+
+# Walking up a sweep, the knee is the last point before
+#  (a) the latency p99 exceeds KNEE_LATENCY_FACTOR times its value at the first (lowest-load)
+#      point -- TTFT for a sweep over request rates, TPOT for one over batch sizes or seats --, or
+#  (b) throughput stops rising: it gains less than KNEE_MIN_GAIN (5 %) over the previous point,
+#      or, for closely spaced points, less than a quarter of the relative step in the swept value
+#      (a 2 % step in rate must bring at least 0.5 % more throughput), or
+#  (c) the next point has no steady state (its queue grows without bound).
+KNEE_LATENCY_FACTOR = 4.0
+KNEE_MIN_GAIN = 0.05
+KNEE_STEP_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class Knee:
+    index: int | None
+    """The knee point, or None when the curve has not bent within the sweep."""
+    reason: str
+    """"latency", "throughput", "unbounded", or "" when there is no knee."""
+    detail: str = ""
+    """What happened at the point after the knee, with the numbers."""
+
+    def explain(self, values: Sequence[float], label: str, factor: float = KNEE_LATENCY_FACTOR,
+                latency_name: str = "TTFT") -> str:
+        if self.index is None:
+            if self.reason == "unbounded":
+                return f"No knee: {self.detail}."
+            return (f"No knee within the sweep: throughput still rises and {latency_name} p99 stays "
+                    f"within {factor:g}x its value at the first point up to the last; sweep further.")
+        return f"Knee at {label} {_shown(values[self.index])}: {self.detail}."
+
+
+def _shown(v: float) -> str:
+    return "inf" if isinstance(v, float) and math.isinf(v) else f"{v:g}"
+
+
+def find_knee(values: Sequence[float], throughput: Sequence[float], latency_p99: Sequence[float],
+              factor: float = KNEE_LATENCY_FACTOR, latency_name: str = "TTFT",
+              bounded: Sequence[bool] | None = None) -> Knee:
+    """The knee of a sweep whose `values` (request rates, batch sizes or max_num_seqs) ascend.
+
+    `latency_p99` is TTFT p99 for a sweep over rates and TPOT p99 (or time per token) for one
+    over batch sizes or seats. `bounded[i]` False marks a point without a steady state (see
+    `measure_rate`): the curve has bent before it whatever its numbers say."""
+    n = len(values)
+    ok = list(bounded) if bounded is not None else [True] * n
+    if n and not ok[0]:
+        return Knee(None, "unbounded", f"even the first point, {_shown(values[0])}, has no steady state "
+                                       "(its queue grows without bound)")
+    if n < 2:
+        return Knee(None, "")
+    base = latency_p99[0]
+    for j in range(1, n):
+        if not ok[j]:
+            return Knee(j - 1, "unbounded", f"at {_shown(values[j])} the queue grows without bound")
+        if latency_p99[j] > factor * base:
+            return Knee(j - 1, "latency",
+                        f"at {_shown(values[j])} {latency_name} p99 is {latency_p99[j]:,.1f} ms, "
+                        f"more than {factor:g} x {base:,.1f} ms (its value at the first point)")
+        prev, cur = values[j - 1], values[j]
+        step = (cur / prev - 1) if math.isfinite(cur) and prev > 0 else math.inf
+        need = min(KNEE_MIN_GAIN, KNEE_STEP_SHARE * step)
+        if throughput[j] < throughput[j - 1] * (1 + need):
+            gain = throughput[j] / throughput[j - 1] - 1 if throughput[j - 1] else 0.0
+            return Knee(j - 1, "throughput",
+                        f"at {_shown(values[j])} throughput rises only {gain:+.1%} "
+                        f"(less than {need:.1%})")
+    return Knee(None, "")
+
+
+# -- the steady part of a run ------------------------------------------------------------------
+
+# Latency percentiles come from the steady part of a run: requests arriving at least one median
+# end-to-end latency after the first arrival and one before the last. A short run never fills
+# the batch (the ramp-up and the drain at the end run at a smaller batch than the rate
+# sustains), so whole-run percentiles flatter rates near saturation. A run whose window holds
+# fewer than STEADY_MIN_REQUESTS is repeated with more requests, up to STEADY_MAX_REQUESTS.
+STEADY_MIN_REQUESTS = 400
+STEADY_MAX_REQUESTS = 20_000
+
+# A replica keeps up when, over the steady window, end-to-end latency does not climb with the
+# arrival time: a least-squares slope of E2E against arrival above BACKLOG_SLOPE (seconds of
+# latency gained per second of arrivals) means requests finish slower than they arrive -- the
+# backlog grows, or the batch is still growing towards a steady state the run never reached.
+# Either way the run cannot vouch for that rate.
+BACKLOG_SLOPE = 0.05
+
+
+def steady_window(records) -> tuple[list, float]:
+    """The records of requests that arrived in the steady part of the run, and the warm-up."""
+    if not records:
+        return [], 0.0
+    arrivals = [r.arrival_time for r in records]
+    warmup = float(np.median([r.e2e for r in records]))
+    lo, hi = min(arrivals) + warmup, max(arrivals) - warmup
+    return [r for r in records if lo <= r.arrival_time <= hi], warmup
+
+
+def latency_percentiles(records) -> dict:
+    """p50 and p99 of TTFT and TPOT over these records, in ms (keys as vllm bench serve's), how
+    fast E2E climbs with arrival time (`e2e_slope`, s per s), and the load these requests carried
+    (`request_throughput`, `output_throughput`: their requests and output tokens over the span
+    of their arrivals -- in a steady window, what the engine delivers; whole-run figures are
+    diluted by the ramp-up and the drain)."""
+    ttft = np.array([r.ttft for r in records]) * 1000.0
+    tpot = np.array([r.tpot for r in records if r.tpot is not None]) * 1000.0
+    slope = 0.0
+    arrivals = np.array([r.arrival_time for r in records])
+    if len(records) >= 10 and np.ptp(arrivals) > 0:
+        slope = float(np.polyfit(arrivals, [r.e2e for r in records], 1)[0])
+    d = {"count": len(records), "e2e_slope": slope,
+         "mean_e2e_ms": float(np.mean([r.e2e for r in records])) * 1000.0 if records else 0.0,
+         "mean_output_len": float(np.mean([r.output_len for r in records])) if records else 0.0}
+    span = float(np.ptp(arrivals)) if len(records) >= 2 else 0.0
+    d["request_throughput"] = (len(records) - 1) / span if span > 0 else 0.0
+    d["output_throughput"] = d["request_throughput"] * d["mean_output_len"]
+    for name, arr in (("ttft", ttft), ("tpot", tpot)):
+        d[f"median_{name}_ms"] = float(np.median(arr)) if len(arr) else 0.0
+        d[f"p99_{name}_ms"] = float(np.percentile(arr, 99)) if len(arr) else 0.0
+    return d
+
+
+# -- one rate, measured ---------------------------------------------------------------------------
+
+RunAt = Callable[[float, int], RunSummary]
+"""Runs the scenario under study at a request rate (math.inf = all queued at once) with a number
+of requests, and returns its summary with per-request records."""
+
+
+def runner(scenario: Scenario, **engine_kwargs) -> RunAt:
+    """A `RunAt` for a scenario: its traffic at another rate and length, records kept."""
+
+    def run_at(rate: float, num_prompts: int) -> RunSummary:
+        return run_scenario(scenario.with_workload(request_rate=float(rate), num_prompts=int(num_prompts)),
+                            keep_records=True, **engine_kwargs)
+
+    return run_at
+
+
+def saturated_rate(run_at: RunAt, num_prompts: int) -> RunSummary:
+    """The run with every request queued at once; its request throughput is the saturated rate."""
+    return run_at(math.inf, num_prompts)
+
+
+@dataclass
+class RatePoint:
+    """A request rate run long enough to judge it: its steady latencies, or why it has none."""
+
+    rate: float
+    """Requests per second offered (math.inf = all queued at once)."""
+    summary: RunSummary
+    """The last run made for this point (its whole-run metrics, with records)."""
+    window: dict
+    """`latency_percentiles` of the steady window (the whole run when it is too short)."""
+    bounded: bool = True
+    """False when the queue grows without bound at this rate: the latencies in `window` then
+    measure the run's length, not the rate, and must not be drawn as a steady value."""
+    note: str = ""
+    """Why the point is unbounded, in words."""
+    num_prompts: int = 0
+    """Requests in the run behind it."""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def metrics(self) -> dict:
+        return self.summary.metrics
+
+
+def measure_rate(run_at: RunAt, rate: float, *, num_prompts: int = 0, saturated: float | None = None,
+                 min_window: int = STEADY_MIN_REQUESTS, max_requests: int = STEADY_MAX_REQUESTS,
+                 warmup_hint: float = 0.0, enough: Callable[[RunSummary], bool] | None = None) -> RatePoint:
+    """Run `rate` until its steady window holds `min_window` requests (or `max_requests` were
+    run) and judge whether it settles.
+
+    A rate at or above `saturated` (the request throughput with everything queued at once) has
+    no steady state; nor has one whose end-to-end latency climbs with the arrival time by more
+    than BACKLOG_SLOPE. `warmup_hint` (a previous point's warm-up, seconds) sizes the first run so
+    it rarely has to be repeated. `enough(summary)` may stop the growing early (the plan stops
+    once the whole run already misses its SLO: a longer run would miss it too)."""
+
+    def needed(warmup: float) -> int:
+        # Arrivals must span the warm-up, the cool-down and the window itself.
+        if not math.isfinite(rate):
+            return max(num_prompts, min_window)
+        return math.ceil(1.2 * (rate * 2 * warmup + min_window))
+
+    above = saturated is not None and math.isfinite(rate) and rate >= saturated
+    n = max(num_prompts, min_window) if above else min(max_requests, max(num_prompts, needed(warmup_hint)))
+    while True:
+        summary = run_at(rate, n)
+        window, warmup = steady_window(summary.records)
+        if above or len(window) >= min_window or n >= max_requests or not math.isfinite(rate):
+            break  # past saturation a longer run only lengthens the queue
+        if enough is not None and enough(summary):
+            break
+        n = min(max_requests, max(2 * n, needed(warmup)))
+    stats = latency_percentiles(window or summary.records)
+    point = RatePoint(rate, summary, stats, num_prompts=n, extra={"warmup": warmup})
+    if above:
+        point.bounded = False
+        point.note = (f"{rate:g} req/s is at or above the saturated rate ({saturated:.2f} req/s): "
+                      "the queue grows without bound")
+    elif stats["e2e_slope"] > BACKLOG_SLOPE:
+        point.bounded = False
+        point.note = (f"the run does not settle (E2E climbs {stats['e2e_slope'] * 1000:.0f} ms per "
+                      "second of arrivals)")
+    return point
+
+
+def rate_sweep(scenario: Scenario, rates: Sequence[float], *, num_prompts: int = 0,
+               saturation_prompts: int = 2000, **kwargs) -> tuple[float, list[RatePoint]]:
+    """The saturated rate of `scenario` and each of `rates` measured at its steady state."""
+    run_at = runner(scenario)
+    saturated = saturated_rate(run_at, saturation_prompts).metrics["request_throughput"]
+    points = []
+    warmup = 0.0
+    for rate in rates:
+        point = measure_rate(run_at, float(rate), num_prompts=num_prompts, saturated=saturated,
+                             warmup_hint=warmup, **kwargs)
+        warmup = point.extra["warmup"]
+        points.append(point)
+    return saturated, points
