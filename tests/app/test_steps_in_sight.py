@@ -20,8 +20,8 @@ SECONDS = 20.0  # simulated seconds run before looking: queues and batches have 
 # step -> (views that must be in sight, patterns that must be on the screen)
 NEEDS: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {
     1: (("seats", "gauges", "metrics", "sparklines"),
-        (r"sequential [01]/64", r"HBM bandwidth .* (79|80|81)%", r"tensor cores .* 0\.\d%", r"queue \d+")),
-    2: (("gauges", "iteration", "metrics"), (r"HBM bandwidth", r"tokens/s [\d.]+k?", r"√\(W")),
+        (r"sequential [01]/64", r"memory bandwidth .* (79|80|81)%", r"tensor cores .* 0\.\d%", r"queue \d+")),
+    2: (("gauges", "iteration", "metrics"), (r"memory bandwidth", r"tokens/s [\d.]+k?", r"√\(W")),
     3: (("seats", "metrics", "sparklines"), (r"padded \d+", r"padding [1-9]\d*%", r"TTFT\s+[\d.]+ m?s")),
     4: (("seats", "compare_seats", "compare"),
         (r"embedder\s+chat LLM", r"padding\s+0%\s+[1-9]\d*%", r"TTFT p99\s+[\d.]+ ms\s+[\d.]+ m?s")),
@@ -29,7 +29,7 @@ NEEDS: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {
         (r"continuous\s+static", r"padding\s+0%\s+[1-9]\d*%", r"TTFT p99\s+[\d.]+ ms\s+[\d.]+ m?s",
          r"tokens/s\s+[\d.]+k?\s+[\d.]+k?")),
     6: (("iteration", "seats"), (r"decode \d+ \+ ▓ prefill \d+", r"limit: ", r"seats \d+/64", r"= [\d.]+ ms")),
-    7: (("curve",), (r"batch 1-256: time/token", r"req/s: TTFT p99", r"◆ knee: batch", r"◆ knee: \d+ req/s")),
+    7: (("curve",), (r"batch 1-\d+: time/token", r"TTFT p99 vs req/s", r"◆ knee: batch", r"◆ knee: \d+ req/s")),
     8: (("metrics", "sparklines", "seats"), (r"TTFT\s+[\d.]+ m?s", r"tokens/s [\d.]+k", r"queue \d+")),
     9: (("seats", "metrics"), (r"continuous \d+/256", r"mean batch [\d.]+")),
     10: (("sparklines", "iteration", "metrics"), (r"gap\s+\S+\s+[\d.]+ m?s", r"gap max [\d.]+ m?s", r"limit: ")),
@@ -38,7 +38,7 @@ NEEDS: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {
     13: (("seats", "metrics", "sparklines"), (r"continuous \d+/32", r"queue [1-9]", r"TPOT\s+[\d.]+ ms")),
     14: (("kv", "seats", "metrics"), (r"KV [\d,]+/28,008 blocks", r"preempted", r"continuous \d+/256")),
     15: (("kv", "metrics"), (r"KV [\d,]+/[\d,]+ blocks",)),
-    16: (("curve", "metrics"), (r"req/s: TTFT p99", r"◆ knee", r"TTFT\s+[\d.]+ m?s")),
+    16: (("curve",), (r"TTFT p99 vs req/s", r"◆ knee", r"saturated [\d.]+ req/s", r"SLO 500 ms")),
     17: (("compare", "seats", "compare_seats"),
          (r"512 seats\s+64 seats", r"tokens/s\s+[\d.]+k\s+[\d.]+k", r"512 seats \d+/512", r"64 seats \d+/64")),
     18: (("metrics", "sparklines"), (r"TTFT\s+[\d.]+ ms\s+[\d.]+ m?s", r"TPOT\s+[\d.]+ ms\s+[\d.]+ ms")),
