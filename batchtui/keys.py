@@ -47,6 +47,7 @@ KEYS: tuple[Key, ...] = (
     Key("sim.faster", "plus,equals_sign", "faster", "faster", "Run the simulation faster", "Simulation", footer=False),
     Key("sim.slower", "minus", "slower", "slower", "Run the simulation slower", "Simulation", footer=False),
     Key("sim.reset", "r", "reset_scenario", "reset", "Reset the scenario to the step's start", "Simulation", footer=False),
+    Key("sim.pin", "b", "pin", "pin", "Pin this run's metrics as \"before\" beside the live \"now\" (b again: unpin)", "Simulation"),
     Key("view.zoom", "z", "zoom", "zoom", "Zoom the simulation to the whole screen, and back", "Simulation"),
     Key("view.next_page", "v", "next_views", "views", "The step's other views, when they do not all fit", "Simulation"),
     Key("playground.save", "w", "save_scenario", "save", "Playground: write the scenario to a file", "Simulation", footer=False),

@@ -26,6 +26,7 @@ from sim.errors import SimError
 
 from .. import keys
 from ..activity_kinds import activity_view
+from ..goals import StepGoal, goal_for
 from ..formatting import count, number
 from ..step_list import summaries_of
 from ..widgets.activities.base import ActivityView
@@ -72,6 +73,8 @@ run beside its own."""
 
 FIRST_START_DELAY = 0.1
 """Seconds between the first frame and the start of the first step's simulation."""
+REVEAL_CONTEXT = 6
+"""Lines of the answer (a guess, a verdict) kept in sight above the reveal text."""
 SWEEP_DELAY = 0.15
 """Seconds between a step's first frame and the start of its rate sweep."""
 DIAL_ROWS = 6
@@ -79,8 +82,10 @@ DIAL_ROWS = 6
 DIAL_ROWS_ZOOMED = 4
 """In two columns, zoomed: the views need the height more."""
 
-DEFAULT_KEYS = ("step.next", "step.previous", "sim.run_pause", "sim.single_iteration", "view.zoom",
+DEFAULT_KEYS = ("step.next", "step.previous", "sim.run_pause", "view.zoom", "sim.single_iteration",
                 "step.contents", "step.hint", "app.help", "app.quit")
+"""The footer's keys when the lesson has the keys, most wanted first (the end gives way at 80
+columns, except `?`)."""
 DIAL_KEYS = ("dial.adjust", "dial.move", "dial.type", "focus.lesson", "sim.run_pause", "app.help")
 TYPING_KEYS = ("answer.submit", "answer.leave", "chord.hint", "answer.give_up", "chord.next",
                "chord.previous", "chord.contents", "chord.help", "chord.quit")
@@ -110,6 +115,12 @@ class TutorialScreen(Screen):
         self._first_opening = True
         self._notice_key = 0
         """Counts the notices said, so a key press clears only the one it found."""
+        self.goal: StepGoal | None = None
+        """What a step without a question of its own asks (None: its activity says)."""
+        self.pinned = None
+        """(snapshot, scenario) pinned with `b` as "before"; None when nothing is pinned."""
+        self.beside_start = None
+        """The step's starting scenario, run beside a prediction's setting as "before"."""
         self._swept = None
         """The scenario the curve view's latest sweep is of (an older one arriving late is dropped)."""
 
@@ -133,6 +144,7 @@ class TutorialScreen(Screen):
                 yield LessonMarkdown(id="lesson", ascii_only=self.settings.ascii_only)
                 yield HintBox(id="hints")
                 yield ActivityPanel(id="activity")
+                yield LessonMarkdown(id="reveal", ascii_only=self.settings.ascii_only)
             with Vertical(id="sim-column"):
                 yield SimStatus(id="sim-status")
                 yield DialList(id="dials")
@@ -214,6 +226,10 @@ class TutorialScreen(Screen):
         self.query_one("#lesson-pane").scroll_home(animate=False)
         self._set_dial_hint()
         self._set_hints()
+        self.pinned = self.beside_start = None
+        self.goal = goal_for(step) if view is None or view.goal() is None else None
+        self._reveal_shown = False
+        self.query_one("#reveal").display = False
         self._arrange_views(step)
         # Saved once the step is drawn: a save waits on the disk (fsync).
         self.call_after_refresh(self.app.remember_step, step.number)
@@ -233,40 +249,72 @@ class TutorialScreen(Screen):
             await self._start_sweep(step)
 
     def _view_names(self, step) -> list[str]:
-        """The views in the order the lesson lists them; a run beside the step's own shows as
-        its seats under the step's and the metrics of both in two columns."""
+        """The views in the order the lesson lists them. A run beside the step's own shows as its
+        seats under the step's and the metrics of both in two columns; a "before" (the start
+        setting beside a prediction's, or a pinned run) as the metrics in two columns."""
+        compare = step.compare is not None
+        two_runs = compare or self.beside_start is not None or self.pinned is not None
         names = []
         for name in step.views:
-            if step.compare is not None and name == "metrics":
-                names.append("compare")
-            else:
-                names.append(name)
-            if step.compare is not None and name == "seats":
+            names.append("compare" if two_runs and name == "metrics" else name)
+            if compare and name == "seats":
                 names.append("compare_seats")
-        if step.compare is not None and "compare" not in names:
+        if two_runs and "compare" not in names:
             names.append("compare")
         return names
 
     def _arrange_views(self, step) -> None:
         stack = self.stack
-        for view in stack.views("kv"):
-            view.block_size = step.scenario.block_size
+        for view in stack.views("seats"):
+            view.caption = None
         if step.compare is not None:
             main, beside = step.scenario, step.compare.scenario
             headers, title = _compare_headers(main, beside, step.compare.label)
             for view in stack.views("compare"):
                 view.configure("main", "compare", headers, self.app.words(title))
-            for view, caption in zip(stack.views("seats"), (headers[0],) * 2):
-                view.caption = caption if title == "" else None
+            for view in stack.views("seats"):
+                view.caption = headers[0] if title == "" else None
             for view in stack.views("compare_seats"):
                 view.caption = headers[1] if title == "" else "beside"
-        else:
-            for view in stack.views("seats"):
-                view.caption = None
+        self._configure_before()
         pending = "curve" in step.views and step.sweep is not None
         for view in stack.views("curve"):
             view.update_curves((), pending=pending)
         stack.show(self._view_names(step))
+
+    def _configure_before(self) -> None:
+        """The two-column table of a "before" and the live "now", titled with what changed."""
+        if self.beside_start is not None:
+            source, before = "compare", self.beside_start
+        elif self.pinned is not None:
+            source, before = "pinned", self.pinned[1]
+        else:
+            return
+        now = self.sim.engine.scenario if self.sim is not None else self.step.scenario
+        changed = _setting_changes(self.step.dials, before, now)
+        if changed:
+            title = "; ".join(changed)
+        elif self.pinned is not None:
+            title = f"before: pinned at t {self.pinned[0].time:.1f} s"
+        else:
+            title = ""
+        for view in self.stack.views("compare"):
+            view.configure(source, "main", ("before", "now"), self.app.words(title))
+
+    def _show_views_again(self) -> None:
+        """The views after a "before" came or went; the page with the table in sight."""
+        self._configure_before()
+        names = self._view_names(self.step)
+        self.stack.show(names, keep_frames=True, page_of="compare" if "compare" in names else None)
+        self.stack.update_frame(self._frames())
+
+    def _frames(self) -> dict:
+        frames = {}
+        if self.sim is not None:
+            frames["main"] = self.sim.engine.snapshot()
+        if self.pinned is not None:
+            frames["pinned"] = self.pinned[0]
+        return frames
 
     def on_view_stack_arranged(self, message: ViewStack.Arranged) -> None:
         self._update_keys()
@@ -287,6 +335,8 @@ class TutorialScreen(Screen):
             self.sim = None
             self.say(f"This scenario cannot run: {exc}", error=True)
             return
+        for view in self.stack.views("kv"):  # for snapshots that do not carry the block size
+            view.block_size = scenario.block_size
         # A prediction is made before the run starts.
         self.settings.clock.start(self, self.sim, running=step.activity.kind != "predict")
         self.sim.publish()
@@ -349,9 +399,17 @@ class TutorialScreen(Screen):
         frames = {"main": frame.snapshot}
         if frame.compare is not None:
             frames["compare"] = frame.compare
+        if self.pinned is not None:
+            frames["pinned"] = self.pinned[0]
         self.stack.update_frame(frames)
-        self.query_one(ActivityPanel).update_snapshot(frame.snapshot, frame.compare)
+        panel = self.query_one(ActivityPanel)
+        panel.update_snapshot(frame.snapshot, frame.compare)
         self._update_status(frame.snapshot)
+        if self.goal is not None:
+            if self.goal.observe(frame.snapshot):
+                self._update_goal()
+        elif panel.view is not None:
+            self._update_goal()  # a challenge's goal line says how far the run is
 
     def _update_status(self, snapshot=None) -> None:
         sim = self.sim
@@ -390,6 +448,9 @@ class TutorialScreen(Screen):
         dial.set_value(value)
         self.clear_notice()
         self._update_status()
+        if self.goal is not None and self.goal.dial_moved(dial.spec.name, value):
+            self._update_goal()
+        self._configure_before()
         step = self.step
         if "curve" in step.views and step.sweep is not None and step.sweep.invalidated_by(dial.spec.name):
             # The curve is of the dials on show.
@@ -422,6 +483,12 @@ class TutorialScreen(Screen):
         """Run the traffic an activity asks for (a drill's own numbers; a prediction's run)."""
         if self.sim is None:
             return
+        step = self.step
+        if message.beside_start and message.dials and step.compare is None and not self.sim.engine.iteration:
+            # A prediction about a setting: run it with the step's start setting beside it, on
+            # the same arrivals, so "before" and "now" read side by side (step 13: uncapped
+            # against capped). The run has not started yet, so nothing is lost.
+            self._start_beside(message.dials)
         try:
             for path, value in message.dials.items():
                 self.sim.set_dial(path, value)
@@ -430,6 +497,7 @@ class TutorialScreen(Screen):
         for dial in self.query(DialControl):
             if dial.spec.name in message.dials:
                 dial.set_value(message.dials[dial.spec.name])
+        self._configure_before()
         if message.dials:
             # In the dials' own words where the step has that dial (a drill may also set the
             # GPU and model of its question).
@@ -447,15 +515,64 @@ class TutorialScreen(Screen):
         self._update_goal()
         self._update_keys()
 
+    def _start_beside(self, dials: dict) -> None:
+        from ..simulation import LiveSimulation
+
+        start = self.step.scenario
+        try:
+            sim = LiveSimulation(start, self.post_message, fps=self.settings.fps, compare=start,
+                                 compare_keeps=tuple(dials))
+        except SimError:
+            return
+        self._stop_simulation()
+        self.sim = sim
+        self.settings.clock.start(self, sim, running=False)
+        self.beside_start = start
+        self.pinned = None
+        self._show_views_again()
+
     def _update_goal(self) -> None:
+        """The goal line: the activity's own goal, or the step's (done once it is done)."""
         view = self.query_one(ActivityPanel).view
         goal = view.goal() if view is not None else None
-        if goal is None or not goal.ask:
-            ask = "run it (space), move the dials (tab) and watch what changes" if self.step.dials \
-                else "run it (space) and watch"
-            self.query_one(GoalBar).show(self.app.words(ask[0].upper() + ask[1:]), "open")
+        words = self.app.words
+        if goal is not None and goal.ask:
+            self.query_one(GoalBar).show(words(goal.ask), goal.state, words(goal.note))
+        elif self.goal is not None:
+            number = self.step.number
+            done = self.goal.done
+            if done and number not in self.app.progress.completed:
+                self.app.record_answer(number, "done", completed=True)
+            before = self.goal.completable and number in self.app.progress.completed
+            state = "done" if done or before else "open"
+            note = self.goal.note() or ("done before" if before else "")
+            self.query_one(GoalBar).show(words(self.goal.ask), state, words(note))
+        self._update_reveal()
+
+    def _update_reveal(self) -> None:
+        """The lesson's reveal text, once the step's activity has been answered (or was before)."""
+        step = self.step
+        if self._reveal_shown or not step.reveal_md:
             return
-        self.query_one(GoalBar).show(self.app.words(goal.ask), goal.state, self.app.words(goal.note))
+        view = self.query_one(ActivityPanel).view
+        progress = self.app.progress
+        before = step.number in progress.answers or step.number in progress.completed
+        if view is None or view.answered or before:
+            self._reveal_shown = True
+            self.run_worker(self._show_reveal(step), group="reveal")
+
+    async def _show_reveal(self, step) -> None:
+        reveal = self.query_one("#reveal", LessonMarkdown)
+        await reveal.update(self.app.words(step.reveal_md))
+        if step is self.step:
+            reveal.display = True
+            self.call_after_refresh(self._reveal_into_view)
+
+    def _reveal_into_view(self) -> None:
+        """The reveal's first lines into sight, under the last lines of the answer above it."""
+        pane = self.query_one("#lesson-pane", Pane)
+        reveal = self.query_one("#reveal")
+        pane.scroll_to(y=max(0, reveal.virtual_region.y - REVEAL_CONTEXT), animate=False)
 
     async def action_give_up(self) -> None:
         await self.query_one(ActivityPanel).give_up()
@@ -475,6 +592,8 @@ class TutorialScreen(Screen):
 
         if self.sim is not None:
             self.say(save_scenario(self.sim.engine.scenario, self.app.store.directory / "playground.toml"))
+            if self.goal is not None and self.goal.key("save_scenario"):
+                self._update_goal()
 
     async def action_load_scenario(self) -> None:
         from steps.activities import load_scenario
@@ -492,6 +611,25 @@ class TutorialScreen(Screen):
             for dial in self.query(DialControl):
                 dial.set_value(dial.spec.value(scenario))
             self._start_simulation(scenario)
+            if self.goal is not None and self.goal.key("load_scenario"):
+                self._update_goal()
+
+    # -- before and after
+    def action_pin(self) -> None:
+        """Pin the run's metrics now as "before", beside the live "now"; again, unpin."""
+        if self.sim is None:
+            return
+        if self.step.compare is not None or self.beside_start is not None:
+            self.say("This step already runs a setting beside this one.")
+            return
+        if self.pinned is not None:
+            self.pinned = None
+            self.say("Unpinned.")
+        else:
+            self.pinned = (self.sim.engine.snapshot(), self.sim.engine.scenario)
+            self.say("Pinned as before: move a dial and compare.")
+        self._show_views_again()
+        self._update_keys()
 
     # -- views
     def action_zoom(self) -> None:
@@ -551,9 +689,11 @@ class TutorialScreen(Screen):
             if panel.takes_choices:
                 ids.insert(0, "answer.choose")
             if self.step.dials or panel.has_input:
-                ids.insert(ids.index("sim.single_iteration"), "dial.reach")
+                ids.insert(ids.index("view.zoom"), "dial.reach")
             if self.stack.page_count > 1:
                 ids.insert(ids.index("view.zoom"), "view.next_page")
+            if self.step.compare is None and self.beside_start is None:
+                ids.insert(ids.index("view.zoom") + 1, "sim.pin")
             ids = tuple(ids)
         labels = {"sim.run_pause": "pause"} if self.sim is not None and self.sim.running else {}
         if panel.has_input:
@@ -562,6 +702,8 @@ class TutorialScreen(Screen):
             labels["view.next_page"] = f"views {self.stack.page + 1}/{self.stack.page_count}"
         if self.zoomed:
             labels["view.zoom"] = "unzoom"
+        if self.pinned is not None:
+            labels["sim.pin"] = "unpin"
         choices = panel.choice_count
         key_text = {"answer.choose": f"1-{choices}"} if choices else {}
         self.query_one(KeyBar).show_keys(ids, labels, key_text)
@@ -623,6 +765,8 @@ class TutorialScreen(Screen):
         if self.sim is not None:
             self.sim.single_iteration()
             self._update_keys()
+            if self.goal is not None and self.goal.key("single_iteration"):
+                self._update_goal()
 
     def action_faster(self) -> None:
         if self.sim is not None:
@@ -637,6 +781,9 @@ class TutorialScreen(Screen):
     async def action_reset_scenario(self) -> None:
         step = self.step
         self._stop_simulation()
+        if self.pinned is not None or self.beside_start is not None:
+            self.pinned = self.beside_start = None
+            self._show_views_again()
         for dial in self.query(DialControl):
             dial.set_value(dial.spec.value(step.scenario))
         self._start_simulation(step.scenario)
@@ -686,3 +833,13 @@ def _compare_headers(main, beside, label: str) -> tuple[tuple[str, str], str]:
     if a.max_num_seqs != b.max_num_seqs and a.batching == "continuous":
         return (f"{a.max_num_seqs:,} seats", f"{b.max_num_seqs:,} seats"), ""
     return ("here", "beside"), f"beside: {label}"
+
+
+def _setting_changes(dials, before, now) -> list[str]:
+    """The step's dials that differ between two scenarios, in their own words: "Seats 256 → 32"."""
+    changes = []
+    for dial in dials:
+        old, new = dial.value(before), dial.value(now)
+        if old != new:
+            changes.append(f"{dial.label} {number(old)} → {number(new)}")
+    return changes

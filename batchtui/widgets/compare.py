@@ -42,7 +42,7 @@ def _pads(a, b) -> bool:
 
 
 ROWS: dict[str, Row] = {
-    "batch": Row("batch", lambda s: f"{s.running or encoder_pass_size(s):,}/{s.max_num_seqs:,}"),
+    "batch": Row("batch", lambda s: f"{s.running or encoder_pass_size(s):,}/{max(s.max_num_seqs, len(s.seats)):,}"),
     "queue": Row("queue", lambda s: _short(s.queue_len)),
     "tokens/s": Row("tokens/s", lambda s: count(s.metrics.output_tokens_per_s)),
     "req/s": Row("req/s", lambda s: count(s.metrics.requests_per_s)),
@@ -61,7 +61,8 @@ ROWS: dict[str, Row] = {
 PRIORITY = ("batch", "tokens/s", "TTFT p99", "padding", "preempted", "TPOT p50", "queue", "req/s",
             "TTFT p50", "TPOT p99", "gap max", "done")
 """Which rows stay when the view is given fewer lines than it has rows."""
-MIN_ROWS = 4
+MIN_ROWS = 3
+CONDITIONAL = ("padding", "preempted")
 
 
 class CompareView(SimView):
@@ -101,14 +102,18 @@ class CompareView(SimView):
         return [name for name in ROWS if ROWS[name].relevant(self.left, self.right)]
 
     def min_lines(self, width: int) -> int:
-        return 1 + bool(self.title) + MIN_ROWS
+        # The header and the first rows; a row that only some runs have (padding, preemptions)
+        # is why those runs are compared, so it is never cut. The title goes first when short.
+        names = self._rows()
+        return 1 + MIN_ROWS + sum(1 for n in CONDITIONAL if n in names)
 
     def wanted_lines(self, width: int) -> int:
         return 1 + bool(self.title) + max(MIN_ROWS, len(self._rows()) or len(ROWS) - 3)
 
     def build(self, width: int) -> Text:
         text = Text()
-        if self.title:
+        titled = bool(self.title) and (self.max_lines is None or self.max_lines >= 2 + MIN_ROWS)
+        if titled:
             text.append(self.title, self.style_of("compare--title"))
             text.append("\n")
         column = max(6, (width - LABEL_WIDTH) // 2)
@@ -119,7 +124,7 @@ class CompareView(SimView):
             text.append("\n")
             text.append("waiting for both runs", self.style_of("compare--dim"))
             return text
-        room = len(names) if self.max_lines is None else max(1, self.max_lines - 1 - bool(self.title))
+        room = len(names) if self.max_lines is None else max(1, self.max_lines - 1 - titled)
         if room < len(names):
             keep = set([n for n in PRIORITY if n in names][:room])
             names = [n for n in names if n in keep]

@@ -40,10 +40,16 @@ class GoalBar(Widget):
         text = Text(no_wrap=True, overflow="ellipsis")
         if not self.ask:
             return text
-        state = f"{self.marks[self.state]} {self.state}" + (f": {self.note}" if self.note else "")
         label = "Goal "
+        joint = " " if self.ask.endswith(":") else " · "  # a checklist follows its colon
+        ask = f"{self.ask}{joint}{self.note}" if self.note else self.ask
+        # The ask in full where it fits: the state's word goes first, then the ask is cut.
+        for state in (f"{self.marks[self.state]} {self.state}", self.marks[self.state]):
+            if len(label) + len(ask) + 2 + len(state) <= width:
+                break
         room = width - len(label) - len(state) - 2
-        ask = self.ask if len(self.ask) <= room else self.ask[: max(0, room - 3)] + "..."
+        if len(ask) > room:
+            ask = ask[: max(0, room - 3)] + "..."
         text.append(label, self.get_component_rich_style("goal-bar--label", partial=True))
         text.append(ask)
         text.append(" " * max(2, width - len(label) - len(ask) - len(state)))

@@ -154,7 +154,8 @@ class IterationView(SimView):
         sqrt(weights² + compute²) + KV + attention + other = total."""
         g = self.glyphs
         sq, root = g.squared, g.root
-        linear = math.sqrt(cost.weights ** 2 + cost.compute ** 2)
+        # The engine's own figure; reports that predate it are worked out the same way.
+        linear = cost.linear or math.sqrt(cost.weights ** 2 + cost.compute ** 2)
         weights, compute = self.style_of("iteration--weights"), self.style_of("iteration--compute")
         if not compact:
             head = Text("time: weights and compute overlap", self.style_of("iteration--dim"))

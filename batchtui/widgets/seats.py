@@ -65,9 +65,12 @@ class SeatsView(SimView):
         # The longest header that fits: "continuous 160/512 busy     queue 1,840".
         queue_style = self.style_of("seats--queue") if snap.queue_len else self.style_of("seats--dim")
         caption = self.caption or snap.batching
+        # Out of the seats drawn: a batch formed before its cap was lowered keeps its members
+        # until it ends, so it can hold more than the cap ("6/8", not "6/1" over eight seats).
+        seats_count = max(snap.max_num_seqs, len(seats))
         for busy_words, queue in ((" busy", f"queue {snap.queue_len:,}"), ("", f"queue {snap.queue_len:,}"),
                                   ("", f"q {snap.queue_len:,}")):
-            head = f" {busy}/{snap.max_num_seqs:,}{busy_words}"
+            head = f" {busy}/{seats_count:,}{busy_words}"
             if len(caption) + len(head) + 1 + len(queue) <= width:
                 break
         text.append(caption, self.style_of("seats--title"))

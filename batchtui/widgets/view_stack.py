@@ -132,12 +132,21 @@ class ViewStack(Horizontal):
     def page_names(self, page: int) -> list[str]:
         return [p.name for column in self.pages[page] for p in column] if page < len(self.pages) else []
 
-    def show(self, names: Sequence[str]) -> None:
-        """Show these views (in this order), from the first page."""
+    def show(self, names: Sequence[str], keep_frames: bool = False, page_of: str | None = None) -> None:
+        """Show these views (in this order), from the first page, or from the page that holds
+        `page_of`. `keep_frames`: the same runs go on (a view came or went, not a new step)."""
         self.names = tuple(names)
         self.page = 0
-        self.frames = {}
+        if not keep_frames:
+            self.frames = {}
         self.fit()
+        if page_of is not None:
+            for page in range(len(self.pages)):
+                if page_of in self.page_names(page):
+                    if page != self.page:
+                        self.page = page
+                        self.fit()
+                    break
 
     def next_page(self) -> None:
         if len(self.pages) > 1:

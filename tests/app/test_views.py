@@ -134,3 +134,36 @@ async def test_seats_header_keeps_the_queue_in_sight_when_narrow():
         await pilot.pause()
         head = view.render().plain.split("\n")[0]
         assert head.startswith("continuous 512/512") and head.endswith("queue 1,840") and len(head) <= 34
+
+
+def test_a_latency_sparkline_shows_its_climb_and_a_steady_one_is_a_line_not_a_block():
+    from batchtui.glyphs import UNICODE
+
+    levels = UNICODE.spark
+    climb = [0.014 * 1.5 ** i for i in range(20)]  # 14 ms to 30 s: the queue of step 1
+    cells = spark_cells(climb, 20, levels, True, log=True)
+    assert cells[0] == levels[0] and cells[-1] == levels[-1]
+    assert [levels.index(c) for c in cells] == sorted(levels.index(c) for c in cells)  # it climbs
+    assert len(set(cells)) >= 6  # ...in steps, not one jump at the end
+    steady = [0.020, 0.021, 0.019, 0.020, 0.022, 0.020]
+    cells = spark_cells(steady, 6, levels, True, log=True)
+    assert levels[-1] not in cells and levels[0] not in cells  # a line across the middle
+    assert spark_cells([0, 0.02, 0], 3, levels, True, log=True)[0] == " "  # nothing measured
+
+
+async def test_the_kv_view_counts_tokens_in_the_engine_s_block_size():
+    from dataclasses import dataclass
+
+    from batchtui.widgets.kv_cache import KVCacheView
+
+    @dataclass(frozen=True, slots=True)
+    class WithBlockSize(EngineSnapshot):  # the snapshot the engine hands out carries its block size
+        block_size: int = 32
+
+    view = KVCacheView()
+    async with ViewApp(view).run_test(size=(40, 5)) as pilot:
+        base = snapshot(kv_blocks_usable=14_000, kv_blocks_used=0)
+        view.block_size = 16  # what the lesson said: not what the engine runs
+        view.update_snapshot(WithBlockSize(**{f: getattr(base, f) for f in base.__dataclass_fields__}))
+        await pilot.pause()
+        assert "448k tok" in view.render().plain

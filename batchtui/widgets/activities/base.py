@@ -48,14 +48,19 @@ class ActivityView(Vertical):
         """What the activity takes changed (a question arrived): number keys, hints."""
 
     class RunDials(Message):
-        """Settings the activity wants the live simulation to run with (dotted paths)."""
+        """Settings the activity wants the live simulation to run with (dotted paths).
+        `beside_start`: run the step's starting setting beside them, as "before"."""
 
-        def __init__(self, dials: dict) -> None:
+        def __init__(self, dials: dict, beside_start: bool = False) -> None:
             super().__init__()
             self.dials = dials
+            self.beside_start = beside_start
 
     takes_choices = False
     """Number keys pick an answer right now."""
+    answered = False
+    """The learner has answered (a guess committed, a drill checked right or its answer shown, a
+    reading answered, a challenge broken): the lesson's reveal text may show."""
     choice_count = 0
     has_input = False
     hints: tuple[str, ...] = ()

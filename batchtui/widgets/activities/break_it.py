@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from ...formatting import ms, percent
 from .base import ActivityView, Goal
 
 
@@ -17,6 +18,8 @@ class BreakItView(ActivityView):
         self.challenge = challenge
         self.done_before = done_before
         self.verdict = None
+        self.snapshot = None
+        """The last frame seen: the goal line says how far the run is from breaking."""
 
     def compose(self) -> ComposeResult:
         yield Static("Break it", classes="activity-title", markup=False)
@@ -25,6 +28,7 @@ class BreakItView(ActivityView):
         yield Static(self.words(note), id="break-it-status", classes="activity-feedback -info", markup=False)
 
     def update_snapshot(self, snapshot, compare=None) -> None:
+        self.snapshot = snapshot
         if self.verdict is not None:
             return
         verdict = self.challenge.check(snapshot)
@@ -43,8 +47,33 @@ class BreakItView(ActivityView):
         # The learner is watching the dials and views: bring what happened into the lesson pane.
         self.bring_into_view(self.query_one("#break-it-status"), top=True)
 
+    @property
+    def answered(self) -> bool:
+        return self.verdict is not None
+
     def goal(self) -> Goal:
-        ask = "Break it: push a dial until the step sees it break (goal above)"
+        short = SHORT_GOALS.get(getattr(self.challenge, "name", ""))
+        ask = short[0](self.challenge) if short else "Break it: " + self.challenge.goal_md.replace("**", "")
         if self.verdict is not None:
             return Goal(ask, "done", "broken")
+        if short and self.snapshot is not None:
+            return Goal(ask, "open", short[1](self.snapshot))
         return Goal(ask, "open", "done before" if self.done_before else "")
+
+
+def _ratio(s) -> str:
+    m = s.metrics
+    return f"now {m.itl_max / m.tpot_p50:.0f}x" if m.tpot_p50 > 0 else "now -"
+
+
+SHORT_GOALS = {
+    # challenge name -> (the goal in a line, how far the live run is)
+    "static_peak": (lambda c: f"Break it: TTFT p99 past {c.goal:g} s with static batches",
+                    lambda s: f"now {ms(s.metrics.ttft_p99)}"),
+    "past_knee": (lambda c: f"Break it: TTFT p99 past {c.goal:g} s, {c.min_queue}+ waiting",
+                  lambda s: f"now {ms(s.metrics.ttft_p99)}, {s.queue_len:,} waiting"),
+    "long_prompt_stall": (lambda c: f"Break it: a token gap over {c.ratio:g}x TPOT p50", _ratio),
+    "cache_cap": (lambda c: "Break it: a preemption with seats still free",
+                  lambda s: f"KV {percent(s.kv_blocks_used / max(1, s.kv_blocks_usable))} full"),
+}
+"""The challenges this app knows, said in a line (the lesson pane has each goal in full)."""

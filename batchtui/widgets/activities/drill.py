@@ -115,6 +115,10 @@ class DrillView(ActivityView):
         self.query_one(Input).focus()
         self.post_message(self.Updated())
 
+    @property
+    def answered(self) -> bool:
+        return self.question is not None and self.question.over
+
     def goal(self) -> Goal:
         unit = f" in {self.question.unit}" if self.question is not None else ""
         ask = f"Drill: type your answer{unit} in the box (tab), Enter"

@@ -24,6 +24,10 @@ class PredictView(ActivityView):
     def choice_count(self) -> int:
         return len(self.predict.choices)
 
+    @property
+    def answered(self) -> bool:
+        return self.predict.guess is not None
+
     def compose(self) -> ComposeResult:
         yield Static("Predict, then run", classes="activity-title", markup=False)
         choices = "\n".join(f"{i}. {c}" for i, c in enumerate(self.predict.choices, 1))
@@ -46,7 +50,7 @@ class PredictView(ActivityView):
         self.committed_at = None  # set by the next frame: the run starts now
         self.post_message(self.Updated())
         # Run with the setting the question is about (step 1 asks about 1 request/s), or as is.
-        self.post_message(self.RunDials(self.predict.run_dials))
+        self.post_message(self.RunDials(self.predict.run_dials, beside_start=True))
 
     def update_snapshot(self, snapshot, compare=None) -> None:
         if self.predict.guess is None or self.revealed:

@@ -84,6 +84,10 @@ class ReadView(ActivityView):
         self.outcome = ""
         await self._ask()
 
+    @property
+    def answered(self) -> bool:
+        return self.outcome in ("right", "shown")
+
     def goal(self) -> Goal:
         n = len(self.question.choices) if self.question is not None else 3
         ask = f"Read the table: press 1-{n} for what it tells you"

@@ -14,6 +14,7 @@ class TextView(ActivityView):
     """Markdown under the lesson, written by `write(scenario)`: written again whenever a dial
     changes the scenario (the cheat sheet fills its formulas with the live profile)."""
 
+    answered = True  # nothing to answer
     def __init__(self, write: Callable[[object], str], scenario, id: str) -> None:
         super().__init__(id=id)
         self.write = write
