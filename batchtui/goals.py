@@ -160,11 +160,11 @@ class KeepUp(Checklist):
 class OtherHardware(Checklist):
     """The cheat sheet: work it out again for another GPU or model."""
 
-    items = {"hardware": "another GPU or model"}
+    items = {"hardware": "the sheet for another GPU or model"}
 
     @property
     def ask(self) -> str:
-        return "Work the sheet out for"
+        return "Turn a dial:"
 
     def dial_moved(self, name: str, value: Any) -> bool:
         return name in ("gpu", "model") and self.tick("hardware")

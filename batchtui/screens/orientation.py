@@ -23,6 +23,7 @@ tab     to the answer box and the dials:  ← → turn a dial, ↑ ↓ another,
         enter types a value, esc goes back to the lesson
 z       the simulation on the whole screen, and back
 v       the step's other views, when they do not all fit
+b       keep this run's numbers as "before" beside the live "now"
 n  p    next, previous step     t  all steps     h  a hint     q  quit
 ?       these words again, and every key"""
 
