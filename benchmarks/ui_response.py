@@ -3,7 +3,8 @@
 
   - a GPU, model or hardware dial change (goal: under 0.2 s), and
   - a step change, also into a step whose curve sweeps (goal: under 0.3 s; the sweep may fill
-    in after, the curve says "sweeping" meanwhile).
+    in after, the curve says "sweeping" meanwhile, as a drill's question measured from runs
+    says "Drawing a question..." until it comes).
 
 The machine is shared, so each figure is also given as a ratio to a yardstick timed in this run
 (a fixed pure-Python loop): compare ratios between runs, not seconds.
@@ -47,10 +48,11 @@ CASES = (
     ("GPU dial (playground)", 20, (TAB, DOWN), RIGHT, b"h200", 0.2),
     ("KV cache dtype (playground)", 20, (TAB, DOWN, DOWN, DOWN, DOWN), RIGHT, b"fp8", 0.2),
     # A step's goal line is drawn last, once its text, dials, activity and views are in place.
-    ("step 5 -> 6", 5, (), b"n", b"move the dials", 0.3),
+    ("step 5 -> 6", 5, (), b"n", b"Make each limit bind", 0.3),
     ("step 6 -> 7: screen", 6, (), b"n", b"press 1-4", 0.3),
     ("step 6 -> 7: sweeping shown", 6, (), b"n", b"sweeping", 0.3),
-    ("step 15 -> 16: screen", 15, (), b"n", b"press 1-3", 0.3),
+    ("step 15 -> 16: screen", 15, (), b"n", b"Traffic per replica", 0.3),
+    ("step 15 -> 16: its drill's question", 15, (), b"n", b"in replicas", 3.0),
 )
 
 

@@ -113,6 +113,7 @@ class TutorialScreen(Screen):
         self._opening: object | None = None
         """The step whose simulation starts after the next refresh (see `show_step`)."""
         self._first_opening = True
+        self._held = False
         self._notice_key = 0
         """Counts the notices said, so a key press clears only the one it found."""
         self.goal: StepGoal | None = None
@@ -164,13 +165,23 @@ class TutorialScreen(Screen):
         # A first launch: no progress, not even one set aside as unreadable (--reset-progress
         # starts over, orientation included).
         first_launch = not store.path.exists() and not any(store.directory.glob(store.path.name + ".*"))
+        # While the orientation is read, the step waits: nothing runs (or redraws) behind it.
+        self._held = first_launch
         await self.show_step(self.index)
         if self.app.startup_notice:
             self.say(self.app.startup_notice)
         if first_launch:
             from .orientation import OrientationScreen
 
-            self.app.push_screen(OrientationScreen())
+            self.app.push_screen(OrientationScreen(), lambda _: self._release())
+
+    def _release(self) -> None:
+        """The orientation closed: the step's run starts, as it would have."""
+        self._held = False
+        if self.sim is not None and self.step.activity.kind != "predict":
+            self.sim.resume()
+            self._update_status()
+            self._update_keys()
 
     def say(self, message: str, error: bool = False) -> None:
         """Put a line in front of the learner, in place of the goal, until the next key."""
@@ -338,7 +349,7 @@ class TutorialScreen(Screen):
         for view in self.stack.views("kv"):  # for snapshots that do not carry the block size
             view.block_size = scenario.block_size
         # A prediction is made before the run starts.
-        self.settings.clock.start(self, self.sim, running=step.activity.kind != "predict")
+        self.settings.clock.start(self, self.sim, running=step.activity.kind != "predict" and not self._held)
         self.sim.publish()
 
     def _stop_simulation(self) -> None:

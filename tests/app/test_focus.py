@@ -139,9 +139,11 @@ async def test_orientation_on_first_launch_closes_with_any_key_and_comes_back_wi
         assert isinstance(app.screen, OrientationScreen)
         text = screen_text(app)
         assert "space" in text and "tab" in text and "Press any key" in text
+        assert not app.tutorial.sim.running  # nothing runs (or redraws) behind it
         await pilot.press("n")  # closes it, and only that
         assert isinstance(app.screen, TutorialScreen)
         assert app.screen.query_one(StepHeader).number == 1
+        assert app.screen.sim.running  # the step runs, as it would have
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         assert "the lesson and its activity" in screen_text(app)
