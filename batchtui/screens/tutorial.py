@@ -12,7 +12,7 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual import events, on, work
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -26,8 +26,8 @@ from sim.errors import SimError
 
 from .. import keys
 from ..activity_kinds import activity_view
-from ..goals import StepGoal, goal_for
 from ..formatting import count, number
+from ..goals import StepGoal, goal_for
 from ..step_list import summaries_of
 from ..widgets.activities.base import ActivityView
 from ..widgets.activity_panel import ActivityPanel
@@ -114,6 +114,8 @@ class TutorialScreen(Screen):
         """The step whose simulation starts after the next refresh (see `show_step`)."""
         self._first_opening = True
         self._held = False
+        """The first launch's orientation is up: the step's run waits for it to close."""
+        self._reveal_shown = False
         self._notice_key = 0
         """Counts the notices said, so a key press clears only the one it found."""
         self.goal: StepGoal | None = None
@@ -776,8 +778,6 @@ class TutorialScreen(Screen):
         if self.sim is not None:
             self.sim.single_iteration()
             self._update_keys()
-            if self.goal is not None and self.goal.key("single_iteration"):
-                self._update_goal()
 
     def action_faster(self) -> None:
         if self.sim is not None:

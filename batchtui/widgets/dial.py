@@ -10,7 +10,6 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Input
 
 from .answer_box import AnswerBox
 
