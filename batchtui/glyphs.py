@@ -23,8 +23,6 @@ class Glyphs:
     bar_free: str
     bar_mark: str
     """A preemption mark."""
-    time_parts: tuple[str, str, str, str]
-    """Iteration time bar: weights read, KV read, compute, other."""
     budget_parts: tuple[str, str, str]
     """Token budget bar: decode tokens, prefill chunk, the next prefill chunk."""
     spark: tuple[str, ...]
@@ -43,6 +41,11 @@ class Glyphs:
     sep: str
     """Between items on one line."""
     dash: str
+    root: str
+    squared: str
+    """How the iteration view writes sqrt(a² + b²)."""
+    focus: str
+    """Marks the focused dial (shape, not only colour, so it reads under NO_COLOR)."""
     unbounded: str = "↑"
     """A curve's point with no steady state: its queue grows without bound."""
     line_v: str = "┆"
@@ -61,7 +64,6 @@ UNICODE = Glyphs(
     bar_used_alt="▓",
     bar_free="░",
     bar_mark="×",
-    time_parts=("█", "▓", "▒", "░"),
     budget_parts=("█", "▓", "▒"),
     spark=("▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"),
     point="•",
@@ -77,6 +79,9 @@ UNICODE = Glyphs(
     dial_knob="●",
     sep=" · ",
     dash="—",
+    root="√",
+    squared="²",
+    focus="▸",
 )
 
 ASCII = Glyphs(
@@ -89,7 +94,6 @@ ASCII = Glyphs(
     bar_used_alt="=",
     bar_free=".",
     bar_mark="x",
-    time_parts=("W", "K", "C", "o"),
     budget_parts=("d", "p", "P"),
     spark=("_", ".", "-", "~", "=", "+", "*", "#"),
     point="*",
@@ -105,6 +109,9 @@ ASCII = Glyphs(
     dial_knob="O",
     sep=" | ",
     dash="-",
+    root="sqrt",
+    squared="^2",
+    focus=">",
     unbounded="^",
     line_v=":",
     line_h="-",

@@ -34,23 +34,30 @@ class Key:
 GROUPS = ("Steps", "Simulation", "Dials", "Answers", "While typing", "App")
 
 KEYS: tuple[Key, ...] = (
-    Key("step.next", "n,right", "next_step", "next", "Next step", "Steps"),
-    Key("step.previous", "p,left", "previous_step", "back", "Previous step", "Steps"),
+    Key("step.next", "n,right", "next_step", "next", "Next step (→ only while the lesson has the keys)", "Steps"),
+    Key("step.previous", "p,left", "previous_step", "back", "Previous step (← likewise)", "Steps"),
     Key("step.contents", "t", "contents", "steps", "Table of contents: jump to any step", "Steps"),
     Key("step.hint", "h", "hint", "hint", "Show the next hint for this step", "Steps"),
     Key("step.cheat_sheet", "c", "go_to_step(19)", "cheat", "Cheat sheet (step 19)", "Steps", footer=False),
     Key("step.playground", "g", "go_to_step(20)", "play", "Playground (step 20)", "Steps", footer=False),
+    Key("lesson.scroll", "up,down,pageup,pagedown,home,end", "", "scroll",
+        "On the lesson (marked by the bar on its left): scroll the text", "Steps", bind=False),
     Key("sim.run_pause", "space", "run_pause", "run", "Run or pause the simulation", "Simulation"),
     Key("sim.single_iteration", "full_stop", "single_iteration", "1 iter", "Advance exactly one engine iteration (pauses first)", "Simulation"),
     Key("sim.faster", "plus,equals_sign", "faster", "faster", "Run the simulation faster", "Simulation", footer=False),
     Key("sim.slower", "minus", "slower", "slower", "Run the simulation slower", "Simulation", footer=False),
     Key("sim.reset", "r", "reset_scenario", "reset", "Reset the scenario to the step's start", "Simulation", footer=False),
+    Key("sim.pin", "b", "pin", "pin", "Pin this run's metrics as \"before\" beside the live \"now\" (b again: unpin)", "Simulation"),
+    Key("view.zoom", "z", "zoom", "zoom", "Zoom the simulation to the whole screen, and back", "Simulation"),
+    Key("view.next_page", "v", "next_views", "views", "The step's other views, when they do not all fit", "Simulation"),
     Key("playground.save", "w", "save_scenario", "save", "Playground: write the scenario to a file", "Simulation", footer=False),
     Key("playground.load", "o", "load_scenario", "open", "Playground: open the saved scenario", "Simulation", footer=False),
-    Key("dial.reach", "tab,shift+tab", "", "dials", "Move between dials and the answer box", "Dials", bind=False),
-    Key("dial.adjust", "left,right", "", "adjust", "On a dial: one notch down or up (shift: ten notches)", "Dials", bind=False),
+    Key("dial.reach", "tab,shift+tab", "", "dials", "Move between the lesson, the answer box and the dials", "Dials", bind=False),
+    Key("dial.adjust", "left,right", "", "turn", "On a dial: one notch down or up (shift or PgDn/PgUp: ten)", "Dials", bind=False),
     Key("dial.move", "up,down", "", "dial", "On a dial: the dial above or below", "Dials", bind=False),
-    Key("dial.type", "enter", "", "type", "On a dial: type an exact value, Enter to apply", "Dials", bind=False),
+    Key("dial.ends", "home,end", "", "ends", "On a dial: its lowest or highest value", "Dials", bind=False),
+    Key("dial.type", "enter", "", "type", "On a dial: type an exact value, Enter to apply, Escape to cancel", "Dials", bind=False),
+    Key("focus.lesson", "escape", "focus_lesson", "lesson", "Back to the lesson (from a dial or the answer box)", "Dials"),
     Key("answer.choose", "1,2,3,4,5,6,7,8,9", "", "choose", "Pick an answer by its number", "Answers", bind=False),
     Key("answer.submit", "enter", "", "check", "In the answer box: check the answer", "Answers", bind=False),
     Key("answer.give_up", "ctrl+d", "give_up", "answer", "Show the worked answer", "Answers", priority=True),
@@ -62,7 +69,7 @@ KEYS: tuple[Key, ...] = (
     Key("chord.hint", "ctrl+o", "hint", "hint", "Next hint, even while typing", "While typing", priority=True),
     Key("chord.help", "f1", "app.help", "help", "This help, even while typing", "While typing", priority=True),
     Key("chord.quit", "ctrl+q", "app.quit", "quit", "Quit, even while typing", "While typing", priority=True),
-    Key("app.help", "question_mark", "app.help", "help", "This help", "App"),
+    Key("app.help", "question_mark", "app.help", "help", "This help: the screen's parts, then every key", "App"),
     Key("app.quit", "q", "app.quit", "quit", "Quit (progress is saved)", "App"),
 )
 
@@ -81,7 +88,8 @@ def bindings(*groups: str) -> list[Binding]:
 _KEY_NAMES = {
     "space": "space", "full_stop": ".", "plus": "+", "equals_sign": "=", "minus": "-",
     "question_mark": "?", "right": "→", "left": "←", "up": "↑", "down": "↓", "enter": "enter",
-    "escape": "esc", "tab": "tab", "shift+tab": "shift+tab",
+    "escape": "esc", "tab": "tab", "shift+tab": "shift+tab", "pageup": "PgUp", "pagedown": "PgDn",
+    "home": "Home", "end": "End",
 }
 _ASCII_ARROWS = {"→": "right", "←": "left", "↑": "up", "↓": "down"}
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from .clock import Clock, RealClock
 from .glyphs import Glyphs, glyphs_for
 
 
@@ -19,9 +20,8 @@ class AppSettings:
     reset_progress: bool = False
     scenario_path: Path | None = None
     """`--scenario FILE`: open the playground on this scenario."""
-    autorun: bool = True
-    """Start the driver's clock. Tests turn it off and advance by single iterations, so every
-    frame they capture is the same."""
+    clock: Clock = field(default_factory=RealClock)
+    """What paces the simulation and runs slow work beside it (tests inject a manual one)."""
     state_dir: Path | None = None
     """Where progress lives; None means the XDG default."""
     cursor_blink: bool = True

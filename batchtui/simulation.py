@@ -1,9 +1,10 @@
 """The bridge between the simulator and the app: one engine (and an optional comparison engine
 on the same arrivals) paced by one `sim.driver.Driver`, whose snapshots are posted as messages.
 
-The driver's `run()` is the only worker; widgets never touch the engine, they receive
-`SimulationFrame` messages. Tests build it with `autorun=False` and advance by single
-iterations, so nothing ticks while a screenshot is taken.
+The driver's `run()` is the only worker (started by the app's clock, `batchtui/clock.py`);
+widgets never touch the engine, they receive `SimulationFrame` messages. Under a test's manual
+clock no worker runs: tests advance by single iterations or `fast_forward`, so nothing ticks
+while a screenshot is taken.
 """
 
 from __future__ import annotations
@@ -54,7 +55,10 @@ class LiveSimulation:
     """Owns the engines and the driver for one step."""
 
     def __init__(self, scenario: Scenario, post: Callable[[SimulationFrame], object], *,
-                 fps: float = 10.0, compare: Scenario | None = None, time_scale: float = 1.0) -> None:
+                 fps: float = 10.0, compare: Scenario | None = None, time_scale: float = 1.0,
+                 compare_keeps: tuple[str, ...] = ()) -> None:
+        """`compare_keeps`: dials the comparison run keeps as they are when the main run's move
+        (besides those on which the two scenarios already differ)."""
         self.post = post
         self.engine = Engine(scenario, live=True)
         self.compare_engine = Engine(compare, live=True) if compare is not None else None
@@ -62,7 +66,7 @@ class LiveSimulation:
         # 64-seat chat cap with the offline batch: moving the seats dial must not erase it).
         self._compare_own: set[str] = set()
         if compare is not None:
-            self._compare_own = _differing_paths(scenario, compare)
+            self._compare_own = _differing_paths(scenario, compare) | set(compare_keeps)
         self.driver = Driver(self.engine, time_scale=time_scale, fps=fps)
         self.driver.subscribe(self._on_snapshot)
 
@@ -99,9 +103,16 @@ class LiveSimulation:
 
     def set_dial(self, path: str, value) -> None:
         """Apply a dial to the live run (and the comparison run). Raises SimError if refused."""
+        before = self.engine.iteration
         self.engine.set_dial(path, value)
-        if self.compare_engine is not None and path not in self._compare_own:
-            self.compare_engine.set_dial(path, value)
+        restarted = self.engine.iteration < before
+        if self.compare_engine is not None:
+            if path not in self._compare_own:
+                self.compare_engine.set_dial(path, value)
+            if restarted and self.compare_engine.iteration:
+                # The run beside starts over with this one, on the same arrivals: it only
+                # advances to the main run's clock, so left ahead it would stand still.
+                self.compare_engine.reset()
         # Some dials restart the run; the driver's clock must not stay ahead of the new start,
         # or it would race to catch up.
         self.driver.sim_clock = min(self.driver.sim_clock, self.engine.time)

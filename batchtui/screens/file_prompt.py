@@ -44,6 +44,11 @@ class FilePromptScreen(OverlayScreen[Path | None]):
         if found:  # (not composed if the app is already closing)
             found.first().focus()
 
+    def on_answer_box_leave(self, event: AnswerBox.Leave) -> None:
+        """Escape in the box (the box takes it before the screen's binding) cancels the prompt."""
+        event.stop()
+        self.dismiss(None)
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         text = event.value.strip()

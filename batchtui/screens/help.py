@@ -1,4 +1,5 @@
-"""`?`: every key, grouped, straight from the central table."""
+"""`?`: what the screen's parts are (the first-launch orientation), then every key, grouped,
+straight from the central table."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from textual.widgets import Static
 from .. import keys
 from ..widgets.pane import Pane
 from .modal import OverlayScreen
+from .orientation import ORIENTATION
 
 
 class HelpScreen(OverlayScreen[None]):
@@ -22,6 +24,7 @@ class HelpScreen(OverlayScreen[None]):
 
     def compose(self) -> ComposeResult:
         ascii_only = self.app.settings.ascii_only
+        words = self.app.words
         table = Table.grid(padding=(0, 2))
         table.add_column(no_wrap=True)
         table.add_column()
@@ -29,9 +32,11 @@ class HelpScreen(OverlayScreen[None]):
             table.add_row(Text(group, style="bold"), "")
             for key in keys.KEYS:
                 if key.group == group:
-                    table.add_row(Text(keys.display_keys(key, ascii_only)), key.help)
+                    table.add_row(Text(keys.display_keys(key, ascii_only)), words(key.help))
             table.add_row("", "")
         with Pane(id="help-body"):
-            yield Static(Text("Keys (close this with ? q esc or enter; up/down scroll)", style="bold"),
+            yield Static(Text("Help (close it with ? q esc or enter; up/down scroll)", style="bold"),
                          id="help-title")
+            yield Static(words(ORIENTATION), id="help-orientation", markup=False)
+            yield Static(Text("Every key", style="bold"), id="help-keys-title")
             yield Static(table, id="help-table")

@@ -1,4 +1,10 @@
-"""The tutorial: lesson text and activity on the left, the live simulation on the right."""
+"""The tutorial: lesson text and activity on the left, the live simulation on the right.
+
+At 80x24 everything a step's claim needs is in sight without scrolling: the dials take a line
+each, the views are given the lines they need and paged (`v`) when they do not all fit, a run
+beside the step's own is a two-column table rather than a second stack of views, and `z` gives
+the simulation the whole screen (the playground starts that way on small terminals).
+"""
 
 from __future__ import annotations
 
@@ -6,12 +12,12 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual import work
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Input, Static
+from textual.widgets import Input
 
 if TYPE_CHECKING:
     from ..simulation import LiveSimulation, SimulationFrame
@@ -19,13 +25,19 @@ if TYPE_CHECKING:
 from sim.errors import SimError
 
 from .. import keys
+from ..activity_kinds import activity_view
 from ..formatting import count, number
+from ..goals import StepGoal, goal_for
 from ..step_list import summaries_of
 from ..widgets.activities.base import ActivityView
 from ..widgets.activity_panel import ActivityPanel
+from ..widgets.answer_box import AnswerBox
+from ..widgets.compare import CompareView
 from ..widgets.curve import CurveView
 from ..widgets.dial import DialControl
+from ..widgets.dial_list import DialList
 from ..widgets.gauges import GaugesView
+from ..widgets.goal_bar import GoalBar
 from ..widgets.hint_box import HintBox
 from ..widgets.iteration import IterationView
 from ..widgets.key_bar import KeyBar
@@ -38,17 +50,43 @@ from ..widgets.seats import SeatsView
 from ..widgets.sim_status import SimStatus
 from ..widgets.sparklines import SparklinesView
 from ..widgets.step_header import StepHeader
+from ..widgets.view_stack import ViewKind, ViewStack
 
-VIEW_CLASSES = (SeatsView, KVCacheView, IterationView, GaugesView, MetricsView, SparklinesView, CurveView)
-"""Every view, one widget each; a step shows those its `views` list names, in that order."""
-COMPARE_VIEWS = ("seats", "metrics")
+
+def _beside(make):
+    """A view of the run beside the step's own (the comparison run)."""
+    def made(**kwargs):
+        view = make(**kwargs)
+        view.source = "compare"
+        return view
+    return made
+
+
+VIEW_KINDS = (
+    ViewKind("seats", SeatsView), ViewKind("compare_seats", _beside(SeatsView)), ViewKind("kv", KVCacheView),
+    ViewKind("iteration", IterationView), ViewKind("gauges", GaugesView), ViewKind("metrics", MetricsView),
+    ViewKind("compare", CompareView), ViewKind("sparklines", SparklinesView), ViewKind("curve", CurveView),
+)
+"""Every view the simulation pane can show. A step names those it shows in its `views` list;
+"compare" (two runs' metrics in two columns) and "compare_seats" are added for a step with a
+run beside its own."""
 
 FIRST_START_DELAY = 0.1
 """Seconds between the first frame and the start of the first step's simulation."""
+REVEAL_CONTEXT = 6
+"""Lines of the answer (a guess, a verdict) kept in sight above the reveal text."""
+SWEEP_DELAY = 0.15
+"""Seconds between a step's first frame and the start of its rate sweep."""
+DIAL_ROWS = 6
+"""Dial lines in sight at most (in one column); a longer list scrolls as focus moves."""
+DIAL_ROWS_ZOOMED = 4
+"""In two columns, zoomed: the views need the height more."""
 
-DEFAULT_KEYS = ("step.next", "step.previous", "sim.run_pause", "sim.single_iteration", "step.contents",
-                "step.hint", "app.help", "app.quit")
-DIAL_KEYS = ("dial.adjust", "dial.move", "dial.type", "sim.run_pause", "step.next", "app.help")
+DEFAULT_KEYS = ("step.next", "step.previous", "sim.run_pause", "view.zoom", "sim.single_iteration",
+                "step.contents", "step.hint", "app.help", "app.quit")
+"""The footer's keys when the lesson has the keys, most wanted first (the end gives way at 80
+columns, except `?`)."""
+DIAL_KEYS = ("dial.adjust", "dial.move", "dial.type", "focus.lesson", "sim.run_pause", "app.help")
 TYPING_KEYS = ("answer.submit", "answer.leave", "chord.hint", "answer.give_up", "chord.next",
                "chord.previous", "chord.contents", "chord.help", "chord.quit")
 
@@ -70,12 +108,26 @@ class TutorialScreen(Screen):
         """Number, title, section and minutes of every step, without building them."""
         self.index = start_index
         self.sim: LiveSimulation | None = None
-        self._views: dict[str, object] = {}
+        self.zoomed = False
+        """The simulation has the whole screen (`z`); the lesson is hidden."""
         self._opening: object | None = None
         """The step whose simulation starts after the next refresh (see `show_step`)."""
         self._first_opening = True
+        self._held = False
+        """The first launch's orientation is up: the step's run waits for it to close."""
+        self._reveal_shown = False
+        self._notice_key = 0
+        """Counts the notices said, so a key press clears only the one it found."""
+        self.goal: StepGoal | None = None
+        """What a step without a question of its own asks (None: its activity says)."""
+        self.pinned = None
+        """(snapshot, scenario) pinned with `b` as "before"; None when nothing is pinned."""
+        self.beside_start = None
+        """The step's starting scenario, run beside a prediction's setting as "before"."""
         self._swept = None
         """The scenario the curve view's latest sweep is of (an older one arriving late is dropped)."""
+        self._keys_say_running = False
+        """The footer's label for space: "pause" while the run was running when it was drawn."""
         self.scenario_file: Path | None = None
         """The playground's file last saved or opened (the prompts suggest it)."""
         self._changing = asyncio.Lock()
@@ -90,6 +142,10 @@ class TutorialScreen(Screen):
     def settings(self):
         return self.app.settings
 
+    @property
+    def stack(self) -> ViewStack:
+        return self.query_one(ViewStack)
+
     # -- layout
     def compose(self) -> ComposeResult:
         yield StepHeader(id="header")
@@ -98,32 +154,58 @@ class TutorialScreen(Screen):
                 yield LessonMarkdown(id="lesson", ascii_only=self.settings.ascii_only)
                 yield HintBox(id="hints")
                 yield ActivityPanel(id="activity")
-            # Dials stay in sight above the views, so Tab reaches them before the views' pane.
+                yield LessonMarkdown(id="reveal", ascii_only=self.settings.ascii_only)
             with Vertical(id="sim-column"):
                 yield SimStatus(id="sim-status")
-                yield Vertical(id="dials")
-                with Pane(id="sim-pane"):
-                    for view_class in VIEW_CLASSES:
-                        yield view_class(id=f"view-{view_class.view_name}", classes="view")
-                    with Vertical(id="compare"):
-                        yield Static(id="compare-label", markup=False)
-                        yield SeatsView(id="compare-seats", classes="view")
-                        yield MetricsView(id="compare-metrics", classes="view")
+                yield DialList(id="dials")
+                yield ViewStack(VIEW_KINDS, id="views")
         with Vertical(id="bottom"):
             yield NoticeLine(id="notice")
+            yield GoalBar(id="goal")
             yield KeyBar(id="keys")
 
     async def on_mount(self) -> None:
-        self._views = {cls.view_name: self.query_one(f"#view-{cls.view_name}") for cls in VIEW_CLASSES}
-        self.query_one(KeyBar).ascii_only = self.settings.ascii_only
+        ascii_only = self.settings.ascii_only
+        self.set_class(ascii_only, "-ascii")
+        self.query_one(KeyBar).ascii_only = ascii_only
+        self.query_one(GoalBar).set_marks(ascii_only)
         self.query_one(StepHeader).separator = self.settings.glyphs.sep
+        store = self.app.store
+        # A first launch: no progress, not even one set aside as unreadable (--reset-progress
+        # starts over, orientation included).
+        first_launch = not store.path.exists() and not any(store.directory.glob(store.path.name + ".*"))
+        # While the orientation is read, the step waits: nothing runs (or redraws) behind it.
+        self._held = first_launch
         await self.show_step(self.index)
         if self.app.startup_notice:
             self.say(self.app.startup_notice)
+        if first_launch:
+            from .orientation import OrientationScreen
+
+            self.app.push_screen(OrientationScreen(), lambda _: self._release())
+
+    def _release(self) -> None:
+        """The orientation closed: the step's run starts, as it would have."""
+        self._held = False
+        if self.sim is not None and self.step.activity.kind != "predict":
+            self.sim.resume()
+            self._update_status()
+            self._update_keys()
 
     def say(self, message: str, error: bool = False) -> None:
-        """Put a line in front of the learner until the next one (or the next step)."""
+        """Put a line in front of the learner, in place of the goal, until the next key."""
+        self._notice_key += 1
         self.query_one(NoticeLine).say(self.app.words(message), error)
+        self.query_one(GoalBar).display = not message
+
+    def clear_notice(self) -> None:
+        self.say("")
+
+    def on_key(self, event: events.Key) -> None:
+        # The next key after a notice puts the goal back, unless that key said something new.
+        if self.query_one(NoticeLine).message:
+            said = self._notice_key
+            self.call_after_refresh(lambda: self._notice_key == said and self.clear_notice())
 
     # -- steps
     async def show_step(self, index: int) -> None:
@@ -140,68 +222,127 @@ class TutorialScreen(Screen):
             self.say(f"Step {self.summaries[index].number} cannot be opened: {exc}", error=True)
             return
         self.index = index
+        # One layout and one frame for the whole change, not one per part.
+        with self.app.batch_update():
+            await self._show(step)
+        # The simulation and the sweep start once this step is on screen: the first frame (and
+        # every step change) does not wait for the engine to be imported and built. At launch,
+        # also give Textual's writer thread a moment to put that frame on the terminal:
+        # importing the engine (numpy) holds the GIL (benchmarks/app_benchmark.py).
+        self._opening = opening = object()
+        delay = FIRST_START_DELAY if self._first_opening else 0.0
+        self._first_opening = False
+        await self.settings.clock.later(self, lambda: self._begin(opening), delay)
+
+    async def _show(self, step) -> None:
         self._stop_simulation()
-        self.query_one(NoticeLine).clear()
+        self.clear_notice()
         minutes_left = sum(s.minutes for s in self.summaries[self.index:])
         words = self.app.words
         self.query_one(StepHeader).show_step(words(step.section), step.number, len(self.summaries),
                                              words(step.title), minutes_left)
-        await self.query_one(LessonMarkdown).update(words(step.body_md))
-        self.query_one("#lesson-pane").scroll_home(animate=False)
-        self.query_one("#sim-pane").scroll_home(animate=False)
-        await self._mount_dials(step)
+        self._set_zoom(step.activity.kind == "playground" and not self.has_class("-wide"))
         progress = self.app.progress
-        panel = self.query_one(ActivityPanel)
-        await panel.show_activity(step, progress.answers.get(step.number), step.number in progress.completed,
-                                  seed=step.number)
+        view = activity_view(step, progress.answers.get(step.number), step.number in progress.completed,
+                             seed=step.number)
+        # Text, dials and activity at once: each waits on Textual's layout, not on the others.
+        await asyncio.gather(self.query_one(LessonMarkdown).update(words(step.body_md)),
+                             self._mount_dials(step), self.query_one(ActivityPanel).show(view))
+        self.query_one("#lesson-pane").scroll_home(animate=False)
+        self._set_dial_hint()
         self._set_hints()
-
-        self._arrange_views(step.views)
-        self._views["kv"].block_size = step.scenario.block_size
-        self.query_one("#compare").display = step.compare is not None
-        if step.compare is not None:
-            self.query_one("#compare-label", Static).update(f"beside it: {words(step.compare.label)}")
-        curve = self._views["curve"]
-        curve.update_curves((), pending="curve" in step.views and step.sweep is not None)
-        self.app.remember_step(step.number)
+        self.pinned = self.beside_start = None
+        self.goal = goal_for(step) if view is None or view.goal() is None else None
+        self._reveal_shown = False
+        self.query_one("#reveal").display = False
+        self._arrange_views(step)
+        # Saved once the step is drawn: a save waits on the disk (fsync).
+        self.call_after_refresh(self.app.remember_step, step.number)
+        self._focus_lesson()
+        self._update_goal()
         self._update_keys()
-        if self.settings.autorun:
-            # The simulation and the sweep start once this step is on screen: the first frame
-            # (and every step change) does not wait for the engine to be imported and built.
-            self._opening = opening = object()
-            if self._first_opening:
-                # At launch, also give Textual's writer thread a moment to put that frame on
-                # the terminal: importing the engine (numpy) holds the GIL and held the first
-                # frame back by about 0.1 s (benchmarks/app_benchmark.py).
-                self._first_opening = False
-                self.call_after_refresh(self.set_timer, FIRST_START_DELAY, lambda: self._begin(opening))
-            else:
-                self.call_after_refresh(self._begin, opening)
-        else:  # tests: everything now, so a screenshot taken next has it
-            self._begin(None)
 
-    def _begin(self, opening: object | None) -> None:
+    async def _begin(self, opening: object | None) -> None:
         """Start the step's simulation and sweep, unless another step was opened meanwhile."""
         if opening is not self._opening:
             return
         self._opening = None
         step = self.step
-        if "curve" in step.views and step.sweep is not None:
-            self._start_sweep(step)
         self._start_simulation(step.scenario)
         self._update_keys()
+        if "curve" in step.views and step.sweep is not None:
+            await self._start_sweep(step)
 
-    def _arrange_views(self, names) -> None:
-        """Show the step's views, and only those, in the order its lesson lists them."""
-        for name, view in self._views.items():
-            view.display = name in names
-        pane = self.query_one("#sim-pane")
-        wanted = [self._views[name] for name in names]
-        current = [child for child in pane.children if child in wanted]
-        if current != wanted:
-            compare = self.query_one("#compare")
-            for view in wanted:
-                pane.move_child(view, before=compare)
+    def _view_names(self, step) -> list[str]:
+        """The views in the order the lesson lists them. A run beside the step's own shows as its
+        seats under the step's and the metrics of both in two columns; a "before" (the start
+        setting beside a prediction's, or a pinned run) as the metrics in two columns."""
+        compare = step.compare is not None
+        two_runs = compare or self.beside_start is not None or self.pinned is not None
+        names = []
+        for name in step.views:
+            names.append("compare" if two_runs and name == "metrics" else name)
+            if compare and name == "seats":
+                names.append("compare_seats")
+        if two_runs and "compare" not in names:
+            names.append("compare")
+        return names
+
+    def _arrange_views(self, step) -> None:
+        stack = self.stack
+        for view in stack.views("seats"):
+            view.caption = None
+        if step.compare is not None:
+            main, beside = step.scenario, step.compare.scenario
+            headers, title = _compare_headers(main, beside, step.compare.label)
+            for view in stack.views("compare"):
+                view.configure("main", "compare", headers, self.app.words(title))
+            for view in stack.views("seats"):
+                view.caption = headers[0] if title == "" else None
+            for view in stack.views("compare_seats"):
+                view.caption = headers[1] if title == "" else "beside"
+        self._configure_before()
+        pending = "curve" in step.views and step.sweep is not None
+        for view in stack.views("curve"):
+            view.update_curves((), pending=pending)
+        stack.show(self._view_names(step))
+
+    def _configure_before(self) -> None:
+        """The two-column table of a "before" and the live "now", titled with what changed."""
+        if self.beside_start is not None:
+            source, before = "compare", self.beside_start
+        elif self.pinned is not None:
+            source, before = "pinned", self.pinned[1]
+        else:
+            return
+        now = self.sim.engine.scenario if self.sim is not None else self.step.scenario
+        changed = _setting_changes(self.step.dials, before, now)
+        if changed:
+            title = "; ".join(changed)
+        elif self.pinned is not None:
+            title = f"before: pinned at t {self.pinned[0].time:.1f} s"
+        else:
+            title = ""
+        for view in self.stack.views("compare"):
+            view.configure(source, "main", ("before", "now"), self.app.words(title))
+
+    def _show_views_again(self) -> None:
+        """The views after a "before" came or went; the page with the table in sight."""
+        self._configure_before()
+        names = self._view_names(self.step)
+        self.stack.show(names, keep_frames=True, page_of="compare" if "compare" in names else None)
+        self.stack.update_frame(self._frames())
+
+    def _frames(self) -> dict:
+        frames = {}
+        if self.sim is not None:
+            frames["main"] = self.sim.engine.snapshot()
+        if self.pinned is not None:
+            frames["pinned"] = self.pinned[0]
+        return frames
+
+    def on_view_stack_arranged(self, message: ViewStack.Arranged) -> None:
+        self._update_keys()
 
     def _set_hints(self) -> None:
         # A drill question's own hints (with its numbers) come before the step's general ones.
@@ -219,10 +360,10 @@ class TutorialScreen(Screen):
             self.sim = None
             self.say(f"This scenario cannot run: {exc}", error=True)
             return
-        if self.settings.autorun:
-            self.run_worker(self.sim.run(), name="driver", group="driver", exclusive=True)
-            if step.activity.kind != "predict":  # a prediction is made before the run starts
-                self.sim.resume()
+        for view in self.stack.views("kv"):  # for snapshots that do not carry the block size
+            view.block_size = scenario.block_size
+        # A prediction is made before the run starts.
+        self.settings.clock.start(self, self.sim, running=step.activity.kind != "predict" and not self._held)
         self.sim.publish()
 
     def _stop_simulation(self) -> None:
@@ -231,17 +372,26 @@ class TutorialScreen(Screen):
             self.sim = None
 
     async def _mount_dials(self, step) -> None:
-        container = self.query_one("#dials")
-        await container.remove_children()
-        controls = [DialControl(spec, spec.value(step.scenario)) for spec in step.dials]
-        if controls:
-            await container.mount_all(controls)
-        container.display = bool(controls)
+        dials = [(spec, spec.value(step.scenario)) for spec in step.dials]
+        columns, rows = self._dial_shape(len(dials))
+        await self.query_one(DialList).set_dials(dials, rows, columns)
 
-    def _start_sweep(self, step, scenario=None) -> None:
+    def _dial_shape(self, count: int) -> tuple[int, int]:
+        """Columns and lines in sight for `count` dials: two columns on a wide pane."""
+        wide = self.zoomed or self.has_class("-wide")
+        if wide and count > DIAL_ROWS_ZOOMED:
+            return 2, DIAL_ROWS_ZOOMED
+        return 1, DIAL_ROWS
+
+    def _set_dial_hint(self) -> None:
+        has_input = self.query_one(ActivityPanel).has_input
+        hint = "tab: answer box, then dials" if has_input else "tab: the dials (← → turn them)"
+        self.query_one(DialList).set_rest_hint(hint)
+
+    async def _start_sweep(self, step, scenario=None) -> None:
         """The curve view's sweeps of `scenario` (the step's own unless a dial moved): the batch
         sweep (the cost model, instant) at once, the rate sweep (headless runs, a few tenths of
-        a second) in a thread so the app stays live."""
+        a second) beside the app, which stays live."""
         from ..simulation import batch_sweep, rate_sweep
 
         sweep = step.sweep
@@ -251,35 +401,40 @@ class TutorialScreen(Screen):
         ready = [batch_sweep(scenario, sweep.batch_sizes, sweep.context)] if sweep.batch_sizes else []
         if not sweep.rates:
             self._show_sweeps(step.number, scenario, ready)
-        elif self.settings.autorun:
-            self._show_sweeps(step.number, scenario, ready, pending=True)
-            self._rate_sweep_worker(step.number, scenario, sweep, slo, ready)
-        else:  # tests: the same points, computed now, so the screenshot has them
-            self._show_sweeps(step.number, scenario, ready + [rate_sweep(scenario, sweep.rates, sweep.num_prompts, slo)])
-
-    @work(thread=True, exclusive=True, group="sweep")
-    def _rate_sweep_worker(self, number: int, scenario, sweep, slo, ready: list) -> None:
-        from ..simulation import rate_sweep
-
-        result = rate_sweep(scenario, sweep.rates, sweep.num_prompts, slo)
-        self.app.call_from_thread(self._show_sweeps, number, scenario, ready + [result])
+            return
+        self._show_sweeps(step.number, scenario, ready, pending=True)
+        number = step.number
+        # A moment after the step is drawn: the sweep's thread holds the GIL for tenths of a
+        # second, which would hold back the frame that says "sweeping".
+        await self.settings.clock.in_background(
+            self, lambda: rate_sweep(scenario, sweep.rates, sweep.num_prompts, slo),
+            lambda result: self._show_sweeps(number, scenario, ready + [result]), delay=SWEEP_DELAY,
+            group="sweep")
 
     def _show_sweeps(self, number: int, scenario, results, pending: bool = False) -> None:
         if number == self.step.number and scenario is self._swept:
-            self._views["curve"].update_curves(results, pending)
+            for view in self.stack.views("curve"):
+                view.update_curves(results, pending)
+            self.stack.check_sizes()
 
     # -- frames from the driver
     def on_simulation_frame(self, frame: SimulationFrame) -> None:
         if frame.origin is not self.sim:
             return  # from a step already left
-        for view in self._views.values():
-            if view.display:
-                view.update_snapshot(frame.snapshot)
+        frames = {"main": frame.snapshot}
         if frame.compare is not None:
-            self.query_one("#compare-seats", SeatsView).update_snapshot(frame.compare)
-            self.query_one("#compare-metrics", MetricsView).update_snapshot(frame.compare)
-        self.query_one(ActivityPanel).update_snapshot(frame.snapshot, frame.compare)
+            frames["compare"] = frame.compare
+        if self.pinned is not None:
+            frames["pinned"] = self.pinned[0]
+        self.stack.update_frame(frames)
+        panel = self.query_one(ActivityPanel)
+        panel.update_snapshot(frame.snapshot, frame.compare)
         self._update_status(frame.snapshot)
+        if self.goal is not None:
+            if self.goal.observe(frame.snapshot):
+                self._update_goal()
+        elif panel.view is not None:
+            self._update_goal()  # a challenge's goal line says how far the run is
 
     def _update_status(self, snapshot=None) -> None:
         sim = self.sim
@@ -299,11 +454,12 @@ class TutorialScreen(Screen):
         short = f"{state}{g.sep}{clock}"
         line = f"{short}{g.sep}iter {n:,}" if n < 10_000 else f"{short}{g.sep}iter {count(n)}"
         self.query_one(SimStatus).show(line, sim.running, short)
+        if sim.running != self._keys_say_running:
+            self._update_keys()  # run or pause: the footer says what space does now
 
     # -- dials
     def on_dial_control_changed(self, message: DialControl.Changed) -> None:
         dial, value = message.dial, message.value
-        notice = self.query_one(NoticeLine)
         try:
             value = dial.spec.check(value)
         except ValueError as exc:
@@ -317,28 +473,49 @@ class TutorialScreen(Screen):
             self.say(f"Refused: {exc}", error=True)
             return
         dial.set_value(value)
-        notice.clear()
+        self.clear_notice()
         self._update_status()
+        if self.goal is not None and self.goal.dial_moved(dial.spec.name, value):
+            self._update_goal()
+        self._configure_before()
         step = self.step
         if "curve" in step.views and step.sweep is not None and step.sweep.invalidated_by(dial.spec.name):
-            self._start_sweep(step, self.sim.engine.scenario)  # the curve is of the dials on show
+            # The curve is of the dials on show.
+            self.run_worker(self._start_sweep(step, self.sim.engine.scenario), group="sweep-start")
         self.run_worker(self.query_one(ActivityPanel).scenario_changed(self.sim.engine.scenario),
                         group="activity")
 
+    def on_dial_control_leave(self, message: DialControl.Leave) -> None:
+        self._focus_lesson()
+
+    def on_answer_box_leave(self, message: AnswerBox.Leave) -> None:
+        self._focus_lesson()
+
     # -- activities
     def on_activity_view_updated(self, message: ActivityView.Updated) -> None:
-        """A question arrived: its hints and the keys it takes."""
+        """A question arrived, or the activity's state changed: its hints, keys and goal."""
         self._set_hints()
+        self._update_goal()
         self._update_keys()
 
     def on_activity_view_finished(self, message: ActivityView.Finished) -> None:
-        self.app.record_answer(self.step.number, message.answer, completed=True)
+        self.app.record_answer(self.step.number, message.answer, completed=message.completed)
+        # The answer is in: the plain keys (space, +, -, .) go to the simulation again.
+        if isinstance(self.focused, Input):
+            self._focus_lesson()
+        self._update_goal()
         self._update_keys()
 
     def on_activity_view_run_dials(self, message: ActivityView.RunDials) -> None:
         """Run the traffic an activity asks for (a drill's own numbers; a prediction's run)."""
         if self.sim is None:
             return
+        step = self.step
+        if message.beside_start and message.dials and step.compare is None and not self.sim.engine.iteration:
+            # A prediction about a setting: run it with the step's start setting beside it, on
+            # the same arrivals, so "before" and "now" read side by side (step 13: uncapped
+            # against capped). The run has not started yet, so nothing is lost.
+            self._start_beside(message.dials)
         try:
             for path, value in message.dials.items():
                 self.sim.set_dial(path, value)
@@ -347,6 +524,7 @@ class TutorialScreen(Screen):
         for dial in self.query(DialControl):
             if dial.spec.name in message.dials:
                 dial.set_value(message.dials[dial.spec.name])
+        self._configure_before()
         if message.dials:
             # In the dials' own words where the step has that dial (a drill may also set the
             # GPU and model of its question).
@@ -361,17 +539,81 @@ class TutorialScreen(Screen):
             self.say(f"Running with {', '.join(settings)}.")
         self.sim.resume()
         self._update_status()
+        self._update_goal()
         self._update_keys()
+
+    def _start_beside(self, dials: dict) -> None:
+        from ..simulation import LiveSimulation
+
+        start = self.step.scenario
+        try:
+            sim = LiveSimulation(start, self.post_message, fps=self.settings.fps, compare=start,
+                                 compare_keeps=tuple(dials))
+        except SimError:
+            return
+        self._stop_simulation()
+        self.sim = sim
+        self.settings.clock.start(self, sim, running=False)
+        self.beside_start = start
+        self.pinned = None
+        self._show_views_again()
+
+    def _update_goal(self) -> None:
+        """The goal line: the activity's own goal, or the step's (done once it is done)."""
+        view = self.query_one(ActivityPanel).view
+        goal = view.goal() if view is not None else None
+        words = self.app.words
+        if goal is not None and goal.ask:
+            self.query_one(GoalBar).show(words(goal.ask), goal.state, words(goal.note))
+        elif self.goal is not None:
+            number = self.step.number
+            done = self.goal.done
+            if done and number not in self.app.progress.completed:
+                self.app.record_answer(number, "done", completed=True)
+            before = self.goal.completable and number in self.app.progress.completed
+            state = "done" if done or before else "open"
+            note = self.goal.note() or ("done before" if before else "")
+            self.query_one(GoalBar).show(words(self.goal.ask), state, words(note))
+        self._update_reveal()
+
+    def _update_reveal(self) -> None:
+        """The lesson's reveal text, once the step's activity has been answered (or was before)."""
+        step = self.step
+        if self._reveal_shown or not step.reveal_md:
+            return
+        view = self.query_one(ActivityPanel).view
+        progress = self.app.progress
+        before = step.number in progress.answers or step.number in progress.completed
+        if view is None or view.answered or before:
+            self._reveal_shown = True
+            self.run_worker(self._show_reveal(step), group="reveal")
+
+    async def _show_reveal(self, step) -> None:
+        reveal = self.query_one("#reveal", LessonMarkdown)
+        await reveal.update(self.app.words(step.reveal_md))
+        if step is self.step:
+            reveal.display = True
+            self.call_after_refresh(self._reveal_into_view)
+
+    def _reveal_into_view(self) -> None:
+        """The reveal's first lines into sight, under the last lines of the answer above it."""
+        pane = self.query_one("#lesson-pane", Pane)
+        reveal = self.query_one("#reveal")
+        pane.scroll_to(y=max(0, reveal.virtual_region.y - REVEAL_CONTEXT), animate=False)
 
     async def action_give_up(self) -> None:
         async with self._changing:
             await self.query_one(ActivityPanel).give_up()
+            if isinstance(self.focused, Input):
+                self._focus_lesson()
+            self._update_goal()
             self._update_keys()  # a reading answered this way takes no more number keys
 
     async def action_new_question(self) -> None:
         async with self._changing:
             await self.query_one(ActivityPanel).new_question()
             self._set_hints()
+            self._update_goal()
             self._update_keys()  # a new reading question takes number keys again
 
     def action_save_scenario(self) -> None:
@@ -382,6 +624,8 @@ class TutorialScreen(Screen):
             if path is not None and self.sim is not None and self.check_action("save_scenario", ()):
                 self.scenario_file = path
                 self.say(save_scenario_file(self.sim.engine.scenario, path))
+                if self.goal is not None and self.goal.key("save_scenario"):
+                    self._update_goal()
 
         if self.sim is not None:
             self.app.push_screen(FilePromptScreen("Save this scenario as", self._suggested_file(), saving=True,
@@ -405,6 +649,8 @@ class TutorialScreen(Screen):
             for dial in self.query(DialControl):
                 dial.set_value(dial.spec.value(scenario))
             self._start_simulation(scenario)
+            if self.goal is not None and self.goal.key("load_scenario"):
+                self._update_goal()
 
         if self.sim is not None:
             self.app.push_screen(FilePromptScreen("Open a scenario file", self._suggested_file(), saving=False), chosen)
@@ -412,7 +658,62 @@ class TutorialScreen(Screen):
     def _suggested_file(self) -> Path:
         return self.scenario_file or self.settings.scenario_path or self.app.store.directory / "playground.toml"
 
+    # -- before and after
+    def action_pin(self) -> None:
+        """Pin the run's metrics now as "before", beside the live "now"; again, unpin."""
+        if self.sim is None:
+            return
+        if self.step.compare is not None or self.beside_start is not None:
+            self.say("This step already runs a setting beside this one.")
+            return
+        if self.pinned is not None:
+            self.pinned = None
+            self.say("Unpinned.")
+        else:
+            self.pinned = (self.sim.engine.snapshot(), self.sim.engine.scenario)
+            self.say("Pinned as before: move a dial and compare.")
+        self._show_views_again()
+        self._update_keys()
+
+    # -- views
+    def action_zoom(self) -> None:
+        self._set_zoom(not self.zoomed)
+        self.run_worker(self._mount_dials_again(), group="dials")
+        if self.zoomed and self.focused is self.query_one("#lesson-pane"):
+            self.set_focus(None)
+        elif not self.zoomed and self.focused is None:
+            self._focus_lesson()
+        self._update_keys()
+
+    async def _mount_dials_again(self) -> None:
+        """The dial list in the shape the new width wants, keeping their values and focus."""
+        dials = self.query_one(DialList)
+        columns, rows = self._dial_shape(len(dials.dials))
+        await dials.set_dials([(d.spec, d.value) for d in dials.dials], rows, columns)
+
+    def _set_zoom(self, zoomed: bool) -> None:
+        self.zoomed = zoomed
+        self.set_class(zoomed, "-zoomed")
+
+    def action_next_views(self) -> None:
+        stack = self.stack
+        if stack.page_count <= 1:
+            self.say("Every view of this step is in sight.")
+            return
+        stack.next_page()
+
     # -- keys and focus
+    def _focus_lesson(self) -> None:
+        """The lesson takes the keys (↑ ↓ scroll it, ← → change step); zoomed, nothing does."""
+        pane = self.query_one("#lesson-pane")
+        if self.zoomed:
+            self.set_focus(None)
+        else:
+            pane.focus()
+
+    def action_focus_lesson(self) -> None:
+        self._focus_lesson()
+
     def on_descendant_focus(self) -> None:
         self._update_keys()
 
@@ -421,6 +722,7 @@ class TutorialScreen(Screen):
 
     def _update_keys(self) -> None:
         focused = self.focused
+        panel = self.query_one(ActivityPanel)
         if isinstance(focused, Input):
             ids = TYPING_KEYS
         elif isinstance(focused, DialControl):
@@ -428,15 +730,26 @@ class TutorialScreen(Screen):
             ids = tuple(k for k in DIAL_KEYS if k != "dial.type" or focused.spec.is_numeric)
         else:
             ids = list(DEFAULT_KEYS)
-            if self.query_one(ActivityPanel).takes_choices:
+            if panel.takes_choices:
                 ids.insert(0, "answer.choose")
-            if self.step.dials or self.query_one(ActivityPanel).has_input:
-                ids.insert(3, "dial.reach")
+            if self.step.dials or panel.has_input:
+                ids.insert(ids.index("view.zoom"), "dial.reach")
+            if self.stack.page_count > 1:
+                ids.insert(ids.index("view.zoom"), "view.next_page")
+            if self.step.compare is None and self.beside_start is None:
+                ids.insert(ids.index("view.zoom") + 1, "sim.pin")
             ids = tuple(ids)
-        labels = {"sim.run_pause": "pause"} if self.sim is not None and self.sim.running else {}
-        if self.query_one(ActivityPanel).has_input:
+        self._keys_say_running = self.sim is not None and self.sim.running
+        labels = {"sim.run_pause": "pause"} if self._keys_say_running else {}
+        if panel.has_input:
             labels["dial.reach"] = "answer"  # the answer box comes first in the tab order
-        choices = self.query_one(ActivityPanel).choice_count
+        if self.stack.page_count > 1:
+            labels["view.next_page"] = f"views {self.stack.page + 1}/{self.stack.page_count}"
+        if self.zoomed:
+            labels["view.zoom"] = "unzoom"
+        if self.pinned is not None:
+            labels["sim.pin"] = "unpin"
+        choices = panel.choice_count
         key_text = {"answer.choose": f"1-{choices}"} if choices else {}
         self.query_one(KeyBar).show_keys(ids, labels, key_text)
 
@@ -469,11 +782,19 @@ class TutorialScreen(Screen):
         self.app.push_screen(ContentsScreen(self.summaries, self.step.number, self.app.progress.completed), chosen)
 
     def action_hint(self) -> None:
-        if not self.query_one(HintBox).reveal_next():
+        hints = self.query_one(HintBox)
+        if not hints.reveal_next():
             words = "This step has no hints." if not self.step.hints else "No more hints for this step."
             self.say(words)
-        else:
-            self.query_one("#lesson-pane").scroll_end(animate=False)
+            return
+        if self.zoomed:
+            self._set_zoom(False)
+            self.run_worker(self._mount_dials_again(), group="dials")
+        # Once laid out, bring the new hint into sight wherever the text was scrolled to.
+        self.call_after_refresh(self._show_hint)
+
+    def _show_hint(self) -> None:
+        self.query_one("#lesson-pane", Pane).scroll_to_widget(self.query_one(HintBox), animate=False)
 
     def action_run_pause(self) -> None:
         if self.sim is None:
@@ -481,7 +802,7 @@ class TutorialScreen(Screen):
         if self.sim.engine.done:
             self.say("The workload is finished: r resets the scenario.")
             return
-        self.sim.run_pause()  # without autorun (tests) no driver loop runs, so nothing moves
+        self.sim.run_pause()
         self._update_status()
         self._update_keys()
 
@@ -503,11 +824,14 @@ class TutorialScreen(Screen):
     async def action_reset_scenario(self) -> None:
         step = self.step
         self._stop_simulation()
+        if self.pinned is not None or self.beside_start is not None:
+            self.pinned = self.beside_start = None
+            self._show_views_again()
         for dial in self.query(DialControl):
             dial.set_value(dial.spec.value(step.scenario))
         self._start_simulation(step.scenario)
         if "curve" in step.views and step.sweep is not None:
-            self._start_sweep(step)
+            await self._start_sweep(step)
         self.say("Scenario reset to the step's start.")
         self._update_keys()
 
@@ -521,5 +845,44 @@ class TutorialScreen(Screen):
             return self.step.activity.kind == "playground"
         return True
 
+    def on_resize(self) -> None:
+        # Crossing a width breakpoint can change the dials' shape (two columns when wide).
+        self.call_after_refresh(self._reshape_dials)
+
+    def _reshape_dials(self) -> None:
+        dials = self.query_one(DialList)
+        rows = self.query_one("#dial-rows")
+        columns, _ = self._dial_shape(len(dials.dials))
+        if rows.has_class("-grid") != (columns > 1):
+            self.run_worker(self._mount_dials_again(), group="dials")
+
     def on_unmount(self) -> None:
         self._stop_simulation()
+
+
+MODEL_KIND_WORDS = {"encoder": "embedder", "decoder": "chat LLM"}
+
+
+def _compare_headers(main, beside, label: str) -> tuple[tuple[str, str], str]:
+    """Column headers for two runs in the words of what differs between them: the batching
+    policy, the kind of model, or the seats; else generic ones and the comparison's label as a
+    title line."""
+    a, b = main.engine_config(), beside.engine_config()
+    if a.batching != b.batching:
+        return (a.batching, b.batching), ""
+    kinds = main.deployment().model.kind, beside.deployment().model.kind
+    if kinds[0] != kinds[1]:
+        return (MODEL_KIND_WORDS.get(kinds[0], kinds[0]), MODEL_KIND_WORDS.get(kinds[1], kinds[1])), ""
+    if a.max_num_seqs != b.max_num_seqs and a.batching == "continuous":
+        return (f"{a.max_num_seqs:,} seats", f"{b.max_num_seqs:,} seats"), ""
+    return ("here", "beside"), f"beside: {label}"
+
+
+def _setting_changes(dials, before, now) -> list[str]:
+    """The step's dials that differ between two scenarios, in their own words: "Seats 256 → 32"."""
+    changes = []
+    for dial in dials:
+        old, new = dial.value(before), dial.value(now)
+        if old != new:
+            changes.append(f"{dial.label} {number(old)} → {number(new)}")
+    return changes

@@ -1,4 +1,5 @@
-"""The step's activity under the lesson text: builds the right view for the step's kind."""
+"""The step's activity under the lesson text. Which view a kind gets is the app's business
+(`batchtui/activity_kinds.py`); the panel holds the one it is given and passes keys and frames."""
 
 from __future__ import annotations
 
@@ -6,14 +7,7 @@ from pathlib import Path
 
 from textual.containers import Vertical
 
-from steps import activities
-
 from .activities.base import ActivityView
-from .activities.break_it import BreakItView
-from .activities.drill import DrillView
-from .activities.predict import PredictView
-from .activities.read import ReadView
-from .activities.text_only import TextView
 
 
 class ActivityPanel(Vertical):
@@ -42,36 +36,17 @@ class ActivityPanel(Vertical):
     def hints(self) -> tuple[str, ...]:
         return self.view.hints if self.view is not None else ()
 
-    async def show_activity(self, step, saved_answer: str | None, done_before: bool, seed: int) -> None:
+    async def show(self, view: ActivityView | None) -> None:
         await self.remove_children()
-        self.view = self._build(step, saved_answer, done_before, seed)
-        if self.view is not None:
-            await self.mount(self.view)
-        self.display = self.view is not None
-
-    def _build(self, step, saved_answer, done_before, seed) -> ActivityView | None:
-        kind = step.activity.kind
-        if kind == "cheat_sheet":
-            return TextView(activities.cheat_sheet_md(step.scenario), id="cheat-sheet")
-        if kind == "playground":
-            return TextView(PLAYGROUND_MD, id="playground")
-        activity = activities.build(step)
-        if activity is None:
-            return None
-        if kind == "drill":
-            return DrillView(activity, seed, saved_answer if not done_before else None)
-        if kind == "break_it":
-            return BreakItView(activity, done_before)
-        if kind == "predict":
-            return PredictView(activity)
-        if kind == "read":
-            return ReadView(activity, seed)
-        return None
+        self.view = view
+        if view is not None:
+            await self.mount(view)
+        self.display = view is not None
 
     async def scenario_changed(self, scenario) -> None:
-        """A dial moved: the cheat sheet works its formulas again for the new profile."""
-        if isinstance(self.view, TextView) and self.view.id == "cheat-sheet":
-            await self.view.show(activities.cheat_sheet_md(scenario))
+        """A dial moved (the cheat sheet works its formulas again for the new profile)."""
+        if self.view is not None:
+            await self.view.scenario_changed(scenario)
 
     def update_snapshot(self, snapshot, compare=None) -> None:
         if self.view is not None:
@@ -88,9 +63,3 @@ class ActivityPanel(Vertical):
     async def new_question(self) -> None:
         if self.view is not None:
             await self.view.new_question()
-
-
-PLAYGROUND_MD = """\
-**Files**: `w` writes this scenario to a TOML file in your state folder; `o` opens it again
-(`batchtui --scenario FILE` opens any saved one here).
-"""

@@ -10,7 +10,6 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Input
 
 from .answer_box import AnswerBox
 
@@ -18,6 +17,8 @@ from ..formatting import number
 from ..glyphs import UNICODE
 
 BIG_MOVE = 10
+MAX_TRACK = 24
+"""Cells of track at most: on a wide pane the value stays near its label."""
 
 
 def parse_value(text: str, template: Any) -> Any:
@@ -46,11 +47,14 @@ def _unit_for(value: Any, unit: str) -> str:
 
 
 class DialControl(Widget, can_focus=True):
-    """A numeric dial (min..max in steps) or a choice dial. Left/right move it a notch, shift
-    ten notches, home/end to the ends, Enter opens a box to type an exact value."""
+    """A numeric dial (min..max in steps) or a choice dial, drawn on one line: its label, a
+    track with the knob where the value sits, the value. Left/right move it a notch, shift ten
+    notches, home/end to the ends, Enter opens a box to type an exact value; up/down go to the
+    dial above or below (never out of the dials), Escape back to the lesson."""
 
     DEFAULT_CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
-    COMPONENT_CLASSES = {"dial--label", "dial--value", "dial--range", "dial--track", "dial--knob"}
+    COMPONENT_CLASSES = {"dial--label", "dial--value", "dial--range", "dial--track", "dial--knob",
+                         "dial--focus"}
     BINDINGS = [
         Binding("left", "move(-1)", "less", show=False),
         Binding("right", "move(1)", "more", show=False),
@@ -58,19 +62,38 @@ class DialControl(Widget, can_focus=True):
         Binding("shift+right,pageup", f"move({BIG_MOVE})", "much more", show=False),
         Binding("home", "to_end(-1)", "minimum", show=False),
         Binding("end", "to_end(1)", "maximum", show=False),
-        Binding("up", "app.focus_previous", "dial above", show=False),
-        Binding("down", "app.focus_next", "dial below", show=False),
+        Binding("up", "neighbour(-1)", "dial above", show=False),
+        Binding("down", "neighbour(1)", "dial below", show=False),
         Binding("enter", "type_value", "type", show=False),
+        Binding("escape", "leave", "leave", show=False),
     ]
 
     class Changed(Message):
-        """The learner asked for a new value. The screen applies it, or refuses it with
-        `refuse()`, which puts the dial back."""
+        """The learner asked for a new value. The screen applies it (and calls `set_value`),
+        or refuses it and the dial keeps the value in force."""
 
         def __init__(self, dial: "DialControl", value: Any) -> None:
             super().__init__()
             self.dial = dial
             self.value = value
+
+    class Neighbour(Message):
+        """Up or down on a dial: the dial list moves focus (and stops at its ends)."""
+
+        def __init__(self, dial: "DialControl", step: int) -> None:
+            super().__init__()
+            self.dial = dial
+            self.step = step
+
+    class TypeValue(Message):
+        """Enter on a numeric dial: the dial list opens its entry box for it."""
+
+        def __init__(self, dial: "DialControl") -> None:
+            super().__init__()
+            self.dial = dial
+
+    class Leave(Message):
+        """Escape on a dial: focus goes back to the lesson."""
 
     def __init__(self, spec, value: Any, *, id: str | None = None) -> None:
         """`spec` is a `steps.Dial` (name, label, unit, min, max, step, choices)."""
@@ -78,7 +101,6 @@ class DialControl(Widget, can_focus=True):
         self.spec = spec
         self.value = value
         """The value in force (what the simulation runs with)."""
-        self.entry: Input | None = None
 
     # -- values
     def moved(self, notches: int) -> Any:
@@ -101,6 +123,11 @@ class DialControl(Widget, can_focus=True):
         self.value = value
         self.refresh()
 
+    def set_spec(self, spec, value: Any) -> None:
+        """Become another dial (a new step reuses the controls it can: mounting costs more)."""
+        self.spec = spec
+        self.set_value(value)
+
     def action_move(self, notches: int) -> None:
         target = self.moved(notches)
         if target != self.value:
@@ -109,22 +136,19 @@ class DialControl(Widget, can_focus=True):
     def action_to_end(self, direction: int) -> None:
         self.action_move(direction * 1_000_000)
 
-    # -- typing an exact value
-    def action_type_value(self) -> None:
-        if self.entry is not None or self.spec.choices:
-            return  # a choice dial is moved with the arrows: there is nothing to type
-        self.entry = DialEntry(self)
-        self.parent.mount(self.entry, after=self)
-        self.entry.focus()
+    def action_neighbour(self, step: int) -> None:
+        self.post_message(self.Neighbour(self, step))
 
-    def entry_done(self, text: str | None, refocus: bool = True) -> None:
-        """Called by the entry box: None when cancelled, else the typed text."""
-        entry, self.entry = self.entry, None
-        if entry is not None:
-            entry.remove()
-        if refocus:
-            self.focus()
-        if text is None or not text.strip():
+    def action_type_value(self) -> None:
+        if not self.spec.choices:  # a choice dial is moved with the arrows: nothing to type
+            self.post_message(self.TypeValue(self))
+
+    def action_leave(self) -> None:
+        self.post_message(self.Leave())
+
+    def submit_text(self, text: str) -> None:
+        """What was typed in the entry box, as a value for the screen to apply or refuse."""
+        if not text.strip():
             return
         try:
             value = parse_value(text, self.value)
@@ -133,7 +157,8 @@ class DialControl(Widget, can_focus=True):
         self.post_message(self.Changed(self, value))
 
     # -- drawing
-    def _range_words(self) -> str:
+    def range_words(self) -> str:
+        """"1-40 req/s", or "2 of 5" for a choice dial."""
         spec = self.spec
         unit = f" {spec.unit}" if spec.unit else ""
         if spec.choices:
@@ -142,57 +167,87 @@ class DialControl(Widget, can_focus=True):
             return f"{place} of {len(choices)}"
         return f"{number(spec.min)}-{number(spec.max)}{unit}"
 
+    def share(self) -> float:
+        """Where the value sits in the dial's range, 0 to 1."""
+        spec = self.spec
+        if spec.choices:
+            choices = list(spec.choices)
+            index = choices.index(self.value) if self.value in choices else 0
+            return index / max(1, len(choices) - 1)
+        v = self.value if isinstance(self.value, (int, float)) and math.isfinite(self.value) else spec.max
+        return max(0.0, min(1.0, (v - spec.min) / (spec.max - spec.min)))
+
+    def value_words(self) -> str:
+        unit = f" {_unit_for(self.value, self.spec.unit)}" if self.spec.unit else ""
+        return f"{number(self.value)}{unit}"
+
     def render(self) -> Text:
         settings = getattr(self.app, "settings", None)
         g = settings.glyphs if settings is not None else UNICODE
         # The laid-out size, not `content_size` (which may lay out the whole screen again).
         width = max(0, self.outer_size.width - self.styles.gutter.width)
-        spec = self.spec
-        unit = f" {_unit_for(self.value, spec.unit)}" if spec.unit else ""
         text = Text(no_wrap=True, overflow="crop")
-        text.append(spec.label, self.get_component_rich_style("dial--label", partial=True))
-        value = f"{number(self.value)}{unit}"
-        text.append(" " * max(1, width - len(spec.label) - len(value)))
-        text.append(value, self.get_component_rich_style("dial--value", partial=True))
-        text.append("\n")
-        left, right, track_glyph, knob = g.arrow_left, g.arrow_right, g.dial_track, g.dial_knob
-        range_words = self._range_words()
-        track_width = max(3, width - len(range_words) - 5)
-        if spec.choices:
-            choices = list(spec.choices)
-            index = choices.index(self.value) if self.value in choices else 0
-            share = index / max(1, len(choices) - 1)
+        focused = self.has_focus
+        text.append(g.focus if focused else " ", self.get_component_rich_style("dial--focus", partial=True))
+        value = self.value_words()
+        room = max(1, width - 1 - len(value) - 1)
+        label = self.spec.label if len(self.spec.label) <= room else self.spec.label[: max(1, room - 1)] + "."
+        text.append(label, self.get_component_rich_style("dial--label", partial=True))
+        track_width = min(MAX_TRACK, width - 1 - len(label) - len(value) - 2)
+        if track_width >= 5:
+            knob_at = round(self.share() * (track_width - 1))
+            track = self.get_component_rich_style("dial--track", partial=True)
+            text.append(" ")
+            text.append(g.dial_track * knob_at, track)
+            text.append(g.dial_knob, self.get_component_rich_style("dial--knob", partial=True))
+            text.append(g.dial_track * (track_width - knob_at - 1), track)
+            text.append(" ")
         else:
-            v = self.value if isinstance(self.value, (int, float)) and math.isfinite(self.value) else spec.max
-            share = (v - spec.min) / (spec.max - spec.min)
-        knob_at = round(max(0.0, min(1.0, share)) * (track_width - 1))
-        text.append(left + " ", self.get_component_rich_style("dial--track", partial=True))
-        text.append(track_glyph * knob_at, self.get_component_rich_style("dial--track", partial=True))
-        text.append(knob, self.get_component_rich_style("dial--knob", partial=True))
-        text.append(track_glyph * (track_width - knob_at - 1), self.get_component_rich_style("dial--track", partial=True))
-        text.append(" " + right + " ", self.get_component_rich_style("dial--track", partial=True))
-        text.append(range_words, self.get_component_rich_style("dial--range", partial=True))
+            track_width = 0
+        used = 1 + len(label) + len(value) + (track_width + 2 if track_width else 0)
+        text.append(" " * max(0 if track_width else 1, width - used))
+        text.append(value, self.get_component_rich_style("dial--value", partial=True))
         return text
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
 
 
 class DialEntry(AnswerBox):
-    """The box under a dial for typing an exact value; Enter applies, Escape cancels.
-    Kept with the dial because it exists only while one dial is being typed into."""
+    """The box under the dials for typing one dial's exact value; Enter applies, Escape cancels
+    (both go back to the dial)."""
 
-    DEFAULT_CSS = "DialEntry { margin: 0 1; }"
+    DEFAULT_CSS = "DialEntry { margin: 0 0 0 1; }"
     BINDINGS = [Binding("escape", "cancel", "cancel", show=False)]
 
+    class Done(Message):
+        """The entry closed: `text` is what to apply, or None when cancelled."""
+
+        def __init__(self, entry: "DialEntry", text: str | None, refocus: bool) -> None:
+            super().__init__()
+            self.entry = entry
+            self.text = text
+            self.refocus = refocus
+
     def __init__(self, dial: DialControl) -> None:
-        super().__init__(value=number(dial.value).replace(",", ""), placeholder=dial._range_words(),
-                         classes="dial-entry")
+        super().__init__(value=number(dial.value).replace(",", ""),
+                         placeholder=f"{dial.spec.label}: {dial.range_words()}", classes="dial-entry")
         self.dial = dial
+        self.closed = False
+
+    def _close(self, text: str | None, refocus: bool) -> None:
+        if not self.closed:
+            self.closed = True
+            self.post_message(self.Done(self, text, refocus))
 
     async def action_submit(self) -> None:
-        self.dial.entry_done(self.value)
+        self._close(self.value, True)
 
     def action_cancel(self) -> None:
-        self.dial.entry_done(None)
+        self._close(None, True)
 
     def on_blur(self) -> None:
-        if self.dial.entry is self:
-            self.dial.entry_done(None, refocus=False)
+        self._close(None, False)

@@ -25,6 +25,7 @@ class GaugesView(SimView):
     the second stays near zero."""
 
     view_name = "gauges"
+    LINES = 2
     DEFAULT_CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
     COMPONENT_CLASSES = {"gauges--label", "gauges--bandwidth", "gauges--tensor", "gauges--free",
                          "gauges--dim"}

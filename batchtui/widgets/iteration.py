@@ -3,11 +3,12 @@ its time went."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from rich.text import Text
 
-from ..formatting import ms
+from ..formatting import count, ms
 from .sim_view import SimView
 
 # Every line is kept within 34 characters: the view's width at 80 columns.
@@ -43,8 +44,12 @@ def _cells(parts: list[float], width: int) -> list[int]:
 
 class IterationView(SimView):
     """The last iteration: decode tokens and prefill chunks against the token budget, the seat
-    cap, free KV blocks, the time split (weights read, KV read, compute) and the limit that bound
-    the batch, named."""
+    cap, free KV blocks, how its time adds up, and the limit that bound the batch, named.
+
+    The time is shown the way the cost model makes it: the weights read and the linear layers'
+    compute overlap (the roofline joins them as the square root of the sum of their squares),
+    then the KV read, prefill attention, all-reduce and overhead add on. Full form: 11 lines;
+    compact (when the view stack has less room): 7."""
 
     view_name = "iteration"
     DEFAULT_CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
@@ -53,6 +58,18 @@ class IterationView(SimView):
         "iteration--free", "iteration--weights", "iteration--kv", "iteration--compute",
         "iteration--other", "iteration--binding", "iteration--dim",
     }
+    FULL_LINES = 11
+    COMPACT_LINES = 7
+
+    def min_lines(self, width: int) -> int:
+        return self.COMPACT_LINES
+
+    def wanted_lines(self, width: int) -> int:
+        return self.FULL_LINES
+
+    @property
+    def compact(self) -> bool:
+        return self.max_lines is not None and self.max_lines < self.FULL_LINES
 
     def build(self, width: int) -> Text:
         snap = self.snapshot
@@ -63,10 +80,20 @@ class IterationView(SimView):
             return text
         g = self.glyphs
         dim = self.style_of("iteration--dim")
+        compact = self.compact
+        limit, why = LIMIT_WORDS.get(report.binding_limit, (report.binding_limit, ""))
+        binding_style = self.style_of("iteration--binding") if report.binding_limit != "none" else ""
         # Every line below is always there, so the view's height never changes between frames:
         # a change of height would lay out (and redraw) the whole pane.
-        text.append(f"iteration {report.index:,}", self.style_of("iteration--title"))
-        text.append(f"{g.sep}{ms(report.duration)}\n")
+        title = f"iteration {report.index:,}"
+        text.append(title, self.style_of("iteration--title"))
+        text.append(f"{g.sep}{ms(report.duration)}")
+        if compact:  # the limit on the title line, where it fits
+            tail = f"{g.sep}limit: "
+            if len(text.plain) + len(tail) + len(limit) <= width:
+                text.append(tail)
+                text.append(limit, binding_style)
+        text.append("\n")
 
         # Token budget: decode tokens, then each prefill chunk, then what was left unused.
         chunks = [w.num_tokens for w in report.scheduled if w.is_prefill]
@@ -99,36 +126,79 @@ class IterationView(SimView):
         text.append("]\n")
 
         free_blocks = report.kv_blocks_usable - report.kv_blocks_used
-        text.append(f"seats {report.running:,}/{report.max_num_seqs:,}{g.sep}waiting {report.waiting:,}\n")
-        text.append(f"free KV blocks {free_blocks:,}\n")
+        seats = f"seats {report.running:,}/{report.max_num_seqs:,}{g.sep}waiting {report.waiting:,}"
+        if compact:
+            for kv in (f"{g.sep}free KV {free_blocks:,}", f"{g.sep}KV {count(free_blocks)}", ""):
+                if len(seats) + len(kv) <= width:
+                    break
+            text.append(f"{seats}{kv}\n")
+        else:
+            text.append(f"{seats}\n")
+            text.append(f"free KV blocks {free_blocks:,}\n")
 
-        # Time split. The roofline overlaps weights and compute, so shares are of their sum.
-        cost = report.cost
-        text.append("time split")
-        text.append(f"{g.sep}most: {TIME_WORDS.get(cost.binding, cost.binding)}\n", dim)
-        parts = [("weights", cost.weights, "iteration--weights"), ("KV", cost.kv_read, "iteration--kv"),
-                 ("compute", cost.compute + cost.prefill_attention, "iteration--compute"),
-                 ("other", cost.allreduce + cost.overhead, "iteration--other")]
-        cells = _cells([p[1] for p in parts], bar_width)
-        text.append("[")
-        for (_, _, style), n, glyph in zip(parts, cells, g.time_parts):
-            text.append(glyph * n, self.style_of(style))
-        text.append(g.bar_free * (bar_width - sum(cells)), self.style_of("iteration--free"))
-        text.append("]\n")
-        # Two items a line, or all four on one when there is room: decided by width alone, so
-        # the height is steady. "other" is the all-reduce and the fixed per-iteration overhead.
-        one_line = width >= 66
-        for i, ((word, seconds, style), glyph) in enumerate(zip(parts, g.time_parts)):
-            if i:
-                text.append(" " if one_line or i % 2 else "\n")
-            text.append(glyph, self.style_of(style))
-            text.append(f" {word} {ms(seconds)}")
-        text.append("\n")
+        self._time_lines(text, report.cost, report.duration, width, compact)
 
-        limit, why = LIMIT_WORDS.get(report.binding_limit, (report.binding_limit, ""))
-        binding_style = self.style_of("iteration--binding") if report.binding_limit != "none" else ""
-        text.append("limit: ")
+        if compact:
+            if len(title) + len(g.sep) + len(ms(report.duration)) + len(g.sep) + 7 + len(limit) > width:
+                text.append("\nlimit: ")
+                text.append(limit, binding_style)
+            return text
+        text.append("\nlimit: ")
         text.append(limit, binding_style)
         text.append("\n")
         text.append(why, dim)
         return text
+
+    def _time_lines(self, text: Text, cost, duration: float, width: int, compact: bool) -> None:
+        """How the iteration's time adds up, as the engine adds it:
+        sqrt(weights² + compute²) + KV + attention + other = total."""
+        g = self.glyphs
+        sq, root = g.squared, g.root
+        # The engine's own figure; reports that predate it are worked out the same way.
+        linear = cost.linear or math.sqrt(cost.weights ** 2 + cost.compute ** 2)
+        weights, compute = self.style_of("iteration--weights"), self.style_of("iteration--compute")
+        if not compact:
+            head = Text("time: weights and compute overlap", self.style_of("iteration--dim"))
+            text.append_text(head)
+            text.append("\n")
+        # Line 1: the overlapped linear layers.
+        line = Text(f"{root}(")
+        line.append(f"W {_ms_bare(cost.weights)}{sq}", weights)
+        line.append(" + ")
+        line.append(f"C {_ms_bare(cost.compute)}{sq}", compute)
+        line.append(f") = {ms(linear)}")
+        if len(line.plain) > width:  # drop the units' precision before anything else
+            line = Text(f"{root}(")
+            line.append(f"W{sq}", weights)
+            line.append("+")
+            line.append(f"C{sq}", compute)
+            line.append(f") = {ms(linear)}")
+        text.append_text(line)
+        text.append("\n")
+        # Line 2: what adds on, and the total.
+        adds = [("KV", cost.kv_read, "iteration--kv"), ("attn", cost.prefill_attention, "iteration--compute"),
+                ("other", cost.allreduce + cost.overhead, "iteration--other")]
+        line = Text()
+        for word, seconds, style in adds:
+            line.append("+ ")
+            line.append(f"{word} {_ms_bare(seconds)}", self.style_of(style))
+            line.append(" ")
+        total = f"= {ms(duration)}"
+        if compact or len(line.plain) + len(total) > width:
+            line.rstrip()
+            text.append_text(line)
+            if not compact:
+                text.append("\n")
+                text.append(f"{total}{g.sep}most: {TIME_WORDS.get(cost.binding, cost.binding)}",
+                            self.style_of("iteration--dim"))
+        else:
+            line.append(total)
+            text.append_text(line)
+            text.append("\n")
+            text.append(f"most: {TIME_WORDS.get(cost.binding, cost.binding)}", self.style_of("iteration--dim"))
+
+
+def _ms_bare(seconds: float) -> str:
+    """A short time in ms without the unit ("5.99"), for sums that name ms once."""
+    shown = ms(seconds)
+    return shown[:-3] if shown.endswith(" ms") else shown

@@ -9,6 +9,9 @@ from textual.widget import Widget
 
 from ..keys import BY_ID, display_keys
 
+ALWAYS_SHOWN = frozenset({"app.help", "chord.help"})
+"""Keys the footer keeps however narrow it is: the way to every other key."""
+
 
 class KeyBar(Widget):
     """Shows `key label` pairs for the ids it is given, in order, as many as fit."""
@@ -36,14 +39,26 @@ class KeyBar(Widget):
         width = self.content_size.width
         key_style = self.get_component_rich_style("key-bar--key", partial=True)
         label_style = self.get_component_rich_style("key-bar--label", partial=True)
-        text = Text(no_wrap=True, overflow="crop")
+        pieces = []
         for key_id in self.key_ids:
             key = BY_ID[key_id]
             shown = self.key_text.get(key_id) or display_keys(key, self.ascii_only, first_only=True)
-            label = self.labels.get(key_id, key.label)
-            piece = len(shown) + 1 + len(label) + 2
-            if len(text.plain) + piece - 2 > width:
-                break
-            text.append(f" {shown} ", key_style)
-            text.append(f"{label} ", label_style)
+            pieces.append((key_id, f" {shown} ", f"{self.labels.get(key_id, key.label)} "))
+        # The help key always stays in sight: the others give way, from the end, to make room.
+        room = width - sum(len(k) + len(l) for i, k, l in pieces if i in ALWAYS_SHOWN)
+        kept = []
+        for key_id, key_text, label in pieces:
+            if key_id in ALWAYS_SHOWN:
+                kept.append((key_text, label))
+                continue
+            if len(key_text) + len(label) - 1 > room:
+                room = -1  # and nothing after it, so the order stays the table's
+                continue
+            room -= len(key_text) + len(label)
+            kept.append((key_text, label))
+        text = Text(no_wrap=True, overflow="crop")
+        for key_text, label in kept:
+            text.append(key_text, key_style)
+            text.append(label, label_style)
+        text.rstrip()
         return text

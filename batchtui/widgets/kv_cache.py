@@ -18,11 +18,12 @@ class KVCacheView(SimView):
     preemption are marked."""
 
     view_name = "kv"
+    LINES = 3
     DEFAULT_CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
     COMPONENT_CLASSES = {"kv--title", "kv--used", "kv--used-alt", "kv--free", "kv--mark", "kv--dim", "kv--full"}
 
     block_size = 16
-    """Tokens per block, so the bar can say how many tokens the cache holds."""
+    """Tokens per block when the snapshot does not say (the live engine's, set by the screen)."""
 
     def build(self, width: int) -> Text:
         snap = self.snapshot
@@ -35,7 +36,9 @@ class KVCacheView(SimView):
         text.append("KV ", self.style_of("kv--title"))
         text.append(f"{used:,}/{usable:,} blocks ")
         text.append(percent(share), self.style_of("kv--full") if share >= 0.95 else "")
-        tokens = f" {count(usable * self.block_size)} tok"
+        # The engine's own block size (a saved scenario may use 32), where the snapshot has it.
+        block_size = getattr(snap, "block_size", None) or self.block_size
+        tokens = f" {count(usable * block_size)} tok"
         if len(text.plain) + len(tokens) <= width:
             text.append(tokens, self.style_of("kv--dim"))
         text.append("\n")

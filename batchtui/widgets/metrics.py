@@ -16,6 +16,15 @@ class MetricsView(SimView):
     """What `vllm bench serve` would print, over the recent window, updated every frame."""
 
     view_name = "metrics"
+    LINES = 6
+    """Without pools; each pool of traffic (chat, batch) adds a line under TTFT and under TPOT."""
+
+    def wanted_lines(self, width: int) -> int:
+        pools = self.snapshot.metrics.pools if self.snapshot is not None else ()
+        return self.LINES + 2 * len(pools)
+
+    def comfortable_lines(self, width: int) -> int:
+        return self.wanted_lines(width)  # the pools are what a step with pools is about
     DEFAULT_CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
     COMPONENT_CLASSES = {"metrics--label", "metrics--value", "metrics--dim", "metrics--alarm"}
 
@@ -29,13 +38,19 @@ class MetricsView(SimView):
         label, value = self.style_of("metrics--label"), self.style_of("metrics--value")
 
         text.append(f"{'':8}{'p50':>10}{'p99':>10}\n", self.style_of("metrics--dim"))
-        for name, p50, p99 in (("TTFT", m.ttft_p50, m.ttft_p99), ("TPOT", m.tpot_p50, m.tpot_p99)):
-            text.append(f"{name:8}", label)
-            # A one-token answer (an embedder's) has no time per token: a dash, not 0.00 ms.
-            if m.completed and p99 > 0:
-                text.append(f"{ms(p50):>10}{ms(p99):>10}\n", value)
-            else:  # percentiles of nothing: say so rather than print zeros
-                text.append(f"{'-':>10}{'-':>10}\n", self.style_of("metrics--dim"))
+        # Per pool (chat, batch) under each line, when the traffic has pools and there is room.
+        pools = m.pools if self.max_lines is None or self.max_lines >= self.LINES + 2 * len(m.pools) else ()
+        for name, key in (("TTFT", "ttft"), ("TPOT", "tpot")):
+            rows = [(name, m.completed, getattr(m, f"{key}_p50"), getattr(m, f"{key}_p99"), label)]
+            rows += [(f" {pool.pool}", pool.completed, getattr(pool, f"{key}_p50"), getattr(pool, f"{key}_p99"),
+                      self.style_of("metrics--dim")) for pool in pools]
+            for row_name, completed, p50, p99, style in rows:
+                text.append(f"{row_name:8}", style)
+                # A one-token answer (an embedder's) has no time per token: a dash, not 0.00 ms.
+                if completed and p99 > 0:
+                    text.append(f"{ms(p50):>10}{ms(p99):>10}\n", value)
+                else:  # percentiles of nothing: say so rather than print zeros
+                    text.append(f"{'-':>10}{'-':>10}\n", self.style_of("metrics--dim"))
 
         def item(name: str, shown: str, alarm: bool = False) -> Text:
             piece = Text(name + " ", label)

@@ -11,6 +11,8 @@ from sim.reports import SeatView
 from .sim_view import SimView, encoder_pass_size
 
 MAX_ROWS = 8
+COMFORTABLE_ROWS = 4
+"""Rows of seats worth more than the blank lines between views; more come after those."""
 STATE_WORDS = {"decode": "decoding", "prefill": "prefilling", "padded": "padded",
                "preempted": "preempted", "idle": "idle"}
 
@@ -25,6 +27,19 @@ class SeatsView(SimView):
         "seats--title", "seats--idle", "seats--prefill", "seats--decode", "seats--padded",
         "seats--preempted", "seats--queue", "seats--dim",
     }
+
+    caption: str | None = None
+    """What the header calls this run ("static", "64 seats"); None: its batching policy."""
+
+    def min_lines(self, width: int) -> int:
+        return 3  # the header, one row of seats, the legend
+
+    def wanted_lines(self, width: int) -> int:
+        seats = len(self.snapshot.seats) if self.snapshot is not None else 64
+        return 2 + min(MAX_ROWS, -(-seats // max(1, width)))
+
+    def comfortable_lines(self, width: int) -> int:
+        return min(self.wanted_lines(width), 2 + COMFORTABLE_ROWS)
 
     def _glyph(self, seat) -> str:
         if seat.state == "prefill":
@@ -49,17 +64,24 @@ class SeatsView(SimView):
         busy = sum(1 for s in seats if s.state in ("prefill", "decode"))
         # The longest header that fits: "continuous 160/512 busy     queue 1,840".
         queue_style = self.style_of("seats--queue") if snap.queue_len else self.style_of("seats--dim")
+        caption = self.caption or snap.batching
+        # Out of the seats drawn: a batch formed before its cap was lowered keeps its members
+        # until it ends, so it can hold more than the cap ("6/8", not "6/1" over eight seats).
+        seats_count = max(snap.max_num_seqs, len(seats))
         for busy_words, queue in ((" busy", f"queue {snap.queue_len:,}"), ("", f"queue {snap.queue_len:,}"),
                                   ("", f"q {snap.queue_len:,}")):
-            head = f" {busy}/{snap.max_num_seqs:,}{busy_words}"
-            if len(snap.batching) + len(head) + 1 + len(queue) <= width:
+            head = f" {busy}/{seats_count:,}{busy_words}"
+            if len(caption) + len(head) + 1 + len(queue) <= width:
                 break
-        text.append(snap.batching, self.style_of("seats--title"))
+        text.append(caption, self.style_of("seats--title"))
         text.append(head)
-        text.append(" " * max(1, width - len(snap.batching) - len(head) - len(queue)))
+        text.append(" " * max(1, width - len(caption) - len(head) - len(queue)))
         text.append(queue, queue_style)
 
-        capacity = width * MAX_ROWS
+        # As many rows as the view is given; the seats past them are counted in the legend
+        # (busy seats come first, so what is cut is idle ones).
+        rows = MAX_ROWS if self.max_lines is None else max(1, min(MAX_ROWS, self.max_lines - 2))
+        capacity = width * rows
         shown = seats if len(seats) <= capacity else seats[: capacity - 1]
         styles = {state: self.style_of(f"seats--{state}") for state in STATE_WORDS}
         for start in range(0, len(shown), width):
@@ -68,9 +90,6 @@ class SeatsView(SimView):
                                     for seat in shown[start:start + width]))
         if len(shown) < len(seats):
             text.append("+", self.style_of("seats--dim"))
-            rest = seats[len(shown):]
-            text.append(f"\n+{len(rest):,} more seats, {sum(1 for s in rest if s.state != 'idle'):,} busy",
-                        self.style_of("seats--dim"))
 
         counts: dict[str, int] = {}
         for seat in seats:

@@ -31,18 +31,55 @@ class SimView(Widget):
 
     view_name = ""
     """The name a step uses for this view in its `views` list."""
+    LINES: int | None = None
+    """Lines the view always draws; None: as many as its text has (views that can draw in fewer
+    lines than they would like override `min_lines` and `wanted_lines`)."""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        self._rich_styles: dict[str, object] = {}
         super().__init__(id=id, classes=classes)
         self.snapshot: EngineSnapshot | None = None
         """The last snapshot shown. Not reactive: views are refreshed once per frame, by hand."""
+        self.max_lines: int | None = None
+        """The most lines the view may draw (set by the view stack); None: as many as it likes."""
         self._text: Text | None = None
         self._text_width = -1
+
+    # -- how tall: the view stack gives every view its minimum, then the spare lines
+    def min_lines(self, width: int) -> int:
+        """The fewest lines this view can draw its state in at `width`."""
+        if self.LINES is not None:
+            return self.LINES
+        return self.build(max(width, 1)).plain.count("\n") + 1
+
+    def wanted_lines(self, width: int) -> int:
+        """The lines it would draw with room to spare (at least `min_lines`)."""
+        return self.min_lines(width)
+
+    def comfortable_lines(self, width: int) -> int:
+        """Lines worth more than a blank line between views (given before the gaps are)."""
+        return self.wanted_lines(width)
+
+    def set_max_lines(self, lines: int | None) -> None:
+        """The view stack sets this together with the view's height."""
+        if lines != self.max_lines:
+            self.max_lines = lines
+            self._text = None
+            self.refresh()
 
     def update_snapshot(self, snapshot: EngineSnapshot) -> None:
         """Show a new state of the engine."""
         self.snapshot = snapshot
         self.redraw()
+
+    source = "main"
+    """Which run of a frame this view draws: "main", or "compare" for the run beside it."""
+
+    def update_frame(self, frames) -> None:
+        """A frame's snapshots by source ("main", "compare", "pinned"): draw this view's own."""
+        snapshot = frames.get(self.source)
+        if snapshot is not None:
+            self.update_snapshot(snapshot)
 
     def redraw(self) -> None:
         """Rebuild the text; refresh only if it changed, and lay out again only if its height did.
@@ -52,13 +89,15 @@ class SimView(Widget):
         old = self._text
         self._text = None
         width = self.content_width
+        # Given a height by the view stack, the view never needs the screen laid out again.
+        sized = self.max_lines is not None
         if width <= 0 or old is None:
-            self.refresh(layout=True)
+            self.refresh(layout=not sized)
             return
         new = self._get_text(width)
         if new == old:
             return
-        self.refresh(layout=new.plain.count("\n") != old.plain.count("\n"))
+        self.refresh(layout=not sized and new.plain.count("\n") != old.plain.count("\n"))
 
     def build(self, width: int) -> Text:
         """The view as text `width` cells wide. Subclasses override."""
@@ -66,9 +105,14 @@ class SimView(Widget):
 
     def _get_text(self, width: int) -> Text:
         if self._text is None or self._text_width != width:
-            self._text = self.build(max(width, 1))
-            self._text.no_wrap = True
-            self._text.overflow = "crop"
+            text = self.build(max(width, 1))
+            if self.max_lines is not None and text.plain.count("\n") >= self.max_lines:
+                # A view that cannot draw itself smaller is cut rather than pushing others off.
+                lines = text.split("\n", allow_blank=True)[: max(1, self.max_lines)]
+                text = Text("\n").join(lines)
+            text.no_wrap = True
+            text.overflow = "crop"
+            self._text = text
             self._text_width = width
         return self._text
 
@@ -108,8 +152,19 @@ class SimView(Widget):
         return settings.glyphs if settings is not None else UNICODE
 
     def style_of(self, component: str):
-        """The Rich style of one of this view's component classes (colours come from the theme)."""
-        return self.get_component_rich_style(component, partial=True)
+        """The Rich style of one of this view's component classes (colours come from the theme).
+
+        Kept until the styles change: Textual works one out in about 0.2 ms, and a frame asks for
+        a dozen per view."""
+        style = self._rich_styles.get(component)
+        if style is None:
+            style = self._rich_styles[component] = self.get_component_rich_style(component, partial=True)
+        return style
+
+    def notify_style_update(self) -> None:
+        self._rich_styles.clear()
+        self._text = None
+        super().notify_style_update()
 
 
 def encoder_pass_size(snapshot) -> int:

@@ -5,6 +5,7 @@ style per row writes a few bytes per cell (STYLE.md)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from rich.text import Text
@@ -16,20 +17,44 @@ LABEL_WIDTH = 6
 VALUE_WIDTH = 9
 
 
-def spark_cells(series, width: int, levels: tuple[str, ...], zero_is_missing: bool = False) -> str:
-    """The last `width` values of `series` as level glyphs, scaled from 0 to their maximum.
-    Fewer values than cells leaves the left side blank; so does a zero when `zero_is_missing`
-    (a latency of 0 means nothing was measured in that window, not an instant answer)."""
+MIN_LOG_SPAN = 4.0
+"""A latency row spans at least this factor top to bottom: steady latencies draw a flat line
+across the middle, not a solid block, and a climb of ten or a thousand times still fits."""
+
+
+def spark_cells(series, width: int, levels: tuple[str, ...], zero_is_missing: bool = False,
+                log: bool = False) -> str:
+    """The last `width` values of `series` as level glyphs. Linear from 0 to their maximum, or
+    with `log` from their smallest to their largest on a log scale (at least MIN_LOG_SPAN apart,
+    centred on the values), so a latency's climb shows whatever its size. Fewer values than
+    cells leaves the left side blank; so does a zero when `zero_is_missing` (a latency of 0 means
+    nothing was measured in that window, not an instant answer)."""
     values = list(series)[-width:] if width > 0 else []
     if not values:
         return " " * max(width, 0)
-    top = max(values)
     last = len(levels) - 1
+    if log:
+        positive = [v for v in values if v > 0]
+        if not positive:
+            return " " * (width - len(values)) + "".join(" " if zero_is_missing else levels[0] for _ in values)
+        lo, hi = math.log(min(positive)), math.log(max(positive))
+        span = math.log(MIN_LOG_SPAN)
+        if hi - lo < span:
+            middle = (hi + lo) / 2
+            lo, hi = middle - span / 2, middle + span / 2
+
+        def share(v: float) -> float:
+            return (math.log(v) - lo) / (hi - lo)
+    else:
+        top = max(values)
+
+        def share(v: float) -> float:
+            return v / top if top > 0 else 0.0
 
     def cell(v: float) -> str:
-        if zero_is_missing and v <= 0:
-            return " "
-        return levels[min(last, max(0, round(v / top * last)))] if top > 0 else levels[0]
+        if v <= 0:
+            return " " if zero_is_missing else levels[0]
+        return levels[min(last, max(0, round(share(v) * last)))]
 
     return " " * (width - len(values)) + "".join(cell(v) for v in values)
 
@@ -38,12 +63,14 @@ class SparklinesView(SimView):
     """One row per series: its name, the recent history, its latest value."""
 
     view_name = "sparklines"
+    LINES = 4
     DEFAULT_CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
     COMPONENT_CLASSES = {"sparklines--label", "sparklines--throughput", "sparklines--ttft",
                          "sparklines--tpot", "sparklines--itl", "sparklines--dim"}
 
     ROWS = (
-        # label, snapshot series, style, format, whether a zero means "nothing measured"
+        # label, snapshot series, style, format; latencies (a zero is "nothing measured", and the
+        # scale is logarithmic so a climb shows whatever its size)
         ("tok/s", "series_throughput", "sparklines--throughput", count, False),
         ("TTFT", "series_ttft", "sparklines--ttft", ms, True),
         ("TPOT", "series_tpot", "sparklines--tpot", ms, True),
@@ -58,15 +85,13 @@ class SparklinesView(SimView):
             return text
         cells = max(1, width - LABEL_WIDTH - VALUE_WIDTH)
         first = True
-        for label, attribute, style, shown, zero_is_missing in self.ROWS:
+        for label, attribute, style, shown, latency in self.ROWS:
             series = getattr(snap, attribute, ())
-            if attribute == "series_itl" and not series:
-                continue  # only engines that record inter-token gaps have this row
             if not first:
                 text.append("\n")
             first = False
             text.append(f"{label:<{LABEL_WIDTH}}", self.style_of("sparklines--label"))
-            text.append(spark_cells(series, cells, self.glyphs.spark, zero_is_missing), self.style_of(style))
-            latest = shown(series[-1]) if series and (series[-1] > 0 or not zero_is_missing) else "-"
+            text.append(spark_cells(series, cells, self.glyphs.spark, latency, log=latency), self.style_of(style))
+            latest = shown(series[-1]) if series and (series[-1] > 0 or not latency) else "-"
             text.append(f"{latest:>{VALUE_WIDTH}}")
         return text

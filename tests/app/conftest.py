@@ -1,11 +1,14 @@
-"""Pilot tests run the app with a stand-in lesson list, no driver clock, and state in tmp_path."""
+"""Pilot tests run the app with a stand-in lesson list, a manual clock (nothing moves until the
+test moves it), and state in tmp_path that has seen the first-launch orientation."""
 
 from __future__ import annotations
 
 import pytest
 
 from batchtui.app import BatchApp
+from batchtui.progress import Progress, ProgressStore
 from batchtui.settings import AppSettings
+from manual_clock import ManualClock
 from standin import make_steps
 
 
@@ -23,7 +26,12 @@ def state_dir(tmp_path):
 
 @pytest.fixture
 def make_app(state_dir):
-    def make(steps=None, **settings) -> BatchApp:
-        options = {"autorun": False, "cursor_blink": False, "state_dir": state_dir, **settings}
+    """`make(steps=None, first_launch=False, **settings)`: the app on those steps. Unless
+    `first_launch`, a progress file is there already, so the orientation does not cover the step."""
+
+    def make(steps=None, first_launch: bool = False, **settings) -> BatchApp:
+        if not first_launch and not (state_dir / "progress.json").exists():
+            ProgressStore(state_dir).save(Progress())
+        options = {"clock": ManualClock(), "cursor_blink": False, "state_dir": state_dir, **settings}
         return BatchApp(steps if steps is not None else make_steps(), AppSettings(**options))
     return make

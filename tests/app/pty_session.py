@@ -39,7 +39,8 @@ class PtySession:
     no SIGHUP: what it sees is only a read error or end of file on its input."""
 
     def __init__(self, args: list[str], state_home: Path, cols: int = 80, rows: int = 24,
-                 env: dict[str, str] | None = None, command: list[str] | None = None) -> None:
+                 env: dict[str, str] | None = None, command: list[str] | None = None,
+                 first_launch: bool = False) -> None:
         self.master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         environment = dict(os.environ, TERM="xterm-256color", XDG_STATE_HOME=str(state_home))
@@ -49,6 +50,14 @@ class PtySession:
         command = command or [sys.executable, "-m", "batchtui"]
         # Its working directory is its own: a file prompt given a relative name writes there.
         state_home.mkdir(parents=True, exist_ok=True)
+        if not first_launch:
+            # Progress saved already: the first-launch orientation (which takes the first key)
+            # does not cover the step the keys are meant for.
+            from batchtui.progress import Progress, ProgressStore
+
+            store = ProgressStore(state_home / "batchtui")
+            if not store.path.exists():
+                store.save(Progress())
         self.proc = subprocess.Popen([*command, *args], stdin=slave, stdout=slave,
                                      stderr=slave, env=environment, start_new_session=True, close_fds=True,
                                      cwd=state_home)

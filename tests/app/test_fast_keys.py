@@ -16,7 +16,7 @@ import pytest
 
 from pty_session import PtySession, key_bytes
 
-HELP_TITLE = "Keys (close this"
+HELP_TITLE = "Help (close it with"
 FOOTER_MARK = "next"  # the footer's first label: the frame is complete
 
 # Keys a learner has, except the quitting ones (q, ctrl+q): a random run must not end itself.

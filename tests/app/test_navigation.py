@@ -114,9 +114,7 @@ async def test_a_step_shows_its_views_in_the_order_its_lesson_lists_them(make_ap
     app = make_app(lessons)
     async with app.run_test(size=(80, 24)) as pilot:
         def shown():
-            pane = app.screen.query_one("#sim-pane")
-            return [child.id.removeprefix("view-") for child in pane.children if child.display
-                    and child.id.startswith("view-")]
+            return [view.view_name for view in app.screen.stack.shown()]
 
         assert shown() == ["metrics", "gauges", "seats"]
         await pilot.press("n", "n")

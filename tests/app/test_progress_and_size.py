@@ -35,7 +35,7 @@ async def test_reset_progress_starts_at_step_one(make_app, state_dir):
     ProgressStore(state_dir).save(Progress(current_step=3, completed={1}))
     app = make_app(reset_progress=True)
     async with app.run_test(size=(80, 24)):
-        assert app.screen.query_one(StepHeader).number == 1
+        assert app.tutorial.query_one(StepHeader).number == 1
         assert app.progress.completed == set()
 
 

@@ -29,13 +29,14 @@ async def test_space_toggles_run_and_the_footer_says_which(make_app):
     async with app.run_test(size=(80, 24)) as pilot:
         sim = app.screen.sim
         keys = app.screen.query_one(KeyBar)
-        assert not sim.running
-        await pilot.press("space")
-        assert sim.running
+        assert sim.running  # a step without a prediction starts running
         assert keys.labels.get("sim.run_pause") == "pause"
         await pilot.press("space")
         assert not sim.running
         assert keys.labels.get("sim.run_pause", "run") == "run"
+        await pilot.press("space")
+        assert sim.running
+        assert keys.labels.get("sim.run_pause") == "pause"
 
 
 async def test_speed_keys_change_the_time_scale(make_app):

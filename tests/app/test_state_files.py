@@ -22,6 +22,7 @@ from batchtui.progress import (FILE_NAME, MAX_FILE_BYTES, Progress, ProgressStor
 from batchtui.settings import AppSettings
 from batchtui.widgets.notice_line import NoticeLine
 from batchtui.widgets.step_header import StepHeader
+from manual_clock import ManualClock
 from standin import make_steps
 
 # The autouse fixtures (conftest) only set environment variables: fine to share between examples.
@@ -185,7 +186,7 @@ def test_a_save_syncs_the_file_and_then_its_directory(tmp_path, monkeypatch):
 def run_app_on(state_dir: Path, size=(80, 24)) -> tuple[int, str]:
     """Start the app (stand-in steps 1-4) on this state; the step shown and the notice."""
     async def run() -> tuple[int, str]:
-        app = BatchApp(make_steps(), AppSettings(autorun=False, cursor_blink=False, state_dir=state_dir))
+        app = BatchApp(make_steps(), AppSettings(clock=ManualClock(), cursor_blink=False, state_dir=state_dir))
         async with app.run_test(size=size) as pilot:
             await pilot.pause()
             return app.screen.query_one(StepHeader).number, app.screen.query_one(NoticeLine).message

@@ -80,16 +80,49 @@ async def test_iteration_view_fits_80_columns_even_with_a_long_prefill():
                            num_decode_tokens=40, num_prefill_tokens=16000, token_budget=16384,
                            binding_limit="token_budget")
     async with ViewApp(view).run_test(size=(34, 14)) as pilot:
-        for report in (_report(), long_prefill):
-            view.update_snapshot(snapshot(last=report))
-            await pilot.pause()
-            lines = view.render().plain.split("\n")
-            assert all(len(line) <= 34 for line in lines), lines
+        for lines_given in (None, 7):  # the full form, then the compact one
+            view.set_max_lines(lines_given)
+            for report in (_report(), long_prefill):
+                view.update_snapshot(snapshot(last=report))
+                await pilot.pause()
+                lines = view.render().plain.split("\n")
+                assert all(len(line) <= 34 for line in lines), lines
+                assert len(lines) == (11 if lines_given is None else 7), lines
+        view.set_max_lines(None)
         first, second = (view.build(34).plain.split("\n") for view.snapshot in
                          (snapshot(last=_report()), snapshot(last=long_prefill)))
-        assert first[5] == "time split · most: weights read" and first[-2:] == \
+        assert first[5] == "time: weights and compute overlap" and first[-2:] == \
             ["limit: seat cap", "all seats full, requests waiting"]
         assert second[1].startswith("█ decode 40 + ▓ prefill 16,000") and second[-2] == "limit: token budget"
+
+
+async def test_iteration_time_adds_up_the_way_the_engine_adds_it():
+    """sqrt(weights² + compute²) + KV + attention + other = the iteration's time: the learner's
+    sum of the numbers shown is the engine's."""
+    import math
+    import re
+
+    from batchtui.formatting import ms
+    from batchtui.widgets.iteration import IterationView
+    from sim.reports import IterationCostParts
+
+    cost = IterationCostParts(weights=0.00599, compute=0.00613, kv_read=0.00137, prefill_attention=0.0004,
+                              overhead=0.00002, binding="compute")
+    total = math.sqrt(cost.weights ** 2 + cost.compute ** 2) + cost.kv_read + cost.prefill_attention + cost.overhead
+    report = _report(end_time=1.0 + total, cost=cost)
+    view = IterationView()
+    async with ViewApp(view).run_test(size=(34, 14)) as pilot:
+        for lines_given in (None, 7):
+            view.set_max_lines(lines_given)
+            view.update_snapshot(snapshot(last=report))
+            await pilot.pause()
+            text = view.render().plain
+            assert "√(W 5.99² + C 6.13²) = 8.57 ms" in text, text
+            numbers = re.search(r"\+ KV ([\d.]+) \+ attn ([\d.]+) \+ other ([\d.]+)", text)
+            assert numbers, text
+            shown = 8.57 + sum(float(x) for x in numbers.groups())
+            assert abs(shown - total * 1000) < 0.02
+            assert ms(total) in text  # the iteration's time, on its title line
 
 
 async def test_seats_header_keeps_the_queue_in_sight_when_narrow():
@@ -101,3 +134,36 @@ async def test_seats_header_keeps_the_queue_in_sight_when_narrow():
         await pilot.pause()
         head = view.render().plain.split("\n")[0]
         assert head.startswith("continuous 512/512") and head.endswith("queue 1,840") and len(head) <= 34
+
+
+def test_a_latency_sparkline_shows_its_climb_and_a_steady_one_is_a_line_not_a_block():
+    from batchtui.glyphs import UNICODE
+
+    levels = UNICODE.spark
+    climb = [0.014 * 1.5 ** i for i in range(20)]  # 14 ms to 30 s: the queue of step 1
+    cells = spark_cells(climb, 20, levels, True, log=True)
+    assert cells[0] == levels[0] and cells[-1] == levels[-1]
+    assert [levels.index(c) for c in cells] == sorted(levels.index(c) for c in cells)  # it climbs
+    assert len(set(cells)) >= 6  # ...in steps, not one jump at the end
+    steady = [0.020, 0.021, 0.019, 0.020, 0.022, 0.020]
+    cells = spark_cells(steady, 6, levels, True, log=True)
+    assert levels[-1] not in cells and levels[0] not in cells  # a line across the middle
+    assert spark_cells([0, 0.02, 0], 3, levels, True, log=True)[0] == " "  # nothing measured
+
+
+async def test_the_kv_view_counts_tokens_in_the_engine_s_block_size():
+    from dataclasses import dataclass
+
+    from batchtui.widgets.kv_cache import KVCacheView
+
+    @dataclass(frozen=True, slots=True)
+    class WithBlockSize(EngineSnapshot):  # the snapshot the engine hands out carries its block size
+        block_size: int = 32
+
+    view = KVCacheView()
+    async with ViewApp(view).run_test(size=(40, 5)) as pilot:
+        base = snapshot(kv_blocks_usable=14_000, kv_blocks_used=0)
+        view.block_size = 16  # what the lesson said: not what the engine runs
+        view.update_snapshot(WithBlockSize(**{f: getattr(base, f) for f in base.__dataclass_fields__}))
+        await pilot.pause()
+        assert "448k tok" in view.render().plain

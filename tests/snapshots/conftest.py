@@ -1,5 +1,5 @@
-"""Snapshot tests: the real twenty lessons, a fixed seed, no clock, no blinking cursor, the theme
-pinned (in the app), explicit sizes, and state kept in tmp_path."""
+"""Snapshot tests: the real twenty lessons, a fixed seed, a manual clock, no blinking cursor, the
+theme pinned (in the app), explicit sizes, and state kept in tmp_path."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import pytest
 
 import steps
 from batchtui.app import BatchApp
+from batchtui.progress import Progress, ProgressStore
 from batchtui.settings import AppSettings
+from tests.app.manual_clock import ManualClock
 
 
 @pytest.fixture(autouse=True)
@@ -25,8 +27,11 @@ def lessons():
 def tutorial(lessons, tmp_path):
     """An app opened on step `number`, the simulation advanced `seconds` of simulated time."""
 
-    def make(number: int = 1, **settings) -> BatchApp:
-        options = {"autorun": False, "cursor_blink": False, "state_dir": tmp_path / "state",
+    def make(number: int = 1, first_launch: bool = False, **settings) -> BatchApp:
+        state = tmp_path / "state"
+        if not first_launch and not (state / "progress.json").exists():
+            ProgressStore(state).save(Progress())
+        options = {"clock": ManualClock(), "cursor_blink": False, "state_dir": state,
                    "start_step": number, **settings}
         return BatchApp(list(lessons), AppSettings(**options))
 

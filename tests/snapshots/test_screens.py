@@ -26,8 +26,11 @@ def test_step_6_at_200x60(snap_compare, tutorial):
 
 class TestOverlays:
     def test_help(self, snap_compare, tutorial):
-        # ? opens the key table over the lesson.
+        # ? opens the orientation and the key table over the lesson.
         assert snap_compare(tutorial(1), terminal_size=(80, 24), press=["question_mark"])
+
+    def test_orientation_on_first_launch(self, snap_compare, tutorial):
+        assert snap_compare(tutorial(1, first_launch=True), terminal_size=(80, 24))
 
     def test_table_of_contents(self, snap_compare, tutorial):
         # t opens the contents with the current step (5) highlighted.
@@ -35,6 +38,36 @@ class TestOverlays:
 
     def test_too_small(self, snap_compare, tutorial):
         assert snap_compare(tutorial(1), terminal_size=(60, 20))
+
+
+class TestLayout:
+    def test_zoomed(self, snap_compare, tutorial):
+        # z: step 12's views on the whole screen, in two columns.
+        async def run_before(pilot) -> None:
+            await advance(SECONDS_SHOWN)(pilot)
+            await pilot.press("z")
+            await pilot.pause()
+
+        assert snap_compare(tutorial(12), terminal_size=(80, 24), run_before=run_before)
+
+    def test_second_page_of_views(self, snap_compare, tutorial):
+        # v: step 1's views that did not fit the first page (the iteration).
+        async def run_before(pilot) -> None:
+            await pilot.press("1")  # the prediction starts the run
+            await advance(SECONDS_SHOWN)(pilot)
+            await pilot.press("v")
+            await pilot.pause()
+
+        assert snap_compare(tutorial(1), terminal_size=(80, 24), run_before=run_before)
+
+    def test_a_dial_focused(self, snap_compare, tutorial):
+        # tab: the first dial marked, its range on the line under the dials.
+        async def run_before(pilot) -> None:
+            await advance(SECONDS_SHOWN)(pilot)
+            await pilot.press("tab")
+            await pilot.pause()
+
+        assert snap_compare(tutorial(6), terminal_size=(80, 24), run_before=run_before)
 
 
 class TestSpecialSteps:
@@ -46,10 +79,21 @@ class TestSpecialSteps:
         # g jumps to the playground; it shows every view.
         assert snap_compare(tutorial(3), terminal_size=(120, 40), press=["g"], run_before=advance(SECONDS_SHOWN))
 
+    def test_playground_at_80x24(self, snap_compare, tutorial):
+        # Zoomed from the start: the dials in two columns, every view the issue names in sight.
+        assert snap_compare(tutorial(20), terminal_size=(80, 24), run_before=advance(SECONDS_SHOWN))
+
 
 class TestAscii:
     def test_ascii_step_6(self, snap_compare, tutorial):
         assert snap_compare(tutorial(6, ascii_only=True), terminal_size=(80, 24), run_before=advance(SECONDS_SHOWN))
+
+    def test_ascii_step_5(self, snap_compare, tutorial):
+        async def run_before(pilot) -> None:
+            await pilot.press("2")
+            await advance(SECONDS_SHOWN)(pilot)
+
+        assert snap_compare(tutorial(5, ascii_only=True), terminal_size=(80, 24), run_before=run_before)
 
     def test_ascii_playground(self, snap_compare, tutorial):
         assert snap_compare(tutorial(20, ascii_only=True), terminal_size=(120, 40), run_before=advance(SECONDS_SHOWN))

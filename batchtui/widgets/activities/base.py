@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from textual.containers import Vertical
 from textual.css.query import NoMatches
 from textual.message import Message
 
 from ..lesson import LessonMarkdown
+
+
+class Goal(NamedTuple):
+    """What the step asks of the learner right now, for the goal line."""
+
+    ask: str
+    state: str = "open"
+    """"open", "answered" (a wrong prediction, a worked answer shown) or "done"."""
+    note: str = ""
 
 
 class ActivityView(Vertical):
@@ -26,24 +37,31 @@ class ActivityView(Vertical):
     """
 
     class Finished(Message):
-        """The learner completed the activity; `answer` is what to remember for the step."""
+        """The learner answered; `answer` is what to remember for the step, `completed` whether
+        the step counts as done (a wrong prediction is answered, not done)."""
 
-        def __init__(self, answer: str) -> None:
+        def __init__(self, answer: str, completed: bool = True) -> None:
             super().__init__()
             self.answer = answer
+            self.completed = completed
 
     class Updated(Message):
         """What the activity takes changed (a question arrived): number keys, hints."""
 
     class RunDials(Message):
-        """Settings the activity wants the live simulation to run with (dotted paths)."""
+        """Settings the activity wants the live simulation to run with (dotted paths).
+        `beside_start`: run the step's starting setting beside them, as "before"."""
 
-        def __init__(self, dials: dict) -> None:
+        def __init__(self, dials: dict, beside_start: bool = False) -> None:
             super().__init__()
             self.dials = dials
+            self.beside_start = beside_start
 
     takes_choices = False
     """Number keys pick an answer right now."""
+    answered = False
+    """The learner has answered (a guess committed, a drill checked right or its answer shown, a
+    reading answered, a challenge broken): the lesson's reveal text may show."""
     choice_count = 0
     has_input = False
     hints: tuple[str, ...] = ()
@@ -57,25 +75,37 @@ class ActivityView(Vertical):
         return LessonMarkdown(self.words(text), ascii_only=self.app.settings.ascii_only, id=id,
                               classes="activity-text")
 
+    async def show_markdown(self, id: str, text: str) -> LessonMarkdown:
+        """The Markdown block `id` showing `text`; made (at the end of the view) the first time
+        it is needed, since a Markdown widget costs a step change several milliseconds."""
+        found = self.query(f"#{id}")
+        if found:
+            view = found.first(LessonMarkdown)
+            await view.update(self.words(text))
+        else:
+            view = self.markdown(text, id=id)
+            await self.mount(view)
+        view.display = True
+        return view
+
+    def hide_markdown(self, id: str) -> None:
+        for view in self.query(f"#{id}"):
+            view.display = False
+
     PREPARE_DELAY = 0.1
     """Seconds after the step is on screen before a question that needs simulated runs (or
     numpy) is drawn in a thread: the first frame reaches the terminal first."""
 
     async def prepare(self, draw, present) -> None:
-        """`present(draw())`. In the app, `draw` runs in a thread once the step is on screen;
-        tests (no clock running) draw at once, so a screenshot has the result."""
-        if not self.app.settings.autorun:
-            await present(draw())
-            return
+        """`present(draw())`, with `draw` run beside the app (the app's clock decides how: in a
+        thread once the step is on screen; at once under a test's manual clock). The result is
+        dropped if this view has gone meanwhile."""
 
-        def work() -> None:
-            result = draw()
-            self.app.call_from_thread(self._present_while_shown, present, result)
+        async def present_while_shown(result) -> None:
+            await self._present_while_shown(present, result)
 
-        def start() -> None:
-            self.run_worker(work, thread=True, group="question", exclusive=True)
-
-        self.call_after_refresh(self.set_timer, self.PREPARE_DELAY, start)
+        await self.app.settings.clock.in_background(self, draw, present_while_shown, self.PREPARE_DELAY,
+                                                    "question")
 
     async def _present_while_shown(self, present, result) -> None:
         # This runs in a task of its own: the learner may leave the step or quit (and this view
@@ -108,3 +138,10 @@ class ActivityView(Vertical):
 
     async def new_question(self) -> None:
         """Another question of the same kind, if the activity has questions."""
+
+    async def scenario_changed(self, scenario) -> None:
+        """A dial changed the live scenario."""
+
+    def goal(self) -> Goal | None:
+        """What this activity asks now and how far the learner is; None: nothing to ask."""
+        return None

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.widgets import Markdown, Static
+from textual.widgets import Static
 
-from .base import ActivityView
+from ...formatting import ms, percent
+from .base import ActivityView, Goal
 
 
 class BreakItView(ActivityView):
@@ -17,18 +18,17 @@ class BreakItView(ActivityView):
         self.challenge = challenge
         self.done_before = done_before
         self.verdict = None
+        self.snapshot = None
+        """The last frame seen: the goal line says how far the run is from breaking."""
 
     def compose(self) -> ComposeResult:
         yield Static("Break it", classes="activity-title", markup=False)
         yield self.markdown(self.words(self.challenge.goal_md), id="break-it-goal")
         note = "You broke it before; do it again?" if self.done_before else "Watching the live metrics..."
         yield Static(self.words(note), id="break-it-status", classes="activity-feedback -info", markup=False)
-        yield self.markdown("", id="break-it-verdict")
-
-    def on_mount(self) -> None:
-        self.query_one("#break-it-verdict").display = False
 
     def update_snapshot(self, snapshot, compare=None) -> None:
+        self.snapshot = snapshot
         if self.verdict is not None:
             return
         verdict = self.challenge.check(snapshot)
@@ -39,12 +39,41 @@ class BreakItView(ActivityView):
         status.update(self.words(verdict.title))
         status.set_class(False, "-info")
         status.set_class(True, "-correct")
-        view = self.query_one("#break-it-verdict", Markdown)
-        view.display = True
-        self.run_worker(self._show_verdict(view, verdict.message_md), group="verdict")
+        self.run_worker(self._show_verdict(verdict.message_md), group="verdict")
         self.post_message(self.Finished(verdict.title))
 
-    async def _show_verdict(self, view: Markdown, text: str) -> None:
-        await view.update(self.words(text))
+    async def _show_verdict(self, text: str) -> None:
+        await self.show_markdown("break-it-verdict", text)
         # The learner is watching the dials and views: bring what happened into the lesson pane.
         self.bring_into_view(self.query_one("#break-it-status"), top=True)
+
+    @property
+    def answered(self) -> bool:
+        return self.verdict is not None
+
+    def goal(self) -> Goal:
+        short = SHORT_GOALS.get(getattr(self.challenge, "name", ""))
+        ask = short[0](self.challenge) if short else "Break it: " + self.challenge.goal_md.replace("**", "")
+        if self.verdict is not None:
+            return Goal(ask, "done", "broken")
+        if short and self.snapshot is not None:
+            return Goal(ask, "open", short[1](self.snapshot))
+        return Goal(ask, "open", "done before" if self.done_before else "")
+
+
+def _ratio(s) -> str:
+    m = s.metrics
+    return f"now {m.itl_max / m.tpot_p50:.0f}x" if m.tpot_p50 > 0 else "now -"
+
+
+SHORT_GOALS = {
+    # challenge name -> (the goal in a line, how far the live run is)
+    "static_peak": (lambda c: f"Break it: TTFT p99 past {c.goal:g} s with static batches",
+                    lambda s: f"now {ms(s.metrics.ttft_p99)}"),
+    "past_knee": (lambda c: f"Break it: TTFT p99 past {c.goal:g} s, {c.min_queue}+ waiting",
+                  lambda s: f"now {ms(s.metrics.ttft_p99)}, {s.queue_len:,} waiting"),
+    "long_prompt_stall": (lambda c: f"Break it: a token gap over {c.ratio:g}x TPOT p50", _ratio),
+    "cache_cap": (lambda c: "Break it: a preemption with seats still free",
+                  lambda s: f"KV {percent(s.kv_blocks_used / max(1, s.kv_blocks_usable))} full"),
+}
+"""The challenges this app knows, said in a line (the lesson pane has each goal in full)."""

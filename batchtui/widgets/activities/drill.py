@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.widgets import Input, Markdown, Static
 
 from ..answer_box import AnswerBox
-from .base import ActivityView
+from .base import ActivityView, Goal
 
 
 class DrillView(ActivityView):
@@ -21,13 +21,13 @@ class DrillView(ActivityView):
         self.seed = seed
         self.saved_answer = saved_answer
         self.question = None
+        self.last_wrong = False
 
     def compose(self) -> ComposeResult:
         yield Static(self.words(f"Drill: {self.drill.title}"), classes="activity-title", markup=False)
         yield self.markdown("", id="drill-prompt")
         yield AnswerBox(placeholder="your answer, then Enter", id="drill-answer")
         yield Static("", id="drill-feedback", classes="activity-feedback", markup=False)
-        yield self.markdown("", id="drill-derivation")
 
     async def on_mount(self) -> None:
         # Some drills measure short simulated runs to set their numbers: the first question is
@@ -61,8 +61,7 @@ class DrillView(ActivityView):
         unit = self.question.unit
         await self.query_one("#drill-prompt", Markdown).update(self.words(
             f"{self.question.prompt_md}\n\nAnswer in **{unit}**, within {self.question.tolerance_text}."))
-        await self.query_one("#drill-derivation", Markdown).update("")
-        self.query_one("#drill-derivation").display = False
+        self.hide_markdown("drill-derivation")
         self._feedback("", None)
         self.query_one(Input).value = ""
 
@@ -82,14 +81,16 @@ class DrillView(ActivityView):
             return
         feedback = self.question.check(event.value)
         self._feedback(feedback.message, feedback.correct)
+        self.last_wrong = not feedback.correct
         if feedback.show_derivation:
             await self._show_derivation()
-            self.post_message(self.Finished(event.value))
+            self.post_message(self.Finished(event.value, completed=bool(self.question.solved)))
+        else:
+            self.post_message(self.Updated())
 
     async def _show_derivation(self) -> None:
-        derivation = self.query_one("#drill-derivation", Markdown)
-        await derivation.update(self.words("**Worked answer**\n\n" + self.question.derivation_md))
-        derivation.display = True
+        derivation = await self.show_markdown("drill-derivation",
+                                              "**Worked answer**\n\n" + self.question.derivation_md)
         self.bring_into_view(derivation)
         if self.question.run_dials:
             self.post_message(self.RunDials(self.question.run_dials))
@@ -103,6 +104,7 @@ class DrillView(ActivityView):
 
     async def new_question(self) -> None:
         self.seed += 1
+        self.last_wrong = False
         # Drawn in a thread like the first: some drills measure runs or sweep a curve first.
         await self.prepare(lambda: self._draw(self.seed), self._next_question)
 
@@ -112,3 +114,16 @@ class DrillView(ActivityView):
         await self._show_question(question)
         self.query_one(Input).focus()
         self.post_message(self.Updated())
+
+    @property
+    def answered(self) -> bool:
+        return self.question is not None and self.question.over
+
+    def goal(self) -> Goal:
+        unit = f" in {self.question.unit}" if self.question is not None else ""
+        ask = f"Drill: type your answer{unit} in the box (tab), Enter"
+        if self.question is None or not self.question.over:
+            return Goal(ask, "open", "try again" if self.last_wrong else "")
+        if self.question.solved:
+            return Goal(ask, "done", "right")
+        return Goal(ask, "answered", "worked answer shown")

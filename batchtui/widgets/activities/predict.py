@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.widgets import Markdown, Static
+from textual.widgets import Static
 
-from .base import ActivityView
+from .base import ActivityView, Goal
 
 
 class PredictView(ActivityView):
@@ -24,16 +24,16 @@ class PredictView(ActivityView):
     def choice_count(self) -> int:
         return len(self.predict.choices)
 
+    @property
+    def answered(self) -> bool:
+        return self.predict.guess is not None
+
     def compose(self) -> ComposeResult:
         yield Static("Predict, then run", classes="activity-title", markup=False)
         choices = "\n".join(f"{i}. {c}" for i, c in enumerate(self.predict.choices, 1))
         yield self.markdown(self.words(f"{self.predict.question_md}\n\n{choices}"), id="predict-question")
         yield Static(self.words("Press the number of your guess; the simulation starts when you do."),
                      id="predict-status", classes="activity-feedback -info", markup=False)
-        yield self.markdown("", id="predict-reveal")
-
-    def on_mount(self) -> None:
-        self.query_one("#predict-reveal").display = False
 
     def choose(self, number: int) -> None:
         if self.predict.guess is not None:
@@ -48,8 +48,9 @@ class PredictView(ActivityView):
             f"{message} The answer shows after {wait} s of simulated time (+ runs faster)."))
         self.bring_into_view(self.query_one("#predict-status"))
         self.committed_at = None  # set by the next frame: the run starts now
+        self.post_message(self.Updated())
         # Run with the setting the question is about (step 1 asks about 1 request/s), or as is.
-        self.post_message(self.RunDials(self.predict.run_dials))
+        self.post_message(self.RunDials(self.predict.run_dials, beside_start=True))
 
     def update_snapshot(self, snapshot, compare=None) -> None:
         if self.predict.guess is None or self.revealed:
@@ -67,12 +68,21 @@ class PredictView(ActivityView):
         status.set_class(right, "-correct")
         status.set_class(not right, "-wrong")
         status.update(self.words(f"Your guess: {self.predict.guess}."))
-        view = self.query_one("#predict-reveal", Markdown)
-        view.display = True
-        self.run_worker(self._show_reveal(view, self.predict.reveal(self.predict.guess, snapshot, compare)),
+        self.run_worker(self._show_reveal(self.predict.reveal(self.predict.guess, snapshot, compare)),
                         group="reveal")
-        self.post_message(self.Finished(str(self.predict.guess)))
+        self.post_message(self.Finished(str(self.predict.guess), completed=right))
 
-    async def _show_reveal(self, view: Markdown, text: str) -> None:
-        await view.update(self.words(text))
+    async def _show_reveal(self, text: str) -> None:
+        await self.show_markdown("predict-reveal", text)
         self.bring_into_view(self.query_one("#predict-status"), top=True)
+
+    def goal(self) -> Goal:
+        n = len(self.predict.choices)
+        if self.predict.guess is None:
+            return Goal(f"Predict: press 1-{n} for your guess; the run starts when you do")
+        if not self.revealed:
+            return Goal(f"Predict: watch; the answer comes after {self.predict.watch_seconds:g} simulated s",
+                        "open", f"guess {self.predict.guess}")
+        if self.predict.guess == self.predict.answer:
+            return Goal("Predict, then watch the run", "done", "right")
+        return Goal("Predict, then watch the run", "answered", f"it was {self.predict.answer}")

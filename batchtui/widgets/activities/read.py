@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.widgets import Markdown, Static
 
-from .base import ActivityView
+from .base import ActivityView, Goal
 
 
 class ReadView(ActivityView):
@@ -14,6 +14,8 @@ class ReadView(ActivityView):
         self.reading = reading
         self.seed = seed
         self.question = None
+        self.outcome = ""
+        """"" (not answered yet), "wrong", "right" or "shown"."""
 
     @property
     def takes_choices(self) -> bool:
@@ -60,8 +62,11 @@ class ReadView(ActivityView):
         view.set_class(feedback.correct, "-correct")
         view.set_class(not feedback.correct, "-wrong")
         self.bring_into_view(view)
+        self.outcome = "right" if feedback.correct else "wrong"
         if feedback.correct:
             self.post_message(self.Finished(str(number)))
+        else:
+            self.post_message(self.Updated())
 
     async def give_up(self) -> None:
         if self.question is None or self.question.done:
@@ -72,7 +77,22 @@ class ReadView(ActivityView):
         view.set_class(False, "-wrong")
         view.update(self.words(self.question.give_up()))
         self.bring_into_view(view)
+        self.outcome = "shown"
 
     async def new_question(self) -> None:
         self.seed += 1
+        self.outcome = ""
         await self._ask()
+
+    @property
+    def answered(self) -> bool:
+        return self.outcome in ("right", "shown")
+
+    def goal(self) -> Goal:
+        n = len(self.question.choices) if self.question is not None else 3
+        ask = f"Read the table: press 1-{n} for what it tells you"
+        if self.outcome == "right":
+            return Goal(ask, "done", "right")
+        if self.outcome == "shown":
+            return Goal(ask, "answered", "answer shown")
+        return Goal(ask, "open", "try again" if self.outcome == "wrong" else "")

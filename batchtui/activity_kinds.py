@@ -1,0 +1,57 @@
+"""Which view shows each kind of activity: the one table a new kind is added to.
+
+A lesson's `[activity] kind` names a row of `ACTIVITY_VIEWS`; the row makes the view from the
+activity object `steps.activities.build(step)` returns (None for kinds that are only text) and
+what the app knows of the learner. Views never import the lessons: they draw what they are given.
+Adding a kind is one view file under `widgets/activities/` and one line here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from steps import activities
+
+from .widgets.activities.base import ActivityView
+from .widgets.activities.break_it import BreakItView
+from .widgets.activities.drill import DrillView
+from .widgets.activities.predict import PredictView
+from .widgets.activities.read import ReadView
+from .widgets.activities.text_only import TextView
+
+
+class ActivityContext(NamedTuple):
+    """What a view is made from."""
+
+    step: Any
+    """The `steps.Step`."""
+    activity: Any
+    """`steps.activities.build(step)`: a Drill, BreakIt, Predict, PercentileReading, or None."""
+    saved_answer: str | None
+    done_before: bool
+    seed: int
+
+
+PLAYGROUND_MD = """\
+**Files**: `w` writes this scenario to a TOML file in your state folder; `o` opens it again
+(`batchtui --scenario FILE` opens any saved one here).
+"""
+
+ACTIVITY_VIEWS: dict[str, Callable[[ActivityContext], ActivityView]] = {
+    "drill": lambda c: DrillView(c.activity, c.seed, c.saved_answer if not c.done_before else None),
+    "break_it": lambda c: BreakItView(c.activity, c.done_before),
+    "predict": lambda c: PredictView(c.activity),
+    "read": lambda c: ReadView(c.activity, c.seed),
+    "cheat_sheet": lambda c: TextView(activities.cheat_sheet_md, c.step.scenario, id="cheat-sheet"),
+    "playground": lambda c: TextView(lambda scenario: PLAYGROUND_MD, c.step.scenario, id="playground"),
+}
+"""Activity kind -> its view. A kind missing here ("none") has no activity panel."""
+
+
+def activity_view(step, saved_answer: str | None, done_before: bool, seed: int) -> ActivityView | None:
+    """The view for a step's activity, or None when the step has none."""
+    make = ACTIVITY_VIEWS.get(step.activity.kind)
+    if make is None:
+        return None
+    return make(ActivityContext(step, activities.build(step), saved_answer, done_before, seed))

@@ -1,0 +1,150 @@
+"""The step's dials: one line each, in a list of fixed height, and a line under them that says
+what the focused dial takes (its range, how to type a value) or how to reach the dials.
+
+Its height never changes while a step is open (typing a value takes the place of that line), so
+the views under it never move.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual import on
+from textual.containers import Vertical, VerticalScroll
+from textual.widget import Widget
+
+from ..glyphs import UNICODE
+from .dial import DialControl, DialEntry
+
+
+class DialHelp(Widget):
+    """The line under the dials."""
+
+    DEFAULT_CSS = """
+    DialHelp { height: 1; color: $foreground-muted; text-wrap: nowrap; text-overflow: clip; }
+    DialHelp.-focused { color: $foreground; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.text = Text()
+
+    def show(self, text: Text, focused: bool) -> None:
+        self.text = text
+        self.set_class(focused, "-focused")
+        self.refresh()
+
+    def render(self) -> Text:
+        return self.text
+
+
+class DialList(Vertical):
+    """`set_dials(controls)` for a new step; `visible_rows` caps the list's height (the rest
+    scroll into sight as focus moves). Up and down stop at the ends of the list."""
+
+    DEFAULT_CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.rest_hint = "tab: the dials (← → turn them)"
+        """What the help line says while no dial has focus."""
+        self.entry: DialEntry | None = None
+
+    def compose(self):
+        yield VerticalScroll(id="dial-rows", can_focus=False)
+        yield DialHelp(id="dial-help")
+
+    @property
+    def dials(self) -> list[DialControl]:
+        return list(self.query_one("#dial-rows").query(DialControl))
+
+    async def set_dials(self, dials: list[tuple[object, object]], visible_rows: int, columns: int = 1) -> None:
+        """Show these dials, each (spec, value): a `steps.Dial` and the value in force."""
+        rows = self.query_one("#dial-rows", VerticalScroll)
+        await self._close_entry()
+        controls = self.dials
+        for control, (spec, value) in zip(controls, dials):
+            control.set_spec(spec, value)
+        if len(controls) > len(dials):
+            await rows.remove_children(controls[len(dials):])
+        elif len(dials) > len(controls):
+            await rows.mount_all([DialControl(spec, value) for spec, value in dials[len(controls):]])
+        shown_rows = min(visible_rows, -(-len(dials) // columns)) if dials else 0
+        rows.styles.height = shown_rows
+        rows.set_class(columns > 1, "-grid")
+        rows.scroll_home(animate=False)
+        self.display = bool(dials)
+        self.update_help()
+
+    def set_rest_hint(self, hint: str) -> None:
+        self.rest_hint = hint
+        self.update_help()
+
+    # -- focus moves
+    @on(DialControl.Neighbour)
+    def _neighbour(self, message: DialControl.Neighbour) -> None:
+        message.stop()
+        dials = self.dials
+        if message.dial in dials:
+            i = dials.index(message.dial) + message.step
+            if 0 <= i < len(dials):
+                dials[i].focus()
+                dials[i].scroll_visible(animate=False)
+
+    def on_descendant_focus(self) -> None:
+        self.update_help()
+
+    def on_descendant_blur(self) -> None:
+        self.call_after_refresh(self.update_help)
+
+    def update_help(self) -> None:
+        if not self.is_mounted:
+            return
+        g = self.app.settings.glyphs if hasattr(self.app, "settings") else UNICODE
+        focused = self.screen.focused if self.screen is not None else None
+        dials = self.dials
+        text = Text(no_wrap=True, overflow="crop")
+        if isinstance(focused, DialControl) and focused in dials:
+            place = f"  {dials.index(focused) + 1}/{len(dials)}" if len(dials) > 1 else ""
+            text.append(f" {g.arrow_left}{g.arrow_right} {focused.range_words()}")
+            if focused.spec.is_numeric:
+                text.append(f"{g.sep}enter types")
+            text.append(place)
+            self.query_one(DialHelp).show(text, True)
+        else:
+            self.query_one(DialHelp).show(Text(" " + self.app_words(self.rest_hint)), False)
+
+    def app_words(self, text: str) -> str:
+        words = getattr(self.app, "words", None)
+        return words(text) if words is not None else text
+
+    # -- typing a value
+    @on(DialControl.TypeValue)
+    async def _type_value(self, message: DialControl.TypeValue) -> None:
+        message.stop()
+        await self._close_entry()
+        self.entry = DialEntry(message.dial)
+        self.query_one(DialHelp).display = False
+        await self.mount(self.entry)
+        self.entry.focus()
+
+    @on(DialEntry.Done)
+    async def _entry_done(self, message: DialEntry.Done) -> None:
+        message.stop()
+        dial = message.entry.dial
+        await self._close_entry()
+        if message.refocus:
+            dial.focus()
+        if message.text is not None:
+            # From the dial itself: Textual does not bubble a message back up to the widget
+            # that sent it, and one sent from here would stop at this list.
+            dial.call_later(dial.submit_text, message.text)
+
+    async def _close_entry(self) -> None:
+        entry, self.entry = self.entry, None
+        if entry is not None:
+            await entry.remove()
+        if self.is_mounted:
+            self.query_one(DialHelp).display = True
+            self.update_help()

@@ -1,0 +1,252 @@
+"""Lessons ask before they tell, each step says what it still wants, and a run can be kept as
+"before" beside the live "now" (issue 9, the screen's side)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import steps
+from batchtui.progress import Progress, ProgressStore
+from batchtui.widgets.compare import CompareView
+from batchtui.widgets.dial import DialControl
+from batchtui.widgets.goal_bar import GoalBar
+from batchtui.widgets.seats import SeatsView
+from screen_text import screen_text
+
+
+@pytest.fixture(scope="module")
+def lessons():
+    return steps.load_steps()
+
+
+def goal(app) -> GoalBar:
+    return app.screen.query_one(GoalBar)
+
+
+async def run_for(pilot, seconds: float, step: float = 0.5) -> None:
+    """Simulated time in frames, as the app's clock would deliver them."""
+    sim = pilot.app.screen.sim
+    for _ in range(round(seconds / step)):
+        sim.fast_forward(step)
+        await pilot.pause()
+
+
+async def turn(pilot, dial_name: str, value) -> None:
+    """Set a dial the way the learner's keys do (the screen checks and applies it)."""
+    dial = next(d for d in pilot.app.screen.query(DialControl) if d.spec.name == dial_name)
+    dial.post_message(DialControl.Changed(dial, value))
+    await pilot.pause()
+
+
+# -- predictions before reveals
+async def test_a_prediction_comes_before_its_reveal(make_app, lessons):
+    step = lessons[4]
+    assert step.number == 5 and step.reveal_md
+    hidden_words = "moves to throughput"  # from the text after the reveal marker
+    assert hidden_words in step.reveal_md and hidden_words not in step.body_md
+    app = make_app(list(lessons), start_step=5)
+    async with app.run_test(size=(80, 24)) as pilot:
+        reveal = app.screen.query_one("#reveal")
+        assert not reveal.display
+        assert hidden_words not in screen_text(app)
+        await pilot.press("end")  # the whole lesson pane: not there either
+        assert hidden_words not in screen_text(app)
+        assert hidden_words not in app.screen.query_one("#lesson").source
+        await pilot.press("2")  # the guess
+        await pilot.pause()
+        await pilot.pause()
+        assert reveal.display and hidden_words in reveal.source
+        pane = app.screen.query_one("#lesson-pane")
+        assert pane.region.y <= reveal.region.y < pane.region.bottom  # its start brought into sight
+
+
+async def test_a_step_answered_before_shows_its_reveal_at_once(make_app, lessons, state_dir):
+    ProgressStore(state_dir).save(Progress(current_step=5, answers={5: "2"}, completed={5}))
+    app = make_app(list(lessons), start_step=5)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.screen.query_one("#reveal").display
+
+
+async def test_a_drill_reveals_once_answered_or_given_up(make_app, lessons):
+    drills = [s for s in lessons if s.activity.kind == "drill" and s.reveal_md]
+    if not drills:
+        pytest.skip("no drill lesson holds back text")
+    app = make_app(list(lessons), start_step=drills[0].number)
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert not app.screen.query_one("#reveal").display
+        await pilot.press("ctrl+d")
+        await pilot.pause()
+        assert app.screen.query_one("#reveal").display
+
+
+# -- the goal line
+@pytest.mark.parametrize("right", [True, False])
+async def test_a_prediction_is_done_when_right_and_only_answered_when_wrong(make_app, lessons, right):
+    app = make_app(list(lessons), start_step=1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        activity = app.screen.step.activity.params
+        assert goal(app).state == "open" and "Predict" in goal(app).ask
+        guess = activity["answer"] if right else 1 + activity["answer"] % len(activity["choices"])
+        await pilot.press(str(guess))
+        assert goal(app).state == "open" and goal(app).note == f"guess {guess}"
+        await run_for(pilot, float(activity.get("watch_s", 20)) + 1, step=5.0)
+        assert goal(app).state == ("done" if right else "answered")
+        assert (1 in app.progress.completed) is right
+        assert app.progress.answers[1] == str(guess)
+
+
+async def test_a_drill_goes_from_try_again_to_done(make_app, lessons):
+    from batchtui.widgets.activities.drill import DrillView
+
+    app = make_app(list(lessons), start_step=2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        drill = app.screen.query_one(DrillView)
+        await pilot.press("tab", "1", "enter")
+        assert (goal(app).state, goal(app).note) == ("open", "try again")
+        await pilot.press("ctrl+a", "ctrl+k", *f"{drill.question.answer:.1f}", "enter")
+        await pilot.pause()
+        assert (goal(app).state, goal(app).note) == ("done", "right")
+        await pilot.press("escape")  # the next key puts the goal line back in place of the notice
+        assert any(line.startswith(" Goal Drill") and line.rstrip().endswith("✓") for line in screen_text(app).split("\n"))
+
+
+async def test_a_break_it_goal_says_how_far_the_run_is(make_app, lessons):
+    app = make_app(list(lessons), start_step=3)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_for(pilot, 2.0)
+        assert goal(app).ask.startswith("Break it: TTFT p99 past")
+        assert goal(app).note.startswith("now ") and goal(app).state == "open"
+
+
+async def test_step_12_is_done_when_each_of_its_limits_binds(make_app, lessons):
+    app = make_app(list(lessons), start_step=12)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_for(pilot, 3.0)
+        assert goal(app).ask == "Make each limit bind:"
+        assert goal(app).note == "budget ○ seats ✓ KV cache ○"  # the traffic outgrows the seats
+        assert 12 not in app.progress.completed
+        await turn(pilot, "engine.max_num_batched_tokens", 64)  # far below one prompt
+        await run_for(pilot, 3.0)
+        assert goal(app).note == "budget ✓ seats ✓ KV cache ○"
+        await turn(pilot, "engine.max_num_batched_tokens", 2048)
+        await turn(pilot, "engine.max_num_seqs", 512)
+        await turn(pilot, "gpu_memory_utilization", 0.25)
+        await run_for(pilot, 10.0)
+        assert goal(app).state == "done", goal(app).note
+        assert 12 in app.progress.completed
+
+
+async def test_step_6_is_done_when_the_budget_and_the_seats_bind(make_app, lessons):
+    app = make_app(list(lessons), start_step=6)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_for(pilot, 2.0)
+        assert goal(app).note == "budget ○ seats ○"
+        await turn(pilot, "engine.max_num_batched_tokens", 64)
+        await run_for(pilot, 3.0)
+        await turn(pilot, "engine.max_num_batched_tokens", 1024)
+        await turn(pilot, "engine.max_num_seqs", 8)
+        await run_for(pilot, 3.0)
+        assert goal(app).state == "done"
+
+
+async def test_step_4_is_done_when_one_traffic_beats_a_batch_size_but_not_a_bigger_one(make_app, lessons):
+    app = make_app(list(lessons), start_step=4)
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert goal(app).note == "a batch size falls behind ○ a bigger one keeps up ○"
+        await turn(pilot, "workload.request_rate", 3000)  # between what batches of 1 and 32 serve
+        await turn(pilot, "engine.max_batch_size", 1)
+        await run_for(pilot, 4.0)
+        assert goal(app).note == "a batch size falls behind ✓ a bigger one keeps up ○"
+        await turn(pilot, "engine.max_batch_size", 32)
+        await run_for(pilot, 4.0)
+        assert goal(app).state == "done"
+        assert 4 in app.progress.completed
+
+
+async def test_the_cheat_sheet_is_done_for_another_gpu(make_app, lessons):
+    app = make_app(list(lessons), start_step=19)
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert goal(app).state == "open"
+        await turn(pilot, "gpu", "h200")
+        assert goal(app).state == "done"
+
+
+async def test_the_playground_is_done_after_a_dial_a_save_and_an_open(make_app, lessons):
+    app = make_app(list(lessons), start_step=20)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await turn(pilot, "gpu", "b200")
+        assert goal(app).note == "move a dial ✓ save it (w) ○ open it again (o) ○"
+        await pilot.press("w", "enter")  # the prompt suggests the state folder's playground.toml
+        await pilot.press("o", "enter")  # and opens the file just written
+        await pilot.pause()
+        assert goal(app).state == "done"
+
+
+# -- before and after
+async def test_b_pins_the_run_as_before_beside_the_live_now(make_app, lessons):
+    app = make_app(list(lessons), start_step=16)  # a chat SLO: what do fewer seats cost?
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_for(pilot, 5.0)
+        assert "b pin" in screen_text(app)
+        await pilot.press("b")
+        table = next(v for v in app.screen.stack.shown() if isinstance(v, CompareView))
+        pinned = table.left
+        assert table.headers == ("before", "now") and pinned.time == pytest.approx(5.0, abs=0.1)
+        await turn(pilot, "engine.max_num_seqs", 64)
+        await run_for(pilot, 3.0)
+        assert table.left is pinned  # before stays as it was
+        assert table.right.time > pinned.time and table.right.max_num_seqs == 64
+        assert table.title == "Seats 256 → 64"
+        assert "before" in screen_text(app) and "b unpin" in screen_text(app)
+        await pilot.press("b")
+        assert not any(isinstance(v, CompareView) for v in app.screen.stack.shown())
+        assert "metrics" in app.screen.stack.names and "compare" not in app.screen.stack.names
+
+
+async def test_step_13_runs_uncapped_beside_capped(make_app, lessons):
+    app = make_app(list(lessons), start_step=13)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("2")  # the guess: the run starts with the cap of 32 seats
+        await run_for(pilot, 20.0, step=2.0)
+        table = next(v for v in app.screen.stack.shown() if isinstance(v, CompareView))
+        before, now = table.left, table.right
+        assert table.title == "Seats (cap) 256 → 32"
+        assert before.max_num_seqs == 256 and now.max_num_seqs == 32
+        assert now.metrics.tpot_p50 < before.metrics.tpot_p50  # tokens come faster...
+        assert now.metrics.ttft_p99 > 10 * before.metrics.ttft_p99  # ...but users wait far longer
+        assert now.queue_len > before.queue_len
+
+
+async def test_step_4_comparison_keeps_running_after_a_dial_change(make_app, lessons):
+    app = make_app(list(lessons), start_step=4)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_for(pilot, 3.0)
+        await turn(pilot, "engine.max_batch_size", 1)  # the embedder's run starts over
+        await run_for(pilot, 2.0)
+        sim = app.screen.sim
+        assert sim.compare_engine.time == pytest.approx(sim.engine.time, abs=0.2)
+        for view in app.screen.stack.shown():
+            if isinstance(view, SeatsView) and view.snapshot is not None:
+                head = view.render().plain.split("\n")[0]
+                busy, seats = re.search(r"(\d+)/(\d+)", head).groups()
+                assert int(busy) <= int(seats), head
+
+
+async def test_a_loaded_scenario_s_block_size_is_the_kv_view_s(make_app, lessons, state_dir):
+    from batchtui.widgets.kv_cache import KVCacheView
+
+    app = make_app(list(lessons), start_step=20)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("w", "enter")
+        path = state_dir / "playground.toml"
+        text = path.read_text()
+        assert "block_size = 16" in text
+        path.write_text(text.replace("block_size = 16", "block_size = 32"))
+        await pilot.press("o", "enter")
+        await run_for(pilot, 2.0)
+        kv = next(v for v in app.screen.stack.shown() if isinstance(v, KVCacheView))
+        assert app.screen.sim.engine.scenario.block_size == 32
+        assert "448k tok" in kv.render().plain  # not 224k: blocks of 32 tokens, not the lesson's 16

@@ -1,0 +1,119 @@
+"""The README's key table and its screen captures are what the app has and shows.
+
+Both are written from the app between marker comments in README.md:
+
+    <!-- keys: written by tests/app/test_readme.py --> ... <!-- end keys -->
+    <!-- capture: step=20 keys= --> ... <!-- end capture -->
+
+A capture is the 80x24 screen after the keys given (space-separated Textual key names) and
+SECONDS of simulated time, under the same manual clock as every app test. When the app changes,
+`python tests/app/test_readme.py` writes them again (atomically); then read the diff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+SECONDS = 20.0
+KEYS_BLOCK = re.compile(r"(<!-- keys: [^>]*-->\n)(.*?)(<!-- end keys -->)", re.S)
+CAPTURE_BLOCK = re.compile(r"(<!-- capture: step=(\d+) keys=([^>]*?) -->\n)(.*?)(<!-- end capture -->)", re.S)
+
+
+def key_table() -> str:
+    """Every key of batchtui/keys.py, grouped as the help screen groups them."""
+    from batchtui import keys
+
+    lines = ["| | keys | what they do |", "|---|---|---|"]
+    for group in keys.GROUPS:
+        first = True
+        for key in keys.KEYS:
+            if key.group == group:
+                shown = keys.display_keys(key).replace("|", "\\|")
+                lines.append(f"| {group if first else ''} | `{shown}` | {key.help} |")
+                first = False
+    return "\n".join(lines) + "\n"
+
+
+async def capture(step: int, presses: list[str], state_dir: Path) -> str:
+    """The 80x24 screen of `step` after `presses` and SECONDS of simulated time."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import steps
+    from batchtui.app import BatchApp
+    from batchtui.progress import Progress, ProgressStore
+    from batchtui.settings import AppSettings
+    from manual_clock import ManualClock
+    from screen_text import screen_text
+
+    ProgressStore(state_dir).save(Progress())
+    app = BatchApp(steps.load_steps(), AppSettings(clock=ManualClock(), cursor_blink=False,
+                                                   state_dir=state_dir, start_step=step))
+    async with app.run_test(size=(80, 24)) as pilot:
+        for key in presses:
+            await pilot.press(key)
+        app.screen.sim.fast_forward(SECONDS)
+        await pilot.pause()
+        await pilot.pause()
+        text = screen_text(app)
+    return "\n".join(line.rstrip() for line in text.rstrip("\n").split("\n"))
+
+
+def rendered(text: str, state_dir: Path) -> str:
+    """README.md as the app would write it now."""
+    text = KEYS_BLOCK.sub(lambda m: m.group(1) + key_table() + m.group(3), text)
+
+    def one(m: re.Match) -> str:
+        shot = asyncio.run(capture(int(m.group(2)), m.group(3).split(), state_dir / f"capture-{m.group(2)}"))
+        return f"{m.group(1)}```text\n{shot}\n```\n{m.group(5)}"
+
+    return CAPTURE_BLOCK.sub(one, text)
+
+
+def test_readme_key_table_lists_every_key():
+    text = README.read_text(encoding="utf-8")
+    block = KEYS_BLOCK.search(text)
+    assert block, "README.md has no generated key table"
+    assert block.group(2) == key_table(), "README key table is stale: python tests/app/test_readme.py"
+
+
+def test_readme_captures_are_the_screens_the_app_draws(tmp_path, monkeypatch):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    text = README.read_text(encoding="utf-8")
+    found = CAPTURE_BLOCK.findall(text)
+    assert found, "README.md has no screen captures"
+    for head, step, presses, body, tail in found:
+        shot = asyncio.run(capture(int(step), presses.split(), tmp_path / f"capture-{step}"))
+        assert body == f"```text\n{shot}\n```\n", \
+            f"README capture of step {step} is stale: python tests/app/test_readme.py\n{shot}"
+
+
+def main() -> int:
+    """Write README.md's generated parts again: to a temporary file, then renamed into place."""
+    os.environ.pop("NO_COLOR", None)
+    text = README.read_text(encoding="utf-8")
+    with tempfile.TemporaryDirectory() as state:
+        new = rendered(text, Path(state))
+    if new == text:
+        print("README.md is up to date.")
+        return 0
+    fd, tmp = tempfile.mkstemp(prefix=".README-", suffix=".md", dir=README.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(new)
+        os.replace(tmp, README)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    print("README.md written again: read the diff before committing.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())

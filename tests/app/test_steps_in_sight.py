@@ -1,0 +1,89 @@
+"""Every step at 80x24: after its scenario has run (a prediction made first, where it asks one),
+the views its claim needs are in sight without scrolling or paging, with live numbers in them.
+
+"In sight" means what the learner sees: the view is drawn, on the page shown, and its whole
+region lies inside the terminal. The words checked are the ones that carry each step's proof
+(STEPS.md), read from the screen the learner reads.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import steps
+from screen_text import screen_text
+
+SECONDS = 20.0  # simulated seconds run before looking: queues and batches have formed
+
+# step -> (views that must be in sight, patterns that must be on the screen)
+NEEDS: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    1: (("seats", "gauges", "compare", "sparklines"),
+        (r"sequential [01]/64", r"memory bandwidth .* (79|80|81)%", r"tensor cores .* 0\.\d%",
+         r"before\s+now", r"TTFT p99\s+[\d.]+ m?s\s+[\d.]+ s")),
+    2: (("gauges", "iteration", "metrics"), (r"memory bandwidth", r"tokens/s [\d.]+k?", r"√\(W")),
+    3: (("seats", "metrics", "sparklines"), (r"padded \d+", r"padding [1-9]\d*%", r"TTFT\s+[\d.]+ m?s")),
+    4: (("seats", "compare_seats", "compare"),
+        (r"embedder\s+chat LLM", r"padding\s+0%\s+[1-9]\d*%", r"TTFT p99\s+[\d.]+ ms\s+[\d.]+ m?s")),
+    5: (("seats", "compare_seats", "compare"),
+        (r"continuous\s+static", r"padding\s+0%\s+[1-9]\d*%", r"TTFT p99\s+[\d.]+ ms\s+[\d.]+ m?s",
+         r"tokens/s\s+[\d.]+k?\s+[\d.]+k?")),
+    6: (("iteration", "seats"), (r"decode \d+ \+ ▓ prefill \d+", r"limit: ", r"seats \d+/64", r"= [\d.]+ ms")),
+    7: (("curve",), (r"batch 1-\d+: time/token", r"TTFT p99 vs req/s", r"◆ knee: batch", r"◆ knee: \d+ req/s")),
+    8: (("metrics", "sparklines", "seats"), (r"TTFT\s+[\d.]+ m?s", r"tokens/s [\d.]+k", r"queue \d+")),
+    9: (("seats", "metrics"), (r"continuous \d+/256", r"mean batch [\d.]+")),
+    10: (("sparklines", "iteration", "metrics"), (r"gap\s+\S+\s+[\d.]+ m?s", r"gap max [\d.]+ m?s", r"limit: ")),
+    11: (("sparklines", "compare"), (r"Token budget 8,192 → 512", r"before\s+now", r"gap max\s+[\d.]+ ms\s+[\d.]+ ms",
+                                     r"TTFT p99\s+[\d.]+ m?s\s+[\d.]+ m?s")),
+    12: (("iteration", "kv", "metrics"), (r"limit: ", r"KV [\d,]+/[\d,]+ blocks", r"TPOT\s+[\d.]+ ms")),
+    13: (("seats", "compare", "sparklines"),
+         (r"continuous \d+/32", r"Seats \(cap\) 256 → 32", r"before\s+now", r"queue\s+\d+\s+[1-9]",
+          r"TPOT p50\s+[\d.]+ ms\s+[\d.]+ ms")),
+    14: (("kv", "seats", "metrics"), (r"KV [\d,]+/28,008 blocks", r"preempted", r"continuous \d+/256")),
+    15: (("kv", "metrics"), (r"KV [\d,]+/[\d,]+ blocks",)),
+    16: (("curve",), (r"TTFT p99 vs req/s", r"◆ knee", r"saturated [\d.]+ req/s", r"SLO 500 ms")),
+    17: (("compare", "seats", "compare_seats"),
+         (r"512 seats\s+64 seats", r"tokens/s\s+[\d.]+k\s+[\d.]+k", r"512 seats \d+/512", r"64 seats \d+/64")),
+    18: (("metrics", "sparklines"), (r"TTFT\s+[\d.]+ ms\s+[\d.]+ m?s", r"TPOT\s+[\d.]+ ms\s+[\d.]+ ms",
+                                     r" chat\s+[\d.]+ ms", r" batch\s+[\d.]+ ms")),
+    19: (("metrics",), (r"tokens/s [\d.]+k", r"Ceiling = bandwidth")),
+    20: (("seats", "kv", "iteration", "metrics", "sparklines"),
+         (r"continuous \d+/256", r"KV [\d,]+/", r"limit: ", r"tokens/s [\d.]+k", r"gap\s+\S+")),
+}
+
+
+@pytest.fixture(scope="module")
+def lessons():
+    return steps.load_steps()
+
+
+def test_every_step_is_listed():
+    assert set(NEEDS) == set(range(1, 21))
+
+
+def in_sight(app, view) -> bool:
+    screen = app.screen.region
+    region = view.region
+    return view.display and region.area > 0 and screen.contains_region(region)
+
+
+@pytest.mark.parametrize("number", sorted(NEEDS))
+async def test_the_proof_of_each_step_is_in_sight_at_80x24(make_app, lessons, number):
+    app = make_app(list(lessons), start_step=number)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        step = screen.step
+        if step.activity.kind == "predict":
+            await pilot.press(str(step.activity.params["answer"]))  # the run starts with a guess
+        screen.sim.fast_forward(SECONDS)
+        await pilot.pause()
+        await pilot.pause()
+        views, patterns = NEEDS[number]
+        shown = {view.view_name if view.source == "main" else "compare_seats": view for view in screen.stack.shown()}
+        for name in views:
+            assert name in shown, f"step {number}: {name} is not on the page shown ({sorted(shown)})"
+            assert in_sight(app, shown[name]), f"step {number}: {name} is not wholly in sight"
+        text = screen_text(app)
+        for pattern in patterns:
+            assert re.search(pattern, text), f"step {number}: /{pattern}/ not on screen:\n{text}"
