@@ -53,23 +53,25 @@ class Parameter:
     """Bounds of the value."""
     needs: str
     """The measurement that pins it, for the message when the points cannot."""
+    loose: float
+    """The most uncertainty (one standard error, search units) a fit may leave it with."""
 
 
 PARAMETERS: tuple[Parameter, ...] = (
     Parameter("eta_bw", "weight-read efficiency", True, 1.0, 0.08, 0.02, 1.0,
               "a low-load run (one request at a time, such as --request-rate 0.2 --num-prompts 20) "
-              "for the cost of one decode step"),
+              "for the cost of one decode step", 0.2),
     Parameter("eta_mfu", "tensor-core efficiency", True, 1.0, 0.08, 0.02, 1.0,
               "a low-load run for the prefill cost (a request's TTFT when it is alone), or a saturated "
-              "one (--request-rate inf) for the compute-bound throughput"),
+              "one (--request-rate inf) for the compute-bound throughput", 0.2),
     Parameter("eta_attn", "KV-read efficiency", True, 1.0, 0.08, 0.02, 1.0,
               "a loaded run with long prompts (such as --random-input-len 4096 at a rate well above "
-              "one request at a time) for the cost of reading the KV cache"),
+              "one request at a time) for the cost of reading the KV cache", 0.2),
     Parameter("overhead_s", "fixed host cost per iteration", False, 1e-3, 0.3, 0.0, 0.1,
               "a low-load run and a saturated one, to split the fixed cost of an iteration from its "
-              "weight reads"),
+              "weight reads", 0.5),
     Parameter("overhead_per_seq_s", "host cost per sequence per iteration", False, 1e-5, 0.3, 0.0, 0.01,
-              "a loaded run (a rate near saturation, or --request-rate inf) for the per-sequence cost"),
+              "a loaded run (a rate near saturation, or --request-rate inf) for the per-sequence cost", 0.5),
 )
 PARAMETER_NAMES = tuple(p.name for p in PARAMETERS)
 _BY_NAME = {p.name: p for p in PARAMETERS}
@@ -82,11 +84,19 @@ METRICS: tuple[tuple[str, str], ...] = (
 """What a fit matches, as `vllm bench serve` names it."""
 METRIC_KEYS = tuple(k for k, _ in METRICS)
 
-NOISE_FLOOR = 0.003
-"""The least scatter assumed of a measured figure (0.3 %): a request served alone takes the same
+NOISE_FLOOR = 0.005
+"""The least scatter assumed of a measured figure (0.5 %): a request served alone takes the same
 time run after run to about that, so a perfect fit does not claim infinitely tight parameters.
 Figures that move more with the traffic's draws get their own, larger scatter (`SPREAD_SEEDS`)."""
+MAX_SPREAD = 0.02
+"""The most scatter credited to a figure (2 %): three draws say little about a spread, and a loaded
+run must still count, since it alone pins the per-sequence cost."""
+MIN_STEP_SCALE = 0.1
+"""The finest finite-difference steps, as a share of each parameter's first (wide) step."""
 SPREAD_SEEDS = 3
+NUDGE = 0.03
+"""A nudge of the parameters, as a share of their first finite-difference steps (0.24 % of an
+efficiency, 9 us of the fixed overhead): too small to change a trend, enough to show jitter."""
 """Runs (seeds) per point that measure how much each metric moves with the traffic's draws."""
 MAX_INFLATION = 200.0
 """A parameter whose variance inflation factor (how much the other parameters can stand in for
@@ -229,15 +239,21 @@ class _Problem:
         return [np.array(results[i * n:(i + 1) * n]) for i in range(len(zs))]
 
     def measure_spread(self, z: np.ndarray, first: np.ndarray) -> None:
-        """Each metric's scatter from the traffic's draws alone: the same runs with other seeds
-        (at least NOISE_FLOOR). A median TTFT near saturation moves by several per cent from one
-        draw of arrivals to the next; a request alone is the same every time. Residuals are
-        weighted by it, so the steady numbers steer the fit and the jittery ones do not."""
-        runs = [first] + [self.simulate([z], seed_offset=k)[0] for k in range(1, SPREAD_SEEDS)]
+        """Each figure's scatter, at least NOISE_FLOOR and at most MAX_SPREAD: how much it moves
+        with the traffic's draws (the same runs with other seeds), or with a nudge of the
+        parameters too small to matter (a fraction of a per cent: it moves iteration boundaries
+        past arrivals, and a median TTFT under load jumps by per cents with them), whichever is
+        more. A request alone is the same every time. Residuals are weighted by it, so the
+        steady figures steer the fit and the jittery ones do not."""
+        seeds = [first] + [self.simulate([z], seed_offset=k)[0] for k in range(1, SPREAD_SEEDS)]
+        rng = np.random.default_rng(0)
+        nudges = [z + NUDGE * np.array([p.step for p in self.params]) * rng.choice([-1.0, 1.0], len(z))
+                  for _ in range(SPREAD_SEEDS - 1)]
+        nudged = [first] + self.simulate([_clip(self.params, n) for n in nudges])
         with np.errstate(invalid="ignore", divide="ignore"):
-            logs = np.log(np.array(runs))
-            spread = np.nanstd(logs, axis=0, ddof=1)
-        self.spread = np.maximum(NOISE_FLOOR, np.where(np.isfinite(spread), spread, NOISE_FLOOR))
+            spread = np.fmax(np.nanstd(np.log(np.array(seeds)), axis=0, ddof=1),
+                             np.nanstd(np.log(np.array(nudged)), axis=0, ddof=1))
+        self.spread = np.clip(np.where(np.isfinite(spread), spread, NOISE_FLOOR), NOISE_FLOOR, MAX_SPREAD)
 
     def residuals(self, simulated: np.ndarray) -> np.ndarray:
         """log(simulated / measured) over each metric's scatter, NaN where either is
@@ -254,15 +270,16 @@ class _Problem:
         return np.isfinite(self.measured)
 
 
-def _jacobian(problem: _Problem, z: np.ndarray, r0: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _jacobian(problem: _Problem, z: np.ndarray, mask: np.ndarray, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Central differences over each parameter's step (one-sided at a bound): d residual /
-    d search unit. Wide steps on purpose: a step moves many iterations' boundaries past the
-    arrivals, so the slope it measures is the trend, not one scheduling accident."""
+    d search unit. Wide steps first (`scale` 1): a step moves many iterations' boundaries past
+    the arrivals, so the slope it measures is the trend, not one scheduling accident; narrower
+    ones once the search stalls near the answer."""
     zs, spans = [], []
     for i, p in enumerate(problem.params):
         up, down = z.copy(), z.copy()
-        up[i] += p.step
-        down[i] -= p.step
+        up[i] += p.step * scale
+        down[i] -= p.step * scale
         up[i] = _clip([p], up[i:i + 1])[0]
         down[i] = _clip([p], down[i:i + 1])[0]
         zs += [up, down]
@@ -292,13 +309,21 @@ def _inflation(jac: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def check_identifiable(problem: _Problem, jac: np.ndarray) -> None:
-    """Raise FitError naming the measurement missing for each parameter the points cannot pin."""
+    """Raise FitError naming the measurement missing for each parameter the points cannot pin:
+    one no figure depends on, one another parameter (or a mix of them) can stand in for
+    (variance inflation above MAX_INFLATION), or one the figures' scatter would leave looser than
+    its `loose` limit."""
     norms, vif = _inflation(jac)
+    try:
+        sd = np.sqrt(np.clip(np.diag(np.linalg.inv(jac.T @ jac)), 0, None))
+    except np.linalg.LinAlgError:
+        sd = np.full(len(norms), np.inf)
     params = problem.params
     # A unit of search (a factor e of an efficiency, `scale` seconds of an overhead) must move
-    # some metric.
+    # some figure by more than its scatter.
     silent = [p for p, n in zip(params, norms) if not n >= MIN_EFFECT]
-    tangled = [p for p, v in zip(params, vif) if p not in silent and not v <= MAX_INFLATION]
+    tangled = [p for p, v, e in zip(params, vif, sd)
+               if p not in silent and not (v <= MAX_INFLATION and e <= p.loose)]
     if not silent and not tangled:
         return
     lines = []
@@ -360,41 +385,45 @@ def fit(points: Sequence[Point], profiles: ProfileSet, gpu_id: str, model_id: st
     r = problem.residuals(before)
     cost = float(np.sum(r[mask] ** 2))
     say("measuring how each parameter moves the results")
-    jac, _ = _jacobian(problem, z, r, mask)
+    jac, _ = _jacobian(problem, z, mask)
     check_identifiable(problem, jac)
 
     lam = 1e-2
+    scale = 1.0
     iterations = 0
     current = before
     while iterations < max_iterations:
         iterations += 1
         g = jac.T @ r[mask]
         h = jac.T @ jac
-        improved = False
-        for _ in range(8):
-            step = -np.linalg.solve(h + lam * np.diag(np.diag(h) + 1e-12), g)
+        gain = 0.0
+        for _ in range(6):
+            step = _bounded_step(params, z, h, g, lam)
             z_new = _clip(params, z + step)
             if np.allclose(z_new, z, atol=1e-7, rtol=0):
                 break
             sim = problem.simulate([z_new])[0]
             r_new = problem.residuals(sim)
-            if not np.isfinite(r_new[mask]).all():
-                lam *= 4
-                continue
-            cost_new = float(np.sum(r_new[mask] ** 2))
+            cost_new = float(np.sum(r_new[mask] ** 2)) if np.isfinite(r_new[mask]).all() else math.inf
             if cost_new < cost:
                 gain = (cost - cost_new) / max(cost, 1e-300)
                 z, r, cost, current = z_new, r_new, cost_new, sim
                 lam = max(lam / 3, 1e-7)
-                improved = True
                 break
             lam *= 4
         say(f"iteration {iterations}: rms error {_rms(problem.errors(current), mask):.2%}")
-        if not improved or gain < tolerance or cost < 1e-8:
+        if cost < 1e-8:
             break
-        jac, _ = _jacobian(problem, z, r, mask)
+        if gain < tolerance:  # stalled: look closer, or stop when already close
+            if scale <= MIN_STEP_SCALE:
+                break
+            scale /= 3
+            lam = 1e-2
+        jac, _ = _jacobian(problem, z, mask, scale)
 
     values = problem.values(z)
+    if scale < 1.0:  # the uncertainty is the trend's: wide steps again, at the answer
+        jac, _ = _jacobian(problem, z, mask)
     dof = max(1, m - len(params))
     # Residuals are in units of each figure's scatter: a fit no better than that keeps the
     # scatter as the noise, a worse one scales it up.
@@ -412,6 +441,30 @@ def fit(points: Sequence[Point], profiles: ProfileSet, gpu_id: str, model_id: st
         measured=problem.measured, before=before, after=current,
         rms_before=_rms(problem.errors(before), mask), rms_after=_rms(problem.errors(current), mask),
         iterations=iterations, evaluations=problem.evaluations, noise=noise, spread=problem.spread)
+
+
+def _bounded_step(params: Sequence[Parameter], z: np.ndarray, h: np.ndarray, g: np.ndarray,
+                  lam: float) -> np.ndarray:
+    """The damped Gauss-Newton step, with a parameter that sits at a bound and would be pushed
+    past it held there (the others solved without it), so a bound does not stall the search."""
+    free = np.ones(len(params), dtype=bool)
+    for _ in range(len(params)):
+        step = np.zeros(len(params))
+        idx = np.flatnonzero(free)
+        if not len(idx):
+            return step
+        sub = h[np.ix_(idx, idx)]
+        step[idx] = -np.linalg.solve(sub + lam * np.diag(np.diag(sub) + 1e-12), g[idx])
+        blocked = False
+        for i in idx:
+            p = params[i]
+            value = _from_search(p, z[i])
+            if (value <= p.low and step[i] < 0) or (value >= p.high and step[i] > 0):
+                free[i] = False
+                blocked = True
+        if not blocked:
+            return step
+    return np.zeros(len(params))
 
 
 def _rms(r: np.ndarray, mask: np.ndarray) -> float:
