@@ -19,6 +19,11 @@ class AppSettings:
     reset_progress: bool = False
     scenario_path: Path | None = None
     """`--scenario FILE`: open the playground on this scenario."""
+    gpu: str | None = None
+    """`--gpu NAME` or `--gpu auto`: the learner's GPU (the cheat sheet and playground start on
+    it, step 2's drill offers it, the header names it); found after the first frame."""
+    profiles_path: str | None = None
+    """`--profiles FILE`: extra or calibrated GPU and model profiles."""
     autorun: bool = True
     """Start the driver's clock. Tests turn it off and advance by single iterations, so every
     frame they capture is the same."""

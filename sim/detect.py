@@ -98,7 +98,7 @@ class Detection:
     def short(self) -> str:
         """A few words for a header: the GPU and its count, or why the lesson's GPU runs."""
         if self.outcome == FOUND:
-            return self.gpus_text() if self.count > 1 else self.profile_name
+            return f"{self.count} x {self.profile_name}" if self.count > 1 else self.profile_name
         return {UNKNOWN: f"unknown GPU {self.gpus[0].name}" if self.gpus else "unknown GPU",
                 NO_NVIDIA_SMI: "no GPU found", NO_GPU: "no GPU found",
                 FAILED: "nvidia-smi failed"}[self.outcome]

@@ -115,6 +115,15 @@ class TutorialScreen(Screen):
         if self.app.startup_notice:
             self.say(self.app.startup_notice)
 
+    async def learner_gpu_known(self, gpu, changed: set) -> None:
+        """`--gpu` answered: the header names the GPU, the notice says what was found, and the
+        step on show opens again if it is one that starts on that GPU."""
+        self.query_one(StepHeader).show_gpu(self.app.words(gpu.label))
+        if self.index in changed:
+            await self.show_step(self.index)
+        if gpu.notice:
+            self.say(gpu.notice)
+
     def say(self, message: str, error: bool = False) -> None:
         """Put a line in front of the learner until the next one (or the next step)."""
         self.query_one(NoticeLine).say(self.app.words(message), error)

@@ -64,7 +64,7 @@ def test_two_a100_40gb_count_and_the_first_counts(tmp_path, monkeypatch, profile
     found = d.detect(profiles)
     assert found.profile_id == "a100-40gb" and found.count == 2
     assert found.gpus_text() == "2 x NVIDIA A100-SXM4-40GB (40 GiB)"
-    assert found.short() == "2 x NVIDIA A100-SXM4-40GB (40 GiB)"
+    assert found.short() == "2 x A100 40 GB SXM"
 
 
 def test_an_unknown_gpu_falls_back_to_the_lessons_h100(tmp_path, monkeypatch, profiles):
