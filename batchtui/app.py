@@ -7,6 +7,7 @@ from textual.app import App
 from textual.geometry import Size
 from textual.scrollbar import ScrollBar, ScrollBarRender
 
+from .ending import Ending
 from .glyphs import ascii_text
 from .progress import Progress, ProgressStore
 from .screens.help import HelpScreen
@@ -45,6 +46,8 @@ class BatchApp(App):
         self.learner_gpu = None
         """`--gpu`: the learner's GPU (a `learner_gpu.LearnerGpu`) once found."""
         self._old_scrollbar = ScrollBar.renderer
+        self.ending = Ending(self)
+        """How this run ends: the terminal watched, signals, errors nothing caught, the status."""
 
     def on_mount(self) -> None:
         self.theme = THEME
@@ -55,10 +58,19 @@ class BatchApp(App):
         self.progress, self.startup_notice = self.store.load()
         numbers = [s.number for s in summaries_of(self.steps)]
         wanted = self.settings.start_step or self.progress.current_step
+        if wanted not in numbers:
+            shown = wanted if wanted < 10**6 else "beyond the last"
+            missing = f"Saved progress pointed at step {shown}, which does not exist; opened step {numbers[0]}."
+            self.startup_notice = f"{self.startup_notice} {missing}" if self.startup_notice else missing
         index = numbers.index(wanted) if wanted in numbers else 0
         self.tutorial = TutorialScreen(self.steps, index)
+        # Its breakpoint class now rather than at its first resize, which would restyle every
+        # widget once more before the first frame (about a tenth of the time to it).
+        self.tutorial.add_class(*breakpoint_classes(TutorialScreen, self.size))
         self.push_screen(self.tutorial)
         self.call_after_refresh(self._check_size)
+        if not self.is_headless:
+            self.ending.start()
         if self.settings.gpu:
             self.call_after_refresh(self._find_learner_gpu)
 
@@ -90,6 +102,18 @@ class BatchApp(App):
 
     def on_unmount(self) -> None:
         ScrollBar.renderer = self._old_scrollbar
+        self.ending.stop()
+
+    def _handle_exception(self, error: Exception) -> None:
+        # Textual's hook for an exception nothing else caught. Its default prints the traceback
+        # with every local variable (once, a whole progress file's text); a learner gets one
+        # line instead and a capped report (see `ending`). Tests (headless) keep Textual's way,
+        # so a failing test shows its traceback.
+        if self.is_headless:
+            super()._handle_exception(error)
+            return
+        self.ending.unexpected(error)
+        self.panic()  # stop at once, print nothing: `tui.run_app` prints the line
 
     def words(self, text: str) -> str:
         """Text as this terminal shows it: plain ASCII under `--ascii`."""
@@ -128,3 +152,16 @@ class BatchApp(App):
     def action_help(self) -> None:
         if not isinstance(self.screen, (HelpScreen, TooSmallScreen)):
             self.push_screen(HelpScreen())
+
+
+def breakpoint_classes(screen_class, size: Size) -> list[str]:
+    """The classes Textual gives a screen of this class at `size` (for each axis, the highest
+    breakpoint it reaches), so a screen can carry them from the start."""
+    classes = []
+    for breakpoints, extent in ((screen_class.HORIZONTAL_BREAKPOINTS, size.width),
+                                (screen_class.VERTICAL_BREAKPOINTS, size.height)):
+        reached = [(threshold, name) for threshold, name in breakpoints or () if extent >= threshold]
+        if reached:
+            classes.append(max(reached)[1])
+    return classes
+

@@ -1,21 +1,31 @@
 """A learner's progress: the step they are on, the activities they finished, their answers.
 
 Kept as one small JSON file under `$XDG_STATE_HOME/batchtui/` (or `~/.local/state/batchtui/`).
-Every write goes to a temporary file first and replaces the old one, so a crash mid-write never
-leaves half a file. A file that cannot be read is renamed aside and reported in one line: losing
-a bookmark must never stop the tutorial from opening.
+Every write goes to a temporary file first, is synced, and replaces the old one (the directory is
+synced too), so a crash mid-write never leaves half a file; temporary files a killed run left
+behind are removed at the next start. A file that cannot be read, whatever it holds, is renamed
+aside and reported in one line: losing a bookmark must never stop the tutorial from opening. A
+file from a newer batchtui is kept aside as it is, never overwritten.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
+import time
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
 FILE_NAME = "progress.json"
 FORMAT_VERSION = 1
+MAX_FILE_BYTES = 1 << 20
+"""A real progress file is a few kilobytes; anything past this is not ours and is not read."""
+STALE_TEMPORARY_S = 60.0
+"""A temporary file older than this belongs to a run that died mid-write (a write takes ms)."""
+TEMPORARY_SUFFIX = ".tmp"
 
 
 def state_dir() -> Path:
@@ -24,6 +34,67 @@ def state_dir() -> Path:
     # The spec says a relative path is invalid and must be ignored.
     base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "state"
     return base / "batchtui"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace `path` with `text` so that a crash at any moment leaves the old file or the new one.
+
+    The text goes to a hidden temporary file beside it (`.NAME-*.tmp`), is synced, renamed over
+    `path`, and the directory is synced so the rename itself survives a power cut. Raises OSError.
+    """
+    directory = path.parent
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=TEMPORARY_SUFFIX, dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as tmp:
+            tmp.write(text)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    _sync_directory(directory)
+
+
+def _sync_directory(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems cannot sync a directory; the rename has still happened
+    finally:
+        os.close(fd)
+
+
+def remove_stale_temporaries(directory: Path, now: float | None = None) -> int:
+    """Delete `.*.tmp` files left by runs killed mid-write; returns how many went."""
+    now = time.time() if now is None else now
+    removed = 0
+    try:
+        candidates = list(directory.glob(f".*{TEMPORARY_SUFFIX}"))
+    except OSError:
+        return 0
+    for candidate in candidates:
+        try:
+            if candidate.is_file() and now - candidate.stat().st_mtime > STALE_TEMPORARY_S:
+                candidate.unlink()
+                removed += 1
+        except OSError:
+            pass  # another run's, or already gone
+    return removed
+
+
+def clean_text(text: str) -> str:
+    """An answer as the app may show it again: no control characters, no unpaired surrogates."""
+    return "".join(
+        "\ufffd" if unicodedata.category(ch) == "Cs" else ch
+        for ch in text
+        if unicodedata.category(ch) != "Cc"
+    )
 
 
 @dataclass
@@ -52,19 +123,21 @@ class Progress:
         step = data.get("current_step", 1)
         completed = data.get("completed", [])
         answers = data.get("answers", {})
-        if isinstance(step, bool) or not isinstance(step, int) or step < 1:
+        if not _is_int(step) or step < 1:
             raise ValueError("current_step is not a step number")
-        if not isinstance(completed, list) or not all(
-            isinstance(n, int) and not isinstance(n, bool) for n in completed
-        ):
+        if not isinstance(completed, list) or not all(_is_int(n) for n in completed):
             raise ValueError("completed is not a list of step numbers")
         if not isinstance(answers, dict) or not all(isinstance(v, str) for v in answers.values()):
             raise ValueError("answers is not a table of text")
         try:
-            answers_by_step = {int(k): v for k, v in answers.items()}
+            answers_by_step = {int(k): clean_text(v) for k, v in answers.items()}
         except ValueError:
             raise ValueError("answers are not keyed by step number") from None
         return cls(current_step=step, completed=set(completed), answers=answers_by_step)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class ProgressStore:
@@ -75,34 +148,48 @@ class ProgressStore:
         self.path = self.directory / FILE_NAME
         self.save_failed = False
         """Set once a save failed, so the app reports it once rather than on every step."""
+        self.keep_file = False
+        """Set when a file that could not be used could not be moved aside either: this session
+        then never writes over it."""
 
     def load(self) -> tuple[Progress, str | None]:
         """The saved progress (or a fresh one) and a one-line notice if the file was set aside."""
+        remove_stale_temporaries(self.directory)
         try:
-            text = self.path.read_text(encoding="utf-8")
+            if not stat.S_ISREG(self.path.stat().st_mode):  # a FIFO would never finish reading
+                return Progress(), self._set_aside("not a regular file")
+            with open(self.path, "rb") as file:
+                raw = file.read(MAX_FILE_BYTES + 1)
         except FileNotFoundError:
             return Progress(), None
-        except (OSError, UnicodeDecodeError) as exc:
+        except OSError as exc:
             return Progress(), self._set_aside(_reason(exc))
+        if len(raw) > MAX_FILE_BYTES:
+            return Progress(), self._set_aside(f"larger than {MAX_FILE_BYTES // 1024} KiB")
         try:
-            return Progress.from_json(json.loads(text)), None
+            data = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            return Progress(), self._set_aside("not UTF-8 text")
+        except RecursionError:
+            return Progress(), self._set_aside("nested too deeply")
         except ValueError as exc:  # json.JSONDecodeError is a ValueError too
-            return Progress(), self._set_aside(str(exc).split("\n")[0])
+            return Progress(), self._set_aside(_first_line(exc))
+        version = data.get("version", FORMAT_VERSION) if isinstance(data, dict) else FORMAT_VERSION
+        if not _is_int(version) or version < 1:
+            return Progress(), self._set_aside("its version is not a format number")
+        if version > FORMAT_VERSION:
+            return Progress(), self._keep_newer(version)
+        try:
+            return Progress.from_json(data), None
+        except ValueError as exc:
+            return Progress(), self._set_aside(_first_line(exc))
 
     def save(self, progress: Progress) -> str | None:
         """Write atomically. Returns a one-line notice on the first failure, else None."""
+        if self.keep_file:
+            return None  # the load notice said so
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp_name = tempfile.mkstemp(prefix=".progress-", suffix=".tmp", dir=self.directory)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as tmp:
-                    json.dump(progress.to_json(), tmp, indent=1)
-                    tmp.flush()
-                    os.fsync(tmp.fileno())
-                os.replace(tmp_name, self.path)
-            except BaseException:
-                Path(tmp_name).unlink(missing_ok=True)
-                raise
+            write_atomically(self.path, json.dumps(progress.to_json(), indent=1))
         except OSError as exc:
             if self.save_failed:
                 return None
@@ -119,16 +206,40 @@ class ProgressStore:
             pass
 
     def _set_aside(self, reason: str) -> str:
-        aside = self.path.with_name(FILE_NAME + ".unreadable")
+        aside, error = self._move_aside("unreadable")
+        if error:
+            return (f"Saved progress in {self.path} is unreadable ({reason}) and could not be moved ({error}); "
+                    "starting at step 1 without saving over it.")
+        return f"Saved progress was unreadable ({reason}); moved it to {aside.name} and started at step 1."
+
+    def _keep_newer(self, version: int) -> str:
+        shown = version if version < 10**6 else "?"
+        aside, error = self._move_aside(f"v{shown}")
+        if error:
+            return (f"Saved progress in {self.path} is from a newer batchtui (format {shown}) and could not "
+                    f"be moved ({error}); starting at step 1 without saving over it.")
+        return (f"Saved progress is from a newer batchtui (format {shown}); kept it untouched as "
+                f"{aside.name} and started at step 1.")
+
+    def _move_aside(self, label: str) -> tuple[Path, str | None]:
+        """Rename the file to `progress.json.LABEL` (or `-2`, `-3`... if taken); (path, error)."""
+        aside = self.path.with_name(f"{FILE_NAME}.{label}")
         n = 1
         while aside.exists():
             n += 1
-            aside = self.path.with_name(f"{FILE_NAME}.unreadable-{n}")
+            aside = self.path.with_name(f"{FILE_NAME}.{label}-{n}")
         try:
             os.replace(self.path, aside)
         except OSError as exc:
-            return f"Saved progress in {self.path} is unreadable ({reason}) and could not be moved ({_reason(exc)}); starting at step 1."
-        return f"Saved progress was unreadable ({reason}); moved it to {aside.name} and started at step 1."
+            self.keep_file = True
+            return aside, _reason(exc)
+        _sync_directory(self.directory)
+        return aside, None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).split("\n")[0]
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def _reason(exc: BaseException) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -28,7 +29,21 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_app(args: argparse.Namespace) -> int:
-    """Run the tutorial. User errors print one line to stderr and return 2."""
+    """Run the tutorial. User errors print one line to stderr and return 2.
+
+    Exit status: 0 after a quit; 1 if an error stopped the app (one line on stderr says where its
+    report is); 129 if the terminal went away; 130 or 143 after SIGINT or SIGTERM."""
+    try:
+        return _run_app(args)
+    except Exception as exc:  # before the app took the terminal: the same report and line
+        from . import crash
+        from .progress import state_dir
+
+        print(crash.record(state_dir(), exc, {"when": "starting the tutorial"}), file=sys.stderr)
+        return 1
+
+
+def _run_app(args: argparse.Namespace) -> int:
     from sim.errors import SimError
 
     from .settings import AppSettings
@@ -52,14 +67,12 @@ def run_app(args: argparse.Namespace) -> int:
         return 2
     start = args.step
     if args.scenario is not None:
-        from sim.scenario import Scenario
+        from .scenario_files import Unusable, read_scenario
 
         try:
-            scenario = Scenario.load(args.scenario)
-            scenario.engine_config()
-            scenario.deployment()
-        except SimError as exc:
-            print(f"batchtui: {exc}", file=sys.stderr)
+            scenario = read_scenario(args.scenario)
+        except Unusable as exc:
+            print(f"batchtui: --scenario: {exc}", file=sys.stderr)
             return 2
         from dataclasses import replace
 
@@ -86,14 +99,22 @@ def run_app(args: argparse.Namespace) -> int:
         except SimError as exc:
             print(f"batchtui: {exc}", file=sys.stderr)
             return 2
+    if "TEXTUAL_DRIVER" not in os.environ and not sys.stdin.isatty():  # (textual-serve sets it)
+        print("batchtui: the tutorial reads its keys from a terminal, and its input is not one; "
+              "the headless tools (batchtui sim, sweep, plan, steps, trace, calibrate, compare) need none.", file=sys.stderr)
+        return 2
     settings = AppSettings(ascii_only=args.ascii, fps=args.fps, start_step=start,
                            reset_progress=args.reset_progress, scenario_path=args.scenario,
                            gpu=gpu, profiles_path=profiles_path)
 
     from .app import BatchApp
 
-    BatchApp(step_list, settings).run(mouse=False)
-    return 0
+    app = BatchApp(step_list, settings)
+    try:
+        app.run(mouse=False)
+    except Exception as exc:  # outside Textual's loop: starting or stopping the terminal driver
+        return app.ending.finish(exc)
+    return app.ending.finish()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,11 +1,15 @@
-"""How fast and how cheap the tutorial is over a terminal: runs `batchtui` on a pseudo-terminal
-and prints time to first full frame, bytes/s and CPU while animating and while paused, and memory
+"""How fast and how cheap the tutorial is over a terminal: runs the installed `batchtui` command
+on a pseudo-terminal, as a learner launches it, and prints time to the first full frame (beside a
+yardstick timed in the same run), bytes/s and CPU while animating and while paused, and memory
 growth over a run.
 
-    python benchmarks/app_benchmark.py                 # 80x24 and 120x40, 20 s of animation
-    python benchmarks/app_benchmark.py --duration 600  # ten minutes: does memory grow?
+    python benchmarks/app_benchmark.py                     # first frame; 80x24 and 120x40, 20 s of animation
+    python benchmarks/app_benchmark.py --duration 600      # ten minutes: does memory grow?
+    python benchmarks/app_benchmark.py --first-frame-only  # just the launches
 
-Figures depend on the machine; the goals (issue 4) are < 0.6 s to the first frame, < 30 KB/s at
+The yardstick is the smallest Textual app (a Static and a Footer) launched the same way and
+alternating with `batchtui`, so the ratio of the two medians holds on a busy machine where
+absolute times do not. Goals: first frame within 1.5x the yardstick (issue 14), < 30 KB/s at
 80x24 and 10 fps in 256 colours, < 25 % of one core animating, about 0 while paused.
 """
 
@@ -15,7 +19,9 @@ import argparse
 import fcntl
 import os
 import select
+import shutil
 import signal
+import statistics
 import struct
 import subprocess
 import sys
@@ -25,6 +31,20 @@ import time
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 FIRST_FRAME_MARK = b"next"  # the footer's first key label: the last thing a full frame draws
+YARDSTICK_MARK = b"yardstick"
+YARDSTICK = """
+from textual.app import App
+from textual.widgets import Footer, Static
+
+class Yardstick(App):
+    BINDINGS = [("q", "quit", "yardstick")]
+
+    def compose(self):
+        yield Static("The smallest Textual app: a Static and a Footer.")
+        yield Footer()
+
+Yardstick().run(mouse=False)
+"""
 
 
 class PtyApp:
@@ -36,6 +56,7 @@ class PtyApp:
         env = dict(os.environ, TERM="xterm-256color", XDG_STATE_HOME=state_dir)
         env.pop("COLORTERM", None)  # 256 colours, as over a plain SSH session
         env.pop("NO_COLOR", None)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: modules load from their .pyc
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(command, stdin=slave, stdout=slave, stderr=slave, env=env,
                                      start_new_session=True, close_fds=True)
@@ -106,6 +127,41 @@ class PtyApp:
         os.close(self.master)
 
 
+def installed_batchtui() -> str:
+    """The `batchtui` console script of this interpreter's environment, as a learner runs it."""
+    found = shutil.which("batchtui", path=os.path.dirname(sys.executable))
+    if found is None:
+        raise SystemExit(f"no batchtui command beside {sys.executable}: pip install . first")
+    return found
+
+
+def first_frame(command: list[str], mark: bytes, cols: int = 80, rows: int = 24) -> float:
+    """Seconds from launch to `mark` on the terminal (fresh state each time: a first launch)."""
+    with tempfile.TemporaryDirectory() as state:
+        app = PtyApp(command, cols, rows, state)
+        try:
+            seconds = app.wait_for(mark, timeout=30)
+        finally:
+            app.close()
+    if seconds is None:
+        raise SystemExit(f"no frame from {command[0]} within 30 s; last output: {app.buffer[-400:]!r}")
+    return seconds
+
+
+def compare_first_frames(command: list[str], launches: int) -> dict:
+    """Alternate launches of `command` and of the yardstick; medians and their ratio."""
+    yardstick = [sys.executable, "-c", YARDSTICK]
+    first_frame(yardstick, YARDSTICK_MARK)  # warm-up: byte code written, files in the page cache
+    first_frame(command, FIRST_FRAME_MARK)
+    ours, theirs = [], []
+    for _ in range(launches):
+        theirs.append(first_frame(yardstick, YARDSTICK_MARK))
+        ours.append(first_frame(command, FIRST_FRAME_MARK))
+    return {"batchtui": statistics.median(ours), "yardstick": statistics.median(theirs),
+            "ratio": statistics.median(ours) / statistics.median(theirs),
+            "batchtui_all": ours, "yardstick_all": theirs}
+
+
 def run(command: list[str], cols: int, rows: int, duration: float, window: float) -> dict:
     with tempfile.TemporaryDirectory() as state:
         app = PtyApp(command, cols, rows, state)
@@ -136,9 +192,24 @@ def main() -> int:
     parser.add_argument("--sizes", default="80x24,120x40")
     parser.add_argument("--step", type=int, default=6, help="the step to animate (default 6)")
     parser.add_argument("--fps", type=int, default=10)
+    parser.add_argument("--launches", type=int, default=7, help="launches of each app for the first frame (default 7)")
+    parser.add_argument("--first-frame-only", action="store_true")
     args = parser.parse_args()
-    command = [sys.executable, "-m", "batchtui.tui", "--step", str(args.step), "--fps", str(args.fps)]
-    print(f"command: {' '.join(command)}   TERM=xterm-256color, no COLORTERM (256 colours)")
+    batchtui = installed_batchtui()
+
+    print(f"first frame at 80x24: `{batchtui}` (first launch, step 1) against the yardstick, "
+          f"{args.launches} launches each, alternating")
+    frames = compare_first_frames([batchtui], args.launches)
+    print(f"  batchtui   median {frames['batchtui']:.2f} s   "
+          f"({', '.join(f'{t:.2f}' for t in frames['batchtui_all'])})")
+    print(f"  yardstick  median {frames['yardstick']:.2f} s   "
+          f"({', '.join(f'{t:.2f}' for t in frames['yardstick_all'])})")
+    print(f"  ratio      {frames['ratio']:.2f}x   (goal: at most 1.5x)")
+    if args.first_frame_only:
+        return 0
+
+    command = [batchtui, "--step", str(args.step), "--fps", str(args.fps)]
+    print(f"\ncommand: {' '.join(command)}   TERM=xterm-256color, no COLORTERM (256 colours)")
     print(f"{'size':>8} {'first frame':>12} {'anim KB/s':>10} {'anim CPU':>9} {'paused B/s':>11} "
           f"{'paused CPU':>11} {'RSS start':>10} {'RSS end':>9}")
     for size in args.sizes.split(","):

@@ -6,12 +6,13 @@ from pathlib import Path
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from .modal import OverlayScreen
 
-class ContentsScreen(ModalScreen[int | None]):
+
+class ContentsScreen(OverlayScreen[int | None]):
     """Dismisses with the chosen step number, or None (t, q, Escape)."""
 
     CSS_PATH = Path(__file__).with_suffix(".tcss")
@@ -47,6 +48,3 @@ class ContentsScreen(ModalScreen[int | None]):
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(int(event.option.id.removeprefix("step-")))
-
-    def action_close(self) -> None:
-        self.dismiss(None)

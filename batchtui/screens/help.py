@@ -7,18 +7,18 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from .. import keys
 from ..widgets.pane import Pane
+from .modal import OverlayScreen
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(OverlayScreen[None]):
     """Closes with ?, q, Escape or Enter: Escape is never the only way out."""
 
     CSS_PATH = Path(__file__).with_suffix(".tcss")
-    BINDINGS = [("question_mark,q,escape,enter,f1", "app.pop_screen", "close")]
+    BINDINGS = [("question_mark,q,escape,enter,f1", "close", "close")]
 
     def compose(self) -> ComposeResult:
         ascii_only = self.app.settings.ascii_only

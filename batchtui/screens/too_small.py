@@ -28,8 +28,12 @@ class TooSmallScreen(Screen):
         self._say()
 
     def _say(self) -> None:
+        # Short lines, most important first: the whole message fits 30x8, and what a tinier
+        # terminal cuts off is the least needed.
         width, height = self.app.size
         self.query_one(Static).update(
-            f"Please enlarge the terminal to at least {MIN_WIDTH}x{MIN_HEIGHT}.\n"
-            f"It is {width}x{height} now. (q quits)"
+            f"Terminal too small: {width}x{height}.\n"
+            f"batchtui needs at least {MIN_WIDTH}x{MIN_HEIGHT}:\n"
+            "please enlarge it.\n"
+            "(q quits)"
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -75,6 +76,11 @@ class TutorialScreen(Screen):
         self._first_opening = True
         self._swept = None
         """The scenario the curve view's latest sweep is of (an older one arriving late is dropped)."""
+        self.scenario_file: Path | None = None
+        """The playground's file last saved or opened (the prompts suggest it)."""
+        self._changing = asyncio.Lock()
+        """Held while a step opens or its activity changes: keys and a table-of-contents choice
+        arriving together take turns, so none works on widgets another is replacing."""
 
     @property
     def step(self):
@@ -131,6 +137,11 @@ class TutorialScreen(Screen):
     # -- steps
     async def show_step(self, index: int) -> None:
         """Open step `index` (0-based): its text, dials, views and a fresh simulation."""
+        async with self._changing:
+            if self.is_attached:  # not while the app is closing
+                await self._show_step(index)
+
+    async def _show_step(self, index: int) -> None:
         index = max(0, min(len(self.summaries) - 1, index))
         try:
             step = self.steps[index]
@@ -362,36 +373,53 @@ class TutorialScreen(Screen):
         self._update_keys()
 
     async def action_give_up(self) -> None:
-        await self.query_one(ActivityPanel).give_up()
-        self._update_keys()  # a reading answered this way takes no more number keys
+        async with self._changing:
+            await self.query_one(ActivityPanel).give_up()
+            self._update_keys()  # a reading answered this way takes no more number keys
 
     async def action_new_question(self) -> None:
-        await self.query_one(ActivityPanel).new_question()
-        self._set_hints()
-        self._update_keys()  # a new reading question takes number keys again
+        async with self._changing:
+            await self.query_one(ActivityPanel).new_question()
+            self._set_hints()
+            self._update_keys()  # a new reading question takes number keys again
 
     def action_save_scenario(self) -> None:
-        from steps.activities import save_scenario
+        from ..scenario_files import save_scenario_file
+        from .file_prompt import FilePromptScreen
+
+        def chosen(path) -> None:
+            if path is not None and self.sim is not None and self.check_action("save_scenario", ()):
+                self.scenario_file = path
+                self.say(save_scenario_file(self.sim.engine.scenario, path))
 
         if self.sim is not None:
-            self.say(save_scenario(self.sim.engine.scenario, self.app.store.directory / "playground.toml"))
+            self.app.push_screen(FilePromptScreen("Save this scenario as", self._suggested_file(), saving=True,
+                                                  own_file=self.scenario_file), chosen)
 
-    async def action_load_scenario(self) -> None:
-        from steps.activities import load_scenario
+    def action_load_scenario(self) -> None:
+        from ..scenario_files import Unusable, read_scenario
+        from .file_prompt import FilePromptScreen
 
-        if self.sim is None:
-            return
-        path = self.app.store.directory / "playground.toml"
-        if not path.exists():
-            self.say(f"No saved scenario yet: w writes this one to {path}.")
-            return
-        scenario, message, loaded = load_scenario(path, self.sim.engine.scenario)
-        self.say(message, error=not loaded)
-        if loaded:
+        def chosen(path) -> None:
+            if path is None or self.sim is None or not self.check_action("load_scenario", ()):
+                return  # cancelled, or the step changed meanwhile
+            self.scenario_file = path
+            try:
+                scenario = read_scenario(path)
+            except Unusable as exc:
+                self.say(f"Kept the current scenario: {exc}", error=True)
+                return
+            self.say(f"Loaded the scenario from {path}.")
             self._stop_simulation()
             for dial in self.query(DialControl):
                 dial.set_value(dial.spec.value(scenario))
             self._start_simulation(scenario)
+
+        if self.sim is not None:
+            self.app.push_screen(FilePromptScreen("Open a scenario file", self._suggested_file(), saving=False), chosen)
+
+    def _suggested_file(self) -> Path:
+        return self.scenario_file or self.settings.scenario_path or self.app.store.directory / "playground.toml"
 
     # -- keys and focus
     def on_descendant_focus(self) -> None:

@@ -96,23 +96,27 @@ async def test_real_lessons_in_ascii_draw_only_ascii(make_app, lessons):
 
 
 async def test_playground_writes_and_opens_its_scenario_and_keeps_it_on_a_bad_file(make_app, lessons, state_dir):
+    from batchtui.screens.file_prompt import FilePromptScreen
     from batchtui.widgets.dial import DialControl
     from batchtui.widgets.notice_line import NoticeLine
 
     app = make_app(list(lessons), start_step=20)
     async with app.run_test(size=(80, 24)) as pilot:
         notice = app.screen.query_one(NoticeLine)
+        tutorial = app.screen
         path = state_dir / "playground.toml"
-        await pilot.press("o")
-        assert "No saved scenario yet" in notice.message
-        await pilot.press("w")
-        assert path.exists() and "Saved" in notice.message
+        await pilot.press("o", "enter")  # the prompt suggests playground.toml, not written yet
+        assert isinstance(app.screen, FilePromptScreen)
+        assert "There is no" in str(app.screen.query_one("#file-prompt-status").render())
+        await pilot.press("escape")
+        await pilot.press("w", "enter")
+        assert app.screen is tutorial and path.exists() and "Saved" in notice.message
         good = path.read_text()
         path.write_text('gpu = "tpu-v9')  # a line cut short
-        await pilot.press("o")
+        await pilot.press("o", "enter")
         assert "Kept the current scenario" in notice.message and "not valid TOML" in notice.message
         path.write_text(good.replace("max_num_seqs = 256", "max_num_seqs = 32"))
-        await pilot.press("o")
+        await pilot.press("o", "enter")
         await pilot.pause()
         assert "Loaded" in notice.message
         seats = next(d for d in app.screen.query(DialControl) if d.spec.name == "engine.max_num_seqs")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.message import Message
 
 from ..lesson import LessonMarkdown
@@ -69,12 +70,27 @@ class ActivityView(Vertical):
 
         def work() -> None:
             result = draw()
-            self.app.call_from_thread(present, result)
+            self.app.call_from_thread(self._present_while_shown, present, result)
 
         def start() -> None:
             self.run_worker(work, thread=True, group="question", exclusive=True)
 
         self.call_after_refresh(self.set_timer, self.PREPARE_DELAY, start)
+
+    async def _present_while_shown(self, present, result) -> None:
+        # This runs in a task of its own: the learner may leave the step or quit (and this view
+        # be removed, children first) before or while it runs. Then there is nothing left to
+        # show it in. (`display` turns False as soon as a removal starts.)
+        def gone() -> bool:
+            return not (self.is_attached and self.display)
+
+        if gone():
+            return
+        try:
+            await present(result)
+        except NoMatches:
+            if not gone():
+                raise
 
     def bring_into_view(self, widget, top: bool = False) -> None:
         """Scroll the lesson pane to `widget` once its new content is laid out (feedback and

@@ -1,0 +1,83 @@
+"""Scenario files the learner names (`--scenario FILE`, the playground's `o` and `w`): whatever a
+file holds, the answer is a scenario that runs or one line saying why not, never a crash or a hang.
+
+`steps.activities.load_scenario` knows the format; this module adds what a file picked by hand
+can do besides: be a folder, a FIFO that never ends, a gigabyte of text, nesting that overflows
+the parser, or settings that pass the checks and still cannot run.
+"""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+MAX_SCENARIO_BYTES = 256 * 1024
+"""A saved scenario is well under 2 KB; anything past this is not one."""
+
+
+def read_scenario(path: Path):
+    """The scenario in `path`, checked down to building its engine once. Raises `Unusable`."""
+    from sim.errors import SimError
+    from sim.scenario import Scenario
+
+    try:
+        info = path.stat()
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
+        raise Unusable(f"{path} cannot be read ({_reason(exc)})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise Unusable(f"{path} is {'a folder' if stat.S_ISDIR(info.st_mode) else 'not a regular file'}")
+    if info.st_size > MAX_SCENARIO_BYTES:
+        raise Unusable(f"{path} is {info.st_size:,} bytes, too large to be a scenario file")
+    try:
+        scenario = Scenario.load(path)
+        scenario.deployment()
+        scenario.engine_config()
+        scenario.workload.validate()
+    except SimError as exc:
+        raise Unusable(str(exc)) from None
+    except RecursionError:
+        raise Unusable(f"{path} is nested too deeply to be a scenario") from None
+    except Exception as exc:  # what the format's own checks did not expect
+        raise Unusable(f"{path} cannot be used ({_short(exc)})") from None
+    problem = _cannot_run(scenario)
+    if problem:
+        raise Unusable(f"{path} cannot run ({problem})")
+    return scenario
+
+
+class Unusable(Exception):
+    """A scenario file that cannot be used; the message says why, in one line."""
+
+
+def _cannot_run(scenario) -> str | None:
+    """Build the scenario's engine once: settings the format accepts may still be refused there
+    (a negative seed, a fractional number of prompts)."""
+    from sim.engine import Engine
+    from sim.errors import SimError
+
+    try:
+        Engine(scenario, live=True)
+    except SimError as exc:
+        return str(exc)
+    except (ArithmeticError, LookupError, MemoryError, TypeError, ValueError) as exc:
+        return _short(exc)
+    return None
+
+
+def save_scenario_file(scenario, path: Path) -> str:
+    """Write the scenario as TOML; returns one line for the learner."""
+    from steps.activities import save_scenario
+
+    try:
+        return save_scenario(scenario, path)
+    except (OSError, ValueError) as exc:
+        return f"Could not save to {path}: {_reason(exc)}."
+
+
+def _short(exc: BaseException, limit: int = 100) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _reason(exc: BaseException) -> str:
+    return getattr(exc, "strerror", None) or _short(exc)

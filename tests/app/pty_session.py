@@ -1,0 +1,133 @@
+"""The app on a pseudo-terminal, as a learner's terminal sees it: keys written as bytes (several
+in one write, as SSH and pastes deliver them), the screen read back through a terminal emulator."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import select
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+from pathlib import Path
+
+import pyte
+
+KEY_BYTES = {
+    "enter": b"\r", "tab": b"\t", "shift+tab": b"\x1b[Z", "escape": b"\x1b", "space": b" ",
+    "up": b"\x1b[A", "down": b"\x1b[B", "right": b"\x1b[C", "left": b"\x1b[D",
+    "backspace": b"\x7f", "ctrl+q": b"\x11", "ctrl+n": b"\x0e", "ctrl+p": b"\x10", "ctrl+t": b"\x14",
+    "ctrl+o": b"\x0f", "ctrl+d": b"\x04", "ctrl+r": b"\x12", "f1": b"\x1bOP",
+    "pagedown": b"\x1b[6~", "pageup": b"\x1b[5~", "home": b"\x1b[H", "end": b"\x1b[F",
+}
+
+
+def key_bytes(*keys: str) -> bytes:
+    """Bytes a terminal sends for these keys (single characters stand for themselves)."""
+    return b"".join(KEY_BYTES.get(k) or k.encode() for k in keys)
+
+
+class PtySession:
+    """`python -m batchtui ARGS` (or `command` + ARGS) on a pty of `cols`x`rows`, its state under
+    `state_home`.
+
+    The child gets its own session without a controlling terminal, so closing the pty sends it
+    no SIGHUP: what it sees is only a read error or end of file on its input."""
+
+    def __init__(self, args: list[str], state_home: Path, cols: int = 80, rows: int = 24,
+                 env: dict[str, str] | None = None, command: list[str] | None = None) -> None:
+        self.master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        environment = dict(os.environ, TERM="xterm-256color", XDG_STATE_HOME=str(state_home))
+        for name in ("NO_COLOR", "COLORTERM", "TEXTUAL", "TEXTUAL_DRIVER"):
+            environment.pop(name, None)
+        environment.update(env or {})
+        command = command or [sys.executable, "-m", "batchtui"]
+        # Its working directory is its own: a file prompt given a relative name writes there.
+        state_home.mkdir(parents=True, exist_ok=True)
+        self.proc = subprocess.Popen([*command, *args], stdin=slave, stdout=slave,
+                                     stderr=slave, env=environment, start_new_session=True, close_fds=True,
+                                     cwd=state_home)
+        os.close(slave)
+        self.screen = pyte.Screen(cols, rows)
+        self._stream = pyte.ByteStream(self.screen)
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self.output = bytearray()
+        """Everything the app wrote (tracebacks land here too)."""
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        # select with a timeout, never a blocking read: a descriptor another thread is reading
+        # stays open after close(), and the app would never see its terminal go.
+        while not self._closing.is_set():
+            try:
+                if not select.select([self.master], [], [], 0.05)[0]:
+                    continue
+                chunk = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            with self._lock:
+                self.output += chunk
+                self._stream.feed(chunk)
+
+    def text(self) -> str:
+        with self._lock:
+            return "\n".join(self.screen.display)
+
+    def wait_for(self, words: str, timeout: float = 20.0) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if words in self.text():
+                return True
+            if self.proc.poll() is not None:
+                time.sleep(0.1)  # the last bytes it wrote
+                return words in self.text()
+            time.sleep(0.02)
+        return False
+
+    def write(self, data: bytes) -> None:
+        os.write(self.master, data)
+
+    def press(self, *keys: str) -> None:
+        """All these keys in one write."""
+        self.write(key_bytes(*keys))
+
+    def resize(self, cols: int, rows: int) -> None:
+        """The terminal window changes size (the app has no controlling terminal here, so the
+        SIGWINCH a terminal would send is sent by hand)."""
+        fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        with self._lock:
+            self.screen.resize(rows, cols)
+        self.proc.send_signal(signal.SIGWINCH)
+
+    def wait_exit(self, timeout: float = 10.0) -> int | None:
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def close_terminal(self) -> None:
+        """The terminal goes away (an SSH connection dropped): the pty's master is closed."""
+        if self.master >= 0:
+            self._closing.set()
+            self._reader.join(timeout=5)
+            os.close(self.master)
+            self.master = -1
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+        self.close_terminal()
+
+    def transcript(self) -> str:
+        with self._lock:
+            return bytes(self.output).decode("utf-8", "replace")

@@ -1,0 +1,79 @@
+"""The crash report: what a maintainer needs, capped, never a dump of local variables; the line
+the learner reads."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from batchtui import crash
+
+
+def raise_and_catch(message: str, depth: int = 0) -> BaseException:
+    # Two functions calling each other: a traceback Python cannot fold into "repeated N times".
+    def dive(n: int) -> None:
+        big_local = "L" * 100_000  # noqa: F841 - must never reach the report
+        if n:
+            swim(n - 1)
+        raise ValueError(message)
+
+    def swim(n: int) -> None:
+        dive(n)
+
+    try:
+        dive(depth)
+    except ValueError as exc:
+        return exc
+    raise AssertionError("unreachable")
+
+
+def test_a_report_has_the_traceback_and_context_but_no_locals(tmp_path):
+    error = raise_and_catch("the step table was empty")
+    path = crash.save_report(tmp_path, error, {"screens": "Screen > TutorialScreen", "progress": "step 4"})
+    text = path.read_text()
+    assert path.parent == tmp_path and path.name.startswith("crash-")
+    assert "ValueError: the step table was empty" in text and "in dive" in text
+    assert "screens: Screen > TutorialScreen" in text and "versions: batchtui" in text
+    assert "LLLL" not in text
+
+
+def test_a_huge_message_and_a_deep_stack_are_capped_keeping_the_end(tmp_path):
+    error = raise_and_catch("M" * 1_000_000, depth=400)
+    text = crash.format_report(error, {"progress": "completed " + "9, " * 100_000})
+    assert len(text) <= crash.MAX_REPORT_CHARS
+    assert "more characters]" in text  # the message and the context line were cut, and said so
+    assert "earlier lines of the traceback left out" in text
+    assert text.rstrip().splitlines()[-1].startswith("ValueError: MMMM")  # the error itself is kept
+
+
+def test_only_the_newest_reports_are_kept(tmp_path):
+    for n in range(crash.KEEP_REPORTS + 5):
+        old = tmp_path / f"crash-2020010{n % 10}-00000{n}.txt"
+        old.write_text("old")
+        os.utime(old, (time.time() - 1000 + n, time.time() - 1000 + n))
+    newest = crash.save_report(tmp_path, raise_and_catch("x"), {})
+    left = sorted(tmp_path.glob("crash-*.txt"))
+    assert len(left) == crash.KEEP_REPORTS and newest in left
+
+
+def test_the_line_says_where_the_report_is_or_why_there_is_none(tmp_path):
+    line = crash.record(tmp_path, raise_and_catch("boom"), {})
+    assert "\n" not in line and "unexpected error (ValueError)" in line and "progress is saved" in line
+    assert str(next(tmp_path.glob("crash-*.txt"))) in line
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    line = crash.record(blocker / "state", raise_and_catch("boom " * 100), {}, progress_saved=False)
+    assert "\n" not in line and "no report could be written" in line and "Progress could not be saved" in line
+    assert len(line) < 400
+
+
+def test_a_failed_worker_reports_the_workers_own_traceback():
+    from textual.worker import WorkerFailed
+
+    inner = raise_and_catch("no such widget")
+    try:
+        raise WorkerFailed(inner)
+    except WorkerFailed as exc:
+        text = crash.format_report(exc, {})
+    assert "WorkerFailed" in text and "The worker's error:" in text and "in dive" in text
