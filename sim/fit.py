@@ -213,12 +213,11 @@ class _Problem:
     """The points, the fixed values and a counter of simulator runs."""
 
     def __init__(self, points: Sequence[Point], base: dict, params: Sequence[Parameter],
-                 mapper: Mapper, progress: Callable[[str], None] | None) -> None:
+                 mapper: Mapper) -> None:
         self.points = list(points)
         self.base = dict(base)
         self.params = list(params)
         self.mapper = mapper
-        self.progress = progress
         self.measured = np.array([[_number(pt.measured.get(k)) for k in METRIC_KEYS] for pt in self.points])
         self.evaluations = 0
         self.spread = np.full(self.measured.shape, NOISE_FLOOR)
@@ -361,7 +360,7 @@ def fit(points: Sequence[Point], profiles: ProfileSet, gpu_id: str, model_id: st
         if (pt.scenario.gpu, pt.scenario.model) != (gpu_id, model_id):
             raise FitError(f"{pt.label}: runs {pt.scenario.model} on {pt.scenario.gpu}, not {model_id} on {gpu_id}")
     base = parameter_values(profiles, gpu_id, model_id)
-    problem = _Problem(points, base, params, mapper, progress)
+    problem = _Problem(points, base, params, mapper)
     mask = problem.mask()
     m = int(mask.sum())
     if m < len(params) + 1:
