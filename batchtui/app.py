@@ -43,6 +43,8 @@ class BatchApp(App):
         self.startup_notice: str | None = None
         """Said once the tutorial screen is up (a progress file set aside, for instance)."""
         self.tutorial: TutorialScreen | None = None
+        self.learner_gpu = None
+        """`--gpu`: the learner's GPU (a `learner_gpu.LearnerGpu`) once found."""
         self._old_scrollbar = ScrollBar.renderer
         self.ending = Ending(self)
         """How this run ends: the terminal watched, signals, errors nothing caught, the status."""
@@ -69,6 +71,34 @@ class BatchApp(App):
         self.call_after_refresh(self._check_size)
         if not self.is_headless:
             self.ending.start()
+        if self.settings.gpu:
+            self.call_after_refresh(self._find_learner_gpu)
+
+    def _find_learner_gpu(self) -> None:
+        """`--gpu`: ask (nvidia-smi for auto) in a thread, after the first frame."""
+        self.run_worker(self._look_up_learner_gpu, thread=True, group="learner-gpu", exit_on_error=False)
+
+    def _look_up_learner_gpu(self) -> None:
+        from .learner_gpu import find, learner_steps
+
+        try:
+            gpu = find(self.settings.gpu, self.settings.profiles_path or "")
+            changed = learner_steps(self.steps, gpu, scenario_given=self.settings.scenario_path is not None)
+        except Exception as exc:  # noqa: BLE001 -- said on screen; the lessons go on on their GPU
+            self.call_from_thread(self._learner_gpu_failed, f"--gpu {self.settings.gpu}: {exc}")
+            return
+        self.call_from_thread(self._learner_gpu_found, gpu, changed)
+
+    def _learner_gpu_failed(self, message: str) -> None:
+        if self.tutorial is not None:
+            self.tutorial.say(message, error=True)
+
+    def _learner_gpu_found(self, gpu, changed: dict) -> None:
+        self.learner_gpu = gpu
+        for index, step in changed.items():
+            self.steps[index] = step
+        if self.tutorial is not None:
+            self.run_worker(self.tutorial.learner_gpu_known(gpu, set(changed)), group="learner-gpu")
 
     def on_unmount(self) -> None:
         ScrollBar.renderer = self._old_scrollbar

@@ -37,11 +37,13 @@ def _y_labels(y_lo: float, y_hi: float, height: int, log_y: bool) -> dict[int, s
 
 def scatter(points: Sequence[tuple[float, float]], *, highlight: int | None = None,
             width: int = 60, height: int = 14, x_label: str = "", y_label: str = "",
-            log_y: bool = True) -> list[str]:
+            log_y: bool = True, symbols: Sequence[str] | None = None, overlap: str = "") -> list[str]:
     """Lines of a chart of (x, y) points; the point at index `highlight` is drawn as KNEE.
 
     x starts at 0; y is logarithmic by default. Points with a non-finite or (on a log axis)
-    non-positive coordinate are left out.
+    non-positive coordinate are left out. `symbols` gives each point its own character (two
+    curves on one chart); later points are drawn over earlier ones, as `overlap` when given and
+    the cell holds another curve's symbol.
     """
     def ok(x: float, y: float) -> bool:
         return math.isfinite(x) and math.isfinite(y) and (y > 0 or not log_y)
@@ -60,7 +62,10 @@ def scatter(points: Sequence[tuple[float, float]], *, highlight: int | None = No
     for i, x, y in sorted(shown, key=lambda p: p[0] == highlight):  # the knee is drawn last
         col = min(width - 1, max(0, round(x / x_max * (width - 1))))
         row = min(height - 1, max(0, round((y_hi - tx(y)) / (y_hi - y_lo) * (height - 1))))
-        grid[row][col] = KNEE if i == highlight else POINT
+        mark = KNEE if i == highlight else (symbols[i] if symbols else POINT)
+        if overlap and grid[row][col] not in (" ", mark, overlap):
+            mark = overlap
+        grid[row][col] = mark
 
     def y_at(row: int) -> float:  # the value a row stands for
         v = y_hi - row / (height - 1) * (y_hi - y_lo)

@@ -22,6 +22,11 @@ class AppSettings:
     """`--scenario FILE`: open the playground on this scenario."""
     clock: Clock = field(default_factory=RealClock)
     """What paces the simulation and runs slow work beside it (tests inject a manual one)."""
+    gpu: str | None = None
+    """`--gpu NAME` or `--gpu auto`: the learner's GPU (the cheat sheet and playground start on
+    it, step 2's drill offers it, the header names it); found after the first frame."""
+    profiles_path: str | None = None
+    """`--profiles FILE`: extra or calibrated GPU and model profiles."""
     state_dir: Path | None = None
     """Where progress lives; None means the XDG default."""
     cursor_blink: bool = True

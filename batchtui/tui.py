@@ -20,6 +20,12 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"frames per second while the simulation runs (default {DEFAULT_FPS})")
     parser.add_argument("--scenario", type=Path, metavar="FILE",
                         help="open the playground (step 20) on a scenario saved as TOML")
+    parser.add_argument("--gpu", metavar="NAME",
+                        help="your GPU: auto (the one nvidia-smi reports) or a profile id such as h100-pcie; "
+                             "the header names it, the cheat sheet and playground start on it")
+    parser.add_argument("--profiles", metavar="FILE",
+                        help="a TOML file of extra or calibrated GPU and model profiles (batchtui calibrate "
+                             "writes one)")
 
 
 def run_app(args: argparse.Namespace) -> int:
@@ -77,12 +83,29 @@ def _run_app(args: argparse.Namespace) -> int:
             return 1
         step_list[-1] = replace(playground, scenario=scenario)
         start = playground.number
+    gpu, profiles_path = getattr(args, "gpu", None), getattr(args, "profiles", None)
+    if profiles_path or (gpu and gpu.strip().lower() != "auto"):
+        # A named GPU or a profile file is checked now (no nvidia-smi: that waits for `auto`,
+        # which the app asks after its first frame).
+        from .learner_gpu import find
+
+        try:
+            if gpu and gpu.strip().lower() != "auto":
+                find(gpu, profiles_path or "")
+            else:
+                from sim.profiles import load_profiles
+
+                load_profiles(profiles_path)
+        except SimError as exc:
+            print(f"batchtui: {exc}", file=sys.stderr)
+            return 2
     if "TEXTUAL_DRIVER" not in os.environ and not sys.stdin.isatty():  # (textual-serve sets it)
         print("batchtui: the tutorial reads its keys from a terminal, and its input is not one; "
-              "the headless tools (batchtui sim, sweep, plan, steps, trace) need none.", file=sys.stderr)
+              "the headless tools (batchtui sim, sweep, plan, steps, trace, calibrate, compare) need none.", file=sys.stderr)
         return 2
     settings = AppSettings(ascii_only=args.ascii, fps=args.fps, start_step=start,
-                           reset_progress=args.reset_progress, scenario_path=args.scenario)
+                           reset_progress=args.reset_progress, scenario_path=args.scenario,
+                           gpu=gpu, profiles_path=profiles_path)
 
     from .app import BatchApp
 

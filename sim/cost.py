@@ -8,7 +8,8 @@ chunks. Its time is a sum of per-operator-class rooflines, each on one GPU of th
 - decode attention: every decoding sequence reads its whole KV cache;
 - prefill attention: each chunk attends to its prefix and (causally) to itself;
 - tensor-parallel all-reduces: two per layer, ring algorithm, when split over several GPUs;
-- a fixed per-iteration overhead (launches, sampling, scheduling).
+- a host overhead per iteration: a fixed part (launches, scheduling) plus a part for each
+  sequence in the iteration (sampling, detokenising, the API server's share), `host_overhead`.
 
 Conventions:
 
@@ -129,6 +130,14 @@ class CostModel:
             self._t_ar_per_token = 0.0
             self._t_ar_fixed = 0.0
         self._t_overhead = deployment.overhead_s
+        self._t_overhead_per_seq = deployment.overhead_per_seq_s
+
+    def host_overhead(self, num_seqs):
+        """The host's share of one iteration running `num_seqs` sequences (decoding, and
+        prefilling a chunk): the fixed `overhead_s` plus `overhead_per_seq_s` for each. Every
+        path that prices an iteration takes its overhead from here (`num_seqs` may be a numpy
+        array)."""
+        return self._t_overhead + self._t_overhead_per_seq * num_seqs
 
     # -- the full breakdown --------------------------------------------------------------------
 
@@ -143,17 +152,20 @@ class CostModel:
         if num_decode < 0 or decode_context_tokens < 0:
             raise ValueError("num_decode and decode_context_tokens must not be negative")
         prefill_tokens = 0
+        prefilling = 0
         attn_flops = 0.0
         for prefix_len, chunk_len in prefill_chunks:
             if prefix_len < 0 or chunk_len < 0:
                 raise ValueError(f"bad prefill chunk ({prefix_len}, {chunk_len})")
             prefill_tokens += chunk_len
+            prefilling += chunk_len > 0
             attn_flops += self._attn_flops_coeff * chunk_len * (prefix_len + chunk_len / 2)
         tokens = num_decode + prefill_tokens
         if tokens == 0:
             return _IDLE
         return self._assemble(tokens, decode_context_tokens * self._t_kv_per_token,
-                              decode_context_tokens * self._kv_bytes_per_token, attn_flops)
+                              decode_context_tokens * self._kv_bytes_per_token, attn_flops,
+                              num_decode + prefilling)
 
     def encoder_pass(self, batch: int, input_len: int) -> IterationCost:
         """One forward pass of an encoder over `batch` inputs of `input_len` tokens each.
@@ -169,10 +181,10 @@ class CostModel:
         if tokens == 0:
             return _IDLE
         attn_flops = batch * (self._attn_flops_coeff * input_len * (input_len / 2))
-        return self._assemble(tokens, 0.0, 0.0, attn_flops)
+        return self._assemble(tokens, 0.0, 0.0, attn_flops, batch)
 
     def _assemble(self, tokens: int, t_kv_read: float, kv_bytes: float,
-                  attn_flops: float) -> IterationCost:
+                  attn_flops: float, num_seqs: int) -> IterationCost:
         # The arithmetic, in this order, is shared with decode_time and decode_times: keep the
         # three in step so the fast paths equal `total` exactly.
         t_mem = self._t_mem
@@ -180,7 +192,7 @@ class CostModel:
         t_linear = math.sqrt(self._t_mem_squared + t_cmp * t_cmp)
         t_prefill_attn = attn_flops / self._effective_peak
         t_allreduce = self._t_ar_per_token * tokens + self._t_ar_fixed
-        t_overhead = self._t_overhead
+        t_overhead = self.host_overhead(num_seqs)
         total = t_linear + t_kv_read + t_prefill_attn + t_allreduce + t_overhead
 
         linear_binding = "weights" if t_mem >= t_cmp else "compute"
@@ -220,7 +232,7 @@ class CostModel:
         t_kv_read = total_context * self._t_kv_per_token
         t_allreduce = self._t_ar_per_token * batch + self._t_ar_fixed
         # Prefill attention is 0.0 here; adding it would not change the float.
-        return t_linear + t_kv_read + t_allreduce + self._t_overhead
+        return t_linear + t_kv_read + t_allreduce + self.host_overhead(batch)
 
     def decode_times(self, batch: int | np.ndarray, total_context: np.ndarray) -> np.ndarray:
         """`decode_time` over arrays (numpy broadcasting); 0 where the batch is empty."""
@@ -230,7 +242,7 @@ class CostModel:
         t_linear = np.sqrt(self._t_mem_squared + t_cmp * t_cmp)
         t_kv_read = context * self._t_kv_per_token
         t_allreduce = self._t_ar_per_token * batch_array + self._t_ar_fixed
-        total = t_linear + t_kv_read + t_allreduce + self._t_overhead
+        total = t_linear + t_kv_read + t_allreduce + self.host_overhead(batch_array)
         return np.where(batch_array > 0, total, 0.0)
 
     # -- figures the lessons quote -------------------------------------------------------------

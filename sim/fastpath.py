@@ -127,7 +127,7 @@ class FastPath:
         self.c_kv = cm._t_kv_per_token
         self.c_ar = cm._t_ar_per_token
         self.c_arf = cm._t_ar_fixed
-        self.c_ov = cm._t_overhead
+        self.host_overhead = cm.host_overhead  # the one rule for an iteration's host cost
         self.c_attn = cm._attn_flops_coeff
         self.c_peak = cm._effective_peak
         waiting = sched.waiting
@@ -278,7 +278,7 @@ class FastPath:
         t_cmp = self.c_cmp * B
         tl = math.sqrt(self.c_mem2 + t_cmp * t_cmp)
         tar = self.c_ar * B + self.c_arf
-        tov = self.c_ov
+        tov = self.host_overhead(B)
         kv = self.c_kv
         ctx = self.S + B * G
         t = start = self.t
@@ -499,7 +499,7 @@ class FastPath:
         # (test_fastpath checks the two agree).
         t_cmp = self.c_cmp * tokens
         end = t + (math.sqrt(self.c_mem2 + t_cmp * t_cmp) + ctx * self.c_kv + attn / self.c_peak
-                   + (self.c_ar * tokens + self.c_arf) + self.c_ov)
+                   + (self.c_ar * tokens + self.c_arf) + self.host_overhead(num_decode + len(chunks)))
         e.iteration += 1
         index = e.iteration
         G1 = G + 1

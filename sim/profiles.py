@@ -56,8 +56,13 @@ class GpuProfile:
     """Share of HBM bandwidth that decode attention achieves reading the KV cache."""
     overhead_s: float = 0.00002
     """Fixed cost of every iteration: kernel launches, sampling, scheduling."""
+    overhead_per_seq_s: float = 0.0
+    """Host cost of every iteration for each sequence in it (scheduling, sampling, detokenising,
+    the API server's share); 0 by default, fitted by `batchtui calibrate`."""
     allreduce_latency_s: float = 0.000005
     """Fixed cost of one tensor-parallel all-reduce, on top of its transfer time."""
+    nvidia_smi_names: tuple[str, ...] = ()
+    """The names `nvidia-smi --query-gpu=name` prints for this GPU (what `--gpu auto` matches)."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,7 @@ class ModelProfile:
     eta_mfu: float | None = None
     eta_attn: float | None = None
     overhead_s: float | None = None
+    overhead_per_seq_s: float | None = None
 
     @property
     def has_kv_cache(self) -> bool:
@@ -142,6 +148,12 @@ def _efficiency(value: Any) -> float:
     return number
 
 
+def _names(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise _BadValue("it must be a list of non-empty strings")
+    return tuple(value)
+
+
 def _model_kind(value: Any) -> str:
     if value not in MODEL_KINDS:
         raise _BadValue(f"kind must be one of {', '.join(repr(k) for k in MODEL_KINDS)}")
@@ -155,6 +167,7 @@ _EFFICIENCY_KEYS: dict[str, _Checker] = {
     "eta_mfu": _efficiency,
     "eta_attn": _efficiency,
     "overhead_s": _non_negative,
+    "overhead_per_seq_s": _non_negative,
 }
 _DEFAULTS_KEYS: dict[str, _Checker] = {**_EFFICIENCY_KEYS, "allreduce_latency_s": _non_negative}
 _GPU_KEYS: dict[str, _Checker] = {
@@ -163,6 +176,7 @@ _GPU_KEYS: dict[str, _Checker] = {
     "bf16_peak_flops": _positive,
     "memory_bytes": _positive,
     "interconnect_bandwidth": _positive,
+    "nvidia_smi_names": _names,
     **_DEFAULTS_KEYS,
 }
 _MODEL_KEYS: dict[str, _Checker] = {
@@ -511,6 +525,11 @@ class Deployment:
     @property
     def overhead_s(self) -> float:
         return self.model.overhead_s if self.model.overhead_s is not None else self.gpu.overhead_s
+
+    @property
+    def overhead_per_seq_s(self) -> float:
+        m = self.model
+        return m.overhead_per_seq_s if m.overhead_per_seq_s is not None else self.gpu.overhead_per_seq_s
 
     @property
     def allreduce_latency_s(self) -> float:

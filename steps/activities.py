@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.errors import SimError
-from sim.profiles import BUILTIN_PROFILES, Deployment, ProfileSet
+from sim.profiles import BUILTIN_PROFILES, Deployment, ProfileSet, load_profiles
 from sim.reports import EngineSnapshot
 from sim.scenario import Scenario
 
@@ -200,6 +200,14 @@ def _ratio_slips(answer: float, pairs: list[tuple[float, str]]) -> tuple[Slip, .
     return tuple(Slip(answer * factor, message) for factor, message in pairs)
 
 
+def _fits(profiles: ProfileSet, gpu_id: str, model_id: str) -> bool:
+    try:
+        profiles.deployment(gpu_id, model_id)
+    except SimError:
+        return False
+    return True
+
+
 class SingleStreamCeilingDrill(Drill):
     """Step 2: bandwidth ÷ weight bytes, or 80% of it, on other GPUs and models."""
 
@@ -208,15 +216,26 @@ class SingleStreamCeilingDrill(Drill):
     GPUS = ("h100-sxm", "h200", "a100-80gb", "l40s", "b200")
     MODELS = ("llama-3.1-8b", "llama-3.2-3b", "qwen2.5-14b")
 
-    def __init__(self, tolerance: float = 0.03, profiles: ProfileSet | None = None) -> None:
+    def __init__(self, tolerance: float = 0.03, profiles: ProfileSet | None = None,
+                 learner_gpu: str | None = None) -> None:
         super().__init__(tolerance)
         self.profiles = profiles or BUILTIN_PROFILES
+        self.learner_gpu = learner_gpu if learner_gpu in self.profiles.gpus else None
+        """The learner's GPU (`batchtui --gpu`): every other question, the first among them, is
+        its single-stream ceiling."""
 
     def new_question(self, seed: int) -> Question:
         rng = _rng(seed)
+        yours = self.learner_gpu is not None and seed % 2 == 0
+        models = self.MODELS
+        if yours:  # the models that fit the learner's GPU alone, less the lesson's own example
+            models = tuple(m for m in self.MODELS if _fits(self.profiles, self.learner_gpu, m)
+                           and (self.learner_gpu, m) != ("h100-sxm", "llama-3.1-8b"))
+            yours = bool(models)
+            models = models or self.MODELS
         while True:
-            gpu = self.profiles.gpu(str(rng.choice(self.GPUS)))
-            model = self.profiles.model(str(rng.choice(self.MODELS)))
+            gpu = self.profiles.gpu(self.learner_gpu if yours else str(rng.choice(self.GPUS)))
+            model = self.profiles.model(str(rng.choice(models)))
             realistic = bool(rng.integers(0, 2))
             if not (gpu.id == "h100-sxm" and model.id == "llama-3.1-8b"):
                 break  # the lesson works that one through, both ways
@@ -226,8 +245,10 @@ class SingleStreamCeilingDrill(Drill):
         pct = fmt(share * 100)
         answer = ceiling * share if realistic else ceiling
         bw_tb = gpu.hbm_bandwidth / 1e12
+        where = (f"**your GPU**, {_article(gpu.name)} {gpu.name}" if yours
+                 else f"{_article(gpu.name)} **{gpu.name}**")
         setup = (f"**{model.name}** ({fmt(model.params / 1e9)} B parameters, bf16) decodes one "
-                 f"sequence alone on {_article(gpu.name)} **{gpu.name}** (memory bandwidth {fmt(bw_tb, 4)} TB/s).")
+                 f"sequence alone on {where} (memory bandwidth {fmt(bw_tb, 4)} TB/s).")
         if realistic:
             ask = (f"Real servers stream weights at about {pct}% of the rated bandwidth. About how "
                    "many **tokens/s** does this one sequence get?")
@@ -1114,7 +1135,9 @@ def build(step) -> Any:
     if spec.kind == "drill":
         tol = p.get("tolerance", 0.03)
         if p["drill"] == "single_stream_ceiling":
-            return SingleStreamCeilingDrill(tol)
+            learner = p.get("learner_gpu")  # set by the app for `batchtui --gpu`
+            profiles = load_profiles(p.get("learner_profiles") or None) if learner else None
+            return SingleStreamCeilingDrill(tol, profiles, learner_gpu=learner)
         if p["drill"] == "in_flight":
             return InFlightDrill(step.scenario, tuple(p.get("rates", InFlightDrill.RATES)),
                                  tuple(p.get("outputs", InFlightDrill.OUTPUTS)), tol)

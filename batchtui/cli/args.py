@@ -27,8 +27,8 @@ def add_setup_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--profiles", metavar="FILE",
                    help="a TOML file of extra or overriding GPU and model profiles")
     g.add_argument("--gpu", metavar="NAME",
-                   help=f"GPU: {gpus}, or its nvidia-smi name such as \"NVIDIA H100 80GB HBM3\" "
-                        "(default h100-sxm)")
+                   help=f"GPU: {gpus}, or its nvidia-smi name such as \"NVIDIA H100 80GB HBM3\", "
+                        "or auto: the GPU nvidia-smi reports on this machine (default h100-sxm)")
     g.add_argument("--model", metavar="NAME",
                    help=f"model: a Hugging Face id such as meta-llama/Llama-3.1-8B-Instruct, or one "
                         f"of {models} (default llama-3.1-8b)")

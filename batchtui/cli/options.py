@@ -216,37 +216,35 @@ def goodput_pair(text: str) -> tuple[str, float]:
 
 # -- names as vLLM and nvidia-smi spell them --------------------------------------------------------
 
-# GPU names as `nvidia-smi --query-gpu=name` prints them, for the built-in profiles.
-NVIDIA_SMI_NAMES = {
-    "NVIDIA H100 80GB HBM3": "h100-sxm",
-    "NVIDIA H200": "h200",
-    "NVIDIA H200 141GB HBM3e": "h200",
-    "NVIDIA A100-SXM4-80GB": "a100-80gb",
-    "NVIDIA L40S": "l40s",
-    "NVIDIA B200": "b200",
-}
-
 # --kv-cache-dtype spellings vLLM takes, mapped to the profile's element types.
 KV_CACHE_DTYPE_ALIASES = {"bfloat16": "bf16"}
 
-
-def _folded(name: str) -> str:
-    return " ".join(name.lower().split())
+AUTO_GPU = "auto"
 
 
 def resolve_gpu(name: str, profiles) -> str:
-    """A GPU profile id from an id, a profile name or an nvidia-smi name (case and spacing
-    ignored); unknown names pass through for the profiles' own error."""
+    """A GPU profile id from an id, a profile name or an nvidia-smi name (the profiles'
+    `nvidia_smi_names`; case, spacing and punctuation ignored), or `auto`: the GPU nvidia-smi
+    reports, said on stderr in one line. Unknown names pass through for the profiles' own
+    error."""
     if name in profiles.gpus:
         return name
-    wanted = _folded(name)
-    for smi, gpu_id in NVIDIA_SMI_NAMES.items():
-        if _folded(smi) == wanted and gpu_id in profiles.gpus:
-            return gpu_id
-    for gpu_id, gpu in profiles.gpus.items():
-        if _folded(gpu.name) == wanted or gpu_id.lower() == wanted:
-            return gpu_id
-    return name
+    if name.strip().lower() == AUTO_GPU:
+        return detect_gpu(profiles).profile_id
+    from sim.detect import match_profile
+
+    return match_profile(name, profiles) or name
+
+
+def detect_gpu(profiles):
+    """`--gpu auto`: ask nvidia-smi, say what it found (or why the lesson's GPU runs instead)."""
+    import sys
+
+    from sim.detect import detect
+
+    detection = detect(profiles)
+    print(f"batchtui: --gpu auto: {detection.notice()}", file=sys.stderr)
+    return detection
 
 
 def resolve_model(name: str, profiles) -> str:

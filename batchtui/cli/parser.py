@@ -14,6 +14,8 @@ SUBCOMMANDS = {
     "plan": "batchtui.cli.cmd_plan",
     "steps": "batchtui.cli.cmd_steps",
     "trace": "batchtui.cli.cmd_trace",
+    "calibrate": "batchtui.cli.cmd_calibrate",
+    "compare": "batchtui.cli.cmd_compare",
 }
 HELP = {
     "sim": "simulate one serving run and print a vllm bench serve style result",
@@ -21,6 +23,8 @@ HELP = {
     "plan": "the highest rate per replica that meets an SLO, and replicas checked at the peak",
     "steps": "list the twenty steps with your completion marks",
     "trace": "replay a vLLM scheduler case iteration by iteration",
+    "calibrate": "fit the GPU profile to vllm bench serve results and write it as a profile file",
+    "compare": "simulate measured vllm bench serve runs and show measured and simulated side by side",
 }
 
 

@@ -192,6 +192,15 @@ class TutorialScreen(Screen):
             self._update_status()
             self._update_keys()
 
+    async def learner_gpu_known(self, gpu, changed: set) -> None:
+        """`--gpu` answered: the header names the GPU, the notice says what was found, and the
+        step on show opens again if it is one that starts on that GPU."""
+        self.query_one(StepHeader).show_gpu(self.app.words(gpu.label))
+        if self.index in changed:
+            await self.show_step(self.index)
+        if gpu.notice:
+            self.say(gpu.notice)
+
     def say(self, message: str, error: bool = False) -> None:
         """Put a line in front of the learner, in place of the goal, until the next key."""
         self._notice_key += 1

@@ -25,15 +25,23 @@ class StepHeader(Widget):
         self.minutes_left = 0
         self.separator = " · "
         """Set to an ASCII one by the screen under `--ascii`."""
+        self.gpu = ""
+        """The learner's GPU (`--gpu`), named beside the time left."""
 
     def show_step(self, section: str, number: int, total: int, title: str, minutes_left: int) -> None:
         self.section, self.number, self.total = section, number, total
         self.title, self.minutes_left = title, minutes_left
         self.refresh()
 
+    def show_gpu(self, label: str) -> None:
+        self.gpu = label
+        self.refresh()
+
     def render(self) -> Text:
         width = self.content_size.width
         left = f"~{self.minutes_left} min left" if self.minutes_left else "last step"
+        if self.gpu:
+            left = f"{self.gpu}{self.separator}{left}"
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(f"Step {self.number}/{self.total}", self.get_component_rich_style("step-header--number", partial=True))
         text.append(self.separator)

@@ -34,7 +34,10 @@ def default(profiles):
 
 
 def test_builtin_ids_and_defaults():
-    assert list(BUILTIN_GPUS) == ["h100-sxm", "h200", "a100-80gb", "l40s", "b200"]
+    assert list(BUILTIN_GPUS) == [
+        "h100-sxm", "h100-pcie", "h100-nvl", "h200", "h200-nvl", "gh200", "a100-80gb",
+        "a100-80gb-pcie", "a100-40gb", "a100-40gb-pcie", "l40s", "l40", "l4", "a10", "b200",
+    ]
     assert list(BUILTIN_MODELS) == [
         "llama-3.1-8b", "llama-3.2-3b", "qwen2.5-14b", "llama-3.1-70b", "bge-large-embedder",
     ]
@@ -57,6 +60,10 @@ def test_h100_profile_matches_the_spec(profiles):
         ("a100-80gb", 2.039e12, 312e12, 85.0e9),
         ("l40s", 0.864e12, 362e12, 48.3e9),
         ("b200", 8e12, 2250e12, 192.0e9),
+        ("h100-pcie", 2.0e12, 756e12, 85.0e9),
+        ("h100-nvl", 3.9e12, 835e12, 99.9e9),
+        ("a100-40gb", 1.555e12, 312e12, 42.3e9),
+        ("l4", 0.3e12, 121e12, 23.7e9),
     ],
 )
 def test_other_gpus(profiles, gpu_id, bandwidth, peak, memory):
@@ -86,7 +93,7 @@ def test_profiles_are_frozen(profiles):
 
 
 def test_unknown_ids_list_the_known_ones(profiles):
-    with pytest.raises(ProfileError, match="known GPU profiles are h100-sxm, h200, a100-80gb"):
+    with pytest.raises(ProfileError, match="known GPU profiles are h100-sxm, h100-pcie, h100-nvl, h200"):
         profiles.gpu("h800")
     with pytest.raises(ProfileError, match=r"'llama-4'.*llama-3\.1-8b.*bge-large-embedder"):
         profiles.model("llama-4")
@@ -342,6 +349,10 @@ def test_builtin_blocks_follow_the_formula_for_every_decoder(profiles):
     for gpu_id in profiles.gpus:
         for model in profiles.models.values():
             if not model.has_kv_cache or model.id == "llama-3.1-70b":
+                continue
+            if model.params * 2 + 3.4e9 >= 0.92 * profiles.gpu(gpu_id).memory_bytes:
+                with pytest.raises(ProfileError, match="does not fit"):
+                    profiles.deployment(gpu_id, model.id)
                 continue
             d = profiles.deployment(gpu_id, model.id)
             expected = math.floor(

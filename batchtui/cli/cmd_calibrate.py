@@ -1,0 +1,319 @@
+"""`batchtui calibrate`: fit the GPU's efficiencies and host overheads to measured runs and write
+them as a profile.
+
+Each result file (`vllm bench serve --save-result`, or `batchtui sim --save-result`) becomes a
+scenario that replays its traffic (`measured`); `sim.fit` finds the parameters under which the
+simulator reproduces every run's TTFT p50, TPOT p50 and output throughput, refusing runs that
+cannot tell the parameters apart. The answer is a `[gpus.NAME]` table, complete (the base GPU's
+data-sheet figures and the fitted values), written into `--output` (added to the file, or
+replacing a table of the same name there; the rest of the file is kept as it was).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import tempfile
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+
+from batchtui.runner import default_jobs
+
+from . import args as a
+from . import options as o
+from .exits import EXIT_OK, UserError
+from .output import output_file
+from .setup import user_errors
+
+HELP = "fit the GPU profile to vllm bench serve results and write it as a profile file"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from sim.fit import PARAMETERS
+
+    p.description = (
+        "Fit the simulator's GPU parameters (efficiencies and host overheads) to measured "
+        "`vllm bench serve --save-result` runs, and write them as a GPU profile usable everywhere as "
+        "--profiles FILE --gpu NAME. Give runs that pin every parameter: one request at a time (a low "
+        "rate), several rates up to saturation, and one with long prompts. Prints the fitted values with "
+        "their uncertainty and every run measured, simulated before and after.")
+    p.add_argument("results", nargs="+", metavar="RESULT.json", help="result files of vllm bench serve --save-result")
+    add_hardware_args(p, gpu_help="the GPU the runs were measured on, to start from (a profile id, its "
+                                  "nvidia-smi name, or auto)")
+    f = p.add_argument_group("the fit")
+    f.add_argument("--output", "-o", required=True, metavar="FILE",
+                   help="profile file to write the calibrated GPU into (kept: other tables in it stay)")
+    f.add_argument("--name", metavar="NAME",
+                   help="id of the calibrated GPU (default <BASE>-calibrated)")
+    names = ", ".join(p_.name for p_ in PARAMETERS)
+    f.add_argument("--fix", type=_parameter_list, default=[], metavar="NAME,...",
+                   help=f"keep these at the base profile's values instead of fitting them (from {names})")
+    a.add_jobs_arg(p)
+    p.set_defaults(func=run)
+
+
+def add_hardware_args(p: argparse.ArgumentParser, *, gpu_help: str, gpu_required: bool = True) -> None:
+    """--profiles, --gpu, --model and the engine flags (calibrate and compare)."""
+    from sim.profiles import BUILTIN_PROFILES
+
+    g = p.add_argument_group("hardware and model")
+    g.add_argument("--profiles", metavar="FILE", help="a TOML file of extra or overriding GPU and model profiles")
+    g.add_argument("--gpu", metavar="NAME", required=gpu_required, help=gpu_help)
+    g.add_argument("--model", metavar="NAME",
+                   help="the model served: a Hugging Face id or one of "
+                        f"{', '.join(BUILTIN_PROFILES.models)} (default: the files' model_id)")
+    e = p.add_argument_group("engine the runs were served with (vllm serve's flags; unset: the file's "
+                             "--metadata KEY=VALUE entries, else vLLM's defaults for the GPU)")
+    for flag in o.engine_flags():
+        e.add_argument(flag.flag, dest=flag.dial, **flag.kwargs)
+
+
+def _parameter_list(text: str) -> list[str]:
+    from sim.fit import PARAMETER_NAMES
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if n not in PARAMETER_NAMES]
+    if not names or bad:
+        raise argparse.ArgumentTypeError(f"expected names from {', '.join(PARAMETER_NAMES)}, got {text!r}")
+    return names
+
+
+def given_dials(args) -> dict:
+    """Engine and deployment dials set on the command line (they win over the files')."""
+    out = {}
+    for flag in o.engine_flags():
+        value = getattr(args, flag.dial, None)
+        if value is None:
+            continue
+        if flag.dial == "kv_cache_dtype":
+            value = o.KV_CACHE_DTYPE_ALIASES.get(value, value)
+        if flag.dial == "max_queue_delay":
+            value = value / 1000
+        out[flag.dial] = value
+    return out
+
+
+def base_scenario(args, first_result: dict | None):
+    """(scenario with gpu, model and profiles, profiles): the model from --model, else the first
+    file's model_id."""
+    from sim.scenario import Scenario
+
+    sc = Scenario(profiles_path=args.profiles or "")
+    profiles = sc.profiles()
+    gpu = o.resolve_gpu(args.gpu, profiles) if args.gpu else sc.gpu
+    profiles.gpu(gpu)  # an unknown GPU is named here
+    model_name = args.model or (first_result or {}).get("model_id")
+    if not isinstance(model_name, str) or not model_name:
+        model_name = sc.model
+    model = o.resolve_model(model_name, profiles)
+    if model not in profiles.models:
+        where = "--model" if args.model else "the result's model_id"
+        raise UserError(f"{where} {model_name!r} is not a known model profile; give --model with one of "
+                        f"{', '.join(profiles.models)} (or a Hugging Face id of one), or add it with --profiles")
+    return replace(sc, gpu=gpu, model=model), profiles
+
+
+def progress_printer(enabled: bool):
+    import sys
+
+    if not enabled:
+        return None
+
+    def say(text: str) -> None:
+        print(f"  {text}", file=sys.stderr, flush=True)
+    return say
+
+
+@user_errors
+def run(args: argparse.Namespace) -> int:
+    from sim.fit import FitError, PARAMETER_NAMES, Point, fit
+
+    from .measured import load_runs, read_result
+
+    name = args.name
+    if name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+        raise UserError(f"argument --name: {name!r} is not allowed: letters, digits, '-', '_' and '.' "
+                        "(it becomes [gpus.NAME] and --gpu NAME)")
+    base, profiles = base_scenario(args, read_result(args.results[0]))
+    name = name or f"{base.gpu}-calibrated"
+    fitted = [n for n in PARAMETER_NAMES if n not in args.fix]
+    with tempfile.TemporaryDirectory(prefix="batchtui-calibrate-") as trace_dir:
+        runs = load_runs(args.results, base, given_dials(args), trace_dir, profiles)
+        points = [Point(r.label, r.scenario, r.metrics) for r in runs]
+        print(f"Calibrating {profiles.model(base.model).name} on {profiles.gpu(base.gpu).name} ({base.gpu}) "
+              f"from {len(runs)} run(s); fitting {', '.join(fitted)}.", flush=True)
+        jobs = args.jobs or default_jobs()
+        with job_mapper(jobs) as mapper:
+            try:
+                result = fit(points, profiles, base.gpu, base.model, fit=fitted, mapper=mapper,
+                             progress=progress_printer(True))
+            except FitError as exc:
+                raise UserError(str(exc)) from None
+    text = profile_text(name, profiles.gpu(base.gpu), profiles.model(base.model), result, args.results)
+    write_profile(args.output, name, text)
+    print()
+    print(parameter_table(result))
+    print()
+    print(points_table(runs, result))
+    print()
+    print(f"RMS error of TTFT p50, TPOT p50 and output throughput: {result.rms_before:.1%} with "
+          f"{base.gpu}'s figures, {result.rms_after:.1%} fitted.")
+    print(f"Wrote [gpus.{name}] to {args.output}. Use it with: --profiles {args.output} --gpu {name}")
+    return EXIT_OK
+
+
+class job_mapper:
+    """A `map` that runs simulator jobs in one process pool kept for the whole fit (or in this
+    process when jobs is 1)."""
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+        self.pool = None
+
+    def __enter__(self):
+        if self.jobs <= 1:
+            return map
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["numpy", "sim.engine", "sim.fit"])
+        self.pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=ctx)
+        pool = self.pool
+        return lambda func, items: pool.map(func, items, chunksize=1)
+
+    def __exit__(self, *exc) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+
+
+# -- output ---------------------------------------------------------------------------------------
+
+
+def _value_text(name: str, value: float) -> str:
+    if name.endswith("_s"):
+        return f"{value * 1e6:,.1f} us" if value < 1e-3 else f"{value * 1e3:,.3f} ms"
+    return f"{value:.3f}"
+
+
+def parameter_table(result) -> str:
+    from sim.fit import PARAMETERS
+
+    rows = [f"{'parameter':<20} {'base':>11} {'fitted':>11}  {'± (1 sigma)':>12}"]
+    for p in PARAMETERS:
+        base, value = result.base[p.name], result.values[p.name]
+        if p.name in result.fitted:
+            sigma = result.sigma[p.name]
+            spread = ("± " + _value_text(p.name, sigma)) if sigma == sigma and sigma != float("inf") else "undetermined"
+        else:
+            spread = "(kept)"
+        rows.append(f"{p.name:<20} {_value_text(p.name, base):>11} {_value_text(p.name, value):>11}  {spread:>12}")
+    return "\n".join(rows)
+
+
+def points_table(runs, result) -> str:
+    from sim.fit import METRICS
+
+    short = {"median_ttft_ms": "TTFT p50 ms", "median_tpot_ms": "TPOT p50 ms", "output_throughput": "out tok/s"}
+    head = f"{'run':<28} {'metric':<12} {'measured':>10} {'before':>10} {'after':>10} {'error':>8}"
+    rows = [head, "-" * len(head)]
+    for i, run in enumerate(runs):
+        label = run.label if len(run.label) <= 28 else run.label[:25] + "..."
+        for j, (key, _) in enumerate(METRICS):
+            meas, before, after = result.measured[i, j], result.before[i, j], result.after[i, j]
+            if meas != meas:
+                continue
+            error = f"{after / meas - 1:+.1%}" if after == after else "-"
+            rows.append(f"{label if j == 0 else '':<28} {short[key]:<12} {_fmt(meas):>10} {_fmt(before):>10} "
+                        f"{_fmt(after):>10} {error:>8}")
+    return "\n".join(rows)
+
+
+def _fmt(value: float) -> str:
+    if value != value:
+        return "-"
+    return f"{value:,.0f}" if value >= 1000 else f"{value:,.2f}"
+
+
+def profile_text(name: str, gpu, model, result, paths: list[str]) -> str:
+    """A complete [gpus.NAME] table: the base GPU's figures and the fitted values, with a comment
+    saying where they came from."""
+    from sim.fit import PARAMETERS
+
+    date = datetime.now().strftime("%Y-%m-%d %H:%M")
+    lines = [f"# Calibrated by batchtui calibrate on {date}: {model.name} on {gpu.name} ({gpu.id}),",
+             f"# fitted to {len(paths)} vllm bench serve run(s):"]
+    lines += [f"#   {Path(p).name}" for p in paths]
+    lines.append(f"# RMS error of TTFT p50, TPOT p50 and output throughput: {result.rms_before:.1%} with the "
+                 f"base figures, {result.rms_after:.1%} fitted.")
+    lines.append(f"[gpus.{_key(name)}]")
+    lines.append(f"name = {_toml_string(gpu.name + ' (calibrated)')}")
+    for key in ("hbm_bandwidth", "bf16_peak_flops", "memory_bytes", "interconnect_bandwidth"):
+        lines.append(f"{key} = {getattr(gpu, key)!r}")
+    lines.append(f"allreduce_latency_s = {gpu.allreduce_latency_s!r}")
+    for p in PARAMETERS:
+        value = result.values[p.name]
+        if p.name in result.fitted:
+            note = f"  # fitted, ± {_value_text(p.name, result.sigma[p.name])}"
+        else:
+            note = "  # kept from the base profile"
+        lines.append(f"{p.name} = {float(f'{value:.6g}')!r}{note}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _key(name: str) -> str:
+    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else _toml_string(name)
+
+
+def _table_header(line: str) -> str | None:
+    """The table a `[...]` header line opens, without quotes, or None."""
+    m = re.match(r"\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$", line)
+    if not m:
+        return None
+    return ".".join(part.strip().strip('"').strip("'") for part in m.group(1).split("."))
+
+
+def write_profile(path: str, name: str, table: str) -> None:
+    """Put `table` into the profile file at `path`: replace a [gpus.NAME] table already there
+    (with the comment lines just above it), or append; every other line stays as it was. The
+    result is checked as a profile file before it replaces the old one."""
+    from sim.errors import ProfileError
+    from sim.profiles import load_profiles
+
+    target = Path(path)
+    old = ""
+    if target.exists():
+        try:
+            old = target.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UserError(f"argument --output: cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    lines = old.splitlines()
+    start = next((i for i, line in enumerate(lines) if _table_header(line) == f"gpus.{name}"), None)
+    if start is None:
+        text = (old.rstrip("\n") + "\n\n" if old.strip() else "") + table
+    else:
+        end = next((j for j in range(start + 1, len(lines)) if _table_header(lines[j]) is not None), len(lines))
+        while end > start + 1 and (lines[end - 1].startswith("#") or not lines[end - 1].strip()):
+            end -= 1  # the comments above the next table are that table's
+        first = start
+        while first > 0 and lines[first - 1].startswith("#"):
+            first -= 1
+        text = "\n".join(lines[:first]) + ("\n" if first else "") + table + (
+            "\n" + "\n".join(lines[end:]) + "\n" if end < len(lines) else "")
+    check = Path(tempfile.mkstemp(prefix=".calibrated.", suffix=".toml")[1])
+    try:
+        check.write_text(text, encoding="utf-8")
+        try:
+            load_profiles(check).gpu(name)
+        except ProfileError as exc:
+            raise UserError(f"argument --output: {path} would not be a valid profile file: "
+                            f"{str(exc).replace(str(check), path)}") from None
+    finally:
+        check.unlink()
+    with output_file(path, "--output") as sink:
+        sink.write(text)

@@ -1,0 +1,265 @@
+"""Measured runs: result files written by `vllm bench serve --save-result` (or by `batchtui sim
+--save-result`, which writes the same keys), each turned back into a scenario that replays it.
+
+Traffic comes from the file: with `--save-detailed` its per-request arrays (`input_lens`,
+`output_lens`, `start_times`, `errors`) are replayed as a trace, request for request; otherwise
+the run is redrawn as `vllm bench serve` drew it: `completed` requests of the mean lengths
+(`total_input_tokens / completed`, `total_output_tokens / completed`) at `request_rate` with
+`burstiness` (or its ramp-up). Engine dials come from the command line's flags, else from
+`--metadata KEY=VALUE` entries in the file (keys as the flags or dials are spelled:
+`max-num-seqs=256`, `max_num_batched_tokens=8192`, `random_range_ratio=0.1`), else from the
+simulator's own `engine` table (files `batchtui sim` wrote), else vLLM's defaults for the GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from sim.scenario import Scenario
+from sim.workload import LengthSpec, WorkloadSpec
+
+from . import options as o
+from .exits import UserError
+
+# Keys every result needs, and what each is for (said when one is missing).
+REQUIRED = {
+    "completed": "the number of requests served",
+    "total_input_tokens": "the prompt lengths",
+    "total_output_tokens": "the output lengths",
+    "request_rate": "the traffic's rate",
+    "duration": "the run's length",
+    "median_ttft_ms": "TTFT p50 (vllm bench serve writes it when --percentile-metrics includes ttft, the default)",
+    "median_tpot_ms": "TPOT p50 (vllm bench serve writes it when --percentile-metrics includes tpot, the default)",
+    "output_throughput": "the output throughput",
+}
+# Metrics shown side by side by `compare`, when the file has them.
+SHOWN = ("request_throughput", "output_throughput", "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms",
+         "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "median_itl_ms", "p99_itl_ms")
+DETAILED = ("input_lens", "output_lens", "start_times")
+# Metadata keys that are traffic, not engine dials.
+TRAFFIC_METADATA = {"random_range_ratio": o.range_ratio}
+
+
+@dataclass(frozen=True)
+class MeasuredRun:
+    """One result file: the scenario that replays it and every number it measured."""
+
+    path: str
+    label: str
+    scenario: Scenario
+    metrics: dict
+    """The file's numeric metrics (vllm bench serve's keys)."""
+    replayed: bool
+    """True when its per-request arrays are replayed as a trace."""
+    rate: float
+    """The configured request rate (inf: all at once)."""
+
+    def describe(self) -> str:
+        w = self.scenario.workload
+        if self.replayed:
+            return f"{self.metrics['completed']:.0f} requests replayed from the file"
+        return (f"{w.num_prompts} requests at {_rate_text(self.rate)} req/s, {w.input.mean} in / "
+                f"{w.output.mean} out")
+
+
+def _rate_text(rate: float) -> str:
+    return "inf" if math.isinf(rate) else f"{rate:g}"
+
+
+def read_result(path: str) -> dict:
+    """A result file's JSON object, or a UserError that names the file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the result file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a vllm bench serve result (not UTF-8 text)") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}: not a vllm bench serve result: invalid JSON at line {exc.lineno} "
+                        f"({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: not a vllm bench serve result (a JSON object of results expected)")
+    return data
+
+
+def _number(data: dict, key: str, path: str, *, allow_inf: bool = False) -> float:
+    if key not in data:
+        raise UserError(f"{path}: the result has no {key!r} key ({REQUIRED.get(key, key)}); it is not a "
+                        "complete vllm bench serve --save-result file")
+    value = data[key]
+    if allow_inf and isinstance(value, str) and value.strip().lower() in ("inf", "infinity"):
+        return math.inf
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise UserError(f"{path}: {key} = {value!r} is not a number >= 0")
+    return float(value)
+
+
+def metadata_dials(data: dict, path: str) -> tuple[dict, dict]:
+    """Engine dials and traffic settings from `--metadata` entries (strings) or, for a file
+    `batchtui sim` wrote, from its `engine` table: (dials by name, traffic by name)."""
+    flags = {f.dial: f for f in o.engine_flags()}
+    spellings = {}
+    for f in flags.values():
+        for name in (f.dial, f.flag.lstrip("-"), f.flag.lstrip("-").replace("-", "_")):
+            spellings[name] = f
+    dials, traffic = {}, {}
+    engine = data.get("engine")
+    if isinstance(engine, dict):  # batchtui sim's own record of the engine it ran
+        for key, value in engine.items():
+            if key in flags and flags[key].where == "engine" and value is not None:
+                dials[key] = value
+        for key in ("tensor_parallel_size",):
+            if isinstance(data.get(key), int) and not isinstance(data.get(key), bool):
+                dials[key] = data[key]
+    for key, value in data.items():
+        if not isinstance(value, str):
+            continue
+        name = key.strip().lstrip("-")
+        if name in TRAFFIC_METADATA:
+            traffic[name] = _convert(TRAFFIC_METADATA[name], value, key, path)
+            continue
+        f = spellings.get(name) or spellings.get(name.replace("-", "_"))
+        if f is None:
+            continue
+        dials[f.dial] = _flag_value(f, value, key, path)
+    return dials, traffic
+
+
+def _flag_value(f: o.EngineFlag, text: str, key: str, path: str):
+    kwargs = f.kwargs
+    if kwargs.get("action") is argparse.BooleanOptionalAction:
+        word = text.strip().lower()
+        if word in ("1", "true", "yes", "on"):
+            return True
+        if word in ("0", "false", "no", "off"):
+            return False
+        raise UserError(f"{path}: metadata {key} = {text!r}: expected true or false")
+    value = _convert(kwargs.get("type", str), text, key, path)
+    choices = kwargs.get("choices")
+    if choices is not None and value not in choices:
+        raise UserError(f"{path}: metadata {key} = {text!r}: expected one of {', '.join(map(str, choices))}")
+    if f.dial == "kv_cache_dtype":
+        value = o.KV_CACHE_DTYPE_ALIASES.get(value, value)
+    if f.dial == "max_queue_delay":
+        value = value / 1000
+    return value
+
+
+def _convert(kind, text: str, key: str, path: str):
+    try:
+        return kind(text.strip())
+    except (argparse.ArgumentTypeError, ValueError) as exc:
+        raise UserError(f"{path}: metadata {key} = {text!r}: {exc}") from None
+
+
+def _detailed(data: dict, path: str) -> list[tuple[float, int, int]] | None:
+    """(arrival, prompt, output) per served request, when the file has the arrays; None if not."""
+    if not all(isinstance(data.get(k), list) for k in DETAILED):
+        return None
+    ins, outs, starts = (data[k] for k in DETAILED)
+    errors = data.get("errors") if isinstance(data.get("errors"), list) else [""] * len(ins)
+    if not (len(ins) == len(outs) == len(starts) == len(errors)) or not ins:
+        raise UserError(f"{path}: input_lens, output_lens, start_times and errors have different lengths")
+    rows = []
+    for i, (n_in, n_out, start, err) in enumerate(zip(ins, outs, starts, errors)):
+        if err:
+            continue  # refused or failed: it never ran
+        ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                 for v in (n_in, n_out, start))
+        if not ok or n_in < 1 or n_out < 1:
+            raise UserError(f"{path}: request {i} has no usable length or start time "
+                            f"({n_in!r} in, {n_out!r} out, start {start!r})")
+        rows.append((float(start), int(n_in), int(n_out)))
+    if not rows:
+        raise UserError(f"{path}: every request failed; nothing to replay")
+    first = min(r[0] for r in rows)
+    return sorted(((s - first, n_in, n_out) for s, n_in, n_out in rows), key=lambda r: r[0])
+
+
+def load_run(path: str, base: Scenario, given: dict, trace_dir: str, index: int) -> MeasuredRun:
+    """The scenario replaying the result at `path`: `base` (gpu, model, profiles) with the file's
+    traffic and dials; `given` holds the dials set on the command line, which win."""
+    data = read_result(path)
+    for key in REQUIRED:
+        _number(data, key, path, allow_inf=key == "request_rate")
+    completed = int(_number(data, "completed", path))
+    if completed < 1:
+        raise UserError(f"{path}: no request completed; nothing to compare with")
+    rate = _number(data, "request_rate", path, allow_inf=True)
+    if data.get("max_concurrency") not in (None, 0):
+        raise UserError(f"{path}: the run capped the client's concurrency (max_concurrency = "
+                        f"{data['max_concurrency']}), which the simulator does not model yet; use runs "
+                        "without --max-concurrency")
+    dials, traffic = metadata_dials(data, path)
+    dials.update(given)
+    deployment = {k: dials.pop(k) for k in list(dials) if k in _DEPLOYMENT_DIALS}
+    sc = replace(base, **deployment)
+    seed = data.get("seed")
+    if isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0:
+        sc = replace(sc, seed=seed)
+    sc = sc.with_engine(**dials)
+    rows = _detailed(data, path)
+    if rows is not None:
+        trace = os.path.join(trace_dir, f"run{index}.jsonl")
+        with open(trace, "w", encoding="utf-8") as handle:
+            for t, n_in, n_out in rows:
+                handle.write(json.dumps({"arrival_time": t, "prompt_len": n_in, "output_len": n_out}) + "\n")
+        workload = WorkloadSpec(arrival="trace", trace_path=trace, num_prompts=len(rows))
+    else:
+        mean_in = max(1, round(data["total_input_tokens"] / completed))
+        mean_out = max(1, round(data["total_output_tokens"] / completed))
+        inp, out = LengthSpec(mean=mean_in), LengthSpec(mean=mean_out)
+        r = traffic.get("random_range_ratio")
+        if r:
+            inp = LengthSpec(dist="uniform", mean=mean_in, low=max(1, math.floor(mean_in * (1 - r))),
+                             high=max(1, math.ceil(mean_in * (1 + r))))
+            out = LengthSpec(dist="uniform", mean=mean_out, low=max(1, math.floor(mean_out * (1 - r))),
+                             high=max(1, math.ceil(mean_out * (1 + r))))
+        burstiness = data.get("burstiness")
+        burstiness = float(burstiness) if isinstance(burstiness, (int, float)) and not isinstance(burstiness, bool) \
+            and burstiness > 0 else 1.0
+        workload = WorkloadSpec(arrival="gamma", request_rate=rate, num_prompts=completed, input=inp,
+                                output=out, burstiness=burstiness)
+        strategy = data.get("ramp_up_strategy")
+        if strategy:
+            start = _number(data, "ramp_up_start_rps", path)
+            end = _number(data, "ramp_up_end_rps", path)
+            workload = replace(workload, ramp_up_strategy=str(strategy), ramp_up_start_rps=start,
+                               ramp_up_end_rps=end, request_rate=math.inf)
+    sc = replace(sc, workload=workload)
+    metrics = {}
+    for key, value in data.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            metrics[key] = float(value)
+    label = Path(path).name
+    return MeasuredRun(path, label, sc, metrics, rows is not None, rate)
+
+
+_DEPLOYMENT_DIALS = ("tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization", "block_size",
+                     "num_gpu_blocks_override")
+
+
+def load_runs(paths: list[str], base: Scenario, given: dict, trace_dir: str, profiles) -> list[MeasuredRun]:
+    """Every file as a run, each checked by building it (a dial vLLM refuses is named here)."""
+    runs = []
+    for i, path in enumerate(paths):
+        run = load_run(path, base, given, trace_dir, i)
+        try:
+            run.scenario.deployment(profiles)
+            run.scenario.engine_config(profiles)
+            run.scenario.workload.validate()
+        except Exception as exc:
+            from sim.errors import SimError
+
+            if isinstance(exc, SimError):
+                raise UserError(f"{path}: {exc}") from None
+            raise
+        runs.append(run)
+    return runs

@@ -1,0 +1,470 @@
+"""Fitting the cost model's efficiencies and host overheads to measured serving runs.
+
+A measured run (`Point`) is a scenario that reproduces its traffic and engine settings, plus what
+`vllm bench serve` measured: TTFT p50, TPOT p50 and output throughput. `fit` looks for the GPU
+parameters (`eta_bw`, `eta_mfu`, `eta_attn`, `overhead_s`, `overhead_per_seq_s`, or a subset)
+under which the simulator, run on every point's scenario, reproduces those numbers: it minimises
+the squared log ratios simulated/measured with Levenberg-Marquardt, the simulator a black box
+and its Jacobian taken by finite differences (every point's traffic is drawn with the same seed
+each time, so the comparison between parameter sets is not blurred by new draws).
+
+Before fitting it checks that the points can tell the parameters apart: a parameter no
+measurement moves, or one whose effect another parameter (or a mix of them) can stand in for,
+cannot be fitted; `FitError` then says which measurement would pin it (a low-load run for the
+prefill cost, a loaded run for the per-sequence cost, ...). Uncertainties come from the Jacobian
+at the answer, with the scatter of the residuals (at least `NOISE_FLOOR`, the run-to-run spread of
+a benchmark) as the noise.
+
+Efficiencies are searched in log space (a step is a share of the value); overheads in seconds
+scaled to a typical size, kept at zero or above.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import numpy as np
+
+from .engine import run_scenario
+from .errors import SimError
+from .profiles import ProfileSet
+from .scenario import Scenario
+
+__all__ = ["FitError", "FitResult", "METRICS", "PARAMETERS", "Parameter", "Point", "fit",
+           "parameter_values", "simulate_point", "with_parameters"]
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    label: str
+    log: bool
+    """Searched as log(value) (efficiencies) or as value / scale (overheads, which may be 0)."""
+    scale: float
+    """For an overhead: the size one unit of search stands for (seconds)."""
+    step: float
+    """Finite-difference step, in search units."""
+    low: float
+    high: float
+    """Bounds of the value."""
+    needs: str
+    """The measurement that pins it, for the message when the points cannot."""
+    loose: float
+    """The most uncertainty (one standard error, search units) a fit may leave it with."""
+
+
+PARAMETERS: tuple[Parameter, ...] = (
+    Parameter("eta_bw", "weight-read efficiency", True, 1.0, 0.08, 0.02, 1.0,
+              "a low-load run (one request at a time, such as --request-rate 0.2 --num-prompts 20) "
+              "for the cost of one decode step", 0.2),
+    Parameter("eta_mfu", "tensor-core efficiency", True, 1.0, 0.08, 0.02, 1.0,
+              "a low-load run for the prefill cost (a request's TTFT when it is alone), or a saturated "
+              "one (--request-rate inf) for the compute-bound throughput", 0.2),
+    Parameter("eta_attn", "KV-read efficiency", True, 1.0, 0.08, 0.02, 1.0,
+              "a loaded run with long prompts (such as --random-input-len 4096 at a rate well above "
+              "one request at a time) for the cost of reading the KV cache", 0.2),
+    Parameter("overhead_s", "fixed host cost per iteration", False, 1e-3, 0.3, 0.0, 0.1,
+              "a low-load run and a saturated one, to split the fixed cost of an iteration from its "
+              "weight reads", 0.5),
+    Parameter("overhead_per_seq_s", "host cost per sequence per iteration", False, 1e-5, 0.3, 0.0, 0.01,
+              "a loaded run (a rate near saturation, or --request-rate inf) for the per-sequence cost", 0.5),
+)
+PARAMETER_NAMES = tuple(p.name for p in PARAMETERS)
+_BY_NAME = {p.name: p for p in PARAMETERS}
+
+METRICS: tuple[tuple[str, str], ...] = (
+    ("median_ttft_ms", "TTFT p50 (ms)"),
+    ("median_tpot_ms", "TPOT p50 (ms)"),
+    ("output_throughput", "output tok/s"),
+)
+"""What a fit matches, as `vllm bench serve` names it."""
+METRIC_KEYS = tuple(k for k, _ in METRICS)
+
+NOISE_FLOOR = 0.005
+"""The least scatter assumed of a measured figure (0.5 %): a request served alone takes the same
+time run after run to about that, so a perfect fit does not claim infinitely tight parameters.
+Figures that move more with the traffic's draws get their own, larger scatter (`SPREAD_SEEDS`)."""
+MAX_SPREAD = 0.02
+"""The most scatter credited to a figure (2 %): three draws say little about a spread, and a loaded
+run must still count, since it alone pins the per-sequence cost."""
+MIN_STEP_SCALE = 0.1
+"""The finest finite-difference steps, as a share of each parameter's first (wide) step."""
+SPREAD_SEEDS = 3
+NUDGE = 0.03
+"""A nudge of the parameters, as a share of their first finite-difference steps (0.24 % of an
+efficiency, 9 us of the fixed overhead): too small to change a trend, enough to show jitter."""
+"""Runs (seeds) per point that measure how much each metric moves with the traffic's draws."""
+MAX_INFLATION = 200.0
+"""A parameter whose variance inflation factor (how much the other parameters can stand in for
+it) exceeds this cannot be told apart from them: correlation above about 0.997."""
+MIN_EFFECT = 1e-3
+"""A parameter that moves no fitted metric by this much (log ratio) over a unit search step has
+no measurement to go by."""
+
+
+class FitError(SimError):
+    """The points cannot pin the parameters (says which measurement is missing), or the fit could
+    not run."""
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measured run: a scenario reproducing it, and the measured metrics (METRIC_KEYS)."""
+
+    label: str
+    scenario: Scenario
+    measured: dict
+
+
+@dataclass(frozen=True)
+class FitResult:
+    fitted: tuple[str, ...]
+    """Names of the parameters fitted (the others stay at their base values)."""
+    base: dict
+    values: dict
+    """Every parameter's value after the fit (seconds for overheads)."""
+    sigma: dict
+    """One standard error per fitted parameter, in the parameter's units."""
+    measured: np.ndarray
+    before: np.ndarray
+    after: np.ndarray
+    """Points x METRIC_KEYS: measured, simulated with the base values and with the fitted ones
+    (NaN where the run has no such metric)."""
+    rms_before: float
+    rms_after: float
+    """Root mean square of the log ratios simulated/measured."""
+    iterations: int
+    evaluations: int
+    """Simulator runs of every point."""
+    noise: float
+    """How much worse than the traffic's own scatter the fit is (1 = as good as it can be)."""
+    spread: np.ndarray
+    """Points x METRIC_KEYS: each figure's scatter with the traffic's draws (log units)."""
+
+
+# -- running the simulator with other parameters ---------------------------------------------------
+
+
+def parameter_values(profiles: ProfileSet, gpu_id: str, model_id: str) -> dict:
+    """The five parameters as a deployment of `model_id` on `gpu_id` sees them (a model's own
+    value wins over its GPU's)."""
+    gpu, model = profiles.gpu(gpu_id), profiles.model(model_id)
+    out = {}
+    for name in PARAMETER_NAMES:
+        own = getattr(model, name)
+        out[name] = own if own is not None else getattr(gpu, name)
+    return out
+
+
+def with_parameters(profiles: ProfileSet, gpu_id: str, model_id: str, values: dict) -> ProfileSet:
+    """The same profiles with `values` set on the GPU (and cleared on the model, whose own values
+    would otherwise win)."""
+    gpus = dict(profiles.gpus)
+    models = dict(profiles.models)
+    gpus[gpu_id] = dataclasses.replace(profiles.gpu(gpu_id), **values)
+    models[model_id] = dataclasses.replace(profiles.model(model_id), **{k: None for k in values})
+    return ProfileSet(MappingProxyType(gpus), MappingProxyType(models))
+
+
+def simulate_point(job: tuple[Scenario, dict]) -> tuple[float, ...]:
+    """The fitted metrics of one scenario run with the GPU parameters `values` (a pool worker's
+    unit of work: a scenario and a dict pickle; profiles are read again here)."""
+    scenario, values = job
+    profiles = with_parameters(scenario.profiles(), scenario.gpu, scenario.model, values)
+    metrics = run_scenario(scenario, profiles=profiles, keep_requests=False).metrics
+    return tuple(_number(metrics.get(key)) for key in METRIC_KEYS)
+
+
+def _number(value) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return number if math.isfinite(number) and number > 0 else math.nan
+
+
+Mapper = Callable[[Callable, Sequence], Iterable]
+
+
+# -- search coordinates ----------------------------------------------------------------------------
+
+
+def _to_search(p: Parameter, value: float) -> float:
+    return math.log(value) if p.log else value / p.scale
+
+
+def _from_search(p: Parameter, z: float) -> float:
+    value = math.exp(z) if p.log else z * p.scale
+    return min(p.high, max(p.low, value))
+
+
+def _clip(params: Sequence[Parameter], z: np.ndarray) -> np.ndarray:
+    return np.array([_to_search(p, _from_search(p, zi)) for p, zi in zip(params, z)])
+
+
+# -- the fit ---------------------------------------------------------------------------------------
+
+
+class _Problem:
+    """The points, the fixed values and a counter of simulator runs."""
+
+    def __init__(self, points: Sequence[Point], base: dict, params: Sequence[Parameter],
+                 mapper: Mapper) -> None:
+        self.points = list(points)
+        self.base = dict(base)
+        self.params = list(params)
+        self.mapper = mapper
+        self.measured = np.array([[_number(pt.measured.get(k)) for k in METRIC_KEYS] for pt in self.points])
+        self.evaluations = 0
+        self.spread = np.full(self.measured.shape, NOISE_FLOOR)
+
+    def values(self, z: np.ndarray) -> dict:
+        out = dict(self.base)
+        for p, zi in zip(self.params, z):
+            out[p.name] = _from_search(p, float(zi))
+        return out
+
+    def simulate(self, zs: Sequence[np.ndarray], seed_offset: int = 0) -> list[np.ndarray]:
+        """Simulated metrics (points x metrics) for each search vector, all runs in one map."""
+        jobs = [(dataclasses.replace(pt.scenario, seed=pt.scenario.seed + seed_offset), self.values(z))
+                for z in zs for pt in self.points]
+        results = list(self.mapper(simulate_point, jobs))
+        self.evaluations += len(zs)
+        n = len(self.points)
+        return [np.array(results[i * n:(i + 1) * n]) for i in range(len(zs))]
+
+    def measure_spread(self, z: np.ndarray, first: np.ndarray) -> None:
+        """Each figure's scatter, at least NOISE_FLOOR and at most MAX_SPREAD: how much it moves
+        with the traffic's draws (the same runs with other seeds), or with a nudge of the
+        parameters too small to matter (a fraction of a per cent: it moves iteration boundaries
+        past arrivals, and a median TTFT under load jumps by per cents with them), whichever is
+        more. A request alone is the same every time. Residuals are weighted by it, so the
+        steady figures steer the fit and the jittery ones do not."""
+        seeds = [first] + [self.simulate([z], seed_offset=k)[0] for k in range(1, SPREAD_SEEDS)]
+        rng = np.random.default_rng(0)
+        nudges = [z + NUDGE * np.array([p.step for p in self.params]) * rng.choice([-1.0, 1.0], len(z))
+                  for _ in range(SPREAD_SEEDS - 1)]
+        nudged = [first] + self.simulate([_clip(self.params, n) for n in nudges])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            spread = np.fmax(np.nanstd(np.log(np.array(seeds)), axis=0, ddof=1),
+                             np.nanstd(np.log(np.array(nudged)), axis=0, ddof=1))
+        self.spread = np.clip(np.where(np.isfinite(spread), spread, NOISE_FLOOR), NOISE_FLOOR, MAX_SPREAD)
+
+    def residuals(self, simulated: np.ndarray) -> np.ndarray:
+        """log(simulated / measured) over each metric's scatter, NaN where either is
+        missing."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.log(simulated / self.measured) / self.spread
+
+    def errors(self, simulated: np.ndarray) -> np.ndarray:
+        """log(simulated / measured), unweighted."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.log(simulated / self.measured)
+
+    def mask(self) -> np.ndarray:
+        return np.isfinite(self.measured)
+
+
+def _jacobian(problem: _Problem, z: np.ndarray, mask: np.ndarray, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Central differences over each parameter's step (one-sided at a bound): d residual /
+    d search unit. Wide steps first (`scale` 1): a step moves many iterations' boundaries past
+    the arrivals, so the slope it measures is the trend, not one scheduling accident; narrower
+    ones once the search stalls near the answer."""
+    zs, spans = [], []
+    for i, p in enumerate(problem.params):
+        up, down = z.copy(), z.copy()
+        up[i] += p.step * scale
+        down[i] -= p.step * scale
+        up[i] = _clip([p], up[i:i + 1])[0]
+        down[i] = _clip([p], down[i:i + 1])[0]
+        zs += [up, down]
+        spans.append(up[i] - down[i])
+    sims = problem.simulate(zs)
+    columns = []
+    for i, span in enumerate(spans):
+        hi, lo = problem.residuals(sims[2 * i]), problem.residuals(sims[2 * i + 1])
+        d = (hi - lo)[mask] / span if span else np.zeros(int(mask.sum()))
+        columns.append(np.where(np.isfinite(d), d, 0.0))
+    return np.column_stack(columns), np.array(spans)
+
+
+def _inflation(jac: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each column's norm and variance inflation factor (inf when the columns are dependent)."""
+    norms = np.linalg.norm(jac, axis=0)
+    safe = np.where(norms > 0, norms, 1.0)
+    unit = jac / safe
+    gram = unit.T @ unit
+    try:
+        inv = np.linalg.inv(gram)
+        vif = np.diag(inv).copy()
+    except np.linalg.LinAlgError:
+        vif = np.full(jac.shape[1], np.inf)
+    vif[~(vif > 0)] = np.inf
+    return norms, vif
+
+
+def check_identifiable(problem: _Problem, jac: np.ndarray) -> None:
+    """Raise FitError naming the measurement missing for each parameter the points cannot pin:
+    one no figure depends on, one another parameter (or a mix of them) can stand in for
+    (variance inflation above MAX_INFLATION), or one the figures' scatter would leave looser than
+    its `loose` limit."""
+    norms, vif = _inflation(jac)
+    try:
+        sd = np.sqrt(np.clip(np.diag(np.linalg.inv(jac.T @ jac)), 0, None))
+    except np.linalg.LinAlgError:
+        sd = np.full(len(norms), np.inf)
+    params = problem.params
+    # A unit of search (a factor e of an efficiency, `scale` seconds of an overhead) must move
+    # some figure by more than its scatter.
+    silent = [p for p, n in zip(params, norms) if not n >= MIN_EFFECT]
+    tangled = [p for p, v, e in zip(params, vif, sd)
+               if p not in silent and not (v <= MAX_INFLATION and e <= p.loose)]
+    if not silent and not tangled:
+        return
+    lines = []
+    for p in silent:
+        lines.append(f"{p.name} ({p.label}): no measured run depends on it; it needs {p.needs}")
+    if tangled:
+        names = ", ".join(p.name for p in tangled)
+        lines.append(f"{names} cannot be told apart: in these runs one changes the results as another "
+                     "does")
+        for p in tangled:
+            lines.append(f"to pin {p.name} ({p.label}), add {p.needs}")
+    raise FitError(
+        f"these {len(problem.points)} runs cannot fit every parameter: " + "; ".join(lines)
+        + ". Or keep a parameter at the base profile's value with --fix NAME.")
+
+
+def fit(points: Sequence[Point], profiles: ProfileSet, gpu_id: str, model_id: str, *,
+        fit: Sequence[str] = PARAMETER_NAMES, mapper: Mapper = map,
+        progress: Callable[[str], None] | None = None, max_iterations: int = 15,
+        tolerance: float = 1e-3) -> FitResult:
+    """Fit the parameters named in `fit` to `points`; the others keep their values in `profiles`.
+
+    Every point's scenario must run `model_id` on `gpu_id` (the profiles it reads are its own
+    `profiles_path`'s). `mapper(func, jobs)` runs simulator jobs (the built-in `map`, or a
+    process pool's)."""
+    if not points:
+        raise FitError("no measured runs to fit")
+    unknown = [n for n in fit if n not in _BY_NAME]
+    if unknown:
+        raise FitError(f"unknown parameter {unknown[0]!r}; the parameters are {', '.join(PARAMETER_NAMES)}")
+    params = [p for p in PARAMETERS if p.name in fit]
+    if not params:
+        raise FitError("every parameter is fixed: nothing to fit")
+    for pt in points:
+        if (pt.scenario.gpu, pt.scenario.model) != (gpu_id, model_id):
+            raise FitError(f"{pt.label}: runs {pt.scenario.model} on {pt.scenario.gpu}, not {model_id} on {gpu_id}")
+    base = parameter_values(profiles, gpu_id, model_id)
+    problem = _Problem(points, base, params, mapper)
+    mask = problem.mask()
+    m = int(mask.sum())
+    if m < len(params) + 1:
+        raise FitError(f"{len(points)} run(s) give {m} measured number(s) to fit {len(params)} parameter(s): "
+                       "add runs at other request rates")
+
+    def say(text: str) -> None:
+        if progress is not None:
+            progress(text)
+
+    z = np.array([_to_search(p, base[p.name]) for p in params])
+    say("simulating every run with the base profile")
+    before = problem.simulate([z])[0]
+    r = problem.residuals(before)
+    bad = [pt.label for pt, row, meas in zip(points, np.isfinite(before), mask) if (meas & ~row).any()]
+    if bad:
+        raise FitError(f"the simulator reports no figure for a measured metric of {bad[0]} (a run with "
+                       "one-token answers has no TPOT): leave that run out")
+    say("measuring how much each figure moves with the traffic's random draws")
+    problem.measure_spread(z, before)
+    r = problem.residuals(before)
+    cost = float(np.sum(r[mask] ** 2))
+    say("measuring how each parameter moves the results")
+    jac, _ = _jacobian(problem, z, mask)
+    check_identifiable(problem, jac)
+
+    lam = 1e-2
+    scale = 1.0
+    iterations = 0
+    current = before
+    while iterations < max_iterations:
+        iterations += 1
+        g = jac.T @ r[mask]
+        h = jac.T @ jac
+        gain = 0.0
+        for _ in range(6):
+            step = _bounded_step(params, z, h, g, lam)
+            z_new = _clip(params, z + step)
+            if np.allclose(z_new, z, atol=1e-7, rtol=0):
+                break
+            sim = problem.simulate([z_new])[0]
+            r_new = problem.residuals(sim)
+            cost_new = float(np.sum(r_new[mask] ** 2)) if np.isfinite(r_new[mask]).all() else math.inf
+            if cost_new < cost:
+                gain = (cost - cost_new) / max(cost, 1e-300)
+                z, r, cost, current = z_new, r_new, cost_new, sim
+                lam = max(lam / 3, 1e-7)
+                break
+            lam *= 4
+        say(f"iteration {iterations}: rms error {_rms(problem.errors(current), mask):.2%}")
+        if cost < 1e-8:
+            break
+        if gain < tolerance:  # stalled: look closer, or stop when already close
+            if scale <= MIN_STEP_SCALE:
+                break
+            scale /= 3
+            lam = 1e-2
+        jac, _ = _jacobian(problem, z, mask, scale)
+
+    values = problem.values(z)
+    if scale < 1.0:  # the uncertainty is the trend's: wide steps again, at the answer
+        jac, _ = _jacobian(problem, z, mask)
+    dof = max(1, m - len(params))
+    # Residuals are in units of each figure's scatter: a fit no better than that keeps the
+    # scatter as the noise, a worse one scales it up.
+    noise = max(1.0, math.sqrt(cost / dof))
+    try:
+        cov = np.linalg.inv(jac.T @ jac) * noise**2
+        spread = np.sqrt(np.clip(np.diag(cov), 0, None))
+    except np.linalg.LinAlgError:
+        spread = np.full(len(params), np.inf)
+    sigma = {}
+    for p, zi, s in zip(params, z, spread):
+        sigma[p.name] = math.exp(zi) * (math.exp(s) - 1) if p.log else s * p.scale
+    return FitResult(
+        fitted=tuple(p.name for p in params), base=base, values=values, sigma=sigma,
+        measured=problem.measured, before=before, after=current,
+        rms_before=_rms(problem.errors(before), mask), rms_after=_rms(problem.errors(current), mask),
+        iterations=iterations, evaluations=problem.evaluations, noise=noise, spread=problem.spread)
+
+
+def _bounded_step(params: Sequence[Parameter], z: np.ndarray, h: np.ndarray, g: np.ndarray,
+                  lam: float) -> np.ndarray:
+    """The damped Gauss-Newton step, with a parameter that sits at a bound and would be pushed
+    past it held there (the others solved without it), so a bound does not stall the search."""
+    free = np.ones(len(params), dtype=bool)
+    for _ in range(len(params)):
+        step = np.zeros(len(params))
+        idx = np.flatnonzero(free)
+        if not len(idx):
+            return step
+        sub = h[np.ix_(idx, idx)]
+        step[idx] = -np.linalg.solve(sub + lam * np.diag(np.diag(sub) + 1e-12), g[idx])
+        blocked = False
+        for i in idx:
+            p = params[i]
+            value = _from_search(p, z[i])
+            if (value <= p.low and step[i] < 0) or (value >= p.high and step[i] > 0):
+                free[i] = False
+                blocked = True
+        if not blocked:
+            return step
+    return np.zeros(len(params))
+
+
+def _rms(r: np.ndarray, mask: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(r[mask] ** 2)))

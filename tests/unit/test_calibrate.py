@@ -1,0 +1,323 @@
+"""`batchtui calibrate` and `compare`: result files read as vLLM writes them, the fit recovering a
+known profile from runs `batchtui sim --save-result` made with it, predictions at held-out rates,
+noisy inputs, and runs that cannot tell the parameters apart.
+
+The fit here is the small fixed one (150 requests per loaded run); `BATCHTUI_SLOW_TESTS=1` runs
+the thorough variant (1000 requests, other parameters, tighter bounds)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from batchtui.cli import main
+from sim.profiles import load_profiles
+
+DATA = Path(__file__).parent.parent / "data" / "vllm-results"
+VLLM_FILE = DATA / "openai-8.0qps-Llama-3.1-8B-Instruct-20250301-101500.json"
+DETAILED_FILE = DATA / "openai-detailed.json"
+
+TRUTH = {"eta_bw": 0.72, "eta_mfu": 0.55, "eta_attn": 0.70, "overhead_s": 0.0004, "overhead_per_seq_s": 0.000025}
+SLOW = pytest.mark.skipif(not os.environ.get("BATCHTUI_SLOW_TESTS"), reason="thorough variant: BATCHTUI_SLOW_TESTS=1")
+
+
+def run(capsys, *argv):
+    capsys.readouterr()  # what ran before (measuring) is not this command's output
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def truth_profiles(directory: Path, values: dict) -> Path:
+    path = directory / "truth.toml"
+    lines = ['[gpus.h100-truth]', 'name = "H100 as measured"', "hbm_bandwidth = 3.35e12", "bf16_peak_flops = 989e12",
+             "memory_bytes = 85.0e9", "interconnect_bandwidth = 450e9"]
+    lines += [f"{k} = {v!r}" for k, v in values.items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+# (name, rate, requests, prompt, output): one request at a time with short and very long prompts
+# (the decode step, the prefill cost, the KV read), several rates up to saturation, and a loaded
+# run with long prompts.
+def sweep(n: int):
+    return [("low-short", "0.2", 20, 512, 256), ("low-long", "0.05", 10, 16384, 64),
+            ("rate-8", "8", n, 512, 256), ("rate-16", "16", n, 512, 256), ("rate-24", "24", n, 512, 256),
+            ("rate-inf", "inf", n, 512, 256), ("long-4", "4", n, 3072, 256)]
+
+
+def measure(directory: Path, truth: Path, runs) -> list[Path]:
+    """Results written by `batchtui sim --save-result` from the truth profile."""
+    paths = []
+    for name, rate, n, prompt, output in runs:
+        path = directory / f"{name}.json"
+        assert main(["sim", "--profiles", str(truth), "--gpu", "h100-truth", "--request-rate", rate,
+                     "--num-prompts", str(n), "--random-input-len", str(prompt), "--random-output-len", str(output),
+                     "--save-result", "--result-filename", str(path), "--json"]) == 0
+        paths.append(path)
+    return paths
+
+
+def _sigma(path: Path, key: str) -> float:
+    """The stated uncertainty of a fitted value, from the comment beside it."""
+    line = next(line for line in path.read_text().splitlines() if line.startswith(f"{key} = "))
+    return float(line.split("± ")[1].split()[0])
+
+
+def calibrated(path: Path, name: str = "h100-sxm-calibrated") -> dict:
+    return tomllib.loads(path.read_text(encoding="utf-8"))["gpus"][name]
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    """The small fit: results made with TRUTH, calibrated from h100-sxm."""
+    directory = tmp_path_factory.mktemp("calibrate")
+    truth = truth_profiles(directory, TRUTH)
+    paths = measure(directory, truth, sweep(150))
+    out = directory / "cal.toml"
+    code = main(["calibrate", *map(str, paths), "--gpu", "h100-sxm", "--output", str(out), "--jobs", "1"])
+    assert code == 0
+    return directory, truth, paths, out
+
+
+def test_the_fit_recovers_the_known_parameters(fitted):
+    *_, out = fitted
+    got = calibrated(out)
+    for key in ("eta_bw", "eta_mfu", "eta_attn"):
+        assert got[key] == pytest.approx(TRUTH[key], rel=0.05), key
+    assert got["overhead_per_seq_s"] == pytest.approx(TRUTH["overhead_per_seq_s"], rel=0.1)
+    # The fixed overhead is the one the runs pin least: it trades against the weight reads, and
+    # only a request's TTFT alone (0.5 % per 100 us here) tells the two apart.
+    assert got["overhead_s"] == pytest.approx(TRUTH["overhead_s"], abs=0.00025)
+
+
+def test_the_profile_keeps_the_base_gpu_and_says_where_it_came_from(fitted):
+    *_, paths, out = fitted
+    text = out.read_text(encoding="utf-8")
+    got = calibrated(out)
+    assert got["name"] == "H100 SXM 80 GB (calibrated)" and got["hbm_bandwidth"] == 3.35e12
+    assert "# Calibrated by batchtui calibrate" in text and all(p.name in text for p in paths)
+    assert "# fitted, ±" in text
+    profiles = load_profiles(out)
+    assert profiles.gpu("h100-sxm-calibrated").eta_mfu == got["eta_mfu"]
+
+
+def test_the_fitted_profile_predicts_held_out_rates(fitted, capsys):
+    directory, truth, _, out = fitted
+    held = measure(directory, truth, [("held-12", "12", 150, 512, 256), ("held-20", "20", 150, 512, 256),
+                                      ("held-long-2", "2", 100, 2048, 128)])
+    code, text, _ = run(capsys, "compare", *held, "--profiles", out, "--gpu", "h100-sxm-calibrated", "--json",
+                        "--jobs", "1")
+    assert code == 0
+    for entry in json.loads(text)["runs"]:
+        for key in ("median_ttft_ms", "median_tpot_ms", "output_throughput"):
+            measured, simulated = entry["measured"][key], entry["simulated"][key]
+            assert simulated == pytest.approx(measured, rel=0.05), (entry["file"], key)
+
+
+def test_calibrate_prints_the_values_and_every_point(fitted, capsys):
+    directory, _, paths, _ = fitted
+    out = directory / "again.toml"
+    code, text, err = run(capsys, "calibrate", *paths[:1], *paths[2:], "--gpu", "h100-sxm", "--output", out,
+                          "--name", "mine", "--fix", "eta_attn,overhead_s", "--jobs", "1")
+    assert code == 0
+    assert "eta_attn                   0.850       0.850        (kept)" in text
+    for path in paths[:1] + paths[2:]:
+        assert path.name in text
+    assert text.count("TTFT p50 ms") == len(paths) - 1
+    assert "Wrote [gpus.mine] to" in text and f"--profiles {out} --gpu mine" in text
+    assert calibrated(out, "mine")["eta_attn"] == 0.85
+
+
+def test_noise_degrades_the_fit_gracefully(fitted, tmp_path, capsys):
+    _, _, paths, _ = fitted
+    rng = np.random.default_rng(3)
+    noisy = []
+    for path in paths:
+        data = json.loads(path.read_text())
+        for key in ("median_ttft_ms", "median_tpot_ms", "output_throughput"):
+            data[key] *= 1 + rng.normal(0, 0.02)
+        target = tmp_path / path.name
+        target.write_text(json.dumps(data))
+        noisy.append(target)
+    out = tmp_path / "noisy.toml"
+    code, text, _ = run(capsys, "calibrate", *noisy, "--gpu", "h100-sxm", "--output", out, "--jobs", "1")
+    assert code == 0, text
+    got = calibrated(out)
+    for key, rel in (("eta_mfu", 0.05), ("eta_attn", 0.2), ("overhead_per_seq_s", 0.3)):
+        assert got[key] == pytest.approx(TRUTH[key], rel=rel), (key, text)
+    # The weight reads and the fixed cost trade against each other (only a request's TTFT alone
+    # tells them apart, and the noise blurs it), but what they add up to, one decode step of a
+    # request alone, holds.
+    assert _decode_step(got) == pytest.approx(_decode_step(TRUTH), rel=0.05), text
+    # The residual table shows the noise (2 % added), and the stated uncertainties grow with it.
+    rms_after = float(text.split("fitted.")[0].rsplit(", ", 1)[1].split("%")[0])
+    assert 1 <= rms_after <= 4
+    assert _sigma(out, "eta_attn") > _sigma(fitted[3], "eta_attn")
+    assert _sigma(out, "overhead_per_seq_s") > 1.5 * _sigma(fitted[3], "overhead_per_seq_s")
+
+
+def _decode_step(values: dict) -> float:
+    """Seconds of one decode step of a request alone (context 640) with these parameters."""
+    from sim.cost import CostModel
+    from sim.fit import with_parameters
+
+    profiles = with_parameters(load_profiles(), "h100-sxm", "llama-3.1-8b",
+                               {k: values[k] for k in TRUTH})
+    return CostModel(profiles.deployment()).iteration(1, 640).total
+
+
+@pytest.mark.parametrize(("stems", "missing"), [
+    # a request alone: the fixed and the per-sequence cost are the same thing
+    (("low-short", "low-long"), "to pin overhead_per_seq_s (host cost per sequence per iteration), add a "
+                                "loaded run"),
+    # two loaded rates of one prompt length: the KV reads trade against the other costs
+    (("rate-16", "rate-24"), "to pin eta_attn (KV-read efficiency), add a loaded run with long prompts"),
+])
+def test_runs_that_cannot_tell_the_parameters_apart_are_refused(fitted, capsys, tmp_path, stems, missing):
+    _, _, paths, _ = fitted
+    chosen = [p for p in paths if p.stem in stems]
+    code, _, err = run(capsys, "calibrate", *chosen, "--gpu", "h100-sxm", "--output", tmp_path / "x.toml",
+                       "--jobs", "1")
+    assert code == 2
+    assert "cannot be told apart" in err and missing in err
+    assert "--fix NAME" in err
+    assert not (tmp_path / "x.toml").exists()
+
+
+def test_a_single_run_is_refused_with_what_to_add(fitted, capsys, tmp_path):
+    _, _, paths, _ = fitted
+    code, _, err = run(capsys, "calibrate", paths[0], "--gpu", "h100-sxm", "--output", tmp_path / "x.toml")
+    assert code == 2 and "add runs at other request rates" in err
+
+
+def test_the_output_file_keeps_what_else_it_holds(fitted, capsys, tmp_path):
+    _, _, paths, _ = fitted
+    out = tmp_path / "mine.toml"
+    out.write_text("# my own GPUs\n[gpus.other]\nname = \"Other\"\nhbm_bandwidth = 1e12\nbf16_peak_flops = 1e14\n"
+                   "memory_bytes = 2e10\ninterconnect_bandwidth = 1e10\n\n# old calibration\n[gpus.mine]\n"
+                   "name = \"Old\"\nhbm_bandwidth = 1e12\nbf16_peak_flops = 1e14\nmemory_bytes = 2e10\n"
+                   "interconnect_bandwidth = 1e10\n\n[models.tiny]\nname = \"Tiny\"\nkind = \"decoder\"\n"
+                   "params = 1e8\nlayers = 2\nkv_heads = 1\nq_heads = 1\nhead_dim = 8\nhidden = 8\n"
+                   "max_model_len = 4096\n", encoding="utf-8")
+    code, *_ = run(capsys, "calibrate", *paths, "--gpu", "h100-sxm", "--output", out, "--name", "mine",
+                   "--fix", "eta_bw,eta_mfu,eta_attn,overhead_s", "--jobs", "1")
+    assert code == 0
+    text = out.read_text()
+    assert text.startswith("# my own GPUs\n[gpus.other]") and "[models.tiny]" in text
+    assert "Old" not in text and "# old calibration" not in text and text.count("[gpus.mine]") == 1
+    profiles = load_profiles(out)
+    assert profiles.gpu("other").name == "Other" and profiles.model("tiny").name == "Tiny"
+
+
+# -- vLLM's own result files ------------------------------------------------------------------------
+
+
+def test_a_vllm_result_loads_with_its_metadata(capsys):
+    code, text, err = run(capsys, "compare", VLLM_FILE, "--gpu", "h100-sxm", "--json", "--jobs", "1")
+    assert code == 0, err
+    entry = json.loads(text)["runs"][0]
+    assert entry["request_rate"] == 8.0 and entry["measured"]["median_ttft_ms"] == 22.9
+    assert entry["simulated"]["output_throughput"] == pytest.approx(1917, rel=0.1)
+
+
+def test_a_vllm_result_becomes_the_traffic_and_engine_it_records(tmp_path):
+    from batchtui.cli.measured import load_run
+    from sim.scenario import Scenario
+
+    run_ = load_run(str(VLLM_FILE), Scenario(), {}, str(tmp_path), 0)
+    w = run_.scenario.workload
+    assert (w.arrival, w.request_rate, w.num_prompts, w.input.mean, w.output.mean, w.burstiness) == (
+        "gamma", 8.0, 200, 512, 256, 1.0)
+    # --metadata max-num-seqs=256 max_num_batched_tokens=4096, as vllm bench serve stores them
+    assert run_.scenario.engine == {"max_num_seqs": 256, "max_num_batched_tokens": 4096}
+    flags = load_run(str(VLLM_FILE), Scenario(), {"max_num_seqs": 64}, str(tmp_path), 1)
+    assert flags.scenario.engine["max_num_seqs"] == 64  # the command line wins
+
+
+def test_a_detailed_result_is_replayed_request_for_request(tmp_path):
+    from batchtui.cli.measured import load_run
+    from sim.scenario import Scenario
+    from sim.workload import load_trace
+
+    run_ = load_run(str(DETAILED_FILE), Scenario(), {}, str(tmp_path), 0)
+    assert run_.replayed
+    specs = load_trace(run_.scenario.workload.trace_path)
+    # the failed request (an error, no output) never ran and is left out
+    assert [(round(s.arrival_time, 3), s.prompt_len, s.output_len) for s in specs] == [
+        (0.0, 512, 256), (0.35, 600, 200), (1.1, 480, 256)]
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    ({"drop": "median_tpot_ms"}, "no 'median_tpot_ms' key (TPOT p50"),
+    ({"drop": "completed"}, "no 'completed' key"),
+    ({"set": ("request_rate", "fast")}, "request_rate = 'fast' is not a number"),
+    ({"set": ("completed", 0)}, "no request completed"),
+    ({"set": ("max_concurrency", 8)}, "max_concurrency = 8"),
+    ({"set": ("max-num-seqs", "many")}, "metadata max-num-seqs = 'many'"),
+    ({"set": ("input_lens", [1, 2])}, "input_lens, output_lens, start_times and errors have different lengths"),
+])
+def test_a_partial_or_malformed_result_names_what_is_wrong(tmp_path, capsys, change, said):
+    data = json.loads(DETAILED_FILE.read_text() if "input_lens" in str(change) else VLLM_FILE.read_text())
+    if "drop" in change:
+        del data[change["drop"]]
+    else:
+        key, value = change["set"]
+        data[key] = value
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    code, _, err = run(capsys, "compare", path, "--jobs", "1")
+    assert code == 2
+    assert err.startswith(f"batchtui: error: {path}: ") and said in err, err
+
+
+@pytest.mark.parametrize("text", ["", "[1, 2]", "{not json", "\xff\xfe"])
+def test_a_file_that_is_not_a_result(tmp_path, capsys, text):
+    path = tmp_path / "bad.json"
+    path.write_bytes(text.encode("latin-1"))
+    code, _, err = run(capsys, "calibrate", path, "--gpu", "h100-sxm", "--output", tmp_path / "o.toml")
+    assert code == 2 and "not a vllm bench serve result" in err and str(path) in err
+
+
+def test_compare_shows_both_curves_and_the_errors(fitted, capsys):
+    _, _, paths, _ = fitted
+    code, text, _ = run(capsys, "compare", *paths[2:6], "--jobs", "1")
+    assert code == 0
+    assert text.count("measured   simulated    error") == 4
+    assert "o measured, x simulated, @ both" in text
+    chart = text.split("TTFT p99 (ms, log scale)")[1]
+    assert "o" in chart and "x" in chart
+    assert "simulated within" in text
+
+
+# -- the thorough variant ---------------------------------------------------------------------------
+
+
+@SLOW
+@pytest.mark.parametrize("truth", [
+    TRUTH,
+    {"eta_bw": 0.85, "eta_mfu": 0.62, "eta_attn": 0.9, "overhead_s": 0.001, "overhead_per_seq_s": 0.00001},
+])
+def test_thorough_recovery_and_prediction(tmp_path, capsys, truth):
+    truth_file = truth_profiles(tmp_path, truth)
+    paths = measure(tmp_path, truth_file, sweep(1000))
+    out = tmp_path / "cal.toml"
+    assert main(["calibrate", *map(str, paths), "--gpu", "h100-sxm", "--output", str(out)]) == 0
+    capsys.readouterr()
+    got = calibrated(out)
+    for key in ("eta_bw", "eta_mfu", "eta_attn", "overhead_per_seq_s"):
+        assert got[key] == pytest.approx(truth[key], rel=0.04), key
+    assert got["overhead_s"] == pytest.approx(truth["overhead_s"], abs=0.00015)
+    held = measure(tmp_path, truth_file, [(f"held-{r}", r, 1000, 512, 256) for r in ("6", "12", "20", "28")])
+    code, text, _ = run(capsys, "compare", *held, "--profiles", out, "--gpu", "h100-sxm-calibrated", "--json")
+    assert code == 0
+    for entry in json.loads(text)["runs"]:
+        for key in ("median_ttft_ms", "median_tpot_ms", "output_throughput"):
+            assert entry["simulated"][key] == pytest.approx(entry["measured"][key], rel=0.05), (entry["file"], key)
+    assert math.isfinite(got["eta_bw"])

@@ -1,0 +1,77 @@
+"""The host's cost per sequence (`overhead_per_seq_s`): one rule, every pricing path, 0 by default."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim.cost import CostModel
+from sim.engine import Engine
+from sim.profiles import load_profiles
+from sim.scenario import Scenario
+from sim.workload import LengthSpec, WorkloadSpec
+
+PER_SEQ = 30e-6
+
+
+@pytest.fixture(scope="module")
+def profiles(tmp_path_factory):
+    path = tmp_path_factory.mktemp("host") / "host.toml"
+    path.write_text(f"[gpus.h100-sxm]\noverhead_per_seq_s = {PER_SEQ}\n", encoding="utf-8")
+    return load_profiles(path)
+
+
+def test_the_default_is_zero_so_the_lessons_figures_stay(profiles):
+    builtin = load_profiles()
+    assert builtin.deployment().overhead_per_seq_s == 0.0
+    assert CostModel(builtin.deployment()).iteration(1, 640).total * 1e3 == pytest.approx(6.04, abs=0.005)
+
+
+def test_each_sequence_in_an_iteration_adds_its_cost(profiles):
+    base, host = CostModel(load_profiles().deployment()), CostModel(profiles.deployment())
+    for decode, chunks in ((1, ()), (64, ()), (10, [(0, 300), (0, 0)]), (0, [(0, 512)])):
+        seqs = decode + sum(1 for _, n in chunks if n)
+        ctx = decode * 640
+        extra = host.iteration(decode, ctx, chunks).total - base.iteration(decode, ctx, chunks).total
+        assert extra == pytest.approx(PER_SEQ * seqs, rel=1e-9)
+        assert host.iteration(decode, ctx, chunks).t_overhead == pytest.approx(2e-5 + PER_SEQ * seqs)
+    assert host.encoder_pass(8, 256).t_overhead == pytest.approx(2e-5 + 8 * PER_SEQ)
+
+
+def test_the_fast_paths_price_it_the_same(profiles):
+    cost = CostModel(profiles.deployment())
+    batches = np.array([1, 7, 64, 300])
+    contexts = batches * 900
+    for b, c, fast in zip(batches.tolist(), contexts.tolist(), cost.decode_times(batches, contexts).tolist()):
+        assert cost.decode_time(b, c) == cost.iteration(b, c).total == fast
+
+
+def test_a_model_table_may_set_it(tmp_path):
+    path = tmp_path / "m.toml"
+    path.write_text('[models."llama-3.1-8b"]\noverhead_per_seq_s = 1e-5\n', encoding="utf-8")
+    assert load_profiles(path).deployment().overhead_per_seq_s == 1e-5
+
+
+def test_runs_feel_it_more_at_larger_batches(profiles):
+    def tpot(p, rate):
+        sc = Scenario(workload=WorkloadSpec(arrival="poisson", request_rate=rate, num_prompts=150,
+                                            input=LengthSpec(mean=512), output=LengthSpec(mean=64)))
+        return Engine(sc, profiles=p).run().metrics["median_tpot_ms"]
+
+    builtin = load_profiles()
+    low = tpot(profiles, 0.2) / tpot(builtin, 0.2)
+    high = tpot(profiles, 30) / tpot(builtin, 30)
+    assert 1.0 < low < 1.02 < high
+
+
+def test_the_bulk_decode_path_agrees_with_one_iteration_at_a_time(profiles):
+    if not hasattr(Engine, "fast_path_enabled"):
+        pytest.skip("no separate bulk path")
+    sc = Scenario(workload=WorkloadSpec(arrival="poisson", request_rate=20, num_prompts=120,
+                                        input=LengthSpec(mean=256), output=LengthSpec(mean=64)))
+    fast = Engine(sc, profiles=profiles).run().metrics
+    slow_engine = Engine(sc, profiles=profiles)
+    slow_engine.fast_path_enabled = False
+    slow = slow_engine.run().metrics
+    for key in ("median_ttft_ms", "median_tpot_ms", "duration"):
+        assert fast[key] == slow[key]
