@@ -7,12 +7,13 @@ against real time is the asyncio driver's job).
 
 from __future__ import annotations
 
-import bisect
+import math
 from collections import deque
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .arrivals import Arrivals
 from .config import EngineConfig
 from .cost import CostModel
 from .errors import ConfigError, RequestRejected, SimError
@@ -20,16 +21,14 @@ from .fastpath import FastPath
 from .kv import BlockPool
 from .metrics import MetricsCollector, RequestRecord
 from .reports import EngineSnapshot, IterationReport, ScheduledWork, SeatView
-from .request import FINISHED, Request
+from .request import FINISHED, Request, check_request
 from .scenario import DEPLOYMENT_KEYS, Scenario
 from .schedulers.base import SchedulerOutput
 from .schedulers.continuous import ContinuousScheduler
 from .schedulers.dynamic import DynamicScheduler
 from .schedulers.static import SequentialScheduler, StaticScheduler
-from .trace import check_request
-from .workload import RequestSpec, generate
+from .workload import RequestSpec
 
-ENDLESS_CHUNK = 256
 MAX_SEATS_SHOWN = 1024
 
 
@@ -104,12 +103,7 @@ class Engine:
         self._last_preempted: tuple[str, ...] = ()
         self._carry_preempted: list[str] = []
         self._seq = 0
-        self._endless = sc.workload.num_prompts == 0 and sc.workload.arrival not in ("trace", "all-at-once")
-        self.pending: deque[RequestSpec] = deque()
-        self._submitted: list[RequestSpec] = []  # submit()ted requests that arrive later
-        self._generated = 0
-        self._last_arrival = 0.0
-        self._refill(force=True)
+        self.arrivals = Arrivals(sc.workload, self.rng)
 
     def _make_scheduler(self, config: EngineConfig, pool: BlockPool):
         if config.batching == "continuous":
@@ -128,30 +122,9 @@ class Engine:
         self._build()
 
     # -- traffic
-    def _refill(self, force: bool = False) -> None:
-        spec = self.scenario.workload
-        if force and not self._endless:
-            self.pending = deque(generate(spec, self.rng))
-            self._generated = len(self.pending)
-            return
-        if self._endless and (force or len(self.pending) < 16):
-            n = ENDLESS_CHUNK
-            if spec.arrival == "bursts":
-                n = spec.burst_size * max(1, -(-ENDLESS_CHUNK // spec.burst_size))
-            new = generate(spec, self.rng, n=n, start=self._last_arrival, first_index=self._generated)
-            self._generated += len(new)
-            if new:
-                self._last_arrival = new[-1].arrival_time
-            self.pending.extend(new)
-
     def _next_arrival_time(self) -> float | None:
-        self._refill()
-        t = self.pending[0].arrival_time if self.pending else None
-        if self._submitted:
-            s = self._submitted[0].arrival_time
-            if t is None or s < t:
-                t = s
-        return t
+        t = self.arrivals.next_at
+        return None if t == math.inf else t
 
     def submit(self, spec: RequestSpec) -> None:
         """Queue one request (validated: an unservable request is refused with a reason). It
@@ -161,7 +134,7 @@ class Engine:
             if self.scheduler.has_work():
                 self.done = False  # a finished run has work again
         else:
-            bisect.insort(self._submitted, spec, key=_arrival_key)  # after equal times
+            self.arrivals.submit(spec)
             self.done = False
 
     def _add(self, spec: RequestSpec) -> None:
@@ -184,6 +157,7 @@ class Engine:
                 raise
             self.metrics.rejected += 1
             self.notices.append(str(exc))
+            self.arrivals.on_done(spec.request_id, self.time)  # the client hears of it at once
             return
         req = Request(spec.request_id, spec.arrival_time, spec.prompt_len, output_len,
                       priority=spec.priority, pool=spec.pool, seq=self._seq)
@@ -195,20 +169,10 @@ class Engine:
     def _admit_arrivals(self) -> None:
         """Queue every request that has arrived by now, in arrival order (the workload's first
         among equal times, then submitted ones)."""
-        self._refill()
-        pending = self.pending
-        submitted = self._submitted
+        arrivals = self.arrivals
         now = self.time
-        while True:
-            if pending and pending[0].arrival_time <= now and not (
-                    submitted and submitted[0].arrival_time < pending[0].arrival_time):
-                self._add(pending.popleft())
-                if not pending:
-                    self._refill()
-            elif submitted and submitted[0].arrival_time <= now:
-                self._add(submitted.pop(0))
-            else:
-                return
+        while (spec := arrivals.pop_due(now)) is not None:
+            self._add(spec)
 
     # -- dials
     def set_dial(self, path: str, value) -> None:
@@ -245,11 +209,8 @@ class Engine:
                 w = replace(w, **{rest: value})
             w.validate()
             self.scenario = replace(sc, workload=w)
-            if self._endless:
-                # Arrivals not yet due are redrawn with the new traffic.
-                self.pending.clear()
-                self._last_arrival = self.time
-                self._refill(force=True)
+            if self.arrivals.endless:
+                self.arrivals.set_workload(w, self.time)  # arrivals not yet due are drawn again
             else:
                 self._build()
             return
@@ -393,6 +354,7 @@ class Engine:
                                              req.max_gap, req.finish_reason))
         if not self._keep_records:
             self.requests.pop(req.request_id, None)
+        self.arrivals.on_done(req.request_id, end)
 
     def _report(self, index, start, end, work, cost, out, result, preempted, running, waiting,
                 kv_used, token_budget, max_num_seqs) -> IterationReport:
@@ -535,10 +497,6 @@ class Engine:
             finished=self.done,
             notices=tuple(self.notices),
         )
-
-
-def _arrival_key(spec: RequestSpec) -> float:
-    return spec.arrival_time
 
 
 def run_scenario(scenario: Scenario, **kwargs) -> RunSummary:

@@ -13,7 +13,7 @@ from pathlib import Path
 from .config import EngineConfig
 from .errors import ConfigError, RequestRejected, SimError
 from .kv import BlockPool
-from .request import Request
+from .request import Request, check_request
 from .schedulers.continuous import ContinuousScheduler
 
 CONFIG_KEYS = {
@@ -52,26 +52,6 @@ def config_from_case(cfg: dict) -> tuple[EngineConfig, BlockPool]:
     if "usable_blocks" in cfg and cfg["usable_blocks"] != pool.usable:
         raise ConfigError("usable_blocks", cfg["usable_blocks"], f"num_blocks - 1 = {pool.usable}")
     return config, pool
-
-
-def check_request(req_id: str, prompt_len: int, output_len: int, config: EngineConfig,
-                  usable_blocks: int, block_size: int) -> None:
-    """Refuse, with the limit named, a request that vLLM would refuse or could never serve."""
-    if isinstance(prompt_len, bool) or not isinstance(prompt_len, int) or prompt_len <= 0:
-        raise RequestRejected(req_id, f"prompt_len must be a whole number > 0, got {prompt_len!r}")
-    if isinstance(output_len, bool) or not isinstance(output_len, int) or output_len <= 0:
-        raise RequestRejected(req_id, f"output_len must be a whole number > 0, got {output_len!r}")
-    if prompt_len >= config.max_model_len:
-        raise RequestRejected(
-            req_id, f"its prompt of {prompt_len} tokens is not shorter than max_model_len "
-                    f"({config.max_model_len})")
-    peak_tokens = min(prompt_len + output_len - 1, config.max_model_len - 1)
-    peak_blocks = -(-peak_tokens // block_size)
-    if peak_blocks > usable_blocks:
-        raise RequestRejected(
-            req_id, f"it needs {peak_blocks} KV blocks ({prompt_len} + {output_len} - 1 = {peak_tokens} "
-                    f"tokens) but the cache has only {usable_blocks} usable blocks of {block_size} tokens "
-                    f"({usable_blocks * block_size} tokens); it could never be served")
 
 
 def run_case(case: dict) -> dict:
