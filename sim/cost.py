@@ -140,6 +140,24 @@ class CostModel:
     ) -> IterationCost:
         """The cost of one iteration: `num_decode` decoding sequences whose contexts sum to
         `decode_context_tokens`, plus prefill chunks given as (prefix_len, chunk_len)."""
+        tokens, attn_flops = self._tokens(num_decode, decode_context_tokens, prefill_chunks)
+        if tokens == 0:
+            return _IDLE
+        return self._assemble(tokens, decode_context_tokens * self._t_kv_per_token,
+                              decode_context_tokens * self._kv_bytes_per_token, attn_flops)
+
+    def iteration_time(self, num_decode: int, decode_context_tokens: int,
+                       prefill_chunks: Sequence[tuple[int, int]] = ()) -> float:
+        """`iteration(...).total`, without building the breakdown (the engine's every
+        iteration)."""
+        tokens, attn_flops = self._tokens(num_decode, decode_context_tokens, prefill_chunks)
+        if tokens == 0:
+            return 0.0
+        return self._terms(tokens, decode_context_tokens * self._t_kv_per_token, attn_flops)[4]
+
+    def _tokens(self, num_decode: int, decode_context_tokens: int,
+                prefill_chunks: Sequence[tuple[int, int]]) -> tuple[int, float]:
+        """Tokens in the iteration and the FLOPs of its prefill attention."""
         if num_decode < 0 or decode_context_tokens < 0:
             raise ValueError("num_decode and decode_context_tokens must not be negative")
         prefill_tokens = 0
@@ -149,11 +167,7 @@ class CostModel:
                 raise ValueError(f"bad prefill chunk ({prefix_len}, {chunk_len})")
             prefill_tokens += chunk_len
             attn_flops += self._attn_flops_coeff * chunk_len * (prefix_len + chunk_len / 2)
-        tokens = num_decode + prefill_tokens
-        if tokens == 0:
-            return _IDLE
-        return self._assemble(tokens, decode_context_tokens * self._t_kv_per_token,
-                              decode_context_tokens * self._kv_bytes_per_token, attn_flops)
+        return num_decode + prefill_tokens, attn_flops
 
     def encoder_pass(self, batch: int, input_len: int) -> IterationCost:
         """One forward pass of an encoder over `batch` inputs of `input_len` tokens each.
@@ -171,17 +185,21 @@ class CostModel:
         attn_flops = batch * (self._attn_flops_coeff * input_len * (input_len / 2))
         return self._assemble(tokens, 0.0, 0.0, attn_flops)
 
-    def _assemble(self, tokens: int, t_kv_read: float, kv_bytes: float,
-                  attn_flops: float) -> IterationCost:
-        # The arithmetic, in this order, is shared with decode_time and decode_times: keep the
-        # three in step so the fast paths equal `total` exactly.
-        t_mem = self._t_mem
+    def _terms(self, tokens: int, t_kv_read: float, attn_flops: float) -> tuple[float, float, float, float, float]:
+        """(t_cmp, t_linear, t_prefill_attn, t_allreduce, total): the one place the time of an
+        iteration is added up (`decode_times` does the same operations on arrays)."""
         t_cmp = self._t_cmp_per_token * tokens
         t_linear = math.sqrt(self._t_mem_squared + t_cmp * t_cmp)
         t_prefill_attn = attn_flops / self._effective_peak
         t_allreduce = self._t_ar_per_token * tokens + self._t_ar_fixed
+        return (t_cmp, t_linear, t_prefill_attn, t_allreduce,
+                t_linear + t_kv_read + t_prefill_attn + t_allreduce + self._t_overhead)
+
+    def _assemble(self, tokens: int, t_kv_read: float, kv_bytes: float,
+                  attn_flops: float) -> IterationCost:
+        t_mem = self._t_mem
+        t_cmp, t_linear, t_prefill_attn, t_allreduce, total = self._terms(tokens, t_kv_read, attn_flops)
         t_overhead = self._t_overhead
-        total = t_linear + t_kv_read + t_prefill_attn + t_allreduce + t_overhead
 
         linear_binding = "weights" if t_mem >= t_cmp else "compute"
         candidates = (
@@ -212,18 +230,14 @@ class CostModel:
 
     def decode_time(self, batch: int, total_context: int) -> float:
         """`iteration(batch, total_context).total` for a decode-only iteration, without
-        building the breakdown."""
+        building the breakdown (no prefill: adding its 0.0 does not change the float)."""
         if batch <= 0:
             return 0.0
-        t_cmp = self._t_cmp_per_token * batch
-        t_linear = math.sqrt(self._t_mem_squared + t_cmp * t_cmp)
-        t_kv_read = total_context * self._t_kv_per_token
-        t_allreduce = self._t_ar_per_token * batch + self._t_ar_fixed
-        # Prefill attention is 0.0 here; adding it would not change the float.
-        return t_linear + t_kv_read + t_allreduce + self._t_overhead
+        return self._terms(batch, total_context * self._t_kv_per_token, 0.0)[4]
 
     def decode_times(self, batch: int | np.ndarray, total_context: np.ndarray) -> np.ndarray:
-        """`decode_time` over arrays (numpy broadcasting); 0 where the batch is empty."""
+        """`decode_time` over arrays (numpy broadcasting); 0 where the batch is empty. The same
+        operations in the same order as `_terms`, so each element equals `decode_time`."""
         batch_array = np.asarray(batch, dtype=np.float64)
         context = np.asarray(total_context, dtype=np.float64)
         t_cmp = self._t_cmp_per_token * batch_array

@@ -3,6 +3,14 @@
 It owns the clock, the block pool, the policy's scheduler, the cost model and the metrics, and
 hands out frozen reports. Deterministic for a scenario's seed; no wall clock anywhere (pacing
 against real time is the asyncio driver's job).
+
+One loop for every policy: admit arrivals, ask the scheduler for a batch, price it with the cost
+model (once), process the batch's output, book the metrics. With async scheduling (continuous
+batching only) batch k is scheduled before batch k-1's output is processed, as vLLM's
+EngineCore does with a batch queue of two: an iteration's output is processed one engine call
+later, and the iteration report describes the batch whose output was processed. Headless runs
+also let the continuous scheduler run stretches of alike decode iterations in bulk
+(`ContinuousScheduler.decode_stretch`), with the same results as one iteration at a time.
 """
 
 from __future__ import annotations
@@ -17,19 +25,19 @@ from .arrivals import Arrivals
 from .config import EngineConfig
 from .cost import CostModel
 from .errors import ConfigError, RequestRejected, SimError
-from .fastpath import FastPath
 from .kv import BlockPool
 from .metrics import MetricsCollector, RequestRecord
 from .reports import EngineSnapshot, IterationReport, ScheduledWork, SeatView
 from .request import FINISHED, Request, check_request
 from .scenario import DEPLOYMENT_KEYS, Scenario
-from .schedulers.base import SchedulerOutput
+from .schedulers.base import SchedulerOutput, UpdateResult
 from .schedulers.continuous import ContinuousScheduler
 from .schedulers.dynamic import DynamicScheduler
 from .schedulers.static import SequentialScheduler, StaticScheduler
 from .workload import RequestSpec
 
 MAX_SEATS_SHOWN = 1024
+MAX_STRETCH = 1 << 62  # no iteration limit
 
 
 @dataclass
@@ -48,8 +56,6 @@ class RunSummary:
 
 class Engine:
     """One serving replica under one batching policy."""
-
-    fast_path_enabled = True  # run()/advance_until() use sim.fastpath (tests turn it off to compare)
 
     def __init__(self, scenario: Scenario, *, live: bool = False, keep_records: bool | None = None,
                  series_interval: float | None = None, profiles=None) -> None:
@@ -97,9 +103,8 @@ class Engine:
         self.metrics.kv_usable = pool.usable
         self._last: IterationReport | None = None
         self._stash = None  # a lean iteration's parts, made into `last` on demand
-        self._fast = None  # the bulk path (sim.fastpath), made on first use
-        self._fast_retry_at = 0
-        self._fast_backoff = 1
+        self._async = config.batching == "continuous" and config.async_scheduling
+        self._in_flight = None  # async scheduling: (batch, start, end, cost) running on the GPU
         self._last_preempted: tuple[str, ...] = ()
         self._carry_preempted: list[str] = []
         self._seq = 0
@@ -122,10 +127,6 @@ class Engine:
         self._build()
 
     # -- traffic
-    def _next_arrival_time(self) -> float | None:
-        t = self.arrivals.next_at
-        return None if t == math.inf else t
-
     def submit(self, spec: RequestSpec) -> None:
         """Queue one request (validated: an unservable request is refused with a reason). It
         arrives now, or at its own arrival time if that is later."""
@@ -180,6 +181,7 @@ class Engine:
         arrivals from now on; hardware changes (GPU, model, memory, blocks) restart the run."""
         head, _, rest = path.partition(".")
         sc = self.scenario
+        _ = self.last  # the last report describes the state before the change
         if head == "engine":
             new = sc.with_engine(**{rest: value})
             config = new.engine_config(self._profiles)
@@ -225,25 +227,32 @@ class Engine:
     # -- the loop
     def step(self) -> IterationReport | None:
         """Run one iteration; None once the workload is exhausted and nothing is left."""
-        out = self._next_schedule()
-        if out is None:
-            return None
-        self._run_iteration(out, lean=False)
-        return self._last
+        while True:
+            out = self._next_schedule()
+            if out is None:
+                return None
+            if self._run(out, lean=False):
+                return self._last
+
+    def has_work(self) -> bool:
+        return self.scheduler.has_work() or self._in_flight is not None
 
     def _next_schedule(self, until_time: float | None = None) -> SchedulerOutput | None:
-        """Admit arrivals, skip idle time and schedule the next iteration that runs something;
-        None once the workload is exhausted. A paced run (`until_time`) never jumps past its
-        horizon: with nothing to run before it, the clock stops there and None comes back with
-        `done` still False. Jumping would serve the next arrival early: the UI showed a request
-        admitted and prefilled while the GPU was in fact idle, the clock ahead of the driver's."""
+        """Admit arrivals, skip idle time and schedule the next batch that runs something (or,
+        with async scheduling, any batch while one is in flight); None once the workload is
+        exhausted. A paced run (`until_time`) never jumps past its horizon: with nothing to run
+        before it, the clock stops there and None comes back with `done` still False. Jumping
+        would serve the next arrival early: the UI showed a request admitted and prefilled while
+        the GPU was in fact idle, the clock ahead of the driver's."""
         sched = self.scheduler
+        arrivals = self.arrivals
         guard = 0
         while True:
-            self._admit_arrivals()
-            if not sched.has_work():
-                nxt = self._next_arrival_time()
-                if nxt is None:
+            if arrivals.next_at <= self.time:
+                self._admit_arrivals()
+            if not self.has_work():
+                nxt = arrivals.next_at
+                if nxt == math.inf:
                     self.done = True
                     return None
                 if until_time is not None and nxt >= until_time:
@@ -251,10 +260,9 @@ class Engine:
                     return None
                 self.time = max(self.time, nxt)
                 continue
-            if isinstance(sched, StaticScheduler):
-                sched.now = self.time
+            sched.now = self.time
             out = sched.schedule()
-            if out.scheduled:
+            if not out.is_empty or self._in_flight is not None:
                 return out
             if out.preempted:
                 # vLLM runs an empty iteration after preempting everything; it costs no GPU time.
@@ -264,7 +272,7 @@ class Engine:
                 if guard > 4:
                     raise SimError("the engine cannot schedule anything (a request larger than the cache?)")
                 continue
-            wake = [t for t in (out.wake_at, self._next_arrival_time()) if t is not None and t > self.time]
+            wake = [t for t in (out.wake_at, arrivals.next_at) if t is not None and self.time < t < math.inf]
             if not wake:
                 raise SimError("the engine has queued work but nothing it can schedule")
             if until_time is not None and min(wake) >= until_time:
@@ -272,71 +280,71 @@ class Engine:
                 return None
             self.time = min(wake)
 
-    def _iteration_cost(self, out: SchedulerOutput):
-        """The iteration's cost and its work as (request id, tokens, is prefill, context after)."""
+    def _price(self, out: SchedulerOutput) -> tuple[float, tuple]:
+        """The batch's time (the cost model, once) and what its report's breakdown needs."""
         if out.encoder_batch:
-            return self.cost.encoder_pass(out.encoder_batch, out.encoder_input_len), []
-        num_decode = out.padded
-        ctx = out.padded_context
+            return self.cost.encoder_pass(out.encoder_batch, out.encoder_input_len).total, \
+                ("encoder", out.encoder_batch, out.encoder_input_len)
+        num_decode = out.num_compact + out.padded
+        context = out.compact_context + out.padded_context
         chunks = []
-        work = []
-        longest = 0
-        if out.padded_prefill_tokens:
-            longest = max(req.num_tokens - req.num_computed_tokens for req, _ in out.scheduled)
-        for req, n in out.scheduled:
-            before = req.num_computed_tokens
-            outputs = req.num_output_tokens
-            # A decode: one token, the last one (num_tokens - before == 1) of a request that has
-            # sampled before.
-            if n == 1 and outputs > 0 and req.prompt_len + outputs - before == 1:
+        longest = max(w[1] for w in out.scheduled) if out.padded_prefill_tokens else 0
+        for _, n, before, decode in out.scheduled:
+            if decode:
                 num_decode += 1
-                ctx += before + 1
-                work.append((req.request_id, 1, False, before + 1))
+                context += before + 1
             else:
-                chunks.append((before, longest if longest else n))
-                work.append((req.request_id, n, True, before + n))
-        return self.cost.iteration(num_decode, ctx, chunks), work
+                chunks.append((before, longest or n))
+        return self.cost.iteration_time(num_decode, context, chunks), (num_decode, context, chunks)
 
-    def _run_iteration(self, out: SchedulerOutput, lean: bool = True) -> None:
-        """Run a scheduled iteration and book it. `lean` (headless runs) defers building the
-        IterationReport: `self.last` is made from the stash only when someone asks."""
+    def _run(self, out: SchedulerOutput, lean: bool = True) -> bool:
+        """Price a scheduled batch and process the batch whose output is due: this one, or with
+        async scheduling the one in flight (this one then runs on the GPU after it). True if a
+        batch's output was processed (an iteration ran)."""
+        seconds, cost = self._price(out)
+        if not self._async:
+            self._process(out, self.time, self.time + seconds, cost, lean)
+            return True
+        in_flight, self._in_flight = self._in_flight, None
+        if in_flight is not None:
+            self._process(*in_flight, lean)
+        if out.is_empty:  # costs nothing; its preemptions show in the next report
+            self._carry_preempted.extend(r.request_id for r in out.preempted)
+            self.metrics.num_preemptions += len(out.preempted)
+        else:
+            self._in_flight = (out, self.time, self.time + seconds, cost)
+        return in_flight is not None
+
+    def _process(self, out: SchedulerOutput, start: float, end: float, cost: tuple, lean: bool) -> None:
+        """The batch ran from `start` to `end`: its output is processed and booked. `lean`
+        (headless runs) defers building the IterationReport: `self.last` is made from the stash
+        only when someone asks."""
         sched = self.scheduler
-        cost, work = self._iteration_cost(out)
-        start = self.time
-        end = start + cost.total
         self.iteration += 1
-        result = sched.update_from_output(out)
+        result = sched.update_from_output(out, start, end)
         self.time = end
         metrics = self.metrics
-        emitted = result.emitted
-        if emitted:
-            gaps: dict = {}
-            for req in emitted:
-                last = req.last_token_time
-                if last is None:
-                    req.first_token_time = end
-                    req.first_token_iteration = self.iteration
-                else:
-                    gap = end - last
-                    gaps[gap] = gaps.get(gap, 0) + 1
-                    if gap > req.max_gap:
-                        req.max_gap = gap
-                req.last_token_time = end
-            for gap, count in gaps.items():
-                metrics.on_gaps(gap, count)
+        for gap, count in result.gaps:
+            metrics.on_gaps(gap, count)
+        for req in result.first_tokens:
+            req.first_token_iteration = self.iteration
         for req in result.finished:
             self._finish(req, end)
         preempted = tuple(self._carry_preempted) + tuple(r.request_id for r in out.preempted)
         self._carry_preempted = []
         metrics.num_preemptions += len(out.preempted)
-        nsched = len(out.scheduled)
-        seats = nsched + out.padded if not out.encoder_batch else 0
-        metrics.on_iteration(start, end, running=nsched, kv_used=self.pool.used,
-                             binding=out.binding_limit, tokens=len(emitted),
+        batch = out.num_compact + len(out.scheduled)
+        seats = batch + out.padded if not out.encoder_batch else 0
+        metrics.on_iteration(start, end, running=batch, kv_used=self.pool.used,
+                             binding=out.binding_limit, tokens=result.num_emitted,
                              completions=len(result.finished), seats=seats, padded=out.padded)
         self._last_preempted = preempted
-        stash = (self.iteration, start, end, work, cost, out, result, preempted, len(sched.running),
-                 sched.num_waiting, self.pool.used, self.config.max_num_batched_tokens, self._seat_cap())
+        self._keep_report(start, end, cost, out, result, preempted, lean)
+
+    def _keep_report(self, start, end, cost, out, result, preempted, lean) -> None:
+        stash = (self.iteration, start, end, cost, out, result, preempted, len(self.scheduler.running),
+                 self.scheduler.num_waiting, self.pool.used, self.config.max_num_batched_tokens,
+                 self._seat_cap())
         if lean:
             self._stash = stash
         else:
@@ -356,18 +364,24 @@ class Engine:
             self.requests.pop(req.request_id, None)
         self.arrivals.on_done(req.request_id, end)
 
-    def _report(self, index, start, end, work, cost, out, result, preempted, running, waiting,
+    def _report(self, index, start, end, cost, out, result, preempted, running, waiting,
                 kv_used, token_budget, max_num_seqs) -> IterationReport:
-        scheduled = tuple(ScheduledWork(*w) for w in work)
+        """The one place an IterationReport is made."""
+        rows = self.scheduler.describe(out)
+        if cost[0] == "encoder":
+            breakdown = self.cost.encoder_pass(cost[1], cost[2])
+        else:
+            breakdown = self.cost.iteration(*cost)
+        scheduled = tuple(ScheduledWork(r.request_id, r.num_tokens, r.is_prefill, r.context_len) for r in rows)
         return IterationReport(
             index=index, start_time=start, end_time=end, scheduled=scheduled,
-            num_decode_tokens=sum(w[1] for w in work if not w[2]),
-            num_prefill_tokens=sum(w[1] for w in work if w[2]),
+            num_decode_tokens=sum(w.num_tokens for w in scheduled if not w.is_prefill),
+            num_prefill_tokens=sum(w.num_tokens for w in scheduled if w.is_prefill),
             token_budget=token_budget,
             max_num_seqs=max_num_seqs,
             admitted=tuple(r.request_id for r in out.admitted),
             first_tokens=tuple(r.request_id for r in result.first_tokens),
-            emitted=tuple(r.request_id for r in result.emitted),
+            emitted=tuple(r.request_id for r in rows if r.sampled),
             finished=tuple(r.request_id for r in result.finished),
             preempted=preempted,
             running=running,
@@ -375,7 +389,7 @@ class Engine:
             kv_blocks_used=kv_used,
             kv_blocks_usable=self.pool.usable,
             binding_limit=out.binding_limit,
-            cost=self.cost.report_parts(cost),
+            cost=self.cost.report_parts(breakdown),
             padded_seats=out.padded,
         )
 
@@ -384,7 +398,7 @@ class Engine:
         """The report of the last iteration run (headless runs make it only when asked)."""
         if self._stash is not None:
             stash, self._stash = self._stash, None
-            self._last = stash() if callable(stash) else self._report(*stash)
+            self._last = self._report(*stash)
         return self._last
 
     def _seat_cap(self) -> int:
@@ -415,40 +429,44 @@ class Engine:
         return self._advance(time, max_iterations)
 
     def _advance(self, until_time: float | None, max_iterations: int | None) -> int:
-        """The loop of run(): step() without reports, and alike decode iterations in bulk
-        (sim.fastpath) where the policy allows. Results are identical to calling step()."""
+        """The loop of run(): step() without reports, and stretches of alike decode iterations
+        in bulk where the scheduler has them. Results are identical to calling step()."""
         n = 0
-        fast = self._fast_path()
+        stretch = None if self._async else getattr(self.scheduler, "decode_stretch", None)
+        arrivals = self.arrivals
         while True:
             if until_time is not None and self.time >= until_time:
                 break
             if max_iterations is not None and n >= max_iterations:
                 break
-            if fast is not None and self.iteration >= self._fast_retry_at:
-                if fast.enter():
-                    try:
-                        k, why = fast.run(until_time, None if max_iterations is None else max_iterations - n)
-                    finally:
-                        fast.leave()
-                    n += k
-                    if why != "bail":
-                        break
-                    # Back off while the fast path keeps handing iterations back.
-                    self._fast_backoff = 1 if k >= 16 else min(64, self._fast_backoff * 2)
-                else:
-                    self._fast_backoff = min(64, self._fast_backoff * 2)
-                self._fast_retry_at = self.iteration + self._fast_backoff
+            if stretch is not None and not self._carry_preempted:
+                if arrivals.next_at <= self.time:
+                    self._admit_arrivals()
+                limit = arrivals.next_at if until_time is None else min(arrivals.next_at, until_time)
+                got = stretch(self.cost, self.time, limit, MAX_STRETCH if max_iterations is None
+                              else max_iterations - n)
+                if got is not None:
+                    n += self._book_stretch(*got)
+                    continue
             out = self._next_schedule(until_time)
             if out is None:
                 break
-            self._run_iteration(out)
-            n += 1
+            if self._run(out):
+                n += 1
         return n
 
-    def _fast_path(self):
-        if self._fast is None:
-            self._fast = FastPath(self) if FastPath.supports(self) and self.fast_path_enabled else False
-        return self._fast or None
+    def _book_stretch(self, ends, gaps, batch, last_context, kv_used, binding) -> int:
+        """Book a stretch of alike decode iterations, each as its own iteration."""
+        k = len(ends)
+        start = self.time
+        self.metrics.on_decode_iterations(start, ends, gaps, batch, kv_used, binding)
+        self.iteration += k
+        self.time = float(ends[-1])
+        self._last_preempted = ()
+        out = SchedulerOutput(num_compact=batch, compact_context=last_context, binding_limit=binding)
+        self._keep_report(float(ends[-2]) if k > 1 else start, self.time, (batch, last_context, []),
+                          out, UpdateResult(num_emitted=batch), (), True)
+        return k
 
     def summary(self) -> RunSummary:
         duration = self.metrics.last_token_time
@@ -458,19 +476,19 @@ class Engine:
     # -- for the UI
     def snapshot(self) -> EngineSnapshot:
         sched = self.scheduler
+        last = self.last
         seats: list[SeatView] = []
-        members = getattr(sched, "batch", None)
-        reqs = members if members else sched.running
-        for req in reqs:
+        held = self.pool.held
+        for req in sched.seated():
             if req.status == FINISHED:
-                seats.append(SeatView("padded", req.request_id, 1.0, self.pool.held(req.request_id)))
+                seats.append(SeatView("padded", req.request_id, 1.0, held(req.request_id)))
             elif req.is_prefilling:
                 total = max(1, req.num_tokens)
                 seats.append(SeatView("prefill", req.request_id, req.num_computed_tokens / total,
-                                      self.pool.held(req.request_id)))
+                                      held(req.request_id)))
             else:
                 seats.append(SeatView("decode", req.request_id, req.num_output_tokens / max(1, req.output_len),
-                                      self.pool.held(req.request_id)))
+                                      held(req.request_id)))
         for rid in self._last_preempted:
             seats.append(SeatView("preempted", rid, 0.0, 0))
         cap = min(self._seats_shown(), MAX_SEATS_SHOWN)
@@ -488,7 +506,7 @@ class Engine:
             kv_blocks_used=self.pool.used,
             kv_blocks_usable=self.pool.usable,
             kv_blocks_by_request=tuple(sorted(self.pool.holdings().items(), key=lambda kv: -kv[1])[:256]),
-            last=self.last,
+            last=last,
             metrics=m.view(self.time),
             series_throughput=tuple(m.series_throughput),
             series_ttft=tuple(m.series_ttft),

@@ -22,6 +22,7 @@ class Request:
         "num_computed_tokens", "num_output_tokens", "status", "num_preemptions",
         "first_token_time", "last_token_time", "finish_time", "first_scheduled_time",
         "first_token_iteration", "finish_iteration", "finish_reason", "max_gap",
+        "num_output_placeholders",
     )
 
     def __init__(self, request_id: str, arrival_time: float, prompt_len: int, output_len: int,
@@ -45,6 +46,7 @@ class Request:
         self.finish_iteration: int | None = None
         self.finish_reason = ""
         self.max_gap = 0.0
+        self.num_output_placeholders = 0  # tokens sampled in a batch whose output is not processed yet
 
     @property
     def num_tokens(self) -> int:
@@ -52,8 +54,11 @@ class Request:
 
     @property
     def is_prefilling(self) -> bool:
-        """More than one token behind: the next work is a prefill chunk (or a recompute)."""
-        return self.num_tokens - self.num_computed_tokens > 1 or self.num_output_tokens == 0
+        """More than one token behind: the next work is a prefill chunk (or a recompute). Tokens
+        sampled but not yet processed (async scheduling) count as known."""
+        in_flight = self.num_output_placeholders
+        return (self.num_tokens + in_flight - self.num_computed_tokens > 1
+                or self.num_output_tokens + in_flight == 0)
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return (f"Request({self.request_id!r}, p={self.prompt_len}, o={self.num_output_tokens}/"

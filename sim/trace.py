@@ -31,8 +31,6 @@ def config_from_case(cfg: dict) -> tuple[EngineConfig, BlockPool]:
         raise ConfigError("config", sorted(unknown)[0], "a key of the case format: " + ", ".join(sorted(CONFIG_KEYS)))
     if cfg.get("enable_prefix_caching"):
         raise ConfigError("enable_prefix_caching", True, "false (prefix caching is not modelled)")
-    if cfg.get("async_scheduling"):
-        raise ConfigError("async_scheduling", True, "false (only synchronous scheduling is modelled)")
     for key in ("block_size", "num_blocks", "max_num_batched_tokens", "max_num_seqs", "max_model_len"):
         if key not in cfg:
             raise ConfigError(key, None, "a value in the case's config")
@@ -46,6 +44,7 @@ def config_from_case(cfg: dict) -> tuple[EngineConfig, BlockPool]:
         max_model_len=cfg["max_model_len"],
         watermark=float(cfg.get("watermark", 0.0)),
         scheduler_reserve_full_isl=bool(cfg.get("scheduler_reserve_full_isl", True)),
+        async_scheduling=bool(cfg.get("async_scheduling", False)),
     )
     config.validate()
     pool = BlockPool(cfg["num_blocks"], cfg["block_size"])
@@ -56,11 +55,16 @@ def config_from_case(cfg: dict) -> tuple[EngineConfig, BlockPool]:
 
 def run_case(case: dict) -> dict:
     """Run one case and return its trace in the `expected` layout. Raises SimError for a case
-    that real vLLM would refuse."""
+    that real vLLM would refuse (NotModelled for one that needs what is not modelled yet).
+
+    One step is one engine call: the requests arriving then are added, `schedule()` builds the
+    step's batch, and a batch's output is processed — the step's own, or with async scheduling
+    the previous step's (the first call processes nothing)."""
     if "config" not in case or "requests" not in case:
         raise ConfigError("case", case.get("name", "?"), "an object with 'config' and 'requests'")
     config, pool = config_from_case(case["config"])
     sched = ContinuousScheduler(config, pool)
+    asynchronous = config.async_scheduling
     specs = []
     seen: set[str] = set()
     for i, r in enumerate(case["requests"]):
@@ -80,8 +84,9 @@ def run_case(case: dict) -> dict:
     first_token_step: dict[str, int] = {}
     finish_step: dict[str, int] = {}
     pending = list(specs)
-    step = 0
-    while pending or sched.has_work():
+    in_flight = None
+    step = last_step = 0
+    while pending or sched.has_work() or in_flight is not None:
         step += 1
         if step > MAX_STEPS:
             raise SimError(f"the case did not finish within {MAX_STEPS} iterations")
@@ -92,19 +97,37 @@ def run_case(case: dict) -> dict:
             sched.add_request(req)
             arrived.append(req)
         out = sched.schedule()
+        sched.sync()
+        scheduled_tokens = {req.request_id: n for req, n in _batch(sched, out)}
         held_after_schedule = {req.request_id: pool.held(req.request_id) for req in sched.running}
         free_after_schedule = pool.free
-        result = sched.update_from_output(out)
-        for req in result.first_tokens:
-            first_token_step.setdefault(req.request_id, step)
-        for req in result.finished:
+        if asynchronous:
+            # The batch just scheduled samples now; its output is processed in the next call.
+            sampled = out.sampling
+            for req in sampled:
+                if req.num_output_tokens + req.num_output_placeholders == 1:
+                    first_token_step.setdefault(req.request_id, step)
+            last = [req for req in sampled if _last_token_in_flight(req, config.max_model_len)]
+            processed, in_flight = in_flight, (out if not out.is_empty else None)
+            result = sched.update_from_output(processed) if processed is not None else None
+            emitted = [req.request_id for req in sampled]
+        else:
+            result = sched.update_from_output(out)
+            last = result.finished
+            emitted = [row.request_id for row in sched.describe(out) if row.sampled]
+            for req in result.first_tokens:
+                first_token_step.setdefault(req.request_id, step)
+        for req in last:
             finish_step[req.request_id] = step
-        steps.append({
+        if result is not None and result.finished:
+            last_step = step
+        sched.sync()
+        record = {
             "step": step,
-            "scheduled_tokens": {req.request_id: n for req, n in out.scheduled},
-            "emitted_token": [req.request_id for req in result.emitted],
+            "scheduled_tokens": scheduled_tokens,
+            "emitted_token": emitted,
             "preempted": [req.request_id for req in out.preempted],
-            "finished": [req.request_id for req in result.finished],
+            "finished": [req.request_id for req in last],
             "blocks_held_after_schedule": held_after_schedule,
             "free_blocks_after_schedule": free_after_schedule,
             "free_blocks_end_of_step": pool.free,
@@ -112,14 +135,30 @@ def run_case(case: dict) -> dict:
             "waiting_end_of_step": [req.request_id for req in sched.waiting],
             "num_computed_tokens_end_of_step": {req.request_id: req.num_computed_tokens for req in arrived},
             "num_output_tokens_end_of_step": {req.request_id: req.num_output_tokens for req in arrived},
-        })
+        }
+        if asynchronous:
+            record["finish_processed_in_this_call"] = [req.request_id for req in result.finished] if result else []
+        steps.append(record)
     return {
         "steps": steps,
         "first_token_step": first_token_step,
         "finish_step": finish_step,
         "num_preemptions": {req.request_id: req.num_preemptions for req in arrived},
-        "last_step": step if steps else 0,
+        "last_step": last_step,
     }
+
+
+def _batch(sched: ContinuousScheduler, out) -> list[tuple[Request, int]]:
+    """Who the batch just scheduled holds and how many tokens each got (compactly held decoders
+    included: all of them are in it)."""
+    return [(w[0], w[1]) for w in out.scheduled] + [(req, 1) for req in sched.running.decoders
+                                                     if out.num_compact]
+
+
+def _last_token_in_flight(req: Request, max_model_len: int) -> bool:
+    """The tokens sampled so far, those in flight included, complete the request."""
+    outputs = req.num_output_tokens + req.num_output_placeholders
+    return outputs >= req.output_len or req.prompt_len + outputs >= max_model_len
 
 
 def compare(expected: dict, actual: dict) -> list[str]:

@@ -2,56 +2,30 @@
 
 Each request carries `num_tokens` (prompt + outputs so far) and `num_computed_tokens` (tokens
 with KV in the cache). Every iteration spends a token budget to close that gap: running requests
-first, in admission order, then waiting ones. Reads top to bottom like vLLM's `schedule()`.
+first, in admission order, then waiting ones. `schedule()` reads top to bottom like vLLM's.
+
+With async scheduling (vLLM's AsyncScheduler) the engine schedules batch k before it processes
+the output of batch k-1: a request that samples in a batch carries a placeholder for that token
+until its output is processed (`Request.num_output_placeholders`), so the next batch can already
+hold its next decode token, and a request whose in-flight tokens reach its length is not
+scheduled again.
+
+The running requests live in a `RunningSet`, which holds decoders compactly (see there); that is
+what makes an iteration cost about the same whatever the batch size.
 """
 
 from __future__ import annotations
 
-import bisect
-from collections import deque
+import math
 
-from ..request import PREEMPTED, RUNNING, Request
-from .base import Scheduler, SchedulerOutput
+from ..request import FINISHED, PREEMPTED, RUNNING, Request
+from .base import Scheduler, SchedulerOutput, UpdateResult, WorkRow, is_decode, record_token
+from .queues import make_queue
+from .running import RunningSet
 
-
-class WaitingQueue:
-    """FCFS: a deque, preempted requests go back to the front. Priority: kept sorted by
-    (priority, arrival time, submission order), preempted requests re-enter at their rank."""
-
-    def __init__(self, policy: str) -> None:
-        self.policy = policy
-        self._fcfs: deque[Request] = deque()
-        self._sorted: list[tuple[int, float, int, Request]] = []
-
-    def __len__(self) -> int:
-        return len(self._fcfs) if self.policy == "fcfs" else len(self._sorted)
-
-    def __bool__(self) -> bool:
-        return len(self) > 0
-
-    def add(self, req: Request) -> None:
-        if self.policy == "fcfs":
-            self._fcfs.append(req)
-        else:
-            # `seq` is unique, so the comparison never reaches the Request itself.
-            bisect.insort(self._sorted, (req.priority, req.arrival_time, req.seq, req))
-
-    def prepend(self, req: Request) -> None:
-        if self.policy == "fcfs":
-            self._fcfs.appendleft(req)
-        else:
-            self.add(req)
-
-    def peek(self) -> Request:
-        return self._fcfs[0] if self.policy == "fcfs" else self._sorted[0][3]
-
-    def pop(self) -> Request:
-        return self._fcfs.popleft() if self.policy == "fcfs" else self._sorted.pop(0)[3]
-
-    def __iter__(self):
-        if self.policy == "fcfs":
-            return iter(self._fcfs)
-        return (entry[3] for entry in self._sorted)
+NUMPY_STRETCH = 96
+"""Decode stretches at least this long are timed with numpy arrays."""
+MAX_STRETCH = 1 << 16
 
 
 class ContinuousScheduler(Scheduler):
@@ -59,102 +33,145 @@ class ContinuousScheduler(Scheduler):
 
     def __init__(self, config, pool) -> None:
         super().__init__(config, pool)
-        self.waiting = WaitingQueue(config.scheduling_policy)
+        self.waiting = make_queue(config.scheduling_policy)
+        self.running = RunningSet(pool, config.max_model_len)
         self.watermark_blocks = int(config.watermark * pool.num_blocks)
+        self.async_scheduling = bool(getattr(config, "async_scheduling", False))
+        # The binding limit the waiting queue keeps giving while nothing it depends on changes
+        # (None: it may admit someone next time). Lets decode stretches run in bulk.
+        self._steady_binding: str | None = None
 
     def set_config(self, config) -> None:
+        # The compact form was built with the old dials (max_model_len sets finish ticks).
+        self.running.flush()
+        self.running.max_model_len = config.max_model_len
         if config.scheduling_policy != self.waiting.policy:
-            queue = WaitingQueue(config.scheduling_policy)
-            for req in self.waiting:
-                queue.add(req)
-            self.waiting = queue
+            self.waiting = make_queue(config.scheduling_policy, self.waiting)
         super().set_config(config)
         self.watermark_blocks = int(config.watermark * self.pool.num_blocks)
+        self._steady_binding = None
 
     def add_request(self, request: Request) -> None:
         self.waiting.add(request)
-
-    def waiting_requests(self) -> list[Request]:
-        return list(self.waiting)
+        self._steady_binding = None
 
     @property
     def num_waiting(self) -> int:
         return len(self.waiting)
 
+    def has_work(self) -> bool:
+        return bool(self.running) or bool(self.waiting)
+
+    def sync(self) -> None:
+        self.running.sync()
+
+    def seated(self) -> list[Request]:
+        self.running.sync()
+        return list(self.running)
+
     def _preempt(self, req: Request) -> None:
         # Recompute preemption: drop the KV, keep the generated tokens, back to the queue.
+        self.running.remove(req)
         self.pool.free_request(req.request_id)
         req.status = PREEMPTED
         req.num_computed_tokens = 0
         req.num_preemptions += 1
         self.waiting.prepend(req)
+        self._steady_binding = None
+
+    def _wanted(self, req: Request, threshold: int) -> int:
+        """Tokens a running request asks for before the budget: 0 if its last token is already
+        in flight (async scheduling), else up to its known tokens, capped by the long-prefill
+        threshold."""
+        computed = req.num_computed_tokens
+        in_flight = req.num_output_placeholders
+        if in_flight and computed + 2 - in_flight >= req.prompt_len + req.output_len:
+            return 0
+        n = req.prompt_len + req.num_output_tokens + in_flight - computed
+        if 0 < threshold < n:
+            n = threshold
+        return n
 
     def schedule(self) -> SchedulerOutput:
         cfg = self.config
         pool = self.pool
+        running = self.running
+        waiting = self.waiting
         out = SchedulerOutput()
-        scheduled_running: list[tuple[Request, int]] = []  # (request, tokens), in order
-        scheduled_admitted: list[tuple[Request, int]] = []
         budget = cfg.max_num_batched_tokens
         threshold = cfg.long_prefill_token_threshold
         # The long-prefill cap only matters when a request shares the engine with others.
-        if threshold > 0 and len(self.running) + len(self.waiting) <= 1:
+        if threshold > 0 and len(running) + len(waiting) <= 1:
             threshold = 0
         max_model_len = cfg.max_model_len
         work_left = False  # a request got fewer tokens than it wanted
 
-        # First, the running requests, in admission order.
-        running = self.running
-        req_index = 0
-        while req_index < len(running) and budget > 0:
-            req = running[req_index]
-            computed = req.num_computed_tokens
-            n = req.num_tokens - computed  # wanted
-            if 0 < threshold < n:
-                n = threshold
-            if n > budget:
-                n = budget
-                work_left = True
-            if n > max_model_len - 1 - computed:
-                n = max_model_len - 1 - computed
-            if n <= 0:
-                req_index += 1
-                continue
-            total = computed + n
-            ok = True
-            while not pool.try_allocate(req.request_id, total):
-                if cfg.scheduling_policy == "priority":
-                    victim = max(running, key=_victim_key)
-                    running.remove(victim)
-                    for i, (r, given) in enumerate(scheduled_running):
-                        if r is victim:  # already scheduled this step: it gives its tokens back
-                            del scheduled_running[i]
-                            budget += given
-                            req_index -= 1
-                            break
-                else:
-                    victim = running.pop()
-                self._preempt(victim)
-                out.preempted.append(victim)
-                if victim is req:
-                    ok = False
+        # First, the running requests, in admission order. If all of them fit the budget and the
+        # free blocks, each simply gets what it wants (the walk below would give the same): the
+        # compact decoders one token each, the others their chunk.
+        plan = self._plan_running(threshold, budget)
+        if plan is not None:
+            decoders = len(running.decoders)
+            if decoders:
+                running.take_decode_blocks(running.decode_blocks_needed())
+                out.num_compact = decoders
+                out.compact_context = running.decode_context()
+                budget -= decoders
+            for req, n in plan:
+                pool.try_allocate(req.request_id, req.num_computed_tokens + n)
+                out.scheduled.append((req, n, req.num_computed_tokens, False))
+                budget -= n
+        else:
+            # One by one, preempting when blocks run short.
+            order = running.flush()
+            scheduled = out.scheduled
+            req_index = 0
+            while req_index < len(order) and budget > 0:
+                req = order[req_index]
+                computed = req.num_computed_tokens
+                n = self._wanted(req, threshold)
+                if n > budget:
+                    n = budget
+                    work_left = True
+                if n > max_model_len - 1 - computed:
+                    n = max_model_len - 1 - computed
+                if n <= 0:
+                    req_index += 1
+                    continue
+                ok = True
+                while not pool.try_allocate(req.request_id, computed + n):
+                    if cfg.scheduling_policy == "priority":
+                        victim = max(order, key=_victim_key)
+                        order.remove(victim)
+                        for i, work in enumerate(scheduled):
+                            if work[0] is victim:  # already scheduled this step: it gives its tokens back
+                                del scheduled[i]
+                                budget += work[1]
+                                req_index -= 1
+                                break
+                    else:
+                        victim = order.pop()
+                    self._preempt(victim)
+                    out.preempted.append(victim)
+                    if victim is req:
+                        ok = False
+                        break
+                if not ok:
                     break
-            if not ok:
-                break
-            scheduled_running.append((req, n))
-            budget -= n
-            req_index += 1
-        if req_index < len(running):
-            work_left = True
+                scheduled.append((req, n, computed, False))
+                budget -= n
+                req_index += 1
+            if req_index < len(order):
+                work_left = True
 
         # Then admit waiting requests, unless this iteration had to preempt.
         stop_reason = ""
         if not out.preempted:
-            while self.waiting and budget > 0:
+            while waiting and budget > 0:
                 if len(running) >= cfg.max_num_seqs:  # ">=": a live dial may drop below the running count
                     stop_reason = "max_num_seqs"
                     break
-                req = self.waiting.peek()
+                req = waiting.peek()
                 n = req.num_tokens - req.num_computed_tokens
                 if 0 < threshold < n:
                     n = threshold
@@ -174,16 +191,14 @@ class ContinuousScheduler(Scheduler):
                                          reserve):
                     stop_reason = "kv_cache"
                     break
-                self.waiting.pop()
+                waiting.pop()
                 req.status = RUNNING
-                running.append(req)
+                running.admit(req)
                 out.admitted.append(req)
-                scheduled_admitted.append((req, n))
+                out.scheduled.append((req, n, req.num_computed_tokens, False))
                 budget -= n
-            if self.waiting and budget <= 0 and not stop_reason:
+            if waiting and budget <= 0 and not stop_reason:
                 stop_reason = "token_budget"
-
-        out.scheduled = scheduled_running + scheduled_admitted
 
         if out.preempted or stop_reason == "kv_cache":
             out.binding_limit = "kv_cache"
@@ -193,7 +208,217 @@ class ContinuousScheduler(Scheduler):
             out.binding_limit = "token_budget"
         else:
             out.binding_limit = "none"
+
+        self._after_schedule(out)
+        steady = waiting and not out.scheduled and not out.preempted
+        self._steady_binding = out.binding_limit if steady else None
         return out
+
+    def _plan_running(self, threshold: int, budget: int) -> list[tuple[Request, int]] | None:
+        """Each explicit running request with the tokens it gets, if every running request gets
+        all it wants; None if the budget or the free blocks fall short (or a request waits)."""
+        running = self.running
+        pool = self.pool
+        demand = len(running.decoders)
+        blocks = running.decode_blocks_needed() if demand else 0
+        limit = self.config.max_model_len - 1
+        plan = []
+        for req in running.explicit:
+            n = self._wanted(req, threshold)
+            if n > limit - req.num_computed_tokens:
+                n = limit - req.num_computed_tokens
+            if n <= 0:
+                return None
+            demand += n
+            blocks += pool.blocks_needed(req.request_id, req.num_computed_tokens + n)
+            plan.append((req, n))
+        if demand > budget or blocks > pool.free:
+            return None
+        return plan
+
+    def _after_schedule(self, out: SchedulerOutput) -> None:
+        """As vLLM's `_update_after_schedule`: the scheduled tokens count as computed at once, and
+        a request whose known tokens are then all computed samples one in this batch (a
+        placeholder until its output is processed)."""
+        scheduled = out.scheduled
+        for i, (req, n, before, _) in enumerate(scheduled):
+            in_flight = req.num_output_placeholders
+            scheduled[i] = (req, n, before, is_decode(req, n, before, in_flight))
+            computed = before + n
+            req.num_computed_tokens = computed
+            if computed >= req.prompt_len + req.num_output_tokens + in_flight:
+                req.num_output_placeholders = in_flight + 1
+                out.sampling.append(req)
+
+    def update_from_output(self, output: SchedulerOutput, start: float = 0.0,
+                           end: float = 0.0) -> UpdateResult:
+        """The batch ran from `start` to `end`: every request that sampled in it gets its token,
+        those that reached their length finish, and new decoders join the compact form."""
+        running = self.running
+        result = UpdateResult()
+        compact = output.num_compact
+        first_compact = running.first_decoder_number() if compact else 0
+        ended = running.advance(start, end)
+        output.compact_finished = ended
+        max_model_len = self.config.max_model_len
+        gap_order = []  # (admission number, gap, requests) for the ITL log, in scheduled order
+        finished = []  # (admission number, request)
+        stopped_waiting = []
+        for req in output.sampling:
+            outputs = req.num_output_tokens + 1
+            req.num_output_tokens = outputs
+            req.num_output_placeholders -= 1
+            last = req.last_token_time
+            if last is None:
+                req.first_token_time = end
+                result.first_tokens.append(req)
+            else:
+                gap = end - last
+                gap_order.append((running.members.get(req, math.inf), gap, 1))
+                if gap > req.max_gap:
+                    req.max_gap = gap
+            req.last_token_time = end
+            if outputs >= req.output_len:
+                req.finish_reason = "stop"
+            elif req.prompt_len + outputs >= max_model_len:
+                req.finish_reason = "length"
+            elif req.status == RUNNING and not self.async_scheduling:
+                running.join(req)
+                output.joined.append(req)
+                continue
+            else:
+                continue
+            if req.status == RUNNING:
+                finished.append((running.remove(req), req))
+            else:
+                # Preempted while its token was in flight: it gets it, and it was its last.
+                stopped_waiting.append(req)
+                finished.append((math.inf, req))
+        for number, req in ended:
+            req.finish_reason = "stop" if req.num_output_tokens >= req.output_len else "length"
+            running.remove(req)
+        if ended:
+            finished.extend(ended)
+            finished.sort(key=_first)
+        if stopped_waiting:
+            self.waiting.remove(stopped_waiting)
+        output.finished_numbers = {id(req): number for number, req in finished}
+        for _, req in finished:
+            req.status = FINISHED
+            self.pool.free_request(req.request_id)
+            result.finished.append(req)
+        # ITL gaps in scheduled order (booked per distinct gap, in order of first occurrence).
+        if compact:
+            gap_order.append((first_compact, end - start, compact))
+            if len(gap_order) > 1:
+                gap_order.sort(key=_first)
+        gaps: dict[float, int] = {}
+        for _, gap, count in gap_order:
+            gaps[gap] = gaps.get(gap, 0) + count
+        result.gaps = list(gaps.items())
+        result.num_emitted = compact + len(output.sampling)
+        if finished or output.joined:
+            self._steady_binding = None
+        return result
+
+    def describe(self, output: SchedulerOutput) -> list[WorkRow]:
+        rows = super().describe(output)
+        if not output.num_compact:
+            return rows
+        # The compact decoders of the batch: those still decoding (but not the ones that only
+        # joined with it) and those that finished with it, each with its admission number.
+        running = self.running
+        running.sync()
+        joined = set(map(id, output.joined))
+        numbered = [(n, WorkRow(r.request_id, 1, False, r.num_computed_tokens, True))
+                    for r, n in running.members.items() if r in running.decoders and id(r) not in joined]
+        numbered += [(n, WorkRow(r.request_id, 1, False, r.num_computed_tokens, True))
+                     for n, r in output.compact_finished]
+        for (req, _, _, _), row in zip(output.scheduled, rows):
+            number = running.members.get(req)
+            numbered.append((number if number is not None else output.finished_numbers.get(id(req), math.inf), row))
+        numbered.sort(key=_first)
+        return [row for _, row in numbered]
+
+    # -- steady decoding in bulk
+    def decode_stretch(self, cost, start: float, limit: float, max_iterations: int):
+        """Run alike decode iterations in bulk, as many as run before anything changes: every
+        running request a compact decoder getting one token, nobody admitted (the queue empty or
+        blocked the same way as last time), nobody finishing, enough free blocks. Iterations are
+        timed with the cost model's decode times, in order, and stop before the first that would
+        start at or after `limit` (the next arrival or the caller's horizon).
+
+        Returns None if no such iteration is next, else (ends, gaps, batch, decode context of the
+        last iteration, blocks used after, binding limit) with `ends`/`gaps` per iteration (lists
+        or numpy arrays)."""
+        running = self.running
+        if running.explicit or not running.decoders or self.async_scheduling:
+            return None
+        if self.waiting and self._steady_binding is None:
+            return None
+        batch = len(running.decoders)
+        if batch > self.config.max_num_batched_tokens:
+            return None
+        k_max = min(running.next_finish - running.tick - 1, max_iterations, MAX_STRETCH)
+        if k_max <= 0:
+            return None
+        binding = self._steady_binding or "none"
+        pool = self.pool
+        free = pool.free
+        context = running.decode_context()
+        first = cost.decode_time(batch, context)
+        if k_max >= NUMPY_STRETCH and limit - start >= NUMPY_STRETCH * first:
+            return self._stretch_numpy(cost, start, limit, k_max, batch, context, free, first, binding)
+        crossing = running.crossing_schedule(k_max)
+        ends = []
+        gaps = []
+        t = start
+        taken = 0
+        for need in crossing:
+            if taken + need > free:
+                break
+            taken += need
+            end = t + cost.decode_time(batch, context)
+            gaps.append(end - t)
+            ends.append(end)
+            t = end
+            context += batch
+            if t >= limit:
+                break
+        if not ends:
+            return None
+        pool.take(taken)
+        running.advance_many(len(ends), t, max(gaps))
+        return ends, gaps, batch, context - batch, pool.used, binding
+
+    def _stretch_numpy(self, cost, start, limit, k_max, batch, context, free, first, binding):
+        """decode_stretch for a long stretch: the same floats, computed as arrays (numpy's cumsum
+        adds left to right, as the loop does)."""
+        import numpy as np
+
+        running = self.running
+        # Iteration times grow with the context, so the first one bounds how many fit before the limit.
+        k = k_max if limit == math.inf else min(k_max, int((limit - start) / first) + 2)
+        need = np.asarray(running.crossing_schedule(k), dtype=np.int64)
+        taken = np.cumsum(need)
+        if taken[-1] > free:
+            k = int(np.searchsorted(taken, free, side="right"))  # the first that does not fit stops
+            if k == 0:
+                return None
+        times = cost.decode_times(batch, context + batch * np.arange(k, dtype=np.int64))
+        ends = np.cumsum(np.concatenate(((start,), times)))
+        # Iteration j runs only if it starts before the limit: stop after the first that ends there.
+        k = min(k, int(np.searchsorted(ends[1:], limit, side="left")) + 1)
+        ends = ends[:k + 1]
+        gaps = ends[1:] - ends[:-1]
+        ends = ends[1:]
+        self.pool.take(int(taken[k - 1]))
+        running.advance_many(k, float(ends[-1]), float(gaps.max()))
+        return ends, gaps, batch, context + batch * (k - 1), self.pool.used, binding
+
+
+def _first(item):
+    return item[0]
 
 
 def _victim_key(req: Request) -> tuple:

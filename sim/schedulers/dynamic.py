@@ -41,26 +41,29 @@ class DynamicScheduler(StaticScheduler):
             self.batch.append(req)
             self.running.append(req)
             out.admitted.append(req)
-            out.scheduled.append((req, req.prompt_len))
+            out.scheduled.append((req, req.prompt_len, 0, False))
         out.encoder_batch = len(self.batch)
         out.encoder_input_len = max(r.prompt_len for r in self.batch)
         if self.waiting:
             out.binding_limit = "max_num_seqs"
         return out
 
-    def update_from_output(self, output: SchedulerOutput) -> UpdateResult:
+    def update_from_output(self, output: SchedulerOutput, start: float = 0.0,
+                           end: float = 0.0) -> UpdateResult:
         if not self.encoder:
-            return super().update_from_output(output)
+            return super().update_from_output(output, start, end)
         # One pass serves every input of the batch completely (its embedding is its output).
         result = UpdateResult()
-        for req, n in output.scheduled:
+        for req, n, _, _ in output.scheduled:
             req.num_computed_tokens += n
             req.num_output_tokens = 1
             req.finish_reason = "stop"
             req.status = FINISHED
+            req.first_token_time = req.last_token_time = end
             result.first_tokens.append(req)
-            result.emitted.append(req)
+            output.sampling.append(req)
             result.finished.append(req)
+        result.num_emitted = len(output.sampling)
         self.batch = []
         self.running = []
         return result

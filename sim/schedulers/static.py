@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 
 from ..request import FINISHED, RUNNING, Request
-from .base import Scheduler, SchedulerOutput
+from .base import Scheduler, SchedulerOutput, is_decode
 
 
 class StaticScheduler(Scheduler):
@@ -20,7 +20,6 @@ class StaticScheduler(Scheduler):
         super().__init__(config, pool)
         self.waiting: deque[Request] = deque()
         self.batch: list[Request] = []  # members, finished ones included (they are padding)
-        self.now = 0.0
 
     @property
     def batch_size(self) -> int:
@@ -29,15 +28,15 @@ class StaticScheduler(Scheduler):
     def add_request(self, request: Request) -> None:
         self.waiting.append(request)
 
-    def waiting_requests(self) -> list[Request]:
-        return list(self.waiting)
-
     @property
     def num_waiting(self) -> int:
         return len(self.waiting)
 
     def has_work(self) -> bool:
         return bool(self.batch) or bool(self.waiting)
+
+    def seated(self) -> list[Request]:
+        return list(self.batch)  # finished members keep their seats as padding
 
     def ready_to_form(self) -> tuple[bool, float | None]:
         """Static batching forms a batch as soon as the engine is idle."""
@@ -69,7 +68,8 @@ class StaticScheduler(Scheduler):
                 return out
             longest = max(r.prompt_len for r in self.batch)
             for req in self.batch:
-                out.scheduled.append((req, req.num_tokens - req.num_computed_tokens))
+                n = req.num_tokens - req.num_computed_tokens
+                out.scheduled.append((req, n, req.num_computed_tokens, is_decode(req, n, req.num_computed_tokens)))
             out.padded_prefill_tokens = sum(longest - r.prompt_len for r in self.batch)
         else:
             for req in self.batch:
@@ -77,7 +77,7 @@ class StaticScheduler(Scheduler):
                     out.padded += 1
                     out.padded_context += req.num_computed_tokens
                 else:
-                    out.scheduled.append((req, 1))
+                    out.scheduled.append((req, 1, req.num_computed_tokens, is_decode(req, 1, req.num_computed_tokens)))
         if self.waiting and out.binding_limit == "none":
             # Arrivals wait for the whole batch: the seats are what holds them back.
             out.binding_limit = "max_num_seqs"

@@ -211,3 +211,39 @@ def test_a_paced_engine_idles_until_the_next_arrival_instead_of_serving_it_early
     whole = Engine(Scenario(engine={"batching": "sequential"}, workload=wl), live=True).run()
     engine.run()
     assert engine.summary().metrics == whole.metrics
+
+
+def test_a_second_live_request_under_one_id_is_refused():
+    """Engine bug found by the slice test: two live requests sharing an id shared one entry of
+    the block pool (a finished one's id may be used again)."""
+    scenario = Scenario(engine={"max_model_len": 4096}, workload=WorkloadSpec(request_rate=1, num_prompts=1),
+                        num_gpu_blocks_override=500)
+    live = Engine(scenario, live=True)
+    live.submit(RequestSpec("x", 0.0, 100, 50))
+    live.submit(RequestSpec("x", 0.0, 100, 50))
+    assert live.metrics.rejected == 1 and "already used" in live.notices[-1]
+    live.run()
+    assert live.done
+    live.submit(RequestSpec("x", 0.0, 100, 50))  # "x" has finished: its id is free again
+    assert not live.done  # (engine bug: a finished run stayed "finished" after a submit)
+    live.run()
+    assert live.done and live.metrics.completed == 3 and live.pool.free == live.pool.usable
+    headless = Engine(scenario)
+    headless.submit(RequestSpec("y", 0.0, 100, 50))
+    with pytest.raises(RequestRejected, match="already used"):
+        headless.submit(RequestSpec("y", 0.0, 100, 50))
+
+
+def test_a_request_submitted_for_later_arrives_then():
+    """Engine bug: submit() queued a request at once even when its arrival time was later, so
+    it could be served before it arrived (negative TTFT)."""
+    scenario = Scenario(engine={"max_model_len": 4096}, workload=WorkloadSpec(request_rate=2, num_prompts=4),
+                        num_gpu_blocks_override=500)
+    engine = Engine(scenario)
+    engine.submit(RequestSpec("later", 5.0, 64, 8))
+    engine.submit(RequestSpec("now", 0.0, 64, 8))
+    engine.run()
+    later = engine.requests["later"]
+    assert later.arrival_time == 5.0 and later.first_token_time > 5.0
+    assert engine.metrics.completed == 6
+    assert min(r.ttft for r in engine.metrics.records) > 0

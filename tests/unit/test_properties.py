@@ -58,14 +58,15 @@ def test_scheduler_invariants(setup):
             sched.add_request(req)
             all_reqs.append(req)
         out = sched.schedule()
+        sched.sync()  # compactly held decoders: their fields and blocks brought up to date
         assert out.num_scheduled_tokens <= config.max_num_batched_tokens
         assert len(sched.running) <= config.max_num_seqs
         assert 0 <= pool.free and pool.used <= pool.usable
         assert sum(pool.holdings().values()) == pool.used
-        for req, n in out.scheduled:
+        for req, n, before, _ in out.scheduled:
             assert n > 0
-            assert req.num_computed_tokens + n <= req.num_tokens
-            assert pool.held(req.request_id) * block_size >= req.num_computed_tokens + n
+            assert before + n == req.num_computed_tokens <= req.num_tokens
+            assert pool.held(req.request_id) * block_size >= req.num_computed_tokens
         sched.update_from_output(out)
         for req in all_reqs:
             assert req.num_computed_tokens <= req.num_tokens

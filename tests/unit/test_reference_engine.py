@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from sim.engine import Engine
 from sim.errors import ConfigError, RequestRejected
 from sim.scenario import Scenario
+from sim.schedulers import continuous
 from sim.workload import LengthSpec, RequestSpec, WorkloadSpec
 from tests.reference_engine import Engine as ReferenceEngine
 
@@ -148,6 +149,22 @@ def test_step_by_step_agrees(scenario, live):
             break
         x, y = _common(dataclasses.asdict(a), dataclasses.asdict(b))
         assert x == y
+    assert_same(new, ref)
+
+
+@settings(max_examples=scaled_examples(40))
+@given(scenarios(), st.booleans(), st.sampled_from([2, 5, 40]))
+def test_stretches_timed_with_numpy_agree(scenario, live, numpy_from):
+    """Long decode stretches are timed with numpy arrays; force that on short ones too."""
+    assume(servable(scenario, live))
+    saved = continuous.NUMPY_STRETCH
+    continuous.NUMPY_STRETCH = numpy_from
+    try:
+        new, ref = run_both(scenario, live)
+        new.run()
+    finally:
+        continuous.NUMPY_STRETCH = saved
+    ref.run()
     assert_same(new, ref)
 
 
