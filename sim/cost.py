@@ -235,6 +235,18 @@ class CostModel:
             return 0.0
         return self._terms(batch, total_context * self._t_kv_per_token, 0.0)[4]
 
+    def decode_series(self, batch: int, total_context: int, count: int) -> list[float]:
+        """`decode_time(batch, total_context + batch * j)` for j in range(count): a stretch of
+        decode iterations, each sequence's context one token longer every time. The same sum
+        as `_terms`, with the parts that do not change worked out once."""
+        if batch <= 0:
+            return [0.0] * count
+        _, t_linear, _, t_allreduce, _ = self._terms(batch, 0.0, 0.0)
+        per_token = self._t_kv_per_token
+        overhead = self._t_overhead
+        return [t_linear + context * per_token + t_allreduce + overhead
+                for context in range(total_context, total_context + batch * count, batch)]
+
     def decode_times(self, batch: int | np.ndarray, total_context: np.ndarray) -> np.ndarray:
         """`decode_time` over arrays (numpy broadcasting); 0 where the batch is empty. The same
         operations in the same order as `_terms`, so each element equals `decode_time`."""

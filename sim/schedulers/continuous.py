@@ -17,6 +17,9 @@ what makes an iteration cost about the same whatever the batch size.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
+from itertools import accumulate
+from operator import sub
 
 from ..request import FINISHED, PREEMPTED, RUNNING, Request
 from .base import Scheduler, SchedulerOutput, UpdateResult, WorkRow, is_decode, record_token
@@ -110,14 +113,16 @@ class ContinuousScheduler(Scheduler):
         # free blocks, each simply gets what it wants (the walk below would give the same): the
         # compact decoders one token each, the others their chunk.
         plan = self._plan_running(threshold, budget)
-        if plan is not None:
+        if plan is not None and plan[1] > pool.free and cfg.scheduling_policy == "fcfs":
+            plan = self._preempt_latest(*plan, out)
+        if plan is not None and plan[1] <= pool.free:
             decoders = len(running.decoders)
             if decoders:
                 running.take_decode_blocks(running.decode_blocks_needed())
                 out.num_compact = decoders
                 out.compact_context = running.decode_context()
                 budget -= decoders
-            for req, n in plan:
+            for req, n in plan[0]:
                 pool.try_allocate(req.request_id, req.num_computed_tokens + n)
                 out.scheduled.append((req, n, req.num_computed_tokens, False))
                 budget -= n
@@ -214,9 +219,10 @@ class ContinuousScheduler(Scheduler):
         self._steady_binding = out.binding_limit if steady else None
         return out
 
-    def _plan_running(self, threshold: int, budget: int) -> list[tuple[Request, int]] | None:
-        """Each explicit running request with the tokens it gets, if every running request gets
-        all it wants; None if the budget or the free blocks fall short (or a request waits)."""
+    def _plan_running(self, threshold: int, budget: int) -> tuple[list[tuple[Request, int]], int] | None:
+        """If the budget gives every running request all it wants: each explicit one with its
+        tokens, and the new blocks all of them need. None if the budget falls short (or a
+        request waits this iteration)."""
         running = self.running
         pool = self.pool
         demand = len(running.decoders)
@@ -232,9 +238,32 @@ class ContinuousScheduler(Scheduler):
             demand += n
             blocks += pool.blocks_needed(req.request_id, req.num_computed_tokens + n)
             plan.append((req, n))
-        if demand > budget or blocks > pool.free:
+        if demand > budget:
             return None
-        return plan
+        return plan, blocks
+
+    def _preempt_latest(self, plan: list[tuple[Request, int]], blocks: int,
+                        out: SchedulerOutput) -> tuple[list[tuple[Request, int]], int]:
+        """FCFS, blocks short, budget enough: the walk would preempt the most recently admitted
+        requests until the others fit (the one whose allocation failed being the last victim if
+        it comes to that). The victims are the shortest tail of the admission order whose blocks,
+        freed, and whose needs, dropped, make the rest fit: take them here without walking."""
+        running = self.running
+        pool = self.pool
+        wanted = {id(req): n for req, n in plan}
+        while blocks > pool.free:
+            victim = running.last()
+            if victim in running.decoders:
+                running.make_explicit(victim)
+                n = 1
+            else:
+                n = wanted.pop(id(victim))
+            blocks -= pool.blocks_needed(victim.request_id, victim.num_computed_tokens + n)
+            self._preempt(victim)
+            out.preempted.append(victim)
+        if len(wanted) < len(plan):
+            plan = [(req, n) for req, n in plan if id(req) in wanted]
+        return plan, blocks
 
     def _after_schedule(self, out: SchedulerOutput) -> None:
         """As vLLM's `_update_after_schedule`: the scheduled tokens count as computed at once, and
@@ -257,7 +286,6 @@ class ContinuousScheduler(Scheduler):
         running = self.running
         result = UpdateResult()
         compact = output.num_compact
-        first_compact = running.first_decoder_number() if compact else 0
         ended = running.advance(start, end)
         output.compact_finished = ended
         max_model_len = self.config.max_model_len
@@ -309,9 +337,13 @@ class ContinuousScheduler(Scheduler):
             result.finished.append(req)
         # ITL gaps in scheduled order (booked per distinct gap, in order of first occurrence).
         if compact:
-            gap_order.append((first_compact, end - start, compact))
-            if len(gap_order) > 1:
+            if gap_order:  # the compact decoders' gap takes the place of the first of them
+                first = min(running.first_decoder_number(exclude=output.joined),
+                            min((n for n, _ in ended), default=math.inf))
+                gap_order.append((first, end - start, compact))
                 gap_order.sort(key=_first)
+            else:
+                gap_order.append((0, end - start, compact))
         gaps: dict[float, int] = {}
         for _, gap, count in gap_order:
             gaps[gap] = gaps.get(gap, 0) + count
@@ -345,8 +377,8 @@ class ContinuousScheduler(Scheduler):
         """Run alike decode iterations in bulk, as many as run before anything changes: every
         running request a compact decoder getting one token, nobody admitted (the queue empty or
         blocked the same way as last time), nobody finishing, enough free blocks. Iterations are
-        timed with the cost model's decode times, in order, and stop before the first that would
-        start at or after `limit` (the next arrival or the caller's horizon).
+        timed with the cost model's decode times and added up in order, and stop before the
+        first that would start at or after `limit` (the next arrival or the caller's horizon).
 
         Returns None if no such iteration is next, else (ends, gaps, batch, decode context of the
         last iteration, blocks used after, binding limit) with `ends`/`gaps` per iteration (lists
@@ -359,62 +391,40 @@ class ContinuousScheduler(Scheduler):
         batch = len(running.decoders)
         if batch > self.config.max_num_batched_tokens:
             return None
-        k_max = min(running.next_finish - running.tick - 1, max_iterations, MAX_STRETCH)
-        if k_max <= 0:
+        k = min(running.next_finish - running.tick - 1, max_iterations, MAX_STRETCH)
+        if k <= 0:
             return None
-        binding = self._steady_binding or "none"
-        pool = self.pool
-        free = pool.free
         context = running.decode_context()
-        first = cost.decode_time(batch, context)
-        if k_max >= NUMPY_STRETCH and limit - start >= NUMPY_STRETCH * first:
-            return self._stretch_numpy(cost, start, limit, k_max, batch, context, free, first, binding)
-        crossing = running.crossing_schedule(k_max)
-        ends = []
-        gaps = []
-        t = start
-        taken = 0
-        for need in crossing:
-            if taken + need > free:
-                break
-            taken += need
-            end = t + cost.decode_time(batch, context)
-            gaps.append(end - t)
-            ends.append(end)
-            t = end
-            context += batch
-            if t >= limit:
-                break
-        if not ends:
-            return None
-        pool.take(taken)
-        running.advance_many(len(ends), t, max(gaps))
-        return ends, gaps, batch, context - batch, pool.used, binding
+        if limit != math.inf:
+            # Iteration times grow with the context: the first bounds how many start before the limit.
+            k = min(k, int((limit - start) / cost.decode_time(batch, context)) + 2)
+        pool = self.pool
+        if k >= NUMPY_STRETCH:
+            import numpy as np
 
-    def _stretch_numpy(self, cost, start, limit, k_max, batch, context, free, first, binding):
-        """decode_stretch for a long stretch: the same floats, computed as arrays (numpy's cumsum
-        adds left to right, as the loop does)."""
-        import numpy as np
-
-        running = self.running
-        # Iteration times grow with the context, so the first one bounds how many fit before the limit.
-        k = k_max if limit == math.inf else min(k_max, int((limit - start) / first) + 2)
-        need = np.asarray(running.crossing_schedule(k), dtype=np.int64)
-        taken = np.cumsum(need)
-        if taken[-1] > free:
-            k = int(np.searchsorted(taken, free, side="right"))  # the first that does not fit stops
-            if k == 0:
+            taken = np.cumsum(np.asarray(running.crossing_schedule(k), dtype=np.int64))
+            times = cost.decode_times(batch, context + batch * np.arange(k, dtype=np.int64))
+            ends = np.cumsum(np.concatenate(((start,), times)))  # adds left to right, as a loop would
+            count = min(int(np.searchsorted(taken, pool.free, side="right")),
+                        int(np.searchsorted(ends[:k], limit, side="left")))
+            if count == 0:
                 return None
-        times = cost.decode_times(batch, context + batch * np.arange(k, dtype=np.int64))
-        ends = np.cumsum(np.concatenate(((start,), times)))
-        # Iteration j runs only if it starts before the limit: stop after the first that ends there.
-        k = min(k, int(np.searchsorted(ends[1:], limit, side="left")) + 1)
-        ends = ends[:k + 1]
-        gaps = ends[1:] - ends[:-1]
-        ends = ends[1:]
-        self.pool.take(int(taken[k - 1]))
-        running.advance_many(k, float(ends[-1]), float(gaps.max()))
-        return ends, gaps, batch, context + batch * (k - 1), self.pool.used, binding
+            gaps = ends[1:count + 1] - ends[:count]
+            ends = ends[1:count + 1]
+            largest = float(gaps.max())
+        else:
+            taken = list(accumulate(running.crossing_schedule(k)))
+            ends = list(accumulate(cost.decode_series(batch, context, k), initial=start))
+            # An iteration runs if its blocks are free and it starts before the limit.
+            count = min(bisect_right(taken, pool.free), bisect_left(ends, limit, 0, k))
+            if count == 0:
+                return None
+            gaps = list(map(sub, ends[1:count + 1], ends[:count]))
+            ends = ends[1:count + 1]
+            largest = max(gaps)
+        pool.take(int(taken[count - 1]))
+        running.advance_many(count, float(ends[-1]), largest)
+        return ends, gaps, batch, context + batch * (count - 1), pool.used, self._steady_binding or "none"
 
 
 def _first(item):

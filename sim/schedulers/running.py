@@ -78,10 +78,11 @@ class RunningSet:
     def admission_number(self, request: Request) -> int:
         return self.members[request]
 
-    def first_decoder_number(self) -> int:
-        """Admission number of the earliest admitted decoder (there must be one)."""
+    def first_decoder_number(self, exclude: list[Request] = ()) -> float:
+        """Admission number of the earliest admitted decoder not in `exclude` (inf if none)."""
         decoders = self.decoders
-        return next(n for r, n in self.members.items() if r in decoders)
+        skip = set(map(id, exclude))
+        return next((n for r, n in self.members.items() if r in decoders and id(r) not in skip), math.inf)
 
     def last(self) -> Request:
         """The most recently admitted request."""
@@ -143,6 +144,11 @@ class RunningSet:
         self._crossing[(tick - prompt - outputs + 1) % self.block_size] -= 1
         self._context -= prompt + outputs - tick
         self.explicit[request] = None
+
+    def make_explicit(self, request: Request) -> None:
+        """Hold one decoder explicitly from now on (its fields brought up to date)."""
+        self._bring_up_to_date(request, self.decoders[request])
+        self._release(request)
 
     def sync(self) -> None:
         """Bring every decoder's Request fields and block holding up to date (they stay
