@@ -250,7 +250,7 @@ class Engine:
         while True:
             if arrivals.next_at <= self.time:
                 self._admit_arrivals()
-            if not self.has_work():
+            if not (sched.has_work() or self._in_flight is not None):
                 nxt = arrivals.next_at
                 if nxt == math.inf:
                     self.done = True
@@ -330,26 +330,24 @@ class Engine:
             req.first_token_iteration = self.iteration
         for req in result.finished:
             self._finish(req, end)
-        preempted = tuple(self._carry_preempted) + tuple(r.request_id for r in out.preempted)
-        self._carry_preempted = []
-        metrics.num_preemptions += len(out.preempted)
+        if out.preempted or self._carry_preempted:
+            preempted = tuple(self._carry_preempted) + tuple(r.request_id for r in out.preempted)
+            self._carry_preempted = []
+            metrics.num_preemptions += len(out.preempted)
+        else:
+            preempted = ()
         batch = out.num_compact + len(out.scheduled)
         seats = batch + out.padded if not out.encoder_batch else 0
-        metrics.on_iteration(start, end, running=batch, kv_used=self.pool.used,
+        kv_used = self.pool.usable - self.pool.free
+        metrics.on_iteration(start, end, running=batch, kv_used=kv_used,
                              binding=out.binding_limit, tokens=result.num_emitted,
                              completions=len(result.finished), seats=seats, padded=out.padded)
         self._last_preempted = preempted
-        self._keep_report(start, end, cost, out, result, preempted, lean)
-
-    def _keep_report(self, start, end, cost, out, result, preempted, lean) -> None:
-        stash = (self.iteration, start, end, cost, out, result, preempted, len(self.scheduler.running),
-                 self.scheduler.num_waiting, self.pool.used, self.config.max_num_batched_tokens,
-                 self._seat_cap())
-        if lean:
-            self._stash = stash
-        else:
+        self._stash = (self.iteration, start, end, cost, out, result, preempted, len(sched.running),
+                       sched.num_waiting, kv_used)
+        if not lean:
+            self._last = self._report(*self._stash)
             self._stash = None
-            self._last = self._report(*stash)
 
     def _finish(self, req: Request, end: float) -> None:
         req.finish_time = end
@@ -365,8 +363,12 @@ class Engine:
         self.arrivals.on_done(req.request_id, end)
 
     def _report(self, index, start, end, cost, out, result, preempted, running, waiting,
-                kv_used, token_budget, max_num_seqs) -> IterationReport:
-        """The one place an IterationReport is made."""
+                kv_used) -> IterationReport:
+        """The one place an IterationReport is made (from what `_process` kept of the
+        iteration; dials do not change between the two)."""
+        if out is None:  # the last of a stretch of alike decode iterations
+            out = SchedulerOutput(num_compact=cost[0], compact_context=cost[1], binding_limit=result)
+            result = UpdateResult(num_emitted=cost[0])
         rows = self.scheduler.describe(out)
         if cost[0] == "encoder":
             breakdown = self.cost.encoder_pass(cost[1], cost[2])
@@ -377,8 +379,8 @@ class Engine:
             index=index, start_time=start, end_time=end, scheduled=scheduled,
             num_decode_tokens=sum(w.num_tokens for w in scheduled if not w.is_prefill),
             num_prefill_tokens=sum(w.num_tokens for w in scheduled if w.is_prefill),
-            token_budget=token_budget,
-            max_num_seqs=max_num_seqs,
+            token_budget=self.config.max_num_batched_tokens,
+            max_num_seqs=self._seat_cap(),
             admitted=tuple(r.request_id for r in out.admitted),
             first_tokens=tuple(r.request_id for r in result.first_tokens),
             emitted=tuple(r.request_id for r in rows if r.sampled),
@@ -463,9 +465,8 @@ class Engine:
         self.iteration += k
         self.time = float(ends[-1])
         self._last_preempted = ()
-        out = SchedulerOutput(num_compact=batch, compact_context=last_context, binding_limit=binding)
-        self._keep_report(float(ends[-2]) if k > 1 else start, self.time, (batch, last_context, []),
-                          out, UpdateResult(num_emitted=batch), (), True)
+        self._stash = (self.iteration, float(ends[-2]) if k > 1 else start, self.time, (batch, last_context, ()),
+                       None, binding, (), batch, self.scheduler.num_waiting, kv_used)
         return k
 
     def summary(self) -> RunSummary:

@@ -33,7 +33,7 @@ class SchedulerOutput:
     # Filled in when the batch's output is processed (continuous batching):
     joined: list[Request] = field(default_factory=list)  # explicit requests that became compact
     compact_finished: list[tuple[int, Request]] = field(default_factory=list)  # (admission number, request)
-    finished_numbers: dict[int, int] = field(default_factory=dict)  # id(request) -> admission number
+    finished: list[tuple[int, Request]] = field(default_factory=list)  # (admission number, request)
 
     @property
     def num_scheduled_tokens(self) -> int:

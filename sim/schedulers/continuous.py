@@ -55,7 +55,7 @@ class ContinuousScheduler(Scheduler):
         self._steady_binding = None
 
     def add_request(self, request: Request) -> None:
-        self.waiting.add(request)
+        self.waiting.add_request(request)
         self._steady_binding = None
 
     @property
@@ -79,7 +79,7 @@ class ContinuousScheduler(Scheduler):
         req.status = PREEMPTED
         req.num_computed_tokens = 0
         req.num_preemptions += 1
-        self.waiting.prepend(req)
+        self.waiting.prepend_request(req)
         self._steady_binding = None
 
     def _wanted(self, req: Request, threshold: int) -> int:
@@ -104,7 +104,7 @@ class ContinuousScheduler(Scheduler):
         budget = cfg.max_num_batched_tokens
         threshold = cfg.long_prefill_token_threshold
         # The long-prefill cap only matters when a request shares the engine with others.
-        if threshold > 0 and len(running) + len(waiting) <= 1:
+        if threshold > 0 and len(running.members) + len(waiting) <= 1:
             threshold = 0
         max_model_len = cfg.max_model_len
         work_left = False  # a request got fewer tokens than it wanted
@@ -173,10 +173,10 @@ class ContinuousScheduler(Scheduler):
         stop_reason = ""
         if not out.preempted:
             while waiting and budget > 0:
-                if len(running) >= cfg.max_num_seqs:  # ">=": a live dial may drop below the running count
+                if len(running.members) >= cfg.max_num_seqs:  # ">=": a live dial may drop below the running count
                     stop_reason = "max_num_seqs"
                     break
-                req = waiting.peek()
+                req = waiting.peek_request()
                 n = req.num_tokens - req.num_computed_tokens
                 if 0 < threshold < n:
                     n = threshold
@@ -186,7 +186,7 @@ class ContinuousScheduler(Scheduler):
                 if n > budget:
                     n = budget
                     work_left = True
-                reserve = self.watermark_blocks if running else 0
+                reserve = self.watermark_blocks if running.members else 0
                 if cfg.scheduler_reserve_full_isl:
                     need = pool.blocks_needed(req.request_id, min(req.num_tokens, max_model_len))
                     if need + reserve > pool.free:
@@ -196,7 +196,7 @@ class ContinuousScheduler(Scheduler):
                                          reserve):
                     stop_reason = "kv_cache"
                     break
-                waiting.pop()
+                waiting.pop_request()
                 req.status = RUNNING
                 running.admit(req)
                 out.admitted.append(req)
@@ -329,8 +329,8 @@ class ContinuousScheduler(Scheduler):
             finished.extend(ended)
             finished.sort(key=_first)
         if stopped_waiting:
-            self.waiting.remove(stopped_waiting)
-        output.finished_numbers = {id(req): number for number, req in finished}
+            self.waiting.remove_requests(stopped_waiting)
+        output.finished = finished
         for _, req in finished:
             req.status = FINISHED
             self.pool.free_request(req.request_id)
@@ -368,7 +368,9 @@ class ContinuousScheduler(Scheduler):
                      for n, r in output.compact_finished]
         for (req, _, _, _), row in zip(output.scheduled, rows):
             number = running.members.get(req)
-            numbered.append((number if number is not None else output.finished_numbers.get(id(req), math.inf), row))
+            if number is None:
+                number = next((n for n, r in output.finished if r is req), math.inf)
+            numbered.append((number, row))
         numbered.sort(key=_first)
         return [row for _, row in numbered]
 
