@@ -367,8 +367,11 @@ class Engine:
         """The one place an IterationReport is made (from what `_process` kept of the
         iteration; dials do not change between the two)."""
         if out is None:  # the last of a stretch of alike decode iterations
-            out = SchedulerOutput(num_compact=cost[0], compact_context=cost[1], binding_limit=result)
-            result = UpdateResult(num_emitted=cost[0])
+            stretch = result
+            out = SchedulerOutput(num_compact=stretch.batch, compact_context=stretch.last_context,
+                                  binding_limit=stretch.binding, compact_finished=stretch.finished,
+                                  finished=stretch.finished)
+            result = UpdateResult(num_emitted=stretch.batch, finished=[req for _, req in stretch.finished])
         rows = self.scheduler.describe(out)
         if cost[0] == "encoder":
             breakdown = self.cost.encoder_pass(cost[1], cost[2])
@@ -448,7 +451,7 @@ class Engine:
                 got = stretch(self.cost, self.time, limit, MAX_STRETCH if max_iterations is None
                               else max_iterations - n)
                 if got is not None:
-                    n += self._book_stretch(*got)
+                    n += self._book_stretch(got)
                     continue
             out = self._next_schedule(until_time)
             if out is None:
@@ -457,16 +460,29 @@ class Engine:
                 n += 1
         return n
 
-    def _book_stretch(self, ends, gaps, batch, last_context, kv_used, binding) -> int:
-        """Book a stretch of alike decode iterations, each as its own iteration."""
+    def _book_stretch(self, stretch) -> int:
+        """Book a stretch of alike decode iterations as the iterations they are: the same
+        numbers, in the same order, as one iteration at a time."""
+        ends, gaps, batch, binding = stretch.ends, stretch.gaps, stretch.batch, stretch.binding
         k = len(ends)
         start = self.time
-        self.metrics.on_decode_iterations(start, ends, gaps, batch, kv_used, binding)
+        metrics = self.metrics
+        finished = [req for _, req in stretch.finished]
+        alike = k - 1 if finished else k
+        if alike:
+            metrics.on_decode_iterations(start, ends[:alike], gaps[:alike], batch, stretch.kv_blocks_used, binding)
         self.iteration += k
-        self.time = float(ends[-1])
+        self.time = end = float(ends[-1])
+        last_start = float(ends[-2]) if k > 1 else start
+        if finished:
+            metrics.on_gaps(float(gaps[-1]), batch)
+            for req in finished:
+                self._finish(req, end)
+            metrics.on_iteration(last_start, end, running=batch, kv_used=stretch.kv_blocks_used_last,
+                                 binding=binding, tokens=batch, completions=len(finished), seats=batch)
         self._last_preempted = ()
-        self._stash = (self.iteration, float(ends[-2]) if k > 1 else start, self.time, (batch, last_context, ()),
-                       None, binding, (), batch, self.scheduler.num_waiting, kv_used)
+        self._stash = (self.iteration, last_start, end, (batch, stretch.last_context, ()), None, stretch, (),
+                       len(self.scheduler.running), self.scheduler.num_waiting, stretch.kv_blocks_used_last)
         return k
 
     def summary(self) -> RunSummary:

@@ -375,16 +375,14 @@ class ContinuousScheduler(Scheduler):
         return [row for _, row in numbered]
 
     # -- steady decoding in bulk
-    def decode_stretch(self, cost, start: float, limit: float, max_iterations: int):
+    def decode_stretch(self, cost, start: float, limit: float, max_iterations: int) -> DecodeStretch | None:
         """Run alike decode iterations in bulk, as many as run before anything changes: every
         running request a compact decoder getting one token, nobody admitted (the queue empty or
-        blocked the same way as last time), nobody finishing, enough free blocks. Iterations are
-        timed with the cost model's decode times and added up in order, and stop before the
-        first that would start at or after `limit` (the next arrival or the caller's horizon).
-
-        Returns None if no such iteration is next, else (ends, gaps, batch, decode context of the
-        last iteration, blocks used after, binding limit) with `ends`/`gaps` per iteration (lists
-        or numpy arrays)."""
+        blocked the same way as last time), enough free blocks. The stretch ends at the latest
+        with the iteration in which decoders finish (they are retired). Iterations are timed with
+        the cost model's decode times and added up in order, and stop before the first that
+        would start at or after `limit` (the next arrival or the caller's horizon). None if no
+        such iteration is next."""
         running = self.running
         if running.explicit or not running.decoders or self.async_scheduling:
             return None
@@ -393,9 +391,7 @@ class ContinuousScheduler(Scheduler):
         batch = len(running.decoders)
         if batch > self.config.max_num_batched_tokens:
             return None
-        k = min(running.next_finish - running.tick - 1, max_iterations, MAX_STRETCH)
-        if k <= 0:
-            return None
+        k = min(running.next_finish - running.tick, max_iterations, MAX_STRETCH)
         context = running.decode_context()
         if limit != math.inf:
             # Iteration times grow with the context: the first bounds how many start before the limit.
@@ -409,24 +405,56 @@ class ContinuousScheduler(Scheduler):
             ends = np.cumsum(np.concatenate(((start,), times)))  # adds left to right, as a loop would
             count = min(int(np.searchsorted(taken, pool.free, side="right")),
                         int(np.searchsorted(ends[:k], limit, side="left")))
-            if count == 0:
-                return None
             gaps = ends[1:count + 1] - ends[:count]
             ends = ends[1:count + 1]
-            largest = float(gaps.max())
         else:
             taken = list(accumulate(running.crossing_schedule(k)))
             ends = list(accumulate(cost.decode_series(batch, context, k), initial=start))
             # An iteration runs if its blocks are free and it starts before the limit.
             count = min(bisect_right(taken, pool.free), bisect_left(ends, limit, 0, k))
-            if count == 0:
-                return None
             gaps = list(map(sub, ends[1:count + 1], ends[:count]))
             ends = ends[1:count + 1]
-            largest = max(gaps)
-        pool.take(int(taken[count - 1]))
-        running.advance_many(count, float(ends[-1]), largest)
-        return ends, gaps, batch, context + batch * (count - 1), pool.used, self._steady_binding or "none"
+        if count == 0:
+            return None
+        binding = self._steady_binding or "none"
+        finishing = running.tick + count == running.next_finish
+        alike = count - finishing  # iterations in which nobody finishes
+        if alike:
+            pool.take(int(taken[alike - 1]))
+            running.advance_many(alike, float(ends[alike - 1]), float(max(gaps[:alike])))
+        stretch = DecodeStretch(ends, gaps, batch, context + batch * (count - 1), pool.used, binding)
+        if finishing:
+            pool.take(int(taken[count - 1]) - (int(taken[alike - 1]) if alike else 0))
+            ended = running.advance(float(ends[-2]) if count > 1 else start, float(ends[-1]))
+            for _, req in ended:
+                req.finish_reason = "stop" if req.num_output_tokens >= req.output_len else "length"
+                running.remove(req)
+                req.status = FINISHED
+                pool.free_request(req.request_id)
+            stretch.finished = ended
+            stretch.kv_blocks_used_last = pool.used
+            self._steady_binding = None
+        return stretch
+
+
+class DecodeStretch:
+    """Alike decode iterations run in bulk: when each ended and how long it took (lists or numpy
+    arrays), the batch, the decode context of the last one, the blocks used in them (their
+    peak), the binding limit they repeat; if decoders finished in the last one, those (as
+    (admission number, request), retired) and the blocks used after it."""
+
+    __slots__ = ("ends", "gaps", "batch", "last_context", "kv_blocks_used", "binding", "finished",
+                 "kv_blocks_used_last")
+
+    def __init__(self, ends, gaps, batch: int, last_context: int, kv_blocks_used: int, binding: str) -> None:
+        self.ends = ends
+        self.gaps = gaps
+        self.batch = batch
+        self.last_context = last_context
+        self.kv_blocks_used = kv_blocks_used
+        self.binding = binding
+        self.finished: list[tuple[int, Request]] = []
+        self.kv_blocks_used_last = kv_blocks_used
 
 
 def _first(item):

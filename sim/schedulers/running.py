@@ -183,8 +183,8 @@ class RunningSet:
 
     def advance(self, start: float, end: float) -> list[tuple[int, Request]]:
         """A batch ran from `start` to `end`, every decoder getting its token: returns the
-        decoders whose last token it was, as (admission number, request), fields up to date and
-        held explicitly."""
+        decoders whose last token it was, as (admission number, request) in admission order,
+        fields up to date and held explicitly."""
         if self.decoders:
             self._log_gap(self.tick, end - start)
         self.tick += 1
@@ -203,6 +203,7 @@ class RunningSet:
             while heap and heap[0] <= self.tick:
                 heapq.heappop(heap)
             self.next_finish = heap[0] if heap else math.inf
+            finished.sort(key=_first)
         if len(self._gap_ticks) > GAP_LOG_LIMIT:
             self.sync()
         return finished
@@ -237,3 +238,7 @@ class RunningSet:
             ticks.pop()
         ticks.append(tick)
         values.append(gap)
+
+
+def _first(item):
+    return item[0]
