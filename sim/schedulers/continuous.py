@@ -28,6 +28,8 @@ from .running import RunningSet
 
 NUMPY_STRETCH = 96
 """Decode stretches at least this long are timed with numpy arrays."""
+SHORT_STRETCH = 16
+"""Decode stretches at most this long are timed one iteration at a time."""
 MAX_STRETCH = 1 << 16
 
 
@@ -397,23 +399,41 @@ class ContinuousScheduler(Scheduler):
             # Iteration times grow with the context: the first bounds how many start before the limit.
             k = min(k, int((limit - start) / cost.decode_time(batch, context)) + 2)
         pool = self.pool
+        free = pool.free
         if k >= NUMPY_STRETCH:
             import numpy as np
 
             taken = np.cumsum(np.asarray(running.crossing_schedule(k), dtype=np.int64))
             times = cost.decode_times(batch, context + batch * np.arange(k, dtype=np.int64))
             ends = np.cumsum(np.concatenate(((start,), times)))  # adds left to right, as a loop would
-            count = min(int(np.searchsorted(taken, pool.free, side="right")),
+            count = min(int(np.searchsorted(taken, free, side="right")),
                         int(np.searchsorted(ends[:k], limit, side="left")))
             gaps = ends[1:count + 1] - ends[:count]
             ends = ends[1:count + 1]
-        else:
+        elif k > SHORT_STRETCH:
             taken = list(accumulate(running.crossing_schedule(k)))
             ends = list(accumulate(cost.decode_series(batch, context, k), initial=start))
             # An iteration runs if its blocks are free and it starts before the limit.
-            count = min(bisect_right(taken, pool.free), bisect_left(ends, limit, 0, k))
+            count = min(bisect_right(taken, free), bisect_left(ends, limit, 0, k))
             gaps = list(map(sub, ends[1:count + 1], ends[:count]))
             ends = ends[1:count + 1]
+        else:
+            taken = []
+            ends = []
+            gaps = []
+            used = 0
+            t = start
+            decode_time = cost.decode_time
+            for need in running.crossing_schedule(k):
+                used += need
+                if used > free or t >= limit:
+                    break
+                end = t + decode_time(batch, context + batch * len(ends))
+                taken.append(used)
+                gaps.append(end - t)
+                ends.append(end)
+                t = end
+            count = len(ends)
         if count == 0:
             return None
         binding = self._steady_binding or "none"
