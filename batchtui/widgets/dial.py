@@ -133,7 +133,7 @@ class DialControl(Widget, can_focus=True):
         self.post_message(self.Changed(self, value))
 
     # -- drawing
-    def _range_words(self) -> str:
+    def range_words(self) -> str:
         spec = self.spec
         unit = f" {spec.unit}" if spec.unit else ""
         if spec.choices:
@@ -156,7 +156,7 @@ class DialControl(Widget, can_focus=True):
         text.append(value, self.get_component_rich_style("dial--value", partial=True))
         text.append("\n")
         left, right, track_glyph, knob = g.arrow_left, g.arrow_right, g.dial_track, g.dial_knob
-        range_words = self._range_words()
+        range_words = self.range_words()
         track_width = max(3, width - len(range_words) - 5)
         if spec.choices:
             choices = list(spec.choices)
@@ -183,7 +183,7 @@ class DialEntry(AnswerBox):
     BINDINGS = [Binding("escape", "cancel", "cancel", show=False)]
 
     def __init__(self, dial: DialControl) -> None:
-        super().__init__(value=number(dial.value).replace(",", ""), placeholder=dial._range_words(),
+        super().__init__(value=number(dial.value).replace(",", ""), placeholder=dial.range_words(),
                          classes="dial-entry")
         self.dial = dial
 
