@@ -37,7 +37,7 @@ class Arrivals:
         self.workload = workload
         self.rng = rng
         self.endless = workload.num_prompts == 0 and workload.arrival not in ("trace", "all-at-once")
-        self.cap = getattr(workload, "max_concurrency", 0) or 0
+        self.cap = workload.max_concurrency
         self.generated = 0
         self.next_at = math.inf
         self._pending: deque[RequestSpec] = deque()
@@ -68,7 +68,8 @@ class Arrivals:
 
     def set_workload(self, workload: WorkloadSpec, now: float) -> None:
         """New traffic for an endless workload from `now` on: arrivals not yet due are drawn
-        again with it (a finite workload is rebuilt by the engine instead)."""
+        again with it (a finite workload is rebuilt by the engine instead; the concurrency cap
+        restarts the run: it is not changed here)."""
         self.workload = workload
         self._pending.clear()
         self._last_arrival = now

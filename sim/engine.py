@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from . import dials
 from .arrivals import Arrivals
 from .config import EngineConfig
 from .cost import CostModel
@@ -29,7 +30,7 @@ from .kv import BlockPool
 from .metrics import MetricsCollector, RequestRecord
 from .reports import EngineSnapshot, IterationReport, ScheduledWork, SeatView
 from .request import FINISHED, Request, check_request
-from .scenario import DEPLOYMENT_KEYS, Scenario
+from .scenario import Scenario
 from .schedulers.base import SchedulerOutput, UpdateResult
 from .schedulers.continuous import ContinuousScheduler
 from .schedulers.dynamic import DynamicScheduler
@@ -177,52 +178,27 @@ class Engine:
 
     # -- dials
     def set_dial(self, path: str, value) -> None:
-        """Change one dial. Engine dials apply from the next iteration; traffic changes apply to
-        arrivals from now on; hardware changes (GPU, model, memory, blocks) restart the run."""
-        head, _, rest = path.partition(".")
-        sc = self.scenario
-        _ = self.last  # the last report describes the state before the change
-        if head == "engine":
-            new = sc.with_engine(**{rest: value})
+        """Change one dial (see `sim.dials`): engine dials apply from the next iteration,
+        traffic to arrivals from now on, and hardware, model, seed or the engine's structure
+        restart the run. A refused value (ConfigError) changes nothing."""
+        spec = dials.find(path)
+        new = dials.set_value(self.scenario, path, value, self._profiles)
+        _ = self.last  # the last report describes the run before the change
+        if spec.applies == "restart" or self.encoder:
+            self.reset(new)
+        elif spec.applies == "iteration":
             config = new.engine_config(self._profiles)
-            if config.batching != self.config.batching or self.encoder:
-                self.reset(new)
-                return
             if config.batching == "continuous" and config.max_model_len > self.pool.usable * self.pool.block_size:
                 raise ConfigError("max_model_len", config.max_model_len,
                                   f"at most the {self.pool.usable * self.pool.block_size} tokens the KV cache holds")
             self.scenario = new
             self.config = config
             self.scheduler.set_config(config)
-            return
-        if head == "workload":
-            parts = rest.split(".")
-            w = sc.workload
-            if len(parts) == 2:
-                sub = getattr(w, parts[0], None)
-                if sub is None or not hasattr(sub, parts[1]):
-                    raise ConfigError(path, value, "a known traffic setting")
-                w = replace(w, **{parts[0]: replace(sub, **{parts[1]: value})})
-            else:
-                if not hasattr(w, rest):
-                    raise ConfigError(path, value, "a known traffic setting")
-                if rest == "request_rate":
-                    value = float(value)
-                w = replace(w, **{rest: value})
-            w.validate()
-            self.scenario = replace(sc, workload=w)
-            if self.arrivals.endless:
-                self.arrivals.set_workload(w, self.time)  # arrivals not yet due are drawn again
-            else:
-                self._build()
-            return
-        if head in DEPLOYMENT_KEYS or head == "seed":
-            new = replace(sc, **{head: value})
-            new.validate_types()
-            new.deployment(self._profiles)  # raises on a bad value before anything changes
+        elif self.arrivals.endless:
+            self.scenario = new
+            self.arrivals.set_workload(new.workload, self.time)  # arrivals not yet due are drawn again
+        else:
             self.reset(new)
-            return
-        raise ConfigError(path, value, "a dial path such as engine.max_num_seqs or workload.request_rate")
 
     # -- the loop
     def step(self) -> IterationReport | None:

@@ -101,6 +101,7 @@ class WorkloadSpec:
     batch_pool_share: float = 0.0
     batch_input: LengthSpec = field(default_factory=lambda: LengthSpec(mean=2048))
     batch_output: LengthSpec = field(default_factory=lambda: LengthSpec(mean=512))
+    max_concurrency: int = 0  # the client keeps at most this many requests in flight (0 = no cap)
 
     def validate(self) -> None:
         if self.arrival not in ARRIVALS:
@@ -109,6 +110,9 @@ class WorkloadSpec:
             raise ConfigError("request_rate", self.request_rate, "requests/s > 0, or inf")
         if self.num_prompts < 0:
             raise ConfigError("num_prompts", self.num_prompts, "a whole number >= 0")
+        if isinstance(self.max_concurrency, bool) or not isinstance(self.max_concurrency, int) \
+                or self.max_concurrency < 0:
+            raise ConfigError("max_concurrency", self.max_concurrency, "a whole number >= 0 (0: no cap)")
         if self.burst_size <= 0:
             raise ConfigError("burst_size", self.burst_size, "a whole number > 0")
         if self.arrival == "trace" and not self.trace_path:
