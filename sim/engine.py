@@ -507,6 +507,8 @@ class Engine:
             series_itl=tuple(m.series_itl),
             finished=self.done,
             notices=tuple(self.notices),
+            block_size=self.pool.block_size,
+            async_scheduling=self._async,
         )
 
 

@@ -13,6 +13,8 @@ from sim.engine import Engine, run_scenario
 from sim.errors import ConfigError, RequestRejected, WorkloadError
 from sim.metrics import weighted_percentile
 from sim.scenario import Scenario
+from dataclasses import replace
+
 from sim.workload import LengthSpec, RequestSpec, WorkloadSpec, load_trace
 
 import numpy as np
@@ -295,3 +297,41 @@ def test_async_scheduling_runs_live_with_reports_and_snapshots():
     assert any(seat.state == "decode" for seat in snap.seats)
     rep = engine.step()
     assert rep.index == engine.iteration and rep.num_decode_tokens > 0
+
+
+def test_the_snapshot_carries_the_block_size():
+    assert Engine(Scenario(block_size=32), live=True).snapshot().block_size == 32
+    assert Engine(Scenario(engine={"async_scheduling": True}), live=True).snapshot().async_scheduling
+
+
+def test_max_concurrency_keeps_at_most_n_requests_in_flight():
+    """vLLM bench's --max-concurrency: the client sends the next request only when one finishes,
+    and TTFT counts from sending."""
+    wl = WorkloadSpec(request_rate=math.inf, num_prompts=60, output=LengthSpec("uniform", 64, 8, 120),
+                      max_concurrency=8)
+    engine = Engine(Scenario(workload=wl, seed=1))
+    while (rep := engine.step()) is not None:
+        assert rep.running + rep.waiting <= 8
+    records = engine.metrics.records
+    assert len(records) == 60
+    arrivals = sorted(r.arrival_time for r in records)
+    finishes = sorted(r.arrival_time + r.e2e for r in records)
+    # The first 8 are sent at once; each later one when the i-th finished request frees its slot.
+    assert arrivals[:8] == [0.0] * 8
+    assert arrivals[8:] == pytest.approx(finishes[:52], abs=1e-12)
+    uncapped = run_scenario(Scenario(workload=replace(wl, max_concurrency=0), seed=1)).metrics
+    capped = engine.summary().metrics
+    assert capped["p99_ttft_ms"] < uncapped["p99_ttft_ms"]  # nobody waits long in the server's queue
+    assert capped["mean_running"] <= 8 < uncapped["mean_running"]
+
+
+def test_max_concurrency_with_paced_arrivals_sends_late_ones_when_a_slot_frees():
+    wl = WorkloadSpec(arrival="constant", request_rate=50.0, num_prompts=40, max_concurrency=2)
+    engine = Engine(Scenario(workload=wl))
+    engine.run()
+    records = sorted(engine.metrics.records, key=lambda r: int(r.request_id))
+    scheduled = [(i + 1) / 50.0 for i in range(40)]
+    sent = [r.arrival_time for r in records]
+    assert all(s >= t - 1e-12 for s, t in zip(sent, scheduled))  # never before its time
+    assert sent[5] > scheduled[5] + 0.5  # two slots for requests 1.5 s long: the rest wait
+    assert min(r.ttft for r in records) > 0 and engine.metrics.completed == 40
