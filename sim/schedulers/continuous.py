@@ -57,8 +57,12 @@ class ContinuousScheduler(Scheduler):
         self._steady_binding = None
 
     def add_request(self, request: Request) -> None:
+        # A new arrival cannot be admitted while the seats are full or the budget is spent, nor
+        # (first come, first served) behind a head that does not fit: decoding stays steady.
+        if not (self._steady_binding in ("max_num_seqs", "token_budget")
+                or (self._steady_binding == "kv_cache" and self.waiting.policy == "fcfs")):
+            self._steady_binding = None
         self.waiting.add_request(request)
-        self._steady_binding = None
 
     @property
     def num_waiting(self) -> int:
