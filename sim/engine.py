@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from . import dials
-from .arrivals import Arrivals
+from .arrivals import Arrivals, LazyRun
 from .config import EngineConfig
 from .cost import CostModel
 from .errors import ConfigError, RequestRejected, SimError
@@ -92,8 +92,13 @@ class Engine:
         self.config = config
         self.pool = pool
         self.cost = CostModel(self.deployment)
-        self.scheduler = self._make_scheduler(config, pool)
         self.rng = np.random.default_rng(sc.seed)
+        self.arrivals = Arrivals(sc.workload, self.rng)
+        # The live engine keeps an endless workload's waiting requests in compact form (see
+        # sim.arrivals): under overload its memory does not grow with the queue.
+        self._lazy_queue = self.live and self.arrivals.endless
+        self._tail_run = None  # the run the next arrival of the workload may join
+        self.scheduler = self._make_scheduler(config, pool)
         self.time = 0.0
         self.iteration = 0
         self.done = False
@@ -109,16 +114,16 @@ class Engine:
         self._last_preempted: tuple[str, ...] = ()
         self._carry_preempted: list[str] = []
         self._seq = 0
-        self.arrivals = Arrivals(sc.workload, self.rng)
 
     def _make_scheduler(self, config: EngineConfig, pool: BlockPool):
+        lazy = self._lazy_queue
         if config.batching == "continuous":
-            return ContinuousScheduler(config, pool)
+            return ContinuousScheduler(config, pool, lazy_queue=lazy)
         if config.batching == "static":
-            return StaticScheduler(config, pool)
+            return StaticScheduler(config, pool, lazy_queue=lazy)
         if config.batching == "sequential":
-            return SequentialScheduler(config, pool)
-        return DynamicScheduler(config, pool, encoder=self.encoder)
+            return SequentialScheduler(config, pool, lazy_queue=lazy)
+        return DynamicScheduler(config, pool, encoder=self.encoder, lazy_queue=lazy)
 
     def reset(self, scenario: Scenario | None = None) -> None:
         """Start over (with a new scenario if given)."""
@@ -139,34 +144,64 @@ class Engine:
             self.arrivals.submit(spec)
             self.done = False
 
-    def _add(self, spec: RequestSpec) -> None:
-        cfg = self.config
-        output_len = 1 if self.encoder else spec.output_len
+    def _add(self, spec: RequestSpec, origin=None) -> None:
+        """A request arrives: refused (headless: an error; live: a notice) or queued (`origin`:
+        where it comes from in an endless workload's stream, for the compact queue)."""
+        refusal = self._refusal(spec)
+        duplicate = False
+        if refusal is None:
+            other = self.requests.get(spec.request_id)
+            if other is not None and other.status != FINISHED:
+                # Two live requests under one id would share one entry of the block pool.
+                refusal = RequestRejected(spec.request_id, "the id is already used by a request being served")
+                duplicate = True
+        if refusal is not None:
+            if not self.live:
+                raise refusal
+            self.metrics.rejected += 1
+            self.notices.append(str(refusal))
+            self.arrivals.on_done(spec.request_id, self.time)  # the client hears of it at once
+        if self._lazy_queue and origin is not None and not duplicate:
+            run = self._tail_run
+            if run is not None and run.follows(origin) and self.scheduler.waiting.can_extend(run):
+                self.scheduler.extend_run(run, refusal is None)  # (a refused one stays skipped)
+            elif refusal is None:
+                run = LazyRun(origin[0], origin[1], self._seq, self._accepts(), self._request)
+                run.extend(True)
+                self.scheduler.add_request(run)
+                self._tail_run = run
+        elif refusal is None:
+            req = self._request(spec, self._seq)
+            self.requests[req.request_id] = req
+            self.scheduler.add_request(req)
+        elif duplicate:
+            self._tail_run = None  # a run spans only what `accept` can tell again
+        if refusal is None:
+            self._seq += 1
+            self.metrics.on_arrival(spec.arrival_time)
+
+    def _refusal(self, spec: RequestSpec, config: EngineConfig | None = None) -> RequestRejected | None:
+        """Why vLLM would refuse this request (or the simulator could never serve it), if so."""
         try:
             if self.encoder:
                 if spec.prompt_len > self.model.max_model_len:
                     raise RequestRejected(spec.request_id, f"its input of {spec.prompt_len} tokens is longer than "
                                                            f"the model's {self.model.max_model_len}")
             else:
-                check_request(spec.request_id, spec.prompt_len, output_len, cfg, self.pool.usable,
-                              self.pool.block_size)
-            other = self.requests.get(spec.request_id)
-            if other is not None and other.status != FINISHED:
-                # Two live requests under one id would share one entry of the block pool.
-                raise RequestRejected(spec.request_id, "the id is already used by a request being served")
+                check_request(spec.request_id, spec.prompt_len, spec.output_len, config or self.config,
+                              self.pool.usable, self.pool.block_size)
         except RequestRejected as exc:
-            if not self.live:
-                raise
-            self.metrics.rejected += 1
-            self.notices.append(str(exc))
-            self.arrivals.on_done(spec.request_id, self.time)  # the client hears of it at once
-            return
-        req = Request(spec.request_id, spec.arrival_time, spec.prompt_len, output_len,
-                      priority=spec.priority, pool=spec.pool, seq=self._seq)
-        self._seq += 1
-        self.requests[req.request_id] = req
-        self.metrics.on_arrival(spec.arrival_time)
-        self.scheduler.add_request(req)
+            return exc
+        return None
+
+    def _accepts(self):
+        """The check of a request's arrival with today's dials (a run replays it later)."""
+        config = self.config
+        return lambda spec: self._refusal(spec, config) is None
+
+    def _request(self, spec: RequestSpec, seq: int) -> Request:
+        return Request(spec.request_id, spec.arrival_time, spec.prompt_len, 1 if self.encoder else spec.output_len,
+                       priority=spec.priority, pool=spec.pool, seq=seq)
 
     def _admit_arrivals(self) -> None:
         """Queue every request that has arrived by now, in arrival order (the workload's first
@@ -174,7 +209,7 @@ class Engine:
         arrivals = self.arrivals
         now = self.time
         while (spec := arrivals.pop_due(now)) is not None:
-            self._add(spec)
+            self._add(spec, arrivals.origin)
 
     # -- dials
     def set_dial(self, path: str, value) -> None:
@@ -194,6 +229,7 @@ class Engine:
             self.scenario = new
             self.config = config
             self.scheduler.set_config(config)
+            self._tail_run = None  # later arrivals are checked with the new dials
         elif self.arrivals.endless:
             self.scenario = new
             self.arrivals.set_workload(new.workload, self.time)  # arrivals not yet due are drawn again
@@ -238,6 +274,9 @@ class Engine:
                 continue
             sched.now = self.time
             out = sched.schedule()
+            if self._lazy_queue:
+                for req in out.admitted:
+                    self.requests.setdefault(req.request_id, req)
             if not out.is_empty or self._in_flight is not None:
                 return out
             if out.preempted:

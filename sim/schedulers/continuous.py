@@ -36,9 +36,10 @@ MAX_STRETCH = 1 << 16
 class ContinuousScheduler(Scheduler):
     name = "continuous"
 
-    def __init__(self, config, pool) -> None:
+    def __init__(self, config, pool, lazy_queue: bool = False) -> None:
         super().__init__(config, pool)
-        self.waiting = make_queue(config.scheduling_policy)
+        self._lazy_queue = lazy_queue  # the queue may hold runs of requests in compact form
+        self.waiting = make_queue(config.scheduling_policy, lazy=lazy_queue)
         self.running = RunningSet(pool, config.max_model_len)
         self.watermark_blocks = int(config.watermark * pool.num_blocks)
         self.async_scheduling = bool(getattr(config, "async_scheduling", False))
@@ -51,18 +52,29 @@ class ContinuousScheduler(Scheduler):
         self.running.flush()
         self.running.max_model_len = config.max_model_len
         if config.scheduling_policy != self.waiting.policy:
-            self.waiting = make_queue(config.scheduling_policy, self.waiting)
+            self.waiting = make_queue(config.scheduling_policy, self.waiting.items(), lazy=self._lazy_queue)
         super().set_config(config)
         self.watermark_blocks = int(config.watermark * self.pool.num_blocks)
         self._steady_binding = None
 
-    def add_request(self, request: Request) -> None:
+    def add_request(self, request) -> None:
+        """Queue an arrival (a Request, or with a lazy queue a `LazyRun` of them)."""
+        self._arrival_may_change_schedule()
+        self.waiting.add_request(request)
+
+    def extend_run(self, run, accepted: bool) -> None:
+        """The next request of a queued run's stream arrived (refused if not `accepted`)."""
+        run.extend(accepted)
+        if accepted:
+            self._arrival_may_change_schedule()
+            self.waiting.extended(run, accepted)
+
+    def _arrival_may_change_schedule(self) -> None:
         # A new arrival cannot be admitted while the seats are full or the budget is spent, nor
         # (first come, first served) behind a head that does not fit: decoding stays steady.
         if not (self._steady_binding in ("max_num_seqs", "token_budget")
                 or (self._steady_binding == "kv_cache" and self.waiting.policy == "fcfs")):
             self._steady_binding = None
-        self.waiting.add_request(request)
 
     @property
     def num_waiting(self) -> int:

@@ -13,8 +13,8 @@ from ..request import FINISHED, RUNNING
 class DynamicScheduler(StaticScheduler):
     name = "dynamic"
 
-    def __init__(self, config, pool, encoder: bool = False) -> None:
-        super().__init__(config, pool)
+    def __init__(self, config, pool, encoder: bool = False, lazy_queue: bool = False) -> None:
+        super().__init__(config, pool, lazy_queue)
         self.encoder = encoder
 
     def ready_to_form(self) -> tuple[bool, float | None]:
@@ -22,7 +22,7 @@ class DynamicScheduler(StaticScheduler):
             return False, None
         if len(self.waiting) >= self.batch_size:
             return True, None
-        deadline = self.waiting[0].arrival_time + self.config.max_queue_delay
+        deadline = self.waiting.peek_request().arrival_time + self.config.max_queue_delay
         if self.now >= deadline - 1e-12:
             return True, None
         return False, deadline
@@ -36,7 +36,7 @@ class DynamicScheduler(StaticScheduler):
             out.wake_at = wake_at
             return out
         while self.waiting and len(self.batch) < self.batch_size:
-            req = self.waiting.popleft()
+            req = self.waiting.pop_request()
             req.status = RUNNING
             self.batch.append(req)
             self.running.append(req)

@@ -6,7 +6,8 @@ class per policy, and a factory.
   preempted request re-enters at its rank.
 
 Each is a builtin container underneath (a deque, a heap list), so `len()` and truth tests cost
-nothing extra in the scheduler's loops.
+nothing extra in the scheduler's loops. The live engine's queues may also hold runs of requests
+in compact form (`sim.arrivals.LazyRun`): the `Lazy*` variants, whose length is kept apart.
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ class RequestQueue:
     def remove_requests(self, requests: Iterable[Request]) -> None:
         """Take these requests out wherever they are (a preempted request that finished)."""
         raise NotImplementedError
+
+    def items(self) -> list:
+        """What it holds, in admission order (requests, and runs of them in the lazy variants)."""
+        return list(self)
 
 
 class FCFSQueue(deque, RequestQueue):
@@ -90,12 +95,145 @@ def _key(entry: tuple) -> tuple:
     return entry[:3]
 
 
+class LazyFCFSQueue(FCFSQueue):
+    """FCFS holding requests and runs of them (`LazyRun`, at most `len(run)` requests each)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.size = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def add_request(self, item) -> None:
+        self.append(item)
+        self._added(item)
+
+    def prepend_request(self, request: Request) -> None:
+        self.appendleft(request)
+        self.size += 1
+
+    def peek_request(self) -> Request:
+        item = self[0]
+        return item if isinstance(item, Request) else item.peek()
+
+    def pop_request(self) -> Request:
+        item = self[0]
+        self.size -= 1
+        if isinstance(item, Request):
+            return self.popleft()
+        request = item.pop()
+        if not len(item):
+            self.popleft()
+            item.queued = False
+        return request
+
+    def can_extend(self, run) -> bool:
+        """`run` is where the next arrival of its stream goes (the last thing queued)."""
+        items = deque.__len__(self)  # (a negative index would go through the overridden len())
+        return items > 0 and deque.__getitem__(self, items - 1) is run
+
+    def extended(self, run, accepted: bool) -> None:
+        self.size += accepted
+
+    def remove_requests(self, requests: Iterable[Request]) -> None:
+        gone = set(map(id, requests))
+        kept = [item for item in deque.__iter__(self) if id(item) not in gone]
+        self.size -= sum(1 for item in deque.__iter__(self) if id(item) in gone)
+        self.clear()
+        self.extend(kept)
+
+    def items(self) -> list:
+        return list(deque.__iter__(self))
+
+    def __iter__(self) -> Iterator[Request]:
+        for item in deque.__iter__(self):
+            if isinstance(item, Request):
+                yield item
+            else:
+                yield from item.requests()
+
+    def _added(self, item) -> None:
+        if isinstance(item, Request):
+            self.size += 1
+        else:
+            self.size += len(item)
+            item.queued = True
+
+
+class LazyPriorityQueue(PriorityQueue):
+    """Priority holding requests and runs of them; a run is keyed by its next request (its
+    requests come in key order: the same priority, later arrivals)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.size = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def add_request(self, item) -> None:
+        if isinstance(item, Request):
+            self.size += 1
+            super().add_request(item)
+            return
+        self.size += len(item)
+        item.queued = True
+        self._push_run(item)
+
+    prepend_request = add_request
+
+    def _push_run(self, run) -> None:
+        head = run.peek()
+        heapq.heappush(self, (head.priority, head.arrival_time, head.seq, run))
+
+    def peek_request(self) -> Request:
+        item = self[0][3]
+        return item if isinstance(item, Request) else item.peek()
+
+    def pop_request(self) -> Request:
+        item = heapq.heappop(self)[3]
+        self.size -= 1
+        if isinstance(item, Request):
+            return item
+        request = item.pop()
+        if len(item):
+            self._push_run(item)
+        else:
+            item.queued = False
+        return request
+
+    def can_extend(self, run) -> bool:
+        return run.queued
+
+    def extended(self, run, accepted: bool) -> None:
+        self.size += accepted
+
+    def remove_requests(self, requests: Iterable[Request]) -> None:
+        gone = set(map(id, requests))
+        self.size -= sum(1 for entry in list.__iter__(self) if id(entry[3]) in gone)
+        self[:] = [entry for entry in list.__iter__(self) if id(entry[3]) not in gone]
+        heapq.heapify(self)
+
+    def items(self) -> list:
+        return [entry[3] for entry in sorted(list.__iter__(self), key=_key)]
+
+    def __iter__(self) -> Iterator[Request]:
+        requests = []
+        for entry in list.__iter__(self):
+            item = entry[3]
+            requests += [item] if isinstance(item, Request) else list(item.requests())
+        return iter(sorted(requests, key=lambda r: (r.priority, r.arrival_time, r.seq)))
+
+
 QUEUES = {"fcfs": FCFSQueue, "priority": PriorityQueue}
+LAZY_QUEUES = {"fcfs": LazyFCFSQueue, "priority": LazyPriorityQueue}
 
 
-def make_queue(policy: str, requests: Iterable[Request] = ()) -> RequestQueue:
-    """An empty queue for a scheduling policy (holding `requests`, added in their order)."""
-    queue = QUEUES[policy]()
-    for request in list(requests):
-        queue.add_request(request)
+def make_queue(policy: str, items: Iterable = (), lazy: bool = False) -> RequestQueue:
+    """An empty queue for a scheduling policy (holding `items`, added in their order: requests,
+    or a lazy queue's `items()`)."""
+    queue = (LAZY_QUEUES if lazy else QUEUES)[policy]()
+    for item in items:
+        queue.add_request(item)
     return queue

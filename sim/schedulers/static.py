@@ -7,26 +7,29 @@ Sequential serving is the same policy with a batch of one.
 
 from __future__ import annotations
 
-from collections import deque
-
 from ..request import FINISHED, RUNNING, Request
 from .base import Scheduler, SchedulerOutput, is_decode
+from .queues import make_queue
 
 
 class StaticScheduler(Scheduler):
     name = "static"
 
-    def __init__(self, config, pool) -> None:
+    def __init__(self, config, pool, lazy_queue: bool = False) -> None:
         super().__init__(config, pool)
-        self.waiting: deque[Request] = deque()
+        self.waiting = make_queue("fcfs", lazy=lazy_queue)  # first come, first served
         self.batch: list[Request] = []  # members, finished ones included (they are padding)
 
     @property
     def batch_size(self) -> int:
         return self.config.max_batch_size
 
-    def add_request(self, request: Request) -> None:
-        self.waiting.append(request)
+    def add_request(self, request) -> None:
+        self.waiting.add_request(request)
+
+    def extend_run(self, run, accepted: bool) -> None:
+        run.extend(accepted)
+        self.waiting.extended(run, accepted)
 
     @property
     def num_waiting(self) -> int:
@@ -45,12 +48,12 @@ class StaticScheduler(Scheduler):
     def _form_batch(self, out: SchedulerOutput) -> None:
         # Static servers reserve each member's full length up front, so a batch never preempts.
         while self.waiting and len(self.batch) < self.batch_size:
-            req = self.waiting[0]
+            req = self.waiting.peek_request()
             peak = min(req.prompt_len + req.output_len - 1, self.config.max_model_len - 1)
             if not self.pool.try_allocate(req.request_id, peak):
                 out.binding_limit = "kv_cache"
                 break
-            self.waiting.popleft()
+            self.waiting.pop_request()
             req.status = RUNNING
             self.batch.append(req)
             self.running.append(req)
