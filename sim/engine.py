@@ -465,8 +465,9 @@ class Engine:
                 limit = arrivals.next_at if until_time is None else min(arrivals.next_at, until_time)
                 got = stretch(self.cost, self.time, limit, MAX_STRETCH if max_iterations is None
                               else max_iterations - n)
-                if got is not None:
-                    n += self._book_stretch(got)
+                if got:
+                    for part in got:
+                        n += self._book_stretch(part)
                     continue
             out = self._next_schedule(until_time)
             if out is None:
@@ -482,22 +483,23 @@ class Engine:
         k = len(ends)
         start = self.time
         metrics = self.metrics
-        finished = [req for _, req in stretch.finished]
-        alike = k - 1 if finished else k
-        if alike:
-            metrics.on_decode_iterations(start, ends[:alike], gaps[:alike], batch, stretch.kv_blocks_used, binding)
         self.iteration += k
         self.time = end = float(ends[-1])
         last_start = float(ends[-2]) if k > 1 else start
-        if finished:
+        if stretch.finished:
+            if k > 1:
+                metrics.on_decode_iterations(start, ends[:-1], gaps[:-1], batch, stretch.kv_blocks_used, binding)
             metrics.on_gaps(float(gaps[-1]), batch)
-            for req in finished:
+            for _, req in stretch.finished:
                 self._finish(req, end)
             metrics.on_iteration(last_start, end, running=batch, kv_used=stretch.kv_blocks_used_last,
-                                 binding=binding, tokens=batch, completions=len(finished), seats=batch)
+                                 binding=binding, tokens=batch, completions=len(stretch.finished), seats=batch)
+        else:
+            metrics.on_decode_iterations(start, ends, gaps, batch, stretch.kv_blocks_used, binding)
         self._last_preempted = ()
+        sched = self.scheduler
         self._stash = (self.iteration, last_start, end, (batch, stretch.last_context, ()), None, stretch, (),
-                       len(self.scheduler.running), self.scheduler.num_waiting, stretch.kv_blocks_used_last)
+                       len(sched.running), sched.num_waiting, stretch.kv_blocks_used_last)
         return k
 
     def summary(self) -> RunSummary:

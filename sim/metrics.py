@@ -26,20 +26,28 @@ PERCENTILES = (50, 90, 99)
 
 def weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
     """numpy.percentile(np.repeat(values, weights), q) without building the repeated array."""
+    return weighted_percentiles(values, weights, (q,))[0]
+
+
+def weighted_percentiles(values: np.ndarray, weights: np.ndarray, qs) -> list[float]:
+    """`weighted_percentile` for several q, sorting once."""
     if len(values) == 0:
-        return 0.0
+        return [0.0] * len(qs)
     order = np.argsort(values, kind="stable")
     v = values[order]
     cum = np.cumsum(weights[order])
     n = int(cum[-1])
     if n == 0:
-        return 0.0
-    rank = q / 100.0 * (n - 1)
-    lo = int(math.floor(rank))
-    hi = min(lo + 1, n - 1)
-    v_lo = v[np.searchsorted(cum, lo + 1)]
-    v_hi = v[np.searchsorted(cum, hi + 1)]
-    return float(v_lo + (v_hi - v_lo) * (rank - lo))
+        return [0.0] * len(qs)
+    out = []
+    for q in qs:
+        rank = q / 100.0 * (n - 1)
+        lo = int(math.floor(rank))
+        hi = min(lo + 1, n - 1)
+        v_lo = v[np.searchsorted(cum, lo + 1)]
+        v_hi = v[np.searchsorted(cum, hi + 1)]
+        out.append(float(v_lo + (v_hi - v_lo) * (rank - lo)))
+    return out
 
 
 @dataclass
@@ -242,9 +250,10 @@ class MetricsCollector:
                 d[f"p{q}_{name}_ms"] = float(np.percentile(arr, q)) if len(arr) else 0.0
         total_w = int(itl_w.sum()) if len(itl_w) else 0
         d["mean_itl_ms"] = float((itl_v * itl_w).sum() / total_w) if total_w else 0.0
-        d["median_itl_ms"] = weighted_percentile(itl_v, itl_w, 50) if total_w else 0.0
-        for q in PERCENTILES[1:]:
-            d[f"p{q}_itl_ms"] = weighted_percentile(itl_v, itl_w, q) if total_w else 0.0
+        itl = weighted_percentiles(itl_v, itl_w, PERCENTILES) if total_w else [0.0] * len(PERCENTILES)
+        d["median_itl_ms"] = itl[0]
+        for q, value in zip(PERCENTILES[1:], itl[1:]):
+            d[f"p{q}_itl_ms"] = value
         d["max_itl_ms"] = self.max_itl * 1000.0
         d["mean_running"] = self.running_integral / self.busy_time if self.busy_time > 0 else 0.0
         d["max_running"] = self.max_running

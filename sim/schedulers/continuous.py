@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from itertools import accumulate
+from itertools import accumulate, islice
 from operator import sub
 
 from ..request import FINISHED, PREEMPTED, RUNNING, Request
@@ -28,8 +28,6 @@ from .running import RunningSet
 
 NUMPY_STRETCH = 96
 """Decode stretches at least this long are timed with numpy arrays."""
-SHORT_STRETCH = 16
-"""Decode stretches at most this long are timed one iteration at a time."""
 MAX_STRETCH = 1 << 16
 
 
@@ -393,14 +391,29 @@ class ContinuousScheduler(Scheduler):
         return [row for _, row in numbered]
 
     # -- steady decoding in bulk
-    def decode_stretch(self, cost, start: float, limit: float, max_iterations: int) -> DecodeStretch | None:
+    def decode_stretch(self, cost, start: float, limit: float, max_iterations: int) -> list[DecodeStretch]:
         """Run alike decode iterations in bulk, as many as run before anything changes: every
         running request a compact decoder getting one token, nobody admitted (the queue empty or
-        blocked the same way as last time), enough free blocks. The stretch ends at the latest
-        with the iteration in which decoders finish (they are retired). Iterations are timed with
-        the cost model's decode times and added up in order, and stop before the first that
-        would start at or after `limit` (the next arrival or the caller's horizon). None if no
-        such iteration is next."""
+        blocked the same way as last time), enough free blocks. Iterations are timed with the
+        cost model's decode times and added up in order, and stop before the first that would
+        start at or after `limit` (the next arrival or the caller's horizon). A stretch ends at
+        the latest with the iteration in which decoders finish (they are retired); with nobody
+        waiting, the next one follows at once. The stretches run, in order (none if no such
+        iteration is next)."""
+        stretches = []
+        while max_iterations > 0:
+            stretch = self._stretch(cost, start, limit, max_iterations)
+            if stretch is None:
+                break
+            stretches.append(stretch)
+            if not stretch.finished or self.waiting:
+                break
+            max_iterations -= len(stretch.ends)
+            start = float(stretch.ends[-1])
+        return stretches
+
+    def _stretch(self, cost, start: float, limit: float, max_iterations: int) -> DecodeStretch | None:
+        """One stretch of `decode_stretch`: one batch size, through a finish at the latest."""
         running = self.running
         if running.explicit or not running.decoders or self.async_scheduling:
             return None
@@ -416,51 +429,36 @@ class ContinuousScheduler(Scheduler):
             k = min(k, int((limit - start) / cost.decode_time(batch, context)) + 2)
         pool = self.pool
         free = pool.free
+        enough_blocks = running.decode_blocks_over(k) <= free  # (when short, find the first that does not fit)
         if k >= NUMPY_STRETCH:
             import numpy as np
 
-            taken = np.cumsum(np.asarray(running.crossing_schedule(k), dtype=np.int64))
             times = cost.decode_times(batch, context + batch * np.arange(k, dtype=np.int64))
             ends = np.cumsum(np.concatenate(((start,), times)))  # adds left to right, as a loop would
-            count = min(int(np.searchsorted(taken, free, side="right")),
-                        int(np.searchsorted(ends[:k], limit, side="left")))
+            count = int(np.searchsorted(ends[:k], limit, side="left"))
+            if not enough_blocks:
+                taken = np.cumsum(np.asarray(running.crossing_schedule(k), dtype=np.int64))
+                count = min(count, int(np.searchsorted(taken, free, side="right")))
             gaps = ends[1:count + 1] - ends[:count]
             ends = ends[1:count + 1]
-        elif k > SHORT_STRETCH:
-            taken = list(accumulate(running.crossing_schedule(k)))
-            ends = list(accumulate(cost.decode_series(batch, context, k), initial=start))
-            # An iteration runs if its blocks are free and it starts before the limit.
-            count = min(bisect_right(taken, free), bisect_left(ends, limit, 0, k))
-            gaps = list(map(sub, ends[1:count + 1], ends[:count]))
-            ends = ends[1:count + 1]
         else:
-            taken = []
-            ends = []
-            gaps = []
-            used = 0
-            t = start
-            decode_time = cost.decode_time
-            for need in running.crossing_schedule(k):
-                used += need
-                if used > free or t >= limit:
-                    break
-                end = t + decode_time(batch, context + batch * len(ends))
-                taken.append(used)
-                gaps.append(end - t)
-                ends.append(end)
-                t = end
-            count = len(ends)
+            ends = list(accumulate(cost.decode_series(batch, context, k), initial=start))
+            count = bisect_left(ends, limit, 0, k)  # an iteration runs if it starts before the limit
+            if not enough_blocks:
+                count = min(count, bisect_right(list(accumulate(running.crossing_schedule(k))), free))
+            gaps = list(map(sub, islice(ends, 1, count + 1), ends))
+            ends = ends[1:count + 1]
         if count == 0:
             return None
         binding = self._steady_binding or "none"
         finishing = running.tick + count == running.next_finish
         alike = count - finishing  # iterations in which nobody finishes
         if alike:
-            pool.take(int(taken[alike - 1]))
-            running.advance_many(alike, float(ends[alike - 1]), float(max(gaps[:alike])))
-        stretch = DecodeStretch(ends, gaps, batch, context + batch * (count - 1), pool.used, binding)
+            pool.take(running.decode_blocks_over(alike))
+            running.advance_many(alike, float(ends[alike - 1]), float(max(gaps[:alike] if finishing else gaps)))
+        stretch = DecodeStretch(ends, gaps, batch, context + batch * (count - 1), pool.usable - pool.free, binding)
         if finishing:
-            pool.take(int(taken[count - 1]) - (int(taken[alike - 1]) if alike else 0))
+            pool.take(running.decode_blocks_needed())
             ended = running.advance(float(ends[-2]) if count > 1 else start, float(ends[-1]))
             for _, req in ended:
                 req.finish_reason = "stop" if req.num_output_tokens >= req.output_len else "length"
@@ -468,7 +466,7 @@ class ContinuousScheduler(Scheduler):
                 req.status = FINISHED
                 pool.free_request(req.request_id)
             stretch.finished = ended
-            stretch.kv_blocks_used_last = pool.used
+            stretch.kv_blocks_used_last = pool.usable - pool.free
             self._steady_binding = None
         return stretch
 

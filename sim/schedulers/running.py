@@ -217,6 +217,18 @@ class RunningSet:
         if len(self._gap_ticks) > GAP_LOG_LIMIT:
             self.sync()
 
+    def decode_blocks_over(self, ticks: int) -> int:
+        """New blocks the decoders need in the next `ticks` ticks, all told (every decoder needs
+        one each `block_size` ticks)."""
+        size = self.block_size
+        cycles, rest = divmod(ticks, size)
+        first = self.tick % size
+        crossing = self._crossing
+        partial = sum(crossing[first:first + rest])
+        if first + rest > size:
+            partial += sum(crossing[:first + rest - size])
+        return cycles * len(self.decoders) + partial
+
     def crossing_schedule(self, ticks: int) -> list[int]:
         """New blocks the decoders need in each of the next `ticks` ticks."""
         crossing = self._crossing
