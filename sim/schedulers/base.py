@@ -140,7 +140,9 @@ class Scheduler:
             outputs = req.num_output_tokens
             if computed >= req.prompt_len + outputs:  # all of num_tokens computed
                 sampling.append(req)
-                record_token(req, end, result.first_tokens, gaps)
+                gap = record_token(req, end, result.first_tokens)
+                if gap is not None:
+                    gaps[gap] = gaps.get(gap, 0) + 1
                 outputs += 1
                 req.num_output_tokens = outputs
                 if outputs >= req.output_len:
@@ -155,18 +157,19 @@ class Scheduler:
         return result
 
 
-def record_token(req: Request, end: float, first_tokens: list[Request], gaps: dict[float, int]) -> None:
-    """`req` sampled a token at `end`: its first, or one more gap between tokens."""
+def record_token(req: Request, end: float, first_tokens: list[Request]) -> float | None:
+    """`req` sampled a token at `end`: its first (listed in `first_tokens`), or one more gap
+    between tokens (returned)."""
     last = req.last_token_time
+    req.last_token_time = end
     if last is None:
         req.first_token_time = end
         first_tokens.append(req)
-    else:
-        gap = end - last
-        gaps[gap] = gaps.get(gap, 0) + 1
-        if gap > req.max_gap:
-            req.max_gap = gap
-    req.last_token_time = end
+        return None
+    gap = end - last
+    if gap > req.max_gap:
+        req.max_gap = gap
+    return gap
 
 
 def is_decode(req: Request, n: int, before: int, in_flight: int = 0) -> bool:

@@ -312,16 +312,9 @@ class ContinuousScheduler(Scheduler):
             outputs = req.num_output_tokens + 1
             req.num_output_tokens = outputs
             req.num_output_placeholders -= 1
-            last = req.last_token_time
-            if last is None:
-                req.first_token_time = end
-                result.first_tokens.append(req)
-            else:
-                gap = end - last
+            gap = record_token(req, end, result.first_tokens)
+            if gap is not None:
                 gap_order.append((running.members.get(req, math.inf), gap, 1))
-                if gap > req.max_gap:
-                    req.max_gap = gap
-            req.last_token_time = end
             if outputs >= req.output_len:
                 req.finish_reason = "stop"
             elif req.prompt_len + outputs >= max_model_len:
