@@ -234,7 +234,11 @@ class LazyRun:
         if self._head is not None:
             yield self._head
         for _ in range(self._size - (self._head is not None)):
-            yield copy._next()
+            yield copy.draw_next()
+
+    def draw_next(self) -> Request:
+        """Draw its next request from the stream (the head of a queue calls `peek`)."""
+        return self._next()
 
     def _next(self) -> Request:
         while True:

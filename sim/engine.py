@@ -392,7 +392,10 @@ class Engine:
             breakdown = self.cost.encoder_pass(cost[1], cost[2])
         else:
             breakdown = self.cost.iteration(*cost)
-        scheduled = tuple(ScheduledWork(r.request_id, r.num_tokens, r.is_prefill, r.context_len) for r in rows)
+        # An encoder pass lists no per-request work: each input is one whole pass (the views
+        # read the pass's size from what it emitted).
+        scheduled = () if out.encoder_batch else tuple(
+            ScheduledWork(r.request_id, r.num_tokens, r.is_prefill, r.context_len) for r in rows)
         return IterationReport(
             index=index, start_time=start, end_time=end, scheduled=scheduled,
             num_decode_tokens=sum(w.num_tokens for w in scheduled if not w.is_prefill),

@@ -319,6 +319,21 @@ def test_other_policies_agree(batching):
     assert_same(new, ref)
 
 
+def test_an_encoder_under_dynamic_batching_agrees():
+    scenario = Scenario(model="bge-large-embedder",
+                        engine={"batching": "dynamic", "max_batch_size": 32, "max_queue_delay": 0.005},
+                        workload=WorkloadSpec(request_rate=300.0, num_prompts=0, input=LengthSpec(mean=256),
+                                              output=LengthSpec(mean=1)), seed=4)
+    new, ref = run_both(scenario, True)
+    for _ in range(12):
+        new.advance_until(new.time + 0.3)
+        ref.advance_until(ref.time + 0.3)
+        assert_same(new, ref)
+    a, b = new.step(), ref.step()
+    x, y = _common(dataclasses.asdict(a), dataclasses.asdict(b))
+    assert x == y
+
+
 def test_the_comparison_notices_a_difference():
     """The safety net can fail: one request's length changed on one side only."""
     scenario = Scenario(workload=WorkloadSpec(request_rate=20.0, num_prompts=50), seed=3)
