@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
+from sim import dials
 from sim.driver import Driver
 from sim.engine import Engine
 from sim.reports import EngineSnapshot
@@ -66,7 +67,7 @@ class LiveSimulation:
         # 64-seat chat cap with the offline batch: moving the seats dial must not erase it).
         self._compare_own: set[str] = set()
         if compare is not None:
-            self._compare_own = _differing_paths(scenario, compare) | set(compare_keeps)
+            self._compare_own = dials.differing(scenario, compare) | set(compare_keeps)
         self.driver = Driver(self.engine, time_scale=time_scale, fps=fps)
         self.driver.subscribe(self._on_snapshot)
 
@@ -148,24 +149,6 @@ class LiveSimulation:
                 engine.advance_until(snapshot.time)
             compare = engine.snapshot()
         self.post(SimulationFrame(self, snapshot, compare))
-
-
-def _differing_paths(a: Scenario, b: Scenario) -> set[str]:
-    """Dotted dial paths (as steps name them) whose values differ between two scenarios."""
-    da, db = a.to_dict(), b.to_dict()
-    out: set[str] = set()
-
-    def walk(x, y, prefix):
-        for key in set(x) | set(y):
-            vx, vy = x.get(key), y.get(key)
-            path = f"{prefix}{key}"
-            if isinstance(vx, dict) or isinstance(vy, dict):
-                walk(vx or {}, vy or {}, path + ".")
-            elif vx != vy:
-                out.add(path)
-
-    walk(da, db, "")
-    return out
 
 
 def batch_sweep(scenario: Scenario, batch_sizes, context: int = 640) -> SweepResult:

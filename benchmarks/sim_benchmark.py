@@ -1,16 +1,17 @@
-"""Speed of the headless simulator (SIMULATOR.md section 8, issue 3).
+"""Speed of the headless simulator (SIMULATOR.md section 8, issues 3 and 10).
 
 Prints:
 
-1. iterations simulated per second at a steady batch of 1, 64 and 256 requests, three ways:
-   `step()` one iteration at a time (what the app's single step uses, a full report each time),
-   `run()` with the fast path off (the lean loop: no reports), and `run()` as shipped (the fast
-   path: alike decode iterations in bulk);
+1. iterations simulated per second at a steady batch of 1, 64 and 256 requests: `step()` one
+   iteration at a time (what the app's single step uses, a full report each time) and `run()`
+   (the lean loop: reports made only when asked, alike decode iterations in bulk);
 2. wall time of the 16-rate sweep of section 8 — 2, 4, ..., 20, 24, 28, 32, 36, 40, 48
    requests/s, 2,000 requests each, 512 in / 256 out, Poisson, continuous batching, default
-   profile (H100 SXM, Llama 3.1 8B) and `vllm serve` dials — and the same time as a ratio to a
-   fixed pure-Python reference loop timed in the same process, so figures from different machines
-   can be compared;
+   profile (H100 SXM, Llama 3.1 8B) and `vllm serve` dials — for this engine and, in the same
+   run, for the implementation before issue 10 (kept under `tests/reference_engine/`), with the
+   ratio of the two; each also as a ratio to a fixed pure-Python reference loop timed in the same
+   process, so figures from different machines can be compared. The two must agree to the last
+   bit (checked);
 3. peak memory: the process's peak resident set size, and the peak of Python allocations
    (tracemalloc) during one sweep.
 
@@ -20,8 +21,8 @@ bytecode, no allocation that lasts, no library call. Its time scales with the in
 core, as the simulator's does.
 
 Run it on one core, as the target is stated: `taskset -c 0 python benchmarks/sim_benchmark.py`
-(or `--pin 0`, which sets the affinity from inside). `--compare` also times the sweep with the
-fast path off (about half a minute).
+(or `--pin 0`, which sets the affinity from inside). The machine may be shared: timings are the
+best of `--repeats` runs (CPU time of this process), the two engines' runs interleaved.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sim.engine import Engine  # noqa: E402
 from sim.scenario import Scenario  # noqa: E402
 from sim.workload import LengthSpec, WorkloadSpec  # noqa: E402
+from tests.reference_engine import Engine as PreviousEngine  # noqa: E402
 
 SWEEP_RATES = (2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 24, 28, 32, 36, 40, 48)
 SWEEP_PROMPTS = 2000
@@ -63,9 +65,9 @@ def best_of(fn, repeats: int) -> float:
     times = []
     for _ in range(repeats):
         gc.collect()
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         fn()
-        times.append(time.perf_counter() - t0)
+        times.append(time.process_time() - t0)
     return min(times)
 
 
@@ -76,14 +78,10 @@ def sweep_scenario() -> Scenario:
                     seed=0)
 
 
-def run_sweep(fast: bool = True, profiles=None) -> list:
+def run_sweep(engine_class=Engine, profiles=None) -> list:
     base = sweep_scenario()
-    out = []
-    for rate in SWEEP_RATES:
-        engine = Engine(base.with_workload(request_rate=float(rate)), profiles=profiles)
-        engine.fast_path_enabled = fast
-        out.append(engine.run())
-    return out
+    return [engine_class(base.with_workload(request_rate=float(rate)), profiles=profiles).run()
+            for rate in SWEEP_RATES]
 
 
 def batch_scenario(batch: int) -> Scenario:
@@ -99,7 +97,6 @@ def batch_scenario(batch: int) -> Scenario:
 def iterations_per_second(batch: int, mode: str, profiles, budget_s: float = 1.0) -> tuple[float, float]:
     """(iterations per wall second, time-weighted mean running batch) for one mode."""
     engine = Engine(batch_scenario(batch), profiles=profiles)
-    engine.fast_path_enabled = mode == "fast"
     gc.collect()
     t0 = time.perf_counter()
     deadline = t0 + budget_s
@@ -124,8 +121,7 @@ def iterations_per_second(batch: int, mode: str, profiles, budget_s: float = 1.0
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pin", type=int, metavar="CPU", help="run on this CPU only (sched_setaffinity)")
-    ap.add_argument("--repeats", type=int, default=3, help="sweep timings to take the best of (default 3)")
-    ap.add_argument("--compare", action="store_true", help="also time the sweep with the fast path off")
+    ap.add_argument("--repeats", type=int, default=5, help="sweep timings to take the best of (default 5)")
     args = ap.parse_args(argv)
     if args.pin is not None:
         os.sched_setaffinity(0, {args.pin})
@@ -138,40 +134,44 @@ def main(argv=None) -> int:
     print()
 
     print("iterations simulated per second (steady batch; mean running in brackets)")
-    print(f"{'batch':>6} {'step()':>18} {'run(), fast path off':>22} {'run(), fast path':>20}")
+    print(f"{'batch':>6} {'step()':>18} {'run()':>20}")
     for batch in (1, 64, 256):
         cells = []
-        for mode in ("step", "lean", "fast"):
+        for mode in ("step", "run"):
             ips, running = iterations_per_second(batch, mode, profiles)
             cells.append(f"{ips:>10,.0f} [{running:5.1f}]")
-        print(f"{batch:>6} {cells[0]:>18} {cells[1]:>22} {cells[2]:>20}")
+        print(f"{batch:>6} {cells[0]:>18} {cells[1]:>20}")
     print()
 
-    run_sweep(True, profiles)  # warm up (imports, caches)
-    times = []
+    run_sweep(Engine, profiles)  # warm up (imports, caches)
+    run_sweep(PreviousEngine, profiles)
+    times = {"this": [], "previous": []}
     for _ in range(max(1, args.repeats)):
-        gc.collect()
-        t0 = time.perf_counter()
-        results = run_sweep(True, profiles)
-        times.append(time.perf_counter() - t0)
-    best = min(times)
-    iterations = sum(r.iterations for r in results)
+        for name, engine_class in (("this", Engine), ("previous", PreviousEngine)):
+            gc.collect()
+            t0 = time.process_time()
+            results = run_sweep(engine_class, profiles)
+            times[name].append(time.process_time() - t0)
+            if name == "this":
+                mine = results
+            else:
+                previous = results
+    same = all(a.metrics == b.metrics and a.iterations == b.iterations for a, b in zip(mine, previous))
+    best, best_previous = min(times["this"]), min(times["previous"])
+    iterations = sum(r.iterations for r in mine)
     verdict = "meets" if best < SWEEP_TARGET_S else "misses"
     print(f"sweep, 16 rates x {SWEEP_PROMPTS:,} requests (512 in / 256 out, Poisson, continuous, "
-          f"h100-sxm + llama-3.1-8b, vllm serve dials):")
-    print(f"  fast path: {best:.3f} s best of {len(times)} (median {statistics.median(times):.3f} s), "
-          f"{iterations:,} iterations -> {best / ref:.1f}x the reference loop; "
-          f"{verdict} the {SWEEP_TARGET_S:.0f} s target")
-    if args.compare:
-        gc.collect()
-        t0 = time.perf_counter()
-        slow = run_sweep(False, profiles)
-        t_slow = time.perf_counter() - t0
-        same = all(a.metrics == b.metrics for a, b in zip(results, slow))
-        print(f"  fast path off: {t_slow:.3f} s ({t_slow / ref:.1f}x the reference loop); "
-              f"{t_slow / best:.1f}x slower; summaries identical: {same}")
+          f"h100-sxm + llama-3.1-8b, vllm serve dials), {iterations:,} iterations, CPU time best of "
+          f"{len(times['this'])}:")
+    print(f"  this engine:     {best:.3f} s (median {statistics.median(times['this']):.3f} s) -> "
+          f"{best / ref:.1f}x the reference loop; {verdict} the {SWEEP_TARGET_S:.0f} s target")
+    print(f"  before issue 10: {best_previous:.3f} s (median {statistics.median(times['previous']):.3f} s) -> "
+          f"{best_previous / ref:.1f}x the reference loop")
+    print(f"  this / before = {best / best_previous:.2f} (best), "
+          f"{statistics.median(times['this']) / statistics.median(times['previous']):.2f} (median); "
+          f"results identical: {same}")
     print("  rate  iterations  mean running  p99 TTFT ms  output tok/s")
-    for rate, r in zip(SWEEP_RATES, results):
+    for rate, r in zip(SWEEP_RATES, mine):
         m = r.metrics
         print(f"  {rate:>4} {r.iterations:>11,} {m['mean_running']:>13.1f} {m['p99_ttft_ms']:>12.1f} "
               f"{m['output_throughput']:>13,.0f}")
@@ -179,13 +179,13 @@ def main(argv=None) -> int:
 
     gc.collect()
     tracemalloc.start()
-    run_sweep(True, profiles)
+    run_sweep(Engine, profiles)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     maxrss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     print(f"peak memory: {maxrss_kib / 1024:.1f} MiB resident (whole process, ru_maxrss); "
           f"{peak / 2**20:.1f} MiB of Python allocations during one sweep (tracemalloc)")
-    return 0
+    return 0 if same else 1
 
 
 if __name__ == "__main__":

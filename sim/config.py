@@ -28,6 +28,7 @@ class EngineConfig:
     scheduler_reserve_full_isl: bool = True
     max_batch_size: int = 64
     max_queue_delay: float = 0.010
+    async_scheduling: bool = False  # schedule batch k before batch k-1's output is processed
 
     def validate(self) -> None:
         """Raise ConfigError for a value vLLM (or this simulator) refuses."""
@@ -58,6 +59,11 @@ class EngineConfig:
                               f"a whole number from 0 (off) to max_model_len ({self.max_model_len})")
         if not (isinstance(self.watermark, (int, float)) and 0.0 <= self.watermark < 1.0):
             raise ConfigError("watermark", self.watermark, "a fraction of the blocks in [0, 1)")
+        if not isinstance(self.async_scheduling, bool):
+            raise ConfigError("async_scheduling", self.async_scheduling, "true or false")
+        for name in ("enable_chunked_prefill", "scheduler_reserve_full_isl"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(name, getattr(self, name), "true or false")
         if not (isinstance(self.max_queue_delay, (int, float)) and math.isfinite(self.max_queue_delay)
                 and self.max_queue_delay >= 0):
             raise ConfigError("max_queue_delay", self.max_queue_delay, "a wait in seconds >= 0")

@@ -149,6 +149,25 @@ class CostModel:
     ) -> IterationCost:
         """The cost of one iteration: `num_decode` decoding sequences whose contexts sum to
         `decode_context_tokens`, plus prefill chunks given as (prefix_len, chunk_len)."""
+        tokens, attn_flops, num_seqs = self._tokens(num_decode, decode_context_tokens, prefill_chunks)
+        if tokens == 0:
+            return _IDLE
+        return self._assemble(tokens, decode_context_tokens * self._t_kv_per_token,
+                              decode_context_tokens * self._kv_bytes_per_token, attn_flops, num_seqs)
+
+    def iteration_time(self, num_decode: int, decode_context_tokens: int,
+                       prefill_chunks: Sequence[tuple[int, int]] = ()) -> float:
+        """`iteration(...).total`, without building the breakdown (the engine's every
+        iteration)."""
+        tokens, attn_flops, num_seqs = self._tokens(num_decode, decode_context_tokens, prefill_chunks)
+        if tokens == 0:
+            return 0.0
+        return self._terms(tokens, decode_context_tokens * self._t_kv_per_token, attn_flops, num_seqs)[5]
+
+    def _tokens(self, num_decode: int, decode_context_tokens: int,
+                prefill_chunks: Sequence[tuple[int, int]]) -> tuple[int, float, int]:
+        """Tokens in the iteration, the FLOPs of its prefill attention, and the sequences it
+        runs (decoding, or prefilling a chunk: each costs the host `overhead_per_seq_s`)."""
         if num_decode < 0 or decode_context_tokens < 0:
             raise ValueError("num_decode and decode_context_tokens must not be negative")
         prefill_tokens = 0
@@ -160,12 +179,7 @@ class CostModel:
             prefill_tokens += chunk_len
             prefilling += chunk_len > 0
             attn_flops += self._attn_flops_coeff * chunk_len * (prefix_len + chunk_len / 2)
-        tokens = num_decode + prefill_tokens
-        if tokens == 0:
-            return _IDLE
-        return self._assemble(tokens, decode_context_tokens * self._t_kv_per_token,
-                              decode_context_tokens * self._kv_bytes_per_token, attn_flops,
-                              num_decode + prefilling)
+        return num_decode + prefill_tokens, attn_flops, num_decode + prefilling
 
     def encoder_pass(self, batch: int, input_len: int) -> IterationCost:
         """One forward pass of an encoder over `batch` inputs of `input_len` tokens each.
@@ -183,17 +197,23 @@ class CostModel:
         attn_flops = batch * (self._attn_flops_coeff * input_len * (input_len / 2))
         return self._assemble(tokens, 0.0, 0.0, attn_flops, batch)
 
-    def _assemble(self, tokens: int, t_kv_read: float, kv_bytes: float,
-                  attn_flops: float, num_seqs: int) -> IterationCost:
-        # The arithmetic, in this order, is shared with decode_time and decode_times: keep the
-        # three in step so the fast paths equal `total` exactly.
-        t_mem = self._t_mem
+    def _terms(self, tokens: int, t_kv_read: float, attn_flops: float,
+               num_seqs: int) -> tuple[float, float, float, float, float, float]:
+        """(t_cmp, t_linear, t_prefill_attn, t_allreduce, t_overhead, total): the one place the
+        time of an iteration is added up (`decode_times` does the same operations on arrays)."""
         t_cmp = self._t_cmp_per_token * tokens
         t_linear = math.sqrt(self._t_mem_squared + t_cmp * t_cmp)
         t_prefill_attn = attn_flops / self._effective_peak
         t_allreduce = self._t_ar_per_token * tokens + self._t_ar_fixed
         t_overhead = self.host_overhead(num_seqs)
-        total = t_linear + t_kv_read + t_prefill_attn + t_allreduce + t_overhead
+        return (t_cmp, t_linear, t_prefill_attn, t_allreduce, t_overhead,
+                t_linear + t_kv_read + t_prefill_attn + t_allreduce + t_overhead)
+
+    def _assemble(self, tokens: int, t_kv_read: float, kv_bytes: float,
+                  attn_flops: float, num_seqs: int) -> IterationCost:
+        t_mem = self._t_mem
+        t_cmp, t_linear, t_prefill_attn, t_allreduce, t_overhead, total = self._terms(
+            tokens, t_kv_read, attn_flops, num_seqs)
 
         linear_binding = "weights" if t_mem >= t_cmp else "compute"
         candidates = (
@@ -224,18 +244,25 @@ class CostModel:
 
     def decode_time(self, batch: int, total_context: int) -> float:
         """`iteration(batch, total_context).total` for a decode-only iteration, without
-        building the breakdown."""
+        building the breakdown (no prefill: adding its 0.0 does not change the float)."""
         if batch <= 0:
             return 0.0
-        t_cmp = self._t_cmp_per_token * batch
-        t_linear = math.sqrt(self._t_mem_squared + t_cmp * t_cmp)
-        t_kv_read = total_context * self._t_kv_per_token
-        t_allreduce = self._t_ar_per_token * batch + self._t_ar_fixed
-        # Prefill attention is 0.0 here; adding it would not change the float.
-        return t_linear + t_kv_read + t_allreduce + self.host_overhead(batch)
+        return self._terms(batch, total_context * self._t_kv_per_token, 0.0, batch)[5]
+
+    def decode_series(self, batch: int, total_context: int, count: int) -> list[float]:
+        """`decode_time(batch, total_context + batch * j)` for j in range(count): a stretch of
+        decode iterations, each sequence's context one token longer every time. The same sum
+        as `_terms`, with the parts that do not change worked out once."""
+        if batch <= 0:
+            return [0.0] * count
+        _, t_linear, _, t_allreduce, overhead, _ = self._terms(batch, 0.0, 0.0, batch)
+        per_token = self._t_kv_per_token
+        return [t_linear + context * per_token + t_allreduce + overhead
+                for context in range(total_context, total_context + batch * count, batch)]
 
     def decode_times(self, batch: int | np.ndarray, total_context: np.ndarray) -> np.ndarray:
-        """`decode_time` over arrays (numpy broadcasting); 0 where the batch is empty."""
+        """`decode_time` over arrays (numpy broadcasting); 0 where the batch is empty. The same
+        operations in the same order as `_terms`, so each element equals `decode_time`."""
         batch_array = np.asarray(batch, dtype=np.float64)
         context = np.asarray(total_context, dtype=np.float64)
         t_cmp = self._t_cmp_per_token * batch_array

@@ -3,34 +3,42 @@
 It owns the clock, the block pool, the policy's scheduler, the cost model and the metrics, and
 hands out frozen reports. Deterministic for a scenario's seed; no wall clock anywhere (pacing
 against real time is the asyncio driver's job).
+
+One loop for every policy: admit arrivals, ask the scheduler for a batch, price it with the cost
+model (once), process the batch's output, book the metrics. With async scheduling (continuous
+batching only) batch k is scheduled before batch k-1's output is processed, as vLLM's
+EngineCore does with a batch queue of two: an iteration's output is processed one engine call
+later, and the iteration report describes the batch whose output was processed. Headless runs
+also let the continuous scheduler run stretches of alike decode iterations in bulk
+(`ContinuousScheduler.decode_stretch`), with the same results as one iteration at a time.
 """
 
 from __future__ import annotations
 
-import bisect
+import math
 from collections import deque
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from . import dials
+from .arrivals import Arrivals, LazyRun
 from .config import EngineConfig
 from .cost import CostModel
 from .errors import ConfigError, RequestRejected, SimError
-from .fastpath import FastPath
 from .kv import BlockPool
 from .metrics import MetricsCollector, RequestRecord
 from .reports import EngineSnapshot, IterationReport, ScheduledWork, SeatView
-from .request import FINISHED, Request
-from .scenario import DEPLOYMENT_KEYS, Scenario
-from .schedulers.base import SchedulerOutput
+from .request import FINISHED, Request, check_request
+from .scenario import Scenario
+from .schedulers.base import SchedulerOutput, UpdateResult
 from .schedulers.continuous import ContinuousScheduler
 from .schedulers.dynamic import DynamicScheduler
 from .schedulers.static import SequentialScheduler, StaticScheduler
-from .trace import check_request
-from .workload import RequestSpec, generate, generate_queue
+from .workload import RequestSpec
 
-ENDLESS_CHUNK = 256
 MAX_SEATS_SHOWN = 1024
+MAX_STRETCH = 1 << 62  # no iteration limit
 
 
 @dataclass
@@ -49,8 +57,6 @@ class RunSummary:
 
 class Engine:
     """One serving replica under one batching policy."""
-
-    fast_path_enabled = True  # run()/advance_until() use sim.fastpath (tests turn it off to compare)
 
     def __init__(self, scenario: Scenario, *, live: bool = False, keep_records: bool | None = None,
                  series_interval: float | None = None, profiles=None, keep_requests: bool | None = None,
@@ -93,8 +99,13 @@ class Engine:
         self.config = config
         self.pool = pool
         self.cost = CostModel(self.deployment)
-        self.scheduler = self._make_scheduler(config, pool)
         self.rng = np.random.default_rng(sc.seed)
+        self.arrivals = Arrivals(sc.workload, self.rng)
+        # The live engine keeps an endless workload's waiting requests in compact form (see
+        # sim.arrivals): under overload its memory does not grow with the queue.
+        self._lazy_queue = self.live and self.arrivals.endless
+        self._tail_run = None  # the run the next arrival of the workload may join
+        self.scheduler = self._make_scheduler(config, pool)
         self.time = 0.0
         self.iteration = 0
         self.done = False
@@ -105,27 +116,21 @@ class Engine:
         self.metrics.kv_usable = pool.usable
         self._last: IterationReport | None = None
         self._stash = None  # a lean iteration's parts, made into `last` on demand
-        self._fast = None  # the bulk path (sim.fastpath), made on first use
-        self._fast_retry_at = 0
-        self._fast_backoff = 1
+        self._async = config.batching == "continuous" and config.async_scheduling
+        self._in_flight = None  # async scheduling: (batch, start, end, cost) running on the GPU
         self._last_preempted: tuple[str, ...] = ()
         self._carry_preempted: list[str] = []
         self._seq = 0
-        self._endless = sc.workload.num_prompts == 0 and sc.workload.arrival not in ("trace", "all-at-once")
-        self.pending: deque[RequestSpec] = deque()
-        self._submitted: list[RequestSpec] = []  # submit()ted requests that arrive later
-        self._generated = 0
-        self._last_arrival = 0.0
-        self._refill(force=True)
 
     def _make_scheduler(self, config: EngineConfig, pool: BlockPool):
+        lazy = self._lazy_queue
         if config.batching == "continuous":
-            return ContinuousScheduler(config, pool)
+            return ContinuousScheduler(config, pool, lazy_queue=lazy)
         if config.batching == "static":
-            return StaticScheduler(config, pool)
+            return StaticScheduler(config, pool, lazy_queue=lazy)
         if config.batching == "sequential":
-            return SequentialScheduler(config, pool)
-        return DynamicScheduler(config, pool, encoder=self.encoder)
+            return SequentialScheduler(config, pool, lazy_queue=lazy)
+        return DynamicScheduler(config, pool, encoder=self.encoder, lazy_queue=lazy)
 
     def reset(self, scenario: Scenario | None = None) -> None:
         """Start over (with a new scenario if given)."""
@@ -135,31 +140,6 @@ class Engine:
         self._build()
 
     # -- traffic
-    def _refill(self, force: bool = False) -> None:
-        spec = self.scenario.workload
-        if force and not self._endless:
-            self.pending = generate_queue(spec, self.rng)
-            self._generated = len(self.pending)
-            return
-        if self._endless and (force or len(self.pending) < 16):
-            n = ENDLESS_CHUNK
-            if spec.arrival == "bursts":
-                n = spec.burst_size * max(1, -(-ENDLESS_CHUNK // spec.burst_size))
-            new = generate(spec, self.rng, n=n, start=self._last_arrival, first_index=self._generated)
-            self._generated += len(new)
-            if new:
-                self._last_arrival = new[-1].arrival_time
-            self.pending.extend(new)
-
-    def _next_arrival_time(self) -> float | None:
-        self._refill()
-        t = self.pending[0].arrival_time if self.pending else None
-        if self._submitted:
-            s = self._submitted[0].arrival_time
-            if t is None or s < t:
-                t = s
-        return t
-
     def submit(self, spec: RequestSpec) -> None:
         """Queue one request (validated: an unservable request is refused with a reason). It
         arrives now, or at its own arrival time if that is later."""
@@ -168,137 +148,140 @@ class Engine:
             if self.scheduler.has_work():
                 self.done = False  # a finished run has work again
         else:
-            bisect.insort(self._submitted, spec, key=_arrival_key)  # after equal times
+            self.arrivals.submit(spec)
             self.done = False
 
-    def _add(self, spec: RequestSpec) -> None:
-        cfg = self.config
-        output_len = 1 if self.encoder else spec.output_len
+    def _add(self, spec: RequestSpec, origin=None) -> None:
+        """A request arrives: refused (headless: an error; live: a notice) or queued (`origin`:
+        where it comes from in an endless workload's stream, for the compact queue)."""
+        refusal = self._refusal(spec)
+        duplicate = False
+        if refusal is None:
+            other = self.requests.get(spec.request_id)
+            if other is not None and other.status != FINISHED:
+                # Two live requests under one id would share one entry of the block pool.
+                refusal = RequestRejected(spec.request_id, "the id is already used by a request being served")
+                duplicate = True
+        if refusal is not None:
+            if self.api_server and not duplicate:
+                self.metrics.on_failed(spec.request_id, spec.arrival_time, spec.prompt_len, spec.output_len,
+                                       refusal.reason)
+            elif not self.live:
+                raise refusal
+            else:
+                self.metrics.rejected += 1
+                self.notices.append(str(refusal))
+            self.arrivals.on_done(spec.request_id, self.time)  # the client hears of it at once
+        if self._lazy_queue and origin is not None and not duplicate:
+            run = self._tail_run
+            if run is not None and run.follows(origin) and self.scheduler.waiting.can_extend(run):
+                self.scheduler.extend_run(run, refusal is None)  # (a refused one stays skipped)
+            elif refusal is None:
+                run = LazyRun(origin[0], origin[1], self._seq, self._accepts(), self._request)
+                run.extend(True)
+                self.scheduler.add_request(run)
+                self._tail_run = run
+        elif refusal is None:
+            req = self._request(spec, self._seq)
+            self.requests[req.request_id] = req
+            self.scheduler.add_request(req)
+        elif duplicate:
+            self._tail_run = None  # a run spans only what `accept` can tell again
+        if refusal is None:
+            self._seq += 1
+            self.metrics.on_arrival(spec.arrival_time)
+
+    def _refusal(self, spec: RequestSpec, config: EngineConfig | None = None) -> RequestRejected | None:
+        """Why vLLM would refuse this request (or the simulator could never serve it), if so."""
+        config = config or self.config
         try:
-            if self.api_server and not self.encoder and spec.prompt_len + output_len > cfg.max_model_len:
+            if self.api_server and not self.encoder and spec.prompt_len + spec.output_len > config.max_model_len:
                 raise RequestRejected(
-                    spec.request_id, f"this model's maximum context length is {cfg.max_model_len} tokens, "
-                                     f"but {spec.prompt_len + output_len} were requested ({spec.prompt_len} "
-                                     f"in the prompt, {output_len} for the completion)")
+                    spec.request_id, f"this model's maximum context length is {config.max_model_len} tokens, "
+                                     f"but {spec.prompt_len + spec.output_len} were requested ({spec.prompt_len} "
+                                     f"in the prompt, {spec.output_len} for the completion)")
             if self.encoder:
                 if spec.prompt_len > self.model.max_model_len:
                     raise RequestRejected(spec.request_id, f"its input of {spec.prompt_len} tokens is longer than "
                                                            f"the model's {self.model.max_model_len}")
             else:
-                check_request(spec.request_id, spec.prompt_len, output_len, cfg, self.pool.usable,
-                              self.pool.block_size)
-            other = self.requests.get(spec.request_id)
-            if other is not None and other.status != FINISHED:
-                # Two live requests under one id would share one entry of the block pool.
-                raise RequestRejected(spec.request_id, "the id is already used by a request being served")
+                check_request(spec.request_id, spec.prompt_len, spec.output_len, config,
+                              self.pool.usable, self.pool.block_size)
         except RequestRejected as exc:
-            if self.api_server:
-                self.metrics.on_failed(spec.request_id, spec.arrival_time, spec.prompt_len, spec.output_len,
-                                       exc.reason)
-                return
-            if not self.live:
-                raise
-            self.metrics.rejected += 1
-            self.notices.append(str(exc))
-            return
-        req = Request(spec.request_id, spec.arrival_time, spec.prompt_len, output_len,
-                      priority=spec.priority, pool=spec.pool, seq=self._seq)
-        self._seq += 1
-        self.requests[req.request_id] = req
-        self.metrics.on_arrival(spec.arrival_time)
-        self.scheduler.add_request(req)
+            return exc
+        return None
+
+    def _accepts(self):
+        """The check of a request's arrival with today's dials (a run replays it later)."""
+        config = self.config
+        return lambda spec: self._refusal(spec, config) is None
+
+    def _request(self, spec: RequestSpec, seq: int) -> Request:
+        return Request(spec.request_id, spec.arrival_time, spec.prompt_len, 1 if self.encoder else spec.output_len,
+                       priority=spec.priority, pool=spec.pool, seq=seq)
 
     def _admit_arrivals(self) -> None:
         """Queue every request that has arrived by now, in arrival order (the workload's first
         among equal times, then submitted ones)."""
-        self._refill()
-        pending = self.pending
-        submitted = self._submitted
+        arrivals = self.arrivals
         now = self.time
-        while True:
-            if pending and pending[0].arrival_time <= now and not (
-                    submitted and submitted[0].arrival_time < pending[0].arrival_time):
-                self._add(pending.popleft())
-                if not pending:
-                    self._refill()
-            elif submitted and submitted[0].arrival_time <= now:
-                self._add(submitted.pop(0))
-            else:
-                return
+        while (spec := arrivals.pop_due(now)) is not None:
+            self._add(spec, arrivals.origin)
 
     # -- dials
     def set_dial(self, path: str, value) -> None:
-        """Change one dial. Engine dials apply from the next iteration; traffic changes apply to
-        arrivals from now on; hardware changes (GPU, model, memory, blocks) restart the run."""
-        head, _, rest = path.partition(".")
-        sc = self.scenario
-        if head == "engine":
-            new = sc.with_engine(**{rest: value})
+        """Change one dial (see `sim.dials`): engine dials apply from the next iteration,
+        traffic to arrivals from now on, and hardware, model, seed or the engine's structure
+        restart the run. A refused value (ConfigError) changes nothing."""
+        spec = dials.find(path)
+        new = dials.set_value(self.scenario, path, value, self._profiles)
+        _ = self.last  # the last report describes the run before the change
+        if spec.applies == "restart" or self.encoder:
+            self.reset(new)
+        elif spec.applies == "iteration":
             config = new.engine_config(self._profiles)
-            if config.batching != self.config.batching or self.encoder:
-                self.reset(new)
-                return
             if config.batching == "continuous" and config.max_model_len > self.pool.usable * self.pool.block_size:
                 raise ConfigError("max_model_len", config.max_model_len,
                                   f"at most the {self.pool.usable * self.pool.block_size} tokens the KV cache holds")
             self.scenario = new
             self.config = config
             self.scheduler.set_config(config)
-            return
-        if head == "workload":
-            parts = rest.split(".")
-            w = sc.workload
-            if len(parts) == 2:
-                sub = getattr(w, parts[0], None)
-                if sub is None or not hasattr(sub, parts[1]):
-                    raise ConfigError(path, value, "a known traffic setting")
-                w = replace(w, **{parts[0]: replace(sub, **{parts[1]: value})})
-            else:
-                if not hasattr(w, rest):
-                    raise ConfigError(path, value, "a known traffic setting")
-                if rest == "request_rate":
-                    value = float(value)
-                w = replace(w, **{rest: value})
-            w.validate()
-            self.scenario = replace(sc, workload=w)
-            if self._endless:
-                # Arrivals not yet due are redrawn with the new traffic.
-                self.pending.clear()
-                self._last_arrival = self.time
-                self._refill(force=True)
-            else:
-                self._build()
-            return
-        if head in DEPLOYMENT_KEYS or head == "seed":
-            new = replace(sc, **{head: value})
-            new.validate_types()
-            new.deployment(self._profiles)  # raises on a bad value before anything changes
+            self._tail_run = None  # later arrivals are checked with the new dials
+        elif self.arrivals.endless:
+            self.scenario = new
+            self.arrivals.set_workload(new.workload, self.time)  # arrivals not yet due are drawn again
+        else:
             self.reset(new)
-            return
-        raise ConfigError(path, value, "a dial path such as engine.max_num_seqs or workload.request_rate")
 
     # -- the loop
     def step(self) -> IterationReport | None:
         """Run one iteration; None once the workload is exhausted and nothing is left."""
-        out = self._next_schedule()
-        if out is None:
-            return None
-        self._run_iteration(out, lean=False)
-        return self._last
+        while True:
+            out = self._next_schedule()
+            if out is None:
+                return None
+            if self._run(out, lean=False):
+                return self._last
+
+    def has_work(self) -> bool:
+        return self.scheduler.has_work() or self._in_flight is not None
 
     def _next_schedule(self, until_time: float | None = None) -> SchedulerOutput | None:
-        """Admit arrivals, skip idle time and schedule the next iteration that runs something;
-        None once the workload is exhausted. A paced run (`until_time`) never jumps past its
-        horizon: with nothing to run before it, the clock stops there and None comes back with
-        `done` still False. Jumping would serve the next arrival early: the UI showed a request
-        admitted and prefilled while the GPU was in fact idle, the clock ahead of the driver's."""
+        """Admit arrivals, skip idle time and schedule the next batch that runs something (or,
+        with async scheduling, any batch while one is in flight); None once the workload is
+        exhausted. A paced run (`until_time`) never jumps past its horizon: with nothing to run
+        before it, the clock stops there and None comes back with `done` still False. Jumping
+        would serve the next arrival early: the UI showed a request admitted and prefilled while
+        the GPU was in fact idle, the clock ahead of the driver's."""
         sched = self.scheduler
+        arrivals = self.arrivals
         guard = 0
         while True:
-            self._admit_arrivals()
-            if not sched.has_work():
-                nxt = self._next_arrival_time()
-                if nxt is None:
+            if arrivals.next_at <= self.time:
+                self._admit_arrivals()
+            if not (sched.has_work() or self._in_flight is not None):
+                nxt = arrivals.next_at
+                if nxt == math.inf:
                     self.done = True
                     return None
                 if until_time is not None and nxt >= until_time:
@@ -306,10 +289,12 @@ class Engine:
                     return None
                 self.time = max(self.time, nxt)
                 continue
-            if isinstance(sched, StaticScheduler):
-                sched.now = self.time
+            sched.now = self.time
             out = sched.schedule()
-            if out.scheduled:
+            if self._lazy_queue:
+                for req in out.admitted:
+                    self.requests.setdefault(req.request_id, req)
+            if not out.is_empty or self._in_flight is not None:
                 return out
             if out.preempted:
                 # vLLM runs an empty iteration after preempting everything; it costs no GPU time.
@@ -319,7 +304,7 @@ class Engine:
                 if guard > 4:
                     raise SimError("the engine cannot schedule anything (a request larger than the cache?)")
                 continue
-            wake = [t for t in (out.wake_at, self._next_arrival_time()) if t is not None and t > self.time]
+            wake = [t for t in (out.wake_at, arrivals.next_at) if t is not None and self.time < t < math.inf]
             if not wake:
                 raise SimError("the engine has queued work but nothing it can schedule")
             if until_time is not None and min(wake) >= until_time:
@@ -327,76 +312,74 @@ class Engine:
                 return None
             self.time = min(wake)
 
-    def _iteration_cost(self, out: SchedulerOutput):
-        """The iteration's cost and its work as (request id, tokens, is prefill, context after)."""
+    def _price(self, out: SchedulerOutput) -> tuple[float, tuple]:
+        """The batch's time (the cost model, once) and what its report's breakdown needs."""
         if out.encoder_batch:
-            return self.cost.encoder_pass(out.encoder_batch, out.encoder_input_len), []
-        num_decode = out.padded
-        ctx = out.padded_context
+            return self.cost.encoder_pass(out.encoder_batch, out.encoder_input_len).total, \
+                ("encoder", out.encoder_batch, out.encoder_input_len)
+        num_decode = out.num_compact + out.padded
+        context = out.compact_context + out.padded_context
         chunks = []
-        work = []
-        longest = 0
-        if out.padded_prefill_tokens:
-            longest = max(req.num_tokens - req.num_computed_tokens for req, _ in out.scheduled)
-        for req, n in out.scheduled:
-            before = req.num_computed_tokens
-            outputs = req.num_output_tokens
-            # A decode: one token, the last one (num_tokens - before == 1) of a request that has
-            # sampled before.
-            if n == 1 and outputs > 0 and req.prompt_len + outputs - before == 1:
+        longest = max(w[1] for w in out.scheduled) if out.padded_prefill_tokens else 0
+        for _, n, before, decode in out.scheduled:
+            if decode:
                 num_decode += 1
-                ctx += before + 1
-                work.append((req.request_id, 1, False, before + 1))
+                context += before + 1
             else:
-                chunks.append((before, longest if longest else n))
-                work.append((req.request_id, n, True, before + n))
-        return self.cost.iteration(num_decode, ctx, chunks), work
+                chunks.append((before, longest or n))
+        return self.cost.iteration_time(num_decode, context, chunks), (num_decode, context, chunks)
 
-    def _run_iteration(self, out: SchedulerOutput, lean: bool = True) -> None:
-        """Run a scheduled iteration and book it. `lean` (headless runs) defers building the
-        IterationReport: `self.last` is made from the stash only when someone asks."""
+    def _run(self, out: SchedulerOutput, lean: bool = True) -> bool:
+        """Price a scheduled batch and process the batch whose output is due: this one, or with
+        async scheduling the one in flight (this one then runs on the GPU after it). True if a
+        batch's output was processed (an iteration ran)."""
+        seconds, cost = self._price(out)
+        if not self._async:
+            self._process(out, self.time, self.time + seconds, cost, lean)
+            return True
+        in_flight, self._in_flight = self._in_flight, None
+        if in_flight is not None:
+            self._process(*in_flight, lean)
+        if out.is_empty:  # costs nothing; its preemptions show in the next report
+            self._carry_preempted.extend(r.request_id for r in out.preempted)
+            self.metrics.num_preemptions += len(out.preempted)
+        else:
+            self._in_flight = (out, self.time, self.time + seconds, cost)
+        return in_flight is not None
+
+    def _process(self, out: SchedulerOutput, start: float, end: float, cost: tuple, lean: bool) -> None:
+        """The batch ran from `start` to `end`: its output is processed and booked. `lean`
+        (headless runs) defers building the IterationReport: `self.last` is made from the stash
+        only when someone asks."""
         sched = self.scheduler
-        cost, work = self._iteration_cost(out)
-        start = self.time
-        end = start + cost.total
         self.iteration += 1
-        result = sched.update_from_output(out)
+        result = sched.update_from_output(out, start, end)
         self.time = end
         metrics = self.metrics
-        emitted = result.emitted
-        if emitted:
-            gaps: dict = {}
-            for req in emitted:
-                last = req.last_token_time
-                if last is None:
-                    req.first_token_time = end
-                    req.first_token_iteration = self.iteration
-                else:
-                    gap = end - last
-                    gaps[gap] = gaps.get(gap, 0) + 1
-                    if gap > req.max_gap:
-                        req.max_gap = gap
-                req.last_token_time = end
-            for gap, count in gaps.items():
-                metrics.on_gaps(gap, count)
+        for gap, count in result.gaps:
+            metrics.on_gaps(gap, count)
+        for req in result.first_tokens:
+            req.first_token_iteration = self.iteration
         for req in result.finished:
             self._finish(req, end)
-        preempted = tuple(self._carry_preempted) + tuple(r.request_id for r in out.preempted)
-        self._carry_preempted = []
-        metrics.num_preemptions += len(out.preempted)
-        nsched = len(out.scheduled)
-        seats = nsched + out.padded if not out.encoder_batch else 0
-        metrics.on_iteration(start, end, running=nsched, kv_used=self.pool.used,
-                             binding=out.binding_limit, tokens=len(emitted),
+        if out.preempted or self._carry_preempted:
+            preempted = tuple(self._carry_preempted) + tuple(r.request_id for r in out.preempted)
+            self._carry_preempted = []
+            metrics.num_preemptions += len(out.preempted)
+        else:
+            preempted = ()
+        batch = out.num_compact + len(out.scheduled)
+        seats = batch + out.padded if not out.encoder_batch else 0
+        kv_used = self.pool.usable - self.pool.free
+        metrics.on_iteration(start, end, running=batch, kv_used=kv_used,
+                             binding=out.binding_limit, tokens=result.num_emitted,
                              completions=len(result.finished), seats=seats, padded=out.padded)
         self._last_preempted = preempted
-        stash = (self.iteration, start, end, work, cost, out, result, preempted, len(sched.running),
-                 sched.num_waiting, self.pool.used, self.config.max_num_batched_tokens, self._seat_cap())
-        if lean:
-            self._stash = stash
-        else:
+        self._stash = (self.iteration, start, end, cost, out, result, preempted, len(sched.running),
+                       sched.num_waiting, kv_used)
+        if not lean:
+            self._last = self._report(*self._stash)
             self._stash = None
-            self._last = self._report(*stash)
 
     def _finish(self, req: Request, end: float) -> None:
         req.finish_time = end
@@ -409,19 +392,36 @@ class Engine:
                                              req.max_gap, req.finish_reason))
         if not self._keep_requests:
             self.requests.pop(req.request_id, None)
+        self.arrivals.on_done(req.request_id, end)
 
-    def _report(self, index, start, end, work, cost, out, result, preempted, running, waiting,
-                kv_used, token_budget, max_num_seqs) -> IterationReport:
-        scheduled = tuple(ScheduledWork(*w) for w in work)
+    def _report(self, index, start, end, cost, out, result, preempted, running, waiting,
+                kv_used) -> IterationReport:
+        """The one place an IterationReport is made (from what `_process` kept of the
+        iteration; dials do not change between the two)."""
+        if out is None:  # the last of a stretch of alike decode iterations
+            stretch = result
+            out = SchedulerOutput(num_compact=stretch.batch, compact_context=stretch.last_context,
+                                  binding_limit=stretch.binding, compact_finished=stretch.finished,
+                                  finished=stretch.finished)
+            result = UpdateResult(num_emitted=stretch.batch, finished=[req for _, req in stretch.finished])
+        rows = self.scheduler.describe(out)
+        if cost[0] == "encoder":
+            breakdown = self.cost.encoder_pass(cost[1], cost[2])
+        else:
+            breakdown = self.cost.iteration(*cost)
+        # An encoder pass lists no per-request work: each input is one whole pass (the views
+        # read the pass's size from what it emitted).
+        scheduled = () if out.encoder_batch else tuple(
+            ScheduledWork(r.request_id, r.num_tokens, r.is_prefill, r.context_len) for r in rows)
         return IterationReport(
             index=index, start_time=start, end_time=end, scheduled=scheduled,
-            num_decode_tokens=sum(w[1] for w in work if not w[2]),
-            num_prefill_tokens=sum(w[1] for w in work if w[2]),
-            token_budget=token_budget,
-            max_num_seqs=max_num_seqs,
+            num_decode_tokens=sum(w.num_tokens for w in scheduled if not w.is_prefill),
+            num_prefill_tokens=sum(w.num_tokens for w in scheduled if w.is_prefill),
+            token_budget=self.config.max_num_batched_tokens,
+            max_num_seqs=self._seat_cap(),
             admitted=tuple(r.request_id for r in out.admitted),
             first_tokens=tuple(r.request_id for r in result.first_tokens),
-            emitted=tuple(r.request_id for r in result.emitted),
+            emitted=tuple(r.request_id for r in rows if r.sampled),
             finished=tuple(r.request_id for r in result.finished),
             preempted=preempted,
             running=running,
@@ -429,7 +429,7 @@ class Engine:
             kv_blocks_used=kv_used,
             kv_blocks_usable=self.pool.usable,
             binding_limit=out.binding_limit,
-            cost=self.cost.report_parts(cost),
+            cost=self.cost.report_parts(breakdown),
             padded_seats=out.padded,
         )
 
@@ -438,7 +438,7 @@ class Engine:
         """The report of the last iteration run (headless runs make it only when asked)."""
         if self._stash is not None:
             stash, self._stash = self._stash, None
-            self._last = stash() if callable(stash) else self._report(*stash)
+            self._last = self._report(*stash)
         return self._last
 
     def _seat_cap(self) -> int:
@@ -469,40 +469,58 @@ class Engine:
         return self._advance(time, max_iterations)
 
     def _advance(self, until_time: float | None, max_iterations: int | None) -> int:
-        """The loop of run(): step() without reports, and alike decode iterations in bulk
-        (sim.fastpath) where the policy allows. Results are identical to calling step()."""
+        """The loop of run(): step() without reports, and stretches of alike decode iterations
+        in bulk where the scheduler has them. Results are identical to calling step()."""
         n = 0
-        fast = self._fast_path()
+        stretch = None if self._async else getattr(self.scheduler, "decode_stretch", None)
+        arrivals = self.arrivals
         while True:
             if until_time is not None and self.time >= until_time:
                 break
             if max_iterations is not None and n >= max_iterations:
                 break
-            if fast is not None and self.iteration >= self._fast_retry_at:
-                if fast.enter():
-                    try:
-                        k, why = fast.run(until_time, None if max_iterations is None else max_iterations - n)
-                    finally:
-                        fast.leave()
-                    n += k
-                    if why != "bail":
-                        break
-                    # Back off while the fast path keeps handing iterations back.
-                    self._fast_backoff = 1 if k >= 16 else min(64, self._fast_backoff * 2)
-                else:
-                    self._fast_backoff = min(64, self._fast_backoff * 2)
-                self._fast_retry_at = self.iteration + self._fast_backoff
+            if stretch is not None and not self._carry_preempted:
+                if arrivals.next_at <= self.time:
+                    self._admit_arrivals()
+                limit = arrivals.next_at if until_time is None else min(arrivals.next_at, until_time)
+                got = stretch(self.cost, self.time, limit, MAX_STRETCH if max_iterations is None
+                              else max_iterations - n)
+                if got:
+                    for part in got:
+                        n += self._book_stretch(part)
+                    continue
             out = self._next_schedule(until_time)
             if out is None:
                 break
-            self._run_iteration(out)
-            n += 1
+            if self._run(out):
+                n += 1
         return n
 
-    def _fast_path(self):
-        if self._fast is None:
-            self._fast = FastPath(self) if FastPath.supports(self) and self.fast_path_enabled else False
-        return self._fast or None
+    def _book_stretch(self, stretch) -> int:
+        """Book a stretch of alike decode iterations as the iterations they are: the same
+        numbers, in the same order, as one iteration at a time."""
+        ends, gaps, batch, binding = stretch.ends, stretch.gaps, stretch.batch, stretch.binding
+        k = len(ends)
+        start = self.time
+        metrics = self.metrics
+        self.iteration += k
+        self.time = end = float(ends[-1])
+        last_start = float(ends[-2]) if k > 1 else start
+        if stretch.finished:
+            if k > 1:
+                metrics.on_decode_iterations(start, ends[:-1], gaps[:-1], batch, stretch.kv_blocks_used, binding)
+            metrics.on_gaps(float(gaps[-1]), batch)
+            for _, req in stretch.finished:
+                self._finish(req, end)
+            metrics.on_iteration(last_start, end, running=batch, kv_used=stretch.kv_blocks_used_last,
+                                 binding=binding, tokens=batch, completions=len(stretch.finished), seats=batch)
+        else:
+            metrics.on_decode_iterations(start, ends, gaps, batch, stretch.kv_blocks_used, binding)
+        self._last_preempted = ()
+        sched = self.scheduler
+        self._stash = (self.iteration, last_start, end, (batch, stretch.last_context, ()), None, stretch, (),
+                       len(sched.running), sched.num_waiting, stretch.kv_blocks_used_last)
+        return k
 
     def summary(self) -> RunSummary:
         duration = self.metrics.last_token_time
@@ -512,19 +530,19 @@ class Engine:
     # -- for the UI
     def snapshot(self) -> EngineSnapshot:
         sched = self.scheduler
+        last = self.last
         seats: list[SeatView] = []
-        members = getattr(sched, "batch", None)
-        reqs = members if members else sched.running
-        for req in reqs:
+        held = self.pool.held
+        for req in sched.seated():
             if req.status == FINISHED:
-                seats.append(SeatView("padded", req.request_id, 1.0, self.pool.held(req.request_id)))
+                seats.append(SeatView("padded", req.request_id, 1.0, held(req.request_id)))
             elif req.is_prefilling:
                 total = max(1, req.num_tokens)
                 seats.append(SeatView("prefill", req.request_id, req.num_computed_tokens / total,
-                                      self.pool.held(req.request_id)))
+                                      held(req.request_id)))
             else:
                 seats.append(SeatView("decode", req.request_id, req.num_output_tokens / max(1, req.output_len),
-                                      self.pool.held(req.request_id)))
+                                      held(req.request_id)))
         for rid in self._last_preempted:
             seats.append(SeatView("preempted", rid, 0.0, 0))
         cap = min(self._seats_shown(), MAX_SEATS_SHOWN)
@@ -542,7 +560,7 @@ class Engine:
             kv_blocks_used=self.pool.used,
             kv_blocks_usable=self.pool.usable,
             kv_blocks_by_request=tuple(sorted(self.pool.holdings().items(), key=lambda kv: -kv[1])[:256]),
-            last=self.last,
+            last=last,
             metrics=m.view(self.time),
             series_throughput=tuple(m.series_throughput),
             series_ttft=tuple(m.series_ttft),
@@ -550,11 +568,9 @@ class Engine:
             series_itl=tuple(m.series_itl),
             finished=self.done,
             notices=tuple(self.notices),
+            block_size=self.pool.block_size,
+            async_scheduling=self._async,
         )
-
-
-def _arrival_key(spec: RequestSpec) -> float:
-    return spec.arrival_time
 
 
 def run_scenario(scenario: Scenario, **kwargs) -> RunSummary:

@@ -45,3 +45,8 @@ class RequestRejected(SimError, ValueError):
         self.request_id = request_id
         self.reason = reason
         super().__init__(f"request {request_id} rejected: {reason}")
+
+
+class NotModelled(SimError):
+    """Something real vLLM does that the simulator does not model yet (a case needing it is
+    skipped, not failed)."""

@@ -7,9 +7,14 @@ from .errors import ConfigError
 
 class BlockPool:
     """Blocks of `block_size` tokens. Block 0 is reserved (vLLM's null block), so a pool of
-    `num_blocks` can hand out `num_blocks - 1`."""
+    `num_blocks` can hand out `num_blocks - 1`.
 
-    __slots__ = ("num_blocks", "block_size", "usable", "free", "_held")
+    Blocks are handed out one request at a time (`try_allocate`), or in bulk (`take`) for the
+    scheduler's compactly held decoders, which grow by one token an iteration: their blocks are
+    counted as used at once and attributed to each request later (`settle`). Until then they
+    are `unattributed`, and `used == sum(holdings) + unattributed`."""
+
+    __slots__ = ("num_blocks", "block_size", "usable", "free", "unattributed", "_held")
 
     def __init__(self, num_blocks: int, block_size: int) -> None:
         if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size <= 0 \
@@ -21,6 +26,7 @@ class BlockPool:
         self.block_size = block_size
         self.usable = num_blocks - 1
         self.free = self.usable
+        self.unattributed = 0
         self._held: dict[str, int] = {}
 
     @property
@@ -48,6 +54,18 @@ class BlockPool:
         self.free -= need
         self._held[request_id] = self._held.get(request_id, 0) + need
         return True
+
+    def take(self, blocks: int) -> None:
+        """Hand out `blocks` free blocks to requests named later with `settle` (the caller has
+        checked that they are free)."""
+        self.free -= blocks
+        self.unattributed += blocks
+
+    def settle(self, request_id: str, blocks: int) -> None:
+        """`request_id` holds `blocks` blocks: those beyond what it was known to hold come out of
+        the blocks handed out with `take`."""
+        self.unattributed -= blocks - self._held.get(request_id, 0)
+        self._held[request_id] = blocks
 
     def free_request(self, request_id: str) -> int:
         n = self._held.pop(request_id, 0)

@@ -157,3 +157,5 @@ class EngineSnapshot:
     series_itl: tuple[float, ...] = ()
     finished: bool = False  # the workload is exhausted and nothing is left to run
     notices: tuple[str, ...] = field(default=())  # rejections and other things to tell the learner
+    block_size: int = 16  # tokens a KV block holds (kv_blocks_* x block_size = tokens)
+    async_scheduling: bool = False  # batches are scheduled one engine call ahead of their output

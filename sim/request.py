@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .errors import RequestRejected
+
 WAITING = "waiting"
 RUNNING = "running"
 PREEMPTED = "preempted"
@@ -20,6 +22,7 @@ class Request:
         "num_computed_tokens", "num_output_tokens", "status", "num_preemptions",
         "first_token_time", "last_token_time", "finish_time", "first_scheduled_time",
         "first_token_iteration", "finish_iteration", "finish_reason", "max_gap",
+        "num_output_placeholders",
     )
 
     def __init__(self, request_id: str, arrival_time: float, prompt_len: int, output_len: int,
@@ -43,6 +46,7 @@ class Request:
         self.finish_iteration: int | None = None
         self.finish_reason = ""
         self.max_gap = 0.0
+        self.num_output_placeholders = 0  # tokens sampled in a batch whose output is not processed yet
 
     @property
     def num_tokens(self) -> int:
@@ -50,9 +54,32 @@ class Request:
 
     @property
     def is_prefilling(self) -> bool:
-        """More than one token behind: the next work is a prefill chunk (or a recompute)."""
-        return self.num_tokens - self.num_computed_tokens > 1 or self.num_output_tokens == 0
+        """More than one token behind: the next work is a prefill chunk (or a recompute). Tokens
+        sampled but not yet processed (async scheduling) count as known."""
+        in_flight = self.num_output_placeholders
+        return (self.num_tokens + in_flight - self.num_computed_tokens > 1
+                or self.num_output_tokens + in_flight == 0)
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return (f"Request({self.request_id!r}, p={self.prompt_len}, o={self.num_output_tokens}/"
                 f"{self.output_len}, c={self.num_computed_tokens}, {self.status})")
+
+
+def check_request(req_id: str, prompt_len: int, output_len: int, config: EngineConfig,
+                  usable_blocks: int, block_size: int) -> None:
+    """Refuse, with the limit named, a request that vLLM would refuse or could never serve."""
+    if isinstance(prompt_len, bool) or not isinstance(prompt_len, int) or prompt_len <= 0:
+        raise RequestRejected(req_id, f"prompt_len must be a whole number > 0, got {prompt_len!r}")
+    if isinstance(output_len, bool) or not isinstance(output_len, int) or output_len <= 0:
+        raise RequestRejected(req_id, f"output_len must be a whole number > 0, got {output_len!r}")
+    if prompt_len >= config.max_model_len:
+        raise RequestRejected(
+            req_id, f"its prompt of {prompt_len} tokens is not shorter than max_model_len "
+                    f"({config.max_model_len})")
+    peak_tokens = min(prompt_len + output_len - 1, config.max_model_len - 1)
+    peak_blocks = -(-peak_tokens // block_size)
+    if peak_blocks > usable_blocks:
+        raise RequestRejected(
+            req_id, f"it needs {peak_blocks} KV blocks ({prompt_len} + {output_len} - 1 = {peak_tokens} "
+                    f"tokens) but the cache has only {usable_blocks} usable blocks of {block_size} tokens "
+                    f"({usable_blocks * block_size} tokens); it could never be served")

@@ -102,13 +102,13 @@ class Scenario:
             key = sorted(unknown)[0]
             raise ConfigError(key, data[key], "a scenario setting: " + ", ".join(sorted(known)))
         kwargs = dict(data)
-        if "workload" in kwargs:
-            w = kwargs["workload"]
-            if not isinstance(w, dict):
-                raise ConfigError("workload", w, "a table of traffic settings")
-            kwargs["workload"] = WorkloadSpec.from_dict(w)
+        if "workload" in kwargs and not isinstance(kwargs["workload"], dict):
+            raise ConfigError("workload", kwargs["workload"], "a table of traffic settings")
         if "engine" in kwargs and not isinstance(kwargs["engine"], dict):
             raise ConfigError("engine", kwargs["engine"], "a table of engine dials")
+        kwargs = _coerce_dials(kwargs)
+        if "workload" in kwargs:
+            kwargs["workload"] = WorkloadSpec.from_dict(kwargs["workload"])
         if kwargs.get("num_gpu_blocks_override") in (0, None):
             kwargs["num_gpu_blocks_override"] = None
         scenario = cls(**kwargs)
@@ -153,6 +153,23 @@ class Scenario:
         tmp = p.with_name(p.name + ".tmp")
         tmp.write_text(self.to_toml(), encoding="utf-8")
         tmp.replace(p)
+
+
+def _coerce_dials(data: dict, prefix: str = "") -> dict:
+    """A scenario dict with every dial's value checked and converted as `set_dial` does (a dial
+    set in a file follows the rules of one set live)."""
+    from .dials import BY_PATH
+
+    out = {}
+    for key, value in data.items():
+        path = prefix + key
+        if isinstance(value, dict):
+            out[key] = _coerce_dials(value, path + ".")
+        elif path in BY_PATH and not (key == "num_gpu_blocks_override" and value == 0):
+            out[key] = BY_PATH[path].coerce(value)
+        else:
+            out[key] = value
+    return out
 
 
 def _toml_value(v) -> str:

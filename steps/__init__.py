@@ -9,7 +9,7 @@ once the learner has answered. The front matter holds
     views = [...]                       a subset of VIEWS: what the live panel shows
     hints = [...]                       short nudges shown one at a time
     [scenario]                          a `sim.scenario.Scenario` dict (num_prompts 0 = endless)
-    [[dials]]                           name = a dotted scenario path (DIAL_ROOTS), label, unit,
+    [[dials]]                           name = a dial's dotted path (`sim.dials`), label, unit,
                                         and min/max/step for numbers or choices for the rest
     [activity]                          kind = one of ACTIVITY_KINDS, plus that kind's parameters
     [compare]       (optional)          label + scenario: overrides merged onto [scenario] to run
@@ -40,7 +40,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sim.errors import SimError
+from sim import dials
+from sim.errors import ConfigError, SimError
 from sim.scenario import Scenario
 
 __all__ = [
@@ -53,8 +54,6 @@ __all__ = [
 NUM_STEPS = 20
 VIEWS = ("seats", "kv", "iteration", "gauges", "metrics", "sparklines", "curve")
 ACTIVITY_KINDS = ("drill", "break_it", "predict", "read", "cheat_sheet", "playground", "none")
-DIAL_ROOTS = ("gpu", "model", "tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization",
-              "block_size", "num_gpu_blocks_override", "seed", "engine", "workload")
 MAX_WORDS = 320  # about two minutes of reading; the pane is small at 80x24
 
 _FILE_NAME = re.compile(r"^(\d\d)-[a-z0-9]+(?:-[a-z0-9]+)*\.md$")
@@ -185,36 +184,19 @@ class Step:
 
 
 def get_path(scenario: Scenario, path: str) -> Any:
-    """The value at a dotted path such as `workload.input.mean` or `engine.max_num_seqs`.
-
-    An `engine.*` dial the scenario leaves unset reads as the engine's resolved value (vLLM's
-    default for the GPU)."""
-    head, _, rest = path.partition(".")
-    if head == "engine":
-        if rest in scenario.engine:
-            return scenario.engine[rest]
-        return getattr(scenario.engine_config(), rest)
-    value: Any = scenario.to_dict()
-    for part in path.split("."):
-        if not isinstance(value, dict) or part not in value:
-            raise KeyError(path)
-        value = value[part]
-    if path == "workload.request_rate" and value == "inf":
-        return math.inf
-    return value
+    """The value of a dial (`sim.dials`) such as `workload.input.mean` or `engine.max_num_seqs`;
+    an `engine.*` dial the scenario leaves unset reads as the engine's resolved value. KeyError
+    for a path that is not a dial."""
+    try:
+        return dials.get_value(scenario, path)
+    except ConfigError:
+        raise KeyError(path) from None
 
 
 def set_path(scenario: Scenario, path: str, value: Any) -> Scenario:
-    """A new scenario with the dotted path set; raises SimError if the result is invalid."""
-    data = scenario.to_dict()
-    _set_in(data, path.split("."), value)
-    return Scenario.from_dict(data)
-
-
-def _set_in(data: dict, parts: list[str], value: Any) -> None:
-    for part in parts[:-1]:
-        data = data.setdefault(part, {})
-    data[parts[-1]] = value
+    """A new scenario with the dial set, by the rules of a dial set live; raises SimError if the
+    result is invalid."""
+    return dials.set_value(scenario, path, value)
 
 
 def _merge(base: dict, overrides: dict) -> dict:
@@ -519,8 +501,8 @@ def _dial(data: Any, index: int, scenario: Scenario, source: str) -> Dial:
         raise StepError(source, f"{where}: unknown key {sorted(unknown)[0]!r}")
     name = _text(data.get("name"), f"{where} name", source)
     where = f"dial {name!r}"
-    if name.split(".")[0] not in DIAL_ROOTS:
-        raise StepError(source, f"{where}: a dial must start with one of {', '.join(DIAL_ROOTS)}")
+    if name not in dials.BY_PATH:
+        raise StepError(source, f"{where}: no such setting among the dials (sim.dials), such as engine.max_num_seqs")
     label = _text(data.get("label"), f"{where} label", source)
     unit = data.get("unit", "")
     if not isinstance(unit, str):

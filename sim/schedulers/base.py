@@ -10,35 +10,67 @@ from ..request import FINISHED, Request
 
 @dataclass(slots=True)
 class SchedulerOutput:
-    """One iteration's plan: who runs, with how many tokens, and why no more ran."""
+    """One batch: who runs, with how many tokens, and why no more ran.
 
-    scheduled: list[tuple[Request, int]] = field(default_factory=list)  # running first, then admitted
+    `scheduled` lists the requests held explicitly as (request, tokens, computed tokens before,
+    is a decode) in scheduled order (running first, then admitted); the continuous scheduler's
+    compactly held decoders (one token each) are counted in `num_compact` and
+    `compact_context` instead."""
+
+    scheduled: list[tuple[Request, int, int, bool]] = field(default_factory=list)
     admitted: list[Request] = field(default_factory=list)
     preempted: list[Request] = field(default_factory=list)
     binding_limit: str = "none"
+    num_compact: int = 0  # compactly held decoders, one token each
+    compact_context: int = 0  # the KV tokens their attention reads
+    sampling: list[Request] = field(default_factory=list)  # of `scheduled`, those that sample a token
     padded: int = 0  # seats running a token that nobody will read (static batching)
     padded_context: int = 0  # KV tokens those padded seats still read
     padded_prefill_tokens: int = 0  # prompt padding when a batch prefills to its longest prompt
     encoder_batch: int = 0  # dynamic batching of an encoder: inputs in this forward pass
     encoder_input_len: int = 0  # tokens per input in that pass (padded to the longest)
     wake_at: float | None = None  # nothing to run until this time (dynamic batching's wait)
+    # Filled in when the batch's output is processed (continuous batching):
+    joined: list[Request] = field(default_factory=list)  # explicit requests that became compact
+    compact_finished: list[tuple[int, Request]] = field(default_factory=list)  # (admission number, request)
+    finished: list[tuple[int, Request]] = field(default_factory=list)  # (admission number, request)
 
     @property
     def num_scheduled_tokens(self) -> int:
-        return sum(n for _, n in self.scheduled)
+        return self.num_compact + sum(w[1] for w in self.scheduled)
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.scheduled or self.num_compact or self.encoder_batch)
 
 
 @dataclass(slots=True)
 class UpdateResult:
-    emitted: list[Request] = field(default_factory=list)
+    """What processing a batch's output did."""
+
+    num_emitted: int = 0  # requests that sampled a token
     first_tokens: list[Request] = field(default_factory=list)
-    finished: list[Request] = field(default_factory=list)
+    finished: list[Request] = field(default_factory=list)  # in admission order
+    gaps: list[tuple[float, int]] = field(default_factory=list)  # (gap since the previous token, requests)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkRow:
+    """One request's share of a batch, as a report lists it."""
+
+    request_id: str
+    num_tokens: int
+    is_prefill: bool
+    context_len: int  # tokens with KV in the cache once the batch ran
+    sampled: bool
 
 
 class Scheduler:
     """Shared plumbing: the block pool, the running list and the bookkeeping after a forward pass.
 
-    Subclasses decide who runs (`schedule`)."""
+    Subclasses decide who runs (`schedule`). Token times are set when a batch's output is
+    processed (`update_from_output(output, start, end)`): a token's time is the end of the
+    iteration that sampled it."""
 
     name = "base"
 
@@ -46,17 +78,15 @@ class Scheduler:
         self.config = config
         self.pool = pool
         self.running: list[Request] = []
+        self.now = 0.0  # the engine's clock when it asks for a batch (dynamic batching waits on it)
 
     # -- queue interface, overridden where the order differs
     def add_request(self, request: Request) -> None:
         raise NotImplementedError
 
-    def waiting_requests(self) -> list[Request]:
-        raise NotImplementedError
-
     @property
     def num_waiting(self) -> int:
-        return len(self.waiting_requests())
+        raise NotImplementedError
 
     def has_work(self) -> bool:
         return bool(self.running) or self.num_waiting > 0
@@ -68,13 +98,28 @@ class Scheduler:
         """Take new dials; they apply from the next schedule()."""
         self.config = config
 
-    def update_from_output(self, output: SchedulerOutput) -> UpdateResult:
-        """Advance computed counts, sample a token for every request whose tokens are all
-        computed, and retire those that reached their length."""
-        result = self._sample(output)
+    def sync(self) -> None:
+        """Bring every running request's fields up to date (they always are here)."""
+
+    def seated(self) -> list[Request]:
+        """The requests holding a seat, in seat order (for the view)."""
+        return list(self.running)
+
+    def update_from_output(self, output: SchedulerOutput, start: float = 0.0,
+                           end: float = 0.0) -> UpdateResult:
+        """The batch ran from `start` to `end`: advance computed counts, sample a token for every
+        request whose tokens are all computed, and retire those that reached their length."""
+        result = self._sample(output, end)
         if result.finished:
             self._retire(result.finished)
         return result
+
+    def describe(self, output: SchedulerOutput) -> list[WorkRow]:
+        """The batch whose output was just processed, in scheduled order (valid until the next
+        schedule())."""
+        sampled = set(map(id, output.sampling))
+        return [WorkRow(req.request_id, n, not decode, before + n, id(req) in sampled)
+                for req, n, before, decode in output.scheduled]
 
     def _retire(self, finished: list[Request]) -> None:
         """Finished requests leave the running list; their blocks return to the pool."""
@@ -84,20 +129,22 @@ class Scheduler:
             req.status = FINISHED
             self.pool.free_request(req.request_id)
 
-    def _sample(self, output: SchedulerOutput) -> UpdateResult:
+    def _sample(self, output: SchedulerOutput, end: float) -> UpdateResult:
         result = UpdateResult()
         max_model_len = self.config.max_model_len
-        emitted = result.emitted
-        for req, n in output.scheduled:
+        sampling = output.sampling
+        gaps: dict[float, int] = {}
+        for req, n, _, _ in output.scheduled:
             computed = req.num_computed_tokens + n
             req.num_computed_tokens = computed
             outputs = req.num_output_tokens
             if computed >= req.prompt_len + outputs:  # all of num_tokens computed
-                if outputs == 0:
-                    result.first_tokens.append(req)
+                sampling.append(req)
+                gap = record_token(req, end, result.first_tokens)
+                if gap is not None:
+                    gaps[gap] = gaps.get(gap, 0) + 1
                 outputs += 1
                 req.num_output_tokens = outputs
-                emitted.append(req)
                 if outputs >= req.output_len:
                     req.finish_reason = "stop"
                 elif req.prompt_len + outputs >= max_model_len:
@@ -105,4 +152,28 @@ class Scheduler:
                 else:
                     continue
                 result.finished.append(req)
+        result.num_emitted = len(sampling)
+        result.gaps = list(gaps.items())
         return result
+
+
+def record_token(req: Request, end: float, first_tokens: list[Request]) -> float | None:
+    """`req` sampled a token at `end`: its first (listed in `first_tokens`), or one more gap
+    between tokens (returned)."""
+    last = req.last_token_time
+    req.last_token_time = end
+    if last is None:
+        req.first_token_time = end
+        first_tokens.append(req)
+        return None
+    gap = end - last
+    if gap > req.max_gap:
+        req.max_gap = gap
+    return gap
+
+
+def is_decode(req: Request, n: int, before: int, in_flight: int = 0) -> bool:
+    """`n` tokens from `before` computed are a decode: one token, the last one, of a request that
+    has sampled before (`in_flight`: tokens sampled but not yet processed, async scheduling)."""
+    outputs = req.num_output_tokens + in_flight
+    return n == 1 and outputs > 0 and req.prompt_len + outputs - before == 1

@@ -2,159 +2,197 @@
 
 Each request carries `num_tokens` (prompt + outputs so far) and `num_computed_tokens` (tokens
 with KV in the cache). Every iteration spends a token budget to close that gap: running requests
-first, in admission order, then waiting ones. Reads top to bottom like vLLM's `schedule()`.
+first, in admission order, then waiting ones. `schedule()` reads top to bottom like vLLM's.
+
+With async scheduling (vLLM's AsyncScheduler) the engine schedules batch k before it processes
+the output of batch k-1: a request that samples in a batch carries a placeholder for that token
+until its output is processed (`Request.num_output_placeholders`), so the next batch can already
+hold its next decode token, and a request whose in-flight tokens reach its length is not
+scheduled again.
+
+The running requests live in a `RunningSet`, which holds decoders compactly (see there); that is
+what makes an iteration cost about the same whatever the batch size.
 """
 
 from __future__ import annotations
 
-import bisect
-from collections import deque
+import math
+from bisect import bisect_left, bisect_right
+from itertools import accumulate, islice
+from operator import sub
 
-from ..request import PREEMPTED, RUNNING, Request
-from .base import Scheduler, SchedulerOutput
+from ..request import FINISHED, PREEMPTED, RUNNING, Request
+from .base import Scheduler, SchedulerOutput, UpdateResult, WorkRow, is_decode, record_token
+from .queues import make_queue
+from .running import RunningSet
 
-
-class WaitingQueue:
-    """FCFS: a deque, preempted requests go back to the front. Priority: kept sorted by
-    (priority, arrival time, submission order), preempted requests re-enter at their rank."""
-
-    def __init__(self, policy: str) -> None:
-        self.policy = policy
-        self._fcfs: deque[Request] = deque()
-        self._sorted: list[tuple[int, float, int, Request]] = []
-
-    def __len__(self) -> int:
-        return len(self._fcfs) if self.policy == "fcfs" else len(self._sorted)
-
-    def __bool__(self) -> bool:
-        return len(self) > 0
-
-    def add(self, req: Request) -> None:
-        if self.policy == "fcfs":
-            self._fcfs.append(req)
-        else:
-            # `seq` is unique, so the comparison never reaches the Request itself.
-            bisect.insort(self._sorted, (req.priority, req.arrival_time, req.seq, req))
-
-    def prepend(self, req: Request) -> None:
-        if self.policy == "fcfs":
-            self._fcfs.appendleft(req)
-        else:
-            self.add(req)
-
-    def peek(self) -> Request:
-        return self._fcfs[0] if self.policy == "fcfs" else self._sorted[0][3]
-
-    def pop(self) -> Request:
-        return self._fcfs.popleft() if self.policy == "fcfs" else self._sorted.pop(0)[3]
-
-    def __iter__(self):
-        if self.policy == "fcfs":
-            return iter(self._fcfs)
-        return (entry[3] for entry in self._sorted)
+NUMPY_STRETCH = 96
+"""Decode stretches at least this long are timed with numpy arrays."""
+MAX_STRETCH = 1 << 16
 
 
 class ContinuousScheduler(Scheduler):
     name = "continuous"
 
-    def __init__(self, config, pool) -> None:
+    def __init__(self, config, pool, lazy_queue: bool = False) -> None:
         super().__init__(config, pool)
-        self.waiting = WaitingQueue(config.scheduling_policy)
+        self._lazy_queue = lazy_queue  # the queue may hold runs of requests in compact form
+        self.waiting = make_queue(config.scheduling_policy, lazy=lazy_queue)
+        self.running = RunningSet(pool, config.max_model_len)
         self.watermark_blocks = int(config.watermark * pool.num_blocks)
+        self.async_scheduling = bool(getattr(config, "async_scheduling", False))
+        # The binding limit the waiting queue keeps giving while nothing it depends on changes
+        # (None: it may admit someone next time). Lets decode stretches run in bulk.
+        self._steady_binding: str | None = None
 
     def set_config(self, config) -> None:
+        # The compact form was built with the old dials (max_model_len sets finish ticks).
+        self.running.flush()
+        self.running.max_model_len = config.max_model_len
         if config.scheduling_policy != self.waiting.policy:
-            queue = WaitingQueue(config.scheduling_policy)
-            for req in self.waiting:
-                queue.add(req)
-            self.waiting = queue
+            self.waiting = make_queue(config.scheduling_policy, self.waiting.items(), lazy=self._lazy_queue)
         super().set_config(config)
         self.watermark_blocks = int(config.watermark * self.pool.num_blocks)
+        self._steady_binding = None
 
-    def add_request(self, request: Request) -> None:
-        self.waiting.add(request)
+    def add_request(self, request) -> None:
+        """Queue an arrival (a Request, or with a lazy queue a `LazyRun` of them)."""
+        self._arrival_may_change_schedule()
+        self.waiting.add_request(request)
 
-    def waiting_requests(self) -> list[Request]:
-        return list(self.waiting)
+    def extend_run(self, run, accepted: bool) -> None:
+        """The next request of a queued run's stream arrived (refused if not `accepted`)."""
+        run.extend(accepted)
+        if accepted:
+            self._arrival_may_change_schedule()
+            self.waiting.extended(run, accepted)
+
+    def _arrival_may_change_schedule(self) -> None:
+        # A new arrival cannot be admitted while the seats are full or the budget is spent, nor
+        # (first come, first served) behind a head that does not fit: decoding stays steady.
+        if not (self._steady_binding in ("max_num_seqs", "token_budget")
+                or (self._steady_binding == "kv_cache" and self.waiting.policy == "fcfs")):
+            self._steady_binding = None
 
     @property
     def num_waiting(self) -> int:
         return len(self.waiting)
 
+    def has_work(self) -> bool:
+        return bool(self.running) or bool(self.waiting)
+
+    def sync(self) -> None:
+        self.running.sync()
+
+    def seated(self) -> list[Request]:
+        self.running.sync()
+        return list(self.running)
+
     def _preempt(self, req: Request) -> None:
         # Recompute preemption: drop the KV, keep the generated tokens, back to the queue.
+        self.running.remove(req)
         self.pool.free_request(req.request_id)
         req.status = PREEMPTED
         req.num_computed_tokens = 0
         req.num_preemptions += 1
-        self.waiting.prepend(req)
+        self.waiting.prepend_request(req)
+        self._steady_binding = None
+
+    def _wanted(self, req: Request, threshold: int) -> int:
+        """Tokens a running request asks for before the budget: 0 if its last token is already
+        in flight (async scheduling), else up to its known tokens, capped by the long-prefill
+        threshold."""
+        computed = req.num_computed_tokens
+        in_flight = req.num_output_placeholders
+        if in_flight and computed + 2 - in_flight >= req.prompt_len + req.output_len:
+            return 0
+        n = req.prompt_len + req.num_output_tokens + in_flight - computed
+        if 0 < threshold < n:
+            n = threshold
+        return n
 
     def schedule(self) -> SchedulerOutput:
         cfg = self.config
         pool = self.pool
+        running = self.running
+        waiting = self.waiting
         out = SchedulerOutput()
-        scheduled_running: list[tuple[Request, int]] = []  # (request, tokens), in order
-        scheduled_admitted: list[tuple[Request, int]] = []
         budget = cfg.max_num_batched_tokens
         threshold = cfg.long_prefill_token_threshold
         # The long-prefill cap only matters when a request shares the engine with others.
-        if threshold > 0 and len(self.running) + len(self.waiting) <= 1:
+        if threshold > 0 and len(running.members) + len(waiting) <= 1:
             threshold = 0
         max_model_len = cfg.max_model_len
         work_left = False  # a request got fewer tokens than it wanted
 
-        # First, the running requests, in admission order.
-        running = self.running
-        req_index = 0
-        while req_index < len(running) and budget > 0:
-            req = running[req_index]
-            computed = req.num_computed_tokens
-            n = req.num_tokens - computed  # wanted
-            if 0 < threshold < n:
-                n = threshold
-            if n > budget:
-                n = budget
-                work_left = True
-            if n > max_model_len - 1 - computed:
-                n = max_model_len - 1 - computed
-            if n <= 0:
-                req_index += 1
-                continue
-            total = computed + n
-            ok = True
-            while not pool.try_allocate(req.request_id, total):
-                if cfg.scheduling_policy == "priority":
-                    victim = max(running, key=_victim_key)
-                    running.remove(victim)
-                    for i, (r, given) in enumerate(scheduled_running):
-                        if r is victim:  # already scheduled this step: it gives its tokens back
-                            del scheduled_running[i]
-                            budget += given
-                            req_index -= 1
-                            break
-                else:
-                    victim = running.pop()
-                self._preempt(victim)
-                out.preempted.append(victim)
-                if victim is req:
-                    ok = False
+        # First, the running requests, in admission order. If all of them fit the budget and the
+        # free blocks, each simply gets what it wants (the walk below would give the same): the
+        # compact decoders one token each, the others their chunk.
+        plan = self._plan_running(threshold, budget)
+        if plan is not None and plan[1] > pool.free and cfg.scheduling_policy == "fcfs":
+            plan = self._preempt_latest(*plan, out)
+        if plan is not None and plan[1] <= pool.free:
+            decoders = len(running.decoders)
+            if decoders:
+                running.take_decode_blocks(running.decode_blocks_needed())
+                out.num_compact = decoders
+                out.compact_context = running.decode_context()
+                budget -= decoders
+            for req, n in plan[0]:
+                pool.try_allocate(req.request_id, req.num_computed_tokens + n)
+                out.scheduled.append((req, n, req.num_computed_tokens, False))
+                budget -= n
+        else:
+            # One by one, preempting when blocks run short.
+            order = running.flush()
+            scheduled = out.scheduled
+            req_index = 0
+            while req_index < len(order) and budget > 0:
+                req = order[req_index]
+                computed = req.num_computed_tokens
+                n = self._wanted(req, threshold)
+                if n > budget:
+                    n = budget
+                    work_left = True
+                if n > max_model_len - 1 - computed:
+                    n = max_model_len - 1 - computed
+                if n <= 0:
+                    req_index += 1
+                    continue
+                ok = True
+                while not pool.try_allocate(req.request_id, computed + n):
+                    if cfg.scheduling_policy == "priority":
+                        victim = max(order, key=_victim_key)
+                        order.remove(victim)
+                        for i, work in enumerate(scheduled):
+                            if work[0] is victim:  # already scheduled this step: it gives its tokens back
+                                del scheduled[i]
+                                budget += work[1]
+                                req_index -= 1
+                                break
+                    else:
+                        victim = order.pop()
+                    self._preempt(victim)
+                    out.preempted.append(victim)
+                    if victim is req:
+                        ok = False
+                        break
+                if not ok:
                     break
-            if not ok:
-                break
-            scheduled_running.append((req, n))
-            budget -= n
-            req_index += 1
-        if req_index < len(running):
-            work_left = True
+                scheduled.append((req, n, computed, False))
+                budget -= n
+                req_index += 1
+            if req_index < len(order):
+                work_left = True
 
         # Then admit waiting requests, unless this iteration had to preempt.
         stop_reason = ""
         if not out.preempted:
-            while self.waiting and budget > 0:
-                if len(running) >= cfg.max_num_seqs:  # ">=": a live dial may drop below the running count
+            while waiting and budget > 0:
+                if len(running.members) >= cfg.max_num_seqs:  # ">=": a live dial may drop below the running count
                     stop_reason = "max_num_seqs"
                     break
-                req = self.waiting.peek()
+                req = waiting.peek_request()
                 n = req.num_tokens - req.num_computed_tokens
                 if 0 < threshold < n:
                     n = threshold
@@ -164,7 +202,7 @@ class ContinuousScheduler(Scheduler):
                 if n > budget:
                     n = budget
                     work_left = True
-                reserve = self.watermark_blocks if running else 0
+                reserve = self.watermark_blocks if running.members else 0
                 if cfg.scheduler_reserve_full_isl:
                     need = pool.blocks_needed(req.request_id, min(req.num_tokens, max_model_len))
                     if need + reserve > pool.free:
@@ -174,16 +212,14 @@ class ContinuousScheduler(Scheduler):
                                          reserve):
                     stop_reason = "kv_cache"
                     break
-                self.waiting.pop()
+                waiting.pop_request()
                 req.status = RUNNING
-                running.append(req)
+                running.admit(req)
                 out.admitted.append(req)
-                scheduled_admitted.append((req, n))
+                out.scheduled.append((req, n, req.num_computed_tokens, False))
                 budget -= n
-            if self.waiting and budget <= 0 and not stop_reason:
+            if waiting and budget <= 0 and not stop_reason:
                 stop_reason = "token_budget"
-
-        out.scheduled = scheduled_running + scheduled_admitted
 
         if out.preempted or stop_reason == "kv_cache":
             out.binding_limit = "kv_cache"
@@ -193,7 +229,263 @@ class ContinuousScheduler(Scheduler):
             out.binding_limit = "token_budget"
         else:
             out.binding_limit = "none"
+
+        self._after_schedule(out)
+        steady = waiting and not out.scheduled and not out.preempted
+        self._steady_binding = out.binding_limit if steady else None
         return out
+
+    def _plan_running(self, threshold: int, budget: int) -> tuple[list[tuple[Request, int]], int] | None:
+        """If the budget gives every running request all it wants: each explicit one with its
+        tokens, and the new blocks all of them need. None if the budget falls short (or a
+        request waits this iteration)."""
+        running = self.running
+        pool = self.pool
+        demand = len(running.decoders)
+        blocks = running.decode_blocks_needed() if demand else 0
+        limit = self.config.max_model_len - 1
+        plan = []
+        for req in running.explicit:
+            n = self._wanted(req, threshold)
+            if n > limit - req.num_computed_tokens:
+                n = limit - req.num_computed_tokens
+            if n <= 0:
+                return None
+            demand += n
+            blocks += pool.blocks_needed(req.request_id, req.num_computed_tokens + n)
+            plan.append((req, n))
+        if demand > budget:
+            return None
+        return plan, blocks
+
+    def _preempt_latest(self, plan: list[tuple[Request, int]], blocks: int,
+                        out: SchedulerOutput) -> tuple[list[tuple[Request, int]], int]:
+        """FCFS, blocks short, budget enough: the walk would preempt the most recently admitted
+        requests until the others fit (the one whose allocation failed being the last victim if
+        it comes to that). The victims are the shortest tail of the admission order whose blocks,
+        freed, and whose needs, dropped, make the rest fit: take them here without walking."""
+        running = self.running
+        pool = self.pool
+        wanted = {id(req): n for req, n in plan}
+        while blocks > pool.free:
+            victim = running.last()
+            if victim in running.decoders:
+                running.make_explicit(victim)
+                n = 1
+            else:
+                n = wanted.pop(id(victim))
+            blocks -= pool.blocks_needed(victim.request_id, victim.num_computed_tokens + n)
+            self._preempt(victim)
+            out.preempted.append(victim)
+        if len(wanted) < len(plan):
+            plan = [(req, n) for req, n in plan if id(req) in wanted]
+        return plan, blocks
+
+    def _after_schedule(self, out: SchedulerOutput) -> None:
+        """As vLLM's `_update_after_schedule`: the scheduled tokens count as computed at once, and
+        a request whose known tokens are then all computed samples one in this batch (a
+        placeholder until its output is processed)."""
+        scheduled = out.scheduled
+        for i, (req, n, before, _) in enumerate(scheduled):
+            in_flight = req.num_output_placeholders
+            scheduled[i] = (req, n, before, is_decode(req, n, before, in_flight))
+            computed = before + n
+            req.num_computed_tokens = computed
+            if computed >= req.prompt_len + req.num_output_tokens + in_flight:
+                req.num_output_placeholders = in_flight + 1
+                out.sampling.append(req)
+
+    def update_from_output(self, output: SchedulerOutput, start: float = 0.0,
+                           end: float = 0.0) -> UpdateResult:
+        """The batch ran from `start` to `end`: every request that sampled in it gets its token,
+        those that reached their length finish, and new decoders join the compact form."""
+        running = self.running
+        result = UpdateResult()
+        compact = output.num_compact
+        ended = running.advance(start, end)
+        output.compact_finished = ended
+        max_model_len = self.config.max_model_len
+        gap_order = []  # (admission number, gap, requests) for the ITL log, in scheduled order
+        finished = []  # (admission number, request)
+        stopped_waiting = []
+        for req in output.sampling:
+            outputs = req.num_output_tokens + 1
+            req.num_output_tokens = outputs
+            req.num_output_placeholders -= 1
+            gap = record_token(req, end, result.first_tokens)
+            if gap is not None:
+                gap_order.append((running.members.get(req, math.inf), gap, 1))
+            if outputs >= req.output_len:
+                req.finish_reason = "stop"
+            elif req.prompt_len + outputs >= max_model_len:
+                req.finish_reason = "length"
+            elif req.status == RUNNING and not self.async_scheduling:
+                running.join(req)
+                output.joined.append(req)
+                continue
+            else:
+                continue
+            if req.status == RUNNING:
+                finished.append((running.remove(req), req))
+            else:
+                # Preempted while its token was in flight: it gets it, and it was its last.
+                stopped_waiting.append(req)
+                finished.append((math.inf, req))
+        for number, req in ended:
+            req.finish_reason = "stop" if req.num_output_tokens >= req.output_len else "length"
+            running.remove(req)
+        if ended:
+            finished.extend(ended)
+            finished.sort(key=_first)
+        if stopped_waiting:
+            self.waiting.remove_requests(stopped_waiting)
+        output.finished = finished
+        for _, req in finished:
+            req.status = FINISHED
+            self.pool.free_request(req.request_id)
+            result.finished.append(req)
+        # ITL gaps in scheduled order (booked per distinct gap, in order of first occurrence).
+        if compact:
+            if gap_order:  # the compact decoders' gap takes the place of the first of them
+                first = min(running.first_decoder_number(exclude=output.joined),
+                            min((n for n, _ in ended), default=math.inf))
+                gap_order.append((first, end - start, compact))
+                gap_order.sort(key=_first)
+            else:
+                gap_order.append((0, end - start, compact))
+        gaps: dict[float, int] = {}
+        for _, gap, count in gap_order:
+            gaps[gap] = gaps.get(gap, 0) + count
+        result.gaps = list(gaps.items())
+        result.num_emitted = compact + len(output.sampling)
+        if finished or output.joined:
+            self._steady_binding = None
+        return result
+
+    def describe(self, output: SchedulerOutput) -> list[WorkRow]:
+        rows = super().describe(output)
+        if not output.num_compact:
+            return rows
+        # The compact decoders of the batch: those still decoding (but not the ones that only
+        # joined with it) and those that finished with it, each with its admission number.
+        running = self.running
+        running.sync()
+        joined = set(map(id, output.joined))
+        numbered = [(n, WorkRow(r.request_id, 1, False, r.num_computed_tokens, True))
+                    for r, n in running.members.items() if r in running.decoders and id(r) not in joined]
+        numbered += [(n, WorkRow(r.request_id, 1, False, r.num_computed_tokens, True))
+                     for n, r in output.compact_finished]
+        for (req, _, _, _), row in zip(output.scheduled, rows):
+            number = running.members.get(req)
+            if number is None:
+                number = next((n for n, r in output.finished if r is req), math.inf)
+            numbered.append((number, row))
+        numbered.sort(key=_first)
+        return [row for _, row in numbered]
+
+    # -- steady decoding in bulk
+    def decode_stretch(self, cost, start: float, limit: float, max_iterations: int) -> list[DecodeStretch]:
+        """Run alike decode iterations in bulk, as many as run before anything changes: every
+        running request a compact decoder getting one token, nobody admitted (the queue empty or
+        blocked the same way as last time), enough free blocks. Iterations are timed with the
+        cost model's decode times and added up in order, and stop before the first that would
+        start at or after `limit` (the next arrival or the caller's horizon). A stretch ends at
+        the latest with the iteration in which decoders finish (they are retired); with nobody
+        waiting, the next one follows at once. The stretches run, in order (none if no such
+        iteration is next)."""
+        stretches = []
+        while max_iterations > 0:
+            stretch = self._stretch(cost, start, limit, max_iterations)
+            if stretch is None:
+                break
+            stretches.append(stretch)
+            if not stretch.finished or self.waiting:
+                break
+            max_iterations -= len(stretch.ends)
+            start = float(stretch.ends[-1])
+        return stretches
+
+    def _stretch(self, cost, start: float, limit: float, max_iterations: int) -> DecodeStretch | None:
+        """One stretch of `decode_stretch`: one batch size, through a finish at the latest."""
+        running = self.running
+        if running.explicit or not running.decoders or self.async_scheduling:
+            return None
+        if self.waiting and self._steady_binding is None:
+            return None
+        batch = len(running.decoders)
+        if batch > self.config.max_num_batched_tokens:
+            return None
+        k = min(running.next_finish - running.tick, max_iterations, MAX_STRETCH)
+        context = running.decode_context()
+        if limit != math.inf:
+            # Iteration times grow with the context: the first bounds how many start before the limit.
+            k = min(k, int((limit - start) / cost.decode_time(batch, context)) + 2)
+        pool = self.pool
+        free = pool.free
+        enough_blocks = running.decode_blocks_over(k) <= free  # (when short, find the first that does not fit)
+        if k >= NUMPY_STRETCH:
+            import numpy as np
+
+            times = cost.decode_times(batch, context + batch * np.arange(k, dtype=np.int64))
+            ends = np.cumsum(np.concatenate(((start,), times)))  # adds left to right, as a loop would
+            count = int(np.searchsorted(ends[:k], limit, side="left"))
+            if not enough_blocks:
+                taken = np.cumsum(np.asarray(running.crossing_schedule(k), dtype=np.int64))
+                count = min(count, int(np.searchsorted(taken, free, side="right")))
+            gaps = ends[1:count + 1] - ends[:count]
+            ends = ends[1:count + 1]
+        else:
+            ends = list(accumulate(cost.decode_series(batch, context, k), initial=start))
+            count = bisect_left(ends, limit, 0, k)  # an iteration runs if it starts before the limit
+            if not enough_blocks:
+                count = min(count, bisect_right(list(accumulate(running.crossing_schedule(k))), free))
+            gaps = list(map(sub, islice(ends, 1, count + 1), ends))
+            ends = ends[1:count + 1]
+        if count == 0:
+            return None
+        binding = self._steady_binding or "none"
+        finishing = running.tick + count == running.next_finish
+        alike = count - finishing  # iterations in which nobody finishes
+        if alike:
+            pool.take(running.decode_blocks_over(alike))
+            running.advance_many(alike, float(ends[alike - 1]), float(max(gaps[:alike] if finishing else gaps)))
+        stretch = DecodeStretch(ends, gaps, batch, context + batch * (count - 1), pool.usable - pool.free, binding)
+        if finishing:
+            pool.take(running.decode_blocks_needed())
+            ended = running.advance(float(ends[-2]) if count > 1 else start, float(ends[-1]))
+            for _, req in ended:
+                req.finish_reason = "stop" if req.num_output_tokens >= req.output_len else "length"
+                running.remove(req)
+                req.status = FINISHED
+                pool.free_request(req.request_id)
+            stretch.finished = ended
+            stretch.kv_blocks_used_last = pool.usable - pool.free
+            self._steady_binding = None
+        return stretch
+
+
+class DecodeStretch:
+    """Alike decode iterations run in bulk: when each ended and how long it took (lists or numpy
+    arrays), the batch, the decode context of the last one, the blocks used in them (their
+    peak), the binding limit they repeat; if decoders finished in the last one, those (as
+    (admission number, request), retired) and the blocks used after it."""
+
+    __slots__ = ("ends", "gaps", "batch", "last_context", "kv_blocks_used", "binding", "finished",
+                 "kv_blocks_used_last")
+
+    def __init__(self, ends, gaps, batch: int, last_context: int, kv_blocks_used: int, binding: str) -> None:
+        self.ends = ends
+        self.gaps = gaps
+        self.batch = batch
+        self.last_context = last_context
+        self.kv_blocks_used = kv_blocks_used
+        self.binding = binding
+        self.finished: list[tuple[int, Request]] = []
+        self.kv_blocks_used_last = kv_blocks_used
+
+
+def _first(item):
+    return item[0]
 
 
 def _victim_key(req: Request) -> tuple:

@@ -7,30 +7,29 @@ Sequential serving is the same policy with a batch of one.
 
 from __future__ import annotations
 
-from collections import deque
-
 from ..request import FINISHED, RUNNING, Request
-from .base import Scheduler, SchedulerOutput
+from .base import Scheduler, SchedulerOutput, is_decode
+from .queues import make_queue
 
 
 class StaticScheduler(Scheduler):
     name = "static"
 
-    def __init__(self, config, pool) -> None:
+    def __init__(self, config, pool, lazy_queue: bool = False) -> None:
         super().__init__(config, pool)
-        self.waiting: deque[Request] = deque()
+        self.waiting = make_queue("fcfs", lazy=lazy_queue)  # first come, first served
         self.batch: list[Request] = []  # members, finished ones included (they are padding)
-        self.now = 0.0
 
     @property
     def batch_size(self) -> int:
         return self.config.max_batch_size
 
-    def add_request(self, request: Request) -> None:
-        self.waiting.append(request)
+    def add_request(self, request) -> None:
+        self.waiting.add_request(request)
 
-    def waiting_requests(self) -> list[Request]:
-        return list(self.waiting)
+    def extend_run(self, run, accepted: bool) -> None:
+        run.extend(accepted)
+        self.waiting.extended(run, accepted)
 
     @property
     def num_waiting(self) -> int:
@@ -39,6 +38,9 @@ class StaticScheduler(Scheduler):
     def has_work(self) -> bool:
         return bool(self.batch) or bool(self.waiting)
 
+    def seated(self) -> list[Request]:
+        return list(self.batch)  # finished members keep their seats as padding
+
     def ready_to_form(self) -> tuple[bool, float | None]:
         """Static batching forms a batch as soon as the engine is idle."""
         return True, None
@@ -46,12 +48,12 @@ class StaticScheduler(Scheduler):
     def _form_batch(self, out: SchedulerOutput) -> None:
         # Static servers reserve each member's full length up front, so a batch never preempts.
         while self.waiting and len(self.batch) < self.batch_size:
-            req = self.waiting[0]
+            req = self.waiting.peek_request()
             peak = min(req.prompt_len + req.output_len - 1, self.config.max_model_len - 1)
             if not self.pool.try_allocate(req.request_id, peak):
                 out.binding_limit = "kv_cache"
                 break
-            self.waiting.popleft()
+            self.waiting.pop_request()
             req.status = RUNNING
             self.batch.append(req)
             self.running.append(req)
@@ -69,7 +71,8 @@ class StaticScheduler(Scheduler):
                 return out
             longest = max(r.prompt_len for r in self.batch)
             for req in self.batch:
-                out.scheduled.append((req, req.num_tokens - req.num_computed_tokens))
+                n = req.num_tokens - req.num_computed_tokens
+                out.scheduled.append((req, n, req.num_computed_tokens, is_decode(req, n, req.num_computed_tokens)))
             out.padded_prefill_tokens = sum(longest - r.prompt_len for r in self.batch)
         else:
             for req in self.batch:
@@ -77,7 +80,7 @@ class StaticScheduler(Scheduler):
                     out.padded += 1
                     out.padded_context += req.num_computed_tokens
                 else:
-                    out.scheduled.append((req, 1))
+                    out.scheduled.append((req, 1, req.num_computed_tokens, is_decode(req, 1, req.num_computed_tokens)))
         if self.waiting and out.binding_limit == "none":
             # Arrivals wait for the whole batch: the seats are what holds them back.
             out.binding_limit = "max_num_seqs"

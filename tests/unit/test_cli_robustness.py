@@ -151,7 +151,7 @@ def test_output_file_never_unlinks_what_it_did_not_make(tmp_path):
      "hash_ids must be a list of whole numbers"),
     ('[{"conversations": "no"}]', ["sim", "--dataset-name", "sharegpt", "--dataset-path", "{f}"],
      "no request in the dataset passes"),
-    ('gpu = 3\n', ["sim", "--scenario", "{f}"], "unknown GPU profile 3"),
+    ('gpu = 3\n', ["sim", "--scenario", "{f}"], "gpu = 3 is not allowed"),
 ])
 def test_malformed_files_are_one_line_errors(capsys, tmp_path, content, argv, needle):
     f = tmp_path / "input.json"

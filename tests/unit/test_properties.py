@@ -49,7 +49,8 @@ def test_scheduler_invariants(setup):
     all_reqs = []
     pending = list(enumerate(reqs))
     step = 0
-    while pending or sched.has_work():
+    in_flight = None  # async scheduling: the batch whose output comes with the next call
+    while pending or sched.has_work() or in_flight is not None:
         step += 1
         assert step < 20000, "the scheduler stopped making progress"
         while pending and pending[0][1][0] <= step:
@@ -58,18 +59,22 @@ def test_scheduler_invariants(setup):
             sched.add_request(req)
             all_reqs.append(req)
         out = sched.schedule()
+        sched.sync()  # compactly held decoders: their fields and blocks brought up to date
         assert out.num_scheduled_tokens <= config.max_num_batched_tokens
         assert len(sched.running) <= config.max_num_seqs
         assert 0 <= pool.free and pool.used <= pool.usable
         assert sum(pool.holdings().values()) == pool.used
-        for req, n in out.scheduled:
+        for req, n, before, _ in out.scheduled:
             assert n > 0
-            assert req.num_computed_tokens + n <= req.num_tokens
-            assert pool.held(req.request_id) * block_size >= req.num_computed_tokens + n
-        sched.update_from_output(out)
+            assert before + n == req.num_computed_tokens <= req.num_tokens + req.num_output_placeholders
+            assert pool.held(req.request_id) * block_size >= req.num_computed_tokens
+        if config.async_scheduling:
+            out, in_flight = in_flight, (out if not out.is_empty else None)
+        if out is not None:
+            sched.update_from_output(out)
         for req in all_reqs:
-            assert req.num_computed_tokens <= req.num_tokens
-            assert req.num_output_tokens <= req.output_len
+            assert req.num_computed_tokens <= req.num_tokens + req.num_output_placeholders
+            assert req.num_output_tokens + req.num_output_placeholders <= req.output_len
     for req in all_reqs:
         assert req.status == "finished"
         assert req.num_output_tokens == req.output_len or req.num_tokens >= config.max_model_len
@@ -81,6 +86,7 @@ def scenarios(draw):
     batching = draw(st.sampled_from(["sequential", "static", "continuous", "continuous"]))
     rate = draw(st.sampled_from([2.0, 20.0, 200.0, math.inf]))
     engine = {"batching": batching, "max_num_seqs": draw(st.sampled_from([4, 32, 256])),
+              "async_scheduling": batching == "continuous" and draw(st.booleans()),
               "max_num_batched_tokens": draw(st.sampled_from([512, 2048, 8192])),
               "max_batch_size": draw(st.sampled_from([1, 8, 64])), "max_model_len": 4700}
     workload = WorkloadSpec(

@@ -124,3 +124,43 @@ def test_vllm_defaults_by_gpu():
     assert vllm_defaults("l40s", 48.3e9, offline=True) == {"max_num_seqs": 256, "max_num_batched_tokens": 8192}
     assert vllm_defaults("b200", 192.0e9) == {"max_num_seqs": 1024, "max_num_batched_tokens": 16384}
     assert vllm_defaults("h200", 150.0e9)["max_num_batched_tokens"] == 8192 and 150.0e9 / gib < 160
+
+
+class TestAsyncScheduling:
+    """vLLM's AsyncScheduler: batch k is scheduled before batch k-1's output is processed. Worked
+    out by hand from vLLM 0.33.0's rules (placeholders, the skip of a request whose last token is
+    in flight, stale outputs delivered to a request preempted meanwhile)."""
+
+    def test_preempted_while_its_token_is_in_flight_it_still_gets_that_token(self):
+        t = case([r("A", 1, 30, 6), r("B", 2, 30, 6)], async_scheduling=True)
+        step4 = t["steps"][3]
+        # A needs a third block; B, the latest admitted, is preempted in call 4's schedule...
+        assert step4["scheduled_tokens"] == {"A": 1} and step4["preempted"] == ["B"]
+        # ...and batch 3's output, processed later in the same call, still gives B its token.
+        assert step4["num_output_tokens_end_of_step"] == {"A": 3, "B": 2}
+        assert step4["num_computed_tokens_end_of_step"]["B"] == 0
+        assert step4["waiting_end_of_step"] == ["B"]
+        # B resumes once A's finish is processed (call 7) and recomputes prompt + 2 outputs.
+        assert t["steps"][7]["scheduled_tokens"] == {"B": 32}
+        assert t["finish_step"] == {"A": 6, "B": 11} and t["last_step"] == 12
+        assert t["num_preemptions"] == {"A": 0, "B": 1}
+
+    def test_a_stale_last_token_finishes_a_preempted_request(self):
+        t = case([r("A", 1, 30, 6), r("B", 2, 30, 2)], async_scheduling=True)
+        step4 = t["steps"][3]
+        assert step4["preempted"] == ["B"] and step4["finish_processed_in_this_call"] == ["B"]
+        assert step4["waiting_end_of_step"] == [] and step4["running_end_of_step"] == ["A"]
+        assert t["finish_step"] == {"A": 6, "B": 3} and t["last_step"] == 7
+
+    def test_a_request_whose_last_token_is_in_flight_is_not_scheduled_again(self):
+        t = case([r("A", 1, 20, 3)], async_scheduling=True, num_blocks=20)
+        assert [s["scheduled_tokens"] for s in t["steps"]] == [{"A": 20}, {"A": 1}, {"A": 1}, {}]
+        assert t["finish_step"] == {"A": 3} and t["last_step"] == 4
+        sync = case([r("A", 1, 20, 3)], num_blocks=20)
+        assert sync["finish_step"] == {"A": 3} and sync["last_step"] == 3
+
+    def test_a_finished_seat_is_reused_one_call_later_than_synchronously(self):
+        reqs = [r("A", 1, 20, 3), r("B", 1, 20, 6), r("C", 2, 20, 2)]
+        asynchronous = case(reqs, async_scheduling=True, num_blocks=20, max_num_seqs=2)
+        synchronous = case(reqs, num_blocks=20, max_num_seqs=2)
+        assert synchronous["first_token_step"]["C"] == 4 and asynchronous["first_token_step"]["C"] == 5

@@ -113,7 +113,6 @@ class FastPath:
         self.G = 0
         self.seg_start: list = []  # iteration counts where a stretch of the gap log starts
         self.seg_max: list = []  # the largest gap of that stretch
-        self.log_limit = 4096  # the gap log is trimmed when it grows past this (see _trim_gap_log)
         self.t = t
         self.probe = None  # the binding limit a blocked queue repeats while nothing changes
         self.guard = 0
@@ -127,7 +126,7 @@ class FastPath:
         self.c_kv = cm._t_kv_per_token
         self.c_ar = cm._t_ar_per_token
         self.c_arf = cm._t_ar_fixed
-        self.host_overhead = cm.host_overhead  # the one rule for an iteration's host cost
+        self.c_ov = cm._t_overhead
         self.c_attn = cm._attn_flops_coeff
         self.c_peak = cm._effective_peak
         waiting = sched.waiting
@@ -161,17 +160,6 @@ class FastPath:
         o_join = o - (self.G - gj)
         self.cross[(gj - p - o_join + 1) & self.mask] -= 1
         self.S -= p + o_join - gj
-
-    def _trim_gap_log(self) -> None:
-        """Drop the stretches of the gap log older than every decoder's joining count: only
-        `_materialize` reads the log, from a decoder's own joining count on, so they are never
-        read again. Keeps a long run's memory bounded by its running set, not its length."""
-        oldest = min(self.dec.values(), default=self.G)
-        i = bisect_left(self.seg_start, oldest)
-        if i:
-            del self.seg_start[:i]
-            del self.seg_max[:i]
-        self.log_limit = max(4096, 2 * len(self.seg_start))
 
     def _materialize(self, r, gj: int, G: int, t: float) -> None:
         """Bring a decoder's Request fields up to iteration count G (last token at t)."""
@@ -220,8 +208,6 @@ class FastPath:
             if check and (self.t >= until or n >= left):
                 return n, "limit"
             check = True
-            if len(self.seg_start) > self.log_limit:
-                self._trim_gap_log()
             t = self.t
             na = self.next_arr
             if na is not None and na <= t:
@@ -278,7 +264,7 @@ class FastPath:
         t_cmp = self.c_cmp * B
         tl = math.sqrt(self.c_mem2 + t_cmp * t_cmp)
         tar = self.c_ar * B + self.c_arf
-        tov = self.host_overhead(B)
+        tov = self.c_ov
         kv = self.c_kv
         ctx = self.S + B * G
         t = start = self.t
@@ -499,7 +485,7 @@ class FastPath:
         # (test_fastpath checks the two agree).
         t_cmp = self.c_cmp * tokens
         end = t + (math.sqrt(self.c_mem2 + t_cmp * t_cmp) + ctx * self.c_kv + attn / self.c_peak
-                   + (self.c_ar * tokens + self.c_arf) + self.host_overhead(num_decode + len(chunks)))
+                   + (self.c_ar * tokens + self.c_arf) + self.c_ov)
         e.iteration += 1
         index = e.iteration
         G1 = G + 1

@@ -1,0 +1,267 @@
+"""When requests reach the server, and how a queue that grows without bound stays small.
+
+Three sources, merged in time order: the scenario's workload (all drawn at once when finite,
+drawn a chunk at a time when endless), requests submitted by hand for a later time, and the
+benchmark client's concurrency cap (`WorkloadSpec.max_concurrency`, vLLM bench's
+`--max-concurrency`): with a cap of N the client keeps at most N of the workload's requests in
+flight, so a request whose time has come waits at the client until one of them finishes, and
+reaches the server then. Its arrival time is that moment (TTFT counts from sending, as vLLM's
+benchmark measures it).
+
+Among equal times the workload comes first, then submitted requests in the order given.
+
+An endless workload is drawn a chunk at a time from the engine's generator, and every chunk is
+recorded (`Chunk`: the generator's state before it, its first index, its start time). Under
+overload the live engine keeps the requests that arrived and wait as `LazyRun`s instead of
+Request objects: a run is where its requests come from in that stream, and they are drawn
+again, identically, when they reach the head of the queue. That is the queue's exact compact
+form: its memory does not grow with its length.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from .workload import RequestSpec, WorkloadSpec, generate, generate_queue
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .request import Request
+
+ENDLESS_CHUNK = 256
+"""Requests drawn at a time for an endless workload."""
+REFILL_BELOW = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One draw of an endless workload: enough to draw it again, identically."""
+
+    workload: WorkloadSpec
+    state: dict  # the generator's state before the draw
+    first_index: int
+    start: float  # the arrival before its first one
+    n: int
+    segment: int  # the traffic it was drawn with (a new segment for every change of traffic)
+
+    def draw(self, rng: np.random.Generator) -> list[RequestSpec]:
+        """Its requests, drawn with `rng` (left in the state after the draw)."""
+        rng.bit_generator.state = self.state
+        return generate(self.workload, rng, n=self.n, start=self.start, first_index=self.first_index)
+
+    def following(self, rng: np.random.Generator, drawn: list[RequestSpec]) -> Chunk:
+        """The chunk drawn right after this one with the same traffic."""
+        return Chunk(self.workload, rng.bit_generator.state, self.first_index + self.n,
+                     drawn[-1].arrival_time, self.n, self.segment)
+
+
+class Arrivals:
+    """The requests still to arrive, and when the next one does (`next_at`, inf if none is due
+    until something happens)."""
+
+    def __init__(self, workload: WorkloadSpec, rng: np.random.Generator) -> None:
+        self.workload = workload
+        self.rng = rng
+        self.endless = workload.num_prompts == 0 and workload.arrival not in ("trace", "all-at-once")
+        self.cap = workload.max_concurrency
+        self.generated = 0
+        self.next_at = math.inf
+        self._pending: deque[RequestSpec] = deque()
+        self._submitted: list[RequestSpec] = []  # in arrival order (bisect keeps it sorted)
+        self._last_arrival = 0.0
+        self._in_flight: set[str] = set()  # workload requests sent and not yet finished (cap > 0)
+        self._free_slots: deque[float] = deque([0.0] * self.cap)  # when each free slot freed up
+        self._chunks: deque[list] = deque()  # [chunk, offset of its next pending request, pending left]
+        self._segment = 0
+        self.origin: tuple[Chunk, int] | None = None  # where the request last popped came from
+        self._refill(force=True)
+        self._update_next()
+
+    # -- the workload
+    def _refill(self, force: bool = False) -> None:
+        spec = self.workload
+        if not self.endless:
+            if force:
+                # Arrays made into specs one at a time: a million requests cost tens of MB.
+                self._pending = generate_queue(spec, self.rng)
+                self.generated = len(self._pending)
+            return
+        if force or len(self._pending) < REFILL_BELOW:
+            n = ENDLESS_CHUNK
+            if spec.arrival == "bursts":
+                n = spec.burst_size * max(1, -(-ENDLESS_CHUNK // spec.burst_size))
+            chunk = Chunk(spec, self.rng.bit_generator.state, self.generated, self._last_arrival, n,
+                          self._segment)
+            new = generate(spec, self.rng, n=n, start=self._last_arrival, first_index=self.generated)
+            self.generated += len(new)
+            if new:
+                self._last_arrival = new[-1].arrival_time
+                self._chunks.append([chunk, 0, len(new)])
+            self._pending.extend(new)
+
+    def set_workload(self, workload: WorkloadSpec, now: float) -> None:
+        """New traffic for an endless workload from `now` on: arrivals not yet due are drawn
+        again with it (a finite workload is rebuilt by the engine instead; the concurrency cap
+        restarts the run: it is not changed here)."""
+        self.workload = workload
+        self._pending.clear()
+        self._chunks.clear()
+        self._segment += 1
+        self._last_arrival = now
+        self._refill(force=True)
+        self._update_next()
+
+    @property
+    def exhausted(self) -> bool:
+        """Nothing more will ever arrive (in flight requests may still finish)."""
+        return not self._pending and not self._submitted
+
+    # -- by hand
+    def submit(self, spec: RequestSpec) -> None:
+        """A request to arrive at its own (future) time."""
+        bisect.insort(self._submitted, spec, key=_arrival_key)  # after equal times
+        self._update_next()
+
+    # -- the client's cap
+    def on_done(self, request_id: str, now: float) -> None:
+        """A request finished (or was refused): its slot at the client is free from `now`."""
+        if self.cap and request_id in self._in_flight:
+            self._in_flight.discard(request_id)
+            self._free_slots.append(now)
+            self._update_next()
+
+    # -- delivery
+    def _update_next(self) -> None:
+        t = math.inf
+        if self._pending and (not self.cap or self._free_slots):
+            t = self._pending[0].arrival_time
+            if self.cap:
+                t = max(t, self._free_slots[0])
+        if self._submitted and self._submitted[0].arrival_time < t:
+            t = self._submitted[0].arrival_time
+        self.next_at = t
+
+    def pop_due(self, now: float) -> RequestSpec | None:
+        """The next request that has arrived by `now`, or None. Call until None."""
+        if self.next_at > now:
+            return None
+        pending = self._pending
+        submitted = self._submitted
+        spec = None
+        if pending and (not self.cap or self._free_slots):
+            t = pending[0].arrival_time
+            if self.cap:
+                t = max(t, self._free_slots[0])
+            if t <= now and not (submitted and submitted[0].arrival_time < t):
+                spec = pending.popleft()
+                if self.endless:
+                    mark = self._chunks[0]
+                    self.origin = (mark[0], mark[1])
+                    mark[1] += 1
+                    mark[2] -= 1
+                    if not mark[2]:
+                        self._chunks.popleft()
+                if self.cap:
+                    self._free_slots.popleft()
+                    self._in_flight.add(spec.request_id)
+                    if t != spec.arrival_time:
+                        spec = replace(spec, arrival_time=t)  # sent when a slot freed up
+                if len(pending) < REFILL_BELOW:
+                    self._refill()
+        if spec is None and submitted and submitted[0].arrival_time <= now:
+            spec = submitted.pop(0)
+            self.origin = None
+        self._update_next()
+        return spec
+
+
+class LazyRun:
+    """Requests of an endless workload that arrived one after another and wait, held as where
+    they come from in the generator's stream: `len()` of them, the next drawn again (and made a
+    Request by `make`) when it reaches the head of the queue. Requests refused on arrival are in
+    the stream too; `accept` (the check made then) skips them again."""
+
+    __slots__ = ("segment", "end_index", "queued", "_size", "_chunk", "_offset", "_seq", "_drawn",
+                 "_rng", "_head", "_accept", "_make")
+
+    def __init__(self, chunk: Chunk, offset: int, seq: int, accept: Callable[[RequestSpec], bool],
+                 make: Callable[[RequestSpec, int], Request]) -> None:
+        self.segment = chunk.segment
+        self.end_index = chunk.first_index + offset  # the stream index after its last request
+        self.queued = False  # in a queue (the queue sets it)
+        self._size = 0
+        self._chunk = chunk
+        self._offset = offset  # where its next request is in the chunk
+        self._seq = seq  # the submission number of its next request
+        self._drawn: list[RequestSpec] | None = None
+        self._rng = None
+        self._head: Request | None = None
+        self._accept = accept
+        self._make = make
+
+    def __len__(self) -> int:
+        return self._size
+
+    def follows(self, origin: tuple[Chunk, int]) -> bool:
+        """The request that came from `origin` is the next in this run's stream."""
+        chunk, offset = origin
+        return chunk.segment == self.segment and chunk.first_index + offset == self.end_index
+
+    def extend(self, accepted: bool) -> None:
+        """The next request of the stream arrived (and was refused if not `accepted`)."""
+        self.end_index += 1
+        self._size += accepted
+
+    def peek(self) -> Request:
+        if self._head is None:
+            self._head = self._next()
+        return self._head
+
+    def pop(self) -> Request:
+        request = self.peek()
+        self._head = None
+        self._size -= 1
+        return request
+
+    def requests(self) -> Iterator[Request]:
+        """Its requests in order, drawn again without taking them (a view of the queue)."""
+        copy = LazyRun(self._chunk, self._offset, self._seq, self._accept, self._make)
+        if self._head is not None:
+            yield self._head
+        for _ in range(self._size - (self._head is not None)):
+            yield copy.draw_next()
+
+    def draw_next(self) -> Request:
+        """Draw its next request from the stream (the head of a queue calls `peek`)."""
+        return self._next()
+
+    def _next(self) -> Request:
+        while True:
+            if self._drawn is None or self._offset >= len(self._drawn):
+                self._draw()
+            spec = self._drawn[self._offset]
+            self._offset += 1
+            if self._accept(spec):
+                request = self._make(spec, self._seq)
+                self._seq += 1
+                return request
+
+    def _draw(self) -> None:
+        import numpy as np
+
+        if self._drawn is not None:  # this chunk is used up: the next one in the stream
+            self._chunk = self._chunk.following(self._rng, self._drawn)
+            self._offset = 0
+        if self._rng is None:
+            self._rng = np.random.default_rng()
+        self._drawn = self._chunk.draw(self._rng)
+
+
+def _arrival_key(spec: RequestSpec) -> float:
+    return spec.arrival_time

@@ -1,0 +1,309 @@
+"""Every setting a learner, a lesson or the command line can turn, in one table.
+
+A dial is named by its dotted path into a scenario (`engine.max_num_seqs`,
+`workload.request_rate`, `workload.input.mean`, `gpu_memory_utilization`). Its row says what
+values it takes, how vLLM spells it on the command line (`vllm serve`, or `vllm bench serve` for
+traffic; our own spelling where vLLM has none), and what moving it does to a live run:
+
+- "iteration": an engine dial; it applies from the next iteration;
+- "arrivals": traffic; it applies to arrivals not yet due (a finite workload is drawn again and
+  the run restarts);
+- "restart": hardware, model, seed or the engine's structure; the run starts over.
+
+`DialSpec.coerce` is the one check of a value (a whole float is taken for an int, an int for a
+float; booleans are never numbers); `set_value` returns a scenario with a dial set and checked
+as a whole; `get_value` reads one (an engine dial left unset reads as the engine's resolved
+value). The engine's `set_dial`, `Scenario.from_dict`, the lessons' dial checks and the app's
+comparison all go through here; the command line can build its flags from `DIALS` (`flag`,
+`flag_scale`, `parse`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from .config import BATCHING_POLICIES, SCHEDULING_POLICIES
+from .errors import ConfigError
+from .profiles import KV_CACHE_DTYPE_BYTES, MAX_BLOCK_SIZE, TENSOR_PARALLEL_SIZES
+from .workload import ARRIVALS, DATASETS, LENGTH_DISTRIBUTIONS, RAMP_UP_STRATEGIES
+
+if TYPE_CHECKING:
+    from .scenario import Scenario
+
+APPLIES = ("iteration", "arrivals", "restart")
+TYPES = ("int", "float", "bool", "choice", "text")
+
+
+@dataclass(frozen=True)
+class DialSpec:
+    path: str
+    label: str
+    type: str  # one of TYPES
+    applies: str  # one of APPLIES
+    flag: str = ""  # command-line spelling; vLLM's where `vllm` names the command that takes it
+    vllm: str = ""  # "serve" (vllm serve), "bench" (vllm bench serve) or "" (ours alone)
+    minimum: float | None = None
+    maximum: float | None = None
+    above: bool = False  # the minimum itself is excluded
+    below: bool = False  # the maximum itself is excluded
+    choices: tuple = ()
+    unit: str = ""
+    infinite: bool = False  # math.inf is a value (every request queued at once)
+    optional: bool = False  # None is a value (unset)
+    flag_scale: float = 1.0  # the flag's number is the dial's value times this (seconds -> ms)
+    help: str = ""
+
+    @property
+    def allowed(self) -> str:
+        """The values it takes, in words."""
+        if self.type == "bool":
+            return "true or false"
+        if self.choices:
+            return "one of " + ", ".join(map(str, self.choices))
+        if self.type == "text":
+            return "a name"
+        kind = "a whole number" if self.type == "int" else "a number"
+        parts = []
+        if self.minimum is not None:
+            parts.append(f"{'>' if self.above else '>='} {self.minimum:g}")
+        if self.maximum is not None:
+            parts.append(f"{'<' if self.below else '<='} {self.maximum:g}")
+        words = f"{kind} {' and '.join(parts)}".strip()
+        if self.infinite:
+            words += ", or inf"
+        if self.optional:
+            words += " (or unset)"
+        return words
+
+    def coerce(self, value: Any) -> Any:
+        """The value as the scenario keeps it, or ConfigError naming the dial and what it takes."""
+        if value is None and self.optional:
+            return None
+        if self.type == "bool":
+            if isinstance(value, bool):
+                return value
+            raise ConfigError(self.path, value, self.allowed)
+        if self.type in ("choice", "text"):
+            if isinstance(value, str) and (not self.choices or value in self.choices):
+                return value
+            if self.choices and value in self.choices:
+                return value
+            raise ConfigError(self.path, value, self.allowed)
+        if self.infinite and value == "inf":  # how a scenario file writes it
+            return math.inf
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            raise ConfigError(self.path, value, self.allowed)
+        if math.isinf(value):
+            if value > 0 and self.infinite:
+                return math.inf
+            raise ConfigError(self.path, value, self.allowed)
+        if self.type == "int":
+            if value != int(value):
+                raise ConfigError(self.path, value, self.allowed)
+            value = int(value)
+        else:
+            value = float(value)
+        if self.choices and value not in self.choices:
+            raise ConfigError(self.path, value, self.allowed)
+        low, high = self.minimum, self.maximum
+        if low is not None and (value < low or (self.above and value == low)):
+            raise ConfigError(self.path, value, self.allowed)
+        if high is not None and (value > high or (self.below and value == high)):
+            raise ConfigError(self.path, value, self.allowed)
+        return value
+
+    def parse(self, text: str) -> Any:
+        """A value typed on a command line or into a dial's box, checked (the flag's unit: a
+        `flag_scale` other than 1 is divided out)."""
+        text = text.strip()
+        if self.type == "bool":
+            words = {"true": True, "on": True, "yes": True, "1": True,
+                     "false": False, "off": False, "no": False, "0": False}
+            if text.lower() not in words:
+                raise ConfigError(self.path, text, self.allowed)
+            return words[text.lower()]
+        if self.type in ("choice", "text"):
+            return self.coerce(text)
+        if self.optional and text.lower() in ("", "none", "unset"):
+            return None
+        try:
+            number = float(text.replace(",", "").replace("_", ""))
+        except ValueError:
+            raise ConfigError(self.path, text, self.allowed) from None
+        if self.flag_scale != 1.0 and math.isfinite(number):
+            number = number / self.flag_scale
+        if self.type == "int" and math.isfinite(number) and number == int(number):
+            number = int(number)
+        return self.coerce(number)
+
+
+def _length_dials(side: str, flag_prefix: str) -> list[DialSpec]:
+    what = "prompt" if side == "input" else "output"
+    return [
+        DialSpec(f"workload.{side}.dist", f"{what} length distribution", "choice", "arrivals",
+                 f"--{flag_prefix}-dist", choices=LENGTH_DISTRIBUTIONS,
+                 help=f"how {what} lengths vary: fixed, uniform, lognormal or mixed"),
+        DialSpec(f"workload.{side}.mean", f"{what} length", "int", "arrivals", f"--{flag_prefix}-len",
+                 minimum=1, unit="tokens", help=f"{what} tokens (the median for lognormal)"),
+        DialSpec(f"workload.{side}.low", f"shortest {what}", "int", "arrivals", f"--{flag_prefix}-len-min",
+                 minimum=1, unit="tokens"),
+        DialSpec(f"workload.{side}.high", f"longest {what}", "int", "arrivals", f"--{flag_prefix}-len-max",
+                 minimum=0, unit="tokens", help="0: no upper clip"),
+        DialSpec(f"workload.{side}.sigma", f"{what} length spread", "float", "arrivals",
+                 f"--{flag_prefix}-sigma", minimum=0, help="lognormal shape"),
+        DialSpec(f"workload.{side}.long_len", f"long {what} length", "int", "arrivals", minimum=1,
+                 unit="tokens", help="mixed: the occasional long length"),
+        DialSpec(f"workload.{side}.long_share", f"share of long {what}s", "float", "arrivals",
+                 minimum=0, maximum=1, help="mixed: how often the long length comes"),
+    ]
+
+
+DIALS: tuple[DialSpec, ...] = (
+    # -- hardware and model: the run starts over
+    DialSpec("gpu", "GPU", "text", "restart", "--gpu", help="a GPU profile id"),
+    DialSpec("model", "model", "text", "restart", "--model", help="a model profile id"),
+    DialSpec("tensor_parallel_size", "GPUs (tensor parallel)", "int", "restart", "--tensor-parallel-size",
+             "serve", choices=TENSOR_PARALLEL_SIZES),
+    DialSpec("kv_cache_dtype", "KV cache dtype", "choice", "restart", "--kv-cache-dtype", "serve",
+             choices=tuple(KV_CACHE_DTYPE_BYTES)),
+    DialSpec("gpu_memory_utilization", "GPU memory share", "float", "restart", "--gpu-memory-utilization",
+             "serve", minimum=0, maximum=1, above=True),
+    DialSpec("block_size", "KV block size", "int", "restart", "--block-size", "serve", unit="tokens",
+             choices=tuple(2**i for i in range(MAX_BLOCK_SIZE.bit_length()) if 2**i <= MAX_BLOCK_SIZE),
+             help="a power of two"),
+    DialSpec("num_gpu_blocks_override", "KV blocks", "int", "restart", "--num-gpu-blocks-override", "serve",
+             minimum=2, optional=True, unit="blocks", help="unset: from memory"),
+    DialSpec("seed", "random seed", "int", "restart", "--seed", "serve", minimum=0),
+    # -- the engine: from the next iteration (its structure restarts the run)
+    DialSpec("engine.batching", "batching", "choice", "restart", "--batching", choices=BATCHING_POLICIES,
+             help="sequential, static, dynamic or continuous (vLLM)"),
+    DialSpec("engine.max_num_seqs", "seats", "int", "iteration", "--max-num-seqs", "serve", minimum=1,
+             help="requests running at once"),
+    DialSpec("engine.max_num_batched_tokens", "token budget", "int", "iteration", "--max-num-batched-tokens",
+             "serve", minimum=1, unit="tokens", help="tokens one iteration may process"),
+    DialSpec("engine.enable_chunked_prefill", "chunked prefill", "bool", "iteration", "--enable-chunked-prefill",
+             "serve"),
+    DialSpec("engine.long_prefill_token_threshold", "long-prefill cap", "int", "iteration",
+             "--long-prefill-token-threshold", "serve", minimum=0, unit="tokens", help="0: off"),
+    DialSpec("engine.scheduling_policy", "scheduling policy", "choice", "iteration", "--scheduling-policy",
+             "serve", choices=SCHEDULING_POLICIES),
+    DialSpec("engine.max_model_len", "max model length", "int", "iteration", "--max-model-len", "serve",
+             minimum=1, unit="tokens"),
+    DialSpec("engine.watermark", "KV watermark", "float", "iteration", minimum=0, maximum=1, below=True,
+             help="share of blocks kept free when admitting beside others"),
+    DialSpec("engine.scheduler_reserve_full_isl", "admit whole prompts", "bool", "iteration",
+             "--scheduler-reserve-full-isl", "serve",
+             help="admit only if the whole prompt's blocks are free"),
+    DialSpec("engine.async_scheduling", "async scheduling", "bool", "restart", "--async-scheduling", "serve",
+             help="schedule the next batch before this one's output is processed"),
+    DialSpec("engine.max_batch_size", "batch size", "int", "iteration", "--max-batch-size", minimum=1,
+             help="static and dynamic batching"),
+    DialSpec("engine.max_queue_delay", "batching wait", "float", "iteration", "--max-queue-delay-ms",
+             minimum=0, unit="s", flag_scale=1000.0, help="dynamic batching: longest wait for a full batch"),
+    # -- traffic: arrivals from now on
+    DialSpec("workload.arrival", "arrivals", "choice", "arrivals", "--arrival", choices=ARRIVALS),
+    DialSpec("workload.request_rate", "request rate", "float", "arrivals", "--request-rate", "bench",
+             minimum=0, above=True, infinite=True, unit="req/s", help="inf: every request at once"),
+    DialSpec("workload.num_prompts", "requests", "int", "arrivals", "--num-prompts", "bench", minimum=0,
+             help="0: endless"),
+    DialSpec("workload.max_concurrency", "client concurrency cap", "int", "restart", "--max-concurrency",
+             "bench", minimum=0, help="requests in flight at most; 0: no cap"),
+    DialSpec("workload.burst_size", "burst size", "int", "arrivals", "--burst-size", minimum=1),
+    DialSpec("workload.trace_path", "trace file", "text", "arrivals", "--workload"),
+    DialSpec("workload.pool", "pool", "text", "arrivals"),
+    DialSpec("workload.batch_pool_share", "batch pool share", "float", "arrivals", minimum=0, maximum=1),
+    DialSpec("workload.burstiness", "burstiness", "float", "arrivals", "--burstiness", "bench", minimum=0,
+             above=True, infinite=True, help="gamma arrivals' shape: 1 = Poisson, below 1 burstier, inf = even"),
+    DialSpec("workload.ramp_up_strategy", "ramp-up", "choice", "arrivals", "--ramp-up-strategy", "bench",
+             choices=RAMP_UP_STRATEGIES, help="the rate climbs from the start to the end rate over the run"),
+    DialSpec("workload.ramp_up_start_rps", "ramp-up start rate", "float", "arrivals", "--ramp-up-start-rps",
+             "bench", minimum=0, unit="req/s"),
+    DialSpec("workload.ramp_up_end_rps", "ramp-up end rate", "float", "arrivals", "--ramp-up-end-rps", "bench",
+             minimum=0, unit="req/s"),
+    DialSpec("workload.dataset", "dataset", "choice", "arrivals", "--dataset-name", "bench", choices=DATASETS),
+    DialSpec("workload.dataset_path", "dataset file", "text", "arrivals", "--dataset-path", "bench"),
+    DialSpec("workload.dataset_output_len", "dataset output length", "int", "arrivals", "--sharegpt-output-len",
+             "bench", minimum=0, help="0: the file's own output lengths"),
+    DialSpec("workload.trace_rate", "trace rate", "float", "arrivals", minimum=0,
+             help="a trace replayed at this mean rate; 0: its own timing"),
+    DialSpec("workload.trace_requests", "trace requests", "int", "arrivals", minimum=0,
+             help="a trace cut or repeated to this many requests; 0: once, whole"),
+    *_length_dials("input", "input"),
+    *_length_dials("output", "output"),
+    *_length_dials("batch_input", "batch-input"),
+    *_length_dials("batch_output", "batch-output"),
+)
+
+BY_PATH: dict[str, DialSpec] = {d.path: d for d in DIALS}
+
+
+def find(path: str) -> DialSpec:
+    """The dial at a dotted path, or ConfigError listing the kinds of path there are."""
+    try:
+        return BY_PATH[path]
+    except (KeyError, TypeError):
+        raise ConfigError("dial", path, "a dial path such as engine.max_num_seqs, workload.request_rate "
+                                        "or gpu_memory_utilization") from None
+
+
+def get_value(scenario: Scenario, path: str, profiles=None) -> Any:
+    """A dial's value in a scenario; an engine dial the scenario leaves unset reads as the
+    engine's resolved value (vLLM's default for the GPU)."""
+    find(path)
+    head, _, rest = path.partition(".")
+    if head == "engine":
+        if rest in scenario.engine:
+            return scenario.engine[rest]
+        return getattr(scenario.engine_config(profiles), rest)
+    if head == "workload":
+        value: Any = scenario.workload
+        for part in rest.split("."):
+            value = getattr(value, part)
+        return value
+    return getattr(scenario, head)
+
+
+def set_value(scenario: Scenario, path: str, value: Any, profiles=None) -> Scenario:
+    """The scenario with one dial set, checked as a whole (ConfigError if refused)."""
+    spec = find(path)
+    value = spec.coerce(value)
+    head, _, rest = path.partition(".")
+    if head == "engine":
+        new = scenario.with_engine(**{rest: value})
+        new.engine_config(profiles)
+    elif head == "workload":
+        parts = rest.split(".")
+        workload = scenario.workload
+        if len(parts) == 2:
+            workload = replace(workload, **{parts[0]: replace(getattr(workload, parts[0]), **{parts[1]: value})})
+        else:
+            workload = replace(workload, **{rest: value})
+        workload.validate()
+        new = replace(scenario, workload=workload)
+    else:
+        if head == "num_gpu_blocks_override" and value == 0:
+            value = None
+        new = replace(scenario, **{head: value})
+        new.deployment(profiles)
+        new.engine_config(profiles)
+    return new
+
+
+def paths_in(data: dict, prefix: str = "") -> list[tuple[str, Any]]:
+    """(dotted path, value) for every leaf of a scenario dict (or part of one)."""
+    out = []
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out += paths_in(value, path + ".")
+        else:
+            out.append((path, value))
+    return out
+
+
+def differing(a: Scenario, b: Scenario) -> set[str]:
+    """Dials whose values differ between two scenarios (engine dials as each sets them)."""
+    da, db = dict(paths_in(a.to_dict())), dict(paths_in(b.to_dict()))
+    return {path for path in set(da) | set(db) if path in BY_PATH and da.get(path) != db.get(path)}

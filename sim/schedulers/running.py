@@ -1,0 +1,256 @@
+"""The continuous scheduler's running requests: in admission order, most of them held compactly.
+
+Most running requests are decoding: every iteration each gets one token and nothing else about
+it changes but counts that grow by one. Such a request is a *decoder* here and its Request
+fields are not touched iteration by iteration; the set keeps what the iterations need in a form
+whose cost does not grow with the number of decoders:
+
+- a decoder is stored with the tick (iteration count of this set) at which its fields were
+  exact; at tick G it has `outputs + (G - tick)` output tokens;
+- the decode context of an iteration, summed over the decoders, is `S + B * G` (S sums
+  `prompt + outputs - tick` over the B decoders);
+- a decoder needs a new KV block on the ticks where its computed tokens reach a multiple of the
+  block size: decoders are counted by that residue, so the blocks an iteration takes are one
+  lookup (`BlockPool.take`), and each one's holding is settled when its fields are brought up
+  to date;
+- finishes are known in advance and kept in a calendar of ticks;
+- a decoder's largest gap between tokens is read off a log of the largest iteration time from
+  each tick on (a stack of decreasing maxima).
+
+The others — prefilling, preempted and resumed, or decoders that missed a token — are held
+*explicitly*: their fields are always exact. `sync()` brings every decoder's fields (and its
+block holding) up to date in place, for a view or a report; `flush()` makes every request
+explicit, for the scheduler's one-by-one walk when the running requests do not all fit.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_left
+from collections.abc import Iterator
+
+from ..kv import BlockPool
+from ..request import Request
+
+GAP_LOG_LIMIT = 4096
+"""Entries in the gap log before every decoder is brought up to date and the log cleared."""
+
+
+class RunningSet:
+    """Running requests in admission order (iterating yields them so); see the module doc."""
+
+    def __init__(self, pool: BlockPool, max_model_len: int) -> None:
+        self.pool = pool
+        self.max_model_len = max_model_len
+        self.block_size = pool.block_size
+        self.members: dict[Request, int] = {}  # request -> admission number, in admission order
+        self.explicit: dict[Request, None] = {}  # members held explicitly, in admission order
+        self.decoders: dict[Request, int] = {}  # members held compactly -> tick their fields are exact at
+        self.tick = 0
+        self.last_token_time = 0.0  # when the decoders got their last token (end of the last tick)
+        self.blocks_taken = False  # the decoders' blocks for the coming tick are taken
+        self._admissions = 0
+        self._clear_compact_state()
+
+    def _clear_compact_state(self) -> None:
+        self._crossing = [0] * self.block_size  # decoders by the tick residue at which they need a block
+        self._context = 0  # S
+        self._calendar: dict[int, list[Request]] = {}  # tick -> decoders that finish with it
+        self._finish_ticks: list[int] = []  # heap of the calendar's ticks
+        self.next_finish = math.inf  # no decoder finishes before this tick
+        self._gap_ticks: list[int] = []
+        self._gap_values: list[float] = []  # strictly decreasing: largest gap from that tick on
+
+    # -- membership
+    def __len__(self) -> int:
+        return len(self.members)
+
+    def __bool__(self) -> bool:
+        return bool(self.members)
+
+    def __iter__(self) -> Iterator[Request]:
+        return iter(list(self.members))
+
+    def __contains__(self, request: Request) -> bool:
+        return request in self.members
+
+    def admission_number(self, request: Request) -> int:
+        return self.members[request]
+
+    def first_decoder_number(self, exclude: list[Request] = ()) -> float:
+        """Admission number of the earliest admitted decoder not in `exclude` (inf if none)."""
+        decoders = self.decoders
+        skip = set(map(id, exclude))
+        return next((n for r, n in self.members.items() if r in decoders and id(r) not in skip), math.inf)
+
+    def last(self) -> Request:
+        """The most recently admitted request."""
+        return next(reversed(self.members))
+
+    def admit(self, request: Request) -> None:
+        self.members[request] = self._admissions
+        self._admissions += 1
+        self.explicit[request] = None
+
+    def remove(self, request: Request) -> int:
+        """Take out an explicitly held request (finished or preempted); returns its admission
+        number."""
+        del self.explicit[request]
+        return self.members.pop(request)
+
+    # -- compact decoders
+    def join(self, request: Request) -> None:
+        """`request` has just sampled a token and decodes from now on, one token a tick: hold it
+        compactly. Its fields are exact as of now."""
+        tick = self.tick
+        outputs = request.num_output_tokens
+        prompt = request.prompt_len
+        del self.explicit[request]
+        self.decoders[request] = tick
+        self._crossing[(tick - prompt - outputs + 1) % self.block_size] += 1
+        self._context += prompt + outputs - tick
+        end = tick + min(request.output_len - outputs, self.max_model_len - prompt - outputs)
+        slot = self._calendar.get(end)
+        if slot is None:
+            self._calendar[end] = [request]
+            heapq.heappush(self._finish_ticks, end)
+            if end < self.next_finish:
+                self.next_finish = end
+        else:
+            slot.append(request)
+
+    def _bring_up_to_date(self, request: Request, since: int) -> None:
+        """Set a decoder's fields (exact as of tick `since`) to their values now."""
+        tick = self.tick
+        if since != tick:
+            outputs = request.num_output_tokens + (tick - since)
+            request.num_output_tokens = outputs
+            request.num_computed_tokens = request.prompt_len + outputs - 1
+            request.last_token_time = self.last_token_time
+            i = bisect_left(self._gap_ticks, since)
+            if i < len(self._gap_ticks) and self._gap_values[i] > request.max_gap:
+                request.max_gap = self._gap_values[i]
+            self.decoders[request] = tick
+        # Between schedule() and the update its token for the coming tick is counted too.
+        computed = request.num_computed_tokens + self.blocks_taken
+        self.pool.settle(request.request_id, -(-computed // self.block_size))
+
+    def _release(self, request: Request) -> None:
+        """Stop holding an up-to-date decoder compactly; it becomes explicit."""
+        tick = self.decoders.pop(request)
+        outputs = request.num_output_tokens
+        prompt = request.prompt_len
+        self._crossing[(tick - prompt - outputs + 1) % self.block_size] -= 1
+        self._context -= prompt + outputs - tick
+        self.explicit[request] = None
+
+    def make_explicit(self, request: Request) -> None:
+        """Hold one decoder explicitly from now on (its fields brought up to date)."""
+        self._bring_up_to_date(request, self.decoders[request])
+        self._release(request)
+
+    def sync(self) -> None:
+        """Bring every decoder's Request fields and block holding up to date (they stay
+        compact)."""
+        for request, since in self.decoders.items():
+            self._bring_up_to_date(request, since)
+        self._gap_ticks.clear()  # every decoder is exact as of now: no earlier gap is needed
+        self._gap_values.clear()
+
+    def flush(self) -> list[Request]:
+        """Hold every request explicitly; returns them in admission order."""
+        if self.decoders:
+            for request, since in self.decoders.items():
+                self._bring_up_to_date(request, since)
+            self.decoders = {}
+            self._clear_compact_state()
+            self.explicit = dict.fromkeys(self.members)
+        return list(self.members)
+
+    # -- one tick
+    def decode_blocks_needed(self) -> int:
+        """New blocks the decoders need for the coming tick."""
+        return self._crossing[self.tick % self.block_size]
+
+    def decode_context(self) -> int:
+        """Tokens the decoders' attention reads in the coming tick."""
+        return self._context + len(self.decoders) * self.tick
+
+    def take_decode_blocks(self, blocks: int) -> None:
+        self.pool.take(blocks)
+        self.blocks_taken = True
+
+    def advance(self, start: float, end: float) -> list[tuple[int, Request]]:
+        """A batch ran from `start` to `end`, every decoder getting its token: returns the
+        decoders whose last token it was, as (admission number, request) in admission order,
+        fields up to date and held explicitly."""
+        if self.decoders:
+            self._log_gap(self.tick, end - start)
+        self.tick += 1
+        self.last_token_time = end
+        self.blocks_taken = False
+        finished = []
+        if self.next_finish <= self.tick:
+            for request in self._calendar.pop(self.tick, ()):
+                since = self.decoders.get(request)
+                if since is None or self._finish_tick(request, since) != self.tick:
+                    continue  # left the compact form (and maybe came back) since it was entered
+                self._bring_up_to_date(request, since)
+                self._release(request)
+                finished.append((self.members[request], request))
+            heap = self._finish_ticks
+            while heap and heap[0] <= self.tick:
+                heapq.heappop(heap)
+            self.next_finish = heap[0] if heap else math.inf
+            finished.sort(key=_first)
+        if len(self._gap_ticks) > GAP_LOG_LIMIT:
+            self.sync()
+        return finished
+
+    def advance_many(self, ticks: int, end: float, largest_gap: float) -> None:
+        """`ticks` alike decode iterations ran, the last ending at `end` (none finishes a
+        decoder: the caller stops before `next_finish`)."""
+        self._log_gap(self.tick, largest_gap)
+        self.tick += ticks
+        self.last_token_time = end
+        if len(self._gap_ticks) > GAP_LOG_LIMIT:
+            self.sync()
+
+    def decode_blocks_over(self, ticks: int) -> int:
+        """New blocks the decoders need in the next `ticks` ticks, all told (every decoder needs
+        one each `block_size` ticks)."""
+        size = self.block_size
+        cycles, rest = divmod(ticks, size)
+        first = self.tick % size
+        crossing = self._crossing
+        partial = sum(crossing[first:first + rest])
+        if first + rest > size:
+            partial += sum(crossing[:first + rest - size])
+        return cycles * len(self.decoders) + partial
+
+    def crossing_schedule(self, ticks: int) -> list[int]:
+        """New blocks the decoders need in each of the next `ticks` ticks."""
+        crossing = self._crossing
+        size = self.block_size
+        tick = self.tick
+        if ticks <= size:
+            return [crossing[(tick + j) % size] for j in range(ticks)]
+        cycle = [crossing[(tick + j) % size] for j in range(size)]
+        return (cycle * (ticks // size + 1))[:ticks]
+
+    def _finish_tick(self, request: Request, since: int) -> int:
+        outputs = request.num_output_tokens
+        return since + min(request.output_len - outputs, self.max_model_len - request.prompt_len - outputs)
+
+    def _log_gap(self, tick: int, gap: float) -> None:
+        ticks, values = self._gap_ticks, self._gap_values
+        while values and values[-1] <= gap:
+            values.pop()
+            ticks.pop()
+        ticks.append(tick)
+        values.append(gap)
+
+
+def _first(item):
+    return item[0]

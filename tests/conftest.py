@@ -1,0 +1,19 @@
+"""Hypothesis profiles for every property test.
+
+`ci` (the default) is derandomized: the same examples on every run, so a failure in CI is a
+failure on every machine. `dev` draws ten times as many fresh examples each run; select it with
+`HYPOTHESIS_PROFILE=dev .venv/bin/python -m pytest tests/unit/test_reference_engine.py`.
+Tests size their example counts relative to the profile (`scaled_examples`), never absolutely.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("ci", derandomize=True, database=None, deadline=None, max_examples=100,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("dev", deadline=None, max_examples=1000,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

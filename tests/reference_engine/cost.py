@@ -1,0 +1,263 @@
+"""How long one engine iteration takes on a deployment (SIMULATOR.md section 2).
+
+An iteration is one forward pass over one token per decoding sequence plus this step's prefill
+chunks. Its time is a sum of per-operator-class rooflines, each on one GPU of the deployment:
+
+- linear layers over all T tokens: weights streamed once (`t_mem`) against GEMM compute
+  (`t_cmp`), joined smoothly as sqrt(t_mem^2 + t_cmp^2);
+- decode attention: every decoding sequence reads its whole KV cache;
+- prefill attention: each chunk attends to its prefix and (causally) to itself;
+- tensor-parallel all-reduces: two per layer, ring algorithm, when split over several GPUs;
+- a fixed per-iteration overhead (launches, sampling, scheduling).
+
+Conventions:
+
+- `decode_context_tokens` is the sum, over decoding sequences, of the tokens whose keys and
+  values attention reads this iteration: the sequence's computed tokens plus the one being
+  processed. A request with a 512-token prompt decoding its 129th output token contributes 640.
+- Times, FLOPs and bytes are for one GPU; with tensor parallelism every GPU does an equal share
+  at the same time, so one GPU's time is the iteration's time.
+- An iteration with no tokens runs nothing and costs 0 s (binding "idle").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.profiles import Deployment
+from .reports import IterationCostParts
+
+ACTIVATION_BYTES = 2
+"""Activations travel between GPUs in bf16."""
+ALLREDUCES_PER_LAYER = 2
+"""Megatron-style tensor parallelism: one after attention, one after the MLP."""
+
+BINDINGS = ("weights", "compute", "kv_read", "prefill_attention", "allreduce", "overhead", "idle")
+"""Every value `IterationCost.binding` can take."""
+
+
+@dataclass(frozen=True)
+class IterationCost:
+    """The time of one iteration, split by operator class (seconds, on one GPU)."""
+
+    t_weights: float
+    """Linear layers if memory-bound: weights streamed from HBM once (t_mem)."""
+    t_compute: float
+    """Linear layers if compute-bound: 2 FLOPs per parameter per token (t_cmp)."""
+    t_linear: float
+    """Linear layers, sqrt(t_weights^2 + t_compute^2)."""
+    t_kv_read: float
+    """Decode attention reading each decoding sequence's KV cache."""
+    t_prefill_attn: float
+    """Prefill (or encoder) attention compute."""
+    t_allreduce: float
+    """Tensor-parallel all-reduces; 0 on one GPU."""
+    t_overhead: float
+    total: float
+    flops: float
+    """Tensor-core work this iteration: linear layers plus prefill attention."""
+    bytes_read: float
+    """HBM traffic this iteration: weights plus the decode KV cache."""
+    tokens: int
+    """T: decode tokens plus prefill tokens."""
+    binding: str
+    """The largest term: "weights" or "compute" (for the linear part, whichever of t_weights
+    and t_compute is larger, valued at t_linear), "kv_read", "prefill_attention", "allreduce",
+    "overhead", or "idle" when nothing ran."""
+    linear_binding: str
+    """"weights" or "compute", whichever of t_weights and t_compute is larger."""
+
+    def parts(self) -> list[tuple[str, float]]:
+        """The iteration's time as labelled shares that add up to `total`, for the UI.
+
+        The linear time is split between "weights read" and "compute" in proportion to the
+        squares of t_weights and t_compute, since that is how they combine into t_linear.
+        """
+        weights_squared = self.t_weights * self.t_weights
+        squares = weights_squared + self.t_compute * self.t_compute
+        weights_share = self.t_linear * (weights_squared / squares) if squares else 0.0
+        compute_share = self.t_linear - weights_share
+        return [
+            ("weights read", weights_share),
+            ("KV read", self.t_kv_read),
+            ("compute", compute_share + self.t_prefill_attn),
+            ("all-reduce", self.t_allreduce),
+            ("overhead", self.t_overhead),
+        ]
+
+
+_IDLE = IterationCost(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, "idle", "weights")
+
+
+class CostModel:
+    """Iteration times for one deployment. Constants are worked out once, at construction."""
+
+    def __init__(self, deployment: Deployment) -> None:
+        self.deployment = deployment
+        gpu, model = deployment.gpu, deployment.model
+        tp = deployment.tensor_parallel_size
+        self._bandwidth = gpu.hbm_bandwidth
+        self._peak = gpu.bf16_peak_flops
+        self._weight_bytes = deployment.weight_bytes_per_gpu
+        self._kv_bytes_per_token = deployment.kv_bytes_per_token_per_gpu
+        self._flops_per_token = 2.0 * deployment.params_per_gpu
+        effective_peak = self._peak * deployment.eta_mfu
+        self._effective_peak = effective_peak
+
+        # Linear layers: t_mem is the same whatever the batch; t_cmp grows with T.
+        self._t_mem = self._weight_bytes / (self._bandwidth * deployment.eta_bw)
+        self._t_mem_squared = self._t_mem * self._t_mem
+        self._t_cmp_per_token = self._flops_per_token / effective_peak
+        # Decode attention: seconds per token of context read.
+        self._t_kv_per_token = self._kv_bytes_per_token / (self._bandwidth * deployment.eta_attn)
+        # Prefill attention: FLOPs = this x chunk x (prefix + chunk / 2). QK^T and PV are two
+        # matmuls of 2 FLOPs per multiply-add; causal masking halves the chunk's own square.
+        self._attn_flops_coeff = 4.0 * model.layers * model.q_heads * model.head_dim / tp
+        # All-reduce: a ring moves 2 (tp - 1) / tp of the buffer each way per GPU; each layer
+        # reduces the T x hidden activations twice. Each all-reduce also pays a fixed latency.
+        if tp > 1:
+            count = ALLREDUCES_PER_LAYER * model.layers
+            ring = 2.0 * (tp - 1) / tp
+            self._t_ar_per_token = (count * ring * model.hidden * ACTIVATION_BYTES
+                                    / gpu.interconnect_bandwidth)
+            self._t_ar_fixed = count * deployment.allreduce_latency_s
+        else:
+            self._t_ar_per_token = 0.0
+            self._t_ar_fixed = 0.0
+        self._t_overhead = deployment.overhead_s
+
+    # -- the full breakdown --------------------------------------------------------------------
+
+    def iteration(
+        self,
+        num_decode: int,
+        decode_context_tokens: int,
+        prefill_chunks: Sequence[tuple[int, int]] = (),
+    ) -> IterationCost:
+        """The cost of one iteration: `num_decode` decoding sequences whose contexts sum to
+        `decode_context_tokens`, plus prefill chunks given as (prefix_len, chunk_len)."""
+        if num_decode < 0 or decode_context_tokens < 0:
+            raise ValueError("num_decode and decode_context_tokens must not be negative")
+        prefill_tokens = 0
+        attn_flops = 0.0
+        for prefix_len, chunk_len in prefill_chunks:
+            if prefix_len < 0 or chunk_len < 0:
+                raise ValueError(f"bad prefill chunk ({prefix_len}, {chunk_len})")
+            prefill_tokens += chunk_len
+            attn_flops += self._attn_flops_coeff * chunk_len * (prefix_len + chunk_len / 2)
+        tokens = num_decode + prefill_tokens
+        if tokens == 0:
+            return _IDLE
+        return self._assemble(tokens, decode_context_tokens * self._t_kv_per_token,
+                              decode_context_tokens * self._kv_bytes_per_token, attn_flops)
+
+    def encoder_pass(self, batch: int, input_len: int) -> IterationCost:
+        """One forward pass of an encoder over `batch` inputs of `input_len` tokens each.
+
+        Linear layers over batch x input_len tokens; attention is bidirectional, charged like a
+        prefill of the whole input with no prefix (4 x layers x heads x head_dim x L x L/2 FLOPs
+        per input); no KV cache is read. For a decoder model it equals prefilling the same
+        prompts from scratch.
+        """
+        if batch < 0 or input_len < 0:
+            raise ValueError("batch and input_len must not be negative")
+        tokens = batch * input_len
+        if tokens == 0:
+            return _IDLE
+        attn_flops = batch * (self._attn_flops_coeff * input_len * (input_len / 2))
+        return self._assemble(tokens, 0.0, 0.0, attn_flops)
+
+    def _assemble(self, tokens: int, t_kv_read: float, kv_bytes: float,
+                  attn_flops: float) -> IterationCost:
+        # The arithmetic, in this order, is shared with decode_time and decode_times: keep the
+        # three in step so the fast paths equal `total` exactly.
+        t_mem = self._t_mem
+        t_cmp = self._t_cmp_per_token * tokens
+        t_linear = math.sqrt(self._t_mem_squared + t_cmp * t_cmp)
+        t_prefill_attn = attn_flops / self._effective_peak
+        t_allreduce = self._t_ar_per_token * tokens + self._t_ar_fixed
+        t_overhead = self._t_overhead
+        total = t_linear + t_kv_read + t_prefill_attn + t_allreduce + t_overhead
+
+        linear_binding = "weights" if t_mem >= t_cmp else "compute"
+        candidates = (
+            (linear_binding, t_linear),
+            ("kv_read", t_kv_read),
+            ("prefill_attention", t_prefill_attn),
+            ("allreduce", t_allreduce),
+            ("overhead", t_overhead),
+        )
+        binding = max(candidates, key=lambda item: item[1])[0]  # first wins a tie
+        return IterationCost(
+            t_weights=t_mem,
+            t_compute=t_cmp,
+            t_linear=t_linear,
+            t_kv_read=t_kv_read,
+            t_prefill_attn=t_prefill_attn,
+            t_allreduce=t_allreduce,
+            t_overhead=t_overhead,
+            total=total,
+            flops=self._flops_per_token * tokens + attn_flops,
+            bytes_read=self._weight_bytes + kv_bytes,
+            tokens=tokens,
+            binding=binding,
+            linear_binding=linear_binding,
+        )
+
+    # -- fast paths for the engine ---------------------------------------------------------------
+
+    def decode_time(self, batch: int, total_context: int) -> float:
+        """`iteration(batch, total_context).total` for a decode-only iteration, without
+        building the breakdown."""
+        if batch <= 0:
+            return 0.0
+        t_cmp = self._t_cmp_per_token * batch
+        t_linear = math.sqrt(self._t_mem_squared + t_cmp * t_cmp)
+        t_kv_read = total_context * self._t_kv_per_token
+        t_allreduce = self._t_ar_per_token * batch + self._t_ar_fixed
+        # Prefill attention is 0.0 here; adding it would not change the float.
+        return t_linear + t_kv_read + t_allreduce + self._t_overhead
+
+    def decode_times(self, batch: int | np.ndarray, total_context: np.ndarray) -> np.ndarray:
+        """`decode_time` over arrays (numpy broadcasting); 0 where the batch is empty."""
+        batch_array = np.asarray(batch, dtype=np.float64)
+        context = np.asarray(total_context, dtype=np.float64)
+        t_cmp = self._t_cmp_per_token * batch_array
+        t_linear = np.sqrt(self._t_mem_squared + t_cmp * t_cmp)
+        t_kv_read = context * self._t_kv_per_token
+        t_allreduce = self._t_ar_per_token * batch_array + self._t_ar_fixed
+        total = t_linear + t_kv_read + t_allreduce + self._t_overhead
+        return np.where(batch_array > 0, total, 0.0)
+
+    # -- figures the lessons quote -------------------------------------------------------------
+
+    @property
+    def single_stream_ceiling_tokens_per_s(self) -> float:
+        """Tokens/s one sequence could reach if each token only had to stream the weights once
+        at full HBM bandwidth: bandwidth / weight bytes (per GPU)."""
+        return self._bandwidth / self._weight_bytes
+
+    def report_parts(self, cost: IterationCost) -> IterationCostParts:
+        """The breakdown the iteration report carries, with the gauges' shares."""
+        seconds = cost.total
+        return IterationCostParts(
+            weights=cost.t_weights, compute=cost.t_compute, kv_read=cost.t_kv_read,
+            prefill_attention=cost.t_prefill_attn, allreduce=cost.t_allreduce,
+            overhead=cost.t_overhead, total=seconds, binding=cost.binding,
+            linear_binding=cost.linear_binding,
+            bandwidth_share=cost.bytes_read / seconds / self._bandwidth if seconds > 0 else 0.0,
+            tensor_core_share=cost.flops / seconds / self._peak if seconds > 0 else 0.0)
+
+    def tensor_core_utilization(self, num_tokens: float, seconds: float) -> float:
+        """Share of dense bf16 peak that the linear layers of `num_tokens` tokens use when an
+        iteration takes `seconds`."""
+        return self._flops_per_token * num_tokens / seconds / self._peak
+
+    def bandwidth_utilization(self, bytes_read: float, seconds: float) -> float:
+        """Share of HBM bandwidth used to read `bytes_read` bytes in `seconds` (for example an
+        IterationCost's bytes_read and total)."""
+        return bytes_read / seconds / self._bandwidth

@@ -1,0 +1,128 @@
+"""Frozen records the engine hands out: one per iteration, and a snapshot of live state.
+
+They are plain data so that the asyncio driver can publish them to any listener (the Textual
+app is one) without the listener touching the engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Why nothing more was scheduled in an iteration (SIMULATOR.md §6).
+BINDING_LIMITS = ("token_budget", "max_num_seqs", "kv_cache", "none")
+
+# What one seat (slot) of the engine is doing.
+SEAT_STATES = ("idle", "prefill", "decode", "padded", "preempted")
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledWork:
+    """One request's share of an iteration."""
+
+    request_id: str
+    num_tokens: int
+    is_prefill: bool
+    context_len: int  # tokens with KV in the cache once this iteration ran
+
+
+@dataclass(frozen=True, slots=True)
+class IterationCostParts:
+    """Time of one iteration split by what it spent it on (seconds)."""
+
+    weights: float = 0.0
+    compute: float = 0.0
+    kv_read: float = 0.0
+    prefill_attention: float = 0.0
+    allreduce: float = 0.0
+    overhead: float = 0.0
+    total: float = 0.0
+    binding: str = "none"  # the largest term, named as above
+    linear_binding: str = "weights"  # "weights" or "compute": which side of the roofline
+    bandwidth_share: float = 0.0  # HBM bytes read ÷ (time × bandwidth)
+    tensor_core_share: float = 0.0  # FLOPs ÷ (time × dense bf16 peak)
+
+
+@dataclass(frozen=True, slots=True)
+class IterationReport:
+    """What happened in one engine iteration."""
+
+    index: int  # 1-based
+    start_time: float
+    end_time: float
+    scheduled: tuple[ScheduledWork, ...]
+    num_decode_tokens: int
+    num_prefill_tokens: int
+    token_budget: int
+    max_num_seqs: int
+    admitted: tuple[str, ...]
+    first_tokens: tuple[str, ...]
+    emitted: tuple[str, ...]
+    finished: tuple[str, ...]
+    preempted: tuple[str, ...]
+    running: int
+    waiting: int
+    kv_blocks_used: int
+    kv_blocks_usable: int
+    binding_limit: str
+    cost: IterationCostParts
+    padded_seats: int = 0  # static batching: finished members still holding a seat
+
+    @property
+    def duration(self) -> float:
+        return self.end_time - self.start_time
+
+    @property
+    def num_scheduled_tokens(self) -> int:
+        return self.num_decode_tokens + self.num_prefill_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class SeatView:
+    """One seat as the UI draws it."""
+
+    state: str  # one of SEAT_STATES
+    request_id: str = ""
+    progress: float = 0.0  # prefill: share of the prompt computed; decode: share of output
+    blocks: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsView:
+    """Headline numbers over the recent window (the UI shows these)."""
+
+    output_tokens_per_s: float = 0.0
+    requests_per_s: float = 0.0
+    ttft_p50: float = 0.0
+    ttft_p99: float = 0.0
+    tpot_p50: float = 0.0
+    tpot_p99: float = 0.0
+    itl_max: float = 0.0
+    e2e_p50: float = 0.0
+    mean_running: float = 0.0
+    completed: int = 0
+    padding_share: float = 0.0
+    num_preemptions: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSnapshot:
+    """Live state of the engine after an iteration, for drawing."""
+
+    time: float
+    iteration: int
+    batching: str
+    seats: tuple[SeatView, ...]
+    max_num_seqs: int
+    queue_len: int
+    running: int
+    kv_blocks_used: int
+    kv_blocks_usable: int
+    kv_blocks_by_request: tuple[tuple[str, int], ...]
+    last: IterationReport | None
+    metrics: MetricsView
+    series_throughput: tuple[float, ...] = ()
+    series_ttft: tuple[float, ...] = ()
+    series_tpot: tuple[float, ...] = ()
+    series_itl: tuple[float, ...] = ()
+    finished: bool = False  # the workload is exhausted and nothing is left to run
+    notices: tuple[str, ...] = field(default=())  # rejections and other things to tell the learner
