@@ -380,8 +380,11 @@ def test_endless_live_workloads_held_in_compact_form_agree(scenario, slices):
     new, ref = run_both(scenario, True, keep_records=False)
     for kind, amount in slices:
         if kind == "iterations":
-            new.run(max_iterations=amount)
-            ref.run(max_iterations=amount)
+            # An endless workload has no end: a run needs a horizon as well as an iteration
+            # count (with every arrival refused, say after a dial change, no iteration ever runs).
+            horizon = new.time + amount / 20.0
+            new.run(until_time=horizon, max_iterations=amount)
+            ref.run(until_time=horizon, max_iterations=amount)
         elif kind == "time":
             horizon = new.time + amount / 200.0
             assert new.advance_until(horizon, 5000) == ref.advance_until(horizon, 5000)
