@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from bisect import bisect_left
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
@@ -247,8 +248,9 @@ class MetricsCollector:
         self._sample_tokens = 0
         self._sample_itl_max = 0.0
         # Output tokens per second of the run (second k counts tokens sampled in [t0 + k, t0 + k + 1)
-        # after the first arrival t0): vllm bench serve's peak output token throughput.
-        self._tokens_per_s = np.zeros(64, dtype=np.int64)
+        # after the first arrival t0): vllm bench serve's peak output token throughput. A list:
+        # most iterations add to one second, and a list element costs less to add to than numpy's.
+        self._tokens_per_s: list[int] = [0] * 64
 
     # -- recording
     def on_arrival(self, t: float) -> None:
@@ -325,7 +327,7 @@ class MetricsCollector:
         if self.keep_records:
             self.itl_values.extend(gaps)
             self.itl_counts.extend(repeat(running, k))
-            self._count_tokens_in(np.asarray(ends, dtype=np.float64), running)
+            self._count_tokens_in(ends, running)
         # The same float additions in the same order as per-iteration booking.
         ri = self.running_integral
         busy = self.busy_time
@@ -358,24 +360,42 @@ class MetricsCollector:
 
     def _count_tokens_at(self, t: float, tokens: int) -> None:
         second = int(t - (self.first_arrival or 0.0))
-        if second >= len(self._tokens_per_s):
+        counts = self._tokens_per_s
+        if second >= len(counts):
             self._grow_seconds(second)
-        self._tokens_per_s[max(0, second)] += tokens
+        counts[max(0, second)] += tokens
 
-    def _count_tokens_in(self, ends: np.ndarray, running: int) -> None:
+    def _count_tokens_in(self, ends, running: int) -> None:
+        """`running` tokens at each of `ends` (ascending; a list or a numpy array), counted per
+        second as `_count_tokens_at` counts one."""
         if not len(ends) or not running:
             return
-        seconds = (ends - (self.first_arrival or 0.0)).astype(np.int64)
-        np.clip(seconds, 0, None, out=seconds)
-        lo, hi = int(seconds.min()), int(seconds.max())
+        t0 = self.first_arrival or 0.0
+        lo = max(0, int(ends[0] - t0))
+        hi = max(0, int(ends[-1] - t0))
         if hi >= len(self._tokens_per_s):
             self._grow_seconds(hi)
-        self._tokens_per_s[lo:hi + 1] += np.bincount(seconds - lo) * running
+        counts = self._tokens_per_s
+        if lo == hi:  # (most stretches lie within one second)
+            counts[lo] += running * len(ends)
+        elif isinstance(ends, np.ndarray):
+            seconds = (ends - t0).astype(np.int64)
+            np.clip(seconds, 0, None, out=seconds)
+            for second, n in enumerate(np.bincount(seconds - lo).tolist(), lo):
+                counts[second] += n * running
+        else:
+            # ends[i] falls in second s while ends[i] - t0 < s + 1 (int() truncates as numpy's
+            # cast does): the first end of each later second is found by bisection.
+            i = 0
+            for second in range(lo, hi):
+                j = bisect_left(ends, second + 1, i, key=lambda end: end - t0)
+                counts[second] += (j - i) * running
+                i = j
+            counts[hi] += (len(ends) - i) * running
 
     def _grow_seconds(self, second: int) -> None:
-        grown = np.zeros(max(second + 1, 2 * len(self._tokens_per_s)), dtype=np.int64)
-        grown[:len(self._tokens_per_s)] = self._tokens_per_s
-        self._tokens_per_s = grown
+        counts = self._tokens_per_s
+        counts.extend([0] * (max(second + 1, 2 * len(counts)) - len(counts)))
 
     def _push_series(self) -> None:
         self.series_throughput.append(self._sample_tokens / self.series_interval)
@@ -417,7 +437,7 @@ class MetricsCollector:
             "request_goodput": None,
             "output_throughput": self.output_tokens / duration if duration > 0 else 0.0,
             "total_token_throughput": (self.output_tokens + self.prompt_tokens) / duration if duration > 0 else 0.0,
-            "max_output_tokens_per_s": float(self._tokens_per_s.max()) if self.output_tokens else 0.0,
+            "max_output_tokens_per_s": float(max(self._tokens_per_s)) if self.output_tokens else 0.0,
             "max_concurrent_requests": _peak_concurrency(recs),
         }
         if goodput:
