@@ -28,6 +28,8 @@ import numpy as np
 from .reports import BINDING_LIMITS, MetricsView, PoolView
 
 PERCENTILES = (50, 90, 99)
+RECENT_ITERATIONS = 4096
+"""Iterations the live rates look back over at most."""
 
 
 def weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
@@ -239,7 +241,11 @@ class MetricsCollector:
 
     def __post_init__(self) -> None:
         self._recent: deque[RequestRecord] = deque(maxlen=self.window)
-        self._recent_tokens: deque[tuple[float, int, int]] = deque(maxlen=4096)  # (t, tokens, done)
+        self._recent_tokens: deque[tuple[float, int, int]] = deque(maxlen=RECENT_ITERATIONS)  # (t, tokens, done)
+        # Iterations booked since, not yet in _recent_tokens (made into its entries when read):
+        # (ends, tokens, completions), each of `ends` an iteration with those tokens and completions.
+        self._recent_booked: list[tuple] = []
+        self._recent_booked_count = 0
         self.series_throughput: deque[float] = deque(maxlen=self.series_len)
         self.series_ttft: deque[float] = deque(maxlen=self.series_len)
         self.series_tpot: deque[float] = deque(maxlen=self.series_len)
@@ -285,7 +291,7 @@ class MetricsCollector:
         self.last_token_time = max(self.last_token_time, end) if tokens else self.last_token_time
         if tokens and self.keep_records:
             self._count_tokens_at(end, tokens)
-        self._recent_tokens.append((end, tokens, completions))
+        self._book_recent((end,), tokens, completions)
         self._sample_tokens += tokens
         if self.series_interval is not None:
             if self._next_sample is None:
@@ -355,8 +361,35 @@ class MetricsCollector:
         self.seat_iterations += running * k
         if running and ends_tail[-1] > self.last_token_time:
             self.last_token_time = ends_tail[-1]
-        self._recent_tokens.extend(zip(ends_tail, repeat(running), repeat(0)))
+        self._book_recent(ends_tail, running, 0)
         self._sample_tokens += running * k
+
+    def _book_recent(self, ends, tokens: int, completions: int) -> None:
+        """Iterations ending at `ends`, each with `tokens` and `completions`, for the recent
+        rates (kept as given: only the last RECENT_ITERATIONS are ever made into entries)."""
+        booked = self._recent_booked
+        booked.append((ends, tokens, completions))
+        self._recent_booked_count += len(ends)
+        if self._recent_booked_count > 2 * RECENT_ITERATIONS:
+            # Drop what the newest RECENT_ITERATIONS push out anyway (and the deque with it).
+            count = self._recent_booked_count
+            i = 0
+            while count - len(booked[i][0]) >= RECENT_ITERATIONS:
+                count -= len(booked[i][0])
+                i += 1
+            del booked[:i]
+            self._recent_tokens.clear()
+            self._recent_booked_count = count
+
+    def _recent_iterations(self) -> deque[tuple[float, int, int]]:
+        """(end, tokens, completions) of the last RECENT_ITERATIONS iterations, oldest first."""
+        recent = self._recent_tokens
+        if self._recent_booked:
+            for ends, tokens, completions in self._recent_booked:
+                recent.extend(zip(ends, repeat(tokens), repeat(completions)))
+            self._recent_booked.clear()
+            self._recent_booked_count = 0
+        return recent
 
     def _count_tokens_at(self, t: float, tokens: int) -> None:
         second = int(t - (self.first_arrival or 0.0))
@@ -480,14 +513,19 @@ class MetricsCollector:
         if not total:
             return out
         step = 1 << 20
-        mean = sum(float(np.dot(values[i:i + step], weights[i:i + step])) for i in range(0, len(values), step)) / total
-        var = sum(float(np.dot((values[i:i + step] - mean) ** 2, weights[i:i + step]))
+        # (einsum, not np.dot: the BLAS dot wakes its threads, which costs more than the sum on
+        # a busy machine.)
+        mean = sum(float(np.einsum("i,i->", values[i:i + step], weights[i:i + step]))
+                   for i in range(0, len(values), step)) / total
+        var = sum(float(np.einsum("i,i->", (values[i:i + step] - mean) ** 2, weights[i:i + step]))
                   for i in range(0, len(values), step)) / total
         out["mean_itl_ms"] = mean * 1000.0
         out["std_itl_ms"] = math.sqrt(var) * 1000.0
-        out["median_itl_ms"] = weighted_percentile(values, weights, 50) * 1000.0
-        for q in qs:
+        for q in sorted(set(qs) | {50}):
             out[f"p{_pword(q)}_itl_ms"] = weighted_percentile(values, weights, q) * 1000.0
+        out["median_itl_ms"] = out["p50_itl_ms"]
+        if 50 not in qs:
+            del out["p50_itl_ms"]
         del values, weights  # the views must go before the arrays can grow again
         return out
 
@@ -518,7 +556,7 @@ class MetricsCollector:
         """Headline numbers over the recent past, for the live view."""
         recent = list(self._recent)
         lo = now - window_s
-        booked = self._recent_tokens
+        booked = self._recent_iterations()
         if len(booked) == booked.maxlen and booked[0][0] > lo:
             # More iterations ran in the window than the buffer keeps: the rates are over the
             # span it still holds (from the end of its oldest iteration), not the whole window.
