@@ -131,6 +131,7 @@ class CostModel:
             self._t_ar_fixed = 0.0
         self._t_overhead = deployment.overhead_s
         self._t_overhead_per_seq = deployment.overhead_per_seq_s
+        self._decode_parts: dict[int, tuple[float, float, float]] = {}  # batch -> decode_series' fixed parts
 
     def host_overhead(self, num_seqs):
         """The host's share of one iteration running `num_seqs` sequences (decoding, and
@@ -244,18 +245,21 @@ class CostModel:
 
     def decode_time(self, batch: int, total_context: int) -> float:
         """`iteration(batch, total_context).total` for a decode-only iteration, without
-        building the breakdown (no prefill: adding its 0.0 does not change the float)."""
-        if batch <= 0:
-            return 0.0
-        return self._terms(batch, total_context * self._t_kv_per_token, 0.0, batch)[5]
+        building the breakdown (the first of `decode_series`)."""
+        return self.decode_series(batch, total_context, 1)[0]
 
     def decode_series(self, batch: int, total_context: int, count: int) -> list[float]:
-        """`decode_time(batch, total_context + batch * j)` for j in range(count): a stretch of
-        decode iterations, each sequence's context one token longer every time. The same sum
-        as `_terms`, with the parts that do not change worked out once."""
+        """`iteration(batch, total_context + batch * j).total` for j in range(count): a stretch
+        of decode iterations, each sequence's context one token longer every time. The same sum
+        as `_terms` (no prefill: adding its 0.0 does not change a float), with the parts that do
+        not change with the context worked out once for each batch size."""
         if batch <= 0:
             return [0.0] * count
-        _, t_linear, _, t_allreduce, overhead, _ = self._terms(batch, 0.0, 0.0, batch)
+        parts = self._decode_parts.get(batch)
+        if parts is None:
+            _, t_linear, _, t_allreduce, overhead, _ = self._terms(batch, 0.0, 0.0, batch)
+            parts = self._decode_parts[batch] = (t_linear, t_allreduce, overhead)
+        t_linear, t_allreduce, overhead = parts
         per_token = self._t_kv_per_token
         return [t_linear + context * per_token + t_allreduce + overhead
                 for context in range(total_context, total_context + batch * count, batch)]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from bisect import bisect_left
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
@@ -27,6 +28,8 @@ import numpy as np
 from .reports import BINDING_LIMITS, MetricsView, PoolView
 
 PERCENTILES = (50, 90, 99)
+RECENT_ITERATIONS = 4096
+"""Iterations the live rates look back over at most."""
 
 
 def weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
@@ -238,7 +241,11 @@ class MetricsCollector:
 
     def __post_init__(self) -> None:
         self._recent: deque[RequestRecord] = deque(maxlen=self.window)
-        self._recent_tokens: deque[tuple[float, int, int]] = deque(maxlen=4096)  # (t, tokens, done)
+        self._recent_tokens: deque[tuple[float, int, int]] = deque(maxlen=RECENT_ITERATIONS)  # (t, tokens, done)
+        # Iterations booked since, not yet in _recent_tokens (made into its entries when read):
+        # (ends, tokens, completions), each of `ends` an iteration with those tokens and completions.
+        self._recent_booked: list[tuple] = []
+        self._recent_booked_count = 0
         self.series_throughput: deque[float] = deque(maxlen=self.series_len)
         self.series_ttft: deque[float] = deque(maxlen=self.series_len)
         self.series_tpot: deque[float] = deque(maxlen=self.series_len)
@@ -247,8 +254,9 @@ class MetricsCollector:
         self._sample_tokens = 0
         self._sample_itl_max = 0.0
         # Output tokens per second of the run (second k counts tokens sampled in [t0 + k, t0 + k + 1)
-        # after the first arrival t0): vllm bench serve's peak output token throughput.
-        self._tokens_per_s = np.zeros(64, dtype=np.int64)
+        # after the first arrival t0): vllm bench serve's peak output token throughput. A list:
+        # most iterations add to one second, and a list element costs less to add to than numpy's.
+        self._tokens_per_s: list[int] = [0] * 64
 
     # -- recording
     def on_arrival(self, t: float) -> None:
@@ -283,7 +291,7 @@ class MetricsCollector:
         self.last_token_time = max(self.last_token_time, end) if tokens else self.last_token_time
         if tokens and self.keep_records:
             self._count_tokens_at(end, tokens)
-        self._recent_tokens.append((end, tokens, completions))
+        self._book_recent((end,), tokens, completions)
         self._sample_tokens += tokens
         if self.series_interval is not None:
             if self._next_sample is None:
@@ -325,7 +333,7 @@ class MetricsCollector:
         if self.keep_records:
             self.itl_values.extend(gaps)
             self.itl_counts.extend(repeat(running, k))
-            self._count_tokens_in(np.asarray(ends, dtype=np.float64), running)
+            self._count_tokens_in(ends, running)
         # The same float additions in the same order as per-iteration booking.
         ri = self.running_integral
         busy = self.busy_time
@@ -353,29 +361,74 @@ class MetricsCollector:
         self.seat_iterations += running * k
         if running and ends_tail[-1] > self.last_token_time:
             self.last_token_time = ends_tail[-1]
-        self._recent_tokens.extend(zip(ends_tail, repeat(running), repeat(0)))
+        self._book_recent(ends_tail, running, 0)
         self._sample_tokens += running * k
+
+    def _book_recent(self, ends, tokens: int, completions: int) -> None:
+        """Iterations ending at `ends`, each with `tokens` and `completions`, for the recent
+        rates (kept as given: only the last RECENT_ITERATIONS are ever made into entries)."""
+        booked = self._recent_booked
+        booked.append((ends, tokens, completions))
+        self._recent_booked_count += len(ends)
+        if self._recent_booked_count > 2 * RECENT_ITERATIONS:
+            # Drop what the newest RECENT_ITERATIONS push out anyway (and the deque with it).
+            count = self._recent_booked_count
+            i = 0
+            while count - len(booked[i][0]) >= RECENT_ITERATIONS:
+                count -= len(booked[i][0])
+                i += 1
+            del booked[:i]
+            self._recent_tokens.clear()
+            self._recent_booked_count = count
+
+    def _recent_iterations(self) -> deque[tuple[float, int, int]]:
+        """(end, tokens, completions) of the last RECENT_ITERATIONS iterations, oldest first."""
+        recent = self._recent_tokens
+        if self._recent_booked:
+            for ends, tokens, completions in self._recent_booked:
+                recent.extend(zip(ends, repeat(tokens), repeat(completions)))
+            self._recent_booked.clear()
+            self._recent_booked_count = 0
+        return recent
 
     def _count_tokens_at(self, t: float, tokens: int) -> None:
         second = int(t - (self.first_arrival or 0.0))
-        if second >= len(self._tokens_per_s):
+        counts = self._tokens_per_s
+        if second >= len(counts):
             self._grow_seconds(second)
-        self._tokens_per_s[max(0, second)] += tokens
+        counts[max(0, second)] += tokens
 
-    def _count_tokens_in(self, ends: np.ndarray, running: int) -> None:
+    def _count_tokens_in(self, ends, running: int) -> None:
+        """`running` tokens at each of `ends` (ascending; a list or a numpy array), counted per
+        second as `_count_tokens_at` counts one."""
         if not len(ends) or not running:
             return
-        seconds = (ends - (self.first_arrival or 0.0)).astype(np.int64)
-        np.clip(seconds, 0, None, out=seconds)
-        lo, hi = int(seconds.min()), int(seconds.max())
+        t0 = self.first_arrival or 0.0
+        lo = max(0, int(ends[0] - t0))
+        hi = max(0, int(ends[-1] - t0))
         if hi >= len(self._tokens_per_s):
             self._grow_seconds(hi)
-        self._tokens_per_s[lo:hi + 1] += np.bincount(seconds - lo) * running
+        counts = self._tokens_per_s
+        if lo == hi:  # (most stretches lie within one second)
+            counts[lo] += running * len(ends)
+        elif isinstance(ends, np.ndarray):
+            seconds = (ends - t0).astype(np.int64)
+            np.clip(seconds, 0, None, out=seconds)
+            for second, n in enumerate(np.bincount(seconds - lo).tolist(), lo):
+                counts[second] += n * running
+        else:
+            # ends[i] falls in second s while ends[i] - t0 < s + 1 (int() truncates as numpy's
+            # cast does): the first end of each later second is found by bisection.
+            i = 0
+            for second in range(lo, hi):
+                j = bisect_left(ends, second + 1, i, key=lambda end: end - t0)
+                counts[second] += (j - i) * running
+                i = j
+            counts[hi] += (len(ends) - i) * running
 
     def _grow_seconds(self, second: int) -> None:
-        grown = np.zeros(max(second + 1, 2 * len(self._tokens_per_s)), dtype=np.int64)
-        grown[:len(self._tokens_per_s)] = self._tokens_per_s
-        self._tokens_per_s = grown
+        counts = self._tokens_per_s
+        counts.extend([0] * (max(second + 1, 2 * len(counts)) - len(counts)))
 
     def _push_series(self) -> None:
         self.series_throughput.append(self._sample_tokens / self.series_interval)
@@ -417,7 +470,7 @@ class MetricsCollector:
             "request_goodput": None,
             "output_throughput": self.output_tokens / duration if duration > 0 else 0.0,
             "total_token_throughput": (self.output_tokens + self.prompt_tokens) / duration if duration > 0 else 0.0,
-            "max_output_tokens_per_s": float(self._tokens_per_s.max()) if self.output_tokens else 0.0,
+            "max_output_tokens_per_s": float(max(self._tokens_per_s)) if self.output_tokens else 0.0,
             "max_concurrent_requests": _peak_concurrency(recs),
         }
         if goodput:
@@ -460,14 +513,19 @@ class MetricsCollector:
         if not total:
             return out
         step = 1 << 20
-        mean = sum(float(np.dot(values[i:i + step], weights[i:i + step])) for i in range(0, len(values), step)) / total
-        var = sum(float(np.dot((values[i:i + step] - mean) ** 2, weights[i:i + step]))
+        # (einsum, not np.dot: the BLAS dot wakes its threads, which costs more than the sum on
+        # a busy machine.)
+        mean = sum(float(np.einsum("i,i->", values[i:i + step], weights[i:i + step]))
+                   for i in range(0, len(values), step)) / total
+        var = sum(float(np.einsum("i,i->", (values[i:i + step] - mean) ** 2, weights[i:i + step]))
                   for i in range(0, len(values), step)) / total
         out["mean_itl_ms"] = mean * 1000.0
         out["std_itl_ms"] = math.sqrt(var) * 1000.0
-        out["median_itl_ms"] = weighted_percentile(values, weights, 50) * 1000.0
-        for q in qs:
+        for q in sorted(set(qs) | {50}):
             out[f"p{_pword(q)}_itl_ms"] = weighted_percentile(values, weights, q) * 1000.0
+        out["median_itl_ms"] = out["p50_itl_ms"]
+        if 50 not in qs:
+            del out["p50_itl_ms"]
         del values, weights  # the views must go before the arrays can grow again
         return out
 
@@ -498,7 +556,7 @@ class MetricsCollector:
         """Headline numbers over the recent past, for the live view."""
         recent = list(self._recent)
         lo = now - window_s
-        booked = self._recent_tokens
+        booked = self._recent_iterations()
         if len(booked) == booked.maxlen and booked[0][0] > lo:
             # More iterations ran in the window than the buffer keeps: the rates are over the
             # span it still holds (from the end of its oldest iteration), not the whole window.

@@ -162,6 +162,12 @@ class WorkloadSpec:
                                   f"requests/s, at least the start rate ({self.ramp_up_start_rps:g})")
         if _not_whole(self.max_concurrency) or self.max_concurrency < 0:
             raise ConfigError("max_concurrency", self.max_concurrency, "a whole number >= 0 (0 = no cap)")
+        if (self.num_prompts == 0 and self.request_rate == math.inf and not self.max_concurrency
+                and self.arrival not in ("trace", "all-at-once")):
+            # Endless traffic all arriving at once would be endless requests at one instant.
+            raise ConfigError("request_rate", self.request_rate,
+                              "a finite rate for endless traffic (num_prompts 0), or a max_concurrency cap",
+                              "with no end and no rate, every request of the stream would arrive at the same instant")
         if self.dataset not in DATASETS:
             raise ConfigError("dataset", self.dataset, "one of " + ", ".join(DATASETS))
         if self.dataset != "random" and not self.dataset_path:

@@ -422,7 +422,9 @@ class ContinuousScheduler(Scheduler):
             k = min(k, int((limit - start) / cost.decode_time(batch, context)) + 2)
         pool = self.pool
         free = pool.free
-        enough_blocks = running.decode_blocks_over(k) <= free  # (when short, find the first that does not fit)
+        # A decoder needs a block at most once in `block_size` ticks: the exact count is needed
+        # only when that bound does not fit (and then the first tick that does not fit is found).
+        enough_blocks = batch * (k // running.block_size + 1) <= free or running.decode_blocks_over(k) <= free
         if k >= NUMPY_STRETCH:
             import numpy as np
 
@@ -440,14 +442,14 @@ class ContinuousScheduler(Scheduler):
             if not enough_blocks:
                 count = min(count, bisect_right(list(accumulate(running.crossing_schedule(k))), free))
             gaps = list(map(sub, islice(ends, 1, count + 1), ends))
-            ends = ends[1:count + 1]
+            del ends[0]
+            del ends[count:]
         if count == 0:
             return None
         binding = self._steady_binding or "none"
         finishing = running.tick + count == running.next_finish
         alike = count - finishing  # iterations in which nobody finishes
         if alike:
-            pool.take(running.decode_blocks_over(alike))
             running.advance_many(alike, float(ends[alike - 1]), float(max(gaps[:alike] if finishing else gaps)))
         stretch = DecodeStretch(ends, gaps, batch, context + batch * (count - 1), pool.usable - pool.free, binding)
         if finishing:

@@ -210,7 +210,9 @@ class RunningSet:
 
     def advance_many(self, ticks: int, end: float, largest_gap: float) -> None:
         """`ticks` alike decode iterations ran, the last ending at `end` (none finishes a
-        decoder: the caller stops before `next_finish`)."""
+        decoder: the caller stops before `next_finish`; the blocks the decoders need in them
+        are taken here)."""
+        self.pool.take(self.decode_blocks_over(ticks))
         self._log_gap(self.tick, largest_gap)
         self.tick += ticks
         self.last_token_time = end

@@ -50,7 +50,7 @@ def test_flags_are_unique_and_vllms_own_where_vllm_has_the_setting():
     ("engine.watermark", 1, None),
     ("engine.watermark", 0, 0.0),
     ("workload.request_rate", 5, 5.0),
-    ("workload.request_rate", math.inf, math.inf),
+    ("workload.request_rate", math.inf, None),  # endless traffic (the base's) needs a finite rate
     ("workload.request_rate", -1.0, None),
     ("workload.input.mean", 300.0, 300),
     ("workload.max_concurrency", 8, 8),

@@ -362,3 +362,33 @@ def test_max_concurrency_with_paced_arrivals_sends_late_ones_when_a_slot_frees()
     assert all(s >= t - 1e-12 for s, t in zip(sent, scheduled))  # never before its time
     assert sent[5] > scheduled[5] + 0.5  # two slots for requests 1.5 s long: the rest wait
     assert min(r.ttft for r in records) > 0 and engine.metrics.completed == 40
+
+
+def test_endless_traffic_at_an_infinite_rate_is_refused_naming_the_dial():
+    """Endless traffic (num_prompts 0) all arriving at once would be endless requests at one
+    instant (the admission loop never ended): refused at load time and as a live dial, and a
+    live engine keeps running with its old rate; a client concurrency cap makes it servable."""
+    endless_at_once = WorkloadSpec(request_rate=math.inf, num_prompts=0)
+    with pytest.raises(ConfigError) as refused:
+        Engine(Scenario(workload=endless_at_once), live=True)
+    assert refused.value.dial == "request_rate"
+    assert "max_concurrency" in str(refused.value)
+
+    engine = Engine(Scenario(workload=WorkloadSpec(request_rate=8.0, num_prompts=0)), live=True)
+    for _ in range(20):
+        engine.step()
+    with pytest.raises(ConfigError):
+        engine.set_dial("workload.request_rate", math.inf)
+    assert engine.scenario.workload.request_rate == 8.0
+    before = engine.iteration
+    for _ in range(5):
+        engine.step()
+    assert engine.iteration == before + 5
+
+    capped = Engine(Scenario(workload=replace(endless_at_once, max_concurrency=8)), live=True)
+    for _ in range(40):
+        capped.step()
+    assert len(capped.scheduler.running) == 8 and capped.scheduler.num_waiting == 0
+    # A finite workload at an infinite rate is still all queued at once.
+    finite = Engine(Scenario(workload=replace(endless_at_once, num_prompts=50)))
+    assert finite.run().metrics["completed"] == 50
