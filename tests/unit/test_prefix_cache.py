@@ -33,7 +33,11 @@ def shared_prefix_requests(draw, block_size: int, max_len: int):
         segments = []
         for name in draw(st.lists(st.sampled_from(PREFIXES), max_size=2)):
             segments.append((name, draw(st.integers(1, 3 * block_size))))
-        segments.append((f"own{i}", draw(st.integers(1, 2 * block_size))))
+        # Its own tail, or one others may send too (whole prompts cached, block-aligned or not).
+        if draw(st.booleans()):
+            segments.append((f"own{i}", draw(st.integers(1, 2 * block_size))))
+        else:
+            segments.append(("common", draw(st.sampled_from([block_size, 2 * block_size, 3]))))
         prompt_len = sum(n for _, n in segments)
         output_len = draw(st.integers(1, 2 * block_size))
         if prompt_len + output_len >= max_len:
