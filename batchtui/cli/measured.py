@@ -133,23 +133,10 @@ def metadata_dials(data: dict, path: str) -> tuple[dict, dict]:
 
 
 def _flag_value(f: o.EngineFlag, text: str, key: str, path: str):
-    kwargs = f.kwargs
-    if kwargs.get("action") is argparse.BooleanOptionalAction:
-        word = text.strip().lower()
-        if word in ("1", "true", "yes", "on"):
-            return True
-        if word in ("0", "false", "no", "off"):
-            return False
-        raise UserError(f"{path}: metadata {key} = {text!r}: expected true or false")
-    value = _convert(kwargs.get("type", str), text, key, path)
-    choices = kwargs.get("choices")
-    if choices is not None and value not in choices:
-        raise UserError(f"{path}: metadata {key} = {text!r}: expected one of {', '.join(map(str, choices))}")
-    if f.dial == "kv_cache_dtype":
-        value = o.KV_CACHE_DTYPE_ALIASES.get(value, value)
-    if f.dial == "max_queue_delay":
-        value = value / 1000
-    return value
+    try:
+        return f.value(text)
+    except argparse.ArgumentTypeError as exc:
+        raise UserError(f"{path}: metadata {key} = {text!r}: {exc}") from None
 
 
 def _convert(kind, text: str, key: str, path: str):

@@ -20,25 +20,37 @@ from . import args as a
 from . import options as o
 from .exits import UserError
 
-# Dial names in the simulator's messages -> the flags that set them (engine flags come from the
-# table in options; these are the rest).
-TRAFFIC_FLAGS = {
-    "gpu": "--gpu", "model": "--model", "request_rate": "--request-rate", "num_prompts": "--num-prompts",
-    "input_len": "--random-input-len", "input_dist": "--input-dist", "input_len_low": "--input-len-min",
-    "input_len_high": "--input-len-max", "input_len_sigma": "--input-sigma", "output_len": "--random-output-len",
-    "output_dist": "--output-dist", "output_len_low": "--output-len-min", "output_len_high": "--output-len-max",
-    "output_len_sigma": "--output-sigma", "burst_size": "--burst-size", "workload": "--workload",
-    "burstiness": "--burstiness", "max_concurrency": "--max-concurrency",
-    "ramp_up_start_rps": "--ramp-up-start-rps", "ramp_up_end_rps": "--ramp-up-end-rps",
-    "dataset_path": "--dataset-path",
-}
 ALLOW_LONG_MAX_MODEL_LEN = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+
+# How the simulator's checks of a length distribution name its fields (`LengthSpec.validate`).
+_LENGTH_NAMES = {"mean": "len", "dist": "dist", "low": "len_low", "high": "len_high", "sigma": "len_sigma",
+                 "long_len": "long_len", "long_share": "long_share"}
+
+
+@functools.cache
+def dial_specs() -> dict:
+    """Every name the simulator's messages give a dial that has a flag (its dotted path, its
+    last part, `input_len` for workload.input.mean, ...) -> its row of the table of dials."""
+    from sim.dials import DIALS
+
+    out = {}
+    for spec in DIALS:
+        if not spec.flag:
+            continue
+        head, _, rest = spec.path.partition(".")
+        out[spec.path] = spec
+        if head == "workload" and "." in rest:
+            side, part = rest.split(".")
+            out[f"{side}_{_LENGTH_NAMES[part]}"] = spec
+        else:
+            out[rest or head] = spec
+    out["workload"] = out["workload.trace_path"]  # a trace's checks name it by its flag
+    return out
 
 
 def dial_flags() -> dict[str, str]:
-    flags = {f.dial: f.flag for f in o.engine_flags()}
-    flags.update(TRAFFIC_FLAGS)
-    return flags
+    """Dial name (as the simulator's messages give it) -> the flag that sets it."""
+    return {name: spec.flag for name, spec in dial_specs().items()}
 
 
 def _given(args: argparse.Namespace) -> dict[str, str]:
@@ -57,8 +69,9 @@ def translate(exc: ConfigError, given: dict[str, str]) -> str:
     prefix = f"{exc.dial} = {exc.value!r}"
     if flag and text.startswith(prefix):
         shown = exc.value
-        if exc.dial == "max_queue_delay":  # the flag takes ms, the dial seconds
-            shown = f"{exc.value * 1000:g}"
+        scale = dial_specs()[exc.dial].flag_scale
+        if scale != 1.0 and isinstance(shown, (int, float)):  # the flag's unit (ms for seconds)
+            shown = f"{exc.value * scale:g}"
         return f"argument {flag}: {shown}" + text[len(prefix):]
     other = dial_flags().get(exc.dial)
     if other and exc.dial not in given:
@@ -117,8 +130,6 @@ def build_setup(args: argparse.Namespace, *, rate_flag: bool = True) -> Setup:
             continue
         if f.dial == "kv_cache_dtype":
             value = o.KV_CACHE_DTYPE_ALIASES.get(value, value)
-        if f.dial == "max_queue_delay":
-            value = value / 1000  # ms on the command line, seconds in the engine
         if f.where == "deployment":
             changes[f.dial] = value
         else:
