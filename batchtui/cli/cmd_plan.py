@@ -90,6 +90,10 @@ def router_task(task: tuple) -> planning.RouterCheck:
 def run(args: argparse.Namespace) -> int:
     slo_given = [f for f, v in (("--ttft-p99", args.ttft_p99), ("--tpot-p99", args.tpot_p99),
                                 ("--peak-rate", args.peak_rate)) if v is not None]
+    if args.max_concurrency is not None:
+        raise UserError("argument --max-concurrency: not allowed with plan: a client that holds requests "
+                        "back hides the queue an SLO is about (plan sizes a replica for open traffic, and "
+                        "--offline for vLLM's LLM class, which has no client); sim and sweep model a capped client")
     if args.offline is not None:
         if slo_given:
             raise UserError(f"argument {slo_given[0]}: not allowed with --offline "

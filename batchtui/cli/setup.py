@@ -241,9 +241,6 @@ def _check_like_vllm(args, sc: Scenario, profiles, model) -> None:
                             f"allowed: at most {fits:,} blocks fit in GPU memory at "
                             f"--gpu-memory-utilization {sc.gpu_memory_utilization:g} (vLLM would run out "
                             "of memory allocating the cache)")
-    if sc.workload.max_concurrency:
-        raise UserError("argument --max-concurrency: not yet modelled (the engine does not hold "
-                        "requests back on the client side yet); leave it out")
 
 
 def _truthy(value: str | None) -> bool:

@@ -73,6 +73,8 @@ def bench_command(setup, rate: float, num_prompts: int, goodput: dict | None = N
               "--request-rate", "inf" if math.isinf(rate) else f"{rate:.2f}"]
     if w.arrival == "gamma" and w.burstiness != 1:
         words += ["--burstiness", f"{w.burstiness:g}"]
+    if w.max_concurrency:
+        words += ["--max-concurrency", str(w.max_concurrency)]
     if goodput:
         words += ["--goodput", *(f"{k}:{v:g}" for k, v in goodput.items())]
     words += ["--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",

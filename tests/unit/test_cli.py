@@ -319,7 +319,6 @@ def test_bad_flags_are_refused_by_argparse_naming_the_flag(capsys, argv, needle)
     (["--max-model-len", "200k"], "200000 is longer than Llama 3.1 8B's context (131072 tokens)"),
     (["--max-model-len", "1.5K"], "argument --max-model-len: expected a whole number of tokens > 0"),
     (["--num-gpu-blocks-override", "90000"], "argument --num-gpu-blocks-override: 90000 is not allowed: at most 28,009"),
-    (["--max-concurrency", "8"], "argument --max-concurrency: not yet modelled"),
     (["--max-concurrency", "0"], "argument --max-concurrency: expected a whole number >= 1"),
     (["--burstiness", "0"], "argument --burstiness: expected a burstiness > 0"),
     (["--random-range-ratio", "1"], "argument --random-range-ratio: expected a ratio in [0, 1)"),
