@@ -237,6 +237,8 @@ DIALS: tuple[DialSpec, ...] = (
              help="admit a request only if its whole prompt's blocks are free (default on)"),
     DialSpec("engine.async_scheduling", "async scheduling", "bool", "restart", "--async-scheduling", "serve",
              help="schedule the next batch before this one's output is processed (default off)"),
+    DialSpec("engine.enable_prefix_caching", "prefix caching", "bool", "restart", "--enable-prefix-caching",
+             "serve", help="reuse the KV of full blocks of a prompt prefix computed before (default on, as vLLM)"),
     DialSpec("engine.max_batch_size", "batch size", "int", "iteration", "--max-batch-size", minimum=1,
              help="batch size for static and dynamic batching (default 64)"),
     DialSpec("engine.max_queue_delay", "batching wait", "float", "iteration", "--max-queue-delay-ms",
