@@ -531,12 +531,12 @@ def hash_segments(hash_ids, prompt_len: int, block: int, request_id: str, path: 
     if not hash_ids:
         return None
     blocks = -(-prompt_len // block)
-    if len(hash_ids) > blocks:
+    if len(hash_ids) > blocks + 1:  # one more is a producer's rounding; more, a wrong block size
         raise WorkloadError(f"{len(hash_ids)} hash_ids for a prompt of {prompt_len} tokens, which has only "
                             f"{blocks} blocks of {block} tokens (is the hash block size right?)", path, lineno)
     segments = []
     left = prompt_len
-    for h in hash_ids:
+    for h in hash_ids[:blocks]:
         n = min(block, left)
         segments.append((f"h{h}", n))
         left -= n

@@ -277,6 +277,10 @@ def print_plan(result, slo, args, replicas, checks, serve, bench, cause, setup) 
     print("  " + serve)
     print("Verify on the real GPU (one replica at the planned rate):")
     print("  " + bench)
+    if setup.scenario.workload.turns > 1:
+        print(_fill(f"(vllm bench serve sends single requests: the rate above counts conversations of "
+                    f"{setup.scenario.workload.turns} turns; replay this traffic with a multi-turn client to "
+                    "verify it.)"))
 
 
 def plan_json(result, slo, args, replicas, checks, serve, bench, cause) -> dict:

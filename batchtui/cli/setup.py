@@ -173,12 +173,31 @@ def _workload(args, w: WorkloadSpec, model, rate_flag: bool, from_file: bool) ->
         raise UserError("argument --ramp-up-start-rps: needs --ramp-up-strategy linear or exponential")
     if args.random_range_ratio and (args.input_dist or args.output_dist):
         raise UserError("argument --random-range-ratio: not allowed with --input-dist/--output-dist")
+    repetition = [f for f in ("--prefix-repetition-prefix-len", "--prefix-repetition-suffix-len",
+                              "--prefix-repetition-output-len") if getattr(args, o.dest(f)) is not None]
+    if dataset == "prefix_repetition":
+        clash = [f for f, v in (("--random-prefix-len", args.random_prefix_len), ("--random-input-len", args.input_len),
+                                ("--random-output-len", args.output_len), ("--input-dist", args.input_dist),
+                                ("--output-dist", args.output_dist), ("--random-range-ratio", args.random_range_ratio),
+                                ("--dataset-path", path)) if v]
+        if clash:
+            raise UserError(f"argument {clash[0]}: not allowed with --dataset-name prefix_repetition (its "
+                            "--prefix-repetition-* flags set the lengths)")
+    elif repetition:
+        raise UserError(f"argument {repetition[0]}: needs --dataset-name prefix_repetition")
 
     if dataset == "timed_trace":
         clash = [f for f, v in (("--arrival", args.arrival), ("--burstiness", args.burstiness),
                                 ("--ramp-up-strategy", args.ramp_up_strategy)) if v is not None]
         if clash:
             raise UserError(f"argument {clash[0]}: not allowed with a trace (the trace sets the arrivals)")
+        shared = [f for f, v in (("--random-prefix-len", args.random_prefix_len), ("--turns", args.turns),
+                                 ("--think-time", args.think_time),
+                                 ("--prefix-repetition-num-prefixes", args.prefix_repetition_num_prefixes))
+                  if v is not None]
+        if shared:
+            raise UserError(f"argument {shared[0]}: not allowed with a trace (its hash_ids say what its "
+                            "prompts share; --hash-block-size sets their block)")
         w = replace(w, arrival="trace", trace_path=path, dataset="random", dataset_path="",
                     trace_rate=rate or 0.0, trace_requests=args.num_prompts or 0)
     else:
@@ -202,10 +221,30 @@ def _workload(args, w: WorkloadSpec, model, rate_flag: bool, from_file: bool) ->
         if dataset in ("sharegpt", "custom"):
             fixed = args.output_len or (args.sharegpt_output_len if dataset == "sharegpt" else args.custom_output_len)
             w = replace(w, dataset=dataset, dataset_path=path, dataset_output_len=fixed or 0)
-        elif dataset == "random":
+        elif dataset in ("random", "prefix_repetition"):
             w = replace(w, dataset="random", dataset_path="")
+        if dataset == "prefix_repetition":
+            d = a.PREFIX_REPETITION_DEFAULTS
+            pick = {k: getattr(args, f"prefix_repetition_{k}") for k in d}
+            pick = {k: d[k] if v is None else v for k, v in pick.items()}
+            w = replace(w, prefix_len=pick["prefix_len"], num_prefixes=pick["num_prefixes"],
+                        input=LengthSpec(mean=pick["suffix_len"]), output=LengthSpec(mean=pick["output_len"]))
+        else:
+            if args.random_prefix_len is not None:
+                w = replace(w, prefix_len=args.random_prefix_len)
+            if args.prefix_repetition_num_prefixes is not None:
+                w = replace(w, num_prefixes=args.prefix_repetition_num_prefixes)
+        if args.turns is not None:
+            if args.turns > 1 and w.dataset != "random":
+                raise UserError("argument --turns: needs the random or prefix_repetition dataset (a next turn's "
+                                "question and answer are drawn from --random-input-len and --random-output-len)")
+            w = replace(w, turns=args.turns)
+        if args.think_time is not None:
+            w = replace(w, think_time=args.think_time)
     if args.max_concurrency is not None:
         w = replace(w, max_concurrency=args.max_concurrency)
+    if args.hash_block_size is not None:
+        w = replace(w, hash_block_size=args.hash_block_size)
     for side in ("input", "output"):
         spec = getattr(w, side)
         mean = getattr(args, f"{side}_len")
