@@ -526,9 +526,10 @@ class Engine:
                        len(sched.running), sched.num_waiting, stretch.kv_blocks_used_last)
         return k
 
-    def summary(self) -> RunSummary:
+    def summary(self, **options) -> RunSummary:
+        """The run so far (`options`: `percentiles` and `goodput`, as `Metrics.summary` takes them)."""
         duration = self.metrics.last_token_time
-        metrics = self.metrics.summary(duration)
+        metrics = self.metrics.summary(duration, **options)
         for key, value in self.prefix_cache_stats().items():
             metrics.setdefault(key, value)
         return RunSummary(self.scenario, metrics, self.metrics.pool_summary(),

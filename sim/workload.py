@@ -259,6 +259,14 @@ class WorkloadSpec:
         return replace(self, request_rate=rate)
 
 
+# The running example as a chat: a 192-token system prompt shared by every conversation, three
+# turns of a 64-token question and a 256-token answer, the next question 5 s after an answer
+# (prompts of 256, 576 and 896 tokens: "about 512 tokens, history plus question"), 4 new
+# conversations a second.
+MULTI_TURN_HELPDESK = WorkloadSpec(arrival="poisson", request_rate=4.0, num_prompts=0, input=LengthSpec(mean=64),
+                                   output=LengthSpec(mean=256), prefix_len=192, turns=3, think_time=5.0)
+
+
 def _not_whole(value) -> bool:
     return isinstance(value, bool) or not isinstance(value, int)
 
