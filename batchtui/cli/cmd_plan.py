@@ -94,6 +94,12 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("argument --max-concurrency: not allowed with plan: a client that holds requests "
                         "back hides the queue an SLO is about (plan sizes a replica for open traffic, and "
                         "--offline for vLLM's LLM class, which has no client); sim and sweep model a capped client")
+    if args.turns is not None and args.turns > 1 and (args.offline is not None or args.peak_rate is not None):
+        flag = "--offline" if args.offline is not None else "--peak-rate"
+        raise UserError(f"argument --turns: not allowed with {flag}: "
+                        + ("an offline job is single requests queued at once" if flag == "--offline" else
+                           "the replicas check routes single requests, not conversations; plan one replica's "
+                           "rate without --peak-rate"))
     if args.offline is not None:
         if slo_given:
             raise UserError(f"argument {slo_given[0]}: not allowed with --offline "
@@ -278,9 +284,8 @@ def print_plan(result, slo, args, replicas, checks, serve, bench, cause, setup) 
     print("Verify on the real GPU (one replica at the planned rate):")
     print("  " + bench)
     if setup.scenario.workload.turns > 1:
-        print(_fill(f"(vllm bench serve sends single requests: the rate above counts conversations of "
-                    f"{setup.scenario.workload.turns} turns; replay this traffic with a multi-turn client to "
-                    "verify it.)"))
+        print(_fill(f"(Rates here count new conversations of {setup.scenario.workload.turns} turns a second; "
+                    "vllm bench serve sends single requests, so verify with a multi-turn client.)"))
 
 
 def plan_json(result, slo, args, replicas, checks, serve, bench, cause) -> dict:

@@ -104,8 +104,14 @@ def test_a_trace_with_hash_ids_and_its_block_size(capsys, tmp_path):
      "argument --random-prefix-len: not allowed with --dataset-name prefix_repetition"),
     (["--workload", "t.jsonl", "--turns", "2"], "argument --turns: not allowed with a trace"),
     (["--dataset-name", "sharegpt", "--dataset-path", "x.json", "--turns", "2"], "argument --turns: needs the random"),
+    (["plan", "--ttft-p99", "100", "--peak-rate", "50", "--turns", "3"], "argument --turns: not allowed with --peak-rate"),
+    (["plan", "--offline", "100", "--turns", "3"], "argument --turns: not allowed with --offline"),
 ])
 def test_bad_sharing_flags(capsys, argv, needle):
+    if argv[0] == "plan":
+        code, _, err = run(capsys, *argv)
+        assert code == 2 and needle in err, err
+        return
     code, _, err = run(capsys, "sim", "--num-prompts", "5", *argv)
     assert code == 2 and needle in err, err
 
