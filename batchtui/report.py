@@ -132,6 +132,7 @@ def traffic_text(w, swept: str | None = None) -> str:
         if w.num_prefixes > 1:
             lengths += f" (one of {w.num_prefixes} prefixes)"
     if w.turns > 1:
+        when = when.replace(" req/s", " conversations/s")
         return (f"{w.num_prompts} conversations of {w.turns} turns, {when}, {lengths} a turn, the next turn "
                 f"{w.think_time:g} s after an answer")
     return f"{w.num_prompts} requests, {when}, {lengths}"
