@@ -246,7 +246,11 @@ class EngineFlag:
             except ConfigError:
                 raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}") from None
         choices = self.kwargs.get("choices")
-        value = self.kwargs["type"](text) if "type" in self.kwargs else text.strip()
+        try:
+            value = self.kwargs["type"](text.strip()) if "type" in self.kwargs else text.strip()
+        except ValueError:  # int() of a choice dial
+            raise argparse.ArgumentTypeError(f"expected one of {', '.join(map(str, choices or ()))}, "
+                                             f"got {text!r}") from None
         if choices is not None and value not in choices:
             raise argparse.ArgumentTypeError(f"expected one of {', '.join(map(str, choices))}, got {text!r}")
         return KV_CACHE_DTYPE_ALIASES.get(value, value) if self.dial == "kv_cache_dtype" else value
