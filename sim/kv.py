@@ -374,5 +374,9 @@ class BlockPool:
             assert block.ref == refs.get(key, 0), "a reference count differs from its holders"
         held_hashed += sum(1 for b in blocks.values() if b.ref > 0)
         assert self.cached == held_hashed + self.evictable, (self.cached, held_hashed, self.evictable)
+        # Conservation: the blocks in use are those held, a shared one once, and those taken for
+        # decoders not yet attributed.
+        distinct = sum(self._held.values()) - sum(b.ref - 1 for b in blocks.values() if b.ref > 1)
+        assert distinct + self.unattributed == self.usable - self.free, (distinct, self.unattributed, self.free)
         if not self.caching:
             assert not self._queue and not self._index

@@ -1,0 +1,250 @@
+"""Prefix caching (issue 13): the pool's invariants on random shared-prefix workloads, hits that
+respect vLLM's rules, caching that changes nothing when nothing is shared, and the engine's
+counting (queries and hits in tokens, num_cached_tokens, the snapshot's cached blocks)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim.config import EngineConfig
+from sim.engine import Engine
+from sim.errors import RequestRejected
+from sim.kv import BlockPool, prompt_block_hashes
+from sim.request import Request, check_segments
+from sim.scenario import Scenario
+from sim.schedulers.continuous import ContinuousScheduler
+from sim.trace import compare, run_case
+from sim.workload import RequestSpec, WorkloadSpec
+from tests.unit.test_reference_engine import scaled_examples
+
+PREFIXES = ("sys", "doc", "tools")
+QUIET = WorkloadSpec(request_rate=1e-6, num_prompts=1)  # one unique request, long after the submitted ones
+
+
+@st.composite
+def shared_prefix_requests(draw, block_size: int, max_len: int):
+    """Requests whose prompts start with some of a few shared segments, then their own."""
+    requests = []
+    for i in range(draw(st.integers(1, 8))):
+        segments = []
+        for name in draw(st.lists(st.sampled_from(PREFIXES), max_size=2)):
+            segments.append((name, draw(st.integers(1, 3 * block_size))))
+        # Its own tail, or one others may send too (whole prompts cached, block-aligned or not).
+        if draw(st.booleans()):
+            segments.append((f"own{i}", draw(st.integers(1, 2 * block_size))))
+        else:
+            segments.append(("common", draw(st.sampled_from([block_size, 2 * block_size, 3]))))
+        prompt_len = sum(n for _, n in segments)
+        output_len = draw(st.integers(1, 2 * block_size))
+        if prompt_len + output_len >= max_len:
+            continue
+        requests.append((f"r{i}", draw(st.integers(1, 6)), tuple(segments), output_len))
+    return requests
+
+
+@st.composite
+def scheduler_cases(draw):
+    block_size = draw(st.sampled_from([4, 8, 16]))
+    num_blocks = draw(st.integers(12, 40))
+    max_model_len = (num_blocks - 1) * block_size
+    budget = draw(st.integers(16, 128))
+    config = EngineConfig(
+        max_num_seqs=draw(st.integers(1, 6)), max_num_batched_tokens=budget, max_model_len=max_model_len,
+        long_prefill_token_threshold=draw(st.sampled_from([0, 0, 8, 24])),
+        scheduling_policy=draw(st.sampled_from(["fcfs", "priority"])),
+        scheduler_reserve_full_isl=draw(st.booleans()), watermark=draw(st.sampled_from([0.0, 0.0, 0.1])),
+        async_scheduling=draw(st.booleans()), enable_prefix_caching=True)
+    return config, num_blocks, block_size, draw(shared_prefix_requests(block_size, max_model_len))
+
+
+def drive(config, num_blocks, block_size, requests, each_call=None):
+    """Run requests through the continuous scheduler, one engine call a step (as the traces
+    do), calling `each_call(sched, pool, admitted hits)` after every schedule and update."""
+    pool = BlockPool(num_blocks, block_size, caching=config.enable_prefix_caching)
+    sched = ContinuousScheduler(config, pool)
+    pending = sorted(requests, key=lambda r: r[1])
+    arrived = []
+    in_flight = None
+    step = 0
+    while pending or sched.has_work() or in_flight is not None:
+        step += 1
+        assert step < 5000
+        while pending and pending[0][1] <= step:
+            rid, _, segments, output_len = pending.pop(0)
+            req = Request(rid, float(step), sum(n for _, n in segments), output_len,
+                          priority=len(arrived) % 3, seq=len(arrived), prompt_segments=segments)
+            sched.add_request(req)
+            arrived.append(req)
+        out = sched.schedule()
+        hits = dict(sched.last_hits)
+        sched.sync()
+        if each_call:
+            each_call(sched, pool, hits)
+        if config.async_scheduling:
+            processed, in_flight = in_flight, (out if not out.is_empty else None)
+            if processed is not None:
+                sched.update_from_output(processed)
+        else:
+            sched.update_from_output(out)
+        sched.sync()
+        if each_call:
+            each_call(sched, pool, {})
+    return arrived, pool
+
+
+@settings(max_examples=scaled_examples(80))
+@given(scheduler_cases())
+def test_pool_invariants_on_random_shared_prefix_workloads(case):
+    """After every schedule and every update: reference counts are never negative and equal the
+    number of holders, no free block is referenced, blocks are conserved (a shared block counted
+    once), cached = held with a hash + evictable; every hit is whole blocks and at most the
+    request's tokens minus one."""
+    config, num_blocks, block_size, requests = case
+    by_id = {}
+
+    def check(sched, pool, hits):
+        pool.check()
+        for req in list(sched.running) + list(sched.waiting):
+            by_id[req.request_id] = req
+        for rid, hit in hits.items():
+            req = by_id[rid]
+            assert hit % block_size == 0
+            assert hit <= req.num_tokens - 1
+            assert req.num_computed_tokens >= hit
+
+    arrived, pool = drive(config, num_blocks, block_size, requests, check)
+    assert pool.free == pool.usable and pool.unattributed == 0  # all blocks came back
+    assert pool.cached == pool.evictable
+    for req in arrived:
+        assert req.num_output_tokens == req.output_len or req.prompt_len + req.num_output_tokens >= config.max_model_len
+        assert 0 <= req.num_cached_tokens <= req.prompt_len - 1
+
+
+def _no_two_share_a_block(requests, block_size):
+    seen = set()
+    for _, _, segments, _ in requests:
+        hashes = prompt_block_hashes(segments, block_size)
+        if seen & set(hashes):
+            return False
+        seen |= set(hashes)
+    return True
+
+
+@settings(max_examples=scaled_examples(80))
+@given(scheduler_cases())
+def test_caching_changes_nothing_when_nothing_is_shared(case):
+    """Requests that share no full block of tokens, no preemption: every step of the trace is
+    the same with caching on and off (only the cache's own fields are added)."""
+    config, num_blocks, block_size, requests = case
+    requests = [r for r in requests if _no_two_share_a_block([r], block_size)]
+    kept, seen = [], set()
+    for r in requests:
+        hashes = set(prompt_block_hashes(r[2], block_size))
+        if not hashes & seen:
+            kept.append(r)
+            seen |= hashes
+    traces = []
+    for caching in (True, False):
+        case_dict = {"config": _case_config(config, num_blocks, block_size, caching),
+                     "requests": [{"id": rid, "arrival_step": step, "prompt_len": sum(n for _, n in segs),
+                                   "prompt": [{"seg": s, "len": n} for s, n in segs], "output_len": out}
+                                  for rid, step, segs, out in kept]}
+        try:
+            traces.append(run_case(case_dict))
+        except RequestRejected:
+            return
+    on, off = traces
+    if any(off["num_preemptions"].values()):
+        return  # a preempted request resumes from its own cached blocks: that is the cache's point
+    assert compare(off, on) == []
+    assert set(on["num_cached_tokens"].values()) <= {0}
+
+
+def _case_config(config: EngineConfig, num_blocks: int, block_size: int, caching: bool) -> dict:
+    return {"block_size": block_size, "num_blocks": num_blocks, "max_num_batched_tokens": config.max_num_batched_tokens,
+            "max_num_seqs": config.max_num_seqs, "enable_chunked_prefill": True,
+            "long_prefill_token_threshold": config.long_prefill_token_threshold, "policy": config.scheduling_policy,
+            "watermark": config.watermark, "scheduler_reserve_full_isl": config.scheduler_reserve_full_isl,
+            "enable_prefix_caching": caching, "async_scheduling": config.async_scheduling,
+            "max_model_len": config.max_model_len}
+
+
+def test_equal_tokens_hash_equal_and_partial_blocks_are_not_hashed():
+    a = prompt_block_hashes((("sys", 40), ("doc", 30), ("A", 6)), 32)
+    c = prompt_block_hashes((("sys", 40), ("doc", 30), ("C", 4)), 32)
+    b = prompt_block_hashes((("sys", 40), ("B", 10)), 32)
+    assert len(a) == 2 and a == c  # block 1 is sys[32:40] + doc[0:24] in both
+    assert b[0] == a[0] and b[1:] == []  # only whole blocks: 50 tokens make one
+    assert prompt_block_hashes((("sys", 32),), 32) != prompt_block_hashes((("other", 32),), 32)
+    assert prompt_block_hashes((("x", 16), ("y", 16)), 16)[1] != prompt_block_hashes((("z", 16), ("y", 16)), 16)[1]
+
+
+def test_segments_must_add_up():
+    assert check_segments("r", None, 10) is None
+    assert check_segments("r", [("a", 4), ("b", 6)], 10) == (("a", 4), ("b", 6))
+    for bad in ([("a", 4)], [("a", 0), ("b", 10)], [("a", 4.5), ("b", 5.5)], [3]):
+        try:
+            check_segments("r", bad, 10)
+        except RequestRejected as exc:
+            assert "r" in str(exc)
+        else:
+            raise AssertionError(bad)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SegmentedSpec(RequestSpec):
+    prompt_segments: tuple | None = None
+
+
+def test_engine_counts_queries_and_hits_as_vllm():
+    """Three requests share a 256-token system prompt: the first misses, the others hit its 16
+    blocks once it has been scheduled. Queries are the admitted requests' tokens, hits their
+    cached tokens; the snapshot shows the cached blocks."""
+    engine = Engine(Scenario(workload=QUIET, seed=0))
+    assert engine.config.enable_prefix_caching
+    for i in range(3):
+        engine.submit(SegmentedSpec(f"q{i}", 0.01 * i, 300, 8, prompt_segments=(("sys", 256), (f"q{i}", 44))))
+    engine.step()
+    snap = engine.snapshot()
+    assert snap.cached_blocks >= 18 and snap.evictable_blocks == 0
+    summary = engine.run()
+    reqs = [engine.requests[f"q{i}"] for i in range(3)]
+    assert [r.num_cached_tokens for r in reqs] == [0, 256, 256]
+    queries = sum(r.prompt_len for r in engine.requests.values())  # (the workload's own one included)
+    assert queries > 900
+    assert summary["prefix_cache_queries"] == queries
+    assert summary["prefix_cache_hits"] == 512
+    assert abs(summary["prefix_cache_hit_rate"] - 512 / queries) < 1e-12
+    snap = engine.snapshot()
+    assert snap.evictable_blocks == snap.cached_blocks > 0
+    assert snap.kv_blocks_used == 0
+
+
+def test_engine_without_caching_hits_nothing():
+    engine = Engine(Scenario(engine={"enable_prefix_caching": False}, workload=QUIET, seed=0))
+    for i in range(3):
+        engine.submit(SegmentedSpec(f"q{i}", 0.01 * i, 300, 8, prompt_segments=(("sys", 256), (f"q{i}", 44))))
+    summary = engine.run()
+    assert summary["prefix_cache_hits"] == 0 and summary["prefix_cache_queries"] == 0
+    assert engine.snapshot().cached_blocks == 0
+
+
+def test_segments_that_do_not_add_up_are_refused():
+    engine = Engine(Scenario(workload=QUIET, seed=0))
+    try:
+        engine.submit(SegmentedSpec("bad", 0.0, 300, 8, prompt_segments=(("sys", 256),)))
+    except RequestRejected as exc:
+        assert "add up to 256" in str(exc)
+    else:
+        raise AssertionError("accepted")
+
+
+def test_scenario_round_trip_keeps_the_dial():
+    sc = Scenario(engine={"enable_prefix_caching": False})
+    again = Scenario.from_dict(json.loads(json.dumps(sc.to_dict())))
+    assert again.engine_config().enable_prefix_caching is False
+    assert Scenario().engine_config().enable_prefix_caching is True
