@@ -285,6 +285,15 @@ def fill(text: str, lab: Lab | Callable[[], Lab]) -> str:
     return out
 
 
+PENDING = "…"
+"""What a figure reads as until the simulator has computed it (a step's draft, at launch)."""
+
+
+def pending(text: str) -> str:
+    """`text` with every `{{name}}` shown as PENDING: no simulator run (a step's first frame)."""
+    return TEMPLATE.sub(PENDING, text) if "{{" in text else text
+
+
 def names_in(text: str) -> list[str]:
     return TEMPLATE.findall(text)
 
