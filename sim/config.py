@@ -29,6 +29,7 @@ class EngineConfig:
     max_batch_size: int = 64
     max_queue_delay: float = 0.010
     async_scheduling: bool = False  # schedule batch k before batch k-1's output is processed
+    enable_prefix_caching: bool = True  # vLLM's automatic prefix caching (continuous batching)
 
     def validate(self) -> None:
         """Raise ConfigError for a value vLLM (or this simulator) refuses."""
@@ -61,7 +62,7 @@ class EngineConfig:
             raise ConfigError("watermark", self.watermark, "a fraction of the blocks in [0, 1)")
         if not isinstance(self.async_scheduling, bool):
             raise ConfigError("async_scheduling", self.async_scheduling, "true or false")
-        for name in ("enable_chunked_prefill", "scheduler_reserve_full_isl"):
+        for name in ("enable_chunked_prefill", "scheduler_reserve_full_isl", "enable_prefix_caching"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(name, getattr(self, name), "true or false")
         if not (isinstance(self.max_queue_delay, (int, float)) and math.isfinite(self.max_queue_delay)

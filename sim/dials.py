@@ -198,6 +198,8 @@ DIALS: tuple[DialSpec, ...] = (
              help="admit only if the whole prompt's blocks are free"),
     DialSpec("engine.async_scheduling", "async scheduling", "bool", "restart", "--async-scheduling", "serve",
              help="schedule the next batch before this one's output is processed"),
+    DialSpec("engine.enable_prefix_caching", "prefix caching", "bool", "restart", "--enable-prefix-caching",
+             "serve", help="reuse the KV of full blocks of a prompt prefix computed before (vLLM's default)"),
     DialSpec("engine.max_batch_size", "batch size", "int", "iteration", "--max-batch-size", minimum=1,
              help="static and dynamic batching"),
     DialSpec("engine.max_queue_delay", "batching wait", "float", "iteration", "--max-queue-delay-ms",

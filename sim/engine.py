@@ -29,7 +29,7 @@ from .errors import ConfigError, RequestRejected, SimError
 from .kv import BlockPool
 from .metrics import MetricsCollector, RequestRecord
 from .reports import EngineSnapshot, IterationReport, ScheduledWork, SeatView
-from .request import FINISHED, Request, check_request
+from .request import FINISHED, Request, check_request, check_segments
 from .scenario import Scenario
 from .schedulers.base import SchedulerOutput, UpdateResult
 from .schedulers.continuous import ContinuousScheduler
@@ -90,7 +90,9 @@ class Engine:
         if self.encoder:
             pool = BlockPool(2**40, 16)  # an encoder keeps no KV cache
         else:
-            pool = BlockPool(self.deployment.num_gpu_blocks, self.deployment.block_size)
+            # vLLM's prefix cache belongs to its (continuous) scheduler's KV cache manager.
+            pool = BlockPool(self.deployment.num_gpu_blocks, self.deployment.block_size,
+                             caching=config.enable_prefix_caching and config.batching == "continuous")
             if config.batching == "continuous" and config.max_model_len > pool.usable * pool.block_size:
                 raise ConfigError(
                     "max_model_len", config.max_model_len,
@@ -207,6 +209,7 @@ class Engine:
             else:
                 check_request(spec.request_id, spec.prompt_len, spec.output_len, config,
                               self.pool.usable, self.pool.block_size)
+                check_segments(spec.request_id, getattr(spec, "prompt_segments", None), spec.prompt_len)
         except RequestRejected as exc:
             return exc
         return None
@@ -218,7 +221,8 @@ class Engine:
 
     def _request(self, spec: RequestSpec, seq: int) -> Request:
         return Request(spec.request_id, spec.arrival_time, spec.prompt_len, 1 if self.encoder else spec.output_len,
-                       priority=spec.priority, pool=spec.pool, seq=seq)
+                       priority=spec.priority, pool=spec.pool, seq=seq,
+                       prompt_segments=getattr(spec, "prompt_segments", None))
 
     def _admit_arrivals(self) -> None:
         """Queue every request that has arrived by now, in arrival order (the workload's first
@@ -524,8 +528,26 @@ class Engine:
 
     def summary(self) -> RunSummary:
         duration = self.metrics.last_token_time
-        return RunSummary(self.scenario, self.metrics.summary(duration), self.metrics.pool_summary(),
+        metrics = self.metrics.summary(duration)
+        for key, value in self.prefix_cache_stats().items():
+            metrics.setdefault(key, value)
+        return RunSummary(self.scenario, metrics, self.metrics.pool_summary(),
                           self.iteration, self.metrics.records)
+
+    def prefix_cache_stats(self) -> dict:
+        """Prefix cache lookups so far, in tokens, as vLLM's PrefixCacheStats counts them when a
+        request is admitted: `prefix_cache_queries` and `prefix_cache_hits` for first admissions
+        (vLLM's prefix_cache_queries / prefix_cache_hits counters), the hit rate (hits/queries,
+        0 with no query), and the same for resumptions after a preemption."""
+        stats = getattr(self.scheduler, "prefix_stats", None) or (0, 0, 0, 0)
+        queries, hits, p_queries, p_hits = stats
+        return {
+            "prefix_cache_queries": queries,
+            "prefix_cache_hits": hits,
+            "prefix_cache_hit_rate": hits / queries if queries else 0.0,
+            "prefix_cache_preempted_queries": p_queries,
+            "prefix_cache_preempted_hits": p_hits,
+        }
 
     # -- for the UI
     def snapshot(self) -> EngineSnapshot:
@@ -570,6 +592,8 @@ class Engine:
             notices=tuple(self.notices),
             block_size=self.pool.block_size,
             async_scheduling=self._async,
+            cached_blocks=self.pool.cached,
+            evictable_blocks=self.pool.evictable,
         )
 
 

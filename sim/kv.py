@@ -1,22 +1,126 @@
-"""The paged KV cache: a pool of fixed-size blocks handed to sequences as they grow."""
+"""The paged KV cache: a pool of fixed-size blocks handed to sequences as they grow, with vLLM's
+automatic prefix cache.
+
+Blocks are counted, not named, wherever names change nothing: a block nobody can look up (no
+hash) is one of `free` or one of a request's `held`. With prefix caching (`caching`), a full
+block gets a hash when its tokens are scheduled, chained with the previous block's, and keeps it
+after its holder lets go, free but reusable until it is evicted. Such blocks need identities only
+where another request could hit them:
+
+- a prompt block of a request with `prompt_segments` is a `Block` in the index (hash -> blocks
+  with that hash, first cached first), shared and reference-counted;
+- any other hashed block (a unique prompt's, or one completed by generated tokens) can only be
+  hit by its own request when it resumes after a preemption: it is counted, and once freed it
+  sits in the free queue as part of a `Run` of its owner's blocks.
+
+The free queue is vLLM's `FreeKVCacheBlockQueue`. Freeing walks a request's blocks from the tail:
+unhashed blocks go to the front, hashed ones to the back; new blocks are taken from the front,
+evicting the hash of a cached block taken. So the queue is always some unhashed blocks (a count:
+`free - evictable`) followed by the evictable ones in order (`_queue`), and eviction is LRU by
+time of freeing, tail blocks first.
+"""
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from .errors import ConfigError
+
+
+class Block:
+    """A cached block another request may hit: its hash and how many requests hold it."""
+
+    __slots__ = ("hash", "ref")
+
+    def __init__(self, block_hash: int) -> None:
+        self.hash = block_hash
+        self.ref = 1
+
+
+class Run:
+    """Freed hashed blocks only their owner can hit: blocks `start` .. `start + count - 1` of
+    its sequence. In the free queue the last block comes first, so eviction shortens the run
+    from its end."""
+
+    __slots__ = ("owner", "start", "count")
+
+    def __init__(self, owner, start: int, count: int) -> None:
+        self.owner = owner
+        self.start = start
+        self.count = count
+
+
+class Chain:
+    """The hashed head of a held request's blocks: `shared` Blocks, then `own` counted ones
+    (the rest of what it holds has no hash yet)."""
+
+    __slots__ = ("request", "shared", "own")
+
+    def __init__(self, request) -> None:
+        self.request = request
+        self.shared: list[Block] = []
+        self.own = 0
+
+
+class Hit:
+    """What a lookup found (nothing is taken until `admit`)."""
+
+    __slots__ = ("blocks", "own", "evictable")
+
+    def __init__(self, blocks: list[Block], own: int, evictable: int) -> None:
+        self.blocks = blocks
+        self.own = own  # blocks of the request's own Run, after `blocks`
+        self.evictable = evictable  # of all of them, those in the free queue
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.blocks) + self.own
+
+
+NO_HIT = Hit([], 0, 0)
+
+
+def prompt_block_hashes(segments, block_size: int) -> list[int]:
+    """The chained hash of each full block of a prompt given as (name, length) segments: a token
+    is its segment's name and its position in it, so equal token blocks (after equal heads) get
+    equal hashes. Nothing is materialised token by token."""
+    hashes: list[int] = []
+    parent = 0
+    pieces: list[tuple[str, int, int]] = []
+    filled = 0
+    for name, length in segments:
+        pos = 0
+        while pos < length:
+            take = min(length - pos, block_size - filled)
+            pieces.append((name, pos, pos + take))
+            pos += take
+            filled += take
+            if filled == block_size:
+                parent = hash((parent, tuple(pieces)))
+                hashes.append(parent)
+                pieces = []
+                filled = 0
+    return hashes
 
 
 class BlockPool:
     """Blocks of `block_size` tokens. Block 0 is reserved (vLLM's null block), so a pool of
     `num_blocks` can hand out `num_blocks - 1`.
 
-    Blocks are handed out one request at a time (`try_allocate`), or in bulk (`take`) for the
-    scheduler's compactly held decoders, which grow by one token an iteration: their blocks are
-    counted as used at once and attributed to each request later (`settle`). Until then they
-    are `unattributed`, and `used == sum(holdings) + unattributed`."""
+    Blocks are handed out one request at a time (`try_allocate`, or `admit` with a prefix-cache
+    hit), or in bulk (`take`) for the scheduler's compactly held decoders, which grow by one
+    token an iteration: their blocks are counted as used at once and attributed to each request
+    later (`settle`). Until then they are `unattributed`, and, without caching,
+    `used == sum(holdings) + unattributed` (a shared block is held by each of its holders).
 
-    __slots__ = ("num_blocks", "block_size", "usable", "free", "unattributed", "_held")
+    `free` counts every block in the free queue, evictable cached ones included (vLLM's
+    get_num_free_blocks); `evictable` those of them that hold a hash; `cached` every block that
+    holds a hash, held or not."""
 
-    def __init__(self, num_blocks: int, block_size: int) -> None:
+    __slots__ = ("num_blocks", "block_size", "usable", "free", "unattributed", "_held", "caching",
+                 "evictable", "cached", "_queue", "_index", "_chains")
+
+    def __init__(self, num_blocks: int, block_size: int, caching: bool = False) -> None:
         if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size <= 0 \
                 or block_size & (block_size - 1):
             raise ConfigError("block_size", block_size, "a power of two (16 is vLLM's default)")
@@ -28,6 +132,12 @@ class BlockPool:
         self.free = self.usable
         self.unattributed = 0
         self._held: dict[str, int] = {}
+        self.caching = bool(caching)
+        self.evictable = 0
+        self.cached = 0
+        self._queue: OrderedDict = OrderedDict()  # evictable Blocks and Runs, front first
+        self._index: dict[int, list[Block]] = {}  # hash -> cached Blocks with it, first cached first
+        self._chains: dict[str, Chain] = {}  # held requests' hashed heads (caching only)
 
     @property
     def used(self) -> int:
@@ -52,6 +162,8 @@ class BlockPool:
         if need + reserve > self.free:
             return False
         self.free -= need
+        if self.free < self.evictable:
+            self._evict(self.evictable - self.free)
         self._held[request_id] = self._held.get(request_id, 0) + need
         return True
 
@@ -60,17 +172,195 @@ class BlockPool:
         checked that they are free)."""
         self.free -= blocks
         self.unattributed += blocks
+        if self.free < self.evictable:
+            self._evict(self.evictable - self.free)
 
-    def settle(self, request_id: str, blocks: int) -> None:
-        """`request_id` holds `blocks` blocks: those beyond what it was known to hold come out of
-        the blocks handed out with `take`."""
+    def settle(self, request_id: str, tokens: int) -> None:
+        """`request_id` holds the blocks for `tokens` computed tokens (those scheduled included):
+        those beyond what it was known to hold come out of the blocks handed out with `take`.
+        With caching its full blocks hold hashes (a decoder's tokens are all known)."""
+        blocks = -(-tokens // self.block_size)
         self.unattributed -= blocks - self._held.get(request_id, 0)
         self._held[request_id] = blocks
+        if self.caching:
+            self.cache_blocks(request_id, tokens)
 
     def free_request(self, request_id: str) -> int:
+        """A request lets go of its blocks (finished or preempted); returns how many it held.
+        With caching they are walked from the tail: unhashed ones to the front of the free
+        queue, hashed ones (a shared one once its last holder lets go) to the back."""
         n = self._held.pop(request_id, 0)
-        self.free += n
+        if not self.caching:
+            self.free += n
+            return n
+        chain = self._chains.pop(request_id, None)
+        if chain is None:
+            self.free += n
+            return n
+        shared = chain.shared
+        hashed = len(shared) + chain.own
+        self.free += n - hashed  # unhashed: to the front (counted)
+        queue = self._queue
+        if chain.own:
+            run = Run(chain.request, len(shared), chain.own)
+            queue[run] = None
+            if chain.request is not None:
+                chain.request.kv_run = run
+            self.free += chain.own
+            self.evictable += chain.own
+        for block in reversed(shared):
+            block.ref -= 1
+            if block.ref == 0:
+                queue[block] = None
+                self.free += 1
+                self.evictable += 1
         return n
 
     def holdings(self) -> dict[str, int]:
         return dict(self._held)
+
+    # -- the prefix cache
+    def find_cached(self, request) -> Hit:
+        """The longest run of cached full blocks from the start of `request`'s tokens, capped so
+        that its last token is computed (vLLM's get_computed_blocks); nothing is taken."""
+        if not self.caching:
+            return NO_HIT
+        cap = (request.num_tokens - 1) // self.block_size
+        blocks: list[Block] = []
+        evictable = 0
+        hashes = request.prompt_hashes(self.block_size) if request.prompt_segments is not None else ()
+        index = self._index
+        for h in hashes[:cap]:
+            found = index.get(h)
+            if not found:
+                break
+            block = found[0]
+            blocks.append(block)
+            if block.ref == 0:
+                evictable += 1
+        own = 0
+        run = request.kv_run
+        if run is not None and len(blocks) == len(hashes) and run.start == len(blocks):
+            own = min(run.count, cap - len(blocks))
+            evictable += own
+        if not blocks and not own:
+            return NO_HIT
+        return Hit(blocks, own, evictable)
+
+    def admit(self, request, hit: Hit, total_tokens: int, reserve: int = 0) -> bool:
+        """A waiting request takes its cache hit and grows to `total_tokens` (hit included);
+        fails, taking nothing, unless `reserve` blocks would still be free afterwards (the hit
+        blocks that are evictable leave the free queue too)."""
+        rid = request.request_id
+        hit_blocks = hit.num_blocks
+        need = -(-total_tokens // self.block_size) - hit_blocks - self._held.get(rid, 0)
+        if need < 0:
+            need = 0
+        if need + hit.evictable + reserve > self.free:
+            return False
+        chain = self._chains.get(rid)
+        if chain is None:
+            chain = self._chains[rid] = Chain(request)
+        queue = self._queue
+        for block in hit.blocks:
+            if block.ref == 0:
+                del queue[block]
+            block.ref += 1
+        chain.shared.extend(hit.blocks)
+        if hit.own:
+            run = request.kv_run
+            if hit.own == run.count:
+                del queue[run]
+            else:  # the rest of the run stays, as blocks nobody can hit any more
+                run.start += hit.own
+                run.count -= hit.own
+            request.kv_run = None
+            chain.own += hit.own
+        self.free -= hit.evictable
+        self.evictable -= hit.evictable
+        self._held[rid] = self._held.get(rid, 0) + hit_blocks
+        return self.try_allocate(rid, total_tokens)
+
+    def cache_blocks(self, request_id: str, tokens: int) -> None:
+        """The request's first `tokens` tokens are scheduled and known: its full blocks among them
+        get their hashes (vLLM's cache_blocks). A prompt block of a request with segments joins
+        the index, where another request may hit it; a second block with a hash already cached
+        is kept beside the first."""
+        chain = self._chains.get(request_id)
+        if chain is None:  # (blocks allocated without `admit`: nobody to hit them but counted)
+            chain = self._chains[request_id] = Chain(None)
+        full = tokens // self.block_size
+        shared = chain.shared
+        done = len(shared) + chain.own
+        if full <= done:
+            return
+        self.cached += full - done
+        request = chain.request
+        if not chain.own and request is not None and request.prompt_segments is not None:
+            hashes = request.prompt_hashes(self.block_size)
+            index = self._index
+            while done < full and done < len(hashes):
+                block = Block(hashes[done])
+                shared.append(block)
+                found = index.get(block.hash)
+                if found is None:
+                    index[block.hash] = [block]
+                else:
+                    found.append(block)
+                done += 1
+        chain.own += full - done
+
+    def _evict(self, count: int) -> None:
+        """The front `count` evictable blocks are taken: they lose their hashes."""
+        queue = self._queue
+        index = self._index
+        self.evictable -= count
+        self.cached -= count
+        while count:
+            entry = next(iter(queue))
+            if type(entry) is Block:
+                del queue[entry]
+                found = index[entry.hash]
+                if len(found) == 1:
+                    del index[entry.hash]
+                else:
+                    found.remove(entry)
+                count -= 1
+            else:
+                k = min(count, entry.count)
+                entry.count -= k
+                count -= k
+                if not entry.count:
+                    del queue[entry]
+                    if entry.owner is not None and entry.owner.kv_run is entry:
+                        entry.owner.kv_run = None
+
+    def check(self) -> None:
+        """Assert the pool's invariants (for tests): counts add up, references are positive
+        exactly for held blocks, a free block is never referenced."""
+        assert 0 <= self.evictable <= self.free <= self.usable, (self.evictable, self.free)
+        queued = 0
+        for entry in self._queue:
+            if type(entry) is Block:
+                assert entry.ref == 0, "a block in the free queue is referenced"
+                assert any(b is entry for b in self._index.get(entry.hash, ())), "an evictable block lost its hash"
+                queued += 1
+            else:
+                assert entry.count > 0
+                queued += entry.count
+        assert queued == self.evictable, (queued, self.evictable)
+        refs: dict[int, int] = {}
+        held_hashed = 0
+        for rid, chain in self._chains.items():
+            assert len(chain.shared) + chain.own <= self._held.get(rid, 0), rid
+            held_hashed += chain.own
+            for block in chain.shared:
+                refs[id(block)] = refs.get(id(block), 0) + 1
+        blocks = {id(b): b for found in self._index.values() for b in found}
+        for key, block in blocks.items():
+            assert block.ref >= 0, "a negative reference count"
+            assert block.ref == refs.get(key, 0), "a reference count differs from its holders"
+        held_hashed += sum(1 for b in blocks.values() if b.ref > 0)
+        assert self.cached == held_hashed + self.evictable, (self.cached, held_hashed, self.evictable)
+        if not self.caching:
+            assert not self._queue and not self._index

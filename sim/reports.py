@@ -159,3 +159,7 @@ class EngineSnapshot:
     notices: tuple[str, ...] = field(default=())  # rejections and other things to tell the learner
     block_size: int = 16  # tokens a KV block holds (kv_blocks_* x block_size = tokens)
     async_scheduling: bool = False  # batches are scheduled one engine call ahead of their output
+    # Prefix caching: blocks holding a hash (in use or not), and of those the ones nobody holds:
+    # free (counted in kv_blocks_usable - kv_blocks_used) but reusable until evicted.
+    cached_blocks: int = 0
+    evictable_blocks: int = 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .errors import RequestRejected
+from .kv import prompt_block_hashes
 
 WAITING = "waiting"
 RUNNING = "running"
@@ -22,11 +23,12 @@ class Request:
         "num_computed_tokens", "num_output_tokens", "status", "num_preemptions",
         "first_token_time", "last_token_time", "finish_time", "first_scheduled_time",
         "first_token_iteration", "finish_iteration", "finish_reason", "max_gap",
-        "num_output_placeholders",
+        "num_output_placeholders", "prompt_segments", "num_cached_tokens", "kv_run", "_hashes",
     )
 
     def __init__(self, request_id: str, arrival_time: float, prompt_len: int, output_len: int,
-                 priority: int = 0, pool: str = "chat", seq: int = 0) -> None:
+                 priority: int = 0, pool: str = "chat", seq: int = 0,
+                 prompt_segments: tuple[tuple[str, int], ...] | None = None) -> None:
         self.request_id = request_id
         self.arrival_time = arrival_time
         self.prompt_len = prompt_len
@@ -47,6 +49,21 @@ class Request:
         self.finish_reason = ""
         self.max_gap = 0.0
         self.num_output_placeholders = 0  # tokens sampled in a batch whose output is not processed yet
+        # The prompt's identity for prefix caching: (name, length) segments adding up to
+        # prompt_len (a token is its segment's name and its position in it), or None for a prompt
+        # nobody shares.
+        self.prompt_segments = prompt_segments
+        self.num_cached_tokens = -1  # prompt tokens found in the prefix cache at first admission
+        self.kv_run = None  # its freed hashed blocks only it can hit (sim.kv.Run), while cached
+        self._hashes: list[int] | None = None
+
+    def prompt_hashes(self, block_size: int) -> list[int]:
+        """The chained hashes of the prompt's full blocks (computed once; prompts with segments
+        only)."""
+        hashes = self._hashes
+        if hashes is None:
+            hashes = self._hashes = prompt_block_hashes(self.prompt_segments or (), block_size)
+        return hashes
 
     @property
     def num_tokens(self) -> int:
@@ -83,3 +100,23 @@ def check_request(req_id: str, prompt_len: int, output_len: int, config: EngineC
             req_id, f"it needs {peak_blocks} KV blocks ({prompt_len} + {output_len} - 1 = {peak_tokens} "
                     f"tokens) but the cache has only {usable_blocks} usable blocks of {block_size} tokens "
                     f"({usable_blocks * block_size} tokens); it could never be served")
+
+
+def check_segments(req_id: str, segments, prompt_len: int) -> tuple[tuple[str, int], ...] | None:
+    """A prompt's segments as a tuple of (name, length), refused with a reason unless their
+    lengths (whole numbers > 0) add up to `prompt_len`."""
+    if segments is None:
+        return None
+    try:
+        out = tuple((str(name), length) for name, length in segments)
+    except (TypeError, ValueError):
+        raise RequestRejected(req_id, "prompt segments must be (name, length) pairs") from None
+    for name, length in out:
+        if isinstance(length, bool) or not isinstance(length, int) or length <= 0:
+            raise RequestRejected(req_id, f"the length of prompt segment {name!r} must be a whole number > 0, "
+                                          f"got {length!r}")
+    total = sum(length for _, length in out)
+    if total != prompt_len:
+        raise RequestRejected(req_id, f"its prompt segments add up to {total} tokens, not its prompt_len "
+                                      f"of {prompt_len}")
+    return out

@@ -13,7 +13,7 @@ from pathlib import Path
 from .config import EngineConfig
 from .errors import ConfigError, NotModelled, RequestRejected, SimError
 from .kv import BlockPool
-from .request import Request, check_request
+from .request import Request, check_request, check_segments
 from .schedulers.continuous import ContinuousScheduler
 
 CONFIG_KEYS = {
@@ -50,8 +50,6 @@ def config_from_case(cfg: dict) -> tuple[EngineConfig, BlockPool]:
     unknown = set(cfg) - CONFIG_KEYS
     if unknown:
         raise ConfigError("config", sorted(unknown)[0], "a key of the case format: " + ", ".join(sorted(CONFIG_KEYS)))
-    if cfg.get("enable_prefix_caching"):
-        raise NotModelled("prefix caching not modelled yet")
     for key in ("block_size", "num_blocks", "max_num_batched_tokens", "max_num_seqs", "max_model_len"):
         if key not in cfg:
             raise ConfigError(key, None, "a value in the case's config")
@@ -66,9 +64,10 @@ def config_from_case(cfg: dict) -> tuple[EngineConfig, BlockPool]:
         watermark=float(cfg.get("watermark", 0.0)),
         scheduler_reserve_full_isl=bool(cfg.get("scheduler_reserve_full_isl", True)),
         async_scheduling=bool(cfg.get("async_scheduling", False)),
+        enable_prefix_caching=bool(cfg.get("enable_prefix_caching", False)),
     )
     config.validate()
-    pool = BlockPool(cfg["num_blocks"], cfg["block_size"])
+    pool = BlockPool(cfg["num_blocks"], cfg["block_size"], caching=config.enable_prefix_caching)
     if "usable_blocks" in cfg and cfg["usable_blocks"] != pool.usable:
         raise ConfigError("usable_blocks", cfg["usable_blocks"], f"num_blocks - 1 = {pool.usable}")
     return config, pool
@@ -88,6 +87,7 @@ def run_case(case: dict) -> dict:
         raise ConfigError("requests", case["requests"], "a list of request objects")
     config, pool = config_from_case(case["config"])
     sched = ContinuousScheduler(config, pool)
+    caching = pool.caching
     asynchronous = config.async_scheduling
     specs = []
     seen: set[str] = set()
@@ -103,7 +103,7 @@ def run_case(case: dict) -> dict:
         prio = r.get("priority", 0)
         if isinstance(prio, bool) or not isinstance(prio, int):
             raise RequestRejected(rid, f"priority must be a whole number, got {prio!r}")
-        specs.append((step, i, rid, r))
+        specs.append((step, i, rid, r, _segments(rid, r)))
     specs.sort(key=lambda s: (s[0], s[1]))
 
     arrived: list[Request] = []
@@ -118,12 +118,13 @@ def run_case(case: dict) -> dict:
         if step > MAX_STEPS:
             raise SimError(f"the case did not finish within {MAX_STEPS} iterations")
         while pending and pending[0][0] <= step:
-            _, i, rid, r = pending.pop(0)
+            _, i, rid, r, segments = pending.pop(0)
             req = Request(rid, float(r.get("arrival_step", 1)), r["prompt_len"],
-                          r["output_len"], priority=r.get("priority", 0), seq=i)
+                          r["output_len"], priority=r.get("priority", 0), seq=i, prompt_segments=segments)
             sched.add_request(req)
             arrived.append(req)
         out = sched.schedule()
+        hits = dict(sched.last_hits)
         sched.sync()
         scheduled_tokens = {req.request_id: n for req, n in _batch(sched, out)}
         held_after_schedule = {req.request_id: pool.held(req.request_id) for req in sched.running}
@@ -165,14 +166,32 @@ def run_case(case: dict) -> dict:
         }
         if asynchronous:
             record["finish_processed_in_this_call"] = [req.request_id for req in result.finished] if result else []
+        if caching:
+            record["prefix_hit_tokens"] = hits
+            record["cached_blocks"] = pool.cached
+            record["evictable_blocks"] = pool.evictable
         steps.append(record)
-    return {
+    trace = {
         "steps": steps,
         "first_token_step": first_token_step,
         "finish_step": finish_step,
         "num_preemptions": {req.request_id: req.num_preemptions for req in arrived},
         "last_step": last_step,
     }
+    if caching:
+        trace["num_cached_tokens"] = {req.request_id: max(0, req.num_cached_tokens) for req in arrived}
+    return trace
+
+
+def _segments(rid: str, r: dict) -> tuple[tuple[str, int], ...] | None:
+    """A case request's prompt as (name, length) segments (its 'prompt'), or None: one segment
+    named after the request, shared with nobody."""
+    prompt = r.get("prompt")
+    if prompt is None:
+        return None
+    if not isinstance(prompt, list) or not all(isinstance(p, dict) and "seg" in p and "len" in p for p in prompt):
+        raise RequestRejected(rid, "its 'prompt' must be a list of {'seg': name, 'len': n} segments")
+    return check_segments(rid, [(p["seg"], p["len"]) for p in prompt], r.get("prompt_len"))
 
 
 def _batch(sched: ContinuousScheduler, out) -> list[tuple[Request, int]]:
@@ -193,7 +212,9 @@ def compare(expected: dict, actual: dict) -> list[str]:
     spelling of the fields older async cases name differently)."""
     expected = _canonical(expected)
     diffs: list[str] = []
-    for key in ("first_token_step", "finish_step", "num_preemptions", "last_step"):
+    for key in ("first_token_step", "finish_step", "num_preemptions", "last_step", "num_cached_tokens"):
+        if key == "num_cached_tokens" and key not in expected:
+            continue
         if expected.get(key) != actual.get(key):
             diffs.append(f"{key}: expected {expected.get(key)!r}, got {actual.get(key)!r}")
     exp_steps, act_steps = expected.get("steps", []), actual.get("steps", [])

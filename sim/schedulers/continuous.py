@@ -21,6 +21,7 @@ from bisect import bisect_left, bisect_right
 from itertools import accumulate, islice
 from operator import sub
 
+from ..kv import NO_HIT
 from ..request import FINISHED, PREEMPTED, RUNNING, Request
 from .base import Scheduler, SchedulerOutput, UpdateResult, WorkRow, is_decode, record_token
 from .queues import make_queue
@@ -44,6 +45,10 @@ class ContinuousScheduler(Scheduler):
         # The binding limit the waiting queue keeps giving while nothing it depends on changes
         # (None: it may admit someone next time). Lets decode stretches run in bulk.
         self._steady_binding: str | None = None
+        # Prefix cache lookups of admitted requests, in tokens: queries and hits of first
+        # admissions, then of resumptions after a preemption.
+        self.prefix_stats = [0, 0, 0, 0]
+        self.last_hits: dict[str, int] = {}  # this schedule()'s admissions: tokens hit (cleared by it)
 
     def set_config(self, config) -> None:
         # The compact form was built with the old dials (max_model_len sets finish ticks).
@@ -117,6 +122,8 @@ class ContinuousScheduler(Scheduler):
         running = self.running
         waiting = self.waiting
         out = SchedulerOutput()
+        if self.last_hits:
+            self.last_hits = {}
         budget = cfg.max_num_batched_tokens
         threshold = cfg.long_prefill_token_threshold
         # The long-prefill cap only matters when a request shares the engine with others.
@@ -138,8 +145,11 @@ class ContinuousScheduler(Scheduler):
                 out.num_compact = decoders
                 out.compact_context = running.decode_context()
                 budget -= decoders
+            caching = pool.caching
             for req, n in plan[0]:
                 pool.try_allocate(req.request_id, req.num_computed_tokens + n)
+                if caching:
+                    _cache_scheduled(pool, req, req.num_computed_tokens + n)
                 out.scheduled.append((req, n, req.num_computed_tokens, False))
                 budget -= n
         else:
@@ -179,6 +189,8 @@ class ContinuousScheduler(Scheduler):
                         break
                 if not ok:
                     break
+                if pool.caching:
+                    _cache_scheduled(pool, req, computed + n)
                 scheduled.append((req, n, computed, False))
                 budget -= n
                 req_index += 1
@@ -193,7 +205,12 @@ class ContinuousScheduler(Scheduler):
                     stop_reason = "max_num_seqs"
                     break
                 req = waiting.peek_request()
-                n = req.num_tokens - req.num_computed_tokens
+                computed = req.num_computed_tokens
+                hit = NO_HIT
+                if pool.caching and not computed:
+                    hit = pool.find_cached(req)  # (a preempted request looks again)
+                    computed = hit.num_blocks * pool.block_size
+                n = req.num_tokens - computed
                 if 0 < threshold < n:
                     n = threshold
                 if not cfg.enable_chunked_prefill and n > budget:
@@ -204,19 +221,30 @@ class ContinuousScheduler(Scheduler):
                     work_left = True
                 reserve = self.watermark_blocks if running.members else 0
                 if cfg.scheduler_reserve_full_isl:
-                    need = pool.blocks_needed(req.request_id, min(req.num_tokens, max_model_len))
+                    # Hit blocks cost nothing, unless they are evictable: touching them takes them
+                    # out of the free queue.
+                    need = pool.blocks_needed(req.request_id, min(req.num_tokens, max_model_len)) \
+                        - hit.num_blocks + hit.evictable
                     if need + reserve > pool.free:
                         stop_reason = "kv_cache"
                         break
-                if not pool.try_allocate(req.request_id, min(req.num_computed_tokens + n, max_model_len),
-                                         reserve):
+                if pool.caching:
+                    if not pool.admit(req, hit, min(computed + n, max_model_len), reserve):
+                        stop_reason = "kv_cache"
+                        break
+                    _cache_scheduled(pool, req, computed + n)
+                    req.num_computed_tokens = computed
+                    if req.num_cached_tokens < 0:
+                        req.num_cached_tokens = computed
+                    self.on_prefix_lookup(req, computed)
+                elif not pool.try_allocate(req.request_id, min(computed + n, max_model_len), reserve):
                     stop_reason = "kv_cache"
                     break
                 waiting.pop_request()
                 req.status = RUNNING
                 running.admit(req)
                 out.admitted.append(req)
-                out.scheduled.append((req, n, req.num_computed_tokens, False))
+                out.scheduled.append((req, n, computed, False))
                 budget -= n
             if waiting and budget <= 0 and not stop_reason:
                 stop_reason = "token_budget"
@@ -234,6 +262,19 @@ class ContinuousScheduler(Scheduler):
         steady = waiting and not out.scheduled and not out.preempted
         self._steady_binding = out.binding_limit if steady else None
         return out
+
+    def on_prefix_lookup(self, req: Request, hit_tokens: int) -> None:
+        """A request is admitted with `hit_tokens` of its tokens from the prefix cache: counted as
+        vLLM's PrefixCacheStats counts them (queries and hits in tokens, first admissions and
+        resumptions apart)."""
+        stats = self.prefix_stats
+        if req.num_preemptions:
+            stats[2] += req.num_tokens
+            stats[3] += hit_tokens
+        else:
+            stats[0] += req.num_tokens
+            stats[1] += hit_tokens
+        self.last_hits[req.request_id] = hit_tokens
 
     def _plan_running(self, threshold: int, budget: int) -> tuple[list[tuple[Request, int]], int] | None:
         """If the budget gives every running request all it wants: each explicit one with its
@@ -486,6 +527,14 @@ class DecodeStretch:
 
 def _first(item):
     return item[0]
+
+
+def _cache_scheduled(pool, req: Request, tokens: int) -> None:
+    """`tokens` of the request are scheduled: its full blocks among those known hold hashes
+    (with async scheduling, tokens in flight are not known yet: their block is hashed a call
+    later)."""
+    known = req.prompt_len + req.num_output_tokens
+    pool.cache_blocks(req.request_id, tokens if tokens < known else known)
 
 
 def _victim_key(req: Request) -> tuple:

@@ -8,25 +8,47 @@ from pathlib import Path
 
 import pytest
 
-from sim.errors import NotModelled, RequestRejected
+from sim.errors import RequestRejected
 from sim.trace import check_case, compare, load_cases, run_case
 
 CASES_FILE = Path(__file__).resolve().parents[1] / "data" / "vllm-scheduler-cases.json"
 CASES = load_cases(CASES_FILE)
 MORE_FILE = Path(__file__).resolve().parents[1] / "data" / "vllm-scheduler-cases-prefix-async.json"
 MORE_CASES = load_cases(MORE_FILE)
-PREFIX_CACHING = "prefix caching is not modelled yet (the next issue builds it on this scheduler)"
 
 
 @pytest.mark.parametrize("case", MORE_CASES, ids=lambda c: c["name"])
 def test_async_and_prefix_caching_cases(case):
-    if case["config"].get("enable_prefix_caching"):
-        with pytest.raises(NotModelled):
-            run_case(case)
-        pytest.skip(PREFIX_CACHING)
     actual = run_case(case)
     assert compare(case["expected"], actual) == []
     assert [s["step"] for s in actual["steps"]] == list(range(1, len(actual["steps"]) + 1))
+    if case["config"]["enable_prefix_caching"]:
+        assert actual["num_cached_tokens"] == case["expected"]["num_cached_tokens"]
+        for e, a in zip(case["expected"]["steps"], actual["steps"]):
+            for key in ("prefix_hit_tokens", "cached_blocks", "evictable_blocks"):
+                assert a[key] == e[key], (e["step"], key)
+
+
+def test_prefix_fields_are_compared():
+    """A wrong hit count, cached-block count or num_cached_tokens is a difference."""
+    case = json.loads(json.dumps(next(c for c in MORE_CASES if c["name"].startswith("P01"))))
+    assert check_case(case) == ("pass", [])
+    case["expected"]["num_cached_tokens"]["B"] = 48
+    case["expected"]["steps"][1]["prefix_hit_tokens"] = {"B": 48}
+    case["expected"]["steps"][2]["evictable_blocks"] = 2
+    status, lines = check_case(case)
+    assert status == "fail"
+    text = "\n".join(lines)
+    assert "num_cached_tokens" in text and "step 2: prefix_hit_tokens" in text and "step 3: evictable_blocks" in text
+
+
+def test_the_same_prompts_without_caching_hit_nothing():
+    """Turning the cache off in a prefix case schedules every prompt token again."""
+    case = json.loads(json.dumps(next(c for c in MORE_CASES if c["name"].startswith("P01"))))
+    case["config"]["enable_prefix_caching"] = False
+    actual = run_case(case)
+    assert "num_cached_tokens" not in actual and "cached_blocks" not in actual["steps"][0]
+    assert actual["steps"][1]["scheduled_tokens"] == {"A": 1, "B": 76}
 
 
 def test_the_second_file_holds_async_cases_without_prefix_caching():
@@ -48,14 +70,13 @@ def test_older_async_field_names_are_accepted():
     assert status == "fail" and "step 4: waiting_end_of_step" in lines[1]
 
 
-def test_cli_trace_all_runs_async_cases_and_skips_prefix_caching():
+def test_cli_trace_all_runs_async_and_prefix_caching_cases():
     proc = _cli("trace", "--all", str(MORE_FILE))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.strip().splitlines()
-    skipped = [c for c in MORE_CASES if c["config"]["enable_prefix_caching"]]
-    assert lines[-1] == f"{len(MORE_CASES) - len(skipped)} passed, 0 failed, {len(skipped)} skipped"
-    assert sum(line.startswith("skipped ") and "prefix caching not modelled yet" in line for line in lines) == len(skipped)
+    assert lines[-1] == f"{len(MORE_CASES)} passed, 0 failed"
     assert "pass AS01_async_chunked_prefill_two_requests" in lines
+    assert "pass P04_eviction_lru_reverse_order" in lines
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c["valid_in_real_vllm"]], ids=lambda c: c["name"])
