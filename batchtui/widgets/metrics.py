@@ -1,4 +1,5 @@
-"""Headline numbers: throughput, TTFT and TPOT percentiles, running batch and queue."""
+"""Headline numbers: throughput, TTFT and TPOT percentiles, running batch and queue, and the prefix
+cache hit rate when the cache is on."""
 
 from __future__ import annotations
 
@@ -70,6 +71,11 @@ class MetricsView(SimView):
              item("done", _short(m.completed))],
             [item("gap max", ms(gap) if gap > 0 else "-")],
         ]
+        if snap.prefix_caching:
+            # vLLM's prefix cache hit rate: prompt tokens found cached over those looked up,
+            # since the run started.
+            rate = snap.prefix_cache_hits / snap.prefix_cache_queries if snap.prefix_cache_queries else None
+            lines[2].append(item("prefix hits", percent(rate) if rate is not None else "-"))
         if snap.batching in ("static", "dynamic") or m.padding_share:
             lines[2].append(item("padding", percent(m.padding_share), alarm=m.padding_share > 0.3))
         if m.num_preemptions:
