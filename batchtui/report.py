@@ -61,7 +61,8 @@ def setup_text(scenario, deployment, config, swept: str | None = None) -> str:
         seats = {"max_num_seqs": "swept", "offline": "as below"}.get(swept, config.max_num_seqs)
         dials = (f"continuous batching, max_num_seqs {seats}, "
                  f"max_num_batched_tokens {config.max_num_batched_tokens}, chunked prefill "
-                 f"{'on' if config.enable_chunked_prefill else 'off'}")
+                 f"{'on' if config.enable_chunked_prefill else 'off'}, prefix caching "
+                 f"{'on' if config.enable_prefix_caching else 'off'}")
         if config.long_prefill_token_threshold:
             dials += f", long_prefill_token_threshold {config.long_prefill_token_threshold}"
         if config.scheduling_policy != "fcfs":
@@ -126,6 +127,14 @@ def traffic_text(w, swept: str | None = None) -> str:
         lengths = f"lengths from the {w.dataset} dataset {w.dataset_path} ({out})"
     else:
         lengths = f"{_length_text(w.input)} in / {_length_text(w.output)} out"
+    if w.prefix_len:
+        lengths = f"{w.prefix_len} tokens of shared prefix + {lengths}"
+        if w.num_prefixes > 1:
+            lengths += f" (one of {w.num_prefixes} prefixes)"
+    if w.turns > 1:
+        when = when.replace(" req/s", " conversations/s")
+        return (f"{w.num_prompts} conversations of {w.turns} turns, {when}, {lengths} a turn, the next turn "
+                f"{w.think_time:g} s after an answer")
     return f"{w.num_prompts} requests, {when}, {lengths}"
 
 
@@ -208,6 +217,10 @@ def simulator_lines(summary, config, deployment) -> list[str]:
         lines.append(_line("Peak KV cache use (%):",
                            f"{m['peak_kv_usage'] * 100:.1f}  ({used:,} of {deployment.usable_blocks:,} blocks)"))
     lines.append(_line("Preemptions:", m["num_preemptions"]))
+    if deployment.model.has_kv_cache and config.batching == "continuous" and config.enable_prefix_caching:
+        queries, hits = m.get("prefix_cache_queries", 0), m.get("prefix_cache_hits", 0)
+        lines.append(_line("Prefix cache hit rate (%):",
+                           f"{m.get('prefix_cache_hit_rate', 0.0) * 100:.1f}  ({hits:,} of {queries:,} prompt tokens)"))
     counts = m["binding_limit_counts"]
     total = sum(counts.values())
     if total:
@@ -305,6 +318,7 @@ def bench_result(run, setup, *, date: str, label: str | None = None, percentiles
         errors = [""] * n_ok + [f.error for f in failed]
         out["errors"] = [errors[i] for i in order]
         out["generated_texts"] = [""] * len(order)
+        out["num_cached_tokens"] = by_arrival(recs.column("num_cached_tokens"), [0] * len(failed), int)
     else:
         out["latencies"] = latencies
     out["queue_times"] = np.zeros(len(order))
@@ -325,6 +339,9 @@ def bench_result(run, setup, *, date: str, label: str | None = None, percentiles
         "iterations": run.iterations, "gpu": d.gpu.id, "model": d.model.id,
         "tensor_parallel_size": d.tensor_parallel_size, "seed": sc.seed,
         "kv_cache_usable_blocks": d.usable_blocks, "engine": config.to_dict(),
+        # vLLM's prefix cache counters, in prompt tokens looked up and found at first admission
+        "prefix_cache_queries": m.get("prefix_cache_queries", 0), "prefix_cache_hits": m.get("prefix_cache_hits", 0),
+        "prefix_cache_hit_rate": m.get("prefix_cache_hit_rate", 0.0),
     })
     if len(run.summary.pools) > 1:
         out["pools"] = run.summary.pools
@@ -358,7 +375,7 @@ def dump_json(sink, data: dict, indent: int | None = 2) -> None:
 
 
 PER_REQUEST_FIELDS = ("request_id", "pool", "arrival_s", "prompt_len", "output_len", "ttft_ms",
-                      "tpot_ms", "e2e_ms", "preemptions", "max_itl_ms", "finish_reason")
+                      "tpot_ms", "e2e_ms", "preemptions", "max_itl_ms", "finish_reason", "num_cached_tokens")
 
 
 class PerRequestCsv:
@@ -375,6 +392,7 @@ class PerRequestCsv:
             r.request_id, r.pool, f"{r.arrival_time:.6f}", r.prompt_len, r.output_len,
             f"{r.ttft * 1000:.3f}", "" if r.tpot is None else f"{r.tpot * 1000:.3f}",
             f"{r.e2e * 1000:.3f}", r.num_preemptions, f"{r.max_itl * 1000:.3f}", r.finish_reason,
+            r.num_cached_tokens,
         ])
         self.rows += 1
 

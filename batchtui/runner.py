@@ -105,10 +105,8 @@ def run_once(scenario: Scenario, profiles=None, *, percentiles=(50, 90, 99), goo
                 slice_iterations = max(64, int(slice_iterations * SLICE_TARGET_S / elapsed))
             progress(engine.metrics.completed)
         engine.run()
-    m = engine.metrics
-    metrics = m.summary(m.last_token_time, percentiles=percentiles, goodput=goodput)
-    summary = RunSummary(engine.scenario, metrics, m.pool_summary(), engine.iteration, m.records)
-    return RunResult(summary, list(m.failed), token_times)
+    summary = engine.summary(percentiles=percentiles, goodput=goodput)
+    return RunResult(summary, list(engine.metrics.failed), token_times)
 
 
 class Runner:

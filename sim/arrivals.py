@@ -8,6 +8,11 @@ flight, so a request whose time has come waits at the client until one of them f
 reaches the server then. Its arrival time is that moment (TTFT counts from sending, as vLLM's
 benchmark measures it).
 
+A conversation's next turn (`WorkloadSpec.turns`) depends on when its answer ends: when a turn
+finishes (`on_done`), the next one is made (`workload.next_turn`) and submitted for
+`think_time` seconds later. Under a concurrency cap a conversation holds its slot from its first
+turn to its last (a client talks through one conversation at a time); a refused turn ends it.
+
 Among equal times the workload comes first, then submitted requests in the order given.
 
 An endless workload is drawn a chunk at a time from the engine's generator, and every chunk is
@@ -27,7 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from .workload import RequestSpec, WorkloadSpec, generate, generate_queue
+from .workload import RequestSpec, WorkloadSpec, generate, generate_queue, next_turn
 
 if TYPE_CHECKING:
     import numpy as np
@@ -80,6 +85,10 @@ class Arrivals:
         self._chunks: deque[list] = deque()  # [chunk, offset of its next pending request, pending left]
         self._segment = 0
         self.origin: tuple[Chunk, int] | None = None  # where the request last popped came from
+        self._talking: dict[str, RequestSpec] = {}  # turns sent whose conversation goes on
+        # The follow-up turns' lengths come from generators seeded from this (drawn only for
+        # conversations, so other workloads draw as before).
+        self._turn_seed = int(rng.integers(2**63)) if workload.turns > 1 else 0
         self._refill(force=True)
         self._update_next()
 
@@ -119,8 +128,9 @@ class Arrivals:
 
     @property
     def exhausted(self) -> bool:
-        """Nothing more will ever arrive (in flight requests may still finish)."""
-        return not self._pending and not self._submitted
+        """Nothing more will ever arrive (in flight requests may still finish, and a
+        conversation's turn in flight may still have a next)."""
+        return not self._pending and not self._submitted and not self._talking
 
     # -- by hand
     def submit(self, spec: RequestSpec) -> None:
@@ -128,12 +138,25 @@ class Arrivals:
         bisect.insort(self._submitted, spec, key=_arrival_key)  # after equal times
         self._update_next()
 
-    # -- the client's cap
-    def on_done(self, request_id: str, now: float) -> None:
-        """A request finished (or was refused): its slot at the client is free from `now`."""
+    # -- the client: its cap and its conversations
+    def on_done(self, request_id: str, now: float, served: bool = True) -> None:
+        """A request finished (or was refused, not `served`): its slot at the client is free
+        from `now`, and its conversation's next turn is sent `think_time` later."""
+        spec = self._talking.pop(request_id, None)
+        follow = None
+        if spec is not None and served and spec.turn < self.workload.turns:
+            follow = next_turn(self.workload, spec, now + self.workload.think_time, self._turn_seed)
+            if follow.turn < self.workload.turns:
+                self._talking[follow.request_id] = follow
         if self.cap and request_id in self._in_flight:
             self._in_flight.discard(request_id)
-            self._free_slots.append(now)
+            if follow is not None:
+                self._in_flight.add(follow.request_id)  # the conversation keeps its slot
+            else:
+                self._free_slots.append(now)
+        if follow is not None:
+            self.submit(follow)
+        else:
             self._update_next()
 
     # -- delivery
@@ -174,6 +197,8 @@ class Arrivals:
                         spec = replace(spec, arrival_time=t)  # sent when a slot freed up
                 if len(pending) < REFILL_BELOW:
                     self._refill()
+                if spec.conversation and self.workload.turns > 1:
+                    self._talking[spec.request_id] = spec
         if spec is None and submitted and submitted[0].arrival_time <= now:
             spec = submitted.pop(0)
             self.origin = None

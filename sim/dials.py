@@ -21,6 +21,7 @@ comparison all go through here; the command line can build its flags from `DIALS
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -54,10 +55,14 @@ class DialSpec:
     optional: bool = False  # None is a value (unset)
     flag_scale: float = 1.0  # the flag's number is the dial's value times this (seconds -> ms)
     help: str = ""
+    words: str = ""  # what it takes, in words, where the range alone says it badly
+    human: bool = False  # also takes vLLM's human-readable spellings: 32k (32,000), 32K (32,768)
 
     @property
     def allowed(self) -> str:
         """The values it takes, in words."""
+        if self.words:
+            return self.words
         if self.type == "bool":
             return "true or false"
         if self.choices:
@@ -128,10 +133,12 @@ class DialSpec:
             return self.coerce(text)
         if self.optional and text.lower() in ("", "none", "unset"):
             return None
-        try:
-            number = float(text.replace(",", "").replace("_", ""))
-        except ValueError:
-            raise ConfigError(self.path, text, self.allowed) from None
+        number = human_number(text) if self.human else None
+        if number is None:
+            try:
+                number = float(text.replace(",", "").replace("_", ""))
+            except ValueError:
+                raise ConfigError(self.path, text, self.allowed) from None
         if self.flag_scale != 1.0 and math.isfinite(number):
             number = number / self.flag_scale
         if self.type == "int" and math.isfinite(number) and number == int(number):
@@ -139,13 +146,35 @@ class DialSpec:
         return self.coerce(number)
 
 
-def _length_dials(side: str, flag_prefix: str) -> list[DialSpec]:
-    what = "prompt" if side == "input" else "output"
+_HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def human_number(text: str) -> float | None:
+    """A count with a suffix, as vLLM reads --max-model-len: 32k is 32,000 (decimal, lower case;
+    decimals allowed), 32K is 32,768 (binary, upper case; whole numbers only); None without a
+    suffix (or for a spelling that is not one)."""
+    match = _HUMAN.fullmatch(text.strip())
+    if not match:
+        return None
+    number, suffix = match.groups()
+    if suffix in _DECIMAL:
+        return float(int(float(number) * _DECIMAL[suffix]))
+    if "." in number:
+        return None
+    return float(int(number) * _BINARY[suffix])
+
+
+def _length_dials(side: str, flag_prefix: str, vllm: str = "") -> list[DialSpec]:
+    what = "prompt" if "input" in side else "output"
+    # vllm bench serve's random dataset names its lengths --random-input-len/--random-output-len
+    mean_flag = f"--random-{flag_prefix}-len" if vllm else f"--{flag_prefix}-len"
     return [
         DialSpec(f"workload.{side}.dist", f"{what} length distribution", "choice", "arrivals",
                  f"--{flag_prefix}-dist", choices=LENGTH_DISTRIBUTIONS,
                  help=f"how {what} lengths vary: fixed, uniform, lognormal or mixed"),
-        DialSpec(f"workload.{side}.mean", f"{what} length", "int", "arrivals", f"--{flag_prefix}-len",
+        DialSpec(f"workload.{side}.mean", f"{what} length", "int", "arrivals", mean_flag, vllm,
                  minimum=1, unit="tokens", help=f"{what} tokens (the median for lognormal)"),
         DialSpec(f"workload.{side}.low", f"shortest {what}", "int", "arrivals", f"--{flag_prefix}-len-min",
                  minimum=1, unit="tokens"),
@@ -165,45 +194,56 @@ DIALS: tuple[DialSpec, ...] = (
     DialSpec("gpu", "GPU", "text", "restart", "--gpu", help="a GPU profile id"),
     DialSpec("model", "model", "text", "restart", "--model", help="a model profile id"),
     DialSpec("tensor_parallel_size", "GPUs (tensor parallel)", "int", "restart", "--tensor-parallel-size",
-             "serve", choices=TENSOR_PARALLEL_SIZES),
+             "serve", choices=TENSOR_PARALLEL_SIZES, help="GPUs the model is split over: 1, 2, 4 or 8 (default 1)"),
     DialSpec("kv_cache_dtype", "KV cache dtype", "choice", "restart", "--kv-cache-dtype", "serve",
-             choices=tuple(KV_CACHE_DTYPE_BYTES)),
+             choices=tuple(KV_CACHE_DTYPE_BYTES), help="KV cache element type (default auto: the model's bfloat16)"),
     DialSpec("gpu_memory_utilization", "GPU memory share", "float", "restart", "--gpu-memory-utilization",
-             "serve", minimum=0, maximum=1, above=True),
+             "serve", minimum=0, maximum=1, above=True, words="a fraction in (0, 1]",
+             help="share of GPU memory vLLM may use, in (0, 1] (default 0.92)"),
     DialSpec("block_size", "KV block size", "int", "restart", "--block-size", "serve", unit="tokens",
              choices=tuple(2**i for i in range(MAX_BLOCK_SIZE.bit_length()) if 2**i <= MAX_BLOCK_SIZE),
-             help="a power of two"),
+             words=f"a power of two from 1 to {MAX_BLOCK_SIZE}",
+             help="tokens per KV cache block, a power of two (default 16)"),
     DialSpec("num_gpu_blocks_override", "KV blocks", "int", "restart", "--num-gpu-blocks-override", "serve",
-             minimum=2, optional=True, unit="blocks", help="unset: from memory"),
-    DialSpec("seed", "random seed", "int", "restart", "--seed", "serve", minimum=0),
+             minimum=2, optional=True, unit="blocks",
+             words="a whole number of blocks >= 2 (one is reserved), or unset: sized from memory",
+             help="KV cache blocks, instead of sizing the cache from memory (at most what memory holds)"),
+    DialSpec("seed", "random seed", "int", "restart", "--seed", "serve", minimum=0,
+             help="random seed (default 0)"),
     # -- the engine: from the next iteration (its structure restarts the run)
     DialSpec("engine.batching", "batching", "choice", "restart", "--batching", choices=BATCHING_POLICIES,
-             help="sequential, static, dynamic or continuous (vLLM)"),
+             help="batching policy (default continuous, as vLLM; dynamic for an encoder)"),
     DialSpec("engine.max_num_seqs", "seats", "int", "iteration", "--max-num-seqs", "serve", minimum=1,
-             help="requests running at once"),
+             help="most requests running at once (H100/H200/B200 1024, A100/L40S 256)"),
     DialSpec("engine.max_num_batched_tokens", "token budget", "int", "iteration", "--max-num-batched-tokens",
-             "serve", minimum=1, unit="tokens", help="tokens one iteration may process"),
+             "serve", minimum=1, unit="tokens",
+             help="token budget per iteration (serve: H100/H200 8192, B200 16384, A100/L40S 2048)"),
     DialSpec("engine.enable_chunked_prefill", "chunked prefill", "bool", "iteration", "--enable-chunked-prefill",
-             "serve"),
+             "serve", help="split long prompts over iterations (default on)"),
     DialSpec("engine.long_prefill_token_threshold", "long-prefill cap", "int", "iteration",
-             "--long-prefill-token-threshold", "serve", minimum=0, unit="tokens", help="0: off"),
+             "--long-prefill-token-threshold", "serve", minimum=0, unit="tokens",
+             help="cap on one request's prefill chunk per iteration; 0 = off (default 0)"),
     DialSpec("engine.scheduling_policy", "scheduling policy", "choice", "iteration", "--scheduling-policy",
-             "serve", choices=SCHEDULING_POLICIES),
+             "serve", choices=SCHEDULING_POLICIES, help="order of admission and preemption (default fcfs)"),
     DialSpec("engine.max_model_len", "max model length", "int", "iteration", "--max-model-len", "serve",
-             minimum=1, unit="tokens"),
+             minimum=1, unit="tokens", human=True,
+             words="a whole number of tokens > 0, such as 32768, 32k (32,000) or 32K (32,768)",
+             help="longest prompt + output, such as 32768 or 32k (default and maximum: the model's context "
+                  "length; VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 lifts the maximum, as in vLLM)"),
     DialSpec("engine.watermark", "KV watermark", "float", "iteration", minimum=0, maximum=1, below=True,
              help="share of blocks kept free when admitting beside others"),
     DialSpec("engine.scheduler_reserve_full_isl", "admit whole prompts", "bool", "iteration",
              "--scheduler-reserve-full-isl", "serve",
-             help="admit only if the whole prompt's blocks are free"),
+             help="admit a request only if its whole prompt's blocks are free (default on)"),
     DialSpec("engine.async_scheduling", "async scheduling", "bool", "restart", "--async-scheduling", "serve",
-             help="schedule the next batch before this one's output is processed"),
+             help="schedule the next batch before this one's output is processed (default off)"),
     DialSpec("engine.enable_prefix_caching", "prefix caching", "bool", "restart", "--enable-prefix-caching",
-             "serve", help="reuse the KV of full blocks of a prompt prefix computed before (vLLM's default)"),
+             "serve", help="reuse the KV of full blocks of a prompt prefix computed before (default on, as vLLM)"),
     DialSpec("engine.max_batch_size", "batch size", "int", "iteration", "--max-batch-size", minimum=1,
-             help="static and dynamic batching"),
+             help="batch size for static and dynamic batching (default 64)"),
     DialSpec("engine.max_queue_delay", "batching wait", "float", "iteration", "--max-queue-delay-ms",
-             minimum=0, unit="s", flag_scale=1000.0, help="dynamic batching: longest wait for a full batch"),
+             minimum=0, unit="s", flag_scale=1000.0,
+             help="dynamic batching: longest wait for a batch to fill, ms (default 10)"),
     # -- traffic: arrivals from now on
     DialSpec("workload.arrival", "arrivals", "choice", "arrivals", "--arrival", choices=ARRIVALS),
     DialSpec("workload.request_rate", "request rate", "float", "arrivals", "--request-rate", "bench",
@@ -232,8 +272,19 @@ DIALS: tuple[DialSpec, ...] = (
              help="a trace replayed at this mean rate; 0: its own timing"),
     DialSpec("workload.trace_requests", "trace requests", "int", "arrivals", minimum=0,
              help="a trace cut or repeated to this many requests; 0: once, whole"),
-    *_length_dials("input", "input"),
-    *_length_dials("output", "output"),
+    DialSpec("workload.prefix_len", "shared prefix", "int", "arrivals", "--random-prefix-len", "bench", minimum=0,
+             unit="tokens", help="tokens of a prefix (a system prompt) shared before every prompt; 0: none"),
+    DialSpec("workload.num_prefixes", "distinct prefixes", "int", "arrivals", "--prefix-repetition-num-prefixes",
+             "bench", minimum=1, help="how many different shared prefixes; each request uses one at random"),
+    DialSpec("workload.turns", "turns per conversation", "int", "arrivals", "--turns", minimum=1,
+             help="turns per conversation: the next prompt is the previous one, its answer and a new "
+                  "question (--num-prompts counts conversations)"),
+    DialSpec("workload.think_time", "think time", "float", "arrivals", "--think-time", minimum=0, unit="s",
+             help="seconds between an answer's last token and the next turn's question"),
+    DialSpec("workload.hash_block_size", "trace hash block", "int", "arrivals", "--hash-block-size", minimum=1,
+             unit="tokens", help="prompt tokens per hash id of a trace (Mooncake's 512)"),
+    *_length_dials("input", "input", "bench"),
+    *_length_dials("output", "output", "bench"),
     *_length_dials("batch_input", "batch-input"),
     *_length_dials("batch_output", "batch-output"),
 )

@@ -173,7 +173,7 @@ class Engine:
             else:
                 self.metrics.rejected += 1
                 self.notices.append(str(refusal))
-            self.arrivals.on_done(spec.request_id, self.time)  # the client hears of it at once
+            self.arrivals.on_done(spec.request_id, self.time, served=False)  # the client hears of it at once
         if self._lazy_queue and origin is not None and not duplicate:
             run = self._tail_run
             if run is not None and run.follows(origin) and self.scheduler.waiting.can_extend(run):
@@ -393,7 +393,7 @@ class Engine:
         tpot = (e2e - ttft) / (req.num_output_tokens - 1) if req.num_output_tokens > 1 else None
         self.metrics.on_finish(RequestRecord(req.request_id, req.pool, req.arrival_time, req.prompt_len,
                                              req.num_output_tokens, ttft, e2e, tpot, req.num_preemptions,
-                                             req.max_gap, req.finish_reason))
+                                             req.max_gap, req.finish_reason, max(0, req.num_cached_tokens)))
         if not self._keep_requests:
             self.requests.pop(req.request_id, None)
         self.arrivals.on_done(req.request_id, end)
@@ -526,9 +526,10 @@ class Engine:
                        len(sched.running), sched.num_waiting, stretch.kv_blocks_used_last)
         return k
 
-    def summary(self) -> RunSummary:
+    def summary(self, **options) -> RunSummary:
+        """The run so far (`options`: `percentiles` and `goodput`, as `Metrics.summary` takes them)."""
         duration = self.metrics.last_token_time
-        metrics = self.metrics.summary(duration)
+        metrics = self.metrics.summary(duration, **options)
         for key, value in self.prefix_cache_stats().items():
             metrics.setdefault(key, value)
         return RunSummary(self.scenario, metrics, self.metrics.pool_summary(),

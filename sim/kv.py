@@ -40,7 +40,8 @@ class Block:
 class Run:
     """Freed hashed blocks only their owner can hit: blocks `start` .. `start + count - 1` of
     its sequence. In the free queue the last block comes first, so eviction shortens the run
-    from its end."""
+    from its end. Blocks nobody can hit any more (their owner finished) are runs without an
+    owner."""
 
     __slots__ = ("owner", "start", "count")
 
@@ -65,16 +66,13 @@ class Chain:
 class Hit:
     """What a lookup found (nothing is taken until `admit`)."""
 
-    __slots__ = ("blocks", "own", "evictable")
+    __slots__ = ("blocks", "own", "evictable", "num_blocks")
 
     def __init__(self, blocks: list[Block], own: int, evictable: int) -> None:
         self.blocks = blocks
         self.own = own  # blocks of the request's own Run, after `blocks`
         self.evictable = evictable  # of all of them, those in the free queue
-
-    @property
-    def num_blocks(self) -> int:
-        return len(self.blocks) + self.own
+        self.num_blocks = len(blocks) + own
 
 
 NO_HIT = Hit([], 0, 0)
@@ -183,7 +181,12 @@ class BlockPool:
         self.unattributed -= blocks - self._held.get(request_id, 0)
         self._held[request_id] = blocks
         if self.caching:
-            self.cache_blocks(request_id, tokens)
+            chain = self._chains[request_id]  # (a decoder was scheduled before: it has one)
+            full = tokens // self.block_size
+            done = len(chain.shared) + chain.own
+            if full > done:  # its new full blocks hold generated tokens: nobody else can hit them
+                self.cached += full - done
+                chain.own += full - done
 
     def free_request(self, request_id: str) -> int:
         """A request lets go of its blocks (finished or preempted); returns how many it held.
@@ -201,13 +204,22 @@ class BlockPool:
         hashed = len(shared) + chain.own
         self.free += n - hashed  # unhashed: to the front (counted)
         queue = self._queue
-        if chain.own:
-            run = Run(chain.request, len(shared), chain.own)
-            queue[run] = None
-            if chain.request is not None:
-                chain.request.kv_run = run
-            self.free += chain.own
-            self.evictable += chain.own
+        own = chain.own
+        if own:
+            owner = chain.request
+            if owner.status == "finished":
+                # Nobody can hit them any more: they only keep their place in the queue, so they
+                # join an ownerless run at its back if there is one.
+                last = next(reversed(queue)) if queue else None
+                if type(last) is Run and last.owner is None:
+                    last.count += own
+                else:
+                    queue[Run(None, 0, own)] = None
+            else:
+                run = owner.kv_run = Run(owner, len(shared), own)
+                queue[run] = None
+            self.free += own
+            self.evictable += own
         for block in reversed(shared):
             block.ref -= 1
             if block.ref == 0:
@@ -281,14 +293,14 @@ class BlockPool:
         self._held[rid] = self._held.get(rid, 0) + hit_blocks
         return self.try_allocate(rid, total_tokens)
 
-    def cache_blocks(self, request_id: str, tokens: int) -> None:
+    def cache_blocks(self, request, tokens: int) -> None:
         """The request's first `tokens` tokens are scheduled and known: its full blocks among them
         get their hashes (vLLM's cache_blocks). A prompt block of a request with segments joins
         the index, where another request may hit it; a second block with a hash already cached
         is kept beside the first."""
-        chain = self._chains.get(request_id)
-        if chain is None:  # (blocks allocated without `admit`: nobody to hit them but counted)
-            chain = self._chains[request_id] = Chain(None)
+        chain = self._chains.get(request.request_id)
+        if chain is None:
+            chain = self._chains[request.request_id] = Chain(request)
         full = tokens // self.block_size
         shared = chain.shared
         done = len(shared) + chain.own

@@ -93,6 +93,7 @@ class RequestRecord:
     num_preemptions: int
     max_itl: float
     finish_reason: str
+    num_cached_tokens: int = 0  # prompt tokens found in the prefix cache when first admitted
 
 
 class RecordTable:
@@ -100,7 +101,7 @@ class RecordTable:
     RequestRecord (each made when read) whose columns numpy reads whole (`column`)."""
 
     _FLOAT = ("arrival_time", "ttft", "e2e", "tpot", "max_itl")
-    _INT = ("prompt_len", "output_len", "num_preemptions")
+    _INT = ("prompt_len", "output_len", "num_preemptions", "num_cached_tokens")
 
     def __init__(self) -> None:
         self._float = {name: array("d") for name in self._FLOAT}
@@ -130,6 +131,7 @@ class RecordTable:
         i["prompt_len"].append(rec.prompt_len)
         i["output_len"].append(rec.output_len)
         i["num_preemptions"].append(rec.num_preemptions)
+        i["num_cached_tokens"].append(rec.num_cached_tokens)
         rid = rec.request_id
         if rid.isdigit() and len(rid) < 19 and (rid == "0" or rid[0] != "0"):
             self._ids.append(int(rid))
@@ -151,7 +153,7 @@ class RecordTable:
             arrival_time=f["arrival_time"][k], prompt_len=i["prompt_len"][k], output_len=i["output_len"][k],
             ttft=f["ttft"][k], e2e=f["e2e"][k], tpot=None if math.isnan(tpot) else tpot,
             num_preemptions=i["num_preemptions"][k], max_itl=f["max_itl"][k],
-            finish_reason=self._names["reason"][self._reason[k]])
+            finish_reason=self._names["reason"][self._reason[k]], num_cached_tokens=i["num_cached_tokens"][k])
 
     def __getitem__(self, index):
         if isinstance(index, slice):

@@ -8,6 +8,19 @@ them: gamma gaps of shape `burstiness`, rescaled so the last request arrives at 
 linear or exponential ramp-up) and `trace` (a file, optionally rescaled to a rate and repeated to
 a length). Lengths: the `input`/`output` distributions (vLLM's "random" dataset is a uniform one)
 or a ShareGPT or custom dataset file, read with `vllm bench serve`'s filtering rules.
+
+What prompts share, for prefix caching, travels as each request's `prompt_segments` (ordered
+(name, length) pairs; a token is its segment's name and its position in it, so prompts that
+start with the same segments share exactly those tokens), never as token lists:
+
+- a shared prefix (`prefix_len` tokens, vLLM's `--random-prefix-len`) before every prompt, one of
+  `num_prefixes` (a system prompt per tenant or per task), segment `prefix-<g>`;
+- conversations of `turns` turns: the first turn is drawn like any request (its question is the
+  segment `<id>/q1`); when its answer has finished, the next turn is sent `think_time` seconds
+  later with the previous prompt, the answer (`<id>/a1`) and a new question (`<id>/q2`) drawn
+  from the same length distributions (`sim.arrivals` sends it: it depends on when the answer ends);
+- a trace's Mooncake `hash_ids`: one segment `h<id>` per block of `hash_block_size` prompt
+  tokens (512, Mooncake's), the last one partial.
 """
 
 from __future__ import annotations
@@ -38,6 +51,7 @@ RAMP_UP_STRATEGIES = ("", "linear", "exponential")
 MAX_TRACE_SECONDS = 1e7
 # Mooncake's traces give one hash id per block of this many prompt tokens.
 MOONCAKE_BLOCK_TOKENS = 512
+PREFIX_SEGMENT = "prefix-{}"  # the name of shared prefix g's segment
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +65,15 @@ class RequestSpec:
     priority: int = 0
     pool: str = "chat"
     hash_ids: tuple[int, ...] = ()
-    """Prefix-block ids from a Mooncake-style trace (one per 512 prompt tokens), kept for prefix
-    caching; not modelled yet."""
+    """Prefix-block ids from a Mooncake-style trace (one per `hash_block_size` prompt tokens), as
+    the file gives them; `prompt_segments` carries what they mean to the prefix cache."""
+    prompt_segments: tuple[tuple[str, int], ...] | None = None
+    """The prompt's identity for prefix caching: (name, length) segments adding up to
+    `prompt_len`; None: one segment named after the request (nothing shared)."""
+    turn: int = 1
+    """Its turn in a conversation of `WorkloadSpec.turns` turns (1: the first, or a single turn)."""
+    conversation: str = ""
+    """The conversation's id (its first request's id) when it has more than one turn."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +157,16 @@ class WorkloadSpec:
     # A trace replayed at another mean rate (0 = its own timing) and length (0 = once, whole).
     trace_rate: float = 0.0
     trace_requests: int = 0
+    # Shared prefixes: `prefix_len` tokens before every prompt (vLLM's --random-prefix-len),
+    # one of `num_prefixes` drawn at random per request (or conversation).
+    prefix_len: int = 0
+    num_prefixes: int = 1
+    # Conversations: `turns` turns each (`num_prompts` counts conversations), the next turn sent
+    # `think_time` seconds after the previous answer's last token.
+    turns: int = 1
+    think_time: float = 0.0
+    # A trace's hash_ids: one per block of this many prompt tokens (Mooncake's 512).
+    hash_block_size: int = MOONCAKE_BLOCK_TOKENS
 
     def validate(self) -> None:
         if self.arrival not in ARRIVALS:
@@ -172,6 +203,21 @@ class WorkloadSpec:
             raise ConfigError("trace_rate", self.trace_rate, "requests/s >= 0 (0 = the trace's own timing)")
         if _not_whole(self.trace_requests) or self.trace_requests < 0:
             raise ConfigError("trace_requests", self.trace_requests, "a whole number >= 0 (0 = the whole trace)")
+        if _not_whole(self.prefix_len) or self.prefix_len < 0:
+            raise ConfigError("prefix_len", self.prefix_len, "a whole number of tokens >= 0 (0 = no shared prefix)")
+        if _not_whole(self.num_prefixes) or self.num_prefixes < 1:
+            raise ConfigError("num_prefixes", self.num_prefixes, "a whole number >= 1")
+        if _not_whole(self.turns) or self.turns < 1:
+            raise ConfigError("turns", self.turns, "a whole number of turns >= 1")
+        if isinstance(self.think_time, bool) or not isinstance(self.think_time, (int, float)) \
+                or not 0 <= self.think_time < math.inf:
+            raise ConfigError("think_time", self.think_time, "seconds >= 0")
+        if _not_whole(self.hash_block_size) or self.hash_block_size < 1:
+            raise ConfigError("hash_block_size", self.hash_block_size, "a whole number of tokens >= 1")
+        if self.arrival == "trace" and (self.prefix_len or self.turns > 1):
+            name, value = ("prefix_len", self.prefix_len) if self.prefix_len else ("turns", self.turns)
+            raise ConfigError(name, value, "0" if name == "prefix_len" else "1",
+                              "a trace's prompts say what they share with their hash_ids")
         self.input.validate("input")
         self.output.validate("output")
         if self.batch_pool_share > 0:
@@ -199,7 +245,7 @@ class WorkloadSpec:
                 if bad:
                     raise ConfigError(key, sorted(bad)[0], "a length setting: " + ", ".join(sorted(lk)))
                 kwargs[key] = LengthSpec(**kwargs[key])
-        for key in ("request_rate", "burstiness", "trace_rate"):
+        for key in ("request_rate", "burstiness", "trace_rate", "think_time"):
             if key in kwargs:
                 try:
                     kwargs[key] = float(kwargs[key])
@@ -211,6 +257,14 @@ class WorkloadSpec:
 
     def with_rate(self, rate: float) -> "WorkloadSpec":
         return replace(self, request_rate=rate)
+
+
+# The running example as a chat: a 192-token system prompt shared by every conversation, three
+# turns of a 64-token question and a 256-token answer, the next question 5 s after an answer
+# (prompts of 256, 576 and 896 tokens: "about 512 tokens, history plus question"), 4 new
+# conversations a second.
+MULTI_TURN_HELPDESK = WorkloadSpec(arrival="poisson", request_rate=4.0, num_prompts=0, input=LengthSpec(mean=64),
+                                   output=LengthSpec(mean=256), prefix_len=192, turns=3, think_time=5.0)
 
 
 def _not_whole(value) -> bool:
@@ -268,23 +322,39 @@ class RequestQueue:
     `extend`, `clear`, `len`) behave as on a deque of the same specs."""
 
     __slots__ = ("_times", "_prompt", "_output", "_batch", "_pool", "_first_index", "_next",
-                 "_head", "_more")
+                 "_head", "_more", "_prefix_len", "_groups", "_turns")
 
-    def __init__(self, times, prompt, output, batch, pool: str, first_index: int = 0) -> None:
+    def __init__(self, times, prompt, output, batch, pool: str, first_index: int = 0, *, prefix_len: int = 0,
+                 groups=None, turns: int = 1) -> None:
         self._times = times
-        self._prompt = prompt
+        self._prompt = prompt  # the prompt after the shared prefix
         self._output = output
         self._batch = batch
         self._pool = pool
         self._first_index = first_index
+        self._prefix_len = prefix_len
+        self._groups = groups  # each request's prefix (None: prefix 0)
+        self._turns = turns
         self._next = 0
         self._head: RequestSpec | None = None
         self._more: deque[RequestSpec] = deque()
 
     def _make(self, i: int) -> RequestSpec:
-        return RequestSpec(request_id=str(self._first_index + i), arrival_time=float(self._times[i]),
-                           prompt_len=int(self._prompt[i]), output_len=int(self._output[i]),
-                           pool="batch" if self._batch is not None and self._batch[i] else self._pool)
+        rid = str(self._first_index + i)
+        batch = self._batch is not None and bool(self._batch[i])
+        prompt = int(self._prompt[i])
+        talk = self._turns > 1 and not batch  # a batch-pool request is one turn
+        segments = None
+        if self._prefix_len or talk:
+            own = (f"{rid}/q1", prompt) if talk else (rid, prompt)
+            segments = (own,)
+            if self._prefix_len:
+                group = 0 if self._groups is None else int(self._groups[i])
+                segments = ((PREFIX_SEGMENT.format(group), self._prefix_len), own)
+                prompt += self._prefix_len
+        return RequestSpec(request_id=rid, arrival_time=float(self._times[i]), prompt_len=prompt,
+                           output_len=int(self._output[i]), pool="batch" if batch else self._pool,
+                           prompt_segments=segments, conversation=rid if talk else "")
 
     def __len__(self) -> int:
         return len(self._times) - self._next + (self._head is not None) + len(self._more)
@@ -340,7 +410,7 @@ def generate_queue(spec: WorkloadSpec, rng: np.random.Generator, n: int | None =
     times = _arrival_times(spec, rng, n, start)
     if spec.dataset != "random":
         prompt, output = dataset_lengths(spec, n, seed=int(rng.integers(2**63)))
-        return RequestQueue(times, prompt, output, None, spec.pool, first_index)
+        return RequestQueue(times, prompt, output, None, spec.pool, first_index, **_sharing(spec, rng, n))
     prompt = spec.input.draw(rng, n)
     output = spec.output.draw(rng, n)
     pools = None
@@ -349,7 +419,42 @@ def generate_queue(spec: WorkloadSpec, rng: np.random.Generator, n: int | None =
         prompt = np.where(pools, spec.batch_input.draw(rng, n), prompt)
         output = np.where(pools, spec.batch_output.draw(rng, n), output)
     # Token counts fit 32 bits (lengths are capped far below); half the memory of a long run's queue.
-    return RequestQueue(times, _int32(prompt), _int32(output), pools, spec.pool, first_index)
+    return RequestQueue(times, _int32(prompt), _int32(output), pools, spec.pool, first_index,
+                        **_sharing(spec, rng, n))
+
+
+def _sharing(spec: WorkloadSpec, rng: np.random.Generator, n: int) -> dict:
+    """What the requests of a draw share: the prefix length, each one's prefix (drawn only when
+    there are several, so other workloads draw as before) and the turns."""
+    import numpy as np
+
+    groups = None
+    if spec.prefix_len and spec.num_prefixes > 1:
+        groups = rng.integers(0, spec.num_prefixes, size=n, dtype=np.int32) if n else None
+    return {"prefix_len": spec.prefix_len, "groups": groups, "turns": spec.turns}
+
+
+def next_turn(spec: WorkloadSpec, previous: RequestSpec, sent_at: float, seed: int) -> RequestSpec:
+    """The next turn of `previous`'s conversation, sent at `sent_at`: its prompt is the previous
+    prompt, the answer and a new question; the question's and the answer's lengths are drawn
+    from the workload's distributions with a generator of their own (seeded by `seed`, the
+    conversation and the turn), so they do not depend on the order answers finish in."""
+    import zlib
+
+    import numpy as np
+
+    conversation = previous.conversation or previous.request_id
+    turn = previous.turn + 1
+    rng = np.random.default_rng((seed, zlib.crc32(conversation.encode()), turn))
+    question = int(spec.input.draw(rng, 1)[0])
+    answer = int(spec.output.draw(rng, 1)[0])
+    before = previous.prompt_segments or ((previous.request_id, previous.prompt_len),)
+    segments = before + ((f"{conversation}/a{previous.turn}", previous.output_len),
+                         (f"{conversation}/q{turn}", question))
+    return RequestSpec(request_id=f"{conversation}.{turn}", arrival_time=sent_at,
+                       prompt_len=previous.prompt_len + previous.output_len + question, output_len=answer,
+                       priority=previous.priority, pool=previous.pool, prompt_segments=segments, turn=turn,
+                       conversation=conversation)
 
 
 def _int32(values):
@@ -366,11 +471,13 @@ def generate(spec: WorkloadSpec, rng: np.random.Generator, n: int | None = None,
 
 # -- traces --------------------------------------------------------------------------------------
 
-def load_trace(path: str | Path) -> list[RequestSpec]:
+def load_trace(path: str | Path, hash_block_size: int = MOONCAKE_BLOCK_TOKENS) -> list[RequestSpec]:
     """Read a JSON Lines trace, one request a line, in either layout:
     `{"arrival_time": s, "prompt_len": n, "output_len": n}` (optional `"priority"`, `"pool"`,
     `"request_id"`), or Mooncake's and vLLM's timed traces, `{"timestamp": ms, "input_length": n,
-    "output_length": n, "hash_ids": [...]}`."""
+    "output_length": n, "hash_ids": [...]}`. Either may carry `hash_ids`, one per block of
+    `hash_block_size` prompt tokens: a prompt's segments are `h<id>` for each (the last one
+    partial), then the tokens past the last id, its own."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -389,14 +496,14 @@ def load_trace(path: str | Path) -> list[RequestSpec]:
                                 lineno) from None
         if not isinstance(obj, dict):
             raise WorkloadError("each line must be a JSON object", str(path), lineno)
-        out.append(_trace_line(obj, len(out), str(path), lineno))
+        out.append(_trace_line(obj, len(out), str(path), lineno, hash_block_size))
     if not out:
         raise WorkloadError("the trace holds no requests", str(path))
     out.sort(key=lambda r: r.arrival_time)  # stable: file order breaks ties
     return out
 
 
-def _trace_line(obj: dict, index: int, path: str, lineno: int) -> RequestSpec:
+def _trace_line(obj: dict, index: int, path: str, lineno: int, block: int = MOONCAKE_BLOCK_TOKENS) -> RequestSpec:
     timed = "timestamp" in obj or "input_length" in obj
     keys = ("timestamp", "input_length", "output_length") if timed else ("arrival_time", "prompt_len", "output_len")
     for key in keys:
@@ -419,17 +526,38 @@ def _trace_line(obj: dict, index: int, path: str, lineno: int) -> RequestSpec:
     hash_ids = obj.get("hash_ids", ())
     if not isinstance(hash_ids, list | tuple) or any(isinstance(h, bool) or not isinstance(h, int) for h in hash_ids):
         raise WorkloadError("hash_ids must be a list of whole numbers", path, lineno)
+    request_id = str(obj.get("request_id", index))
     return RequestSpec(
-        request_id=str(obj.get("request_id", index)),
-        arrival_time=float(t) / 1000.0 if timed else float(t), prompt_len=pl, output_len=ol,
-        priority=prio, pool=str(obj.get("pool", "chat")), hash_ids=tuple(hash_ids))
+        request_id=request_id, arrival_time=float(t) / 1000.0 if timed else float(t), prompt_len=pl, output_len=ol,
+        priority=prio, pool=str(obj.get("pool", "chat")), hash_ids=tuple(hash_ids),
+        prompt_segments=hash_segments(hash_ids, pl, block, request_id, path, lineno))
+
+
+def hash_segments(hash_ids, prompt_len: int, block: int, request_id: str, path: str = "",
+                  lineno: int | None = None) -> tuple[tuple[str, int], ...] | None:
+    """A prompt's segments from Mooncake hash ids, one per `block` tokens (None without ids)."""
+    if not hash_ids:
+        return None
+    blocks = -(-prompt_len // block)
+    if len(hash_ids) > blocks + 1:  # one more is a producer's rounding; more, a wrong block size
+        raise WorkloadError(f"{len(hash_ids)} hash_ids for a prompt of {prompt_len} tokens, which has only "
+                            f"{blocks} blocks of {block} tokens (is the hash block size right?)", path, lineno)
+    segments = []
+    left = prompt_len
+    for h in hash_ids[:blocks]:
+        n = min(block, left)
+        segments.append((f"h{h}", n))
+        left -= n
+    if left:
+        segments.append((request_id, left))  # past the last id: its own
+    return tuple(segments)
 
 
 def trace_requests(spec: WorkloadSpec) -> list[RequestSpec]:
     """The trace of `spec`, rescaled to `trace_rate` (its own timing at 0; all at once at inf)
     and cut or repeated to `trace_requests` requests (0: once, whole). Times start from the
     trace's first arrival; a repeat follows the previous copy one mean gap after its end."""
-    base = load_trace(spec.trace_path)
+    base = load_trace(spec.trace_path, spec.hash_block_size)
     n = spec.trace_requests or len(base)
     if not spec.trace_requests and not spec.trace_rate:
         return base
@@ -451,7 +579,11 @@ def trace_requests(spec: WorkloadSpec) -> list[RequestSpec]:
         copy, j = divmod(i, len(base))
         r = base[j]
         arrival = (r.arrival_time - t0 + copy * period) * scale
-        out.append(replace(r, request_id=str(i) if n != len(base) else r.request_id, arrival_time=arrival))
+        rid = str(i) if n != len(base) else r.request_id
+        segments = r.prompt_segments
+        if segments and segments[-1][0] == r.request_id:  # its own tokens follow it to its new id
+            segments = segments[:-1] + ((rid, segments[-1][1]),)
+        out.append(replace(r, request_id=rid, arrival_time=arrival, prompt_segments=segments))
     return out
 
 

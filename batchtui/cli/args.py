@@ -12,7 +12,10 @@ from . import options as o
 DEFAULT_INPUT_LEN = 1024
 DEFAULT_OUTPUT_LEN = 128
 DEFAULT_NUM_PROMPTS = 1000
-DATASET_NAMES = ("random", "sharegpt", "custom", "timed_trace")
+DATASET_NAMES = ("random", "sharegpt", "custom", "timed_trace", "prefix_repetition")
+# vllm bench serve's prefix_repetition dataset: G prefixes of P tokens, each prompt one of them and
+# S tokens of its own, answers of O tokens (its defaults).
+PREFIX_REPETITION_DEFAULTS = {"prefix_len": 256, "suffix_len": 256, "num_prefixes": 10, "output_len": 128}
 
 
 def add_setup_args(p: argparse.ArgumentParser) -> None:
@@ -41,7 +44,8 @@ def add_traffic_args(p: argparse.ArgumentParser, *, rate_flag: bool = True, coun
     t = p.add_argument_group("traffic (vllm bench serve's flags and defaults)")
     t.add_argument("--dataset-name", choices=DATASET_NAMES, default=None,
                    help="where lengths come from: random (default), sharegpt or custom (a file "
-                        "given with --dataset-path), or timed_trace (a trace: arrivals too)")
+                        "given with --dataset-path), timed_trace (a trace: arrivals too), or "
+                        "prefix_repetition (prompts sharing one of a few prefixes)")
     t.add_argument("--dataset-path", metavar="FILE",
                    help="the ShareGPT JSON, custom JSON Lines ({\"prompt\": ...} a line) or trace file")
     t.add_argument("--num-prompts", type=o.prompt_count, metavar="N",
@@ -70,6 +74,7 @@ def add_traffic_args(p: argparse.ArgumentParser, *, rate_flag: bool = True, coun
                    help="answer length for every ShareGPT request (default: the conversation's)")
     t.add_argument("--custom-output-len", type=o.positive_int, metavar="N",
                    help="answer length for a custom dataset (default 256)")
+    add_sharing_args(p)
     x = p.add_argument_group("traffic (the simulator's own)")
     x.add_argument("--arrival", choices=("gamma", "poisson", "constant", "bursts"),
                    help="gamma: as vllm bench serve sends them (default); poisson: exponential gaps "
@@ -90,6 +95,31 @@ def add_traffic_args(p: argparse.ArgumentParser, *, rate_flag: bool = True, coun
                         "Mooncake's and vLLM's {\"timestamp\": ms, \"input_length\": n, "
                         "\"output_length\": n, \"hash_ids\": [...]}")
     x.add_argument("--seed", type=o.seed, metavar="N", help="random seed (default 0)")
+
+
+def add_sharing_args(p: argparse.ArgumentParser) -> None:
+    """What prompts share, for prefix caching: vllm bench serve's prefix flags, conversations and
+    a trace's hash block size (names, ranges and help from the table of dials)."""
+    from sim.dials import find
+
+    def dial(path: str):
+        return {"type": o.dial_type(find(path)), "help": find(path).help}
+
+    d = PREFIX_REPETITION_DEFAULTS
+    s = p.add_argument_group("shared prefixes and conversations (prefix caching)")
+    s.add_argument("--random-prefix-len", metavar="N", **dial("workload.prefix_len"))
+    s.add_argument("--prefix-repetition-prefix-len", type=o.dial_type(find("workload.prefix_len")), metavar="N",
+                   help=f"prefix_repetition: tokens of each shared prefix (default {d['prefix_len']})")
+    s.add_argument("--prefix-repetition-suffix-len", type=o.positive_int, metavar="N",
+                   help=f"prefix_repetition: tokens of each prompt's own part (default {d['suffix_len']})")
+    s.add_argument("--prefix-repetition-num-prefixes", type=o.dial_type(find("workload.num_prefixes")), metavar="N",
+                   help=f"distinct shared prefixes, each request using one at random (prefix_repetition: "
+                        f"default {d['num_prefixes']}; with --random-prefix-len too: default 1)")
+    s.add_argument("--prefix-repetition-output-len", type=o.positive_int, metavar="N",
+                   help=f"prefix_repetition: answer tokens (default {d['output_len']})")
+    s.add_argument("--turns", metavar="N", **dial("workload.turns"))
+    s.add_argument("--think-time", metavar="S", **dial("workload.think_time"))
+    s.add_argument("--hash-block-size", metavar="N", **dial("workload.hash_block_size"))
 
 
 def add_result_args(p: argparse.ArgumentParser, *, detailed: bool = True):

@@ -88,8 +88,6 @@ def given_dials(args) -> dict:
             continue
         if flag.dial == "kv_cache_dtype":
             value = o.KV_CACHE_DTYPE_ALIASES.get(value, value)
-        if flag.dial == "max_queue_delay":
-            value = value / 1000
         out[flag.dial] = value
     return out
 

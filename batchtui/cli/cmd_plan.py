@@ -90,6 +90,16 @@ def router_task(task: tuple) -> planning.RouterCheck:
 def run(args: argparse.Namespace) -> int:
     slo_given = [f for f, v in (("--ttft-p99", args.ttft_p99), ("--tpot-p99", args.tpot_p99),
                                 ("--peak-rate", args.peak_rate)) if v is not None]
+    if args.max_concurrency is not None:
+        raise UserError("argument --max-concurrency: not allowed with plan: a client that holds requests "
+                        "back hides the queue an SLO is about (plan sizes a replica for open traffic, and "
+                        "--offline for vLLM's LLM class, which has no client); sim and sweep model a capped client")
+    if args.turns is not None and args.turns > 1 and (args.offline is not None or args.peak_rate is not None):
+        flag = "--offline" if args.offline is not None else "--peak-rate"
+        raise UserError(f"argument --turns: not allowed with {flag}: "
+                        + ("an offline job is single requests queued at once" if flag == "--offline" else
+                           "the replicas check routes single requests, not conversations; plan one replica's "
+                           "rate without --peak-rate"))
     if args.offline is not None:
         if slo_given:
             raise UserError(f"argument {slo_given[0]}: not allowed with --offline "
@@ -273,6 +283,9 @@ def print_plan(result, slo, args, replicas, checks, serve, bench, cause, setup) 
     print("  " + serve)
     print("Verify on the real GPU (one replica at the planned rate):")
     print("  " + bench)
+    if setup.scenario.workload.turns > 1:
+        print(_fill(f"(Rates here count new conversations of {setup.scenario.workload.turns} turns a second; "
+                    "vllm bench serve sends single requests, so verify with a multi-turn client.)"))
 
 
 def plan_json(result, slo, args, replicas, checks, serve, bench, cause) -> dict:

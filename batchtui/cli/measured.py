@@ -5,7 +5,9 @@ Traffic comes from the file: with `--save-detailed` its per-request arrays (`inp
 `output_lens`, `start_times`, `errors`) are replayed as a trace, request for request; otherwise
 the run is redrawn as `vllm bench serve` drew it: `completed` requests of the mean lengths
 (`total_input_tokens / completed`, `total_output_tokens / completed`) at `request_rate` with
-`burstiness` (or its ramp-up). Engine dials come from the command line's flags, else from
+`burstiness` (or its ramp-up). A run capped with `--max-concurrency` (the file's `max_concurrency`)
+is replayed with the same cap: the simulated client holds requests back until one finishes (a
+detailed run at rate inf queues them all at 0 in the order they were sent). Engine dials come from the command line's flags, else from
 `--metadata KEY=VALUE` entries in the file (keys as the flags or dials are spelled:
 `max-num-seqs=256`, `max_num_batched_tokens=8192`, `random_range_ratio=0.1`), else from the
 simulator's own `engine` table (files `batchtui sim` wrote), else vLLM's defaults for the GPU.
@@ -61,10 +63,11 @@ class MeasuredRun:
 
     def describe(self) -> str:
         w = self.scenario.workload
+        capped = f", at most {w.max_concurrency} in flight" if w.max_concurrency else ""
         if self.replayed:
-            return f"{self.metrics['completed']:.0f} requests replayed from the file"
+            return f"{self.metrics['completed']:.0f} requests replayed from the file{capped}"
         return (f"{w.num_prompts} requests at {_rate_text(self.rate)} req/s, {w.input.mean} in / "
-                f"{w.output.mean} out")
+                f"{w.output.mean} out{capped}")
 
 
 def _rate_text(rate: float) -> str:
@@ -133,23 +136,10 @@ def metadata_dials(data: dict, path: str) -> tuple[dict, dict]:
 
 
 def _flag_value(f: o.EngineFlag, text: str, key: str, path: str):
-    kwargs = f.kwargs
-    if kwargs.get("action") is argparse.BooleanOptionalAction:
-        word = text.strip().lower()
-        if word in ("1", "true", "yes", "on"):
-            return True
-        if word in ("0", "false", "no", "off"):
-            return False
-        raise UserError(f"{path}: metadata {key} = {text!r}: expected true or false")
-    value = _convert(kwargs.get("type", str), text, key, path)
-    choices = kwargs.get("choices")
-    if choices is not None and value not in choices:
-        raise UserError(f"{path}: metadata {key} = {text!r}: expected one of {', '.join(map(str, choices))}")
-    if f.dial == "kv_cache_dtype":
-        value = o.KV_CACHE_DTYPE_ALIASES.get(value, value)
-    if f.dial == "max_queue_delay":
-        value = value / 1000
-    return value
+    try:
+        return f.value(text)
+    except argparse.ArgumentTypeError as exc:
+        raise UserError(f"{path}: metadata {key} = {text!r}: {exc}") from None
 
 
 def _convert(kind, text: str, key: str, path: str):
@@ -193,10 +183,11 @@ def load_run(path: str, base: Scenario, given: dict, trace_dir: str, index: int)
     if completed < 1:
         raise UserError(f"{path}: no request completed; nothing to compare with")
     rate = _number(data, "request_rate", path, allow_inf=True)
-    if data.get("max_concurrency") not in (None, 0):
-        raise UserError(f"{path}: the run capped the client's concurrency (max_concurrency = "
-                        f"{data['max_concurrency']}), which the simulator does not model yet; use runs "
-                        "without --max-concurrency")
+    cap = data.get("max_concurrency")
+    if cap is None:
+        cap = 0
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
+        raise UserError(f"{path}: max_concurrency = {cap!r} is not a whole number of requests (or null: no cap)")
     dials, traffic = metadata_dials(data, path)
     dials.update(given)
     deployment = {k: dials.pop(k) for k in list(dials) if k in _DEPLOYMENT_DIALS}
@@ -206,6 +197,11 @@ def load_run(path: str, base: Scenario, given: dict, trace_dir: str, index: int)
         sc = replace(sc, seed=seed)
     sc = sc.with_engine(**dials)
     rows = _detailed(data, path)
+    if rows is not None and cap and math.isinf(rate):
+        # Every request was due at once and the client sent the next as one finished: its start
+        # times are the real server's pace, so the replay queues them all at 0, in the order sent,
+        # and lets the cap pace them on the simulated server.
+        rows = [(0.0, n_in, n_out) for _, n_in, n_out in rows]
     if rows is not None:
         trace = os.path.join(trace_dir, f"run{index}.jsonl")
         with open(trace, "w", encoding="utf-8") as handle:
@@ -233,7 +229,7 @@ def load_run(path: str, base: Scenario, given: dict, trace_dir: str, index: int)
             end = _number(data, "ramp_up_end_rps", path)
             workload = replace(workload, ramp_up_strategy=str(strategy), ramp_up_start_rps=start,
                                ramp_up_end_rps=end, request_rate=math.inf)
-    sc = replace(sc, workload=workload)
+    sc = replace(sc, workload=replace(workload, max_concurrency=cap))
     metrics = {}
     for key, value in data.items():
         if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):

@@ -1,16 +1,20 @@
-"""The flags of the headless commands: value types, and the table of engine flags.
+"""The flags of the headless commands: value types, and the engine and deployment flags.
 
-Every engine and deployment flag is one row of ENGINE_FLAGS (its dial, its `vllm serve` spelling,
-its type and help), read by the parser, by the step that turns flags into a scenario, and by the
-`vllm serve` line a plan prints. Messages name the accepted range; argparse adds the flag.
+Every engine and deployment flag is a row of the simulator's table of dials (`sim.dials.DIALS`:
+its name, `vllm serve` spelling, type, range and help are written there once); `engine_flags()`
+makes them argparse flags, read by the parser, by the step that turns flags into a scenario, by
+the `vllm serve` line a plan prints and by the files calibrate and compare read. Messages name
+the accepted range; argparse adds the flag.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import re
 from dataclasses import dataclass, field
+
+from sim.dials import DialSpec
+from sim.errors import ConfigError
 
 # -- value types -----------------------------------------------------------------------------------
 
@@ -48,35 +52,6 @@ def seed(text: str) -> int:
     return _whole(text, 0, "a whole number from 0 to 2**63 - 1", 2**63 - 1)
 
 
-def block_count(text: str) -> int:
-    """num_gpu_blocks_override: at least 2 (one block is reserved)."""
-    return _whole(text, 2, "a whole number of blocks >= 2 (one is reserved)", 2**40)
-
-
-_HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT]?)")
-_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
-_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-
-
-def human_int(text: str) -> int:
-    """A whole number > 0 as vLLM reads --max-model-len: `32768`, `32k` (32,000) or `32K`
-    (32,768); decimals only with a lower-case (decimal) suffix."""
-    what = "a whole number of tokens > 0, such as 32768, 32k (32,000) or 32K (32,768)"
-    match = _HUMAN_INT.fullmatch(text.strip())
-    if not match:
-        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
-    number, suffix = match.groups()
-    if suffix in _DECIMAL:
-        value = int(float(number) * _DECIMAL[suffix])
-    elif "." in number:
-        raise argparse.ArgumentTypeError(f"expected {what} (decimals need k, m, g or t), got {text!r}")
-    else:
-        value = int(number) * _BINARY.get(suffix, 1)
-    if not 0 < value <= 2**40:
-        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
-    return value
-
-
 def _float(text: str, what: str) -> float:
     try:
         value = float(text)
@@ -84,14 +59,6 @@ def _float(text: str, what: str) -> float:
         raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
     if math.isnan(value):
         raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
-    return value
-
-
-def fraction(text: str) -> float:
-    """A fraction in (0, 1]."""
-    value = _float(text, "a fraction in (0, 1]")
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1], got {text!r}")
     return value
 
 
@@ -143,15 +110,6 @@ def percent(text: str) -> float:
     if not 0 <= value <= 1000:
         raise argparse.ArgumentTypeError(f"expected a percentage from 0 to 1000, got {text!r}")
     return value / 100
-
-
-def block_size(text: str) -> int:
-    from sim.profiles import MAX_BLOCK_SIZE
-
-    value = _whole(text, 1, f"a power of two from 1 to {MAX_BLOCK_SIZE}")
-    if value > MAX_BLOCK_SIZE or value & (value - 1):
-        raise argparse.ArgumentTypeError(f"expected a power of two from 1 to {MAX_BLOCK_SIZE}, got {text!r}")
-    return value
 
 
 def _comma_list(item, what: str):
@@ -216,9 +174,6 @@ def goodput_pair(text: str) -> tuple[str, float]:
 
 # -- names as vLLM and nvidia-smi spell them --------------------------------------------------------
 
-# --kv-cache-dtype spellings vLLM takes, mapped to the profile's element types.
-KV_CACHE_DTYPE_ALIASES = {"bfloat16": "bf16"}
-
 AUTO_GPU = "auto"
 
 
@@ -263,82 +218,95 @@ def resolve_model(name: str, profiles) -> str:
 
 @dataclass(frozen=True)
 class EngineFlag:
-    """One `vllm serve` flag the simulator models."""
+    """One engine or deployment flag: a row of the simulator's table of dials (`sim.dials.DIALS`,
+    where its name, vLLM spelling, type, range and help are written), as argparse takes it."""
 
+    spec: DialSpec
     dial: str
     """The scenario key (deployment) or EngineConfig dial (engine) it sets."""
-    flag: str
     where: str
     """"deployment" (a Scenario field) or "engine" (an EngineConfig dial)."""
     kwargs: dict = field(default_factory=dict)
-    vllm: bool = True
-    """A `vllm serve` flag (False: the simulator's own, such as --batching)."""
+
+    @property
+    def flag(self) -> str:
+        return self.spec.flag
+
+    @property
+    def vllm(self) -> bool:
+        """A `vllm serve` flag (False: the simulator's own, such as --batching)."""
+        return self.spec.vllm == "serve"
+
+    def value(self, text: str):
+        """The dial's value from a flag's text (a file's metadata, say), as the parser reads it;
+        ArgumentTypeError naming what it takes."""
+        if self.spec.type == "bool":
+            try:
+                return self.spec.parse(text)
+            except ConfigError:
+                raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}") from None
+        choices = self.kwargs.get("choices")
+        value = self.kwargs["type"](text) if "type" in self.kwargs else text.strip()
+        if choices is not None and value not in choices:
+            raise argparse.ArgumentTypeError(f"expected one of {', '.join(map(str, choices))}, got {text!r}")
+        return KV_CACHE_DTYPE_ALIASES.get(value, value) if self.dial == "kv_cache_dtype" else value
 
 
-def _tp_sizes():
-    from sim.profiles import TENSOR_PARALLEL_SIZES
-    return TENSOR_PARALLEL_SIZES
+# Dials with flags of their own elsewhere (hardware and model by name, the seed among traffic).
+OWN_FLAGS = ("gpu", "model", "seed")
 
 
-def _kv_dtypes():
-    from sim.profiles import KV_CACHE_DTYPE_BYTES
-    names = [n for n in KV_CACHE_DTYPE_BYTES if n != "bf16"]
-    return tuple(names[:1] + list(KV_CACHE_DTYPE_ALIASES) + names[1:])
+def dial_type(spec: DialSpec):
+    """An argparse type reading a dial's value as typed (`DialSpec.parse`: the flag's unit and
+    spellings), refused with what the dial takes."""
+    def convert(text: str):
+        try:
+            return spec.parse(text)
+        except ConfigError:
+            raise argparse.ArgumentTypeError(f"expected {spec.allowed}, got {text!r}") from None
+    convert.__name__ = spec.path  # argparse names the type in some messages
+    return convert
+
+
+def _metavar(spec: DialSpec) -> str:
+    if spec.flag_scale == 1000.0 and spec.unit == "s":
+        return "MS"
+    return "N" if spec.type == "int" else "F"
+
+
+def _kwargs(spec: DialSpec) -> dict:
+    if spec.type == "bool":
+        return dict(action=argparse.BooleanOptionalAction, default=None, help=spec.help)
+    if spec.type == "choice":
+        choices = tuple(_VLLM_SPELLING.get(c, c) for c in spec.choices)
+        if spec.path == "kv_cache_dtype":  # long names: listed in the help, not the usage line
+            return dict(choices=choices, metavar="DTYPE", help=f"{spec.help}; one of {', '.join(choices)}")
+        return dict(choices=choices, help=spec.help)
+    if spec.choices and not spec.words:  # a short list: argparse's own "invalid choice" message
+        return dict(type=int, choices=spec.choices, metavar=_metavar(spec), help=spec.help)
+    return dict(type=dial_type(spec), metavar=_metavar(spec), help=spec.help)
+
+
+# --kv-cache-dtype spellings vLLM takes for the profile's element types.
+KV_CACHE_DTYPE_ALIASES = {"bfloat16": "bf16"}
+_VLLM_SPELLING = {v: k for k, v in KV_CACHE_DTYPE_ALIASES.items()}
 
 
 def engine_flags() -> tuple[EngineFlag, ...]:
-    """The table (built on first use: some choices come from the simulator's profiles)."""
-    return (
-        EngineFlag("tensor_parallel_size", "--tensor-parallel-size", "deployment",
-                   dict(type=int, choices=_tp_sizes(), metavar="N",
-                        help="GPUs the model is split over: 1, 2, 4 or 8 (default 1)")),
-        EngineFlag("kv_cache_dtype", "--kv-cache-dtype", "deployment",
-                   dict(choices=_kv_dtypes(), metavar="DTYPE",
-                        help=f"KV cache element type: {', '.join(_kv_dtypes())} (default auto: the "
-                             "model's bfloat16)")),
-        EngineFlag("gpu_memory_utilization", "--gpu-memory-utilization", "deployment",
-                   dict(type=fraction, metavar="F", help="share of GPU memory vLLM may use, in (0, 1] "
-                                                         "(default 0.92)")),
-        EngineFlag("block_size", "--block-size", "deployment",
-                   dict(type=block_size, metavar="N", help="tokens per KV cache block, a power of two "
-                                                           "(default 16)")),
-        EngineFlag("num_gpu_blocks_override", "--num-gpu-blocks-override", "deployment",
-                   dict(type=block_count, metavar="N",
-                        help="KV cache blocks, instead of sizing the cache from memory (at most what "
-                             "memory holds)")),
-        EngineFlag("batching", "--batching", "engine",
-                   dict(choices=("sequential", "static", "dynamic", "continuous"),
-                        help="batching policy (default continuous, as vLLM; dynamic for an encoder)"),
-                   vllm=False),
-        EngineFlag("max_num_seqs", "--max-num-seqs", "engine",
-                   dict(type=positive_int, metavar="N",
-                        help="most requests running at once (H100/H200/B200 1024, A100/L40S 256)")),
-        EngineFlag("max_num_batched_tokens", "--max-num-batched-tokens", "engine",
-                   dict(type=positive_int, metavar="N",
-                        help="token budget per iteration (serve: H100/H200 8192, B200 16384, "
-                             "A100/L40S 2048)")),
-        EngineFlag("enable_chunked_prefill", "--enable-chunked-prefill", "engine",
-                   dict(action=argparse.BooleanOptionalAction, default=None,
-                        help="split long prompts over iterations (default on)")),
-        EngineFlag("long_prefill_token_threshold", "--long-prefill-token-threshold", "engine",
-                   dict(type=non_negative_int, metavar="N",
-                        help="cap on one request's prefill chunk per iteration; 0 = off (default 0)")),
-        EngineFlag("scheduling_policy", "--scheduling-policy", "engine",
-                   dict(choices=("fcfs", "priority"), help="order of admission and preemption "
-                                                           "(default fcfs)")),
-        EngineFlag("max_model_len", "--max-model-len", "engine",
-                   dict(type=human_int, metavar="N",
-                        help="longest prompt + output, such as 32768 or 32k (default and maximum: "
-                             "the model's context length; VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 lifts the "
-                             "maximum, as in vLLM)")),
-        EngineFlag("max_batch_size", "--max-batch-size", "engine",
-                   dict(type=positive_int, metavar="N",
-                        help="batch size for static and dynamic batching (default 64)"), vllm=False),
-        EngineFlag("max_queue_delay", "--max-queue-delay-ms", "engine",
-                   dict(type=non_negative_float, metavar="MS",
-                        help="dynamic batching: longest wait for a batch to fill (default 10)"),
-                   vllm=False),
-    )
+    """Every engine and deployment dial that has a flag, in the table's order."""
+    from sim.dials import DIALS
+    from sim.scenario import DEPLOYMENT_KEYS
+
+    out = []
+    for spec in DIALS:
+        head, _, rest = spec.path.partition(".")
+        if not spec.flag or spec.path in OWN_FLAGS:
+            continue
+        if head == "engine":
+            out.append(EngineFlag(spec, rest, "engine", _kwargs(spec)))
+        elif spec.path in DEPLOYMENT_KEYS:
+            out.append(EngineFlag(spec, spec.path, "deployment", _kwargs(spec)))
+    return tuple(out)
 
 
 def dest(flag: str) -> str:

@@ -20,25 +20,37 @@ from . import args as a
 from . import options as o
 from .exits import UserError
 
-# Dial names in the simulator's messages -> the flags that set them (engine flags come from the
-# table in options; these are the rest).
-TRAFFIC_FLAGS = {
-    "gpu": "--gpu", "model": "--model", "request_rate": "--request-rate", "num_prompts": "--num-prompts",
-    "input_len": "--random-input-len", "input_dist": "--input-dist", "input_len_low": "--input-len-min",
-    "input_len_high": "--input-len-max", "input_len_sigma": "--input-sigma", "output_len": "--random-output-len",
-    "output_dist": "--output-dist", "output_len_low": "--output-len-min", "output_len_high": "--output-len-max",
-    "output_len_sigma": "--output-sigma", "burst_size": "--burst-size", "workload": "--workload",
-    "burstiness": "--burstiness", "max_concurrency": "--max-concurrency",
-    "ramp_up_start_rps": "--ramp-up-start-rps", "ramp_up_end_rps": "--ramp-up-end-rps",
-    "dataset_path": "--dataset-path",
-}
 ALLOW_LONG_MAX_MODEL_LEN = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+
+# How the simulator's checks of a length distribution name its fields (`LengthSpec.validate`).
+_LENGTH_NAMES = {"mean": "len", "dist": "dist", "low": "len_low", "high": "len_high", "sigma": "len_sigma",
+                 "long_len": "long_len", "long_share": "long_share"}
+
+
+@functools.cache
+def dial_specs() -> dict:
+    """Every name the simulator's messages give a dial that has a flag (its dotted path, its
+    last part, `input_len` for workload.input.mean, ...) -> its row of the table of dials."""
+    from sim.dials import DIALS
+
+    out = {}
+    for spec in DIALS:
+        if not spec.flag:
+            continue
+        head, _, rest = spec.path.partition(".")
+        out[spec.path] = spec
+        if head == "workload" and "." in rest:
+            side, part = rest.split(".")
+            out[f"{side}_{_LENGTH_NAMES[part]}"] = spec
+        else:
+            out[rest or head] = spec
+    out["workload"] = out["workload.trace_path"]  # a trace's checks name it by its flag
+    return out
 
 
 def dial_flags() -> dict[str, str]:
-    flags = {f.dial: f.flag for f in o.engine_flags()}
-    flags.update(TRAFFIC_FLAGS)
-    return flags
+    """Dial name (as the simulator's messages give it) -> the flag that sets it."""
+    return {name: spec.flag for name, spec in dial_specs().items()}
 
 
 def _given(args: argparse.Namespace) -> dict[str, str]:
@@ -57,8 +69,9 @@ def translate(exc: ConfigError, given: dict[str, str]) -> str:
     prefix = f"{exc.dial} = {exc.value!r}"
     if flag and text.startswith(prefix):
         shown = exc.value
-        if exc.dial == "max_queue_delay":  # the flag takes ms, the dial seconds
-            shown = f"{exc.value * 1000:g}"
+        scale = dial_specs()[exc.dial].flag_scale
+        if scale != 1.0 and isinstance(shown, (int, float)):  # the flag's unit (ms for seconds)
+            shown = f"{exc.value * scale:g}"
         return f"argument {flag}: {shown}" + text[len(prefix):]
     other = dial_flags().get(exc.dial)
     if other and exc.dial not in given:
@@ -117,8 +130,6 @@ def build_setup(args: argparse.Namespace, *, rate_flag: bool = True) -> Setup:
             continue
         if f.dial == "kv_cache_dtype":
             value = o.KV_CACHE_DTYPE_ALIASES.get(value, value)
-        if f.dial == "max_queue_delay":
-            value = value / 1000  # ms on the command line, seconds in the engine
         if f.where == "deployment":
             changes[f.dial] = value
         else:
@@ -162,12 +173,31 @@ def _workload(args, w: WorkloadSpec, model, rate_flag: bool, from_file: bool) ->
         raise UserError("argument --ramp-up-start-rps: needs --ramp-up-strategy linear or exponential")
     if args.random_range_ratio and (args.input_dist or args.output_dist):
         raise UserError("argument --random-range-ratio: not allowed with --input-dist/--output-dist")
+    repetition = [f for f in ("--prefix-repetition-prefix-len", "--prefix-repetition-suffix-len",
+                              "--prefix-repetition-output-len") if getattr(args, o.dest(f)) is not None]
+    if dataset == "prefix_repetition":
+        clash = [f for f, v in (("--random-prefix-len", args.random_prefix_len), ("--random-input-len", args.input_len),
+                                ("--random-output-len", args.output_len), ("--input-dist", args.input_dist),
+                                ("--output-dist", args.output_dist), ("--random-range-ratio", args.random_range_ratio),
+                                ("--dataset-path", path)) if v]
+        if clash:
+            raise UserError(f"argument {clash[0]}: not allowed with --dataset-name prefix_repetition (its "
+                            "--prefix-repetition-* flags set the lengths)")
+    elif repetition:
+        raise UserError(f"argument {repetition[0]}: needs --dataset-name prefix_repetition")
 
     if dataset == "timed_trace":
         clash = [f for f, v in (("--arrival", args.arrival), ("--burstiness", args.burstiness),
                                 ("--ramp-up-strategy", args.ramp_up_strategy)) if v is not None]
         if clash:
             raise UserError(f"argument {clash[0]}: not allowed with a trace (the trace sets the arrivals)")
+        shared = [f for f, v in (("--random-prefix-len", args.random_prefix_len), ("--turns", args.turns),
+                                 ("--think-time", args.think_time),
+                                 ("--prefix-repetition-num-prefixes", args.prefix_repetition_num_prefixes))
+                  if v is not None]
+        if shared:
+            raise UserError(f"argument {shared[0]}: not allowed with a trace (its hash_ids say what its "
+                            "prompts share; --hash-block-size sets their block)")
         w = replace(w, arrival="trace", trace_path=path, dataset="random", dataset_path="",
                     trace_rate=rate or 0.0, trace_requests=args.num_prompts or 0)
     else:
@@ -191,10 +221,30 @@ def _workload(args, w: WorkloadSpec, model, rate_flag: bool, from_file: bool) ->
         if dataset in ("sharegpt", "custom"):
             fixed = args.output_len or (args.sharegpt_output_len if dataset == "sharegpt" else args.custom_output_len)
             w = replace(w, dataset=dataset, dataset_path=path, dataset_output_len=fixed or 0)
-        elif dataset == "random":
+        elif dataset in ("random", "prefix_repetition"):
             w = replace(w, dataset="random", dataset_path="")
+        if dataset == "prefix_repetition":
+            d = a.PREFIX_REPETITION_DEFAULTS
+            pick = {k: getattr(args, f"prefix_repetition_{k}") for k in d}
+            pick = {k: d[k] if v is None else v for k, v in pick.items()}
+            w = replace(w, prefix_len=pick["prefix_len"], num_prefixes=pick["num_prefixes"],
+                        input=LengthSpec(mean=pick["suffix_len"]), output=LengthSpec(mean=pick["output_len"]))
+        else:
+            if args.random_prefix_len is not None:
+                w = replace(w, prefix_len=args.random_prefix_len)
+            if args.prefix_repetition_num_prefixes is not None:
+                w = replace(w, num_prefixes=args.prefix_repetition_num_prefixes)
+        if args.turns is not None:
+            if args.turns > 1 and w.dataset != "random":
+                raise UserError("argument --turns: needs the random or prefix_repetition dataset (a next turn's "
+                                "question and answer are drawn from --random-input-len and --random-output-len)")
+            w = replace(w, turns=args.turns)
+        if args.think_time is not None:
+            w = replace(w, think_time=args.think_time)
     if args.max_concurrency is not None:
         w = replace(w, max_concurrency=args.max_concurrency)
+    if args.hash_block_size is not None:
+        w = replace(w, hash_block_size=args.hash_block_size)
     for side in ("input", "output"):
         spec = getattr(w, side)
         mean = getattr(args, f"{side}_len")
@@ -230,9 +280,6 @@ def _check_like_vllm(args, sc: Scenario, profiles, model) -> None:
                             f"allowed: at most {fits:,} blocks fit in GPU memory at "
                             f"--gpu-memory-utilization {sc.gpu_memory_utilization:g} (vLLM would run out "
                             "of memory allocating the cache)")
-    if sc.workload.max_concurrency:
-        raise UserError("argument --max-concurrency: not yet modelled (the engine does not hold "
-                        "requests back on the client side yet); leave it out")
 
 
 def _truthy(value: str | None) -> bool:

@@ -28,7 +28,6 @@ def serve_dials(setup, config=None) -> dict:
         if not f.vllm or values.get(f.dial) is None:
             continue
         out[f.flag] = values[f.dial]
-    out["--enable-prefix-caching"] = False  # vLLM enables it by default; the simulation has none
     return out
 
 
@@ -64,15 +63,23 @@ def bench_command(setup, rate: float, num_prompts: int, goodput: dict | None = N
         words += ["--dataset-name", w.dataset, "--dataset-path", w.dataset_path]
         if w.dataset_output_len:
             words += [f"--{w.dataset}-output-len", str(w.dataset_output_len)]
+    elif w.num_prefixes > 1 and w.prefix_len and w.input.dist == w.output.dist == "fixed":
+        words += ["--dataset-name", "prefix_repetition", "--prefix-repetition-prefix-len", str(w.prefix_len),
+                  "--prefix-repetition-suffix-len", str(w.input.mean), "--prefix-repetition-num-prefixes",
+                  str(w.num_prefixes), "--prefix-repetition-output-len", str(w.output.mean)]
     else:
         words += ["--dataset-name", "random", "--random-input-len", str(w.input.mean),
                   "--random-output-len", str(w.output.mean)]
+        if w.prefix_len:
+            words += ["--random-prefix-len", str(w.prefix_len)]
         if w.input.dist == "uniform" and w.input.mean:
             words += ["--random-range-ratio", f"{(w.input.high - w.input.mean) / w.input.mean:.3g}"]
     words += ["--num-prompts", str(num_prompts),
               "--request-rate", "inf" if math.isinf(rate) else f"{rate:.2f}"]
     if w.arrival == "gamma" and w.burstiness != 1:
         words += ["--burstiness", f"{w.burstiness:g}"]
+    if w.max_concurrency:
+        words += ["--max-concurrency", str(w.max_concurrency)]
     if goodput:
         words += ["--goodput", *(f"{k}:{v:g}" for k, v in goodput.items())]
     words += ["--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",

@@ -228,18 +228,19 @@ class ContinuousScheduler(Scheduler):
                     if need + reserve > pool.free:
                         stop_reason = "kv_cache"
                         break
-                if pool.caching:
-                    if not pool.admit(req, hit, min(computed + n, max_model_len), reserve):
+                if hit is NO_HIT:
+                    if not pool.try_allocate(req.request_id, min(computed + n, max_model_len), reserve):
                         stop_reason = "kv_cache"
                         break
+                elif not pool.admit(req, hit, min(computed + n, max_model_len), reserve):
+                    stop_reason = "kv_cache"
+                    break
+                if pool.caching:
                     _cache_scheduled(pool, req, computed + n)
                     req.num_computed_tokens = computed
                     if req.num_cached_tokens < 0:
                         req.num_cached_tokens = computed
                     self.on_prefix_lookup(req, computed)
-                elif not pool.try_allocate(req.request_id, min(computed + n, max_model_len), reserve):
-                    stop_reason = "kv_cache"
-                    break
                 waiting.pop_request()
                 req.status = RUNNING
                 running.admit(req)
@@ -534,7 +535,7 @@ def _cache_scheduled(pool, req: Request, tokens: int) -> None:
     (with async scheduling, tokens in flight are not known yet: their block is hashed a call
     later)."""
     known = req.prompt_len + req.num_output_tokens
-    pool.cache_blocks(req.request_id, tokens if tokens < known else known)
+    pool.cache_blocks(req, tokens if tokens < known else known)
 
 
 def _victim_key(req: Request) -> tuple:

@@ -259,7 +259,7 @@ def test_a_detailed_result_is_replayed_request_for_request(tmp_path):
     ({"drop": "completed"}, "no 'completed' key"),
     ({"set": ("request_rate", "fast")}, "request_rate = 'fast' is not a number"),
     ({"set": ("completed", 0)}, "no request completed"),
-    ({"set": ("max_concurrency", 8)}, "max_concurrency = 8"),
+    ({"set": ("max_concurrency", "eight")}, "max_concurrency = 'eight' is not a whole number"),
     ({"set": ("max-num-seqs", "many")}, "metadata max-num-seqs = 'many'"),
     ({"set": ("input_lens", [1, 2])}, "input_lens, output_lens, start_times and errors have different lengths"),
 ])

@@ -227,7 +227,7 @@ def test_per_request_csv(capsys, tmp_path):
     assert len(rows) == 60
     assert list(rows[0]) == ["request_id", "pool", "arrival_s", "prompt_len", "output_len",
                              "ttft_ms", "tpot_ms", "e2e_ms", "preemptions", "max_itl_ms",
-                             "finish_reason"]
+                             "finish_reason", "num_cached_tokens"]
     arrivals = [float(r["arrival_s"]) for r in rows]
     assert arrivals == sorted(arrivals)
     for r in rows:
@@ -319,7 +319,6 @@ def test_bad_flags_are_refused_by_argparse_naming_the_flag(capsys, argv, needle)
     (["--max-model-len", "200k"], "200000 is longer than Llama 3.1 8B's context (131072 tokens)"),
     (["--max-model-len", "1.5K"], "argument --max-model-len: expected a whole number of tokens > 0"),
     (["--num-gpu-blocks-override", "90000"], "argument --num-gpu-blocks-override: 90000 is not allowed: at most 28,009"),
-    (["--max-concurrency", "8"], "argument --max-concurrency: not yet modelled"),
     (["--max-concurrency", "0"], "argument --max-concurrency: expected a whole number >= 1"),
     (["--burstiness", "0"], "argument --burstiness: expected a burstiness > 0"),
     (["--random-range-ratio", "1"], "argument --random-range-ratio: expected a ratio in [0, 1)"),
@@ -437,7 +436,8 @@ def test_plan_finds_a_rate_checks_replicas_and_prints_both_vllm_commands(capsys,
     assert ("  vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 1 --kv-cache-dtype auto "
             "--gpu-memory-utilization 0.92 --block-size 16 --max-num-seqs 1024 --max-num-batched-tokens 8192 "
             "--enable-chunked-prefill --long-prefill-token-threshold 0 --scheduling-policy fcfs "
-            "--max-model-len 131072 --no-enable-prefix-caching") in out
+            "--max-model-len 131072 --scheduler-reserve-full-isl --no-async-scheduling "
+            "--enable-prefix-caching") in out
     bench = next(line for line in out.splitlines() if "vllm bench serve" in line)
     assert "--dataset-name random --random-input-len 256 --random-output-len 32" in bench
     assert "--request-rate" in bench and "--goodput ttft:60 tpot:9" in bench
@@ -519,7 +519,7 @@ def test_plan_offline(capsys):
     assert code == 0
     assert "Job time for 300 requests:" in out
     assert "LLM(model='meta-llama/Llama-3.1-8B-Instruct', tensor_parallel_size=1" in out
-    assert "max_num_seqs=100" in out and "enable_prefix_caching=False" in out
+    assert "max_num_seqs=100" in out and "enable_prefix_caching=True" in out
 
 
 @pytest.mark.parametrize(("argv", "needle"), [

@@ -1,0 +1,111 @@
+"""vllm bench serve's --max-concurrency through the command line: `sim` and `sweep` run a client
+that keeps at most N requests in flight, `plan` refuses it with the reason, and `calibrate` and
+`compare` replay a capped vLLM run with its cap."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from batchtui.cli import main
+from batchtui.cli.measured import load_run
+from sim.scenario import Scenario
+from sim.workload import load_trace
+
+DATA = Path(__file__).parent.parent / "data" / "vllm-results"
+VLLM_FILE = DATA / "openai-8.0qps-Llama-3.1-8B-Instruct-20250301-101500.json"
+DETAILED_FILE = DATA / "openai-detailed.json"
+SMALL = ["--num-prompts", "80", "--input-len", "256", "--output-len", "32"]
+
+
+def run(capsys, *argv):
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def sim_json(capsys, *argv):
+    code, out, err = run(capsys, "sim", *SMALL, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_sim_keeps_at_most_n_requests_in_flight(capsys):
+    capped = sim_json(capsys, "--request-rate", "inf", "--max-concurrency", "4")
+    free = sim_json(capsys, "--request-rate", "inf")
+    assert capped["max_concurrency"] == 4 and free["max_concurrency"] is None
+    assert capped["max_concurrent_requests"] <= 4 < free["max_concurrent_requests"]
+    assert capped["max_running"] <= 4
+    assert capped["completed"] == free["completed"] == 80
+    # TTFT counts from sending: the capped client's requests wait at the client, not the server
+    assert capped["median_ttft_ms"] < free["median_ttft_ms"]
+    assert capped["request_throughput"] < free["request_throughput"]
+
+
+def test_sim_text_and_result_file_name_say_the_cap(capsys, tmp_path):
+    code, out, err = run(capsys, "sim", *SMALL, "--request-rate", "20", "--max-concurrency", "3",
+                         "--save-result", "--result-dir", tmp_path)
+    assert code == 0, err
+    assert "Maximum request concurrency:" in out
+    (saved,) = tmp_path.iterdir()
+    assert "-concurrency3-" in saved.name and json.loads(saved.read_text())["max_concurrency"] == 3
+
+
+def test_sweep_runs_every_rate_with_the_cap(capsys):
+    code, out, err = run(capsys, "sweep", *SMALL, "--request-rates", "5,inf", "--max-concurrency", "2",
+                         "--jobs", "1", "--json")
+    assert code == 0, err
+    points = json.loads(out)["points"]
+    assert len(points) == 2 and all(p["max_concurrent_requests"] <= 2 for p in points)
+
+
+@pytest.mark.parametrize("extra", [["--ttft-p99", "100"], ["--offline", "50"]])
+def test_plan_refuses_a_capped_client_with_the_reason(capsys, extra):
+    code, _, err = run(capsys, "plan", *extra, "--max-concurrency", "8")
+    assert code == 2 and "argument --max-concurrency: not allowed with plan" in err
+
+
+def capped_file(tmp_path, source: Path, cap, **changes) -> Path:
+    data = json.loads(source.read_text())
+    data["max_concurrency"] = cap
+    data.update(changes)
+    path = tmp_path / f"capped-{source.name}"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_a_capped_vllm_run_is_rebuilt_with_its_cap(tmp_path):
+    run_ = load_run(str(capped_file(tmp_path, VLLM_FILE, 8)), Scenario(), {}, str(tmp_path), 0)
+    assert run_.scenario.workload.max_concurrency == 8
+    assert "at most 8 in flight" in run_.describe()
+    free = load_run(str(VLLM_FILE), Scenario(), {}, str(tmp_path), 1)
+    assert free.scenario.workload.max_concurrency == 0 and "in flight" not in free.describe()
+
+
+def test_a_detailed_capped_run_at_rate_inf_queues_everything_at_once_in_the_order_sent(tmp_path):
+    path = capped_file(tmp_path, DETAILED_FILE, 2, request_rate="inf")
+    run_ = load_run(str(path), Scenario(), {}, str(tmp_path), 0)
+    w = run_.scenario.workload
+    assert w.max_concurrency == 2
+    specs = load_trace(w.trace_path)
+    assert [(s.arrival_time, s.prompt_len) for s in specs] == [(0.0, 512), (0.0, 600), (0.0, 480)]
+    paced = load_run(str(capped_file(tmp_path, DETAILED_FILE, 2)), Scenario(), {}, str(tmp_path), 1)
+    assert [s.arrival_time for s in load_trace(paced.scenario.workload.trace_path)] == pytest.approx([0, 0.35, 1.1])
+
+
+def test_compare_simulates_a_capped_run_with_the_cap(capsys, tmp_path):
+    path = capped_file(tmp_path, VLLM_FILE, 4, request_rate="inf")
+    code, out, err = run(capsys, "compare", path, "--gpu", "h100-sxm", "--json", "--jobs", "1")
+    assert code == 0, err
+    capped = json.loads(out)["runs"][0]["simulated"]
+    code, out, err = run(capsys, "compare", capped_file(tmp_path, VLLM_FILE, None, request_rate="inf"),
+                         "--gpu", "h100-sxm", "--json", "--jobs", "1")
+    free = json.loads(out)["runs"][0]["simulated"]
+    # four in flight: shorter waits for the first token, fewer requests a second
+    assert capped["median_ttft_ms"] < free["median_ttft_ms"]
+    assert capped["request_throughput"] < free["request_throughput"]

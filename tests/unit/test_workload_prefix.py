@@ -1,0 +1,163 @@
+"""Traffic that shares prefixes (issue 13): a shared system prompt, conversations whose next
+turn carries the history, and Mooncake traces' hash_ids, all as `prompt_segments` (never token
+lists), and the engine hitting them."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from sim.engine import Engine, run_scenario
+from sim.errors import ConfigError, WorkloadError
+from sim.scenario import Scenario
+from sim.workload import (LengthSpec, RequestQueue, WorkloadSpec, generate, generate_queue, load_trace, next_turn,
+                          trace_requests)
+
+
+def draw(**fields):
+    return generate(WorkloadSpec(num_prompts=300, input=LengthSpec(dist="uniform", mean=100, low=50, high=150),
+                                 **fields), np.random.default_rng(7))
+
+
+def test_a_shared_prefix_comes_before_every_prompt_and_changes_no_other_draw():
+    plain = draw()
+    shared = draw(prefix_len=200)
+    assert all(s.prompt_segments is None for s in plain)
+    for a, b in zip(plain, shared):
+        assert b.prompt_len == a.prompt_len + 200 and b.arrival_time == a.arrival_time
+        assert b.prompt_segments == (("prefix-0", 200), (b.request_id, a.prompt_len))
+
+
+def test_several_prefixes_are_drawn_one_per_request():
+    specs = draw(prefix_len=64, num_prefixes=4)
+    names = [s.prompt_segments[0][0] for s in specs]
+    assert set(names) == {"prefix-0", "prefix-1", "prefix-2", "prefix-3"}
+    assert all(sum(n for _, n in s.prompt_segments) == s.prompt_len for s in specs)
+
+
+def test_a_million_requests_are_held_as_arrays_not_segments():
+    queue = generate_queue(WorkloadSpec(num_prompts=1_000_000, prefix_len=512, num_prefixes=8),
+                           np.random.default_rng(0))
+    assert isinstance(queue, RequestQueue) and len(queue) == 1_000_000
+    assert queue[0].prompt_segments[0][1] == 512  # made when taken, one at a time
+
+
+def test_the_next_turn_is_the_previous_prompt_its_answer_and_a_new_question():
+    w = WorkloadSpec(input=LengthSpec(dist="uniform", mean=64, low=32, high=96), output=LengthSpec(mean=100),
+                     prefix_len=128, turns=3)
+    first = generate(replace(w, num_prompts=1), np.random.default_rng(1))[0]
+    assert first.conversation == "0" and first.prompt_segments[-1][0] == "0/q1"
+    second = next_turn(w, first, 10.0, seed=5)
+    assert second.request_id == "0.2" and second.turn == 2 and second.arrival_time == 10.0
+    assert second.prompt_segments[:2] == first.prompt_segments
+    assert second.prompt_segments[2] == ("0/a1", first.output_len)
+    assert second.prompt_len == first.prompt_len + first.output_len + second.prompt_segments[3][1]
+    assert next_turn(w, first, 99.0, seed=5).prompt_len == second.prompt_len  # not the time it is sent
+
+
+def conversation_run(**fields) -> tuple:
+    w = WorkloadSpec(arrival="poisson", request_rate=2.0, num_prompts=40, input=LengthSpec(mean=64),
+                     output=LengthSpec(mean=32), prefix_len=96, turns=3, think_time=2.0)
+    w = replace(w, **fields)
+    summary = run_scenario(Scenario(workload=w, seed=3), keep_records=True)
+    return summary, {r.request_id: r for r in summary.records}
+
+
+def test_each_turn_is_sent_think_time_after_the_previous_answer():
+    summary, by_id = conversation_run()
+    assert summary.metrics["completed"] == 120
+    for i in range(40):
+        first, second, third = by_id[str(i)], by_id[f"{i}.2"], by_id[f"{i}.3"]
+        assert second.arrival_time == pytest.approx(first.arrival_time + first.e2e + 2.0)
+        assert third.arrival_time == pytest.approx(second.arrival_time + second.e2e + 2.0)
+        assert third.prompt_len == second.prompt_len + 32 + 64
+        # the history is cached: the previous prompt's full blocks (16 tokens a block)
+        assert third.num_cached_tokens >= second.prompt_len // 16 * 16
+    assert summary.metrics["prefix_cache_hits"] == sum(r.num_cached_tokens for r in by_id.values())
+
+
+def test_under_a_concurrency_cap_a_conversation_keeps_its_slot_to_the_end():
+    summary, by_id = conversation_run(max_concurrency=2, request_rate=math.inf, think_time=0.5)
+    assert summary.metrics["completed"] == 120
+    spans = {}
+    for rid, r in by_id.items():
+        conv = rid.split(".")[0]
+        start, end = spans.get(conv, (math.inf, 0.0))
+        spans[conv] = (min(start, r.arrival_time), max(end, r.arrival_time + r.e2e))
+    for t in sorted(s for s, _ in spans.values()):
+        assert sum(1 for s, e in spans.values() if s <= t < e) <= 2  # conversations open at once
+
+
+def test_a_refused_turn_ends_its_conversation():
+    w = WorkloadSpec(arrival="poisson", request_rate=2.0, num_prompts=10, input=LengthSpec(mean=300),
+                     output=LengthSpec(mean=200), turns=4)
+    engine = Engine(Scenario(workload=w, engine={"max_model_len": 1400}), api_server=True)
+    summary = engine.run()
+    # turn 1: 500 tokens, turn 2: 1000, turn 3: 1500 > 1400 is refused, and no turn 4 is sent
+    assert summary.metrics["completed"] == 20 and summary.metrics["failed"] == 10
+    assert not any(r.request_id.endswith(".4") for r in summary.records)
+
+
+def test_a_live_endless_workload_keeps_its_conversations_going():
+    w = WorkloadSpec(arrival="poisson", request_rate=5.0, num_prompts=0, input=LengthSpec(mean=64),
+                     output=LengthSpec(mean=16), prefix_len=64, turns=2, think_time=0.2)
+    done = {}
+    for turns in (1, 2):
+        engine = Engine(Scenario(workload=replace(w, turns=turns)), live=True)
+        engine.advance_until(20.0)
+        done[turns] = engine.metrics.completed
+    assert 1.8 * done[1] < done[2] < 2.1 * done[1]  # the same conversations, two turns each
+    assert engine.prefix_cache_stats()["prefix_cache_hit_rate"] > 0.5
+
+
+def test_a_scenario_file_keeps_the_sharing_settings():
+    w = WorkloadSpec(prefix_len=100, num_prefixes=3, turns=2, think_time=1.5, hash_block_size=256)
+    assert Scenario.from_dict(Scenario(workload=w).to_dict()).workload == w
+
+
+@pytest.mark.parametrize("field, value", [("prefix_len", -1), ("num_prefixes", 0), ("turns", 0),
+                                          ("think_time", -1.0), ("think_time", math.inf), ("hash_block_size", 0)])
+def test_bad_sharing_settings_are_refused(field, value):
+    with pytest.raises(ConfigError, match=field):
+        replace(WorkloadSpec(), **{field: value}).validate()
+
+
+def mooncake(tmp_path, lines) -> str:
+    path = tmp_path / "mooncake.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return str(path)
+
+
+def test_mooncake_hash_ids_are_segments_of_the_hash_block_size(tmp_path):
+    path = mooncake(tmp_path, [
+        {"timestamp": 0, "input_length": 1100, "output_length": 10, "hash_ids": [7, 8, 9]},
+        {"timestamp": 5, "input_length": 1300, "output_length": 10, "hash_ids": [7, 8]},  # past its ids: its own
+        {"timestamp": 9, "input_length": 100, "output_length": 10}])
+    a, b, c = load_trace(path)
+    assert a.prompt_segments == (("h7", 512), ("h8", 512), ("h9", 76))
+    assert b.prompt_segments == (("h7", 512), ("h8", 512), ("1", 276))
+    assert c.prompt_segments is None
+    small = load_trace(path, hash_block_size=256)[1]
+    assert small.prompt_segments == (("h7", 256), ("h8", 256), ("1", 788))
+    repeated = trace_requests(WorkloadSpec(arrival="trace", trace_path=path, trace_requests=6))
+    assert repeated[4].prompt_segments == (("h7", 512), ("h8", 512), ("4", 276))  # a copy shares the ids
+
+
+def test_too_many_hash_ids_for_the_block_size_are_refused(tmp_path):
+    path = mooncake(tmp_path, [{"timestamp": 0, "input_length": 100, "output_length": 5, "hash_ids": [1, 2, 3]}])
+    with pytest.raises(WorkloadError, match="is the hash block size right"):
+        load_trace(path)
+    assert load_trace(path, hash_block_size=40)[0].prompt_segments == (("h1", 40), ("h2", 40), ("h3", 20))
+
+
+def test_requests_sharing_hash_ids_hit_the_cache(tmp_path):
+    lines = [{"timestamp": 1000 * i, "input_length": 1100, "output_length": 8, "hash_ids": [1, 2, 100 + i]}
+             for i in range(5)]
+    summary = run_scenario(Scenario(workload=WorkloadSpec(arrival="trace", trace_path=mooncake(tmp_path, lines))),
+                           keep_records=True)
+    cached = {r.request_id: r.num_cached_tokens for r in summary.records}
+    assert cached["0"] == 0 and all(cached[str(i)] == 1024 for i in range(1, 5))
