@@ -650,7 +650,11 @@ class TutorialScreen(Screen):
     async def _show_reveal(self, step) -> None:
         reveal = self.query_one("#reveal", LessonMarkdown)
         await reveal.update(self.app.words(step.reveal_md))
-        if step is self.step:
+        current = self.step
+        if step is not current and step.figures_pending and step.number == current.number:
+            await reveal.update(self.app.words(current.reveal_md))  # its figures arrived meanwhile
+            step = current
+        if step is current:
             reveal.display = True
             self.call_after_refresh(self._reveal_into_view)
 
