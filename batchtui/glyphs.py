@@ -52,6 +52,8 @@ class Glyphs:
     """A vertical marker line across a plot (the saturated rate)."""
     line_h: str = "╌"
     """A horizontal marker line across a plot (a latency objective)."""
+    bar_cached: str = "▒"
+    """A KV block nobody holds that still keeps its prefix hash: free, reusable until evicted."""
 
 
 UNICODE = Glyphs(
@@ -115,6 +117,7 @@ ASCII = Glyphs(
     unbounded="^",
     line_v=":",
     line_h="-",
+    bar_cached=":",
 )
 
 

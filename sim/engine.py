@@ -553,6 +553,7 @@ class Engine:
     # -- for the UI
     def snapshot(self) -> EngineSnapshot:
         sched = self.scheduler
+        prefix = self.prefix_cache_stats()
         last = self.last
         seats: list[SeatView] = []
         held = self.pool.held
@@ -595,6 +596,9 @@ class Engine:
             async_scheduling=self._async,
             cached_blocks=self.pool.cached,
             evictable_blocks=self.pool.evictable,
+            prefix_caching=self.pool.caching,
+            prefix_cache_queries=prefix["prefix_cache_queries"],
+            prefix_cache_hits=prefix["prefix_cache_hits"],
         )
 
 
@@ -606,3 +610,4 @@ def run_scenario(scenario: Scenario, **kwargs) -> RunSummary:
 def sweep(scenario: Scenario, rates, **kwargs) -> list[RunSummary]:
     """The same scenario at several request rates (requests/s; math.inf = all at once)."""
     return [run_scenario(scenario.with_workload(request_rate=float(r)), **kwargs) for r in rates]
+

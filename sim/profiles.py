@@ -15,7 +15,6 @@ import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -329,7 +328,8 @@ def _build(raw: _RawProfiles) -> ProfileSet:
 
 def _builtin_raw() -> _RawProfiles:
     source = "sim/data/profiles.toml"
-    text = resources.files("sim").joinpath("data", "profiles.toml").read_text(encoding="utf-8")
+    # Beside this file (importlib.resources would cost the app's first frame a hundredth of a second).
+    text = Path(__file__).with_name("data").joinpath("profiles.toml").read_text(encoding="utf-8")
     return _check_document(_read_document(text, source), source)
 
 

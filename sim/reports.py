@@ -163,3 +163,6 @@ class EngineSnapshot:
     # free (counted in kv_blocks_usable - kv_blocks_used) but reusable until evicted.
     cached_blocks: int = 0
     evictable_blocks: int = 0
+    prefix_caching: bool = False  # the engine's prefix cache is on (enable_prefix_caching, continuous)
+    prefix_cache_queries: int = 0  # prompt tokens looked up since the run started (vLLM's counters)
+    prefix_cache_hits: int = 0  # of those, tokens found cached (hit rate = hits / queries)

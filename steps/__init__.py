@@ -36,7 +36,6 @@ import re
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +169,9 @@ class Step:
     source: str = ""
     reveal_md: str = ""
     """The lesson text that answers the activity: shown once the learner has answered."""
+    figures_pending: bool = False
+    """A draft (`Lessons.draft`): its `{{figure}}` templates read `figures.PENDING` until the
+    simulator has filled them; `Lessons[i]` is the same step filled."""
 
     def dial(self, name: str) -> Dial:
         for d in self.dials:
@@ -215,7 +217,8 @@ def _merge(base: dict, overrides: dict) -> dict:
 
 
 def lessons_dir() -> Path:
-    return Path(str(resources.files("steps").joinpath("lessons")))
+    # Beside this file (importlib.resources would cost the first frame a hundredth of a second).
+    return Path(__file__).with_name("lessons")
 
 
 def lesson_files(directory: str | Path | None = None) -> list[Path]:
@@ -272,6 +275,9 @@ class Lessons(Sequence):
     def __init__(self, summaries: list[StepSummary]) -> None:
         self.summaries: tuple[StepSummary, ...] = tuple(summaries)
         self._built: dict[int, Step] = {}
+        """Steps with their figures filled, each computed once per session."""
+        self._unfilled: dict[int, Step] = {}
+        """Steps validated, their templates not filled yet."""
 
     def __len__(self) -> int:
         return len(self.summaries)
@@ -281,12 +287,30 @@ class Lessons(Sequence):
             return [self[i] for i in range(*index.indices(len(self)))]
         index = range(len(self))[index]  # negative indices, IndexError
         if index not in self._built:
+            self._built[index] = _fill_figures(self._validated(index))
+        return self._built[index]
+
+    def ready(self, index: int) -> bool:
+        """Whether step `index` has its figures filled (indexing it costs no simulator run)."""
+        return range(len(self))[index] in self._built
+
+    def draft(self, index: int) -> Step:
+        """Step `index` validated but without running the simulator: its figures read
+        `figures.PENDING` (`figures_pending`), unless they are filled already. For a first frame
+        that does not wait for numpy and the engine; `self[index]` fills them."""
+        index = range(len(self))[index]
+        if index in self._built:
+            return self._built[index]
+        return _draft(self._validated(index))
+
+    def _validated(self, index: int) -> Step:
+        if index not in self._unfilled:
             summary = self.summaries[index]
-            step = load_step(summary.path)
+            step = load_step(summary.path, fill=False)
             if step.number != summary.number:
                 raise StepError(summary.path.name, "the step number changed while the app ran")
-            self._built[index] = step
-        return self._built[index]
+            self._unfilled[index] = step
+        return self._unfilled[index]
 
     def __setitem__(self, index: int, step: Step) -> None:
         """Put a step in place (the playground opened on a saved scenario)."""
@@ -342,11 +366,12 @@ def _summary(p: Path) -> StepSummary:
                        _int(data["minutes"], "minutes", source, 1, 5), p)
 
 
-def load_step(path: str | Path) -> Step:
-    """One lesson file, validated."""
+def load_step(path: str | Path, fill: bool = True) -> Step:
+    """One lesson file, validated; its figures filled from the simulator unless `fill` is
+    False (then its templates stay as written: `Lessons` fills them later)."""
     p = Path(path)
     data, body, source = _read_front_matter(p)
-    step = _build_step(data, body, source, p.stem)
+    step = _build_step(data, body, source, p.stem, fill)
     if step.number != int(_FILE_NAME.match(p.name).group(1)):
         raise StepError(source, f"number = {step.number} does not match the file name")
     return step
@@ -375,7 +400,7 @@ def _split_reveal(body: str, source: str) -> tuple[str, str]:
     return parts[0].strip() + "\n", parts[1].strip() + ("\n" if parts[1].strip() else "")
 
 
-def _build_step(data: dict, body: str, source: str, stem: str) -> Step:
+def _build_step(data: dict, body: str, source: str, stem: str, fill: bool = True) -> Step:
     unknown = set(data) - _TOP_KEYS
     if unknown:
         raise StepError(source, f"unknown key {sorted(unknown)[0]!r}; allowed: {', '.join(sorted(_TOP_KEYS))}")
@@ -429,7 +454,7 @@ def _build_step(data: dict, body: str, source: str, stem: str) -> Step:
         raise StepError(source, "a <!-- reveal --> section needs an activity to answer (drill, predict, read or break_it)")
     _check_activity(step)
     # Figures in the text come from the simulator: {{name}} templates filled now (steps.figures).
-    return _fill_figures(step)
+    return _fill_figures(step) if fill else step
 
 
 FILLED_PARAMS = ("question", "choices", "explain")
@@ -465,6 +490,23 @@ def _fill_figures(step: Step) -> Step:
     return dataclasses.replace(
         step, body_md=fill(step.body_md, "the lesson text"), reveal_md=fill(step.reveal_md, "the lesson text"),
         hints=tuple(fill(h, "a hint") for h in step.hints), activity=ActivitySpec(step.activity.kind, params))
+
+
+def _draft(step: Step) -> Step:
+    """The step with every {{figure}} shown as `figures.PENDING`: no simulator run."""
+    from .figures import pending
+
+    params = dict(step.activity.params)
+    for key in FILLED_PARAMS:
+        value = params.get(key)
+        if isinstance(value, str):
+            params[key] = pending(value)
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            params[key] = [pending(v) for v in value]
+    return dataclasses.replace(
+        step, body_md=pending(step.body_md), reveal_md=pending(step.reveal_md),
+        hints=tuple(pending(h) for h in step.hints), activity=ActivitySpec(step.activity.kind, params),
+        figures_pending=True)
 
 
 def _text(value: Any, key: str, source: str) -> str:

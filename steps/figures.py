@@ -285,6 +285,15 @@ def fill(text: str, lab: Lab | Callable[[], Lab]) -> str:
     return out
 
 
+PENDING = "…"
+"""What a figure reads as until the simulator has computed it (a step's draft, at launch)."""
+
+
+def pending(text: str) -> str:
+    """`text` with every `{{name}}` shown as PENDING: no simulator run (a step's first frame)."""
+    return TEMPLATE.sub(PENDING, text) if "{{" in text else text
+
+
 def names_in(text: str) -> list[str]:
     return TEMPLATE.findall(text)
 
@@ -1362,3 +1371,58 @@ def _cheat_peak(lab):
 def _cheat_replicas_floor(lab):
     """The peak over what replicas planned at the saturated rate carry: a floor on replicas."""
     return CHEAT_PEAK / (PLANNING_HEADROOM * lab.saturated)
+
+
+# -- what a shared prefix saves (the cheat sheet) ----------------------------------------------------
+
+HELPDESK_CONVERSATIONS = 60
+"""Conversations of the multi-turn helpdesk (`sim.workload.MULTI_TURN_HELPDESK`) the cheat sheet
+runs: its hit rate holds to a tenth of a per cent from 50 on, and the run takes hundredths of a
+second (the cheat sheet is worked again on every dial move)."""
+
+
+def helpdesk_run(lab: Lab, caching: bool):
+    """The multi-turn helpdesk on the lab's deployment and engine, prefix caching on or off: the
+    run's summary metrics (hit rate, TTFT)."""
+    def run():
+        from dataclasses import replace
+
+        from sim.engine import run_scenario
+        from sim.workload import MULTI_TURN_HELPDESK
+
+        workload = replace(MULTI_TURN_HELPDESK, num_prompts=HELPDESK_CONVERSATIONS)
+        scenario = replace(lab.scenario, workload=workload).with_engine(enable_prefix_caching=caching)
+        return run_scenario(scenario).metrics
+
+    return lab.memo(("helpdesk", caching), run)
+
+
+@figure("helpdesk_prefix", whole)
+def _helpdesk_prefix(lab):
+    """The helpdesk chat's system prompt, shared by every conversation."""
+    from sim.workload import MULTI_TURN_HELPDESK
+
+    return MULTI_TURN_HELPDESK.prefix_len
+
+
+@figure("helpdesk_turns", whole)
+def _helpdesk_turns(lab):
+    from sim.workload import MULTI_TURN_HELPDESK
+
+    return MULTI_TURN_HELPDESK.turns
+
+
+@figure("helpdesk_hit_pct", 2)
+def _helpdesk_hit_pct(lab):
+    """Of the helpdesk's prompt tokens, the share the prefix cache held (vLLM's hit rate)."""
+    return 100.0 * helpdesk_run(lab, True)["prefix_cache_hit_rate"]
+
+
+@figure("helpdesk_ttft_on_ms", 3)
+def _helpdesk_ttft_on_ms(lab):
+    return helpdesk_run(lab, True)["median_ttft_ms"]
+
+
+@figure("helpdesk_ttft_off_ms", 3)
+def _helpdesk_ttft_off_ms(lab):
+    return helpdesk_run(lab, False)["median_ttft_ms"]

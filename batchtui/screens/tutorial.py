@@ -28,7 +28,7 @@ from .. import keys
 from ..activity_kinds import activity_view
 from ..formatting import count, number
 from ..goals import StepGoal, goal_for
-from ..step_list import summaries_of
+from ..step_list import draft_of, summaries_of
 from ..widgets.activities.base import ActivityView
 from ..widgets.activity_panel import ActivityPanel
 from ..widgets.answer_box import AnswerBox
@@ -107,6 +107,8 @@ class TutorialScreen(Screen):
         self.summaries = summaries_of(steps)
         """Number, title, section and minutes of every step, without building them."""
         self.index = start_index
+        self.shown = None
+        """The step on screen: a draft (`figures_pending`) until its figures are filled."""
         self.sim: LiveSimulation | None = None
         self.zoomed = False
         """The simulation has the whole screen (`z`); the lesson is hidden."""
@@ -136,7 +138,8 @@ class TutorialScreen(Screen):
 
     @property
     def step(self):
-        return self.steps[self.index]
+        """The step on show, as drawn (its figures may still be pending, see `show_step`)."""
+        return self.shown if self.shown is not None else self.steps[self.index]
 
     @property
     def settings(self):
@@ -226,11 +229,15 @@ class TutorialScreen(Screen):
     async def _show_step(self, index: int) -> None:
         index = max(0, min(len(self.summaries) - 1, index))
         try:
-            step = self.steps[index]
+            # A step whose figures the simulator has not computed yet opens as a draft (its
+            # figures read "…"), filled beside the app once it is drawn: the first frame does
+            # not wait for numpy and the engine, nor a step change for its figures.
+            step = draft_of(self.steps, index)
         except SimError as exc:  # a lesson file broken since the app started
             self.say(f"Step {self.summaries[index].number} cannot be opened: {exc}", error=True)
             return
         self.index = index
+        self.shown = step
         # One layout and one frame for the whole change, not one per part.
         with self.app.batch_update():
             await self._show(step)
@@ -241,7 +248,50 @@ class TutorialScreen(Screen):
         self._opening = opening = object()
         delay = FIRST_START_DELAY if self._first_opening else 0.0
         self._first_opening = False
+        if step.figures_pending:
+            await self.settings.clock.in_background(
+                self, lambda: self._filled(index), lambda filled: self._figures_ready(step, filled),
+                delay=delay, group="figures")
         await self.settings.clock.later(self, lambda: self._begin(opening), delay)
+
+    def _filled(self, index: int):
+        """Step `index` with its figures computed (in a thread: the simulator runs), or the error
+        that stopped them."""
+        try:
+            return self.steps[index]
+        except SimError as exc:
+            return exc
+
+    def _figures_ready(self, draft, filled) -> None:
+        """A draft's figures arrived: put them in, once nothing else is changing the step."""
+        if draft is self.shown:
+            self.run_worker(self._fill_in(draft, filled), group="figures-in")
+
+    async def _fill_in(self, draft, filled) -> None:
+        """The lesson text, hints, activity wording and reveal of the step on show with its
+        figures; what the learner did meanwhile (a guess, a hint shown) stays."""
+        async with self._changing:
+            if draft is not self.shown or not self.is_attached:
+                return
+            if isinstance(filled, SimError):
+                self.say(f"Step {draft.number}'s figures cannot be computed: {filled}", error=True)
+                return
+            self.shown = filled
+            words = self.app.words
+            panel = self.query_one(ActivityPanel)
+            updates = [self.query_one("#lesson", LessonMarkdown).update(words(filled.body_md))]
+            if filled.activity != draft.activity and not isinstance(self.focused, Input):
+                progress = self.app.progress
+                view = activity_view(filled, progress.answers.get(filled.number),
+                                     filled.number in progress.completed, seed=filled.number)
+                updates.append(panel.show(view))
+            if self._reveal_shown:
+                updates.append(self.query_one("#reveal", LessonMarkdown).update(words(filled.reveal_md)))
+            with self.app.batch_update():
+                await asyncio.gather(*updates)
+            self._set_hints(keep_shown=True)
+            self._update_goal()
+            self._update_keys()
 
     async def _show(self, step) -> None:
         self._stop_simulation()
@@ -353,10 +403,10 @@ class TutorialScreen(Screen):
     def on_view_stack_arranged(self, message: ViewStack.Arranged) -> None:
         self._update_keys()
 
-    def _set_hints(self) -> None:
+    def _set_hints(self, keep_shown: bool = False) -> None:
         # A drill question's own hints (with its numbers) come before the step's general ones.
         hints = self.query_one(ActivityPanel).hints + tuple(self.step.hints)
-        self.query_one(HintBox).set_hints(tuple(self.app.words(h) for h in hints))
+        self.query_one(HintBox).set_hints(tuple(self.app.words(h) for h in hints), keep_shown)
 
     def _start_simulation(self, scenario) -> None:
         from ..simulation import LiveSimulation
@@ -600,7 +650,11 @@ class TutorialScreen(Screen):
     async def _show_reveal(self, step) -> None:
         reveal = self.query_one("#reveal", LessonMarkdown)
         await reveal.update(self.app.words(step.reveal_md))
-        if step is self.step:
+        current = self.step
+        if step is not current and step.figures_pending and step.number == current.number:
+            await reveal.update(self.app.words(current.reveal_md))  # its figures arrived meanwhile
+            step = current
+        if step is current:
             reveal.display = True
             self.call_after_refresh(self._reveal_into_view)
 

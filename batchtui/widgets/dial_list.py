@@ -124,10 +124,11 @@ class DialList(Vertical):
     async def _type_value(self, message: DialControl.TypeValue) -> None:
         message.stop()
         await self._close_entry()
-        self.entry = DialEntry(message.dial)
+        self.entry = entry = DialEntry(message.dial)
         self.query_one(DialHelp).display = False
-        await self.mount(self.entry)
-        self.entry.focus()
+        await self.mount(entry)
+        if self.entry is entry:  # not closed by a key that arrived while it was mounted
+            entry.focus()
 
     @on(DialEntry.Done)
     async def _entry_done(self, message: DialEntry.Done) -> None:

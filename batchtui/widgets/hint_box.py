@@ -19,9 +19,12 @@ class HintBox(Widget):
         self.hints: tuple[str, ...] = ()
         self.shown = 0
 
-    def set_hints(self, hints: tuple[str, ...]) -> None:
-        self.hints, self.shown = tuple(hints), 0
-        self.set_class(False, "-shown")
+    def set_hints(self, hints: tuple[str, ...], keep_shown: bool = False) -> None:
+        """New hints, none shown; or, `keep_shown`, as many shown as before (the same hints with
+        their figures filled in)."""
+        self.hints = tuple(hints)
+        self.shown = min(self.shown, len(self.hints)) if keep_shown else 0
+        self.set_class(self.shown > 0, "-shown")
         self.refresh(layout=True)
 
     def reveal_next(self) -> bool:

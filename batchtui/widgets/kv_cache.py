@@ -1,4 +1,5 @@
-"""KV cache: a bar of the usable blocks, used and free, with each sequence's share shaded."""
+"""KV cache: a bar of the usable blocks, in use, cached but free, and free, with each sequence's
+share shaded."""
 
 from __future__ import annotations
 
@@ -13,14 +14,23 @@ MAX_PREEMPTION_MARKS = 5
 
 
 class KVCacheView(SimView):
-    """Blocks used and free. Where every sequence gets at least two cells, neighbouring sequences
-    are shaded differently so the learner sees how many share the cache; blocks just freed by a
-    preemption are marked."""
+    """Blocks in use, cached but free, and free. Where every sequence gets at least two cells,
+    neighbouring sequences are shaded differently so the learner sees how many share the cache;
+    blocks just freed by a preemption are marked. With the prefix cache on, blocks nobody holds
+    that keep their hash (vLLM's evictable blocks: a later prompt with the same prefix reuses
+    them) are drawn apart from plain free ones, with a legend line."""
 
     view_name = "kv"
-    LINES = 3
     DEFAULT_CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
-    COMPONENT_CLASSES = {"kv--title", "kv--used", "kv--used-alt", "kv--free", "kv--mark", "kv--dim", "kv--full"}
+    COMPONENT_CLASSES = {"kv--title", "kv--used", "kv--used-alt", "kv--free", "kv--cached", "kv--mark",
+                         "kv--dim", "kv--full"}
+
+    def min_lines(self, width: int) -> int:
+        return 3
+
+    def wanted_lines(self, width: int) -> int:
+        """A fourth line for the legend when the prefix cache is on."""
+        return 4 if self.snapshot is not None and self.snapshot.prefix_caching else 3
 
     block_size = 16
     """Tokens per block when the snapshot does not say (the live engine's, set by the screen)."""
@@ -47,6 +57,8 @@ class KVCacheView(SimView):
         used_cells = min(width, round(share * width)) if used else 0
         if used and used_cells == 0:
             used_cells = 1
+        evictable = snap.evictable_blocks
+        cached_cells = min(width - used_cells, max(1, round(evictable / usable * width))) if evictable else 0
         by_request = [blocks for _, blocks in snap.kv_blocks_by_request if blocks > 0]
         if by_request and len(by_request) * 2 <= used_cells:
             # Cell i shows whichever sequence holds the block at its middle.
@@ -66,12 +78,18 @@ class KVCacheView(SimView):
         else:
             text.append(g.bar_used * used_cells, self.style_of("kv--used"))
         preempted = len(snap.last.preempted) if snap.last is not None else 0
-        marks = min(preempted, MAX_PREEMPTION_MARKS, width - used_cells)
+        marks = min(preempted, MAX_PREEMPTION_MARKS, width - used_cells - cached_cells)
         text.append(g.bar_mark * marks, self.style_of("kv--mark"))
-        text.append(g.bar_free * (width - used_cells - marks), self.style_of("kv--free"))
+        text.append(g.bar_cached * cached_cells, self.style_of("kv--cached"))
+        text.append(g.bar_free * (width - used_cells - cached_cells - marks), self.style_of("kv--free"))
 
-        total_preemptions = snap.metrics.num_preemptions
         text.append("\n")
+        if snap.prefix_caching:
+            text.append_text(self.legend(snap, width))
+            if self.max_lines is not None and self.max_lines < 4:
+                return text  # three lines: the legend says more than who holds blocks
+            text.append("\n")
+        total_preemptions = snap.metrics.num_preemptions
         # The snapshot lists at most the 256 biggest holders; every running sequence holds some.
         holders = max(len(snap.kv_blocks_by_request), snap.running)
         detail = f"{holders:,} {'seq holds' if holders == 1 else 'seqs hold'} blocks"
@@ -82,4 +100,25 @@ class KVCacheView(SimView):
                 text.append(f" ({preempted} now)", self.style_of("kv--mark"))
         else:
             text.append(detail + g.sep + "0 preempted", self.style_of("kv--dim"))
+        return text
+
+    def legend(self, snap, width: int) -> Text:
+        """What the bar's glyphs mean, with the blocks of each where they fit: in use, cached
+        but free (evictable: reused by a prompt with the same prefix until evicted), free."""
+        g = self.glyphs
+        free = max(0, snap.kv_blocks_usable - snap.kv_blocks_used - snap.evictable_blocks)
+        counted = ((g.bar_used, "kv--used", f" {count(snap.kv_blocks_used)} used"),
+                   (g.bar_cached, "kv--cached", f" {count(snap.evictable_blocks)} cached"),
+                   (g.bar_free, "kv--free", f" {count(free)} free"))
+        words = ((g.bar_used, "kv--used", " in use"), (g.bar_cached, "kv--cached", " cached, free"),
+                 (g.bar_free, "kv--free", " free"))
+        for parts in (counted, words):
+            text = Text()
+            for i, (glyph, style, label) in enumerate(parts):
+                if i:
+                    text.append(" ")
+                text.append(glyph, self.style_of(style))
+                text.append(label, self.style_of("kv--dim"))
+            if len(text.plain) <= width:
+                break
         return text

@@ -1,4 +1,5 @@
-"""Headline numbers: throughput, TTFT and TPOT percentiles, running batch and queue."""
+"""Headline numbers: throughput, TTFT and TPOT percentiles, running batch and queue, and the prefix
+cache hit rate when the cache is on."""
 
 from __future__ import annotations
 
@@ -74,10 +75,19 @@ class MetricsView(SimView):
             lines[2].append(item("padding", percent(m.padding_share), alarm=m.padding_share > 0.3))
         if m.num_preemptions:
             lines[2].append(item("preempted", f"{m.num_preemptions:,}", alarm=True))
-        # The mean running batch (Little's law, step 9), where there is room for it.
-        mean = item("mean batch", count(m.mean_running))
-        if m.mean_running and len(Text("  ").join(lines[2] + [mean]).plain) <= width:
-            lines[2].append(mean)
+        # Where there is room: the mean running batch (Little's law, step 9) and, with the prefix
+        # cache on, vLLM's hit rate (prompt tokens found cached over those looked up, since the
+        # run started), the hit rate first once prompts share something.
+        extras = []
+        if m.mean_running:
+            extras.append(item("mean batch", count(m.mean_running)))
+        if snap.prefix_caching:
+            hits, queries = snap.prefix_cache_hits, snap.prefix_cache_queries
+            extras.insert(0 if hits else len(extras),
+                          item("prefix hits", percent(hits / queries) if queries else "-"))
+        for extra in extras:
+            if len(Text("  ").join(lines[2] + [extra]).plain) <= width:
+                lines[2].append(extra)
         for i, pieces in enumerate(lines):
             if i:
                 text.append("\n")

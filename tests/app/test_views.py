@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from textual.app import App
 
 from batchtui.widgets.seats import SeatsView
@@ -164,6 +165,57 @@ async def test_the_kv_view_counts_tokens_in_the_engine_s_block_size():
     async with ViewApp(view).run_test(size=(40, 5)) as pilot:
         base = snapshot(kv_blocks_usable=14_000, kv_blocks_used=0)
         view.block_size = 16  # what the lesson said: not what the engine runs
-        view.update_snapshot(WithBlockSize(**{f: getattr(base, f) for f in base.__dataclass_fields__}))
+        view.update_snapshot(WithBlockSize(**{f: getattr(base, f) for f in base.__dataclass_fields__
+                                              if f != "block_size"}))
         await pilot.pause()
         assert "448k tok" in view.render().plain
+
+
+@pytest.mark.parametrize("ascii_only", [False, True])
+async def test_the_kv_view_draws_blocks_in_use_cached_but_free_and_free_apart(ascii_only):
+    """With the prefix cache on: in use, then cached but free (vLLM's evictable blocks), then
+    free, each its own glyph (also under --ascii), and a legend line with the counts."""
+    from batchtui.glyphs import glyphs_for
+    from batchtui.settings import AppSettings
+    from batchtui.widgets.kv_cache import KVCacheView
+
+    g = glyphs_for(ascii_only)
+    assert len({g.bar_used, g.bar_used_alt, g.bar_cached, g.bar_free, g.bar_mark}) == 5
+    view = KVCacheView()
+    app = ViewApp(view)
+    app.settings = AppSettings(ascii_only=ascii_only)
+    async with app.run_test(size=(40, 6)) as pilot:
+        view.update_snapshot(snapshot(kv_blocks_used=30, kv_blocks_usable=100, evictable_blocks=20, cached_blocks=45,
+                                      prefix_caching=True, kv_blocks_by_request=()))
+        await pilot.pause()
+        lines = view.render().plain.split("\n")
+        bar = lines[1]
+        assert bar == g.bar_used * 12 + g.bar_cached * 8 + g.bar_free * 20
+        assert lines[2] == f"{g.bar_used} 30 used {g.bar_cached} 20 cached {g.bar_free} 50 free"
+        assert lines[3].startswith("2 seqs hold blocks")
+        assert view.wanted_lines(40) == 4 and view.min_lines(40) == 3
+        # Three lines only: the legend stays, who holds blocks gives way.
+        view.set_max_lines(3)
+        assert view.render().plain.split("\n")[2] == lines[2]
+        # Caching off: no cached blocks, no legend, the three lines as before.
+        view.set_max_lines(None)
+        view.update_snapshot(snapshot(kv_blocks_used=30, kv_blocks_usable=100))
+        await pilot.pause()
+        lines = view.render().plain.split("\n")
+        assert g.bar_cached not in lines[1] and len(lines) == 3 and view.wanted_lines(40) == 3
+
+
+async def test_the_metrics_view_shows_the_prefix_cache_hit_rate_when_the_cache_is_on():
+    from batchtui.widgets.metrics import MetricsView as MetricsWidget
+
+    view = MetricsWidget()
+    async with ViewApp(view).run_test(size=(60, 8)) as pilot:
+        view.update_snapshot(snapshot(prefix_caching=True, prefix_cache_queries=1000, prefix_cache_hits=590))
+        await pilot.pause()
+        assert "prefix hits 59%" in view.render().plain
+        view.update_snapshot(snapshot(prefix_caching=True))
+        await pilot.pause()
+        assert "prefix hits -" in view.render().plain  # nothing looked up yet
+        view.update_snapshot(snapshot(prefix_caching=False))
+        await pilot.pause()
+        assert "prefix" not in view.render().plain

@@ -1,0 +1,133 @@
+"""The first frame waits for nothing heavy: `batchtui` draws its step before numpy and the engine
+are imported (its figures are filled beside the app once the step is drawn), and the figures
+that arrive are the simulator's."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import steps
+from manual_clock import ManualClock
+from batchtui.screens.tutorial import TutorialScreen
+from batchtui.widgets.hint_box import HintBox
+from batchtui.widgets.lesson import LessonMarkdown
+from batchtui.clock import call
+from steps import figures
+
+# The command a learner runs, up to its first frame, in a child: the headless driver at 80x24
+# instead of the terminal's, and a clock that only notes the work it is asked to do once the
+# step is drawn (the simulation, the figures, a sweep) instead of doing it. What is imported
+# when the app is first idle is what the first frame waited for.
+FIRST_FRAME = """
+import json, sys
+import batchtui.clock as clock
+import batchtui.app as app_module
+
+asked = []
+
+async def later(self, widget, callback, delay=0.0):
+    asked.append("later")
+
+async def in_background(self, widget, work, done, delay=0.0, group="background"):
+    asked.append(group)
+
+clock.RealClock.later = later
+clock.RealClock.in_background = in_background
+
+async def first_frame(pilot):
+    await pilot.pause()
+    screen = pilot.app.tutorial
+    json.dump({"modules": sorted(sys.modules), "asked": asked,
+               "step": screen.step.number, "pending": screen.step.figures_pending},
+              open(sys.argv[1], "w"))
+    pilot.app.exit()
+
+def run(self, **options):
+    return app_module.App.run(self, headless=True, size=(80, 24), auto_pilot=first_frame)
+
+app_module.BatchApp.run = run
+from batchtui.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+HEAVY = ("numpy", "sim.engine", "sim.cost", "sim.kv", "sim.schedulers", "sim.metrics", "sim.curves",
+         "sim.driver", "batchtui.simulation")
+"""What the simulator runs on: none of it is needed to draw a step."""
+
+
+@pytest.mark.parametrize("argv", [[], ["--step", "16"], ["--step", "9", "--ascii"]],
+                         ids=["first-launch", "step-16", "step-9-ascii"])
+def test_the_first_frame_imports_neither_numpy_nor_the_engine(argv, tmp_path):
+    out = tmp_path / "first-frame.json"
+    master, slave = os.openpty()  # the tutorial wants a terminal on its input
+    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"))
+    try:
+        result = subprocess.run([sys.executable, "-c", FIRST_FRAME, str(out), *argv], stdin=slave,
+                                capture_output=True, text=True, env=env, timeout=120)
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(out.read_text())
+    loaded = [m for m in seen["modules"] if any(m == h or m.startswith(h + ".") for h in HEAVY)]
+    assert loaded == []
+    # The step is drawn with its figures pending, and their computation is asked for.
+    assert seen["step"] == (int(argv[1]) if argv else 1)
+    assert seen["pending"] and "figures" in seen["asked"]
+
+
+class HeldClock(ManualClock):
+    """The test clock, except that the step's figures wait until `release()`."""
+
+    def __init__(self) -> None:
+        self.held: list = []
+
+    async def in_background(self, widget, work, done, delay: float = 0.0, group: str = "background") -> None:
+        if group == "figures":
+            self.held.append((work, done))
+        else:
+            await super().in_background(widget, work, done, delay, group)
+
+    async def release(self) -> None:
+        held, self.held = self.held, []
+        for work, done in held:
+            await call(done, work())
+
+
+async def test_a_draft_step_is_filled_with_the_simulators_figures_and_the_hint_shown_stays(make_app):
+    """Step 1 opened from the lazy lessons: drawn as a draft (figures "…"), a hint asked for at
+    once, then the figures arrive: the same text the lesson loader computes (tests/unit/
+    test_figures.py checks those against the simulator), and the hint still shown, filled."""
+    lessons = steps.open_lessons()
+    clock = HeldClock()
+    app = make_app(lessons, start_step=1, clock=clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, TutorialScreen)
+        assert screen.step.figures_pending and not lessons.ready(0) and clock.held
+        assert figures.PENDING in screen.query_one("#lesson", LessonMarkdown).source
+        await pilot.press("h")
+        await pilot.pause()
+        assert screen.query_one(HintBox).shown == 1
+        assert figures.PENDING in screen.query_one(HintBox).hints[0]
+
+        await clock.release()
+        await pilot.pause()
+        filled = steps.load_step(lessons.summaries[0].path)
+        assert lessons.ready(0)
+        assert screen.step == filled and not screen.step.figures_pending
+        assert screen.query_one("#lesson", LessonMarkdown).source == filled.body_md
+        hints = screen.query_one(HintBox)
+        assert hints.hints[-len(filled.hints):] == filled.hints and hints.shown == 1
+        assert figures.PENDING not in "".join(filled.hints) + filled.body_md + filled.activity.params["question"]
+        # The step opens filled from now on, without waiting for anything.
+        await screen.show_step(1)
+        assert len(clock.held) == 1  # step 2's
+        await screen.show_step(0)
+        assert screen.step is lessons[0] and len(clock.held) == 1
