@@ -29,15 +29,20 @@ def read_scenario(path: Path):
     if info.st_size > MAX_SCENARIO_BYTES:
         raise Unusable(f"{path} is {info.st_size:,} bytes, too large to be a scenario file")
     try:
-        scenario = Scenario.load(path)
-        scenario.deployment()
-        scenario.engine_config()
-        scenario.workload.validate()
+        scenario = Scenario.load(path)  # its errors name the file
     except SimError as exc:
         raise Unusable(str(exc)) from None
     except RecursionError:
         raise Unusable(f"{path} is nested too deeply to be a scenario") from None
     except Exception as exc:  # what the format's own checks did not expect
+        raise Unusable(f"{path} cannot be used ({_short(exc)})") from None
+    try:  # well formed, but settings the engine refuses together
+        scenario.deployment()
+        scenario.engine_config()
+        scenario.workload.validate()
+    except SimError as exc:
+        raise Unusable(f"{path} cannot run ({exc})") from None
+    except Exception as exc:  # what the checks did not expect
         raise Unusable(f"{path} cannot be used ({_short(exc)})") from None
     problem = _cannot_run(scenario)
     if problem:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from textual import events
 from textual.app import ComposeResult
-from textual.screen import ModalScreen
 from textual.widgets import Static
+
+from .modal import OverlayScreen
 
 ORIENTATION = """\
 batchtui: how LLM inference servers batch requests, in twenty short steps.
@@ -28,8 +29,9 @@ n  p    next, previous step     t  all steps     h  a hint     q  quit
 ?       these words again, and every key"""
 
 
-class OrientationScreen(ModalScreen[None]):
-    """Shown over the first step on a first launch. Any key closes it (and does nothing else)."""
+class OrientationScreen(OverlayScreen[None]):
+    """Shown over the first step on a first launch. Any key closes it (and does nothing else);
+    several keys in one read close it once (the rest are dropped, as the overlay base does)."""
 
     CSS_PATH = Path(__file__).with_suffix(".tcss")
 

@@ -151,3 +151,19 @@ def test_thousands_of_random_keys_at_typing_speed(launch, tmp_path):
     time.sleep(1.0)
     assert_answers_and_quits(session)
     assert crash_reports(tmp_path / "state-0") == []
+
+
+@pytest.mark.parametrize("keys", [("s", "l", "e", "e", "p", ":", "2"), ("enter", "enter"), ("t", "enter", "t")],
+                         ids=["typing", "enter-enter", "contents"])
+def test_keys_in_one_read_over_the_first_launch_orientation(tmp_path, keys):
+    """The orientation closes on any key: several in one read close it once (they crashed the
+    app with "Can't pop screen" when each asked it to close)."""
+    session = PtySession(["--step", "14"], tmp_path / "state", first_launch=True)
+    try:
+        assert session.wait_for("Press any key to begin", timeout=60), session.text()
+        burst(session, *keys, settle=0.6)
+        burst(session, "escape", settle=0.4)
+        assert_answers_and_quits(session)
+        assert crash_reports(tmp_path / "state") == []
+    finally:
+        session.kill()

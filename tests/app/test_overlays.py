@@ -148,7 +148,10 @@ async def test_the_playground_refuses_a_scenario_that_cannot_run(make_app, lesso
     from batchtui.widgets.notice_line import NoticeLine
 
     bad = tmp_path / "neg.toml"
-    bad.write_text("seed = -1\n")  # passes the format's checks, refused by the engine
+    # Passes the format's checks, refused by the engine: without chunked prefill a whole prompt
+    # of max_model_len tokens must fit the token budget.
+    bad.write_text("[engine]\nenable_chunked_prefill = false\nmax_num_batched_tokens = 2048\n"
+                   "max_num_seqs = 64\n")
     app = make_app(list(lessons), start_step=20)
     async with app.run_test(size=(80, 24)) as pilot:
         tutorial = app.screen
