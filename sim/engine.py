@@ -209,7 +209,7 @@ class Engine:
             else:
                 check_request(spec.request_id, spec.prompt_len, spec.output_len, config,
                               self.pool.usable, self.pool.block_size)
-                check_segments(spec.request_id, getattr(spec, "prompt_segments", None), spec.prompt_len)
+                check_segments(spec.request_id, spec.prompt_segments, spec.prompt_len)
         except RequestRejected as exc:
             return exc
         return None
@@ -222,7 +222,7 @@ class Engine:
     def _request(self, spec: RequestSpec, seq: int) -> Request:
         return Request(spec.request_id, spec.arrival_time, spec.prompt_len, 1 if self.encoder else spec.output_len,
                        priority=spec.priority, pool=spec.pool, seq=seq,
-                       prompt_segments=getattr(spec, "prompt_segments", None))
+                       prompt_segments=spec.prompt_segments)
 
     def _admit_arrivals(self) -> None:
         """Queue every request that has arrived by now, in arrival order (the workload's first
