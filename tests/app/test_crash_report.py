@@ -5,19 +5,22 @@ from __future__ import annotations
 
 import os
 import time
+import traceback
 
 from batchtui import crash
 
 
 def raise_and_catch(message: str, depth: int = 0) -> BaseException:
     # Two functions calling each other: a traceback Python cannot fold into "repeated N times".
+    # The second one's long name makes a deep stack's traceback far longer than a report may be,
+    # whatever the length of the checkout's path.
     def dive(n: int) -> None:
         big_local = "L" * 100_000  # noqa: F841 - must never reach the report
         if n:
-            swim(n - 1)
+            swim_down_one_more_level_of_a_stack_deep_enough_to_need_cutting_in_a_crash_report(n - 1)
         raise ValueError(message)
 
-    def swim(n: int) -> None:
+    def swim_down_one_more_level_of_a_stack_deep_enough_to_need_cutting_in_a_crash_report(n: int) -> None:
         dive(n)
 
     try:
@@ -39,6 +42,8 @@ def test_a_report_has_the_traceback_and_context_but_no_locals(tmp_path):
 
 def test_a_huge_message_and_a_deep_stack_are_capped_keeping_the_end(tmp_path):
     error = raise_and_catch("M" * 1_000_000, depth=400)
+    full = "".join(traceback.format_exception(error))
+    assert len(full) > 2 * crash.MAX_REPORT_CHARS  # (the test's own premise)
     text = crash.format_report(error, {"progress": "completed " + "9, " * 100_000})
     assert len(text) <= crash.MAX_REPORT_CHARS
     assert "more characters]" in text  # the message and the context line were cut, and said so
