@@ -79,19 +79,6 @@ def _parameter_list(text: str) -> list[str]:
     return names
 
 
-def given_dials(args) -> dict:
-    """Engine and deployment dials set on the command line (they win over the files')."""
-    out = {}
-    for flag in o.engine_flags():
-        value = getattr(args, flag.dial, None)
-        if value is None:
-            continue
-        if flag.dial == "kv_cache_dtype":
-            value = o.KV_CACHE_DTYPE_ALIASES.get(value, value)
-        out[flag.dial] = value
-    return out
-
-
 def base_scenario(args, first_result: dict | None):
     """(scenario with gpu, model and profiles, profiles): the model from --model, else the first
     file's model_id."""
@@ -137,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     name = name or f"{base.gpu}-calibrated"
     fitted = [n for n in PARAMETER_NAMES if n not in args.fix]
     with tempfile.TemporaryDirectory(prefix="batchtui-calibrate-") as trace_dir:
-        runs = load_runs(args.results, base, given_dials(args), trace_dir, profiles)
+        runs = load_runs(args.results, base, o.given_dials(args), trace_dir, profiles)
         points = [Point(r.label, r.scenario, r.metrics) for r in runs]
         print(f"Calibrating {profiles.model(base.model).name} on {profiles.gpu(base.gpu).name} ({base.gpu}) "
               f"from {len(runs)} run(s); fitting {', '.join(fitted)}.", flush=True)

@@ -19,7 +19,8 @@ from batchtui.asciichart import scatter
 from batchtui.runner import default_jobs
 
 from . import args as a
-from .cmd_calibrate import add_hardware_args, base_scenario, given_dials, job_mapper
+from . import options as o
+from .cmd_calibrate import add_hardware_args, base_scenario, job_mapper
 from .exits import EXIT_OK
 from .output import Sink
 from .setup import user_errors
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
     base, profiles = base_scenario(args, read_result(args.results[0]))
     with tempfile.TemporaryDirectory(prefix="batchtui-compare-") as trace_dir:
-        runs = load_runs(args.results, base, given_dials(args), trace_dir, profiles)
+        runs = load_runs(args.results, base, o.given_dials(args), trace_dir, profiles)
         with job_mapper(min(args.jobs or default_jobs(), len(runs))) as mapper:
             simulated = list(mapper(simulate, [r.scenario for r in runs]))
     order = sorted(range(len(runs)), key=lambda i: (runs[i].rate, runs[i].label))

@@ -85,22 +85,22 @@ def non_negative_float(text: str) -> float:
     return value
 
 
-def rate(text: str) -> float:
-    """Requests/s > 0, or `inf` (every request queued at once)."""
-    what = "requests/s > 0, or inf (all at once)"
+def _above_zero(text: str, what: str) -> float:
+    """A number > 0, `inf` included."""
     value = _float(text, what)
     if not value > 0:
         raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
     return value
+
+
+def rate(text: str) -> float:
+    """Requests/s > 0, or `inf` (every request queued at once)."""
+    return _above_zero(text, "requests/s > 0, or inf (all at once)")
 
 
 def burstiness(text: str) -> float:
     """vllm bench serve's --burstiness: > 0 (1 = Poisson, inf = evenly spaced)."""
-    what = "a burstiness > 0 (1 = Poisson, below 1 burstier, inf = evenly spaced)"
-    value = _float(text, what)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
-    return value
+    return _above_zero(text, "a burstiness > 0 (1 = Poisson, below 1 burstier, inf = evenly spaced)")
 
 
 def percent(text: str) -> float:
@@ -316,3 +316,16 @@ def engine_flags() -> tuple[EngineFlag, ...]:
 def dest(flag: str) -> str:
     """The argparse attribute of a flag."""
     return flag.lstrip("-").replace("-", "_")
+
+
+def given_dials(args) -> dict:
+    """Engine and deployment dials set on the command line (they win over files), by dial name."""
+    out = {}
+    for flag in engine_flags():
+        value = getattr(args, flag.dial, None)
+        if value is None:
+            continue
+        if flag.dial == "kv_cache_dtype":
+            value = KV_CACHE_DTYPE_ALIASES.get(value, value)
+        out[flag.dial] = value
+    return out

@@ -124,16 +124,9 @@ def build_setup(args: argparse.Namespace, *, rate_flag: bool = True) -> Setup:
     if getattr(args, "seed", None) is not None:
         changes["seed"] = args.seed
     engine = {}
-    for f in o.engine_flags():
-        value = getattr(args, f.dial, None)
-        if value is None:
-            continue
-        if f.dial == "kv_cache_dtype":
-            value = o.KV_CACHE_DTYPE_ALIASES.get(value, value)
-        if f.where == "deployment":
-            changes[f.dial] = value
-        else:
-            engine[f.dial] = value
+    where = {f.dial: f.where for f in o.engine_flags()}
+    for dial, value in o.given_dials(args).items():
+        (changes if where[dial] == "deployment" else engine)[dial] = value
     sc = replace(sc, **changes)
     model = profiles.model(sc.model)
     if model.kind == "encoder" and "batching" not in engine and "batching" not in sc.engine:
