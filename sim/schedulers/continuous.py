@@ -459,7 +459,7 @@ class ContinuousScheduler(Scheduler):
             return None
         k = min(running.next_finish - running.tick, max_iterations, MAX_STRETCH)
         context = running.decode_context()
-        if limit != math.inf:
+        if k >= NUMPY_STRETCH and limit != math.inf:
             # Iteration times grow with the context: the first bounds how many start before the limit.
             k = min(k, int((limit - start) / cost.decode_time(batch, context)) + 2)
         pool = self.pool
@@ -478,21 +478,25 @@ class ContinuousScheduler(Scheduler):
                 count = min(count, int(np.searchsorted(taken, free, side="right")))
             gaps = ends[1:count + 1] - ends[:count]
             ends = ends[1:count + 1]
+            largest = np.max  # (Python's max would walk the array element by element)
         else:
-            ends = list(accumulate(cost.decode_series(batch, context, k), initial=start))
-            count = bisect_left(ends, limit, 0, k)  # an iteration runs if it starts before the limit
+            # Every iteration but the last computed ends before the limit (an iteration runs if
+            # it starts before it).
+            ends = cost.decode_ends(batch, context, start, k, limit)
+            count = len(ends) - 1 if start < limit else 0
             if not enough_blocks:
-                count = min(count, bisect_right(list(accumulate(running.crossing_schedule(k))), free))
+                count = min(count, bisect_right(list(accumulate(running.crossing_schedule(count))), free))
             gaps = list(map(sub, islice(ends, 1, count + 1), ends))
             del ends[0]
             del ends[count:]
+            largest = max
         if count == 0:
             return None
         binding = self._steady_binding or "none"
         finishing = running.tick + count == running.next_finish
         alike = count - finishing  # iterations in which nobody finishes
         if alike:
-            running.advance_many(alike, float(ends[alike - 1]), float(max(gaps[:alike] if finishing else gaps)))
+            running.advance_many(alike, float(ends[alike - 1]), float(largest(gaps[:alike] if finishing else gaps)))
         stretch = DecodeStretch(ends, gaps, batch, context + batch * (count - 1), pool.usable - pool.free, binding)
         if finishing:
             pool.take(running.decode_blocks_needed())
