@@ -375,9 +375,8 @@ class Engine:
         batch = out.num_compact + len(out.scheduled)
         seats = batch + out.padded if not out.encoder_batch else 0
         kv_used = self.pool.usable - self.pool.free
-        metrics.on_iteration(start, end, running=batch, kv_used=kv_used,
-                             binding=out.binding_limit, tokens=result.num_emitted,
-                             completions=len(result.finished), seats=seats, padded=out.padded)
+        metrics.on_iteration(start, end, batch, kv_used, out.binding_limit, result.num_emitted,
+                             len(result.finished), seats, out.padded)
         self._last_preempted = preempted
         self._stash = (self.iteration, start, end, cost, out, result, preempted, len(sched.running),
                        sched.num_waiting, kv_used)
@@ -516,8 +515,8 @@ class Engine:
             metrics.on_gaps(float(gaps[-1]), batch)
             for _, req in stretch.finished:
                 self._finish(req, end)
-            metrics.on_iteration(last_start, end, running=batch, kv_used=stretch.kv_blocks_used_last,
-                                 binding=binding, tokens=batch, completions=len(stretch.finished), seats=batch)
+            metrics.on_iteration(last_start, end, batch, stretch.kv_blocks_used_last, binding, batch,
+                                 len(stretch.finished), batch)
         else:
             metrics.on_decode_iterations(start, ends, gaps, batch, stretch.kv_blocks_used, binding)
         self._last_preempted = ()

@@ -84,7 +84,7 @@ class ContinuousScheduler(Scheduler):
         return len(self.waiting)
 
     def has_work(self) -> bool:
-        return bool(self.running) or bool(self.waiting)
+        return bool(self.running.members or self.waiting)
 
     def sync(self) -> None:
         self.running.sync()
@@ -426,7 +426,7 @@ class ContinuousScheduler(Scheduler):
         return [row for _, row in numbered]
 
     # -- steady decoding in bulk
-    def decode_stretch(self, cost, start: float, limit: float, max_iterations: int) -> list[DecodeStretch]:
+    def decode_stretch(self, cost, start: float, limit: float, max_iterations: int) -> list[DecodeStretch] | tuple:
         """Run alike decode iterations in bulk, as many as run before anything changes: every
         running request a compact decoder getting one token, nobody admitted (the queue empty or
         blocked the same way as last time), enough free blocks. Iterations are timed with the
@@ -435,25 +435,26 @@ class ContinuousScheduler(Scheduler):
         the latest with the iteration in which decoders finish (they are retired); with nobody
         waiting, the next one follows at once. The stretches run, in order (none if no such
         iteration is next)."""
+        running = self.running
+        if running.explicit or not running.decoders or self.async_scheduling or max_iterations <= 0 \
+                or (self._steady_binding is None and self.waiting):
+            return ()
         stretches = []
-        while max_iterations > 0:
+        while True:
             stretch = self._stretch(cost, start, limit, max_iterations)
             if stretch is None:
                 break
             stretches.append(stretch)
-            if not stretch.finished or self.waiting:
-                break
             max_iterations -= len(stretch.ends)
+            if not stretch.finished or self.waiting or not running.decoders or max_iterations <= 0:
+                break
             start = float(stretch.ends[-1])
         return stretches
 
     def _stretch(self, cost, start: float, limit: float, max_iterations: int) -> DecodeStretch | None:
-        """One stretch of `decode_stretch`: one batch size, through a finish at the latest."""
+        """One stretch of `decode_stretch` (whose conditions hold): one batch size, through a
+        finish at the latest."""
         running = self.running
-        if running.explicit or not running.decoders or self.async_scheduling:
-            return None
-        if self.waiting and self._steady_binding is None:
-            return None
         batch = len(running.decoders)
         if batch > self.config.max_num_batched_tokens:
             return None
