@@ -431,77 +431,71 @@ class ContinuousScheduler(Scheduler):
         running request a compact decoder getting one token, nobody admitted (the queue empty or
         blocked the same way as last time), enough free blocks. Iterations are timed with the
         cost model's decode times and added up in order, and stop before the first that would
-        start at or after `limit` (the next arrival or the caller's horizon). A stretch ends at
-        the latest with the iteration in which decoders finish (they are retired); with nobody
-        waiting, the next one follows at once. The stretches run, in order (none if no such
-        iteration is next)."""
+        start at or after `limit` (the next arrival or the caller's horizon). A stretch has one
+        batch size and ends at the latest with the iteration in which decoders finish (they are
+        retired); with nobody waiting, the next stretch follows at once. The stretches run, in
+        order (none if no such iteration is next)."""
         running = self.running
         if running.explicit or not running.decoders or self.async_scheduling or max_iterations <= 0 \
                 or (self._steady_binding is None and self.waiting):
             return ()
+        pool = self.pool
+        budget = self.config.max_num_batched_tokens
+        block_size = running.block_size
         stretches = []
         while True:
-            stretch = self._stretch(cost, start, limit, max_iterations)
-            if stretch is None:
+            batch = len(running.decoders)
+            if batch > budget:
                 break
+            k = min(running.next_finish - running.tick, max_iterations, MAX_STRETCH)
+            context = running.decode_context()
+            if k >= NUMPY_STRETCH and limit != math.inf:
+                # Iteration times grow with the context: the first bounds how many start before the limit.
+                k = min(k, int((limit - start) / cost.decode_time(batch, context)) + 2)
+            free = pool.free
+            # A decoder needs a block at most once in `block_size` ticks: the exact count is
+            # needed only when that bound does not fit (and then the first tick that does not
+            # fit is found).
+            enough_blocks = batch * (k // block_size + 1) <= free or running.decode_blocks_over(k) <= free
+            if k >= NUMPY_STRETCH:
+                import numpy as np
+
+                times = cost.decode_times(batch, context + batch * np.arange(k, dtype=np.int64))
+                ends = np.cumsum(np.concatenate(((start,), times)))  # adds left to right, as a loop would
+                count = int(np.searchsorted(ends[:k], limit, side="left"))
+                if not enough_blocks:
+                    taken = np.cumsum(np.asarray(running.crossing_schedule(k), dtype=np.int64))
+                    count = min(count, int(np.searchsorted(taken, free, side="right")))
+                gaps = ends[1:count + 1] - ends[:count]
+                ends = ends[1:count + 1]
+                largest = np.max  # (Python's max would walk the array element by element)
+            else:
+                # Every iteration but the last computed ends before the limit (an iteration runs
+                # if it starts before it).
+                ends = cost.decode_ends(batch, context, start, k, limit)
+                count = len(ends) - 1 if start < limit else 0
+                if not enough_blocks:
+                    count = min(count, bisect_right(list(accumulate(running.crossing_schedule(count))), free))
+                gaps = list(map(sub, islice(ends, 1, count + 1), ends))
+                del ends[0]
+                del ends[count:]
+                largest = max
+            if count == 0:
+                break
+            binding = self._steady_binding or "none"
+            finishing = running.tick + count == running.next_finish
+            alike = count - finishing  # iterations in which nobody finishes
+            if alike:
+                running.advance_many(alike, float(ends[alike - 1]),
+                                     float(largest(gaps[:alike] if finishing else gaps)))
+            stretch = DecodeStretch(ends, gaps, batch, context + batch * (count - 1), pool.usable - pool.free,
+                                    binding)
             stretches.append(stretch)
-            max_iterations -= len(stretch.ends)
-            if not stretch.finished or self.waiting or not running.decoders or max_iterations <= 0:
+            if not finishing:
                 break
-            start = float(stretch.ends[-1])
-        return stretches
-
-    def _stretch(self, cost, start: float, limit: float, max_iterations: int) -> DecodeStretch | None:
-        """One stretch of `decode_stretch` (whose conditions hold): one batch size, through a
-        finish at the latest."""
-        running = self.running
-        batch = len(running.decoders)
-        if batch > self.config.max_num_batched_tokens:
-            return None
-        k = min(running.next_finish - running.tick, max_iterations, MAX_STRETCH)
-        context = running.decode_context()
-        if k >= NUMPY_STRETCH and limit != math.inf:
-            # Iteration times grow with the context: the first bounds how many start before the limit.
-            k = min(k, int((limit - start) / cost.decode_time(batch, context)) + 2)
-        pool = self.pool
-        free = pool.free
-        # A decoder needs a block at most once in `block_size` ticks: the exact count is needed
-        # only when that bound does not fit (and then the first tick that does not fit is found).
-        enough_blocks = batch * (k // running.block_size + 1) <= free or running.decode_blocks_over(k) <= free
-        if k >= NUMPY_STRETCH:
-            import numpy as np
-
-            times = cost.decode_times(batch, context + batch * np.arange(k, dtype=np.int64))
-            ends = np.cumsum(np.concatenate(((start,), times)))  # adds left to right, as a loop would
-            count = int(np.searchsorted(ends[:k], limit, side="left"))
-            if not enough_blocks:
-                taken = np.cumsum(np.asarray(running.crossing_schedule(k), dtype=np.int64))
-                count = min(count, int(np.searchsorted(taken, free, side="right")))
-            gaps = ends[1:count + 1] - ends[:count]
-            ends = ends[1:count + 1]
-            largest = np.max  # (Python's max would walk the array element by element)
-        else:
-            # Every iteration but the last computed ends before the limit (an iteration runs if
-            # it starts before it).
-            ends = cost.decode_ends(batch, context, start, k, limit)
-            count = len(ends) - 1 if start < limit else 0
-            if not enough_blocks:
-                count = min(count, bisect_right(list(accumulate(running.crossing_schedule(count))), free))
-            gaps = list(map(sub, islice(ends, 1, count + 1), ends))
-            del ends[0]
-            del ends[count:]
-            largest = max
-        if count == 0:
-            return None
-        binding = self._steady_binding or "none"
-        finishing = running.tick + count == running.next_finish
-        alike = count - finishing  # iterations in which nobody finishes
-        if alike:
-            running.advance_many(alike, float(ends[alike - 1]), float(largest(gaps[:alike] if finishing else gaps)))
-        stretch = DecodeStretch(ends, gaps, batch, context + batch * (count - 1), pool.usable - pool.free, binding)
-        if finishing:
             pool.take(running.decode_blocks_needed())
-            ended = running.advance(float(ends[-2]) if count > 1 else start, float(ends[-1]))
+            end = float(ends[-1])
+            ended = running.advance(float(ends[-2]) if count > 1 else start, end)
             for _, req in ended:
                 req.finish_reason = "stop" if req.num_output_tokens >= req.output_len else "length"
                 running.remove(req)
@@ -510,7 +504,11 @@ class ContinuousScheduler(Scheduler):
             stretch.finished = ended
             stretch.kv_blocks_used_last = pool.usable - pool.free
             self._steady_binding = None
-        return stretch
+            max_iterations -= count
+            if self.waiting or not running.decoders or max_iterations <= 0:
+                break
+            start = end
+        return stretches
 
 
 class DecodeStretch:
