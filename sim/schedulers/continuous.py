@@ -137,11 +137,12 @@ class ContinuousScheduler(Scheduler):
         # compact decoders one token each, the others their chunk.
         plan = self._plan_running(threshold, budget)
         if plan is not None and plan[1] > pool.free and cfg.scheduling_policy == "fcfs":
-            plan = self._preempt_latest(*plan, out)
+            plan = self._preempt_latest(plan[0], plan[1], out)
         if plan is not None and plan[1] <= pool.free:
             decoders = len(running.decoders)
             if decoders:
-                running.take_decode_blocks(running.decode_blocks_needed())
+                # (A preemption may have taken decoders out since the plan counted their blocks.)
+                running.take_decode_blocks(plan[2] if len(plan) == 3 else running.decode_blocks_needed())
                 out.num_compact = decoders
                 out.compact_context = running.decode_context()
                 budget -= decoders
@@ -277,14 +278,14 @@ class ContinuousScheduler(Scheduler):
             stats[1] += hit_tokens
         self.last_hits[req.request_id] = hit_tokens
 
-    def _plan_running(self, threshold: int, budget: int) -> tuple[list[tuple[Request, int]], int] | None:
+    def _plan_running(self, threshold: int, budget: int) -> tuple[list[tuple[Request, int]], int, int] | None:
         """If the budget gives every running request all it wants: each explicit one with its
-        tokens, and the new blocks all of them need. None if the budget falls short (or a
-        request waits this iteration)."""
+        tokens, the new blocks all of them need, and of those the compact decoders'. None if the
+        budget falls short (or a request waits this iteration)."""
         running = self.running
         pool = self.pool
         demand = len(running.decoders)
-        blocks = running.decode_blocks_needed() if demand else 0
+        blocks = decoder_blocks = running.decode_blocks_needed() if demand else 0
         limit = self.config.max_model_len - 1
         plan = []
         for req in running.explicit:
@@ -298,7 +299,7 @@ class ContinuousScheduler(Scheduler):
             plan.append((req, n))
         if demand > budget:
             return None
-        return plan, blocks
+        return plan, blocks, decoder_blocks
 
     def _preempt_latest(self, plan: list[tuple[Request, int]], blocks: int,
                         out: SchedulerOutput) -> tuple[list[tuple[Request, int]], int]:
@@ -344,7 +345,7 @@ class ContinuousScheduler(Scheduler):
         running = self.running
         result = UpdateResult()
         compact = output.num_compact
-        ended = running.advance(start, end)
+        ended = running.advance(1, end, end - start) if compact else ()
         output.compact_finished = ended
         max_model_len = self.config.max_model_len
         gap_order = []  # (admission number, gap, requests) for the ITL log, in scheduled order
@@ -486,16 +487,14 @@ class ContinuousScheduler(Scheduler):
             finishing = running.tick + count == running.next_finish
             alike = count - finishing  # iterations in which nobody finishes
             if alike:
-                running.advance_many(alike, float(ends[alike - 1]),
-                                     float(largest(gaps[:alike] if finishing else gaps)))
+                running.advance(alike, float(ends[alike - 1]), float(largest(gaps[:alike] if finishing else gaps)))
             stretch = DecodeStretch(ends, gaps, batch, context + batch * (count - 1), pool.usable - pool.free,
                                     binding)
             stretches.append(stretch)
             if not finishing:
                 break
-            pool.take(running.decode_blocks_needed())
             end = float(ends[-1])
-            ended = running.advance(float(ends[-2]) if count > 1 else start, end)
+            ended = running.advance(1, end, float(gaps[-1]))
             for _, req in ended:
                 req.finish_reason = "stop" if req.num_output_tokens >= req.output_len else "length"
                 running.remove(req)
