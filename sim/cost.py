@@ -246,36 +246,39 @@ class CostModel:
     def decode_time(self, batch: int, total_context: int) -> float:
         """`iteration(batch, total_context).total` for a decode-only iteration, without
         building the breakdown (the first iteration of `decode_ends`)."""
-        return self.decode_ends(batch, total_context, 0.0, 1)[1]
+        return self.decode_ends(batch, total_context, 0.0, 1)[1][0]
 
     def decode_ends(self, batch: int, total_context: int, start: float, count: int,
-                    limit: float = math.inf) -> list[float]:
+                    limit: float = math.inf) -> tuple[list[float], list[float]]:
         """A stretch of decode iterations run back to back from `start`, each sequence's context
-        one token longer every time: `[start, end of the first, end of the second, ...]`, the
-        j-th (from 0) taking `iteration(batch, total_context + batch * j).total`. At most
-        `count` of them, and none after the first that ends at or after `limit` (the next one
-        would not start before it). The same sum as `_terms` (no prefill: adding its 0.0 does
-        not change a float), with the parts that do not change with the context worked out once
-        for each batch size; each end is the previous end plus the iteration's time, as a clock
-        advanced one iteration at a time."""
-        ends = [start]
+        one token longer every time: when each ends and how long it took, the j-th (from 0)
+        taking `iteration(batch, total_context + batch * j).total`. At most `count` of them, and
+        none after the first that ends at or after `limit` (the next one would not start before
+        it). The same sum as `_terms` (no prefill: adding its 0.0 does not change a float), with
+        the parts that do not change with the context worked out once for each batch size; each
+        end is the previous end plus the iteration's time, as a clock advanced one iteration at a
+        time, and each duration is the difference of the two ends (as that clock measures it)."""
+        ends: list[float] = []
+        gaps: list[float] = []
         if batch <= 0:
-            ends.extend([start] * count)  # an empty batch takes no time
-            return ends
+            return [start] * count, [0.0] * count  # an empty batch takes no time
         parts = self._decode_parts.get(batch)
         if parts is None:
             _, t_linear, _, t_allreduce, overhead, _ = self._terms(batch, 0.0, 0.0, batch)
             parts = self._decode_parts[batch] = (t_linear, t_allreduce, overhead)
         t_linear, t_allreduce, overhead = parts
         per_token = self._t_kv_per_token
-        append = ends.append
+        add_end = ends.append
+        add_gap = gaps.append
         end = start
         for context in range(total_context, total_context + batch * count, batch):
-            end += t_linear + context * per_token + t_allreduce + overhead
-            append(end)
-            if end >= limit:
+            new = end + (t_linear + context * per_token + t_allreduce + overhead)
+            add_end(new)
+            add_gap(new - end)
+            if new >= limit:
                 break
-        return ends
+            end = new
+        return ends, gaps
 
     def decode_times(self, batch: int | np.ndarray, total_context: np.ndarray) -> np.ndarray:
         """`decode_time` over arrays (numpy broadcasting); 0 where the batch is empty. The same

@@ -378,8 +378,8 @@ class Engine:
         metrics.on_iteration(start, end, batch, kv_used, out.binding_limit, result.num_emitted,
                              len(result.finished), seats, out.padded)
         self._last_preempted = preempted
-        self._stash = (self.iteration, start, end, cost, out, result, preempted, len(sched.running),
-                       sched.num_waiting, kv_used)
+        self._stash = (self.iteration, start, end, cost, out, result, preempted, result.num_running,
+                       result.num_waiting, kv_used)
         if not lean:
             self._last = self._report(*self._stash)
             self._stash = None
@@ -520,9 +520,8 @@ class Engine:
         else:
             metrics.on_decode_iterations(start, ends, gaps, batch, stretch.kv_blocks_used, binding)
         self._last_preempted = ()
-        sched = self.scheduler
         self._stash = (self.iteration, last_start, end, (batch, stretch.last_context, ()), None, stretch, (),
-                       len(sched.running), sched.num_waiting, stretch.kv_blocks_used_last)
+                       stretch.num_running, stretch.num_waiting, stretch.kv_blocks_used_last)
         return k
 
     def summary(self, **options) -> RunSummary:

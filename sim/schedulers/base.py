@@ -56,13 +56,15 @@ class SchedulerOutput:
 class UpdateResult:
     """What processing a batch's output did."""
 
-    __slots__ = ("num_emitted", "first_tokens", "finished", "gaps")
+    __slots__ = ("num_emitted", "first_tokens", "finished", "gaps", "num_running", "num_waiting")
 
     def __init__(self, num_emitted: int = 0, finished: list[Request] | None = None) -> None:
         self.num_emitted = num_emitted  # requests that sampled a token
         self.first_tokens: list[Request] = []
         self.finished: list[Request] = [] if finished is None else finished  # in admission order
         self.gaps: list[tuple[float, int]] = []  # (gap since the previous token, requests)
+        self.num_running = 0  # requests running once the output is processed
+        self.num_waiting = 0  # and those waiting
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +125,8 @@ class Scheduler:
         result = self._sample(output, end)
         if result.finished:
             self._retire(result.finished)
+        result.num_running = len(self.running)
+        result.num_waiting = self.num_waiting
         return result
 
     def describe(self, output: SchedulerOutput) -> list[WorkRow]:

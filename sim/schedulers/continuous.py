@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from itertools import accumulate, islice
-from operator import sub
+from itertools import accumulate
 
 from ..kv import NO_HIT
 from ..request import FINISHED, PREEMPTED, RUNNING, Request
@@ -401,6 +400,8 @@ class ContinuousScheduler(Scheduler):
             gaps[gap] = gaps.get(gap, 0) + count
         result.gaps = list(gaps.items())
         result.num_emitted = compact + len(output.sampling)
+        result.num_running = len(running.members)
+        result.num_waiting = len(self.waiting)
         if finished or output.joined:
             self._steady_binding = None
         return result
@@ -473,13 +474,13 @@ class ContinuousScheduler(Scheduler):
             else:
                 # Every iteration but the last computed ends before the limit (an iteration runs
                 # if it starts before it).
-                ends = cost.decode_ends(batch, context, start, k, limit)
-                count = len(ends) - 1 if start < limit else 0
+                ends, gaps = cost.decode_ends(batch, context, start, k, limit)
+                count = len(ends) if start < limit else 0
                 if not enough_blocks:
                     count = min(count, bisect_right(list(accumulate(running.crossing_schedule(count))), free))
-                gaps = list(map(sub, islice(ends, 1, count + 1), ends))
-                del ends[0]
-                del ends[count:]
+                if count < len(ends):
+                    del ends[count:]
+                    del gaps[count:]
                 largest = max
             if count == 0:
                 break
@@ -488,10 +489,10 @@ class ContinuousScheduler(Scheduler):
             alike = count - finishing  # iterations in which nobody finishes
             if alike:
                 running.advance(alike, float(ends[alike - 1]), float(largest(gaps[:alike] if finishing else gaps)))
-            stretch = DecodeStretch(ends, gaps, batch, context + batch * (count - 1), pool.usable - pool.free,
-                                    binding)
-            stretches.append(stretch)
+            used = pool.usable - pool.free
             if not finishing:
+                stretches.append(DecodeStretch(ends, gaps, batch, context + batch * (count - 1), used, binding,
+                                               (), used, batch, len(self.waiting)))
                 break
             end = float(ends[-1])
             ended = running.advance(1, end, float(gaps[-1]))
@@ -500,8 +501,9 @@ class ContinuousScheduler(Scheduler):
                 running.remove(req)
                 req.status = FINISHED
                 pool.free_request(req.request_id)
-            stretch.finished = ended
-            stretch.kv_blocks_used_last = pool.usable - pool.free
+            stretches.append(DecodeStretch(ends, gaps, batch, context + batch * (count - 1), used, binding,
+                                           ended, pool.usable - pool.free, len(running.members),
+                                           len(self.waiting)))
             self._steady_binding = None
             max_iterations -= count
             if self.waiting or not running.decoders or max_iterations <= 0:
@@ -514,20 +516,25 @@ class DecodeStretch:
     """Alike decode iterations run in bulk: when each ended and how long it took (lists or numpy
     arrays), the batch, the decode context of the last one, the blocks used in them (their
     peak), the binding limit they repeat; if decoders finished in the last one, those (as
-    (admission number, request), retired) and the blocks used after it."""
+    (admission number, request), retired); the blocks used after it, and the requests running
+    and waiting then."""
 
     __slots__ = ("ends", "gaps", "batch", "last_context", "kv_blocks_used", "binding", "finished",
-                 "kv_blocks_used_last")
+                 "kv_blocks_used_last", "num_running", "num_waiting")
 
-    def __init__(self, ends, gaps, batch: int, last_context: int, kv_blocks_used: int, binding: str) -> None:
+    def __init__(self, ends, gaps, batch: int, last_context: int, kv_blocks_used: int, binding: str,
+                 finished: list[tuple[int, Request]] | tuple, kv_blocks_used_last: int, num_running: int,
+                 num_waiting: int) -> None:
         self.ends = ends
         self.gaps = gaps
         self.batch = batch
         self.last_context = last_context
         self.kv_blocks_used = kv_blocks_used
         self.binding = binding
-        self.finished: list[tuple[int, Request]] = []
-        self.kv_blocks_used_last = kv_blocks_used
+        self.finished = finished
+        self.kv_blocks_used_last = kv_blocks_used_last
+        self.num_running = num_running
+        self.num_waiting = num_waiting
 
 
 def _first(item):
