@@ -131,7 +131,7 @@ class CostModel:
             self._t_ar_fixed = 0.0
         self._t_overhead = deployment.overhead_s
         self._t_overhead_per_seq = deployment.overhead_per_seq_s
-        self._decode_parts: dict[int, tuple[float, float, float]] = {}  # batch -> decode_series' fixed parts
+        self._decode_parts: dict[int, tuple[float, float, float]] = {}  # batch -> decode_ends' fixed parts
 
     def host_overhead(self, num_seqs):
         """The host's share of one iteration running `num_seqs` sequences (decoding, and
@@ -245,24 +245,40 @@ class CostModel:
 
     def decode_time(self, batch: int, total_context: int) -> float:
         """`iteration(batch, total_context).total` for a decode-only iteration, without
-        building the breakdown (the first of `decode_series`)."""
-        return self.decode_series(batch, total_context, 1)[0]
+        building the breakdown (the first iteration of `decode_ends`)."""
+        return self.decode_ends(batch, total_context, 0.0, 1)[1][0]
 
-    def decode_series(self, batch: int, total_context: int, count: int) -> list[float]:
-        """`iteration(batch, total_context + batch * j).total` for j in range(count): a stretch
-        of decode iterations, each sequence's context one token longer every time. The same sum
-        as `_terms` (no prefill: adding its 0.0 does not change a float), with the parts that do
-        not change with the context worked out once for each batch size."""
+    def decode_ends(self, batch: int, total_context: int, start: float, count: int,
+                    limit: float = math.inf) -> tuple[list[float], list[float]]:
+        """A stretch of decode iterations run back to back from `start`, each sequence's context
+        one token longer every time: when each ends and how long it took, the j-th (from 0)
+        taking `iteration(batch, total_context + batch * j).total`. At most `count` of them, and
+        none after the first that ends at or after `limit` (the next one would not start before
+        it). The same sum as `_terms` (no prefill: adding its 0.0 does not change a float), with
+        the parts that do not change with the context worked out once for each batch size; each
+        end is the previous end plus the iteration's time, as a clock advanced one iteration at a
+        time, and each duration is the difference of the two ends (as that clock measures it)."""
+        ends: list[float] = []
+        gaps: list[float] = []
         if batch <= 0:
-            return [0.0] * count
+            return [start] * count, [0.0] * count  # an empty batch takes no time
         parts = self._decode_parts.get(batch)
         if parts is None:
             _, t_linear, _, t_allreduce, overhead, _ = self._terms(batch, 0.0, 0.0, batch)
             parts = self._decode_parts[batch] = (t_linear, t_allreduce, overhead)
         t_linear, t_allreduce, overhead = parts
         per_token = self._t_kv_per_token
-        return [t_linear + context * per_token + t_allreduce + overhead
-                for context in range(total_context, total_context + batch * count, batch)]
+        add_end = ends.append
+        add_gap = gaps.append
+        end = start
+        for context in range(total_context, total_context + batch * count, batch):
+            new = end + (t_linear + context * per_token + t_allreduce + overhead)
+            add_end(new)
+            add_gap(new - end)
+            if new >= limit:
+                break
+            end = new
+        return ends, gaps
 
     def decode_times(self, batch: int | np.ndarray, total_context: np.ndarray) -> np.ndarray:
         """`decode_time` over arrays (numpy broadcasting); 0 where the batch is empty. The same

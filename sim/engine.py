@@ -375,12 +375,11 @@ class Engine:
         batch = out.num_compact + len(out.scheduled)
         seats = batch + out.padded if not out.encoder_batch else 0
         kv_used = self.pool.usable - self.pool.free
-        metrics.on_iteration(start, end, running=batch, kv_used=kv_used,
-                             binding=out.binding_limit, tokens=result.num_emitted,
-                             completions=len(result.finished), seats=seats, padded=out.padded)
+        metrics.on_iteration(start, end, batch, kv_used, out.binding_limit, result.num_emitted,
+                             len(result.finished), seats, out.padded)
         self._last_preempted = preempted
-        self._stash = (self.iteration, start, end, cost, out, result, preempted, len(sched.running),
-                       sched.num_waiting, kv_used)
+        self._stash = (self.iteration, start, end, cost, out, result, preempted, result.num_running,
+                       result.num_waiting, kv_used)
         if not lean:
             self._last = self._report(*self._stash)
             self._stash = None
@@ -516,14 +515,13 @@ class Engine:
             metrics.on_gaps(float(gaps[-1]), batch)
             for _, req in stretch.finished:
                 self._finish(req, end)
-            metrics.on_iteration(last_start, end, running=batch, kv_used=stretch.kv_blocks_used_last,
-                                 binding=binding, tokens=batch, completions=len(stretch.finished), seats=batch)
+            metrics.on_iteration(last_start, end, batch, stretch.kv_blocks_used_last, binding, batch,
+                                 len(stretch.finished), batch)
         else:
             metrics.on_decode_iterations(start, ends, gaps, batch, stretch.kv_blocks_used, binding)
         self._last_preempted = ()
-        sched = self.scheduler
         self._stash = (self.iteration, last_start, end, (batch, stretch.last_context, ()), None, stretch, (),
-                       len(sched.running), sched.num_waiting, stretch.kv_blocks_used_last)
+                       stretch.num_running, stretch.num_waiting, stretch.kv_blocks_used_last)
         return k
 
     def summary(self, **options) -> RunSummary:

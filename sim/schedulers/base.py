@@ -2,38 +2,47 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..kv import BlockPool
 from ..request import FINISHED, Request
 
 
-@dataclass(slots=True)
 class SchedulerOutput:
     """One batch: who runs, with how many tokens, and why no more ran.
 
     `scheduled` lists the requests held explicitly as (request, tokens, computed tokens before,
     is a decode) in scheduled order (running first, then admitted); the continuous scheduler's
     compactly held decoders (one token each) are counted in `num_compact` and
-    `compact_context` instead."""
+    `compact_context` instead.
 
-    scheduled: list[tuple[Request, int, int, bool]] = field(default_factory=list)
-    admitted: list[Request] = field(default_factory=list)
-    preempted: list[Request] = field(default_factory=list)
+    Made once an iteration: the lists filled by appending are the instance's own, every other
+    field keeps its class default until set (keyword arguments set fields at once)."""
+
     binding_limit: str = "none"
     num_compact: int = 0  # compactly held decoders, one token each
     compact_context: int = 0  # the KV tokens their attention reads
-    sampling: list[Request] = field(default_factory=list)  # of `scheduled`, those that sample a token
     padded: int = 0  # seats running a token that nobody will read (static batching)
     padded_context: int = 0  # KV tokens those padded seats still read
     padded_prefill_tokens: int = 0  # prompt padding when a batch prefills to its longest prompt
     encoder_batch: int = 0  # dynamic batching of an encoder: inputs in this forward pass
     encoder_input_len: int = 0  # tokens per input in that pass (padded to the longest)
     wake_at: float | None = None  # nothing to run until this time (dynamic batching's wait)
-    # Filled in when the batch's output is processed (continuous batching):
-    joined: list[Request] = field(default_factory=list)  # explicit requests that became compact
-    compact_finished: list[tuple[int, Request]] = field(default_factory=list)  # (admission number, request)
-    finished: list[tuple[int, Request]] = field(default_factory=list)  # (admission number, request)
+    # Set when the batch's output is processed (continuous batching):
+    compact_finished: list[tuple[int, Request]] = ()  # (admission number, request)
+    finished: list[tuple[int, Request]] = ()  # (admission number, request)
+
+    def __init__(self, **fields) -> None:
+        self.scheduled: list[tuple[Request, int, int, bool]] = []
+        self.admitted: list[Request] = []
+        self.preempted: list[Request] = []
+        self.sampling: list[Request] = []  # of `scheduled`, those that sample a token
+        self.joined: list[Request] = []  # explicit requests that became compact (set when processed)
+        if fields:
+            for name, value in fields.items():
+                if not hasattr(SchedulerOutput, name) and name not in self.__dict__:
+                    raise TypeError(f"SchedulerOutput has no field {name!r}")
+                setattr(self, name, value)
 
     @property
     def num_scheduled_tokens(self) -> int:
@@ -44,14 +53,18 @@ class SchedulerOutput:
         return not (self.scheduled or self.num_compact or self.encoder_batch)
 
 
-@dataclass(slots=True)
 class UpdateResult:
     """What processing a batch's output did."""
 
-    num_emitted: int = 0  # requests that sampled a token
-    first_tokens: list[Request] = field(default_factory=list)
-    finished: list[Request] = field(default_factory=list)  # in admission order
-    gaps: list[tuple[float, int]] = field(default_factory=list)  # (gap since the previous token, requests)
+    __slots__ = ("num_emitted", "first_tokens", "finished", "gaps", "num_running", "num_waiting")
+
+    def __init__(self, num_emitted: int = 0, finished: list[Request] | None = None) -> None:
+        self.num_emitted = num_emitted  # requests that sampled a token
+        self.first_tokens: list[Request] = []
+        self.finished: list[Request] = [] if finished is None else finished  # in admission order
+        self.gaps: list[tuple[float, int]] = []  # (gap since the previous token, requests)
+        self.num_running = 0  # requests running once the output is processed
+        self.num_waiting = 0  # and those waiting
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +125,8 @@ class Scheduler:
         result = self._sample(output, end)
         if result.finished:
             self._retire(result.finished)
+        result.num_running = len(self.running)
+        result.num_waiting = self.num_waiting
         return result
 
     def describe(self, output: SchedulerOutput) -> list[WorkRow]:

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from itertools import accumulate, islice
-from operator import sub
+from itertools import accumulate
 
 from ..kv import NO_HIT
 from ..request import FINISHED, PREEMPTED, RUNNING, Request
@@ -84,7 +83,7 @@ class ContinuousScheduler(Scheduler):
         return len(self.waiting)
 
     def has_work(self) -> bool:
-        return bool(self.running) or bool(self.waiting)
+        return bool(self.running.members or self.waiting)
 
     def sync(self) -> None:
         self.running.sync()
@@ -137,11 +136,12 @@ class ContinuousScheduler(Scheduler):
         # compact decoders one token each, the others their chunk.
         plan = self._plan_running(threshold, budget)
         if plan is not None and plan[1] > pool.free and cfg.scheduling_policy == "fcfs":
-            plan = self._preempt_latest(*plan, out)
+            plan = self._preempt_latest(plan[0], plan[1], out)
         if plan is not None and plan[1] <= pool.free:
             decoders = len(running.decoders)
             if decoders:
-                running.take_decode_blocks(running.decode_blocks_needed())
+                # (A preemption may have taken decoders out since the plan counted their blocks.)
+                running.take_decode_blocks(plan[2] if len(plan) == 3 else running.decode_blocks_needed())
                 out.num_compact = decoders
                 out.compact_context = running.decode_context()
                 budget -= decoders
@@ -277,14 +277,14 @@ class ContinuousScheduler(Scheduler):
             stats[1] += hit_tokens
         self.last_hits[req.request_id] = hit_tokens
 
-    def _plan_running(self, threshold: int, budget: int) -> tuple[list[tuple[Request, int]], int] | None:
+    def _plan_running(self, threshold: int, budget: int) -> tuple[list[tuple[Request, int]], int, int] | None:
         """If the budget gives every running request all it wants: each explicit one with its
-        tokens, and the new blocks all of them need. None if the budget falls short (or a
-        request waits this iteration)."""
+        tokens, the new blocks all of them need, and of those the compact decoders'. None if the
+        budget falls short (or a request waits this iteration)."""
         running = self.running
         pool = self.pool
         demand = len(running.decoders)
-        blocks = running.decode_blocks_needed() if demand else 0
+        blocks = decoder_blocks = running.decode_blocks_needed() if demand else 0
         limit = self.config.max_model_len - 1
         plan = []
         for req in running.explicit:
@@ -298,7 +298,7 @@ class ContinuousScheduler(Scheduler):
             plan.append((req, n))
         if demand > budget:
             return None
-        return plan, blocks
+        return plan, blocks, decoder_blocks
 
     def _preempt_latest(self, plan: list[tuple[Request, int]], blocks: int,
                         out: SchedulerOutput) -> tuple[list[tuple[Request, int]], int]:
@@ -344,7 +344,7 @@ class ContinuousScheduler(Scheduler):
         running = self.running
         result = UpdateResult()
         compact = output.num_compact
-        ended = running.advance(start, end)
+        ended = running.advance(1, end, end - start) if compact else ()
         output.compact_finished = ended
         max_model_len = self.config.max_model_len
         gap_order = []  # (admission number, gap, requests) for the ITL log, in scheduled order
@@ -400,6 +400,8 @@ class ContinuousScheduler(Scheduler):
             gaps[gap] = gaps.get(gap, 0) + count
         result.gaps = list(gaps.items())
         result.num_emitted = compact + len(output.sampling)
+        result.num_running = len(running.members)
+        result.num_waiting = len(self.waiting)
         if finished or output.joined:
             self._steady_binding = None
         return result
@@ -426,106 +428,113 @@ class ContinuousScheduler(Scheduler):
         return [row for _, row in numbered]
 
     # -- steady decoding in bulk
-    def decode_stretch(self, cost, start: float, limit: float, max_iterations: int) -> list[DecodeStretch]:
+    def decode_stretch(self, cost, start: float, limit: float, max_iterations: int) -> list[DecodeStretch] | tuple:
         """Run alike decode iterations in bulk, as many as run before anything changes: every
         running request a compact decoder getting one token, nobody admitted (the queue empty or
         blocked the same way as last time), enough free blocks. Iterations are timed with the
         cost model's decode times and added up in order, and stop before the first that would
-        start at or after `limit` (the next arrival or the caller's horizon). A stretch ends at
-        the latest with the iteration in which decoders finish (they are retired); with nobody
-        waiting, the next one follows at once. The stretches run, in order (none if no such
-        iteration is next)."""
-        stretches = []
-        while max_iterations > 0:
-            stretch = self._stretch(cost, start, limit, max_iterations)
-            if stretch is None:
-                break
-            stretches.append(stretch)
-            if not stretch.finished or self.waiting:
-                break
-            max_iterations -= len(stretch.ends)
-            start = float(stretch.ends[-1])
-        return stretches
-
-    def _stretch(self, cost, start: float, limit: float, max_iterations: int) -> DecodeStretch | None:
-        """One stretch of `decode_stretch`: one batch size, through a finish at the latest."""
+        start at or after `limit` (the next arrival or the caller's horizon). A stretch has one
+        batch size and ends at the latest with the iteration in which decoders finish (they are
+        retired); with nobody waiting, the next stretch follows at once. The stretches run, in
+        order (none if no such iteration is next)."""
         running = self.running
-        if running.explicit or not running.decoders or self.async_scheduling:
-            return None
-        if self.waiting and self._steady_binding is None:
-            return None
-        batch = len(running.decoders)
-        if batch > self.config.max_num_batched_tokens:
-            return None
-        k = min(running.next_finish - running.tick, max_iterations, MAX_STRETCH)
-        context = running.decode_context()
-        if limit != math.inf:
-            # Iteration times grow with the context: the first bounds how many start before the limit.
-            k = min(k, int((limit - start) / cost.decode_time(batch, context)) + 2)
+        if running.explicit or not running.decoders or self.async_scheduling or max_iterations <= 0 \
+                or (self._steady_binding is None and self.waiting):
+            return ()
         pool = self.pool
-        free = pool.free
-        # A decoder needs a block at most once in `block_size` ticks: the exact count is needed
-        # only when that bound does not fit (and then the first tick that does not fit is found).
-        enough_blocks = batch * (k // running.block_size + 1) <= free or running.decode_blocks_over(k) <= free
-        if k >= NUMPY_STRETCH:
-            import numpy as np
+        budget = self.config.max_num_batched_tokens
+        block_size = running.block_size
+        stretches = []
+        while True:
+            batch = len(running.decoders)
+            if batch > budget:
+                break
+            k = min(running.next_finish - running.tick, max_iterations, MAX_STRETCH)
+            context = running.decode_context()
+            if k >= NUMPY_STRETCH and limit != math.inf:
+                # Iteration times grow with the context: the first bounds how many start before the limit.
+                k = min(k, int((limit - start) / cost.decode_time(batch, context)) + 2)
+            free = pool.free
+            # A decoder needs a block at most once in `block_size` ticks: the exact count is
+            # needed only when that bound does not fit (and then the first tick that does not
+            # fit is found).
+            enough_blocks = batch * (k // block_size + 1) <= free or running.decode_blocks_over(k) <= free
+            if k >= NUMPY_STRETCH:
+                import numpy as np
 
-            times = cost.decode_times(batch, context + batch * np.arange(k, dtype=np.int64))
-            ends = np.cumsum(np.concatenate(((start,), times)))  # adds left to right, as a loop would
-            count = int(np.searchsorted(ends[:k], limit, side="left"))
-            if not enough_blocks:
-                taken = np.cumsum(np.asarray(running.crossing_schedule(k), dtype=np.int64))
-                count = min(count, int(np.searchsorted(taken, free, side="right")))
-            gaps = ends[1:count + 1] - ends[:count]
-            ends = ends[1:count + 1]
-        else:
-            ends = list(accumulate(cost.decode_series(batch, context, k), initial=start))
-            count = bisect_left(ends, limit, 0, k)  # an iteration runs if it starts before the limit
-            if not enough_blocks:
-                count = min(count, bisect_right(list(accumulate(running.crossing_schedule(k))), free))
-            gaps = list(map(sub, islice(ends, 1, count + 1), ends))
-            del ends[0]
-            del ends[count:]
-        if count == 0:
-            return None
-        binding = self._steady_binding or "none"
-        finishing = running.tick + count == running.next_finish
-        alike = count - finishing  # iterations in which nobody finishes
-        if alike:
-            running.advance_many(alike, float(ends[alike - 1]), float(max(gaps[:alike] if finishing else gaps)))
-        stretch = DecodeStretch(ends, gaps, batch, context + batch * (count - 1), pool.usable - pool.free, binding)
-        if finishing:
-            pool.take(running.decode_blocks_needed())
-            ended = running.advance(float(ends[-2]) if count > 1 else start, float(ends[-1]))
+                times = cost.decode_times(batch, context + batch * np.arange(k, dtype=np.int64))
+                ends = np.cumsum(np.concatenate(((start,), times)))  # adds left to right, as a loop would
+                count = int(np.searchsorted(ends[:k], limit, side="left"))
+                if not enough_blocks:
+                    taken = np.cumsum(np.asarray(running.crossing_schedule(k), dtype=np.int64))
+                    count = min(count, int(np.searchsorted(taken, free, side="right")))
+                gaps = ends[1:count + 1] - ends[:count]
+                ends = ends[1:count + 1]
+                largest = np.max  # (Python's max would walk the array element by element)
+            else:
+                # Every iteration but the last computed ends before the limit (an iteration runs
+                # if it starts before it).
+                ends, gaps = cost.decode_ends(batch, context, start, k, limit)
+                count = len(ends) if start < limit else 0
+                if not enough_blocks:
+                    count = min(count, bisect_right(list(accumulate(running.crossing_schedule(count))), free))
+                if count < len(ends):
+                    del ends[count:]
+                    del gaps[count:]
+                largest = max
+            if count == 0:
+                break
+            binding = self._steady_binding or "none"
+            finishing = running.tick + count == running.next_finish
+            alike = count - finishing  # iterations in which nobody finishes
+            if alike:
+                running.advance(alike, float(ends[alike - 1]), float(largest(gaps[:alike] if finishing else gaps)))
+            used = pool.usable - pool.free
+            if not finishing:
+                stretches.append(DecodeStretch(ends, gaps, batch, context + batch * (count - 1), used, binding,
+                                               (), used, batch, len(self.waiting)))
+                break
+            end = float(ends[-1])
+            ended = running.advance(1, end, float(gaps[-1]))
             for _, req in ended:
                 req.finish_reason = "stop" if req.num_output_tokens >= req.output_len else "length"
                 running.remove(req)
                 req.status = FINISHED
                 pool.free_request(req.request_id)
-            stretch.finished = ended
-            stretch.kv_blocks_used_last = pool.usable - pool.free
+            stretches.append(DecodeStretch(ends, gaps, batch, context + batch * (count - 1), used, binding,
+                                           ended, pool.usable - pool.free, len(running.members),
+                                           len(self.waiting)))
             self._steady_binding = None
-        return stretch
+            max_iterations -= count
+            if self.waiting or not running.decoders or max_iterations <= 0:
+                break
+            start = end
+        return stretches
 
 
 class DecodeStretch:
     """Alike decode iterations run in bulk: when each ended and how long it took (lists or numpy
     arrays), the batch, the decode context of the last one, the blocks used in them (their
     peak), the binding limit they repeat; if decoders finished in the last one, those (as
-    (admission number, request), retired) and the blocks used after it."""
+    (admission number, request), retired); the blocks used after it, and the requests running
+    and waiting then."""
 
     __slots__ = ("ends", "gaps", "batch", "last_context", "kv_blocks_used", "binding", "finished",
-                 "kv_blocks_used_last")
+                 "kv_blocks_used_last", "num_running", "num_waiting")
 
-    def __init__(self, ends, gaps, batch: int, last_context: int, kv_blocks_used: int, binding: str) -> None:
+    def __init__(self, ends, gaps, batch: int, last_context: int, kv_blocks_used: int, binding: str,
+                 finished: list[tuple[int, Request]] | tuple, kv_blocks_used_last: int, num_running: int,
+                 num_waiting: int) -> None:
         self.ends = ends
         self.gaps = gaps
         self.batch = batch
         self.last_context = last_context
         self.kv_blocks_used = kv_blocks_used
         self.binding = binding
-        self.finished: list[tuple[int, Request]] = []
-        self.kv_blocks_used_last = kv_blocks_used
+        self.finished = finished
+        self.kv_blocks_used_last = kv_blocks_used_last
+        self.num_running = num_running
+        self.num_waiting = num_waiting
 
 
 def _first(item):

@@ -66,4 +66,5 @@ class DynamicScheduler(StaticScheduler):
         result.num_emitted = len(output.sampling)
         self.batch = []
         self.running = []
+        result.num_waiting = self.num_waiting
         return result

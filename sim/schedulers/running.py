@@ -178,46 +178,50 @@ class RunningSet:
         return self._context + len(self.decoders) * self.tick
 
     def take_decode_blocks(self, blocks: int) -> None:
+        """schedule() runs the decoders for the coming tick: their new blocks (`blocks`, from
+        `decode_blocks_needed`) are taken now."""
         self.pool.take(blocks)
         self.blocks_taken = True
 
-    def advance(self, start: float, end: float) -> list[tuple[int, Request]]:
-        """A batch ran from `start` to `end`, every decoder getting its token: returns the
-        decoders whose last token it was, as (admission number, request) in admission order,
-        fields up to date and held explicitly."""
+    def advance(self, ticks: int, end: float, largest_gap: float) -> list[tuple[int, Request]] | tuple:
+        """`ticks` decode iterations ran back to back, the last ending at `end`, each decoder
+        getting one token in each; `largest_gap` is the longest of them. The blocks the decoders
+        need in them are taken here (unless schedule() took them for its one tick). Returns the
+        decoders whose last token came with the last tick, as (admission number, request) in
+        admission order, fields up to date and held explicitly (no decoder may finish before the
+        last tick: `next_finish` says when the first does)."""
+        if self.blocks_taken:
+            self.blocks_taken = False
+        elif self.decoders:
+            self.pool.take(self.decode_blocks_over(ticks))
         if self.decoders:
-            self._log_gap(self.tick, end - start)
-        self.tick += 1
+            # The gap log: a stack of decreasing maxima, the largest gap from each tick on.
+            log_ticks, values = self._gap_ticks, self._gap_values
+            while values and values[-1] <= largest_gap:
+                values.pop()
+                log_ticks.pop()
+            log_ticks.append(self.tick)
+            values.append(largest_gap)
+        tick = self.tick = self.tick + ticks
         self.last_token_time = end
-        self.blocks_taken = False
-        finished = []
-        if self.next_finish <= self.tick:
-            for request in self._calendar.pop(self.tick, ()):
+        finished = ()
+        if self.next_finish <= tick:
+            finished = []
+            for request in self._calendar.pop(tick, ()):
                 since = self.decoders.get(request)
-                if since is None or self._finish_tick(request, since) != self.tick:
+                if since is None or self._finish_tick(request, since) != tick:
                     continue  # left the compact form (and maybe came back) since it was entered
                 self._bring_up_to_date(request, since)
                 self._release(request)
                 finished.append((self.members[request], request))
             heap = self._finish_ticks
-            while heap and heap[0] <= self.tick:
+            while heap and heap[0] <= tick:
                 heapq.heappop(heap)
             self.next_finish = heap[0] if heap else math.inf
             finished.sort(key=_first)
         if len(self._gap_ticks) > GAP_LOG_LIMIT:
             self.sync()
         return finished
-
-    def advance_many(self, ticks: int, end: float, largest_gap: float) -> None:
-        """`ticks` alike decode iterations ran, the last ending at `end` (none finishes a
-        decoder: the caller stops before `next_finish`; the blocks the decoders need in them
-        are taken here)."""
-        self.pool.take(self.decode_blocks_over(ticks))
-        self._log_gap(self.tick, largest_gap)
-        self.tick += ticks
-        self.last_token_time = end
-        if len(self._gap_ticks) > GAP_LOG_LIMIT:
-            self.sync()
 
     def decode_blocks_over(self, ticks: int) -> int:
         """New blocks the decoders need in the next `ticks` ticks, all told (every decoder needs
@@ -244,14 +248,6 @@ class RunningSet:
     def _finish_tick(self, request: Request, since: int) -> int:
         outputs = request.num_output_tokens
         return since + min(request.output_len - outputs, self.max_model_len - request.prompt_len - outputs)
-
-    def _log_gap(self, tick: int, gap: float) -> None:
-        ticks, values = self._gap_ticks, self._gap_values
-        while values and values[-1] <= gap:
-            values.pop()
-            ticks.pop()
-        ticks.append(tick)
-        values.append(gap)
 
 
 def _first(item):

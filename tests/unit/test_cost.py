@@ -165,6 +165,22 @@ def test_decode_time_equals_iteration_total_exactly(profiles, dials):
         assert fast == total
 
 
+def test_decode_ends_advance_a_clock_one_iteration_at_a_time(cost):
+    """decode_ends adds each iteration's own total to the previous end, as an engine stepping one
+    iteration at a time does, measures each as the difference of its ends, and stops after the
+    first that ends at or after the limit."""
+    start, batch, context = 12.345, 37, 37 * 900
+    clock = [start]
+    for j in range(50):
+        clock.append(clock[-1] + cost.iteration(batch, context + batch * j).total)
+    gaps = [b - a for a, b in zip(clock, clock[1:])]
+    assert cost.decode_ends(batch, context, start, 50) == (clock[1:], gaps)
+    limit = (clock[20] + clock[21]) / 2  # the 21st iteration ends after it: it is the last
+    assert cost.decode_ends(batch, context, start, 50, limit) == (clock[1:22], gaps[:21])
+    assert cost.decode_ends(batch, context, start, 50, clock[20]) == (clock[1:21], gaps[:20])  # ends at it
+    assert cost.decode_ends(batch, context, start, 0) == ([], [])
+
+
 def test_decode_times_with_a_scalar_batch(cost):
     contexts = np.array([64 * 100, 64 * 640, 64 * 4000])
     times = cost.decode_times(64, contexts)

@@ -65,7 +65,7 @@ def test_runs_feel_it_more_at_larger_batches(profiles):
 
 
 def test_decode_stretches_agree_with_one_iteration_at_a_time(profiles):
-    """run() prices long decode stretches in bulk (CostModel.decode_series); step() prices one
+    """run() prices long decode stretches in bulk (CostModel.decode_ends); step() prices one
     iteration at a time: with a per-sequence host cost the two must still agree exactly."""
     sc = Scenario(workload=WorkloadSpec(arrival="poisson", request_rate=20, num_prompts=120,
                                         input=LengthSpec(mean=256), output=LengthSpec(mean=64)))
