@@ -22,6 +22,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from itertools import repeat
+from operator import attrgetter
 
 import numpy as np
 
@@ -99,12 +100,18 @@ class RequestRecord:
     num_cached_tokens: int = 0  # prompt tokens found in the prefix cache when first admitted
 
 
+_record_row = attrgetter(*(f.name for f in fields(RequestRecord)))
+"""A record's fields as a tuple, in their order (a row of the RecordTable)."""
+
+
 class RecordTable:
     """Finished requests as columns of compact arrays, in order of finishing: a sequence of
-    RequestRecord (each made when read) whose columns numpy reads whole (`column`)."""
+    RequestRecord (each made when read) whose columns numpy reads whole (`column`). Rows come
+    in as tuples of a record's fields (`add`) and are made into columns a batch at a time."""
 
     _FLOAT = ("arrival_time", "ttft", "e2e", "tpot", "max_itl")
     _INT = ("prompt_len", "output_len", "num_preemptions", "num_cached_tokens")
+    _BATCH = 4096  # rows held as tuples before they go into the columns
 
     def __init__(self) -> None:
         self._float = {name: array("d") for name in self._FLOAT}
@@ -115,6 +122,7 @@ class RecordTable:
         self._reason = array("b")
         self._codes: dict[str, dict[str, int]] = {"pool": {}, "reason": {}}
         self._names: dict[str, list[str]] = {"pool": [], "reason": []}
+        self._rows: list[tuple] = []  # added, not yet in the columns
 
     def _code(self, kind: str, name: str) -> int:
         codes = self._codes[kind]
@@ -124,28 +132,52 @@ class RecordTable:
             self._names[kind].append(name)
         return code
 
+    def add(self, row: tuple) -> None:
+        """One finished request: its RequestRecord's fields, in their order."""
+        rows = self._rows
+        rows.append(row)
+        if len(rows) >= self._BATCH:
+            self._fold()
+
     def append(self, rec: RequestRecord) -> None:
-        f, i = self._float, self._int
-        f["arrival_time"].append(rec.arrival_time)
-        f["ttft"].append(rec.ttft)
-        f["e2e"].append(rec.e2e)
-        f["tpot"].append(math.nan if rec.tpot is None else rec.tpot)
-        f["max_itl"].append(rec.max_itl)
-        i["prompt_len"].append(rec.prompt_len)
-        i["output_len"].append(rec.output_len)
-        i["num_preemptions"].append(rec.num_preemptions)
-        i["num_cached_tokens"].append(rec.num_cached_tokens)
-        rid = rec.request_id
-        if rid.isdigit() and len(rid) < 19 and (rid == "0" or rid[0] != "0"):
-            self._ids.append(int(rid))
-        else:
-            self._other_ids[len(self._ids)] = rid
-            self._ids.append(-1)
-        self._pool.append(self._code("pool", rec.pool))
-        self._reason.append(self._code("reason", rec.finish_reason))
+        self.add(_record_row(rec))
+
+    def _fold(self) -> None:
+        """The rows added so far into the columns (each column made whole before any grows, so a
+        value a column cannot hold leaves the table as it was)."""
+        rows = self._rows
+        if not rows:
+            return
+        (rids, pools, arrival, prompt, output, ttft, e2e, tpot, preemptions, max_itl, reasons,
+         cached) = zip(*rows)
+        floats = {"arrival_time": array("d", arrival), "ttft": array("d", ttft), "e2e": array("d", e2e),
+                  "tpot": array("d", [math.nan if x is None else x for x in tpot]),
+                  "max_itl": array("d", max_itl)}
+        ints = {"prompt_len": array("i", prompt), "output_len": array("i", output),
+                "num_preemptions": array("i", preemptions), "num_cached_tokens": array("i", cached)}
+        ids = array("q")
+        other: dict[int, str] = {}
+        first = len(self._ids)
+        for k, rid in enumerate(rids):
+            if rid.isdigit() and len(rid) < 19 and (rid == "0" or rid[0] != "0"):
+                ids.append(int(rid))
+            else:
+                other[first + k] = rid
+                ids.append(-1)
+        pool_codes = array("b", [self._code("pool", name) for name in pools])
+        reason_codes = array("b", [self._code("reason", name) for name in reasons])
+        for name, column in floats.items():
+            self._float[name].extend(column)
+        for name, column in ints.items():
+            self._int[name].extend(column)
+        self._ids.extend(ids)
+        self._other_ids.update(other)
+        self._pool.extend(pool_codes)
+        self._reason.extend(reason_codes)
+        rows.clear()
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._ids) + len(self._rows)
 
     def _record(self, k: int) -> RequestRecord:
         f, i = self._float, self._int
@@ -159,6 +191,7 @@ class RecordTable:
             finish_reason=self._names["reason"][self._reason[k]], num_cached_tokens=i["num_cached_tokens"][k])
 
     def __getitem__(self, index):
+        self._fold()
         if isinstance(index, slice):
             return [self._record(k) for k in range(*index.indices(len(self)))]
         n = len(self)
@@ -167,6 +200,7 @@ class RecordTable:
         return self._record(index % n)
 
     def __iter__(self) -> Iterator[RequestRecord]:
+        self._fold()
         return (self._record(k) for k in range(len(self)))
 
     def __eq__(self, other) -> bool:
@@ -179,6 +213,7 @@ class RecordTable:
 
     def column(self, name: str) -> np.ndarray:
         """A copy of one column: a RequestRecord field (tpot is NaN for one-token answers)."""
+        self._fold()
         if name in self._float:
             return np.frombuffer(self._float[name], dtype=np.float64).copy()
         if name in self._int:
@@ -191,9 +226,11 @@ class RecordTable:
 
     def pool_codes(self) -> tuple[np.ndarray, list[str]]:
         """Each record's pool as a small code, and the pool names the codes index."""
+        self._fold()
         return np.frombuffer(self._pool, dtype=np.int8).copy(), list(self._names["pool"])
 
     def select(self, mask: np.ndarray) -> list[RequestRecord]:
+        self._fold()
         return [self._record(int(k)) for k in np.flatnonzero(mask)]
 
 
@@ -287,14 +324,20 @@ class MetricsCollector:
         if kv_used > self.peak_kv_used:
             self.peak_kv_used = kv_used
         self.binding_counts[binding] += repeat
-        self.output_tokens += tokens
         self.seat_iterations += seats
-        self.padded_seat_iterations += padded
-        self.last_token_time = max(self.last_token_time, end) if tokens else self.last_token_time
-        if tokens and self.keep_records:
-            self._count_tokens_at(end, tokens)
-        self._book_recent((end,), tokens, completions)
-        self._sample_tokens += tokens
+        if padded:
+            self.padded_seat_iterations += padded
+        if tokens:
+            self.output_tokens += tokens
+            self._sample_tokens += tokens
+            if end > self.last_token_time:
+                self.last_token_time = end
+            if self.keep_records:
+                self._count_tokens_at(end, tokens)
+        self._recent_booked.append((end, tokens, completions))
+        self._recent_booked_count += 1
+        if self._recent_booked_count > 2 * RECENT_ITERATIONS:
+            self._trim_recent()
         if self.series_interval is not None:
             if self._next_sample is None:
                 self._next_sample = start + self.series_interval
@@ -320,8 +363,7 @@ class MetricsCollector:
                 self.busy_time = float(np.cumsum(np.concatenate(((self.busy_time,), gaps)))[-1])
                 gaps_tail = gaps[-4096:].tolist()
                 ends_tail = ends[-4096:].tolist()
-                self._book_decode_rest(ends_tail, gaps_tail, float(gaps.max()), k, running, kv_used,
-                                       binding)
+                self._book_decode_rest(ends_tail, float(gaps.max()), k, running, kv_used, binding)
                 return
             ends, gaps = ends.tolist(), gaps.tolist()
         if self.series_interval is not None:
@@ -344,12 +386,13 @@ class MetricsCollector:
             busy += gap
         self.running_integral = ri
         self.busy_time = busy
-        self._book_decode_rest(ends if k <= 4096 else ends[k - 4096:],
-                               gaps if k <= 4096 else gaps[k - 4096:], max(gaps), k, running,
-                               kv_used, binding)
+        self._book_decode_rest(ends if k <= RECENT_ITERATIONS else ends[k - RECENT_ITERATIONS:],
+                               max(gaps), k, running, kv_used, binding)
 
-    def _book_decode_rest(self, ends_tail, gaps_tail, top: float, k: int, running: int,
-                          kv_used: int, binding: str) -> None:
+    def _book_decode_rest(self, ends_tail, top: float, k: int, running: int, kv_used: int,
+                          binding: str) -> None:
+        """What on_decode_iterations books but the gaps and sums: `ends_tail` is the ends of (at
+        least) the last RECENT_ITERATIONS of the `k` iterations, a list."""
         if top > self.max_itl:
             self.max_itl = top
         if top > self._sample_itl_max:
@@ -359,36 +402,42 @@ class MetricsCollector:
         if kv_used > self.peak_kv_used:
             self.peak_kv_used = kv_used
         self.binding_counts[binding] += k
-        self.output_tokens += running * k
-        self.seat_iterations += running * k
+        tokens = running * k
+        self.output_tokens += tokens
+        self.seat_iterations += tokens
+        self._sample_tokens += tokens
         if running and ends_tail[-1] > self.last_token_time:
             self.last_token_time = ends_tail[-1]
-        self._book_recent(ends_tail, running, 0)
-        self._sample_tokens += running * k
-
-    def _book_recent(self, ends, tokens: int, completions: int) -> None:
-        """Iterations ending at `ends`, each with `tokens` and `completions`, for the recent
-        rates (kept as given: only the last RECENT_ITERATIONS are ever made into entries)."""
-        booked = self._recent_booked
-        booked.append((ends, tokens, completions))
-        self._recent_booked_count += len(ends)
+        # Kept as given (only the last RECENT_ITERATIONS are ever made into entries).
+        self._recent_booked.append((ends_tail, running))
+        self._recent_booked_count += len(ends_tail)
         if self._recent_booked_count > 2 * RECENT_ITERATIONS:
-            # Drop what the newest RECENT_ITERATIONS push out anyway (and the deque with it).
-            count = self._recent_booked_count
-            i = 0
-            while count - len(booked[i][0]) >= RECENT_ITERATIONS:
-                count -= len(booked[i][0])
-                i += 1
-            del booked[:i]
-            self._recent_tokens.clear()
-            self._recent_booked_count = count
+            self._trim_recent()
+
+    # The iterations booked since the recent entries were last made (`_recent_booked`) are
+    # (end, tokens, completions) for one iteration, (ends, tokens) for alike decode iterations.
+    def _trim_recent(self) -> None:
+        """Drop the booked iterations the newest RECENT_ITERATIONS push out anyway (and the
+        entries made before them)."""
+        booked = self._recent_booked
+        count = self._recent_booked_count
+        i = 0
+        while count - (len(booked[i][0]) if len(booked[i]) == 2 else 1) >= RECENT_ITERATIONS:
+            count -= len(booked[i][0]) if len(booked[i]) == 2 else 1
+            i += 1
+        del booked[:i]
+        self._recent_tokens.clear()
+        self._recent_booked_count = count
 
     def _recent_iterations(self) -> deque[tuple[float, int, int]]:
         """(end, tokens, completions) of the last RECENT_ITERATIONS iterations, oldest first."""
         recent = self._recent_tokens
         if self._recent_booked:
-            for ends, tokens, completions in self._recent_booked:
-                recent.extend(zip(ends, repeat(tokens), repeat(completions)))
+            for entry in self._recent_booked:
+                if len(entry) == 2:
+                    recent.extend(zip(entry[0], repeat(entry[1]), repeat(0)))
+                else:
+                    recent.append(entry)
             self._recent_booked.clear()
             self._recent_booked_count = 0
         return recent
@@ -398,20 +447,25 @@ class MetricsCollector:
         counts = self._tokens_per_s
         if second >= len(counts):
             self._grow_seconds(second)
-        counts[max(0, second)] += tokens
+        counts[second if second > 0 else 0] += tokens
 
     def _count_tokens_in(self, ends, running: int) -> None:
         """`running` tokens at each of `ends` (ascending; a list or a numpy array), counted per
         second as `_count_tokens_at` counts one."""
-        if not len(ends) or not running:
+        if not running or not len(ends):
             return
         t0 = self.first_arrival or 0.0
-        lo = max(0, int(ends[0] - t0))
-        hi = max(0, int(ends[-1] - t0))
-        if hi >= len(self._tokens_per_s):
-            self._grow_seconds(hi)
+        lo = int(ends[0] - t0)
+        hi = int(ends[-1] - t0)
         counts = self._tokens_per_s
-        if lo == hi:  # (most stretches lie within one second)
+        if lo == hi and 0 <= lo < len(counts):  # (most stretches lie within one second)
+            counts[lo] += running * len(ends)
+            return
+        lo = max(0, lo)
+        hi = max(0, hi)
+        if hi >= len(counts):
+            self._grow_seconds(hi)
+        if lo == hi:
             counts[lo] += running * len(ends)
         elif isinstance(ends, np.ndarray):
             seconds = (ends - t0).astype(np.int64)
@@ -435,7 +489,7 @@ class MetricsCollector:
     def _push_series(self) -> None:
         self.series_throughput.append(self._sample_tokens / self.series_interval)
         self._sample_tokens = 0
-        recent = list(self._recent)[-32:]
+        recent = self._recent_records(32)
         self.series_ttft.append(float(np.median([r.ttft for r in recent])) if recent else 0.0)
         tp = [r.tpot for r in recent if r.tpot is not None]
         self.series_tpot.append(float(np.median(tp)) if tp else 0.0)
@@ -443,13 +497,35 @@ class MetricsCollector:
         self._sample_itl_max = 0.0
 
     def on_finish(self, rec: RequestRecord) -> None:
+        """A request finished: its record."""
+        self.on_finish_row(_record_row(rec), rec)
+
+    def on_finish_row(self, row: tuple, rec: RequestRecord | None = None) -> None:
+        """A request finished: `row` is its RequestRecord's fields, in their order (the record,
+        `rec` if given, is made only when something needs it now: the finish sink, or the live
+        window when records are not kept)."""
         self.completed += 1
-        self.prompt_tokens += rec.prompt_len
-        if self.keep_records:
-            self.records.append(rec)
+        self.prompt_tokens += row[3]  # prompt_len
+        keep = self.keep_records
+        if keep:
+            self.records.add(row)
+            if self.finish_sink is None:
+                return  # (the recent window is read off the records)
+        if rec is None:
+            rec = RequestRecord(*row)
         if self.finish_sink is not None:
             self.finish_sink(rec)
-        self._recent.append(rec)
+        if not keep:
+            self._recent.append(rec)
+
+    def _recent_records(self, n: int | None = None) -> list[RequestRecord]:
+        """The last `window` finished requests (at most the last `n`), oldest first."""
+        n = self.window if n is None else min(n, self.window)
+        if n <= 0:
+            return []
+        if self.keep_records:
+            return self.records[-n:]
+        return list(self._recent)[-n:]
 
     def on_failed(self, request_id: str, arrival_time: float, prompt_len: int, output_len: int,
                   error: str) -> None:
@@ -556,7 +632,7 @@ class MetricsCollector:
 
     def view(self, now: float, window_s: float = 10.0) -> MetricsView:
         """Headline numbers over the recent past, for the live view."""
-        recent = list(self._recent)
+        recent = self._recent_records()
         lo = now - window_s
         booked = self._recent_iterations()
         if len(booked) == booked.maxlen and booked[0][0] > lo:
