@@ -142,7 +142,7 @@ class Arrivals:
     def on_done(self, request_id: str, now: float, served: bool = True) -> None:
         """A request finished (or was refused, not `served`): its slot at the client is free
         from `now`, and its conversation's next turn is sent `think_time` later."""
-        spec = self._talking.pop(request_id, None)
+        spec = self._talking.pop(request_id, None) if self._talking else None
         follow = None
         if spec is not None and served and spec.turn < self.workload.turns:
             follow = next_turn(self.workload, spec, now + self.workload.think_time, self._turn_seed)
@@ -154,20 +154,22 @@ class Arrivals:
                 self._in_flight.add(follow.request_id)  # the conversation keeps its slot
             else:
                 self._free_slots.append(now)
+                self._update_next()  # a request waiting for a slot may be sent now
         if follow is not None:
             self.submit(follow)
-        else:
-            self._update_next()
 
     # -- delivery
     def _update_next(self) -> None:
         t = math.inf
-        if self._pending and (not self.cap or self._free_slots):
-            t = self._pending[0].arrival_time
-            if self.cap:
+        pending = self._pending
+        cap = self.cap
+        if pending and (not cap or self._free_slots):
+            t = pending[0].arrival_time
+            if cap:
                 t = max(t, self._free_slots[0])
-        if self._submitted and self._submitted[0].arrival_time < t:
-            t = self._submitted[0].arrival_time
+        submitted = self._submitted
+        if submitted and submitted[0].arrival_time < t:
+            t = submitted[0].arrival_time
         self.next_at = t
 
     def pop_due(self, now: float) -> RequestSpec | None:
@@ -195,8 +197,8 @@ class Arrivals:
                     self._in_flight.add(spec.request_id)
                     if t != spec.arrival_time:
                         spec = replace(spec, arrival_time=t)  # sent when a slot freed up
-                if len(pending) < REFILL_BELOW:
-                    self._refill()
+                if self.endless and len(pending) < REFILL_BELOW:
+                    self._refill()  # (a finite workload is drawn whole at the start)
                 if spec.conversation and self.workload.turns > 1:
                     self._talking[spec.request_id] = spec
         if spec is None and submitted and submitted[0].arrival_time <= now:

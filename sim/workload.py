@@ -327,7 +327,7 @@ class RequestQueue:
     the hundreds a list of objects would. The deque calls the engine uses (`[0]`, `popleft`,
     `extend`, `clear`, `len`) behave as on a deque of the same specs."""
 
-    __slots__ = ("_times", "_prompt", "_output", "_batch", "_pool", "_first_index", "_next",
+    __slots__ = ("_times", "_prompt", "_output", "_batch", "_pool", "_first_index", "_next", "_count",
                  "_head", "_more", "_prefix_len", "_groups", "_turns")
 
     def __init__(self, times, prompt, output, batch, pool: str, first_index: int = 0, *, prefix_len: int = 0,
@@ -342,6 +342,7 @@ class RequestQueue:
         self._groups = groups  # each request's prefix (None: prefix 0)
         self._turns = turns
         self._next = 0
+        self._count = len(times)
         self._head: RequestSpec | None = None
         self._more: deque[RequestSpec] = deque()
 
@@ -363,20 +364,21 @@ class RequestQueue:
                            prompt_segments=segments, conversation=rid if talk else "")
 
     def __len__(self) -> int:
-        return len(self._times) - self._next + (self._head is not None) + len(self._more)
+        return self._count - self._next + (self._head is not None) + len(self._more)
 
     def __bool__(self) -> bool:
-        return len(self) > 0
+        return self._head is not None or self._next < self._count or bool(self._more)
 
     def __getitem__(self, index: int) -> RequestSpec:
-        if index != 0:
-            raise IndexError("a request queue shows only its head")
-        if self._head is None:
-            self._head = self._take()
-        return self._head
+        head = self._head
+        if head is None or index != 0:
+            if index != 0:
+                raise IndexError("a request queue shows only its head")
+            head = self._head = self._take()
+        return head
 
     def _take(self) -> RequestSpec:
-        if self._next < len(self._times):
+        if self._next < self._count:
             spec = self._make(self._next)
             self._next += 1
             return spec
@@ -398,7 +400,7 @@ class RequestQueue:
         self._more.extend(specs)
 
     def clear(self) -> None:
-        self._next = len(self._times)
+        self._next = self._count
         self._head = None
         self._more.clear()
 
