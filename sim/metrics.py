@@ -104,6 +104,15 @@ _record_row = attrgetter(*(f.name for f in fields(RequestRecord)))
 """A record's fields as a tuple, in their order (a row of the RecordTable)."""
 
 
+def _id_number(rid: str) -> int:
+    """A request id as a number when str() gives it back (ids are kept that way), else -1."""
+    try:
+        number = int(rid)
+    except (ValueError, TypeError):
+        return -1
+    return number if 0 <= number < 1 << 63 and str(number) == rid else -1
+
+
 class RecordTable:
     """Finished requests as columns of compact arrays, in order of finishing: a sequence of
     RequestRecord (each made when read) whose columns numpy reads whole (`column`). Rows come
@@ -116,7 +125,7 @@ class RecordTable:
     def __init__(self) -> None:
         self._float = {name: array("d") for name in self._FLOAT}
         self._int = {name: array("i") for name in self._INT}
-        self._ids = array("q")  # a numeric id as its number; -1: the text is in _other_ids
+        self._ids = array("q")  # a numeric id as its number (`_id_number`); -1: the text is in _other_ids
         self._other_ids: dict[int, str] = {}
         self._pool = array("b")
         self._reason = array("b")
@@ -131,6 +140,11 @@ class RecordTable:
             code = codes[name] = len(self._names[kind])
             self._names[kind].append(name)
         return code
+
+    def _codes_of(self, kind: str, names) -> array:
+        """The codes of these names (new names coded in order of first appearance)."""
+        codes = {name: self._code(kind, name) for name in dict.fromkeys(names)}
+        return array("b", map(codes.__getitem__, names))
 
     def add(self, row: tuple) -> None:
         """One finished request: its RequestRecord's fields, in their order."""
@@ -155,17 +169,19 @@ class RecordTable:
                   "max_itl": array("d", max_itl)}
         ints = {"prompt_len": array("i", prompt), "output_len": array("i", output),
                 "num_preemptions": array("i", preemptions), "num_cached_tokens": array("i", cached)}
-        ids = array("q")
-        other: dict[int, str] = {}
+        try:  # (the usual case: every id a number written as str() writes it)
+            numbers = list(map(int, rids))
+            if list(map(str, numbers)) != list(rids) or min(numbers) < 0 or max(numbers) >= 1 << 63:
+                numbers = None
+        except (ValueError, TypeError):
+            numbers = None
+        if numbers is None:
+            numbers = list(map(_id_number, rids))
+        ids = array("q", numbers)
         first = len(self._ids)
-        for k, rid in enumerate(rids):
-            if rid.isdigit() and len(rid) < 19 and (rid == "0" or rid[0] != "0"):
-                ids.append(int(rid))
-            else:
-                other[first + k] = rid
-                ids.append(-1)
-        pool_codes = array("b", [self._code("pool", name) for name in pools])
-        reason_codes = array("b", [self._code("reason", name) for name in reasons])
+        other = {first + k: rid for k, rid in enumerate(rids) if numbers[k] < 0}
+        pool_codes = self._codes_of("pool", pools)
+        reason_codes = self._codes_of("reason", reasons)
         for name, column in floats.items():
             self._float[name].extend(column)
         for name, column in ints.items():
