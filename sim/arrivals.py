@@ -178,10 +178,11 @@ class Arrivals:
             return None
         pending = self._pending
         submitted = self._submitted
+        cap = self.cap
         spec = None
-        if pending and (not self.cap or self._free_slots):
+        if pending and (not cap or self._free_slots):
             t = pending[0].arrival_time
-            if self.cap:
+            if cap:
                 t = max(t, self._free_slots[0])
             if t <= now and not (submitted and submitted[0].arrival_time < t):
                 spec = pending.popleft()
@@ -192,13 +193,13 @@ class Arrivals:
                     mark[2] -= 1
                     if not mark[2]:
                         self._chunks.popleft()
-                if self.cap:
+                    if len(pending) < REFILL_BELOW:
+                        self._refill()  # (a finite workload is drawn whole at the start)
+                if cap:
                     self._free_slots.popleft()
                     self._in_flight.add(spec.request_id)
                     if t != spec.arrival_time:
                         spec = replace(spec, arrival_time=t)  # sent when a slot freed up
-                if self.endless and len(pending) < REFILL_BELOW:
-                    self._refill()  # (a finite workload is drawn whole at the start)
                 if spec.conversation and self.workload.turns > 1:
                     self._talking[spec.request_id] = spec
         if spec is None and submitted and submitted[0].arrival_time <= now:

@@ -195,7 +195,8 @@ class Engine:
 
     def _refusal(self, spec: RequestSpec, config: EngineConfig | None = None) -> RequestRejected | None:
         """Why vLLM would refuse this request (or the simulator could never serve it), if so."""
-        config = config or self.config
+        if config is None:
+            config = self.config
         try:
             if self.api_server and not self.encoder and spec.prompt_len + spec.output_len > config.max_model_len:
                 raise RequestRejected(
@@ -209,7 +210,8 @@ class Engine:
             else:
                 check_request(spec.request_id, spec.prompt_len, spec.output_len, config,
                               self.pool.usable, self.pool.block_size)
-                check_segments(spec.request_id, spec.prompt_segments, spec.prompt_len)
+                if spec.prompt_segments is not None:
+                    check_segments(spec.request_id, spec.prompt_segments, spec.prompt_len)
         except RequestRejected as exc:
             return exc
         return None
