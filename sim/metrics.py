@@ -42,17 +42,18 @@ def weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> fl
     rank = q / 100.0 * (n - 1)
     lo = int(math.floor(rank))
     hi = min(lo + 1, n - 1)
-    v_lo = _weighted_rank(values, weights, lo)
-    v_hi = v_lo if hi == lo else _weighted_rank(values, weights, hi)
+    v_lo, v_hi = _weighted_ranks(values, weights, lo, hi)
     return float(v_lo + (v_hi - v_lo) * (rank - lo))
 
 
-def _weighted_rank(values: np.ndarray, weights: np.ndarray, k: int) -> float:
-    """The k-th smallest (0-based) of the multiset where values[i] appears weights[i] times.
+def _weighted_ranks(values: np.ndarray, weights: np.ndarray, k: int, k2: int) -> tuple[float, float]:
+    """The k-th and k2-th smallest (0-based, k <= k2) of the multiset where values[i] appears
+    weights[i] times.
 
-    Each round brackets rank k between two values read off a weighted sample (about 2 % of the
-    weight on either side of it) and keeps only what lies between them, so the copies it makes
-    are small; counting the weight below reads the arrays in place."""
+    Each round brackets the ranks between two values read off a weighted sample (about 2 % of
+    the weight on either side of them) and keeps only what lies between them, so the copies it
+    makes are small; counting the weight below reads the arrays in place. Two ranks on either
+    side of a bracket's edge are looked for one at a time."""
     while len(values) > 4096:
         stride = max(1, len(values) // 4096)
         sv, sw = values[::stride], weights[::stride]
@@ -64,24 +65,30 @@ def _weighted_rank(values: np.ndarray, weights: np.ndarray, k: int) -> float:
         hi = sv[min(len(sv) - 1, int(np.searchsorted(cum, (share + 0.02) * cum[-1])))]
         below = values < lo
         w_below = int(np.sum(weights, where=below, dtype=np.int64))
-        if k < w_below:
+        if k2 < w_below:
             values, weights = values[below], weights[below]
             continue
         inside = ~below
         inside &= values <= hi
         w_inside = int(np.sum(weights, where=inside, dtype=np.int64))
-        if k < w_below + w_inside:
+        if w_below <= k and k2 < w_below + w_inside:
             if inside.all():  # one value, or a bracket that holds everything: sort what is left
                 break
             values, weights = values[inside], weights[inside]
             k -= w_below
+            k2 -= w_below
             continue
-        above = values > hi
-        k -= w_below + w_inside
-        values, weights = values[above], weights[above]
+        if w_below + w_inside <= k:
+            above = values > hi
+            k -= w_below + w_inside
+            k2 -= w_below + w_inside
+            values, weights = values[above], weights[above]
+            continue
+        return _weighted_ranks(values, weights, k, k)[0], _weighted_ranks(values, weights, k2, k2)[0]
     order = np.argsort(values, kind="stable")
     cum = np.cumsum(weights[order], dtype=np.int64)
-    return float(values[order][np.searchsorted(cum, k + 1)])
+    ranked = values[order]
+    return float(ranked[np.searchsorted(cum, k + 1)]), float(ranked[np.searchsorted(cum, k2 + 1)])
 
 
 @dataclass
