@@ -384,9 +384,8 @@ class MetricsCollector:
                 self.running_integral = float(np.cumsum(np.concatenate(((self.running_integral,),
                                                                         running * gaps)))[-1])
                 self.busy_time = float(np.cumsum(np.concatenate(((self.busy_time,), gaps)))[-1])
-                gaps_tail = gaps[-4096:].tolist()
-                ends_tail = ends[-4096:].tolist()
-                self._book_decode_rest(ends_tail, float(gaps.max()), k, running, kv_used, binding)
+                self._book_decode_rest(ends[-RECENT_ITERATIONS:].tolist(), float(gaps.max()), k, running,
+                                       kv_used, binding)
                 return
             ends, gaps = ends.tolist(), gaps.tolist()
         if self.series_interval is not None:
