@@ -442,14 +442,17 @@ class MetricsCollector:
         """Drop the booked iterations the newest RECENT_ITERATIONS push out anyway (and the
         entries made before them)."""
         booked = self._recent_booked
-        count = self._recent_booked_count
+        spare = self._recent_booked_count - RECENT_ITERATIONS  # iterations that may go
         i = 0
-        while count - (len(booked[i][0]) if len(booked[i]) == 2 else 1) >= RECENT_ITERATIONS:
-            count -= len(booked[i][0]) if len(booked[i]) == 2 else 1
+        for entry in booked:
+            n = len(entry[0]) if len(entry) == 2 else 1
+            if n > spare:
+                break
+            spare -= n
             i += 1
         del booked[:i]
         self._recent_tokens.clear()
-        self._recent_booked_count = count
+        self._recent_booked_count = RECENT_ITERATIONS + spare
 
     def _recent_iterations(self) -> deque[tuple[float, int, int]]:
         """(end, tokens, completions) of the last RECENT_ITERATIONS iterations, oldest first."""
