@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 ENDLESS_CHUNK = 256
 """Requests drawn at a time for an endless workload."""
 REFILL_BELOW = 16
+SPEC_BLOCK = 256
+"""Requests of a finite workload made into RequestSpecs at a time (the rest wait as arrays)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,9 @@ class Arrivals:
         self.generated = 0
         self.next_at = math.inf
         self._pending: deque[RequestSpec] = deque()
+        # A finite workload's requests not yet in _pending (a RequestQueue: arrays, made into
+        # specs a block at a time as _pending runs low), or None.
+        self._drawn = None
         self._submitted: list[RequestSpec] = []  # in arrival order (bisect keeps it sorted)
         self._last_arrival = 0.0
         self._in_flight: set[str] = set()  # workload requests sent and not yet finished (cap > 0)
@@ -97,9 +102,14 @@ class Arrivals:
         spec = self.workload
         if not self.endless:
             if force:
-                # Arrays made into specs one at a time: a million requests cost tens of MB.
-                self._pending = generate_queue(spec, self.rng)
-                self.generated = len(self._pending)
+                # Arrays made into specs a block at a time: a million requests cost tens of MB.
+                drawn = generate_queue(spec, self.rng)
+                self.generated = len(drawn)
+                self._drawn, self._pending = (None, drawn) if isinstance(drawn, deque) else (drawn, deque())
+            if self._drawn is not None:
+                self._pending.extend(self._drawn.take(SPEC_BLOCK))
+                if not self._drawn:
+                    self._drawn = None
             return
         if force or len(self._pending) < REFILL_BELOW:
             n = ENDLESS_CHUNK
@@ -130,7 +140,7 @@ class Arrivals:
     def exhausted(self) -> bool:
         """Nothing more will ever arrive (in flight requests may still finish, and a
         conversation's turn in flight may still have a next)."""
-        return not self._pending and not self._submitted and not self._talking
+        return not self._pending and self._drawn is None and not self._submitted and not self._talking
 
     # -- by hand
     def submit(self, spec: RequestSpec) -> None:
@@ -193,8 +203,8 @@ class Arrivals:
                     mark[2] -= 1
                     if not mark[2]:
                         self._chunks.popleft()
-                    if len(pending) < REFILL_BELOW:
-                        self._refill()  # (a finite workload is drawn whole at the start)
+                if len(pending) < REFILL_BELOW and (self.endless or self._drawn is not None):
+                    self._refill()
                 if cap:
                     self._free_slots.popleft()
                     self._in_flight.add(spec.request_id)

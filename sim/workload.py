@@ -403,6 +403,18 @@ class RequestQueue:
             return self._more.popleft()
         raise IndexError("the request queue is empty")
 
+    def take(self, n: int) -> list[RequestSpec]:
+        """Up to `n` requests from the head, taken (as `n` popleft calls would take them)."""
+        specs = [] if self._head is None else [self._head]
+        self._head = None
+        end = min(self._count, self._next + n - len(specs))
+        specs.extend(map(self._make, range(self._next, end)))
+        self._next = end
+        more = self._more
+        while len(specs) < n and more:
+            specs.append(more.popleft())
+        return specs
+
     def popleft(self) -> RequestSpec:
         if self._head is not None:
             spec, self._head = self._head, None
