@@ -355,8 +355,12 @@ class MetricsCollector:
             self._sample_tokens += tokens
             if end > self.last_token_time:
                 self.last_token_time = end
-            if self.keep_records:
-                self._count_tokens_at(end, tokens)
+            if self.keep_records:  # counted in its second of the run (see _tokens_per_s)
+                second = int(end - (self.first_arrival or 0.0))
+                counts = self._tokens_per_s
+                if second >= len(counts):
+                    self._grow_seconds(second)
+                counts[second if second > 0 else 0] += tokens
         self._recent_booked.append((end, tokens, completions))
         self._recent_booked_count += 1
         if self._recent_booked_count > 2 * RECENT_ITERATIONS:
@@ -388,6 +392,8 @@ class MetricsCollector:
                                        kv_used, binding)
                 return
             ends, gaps = ends.tolist(), gaps.tolist()
+        elif gaps.__class__ is not list:
+            ends, gaps = list(ends), list(gaps)
         if self.series_interval is not None:
             prev = start
             for end, gap in zip(ends, gaps):
@@ -397,8 +403,8 @@ class MetricsCollector:
                 prev = end
             return
         if self.keep_records:
-            self.itl_values.extend(gaps)
-            self.itl_counts.extend(repeat(running, k))
+            self.itl_values.fromlist(gaps)  # (fromlist reads a list faster than extend)
+            self.itl_counts.fromlist([running] * k)
             self._count_tokens_in(ends, running)
         # The same float additions in the same order as per-iteration booking.
         ri = self.running_integral
@@ -467,16 +473,9 @@ class MetricsCollector:
             self._recent_booked_count = 0
         return recent
 
-    def _count_tokens_at(self, t: float, tokens: int) -> None:
-        second = int(t - (self.first_arrival or 0.0))
-        counts = self._tokens_per_s
-        if second >= len(counts):
-            self._grow_seconds(second)
-        counts[second if second > 0 else 0] += tokens
-
     def _count_tokens_in(self, ends, running: int) -> None:
         """`running` tokens at each of `ends` (ascending; a list or a numpy array), counted per
-        second as `_count_tokens_at` counts one."""
+        second as `on_iteration` counts one."""
         if not running or not len(ends):
             return
         t0 = self.first_arrival or 0.0
