@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
@@ -304,10 +304,14 @@ class MetricsCollector:
     def __post_init__(self) -> None:
         self._recent: deque[RequestRecord] = deque(maxlen=self.window)
         self._recent_tokens: deque[tuple[float, int, int]] = deque(maxlen=RECENT_ITERATIONS)  # (t, tokens, done)
-        # Iterations booked since, not yet in _recent_tokens (made into its entries when read):
-        # (ends, tokens, completions), each of `ends` an iteration with those tokens and completions.
+        # Iterations booked since, not yet in _recent_tokens (made into its entries when read; see
+        # _trim_recent for the entries' forms).
         self._recent_booked: list[tuple] = []
-        self._recent_booked_count = 0
+        # Iterations booked in all (_recent_total), the total after each booked entry
+        # (_recent_ends_at, ascending), and the total before the first booked entry (_recent_base).
+        self._recent_total = 0
+        self._recent_ends_at: list[int] = []
+        self._recent_base = 0
         self.series_throughput: deque[float] = deque(maxlen=self.series_len)
         self.series_ttft: deque[float] = deque(maxlen=self.series_len)
         self.series_tpot: deque[float] = deque(maxlen=self.series_len)
@@ -362,8 +366,9 @@ class MetricsCollector:
                     self._grow_seconds(second)
                 counts[second if second > 0 else 0] += tokens
         self._recent_booked.append((end, tokens, completions))
-        self._recent_booked_count += 1
-        if self._recent_booked_count > 2 * RECENT_ITERATIONS:
+        total = self._recent_total = self._recent_total + 1
+        self._recent_ends_at.append(total)
+        if total - self._recent_base > 2 * RECENT_ITERATIONS:
             self._trim_recent()
         if self.series_interval is not None:
             if self._next_sample is None:
@@ -438,8 +443,9 @@ class MetricsCollector:
             self.last_token_time = ends_tail[-1]
         # Kept as given (only the last RECENT_ITERATIONS are ever made into entries).
         self._recent_booked.append((ends_tail, running))
-        self._recent_booked_count += len(ends_tail)
-        if self._recent_booked_count > 2 * RECENT_ITERATIONS:
+        total = self._recent_total = self._recent_total + len(ends_tail)
+        self._recent_ends_at.append(total)
+        if total - self._recent_base > 2 * RECENT_ITERATIONS:
             self._trim_recent()
 
     # The iterations booked since the recent entries were last made (`_recent_booked`) are
@@ -447,18 +453,14 @@ class MetricsCollector:
     def _trim_recent(self) -> None:
         """Drop the booked iterations the newest RECENT_ITERATIONS push out anyway (and the
         entries made before them)."""
-        booked = self._recent_booked
-        spare = self._recent_booked_count - RECENT_ITERATIONS  # iterations that may go
-        i = 0
-        for entry in booked:
-            n = len(entry[0]) if len(entry) == 2 else 1
-            if n > spare:
-                break
-            spare -= n
-            i += 1
-        del booked[:i]
+        ends_at = self._recent_ends_at
+        # The entries that end at or before the newest RECENT_ITERATIONS begin.
+        i = bisect_right(ends_at, self._recent_total - RECENT_ITERATIONS)
+        if i:
+            self._recent_base = ends_at[i - 1]
+            del self._recent_booked[:i]
+            del ends_at[:i]
         self._recent_tokens.clear()
-        self._recent_booked_count = RECENT_ITERATIONS + spare
 
     def _recent_iterations(self) -> deque[tuple[float, int, int]]:
         """(end, tokens, completions) of the last RECENT_ITERATIONS iterations, oldest first."""
@@ -470,7 +472,8 @@ class MetricsCollector:
                 else:
                     recent.append(entry)
             self._recent_booked.clear()
-            self._recent_booked_count = 0
+            self._recent_ends_at.clear()
+            self._recent_base = self._recent_total
         return recent
 
     def _count_tokens_in(self, ends, running: int) -> None:

@@ -1,11 +1,13 @@
 """The record table and the recent window: what comes in as rows reads back as the records."""
 
+import itertools
 import math
+import random
 
 import numpy as np
 
 from sim.engine import Engine
-from sim.metrics import MetricsCollector, RecordTable, RequestRecord
+from sim.metrics import RECENT_ITERATIONS, MetricsCollector, RecordTable, RequestRecord
 from sim.scenario import Scenario
 from sim.workload import LengthSpec, WorkloadSpec
 
@@ -69,3 +71,34 @@ def test_a_finish_sink_sees_each_record_once():
     assert list(metrics.records) == seen and metrics.completed == 2
     assert metrics.prompt_tokens == 101 + 102
     assert not math.isnan(metrics.summary(1.0)["mean_ttft_ms"])
+
+
+def test_the_recent_iterations_are_the_last_ones_however_they_were_booked():
+    """One iteration at a time or alike ones in bulk (lists or numpy arrays, longer than the
+    window or not): the live rates read exactly the last RECENT_ITERATIONS."""
+    rng = random.Random(4)
+    for trial in range(6):
+        metrics = MetricsCollector(keep_records=trial % 2 == 0)
+        metrics.on_arrival(0.0)
+        every = []
+        t = 0.0
+        for step in range(600):
+            if rng.random() < 0.6:
+                tokens, done = rng.randint(0, 5), rng.randint(0, 2)
+                metrics.on_iteration(t, t + 0.01, running=3, kv_used=1, binding="none", tokens=tokens,
+                                     completions=done)
+                t += 0.01
+                every.append((t, tokens, done))
+            else:
+                k = rng.choice([1, 5, 50, 200, 5000])
+                gaps = [0.001 * (1 + rng.random()) for _ in range(k)]
+                ends = list(itertools.accumulate(gaps, initial=t))[1:]
+                if rng.random() < 0.5:
+                    metrics.on_decode_iterations(t, np.array(ends), np.array(gaps), 4, 2, "none")
+                else:
+                    metrics.on_decode_iterations(t, ends, gaps, 4, 2, "none")
+                every.extend((end, 4, 0) for end in ends)
+                t = ends[-1]
+            if step % 97 == 0:
+                assert list(metrics._recent_iterations()) == every[-RECENT_ITERATIONS:]
+        assert list(metrics._recent_iterations()) == every[-RECENT_ITERATIONS:]
