@@ -231,7 +231,7 @@ class Engine:
         among equal times, then submitted ones)."""
         arrivals = self.arrivals
         now = self.time
-        while (spec := arrivals.pop_due(now)) is not None:
+        while arrivals.next_at <= now and (spec := arrivals.pop_due(now)) is not None:
             self._add(spec, arrivals.origin)
 
     # -- dials
