@@ -111,13 +111,15 @@ _record_row = attrgetter(*(f.name for f in fields(RequestRecord)))
 """A record's fields as a tuple, in their order (a row of the RecordTable)."""
 
 
-def _id_number(rid: str) -> int:
-    """A request id as a number when str() gives it back (ids are kept that way), else -1."""
+def _id_numbers(rids) -> list[int]:
+    """Request ids as numbers where str() gives the id back (ids are kept that way), -1 for the
+    others."""
     try:
-        number = int(rid)
-    except (ValueError, TypeError):
-        return -1
-    return number if 0 <= number < 1 << 63 and str(number) == rid else -1
+        numbers = list(map(int, rids))
+    except (ValueError, TypeError):  # some are not numbers: which, one at a time
+        return [_id_numbers((rid,))[0] for rid in rids] if len(rids) > 1 else [-1]
+    return [n if 0 <= n < 1 << 63 and text == rid else -1
+            for n, text, rid in zip(numbers, map(str, numbers), rids)]
 
 
 class RecordTable:
@@ -132,7 +134,7 @@ class RecordTable:
     def __init__(self) -> None:
         self._float = {name: array("d") for name in self._FLOAT}
         self._int = {name: array("i") for name in self._INT}
-        self._ids = array("q")  # a numeric id as its number (`_id_number`); -1: the text is in _other_ids
+        self._ids = array("q")  # a numeric id as its number (`_id_numbers`); -1: the text is in _other_ids
         self._other_ids: dict[int, str] = {}
         self._pool = array("b")
         self._reason = array("b")
@@ -176,14 +178,7 @@ class RecordTable:
                   "max_itl": array("d", max_itl)}
         ints = {"prompt_len": array("i", prompt), "output_len": array("i", output),
                 "num_preemptions": array("i", preemptions), "num_cached_tokens": array("i", cached)}
-        try:  # (the usual case: every id a number written as str() writes it)
-            numbers = list(map(int, rids))
-            if list(map(str, numbers)) != list(rids) or min(numbers) < 0 or max(numbers) >= 1 << 63:
-                numbers = None
-        except (ValueError, TypeError):
-            numbers = None
-        if numbers is None:
-            numbers = list(map(_id_number, rids))
+        numbers = _id_numbers(rids)
         ids = array("q", numbers)
         first = len(self._ids)
         other = {first + k: rid for k, rid in enumerate(rids) if numbers[k] < 0}
