@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 ENDLESS_CHUNK = 256
 """Requests drawn at a time for an endless workload."""
 REFILL_BELOW = 16
+SPEC_BLOCK = 256
+"""Requests of a finite workload made into RequestSpecs at a time (the rest wait as arrays)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,9 @@ class Arrivals:
         self.generated = 0
         self.next_at = math.inf
         self._pending: deque[RequestSpec] = deque()
+        # A finite workload's requests not yet in _pending (a RequestQueue: arrays, made into
+        # specs a block at a time as _pending runs low), or None.
+        self._drawn = None
         self._submitted: list[RequestSpec] = []  # in arrival order (bisect keeps it sorted)
         self._last_arrival = 0.0
         self._in_flight: set[str] = set()  # workload requests sent and not yet finished (cap > 0)
@@ -97,9 +102,14 @@ class Arrivals:
         spec = self.workload
         if not self.endless:
             if force:
-                # Arrays made into specs one at a time: a million requests cost tens of MB.
-                self._pending = generate_queue(spec, self.rng)
-                self.generated = len(self._pending)
+                # Arrays made into specs a block at a time: a million requests cost tens of MB.
+                drawn = generate_queue(spec, self.rng)
+                self.generated = len(drawn)
+                self._drawn, self._pending = (None, drawn) if isinstance(drawn, deque) else (drawn, deque())
+            if self._drawn is not None:
+                self._pending.extend(self._drawn.take(SPEC_BLOCK))
+                if not self._drawn:
+                    self._drawn = None
             return
         if force or len(self._pending) < REFILL_BELOW:
             n = ENDLESS_CHUNK
@@ -130,7 +140,7 @@ class Arrivals:
     def exhausted(self) -> bool:
         """Nothing more will ever arrive (in flight requests may still finish, and a
         conversation's turn in flight may still have a next)."""
-        return not self._pending and not self._submitted and not self._talking
+        return not self._pending and self._drawn is None and not self._submitted and not self._talking
 
     # -- by hand
     def submit(self, spec: RequestSpec) -> None:
@@ -142,7 +152,7 @@ class Arrivals:
     def on_done(self, request_id: str, now: float, served: bool = True) -> None:
         """A request finished (or was refused, not `served`): its slot at the client is free
         from `now`, and its conversation's next turn is sent `think_time` later."""
-        spec = self._talking.pop(request_id, None)
+        spec = self._talking.pop(request_id, None) if self._talking else None
         follow = None
         if spec is not None and served and spec.turn < self.workload.turns:
             follow = next_turn(self.workload, spec, now + self.workload.think_time, self._turn_seed)
@@ -154,20 +164,22 @@ class Arrivals:
                 self._in_flight.add(follow.request_id)  # the conversation keeps its slot
             else:
                 self._free_slots.append(now)
+                self._update_next()  # a request waiting for a slot may be sent now
         if follow is not None:
             self.submit(follow)
-        else:
-            self._update_next()
 
     # -- delivery
     def _update_next(self) -> None:
         t = math.inf
-        if self._pending and (not self.cap or self._free_slots):
-            t = self._pending[0].arrival_time
-            if self.cap:
+        pending = self._pending
+        cap = self.cap
+        if pending and (not cap or self._free_slots):
+            t = pending[0].arrival_time
+            if cap:
                 t = max(t, self._free_slots[0])
-        if self._submitted and self._submitted[0].arrival_time < t:
-            t = self._submitted[0].arrival_time
+        submitted = self._submitted
+        if submitted and submitted[0].arrival_time < t:
+            t = submitted[0].arrival_time
         self.next_at = t
 
     def pop_due(self, now: float) -> RequestSpec | None:
@@ -176,10 +188,11 @@ class Arrivals:
             return None
         pending = self._pending
         submitted = self._submitted
+        cap = self.cap
         spec = None
-        if pending and (not self.cap or self._free_slots):
+        if pending and (not cap or self._free_slots):
             t = pending[0].arrival_time
-            if self.cap:
+            if cap:
                 t = max(t, self._free_slots[0])
             if t <= now and not (submitted and submitted[0].arrival_time < t):
                 spec = pending.popleft()
@@ -190,13 +203,13 @@ class Arrivals:
                     mark[2] -= 1
                     if not mark[2]:
                         self._chunks.popleft()
-                if self.cap:
+                if len(pending) < REFILL_BELOW and (self.endless or self._drawn is not None):
+                    self._refill()
+                if cap:
                     self._free_slots.popleft()
                     self._in_flight.add(spec.request_id)
                     if t != spec.arrival_time:
                         spec = replace(spec, arrival_time=t)  # sent when a slot freed up
-                if len(pending) < REFILL_BELOW:
-                    self._refill()
                 if spec.conversation and self.workload.turns > 1:
                     self._talking[spec.request_id] = spec
         if spec is None and submitted and submitted[0].arrival_time <= now:

@@ -27,7 +27,7 @@ from .config import EngineConfig
 from .cost import CostModel
 from .errors import ConfigError, RequestRejected, SimError
 from .kv import BlockPool
-from .metrics import MetricsCollector, RequestRecord
+from .metrics import MetricsCollector
 from .reports import EngineSnapshot, IterationReport, ScheduledWork, SeatView
 from .request import FINISHED, Request, check_request, check_segments
 from .scenario import Scenario
@@ -195,7 +195,8 @@ class Engine:
 
     def _refusal(self, spec: RequestSpec, config: EngineConfig | None = None) -> RequestRejected | None:
         """Why vLLM would refuse this request (or the simulator could never serve it), if so."""
-        config = config or self.config
+        if config is None:
+            config = self.config
         try:
             if self.api_server and not self.encoder and spec.prompt_len + spec.output_len > config.max_model_len:
                 raise RequestRejected(
@@ -209,7 +210,8 @@ class Engine:
             else:
                 check_request(spec.request_id, spec.prompt_len, spec.output_len, config,
                               self.pool.usable, self.pool.block_size)
-                check_segments(spec.request_id, spec.prompt_segments, spec.prompt_len)
+                if spec.prompt_segments is not None:
+                    check_segments(spec.request_id, spec.prompt_segments, spec.prompt_len)
         except RequestRejected as exc:
             return exc
         return None
@@ -229,7 +231,7 @@ class Engine:
         among equal times, then submitted ones)."""
         arrivals = self.arrivals
         now = self.time
-        while (spec := arrivals.pop_due(now)) is not None:
+        while arrivals.next_at <= now and (spec := arrivals.pop_due(now)) is not None:
             self._add(spec, arrivals.origin)
 
     # -- dials
@@ -387,12 +389,16 @@ class Engine:
     def _finish(self, req: Request, end: float) -> None:
         req.finish_time = end
         req.finish_iteration = self.iteration
-        ttft = req.first_token_time - req.arrival_time
-        e2e = end - req.arrival_time
-        tpot = (e2e - ttft) / (req.num_output_tokens - 1) if req.num_output_tokens > 1 else None
-        self.metrics.on_finish(RequestRecord(req.request_id, req.pool, req.arrival_time, req.prompt_len,
-                                             req.num_output_tokens, ttft, e2e, tpot, req.num_preemptions,
-                                             req.max_gap, req.finish_reason, max(0, req.num_cached_tokens)))
+        arrival = req.arrival_time
+        outputs = req.num_output_tokens
+        ttft = req.first_token_time - arrival
+        e2e = end - arrival
+        tpot = (e2e - ttft) / (outputs - 1) if outputs > 1 else None
+        cached = req.num_cached_tokens
+        # (A RequestRecord's fields, in their order: the record is made when read.)
+        self.metrics.on_finish_row((req.request_id, req.pool, arrival, req.prompt_len, outputs, ttft, e2e,
+                                    tpot, req.num_preemptions, req.max_gap, req.finish_reason,
+                                    cached if cached > 0 else 0))
         if not self._keep_requests:
             self.requests.pop(req.request_id, None)
         self.arrivals.on_done(req.request_id, end)

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import math
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from itertools import repeat
+from operator import attrgetter
 
 import numpy as np
 
@@ -41,17 +42,18 @@ def weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> fl
     rank = q / 100.0 * (n - 1)
     lo = int(math.floor(rank))
     hi = min(lo + 1, n - 1)
-    v_lo = _weighted_rank(values, weights, lo)
-    v_hi = v_lo if hi == lo else _weighted_rank(values, weights, hi)
+    v_lo, v_hi = _weighted_ranks(values, weights, lo, hi)
     return float(v_lo + (v_hi - v_lo) * (rank - lo))
 
 
-def _weighted_rank(values: np.ndarray, weights: np.ndarray, k: int) -> float:
-    """The k-th smallest (0-based) of the multiset where values[i] appears weights[i] times.
+def _weighted_ranks(values: np.ndarray, weights: np.ndarray, k: int, k2: int) -> tuple[float, float]:
+    """The k-th and k2-th smallest (0-based, k <= k2) of the multiset where values[i] appears
+    weights[i] times.
 
-    Each round brackets rank k between two values read off a weighted sample (about 2 % of the
-    weight on either side of it) and keeps only what lies between them, so the copies it makes
-    are small; counting the weight below reads the arrays in place."""
+    Each round brackets the ranks between two values read off a weighted sample (about 2 % of
+    the weight on either side of them) and keeps only what lies between them, so the copies it
+    makes are small; counting the weight below reads the arrays in place. Two ranks on either
+    side of a bracket's edge are looked for one at a time."""
     while len(values) > 4096:
         stride = max(1, len(values) // 4096)
         sv, sw = values[::stride], weights[::stride]
@@ -63,24 +65,30 @@ def _weighted_rank(values: np.ndarray, weights: np.ndarray, k: int) -> float:
         hi = sv[min(len(sv) - 1, int(np.searchsorted(cum, (share + 0.02) * cum[-1])))]
         below = values < lo
         w_below = int(np.sum(weights, where=below, dtype=np.int64))
-        if k < w_below:
+        if k2 < w_below:
             values, weights = values[below], weights[below]
             continue
         inside = ~below
         inside &= values <= hi
         w_inside = int(np.sum(weights, where=inside, dtype=np.int64))
-        if k < w_below + w_inside:
+        if w_below <= k and k2 < w_below + w_inside:
             if inside.all():  # one value, or a bracket that holds everything: sort what is left
                 break
             values, weights = values[inside], weights[inside]
             k -= w_below
+            k2 -= w_below
             continue
-        above = values > hi
-        k -= w_below + w_inside
-        values, weights = values[above], weights[above]
+        if w_below + w_inside <= k:
+            above = values > hi
+            k -= w_below + w_inside
+            k2 -= w_below + w_inside
+            values, weights = values[above], weights[above]
+            continue
+        return _weighted_ranks(values, weights, k, k)[0], _weighted_ranks(values, weights, k2, k2)[0]
     order = np.argsort(values, kind="stable")
     cum = np.cumsum(weights[order], dtype=np.int64)
-    return float(values[order][np.searchsorted(cum, k + 1)])
+    ranked = values[order]
+    return float(ranked[np.searchsorted(cum, k + 1)]), float(ranked[np.searchsorted(cum, k2 + 1)])
 
 
 @dataclass
@@ -99,22 +107,40 @@ class RequestRecord:
     num_cached_tokens: int = 0  # prompt tokens found in the prefix cache when first admitted
 
 
+_record_row = attrgetter(*(f.name for f in fields(RequestRecord)))
+"""A record's fields as a tuple, in their order (a row of the RecordTable)."""
+
+
+def _id_numbers(rids) -> list[int]:
+    """Request ids as numbers where str() gives the id back (ids are kept that way), -1 for the
+    others."""
+    try:
+        numbers = list(map(int, rids))
+    except (ValueError, TypeError):  # some are not numbers: which, one at a time
+        return [_id_numbers((rid,))[0] for rid in rids] if len(rids) > 1 else [-1]
+    return [n if 0 <= n < 1 << 63 and text == rid else -1
+            for n, text, rid in zip(numbers, map(str, numbers), rids)]
+
+
 class RecordTable:
     """Finished requests as columns of compact arrays, in order of finishing: a sequence of
-    RequestRecord (each made when read) whose columns numpy reads whole (`column`)."""
+    RequestRecord (each made when read) whose columns numpy reads whole (`column`). Rows come
+    in as tuples of a record's fields (`add`) and are made into columns a batch at a time."""
 
     _FLOAT = ("arrival_time", "ttft", "e2e", "tpot", "max_itl")
     _INT = ("prompt_len", "output_len", "num_preemptions", "num_cached_tokens")
+    _BATCH = 4096  # rows held as tuples before they go into the columns
 
     def __init__(self) -> None:
         self._float = {name: array("d") for name in self._FLOAT}
         self._int = {name: array("i") for name in self._INT}
-        self._ids = array("q")  # a numeric id as its number; -1: the text is in _other_ids
+        self._ids = array("q")  # a numeric id as its number (`_id_numbers`); -1: the text is in _other_ids
         self._other_ids: dict[int, str] = {}
         self._pool = array("b")
         self._reason = array("b")
         self._codes: dict[str, dict[str, int]] = {"pool": {}, "reason": {}}
         self._names: dict[str, list[str]] = {"pool": [], "reason": []}
+        self._rows: list[tuple] = []  # added, not yet in the columns
 
     def _code(self, kind: str, name: str) -> int:
         codes = self._codes[kind]
@@ -124,28 +150,52 @@ class RecordTable:
             self._names[kind].append(name)
         return code
 
+    def _codes_of(self, kind: str, names) -> array:
+        """The codes of these names (new names coded in order of first appearance)."""
+        codes = {name: self._code(kind, name) for name in dict.fromkeys(names)}
+        return array("b", map(codes.__getitem__, names))
+
+    def add(self, row: tuple) -> None:
+        """One finished request: its RequestRecord's fields, in their order."""
+        rows = self._rows
+        rows.append(row)
+        if len(rows) >= self._BATCH:
+            self._fold()
+
     def append(self, rec: RequestRecord) -> None:
-        f, i = self._float, self._int
-        f["arrival_time"].append(rec.arrival_time)
-        f["ttft"].append(rec.ttft)
-        f["e2e"].append(rec.e2e)
-        f["tpot"].append(math.nan if rec.tpot is None else rec.tpot)
-        f["max_itl"].append(rec.max_itl)
-        i["prompt_len"].append(rec.prompt_len)
-        i["output_len"].append(rec.output_len)
-        i["num_preemptions"].append(rec.num_preemptions)
-        i["num_cached_tokens"].append(rec.num_cached_tokens)
-        rid = rec.request_id
-        if rid.isdigit() and len(rid) < 19 and (rid == "0" or rid[0] != "0"):
-            self._ids.append(int(rid))
-        else:
-            self._other_ids[len(self._ids)] = rid
-            self._ids.append(-1)
-        self._pool.append(self._code("pool", rec.pool))
-        self._reason.append(self._code("reason", rec.finish_reason))
+        self.add(_record_row(rec))
+
+    def _fold(self) -> None:
+        """The rows added so far into the columns (each column made whole before any grows, so a
+        value a column cannot hold leaves the table as it was)."""
+        rows = self._rows
+        if not rows:
+            return
+        (rids, pools, arrival, prompt, output, ttft, e2e, tpot, preemptions, max_itl, reasons,
+         cached) = zip(*rows)
+        floats = {"arrival_time": array("d", arrival), "ttft": array("d", ttft), "e2e": array("d", e2e),
+                  "tpot": array("d", [math.nan if x is None else x for x in tpot]),
+                  "max_itl": array("d", max_itl)}
+        ints = {"prompt_len": array("i", prompt), "output_len": array("i", output),
+                "num_preemptions": array("i", preemptions), "num_cached_tokens": array("i", cached)}
+        numbers = _id_numbers(rids)
+        ids = array("q", numbers)
+        first = len(self._ids)
+        other = {first + k: rid for k, rid in enumerate(rids) if numbers[k] < 0}
+        pool_codes = self._codes_of("pool", pools)
+        reason_codes = self._codes_of("reason", reasons)
+        for name, column in floats.items():
+            self._float[name].extend(column)
+        for name, column in ints.items():
+            self._int[name].extend(column)
+        self._ids.extend(ids)
+        self._other_ids.update(other)
+        self._pool.extend(pool_codes)
+        self._reason.extend(reason_codes)
+        rows.clear()
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._ids) + len(self._rows)
 
     def _record(self, k: int) -> RequestRecord:
         f, i = self._float, self._int
@@ -159,6 +209,7 @@ class RecordTable:
             finish_reason=self._names["reason"][self._reason[k]], num_cached_tokens=i["num_cached_tokens"][k])
 
     def __getitem__(self, index):
+        self._fold()
         if isinstance(index, slice):
             return [self._record(k) for k in range(*index.indices(len(self)))]
         n = len(self)
@@ -167,6 +218,7 @@ class RecordTable:
         return self._record(index % n)
 
     def __iter__(self) -> Iterator[RequestRecord]:
+        self._fold()
         return (self._record(k) for k in range(len(self)))
 
     def __eq__(self, other) -> bool:
@@ -179,6 +231,7 @@ class RecordTable:
 
     def column(self, name: str) -> np.ndarray:
         """A copy of one column: a RequestRecord field (tpot is NaN for one-token answers)."""
+        self._fold()
         if name in self._float:
             return np.frombuffer(self._float[name], dtype=np.float64).copy()
         if name in self._int:
@@ -191,9 +244,11 @@ class RecordTable:
 
     def pool_codes(self) -> tuple[np.ndarray, list[str]]:
         """Each record's pool as a small code, and the pool names the codes index."""
+        self._fold()
         return np.frombuffer(self._pool, dtype=np.int8).copy(), list(self._names["pool"])
 
     def select(self, mask: np.ndarray) -> list[RequestRecord]:
+        self._fold()
         return [self._record(int(k)) for k in np.flatnonzero(mask)]
 
 
@@ -244,10 +299,14 @@ class MetricsCollector:
     def __post_init__(self) -> None:
         self._recent: deque[RequestRecord] = deque(maxlen=self.window)
         self._recent_tokens: deque[tuple[float, int, int]] = deque(maxlen=RECENT_ITERATIONS)  # (t, tokens, done)
-        # Iterations booked since, not yet in _recent_tokens (made into its entries when read):
-        # (ends, tokens, completions), each of `ends` an iteration with those tokens and completions.
+        # Iterations booked since, not yet in _recent_tokens (made into its entries when read; see
+        # _trim_recent for the entries' forms).
         self._recent_booked: list[tuple] = []
-        self._recent_booked_count = 0
+        # Iterations booked in all (_recent_total), the total after each booked entry
+        # (_recent_ends_at, ascending), and the total before the first booked entry (_recent_base).
+        self._recent_total = 0
+        self._recent_ends_at: list[int] = []
+        self._recent_base = 0
         self.series_throughput: deque[float] = deque(maxlen=self.series_len)
         self.series_ttft: deque[float] = deque(maxlen=self.series_len)
         self.series_tpot: deque[float] = deque(maxlen=self.series_len)
@@ -287,14 +346,25 @@ class MetricsCollector:
         if kv_used > self.peak_kv_used:
             self.peak_kv_used = kv_used
         self.binding_counts[binding] += repeat
-        self.output_tokens += tokens
         self.seat_iterations += seats
-        self.padded_seat_iterations += padded
-        self.last_token_time = max(self.last_token_time, end) if tokens else self.last_token_time
-        if tokens and self.keep_records:
-            self._count_tokens_at(end, tokens)
-        self._book_recent((end,), tokens, completions)
-        self._sample_tokens += tokens
+        if padded:
+            self.padded_seat_iterations += padded
+        if tokens:
+            self.output_tokens += tokens
+            self._sample_tokens += tokens
+            if end > self.last_token_time:
+                self.last_token_time = end
+            if self.keep_records:  # counted in its second of the run (see _tokens_per_s)
+                second = int(end - (self.first_arrival or 0.0))
+                counts = self._tokens_per_s
+                if second >= len(counts):
+                    self._grow_seconds(second)
+                counts[second if second > 0 else 0] += tokens
+        self._recent_booked.append((end, tokens, completions))
+        total = self._recent_total = self._recent_total + 1
+        self._recent_ends_at.append(total)
+        if total - self._recent_base > 2 * RECENT_ITERATIONS:
+            self._trim_recent()
         if self.series_interval is not None:
             if self._next_sample is None:
                 self._next_sample = start + self.series_interval
@@ -318,12 +388,12 @@ class MetricsCollector:
                 self.running_integral = float(np.cumsum(np.concatenate(((self.running_integral,),
                                                                         running * gaps)))[-1])
                 self.busy_time = float(np.cumsum(np.concatenate(((self.busy_time,), gaps)))[-1])
-                gaps_tail = gaps[-4096:].tolist()
-                ends_tail = ends[-4096:].tolist()
-                self._book_decode_rest(ends_tail, gaps_tail, float(gaps.max()), k, running, kv_used,
-                                       binding)
+                self._book_decode_rest(ends[-RECENT_ITERATIONS:].tolist(), float(gaps.max()), k, running,
+                                       kv_used, binding)
                 return
             ends, gaps = ends.tolist(), gaps.tolist()
+        elif gaps.__class__ is not list:
+            ends, gaps = list(ends), list(gaps)
         if self.series_interval is not None:
             prev = start
             for end, gap in zip(ends, gaps):
@@ -333,8 +403,8 @@ class MetricsCollector:
                 prev = end
             return
         if self.keep_records:
-            self.itl_values.extend(gaps)
-            self.itl_counts.extend(repeat(running, k))
+            self.itl_values.fromlist(gaps)  # (fromlist reads a list faster than extend)
+            self.itl_counts.fromlist([running] * k)
             self._count_tokens_in(ends, running)
         # The same float additions in the same order as per-iteration booking.
         ri = self.running_integral
@@ -344,12 +414,13 @@ class MetricsCollector:
             busy += gap
         self.running_integral = ri
         self.busy_time = busy
-        self._book_decode_rest(ends if k <= 4096 else ends[k - 4096:],
-                               gaps if k <= 4096 else gaps[k - 4096:], max(gaps), k, running,
-                               kv_used, binding)
+        self._book_decode_rest(ends if k <= RECENT_ITERATIONS else ends[k - RECENT_ITERATIONS:],
+                               max(gaps), k, running, kv_used, binding)
 
-    def _book_decode_rest(self, ends_tail, gaps_tail, top: float, k: int, running: int,
-                          kv_used: int, binding: str) -> None:
+    def _book_decode_rest(self, ends_tail, top: float, k: int, running: int, kv_used: int,
+                          binding: str) -> None:
+        """What on_decode_iterations books but the gaps and sums: `ends_tail` is the ends of (at
+        least) the last RECENT_ITERATIONS of the `k` iterations, a list."""
         if top > self.max_itl:
             self.max_itl = top
         if top > self._sample_itl_max:
@@ -359,59 +430,64 @@ class MetricsCollector:
         if kv_used > self.peak_kv_used:
             self.peak_kv_used = kv_used
         self.binding_counts[binding] += k
-        self.output_tokens += running * k
-        self.seat_iterations += running * k
+        tokens = running * k
+        self.output_tokens += tokens
+        self.seat_iterations += tokens
+        self._sample_tokens += tokens
         if running and ends_tail[-1] > self.last_token_time:
             self.last_token_time = ends_tail[-1]
-        self._book_recent(ends_tail, running, 0)
-        self._sample_tokens += running * k
+        # Kept as given (only the last RECENT_ITERATIONS are ever made into entries).
+        self._recent_booked.append((ends_tail, running))
+        total = self._recent_total = self._recent_total + len(ends_tail)
+        self._recent_ends_at.append(total)
+        if total - self._recent_base > 2 * RECENT_ITERATIONS:
+            self._trim_recent()
 
-    def _book_recent(self, ends, tokens: int, completions: int) -> None:
-        """Iterations ending at `ends`, each with `tokens` and `completions`, for the recent
-        rates (kept as given: only the last RECENT_ITERATIONS are ever made into entries)."""
-        booked = self._recent_booked
-        booked.append((ends, tokens, completions))
-        self._recent_booked_count += len(ends)
-        if self._recent_booked_count > 2 * RECENT_ITERATIONS:
-            # Drop what the newest RECENT_ITERATIONS push out anyway (and the deque with it).
-            count = self._recent_booked_count
-            i = 0
-            while count - len(booked[i][0]) >= RECENT_ITERATIONS:
-                count -= len(booked[i][0])
-                i += 1
-            del booked[:i]
-            self._recent_tokens.clear()
-            self._recent_booked_count = count
+    # The iterations booked since the recent entries were last made (`_recent_booked`) are
+    # (end, tokens, completions) for one iteration, (ends, tokens) for alike decode iterations.
+    def _trim_recent(self) -> None:
+        """Drop the booked iterations the newest RECENT_ITERATIONS push out anyway (and the
+        entries made before them)."""
+        ends_at = self._recent_ends_at
+        # The entries that end at or before the newest RECENT_ITERATIONS begin.
+        i = bisect_right(ends_at, self._recent_total - RECENT_ITERATIONS)
+        if i:
+            self._recent_base = ends_at[i - 1]
+            del self._recent_booked[:i]
+            del ends_at[:i]
+        self._recent_tokens.clear()
 
     def _recent_iterations(self) -> deque[tuple[float, int, int]]:
         """(end, tokens, completions) of the last RECENT_ITERATIONS iterations, oldest first."""
         recent = self._recent_tokens
         if self._recent_booked:
-            for ends, tokens, completions in self._recent_booked:
-                recent.extend(zip(ends, repeat(tokens), repeat(completions)))
+            for entry in self._recent_booked:
+                if len(entry) == 2:
+                    recent.extend(zip(entry[0], repeat(entry[1]), repeat(0)))
+                else:
+                    recent.append(entry)
             self._recent_booked.clear()
-            self._recent_booked_count = 0
+            self._recent_ends_at.clear()
+            self._recent_base = self._recent_total
         return recent
-
-    def _count_tokens_at(self, t: float, tokens: int) -> None:
-        second = int(t - (self.first_arrival or 0.0))
-        counts = self._tokens_per_s
-        if second >= len(counts):
-            self._grow_seconds(second)
-        counts[max(0, second)] += tokens
 
     def _count_tokens_in(self, ends, running: int) -> None:
         """`running` tokens at each of `ends` (ascending; a list or a numpy array), counted per
-        second as `_count_tokens_at` counts one."""
-        if not len(ends) or not running:
+        second as `on_iteration` counts one."""
+        if not running or not len(ends):
             return
         t0 = self.first_arrival or 0.0
-        lo = max(0, int(ends[0] - t0))
-        hi = max(0, int(ends[-1] - t0))
-        if hi >= len(self._tokens_per_s):
-            self._grow_seconds(hi)
+        lo = int(ends[0] - t0)
+        hi = int(ends[-1] - t0)
         counts = self._tokens_per_s
-        if lo == hi:  # (most stretches lie within one second)
+        if lo == hi and 0 <= lo < len(counts):  # (most stretches lie within one second)
+            counts[lo] += running * len(ends)
+            return
+        lo = max(0, lo)
+        hi = max(0, hi)
+        if hi >= len(counts):
+            self._grow_seconds(hi)
+        if lo == hi:
             counts[lo] += running * len(ends)
         elif isinstance(ends, np.ndarray):
             seconds = (ends - t0).astype(np.int64)
@@ -435,7 +511,7 @@ class MetricsCollector:
     def _push_series(self) -> None:
         self.series_throughput.append(self._sample_tokens / self.series_interval)
         self._sample_tokens = 0
-        recent = list(self._recent)[-32:]
+        recent = self._recent_records(32)
         self.series_ttft.append(float(np.median([r.ttft for r in recent])) if recent else 0.0)
         tp = [r.tpot for r in recent if r.tpot is not None]
         self.series_tpot.append(float(np.median(tp)) if tp else 0.0)
@@ -443,13 +519,35 @@ class MetricsCollector:
         self._sample_itl_max = 0.0
 
     def on_finish(self, rec: RequestRecord) -> None:
+        """A request finished: its record."""
+        self.on_finish_row(_record_row(rec), rec)
+
+    def on_finish_row(self, row: tuple, rec: RequestRecord | None = None) -> None:
+        """A request finished: `row` is its RequestRecord's fields, in their order (the record,
+        `rec` if given, is made only when something needs it now: the finish sink, or the live
+        window when records are not kept)."""
         self.completed += 1
-        self.prompt_tokens += rec.prompt_len
-        if self.keep_records:
-            self.records.append(rec)
+        self.prompt_tokens += row[3]  # prompt_len
+        keep = self.keep_records
+        if keep:
+            self.records.add(row)
+            if self.finish_sink is None:
+                return  # (the recent window is read off the records)
+        if rec is None:
+            rec = RequestRecord(*row)
         if self.finish_sink is not None:
             self.finish_sink(rec)
-        self._recent.append(rec)
+        if not keep:
+            self._recent.append(rec)
+
+    def _recent_records(self, n: int | None = None) -> list[RequestRecord]:
+        """The last `window` finished requests (at most the last `n`), oldest first."""
+        n = self.window if n is None else min(n, self.window)
+        if n <= 0:
+            return []
+        if self.keep_records:
+            return self.records[-n:]
+        return list(self._recent)[-n:]
 
     def on_failed(self, request_id: str, arrival_time: float, prompt_len: int, output_len: int,
                   error: str) -> None:
@@ -556,7 +654,7 @@ class MetricsCollector:
 
     def view(self, now: float, window_s: float = 10.0) -> MetricsView:
         """Headline numbers over the recent past, for the live view."""
-        recent = list(self._recent)
+        recent = self._recent_records()
         lo = now - window_s
         booked = self._recent_iterations()
         if len(booked) == booked.maxlen and booked[0][0] > lo:

@@ -324,11 +324,14 @@ def _vllm_bench_delays(spec: WorkloadSpec, rng: np.random.Generator, n: int) -> 
 class RequestQueue:
     """Requests waiting to arrive, in arrival order, held as arrays and made into RequestSpecs
     one at a time as the engine takes them: a million-request workload costs tens of MB, not
-    the hundreds a list of objects would. The deque calls the engine uses (`[0]`, `popleft`,
-    `extend`, `clear`, `len`) behave as on a deque of the same specs."""
+    the hundreds a list of objects would (the arrays are read a block at a time into lists,
+    `_block`). The deque calls the engine uses (`[0]`, `popleft`, `extend`, `clear`, `len`)
+    behave as on a deque of the same specs."""
 
-    __slots__ = ("_times", "_prompt", "_output", "_batch", "_pool", "_first_index", "_next",
-                 "_head", "_more", "_prefix_len", "_groups", "_turns")
+    __slots__ = ("_times", "_prompt", "_output", "_batch", "_pool", "_first_index", "_next", "_count",
+                 "_head", "_more", "_prefix_len", "_groups", "_turns", "_block", "_block_start",
+                 "_block_end")
+    _BLOCK = 1024
 
     def __init__(self, times, prompt, output, batch, pool: str, first_index: int = 0, *, prefix_len: int = 0,
                  groups=None, turns: int = 1) -> None:
@@ -342,47 +345,75 @@ class RequestQueue:
         self._groups = groups  # each request's prefix (None: prefix 0)
         self._turns = turns
         self._next = 0
+        self._count = len(times)
         self._head: RequestSpec | None = None
         self._more: deque[RequestSpec] = deque()
+        self._block: tuple = ()
+        self._block_start = self._block_end = 0
+
+    def _read_block(self, i: int) -> None:
+        """Requests i, i + 1, ... (a block of them) as lists of Python numbers: times, prompts,
+        outputs, batch-pool flags (or None), prefixes (or None)."""
+        end = min(self._count, i + self._BLOCK)
+        self._block = tuple(None if a is None else a[i:end].tolist()
+                            for a in (self._times, self._prompt, self._output, self._batch, self._groups))
+        self._block_start, self._block_end = i, end
 
     def _make(self, i: int) -> RequestSpec:
+        if not self._block_start <= i < self._block_end:
+            self._read_block(i)
+        k = i - self._block_start
+        times, prompts, outputs, batches, groups = self._block
         rid = str(self._first_index + i)
-        batch = self._batch is not None and bool(self._batch[i])
-        prompt = int(self._prompt[i])
+        batch = batches is not None and batches[k]
+        prompt = prompts[k]
         talk = self._turns > 1 and not batch  # a batch-pool request is one turn
         segments = None
         if self._prefix_len or talk:
             own = (f"{rid}/q1", prompt) if talk else (rid, prompt)
             segments = (own,)
             if self._prefix_len:
-                group = 0 if self._groups is None else int(self._groups[i])
+                group = 0 if groups is None else groups[k]
                 segments = ((PREFIX_SEGMENT.format(group), self._prefix_len), own)
                 prompt += self._prefix_len
-        return RequestSpec(request_id=rid, arrival_time=float(self._times[i]), prompt_len=prompt,
-                           output_len=int(self._output[i]), pool="batch" if batch else self._pool,
+        return RequestSpec(request_id=rid, arrival_time=times[k], prompt_len=prompt,
+                           output_len=outputs[k], pool="batch" if batch else self._pool,
                            prompt_segments=segments, conversation=rid if talk else "")
 
     def __len__(self) -> int:
-        return len(self._times) - self._next + (self._head is not None) + len(self._more)
+        return self._count - self._next + (self._head is not None) + len(self._more)
 
     def __bool__(self) -> bool:
-        return len(self) > 0
+        return self._head is not None or self._next < self._count or bool(self._more)
 
     def __getitem__(self, index: int) -> RequestSpec:
-        if index != 0:
-            raise IndexError("a request queue shows only its head")
-        if self._head is None:
-            self._head = self._take()
-        return self._head
+        head = self._head
+        if head is None or index != 0:
+            if index != 0:
+                raise IndexError("a request queue shows only its head")
+            head = self._head = self._take()
+        return head
 
     def _take(self) -> RequestSpec:
-        if self._next < len(self._times):
+        if self._next < self._count:
             spec = self._make(self._next)
             self._next += 1
             return spec
         if self._more:
             return self._more.popleft()
         raise IndexError("the request queue is empty")
+
+    def take(self, n: int) -> list[RequestSpec]:
+        """Up to `n` requests from the head, taken (as `n` popleft calls would take them)."""
+        specs = [] if self._head is None else [self._head]
+        self._head = None
+        end = min(self._count, self._next + n - len(specs))
+        specs.extend(map(self._make, range(self._next, end)))
+        self._next = end
+        more = self._more
+        while len(specs) < n and more:
+            specs.append(more.popleft())
+        return specs
 
     def popleft(self) -> RequestSpec:
         if self._head is not None:
@@ -398,7 +429,7 @@ class RequestQueue:
         self._more.extend(specs)
 
     def clear(self) -> None:
-        self._next = len(self._times)
+        self._next = self._count
         self._head = None
         self._more.clear()
 

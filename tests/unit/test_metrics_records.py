@@ -1,0 +1,104 @@
+"""The record table and the recent window: what comes in as rows reads back as the records."""
+
+import itertools
+import math
+import random
+
+import numpy as np
+
+from sim.engine import Engine
+from sim.metrics import RECENT_ITERATIONS, MetricsCollector, RecordTable, RequestRecord
+from sim.scenario import Scenario
+from sim.workload import LengthSpec, WorkloadSpec
+
+
+def _record(i: int, rid: str | None = None, pool: str = "chat", tpot: float | None = 0.01) -> RequestRecord:
+    return RequestRecord(request_id=str(i) if rid is None else rid, pool=pool, arrival_time=i * 0.25,
+                         prompt_len=100 + i, output_len=1 + i % 7, ttft=0.1 + i * 1e-3, e2e=1.0 + i * 1e-3,
+                         tpot=tpot, num_preemptions=i % 3, max_itl=0.02, finish_reason="stop" if i % 2 else "length",
+                         num_cached_tokens=i % 5)
+
+
+def test_rows_read_back_as_the_records_across_batches():
+    table = RecordTable()
+    records = [_record(i, pool="batch" if i % 4 == 0 else "chat", tpot=None if i % 9 == 0 else 0.01)
+               for i in range(10_000)]  # more than one batch of rows
+    for rec in records:
+        table.append(rec)
+    assert len(table) == len(records)
+    assert list(table) == records
+    assert table[-1] == records[-1] and table[4096] == records[4096]
+    assert table[-3:] == records[-3:]
+    np.testing.assert_array_equal(table.column("prompt_len"), [r.prompt_len for r in records])
+    tpot = table.column("tpot")
+    assert np.isnan(tpot[0]) and tpot[1] == 0.01
+    codes, names = table.pool_codes()
+    assert [names[c] for c in codes[:5]] == ["batch", "chat", "chat", "chat", "batch"]
+
+
+def test_request_ids_keep_their_text():
+    ids = ["0", "7", "007", "-3", "x", "12.5", " 4", "\u0663", "1_0", "9" * 19, "9" * 18]
+    table = RecordTable()
+    for i, rid in enumerate(ids):
+        table.append(_record(i, rid=rid))
+    assert [r.request_id for r in table] == ids
+
+
+def test_a_kept_runs_recent_window_is_the_live_window():
+    """A run that keeps its records reads its recent requests off them; one that does not keeps
+    them in a window of its own: the views are the same."""
+    scenario = Scenario(workload=WorkloadSpec(arrival="poisson", request_rate=40.0, num_prompts=900,
+                                              input=LengthSpec("fixed", 512),
+                                              output=LengthSpec("uniform", 128, 1, 256), batch_pool_share=0.3),
+                        seed=5)
+    views = []
+    for keep in (True, False):
+        engine = Engine(scenario, keep_records=keep, series_interval=0.5)
+        engine.run()
+        views.append((engine.metrics.view(engine.time), tuple(engine.metrics.series_ttft),
+                      tuple(engine.metrics.series_tpot)))
+    assert views[0] == views[1]
+    assert views[0][0].pools  # two pools: per-pool lines read the window too
+    assert views[0][0].completed == 900
+
+
+def test_a_finish_sink_sees_each_record_once():
+    seen = []
+    metrics = MetricsCollector(finish_sink=seen.append)
+    metrics.on_finish(_record(1))
+    metrics.on_finish_row(tuple(vars(_record(2)).values()))
+    assert seen == [_record(1), _record(2)]
+    assert list(metrics.records) == seen and metrics.completed == 2
+    assert metrics.prompt_tokens == 101 + 102
+    assert not math.isnan(metrics.summary(1.0)["mean_ttft_ms"])
+
+
+def test_the_recent_iterations_are_the_last_ones_however_they_were_booked():
+    """One iteration at a time or alike ones in bulk (lists or numpy arrays, longer than the
+    window or not): the live rates read exactly the last RECENT_ITERATIONS."""
+    rng = random.Random(4)
+    for trial in range(6):
+        metrics = MetricsCollector(keep_records=trial % 2 == 0)
+        metrics.on_arrival(0.0)
+        every = []
+        t = 0.0
+        for step in range(600):
+            if rng.random() < 0.6:
+                tokens, done = rng.randint(0, 5), rng.randint(0, 2)
+                metrics.on_iteration(t, t + 0.01, running=3, kv_used=1, binding="none", tokens=tokens,
+                                     completions=done)
+                t += 0.01
+                every.append((t, tokens, done))
+            else:
+                k = rng.choice([1, 5, 50, 200, 5000])
+                gaps = [0.001 * (1 + rng.random()) for _ in range(k)]
+                ends = list(itertools.accumulate(gaps, initial=t))[1:]
+                if rng.random() < 0.5:
+                    metrics.on_decode_iterations(t, np.array(ends), np.array(gaps), 4, 2, "none")
+                else:
+                    metrics.on_decode_iterations(t, ends, gaps, 4, 2, "none")
+                every.extend((end, 4, 0) for end in ends)
+                t = ends[-1]
+            if step % 97 == 0:
+                assert list(metrics._recent_iterations()) == every[-RECENT_ITERATIONS:]
+        assert list(metrics._recent_iterations()) == every[-RECENT_ITERATIONS:]
