@@ -7,11 +7,13 @@ block gets a hash when its tokens are scheduled, chained with the previous block
 after its holder lets go, free but reusable until it is evicted. Such blocks need identities only
 where another request could hit them:
 
-- a prompt block of a request with `prompt_segments` is a `Block` in the index (hash -> blocks
-  with that hash, first cached first), shared and reference-counted;
-- any other hashed block (a unique prompt's, or one completed by generated tokens) can only be
-  hit by its own request when it resumes after a preemption: it is counted, and once freed it
-  sits in the free queue as part of a `Run` of its owner's blocks.
+- a block of a request's named tokens (`Request.block_hashes`: a prompt with `prompt_segments`,
+  then, if its output has a name — a conversation's answer, which the next turn's prompt repeats —
+  its generated tokens) is a `Block` in the index (hash -> blocks with that hash, first cached
+  first), shared and reference-counted, as vLLM hashes every full block of a request's tokens;
+- any other hashed block (a unique prompt's, or one completed by tokens generated for an output
+  no prompt repeats) can only be hit by its own request when it resumes after a preemption: it
+  is counted, and once freed it sits in the free queue as part of a `Run` of its owner's blocks.
 
 The free queue is vLLM's `FreeKVCacheBlockQueue`. Freeing walks a request's blocks from the tail:
 unhashed blocks go to the front, hashed ones to the back; new blocks are taken from the front,
@@ -176,17 +178,13 @@ class BlockPool:
     def settle(self, request_id: str, tokens: int) -> None:
         """`request_id` holds the blocks for `tokens` computed tokens (those scheduled included):
         those beyond what it was known to hold come out of the blocks handed out with `take`.
-        With caching its full blocks hold hashes (a decoder's tokens are all known)."""
+        With caching its full blocks get their hashes as `cache_blocks` gives them (a decoder's
+        tokens are all known)."""
         blocks = -(-tokens // self.block_size)
         self.unattributed -= blocks - self._held.get(request_id, 0)
         self._held[request_id] = blocks
-        if self.caching:
-            chain = self._chains[request_id]  # (a decoder was scheduled before: it has one)
-            full = tokens // self.block_size
-            done = len(chain.shared) + chain.own
-            if full > done:  # its new full blocks hold generated tokens: nobody else can hit them
-                self.cached += full - done
-                chain.own += full - done
+        if self.caching:  # (a decoder was scheduled before: it has a chain)
+            self._hash_full_blocks(self._chains[request_id], tokens // self.block_size)
 
     def free_request(self, request_id: str) -> int:
         """A request lets go of its blocks (finished or preempted); returns how many it held.
@@ -240,7 +238,7 @@ class BlockPool:
         cap = (request.num_tokens - 1) // self.block_size
         blocks: list[Block] = []
         evictable = 0
-        hashes = request.prompt_hashes(self.block_size) if request.prompt_segments is not None else ()
+        hashes = request.block_hashes(self.block_size) if request.named else ()
         index = self._index
         for h in hashes[:cap]:
             found = index.get(h)
@@ -295,21 +293,26 @@ class BlockPool:
 
     def cache_blocks(self, request, tokens: int) -> None:
         """The request's first `tokens` tokens are scheduled and known: its full blocks among them
-        get their hashes (vLLM's cache_blocks). A prompt block of a request with segments joins
-        the index, where another request may hit it; a second block with a hash already cached
-        is kept beside the first."""
+        get their hashes (vLLM's cache_blocks; see `_hash_full_blocks`)."""
         chain = self._chains.get(request.request_id)
         if chain is None:
             chain = self._chains[request.request_id] = Chain(request)
-        full = tokens // self.block_size
+        self._hash_full_blocks(chain, tokens // self.block_size)
+
+    def _hash_full_blocks(self, chain: Chain, full: int) -> None:
+        """The holder of `chain` has its first `full` blocks full of known tokens: those not yet
+        hashed get their hashes. A block of its named tokens (`Request.block_hashes`: its prompt's
+        segments, a named output's) joins the index, where another request may hit it; a second
+        block with a hash already cached is kept beside the first. The others only their owner
+        can hit (counted in `own`)."""
         shared = chain.shared
         done = len(shared) + chain.own
         if full <= done:
             return
         self.cached += full - done
         request = chain.request
-        if not chain.own and request is not None and request.prompt_segments is not None:
-            hashes = request.prompt_hashes(self.block_size)
+        if not chain.own and request.named:
+            hashes = request.block_hashes(self.block_size)
             index = self._index
             while done < full and done < len(hashes):
                 block = Block(hashes[done])
