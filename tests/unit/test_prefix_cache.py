@@ -18,7 +18,7 @@ from sim.request import Request, check_segments
 from sim.scenario import Scenario
 from sim.schedulers.continuous import ContinuousScheduler
 from sim.trace import compare, run_case
-from sim.workload import RequestSpec, WorkloadSpec, answer_segment
+from sim.workload import MULTI_TURN_HELPDESK, RequestSpec, WorkloadSpec, answer_segment, next_turn
 from tests.unit.test_reference_engine import scaled_examples
 
 PREFIXES = ("sys", "doc", "tools")
@@ -380,3 +380,17 @@ def test_scenario_round_trip_keeps_the_dial():
     again = Scenario.from_dict(json.loads(json.dumps(sc.to_dict())))
     assert again.engine_config().enable_prefix_caching is False
     assert Scenario().engine_config().enable_prefix_caching is True
+
+
+def test_a_next_turn_repeats_the_answer_as_generated():
+    """A turn's output is named (`<conversation>/a<turn>`) and the next prompt repeats the tokens
+    really generated: an answer cut short comes back short."""
+    w = dataclasses.replace(MULTI_TURN_HELPDESK, num_prompts=1)
+    first = RequestSpec("7", 0.0, 256, 300, prompt_segments=(("prefix-0", 192), ("7/q1", 64)), conversation="7")
+    assert first.output_segment == answer_segment("7", 1) and RequestSpec("8", 0.0, 10, 5).output_segment is None
+    whole = next_turn(w, first, 10.0, seed=3)
+    short = next_turn(w, first, 10.0, seed=3, answered=120)
+    assert whole.prompt_segments[:3] == first.prompt_segments + ((answer_segment("7", 1), 300),)
+    assert short.prompt_segments[:3] == first.prompt_segments + ((answer_segment("7", 1), 120),)
+    assert whole.prompt_len - short.prompt_len == 180
+    assert short.output_segment == answer_segment("7", 2) and short.output_len == whole.output_len
