@@ -23,8 +23,8 @@ class Request:
         "num_computed_tokens", "num_output_tokens", "status", "num_preemptions",
         "first_token_time", "last_token_time", "finish_time", "first_scheduled_time",
         "first_token_iteration", "finish_iteration", "finish_reason", "max_gap",
-        "num_output_placeholders", "prompt_segments", "output_segment", "num_cached_tokens", "kv_run",
-        "_hashes",
+        "num_output_placeholders", "prompt_segments", "output_segment", "named", "num_cached_tokens",
+        "kv_run", "kv_shared", "kv_own", "_hashes",
     )
 
     def __init__(self, request_id: str, arrival_time: float, prompt_len: int, output_len: int,
@@ -58,15 +58,17 @@ class Request:
         # The name of its output as a segment (a conversation's answer, which the next turn's
         # prompt repeats), or None for an output no other prompt contains.
         self.output_segment = output_segment
+        # Whether another request may share its tokens: its prompt has segments or its output a
+        # name (set once: the prefix cache reads it for every request).
+        self.named = prompt_segments is not None or output_segment is not None
         self.num_cached_tokens = -1  # prompt tokens found in the prefix cache at first admission
-        self.kv_run = None  # its freed hashed blocks only it can hit (sim.kv.Run), while cached
+        # The prefix cache's state of it (sim.kv.BlockPool's): while it holds blocks, its hashed
+        # head (shared Blocks, then a count of blocks only it can hit); once freed, its hashed
+        # blocks only it can hit (a Run), while cached.
+        self.kv_shared = None
+        self.kv_own = 0
+        self.kv_run = None
         self._hashes: list[int] | None = None
-
-    @property
-    def named(self) -> bool:
-        """Whether another request may share its tokens: its prompt has segments or its output
-        a name."""
-        return self.prompt_segments is not None or self.output_segment is not None
 
     def block_hashes(self, block_size: int) -> list[int]:
         """The chained hashes of the full blocks of its named tokens (computed once; named

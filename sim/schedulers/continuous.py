@@ -149,7 +149,7 @@ class ContinuousScheduler(Scheduler):
             for req, n in plan[0]:
                 pool.try_allocate(req.request_id, req.num_computed_tokens + n)
                 if caching:
-                    _cache_scheduled(pool, req, req.num_computed_tokens + n)
+                    pool.cache_blocks(req, req.num_computed_tokens + n)
                 out.scheduled.append((req, n, req.num_computed_tokens, False))
                 budget -= n
         else:
@@ -190,7 +190,7 @@ class ContinuousScheduler(Scheduler):
                 if not ok:
                     break
                 if pool.caching:
-                    _cache_scheduled(pool, req, computed + n)
+                    pool.cache_blocks(req, computed + n)
                 scheduled.append((req, n, computed, False))
                 budget -= n
                 req_index += 1
@@ -236,7 +236,7 @@ class ContinuousScheduler(Scheduler):
                     stop_reason = "kv_cache"
                     break
                 if pool.caching:
-                    _cache_scheduled(pool, req, computed + n)
+                    pool.cache_blocks(req, computed + n)
                     req.num_computed_tokens = computed
                     if req.num_cached_tokens < 0:
                         req.num_cached_tokens = computed
@@ -530,14 +530,6 @@ class DecodeStretch:
 
 def _first(item):
     return item[0]
-
-
-def _cache_scheduled(pool, req: Request, tokens: int) -> None:
-    """`tokens` of the request are scheduled: its full blocks among those known hold hashes
-    (with async scheduling, tokens in flight are not known yet: their block is hashed a call
-    later)."""
-    known = req.prompt_len + req.num_output_tokens
-    pool.cache_blocks(req, tokens if tokens < known else known)
 
 
 def _victim_key(req: Request) -> tuple:
