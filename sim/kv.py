@@ -106,7 +106,7 @@ class BlockPool:
     holds a hash, held or not."""
 
     __slots__ = ("num_blocks", "block_size", "usable", "free", "unattributed", "_held", "caching",
-                 "_evictable", "_cached", "_queue", "_index", "_hashed", "_evicted")
+                 "_evictable", "_cached", "_queue", "_index", "_hashed", "_evicted", "_tail")
 
     def __init__(self, num_blocks: int, block_size: int, caching: bool = False) -> None:
         if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size <= 0 \
@@ -133,6 +133,7 @@ class BlockPool:
         # Blocks at the front of `_queue` already taken (counted out of `evictable` and `cached`)
         # that the queue and the index still list: they are let go of before either is read.
         self._evicted = 0
+        self._tail: Run | None = None  # the ownerless Run at the back of `_queue`, if one is
 
     @property
     def used(self) -> int:
@@ -185,37 +186,41 @@ class BlockPool:
         if not self.caching:
             self.free += n
             return n
-        self._count_evictions()  # (before the free queue grows)
+        if self._evictable > self.free:
+            self._count_evictions()  # (before the free queue grows)
         owner = self._hashed.pop(request_id, None)
         if owner is None:
             self.free += n
             return n
-        shared = owner.kv_shared or ()
         own = owner.kv_own
-        owner.kv_shared = None
-        owner.kv_own = 0
-        self.free += n - len(shared) - own  # unhashed: to the front (counted)
-        queue = self._queue
+        shared = owner.kv_shared
+        self.free += n if shared is None else n - len(shared)  # unhashed to the front, own to the back
         if own:
+            owner.kv_own = 0
+            self._evictable += own
             if owner.status == "finished":
                 # Nobody can hit them any more: they only keep their place in the queue, so they
                 # join an ownerless run at its back if there is one.
-                last = next(reversed(queue)) if queue else None
-                if type(last) is Run and last.owner is None:
-                    last.count += own
+                tail = self._tail
+                if tail is None:
+                    tail = self._tail = Run(None, 0, own)
+                    self._queue[tail] = None
                 else:
-                    queue[Run(None, 0, own)] = None
+                    tail.count += own
             else:
-                run = owner.kv_run = Run(owner, len(shared), own)
-                queue[run] = None
-            self.free += own
-            self._evictable += own
-        for block in reversed(shared):
-            block.ref -= 1
-            if block.ref == 0:
-                queue[block] = None
-                self.free += 1
-                self._evictable += 1
+                self._tail = None
+                run = owner.kv_run = Run(owner, len(shared) if shared else 0, own)
+                self._queue[run] = None
+        if shared is not None:
+            owner.kv_shared = None
+            queue = self._queue
+            for block in reversed(shared):
+                block.ref -= 1
+                if block.ref == 0:
+                    queue[block] = None
+                    self._tail = None
+                    self.free += 1
+                    self._evictable += 1
         return n
 
     def holdings(self) -> dict[str, int]:
@@ -367,6 +372,8 @@ class BlockPool:
                 count -= k
                 if not entry.count:
                     del queue[entry]
+                    if entry is self._tail:
+                        self._tail = None
                     if entry.owner is not None and entry.owner.kv_run is entry:
                         entry.owner.kv_run = None
 
@@ -387,6 +394,8 @@ class BlockPool:
                 assert entry.count > 0
                 queued += entry.count
         assert queued == self.evictable, (queued, self.evictable)
+        if self._tail is not None:
+            assert self._tail.owner is None and next(reversed(self._queue)) is self._tail, "the tail run is not last"
         refs: dict[int, int] = {}
         held_hashed = 0
         for rid, holder in self._hashed.items():

@@ -238,9 +238,17 @@ class ContinuousScheduler(Scheduler):
                 if pool.caching:
                     pool.cache_blocks(req, computed + n)
                     req.num_computed_tokens = computed
-                    if req.num_cached_tokens < 0:
+                    # The lookup counted as vLLM's PrefixCacheStats counts it: queries and hits in
+                    # tokens, first admissions and resumptions apart.
+                    stats = self.prefix_stats
+                    if req.num_preemptions:
+                        stats[2] += req.num_tokens
+                        stats[3] += computed
+                    else:
+                        stats[0] += req.num_tokens
+                        stats[1] += computed
                         req.num_cached_tokens = computed
-                    self.on_prefix_lookup(req, computed)
+                    self.last_hits[req.request_id] = computed
                 waiting.pop_request()
                 req.status = RUNNING
                 running.admit(req)
@@ -263,19 +271,6 @@ class ContinuousScheduler(Scheduler):
         steady = waiting and not out.scheduled and not out.preempted
         self._steady_binding = out.binding_limit if steady else None
         return out
-
-    def on_prefix_lookup(self, req: Request, hit_tokens: int) -> None:
-        """A request is admitted with `hit_tokens` of its tokens from the prefix cache: counted as
-        vLLM's PrefixCacheStats counts them (queries and hits in tokens, first admissions and
-        resumptions apart)."""
-        stats = self.prefix_stats
-        if req.num_preemptions:
-            stats[2] += req.num_tokens
-            stats[3] += hit_tokens
-        else:
-            stats[0] += req.num_tokens
-            stats[1] += hit_tokens
-        self.last_hits[req.request_id] = hit_tokens
 
     def _plan_running(self, threshold: int, budget: int) -> tuple[list[tuple[Request, int]], int] | None:
         """If the budget gives every running request all it wants: each explicit one with its
