@@ -149,13 +149,14 @@ class Arrivals:
         self._update_next()
 
     # -- the client: its cap and its conversations
-    def on_done(self, request_id: str, now: float, served: bool = True) -> None:
-        """A request finished (or was refused, not `served`): its slot at the client is free
-        from `now`, and its conversation's next turn is sent `think_time` later."""
+    def on_done(self, request_id: str, now: float, served: bool = True, answered: int | None = None) -> None:
+        """A request finished (or was refused, not `served`) with `answered` tokens generated:
+        its slot at the client is free from `now`, and its conversation's next turn is sent
+        `think_time` later."""
         spec = self._talking.pop(request_id, None) if self._talking else None
         follow = None
         if spec is not None and served and spec.turn < self.workload.turns:
-            follow = next_turn(self.workload, spec, now + self.workload.think_time, self._turn_seed)
+            follow = next_turn(self.workload, spec, now + self.workload.think_time, self._turn_seed, answered)
             if follow.turn < self.workload.turns:
                 self._talking[follow.request_id] = follow
         if self.cap and request_id in self._in_flight:

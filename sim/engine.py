@@ -224,7 +224,7 @@ class Engine:
     def _request(self, spec: RequestSpec, seq: int) -> Request:
         return Request(spec.request_id, spec.arrival_time, spec.prompt_len, 1 if self.encoder else spec.output_len,
                        priority=spec.priority, pool=spec.pool, seq=seq,
-                       prompt_segments=spec.prompt_segments)
+                       prompt_segments=spec.prompt_segments, output_segment=spec.output_segment)
 
     def _admit_arrivals(self) -> None:
         """Queue every request that has arrived by now, in arrival order (the workload's first
@@ -401,7 +401,7 @@ class Engine:
                                     cached if cached > 0 else 0))
         if not self._keep_requests:
             self.requests.pop(req.request_id, None)
-        self.arrivals.on_done(req.request_id, end)
+        self.arrivals.on_done(req.request_id, end, answered=req.num_output_tokens)
 
     def _report(self, index, start, end, cost, out, result, preempted, running, waiting,
                 kv_used) -> IterationReport:

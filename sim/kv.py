@@ -7,11 +7,13 @@ block gets a hash when its tokens are scheduled, chained with the previous block
 after its holder lets go, free but reusable until it is evicted. Such blocks need identities only
 where another request could hit them:
 
-- a prompt block of a request with `prompt_segments` is a `Block` in the index (hash -> blocks
-  with that hash, first cached first), shared and reference-counted;
-- any other hashed block (a unique prompt's, or one completed by generated tokens) can only be
-  hit by its own request when it resumes after a preemption: it is counted, and once freed it
-  sits in the free queue as part of a `Run` of its owner's blocks.
+- a block of a request's named tokens (`Request.block_hashes`: a prompt with `prompt_segments`,
+  then, if its output has a name — a conversation's answer, which the next turn's prompt repeats —
+  its generated tokens) is a `Block` in the index (hash -> blocks with that hash, first cached
+  first), shared and reference-counted, as vLLM hashes every full block of a request's tokens;
+- any other hashed block (a unique prompt's, or one completed by tokens generated for an output
+  no prompt repeats) can only be hit by its own request when it resumes after a preemption: it
+  is counted, and once freed it sits in the free queue as part of a `Run` of its owner's blocks.
 
 The free queue is vLLM's `FreeKVCacheBlockQueue`. Freeing walks a request's blocks from the tail:
 unhashed blocks go to the front, hashed ones to the back; new blocks are taken from the front,
@@ -49,18 +51,6 @@ class Run:
         self.owner = owner
         self.start = start
         self.count = count
-
-
-class Chain:
-    """The hashed head of a held request's blocks: `shared` Blocks, then `own` counted ones
-    (the rest of what it holds has no hash yet)."""
-
-    __slots__ = ("request", "shared", "own")
-
-    def __init__(self, request) -> None:
-        self.request = request
-        self.shared: list[Block] = []
-        self.own = 0
 
 
 class Hit:
@@ -116,7 +106,7 @@ class BlockPool:
     holds a hash, held or not."""
 
     __slots__ = ("num_blocks", "block_size", "usable", "free", "unattributed", "_held", "caching",
-                 "evictable", "cached", "_queue", "_index", "_chains")
+                 "_evictable", "_cached", "_queue", "_index", "_hashed", "_evicted", "_tail")
 
     def __init__(self, num_blocks: int, block_size: int, caching: bool = False) -> None:
         if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size <= 0 \
@@ -131,11 +121,19 @@ class BlockPool:
         self.unattributed = 0
         self._held: dict[str, int] = {}
         self.caching = bool(caching)
-        self.evictable = 0
-        self.cached = 0
+        self._evictable = 0  # (read `evictable` and `cached`: evictions are counted when read)
+        self._cached = 0
         self._queue: OrderedDict = OrderedDict()  # evictable Blocks and Runs, front first
         self._index: dict[int, list[Block]] = {}  # hash -> cached Blocks with it, first cached first
-        self._chains: dict[str, Chain] = {}  # held requests' hashed heads (caching only)
+        # Held requests with hashed blocks (caching only), by id. A request's hashed head is
+        # pool-owned state on the Request: `kv_shared` Blocks (None: none), then `kv_own`
+        # counted ones; the rest of what it holds has no hash yet. A request nobody can share
+        # with keeps only a count, so caching costs it a few integer updates.
+        self._hashed: dict = {}
+        # Blocks at the front of `_queue` already taken (counted out of `evictable` and `cached`)
+        # that the queue and the index still list: they are let go of before either is read.
+        self._evicted = 0
+        self._tail: Run | None = None  # the ownerless Run at the back of `_queue`, if one is
 
     @property
     def used(self) -> int:
@@ -160,8 +158,6 @@ class BlockPool:
         if need + reserve > self.free:
             return False
         self.free -= need
-        if self.free < self.evictable:
-            self._evict(self.evictable - self.free)
         self._held[request_id] = self._held.get(request_id, 0) + need
         return True
 
@@ -170,23 +166,17 @@ class BlockPool:
         checked that they are free)."""
         self.free -= blocks
         self.unattributed += blocks
-        if self.free < self.evictable:
-            self._evict(self.evictable - self.free)
 
-    def settle(self, request_id: str, tokens: int) -> None:
-        """`request_id` holds the blocks for `tokens` computed tokens (those scheduled included):
+    def settle(self, request, tokens: int) -> None:
+        """`request` holds the blocks for `tokens` computed tokens (those scheduled included):
         those beyond what it was known to hold come out of the blocks handed out with `take`.
-        With caching its full blocks hold hashes (a decoder's tokens are all known)."""
+        With caching its full blocks get their hashes (`cache_blocks`)."""
+        rid = request.request_id
         blocks = -(-tokens // self.block_size)
-        self.unattributed -= blocks - self._held.get(request_id, 0)
-        self._held[request_id] = blocks
+        self.unattributed -= blocks - self._held.get(rid, 0)
+        self._held[rid] = blocks
         if self.caching:
-            chain = self._chains[request_id]  # (a decoder was scheduled before: it has one)
-            full = tokens // self.block_size
-            done = len(chain.shared) + chain.own
-            if full > done:  # its new full blocks hold generated tokens: nobody else can hit them
-                self.cached += full - done
-                chain.own += full - done
+            self.cache_blocks(request, tokens)
 
     def free_request(self, request_id: str) -> int:
         """A request lets go of its blocks (finished or preempted); returns how many it held.
@@ -196,36 +186,41 @@ class BlockPool:
         if not self.caching:
             self.free += n
             return n
-        chain = self._chains.pop(request_id, None)
-        if chain is None:
+        if self._evictable > self.free:
+            self._count_evictions()  # (before the free queue grows)
+        owner = self._hashed.pop(request_id, None)
+        if owner is None:
             self.free += n
             return n
-        shared = chain.shared
-        hashed = len(shared) + chain.own
-        self.free += n - hashed  # unhashed: to the front (counted)
-        queue = self._queue
-        own = chain.own
+        own = owner.kv_own
+        shared = owner.kv_shared
+        self.free += n if shared is None else n - len(shared)  # unhashed to the front, own to the back
         if own:
-            owner = chain.request
+            owner.kv_own = 0
+            self._evictable += own
             if owner.status == "finished":
                 # Nobody can hit them any more: they only keep their place in the queue, so they
                 # join an ownerless run at its back if there is one.
-                last = next(reversed(queue)) if queue else None
-                if type(last) is Run and last.owner is None:
-                    last.count += own
+                tail = self._tail
+                if tail is None:
+                    tail = self._tail = Run(None, 0, own)
+                    self._queue[tail] = None
                 else:
-                    queue[Run(None, 0, own)] = None
+                    tail.count += own
             else:
-                run = owner.kv_run = Run(owner, len(shared), own)
-                queue[run] = None
-            self.free += own
-            self.evictable += own
-        for block in reversed(shared):
-            block.ref -= 1
-            if block.ref == 0:
-                queue[block] = None
-                self.free += 1
-                self.evictable += 1
+                self._tail = None
+                run = owner.kv_run = Run(owner, len(shared) if shared else 0, own)
+                self._queue[run] = None
+        if shared is not None:
+            owner.kv_shared = None
+            queue = self._queue
+            for block in reversed(shared):
+                block.ref -= 1
+                if block.ref == 0:
+                    queue[block] = None
+                    self._tail = None
+                    self.free += 1
+                    self._evictable += 1
         return n
 
     def holdings(self) -> dict[str, int]:
@@ -235,12 +230,15 @@ class BlockPool:
     def find_cached(self, request) -> Hit:
         """The longest run of cached full blocks from the start of `request`'s tokens, capped so
         that its last token is computed (vLLM's get_computed_blocks); nothing is taken."""
-        if not self.caching:
-            return NO_HIT
+        if not self.caching or (request.kv_run is None and not request.named):
+            return NO_HIT  # (nothing it could hit)
+        self._count_evictions()
+        if self._evicted:
+            self._drop_evicted()
         cap = (request.num_tokens - 1) // self.block_size
         blocks: list[Block] = []
         evictable = 0
-        hashes = request.prompt_hashes(self.block_size) if request.prompt_segments is not None else ()
+        hashes = request.block_hashes(self.block_size) if request.named else ()
         index = self._index
         for h in hashes[:cap]:
             found = index.get(h)
@@ -264,21 +262,25 @@ class BlockPool:
         fails, taking nothing, unless `reserve` blocks would still be free afterwards (the hit
         blocks that are evictable leave the free queue too)."""
         rid = request.request_id
+        self._count_evictions()
+        if self._evicted:
+            self._drop_evicted()
         hit_blocks = hit.num_blocks
         need = -(-total_tokens // self.block_size) - hit_blocks - self._held.get(rid, 0)
         if need < 0:
             need = 0
         if need + hit.evictable + reserve > self.free:
             return False
-        chain = self._chains.get(rid)
-        if chain is None:
-            chain = self._chains[rid] = Chain(request)
+        self._hashed[rid] = request
         queue = self._queue
         for block in hit.blocks:
             if block.ref == 0:
                 del queue[block]
             block.ref += 1
-        chain.shared.extend(hit.blocks)
+        if hit.blocks:
+            if request.kv_shared is None:
+                request.kv_shared = []
+            request.kv_shared.extend(hit.blocks)
         if hit.own:
             run = request.kv_run
             if hit.own == run.count:
@@ -287,29 +289,33 @@ class BlockPool:
                 run.start += hit.own
                 run.count -= hit.own
             request.kv_run = None
-            chain.own += hit.own
+            request.kv_own += hit.own
         self.free -= hit.evictable
-        self.evictable -= hit.evictable
+        self._evictable -= hit.evictable
         self._held[rid] = self._held.get(rid, 0) + hit_blocks
         return self.try_allocate(rid, total_tokens)
 
     def cache_blocks(self, request, tokens: int) -> None:
-        """The request's first `tokens` tokens are scheduled and known: its full blocks among them
-        get their hashes (vLLM's cache_blocks). A prompt block of a request with segments joins
-        the index, where another request may hit it; a second block with a hash already cached
-        is kept beside the first."""
-        chain = self._chains.get(request.request_id)
-        if chain is None:
-            chain = self._chains[request.request_id] = Chain(request)
-        full = tokens // self.block_size
-        shared = chain.shared
-        done = len(shared) + chain.own
+        """The request's first `tokens` tokens are scheduled: its full blocks among those known
+        get their hashes (vLLM's cache_blocks; with async scheduling tokens in flight are not
+        known yet, so their block is hashed a call later). A block of its named tokens
+        (`Request.block_hashes`: its prompt's segments, then a named output's) joins the index,
+        where another request may hit it; a second block with a hash already cached is kept
+        beside the first. The others only their owner can hit: they are counted (`kv_own`)."""
+        known = request.prompt_len + request.num_output_tokens
+        full = (tokens if tokens < known else known) // self.block_size
+        own = request.kv_own
+        shared = request.kv_shared
+        done = own + len(shared) if shared else own
         if full <= done:
             return
-        self.cached += full - done
-        request = chain.request
-        if not chain.own and request is not None and request.prompt_segments is not None:
-            hashes = request.prompt_hashes(self.block_size)
+        if not done:
+            self._hashed[request.request_id] = request
+        self._cached += full - done
+        if not own and request.named:
+            hashes = request.block_hashes(self.block_size)
+            if shared is None:
+                shared = request.kv_shared = []
             index = self._index
             while done < full and done < len(hashes):
                 block = Block(hashes[done])
@@ -320,14 +326,36 @@ class BlockPool:
                 else:
                     found.append(block)
                 done += 1
-        chain.own += full - done
+        request.kv_own = own + full - done
 
-    def _evict(self, count: int) -> None:
-        """The front `count` evictable blocks are taken: they lose their hashes."""
+    @property
+    def evictable(self) -> int:
+        self._count_evictions()
+        return self._evictable
+
+    @property
+    def cached(self) -> int:
+        self._count_evictions()
+        return self._cached
+
+    def _count_evictions(self) -> None:
+        """Blocks are taken from the front of the free queue: once the unhashed ones are gone,
+        each one taken was an evictable block and lost its hash. They are counted here, when
+        the free queue is next read or grows (taking blocks costs the same with caching as
+        without), and let go of by the queue and the index when those are next read
+        (`_drop_evicted`)."""
+        over = self._evictable - self.free
+        if over > 0:
+            self._evictable -= over
+            self._cached -= over
+            self._evicted += over
+
+    def _drop_evicted(self) -> None:
+        """The queue and the index let go of the blocks counted as evicted, front first."""
         queue = self._queue
         index = self._index
-        self.evictable -= count
-        self.cached -= count
+        count = self._evicted
+        self._evicted = 0
         while count:
             entry = next(iter(queue))
             if type(entry) is Block:
@@ -344,12 +372,17 @@ class BlockPool:
                 count -= k
                 if not entry.count:
                     del queue[entry]
+                    if entry is self._tail:
+                        self._tail = None
                     if entry.owner is not None and entry.owner.kv_run is entry:
                         entry.owner.kv_run = None
 
     def check(self) -> None:
         """Assert the pool's invariants (for tests): counts add up, references are positive
         exactly for held blocks, a free block is never referenced."""
+        self._count_evictions()
+        if self._evicted:
+            self._drop_evicted()
         assert 0 <= self.evictable <= self.free <= self.usable, (self.evictable, self.free)
         queued = 0
         for entry in self._queue:
@@ -361,12 +394,15 @@ class BlockPool:
                 assert entry.count > 0
                 queued += entry.count
         assert queued == self.evictable, (queued, self.evictable)
+        if self._tail is not None:
+            assert self._tail.owner is None and next(reversed(self._queue)) is self._tail, "the tail run is not last"
         refs: dict[int, int] = {}
         held_hashed = 0
-        for rid, chain in self._chains.items():
-            assert len(chain.shared) + chain.own <= self._held.get(rid, 0), rid
-            held_hashed += chain.own
-            for block in chain.shared:
+        for rid, holder in self._hashed.items():
+            shared = holder.kv_shared or ()
+            assert holder.request_id == rid and 0 < len(shared) + holder.kv_own <= self._held.get(rid, 0), rid
+            held_hashed += holder.kv_own
+            for block in shared:
                 refs[id(block)] = refs.get(id(block), 0) + 1
         blocks = {id(b): b for found in self._index.values() for b in found}
         for key, block in blocks.items():

@@ -23,12 +23,14 @@ class Request:
         "num_computed_tokens", "num_output_tokens", "status", "num_preemptions",
         "first_token_time", "last_token_time", "finish_time", "first_scheduled_time",
         "first_token_iteration", "finish_iteration", "finish_reason", "max_gap",
-        "num_output_placeholders", "prompt_segments", "num_cached_tokens", "kv_run", "_hashes",
+        "num_output_placeholders", "prompt_segments", "output_segment", "named", "num_cached_tokens",
+        "kv_run", "kv_shared", "kv_own", "_hashes",
     )
 
     def __init__(self, request_id: str, arrival_time: float, prompt_len: int, output_len: int,
                  priority: int = 0, pool: str = "chat", seq: int = 0,
-                 prompt_segments: tuple[tuple[str, int], ...] | None = None) -> None:
+                 prompt_segments: tuple[tuple[str, int], ...] | None = None,
+                 output_segment: str | None = None) -> None:
         self.request_id = request_id
         self.arrival_time = arrival_time
         self.prompt_len = prompt_len
@@ -53,16 +55,32 @@ class Request:
         # prompt_len (a token is its segment's name and its position in it), or None for a prompt
         # nobody shares.
         self.prompt_segments = prompt_segments
+        # The name of its output as a segment (a conversation's answer, which the next turn's
+        # prompt repeats), or None for an output no other prompt contains.
+        self.output_segment = output_segment
+        # Whether another request may share its tokens: its prompt has segments or its output a
+        # name (set once: the prefix cache reads it for every request).
+        self.named = prompt_segments is not None or output_segment is not None
         self.num_cached_tokens = -1  # prompt tokens found in the prefix cache at first admission
-        self.kv_run = None  # its freed hashed blocks only it can hit (sim.kv.Run), while cached
+        # The prefix cache's state of it (sim.kv.BlockPool's): while it holds blocks, its hashed
+        # head (shared Blocks, then a count of blocks only it can hit); once freed, its hashed
+        # blocks only it can hit (a Run), while cached.
+        self.kv_shared = None
+        self.kv_own = 0
+        self.kv_run = None
         self._hashes: list[int] | None = None
 
-    def prompt_hashes(self, block_size: int) -> list[int]:
-        """The chained hashes of the prompt's full blocks (computed once; prompts with segments
-        only)."""
+    def block_hashes(self, block_size: int) -> list[int]:
+        """The chained hashes of the full blocks of its named tokens (computed once; named
+        requests only): the prompt's segments (one named after the request if it has none),
+        then, if its output has a name, `output_len` tokens of it (vLLM hashes generated blocks
+        too; only those whose tokens are known are ever cached)."""
         hashes = self._hashes
         if hashes is None:
-            hashes = self._hashes = prompt_block_hashes(self.prompt_segments or (), block_size)
+            segments = self.prompt_segments or ((self.request_id, self.prompt_len),)
+            if self.output_segment is not None:
+                segments += ((self.output_segment, self.output_len),)
+            hashes = self._hashes = prompt_block_hashes(segments, block_size)
         return hashes
 
     @property

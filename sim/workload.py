@@ -54,6 +54,11 @@ MOONCAKE_BLOCK_TOKENS = 512
 PREFIX_SEGMENT = "prefix-{}"  # the name of shared prefix g's segment
 
 
+def answer_segment(conversation: str, turn: int) -> str:
+    """The name of a conversation's answer to turn `turn`, as a segment of later prompts."""
+    return f"{conversation}/a{turn}"
+
+
 @dataclass(frozen=True, slots=True)
 class RequestSpec:
     """One request as the workload produces it (before the engine owns it)."""
@@ -74,6 +79,12 @@ class RequestSpec:
     """Its turn in a conversation of `WorkloadSpec.turns` turns (1: the first, or a single turn)."""
     conversation: str = ""
     """The conversation's id (its first request's id) when it has more than one turn."""
+
+    @property
+    def output_segment(self) -> str | None:
+        """The name of its answer as a segment of the next turn's prompt (`<conversation>/a<turn>`)
+        when it is a conversation's turn, else None (an output no prompt repeats)."""
+        return answer_segment(self.conversation, self.turn) if self.conversation else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -471,11 +482,13 @@ def _sharing(spec: WorkloadSpec, rng: np.random.Generator, n: int) -> dict:
     return {"prefix_len": spec.prefix_len, "groups": groups, "turns": spec.turns}
 
 
-def next_turn(spec: WorkloadSpec, previous: RequestSpec, sent_at: float, seed: int) -> RequestSpec:
+def next_turn(spec: WorkloadSpec, previous: RequestSpec, sent_at: float, seed: int,
+              answered: int | None = None) -> RequestSpec:
     """The next turn of `previous`'s conversation, sent at `sent_at`: its prompt is the previous
-    prompt, the answer and a new question; the question's and the answer's lengths are drawn
-    from the workload's distributions with a generator of their own (seeded by `seed`, the
-    conversation and the turn), so they do not depend on the order answers finish in."""
+    prompt, the answer (the `answered` tokens generated, `previous.output_len` unless it ended
+    early) and a new question; the question's and the answer's lengths are drawn from the
+    workload's distributions with a generator of their own (seeded by `seed`, the conversation
+    and the turn), so they do not depend on the order answers finish in."""
     import zlib
 
     import numpy as np
@@ -485,11 +498,13 @@ def next_turn(spec: WorkloadSpec, previous: RequestSpec, sent_at: float, seed: i
     rng = np.random.default_rng((seed, zlib.crc32(conversation.encode()), turn))
     question = int(spec.input.draw(rng, 1)[0])
     answer = int(spec.output.draw(rng, 1)[0])
+    if answered is None:
+        answered = previous.output_len
     before = previous.prompt_segments or ((previous.request_id, previous.prompt_len),)
-    segments = before + ((f"{conversation}/a{previous.turn}", previous.output_len),
+    segments = before + ((answer_segment(conversation, previous.turn), answered),
                          (f"{conversation}/q{turn}", question))
     return RequestSpec(request_id=f"{conversation}.{turn}", arrival_time=sent_at,
-                       prompt_len=previous.prompt_len + previous.output_len + question, output_len=answer,
+                       prompt_len=previous.prompt_len + answered + question, output_len=answer,
                        priority=previous.priority, pool=previous.pool, prompt_segments=segments, turn=turn,
                        conversation=conversation)
 

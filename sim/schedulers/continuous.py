@@ -149,7 +149,7 @@ class ContinuousScheduler(Scheduler):
             for req, n in plan[0]:
                 pool.try_allocate(req.request_id, req.num_computed_tokens + n)
                 if caching:
-                    _cache_scheduled(pool, req, req.num_computed_tokens + n)
+                    pool.cache_blocks(req, req.num_computed_tokens + n)
                 out.scheduled.append((req, n, req.num_computed_tokens, False))
                 budget -= n
         else:
@@ -190,7 +190,7 @@ class ContinuousScheduler(Scheduler):
                 if not ok:
                     break
                 if pool.caching:
-                    _cache_scheduled(pool, req, computed + n)
+                    pool.cache_blocks(req, computed + n)
                 scheduled.append((req, n, computed, False))
                 budget -= n
                 req_index += 1
@@ -236,11 +236,19 @@ class ContinuousScheduler(Scheduler):
                     stop_reason = "kv_cache"
                     break
                 if pool.caching:
-                    _cache_scheduled(pool, req, computed + n)
+                    pool.cache_blocks(req, computed + n)
                     req.num_computed_tokens = computed
-                    if req.num_cached_tokens < 0:
+                    # The lookup counted as vLLM's PrefixCacheStats counts it: queries and hits in
+                    # tokens, first admissions and resumptions apart.
+                    stats = self.prefix_stats
+                    if req.num_preemptions:
+                        stats[2] += req.num_tokens
+                        stats[3] += computed
+                    else:
+                        stats[0] += req.num_tokens
+                        stats[1] += computed
                         req.num_cached_tokens = computed
-                    self.on_prefix_lookup(req, computed)
+                    self.last_hits[req.request_id] = computed
                 waiting.pop_request()
                 req.status = RUNNING
                 running.admit(req)
@@ -263,19 +271,6 @@ class ContinuousScheduler(Scheduler):
         steady = waiting and not out.scheduled and not out.preempted
         self._steady_binding = out.binding_limit if steady else None
         return out
-
-    def on_prefix_lookup(self, req: Request, hit_tokens: int) -> None:
-        """A request is admitted with `hit_tokens` of its tokens from the prefix cache: counted as
-        vLLM's PrefixCacheStats counts them (queries and hits in tokens, first admissions and
-        resumptions apart)."""
-        stats = self.prefix_stats
-        if req.num_preemptions:
-            stats[2] += req.num_tokens
-            stats[3] += hit_tokens
-        else:
-            stats[0] += req.num_tokens
-            stats[1] += hit_tokens
-        self.last_hits[req.request_id] = hit_tokens
 
     def _plan_running(self, threshold: int, budget: int) -> tuple[list[tuple[Request, int]], int, int] | None:
         """If the budget gives every running request all it wants: each explicit one with its
@@ -539,14 +534,6 @@ class DecodeStretch:
 
 def _first(item):
     return item[0]
-
-
-def _cache_scheduled(pool, req: Request, tokens: int) -> None:
-    """`tokens` of the request are scheduled: its full blocks among those known hold hashes
-    (with async scheduling, tokens in flight are not known yet: their block is hashed a call
-    later)."""
-    known = req.prompt_len + req.num_output_tokens
-    pool.cache_blocks(req, tokens if tokens < known else known)
 
 
 def _victim_key(req: Request) -> tuple:

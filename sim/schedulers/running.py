@@ -134,7 +134,7 @@ class RunningSet:
             self.decoders[request] = tick
         # Between schedule() and the update its token for the coming tick is counted too.
         computed = request.num_computed_tokens + self.blocks_taken
-        self.pool.settle(request.request_id, computed)
+        self.pool.settle(request, computed)
 
     def _release(self, request: Request) -> None:
         """Stop holding an up-to-date decoder compactly; it becomes explicit."""

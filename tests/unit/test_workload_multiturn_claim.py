@@ -3,6 +3,11 @@
 history) at a fixed rate has a lower TTFT p50, and queued all at once a higher saturated rate,
 with vLLM's default caching on than off, by about what the hit rate predicts.
 
+The hit rate itself is what vLLM's reuse gives on this traffic: every full block of the system
+prompt (from the second conversation on), and for a later turn every full block of the previous
+turn's prompt and answer (its last token sampled, never fed back, so not cached), nothing evicted
+at this rate.
+
 What the hit rate predicts:
 - TTFT at a light fixed rate is the time to prefill what is not cached: the same requests at the
   same times, with the cached tokens left out of their prompts and caching off, give about the
@@ -42,12 +47,34 @@ def fixed_rate():
     return {caching: run_scenario(helpdesk(caching), keep_records=True) for caching in (True, False)}
 
 
+def reused(records, scenario: Scenario) -> dict[str, int]:
+    """Each request's tokens vLLM finds cached when every block computed before it is still
+    there: the shared system prompt's full blocks for a first turn (but the very first), the
+    previous turn's prompt and answer (its last token never fed back) for a later one."""
+    block = scenario.deployment().block_size
+    records = list(records)  # (a record table makes a record each time one is read)
+    by_id = {r.request_id: r for r in records}
+    first = min(records, key=lambda r: r.arrival_time).request_id
+    hits = {}
+    for r in records:
+        conversation, _, turn = r.request_id.partition(".")
+        if turn:
+            previous = by_id[conversation if turn == "2" else f"{conversation}.{int(turn) - 1}"]
+            hits[r.request_id] = (previous.prompt_len + previous.output_len - 1) // block * block
+        else:
+            hits[r.request_id] = 0 if r.request_id == first else scenario.workload.prefix_len // block * block
+    return hits
+
+
 def test_every_conversation_has_its_turns_and_they_share_prefixes(fixed_rate):
+    """The hits are vLLM's reuse of the system prompt and of each turn's history, answers
+    included, request by request."""
     on = fixed_rate[True]
-    assert on.metrics["completed"] == 3 * CONVERSATIONS
-    hit = on.metrics["prefix_cache_hit_rate"]
-    assert 0.4 < hit < 0.9, hit
-    assert sum(r.num_cached_tokens for r in on.records) == on.metrics["prefix_cache_hits"]
+    assert on.metrics["completed"] == CONVERSATIONS * MULTI_TURN_HELPDESK.turns
+    predicted = reused(on.records, helpdesk(True))
+    assert {r.request_id: r.num_cached_tokens for r in on.records} == predicted
+    assert on.metrics["prefix_cache_hits"] == sum(predicted.values())
+    assert on.metrics["prefix_cache_queries"] == sum(r.prompt_len for r in on.records)
     assert fixed_rate[False].metrics["prefix_cache_hits"] == 0
     assert all(r.num_cached_tokens == 0 for r in fixed_rate[False].records)
 
@@ -61,8 +88,8 @@ def test_ttft_p50_at_a_fixed_rate_is_the_prefill_of_what_is_not_cached(fixed_rat
     predicted = run_scenario(Scenario(workload=WorkloadSpec(arrival="trace", trace_path=str(trace)),
                                       engine={"enable_prefix_caching": False}, seed=1)).metrics["median_ttft_ms"]
     ttft_on, ttft_off = on.metrics["median_ttft_ms"], off.metrics["median_ttft_ms"]
-    assert ttft_on < 0.7 * ttft_off, (ttft_on, ttft_off)
-    assert ttft_on == pytest.approx(predicted, rel=0.15), (ttft_on, predicted)
+    assert ttft_on < ttft_off
+    assert ttft_off - ttft_on == pytest.approx(ttft_off - predicted, rel=0.15), (ttft_on, predicted, ttft_off)
 
 
 def test_the_saturated_rate_rises_by_the_prefill_work_the_hits_save():
@@ -80,5 +107,5 @@ def test_the_saturated_rate_rises_by_the_prefill_work_the_hits_save():
     busy_off = len(records) / off.metrics["request_throughput"]
     saved = on.metrics["prefix_cache_hits"] * per_token
     predicted = busy_off / (busy_off - saved)
-    assert gain > 1.2, gain
+    assert gain > 1
     assert gain == pytest.approx(predicted, rel=0.2), (gain, predicted, on.metrics["prefix_cache_hit_rate"])
