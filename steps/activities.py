@@ -1076,8 +1076,8 @@ def _switch(name: str, multi_turn: bool, current: Scenario, workload) -> Workloa
     from sim import dials
 
     goal = replace(current, workload=workload)
-    pending = [(f"workload.{path}", value) for path, value in dials.paths_in(workload.to_dict())]
-    pending = [(path, dials.get_value(goal, path)) for path, _ in pending
+    paths = [f"workload.{path}" for path, _ in dials.paths_in(workload.to_dict())]
+    pending = [(path, dials.get_value(goal, path)) for path in paths
                if dials.get_value(current, path) != dials.get_value(goal, path)]
     settings: dict = {}
     scenario = current
