@@ -34,6 +34,9 @@ class ActivityContext(NamedTuple):
 
 
 PLAYGROUND_MD = """\
+**Chat**: `m` sets the traffic to the multi-turn helpdesk (the cheat sheet's chat) on the dials;
+`m` again goes back to single turns.
+
 **Files**: `w` writes this scenario to a TOML file in your state folder; `o` opens it again
 (`batchtui --scenario FILE` opens any saved one here).
 """

@@ -52,6 +52,8 @@ KEYS: tuple[Key, ...] = (
     Key("view.next_page", "v", "next_views", "views", "The step's other views, when they do not all fit", "Simulation"),
     Key("playground.save", "w", "save_scenario", "save", "Playground: write the scenario to a file", "Simulation", footer=False),
     Key("playground.load", "o", "load_scenario", "open", "Playground: open the saved scenario", "Simulation", footer=False),
+    Key("playground.helpdesk", "m", "helpdesk_traffic", "multi-turn",
+        "Playground: the multi-turn helpdesk's traffic; m again: back to single turns", "Simulation", footer=False),
     Key("dial.reach", "tab,shift+tab", "", "dials", "Move between the lesson, the answer box and the dials", "Dials", bind=False),
     Key("dial.adjust", "left,right", "", "turn", "On a dial: one notch down or up (shift or PgDn/PgUp: ten)", "Dials", bind=False),
     Key("dial.move", "up,down", "", "dial", "On a dial: the dial above or below", "Dials", bind=False),

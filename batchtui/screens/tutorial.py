@@ -132,6 +132,9 @@ class TutorialScreen(Screen):
         """The footer's label for space: "pause" while the run was running when it was drawn."""
         self.scenario_file: Path | None = None
         """The playground's file last saved or opened (the prompts suggest it)."""
+        self.left_traffic = None
+        """The playground's scenario as `m` found it when it loaded the multi-turn helpdesk
+        (`m` again goes back to its traffic); None once a step, reset or file replaces it."""
         self._changing = asyncio.Lock()
         """Held while a step opens or its activity changes: keys and a table-of-contents choice
         arriving together take turns, so none works on widgets another is replacing."""
@@ -310,7 +313,7 @@ class TutorialScreen(Screen):
         self.query_one("#lesson-pane").scroll_home(animate=False)
         self._set_dial_hint()
         self._set_hints()
-        self.pinned = self.beside_start = None
+        self.pinned = self.beside_start = self.left_traffic = None
         self.goal = goal_for(step) if view is None or view.goal() is None else None
         self._reveal_shown = False
         self.query_one("#reveal").display = False
@@ -533,13 +536,34 @@ class TutorialScreen(Screen):
             return
         dial.set_value(value)
         self.clear_notice()
+        self._dials_moved({dial.spec.name: value})
+
+    def _set_dials(self, settings: dict) -> tuple[dict, SimError | None]:
+        """Set dials (`sim.dials` paths) on the live run in order, and the step's dial controls
+        to the values set; stops at the first one refused. Returns those set and the error."""
+        applied = {}
+        error = None
+        for path, value in settings.items():
+            try:
+                self.sim.set_dial(path, value)
+            except SimError as exc:
+                error = exc
+                break
+            applied[path] = value
+        for dial in self.query(DialControl):
+            if dial.spec.name in applied:
+                dial.set_value(applied[dial.spec.name])
+        return applied, error
+
+    def _dials_moved(self, moved: dict) -> None:
+        """What follows dials set on the live run: the status, the goal, the "before" table's
+        title, the curve (of the dials on show) and the activity."""
         self._update_status()
-        if self.goal is not None and self.goal.dial_moved(dial.spec.name, value):
+        if self.goal is not None and any([self.goal.dial_moved(name, value) for name, value in moved.items()]):
             self._update_goal()
         self._configure_before()
         step = self.step
-        if "curve" in step.views and step.sweep is not None and step.sweep.invalidated_by(dial.spec.name):
-            # The curve is of the dials on show.
+        if "curve" in step.views and step.sweep is not None and any(map(step.sweep.invalidated_by, moved)):
             self.run_worker(self._start_sweep(step, self.sim.engine.scenario), group="sweep-start")
         self.run_worker(self.query_one(ActivityPanel).scenario_changed(self.sim.engine.scenario),
                         group="activity")
@@ -575,14 +599,9 @@ class TutorialScreen(Screen):
             # the same arrivals, so "before" and "now" read side by side (step 13: uncapped
             # against capped). The run has not started yet, so nothing is lost.
             self._start_beside(message.dials)
-        try:
-            for path, value in message.dials.items():
-                self.sim.set_dial(path, value)
-        except SimError as exc:
-            self.say(f"Refused: {exc}", error=True)
-        for dial in self.query(DialControl):
-            if dial.spec.name in message.dials:
-                dial.set_value(message.dials[dial.spec.name])
+        _, error = self._set_dials(message.dials)
+        if error is not None:
+            self.say(f"Refused: {error}", error=True)
         self._configure_before()
         if message.dials:
             # In the dials' own words where the step has that dial (a drill may also set the
@@ -708,6 +727,7 @@ class TutorialScreen(Screen):
                 self.say(f"Kept the current scenario: {exc}", error=True)
                 return
             self.say(f"Loaded the scenario from {path}.")
+            self.left_traffic = None
             self._stop_simulation()
             for dial in self.query(DialControl):
                 dial.set_value(dial.spec.value(scenario))
@@ -717,6 +737,31 @@ class TutorialScreen(Screen):
 
         if self.sim is not None:
             self.app.push_screen(FilePromptScreen("Open a scenario file", self._suggested_file(), saving=False), chosen)
+
+    async def action_helpdesk_traffic(self) -> None:
+        """`m` in the playground: the multi-turn helpdesk's traffic set on the dials (hardware,
+        model and engine dials stay as they are); again: back to single turns."""
+        from steps.activities import helpdesk_switch
+
+        if self.sim is None and self._opening is not None:
+            await self._begin(self._opening)  # in the same read as the step change: start it now
+        if self.sim is None or not self.check_action("helpdesk_traffic", ()):
+            return
+        current = self.sim.engine.scenario
+        try:
+            switch = helpdesk_switch(self.step, current, self.left_traffic)
+        except SimError as exc:
+            self.say(f"Kept the traffic as it is: {exc}", error=True)
+            return
+        applied, error = self._set_dials(switch.settings)
+        if error is not None:
+            self.say(f"Refused: {error}", error=True)
+        else:
+            self.left_traffic = current if switch.multi_turn else None
+            self.say(_switch_words(switch, self.step.dials, current, self.sim.engine.scenario))
+        if applied:
+            self._dials_moved(applied)
+        self._update_keys()
 
     def _suggested_file(self) -> Path:
         return self.scenario_file or self.settings.scenario_path or self.app.store.directory / "playground.toml"
@@ -797,6 +842,8 @@ class TutorialScreen(Screen):
                 ids.insert(0, "answer.choose")
             if self.step.dials or panel.has_input:
                 ids.insert(ids.index("view.zoom"), "dial.reach")
+            if self.step.activity.kind == "playground":
+                ids.insert(ids.index("view.zoom"), "playground.helpdesk")
             if self.stack.page_count > 1:
                 ids.insert(ids.index("view.zoom"), "view.next_page")
             if self.step.compare is None and self.beside_start is None:
@@ -812,6 +859,9 @@ class TutorialScreen(Screen):
             labels["view.zoom"] = "unzoom"
         if self.pinned is not None:
             labels["sim.pin"] = "unpin"
+        scenario = self.sim.engine.scenario if self.sim is not None else self.step.scenario
+        if scenario.workload.turns > 1:
+            labels["playground.helpdesk"] = "single-turn"
         choices = panel.choice_count
         key_text = {"answer.choose": f"1-{choices}"} if choices else {}
         self.query_one(KeyBar).show_keys(ids, labels, key_text)
@@ -890,6 +940,7 @@ class TutorialScreen(Screen):
         if self.pinned is not None or self.beside_start is not None:
             self.pinned = self.beside_start = None
             self._show_views_again()
+        self.left_traffic = None
         for dial in self.query(DialControl):
             dial.set_value(dial.spec.value(step.scenario))
         self._start_simulation(step.scenario)
@@ -904,7 +955,7 @@ class TutorialScreen(Screen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "choose":
             return self.query_one(ActivityPanel).takes_choices
-        if action in ("save_scenario", "load_scenario"):
+        if action in ("save_scenario", "load_scenario", "helpdesk_traffic"):
             return self.step.activity.kind == "playground"
         return True
 
@@ -939,6 +990,21 @@ def _compare_headers(main, beside, label: str) -> tuple[tuple[str, str], str]:
     if a.max_num_seqs != b.max_num_seqs and a.batching == "continuous":
         return (f"{a.max_num_seqs:,} seats", f"{b.max_num_seqs:,} seats"), ""
     return ("here", "beside"), f"beside: {label}"
+
+
+def _switch_words(switch, step_dials, before, now) -> str:
+    """The notice for `m`: what it loaded and every setting it changed, in the dials' words
+    (a setting the step has no dial for in the simulator's); a word if prefix caching is off."""
+    from sim import dials as sim_dials
+
+    on_dials = {dial.name for dial in step_dials}
+    changes = _setting_changes(step_dials, before, now)
+    changes += [f"{sim_dials.find(path).label} {number(sim_dials.get_value(before, path))} → {number(value)}"
+                for path, value in switch.settings.items() if path not in on_dials]
+    words = f"{switch.name}: {'; '.join(changes)}." if changes else f"Already {switch.name}."
+    if switch.multi_turn and not sim_dials.get_value(now, "engine.enable_prefix_caching"):
+        words += " Prefix caching is off: each turn computes its whole history again."
+    return words[0].upper() + words[1:]
 
 
 def _setting_changes(dials, before, now) -> list[str]:

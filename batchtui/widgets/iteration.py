@@ -44,7 +44,8 @@ def _cells(parts: list[float], width: int) -> list[int]:
 
 class IterationView(SimView):
     """The last iteration: decode tokens and prefill chunks against the token budget, the seat
-    cap, free KV blocks, how its time adds up, and the limit that bound the batch, named.
+    cap, free KV blocks (vLLM's count: cached blocks nobody holds included), how its time adds
+    up, and the limit that bound the batch, named.
 
     The time is shown the way the cost model makes it: the weights read and the linear layers'
     compute overlap (the roofline joins them as the square root of the sum of their squares),
@@ -56,7 +57,8 @@ class IterationView(SimView):
     COMPONENT_CLASSES = {
         "iteration--title", "iteration--decode", "iteration--prefill", "iteration--prefill-alt",
         "iteration--free", "iteration--weights", "iteration--kv", "iteration--compute",
-        "iteration--other", "iteration--binding", "iteration--dim",
+        "iteration--other", "iteration--binding", "iteration--dim", "iteration--kv-free",
+        "iteration--kv-cached",
     }
     FULL_LINES = 11
     COMPACT_LINES = 7
@@ -125,16 +127,14 @@ class IterationView(SimView):
         text.append(g.bar_free * (bar_width - sum(cells[:-1])), self.style_of("iteration--free"))
         text.append("]\n")
 
-        free_blocks = report.kv_blocks_usable - report.kv_blocks_used
         seats = f"seats {report.running:,}/{report.max_num_seqs:,}{g.sep}waiting {report.waiting:,}"
         if compact:
-            for kv in (f"{g.sep}free KV {free_blocks:,}", f"{g.sep}KV {count(free_blocks)}", ""):
-                if len(seats) + len(kv) <= width:
-                    break
-            text.append(f"{seats}{kv}\n")
+            text.append(seats)
+            text.append_text(self._free_blocks(report, width - len(seats), compact=True))
         else:
             text.append(f"{seats}\n")
-            text.append(f"free KV blocks {free_blocks:,}\n")
+            text.append_text(self._free_blocks(report, width, compact=False))
+        text.append("\n")
 
         self._time_lines(text, report.cost, report.duration, width, compact)
 
@@ -148,6 +148,32 @@ class IterationView(SimView):
         text.append("\n")
         text.append(why, dim)
         return text
+
+    def _free_blocks(self, report, room: int, compact: bool) -> Text:
+        """The KV blocks the scheduler may still take, the longest wording that fits in `room`
+        (compact: after the seats, with its separator; none if nothing fits). It is vLLM's free
+        count, which with the prefix cache on includes the cached blocks nobody holds (it evicts
+        them to make room), so the KV view's legend splits the same blocks into cached and
+        free; the label says so, or, shortest, shows both of the legend's glyphs."""
+        g = self.glyphs
+        free = report.kv_blocks_usable - report.kv_blocks_used
+        lead = g.sep if compact else ""
+        cached = self.snapshot.prefix_caching
+        incl = " (cached incl.)" if cached else ""
+        words = [f"free KV {free:,}{incl}", f"free KV {count(free)}{incl}"]
+        if not compact:
+            words.insert(0, f"free KV blocks {free:,}{incl}")
+        for shown in words:
+            if len(lead) + len(shown) <= room:
+                return Text(lead + shown)
+        if not cached:
+            short = f"{lead}KV {count(free)}"
+            return Text(short) if len(short) <= room else Text()
+        glyphs = Text(f"{lead}KV ")
+        glyphs.append(g.bar_free, self.style_of("iteration--kv-free"))
+        glyphs.append(g.bar_cached, self.style_of("iteration--kv-cached"))
+        glyphs.append(f" {count(free)}")
+        return glyphs if len(glyphs.plain) <= room else Text()
 
     def _time_lines(self, text: Text, cost, duration: float, width: int, compact: bool) -> None:
         """How the iteration's time adds up, as the engine adds it:

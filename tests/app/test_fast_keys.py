@@ -21,7 +21,7 @@ FOOTER_MARK = "next"  # the footer's first label: the frame is complete
 
 # Keys a learner has, except the quitting ones (q, ctrl+q): a random run must not end itself.
 # Letters and digits that are not keys go into answer boxes and file prompts.
-RANDOM_KEYS = ("n", "p", "t", "h", "c", "g", "space", ".", "+", "-", "r", "w", "o", "tab", "shift+tab",
+RANDOM_KEYS = ("n", "p", "t", "h", "c", "g", "m", "space", ".", "+", "-", "r", "w", "o", "tab", "shift+tab",
                "up", "down", "left", "right", "enter", "escape", "1", "2", "3", "4", "?", "ctrl+n",
                "ctrl+p", "ctrl+t", "ctrl+o", "ctrl+d", "ctrl+r", "f1", "x", "7", "backspace", "pagedown")
 
@@ -136,6 +136,24 @@ def test_a_quit_in_the_same_read_as_a_step_change_exits_0(launch, tmp_path, keys
     session = launch("--step", "9")
     session.press(*keys)
     assert session.wait_exit(timeout=20) == 0, session.text()
+    assert crash_reports(tmp_path / "state-0") == []
+
+
+def test_the_helpdesk_key_in_the_same_read_as_the_step_change_and_twice_in_one_read(launch, tmp_path):
+    # g and m together: m arrives before the playground's run has started; it starts it and
+    # loads the chat. Then m three times in one read: single turns, the chat, single turns;
+    # then m and space: the chat, and the run (running since the step opened) paused.
+    session = launch("--step", "19")
+    burst(session, "g", "m", settle=0.5)
+    assert session.wait_for("The multi-turn helpdesk: Traffic 10 → 4", timeout=20), session.text()
+    assert session.wait_for("m single-turn", timeout=5), session.text()
+    burst(session, "m", "m", "m", settle=0.5)
+    assert session.wait_for("Single-turn traffic: Traffic 4 → 10", timeout=20), session.text()
+    assert session.wait_for("m multi-turn", timeout=5), session.text()
+    burst(session, "m", "space", settle=0.5)
+    assert session.wait_for("The multi-turn helpdesk: Traffic 10 → 4", timeout=20), session.text()
+    assert session.wait_for("space run", timeout=5), session.text()
+    assert_answers_and_quits(session)
     assert crash_reports(tmp_path / "state-0") == []
 
 

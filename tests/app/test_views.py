@@ -97,6 +97,37 @@ async def test_iteration_view_fits_80_columns_even_with_a_long_prefill():
         assert second[1].startswith("█ decode 40 + ▓ prefill 16,000") and second[-2] == "limit: token budget"
 
 
+@pytest.mark.parametrize("ascii_only", [False, True])
+async def test_the_iteration_s_free_kv_blocks_say_they_include_the_cached_ones(ascii_only):
+    """vLLM's free count includes the cached blocks nobody holds, which the KV view's legend
+    counts apart from free ones: with the cache on the label says so, or, where only a few
+    characters fit, shows both of the legend's glyphs."""
+    from batchtui.glyphs import glyphs_for
+    from batchtui.settings import AppSettings
+    from batchtui.widgets.iteration import IterationView
+
+    g = glyphs_for(ascii_only)
+    view = IterationView()
+    app = ViewApp(view)
+    app.settings = AppSettings(ascii_only=ascii_only)
+    async with app.run_test(size=(40, 14)) as pilot:
+        for caching in (True, False):
+            view.update_snapshot(snapshot(last=_report(), prefix_caching=caching))
+            await pilot.pause()
+            view.set_max_lines(None)
+            wide, narrow = view.build(40).plain.split("\n"), view.build(34).plain.split("\n")
+            view.set_max_lines(7)
+            compact = view.build(34).plain.split("\n")
+            if caching:
+                assert wide[4] == "free KV blocks 27,960 (cached incl.)"
+                assert narrow[4] == "free KV 27,960 (cached incl.)"
+                assert compact[3] == f"seats 1/1{g.sep}waiting 3{g.sep}KV {g.bar_free}{g.bar_cached} 28k"
+            else:
+                assert wide[4] == narrow[4] == "free KV blocks 27,960"
+                assert compact[3] == f"seats 1/1{g.sep}waiting 3{g.sep}KV 28k"
+            assert all(len(line) <= 34 for line in narrow + compact)
+
+
 async def test_iteration_time_adds_up_the_way_the_engine_adds_it():
     """sqrt(weights² + compute²) + KV + attention + other = the iteration's time: the learner's
     sum of the numbers shown is the engine's."""

@@ -84,6 +84,17 @@ class TestSpecialSteps:
         assert snap_compare(tutorial(20), terminal_size=(80, 24), run_before=advance(SECONDS_SHOWN))
 
 
+    def test_playground_multi_turn_helpdesk_at_80x24(self, snap_compare, tutorial):
+        # m: the multi-turn helpdesk's traffic, the notice saying what it changed; 20 s later the
+        # KV view holds cached blocks and the metrics show the prefix cache's hits.
+        async def run_before(pilot) -> None:
+            await pilot.pause()
+            await pilot.press("m")
+            await advance(SECONDS_SHOWN)(pilot)
+
+        assert snap_compare(tutorial(20), terminal_size=(80, 24), run_before=run_before)
+
+
 class TestAscii:
     def test_ascii_step_6(self, snap_compare, tutorial):
         assert snap_compare(tutorial(6, ascii_only=True), terminal_size=(80, 24), run_before=advance(SECONDS_SHOWN))
