@@ -17,7 +17,7 @@ what makes an iteration cost about the same whatever the batch size.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from itertools import accumulate
 
 from ..kv import NO_HIT
@@ -141,7 +141,7 @@ class ContinuousScheduler(Scheduler):
             decoders = len(running.decoders)
             if decoders:
                 # (A preemption may have taken decoders out since the plan counted their blocks.)
-                running.take_decode_blocks(plan[2] if len(plan) == 3 else running.decode_blocks_needed())
+                running.take_decode_blocks(running.decode_blocks_needed() if out.preempted else plan[2])
                 out.num_compact = decoders
                 out.compact_context = running.decode_context()
                 budget -= decoders
