@@ -407,12 +407,11 @@ class Engine:
                 kv_used) -> IterationReport:
         """The one place an IterationReport is made (from what `_process` kept of the
         iteration; dials do not change between the two)."""
-        if out is None:  # the last of a stretch of alike decode iterations
-            stretch = result
-            out = SchedulerOutput(num_compact=stretch.batch, compact_context=stretch.last_context,
-                                  binding_limit=stretch.binding, compact_finished=stretch.finished,
-                                  finished=stretch.finished)
-            result = UpdateResult(num_emitted=stretch.batch, finished=[req for _, req in stretch.finished])
+        if out is None:  # the last of a stretch of alike decode iterations (DECODE_STRETCH_FIELDS)
+            _, _, batch, last_context, _, binding, finished = result[:7]
+            out = SchedulerOutput(num_compact=batch, compact_context=last_context, binding_limit=binding,
+                                  compact_finished=finished, finished=finished)
+            result = UpdateResult(num_emitted=batch, finished=[req for _, req in finished])
         rows = self.scheduler.describe(out)
         if cost[0] == "encoder":
             breakdown = self.cost.encoder_pass(cost[1], cost[2])
@@ -479,10 +478,14 @@ class Engine:
 
     def _advance(self, until_time: float | None, max_iterations: int | None) -> int:
         """The loop of run(): step() without reports, and stretches of alike decode iterations
-        in bulk where the scheduler has them. Results are identical to calling step()."""
+        in bulk where the scheduler has them, booked as the iterations they are (the same
+        numbers, in the same order, as one iteration at a time). Results are identical to
+        calling step()."""
         n = 0
         stretch = None if self._async else getattr(self.scheduler, "decode_stretch", None)
         arrivals = self.arrivals
+        metrics = self.metrics
+        cost = self.cost
         while True:
             if until_time is not None and self.time >= until_time:
                 break
@@ -492,11 +495,30 @@ class Engine:
                 if arrivals.next_at <= self.time:
                     self._admit_arrivals()
                 limit = arrivals.next_at if until_time is None else min(arrivals.next_at, until_time)
-                got = stretch(self.cost, self.time, limit, MAX_STRETCH if max_iterations is None
+                got = stretch(cost, self.time, limit, MAX_STRETCH if max_iterations is None
                               else max_iterations - n)
                 if got:
-                    for part in got:
-                        n += self._book_stretch(part)
+                    for part in got:  # (see sim.schedulers.continuous.DECODE_STRETCH_FIELDS)
+                        ends, gaps, batch, last_context, used, binding, finished, used_last = part[:8]
+                        k = len(ends)
+                        start = self.time
+                        self.iteration += k
+                        n += k
+                        self.time = end = float(ends[-1])
+                        last_start = float(ends[-2]) if k > 1 else start
+                        if finished:
+                            if k > 1:
+                                metrics.on_decode_iterations(start, ends[:-1], gaps[:-1], batch, used, binding)
+                            metrics.on_gaps(float(gaps[-1]), batch)
+                            for _, req in finished:
+                                self._finish(req, end)
+                            metrics.on_iteration(last_start, end, batch, used_last, binding, batch,
+                                                 len(finished), batch)
+                        else:
+                            metrics.on_decode_iterations(start, ends, gaps, batch, used, binding)
+                        self._stash = (self.iteration, last_start, end, (batch, last_context, ()), None, part, (),
+                                       part[8], part[9], used_last)
+                    self._last_preempted = ()
                     continue
             out = self._next_schedule(until_time)
             if out is None:
@@ -504,31 +526,6 @@ class Engine:
             if self._run(out):
                 n += 1
         return n
-
-    def _book_stretch(self, stretch) -> int:
-        """Book a stretch of alike decode iterations as the iterations they are: the same
-        numbers, in the same order, as one iteration at a time."""
-        ends, gaps, batch, binding = stretch.ends, stretch.gaps, stretch.batch, stretch.binding
-        k = len(ends)
-        start = self.time
-        metrics = self.metrics
-        self.iteration += k
-        self.time = end = float(ends[-1])
-        last_start = float(ends[-2]) if k > 1 else start
-        if stretch.finished:
-            if k > 1:
-                metrics.on_decode_iterations(start, ends[:-1], gaps[:-1], batch, stretch.kv_blocks_used, binding)
-            metrics.on_gaps(float(gaps[-1]), batch)
-            for _, req in stretch.finished:
-                self._finish(req, end)
-            metrics.on_iteration(last_start, end, batch, stretch.kv_blocks_used_last, binding, batch,
-                                 len(stretch.finished), batch)
-        else:
-            metrics.on_decode_iterations(start, ends, gaps, batch, stretch.kv_blocks_used, binding)
-        self._last_preempted = ()
-        self._stash = (self.iteration, last_start, end, (batch, stretch.last_context, ()), None, stretch, (),
-                       stretch.num_running, stretch.num_waiting, stretch.kv_blocks_used_last)
-        return k
 
     def summary(self, **options) -> RunSummary:
         """The run so far (`options`: `percentiles` and `goodput`, as `Metrics.summary` takes them)."""

@@ -423,7 +423,7 @@ class ContinuousScheduler(Scheduler):
         return [row for _, row in numbered]
 
     # -- steady decoding in bulk
-    def decode_stretch(self, cost, start: float, limit: float, max_iterations: int) -> list[DecodeStretch] | tuple:
+    def decode_stretch(self, cost, start: float, limit: float, max_iterations: int) -> list[tuple] | tuple:
         """Run alike decode iterations in bulk, as many as run before anything changes: every
         running request a compact decoder getting one token, nobody admitted (the queue empty or
         blocked the same way as last time), enough free blocks. Iterations are timed with the
@@ -431,7 +431,7 @@ class ContinuousScheduler(Scheduler):
         start at or after `limit` (the next arrival or the caller's horizon). A stretch has one
         batch size and ends at the latest with the iteration in which decoders finish (they are
         retired); with nobody waiting, the next stretch follows at once. The stretches run, in
-        order (none if no such iteration is next)."""
+        order, as `DECODE_STRETCH_FIELDS` tuples (none if no such iteration is next)."""
         running = self.running
         if running.explicit or not running.decoders or self.async_scheduling or max_iterations <= 0 \
                 or (self._steady_binding is None and self.waiting):
@@ -480,25 +480,26 @@ class ContinuousScheduler(Scheduler):
             if count == 0:
                 break
             binding = self._steady_binding or "none"
-            finishing = running.tick + count == running.next_finish
-            alike = count - finishing  # iterations in which nobody finishes
-            if alike:
-                running.advance(alike, float(ends[alike - 1]), float(largest(gaps[:alike] if finishing else gaps)))
-            used = pool.usable - pool.free
-            if not finishing:
-                stretches.append(DecodeStretch(ends, gaps, batch, context + batch * (count - 1), used, binding,
-                                               (), used, batch, len(self.waiting)))
-                break
             end = float(ends[-1])
-            ended = running.advance(1, end, float(gaps[-1]))
+            last_context = context + batch * (count - 1)
+            if running.tick + count != running.next_finish:  # nobody finishes in it
+                running.advance(count, end, float(largest(gaps)))
+                used = pool.usable - pool.free
+                stretches.append((ends, gaps, batch, last_context, used, binding, (), used, batch,
+                                  len(self.waiting)))
+                break
+            # Decoders finish with the last iteration: the blocks in use before it are the
+            # stretch's peak (the last takes its own, then the finished give theirs back).
+            last_blocks = running.decode_blocks_needed(count - 1)
+            ended = running.advance(count, end, float(largest(gaps)))
+            used = pool.usable - pool.free - last_blocks
             for _, req in ended:
                 req.finish_reason = "stop" if req.num_output_tokens >= req.output_len else "length"
                 running.remove(req)
                 req.status = FINISHED
                 pool.free_request(req.request_id)
-            stretches.append(DecodeStretch(ends, gaps, batch, context + batch * (count - 1), used, binding,
-                                           ended, pool.usable - pool.free, len(running.members),
-                                           len(self.waiting)))
+            stretches.append((ends, gaps, batch, last_context, used, binding, ended, pool.usable - pool.free,
+                              len(running.members), len(self.waiting)))
             self._steady_binding = None
             max_iterations -= count
             if self.waiting or not running.decoders or max_iterations <= 0:
@@ -507,29 +508,14 @@ class ContinuousScheduler(Scheduler):
         return stretches
 
 
-class DecodeStretch:
-    """Alike decode iterations run in bulk: when each ended and how long it took (lists or numpy
-    arrays), the batch, the decode context of the last one, the blocks used in them (their
-    peak), the binding limit they repeat; if decoders finished in the last one, those (as
-    (admission number, request), retired); the blocks used after it, and the requests running
-    and waiting then."""
-
-    __slots__ = ("ends", "gaps", "batch", "last_context", "kv_blocks_used", "binding", "finished",
-                 "kv_blocks_used_last", "num_running", "num_waiting")
-
-    def __init__(self, ends, gaps, batch: int, last_context: int, kv_blocks_used: int, binding: str,
-                 finished: list[tuple[int, Request]] | tuple, kv_blocks_used_last: int, num_running: int,
-                 num_waiting: int) -> None:
-        self.ends = ends
-        self.gaps = gaps
-        self.batch = batch
-        self.last_context = last_context
-        self.kv_blocks_used = kv_blocks_used
-        self.binding = binding
-        self.finished = finished
-        self.kv_blocks_used_last = kv_blocks_used_last
-        self.num_running = num_running
-        self.num_waiting = num_waiting
+DECODE_STRETCH_FIELDS = ("ends", "gaps", "batch", "last_context", "kv_blocks_used", "binding", "finished",
+                         "kv_blocks_used_last", "num_running", "num_waiting")
+"""What `decode_stretch` gives for each stretch, a plain tuple in this order (made tens of
+thousands of times a sweep): when each iteration ended and how long it took (lists or numpy
+arrays), the batch, the decode context of the last iteration, the blocks used in them (their
+peak), the binding limit they repeat; if decoders finished in the last one, those (as (admission
+number, request), retired; else ()); the blocks used after it, and the requests running and
+waiting then."""
 
 
 def _first(item):

@@ -169,9 +169,9 @@ class RunningSet:
         return list(self.members)
 
     # -- one tick
-    def decode_blocks_needed(self) -> int:
-        """New blocks the decoders need for the coming tick."""
-        return self._crossing[self.tick % self.block_size]
+    def decode_blocks_needed(self, ahead: int = 0) -> int:
+        """New blocks the decoders need for the coming tick (or the one `ahead` ticks after it)."""
+        return self._crossing[(self.tick + ahead) % self.block_size]
 
     def decode_context(self) -> int:
         """Tokens the decoders' attention reads in the coming tick."""
