@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import chain
+from operator import sub
 from dataclasses import dataclass
 
 import numpy as np
@@ -253,13 +255,13 @@ class CostModel:
         """A stretch of decode iterations run back to back from `start`, each sequence's context
         one token longer every time: when each ends and how long it took, the j-th (from 0)
         taking `iteration(batch, total_context + batch * j).total`. At most `count` of them, and
-        none after the first that ends at or after `limit` (the next one would not start before
-        it). The same sum as `_terms` (no prefill: adding its 0.0 does not change a float), with
-        the parts that do not change with the context worked out once for each batch size; each
-        end is the previous end plus the iteration's time, as a clock advanced one iteration at a
+        only those that start before `limit` (none after the first that ends at or after it).
+        The same sum as `_terms` (no prefill: adding its 0.0 does not change a float), with the
+        parts that do not change with the context worked out once for each batch size; each end
+        is the previous end plus the iteration's time, as a clock advanced one iteration at a
         time, and each duration is the difference of the two ends (as that clock measures it)."""
-        ends: list[float] = []
-        gaps: list[float] = []
+        if start >= limit:
+            return [], []
         if batch <= 0:
             return [start] * count, [0.0] * count  # an empty batch takes no time
         parts = self._decode_parts.get(batch)
@@ -268,17 +270,15 @@ class CostModel:
             parts = self._decode_parts[batch] = (t_linear, t_allreduce, overhead)
         t_linear, t_allreduce, overhead = parts
         per_token = self._t_kv_per_token
+        ends: list[float] = []
         add_end = ends.append
-        add_gap = gaps.append
         end = start
         for context in range(total_context, total_context + batch * count, batch):
-            new = end + (t_linear + context * per_token + t_allreduce + overhead)
-            add_end(new)
-            add_gap(new - end)
-            if new >= limit:
+            end = end + (t_linear + context * per_token + t_allreduce + overhead)
+            add_end(end)
+            if end >= limit:
                 break
-            end = new
-        return ends, gaps
+        return ends, list(map(sub, ends, chain((start,), ends)))
 
     def decode_times(self, batch: int | np.ndarray, total_context: np.ndarray) -> np.ndarray:
         """`decode_time` over arrays (numpy broadcasting); 0 where the batch is empty. The same

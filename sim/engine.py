@@ -117,7 +117,9 @@ class Engine:
                                         series_interval=self._series_interval)
         self.metrics.kv_usable = pool.usable
         self._last: IterationReport | None = None
-        self._stash = None  # a lean iteration's parts, made into `last` on demand
+        # A lean iteration's parts, made into `last` on demand: what `_report` takes, or (index, the
+        # last decode stretch run).
+        self._stash = None
         self._async = config.batching == "continuous" and config.async_scheduling
         self._in_flight = None  # async scheduling: (batch, start, end, cost) running on the GPU
         self._last_preempted: tuple[str, ...] = ()
@@ -318,28 +320,26 @@ class Engine:
                 return None
             self.time = min(wake)
 
-    def _price(self, out: SchedulerOutput) -> tuple[float, tuple]:
-        """The batch's time (the cost model, once) and what its report's breakdown needs."""
-        if out.encoder_batch:
-            return self.cost.encoder_pass(out.encoder_batch, out.encoder_input_len).total, \
-                ("encoder", out.encoder_batch, out.encoder_input_len)
-        num_decode = out.num_compact + out.padded
-        context = out.compact_context + out.padded_context
-        chunks = []
-        longest = max(w[1] for w in out.scheduled) if out.padded_prefill_tokens else 0
-        for _, n, before, decode in out.scheduled:
-            if decode:
-                num_decode += 1
-                context += before + 1
-            else:
-                chunks.append((before, longest or n))
-        return self.cost.iteration_time(num_decode, context, chunks), (num_decode, context, chunks)
-
     def _run(self, out: SchedulerOutput, lean: bool = True) -> bool:
-        """Price a scheduled batch and process the batch whose output is due: this one, or with
-        async scheduling the one in flight (this one then runs on the GPU after it). True if a
-        batch's output was processed (an iteration ran)."""
-        seconds, cost = self._price(out)
+        """Price a scheduled batch (the cost model, once) and process the batch whose output is
+        due: this one, or with async scheduling the one in flight (this one then runs on the GPU
+        after it). True if a batch's output was processed (an iteration ran)."""
+        if out.encoder_batch:
+            seconds = self.cost.encoder_pass(out.encoder_batch, out.encoder_input_len).total
+            cost = ("encoder", out.encoder_batch, out.encoder_input_len)
+        else:
+            num_decode = out.num_compact + out.padded
+            context = out.compact_context + out.padded_context
+            chunks = []
+            longest = max(w[1] for w in out.scheduled) if out.padded_prefill_tokens else 0
+            for _, n, before, decode in out.scheduled:
+                if decode:
+                    num_decode += 1
+                    context += before + 1
+                else:
+                    chunks.append((before, longest or n))
+            seconds = self.cost.iteration_time(num_decode, context, chunks)
+            cost = (num_decode, context, chunks)  # what the report's breakdown needs
         if not self._async:
             self._process(out, self.time, self.time + seconds, cost, lean)
             return True
@@ -408,7 +408,7 @@ class Engine:
         """The one place an IterationReport is made (from what `_process` kept of the
         iteration; dials do not change between the two)."""
         if out is None:  # the last of a stretch of alike decode iterations (DECODE_STRETCH_FIELDS)
-            _, _, batch, last_context, _, binding, finished = result[:7]
+            batch, last_context, _, binding, finished = result[5:10]
             out = SchedulerOutput(num_compact=batch, compact_context=last_context, binding_limit=binding,
                                   compact_finished=finished, finished=finished)
             result = UpdateResult(num_emitted=batch, finished=[req for _, req in finished])
@@ -446,6 +446,10 @@ class Engine:
         """The report of the last iteration run (headless runs make it only when asked)."""
         if self._stash is not None:
             stash, self._stash = self._stash, None
+            if len(stash) == 2:  # (index, the last decode stretch run)
+                index, part = stash
+                _, end, last_start, _, _, batch, last_context, _, _, _, used_last, running, waiting = part
+                stash = (index, last_start, end, (batch, last_context, ()), None, part, (), running, waiting, used_last)
             self._last = self._report(*stash)
         return self._last
 
@@ -499,13 +503,11 @@ class Engine:
                               else max_iterations - n)
                 if got:
                     for part in got:  # (see sim.schedulers.continuous.DECODE_STRETCH_FIELDS)
-                        ends, gaps, batch, last_context, used, binding, finished, used_last = part[:8]
+                        start, end, last_start, ends, gaps, batch, _, used, binding, finished, used_last, _, _ = part
                         k = len(ends)
-                        start = self.time
                         self.iteration += k
                         n += k
-                        self.time = end = float(ends[-1])
-                        last_start = float(ends[-2]) if k > 1 else start
+                        self.time = end
                         if finished:
                             if k > 1:
                                 metrics.on_decode_iterations(start, ends[:-1], gaps[:-1], batch, used, binding)
@@ -516,8 +518,7 @@ class Engine:
                                                  len(finished), batch)
                         else:
                             metrics.on_decode_iterations(start, ends, gaps, batch, used, binding)
-                        self._stash = (self.iteration, last_start, end, (batch, last_context, ()), None, part, (),
-                                       part[8], part[9], used_last)
+                    self._stash = (self.iteration, part)
                     self._last_preempted = ()
                     continue
             out = self._next_schedule(until_time)

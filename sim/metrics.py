@@ -21,8 +21,9 @@ from bisect import bisect_left, bisect_right
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
+from functools import reduce
 from itertools import repeat
-from operator import attrgetter
+from operator import add, attrgetter, mul
 
 import numpy as np
 
@@ -377,50 +378,52 @@ class MetricsCollector:
         """Book alike decode iterations back to back from `start` (the fast path): iteration j
         ends at ends[j]; in each, `running` requests each got one token `gaps[j]` after their
         previous one and nobody finished; `kv_used` is the highest KV use among them. Books the
-        same numbers, to the last bit, as one on_gaps and one on_iteration call per iteration."""
+        same numbers, to the last bit, as one on_gaps and one on_iteration call per iteration:
+        the running integral and busy time are added up one gap at a time, in order (a left
+        fold, `functools.reduce`, or numpy's cumsum, which also goes left to right)."""
         k = len(ends)
-        if isinstance(gaps, np.ndarray):
-            if self.series_interval is None and self.keep_records:
+        if gaps.__class__ is not list:
+            if isinstance(gaps, np.ndarray) and self.series_interval is None and self.keep_records:
                 self.itl_values.frombytes(gaps.tobytes())
                 self.itl_counts.frombytes(np.full(k, running, dtype=np.int32).tobytes())
                 self._count_tokens_in(ends, running)
-                # Sequential sums, as per-iteration booking adds them (cumsum goes left to right).
                 self.running_integral = float(np.cumsum(np.concatenate(((self.running_integral,),
                                                                         running * gaps)))[-1])
                 self.busy_time = float(np.cumsum(np.concatenate(((self.busy_time,), gaps)))[-1])
-                self._book_decode_rest(ends[-RECENT_ITERATIONS:].tolist(), float(gaps.max()), k, running,
-                                       kv_used, binding)
+                top = float(gaps.max())
+                ends_tail = ends[-RECENT_ITERATIONS:].tolist()
+                gaps = None
+            elif isinstance(gaps, np.ndarray):
+                ends, gaps = ends.tolist(), gaps.tolist()
+            else:
+                ends, gaps = list(ends), list(gaps)
+        if gaps is not None:
+            if self.series_interval is not None:
+                prev = start
+                for end, gap in zip(ends, gaps):
+                    self.on_gaps(gap, running)
+                    self.on_iteration(prev, end, running=running, kv_used=kv_used, binding=binding,
+                                      tokens=running, completions=0, seats=running)
+                    prev = end
                 return
-            ends, gaps = ends.tolist(), gaps.tolist()
-        elif gaps.__class__ is not list:
-            ends, gaps = list(ends), list(gaps)
-        if self.series_interval is not None:
-            prev = start
-            for end, gap in zip(ends, gaps):
-                self.on_gaps(gap, running)
-                self.on_iteration(prev, end, running=running, kv_used=kv_used, binding=binding,
-                                  tokens=running, completions=0, seats=running)
-                prev = end
-            return
-        if self.keep_records:
-            self.itl_values.fromlist(gaps)  # (fromlist reads a list faster than extend)
-            self.itl_counts.fromlist([running] * k)
-            self._count_tokens_in(ends, running)
-        # The same float additions in the same order as per-iteration booking.
-        ri = self.running_integral
-        busy = self.busy_time
-        for gap in gaps:  # dt = end - start is the gap
-            ri += running * gap
-            busy += gap
-        self.running_integral = ri
-        self.busy_time = busy
-        self._book_decode_rest(ends if k <= RECENT_ITERATIONS else ends[k - RECENT_ITERATIONS:],
-                               max(gaps), k, running, kv_used, binding)
-
-    def _book_decode_rest(self, ends_tail, top: float, k: int, running: int, kv_used: int,
-                          binding: str) -> None:
-        """What on_decode_iterations books but the gaps and sums: `ends_tail` is the ends of (at
-        least) the last RECENT_ITERATIONS of the `k` iterations, a list."""
+            if self.keep_records:
+                self.itl_values.fromlist(gaps)  # (fromlist reads a list faster than extend)
+                self.itl_counts.fromlist([running] * k)
+                if running:
+                    # Counted in their second of the run as on_iteration counts one (most
+                    # stretches lie within one second).
+                    t0 = self.first_arrival or 0.0
+                    second = int(ends[0] - t0)
+                    counts = self._tokens_per_s
+                    if second == int(ends[-1] - t0) and 0 <= second < len(counts):
+                        counts[second] += running * k
+                    else:
+                        self._count_tokens_in(ends, running)
+            # The same float additions in the same order as per-iteration booking (dt is the gap).
+            self.running_integral = reduce(add, map(mul, repeat(running), gaps), self.running_integral)
+            self.busy_time = reduce(add, gaps, self.busy_time)
+            top = max(gaps)
+            ends_tail = ends if k <= RECENT_ITERATIONS else ends[k - RECENT_ITERATIONS:]
         if top > self.max_itl:
             self.max_itl = top
         if top > self._sample_itl_max:
@@ -480,9 +483,6 @@ class MetricsCollector:
         lo = int(ends[0] - t0)
         hi = int(ends[-1] - t0)
         counts = self._tokens_per_s
-        if lo == hi and 0 <= lo < len(counts):  # (most stretches lie within one second)
-            counts[lo] += running * len(ends)
-            return
         lo = max(0, lo)
         hi = max(0, hi)
         if hi >= len(counts):

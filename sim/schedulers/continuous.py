@@ -133,20 +133,37 @@ class ContinuousScheduler(Scheduler):
 
         # First, the running requests, in admission order. If all of them fit the budget and the
         # free blocks, each simply gets what it wants (the walk below would give the same): the
-        # compact decoders one token each, the others their chunk.
-        plan = self._plan_running(threshold, budget)
-        if plan is not None and plan[1] > pool.free and cfg.scheduling_policy == "fcfs":
-            plan = self._preempt_latest(plan[0], plan[1], out)
-        if plan is not None and plan[1] <= pool.free:
+        # compact decoders one token each, the others their chunk. The plan: each explicit one
+        # with its tokens, and the new blocks they all need (None if the budget falls short, or a
+        # request waits this iteration).
+        decoders = len(running.decoders)
+        blocks = decoder_blocks = running.decode_blocks_needed() if decoders else 0
+        plan = []
+        demand = decoders
+        for req in running.explicit:
+            n = self._wanted(req, threshold)
+            if n > max_model_len - 1 - req.num_computed_tokens:
+                n = max_model_len - 1 - req.num_computed_tokens
+            if n <= 0:
+                plan = None
+                break
+            demand += n
+            blocks += pool.blocks_needed(req.request_id, req.num_computed_tokens + n)
+            plan.append((req, n))
+        if demand > budget:
+            plan = None
+        if plan is not None and blocks > pool.free and cfg.scheduling_policy == "fcfs":
+            plan, blocks = self._preempt_latest(plan, blocks, out)
             decoders = len(running.decoders)
+            decoder_blocks = running.decode_blocks_needed() if decoders else 0
+        if plan is not None and blocks <= pool.free:
             if decoders:
-                # (A preemption may have taken decoders out since the plan counted their blocks.)
-                running.take_decode_blocks(running.decode_blocks_needed() if out.preempted else plan[2])
+                running.take_decode_blocks(decoder_blocks)
                 out.num_compact = decoders
                 out.compact_context = running.decode_context()
                 budget -= decoders
             caching = pool.caching
-            for req, n in plan[0]:
+            for req, n in plan:
                 pool.try_allocate(req.request_id, req.num_computed_tokens + n)
                 if caching:
                     pool.cache_blocks(req, req.num_computed_tokens + n)
@@ -267,33 +284,22 @@ class ContinuousScheduler(Scheduler):
         else:
             out.binding_limit = "none"
 
-        self._after_schedule(out)
-        steady = waiting and not out.scheduled and not out.preempted
+        # As vLLM's `_update_after_schedule`: the scheduled tokens count as computed at once, and
+        # a request whose known tokens are then all computed samples one in this batch (a
+        # placeholder until its output is processed).
+        scheduled = out.scheduled
+        for i, (req, n, before, _) in enumerate(scheduled):
+            in_flight = req.num_output_placeholders
+            if n == 1 and is_decode(req, n, before, in_flight):
+                scheduled[i] = (req, n, before, True)
+            computed = before + n
+            req.num_computed_tokens = computed
+            if computed >= req.prompt_len + req.num_output_tokens + in_flight:
+                req.num_output_placeholders = in_flight + 1
+                out.sampling.append(req)
+        steady = waiting and not scheduled and not out.preempted
         self._steady_binding = out.binding_limit if steady else None
         return out
-
-    def _plan_running(self, threshold: int, budget: int) -> tuple[list[tuple[Request, int]], int, int] | None:
-        """If the budget gives every running request all it wants: each explicit one with its
-        tokens, the new blocks all of them need, and of those the compact decoders'. None if the
-        budget falls short (or a request waits this iteration)."""
-        running = self.running
-        pool = self.pool
-        demand = len(running.decoders)
-        blocks = decoder_blocks = running.decode_blocks_needed() if demand else 0
-        limit = self.config.max_model_len - 1
-        plan = []
-        for req in running.explicit:
-            n = self._wanted(req, threshold)
-            if n > limit - req.num_computed_tokens:
-                n = limit - req.num_computed_tokens
-            if n <= 0:
-                return None
-            demand += n
-            blocks += pool.blocks_needed(req.request_id, req.num_computed_tokens + n)
-            plan.append((req, n))
-        if demand > budget:
-            return None
-        return plan, blocks, decoder_blocks
 
     def _preempt_latest(self, plan: list[tuple[Request, int]], blocks: int,
                         out: SchedulerOutput) -> tuple[list[tuple[Request, int]], int]:
@@ -317,20 +323,6 @@ class ContinuousScheduler(Scheduler):
         if len(wanted) < len(plan):
             plan = [(req, n) for req, n in plan if id(req) in wanted]
         return plan, blocks
-
-    def _after_schedule(self, out: SchedulerOutput) -> None:
-        """As vLLM's `_update_after_schedule`: the scheduled tokens count as computed at once, and
-        a request whose known tokens are then all computed samples one in this batch (a
-        placeholder until its output is processed)."""
-        scheduled = out.scheduled
-        for i, (req, n, before, _) in enumerate(scheduled):
-            in_flight = req.num_output_placeholders
-            scheduled[i] = (req, n, before, is_decode(req, n, before, in_flight))
-            computed = before + n
-            req.num_computed_tokens = computed
-            if computed >= req.prompt_len + req.num_output_tokens + in_flight:
-                req.num_output_placeholders = in_flight + 1
-                out.sampling.append(req)
 
     def update_from_output(self, output: SchedulerOutput, start: float = 0.0,
                            end: float = 0.0) -> UpdateResult:
@@ -370,7 +362,6 @@ class ContinuousScheduler(Scheduler):
                 finished.append((math.inf, req))
         for number, req in ended:
             req.finish_reason = "stop" if req.num_output_tokens >= req.output_len else "length"
-            running.remove(req)
         if ended:
             finished.extend(ended)
             finished.sort(key=_first)
@@ -382,18 +373,18 @@ class ContinuousScheduler(Scheduler):
             self.pool.free_request(req.request_id)
             result.finished.append(req)
         # ITL gaps in scheduled order (booked per distinct gap, in order of first occurrence).
-        if compact:
-            if gap_order:  # the compact decoders' gap takes the place of the first of them
+        if gap_order:
+            if compact:  # the compact decoders' gap takes the place of the first of them
                 first = min(running.first_decoder_number(exclude=output.joined),
                             min((n for n, _ in ended), default=math.inf))
                 gap_order.append((first, end - start, compact))
                 gap_order.sort(key=_first)
-            else:
-                gap_order.append((0, end - start, compact))
-        gaps: dict[float, int] = {}
-        for _, gap, count in gap_order:
-            gaps[gap] = gaps.get(gap, 0) + count
-        result.gaps = list(gaps.items())
+            gaps: dict[float, int] = {}
+            for _, gap, count in gap_order:
+                gaps[gap] = gaps.get(gap, 0) + count
+            result.gaps = list(gaps.items())
+        elif compact:
+            result.gaps = [(end - start, compact)]
         result.num_emitted = compact + len(output.sampling)
         result.num_running = len(running.members)
         result.num_waiting = len(self.waiting)
@@ -433,8 +424,8 @@ class ContinuousScheduler(Scheduler):
         retired); with nobody waiting, the next stretch follows at once. The stretches run, in
         order, as `DECODE_STRETCH_FIELDS` tuples (none if no such iteration is next)."""
         running = self.running
-        if running.explicit or not running.decoders or self.async_scheduling or max_iterations <= 0 \
-                or (self._steady_binding is None and self.waiting):
+        if (self._steady_binding is None and self.waiting) or running.explicit or not running.decoders \
+                or max_iterations <= 0 or self.async_scheduling:
             return ()
         pool = self.pool
         budget = self.config.max_num_batched_tokens
@@ -444,11 +435,16 @@ class ContinuousScheduler(Scheduler):
             batch = len(running.decoders)
             if batch > budget:
                 break
-            k = min(running.next_finish - running.tick, max_iterations, MAX_STRETCH)
+            k = running.next_finish - running.tick
+            if k > max_iterations:
+                k = max_iterations
             context = running.decode_context()
-            if k >= NUMPY_STRETCH and limit != math.inf:
-                # Iteration times grow with the context: the first bounds how many start before the limit.
-                k = min(k, int((limit - start) / cost.decode_time(batch, context)) + 2)
+            if k >= NUMPY_STRETCH:
+                if k > MAX_STRETCH:
+                    k = MAX_STRETCH
+                if limit != math.inf:
+                    # Iteration times grow with the context: the first bounds how many start before the limit.
+                    k = min(k, int((limit - start) / cost.decode_time(batch, context)) + 2)
             free = pool.free
             # A decoder needs a block at most once in `block_size` ticks: the exact count is
             # needed only when that bound does not fit (and then the first tick that does not
@@ -463,43 +459,45 @@ class ContinuousScheduler(Scheduler):
                 if not enough_blocks:
                     taken = np.cumsum(np.asarray(running.crossing_schedule(k), dtype=np.int64))
                     count = min(count, int(np.searchsorted(taken, free, side="right")))
+                if count == 0:
+                    break
                 gaps = ends[1:count + 1] - ends[:count]
                 ends = ends[1:count + 1]
-                largest = np.max  # (Python's max would walk the array element by element)
+                end = float(ends[-1])
+                last_start = float(ends[-2]) if count > 1 else start
+                top = float(gaps.max())  # (Python's max would walk the array element by element)
             else:
-                # Every iteration but the last computed ends before the limit (an iteration runs
-                # if it starts before it).
+                # The iterations that start before the limit.
                 ends, gaps = cost.decode_ends(batch, context, start, k, limit)
-                count = len(ends) if start < limit else 0
+                count = len(ends)
                 if not enough_blocks:
                     count = min(count, bisect_right(list(accumulate(running.crossing_schedule(count))), free))
-                if count < len(ends):
                     del ends[count:]
                     del gaps[count:]
-                largest = max
-            if count == 0:
-                break
+                if count == 0:
+                    break
+                end = ends[-1]
+                last_start = ends[-2] if count > 1 else start
+                top = max(gaps)
             binding = self._steady_binding or "none"
-            end = float(ends[-1])
             last_context = context + batch * (count - 1)
             if running.tick + count != running.next_finish:  # nobody finishes in it
-                running.advance(count, end, float(largest(gaps)))
+                running.advance(count, end, top)
                 used = pool.usable - pool.free
-                stretches.append((ends, gaps, batch, last_context, used, binding, (), used, batch,
-                                  len(self.waiting)))
+                stretches.append((start, end, last_start, ends, gaps, batch, last_context, used, binding, (), used,
+                                  batch, len(self.waiting)))
                 break
             # Decoders finish with the last iteration: the blocks in use before it are the
             # stretch's peak (the last takes its own, then the finished give theirs back).
             last_blocks = running.decode_blocks_needed(count - 1)
-            ended = running.advance(count, end, float(largest(gaps)))
+            ended = running.advance(count, end, top)
             used = pool.usable - pool.free - last_blocks
             for _, req in ended:
                 req.finish_reason = "stop" if req.num_output_tokens >= req.output_len else "length"
-                running.remove(req)
                 req.status = FINISHED
                 pool.free_request(req.request_id)
-            stretches.append((ends, gaps, batch, last_context, used, binding, ended, pool.usable - pool.free,
-                              len(running.members), len(self.waiting)))
+            stretches.append((start, end, last_start, ends, gaps, batch, last_context, used, binding, ended,
+                              pool.usable - pool.free, len(running.members), len(self.waiting)))
             self._steady_binding = None
             max_iterations -= count
             if self.waiting or not running.decoders or max_iterations <= 0:
@@ -508,11 +506,11 @@ class ContinuousScheduler(Scheduler):
         return stretches
 
 
-DECODE_STRETCH_FIELDS = ("ends", "gaps", "batch", "last_context", "kv_blocks_used", "binding", "finished",
-                         "kv_blocks_used_last", "num_running", "num_waiting")
+DECODE_STRETCH_FIELDS = ("start", "end", "last_start", "ends", "gaps", "batch", "last_context", "kv_blocks_used",
+                         "binding", "finished", "kv_blocks_used_last", "num_running", "num_waiting")
 """What `decode_stretch` gives for each stretch, a plain tuple in this order (made tens of
-thousands of times a sweep): when each iteration ended and how long it took (lists or numpy
-arrays), the batch, the decode context of the last iteration, the blocks used in them (their
+thousands of times a sweep): when the first iteration starts, the last ends and the last starts,
+when each iteration ended and how long it took (lists or numpy arrays), the batch, the decode context of the last iteration, the blocks used in them (their
 peak), the binding limit they repeat; if decoders finished in the last one, those (as (admission
 number, request), retired; else ()); the blocks used after it, and the requests running and
 waiting then."""

@@ -136,14 +136,16 @@ class RunningSet:
         computed = request.num_computed_tokens + self.blocks_taken
         self.pool.settle(request, computed)
 
-    def _release(self, request: Request) -> None:
-        """Stop holding an up-to-date decoder compactly; it becomes explicit."""
+    def _release(self, request: Request, explicit: bool = True) -> None:
+        """Stop holding an up-to-date decoder compactly; it becomes explicit (or, if not
+        `explicit`, leaves the compact form only: the caller takes it out of the set)."""
         tick = self.decoders.pop(request)
         outputs = request.num_output_tokens
         prompt = request.prompt_len
         self._crossing[(tick - prompt - outputs + 1) % self.block_size] -= 1
         self._context -= prompt + outputs - tick
-        self.explicit[request] = None
+        if explicit:
+            self.explicit[request] = None
 
     def make_explicit(self, request: Request) -> None:
         """Hold one decoder explicitly from now on (its fields brought up to date)."""
@@ -188,13 +190,16 @@ class RunningSet:
         getting one token in each; `largest_gap` is the longest of them. The blocks the decoders
         need in them are taken here (unless schedule() took them for its one tick). Returns the
         decoders whose last token came with the last tick, as (admission number, request) in
-        admission order, fields up to date and held explicitly (no decoder may finish before the
-        last tick: `next_finish` says when the first does)."""
+        admission order, fields up to date and out of the set (the caller retires them; no
+        decoder may finish before the last tick: `next_finish` says when the first does)."""
+        decoders = self.decoders
         if self.blocks_taken:
             self.blocks_taken = False
-        elif self.decoders:
-            self.pool.take(self.decode_blocks_over(ticks))
-        if self.decoders:
+        elif decoders:
+            blocks = self.decode_blocks_over(ticks)
+            if blocks:
+                self.pool.take(blocks)
+        if decoders:
             # The gap log: a stack of decreasing maxima, the largest gap from each tick on.
             log_ticks, values = self._gap_ticks, self._gap_values
             while values and values[-1] <= largest_gap:
@@ -202,24 +207,31 @@ class RunningSet:
                 log_ticks.pop()
             log_ticks.append(self.tick)
             values.append(largest_gap)
+            overflow = len(log_ticks) > GAP_LOG_LIMIT
+        else:
+            overflow = False
         tick = self.tick = self.tick + ticks
         self.last_token_time = end
-        finished = ()
-        if self.next_finish <= tick:
-            finished = []
-            for request in self._calendar.pop(tick, ()):
-                since = self.decoders.get(request)
-                if since is None or self._finish_tick(request, since) != tick:
-                    continue  # left the compact form (and maybe came back) since it was entered
-                self._bring_up_to_date(request, since)
-                self._release(request)
-                finished.append((self.members[request], request))
-            heap = self._finish_ticks
-            while heap and heap[0] <= tick:
-                heapq.heappop(heap)
-            self.next_finish = heap[0] if heap else math.inf
+        if self.next_finish > tick:
+            if overflow:
+                self.sync()
+            return ()
+        finished = []
+        members = self.members
+        for request in self._calendar.pop(tick, ()):
+            since = decoders.get(request)
+            if since is None or self._finish_tick(request, since) != tick:
+                continue  # left the compact form (and maybe came back) since it was entered
+            self._bring_up_to_date(request, since)
+            self._release(request, explicit=False)
+            finished.append((members.pop(request), request))
+        heap = self._finish_ticks
+        while heap and heap[0] <= tick:
+            heapq.heappop(heap)
+        self.next_finish = heap[0] if heap else math.inf
+        if len(finished) > 1:
             finished.sort(key=_first)
-        if len(self._gap_ticks) > GAP_LOG_LIMIT:
+        if overflow:
             self.sync()
         return finished
 
