@@ -489,6 +489,7 @@ class Engine:
         stretch = None if self._async else getattr(self.scheduler, "decode_stretch", None)
         arrivals = self.arrivals
         metrics = self.metrics
+        series = metrics.series_interval is not None
         cost = self.cost
         while True:
             if until_time is not None and self.time >= until_time:
@@ -508,7 +509,9 @@ class Engine:
                         self.iteration += k
                         n += k
                         self.time = end
-                        if finished:
+                        if not finished:
+                            metrics.on_decode_iterations(start, ends, gaps, batch, used, binding)
+                        elif series:  # the finished are booked before the last iteration's series point
                             if k > 1:
                                 metrics.on_decode_iterations(start, ends[:-1], gaps[:-1], batch, used, binding)
                             metrics.on_gaps(float(gaps[-1]), batch)
@@ -517,7 +520,10 @@ class Engine:
                             metrics.on_iteration(last_start, end, batch, used_last, binding, batch,
                                                  len(finished), batch)
                         else:
-                            metrics.on_decode_iterations(start, ends, gaps, batch, used, binding)
+                            metrics.on_decode_iterations(start, ends, gaps, batch, used, binding, len(finished),
+                                                         used_last)
+                            for _, req in finished:
+                                self._finish(req, end)
                     self._stash = (self.iteration, part)
                     self._last_preempted = ()
                     continue

@@ -374,10 +374,13 @@ class MetricsCollector:
                 self._next_sample += self.series_interval
 
     def on_decode_iterations(self, start: float, ends, gaps, running: int, kv_used: int,
-                             binding: str) -> None:
+                             binding: str, completions: int = 0, kv_used_last: int = 0) -> None:
         """Book alike decode iterations back to back from `start` (the fast path): iteration j
         ends at ends[j]; in each, `running` requests each got one token `gaps[j]` after their
-        previous one and nobody finished; `kv_used` is the highest KV use among them. Books the
+        previous one and nobody finished, but `completions` in the last one (after which
+        `kv_used_last` blocks were in use); `kv_used` is the highest KV use among the others.
+        (With series sampling, the caller books those finished requests before the last
+        iteration, as one iteration at a time would.) Books the
         same numbers, to the last bit, as one on_gaps and one on_iteration call per iteration:
         the running integral and busy time are added up one gap at a time, in order (a left
         fold, `functools.reduce`, or numpy's cumsum, which also goes left to right)."""
@@ -400,10 +403,13 @@ class MetricsCollector:
         if gaps is not None:
             if self.series_interval is not None:
                 prev = start
-                for end, gap in zip(ends, gaps):
+                last = k - 1 if completions else k
+                for j, (end, gap) in enumerate(zip(ends, gaps)):
                     self.on_gaps(gap, running)
-                    self.on_iteration(prev, end, running=running, kv_used=kv_used, binding=binding,
-                                      tokens=running, completions=0, seats=running)
+                    if j == last:
+                        self.on_iteration(prev, end, running, kv_used_last, binding, running, completions, running)
+                    else:
+                        self.on_iteration(prev, end, running, kv_used, binding, running, 0, running)
                     prev = end
                 return
             if self.keep_records:
@@ -432,6 +438,8 @@ class MetricsCollector:
             self.max_running = running
         if kv_used > self.peak_kv_used:
             self.peak_kv_used = kv_used
+        if kv_used_last > self.peak_kv_used:
+            self.peak_kv_used = kv_used_last
         self.binding_counts[binding] += k
         tokens = running * k
         self.output_tokens += tokens
@@ -440,14 +448,15 @@ class MetricsCollector:
         if running and ends_tail[-1] > self.last_token_time:
             self.last_token_time = ends_tail[-1]
         # Kept as given (only the last RECENT_ITERATIONS are ever made into entries).
-        self._recent_booked.append((ends_tail, running))
+        self._recent_booked.append((ends_tail, running, completions))
         total = self._recent_total = self._recent_total + len(ends_tail)
         self._recent_ends_at.append(total)
         if total - self._recent_base > 2 * RECENT_ITERATIONS:
             self._trim_recent()
 
     # The iterations booked since the recent entries were last made (`_recent_booked`) are
-    # (end, tokens, completions) for one iteration, (ends, tokens) for alike decode iterations.
+    # (end, tokens, completions) for one iteration, (ends, tokens, completions in the last) for
+    # alike decode iterations (`ends` a list).
     def _trim_recent(self) -> None:
         """Drop the booked iterations the newest RECENT_ITERATIONS push out anyway (and the
         entries made before them)."""
@@ -465,8 +474,11 @@ class MetricsCollector:
         recent = self._recent_tokens
         if self._recent_booked:
             for entry in self._recent_booked:
-                if len(entry) == 2:
-                    recent.extend(zip(entry[0], repeat(entry[1]), repeat(0)))
+                ends = entry[0]
+                if ends.__class__ is list:
+                    recent.extend(zip(ends, repeat(entry[1]), repeat(0)))
+                    if entry[2]:
+                        recent[-1] = (ends[-1], entry[1], entry[2])
                 else:
                     recent.append(entry)
             self._recent_booked.clear()
