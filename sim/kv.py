@@ -147,7 +147,8 @@ class BlockPool:
 
     def blocks_needed(self, request_id: str, total_tokens: int) -> int:
         """New blocks a sequence needs to hold `total_tokens` tokens."""
-        return max(0, self.blocks_for(total_tokens) - self._held.get(request_id, 0))
+        need = -(-total_tokens // self.block_size) - self._held.get(request_id, 0)
+        return need if need > 0 else 0
 
     def try_allocate(self, request_id: str, total_tokens: int, reserve: int = 0) -> bool:
         """Grow a sequence to hold `total_tokens`; fails (taking nothing) unless `reserve` blocks

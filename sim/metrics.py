@@ -336,9 +336,10 @@ class MetricsCollector:
             self._sample_itl_max = gap
 
     def on_iteration(self, start: float, end: float, running: int, kv_used: int, binding: str,
-                     tokens: int, completions: int, seats: int = 0, padded: int = 0,
-                     repeat: int = 1) -> None:
-        """Book `repeat` alike iterations ending at `end` (the fast path batches them)."""
+                     tokens: int, completions: int, seats: int = 0, padded: int = 0) -> None:
+        """Book one iteration from `start` to `end`: `running` requests in it, `kv_used` blocks
+        in use after it, its binding limit, the tokens it emitted and the requests that
+        finished with it, the seats it filled (`padded` of them with padding)."""
         dt = end - start
         self.running_integral += running * dt
         self.busy_time += dt
@@ -346,7 +347,7 @@ class MetricsCollector:
             self.max_running = running
         if kv_used > self.peak_kv_used:
             self.peak_kv_used = kv_used
-        self.binding_counts[binding] += repeat
+        self.binding_counts[binding] += 1
         self.seat_iterations += seats
         if padded:
             self.padded_seat_iterations += padded

@@ -216,53 +216,63 @@ class ContinuousScheduler(Scheduler):
 
         # Then admit waiting requests, unless this iteration had to preempt.
         stop_reason = ""
-        if not out.preempted:
+        if not out.preempted and waiting:
+            members = running.members
+            max_num_seqs = cfg.max_num_seqs
+            caching = pool.caching
+            chunked = cfg.enable_chunked_prefill
+            reserve_full_isl = cfg.scheduler_reserve_full_isl
+            scheduled = out.scheduled
             while waiting and budget > 0:
-                if len(running.members) >= cfg.max_num_seqs:  # ">=": a live dial may drop below the running count
+                if len(members) >= max_num_seqs:  # ">=": a live dial may drop below the running count
                     stop_reason = "max_num_seqs"
                     break
                 req = waiting.peek_request()
                 computed = req.num_computed_tokens
+                num_tokens = req.num_tokens
                 hit = NO_HIT
-                if pool.caching and not computed:
+                if caching and not computed:
                     hit = pool.find_cached(req)  # (a preempted request looks again)
                     computed = hit.num_blocks * pool.block_size
-                n = req.num_tokens - computed
+                n = num_tokens - computed
                 if 0 < threshold < n:
                     n = threshold
-                if not cfg.enable_chunked_prefill and n > budget:
-                    stop_reason = "token_budget"
-                    break
                 if n > budget:
+                    if not chunked:
+                        stop_reason = "token_budget"
+                        break
                     n = budget
                     work_left = True
-                reserve = self.watermark_blocks if running.members else 0
-                if cfg.scheduler_reserve_full_isl:
+                reserve = self.watermark_blocks if members else 0
+                if reserve_full_isl:
                     # Hit blocks cost nothing, unless they are evictable: touching them takes them
                     # out of the free queue.
-                    need = pool.blocks_needed(req.request_id, min(req.num_tokens, max_model_len)) \
-                        - hit.num_blocks + hit.evictable
+                    need = pool.blocks_needed(req.request_id, num_tokens if num_tokens < max_model_len
+                                              else max_model_len) - hit.num_blocks + hit.evictable
                     if need + reserve > pool.free:
                         stop_reason = "kv_cache"
                         break
+                total = computed + n
+                if total > max_model_len:
+                    total = max_model_len
                 if hit is NO_HIT:
-                    if not pool.try_allocate(req.request_id, min(computed + n, max_model_len), reserve):
+                    if not pool.try_allocate(req.request_id, total, reserve):
                         stop_reason = "kv_cache"
                         break
-                elif not pool.admit(req, hit, min(computed + n, max_model_len), reserve):
+                elif not pool.admit(req, hit, total, reserve):
                     stop_reason = "kv_cache"
                     break
-                if pool.caching:
+                if caching:
                     pool.cache_blocks(req, computed + n)
                     req.num_computed_tokens = computed
                     # The lookup counted as vLLM's PrefixCacheStats counts it: queries and hits in
                     # tokens, first admissions and resumptions apart.
                     stats = self.prefix_stats
                     if req.num_preemptions:
-                        stats[2] += req.num_tokens
+                        stats[2] += num_tokens
                         stats[3] += computed
                     else:
-                        stats[0] += req.num_tokens
+                        stats[0] += num_tokens
                         stats[1] += computed
                         req.num_cached_tokens = computed
                     self.last_hits[req.request_id] = computed
@@ -270,7 +280,7 @@ class ContinuousScheduler(Scheduler):
                 req.status = RUNNING
                 running.admit(req)
                 out.admitted.append(req)
-                out.scheduled.append((req, n, computed, False))
+                scheduled.append((req, n, computed, False))
                 budget -= n
             if waiting and budget <= 0 and not stop_reason:
                 stop_reason = "token_budget"
