@@ -136,9 +136,11 @@ class RunningSet:
         computed = request.num_computed_tokens + self.blocks_taken
         self.pool.settle(request, computed)
 
-    def _release(self, request: Request, explicit: bool = True) -> None:
-        """Stop holding an up-to-date decoder compactly; it becomes explicit (or, if not
-        `explicit`, leaves the compact form only: the caller takes it out of the set)."""
+    def _release(self, request: Request, since: int, explicit: bool = True) -> None:
+        """Bring a decoder (exact as of tick `since`) up to date and stop holding it compactly; it
+        becomes explicit (or, if not `explicit`, leaves the compact form only: the caller takes
+        it out of the set)."""
+        self._bring_up_to_date(request, since)
         tick = self.decoders.pop(request)
         outputs = request.num_output_tokens
         prompt = request.prompt_len
@@ -149,8 +151,7 @@ class RunningSet:
 
     def make_explicit(self, request: Request) -> None:
         """Hold one decoder explicitly from now on (its fields brought up to date)."""
-        self._bring_up_to_date(request, self.decoders[request])
-        self._release(request)
+        self._release(request, self.decoders[request])
 
     def sync(self) -> None:
         """Bring every decoder's Request fields and block holding up to date (they stay
@@ -222,8 +223,7 @@ class RunningSet:
             since = decoders.get(request)
             if since is None or self._finish_tick(request, since) != tick:
                 continue  # left the compact form (and maybe came back) since it was entered
-            self._bring_up_to_date(request, since)
-            self._release(request, explicit=False)
+            self._release(request, since, explicit=False)
             finished.append((members.pop(request), request))
         heap = self._finish_ticks
         while heap and heap[0] <= tick:
