@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from itertools import chain
-from operator import sub
 from dataclasses import dataclass
 
 import numpy as np
@@ -271,14 +269,16 @@ class CostModel:
         t_linear, t_allreduce, overhead = parts
         per_token = self._t_kv_per_token
         ends: list[float] = []
-        add_end = ends.append
+        gaps: list[float] = []
         end = start
         for context in range(total_context, total_context + batch * count, batch):
-            end = end + (t_linear + context * per_token + t_allreduce + overhead)
-            add_end(end)
-            if end >= limit:
+            new = end + (t_linear + context * per_token + t_allreduce + overhead)
+            ends.append(new)
+            gaps.append(new - end)
+            if new >= limit:
                 break
-        return ends, list(map(sub, ends, chain((start,), ends)))
+            end = new
+        return ends, gaps
 
     def decode_times(self, batch: int | np.ndarray, total_context: np.ndarray) -> np.ndarray:
         """`decode_time` over arrays (numpy broadcasting); 0 where the batch is empty. The same

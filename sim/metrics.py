@@ -21,9 +21,8 @@ from bisect import bisect_left, bisect_right
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
-from functools import reduce
 from itertools import repeat
-from operator import add, attrgetter, mul
+from operator import attrgetter
 
 import numpy as np
 
@@ -383,8 +382,8 @@ class MetricsCollector:
         (With series sampling, the caller books those finished requests before the last
         iteration, as one iteration at a time would.) Books the
         same numbers, to the last bit, as one on_gaps and one on_iteration call per iteration:
-        the running integral and busy time are added up one gap at a time, in order (a left
-        fold, `functools.reduce`, or numpy's cumsum, which also goes left to right)."""
+        the running integral and busy time are added up one gap at a time, in order (a loop, or
+        numpy's cumsum, which also goes left to right)."""
         k = len(ends)
         if gaps.__class__ is not list:
             if isinstance(gaps, np.ndarray) and self.series_interval is None and self.keep_records:
@@ -427,8 +426,13 @@ class MetricsCollector:
                     else:
                         self._count_tokens_in(ends, running)
             # The same float additions in the same order as per-iteration booking (dt is the gap).
-            self.running_integral = reduce(add, map(mul, repeat(running), gaps), self.running_integral)
-            self.busy_time = reduce(add, gaps, self.busy_time)
+            ri = self.running_integral
+            busy = self.busy_time
+            for gap in gaps:
+                ri += running * gap
+                busy += gap
+            self.running_integral = ri
+            self.busy_time = busy
             top = max(gaps)
             ends_tail = ends if k <= RECENT_ITERATIONS else ends[k - RECENT_ITERATIONS:]
         if top > self.max_itl:
