@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from array import array
 from bisect import bisect_left, bisect_right
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from itertools import repeat
@@ -291,7 +291,8 @@ class MetricsCollector:
     kv_usable: int = 1
     seat_iterations: int = 0
     padded_seat_iterations: int = 0
-    binding_counts: Counter = field(default_factory=Counter)
+    # Iterations by binding limit (a plain dict: a Counter's item update costs twice as much).
+    binding_counts: dict = field(default_factory=lambda: dict.fromkeys(BINDING_LIMITS, 0))
     first_arrival: float | None = None
     last_token_time: float = 0.0
     max_itl: float = 0.0
@@ -346,7 +347,10 @@ class MetricsCollector:
             self.max_running = running
         if kv_used > self.peak_kv_used:
             self.peak_kv_used = kv_used
-        self.binding_counts[binding] += 1
+        try:
+            self.binding_counts[binding] += 1
+        except KeyError:
+            self.binding_counts[binding] = 1
         self.seat_iterations += seats
         if padded:
             self.padded_seat_iterations += padded
@@ -435,21 +439,22 @@ class MetricsCollector:
             self.busy_time = busy
             top = max(gaps)
             ends_tail = ends if k <= RECENT_ITERATIONS else ends[k - RECENT_ITERATIONS:]
+        # (No series is sampled here: the per-sample figures are left alone.)
         if top > self.max_itl:
             self.max_itl = top
-        if top > self._sample_itl_max:
-            self._sample_itl_max = top
         if running > self.max_running:
             self.max_running = running
         if kv_used > self.peak_kv_used:
             self.peak_kv_used = kv_used
         if kv_used_last > self.peak_kv_used:
             self.peak_kv_used = kv_used_last
-        self.binding_counts[binding] += k
+        try:
+            self.binding_counts[binding] += k
+        except KeyError:
+            self.binding_counts[binding] = k
         tokens = running * k
         self.output_tokens += tokens
         self.seat_iterations += tokens
-        self._sample_tokens += tokens
         if running and ends_tail[-1] > self.last_token_time:
             self.last_token_time = ends_tail[-1]
         # Kept as given (only the last RECENT_ITERATIONS are ever made into entries).

@@ -110,7 +110,10 @@ class RunningSet:
         self.decoders[request] = tick
         self._crossing[(tick - prompt - outputs + 1) % self.block_size] += 1
         self._context += prompt + outputs - tick
-        end = tick + min(request.output_len - outputs, self.max_model_len - prompt - outputs)
+        left = request.output_len - outputs
+        if left > self.max_model_len - prompt - outputs:
+            left = self.max_model_len - prompt - outputs
+        end = tick + left
         slot = self._calendar.get(end)
         if slot is None:
             self._calendar[end] = [request]
@@ -200,18 +203,19 @@ class RunningSet:
             blocks = self.decode_blocks_over(ticks)
             if blocks:
                 self.pool.take(blocks)
+        tick = self.tick
         if decoders:
             # The gap log: a stack of decreasing maxima, the largest gap from each tick on.
             log_ticks, values = self._gap_ticks, self._gap_values
             while values and values[-1] <= largest_gap:
                 values.pop()
                 log_ticks.pop()
-            log_ticks.append(self.tick)
+            log_ticks.append(tick)
             values.append(largest_gap)
             overflow = len(log_ticks) > GAP_LOG_LIMIT
         else:
             overflow = False
-        tick = self.tick = self.tick + ticks
+        tick = self.tick = tick + ticks
         self.last_token_time = end
         if self.next_finish > tick:
             if overflow:
@@ -239,9 +243,11 @@ class RunningSet:
         """New blocks the decoders need in the next `ticks` ticks, all told (every decoder needs
         one each `block_size` ticks)."""
         size = self.block_size
-        cycles, rest = divmod(ticks, size)
         first = self.tick % size
         crossing = self._crossing
+        if first + ticks <= size:  # (within one cycle of residues: most stretches)
+            return crossing[first] if ticks == 1 else sum(crossing[first:first + ticks])
+        cycles, rest = divmod(ticks, size)
         partial = sum(crossing[first:first + rest])
         if first + rest > size:
             partial += sum(crossing[:first + rest - size])
