@@ -216,9 +216,11 @@ class Arrivals:
                     spec = replace(spec, arrival_time=t)  # sent when a slot freed up
             if spec.conversation and self.workload.turns > 1:
                 self._talking[spec.request_id] = spec
-        else:
+        elif self._submitted:
             spec = self._submitted.pop(0)
             self.origin = None
+        else:
+            return None  # nothing will arrive (asked at an infinite `now`)
         self._update_next()
         return spec
 
