@@ -79,6 +79,7 @@ class Arrivals:
         self.cap = workload.max_concurrency
         self.generated = 0
         self.next_at = math.inf
+        self._next_from_workload = False  # the request due at next_at is the workload's
         self._pending: deque[RequestSpec] = deque()
         # A finite workload's requests not yet in _pending (a RequestQueue: arrays, made into
         # specs a block at a time as _pending runs low), or None.
@@ -171,51 +172,55 @@ class Arrivals:
 
     # -- delivery
     def _update_next(self) -> None:
+        """When the next request is due (`next_at`), and whether it is the workload's
+        (`_next_from_workload`): the workload's head, once the client has a free slot for it
+        (then, if it waited for one, when the slot freed up), unless a submitted request comes
+        earlier (among equal times, the workload's first)."""
         t = math.inf
         pending = self._pending
         cap = self.cap
+        from_workload = False
         if pending and (not cap or self._free_slots):
             t = pending[0].arrival_time
             if cap:
                 t = max(t, self._free_slots[0])
+            from_workload = True
         submitted = self._submitted
         if submitted and submitted[0].arrival_time < t:
             t = submitted[0].arrival_time
+            from_workload = False
         self.next_at = t
+        self._next_from_workload = from_workload
 
     def pop_due(self, now: float) -> RequestSpec | None:
         """The next request that has arrived by `now`, or None. Call until None."""
-        if self.next_at > now:
+        t = self.next_at
+        if t > now:
             return None
-        pending = self._pending
-        submitted = self._submitted
-        cap = self.cap
-        spec = None
-        if pending and (not cap or self._free_slots):
-            t = pending[0].arrival_time
-            if cap:
-                t = max(t, self._free_slots[0])
-            if t <= now and not (submitted and submitted[0].arrival_time < t):
-                spec = pending.popleft()
-                if self.endless:
-                    mark = self._chunks[0]
-                    self.origin = (mark[0], mark[1])
-                    mark[1] += 1
-                    mark[2] -= 1
-                    if not mark[2]:
-                        self._chunks.popleft()
-                if len(pending) < REFILL_BELOW and (self.endless or self._drawn is not None):
-                    self._refill()
-                if cap:
-                    self._free_slots.popleft()
-                    self._in_flight.add(spec.request_id)
-                    if t != spec.arrival_time:
-                        spec = replace(spec, arrival_time=t)  # sent when a slot freed up
-                if spec.conversation and self.workload.turns > 1:
-                    self._talking[spec.request_id] = spec
-        if spec is None and submitted and submitted[0].arrival_time <= now:
-            spec = submitted.pop(0)
+        if self._next_from_workload:
+            pending = self._pending
+            spec = pending.popleft()
+            if self.endless:
+                mark = self._chunks[0]
+                self.origin = (mark[0], mark[1])
+                mark[1] += 1
+                mark[2] -= 1
+                if not mark[2]:
+                    self._chunks.popleft()
+            if len(pending) < REFILL_BELOW and (self.endless or self._drawn is not None):
+                self._refill()
+            if self.cap:
+                self._free_slots.popleft()
+                self._in_flight.add(spec.request_id)
+                if t != spec.arrival_time:
+                    spec = replace(spec, arrival_time=t)  # sent when a slot freed up
+            if spec.conversation and self.workload.turns > 1:
+                self._talking[spec.request_id] = spec
+        elif self._submitted:
+            spec = self._submitted.pop(0)
             self.origin = None
+        else:
+            return None  # nothing will arrive (asked at an infinite `now`)
         self._update_next()
         return spec
 

@@ -224,9 +224,10 @@ class Engine:
         return lambda spec: self._refusal(spec, config) is None
 
     def _request(self, spec: RequestSpec, seq: int) -> Request:
+        # (Positional: one is made for every arrival. Request(request_id, arrival_time, prompt_len,
+        # output_len, priority, pool, seq, prompt_segments, output_segment).)
         return Request(spec.request_id, spec.arrival_time, spec.prompt_len, 1 if self.encoder else spec.output_len,
-                       priority=spec.priority, pool=spec.pool, seq=seq,
-                       prompt_segments=spec.prompt_segments, output_segment=spec.output_segment)
+                       spec.priority, spec.pool, seq, spec.prompt_segments, spec.output_segment)
 
     def _admit_arrivals(self) -> None:
         """Queue every request that has arrived by now, in arrival order (the workload's first

@@ -118,6 +118,9 @@ def _id_numbers(rids) -> list[int]:
         numbers = list(map(int, rids))
     except (ValueError, TypeError):  # some are not numbers: which, one at a time
         return [_id_numbers((rid,))[0] for rid in rids] if len(rids) > 1 else [-1]
+    # The usual batch (every id a number, written plainly) is told whole, at C speed.
+    if numbers and min(numbers) >= 0 and max(numbers) < 1 << 63 and list(map(str, numbers)) == list(rids):
+        return numbers
     return [n if 0 <= n < 1 << 63 and text == rid else -1
             for n, text, rid in zip(numbers, map(str, numbers), rids)]
 
@@ -153,6 +156,8 @@ class RecordTable:
     def _codes_of(self, kind: str, names) -> array:
         """The codes of these names (new names coded in order of first appearance)."""
         codes = {name: self._code(kind, name) for name in dict.fromkeys(names)}
+        if len(codes) == 1:  # (the usual batch: one pool, one finish reason)
+            return array("b", codes.values()) * len(names)
         return array("b", map(codes.__getitem__, names))
 
     def add(self, row: tuple) -> None:
@@ -173,15 +178,18 @@ class RecordTable:
             return
         (rids, pools, arrival, prompt, output, ttft, e2e, tpot, preemptions, max_itl, reasons,
          cached) = zip(*rows)
+        try:
+            tpots = array("d", tpot)
+        except TypeError:  # one-token answers have none: NaN
+            tpots = array("d", [math.nan if x is None else x for x in tpot])
         floats = {"arrival_time": array("d", arrival), "ttft": array("d", ttft), "e2e": array("d", e2e),
-                  "tpot": array("d", [math.nan if x is None else x for x in tpot]),
-                  "max_itl": array("d", max_itl)}
+                  "tpot": tpots, "max_itl": array("d", max_itl)}
         ints = {"prompt_len": array("i", prompt), "output_len": array("i", output),
                 "num_preemptions": array("i", preemptions), "num_cached_tokens": array("i", cached)}
         numbers = _id_numbers(rids)
         ids = array("q", numbers)
         first = len(self._ids)
-        other = {first + k: rid for k, rid in enumerate(rids) if numbers[k] < 0}
+        other = {first + k: rid for k, rid in enumerate(rids) if numbers[k] < 0} if min(numbers) < 0 else {}
         pool_codes = self._codes_of("pool", pools)
         reason_codes = self._codes_of("reason", reasons)
         for name, column in floats.items():

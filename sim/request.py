@@ -103,21 +103,30 @@ class Request:
 def check_request(req_id: str, prompt_len: int, output_len: int, config: EngineConfig,
                   usable_blocks: int, block_size: int) -> None:
     """Refuse, with the limit named, a request that vLLM would refuse or could never serve."""
-    if isinstance(prompt_len, bool) or not isinstance(prompt_len, int) or prompt_len <= 0:
+    # (Called for every arrival: a plain int is told apart from other numbers with one call.)
+    if (type(prompt_len) is not int and not _whole(prompt_len)) or prompt_len <= 0:
         raise RequestRejected(req_id, f"prompt_len must be a whole number > 0, got {prompt_len!r}")
-    if isinstance(output_len, bool) or not isinstance(output_len, int) or output_len <= 0:
+    if (type(output_len) is not int and not _whole(output_len)) or output_len <= 0:
         raise RequestRejected(req_id, f"output_len must be a whole number > 0, got {output_len!r}")
-    if prompt_len >= config.max_model_len:
+    max_model_len = config.max_model_len
+    if prompt_len >= max_model_len:
         raise RequestRejected(
             req_id, f"its prompt of {prompt_len} tokens is not shorter than max_model_len "
-                    f"({config.max_model_len})")
-    peak_tokens = min(prompt_len + output_len - 1, config.max_model_len - 1)
+                    f"({max_model_len})")
+    peak_tokens = prompt_len + output_len - 1
+    if peak_tokens >= max_model_len:
+        peak_tokens = max_model_len - 1
     peak_blocks = -(-peak_tokens // block_size)
     if peak_blocks > usable_blocks:
         raise RequestRejected(
             req_id, f"it needs {peak_blocks} KV blocks ({prompt_len} + {output_len} - 1 = {peak_tokens} "
                     f"tokens) but the cache has only {usable_blocks} usable blocks of {block_size} tokens "
                     f"({usable_blocks * block_size} tokens); it could never be served")
+
+
+def _whole(value) -> bool:
+    """An int that is not a bool (True is not a token count)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def check_segments(req_id: str, segments, prompt_len: int) -> tuple[tuple[str, int], ...] | None:

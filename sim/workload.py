@@ -30,7 +30,7 @@ import json
 import math
 import re
 from collections import deque
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -59,6 +59,31 @@ def answer_segment(conversation: str, turn: int) -> str:
     return f"{conversation}/a{turn}"
 
 
+def _slot_setting_init(cls):
+    """Give a frozen, slotted dataclass an `__init__` with the same parameters and defaults (read
+    from its fields) that sets each slot through the slot's own descriptor, not through
+    `object.__setattr__` as the generated one does: about half the cost, and a RequestSpec is
+    made for every request that arrives. Its instances stay frozen (assignment still raises)."""
+    params, lines, namespace = [], [], {}
+    for f in fields(cls):
+        if f.default_factory is not MISSING or not f.init or f.kw_only:
+            raise TypeError(f"{cls.__name__}.{f.name}: only plain fields are supported")
+        if f.default is MISSING:
+            params.append(f.name)
+        else:
+            namespace[f"_default_{f.name}"] = f.default
+            params.append(f"{f.name}=_default_{f.name}")
+        namespace[f"_set_{f.name}"] = cls.__dict__[f.name].__set__
+        lines.append(f"    _set_{f.name}(self, {f.name})")
+    exec(f"def __init__(self, {', '.join(params)}):\n" + "\n".join(lines), namespace)
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__module__ = cls.__module__
+    cls.__init__ = init
+    return cls
+
+
+@_slot_setting_init
 @dataclass(frozen=True, slots=True)
 class RequestSpec:
     """One request as the workload produces it (before the engine owns it)."""
@@ -370,26 +395,38 @@ class RequestQueue:
                             for a in (self._times, self._prompt, self._output, self._batch, self._groups))
         self._block_start, self._block_end = i, end
 
-    def _make(self, i: int) -> RequestSpec:
-        if not self._block_start <= i < self._block_end:
-            self._read_block(i)
-        k = i - self._block_start
-        times, prompts, outputs, batches, groups = self._block
-        rid = str(self._first_index + i)
-        batch = batches is not None and batches[k]
-        prompt = prompts[k]
-        talk = self._turns > 1 and not batch  # a batch-pool request is one turn
-        segments = None
-        if self._prefix_len or talk:
-            own = (f"{rid}/q1", prompt) if talk else (rid, prompt)
-            segments = (own,)
-            if self._prefix_len:
-                group = 0 if groups is None else groups[k]
-                segments = ((PREFIX_SEGMENT.format(group), self._prefix_len), own)
-                prompt += self._prefix_len
-        return RequestSpec(request_id=rid, arrival_time=times[k], prompt_len=prompt,
-                           output_len=outputs[k], pool="batch" if batch else self._pool,
-                           prompt_segments=segments, conversation=rid if talk else "")
+    def _make(self, start: int, end: int) -> list[RequestSpec]:
+        """Requests start, start + 1, ..., end - 1 as RequestSpecs."""
+        specs = []
+        append = specs.append
+        prefix_len = self._prefix_len
+        talks = self._turns > 1
+        own_pool = self._pool
+        i = start
+        while i < end:
+            if not self._block_start <= i < self._block_end:
+                self._read_block(i)
+            base = self._block_start
+            stop = min(end, self._block_end)
+            first = self._first_index + base
+            times, prompts, outputs, batches, groups = self._block
+            for k in range(i - base, stop - base):
+                rid = str(first + k)
+                batch = batches is not None and batches[k]
+                prompt = prompts[k]
+                talk = talks and not batch  # a batch-pool request is one turn
+                segments = None
+                if prefix_len or talk:
+                    own = (f"{rid}/q1", prompt) if talk else (rid, prompt)
+                    segments = (own,)
+                    if prefix_len:
+                        group = 0 if groups is None else groups[k]
+                        segments = ((PREFIX_SEGMENT.format(group), prefix_len), own)
+                        prompt += prefix_len
+                append(RequestSpec(rid, times[k], prompt, outputs[k], pool="batch" if batch else own_pool,
+                                   prompt_segments=segments, conversation=rid if talk else ""))
+            i = stop
+        return specs
 
     def __len__(self) -> int:
         return self._count - self._next + (self._head is not None) + len(self._more)
@@ -407,8 +444,9 @@ class RequestQueue:
 
     def _take(self) -> RequestSpec:
         if self._next < self._count:
-            spec = self._make(self._next)
-            self._next += 1
+            i = self._next
+            spec = self._make(i, i + 1)[0]
+            self._next = i + 1
             return spec
         if self._more:
             return self._more.popleft()
@@ -419,7 +457,7 @@ class RequestQueue:
         specs = [] if self._head is None else [self._head]
         self._head = None
         end = min(self._count, self._next + n - len(specs))
-        specs.extend(map(self._make, range(self._next, end)))
+        specs += self._make(self._next, end)
         self._next = end
         more = self._more
         while len(specs) < n and more:

@@ -61,7 +61,8 @@ class ContinuousScheduler(Scheduler):
 
     def add_request(self, request) -> None:
         """Queue an arrival (a Request, or with a lazy queue a `LazyRun` of them)."""
-        self._arrival_may_change_schedule()
+        if self._steady_binding is not None:  # (nearly always None when a request arrives)
+            self._arrival_may_change_schedule()
         self.waiting.add_request(request)
 
     def extend_run(self, run, accepted: bool) -> None:

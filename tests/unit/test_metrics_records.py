@@ -102,3 +102,16 @@ def test_the_recent_iterations_are_the_last_ones_however_they_were_booked():
             if step % 97 == 0:
                 assert list(metrics._recent_iterations()) == every[-RECENT_ITERATIONS:]
         assert list(metrics._recent_iterations()) == every[-RECENT_ITERATIONS:]
+
+
+def test_a_batch_of_one_pool_and_plain_ids_reads_back_as_its_records():
+    """The usual batch (every id a plain number, one pool, one finish reason, every answer with a
+    TPOT) is folded whole; what it reads back is what went in, next to a batch that is not."""
+    table = RecordTable()
+    plain = [RequestRecord(str(i), "chat", i * 0.5, 512, 256, 0.1, 1.5, 0.005, 0, 0.02, "length", 0)
+             for i in range(5000)]
+    mixed = [_record(i, rid=f"r{i}" if i % 3 else None, tpot=None if i % 2 else 0.01) for i in range(50)]
+    for rec in plain + mixed:
+        table.append(rec)
+    assert list(table) == plain + mixed
+    assert table.column("tpot")[:5000].tolist() == [0.005] * 5000
