@@ -56,7 +56,9 @@ class RunningSet:
     def _clear_compact_state(self) -> None:
         self._crossing = [0] * self.block_size  # decoders by the tick residue at which they need a block
         self._context = 0  # S
-        self._calendar: dict[int, list[Request]] = {}  # tick -> decoders that finish with it
+        # tick -> decoders that finish with it, as (request, its tick minus its outputs when it
+        # joined: the same for as long as it stays compact, and the finish tick follows from it)
+        self._calendar: dict[int, list[tuple[Request, int]]] = {}
         self._finish_ticks: list[int] = []  # heap of the calendar's ticks
         self.next_finish = math.inf  # no decoder finishes before this tick
         self._gap_ticks: list[int] = []
@@ -116,12 +118,12 @@ class RunningSet:
         end = tick + left
         slot = self._calendar.get(end)
         if slot is None:
-            self._calendar[end] = [request]
+            self._calendar[end] = [(request, tick - outputs)]
             heapq.heappush(self._finish_ticks, end)
             if end < self.next_finish:
                 self.next_finish = end
         else:
-            slot.append(request)
+            slot.append((request, tick - outputs))
 
     def _bring_up_to_date(self, request: Request, since: int) -> None:
         """Set a decoder's fields (exact as of tick `since`) to their values now."""
@@ -223,9 +225,9 @@ class RunningSet:
             return ()
         finished = []
         members = self.members
-        for request in self._calendar.pop(tick, ()):
+        for request, offset in self._calendar.pop(tick, ()):
             since = decoders.get(request)
-            if since is None or self._finish_tick(request, since) != tick:
+            if since is None or since - request.num_output_tokens != offset:
                 continue  # left the compact form (and maybe came back) since it was entered
             self._release(request, since, explicit=False)
             finished.append((members.pop(request), request))
@@ -262,10 +264,6 @@ class RunningSet:
             return [crossing[(tick + j) % size] for j in range(ticks)]
         cycle = [crossing[(tick + j) % size] for j in range(size)]
         return (cycle * (ticks // size + 1))[:ticks]
-
-    def _finish_tick(self, request: Request, since: int) -> int:
-        outputs = request.num_output_tokens
-        return since + min(request.output_len - outputs, self.max_model_len - request.prompt_len - outputs)
 
 
 def _first(item):
