@@ -124,7 +124,7 @@ def run_case(case: dict) -> dict:
             sched.add_request(req)
             arrived.append(req)
         out = sched.schedule()
-        hits = dict(sched.last_hits)
+        hits = sched.prefix_hits(out)
         sched.sync()
         scheduled_tokens = {req.request_id: n for req, n in _batch(sched, out)}
         held_after_schedule = {req.request_id: pool.held(req.request_id) for req in sched.running}

@@ -47,7 +47,6 @@ class ContinuousScheduler(Scheduler):
         # Prefix cache lookups of admitted requests, in tokens: queries and hits of first
         # admissions, then of resumptions after a preemption.
         self.prefix_stats = [0, 0, 0, 0]
-        self.last_hits: dict[str, int] = {}  # this schedule()'s admissions: tokens hit (cleared by it)
 
     def set_config(self, config) -> None:
         # The compact form was built with the old dials (max_model_len sets finish ticks).
@@ -122,8 +121,6 @@ class ContinuousScheduler(Scheduler):
         running = self.running
         waiting = self.waiting
         out = SchedulerOutput()
-        if self.last_hits:
-            self.last_hits = {}
         budget = cfg.max_num_batched_tokens
         threshold = cfg.long_prefill_token_threshold
         # The long-prefill cap only matters when a request shares the engine with others.
@@ -276,7 +273,6 @@ class ContinuousScheduler(Scheduler):
                         stats[0] += num_tokens
                         stats[1] += computed
                         req.num_cached_tokens = computed
-                    self.last_hits[req.request_id] = computed
                 waiting.pop_request()
                 req.status = RUNNING
                 running.admit(req)
@@ -402,6 +398,14 @@ class ContinuousScheduler(Scheduler):
         if finished or output.joined:
             self._steady_binding = None
         return result
+
+    def prefix_hits(self, output: SchedulerOutput) -> dict[str, int]:
+        """The tokens each request admitted by this schedule() took from the prefix cache (vLLM's
+        prefix hit at admission; {} without caching): where its computation started."""
+        if not self.pool.caching or not output.admitted:
+            return {}
+        admitted = set(map(id, output.admitted))
+        return {req.request_id: before for req, _, before, _ in output.scheduled if id(req) in admitted}
 
     def describe(self, output: SchedulerOutput) -> list[WorkRow]:
         rows = super().describe(output)

@@ -90,7 +90,7 @@ def drive(config, num_blocks, block_size, requests, each_call=None, follow=None)
             sched.add_request(req)
             arrived.append(req)
         out = sched.schedule()
-        hits = dict(sched.last_hits)
+        hits = sched.prefix_hits(out)
         sched.sync()
         if each_call:
             each_call(sched, pool, hits)
