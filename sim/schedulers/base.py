@@ -16,23 +16,26 @@ class SchedulerOutput:
     compactly held decoders (one token each) are counted in `num_compact` and
     `compact_context` instead.
 
-    Made once an iteration: the lists filled by appending are the instance's own, every other
-    field keeps its class default until set (keyword arguments set fields at once)."""
+    Made once an iteration, with slots (every field an instance's own: a default read through
+    the class costs several times a slot's read); keyword arguments set fields at once."""
 
-    binding_limit: str = "none"
-    num_compact: int = 0  # compactly held decoders, one token each
-    compact_context: int = 0  # the KV tokens their attention reads
-    padded: int = 0  # seats running a token that nobody will read (static batching)
-    padded_context: int = 0  # KV tokens those padded seats still read
-    padded_prefill_tokens: int = 0  # prompt padding when a batch prefills to its longest prompt
-    encoder_batch: int = 0  # dynamic batching of an encoder: inputs in this forward pass
-    encoder_input_len: int = 0  # tokens per input in that pass (padded to the longest)
-    wake_at: float | None = None  # nothing to run until this time (dynamic batching's wait)
-    # Set when the batch's output is processed (continuous batching):
-    compact_finished: list[tuple[int, Request]] = ()  # (admission number, request)
-    finished: list[tuple[int, Request]] = ()  # (admission number, request)
+    __slots__ = ("binding_limit", "num_compact", "compact_context", "padded", "padded_context",
+                 "padded_prefill_tokens", "encoder_batch", "encoder_input_len", "wake_at", "compact_finished",
+                 "finished", "scheduled", "admitted", "preempted", "sampling", "joined")
 
     def __init__(self, **fields) -> None:
+        self.binding_limit: str = "none"
+        self.num_compact = 0  # compactly held decoders, one token each
+        self.compact_context = 0  # the KV tokens their attention reads
+        self.padded = 0  # seats running a token that nobody will read (static batching)
+        self.padded_context = 0  # KV tokens those padded seats still read
+        self.padded_prefill_tokens = 0  # prompt padding when a batch prefills to its longest prompt
+        self.encoder_batch = 0  # dynamic batching of an encoder: inputs in this forward pass
+        self.encoder_input_len = 0  # tokens per input in that pass (padded to the longest)
+        self.wake_at: float | None = None  # nothing to run until this time (dynamic batching's wait)
+        # Set when the batch's output is processed (continuous batching):
+        self.compact_finished: list[tuple[int, Request]] | tuple = ()  # (admission number, request)
+        self.finished: list[tuple[int, Request]] | tuple = ()  # (admission number, request)
         self.scheduled: list[tuple[Request, int, int, bool]] = []
         self.admitted: list[Request] = []
         self.preempted: list[Request] = []
@@ -40,7 +43,7 @@ class SchedulerOutput:
         self.joined: list[Request] = []  # explicit requests that became compact (set when processed)
         if fields:
             for name, value in fields.items():
-                if not hasattr(SchedulerOutput, name) and name not in self.__dict__:
+                if name not in SchedulerOutput.__slots__:
                     raise TypeError(f"SchedulerOutput has no field {name!r}")
                 setattr(self, name, value)
 
