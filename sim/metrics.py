@@ -364,7 +364,6 @@ class MetricsCollector:
             self.padded_seat_iterations += padded
         if tokens:
             self.output_tokens += tokens
-            self._sample_tokens += tokens
             if end > self.last_token_time:
                 self.last_token_time = end
             if self.keep_records:  # counted in its second of the run (see _tokens_per_s)
@@ -379,6 +378,7 @@ class MetricsCollector:
         if total - self._recent_base > 2 * RECENT_ITERATIONS:
             self._trim_recent()
         if self.series_interval is not None:
+            self._sample_tokens += tokens
             if self._next_sample is None:
                 self._next_sample = start + self.series_interval
             while end >= self._next_sample:
