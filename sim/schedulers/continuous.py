@@ -367,8 +367,6 @@ class ContinuousScheduler(Scheduler):
                 # Preempted while its token was in flight: it gets it, and it was its last.
                 stopped_waiting.append(req)
                 finished.append((math.inf, req))
-        for number, req in ended:
-            req.finish_reason = "stop" if req.num_output_tokens >= req.output_len else "length"
         if ended:
             finished.extend(ended)
             finished.sort(key=_first)
@@ -508,7 +506,6 @@ class ContinuousScheduler(Scheduler):
             ended = running.advance(count, end, top)
             used = pool.usable - pool.free - last_blocks
             for _, req in ended:
-                req.finish_reason = "stop" if req.num_output_tokens >= req.output_len else "length"
                 req.status = FINISHED
                 pool.free_request(req.request_id)
             stretches.append((start, end, last_start, ends, gaps, batch, last_context, used, binding, ended,

@@ -196,7 +196,8 @@ class RunningSet:
         getting one token in each; `largest_gap` is the longest of them. The blocks the decoders
         need in them are taken here (unless schedule() took them for its one tick). Returns the
         decoders whose last token came with the last tick, as (admission number, request) in
-        admission order, fields up to date and out of the set (the caller retires them; no
+        admission order, fields up to date (their finish reason too) and out of the set (the
+        caller retires them; no
         decoder may finish before the last tick: `next_finish` says when the first does)."""
         decoders = self.decoders
         if self.blocks_taken:
@@ -230,6 +231,7 @@ class RunningSet:
             if since is None or since - request.num_output_tokens != offset:
                 continue  # left the compact form (and maybe came back) since it was entered
             self._release(request, since, explicit=False)
+            request.finish_reason = "stop" if request.num_output_tokens >= request.output_len else "length"
             finished.append((members.pop(request), request))
         heap = self._finish_ticks
         while heap and heap[0] <= tick:
