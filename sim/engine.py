@@ -408,11 +408,6 @@ class Engine:
                 kv_used) -> IterationReport:
         """The one place an IterationReport is made (from what `_process` kept of the
         iteration; dials do not change between the two)."""
-        if out is None:  # the last of a stretch of alike decode iterations (DECODE_STRETCH_FIELDS)
-            batch, last_context, _, binding, finished = result[5:10]
-            out = SchedulerOutput(num_compact=batch, compact_context=last_context, binding_limit=binding,
-                                  compact_finished=finished, finished=finished)
-            result = UpdateResult(num_emitted=batch, finished=[req for _, req in finished])
         rows = self.scheduler.describe(out)
         if cost[0] == "encoder":
             breakdown = self.cost.encoder_pass(cost[1], cost[2])
@@ -447,10 +442,14 @@ class Engine:
         """The report of the last iteration run (headless runs make it only when asked)."""
         if self._stash is not None:
             stash, self._stash = self._stash, None
-            if len(stash) == 2:  # (index, the last decode stretch run)
-                index, part = stash
-                _, end, last_start, _, _, batch, last_context, _, _, _, used_last, running, waiting = part
-                stash = (index, last_start, end, (batch, last_context, ()), None, part, (), running, waiting, used_last)
+            if len(stash) == 2:  # (index, the last decode stretch run): its last iteration
+                index, part = stash  # (see sim.schedulers.continuous.DECODE_STRETCH_FIELDS)
+                _, end, last_start, _, _, batch, last_context, _, binding, finished, used_last, running, waiting = part
+                out = SchedulerOutput(num_compact=batch, compact_context=last_context, binding_limit=binding,
+                                      compact_finished=finished, finished=finished)
+                result = UpdateResult(num_emitted=batch, finished=[req for _, req in finished])
+                stash = (index, last_start, end, (batch, last_context, ()), out, result, (), running, waiting,
+                         used_last)
             self._last = self._report(*stash)
         return self._last
 
