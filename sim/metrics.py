@@ -392,10 +392,10 @@ class MetricsCollector:
         previous one and nobody finished, but `completions` in the last one (after which
         `kv_used_last` blocks were in use); `kv_used` is the highest KV use among the others.
         (With series sampling, the caller books those finished requests before the last
-        iteration, as one iteration at a time would.) Books the
-        same numbers, to the last bit, as one on_gaps and one on_iteration call per iteration:
-        the running integral and busy time are added up one gap at a time, in order (a loop, or
-        numpy's cumsum, which also goes left to right)."""
+        iteration, as one iteration at a time would.) Books the same numbers, to the last bit,
+        as one on_gaps and one on_iteration call per iteration: the running integral and busy
+        time are added up one gap at a time, in order (a loop, or numpy's cumsum, which also goes
+        left to right)."""
         k = len(ends)
         if gaps.__class__ is not list:
             if isinstance(gaps, np.ndarray) and self.series_interval is None and self.keep_records:
