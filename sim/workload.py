@@ -112,8 +112,8 @@ class RequestSpec:
         return answer_segment(self.conversation, self.turn) if self.conversation else None
 
 
-_SPEC_DEFAULTS = tuple(f.default for f in fields(RequestSpec) if f.name in ("priority", "hash_ids", "turn"))
-"""A drawn request's priority, hash ids and turn: RequestSpec's defaults (read off its fields)."""
+_SPEC_DEFAULTS = {f.name: f.default for f in fields(RequestSpec) if f.default is not MISSING}
+"""RequestSpec's defaults, read off its fields (a drawn request's priority, hash ids and turn)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -406,7 +406,7 @@ class RequestQueue:
         prefix_len = self._prefix_len
         talks = self._turns > 1
         own_pool = self._pool
-        priority, hash_ids, turn = _SPEC_DEFAULTS
+        priority, hash_ids, turn = (_SPEC_DEFAULTS[name] for name in ("priority", "hash_ids", "turn"))
         i = start
         while i < end:
             if not self._block_start <= i < self._block_end:
