@@ -95,6 +95,7 @@ class Arrivals:
         # The follow-up turns' lengths come from generators seeded from this (drawn only for
         # conversations, so other workloads draw as before).
         self._turn_seed = int(rng.integers(2**63)) if workload.turns > 1 else 0
+        self._listen(workload)
         self._refill(force=True)
         self._update_next()
 
@@ -130,6 +131,7 @@ class Arrivals:
         again with it (a finite workload is rebuilt by the engine instead; the concurrency cap
         restarts the run: it is not changed here)."""
         self.workload = workload
+        self._listen(workload)
         self._pending.clear()
         self._chunks.clear()
         self._segment += 1
@@ -150,6 +152,12 @@ class Arrivals:
         self._update_next()
 
     # -- the client: its cap and its conversations
+    def _listen(self, workload: WorkloadSpec) -> None:
+        """Set `listens`: whether a finish can matter to the client (`on_done` need not be called
+        otherwise): it has a cap, its conversations have turns to send, or turns sent before the
+        traffic changed are still pending."""
+        self.listens = bool(self.cap) or workload.turns > 1 or bool(self._talking)
+
     def on_done(self, request_id: str, now: float, served: bool = True, answered: int | None = None) -> None:
         """A request finished (or was refused, not `served`) with `answered` tokens generated:
         its slot at the client is free from `now`, and its conversation's next turn is sent

@@ -402,7 +402,9 @@ class Engine:
                                     cached if cached > 0 else 0))
         if not self._keep_requests:
             self.requests.pop(req.request_id, None)
-        self.arrivals.on_done(req.request_id, end, answered=req.num_output_tokens)
+        arrivals = self.arrivals
+        if arrivals.listens:
+            arrivals.on_done(req.request_id, end, answered=req.num_output_tokens)
 
     def _report(self, index, start, end, cost, out, result, preempted, running, waiting,
                 kv_used) -> IterationReport:

@@ -112,6 +112,10 @@ class RequestSpec:
         return answer_segment(self.conversation, self.turn) if self.conversation else None
 
 
+_SPEC_DEFAULTS = {f.name: f.default for f in fields(RequestSpec) if f.default is not MISSING}
+"""RequestSpec's defaults, read off its fields (a drawn request's priority, hash ids and turn)."""
+
+
 @dataclass(frozen=True, slots=True)
 class LengthSpec:
     """A distribution of token counts.
@@ -402,6 +406,7 @@ class RequestQueue:
         prefix_len = self._prefix_len
         talks = self._turns > 1
         own_pool = self._pool
+        priority, hash_ids, turn = (_SPEC_DEFAULTS[name] for name in ("priority", "hash_ids", "turn"))
         i = start
         while i < end:
             if not self._block_start <= i < self._block_end:
@@ -423,8 +428,11 @@ class RequestQueue:
                         group = 0 if groups is None else groups[k]
                         segments = ((PREFIX_SEGMENT.format(group), prefix_len), own)
                         prompt += prefix_len
-                append(RequestSpec(rid, times[k], prompt, outputs[k], pool="batch" if batch else own_pool,
-                                   prompt_segments=segments, conversation=rid if talk else ""))
+                # (Positional, every field given: one is made for every request. RequestSpec(request_id,
+                # arrival_time, prompt_len, output_len, priority, pool, hash_ids, prompt_segments, turn,
+                # conversation).)
+                append(RequestSpec(rid, times[k], prompt, outputs[k], priority, "batch" if batch else own_pool,
+                                   hash_ids, segments, turn, rid if talk else ""))
             i = stop
         return specs
 

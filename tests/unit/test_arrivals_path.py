@@ -42,3 +42,22 @@ def test_arrivals_come_in_time_order_workload_first_among_equal_times():
     assert got[:4] == ["early", "0", "1", "by-hand"]
     assert got[4:] == [str(i) for i in range(2, 600)]
     assert arrivals.exhausted and arrivals.next_at == math.inf and arrivals.pop_due(math.inf) is None
+
+
+def test_the_client_listens_to_finishes_while_a_cap_or_a_conversation_can_need_them():
+    plain = WorkloadSpec(arrival="poisson", request_rate=5.0, num_prompts=0,
+                         input=LengthSpec("fixed", 16), output=LengthSpec("fixed", 4))
+    assert not Arrivals(plain, np.random.default_rng(0)).listens  # the engine skips on_done
+    assert Arrivals(dataclasses.replace(plain, max_concurrency=2), np.random.default_rng(0)).listens
+    talks = dataclasses.replace(plain, turns=2)
+    arrivals = Arrivals(talks, np.random.default_rng(0))
+    assert arrivals.listens
+    first = arrivals.pop_due(arrivals.next_at)
+    assert first.turn == 1
+    # The turns dial drops while the first turn is in flight: its finish must still be heard (it
+    # ends the conversation), and then nothing needs the finishes any more.
+    arrivals.set_workload(plain, first.arrival_time)
+    assert arrivals.listens
+    arrivals.on_done(first.request_id, first.arrival_time + 1.0, answered=4)
+    arrivals.set_workload(plain, first.arrival_time + 1.0)
+    assert not arrivals.listens
