@@ -197,8 +197,8 @@ class RunningSet:
         need in them are taken here (unless schedule() took them for its one tick). Returns the
         decoders whose last token came with the last tick, as (admission number, request) in
         admission order, fields up to date (their finish reason too) and out of the set (the
-        caller retires them; no
-        decoder may finish before the last tick: `next_finish` says when the first does)."""
+        caller retires them; no decoder may finish before the last tick: `next_finish` says when
+        the first does)."""
         decoders = self.decoders
         if self.blocks_taken:
             self.blocks_taken = False
