@@ -503,7 +503,7 @@ class Engine:
                     self._admit_arrivals()
                 limit = arrivals.next_at if until_time is None else min(arrivals.next_at, until_time)
                 got = stretch(cost, self.time, limit, MAX_STRETCH if max_iterations is None
-                              else max_iterations - n)
+                              else max_iterations - n, arrivals.listens)
                 if got:
                     for part in got:  # (see sim.schedulers.continuous.DECODE_STRETCH_FIELDS)
                         start, end, last_start, ends, gaps, batch, _, used, binding, finished, used_last, _, _ = part

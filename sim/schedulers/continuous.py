@@ -427,15 +427,19 @@ class ContinuousScheduler(Scheduler):
         return [row for _, row in numbered]
 
     # -- steady decoding in bulk
-    def decode_stretch(self, cost, start: float, limit: float, max_iterations: int) -> list[tuple] | tuple:
+    def decode_stretch(self, cost, start: float, limit: float, max_iterations: int,
+                       until_finish: bool = False) -> list[tuple] | tuple:
         """Run alike decode iterations in bulk, as many as run before anything changes: every
         running request a compact decoder getting one token, nobody admitted (the queue empty or
         blocked the same way as last time), enough free blocks. Iterations are timed with the
         cost model's decode times and added up in order, and stop before the first that would
         start at or after `limit` (the next arrival or the caller's horizon). A stretch has one
         batch size and ends at the latest with the iteration in which decoders finish (they are
-        retired); with nobody waiting, the next stretch follows at once. The stretches run, in
-        order, as `DECODE_STRETCH_FIELDS` tuples (none if no such iteration is next)."""
+        retired); with nobody waiting, the next stretch follows at once, unless `until_finish` (the
+        client listens for finishes: a finish may send a request, a conversation's next turn or
+        one a concurrency cap held back, which must be admitted at the very next iteration). The
+        stretches run, in order, as `DECODE_STRETCH_FIELDS` tuples (none if no such iteration is
+        next)."""
         running = self.running
         if (self._steady_binding is None and self.waiting) or running.explicit or not running.decoders \
                 or max_iterations <= 0 or self.async_scheduling:
@@ -512,7 +516,7 @@ class ContinuousScheduler(Scheduler):
                               pool.usable - pool.free, len(running.members), len(self.waiting)))
             self._steady_binding = None
             max_iterations -= count
-            if self.waiting or not running.decoders or max_iterations <= 0:
+            if until_finish or self.waiting or not running.decoders or max_iterations <= 0:
                 break
             start = end
         return stretches
