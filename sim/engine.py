@@ -125,6 +125,7 @@ class Engine:
         self._last_preempted: tuple[str, ...] = ()
         self._carry_preempted: list[str] = []
         self._seq = 0
+        self.aborted = 0  # requests whose client went away (see abort)
 
     def _make_scheduler(self, config: EngineConfig, pool: BlockPool):
         lazy = self._lazy_queue
@@ -144,16 +145,47 @@ class Engine:
         self._build()
 
     # -- traffic
-    def submit(self, spec: RequestSpec) -> None:
+    def submit(self, spec: RequestSpec, *, arrived: bool = False) -> None:
         """Queue one request (validated: an unservable request is refused with a reason). It
-        arrives now, or at its own arrival time if that is later."""
+        arrives now, or at its own arrival time if that is later. `arrived`: its arrival time is
+        when it truly reached the server, kept even if the clock is past it (a server's request
+        that came while the iteration just run was on the GPU: it waits for the next schedule,
+        and its latencies count from when it came)."""
         if spec.arrival_time <= self.time:
-            self._add(replace(spec, arrival_time=self.time))
+            self._add(spec if arrived else replace(spec, arrival_time=self.time))
             if self.scheduler.has_work():
                 self.done = False  # a finished run has work again
         else:
             self.arrivals.submit(spec)
             self.done = False
+
+    def abort(self, request_id: str) -> bool:
+        """The client of a submitted request went away: it stops (waiting or running), its KV
+        blocks go back to the pool, and it is not booked as finished (vLLM counts an abort
+        apart). False if it is unknown or already finished. Continuous batching only."""
+        req = self.requests.get(request_id)
+        abort = getattr(self.scheduler, "abort", None)
+        if req is None or abort is None or not abort(req):
+            return False
+        self.aborted += 1
+        if not self._keep_requests:
+            self.requests.pop(request_id, None)
+        if not self.scheduler.has_work() and self._in_flight is None and self.arrivals.next_at == math.inf:
+            self.done = True
+        return True
+
+    def release(self, request_id: str) -> None:
+        """Forget a finished request whose results its caller has read (an engine made with
+        `keep_requests` keeps them until then: a server's memory stays bounded)."""
+        req = self.requests.get(request_id)
+        if req is not None and req.status == FINISHED:
+            del self.requests[request_id]
+
+    def sync(self) -> None:
+        """Bring every running request's fields (tokens, token times) up to date: the continuous
+        scheduler holds decoders compactly and settles them only when asked. For a caller that
+        reads the Request objects of `requests` between iterations (the HTTP server)."""
+        self.scheduler.sync()
 
     def _add(self, spec: RequestSpec, origin=None) -> None:
         """A request arrives: refused (headless: an error; live: a notice) or queued (`origin`:

@@ -92,6 +92,23 @@ class ContinuousScheduler(Scheduler):
         self.running.sync()
         return list(self.running)
 
+    def abort(self, req: Request) -> bool:
+        """The client went away: take `req` out wherever it is (running or waiting), free its
+        blocks and finish it with reason "abort", as vLLM's scheduler finishes an aborted
+        request. False if it had already finished. With async scheduling a batch in flight may
+        still hold it: its output is dropped when processed (see update_from_output)."""
+        if req.status == FINISHED:
+            return False
+        if req in self.running:
+            self.running.discard(req)
+        else:
+            self.waiting.remove_requests([req])
+        self.pool.free_request(req.request_id)
+        req.status = FINISHED
+        req.finish_reason = "abort"
+        self._steady_binding = None
+        return True
+
     def _preempt(self, req: Request) -> None:
         # Recompute preemption: drop the KV, keep the generated tokens, back to the queue.
         self.running.remove(req)
@@ -345,6 +362,9 @@ class ContinuousScheduler(Scheduler):
         finished = []  # (admission number, request)
         stopped_waiting = []
         for req in output.sampling:
+            if req.status == FINISHED:  # aborted while its batch was in flight
+                req.num_output_placeholders -= 1
+                continue
             outputs = req.num_output_tokens + 1
             req.num_output_tokens = outputs
             req.num_output_placeholders -= 1

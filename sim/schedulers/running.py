@@ -101,6 +101,13 @@ class RunningSet:
         del self.explicit[request]
         return self.members.pop(request)
 
+    def discard(self, request: Request) -> None:
+        """Take out a member however it is held (an aborted request); its block holding is
+        brought up to date first, so that freeing it frees what it really holds."""
+        if request in self.decoders:
+            self.make_explicit(request)
+        self.remove(request)
+
     # -- compact decoders
     def join(self, request: Request) -> None:
         """`request` has just sampled a token and decodes from now on, one token a tick: hold it
