@@ -111,7 +111,9 @@ def default_workload() -> WorkloadSpec:
                         burstiness=1.0)
 
 
-def build_setup(args: argparse.Namespace, *, rate_flag: bool = True) -> Setup:
+def build_setup(args: argparse.Namespace, *, rate_flag: bool = True, traffic: bool = True) -> Setup:
+    """`traffic` False: a server's setup (`batchtui serve`), whose requests come from outside: the
+    workload is empty and no traffic flag is read."""
     sc = Scenario.load(args.scenario) if args.scenario else Scenario(workload=default_workload())
     if args.profiles:
         sc = replace(sc, profiles_path=args.profiles)
@@ -132,7 +134,10 @@ def build_setup(args: argparse.Namespace, *, rate_flag: bool = True) -> Setup:
     if model.kind == "encoder" and "batching" not in engine and "batching" not in sc.engine:
         engine["batching"] = "dynamic"  # an encoder is served by dynamic batching only
     sc = sc.with_engine(**engine)
-    sc = replace(sc, workload=_workload(args, sc.workload, model, rate_flag, bool(args.scenario)))
+    if traffic:
+        sc = replace(sc, workload=_workload(args, sc.workload, model, rate_flag, bool(args.scenario)))
+    else:
+        sc = replace(sc, workload=WorkloadSpec(arrival="all-at-once", num_prompts=0))
     _check_like_vllm(args, sc, profiles, model)
     return Setup(sc, profiles)
 

@@ -1,0 +1,129 @@
+"""`batchtui serve`: vLLM's OpenAI-compatible server with the simulated engine behind it.
+
+Flags are `vllm serve`'s (the same table of dials as `sim`); the server listens on 127.0.0.1
+unless --host says otherwise (with a warning: the simulator answers anyone who can reach it).
+The HTTP side is batchtui.serve (aiohttp and prometheus-client, imported here only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+
+from . import args as a
+from . import options as o
+from .exits import EXIT_OK, UserError
+from .setup import build_setup, user_errors
+
+HELP = "serve vLLM's OpenAI-compatible API from the simulated engine, for real clients"
+LOCALHOST = ("127.0.0.1", "localhost", "::1")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = ("Serve /v1/completions, /v1/chat/completions, /v1/models, /health and /metrics as "
+                     "vllm serve does, answered by the simulated engine on the wall clock: point vllm "
+                     "bench serve, an OpenAI client or a router at it. Engine flags are vllm serve's.")
+    p.add_argument("model_tag", nargs="?", metavar="MODEL",
+                   help="the model, as vllm serve takes it (the same as --model)")
+    a.add_setup_args(p)
+    s = p.add_argument_group("server")
+    s.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; another one is reachable from elsewhere)")
+    s.add_argument("--port", type=_port, default=8000, help="port (default 8000; 0 = any free one)")
+    s.add_argument("--served-model-name", metavar="NAME",
+                   help="the model name the API answers to (default: the model's Hugging Face id)")
+    s.add_argument("--time-scale", type=o.positive_float, default=1.0, metavar="X",
+                   help="simulated seconds per real second: 10 runs ten times faster than the GPU would "
+                        "(default 1)")
+    s.add_argument("--record", metavar="FILE.jsonl",
+                   help="write every request served as a trace batchtui sim --workload replays "
+                        "(written when the server stops)")
+    s.add_argument("--seed", type=o.seed, metavar="N", help="random seed (default 0)")
+    p.set_defaults(func=run)
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {value}")
+    return value
+
+
+@user_errors
+def run(args: argparse.Namespace) -> int:
+    if args.model_tag is not None:
+        if args.model is not None and args.model != args.model_tag:
+            raise UserError(f"argument --model: {args.model!r} differs from the model given first ({args.model_tag!r})")
+        args.model = args.model_tag
+    setup = build_setup(args, traffic=False)
+    if setup.config.batching != "continuous":
+        raise UserError(f"argument --batching: vllm serve batches continuously; {setup.config.batching} is "
+                        "for sim and the tutorial")
+    model = setup.deployment.model
+    name = args.served_model_name or model.hf_id or model.id
+    try:
+        import aiohttp  # noqa: F401
+        import prometheus_client  # noqa: F401
+    except ImportError as exc:
+        raise UserError(f"batchtui serve needs {exc.name}: pip install aiohttp prometheus-client") from None
+    if args.host not in LOCALHOST:
+        print(f"batchtui serve: warning: listening on {args.host}: anyone who can reach this machine can send "
+              "requests", file=sys.stderr, flush=True)
+    return asyncio.run(_serve(args, setup, name))
+
+
+async def _serve(args, setup, name: str) -> int:
+    from aiohttp import web
+
+    from batchtui.serve.api import make_app
+    from batchtui.serve.pacer import Pacer, Recorder
+    from batchtui.serve.prom import ServerMetrics
+    from sim.engine import Engine
+
+    engine = Engine(setup.scenario, live=True, keep_records=False, keep_requests=True,
+                    profiles=setup.profiles)
+    metrics = ServerMetrics(name, args.time_scale)
+    recorder = None
+    if args.record:
+        try:
+            recorder = Recorder(args.record)
+        except OSError as exc:
+            raise UserError(f"argument --record: cannot write {args.record}: {exc.strerror or exc}") from None
+    pacer = Pacer(engine, args.time_scale, observer=metrics.observe, recorder=recorder)
+    metrics.pacer = pacer
+    app = make_app(pacer, metrics, name)
+    runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, args.host, args.port)
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise UserError(f"argument --port: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    host, port = runner.addresses[0][:2]
+    scale = args.time_scale
+    d = setup.deployment
+    pace = "as fast as the GPU" if scale == 1 else f"{scale:g} simulated seconds per real second"
+    print(f"batchtui serve: {name} on {d.gpu.name} (simulated), http://{host}:{port}, time scale {scale:g} "
+          f"({pace}); max_model_len {setup.config.max_model_len}, {engine.pool.usable} KV blocks of "
+          f"{engine.pool.block_size} tokens", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    task = asyncio.create_task(pacer.run())
+    try:
+        await stop.wait()
+    finally:
+        pacer.stop()
+        await task
+        await runner.cleanup()
+        if recorder is not None:
+            recorder.close()
+    print("batchtui serve: stopped", flush=True)
+    return EXIT_OK

@@ -1,0 +1,236 @@
+"""One engine for every connection, paced against the wall clock one iteration at a time.
+
+The simulated clock is the engine's own: an iteration that starts at simulated time T is
+scheduled only once the wall clock has reached T (scaled by `time_scale`), so every request that
+came before T is in the queue when the batch is chosen, as on a real server; its tokens are
+handed to their clients when the wall clock reaches the iteration's end. Wall-clock jitter (a
+busy machine waking the loop late) delays deliveries but never moves the engine's clock: the
+next iteration still starts where the last one ended, and the engine catches up. What jitter
+can move is a request's arrival: it is stamped with the scaled wall clock when its handler runs
+(and the engine keeps that stamp even when an iteration in flight has taken the clock past it:
+`Engine.submit(arrived=True)`).
+
+A `--record` file lists every request served as a trace `batchtui sim --workload` replays:
+the same arrivals and lengths, so the simulator's figures for that traffic can be set beside
+what the clients measured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+import json
+import math
+import time
+from collections.abc import Callable
+
+from sim.engine import Engine
+from sim.request import FINISHED, check_request
+from sim.workload import RequestSpec
+
+
+class Stream:
+    """One request as its HTTP handler follows it: tokens produced so far (`tokens`), and
+    `changed`, set whenever more are out or it has ended."""
+
+    __slots__ = ("request_id", "prompt_len", "output_len", "request", "tokens", "done", "finish_reason",
+                 "cached_tokens", "changed", "last_token_time")
+
+    def __init__(self, request_id: str, prompt_len: int, output_len: int) -> None:
+        self.request_id = request_id
+        self.prompt_len = prompt_len
+        self.output_len = output_len
+        self.request = None  # the engine's Request
+        self.tokens = 0
+        self.done = False
+        self.finish_reason = ""
+        self.cached_tokens = 0
+        self.changed = asyncio.Event()
+        self.last_token_time = 0.0
+
+
+class Recorder:
+    """The trace of the requests served, one JSON line each, written to `path` + ".part" and
+    renamed into place when closed (an existing file is replaced only then)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.part = path + ".part"
+        self.file = open(self.part, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        self.first: float | None = None
+
+    def add(self, arrival: float, prompt_len: int, output_len: int, segments) -> None:
+        if self.first is None:
+            self.first = arrival
+        row = {"arrival_time": round(arrival - self.first, 9), "prompt_len": prompt_len, "output_len": output_len}
+        self.file.write(json.dumps(row) + "\n")
+        self.file.flush()
+
+    def close(self) -> None:
+        import os
+
+        self.file.close()
+        os.replace(self.part, self.path)
+
+
+class Pacer:
+    """Runs `engine` on the wall clock (`time_scale` simulated seconds per real second) and
+    hands each request's tokens to its Stream. `observer(stream, event, value)` hears of first
+    tokens ("ttft", seconds), token gaps ("itl") and ends ("finish"), in simulated seconds."""
+
+    def __init__(self, engine: Engine, time_scale: float = 1.0, clock: Callable[[], float] = time.monotonic,
+                 observer: Callable | None = None, recorder: Recorder | None = None) -> None:
+        self.engine = engine
+        self.time_scale = time_scale
+        self.clock = clock
+        self.observer = observer
+        self.recorder = recorder
+        self.wall0 = clock()
+        self.sim0 = engine.time
+        self.active: dict[str, Stream] = {}
+        self.aborted = 0
+        self._ids = itertools.count()
+        self._wake = asyncio.Event()
+        self._stopped = False
+        self.iterations = 0
+        self.late = 0.0  # the longest a delivery came after its time (real seconds)
+
+    # -- clocks
+    def sim_now(self) -> float:
+        return self.sim0 + (self.clock() - self.wall0) * self.time_scale
+
+    def wall_at(self, sim_time: float) -> float:
+        return self.wall0 + (sim_time - self.sim0) / self.time_scale
+
+    # -- requests
+    def check(self, prompt_len: int, output_len: int) -> None:
+        """Raise sim's RequestRejected if the engine could never serve this request."""
+        e = self.engine
+        check_request("request", prompt_len, output_len, e.config, e.pool.usable, e.pool.block_size)
+
+    def submit(self, prompt_len: int, output_len: int, segments=None) -> Stream:
+        """Queue a request arriving now (checked with `check` first)."""
+        rid = f"r{next(self._ids)}"
+        stream = Stream(rid, prompt_len, output_len)
+        arrival = max(self.sim_now(), 0.0)
+        engine = self.engine
+        if segments is not None and not engine.pool.caching:
+            segments = None
+        engine.submit(RequestSpec(rid, arrival, prompt_len, output_len, prompt_segments=segments), arrived=True)
+        stream.request = engine.requests.get(rid)  # (None until it arrives if the clock is behind)
+        self.active[rid] = stream
+        if self.recorder is not None:
+            self.recorder.add(arrival, prompt_len, output_len, segments)
+        self._wake.set()
+        return stream
+
+    def abort(self, stream: Stream) -> None:
+        """Its client went away: the engine drops it and frees its blocks."""
+        if stream.done or stream.finish_reason == "abort":
+            return
+        if self.engine.abort(stream.request_id):
+            self.aborted += 1
+            if self.observer is not None:
+                self.observer(stream, "abort", 0.0)
+            self.engine.release(stream.request_id)
+            del self.active[stream.request_id]
+        # else it has not reached the engine yet (its arrival is still ahead of the engine's
+        # clock): it is dropped when it does (see _deliver)
+        stream.done = True
+        stream.finish_reason = "abort"
+        self._wake.set()
+
+    # -- the loop
+    def stop(self) -> None:
+        self._stopped = True
+        self._wake.set()
+
+    async def run(self) -> None:
+        engine = self.engine
+        while not self._stopped:
+            target = self.sim_now()
+            if engine.advance_until(target, 1):
+                self.iterations += 1
+                delay = self.wall_at(engine.time) - self.clock()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                else:
+                    self.late = max(self.late, -delay)
+                self._deliver()
+                if delay <= 0:
+                    await asyncio.sleep(0)  # let handlers write while catching up
+                continue
+            if engine.time > target:  # an iteration's end is still ahead of the wall clock
+                await asyncio.sleep(self.wall_at(engine.time) - self.clock())
+                continue
+            nxt = engine.arrivals.next_at
+            timeout = None if nxt == math.inf else max(0.0, self.wall_at(nxt) - self.clock())
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout)
+            except TimeoutError:
+                pass
+
+    def _deliver(self) -> None:
+        """The iteration just run has ended on the wall clock: hand out its tokens."""
+        engine = self.engine
+        engine.sync()
+        requests = engine.requests
+        observe = self.observer
+        ended = []
+        for stream in self.active.values():
+            req = stream.request
+            if req is None:
+                req = stream.request = requests.get(stream.request_id)
+                if req is None:
+                    continue
+                if stream.finish_reason == "abort":
+                    engine.abort(stream.request_id)
+                    self.aborted += 1
+                    if observe is not None:
+                        observe(stream, "abort", 0.0)
+                    ended.append(stream)
+                    continue
+            n = req.num_output_tokens
+            if n > stream.tokens:
+                if stream.tokens == 0:
+                    stream.cached_tokens = max(req.num_cached_tokens, 0)
+                    if observe is not None:
+                        observe(stream, "ttft", req.first_token_time - req.arrival_time)
+                elif observe is not None:
+                    observe(stream, "itl", (req.last_token_time - stream.last_token_time) / (n - stream.tokens))
+                stream.tokens = n
+                stream.last_token_time = req.last_token_time
+                if req.status == FINISHED:
+                    stream.done = True
+                    stream.finish_reason = req.finish_reason
+                    ended.append(stream)
+                    if observe is not None:
+                        observe(stream, "finish", req.finish_time - req.arrival_time)
+                stream.changed.set()
+        for stream in ended:
+            del self.active[stream.request_id]
+            engine.release(stream.request_id)
+
+
+def prompt_segments(kind: str, parts, block_size: int):
+    """A prompt's identity for the prefix cache, as (name, length) segments: token ids block by
+    block (a block is named after every id up to its end, so prompts sharing a head share its
+    blocks), a chat message by message (named after every message up to it), a text whole."""
+    if kind == "ids":
+        ids = parts
+        h = hashlib.blake2b(digest_size=12)
+        out = []
+        for start in range(0, len(ids), block_size):
+            chunk = ids[start:start + block_size]
+            h.update(json.dumps(chunk).encode())
+            out.append((h.hexdigest(), len(chunk)))
+        return tuple(out)
+    h = hashlib.blake2b(digest_size=12)
+    out = []
+    for text, length in parts:
+        h.update(text.encode("utf-8", "surrogatepass") + b"\x00")
+        if length > 0:
+            out.append((h.hexdigest(), length))
+    return tuple(out)
