@@ -220,8 +220,16 @@ async def _stream(request: web.Request, body: dict, stream: Stream, chat: bool) 
     async def send(data) -> None:
         await response.write(b"data: " + json.dumps(data).encode() + b"\n\n")
 
+    # A token's event is the same bytes but its text: made once, the text put in between (the
+    # filler words need no JSON escaping).
+    if chat:
+        ongoing = {**head, "choices": [{"index": 0, "delta": {"content": "\x00"}, "logprobs": None,
+                                        "finish_reason": None}]}
+    else:
+        ongoing = {**head, "choices": [{"index": 0, "text": "\x00", "logprobs": None, "finish_reason": None,
+                                        "stop_reason": None}]}
+    before, after = ("data: " + json.dumps(ongoing) + "\n\n").encode().split(b"\\u0000")
     sent = 0
-    first = True
     while True:
         while stream.tokens == sent and not stream.done:
             stream.changed.clear()
@@ -229,20 +237,20 @@ async def _stream(request: web.Request, body: dict, stream: Stream, chat: bool) 
         if stream.finish_reason == "abort":
             break
         n = stream.tokens
-        finish = "length" if stream.done else None
-        if chat and first:
+        if chat and sent == 0:
             await send({**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
                                              "logprobs": None, "finish_reason": None}]})
-        first = False
         text = tokens.filler(sent, n - sent)
-        if chat:
-            choice = {"index": 0, "delta": {"content": text}, "logprobs": None, "finish_reason": finish}
-        else:
-            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish, "stop_reason": None}
-        await send({**head, "choices": [choice]})
         sent = n
-        if finish:
-            break
+        if not stream.done:
+            await response.write(before + text.encode() + after)
+            continue
+        if chat:
+            choice = {"index": 0, "delta": {"content": text}, "logprobs": None, "finish_reason": "length"}
+        else:
+            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": "length", "stop_reason": None}
+        await send({**head, "choices": [choice]})
+        break
     if include_usage and stream.done:
         await send({**head, "choices": [], "usage": _usage(stream, caching)})
     await response.write(b"data: [DONE]\n\n")

@@ -30,6 +30,11 @@ from sim.request import FINISHED, check_request
 from sim.workload import RequestSpec
 
 
+MAX_LEAD = 0.002
+"""Real seconds: at most this much earlier than its time does the loop ask to wake for a delivery
+(an asyncio timer on a busy machine wakes late by about this much)."""
+
+
 class Stream:
     """One request as its HTTP handler follows it: tokens produced so far (`tokens`), and
     `changed`, set whenever more are out or it has ended."""
@@ -95,6 +100,7 @@ class Pacer:
         self._stopped = False
         self.iterations = 0
         self.late = 0.0  # the longest a delivery came after its time (real seconds)
+        self.lead = 0.0  # how much earlier than a delivery's time the loop asks to wake
 
     # -- clocks
     def sim_now(self) -> float:
@@ -152,11 +158,16 @@ class Pacer:
             target = self.sim_now()
             if engine.advance_until(target, 1):
                 self.iterations += 1
-                delay = self.wall_at(engine.time) - self.clock()
+                due = self.wall_at(engine.time)
+                delay = due - self.lead - self.clock()
                 if delay > 0:
                     await asyncio.sleep(delay)
+                    # How late the wake-up came, on average: the next one is asked for that
+                    # much earlier, so that deliveries are on time on average.
+                    late = self.clock() - (due - self.lead)
+                    self.lead = min(MAX_LEAD, max(0.0, self.lead + 0.1 * (late - self.lead)))
                 else:
-                    self.late = max(self.late, -delay)
+                    self.late = max(self.late, -delay - self.lead)
                 self._deliver()
                 if delay <= 0:
                     await asyncio.sleep(0)  # let handlers write while catching up
@@ -179,6 +190,8 @@ class Pacer:
         requests = engine.requests
         observe = self.observer
         ended = []
+        later = []  # streams with more tokens: told after those with their first (a new
+        # request's first token is not queued behind a batch's worth of others' writes)
         for stream in self.active.values():
             req = stream.request
             if req is None:
@@ -200,6 +213,7 @@ class Pacer:
                         observe(stream, "ttft", req.first_token_time - req.arrival_time)
                 elif observe is not None:
                     observe(stream, "itl", (req.last_token_time - stream.last_token_time) / (n - stream.tokens))
+                first = stream.tokens == 0
                 stream.tokens = n
                 stream.last_token_time = req.last_token_time
                 if req.status == FINISHED:
@@ -208,7 +222,12 @@ class Pacer:
                     ended.append(stream)
                     if observe is not None:
                         observe(stream, "finish", req.finish_time - req.arrival_time)
-                stream.changed.set()
+                if first:
+                    stream.changed.set()
+                else:
+                    later.append(stream)
+        for stream in later:
+            stream.changed.set()
         for stream in ended:
             del self.active[stream.request_id]
             engine.release(stream.request_id)

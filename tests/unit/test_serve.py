@@ -1,0 +1,264 @@
+"""`batchtui serve` driven by clients batchtui did not write: the `openai` package (its response
+models check the shapes), raw server-sent events read with aiohttp, and /metrics read with
+prometheus-client's parser. Each server is a subprocess on a free port of 127.0.0.1, stopped by
+the fixture (and by `timeout` whatever happens)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+openai = pytest.importorskip("openai")
+aiohttp = pytest.importorskip("aiohttp")
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+
+from batchtui.serve import tokens  # noqa: E402
+from batchtui.serve.prom import E2E_BUCKETS, TTFT_BUCKETS  # noqa: E402
+from sim.workload import estimate_tokens  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+class Server:
+    def __init__(self, *flags: str, record: str | None = None) -> None:
+        cmd = ["timeout", "300", sys.executable, "-m", "batchtui", "serve", "--port", "0", *flags]
+        if record:
+            cmd += ["--record", record]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        self.line = self.proc.stdout.readline()
+        assert "http://127.0.0.1:" in self.line, self.line + self.proc.stderr.read()
+        self.url = "http://" + self.line.split("http://")[1].split(",")[0]
+
+    def stop(self) -> str:
+        self.proc.send_signal(signal.SIGTERM)
+        out, err = self.proc.communicate(timeout=30)
+        assert self.proc.returncode == 0, err
+        return out
+
+    def metrics(self) -> dict:
+        import urllib.request
+
+        text = urllib.request.urlopen(self.url + "/metrics", timeout=10).read().decode()
+        out = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                key = sample.name if not sample.labels.get("le") else f"{sample.name}[{sample.labels['le']}]"
+                if "finished_reason" in sample.labels:
+                    key += f"{{{sample.labels['finished_reason']}}}"
+                out[key] = sample.value
+        return out
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = Server("--time-scale", "4")
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def client(server):
+    with openai.OpenAI(base_url=server.url + "/v1", api_key="none", max_retries=0, timeout=60) as c:
+        yield c
+
+
+def test_startup_line_states_the_time_scale(server):
+    assert "time scale 4" in server.line and MODEL in server.line
+
+
+def test_completion_has_the_asked_length_and_the_stated_prompt_count(client):
+    prompt = "The quick brown fox jumps over the lazy dog, twice."
+    r = client.completions.create(model=MODEL, prompt=prompt, max_tokens=7, extra_body={"ignore_eos": True})
+    assert r.object == "text_completion" and r.model == MODEL
+    assert r.choices[0].finish_reason == "length"
+    assert r.usage.completion_tokens == 7 and estimate_tokens(r.choices[0].text) == 7
+    assert r.usage.prompt_tokens == estimate_tokens(prompt)
+    assert r.usage.prompt_tokens_details.cached_tokens == 0  # prefix caching is on: the field is there
+    ids = client.completions.create(model=MODEL, prompt=list(range(100, 140)), max_tokens=2)
+    assert ids.usage.prompt_tokens == 40
+
+
+def test_chat_counts_the_template(client):
+    messages = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Hello there"}]
+    r = client.chat.completions.create(model=MODEL, messages=messages, max_tokens=5)
+    want = (tokens.CHAT_BEGIN_TOKENS + 2 * tokens.CHAT_TOKENS_PER_MESSAGE + tokens.CHAT_GENERATION_PROMPT_TOKENS
+            + estimate_tokens("You are terse.") + estimate_tokens("Hello there"))
+    assert r.usage.prompt_tokens == want
+    assert r.choices[0].message.role == "assistant" and estimate_tokens(r.choices[0].message.content) == 5
+
+
+def test_streamed_chat_with_usage(client):
+    chunks = list(client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "Count to ten"}], max_completion_tokens=6, stream=True,
+        stream_options={"include_usage": True}))
+    assert chunks[0].choices[0].delta.role == "assistant"
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert estimate_tokens(text) == 6
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == 6
+
+
+def test_second_turn_of_a_chat_hits_the_prefix_cache(client):
+    first = [{"role": "system", "content": " ".join(["rules"] * 200)}, {"role": "user", "content": "hi"}]
+    a = client.chat.completions.create(model=MODEL, messages=first, max_tokens=3)
+    second = first + [{"role": "assistant", "content": a.choices[0].message.content},
+                      {"role": "user", "content": "and then?"}]
+    b = client.chat.completions.create(model=MODEL, messages=second, max_tokens=3)
+    cached = b.usage.prompt_tokens_details.cached_tokens
+    assert 200 <= cached < b.usage.prompt_tokens and cached % 16 == 0
+
+
+def test_models_and_health(server, client):
+    assert [m.id for m in client.models.list().data] == [MODEL]
+    import urllib.request
+
+    assert urllib.request.urlopen(server.url + "/health", timeout=10).status == 200
+
+
+def test_over_long_requests_get_vllms_400(client):
+    with pytest.raises(openai.BadRequestError) as exc:
+        client.completions.create(model=MODEL, prompt=[1] * 100, max_tokens=131_000)
+    assert exc.value.status_code == 400
+    assert ("'max_tokens' or 'max_completion_tokens' is too large: 131000. This model's maximum context length "
+            "is 131072 tokens and your request has 100 input tokens (131000 > 131072 - 100).") in str(exc.value)
+    with pytest.raises(openai.BadRequestError, match="maximum context length is 131072 tokens. However, your "
+                                                     "request has 131072 input tokens"):
+        client.completions.create(model=MODEL, prompt=[1] * 131072, max_tokens=1)
+    with pytest.raises(openai.NotFoundError, match="does not exist"):
+        client.completions.create(model="gpt-4", prompt="hi", max_tokens=1)
+
+
+def test_bad_bodies_get_one_line_errors(server):
+    import urllib.error
+    import urllib.request
+
+    for body in (b"{not json", b"[1, 2]", json.dumps({"prompt": "", "max_tokens": 3}).encode(),
+                 json.dumps({"prompt": "hi", "max_tokens": -2}).encode()):
+        req = urllib.request.Request(server.url + "/v1/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as exc:
+            urllib.request.urlopen(req, timeout=10)
+        assert exc.value.code == 400
+        error = json.loads(exc.value.read())["error"]
+        assert error["type"] == "BadRequestError" and "\n" not in error["message"]
+
+
+def test_metrics_parse_with_vllms_names_and_buckets(server, client):
+    before = server.metrics()
+    for _ in range(3):
+        client.completions.create(model=MODEL, prompt=[5] * 64, max_tokens=4)
+    m = server.metrics()
+    for name in ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
+                 "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total", "vllm:prompt_tokens_total",
+                 "vllm:generation_tokens_total", "vllm:num_preemptions_total", "batchtui:time_scale"):
+        assert name in m, name
+    assert m["batchtui:time_scale"] == 4
+    count = "vllm:time_to_first_token_seconds_count"
+    assert m[count] - before.get(count, 0) == 3
+    assert m["vllm:generation_tokens_total"] - before["vllm:generation_tokens_total"] == 12
+    assert m["vllm:prompt_tokens_total"] - before["vllm:prompt_tokens_total"] == 3 * 64
+    assert m["vllm:request_success_total{length}"] - before["vllm:request_success_total{length}"] == 3
+    assert m["vllm:prefix_cache_hits_total"] > before["vllm:prefix_cache_hits_total"]  # the same prompt thrice
+    for le in TTFT_BUCKETS:
+        assert f"vllm:time_to_first_token_seconds_bucket[{le}]" in m
+    assert f"vllm:e2e_request_latency_seconds_bucket[{E2E_BUCKETS[0]}]" in m
+    # Latencies are simulated seconds: a 64-token prefill takes milliseconds on the simulated H100.
+    ttft = (m[count] and m["vllm:time_to_first_token_seconds_sum"] / m[count])
+    assert 0.001 < ttft < 0.1
+
+
+def _wait_for(server, test, what: str, timeout: float = 20.0) -> dict:
+    end = time.monotonic() + timeout
+    while True:
+        m = server.metrics()
+        if test(m):
+            return m
+        if time.monotonic() > end:
+            raise AssertionError(f"{what}: {m}")
+        time.sleep(0.05)
+
+
+def test_a_client_that_disconnects_mid_stream_frees_its_blocks():
+    s = Server("--time-scale", "1", "--no-enable-prefix-caching")
+    try:
+        async def go():
+            async with aiohttp.ClientSession() as session:
+                body = {"model": MODEL, "prompt": [7] * 2000, "max_tokens": 20000, "stream": True}
+                async with session.post(s.url + "/v1/completions", json=body) as resp:
+                    got = 0
+                    async for line in resp.content:
+                        if line.startswith(b"data: {"):
+                            got += 1
+                            if got == 5:
+                                running = s.metrics()
+                                break
+                # leaving the block closes the connection mid-stream
+            return running
+
+        running = asyncio.run(go())
+        assert running["vllm:num_requests_running"] == 1 and running["vllm:kv_cache_usage_perc"] > 0
+        m = _wait_for(s, lambda m: m["vllm:num_requests_running"] == 0, "the request still runs")
+        assert m["vllm:kv_cache_usage_perc"] == 0
+        assert m["vllm:request_success_total{abort}"] == 1
+        assert m["vllm:generation_tokens_total"] < 1000
+    finally:
+        s.stop()
+
+
+def test_a_non_streaming_client_that_gives_up_is_aborted_too():
+    s = Server("--time-scale", "1", "--no-enable-prefix-caching")
+    try:
+        with openai.OpenAI(base_url=s.url + "/v1", api_key="none", max_retries=0, timeout=0.5) as c:
+            with pytest.raises(openai.APITimeoutError):
+                c.completions.create(model=MODEL, prompt=[3] * 500, max_tokens=50000)
+        m = _wait_for(s, lambda m: m["vllm:request_success_total{abort}"] == 1, "not aborted")
+        assert m["vllm:kv_cache_usage_perc"] == 0
+    finally:
+        s.stop()
+
+
+def test_overload_queues_and_serves_everyone(tmp_path):
+    record = str(tmp_path / "served.jsonl")
+    s = Server("--time-scale", "1", "--max-num-seqs", "2", record=record)
+    try:
+        async def go():
+            async with openai.AsyncOpenAI(base_url=s.url + "/v1", api_key="none", max_retries=0) as c:
+                calls = [c.completions.create(model=MODEL, prompt=[i] * 100, max_tokens=100) for i in range(12)]
+                task = asyncio.gather(*calls)
+                waiting = await asyncio.to_thread(
+                    _wait_for, s, lambda m: m["vllm:num_requests_waiting"] >= 5, "nothing queued")
+                return waiting, await task
+
+        waiting, results = asyncio.run(go())
+        assert waiting["vllm:num_requests_running"] == 2  # the rest queued, not refused
+        assert all(r.usage.completion_tokens == 100 for r in results)
+    finally:
+        s.stop()
+    rows = [json.loads(line) for line in open(record)]
+    assert len(rows) == 12 and rows[0]["arrival_time"] == 0
+    assert all(r["prompt_len"] == 100 and r["output_len"] == 100 for r in rows)
+
+
+def test_serve_refuses_what_vllm_serve_would(tmp_path):
+    def run(*flags):
+        return subprocess.run(["timeout", "60", sys.executable, "-m", "batchtui", "serve", *flags],
+                              capture_output=True, text=True, cwd=ROOT)
+
+    r = run("--batching", "static")
+    assert r.returncode == 2 and "batches continuously" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        port = taken.getsockname()[1]
+        r = run("--host", "0.0.0.0", "--port", str(port))
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert "warning: listening on 0.0.0.0" in lines[0] and "cannot listen" in lines[1] and len(lines) == 2
