@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import math
 import os
@@ -109,6 +110,8 @@ async def load(base_url: str, model: str, specs, client: str = "aiohttp", seed: 
     """Send `specs` (RequestSpecs: arrival times in real seconds from the start) and measure."""
     rng = np.random.default_rng(seed)
     prompts = [prompt_ids(rng, s.prompt_len) for s in specs]
+    gc.collect()
+    gc.freeze()  # no long collection of what exists already while measuring
     if client == "openai":
         from openai import AsyncOpenAI
 
@@ -128,6 +131,14 @@ async def load(base_url: str, model: str, specs, client: str = "aiohttp", seed: 
         return list(results), time.perf_counter() - start
 
 
+async def probe(base_url: str, model: str, time_scale: float) -> float:
+    """`round_trip` with a session of its own."""
+    import aiohttp
+
+    async with aiohttp.ClientSession() as session:
+        return await round_trip(session, base_url, model, time_scale)
+
+
 async def warm_up(session, base_url: str, n: int) -> None:
     """Open the connections the run will need before it starts (as many as requests, at most
     256), with /health: a new request then finds one idle instead of connecting while the
@@ -137,6 +148,33 @@ async def warm_up(session, base_url: str, n: int) -> None:
             await resp.read()
 
     await asyncio.gather(*(ping() for _ in range(min(n, 256))))
+
+
+async def round_trip(session, base_url: str, model: str, time_scale: float, probes: int = 12) -> float:
+    """The client's own round trip on this machine (real seconds, the median of `probes`): one
+    request at a time on the idle server, the TTFT the client measures less the TTFT the server
+    reports for it in /metrics (the simulated GPU's, divided by the time scale). What the
+    client adds to every TTFT: sending, the server waking, reading."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    async def ttft_sum() -> float:
+        async with session.get(base_url + "/metrics") as resp:
+            text = await resp.text()
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == "vllm:time_to_first_token_seconds_sum":
+                    return sample.value
+        raise RuntimeError("no vllm:time_to_first_token_seconds in /metrics")
+
+    rng = np.random.default_rng(12345)
+    extra = []
+    for _ in range(probes):
+        before = await ttft_sum()
+        m = await aiohttp_request(session, base_url, model, prompt_ids(rng, 32), 1, 0.0, time.perf_counter())
+        engine = (await ttft_sum() - before) / time_scale
+        extra.append(m.ttft - engine)
+        await asyncio.sleep(0.02)
+    return float(np.median(extra))
 
 
 def traffic(rate: float, num_prompts: int, input_len: int, output_len: int, seed: int = 0):
@@ -175,11 +213,12 @@ def sim_figures(trace: str, engine_flags: list[str]) -> dict:
     return json.loads(out.stdout)
 
 
-def spawn_server(time_scale: float, record: str, engine_flags: list[str]) -> tuple[subprocess.Popen, str]:
+def spawn_server(time_scale: float, record: str, engine_flags: list[str],
+                 server_flags: list[str] = ()) -> tuple[subprocess.Popen, str]:
     """A `batchtui serve` on a free port of 127.0.0.1 (it stops with the process group, or after
     ten minutes whatever happens)."""
     cmd = ["timeout", "600", sys.executable, "-m", "batchtui", "serve", "--port", "0", "--time-scale",
-           f"{time_scale:g}", "--record", record, *engine_flags]
+           f"{time_scale:g}", "--record", record, *server_flags, *engine_flags]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     line = proc.stdout.readline()
     if "http://" not in line:
@@ -199,21 +238,32 @@ def stop_server(proc: subprocess.Popen) -> None:
 
 
 def compare(rate: float, num_prompts: int, time_scale: float, input_len: int = 512, output_len: int = 256,
-            engine_flags: list[str] = (), seed: int = 0, client: str = "aiohttp") -> tuple[dict, dict]:
+            engine_flags: list[str] = (), seed: int = 0, client: str = "aiohttp",
+            stream_interval: int = 1) -> tuple[dict, dict]:
     """Serve, load, stop, replay: (client's figures, simulator's figures) for one rate."""
     specs = traffic(rate, num_prompts, input_len, output_len, seed)
     with tempfile.TemporaryDirectory() as tmp:
         record = os.path.join(tmp, "served.jsonl")
-        proc, url = spawn_server(time_scale, record, list(engine_flags))
+        proc, url = spawn_server(time_scale, record, list(engine_flags),
+                                 ["--stream-interval", str(stream_interval)])
         try:
             model = "meta-llama/Llama-3.1-8B-Instruct"
             # Client arrival times are real seconds: the traffic's simulated schedule, scaled.
             scaled = [_scale(s, 1 / time_scale) for s in specs]
             results, duration = asyncio.run(load(url, model, scaled, client, seed))
+            # Probed after the run: the probes are not in the traffic the simulator replays
+            # (the record has them last; they are cut off below).
+            trip = asyncio.run(probe(url, model, time_scale))
         finally:
             stop_server(proc)
+        with open(record, encoding="utf-8") as f:
+            rows = f.readlines()[:len(specs)]
+        with open(record, "w", encoding="utf-8") as f:
+            f.writelines(rows)
         sim = sim_figures(record, list(engine_flags))
-    return client_figures(results, duration, time_scale), sim
+    figures = client_figures(results, duration, time_scale)
+    figures["round_trip_ms"] = trip * time_scale * 1e3
+    return figures, sim
 
 
 def _scale(spec, factor: float):
@@ -226,11 +276,16 @@ KEYS = ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "outpu
 
 
 def table(rows) -> str:
-    lines = [f"{'rate':>5} {'figure':<18} {'client':>10} {'sim':>10} {'diff':>7}"]
+    """Client and simulator side by side; TTFT also less the client's round trip (`round_trip`)."""
+    lines = [f"{'rate':>5} {'figure':<22} {'client':>10} {'sim':>10} {'diff':>7}"]
     for rate, client, sim in rows:
         for key in KEYS:
             c, s = client[key], sim[key]
-            lines.append(f"{rate:>5g} {key:<18} {c:>10.2f} {s:>10.2f} {100 * (c - s) / s:>+6.1f}%")
+            lines.append(f"{rate:>5g} {key:<22} {c:>10.2f} {s:>10.2f} {100 * (c - s) / s:>+6.1f}%")
+            if "ttft" in key:
+                c -= client["round_trip_ms"]
+                lines.append(f"{rate:>5g} {key + ' - trip':<22} {c:>10.2f} {s:>10.2f} {100 * (c - s) / s:>+6.1f}%")
+        lines.append(f"{rate:>5g} {'round_trip_ms':<22} {client['round_trip_ms']:>10.2f}")
     return "\n".join(lines)
 
 
@@ -241,6 +296,8 @@ def main() -> None:
     p.add_argument("--time-scale", type=float, default=1.0)
     p.add_argument("--random-input-len", type=int, default=512)
     p.add_argument("--random-output-len", type=int, default=256)
+    p.add_argument("--stream-interval", type=int, default=1,
+                   help="the server's --stream-interval (tokens per event after the first)")
     p.add_argument("--client", choices=("aiohttp", "openai"), default="aiohttp",
                    help="raw server-sent events read with aiohttp (default), or the openai package")
     args, engine_flags = p.parse_known_args()
@@ -248,7 +305,8 @@ def main() -> None:
     for rate in (float(r) for r in args.rates.split(",")):
         t = time.perf_counter()
         client, sim = compare(rate, args.num_prompts, args.time_scale, args.random_input_len,
-                              args.random_output_len, engine_flags, client=args.client)
+                              args.random_output_len, engine_flags, client=args.client,
+                              stream_interval=args.stream_interval)
         rows.append((rate, client, sim))
         print(f"rate {rate:g}: {args.num_prompts} requests in {time.perf_counter() - t:.1f} s of wall time",
               file=sys.stderr)

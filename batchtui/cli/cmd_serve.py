@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import signal
 import sys
 
@@ -37,6 +38,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--time-scale", type=o.positive_float, default=1.0, metavar="X",
                    help="simulated seconds per real second: 10 runs ten times faster than the GPU would "
                         "(default 1)")
+    s.add_argument("--stream-interval", type=o.positive_int, default=1, metavar="N",
+                   help="stream a request's tokens N at a time (its first at once, and its last): fewer "
+                        "writes for a busy client or machine (default 1)")
     s.add_argument("--record", metavar="FILE.jsonl",
                    help="write every request served as a trace batchtui sim --workload replays "
                         "(written when the server stops)")
@@ -94,7 +98,8 @@ async def _serve(args, setup, name: str) -> int:
             recorder = Recorder(args.record)
         except OSError as exc:
             raise UserError(f"argument --record: cannot write {args.record}: {exc.strerror or exc}") from None
-    pacer = Pacer(engine, args.time_scale, observer=metrics.observe, recorder=recorder)
+    pacer = Pacer(engine, args.time_scale, observer=metrics.observe, recorder=recorder,
+                  stream_interval=args.stream_interval)
     metrics.pacer = pacer
     app = make_app(pacer, metrics, name)
     runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
@@ -112,6 +117,10 @@ async def _serve(args, setup, name: str) -> int:
     print(f"batchtui serve: {name} on {d.gpu.name} (simulated), http://{host}:{port}, time scale {scale:g} "
           f"({pace}); max_model_len {setup.config.max_model_len}, {engine.pool.usable} KV blocks of "
           f"{engine.pool.block_size} tokens", flush=True)
+    # What start-up made lives as long as the server: out of the collector's sight, a full
+    # collection is short and cannot stall deliveries for tens of milliseconds (vLLM freezes too).
+    gc.collect()
+    gc.freeze()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

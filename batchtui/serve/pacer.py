@@ -37,10 +37,11 @@ MAX_LEAD = 0.002
 
 class Stream:
     """One request as its HTTP handler follows it: tokens produced so far (`tokens`), and
-    `changed`, set whenever more are out or it has ended."""
+    `changed`, set when its first token is out, when `Pacer.stream_interval` more are, and when it
+    has ended."""
 
     __slots__ = ("request_id", "prompt_len", "output_len", "request", "tokens", "done", "finish_reason",
-                 "cached_tokens", "changed", "last_token_time")
+                 "cached_tokens", "changed", "last_token_time", "told")
 
     def __init__(self, request_id: str, prompt_len: int, output_len: int) -> None:
         self.request_id = request_id
@@ -52,6 +53,7 @@ class Stream:
         self.finish_reason = ""
         self.cached_tokens = 0
         self.changed = asyncio.Event()
+        self.told = 0  # tokens its handler has been told of
         self.last_token_time = 0.0
 
 
@@ -85,8 +87,12 @@ class Pacer:
     tokens ("ttft", seconds), token gaps ("itl") and ends ("finish"), in simulated seconds."""
 
     def __init__(self, engine: Engine, time_scale: float = 1.0, clock: Callable[[], float] = time.monotonic,
-                 observer: Callable | None = None, recorder: Recorder | None = None) -> None:
+                 observer: Callable | None = None, recorder: Recorder | None = None,
+                 stream_interval: int = 1) -> None:
         self.engine = engine
+        # vLLM's --stream-interval: a handler hears of a request's first token at once, then of
+        # every `stream_interval` more, and of its end (fewer writes, the same TTFT and latency).
+        self.stream_interval = stream_interval
         self.time_scale = time_scale
         self.clock = clock
         self.observer = observer
@@ -190,6 +196,7 @@ class Pacer:
         requests = engine.requests
         observe = self.observer
         ended = []
+        interval = self.stream_interval
         later = []  # streams with more tokens: told after those with their first (a new
         # request's first token is not queued behind a batch's worth of others' writes)
         for stream in self.active.values():
@@ -212,7 +219,9 @@ class Pacer:
                     if observe is not None:
                         observe(stream, "ttft", req.first_token_time - req.arrival_time)
                 elif observe is not None:
-                    observe(stream, "itl", (req.last_token_time - stream.last_token_time) / (n - stream.tokens))
+                    gap = (req.last_token_time - stream.last_token_time) / (n - stream.tokens)
+                    for _ in range(n - stream.tokens):
+                        observe(stream, "itl", gap)
                 first = stream.tokens == 0
                 stream.tokens = n
                 stream.last_token_time = req.last_token_time
@@ -223,8 +232,10 @@ class Pacer:
                     if observe is not None:
                         observe(stream, "finish", req.finish_time - req.arrival_time)
                 if first:
+                    stream.told = n
                     stream.changed.set()
-                else:
+                elif stream.done or n - stream.told >= interval:
+                    stream.told = n
                     later.append(stream)
         for stream in later:
             stream.changed.set()
