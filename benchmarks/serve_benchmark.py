@@ -11,10 +11,13 @@ throughput: tokens / time from the first send to the last answer). The schedule 
 the server's --time-scale they are simulated seconds, set beside the simulator's.
 
 Usage:
-    batchtui serve --time-scale 2 --record served.jsonl &      # terminal 1
-    python benchmarks/serve_benchmark.py --base-url http://127.0.0.1:8000 --time-scale 2 \\
-        --request-rate 16 --num-prompts 200 --record served.jsonl     # terminal 2
-(stop the server to have `served.jsonl` written, or let this script start one: --spawn.)
+    python benchmarks/serve_benchmark.py --rates 4,16,40 --num-prompts 200 --time-scale 0.25 \\
+        --stream-interval 16         # starts a server per rate, loads it, replays in sim, prints both
+or against a server of your own (the client's figures only):
+    batchtui serve --time-scale 0.25 --record served.jsonl          # terminal 1
+    python benchmarks/serve_benchmark.py --base-url http://127.0.0.1:8000 --time-scale 0.25 \\
+        --request-rate 16 --num-prompts 200                           # terminal 2
+then stop the server (Ctrl-C writes served.jsonl) and `batchtui sim --workload served.jsonl`.
 """
 
 from __future__ import annotations
@@ -276,16 +279,14 @@ KEYS = ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "outpu
 
 
 def table(rows) -> str:
-    """Client and simulator side by side; TTFT also less the client's round trip (`round_trip`)."""
+    """Client and simulator side by side, and the client's round trip on this machine (`round_trip`,
+    measured after the run: what it adds to every TTFT)."""
     lines = [f"{'rate':>5} {'figure':<22} {'client':>10} {'sim':>10} {'diff':>7}"]
     for rate, client, sim in rows:
         for key in KEYS:
             c, s = client[key], sim[key]
             lines.append(f"{rate:>5g} {key:<22} {c:>10.2f} {s:>10.2f} {100 * (c - s) / s:>+6.1f}%")
-            if "ttft" in key:
-                c -= client["round_trip_ms"]
-                lines.append(f"{rate:>5g} {key + ' - trip':<22} {c:>10.2f} {s:>10.2f} {100 * (c - s) / s:>+6.1f}%")
-        lines.append(f"{rate:>5g} {'round_trip_ms':<22} {client['round_trip_ms']:>10.2f}")
+        lines.append(f"{rate:>5g} {'client round trip ms':<22} {client['round_trip_ms']:>10.2f}")
     return "\n".join(lines)
 
 
@@ -300,7 +301,21 @@ def main() -> None:
                    help="the server's --stream-interval (tokens per event after the first)")
     p.add_argument("--client", choices=("aiohttp", "openai"), default="aiohttp",
                    help="raw server-sent events read with aiohttp (default), or the openai package")
+    p.add_argument("--base-url", help="load this running server and print the client's figures (real seconds "
+                                      "times --time-scale), instead of starting servers and replaying in sim")
+    p.add_argument("--request-rate", type=float, default=16.0, help="with --base-url: requests/s (default 16)")
     args, engine_flags = p.parse_known_args()
+    if args.base_url:
+        specs = traffic(args.request_rate, args.num_prompts, args.random_input_len, args.random_output_len)
+        scaled = [_scale(s, 1 / args.time_scale) for s in specs]
+        results, duration = asyncio.run(load(args.base_url.rstrip("/"), "meta-llama/Llama-3.1-8B-Instruct", scaled,
+                                             args.client))
+        figures = client_figures(results, duration, args.time_scale)
+        print(f"{len(results)} requests at {args.request_rate:g}/s (simulated), {args.random_input_len}/"
+              f"{args.random_output_len} tokens; figures in simulated time (real x {args.time_scale:g})")
+        for key in (*KEYS, "total_output_tokens"):
+            print(f"  {key:<20} {figures[key]:>10.2f}")
+        return
     rows = []
     for rate in (float(r) for r in args.rates.split(",")):
         t = time.perf_counter()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import signal
 import sys
 
@@ -45,6 +46,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="write every request served as a trace batchtui sim --workload replays "
                         "(written when the server stops)")
     s.add_argument("--seed", type=o.seed, metavar="N", help="random seed (default 0)")
+    s.add_argument("--tui", action="store_true",
+                   help="watch the engine while outside traffic drives it: seats, KV blocks, sparklines "
+                        "and metrics, live (q quits and stops the server)")
     p.set_defaults(func=run)
 
 
@@ -78,10 +82,38 @@ def run(args: argparse.Namespace) -> int:
     if args.host not in LOCALHOST:
         print(f"batchtui serve: warning: listening on {args.host}: anyone who can reach this machine can send "
               "requests", file=sys.stderr, flush=True)
+    if args.tui:
+        from batchtui.serve.tui import ServeApp
+
+        app = ServeApp(lambda: start(args, setup, name))
+        app.run()
+        if app.error is not None:
+            raise app.error
+        print(app.line or "batchtui serve: stopped", flush=True)
+        return EXIT_OK
     return asyncio.run(_serve(args, setup, name))
 
 
-async def _serve(args, setup, name: str) -> int:
+class Served:
+    """A server listening: its aiohttp runner, the pacer (and its engine) and the pacer's task."""
+
+    def __init__(self, runner, pacer, recorder, line: str) -> None:
+        self.runner = runner
+        self.pacer = pacer
+        self.recorder = recorder
+        self.line = line
+        self.task = asyncio.create_task(pacer.run())
+
+    async def stop(self) -> None:
+        self.pacer.stop()
+        await self.task
+        await self.runner.cleanup()
+        if self.recorder is not None:
+            self.recorder.close()
+
+
+async def start(args, setup, name: str) -> Served:
+    """Listen, and start the engine's loop (in the running event loop)."""
     from aiohttp import web
 
     from batchtui.serve.api import make_app
@@ -109,30 +141,39 @@ async def _serve(args, setup, name: str) -> int:
         await site.start()
     except OSError as exc:
         await runner.cleanup()
+        if recorder is not None:
+            recorder.file.close()
+            os.remove(recorder.part)
         raise UserError(f"argument --port: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     host, port = runner.addresses[0][:2]
     scale = args.time_scale
     d = setup.deployment
-    pace = "as fast as the GPU" if scale == 1 else f"{scale:g} simulated seconds per real second"
-    print(f"batchtui serve: {name} on {d.gpu.name} (simulated), http://{host}:{port}, time scale {scale:g} "
-          f"({pace}); max_model_len {setup.config.max_model_len}, {engine.pool.usable} KV blocks of "
-          f"{engine.pool.block_size} tokens", flush=True)
+    if scale == 1:
+        pace = "as fast as the GPU would be"
+    elif scale > 1:
+        pace = f"{scale:g} times faster than the GPU would be"
+    else:
+        pace = f"{1 / scale:.3g} times slower than the GPU would be"
+    line = (f"batchtui serve: {name} on {d.gpu.name} (simulated), http://{host}:{port}, time scale {scale:g} "
+            f"({pace}); max_model_len {setup.config.max_model_len}, {engine.pool.usable} KV blocks of "
+            f"{engine.pool.block_size} tokens")
     # What start-up made lives as long as the server: out of the collector's sight, a full
     # collection is short and cannot stall deliveries for tens of milliseconds (vLLM freezes too).
     gc.collect()
     gc.freeze()
+    return Served(runner, pacer, recorder, line)
+
+
+async def _serve(args, setup, name: str) -> int:
+    served = await start(args, setup, name)
+    print(served.line, flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    task = asyncio.create_task(pacer.run())
     try:
         await stop.wait()
     finally:
-        pacer.stop()
-        await task
-        await runner.cleanup()
-        if recorder is not None:
-            recorder.close()
+        await served.stop()
     print("batchtui serve: stopped", flush=True)
     return EXIT_OK

@@ -25,7 +25,7 @@ def options_of(command: str) -> set[str]:
     return {s for a in sub._actions for s in a.option_strings}  # noqa: SLF001
 
 
-@pytest.mark.parametrize("command", ["sim", "sweep", "plan", "calibrate", "compare"])
+@pytest.mark.parametrize("command", ["sim", "sweep", "plan", "calibrate", "compare", "serve"])
 def test_every_engine_dial_with_a_flag_is_a_flag_of_every_command(command):
     flags = options_of(command)
     for spec in ENGINE_DIALS:
