@@ -26,7 +26,6 @@ import argparse
 import asyncio
 import gc
 import json
-import math
 import os
 import signal
 import subprocess

@@ -12,7 +12,7 @@ can move is a request's arrival: it is stamped with the scaled wall clock when i
 
 A `--record` file lists every request served as a trace `batchtui sim --workload` replays:
 the same arrivals and lengths, so the simulator's figures for that traffic can be set beside
-what the clients measured.
+what the clients measured (lengths only: prompts that shared a prefix replay as unrelated ones).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class Recorder:
         self.file = open(self.part, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
         self.first: float | None = None
 
-    def add(self, arrival: float, prompt_len: int, output_len: int, segments) -> None:
+    def add(self, arrival: float, prompt_len: int, output_len: int) -> None:
         if self.first is None:
             self.first = arrival
         row = {"arrival_time": round(arrival - self.first, 9), "prompt_len": prompt_len, "output_len": output_len}
@@ -133,7 +133,7 @@ class Pacer:
         stream.request = engine.requests.get(rid)  # (None until it arrives if the clock is behind)
         self.active[rid] = stream
         if self.recorder is not None:
-            self.recorder.add(arrival, prompt_len, output_len, segments)
+            self.recorder.add(arrival, prompt_len, output_len)
         self._wake.set()
         return stream
 
