@@ -116,13 +116,13 @@ def _max_tokens(body: dict, names: tuple[str, ...], prompt_len: int, max_model_l
     return value
 
 
-def _queue(request: web.Request, prompt_len: int, output_len: int, segments) -> Stream:
+def _queue(request: web.Request, body: dict, prompt_len: int, output_len: int, segments) -> Stream:
     pacer = request.app[PACER]
     try:
         pacer.check(prompt_len, output_len)
     except RequestRejected as exc:
         raise ApiError(400, f"the simulated server could never serve this request: {exc.reason}") from None
-    return pacer.submit(prompt_len, output_len, segments)
+    return pacer.submit(prompt_len, output_len, segments, streaming=bool(body.get("stream")))
 
 
 def _usage(stream: Stream, caching: bool) -> dict:
@@ -149,7 +149,7 @@ async def completions(request: web.Request) -> web.StreamResponse:
         segments = prompt_segments("ids", ids, engine.pool.block_size)
     else:
         segments = prompt_segments("text", [(ids, prompt_len)], engine.pool.block_size)
-    stream = _queue(request, prompt_len, output_len, segments)
+    stream = _queue(request, body, prompt_len, output_len, segments)
     return await _answer(request, body, stream, chat=False)
 
 
@@ -164,7 +164,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     prompt_len = sum(n for _, n in parts)
     output_len = _max_tokens(body, ("max_completion_tokens", "max_tokens"), prompt_len,
                              engine.config.max_model_len)
-    stream = _queue(request, prompt_len, output_len, prompt_segments("chat", parts, engine.pool.block_size))
+    stream = _queue(request, body, prompt_len, output_len, prompt_segments("chat", parts, engine.pool.block_size))
     return await _answer(request, body, stream, chat=True)
 
 

@@ -41,10 +41,11 @@ class Stream:
     has ended."""
 
     __slots__ = ("request_id", "prompt_len", "output_len", "request", "tokens", "done", "finish_reason",
-                 "cached_tokens", "changed", "last_token_time", "told")
+                 "cached_tokens", "changed", "last_token_time", "told", "streaming")
 
-    def __init__(self, request_id: str, prompt_len: int, output_len: int) -> None:
+    def __init__(self, request_id: str, prompt_len: int, output_len: int, streaming: bool = True) -> None:
         self.request_id = request_id
+        self.streaming = streaming  # its handler streams the tokens (else it waits for the end)
         self.prompt_len = prompt_len
         self.output_len = output_len
         self.request = None  # the engine's Request
@@ -121,10 +122,10 @@ class Pacer:
         e = self.engine
         check_request("request", prompt_len, output_len, e.config, e.pool.usable, e.pool.block_size)
 
-    def submit(self, prompt_len: int, output_len: int, segments=None) -> Stream:
+    def submit(self, prompt_len: int, output_len: int, segments=None, streaming: bool = True) -> Stream:
         """Queue a request arriving now (checked with `check` first)."""
         rid = f"r{next(self._ids)}"
-        stream = Stream(rid, prompt_len, output_len)
+        stream = Stream(rid, prompt_len, output_len, streaming)
         arrival = max(self.sim_now(), 0.0)
         engine = self.engine
         if segments is not None and not engine.pool.caching:
@@ -231,7 +232,10 @@ class Pacer:
                     ended.append(stream)
                     if observe is not None:
                         observe(stream, "finish", req.finish_time - req.arrival_time)
-                if first:
+                if not stream.streaming:  # (its handler waits for the end only)
+                    if stream.done:
+                        later.append(stream)
+                elif first:
                     stream.told = n
                     stream.changed.set()
                 elif stream.done or n - stream.told >= interval:
