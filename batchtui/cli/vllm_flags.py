@@ -243,7 +243,7 @@ model_tag (positional) | v | modelled | | the model, as --model
 _BENCH = f"""
 --seed | v | modelled | | the random seed of the simulated traffic
 --num-prompts | v | modelled | | requests in the run
---dataset-name | v | modelled | | random, sharegpt, custom, prefix_repetition (and the simulator's timed_trace); burstgpt, sonnet, random-mm, random-rerank, hf, custom_mm and spec_bench are refused, each with the local alternative
+--dataset-name | v | modelled | | random, sharegpt, custom, prefix_repetition and timed_trace; burstgpt, sonnet, random-mm, random-rerank, hf, custom_mm, custom_audio, custom_image, spec_bench and speed_bench are refused, each with the local alternative
 --no-stream | b | recorded | | how a Hugging Face dataset is read: the hf dataset is refused
 --dataset-path | v | modelled | | the dataset file (ShareGPT JSON, custom JSON Lines, or a trace)
 --no-oversample | b | modelled | | accepted with the random and prefix_repetition datasets (where nothing is oversampled); refused with a dataset file (the simulator oversamples a short file as vLLM does by default)
@@ -339,9 +339,30 @@ DATASET_REFUSALS = {
     "random-mm": "multimodal prompts (images, video) are not modelled: give --dataset-name random for the text part",
     "custom_mm": "multimodal prompts (images, video) are not modelled: give --dataset-name custom with the text part",
     "random-rerank": "reranking requests (scored pairs, no generation) are not modelled",
+    "custom_audio": "audio prompts are not modelled: give --dataset-name custom with the text part",
+    "custom_image": "image prompts are not modelled: give --dataset-name custom with the text part",
+    "speed_bench": "its prompts come from a downloaded benchmark meant for speculative decoding, which is not "
+                   "modelled: save the prompts as a custom JSON Lines file and give --dataset-name custom",
     "spec_bench": "Spec-Bench's questions are meant for speculative decoding, which is not modelled: save the "
                   "questions as a custom JSON Lines file and give --dataset-name custom --dataset-path FILE",
 }
+
+# Flags of earlier vLLM releases (the V0 engine's) that published command lines still carry.
+_OLDER = f"""
+--max-seq-len-to-capture | v | recorded | | {_GRAPHS}
+--num-scheduler-steps | v | refused | 1 | multi-step scheduling belonged to vLLM's V0 engine; V1 schedules every step (only 1 is accepted)
+--multi-step-stream-outputs | b | recorded | | multi-step scheduling (V0): V1 schedules every step
+--preemption-mode | v | refused | recompute | V1 recomputes preempted requests (as the simulator does); swapping them out is not modelled
+--use-v2-block-manager | b | recorded | | the V0 engine's block manager choice: V1 has one
+--scheduler-delay-factor | v | recorded | | a V0 engine delay before new prompts: V1's scheduler has none
+--disable-async-output-proc | b | recorded | | the V0 engine's output processing: V1 overlaps it with --async-scheduling
+--quantization-param-path | v | recorded | | fp8 KV cache scales: changes no timing
+--worker-use-ray | b | recorded | | how worker processes are started: changes no timing
+--tokenizer-pool-size | v | recorded | | {_TOK}
+--tokenizer-pool-type | v | recorded | | {_TOK}
+--speculative-model | v | refused | | speculative decoding (draft tokens verified in one pass) is not modelled
+--num-speculative-tokens | v | refused | | speculative decoding (draft tokens verified in one pass) is not modelled
+"""
 
 
 @dataclass(frozen=True)
@@ -398,7 +419,7 @@ def _merge(*groups: list[VllmFlag]) -> tuple[VllmFlag, ...]:
     return tuple(merged.values())
 
 
-FLAGS: tuple[VllmFlag, ...] = _merge(_rows(_SERVE, "serve"), _rows(_BENCH, "bench"))
+FLAGS: tuple[VllmFlag, ...] = _merge(_rows(_SERVE, "serve"), _rows(_BENCH, "bench"), _rows(_OLDER, "serve"))
 BY_FLAG = {row.flag: row for row in FLAGS}
 
 

@@ -23,6 +23,7 @@ def vllm_source_flags() -> dict[str, tuple[set[str], list[str]]]:
         if not line.strip() or line.startswith("#"):
             continue
         command, flag, *short = line.split()
+        command = command.removesuffix("-older")  # an earlier release's serve flag
         if flag.startswith("--"):
             flag = flag.replace("_", "-")  # vLLM's parser reads underscores as dashes
         out.setdefault(flag, (set(), short))[0].add(command)
