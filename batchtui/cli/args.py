@@ -136,8 +136,11 @@ def add_sharing_args(p: argparse.ArgumentParser) -> None:
 
     d = PREFIX_REPETITION_DEFAULTS
     s = p.add_argument_group("shared prefixes and conversations (prefix caching)")
-    s.add_argument("--random-prefix-len", "--common-prefix-len", dest="random_prefix_len", metavar="N",
-                   **dial("workload.prefix_len"))
+    s.add_argument("--random-prefix-len", metavar="N",
+                   **{**dial("workload.prefix_len"), "help": dial("workload.prefix_len")["help"]
+                      + " (also spelled --common-prefix-len)"})
+    s.add_argument("--common-prefix-len", dest="random_prefix_len", metavar="N",  # vllm bench serve's other name
+                   **{**dial("workload.prefix_len"), "help": argparse.SUPPRESS})
     s.add_argument("--prefix-repetition-prefix-len", type=o.dial_type(find("workload.prefix_len")), metavar="N",
                    help=f"prefix_repetition: tokens of each shared prefix (default {d['prefix_len']})")
     s.add_argument("--prefix-repetition-suffix-len", type=o.positive_int, metavar="N",

@@ -485,7 +485,7 @@ def check(args: argparse.Namespace) -> dict[str, str]:
 def recorded_line(recorded: dict[str, str]) -> str:
     """The one line a run prints about the flags it kept but does not model."""
     items = ", ".join(f"{flag} {value}" if value != "on" else flag for flag, value in recorded.items())
-    return f"batchtui: recorded in the result, not modelled: {items}"
+    return f"batchtui: recorded, not modelled: {items}"
 
 
 def markdown_table() -> str:
