@@ -112,7 +112,8 @@ class CostModel:
         # Linear layers: t_mem is the same whatever the batch; t_cmp grows with T.
         self._t_mem = self._weight_bytes / (self._bandwidth * deployment.eta_bw)
         self._t_mem_squared = self._t_mem * self._t_mem
-        self._t_cmp_per_token = self._flops_per_token / effective_peak
+        # The linear layers run at the tensor-core peak of their weight format (fp8 for W8A8).
+        self._t_cmp_per_token = self._flops_per_token / (deployment.linear_peak_flops * deployment.eta_mfu)
         # Decode attention: seconds per token of context read.
         self._t_kv_per_token = self._kv_bytes_per_token / (self._bandwidth * deployment.eta_attn)
         # Prefill attention: FLOPs = this x chunk x (prefix + chunk / 2). QK^T and PV are two

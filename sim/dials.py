@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .config import BATCHING_POLICIES, SCHEDULING_POLICIES
 from .errors import ConfigError
-from .profiles import KV_CACHE_DTYPE_BYTES, MAX_BLOCK_SIZE, TENSOR_PARALLEL_SIZES
+from .profiles import KV_CACHE_DTYPE_BYTES, MAX_BLOCK_SIZE, TENSOR_PARALLEL_SIZES, WEIGHT_FORMATS
 from .workload import ARRIVALS, DATASETS, LENGTH_DISTRIBUTIONS, RAMP_UP_STRATEGIES
 
 if TYPE_CHECKING:
@@ -208,6 +208,16 @@ DIALS: tuple[DialSpec, ...] = (
              minimum=2, optional=True, unit="blocks",
              words="a whole number of blocks >= 2 (one is reserved), or unset: sized from memory",
              help="KV cache blocks, instead of sizing the cache from memory (at most what memory holds)"),
+    DialSpec("quantization", "weight format", "choice", "restart", "--quantization", "serve",
+             choices=tuple(WEIGHT_FORMATS), optional=True,
+             help="weight format of the linear layers: bytes per weight, and fp8 tensor cores for fp8 "
+                  "formats where the GPU has them (default: the model's bf16)"),
+    DialSpec("kv_cache_memory_bytes", "KV cache bytes", "int", "restart", "--kv-cache-memory-bytes", "serve",
+             minimum=1, optional=True, human=True, unit="bytes",
+             words="a number of bytes > 0 (1k = 1,000, 1K = 1,024, as vLLM reads them), or unset",
+             help="the KV cache per GPU in bytes, instead of sizing it with --gpu-memory-utilization"),
+    DialSpec("enforce_eager", "no CUDA graphs", "bool", "restart", "--enforce-eager", "serve", optional=True,
+             help="run without CUDA graphs: every iteration pays the host's kernel launches (default off)"),
     DialSpec("seed", "random seed", "int", "restart", "--seed", "serve", minimum=0,
              help="random seed (default 0)"),
     # -- the engine: from the next iteration (its structure restarts the run)

@@ -141,7 +141,8 @@ class Engine:
         """Start over (with a new scenario if given)."""
         if scenario is not None:
             self.scenario = scenario
-            self._profiles = self._profiles if not scenario.profiles_path else scenario.profiles()
+            own = scenario.profiles_path or scenario.hf_config_path
+            self._profiles = self._profiles if not own else scenario.profiles()
         self._build()
 
     # -- traffic

@@ -28,8 +28,40 @@ MODEL_KINDS = ("decoder", "encoder")
 TENSOR_PARALLEL_SIZES = (1, 2, 4, 8)
 KV_CACHE_DTYPE_BYTES: Mapping[str, int] = MappingProxyType(
     # "auto" follows the model's activation dtype, which for every preset is bf16.
-    {"auto": 2, "bf16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
+    {"auto": 2, "bf16": 2, "float16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
 )
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    """How `--quantization` stores the linear layers' weights and which tensor cores multiply them."""
+
+    bytes_per_param: float
+    """Bytes per linear-layer weight, scales included (embeddings and the output head stay bf16)."""
+    fp8_compute: bool
+    """W8A8: the linear layers run at the GPU's fp8 tensor-core peak where it has one (else, as
+    vLLM does on Ampere, weight-only fp8 through Marlin kernels at the bf16 peak)."""
+
+
+# 4-bit group-quantized formats keep one fp16 scale and one 4-bit zero point per 128 weights:
+# 0.5 + 2.5 / 128 bytes a weight. bitsandbytes' NF4 with double quantization: about 4.13 bits.
+_INT4_GROUP128 = 0.5 + 2.5 / 128
+WEIGHT_FORMATS: Mapping[str, WeightFormat] = MappingProxyType({
+    "fp8": WeightFormat(1.0, True),
+    "fbgemm_fp8": WeightFormat(1.0, True),
+    "modelopt": WeightFormat(1.0, True),
+    "ptpc_fp8": WeightFormat(1.0, True),
+    "awq": WeightFormat(_INT4_GROUP128, False),
+    "awq_marlin": WeightFormat(_INT4_GROUP128, False),
+    "gptq": WeightFormat(_INT4_GROUP128, False),
+    "gptq_marlin": WeightFormat(_INT4_GROUP128, False),
+    "bitsandbytes": WeightFormat(4.13 / 8, False),
+})
+# Without CUDA graphs (--enforce-eager) the host launches every kernel of every layer itself, each
+# iteration. Measured: a Llama 3.1 8B decode step on an H100 SXM takes 8.4 ms eager against 5.1 ms
+# with CUDA graphs (https://cloudai.pt/cuda-graphs-torch-compile-1-65x-llm-decode-speedup/): 3.3 ms
+# over 32 layers, about 103 us of launches a layer.
+EAGER_LAUNCH_S_PER_LAYER = 3.3e-3 / 32
 MAX_BLOCK_SIZE = 256
 
 
@@ -62,6 +94,8 @@ class GpuProfile:
     """Fixed cost of one tensor-parallel all-reduce, on top of its transfer time."""
     nvidia_smi_names: tuple[str, ...] = ()
     """The names `nvidia-smi --query-gpu=name` prints for this GPU (what `--gpu auto` matches)."""
+    fp8_peak_flops: float = 0.0
+    """Dense fp8 tensor-core peak, FLOP/s; 0 where the GPU has no fp8 tensor cores (Ampere)."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +123,20 @@ class ModelProfile:
     eta_attn: float | None = None
     overhead_s: float | None = None
     overhead_per_seq_s: float | None = None
+    vocab_size: int = 0
+    """Tokens in the vocabulary (0: unknown, every parameter counted as a linear layer's)."""
+    tie_word_embeddings: bool = False
+    """The output head shares the embedding's weights."""
+    intermediate_size: int = 0
+    """The MLP's inner size (0: unknown; a profile from a config.json has it)."""
+    aliases: tuple[str, ...] = ()
+    """Other Hugging Face ids of the same shape (the base model, older names)."""
+
+    @property
+    def embedding_params(self) -> float:
+        """Parameters outside the linear layers that quantization leaves in bf16: the embedding,
+        and the output head unless tied (0 when the vocabulary is unknown)."""
+        return float(self.vocab_size * self.hidden * (1 if self.tie_word_embeddings else 2))
 
     @property
     def has_kv_cache(self) -> bool:
@@ -153,6 +201,16 @@ def _names(value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _BadValue("it must be true or false")
+    return value
+
+
+def _any(value: Any) -> Any:
+    return value  # a config.json field: checked with the rest of the config (`sim.hf_config.shape`)
+
+
 def _model_kind(value: Any) -> str:
     if value not in MODEL_KINDS:
         raise _BadValue(f"kind must be one of {', '.join(repr(k) for k in MODEL_KINDS)}")
@@ -175,6 +233,7 @@ _GPU_KEYS: dict[str, _Checker] = {
     "bf16_peak_flops": _positive,
     "memory_bytes": _positive,
     "interconnect_bandwidth": _positive,
+    "fp8_peak_flops": _non_negative,
     "nvidia_smi_names": _names,
     **_DEFAULTS_KEYS,
 }
@@ -191,7 +250,15 @@ _MODEL_KEYS: dict[str, _Checker] = {
     "bytes_per_param": _positive,
     "input_len": _positive_int,
     "hf_id": _text,
+    "vocab_size": _positive_int,
+    "tie_word_embeddings": _bool,
+    "intermediate_size": _positive_int,
+    "aliases": _names,
     **_EFFICIENCY_KEYS,
+    # A model table may instead spell the model as its Hugging Face config.json does.
+    **{key: _any for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                             "head_dim", "num_local_experts", "num_experts", "n_routed_experts",
+                             "max_position_embeddings", "model_type", "attention_bias")},
 }
 _GPU_REQUIRED = ("name", "hbm_bandwidth", "bf16_peak_flops", "memory_bytes",
                  "interconnect_bandwidth")
@@ -294,6 +361,15 @@ def _build_gpu(gpu_id: str, values: Mapping[str, Any], defaults: Mapping[str, An
 
 def _build_model(model_id: str, values: Mapping[str, Any], source: str) -> ModelProfile:
     label = f"{source}: [models.{model_id}]"
+    from sim import hf_config
+
+    own = [k for k in values if k in hf_config.CONFIG_ONLY]
+    if own:
+        config = {k: v for k, v in values.items() if k in hf_config.CONFIG_ONLY or k in hf_config.FIELDS}
+        derived = hf_config.model_values(config, label)
+        values = {**derived, **{k: v for k, v in values.items() if k not in config}}
+    if "aliases" in values:
+        values = {**values, "aliases": tuple(values["aliases"])}
     missing = [key for key in _MODEL_REQUIRED if key not in values]
     if missing:
         raise ProfileError(f"{label} is missing {', '.join(missing)}.")
@@ -366,6 +442,18 @@ class ProfileSet:
                 f"{', '.join(self.models)}."
             ) from None
 
+    def with_config_model(self, model_id: str, config: Mapping[str, Any], source: str) -> ProfileSet:
+        """These profiles and one more model (or a replaced one): the dense transformer a Hugging
+        Face config.json describes (`sim.hf_config`), named `model_id` (its Hugging Face id too
+        when it looks like one)."""
+        from sim import hf_config
+
+        values = {**hf_config.model_values(config, source), "name": model_id}
+        if "/" in model_id:
+            values["hf_id"] = model_id
+        model = _build_model(model_id, values, source)
+        return ProfileSet(self.gpus, MappingProxyType({**self.models, model_id: model}))
+
     def deployment(
         self, gpu_id: str = DEFAULT_GPU_ID, model_id: str = DEFAULT_MODEL_ID, **dials: Any
     ) -> Deployment:
@@ -433,6 +521,12 @@ class Deployment:
     num_gpu_blocks_override: int | None = None
     reserve_bytes: float = 3.4e9
     """Memory vLLM keeps outside weights and KV cache: activations, CUDA graphs, context."""
+    quantization: str | None = None
+    """`--quantization`: a key of WEIGHT_FORMATS, or None for the model's bf16 weights."""
+    kv_cache_memory_bytes: float | None = None
+    """`--kv-cache-memory-bytes`: the KV cache per GPU, instead of sizing it from memory."""
+    enforce_eager: bool | None = None
+    """`--enforce-eager`: no CUDA graphs, so every iteration pays the host's kernel launches."""
 
     def __post_init__(self) -> None:
         self._check_dials()
@@ -441,9 +535,27 @@ class Deployment:
     # -- model memory --------------------------------------------------------------------
 
     @property
+    def weight_format(self) -> WeightFormat | None:
+        return WEIGHT_FORMATS[self.quantization] if self.quantization else None
+
+    @property
     def weight_bytes(self) -> float:
-        """All weights, across every GPU."""
-        return self.model.params * self.model.bytes_per_param
+        """All weights, across every GPU: quantized linear layers at their format's bytes, the
+        embedding and output head at the model's own."""
+        m, fmt = self.model, self.weight_format
+        if fmt is None:
+            return m.params * m.bytes_per_param
+        other = min(m.embedding_params, m.params)
+        return (m.params - other) * fmt.bytes_per_param + other * m.bytes_per_param
+
+    @property
+    def linear_peak_flops(self) -> float:
+        """The tensor-core peak the linear layers run at: fp8's for a W8A8 format on a GPU with fp8
+        tensor cores, else bf16's."""
+        fmt = self.weight_format
+        if fmt is not None and fmt.fp8_compute and self.gpu.fp8_peak_flops > 0:
+            return self.gpu.fp8_peak_flops
+        return self.gpu.bf16_peak_flops
 
     @property
     def weight_bytes_per_gpu(self) -> float:
@@ -486,7 +598,10 @@ class Deployment:
 
     @property
     def kv_memory_bytes_per_gpu(self) -> float:
-        """Memory left for the KV cache on each GPU once weights and the reserve are placed."""
+        """Memory left for the KV cache on each GPU once weights and the reserve are placed (or
+        --kv-cache-memory-bytes, when given)."""
+        if self.kv_cache_memory_bytes is not None:
+            return float(self.kv_cache_memory_bytes)
         return (self.gpu_memory_utilization * self.gpu.memory_bytes
                 - self.weight_bytes_per_gpu - self.reserve_bytes)
 
@@ -524,7 +639,15 @@ class Deployment:
 
     @property
     def overhead_s(self) -> float:
-        return self.model.overhead_s if self.model.overhead_s is not None else self.gpu.overhead_s
+        """The host's fixed cost of every iteration; with --enforce-eager, plus launching every
+        layer's kernels (EAGER_LAUNCH_S_PER_LAYER a layer)."""
+        base = self.model.overhead_s if self.model.overhead_s is not None else self.gpu.overhead_s
+        return base + (self.eager_launch_s if self.enforce_eager else 0.0)
+
+    @property
+    def eager_launch_s(self) -> float:
+        """What running without CUDA graphs adds to every iteration: the kernel launches of every layer."""
+        return EAGER_LAUNCH_S_PER_LAYER * self.model.layers
 
     @property
     def overhead_per_seq_s(self) -> float:
@@ -542,6 +665,8 @@ class Deployment:
         m = self.model
         weights = self.weight_bytes / tensor_parallel_size
         free = self.gpu_memory_utilization * self.gpu.memory_bytes - weights - self.reserve_bytes
+        if self.kv_cache_memory_bytes is not None:
+            free = self.kv_cache_memory_bytes
         kv_heads = max(1.0, m.kv_heads / tensor_parallel_size)
         block = 2 * m.layers * kv_heads * m.head_dim * self.kv_dtype_bytes * self.block_size
         return max(0, math.floor(free / block))
@@ -555,6 +680,8 @@ class Deployment:
     def _fits(self, tensor_parallel_size: int) -> bool:
         weights = self.weight_bytes / tensor_parallel_size
         room = self.gpu_memory_utilization * self.gpu.memory_bytes - self.reserve_bytes
+        if self.kv_cache_memory_bytes is not None:  # vLLM then places weights, reserve and cache in all of it
+            room = self.gpu.memory_bytes - self.reserve_bytes - self.kv_cache_memory_bytes
         if weights >= room:
             return False
         if not self.model.has_kv_cache or self.num_gpu_blocks_override is not None:
@@ -590,6 +717,14 @@ class Deployment:
                                      or override < 2):
             raise ConfigError("num_gpu_blocks_override", override,
                               "unset, or a whole number of at least 2 (one block is reserved)")
+        if self.quantization is not None and self.quantization not in WEIGHT_FORMATS:
+            raise ConfigError("quantization", self.quantization,
+                              f"one of {', '.join(WEIGHT_FORMATS)} (a weight format the simulator prices; others "
+                              "are not modelled)")
+        kv = self.kv_cache_memory_bytes
+        if kv is not None and (isinstance(kv, bool) or not isinstance(kv, (int, float)) or not math.isfinite(kv)
+                               or kv <= 0):
+            raise ConfigError("kv_cache_memory_bytes", kv, "unset, or a number of bytes > 0")
         reserve = self.reserve_bytes
         if (isinstance(reserve, bool) or not isinstance(reserve, (int, float))
                 or not math.isfinite(reserve) or reserve < 0):
@@ -602,7 +737,11 @@ class Deployment:
         m, g = self.model, self.gpu
         on = f"one {g.name}" if tp == 1 else f"{tp} x {g.name}"
         left = self.kv_memory_bytes_per_gpu
-        if left > 0:
+        if self.kv_cache_memory_bytes is not None:
+            why = (f"its weights ({_gb(self.weight_bytes_per_gpu)} per GPU), the {_gb(self.reserve_bytes)} reserve "
+                   f"and the {_gb(self.kv_cache_memory_bytes)} KV cache --kv-cache-memory-bytes asks for need more "
+                   f"than its {_gb(g.memory_bytes)}")
+        elif left > 0:
             why = (f"after its weights ({_gb(self.weight_bytes_per_gpu)} per GPU) and the "
                    f"{_gb(self.reserve_bytes)} reserve, {self.gpu_memory_utilization:g} x "
                    f"{_gb(g.memory_bytes)} leaves {_gb(left)}, not enough for the KV cache")

@@ -16,7 +16,9 @@ from .errors import ConfigError, SimError
 from .workload import WorkloadSpec
 
 DEPLOYMENT_KEYS = ("gpu", "model", "tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization",
-                   "block_size", "num_gpu_blocks_override")
+                   "block_size", "num_gpu_blocks_override", "quantization", "kv_cache_memory_bytes", "enforce_eager")
+# Deployment keys a scenario leaves out of its dict while unset (files saved before them read the same).
+_UNSET_LEFT_OUT = ("num_gpu_blocks_override", "quantization", "kv_cache_memory_bytes", "enforce_eager")
 
 
 @dataclass(frozen=True)
@@ -30,11 +32,15 @@ class Scenario:
     gpu_memory_utilization: float = 0.92
     block_size: int = 16
     num_gpu_blocks_override: int | None = None
+    quantization: str | None = None  # --quantization: the weight format (None: the model's bf16)
+    kv_cache_memory_bytes: int | None = None  # --kv-cache-memory-bytes: the KV cache per GPU
+    enforce_eager: bool | None = None  # --enforce-eager: no CUDA graphs
     engine: dict = field(default_factory=dict)
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
     seed: int = 0
     offline: bool = False  # take vLLM's offline (LLM class) defaults instead of `vllm serve`'s
     profiles_path: str = ""  # a user TOML of extra or overriding GPU and model profiles
+    hf_config_path: str = ""  # a Hugging Face config.json: `model` is the dense model it describes
 
     def with_engine(self, **dials) -> "Scenario":
         merged = dict(self.engine)
@@ -50,7 +56,12 @@ class Scenario:
     # -- resolution
     def profiles(self):
         from .profiles import load_profiles
-        return load_profiles(self.profiles_path or None)
+        profiles = load_profiles(self.profiles_path or None)
+        if self.hf_config_path:
+            from . import hf_config
+            profiles = profiles.with_config_model(self.model, hf_config.read(self.hf_config_path),
+                                                  self.hf_config_path)
+        return profiles
 
     def deployment(self, profiles=None):
         profiles = profiles or self.profiles()
@@ -61,6 +72,9 @@ class Scenario:
             gpu_memory_utilization=self.gpu_memory_utilization,
             block_size=self.block_size,
             num_gpu_blocks_override=self.num_gpu_blocks_override,
+            quantization=self.quantization,
+            kv_cache_memory_bytes=self.kv_cache_memory_bytes,
+            enforce_eager=self.enforce_eager,
         )
 
     def engine_config(self, profiles=None) -> EngineConfig:
@@ -82,12 +96,15 @@ class Scenario:
     # -- dict and TOML round trip
     def to_dict(self) -> dict:
         d = {k: getattr(self, k) for k in DEPLOYMENT_KEYS}
-        if d["num_gpu_blocks_override"] is None:
-            d.pop("num_gpu_blocks_override")
+        for key in _UNSET_LEFT_OUT:
+            if d[key] is None:
+                d.pop(key)
         d["seed"] = self.seed
         d["offline"] = self.offline
         if self.profiles_path:
             d["profiles_path"] = self.profiles_path
+        if self.hf_config_path:
+            d["hf_config_path"] = self.hf_config_path
         d["engine"] = dict(self.engine)
         d["workload"] = self.workload.to_dict()
         return d

@@ -12,7 +12,7 @@ import os
 import sys
 
 from .exits import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USER_ERROR, OutputError, UserError
-from .parser import build_parser, chosen_command
+from .parser import build_parser, chosen_command, pasted
 
 __all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USER_ERROR", "UserError", "main"]
 
@@ -20,7 +20,7 @@ TRACEBACK_ENV = "BATCHTUI_TRACEBACK"
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    argv = pasted(sys.argv[1:] if argv is None else list(argv))
     parser = build_parser(chosen_command(argv))
     try:
         args = parser.parse_args(argv)

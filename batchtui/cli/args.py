@@ -13,6 +13,10 @@ DEFAULT_INPUT_LEN = 1024
 DEFAULT_OUTPUT_LEN = 128
 DEFAULT_NUM_PROMPTS = 1000
 DATASET_NAMES = ("random", "sharegpt", "custom", "timed_trace", "prefix_repetition")
+# vllm serve's --dtype: the 16-bit ones are the profiles' 2-byte weights; fp32 has no tensor-core peak here.
+DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
+# vLLM V1 refuses these above 1 ("Concurrent Partial Prefill is not supported"); 0.27 removed them.
+PARTIAL_PREFILL_FLAGS = ("--max-num-partial-prefills", "--max-long-partial-prefills")
 # vllm bench serve's prefix_repetition dataset: G prefixes of P tokens, each prompt one of them and
 # S tokens of its own, answers of O tokens (its defaults).
 PREFIX_REPETITION_DEFAULTS = {"prefix_len": 256, "suffix_len": 256, "num_prefixes": 10, "output_len": 128}
@@ -35,14 +39,30 @@ def add_setup_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--model", metavar="NAME",
                    help=f"model: a Hugging Face id such as meta-llama/Llama-3.1-8B-Instruct, or one "
                         f"of {models} (default llama-3.1-8b)")
+    g.add_argument("--hf-config", "--hf-config-path", dest="hf_config", metavar="FILE",
+                   help="the model's Hugging Face config.json (or a directory holding one): any dense "
+                        "transformer from its fields, named by --model")
     e = p.add_argument_group("engine (vllm serve's flags; unset = vLLM 0.33's default for the GPU)")
+    from .vllm_flags import BY_FLAG
+
     for f in o.engine_flags():
-        (g if f.where == "deployment" else e).add_argument(f.flag, dest=f.dial, **f.kwargs)
+        group = g if f.where == "deployment" else e
+        group.add_argument(f.flag, dest=f.dial, **f.kwargs)
+        for short in BY_FLAG[f.flag].aliases if f.flag in BY_FLAG else ():  # -tp, -q: vLLM's short spellings
+            group.add_argument(short, dest=f.dial, **{**f.kwargs, "help": argparse.SUPPRESS})
+    e.add_argument("--dtype", choices=DTYPES, metavar="DTYPE",
+                   help="weights' and activations' type: auto, half, float16 or bfloat16 (2 bytes, as the "
+                        "profiles assume); float32 is refused")
+    for flag in PARTIAL_PREFILL_FLAGS:
+        e.add_argument(flag, type=o.positive_int, metavar="N",
+                       help="1 only, as vLLM's V1 scheduler runs (it refuses any other value)")
 
 
 def add_traffic_args(p: argparse.ArgumentParser, *, rate_flag: bool = True, count_help: str = "") -> None:
     t = p.add_argument_group("traffic (vllm bench serve's flags and defaults)")
-    t.add_argument("--dataset-name", choices=DATASET_NAMES, default=None,
+    from .vllm_flags import DATASET_REFUSALS
+
+    t.add_argument("--dataset-name", choices=DATASET_NAMES + tuple(DATASET_REFUSALS), default=None,
                    help="where lengths come from: random (default), sharegpt or custom (a file "
                         "given with --dataset-path), timed_trace (a trace: arrivals too), or "
                         "prefix_repetition (prompts sharing one of a few prefixes)")
@@ -95,6 +115,15 @@ def add_traffic_args(p: argparse.ArgumentParser, *, rate_flag: bool = True, coun
                         "Mooncake's and vLLM's {\"timestamp\": ms, \"input_length\": n, "
                         "\"output_length\": n, \"hash_ids\": [...]}")
     x.add_argument("--seed", type=o.seed, metavar="N", help="random seed (default 0)")
+    t.add_argument("--no-oversample", action="store_true",
+                   help="with a dataset file: refused (the simulator oversamples a short file, as vLLM by "
+                        "default); with random prompts nothing is oversampled")
+    t.add_argument("--disable-shuffle", action="store_true",
+                   help="with a dataset file: refused (its prompts are shuffled with the seed); with random "
+                        "prompts nothing is shuffled")
+    from .vllm_flags import add_flags
+
+    add_flags(p)
 
 
 def add_sharing_args(p: argparse.ArgumentParser) -> None:
@@ -107,7 +136,11 @@ def add_sharing_args(p: argparse.ArgumentParser) -> None:
 
     d = PREFIX_REPETITION_DEFAULTS
     s = p.add_argument_group("shared prefixes and conversations (prefix caching)")
-    s.add_argument("--random-prefix-len", metavar="N", **dial("workload.prefix_len"))
+    s.add_argument("--random-prefix-len", metavar="N",
+                   **{**dial("workload.prefix_len"), "help": dial("workload.prefix_len")["help"]
+                      + " (also spelled --common-prefix-len)"})
+    s.add_argument("--common-prefix-len", dest="random_prefix_len", metavar="N",  # vllm bench serve's other name
+                   **{**dial("workload.prefix_len"), "help": argparse.SUPPRESS})
     s.add_argument("--prefix-repetition-prefix-len", type=o.dial_type(find("workload.prefix_len")), metavar="N",
                    help=f"prefix_repetition: tokens of each shared prefix (default {d['prefix_len']})")
     s.add_argument("--prefix-repetition-suffix-len", type=o.positive_int, metavar="N",
@@ -134,6 +167,8 @@ def add_result_args(p: argparse.ArgumentParser, *, detailed: bool = True):
                         "(keys ttft, tpot, e2el; ms)")
     r.add_argument("--save-result", action="store_true",
                    help="save the result as JSON in vllm bench serve's layout")
+    r.add_argument("--append-result", action="store_true",
+                   help="append the result to the file (a line of JSON), as vllm bench serve does")
     if detailed:
         r.add_argument("--save-detailed", action="store_true",
                        help="with the per-request arrays (input_lens, output_lens, ttfts, itls, errors)")

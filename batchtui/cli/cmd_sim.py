@@ -52,8 +52,8 @@ def metadata(args) -> dict:
 
 
 def result_path(args, setup, date: str) -> str | None:
-    """Where --save-result writes, named as vllm bench serve names it."""
-    if not args.save_result:
+    """Where --save-result (or --append-result) writes, named as vllm bench serve names it."""
+    if not (args.save_result or args.append_result):
         if args.result_dir or args.result_filename:
             raise UserError("argument --result-filename/--result-dir: needs --save-result")
         return None
@@ -71,12 +71,31 @@ def result_path(args, setup, date: str) -> str | None:
     return os.path.join(args.result_dir, name) if args.result_dir else name
 
 
+def keep_earlier_results(path: str, sink) -> None:
+    """--append-result: the file's earlier contents first, then (a newline between) this result, as
+    vllm bench serve appends; copied in pieces into the new file, which replaces the old one whole."""
+    if not os.path.isfile(path):
+        return
+    last = ""
+    try:
+        with open(path, encoding="utf-8", errors="replace", newline="") as old:
+            while piece := old.read(1 << 20):
+                sink.write(piece)
+                last = piece[-1]
+    except OSError as exc:
+        raise UserError(f"argument --append-result: cannot read {path}: {exc.strerror or exc}") from None
+    if last and last != "\n":
+        sink.write("\n")
+
+
 @user_errors
 def run(args: argparse.Namespace) -> int:
     setup = build_setup(args)
     opts = result_options(args)
     date = datetime.now().strftime("%Y%m%d-%H%M%S")
     meta = metadata(args)
+    if setup.recorded:
+        meta["recorded_flags"] = dict(setup.recorded)
     path = result_path(args, setup, date)
     if args.result_dir:
         try:
@@ -95,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
             data = report.bench_result(result, setup, date=date, label=args.label, percentiles=opts["percentiles"],
                                        detailed=args.save_detailed, metadata=meta)
         if result_file is not None:
+            if args.append_result:
+                keep_earlier_results(path, result_file)
             report.dump_json(result_file, data, indent=None)
     if args.json:
         import sys

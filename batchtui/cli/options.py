@@ -203,12 +203,13 @@ def detect_gpu(profiles):
 
 
 def resolve_model(name: str, profiles) -> str:
-    """A model profile id from an id or a Hugging Face id (case ignored)."""
+    """A model profile id from an id, a Hugging Face id or one of its aliases (case ignored)."""
     if name in profiles.models:
         return name
     wanted = name.lower()
     for model_id, model in profiles.models.items():
-        if (model.hf_id and model.hf_id.lower() == wanted) or model_id.lower() == wanted:
+        names = (model_id, model.hf_id, *model.aliases)
+        if any(n and n.lower() == wanted for n in names):
             return model_id
     return name
 
@@ -283,14 +284,16 @@ def _kwargs(spec: DialSpec) -> dict:
         return dict(action=argparse.BooleanOptionalAction, default=None, help=spec.help)
     if spec.type == "choice":
         choices = tuple(_VLLM_SPELLING.get(c, c) for c in spec.choices)
-        if spec.path == "kv_cache_dtype":  # long names: listed in the help, not the usage line
-            return dict(choices=choices, metavar="DTYPE", help=f"{spec.help}; one of {', '.join(choices)}")
+        if spec.path in _CHOICE_METAVARS:  # long names: listed in the help, not the usage line
+            return dict(choices=choices, metavar=_CHOICE_METAVARS[spec.path],
+                        help=f"{spec.help}; one of {', '.join(choices)}")
         return dict(choices=choices, help=spec.help)
     if spec.choices and not spec.words:  # a short list: argparse's own "invalid choice" message
         return dict(type=int, choices=spec.choices, metavar=_metavar(spec), help=spec.help)
     return dict(type=dial_type(spec), metavar=_metavar(spec), help=spec.help)
 
 
+_CHOICE_METAVARS = {"kv_cache_dtype": "DTYPE", "quantization": "FORMAT"}
 # --kv-cache-dtype spellings vLLM takes for the profile's element types.
 KV_CACHE_DTYPE_ALIASES = {"bfloat16": "bf16"}
 _VLLM_SPELLING = {v: k for k, v in KV_CACHE_DTYPE_ALIASES.items()}

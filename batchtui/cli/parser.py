@@ -37,6 +37,32 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def pasted(argv: list[str]) -> list[str]:
+    """A command line with `vllm serve MODEL ...` and `vllm bench serve ...` lines pasted after the
+    subcommand, as the subcommand's flags: the words `vllm serve` and `vllm bench serve` dropped,
+    the model `vllm serve` takes first as --model, and flags spelled with underscores read with
+    dashes, as vLLM's own parser reads them (--max_num_seqs is --max-num-seqs)."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "vllm" and argv[i + 1:i + 3] == ["bench", "serve"]:
+            i += 3
+            continue
+        if word == "vllm" and argv[i + 1:i + 2] == ["serve"]:
+            i += 2
+            if i < len(argv) and not argv[i].startswith("-"):
+                out += ["--model", argv[i]]
+                i += 1
+            continue
+        if word.startswith("--") and "_" in word.partition("=")[0]:
+            key, sep, value = word.partition("=")
+            word = key.replace("_", "-") + sep + value
+        out.append(word)
+        i += 1
+    return out
+
+
 def chosen_command(argv: list[str]) -> str | None:
     """The subcommand named on the command line, if any (its first word that names one)."""
     return next((word for word in argv if word in SUBCOMMANDS), None)

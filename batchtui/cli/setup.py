@@ -93,15 +93,17 @@ def user_errors(func):
 class Setup:
     """A scenario built from flags, resolved against the profiles: what the engine will run."""
 
-    def __init__(self, scenario: Scenario, profiles) -> None:
+    def __init__(self, scenario: Scenario, profiles, recorded: dict | None = None) -> None:
         self.scenario = scenario
         self.profiles = profiles
         self.deployment = scenario.deployment(profiles)
         self.config = scenario.engine_config(profiles)
+        self.recorded = dict(recorded or {})
+        """vLLM flags given that the simulator keeps in the result but does not model."""
         scenario.workload.validate()
 
     def with_scenario(self, scenario: Scenario) -> "Setup":
-        return Setup(scenario, self.profiles)
+        return Setup(scenario, self.profiles, self.recorded)
 
 
 def default_workload() -> WorkloadSpec:
@@ -114,6 +116,10 @@ def default_workload() -> WorkloadSpec:
 def build_setup(args: argparse.Namespace, *, rate_flag: bool = True, traffic: bool = True) -> Setup:
     """`traffic` False: a server's setup (`batchtui serve`), whose requests come from outside: the
     workload is empty and no traffic flag is read."""
+    from . import vllm_flags
+
+    recorded = vllm_flags.check(args)  # refuses what the simulator cannot give, before any work
+    _check_serve_flags(args)
     sc = Scenario.load(args.scenario) if args.scenario else Scenario(workload=default_workload())
     if args.profiles:
         sc = replace(sc, profiles_path=args.profiles)
@@ -121,8 +127,19 @@ def build_setup(args: argparse.Namespace, *, rate_flag: bool = True, traffic: bo
     changes = {}
     if args.gpu is not None:
         changes["gpu"] = o.resolve_gpu(args.gpu, profiles)
-    if args.model is not None:
+    if args.hf_config is not None:  # the model is the config's, named by --model
+        from sim import hf_config
+
+        name = args.model or str(hf_config.read(args.hf_config).get("_name_or_path") or "") or "hf-config"
+        changes.update(model=name, hf_config_path=args.hf_config)
+        sc = replace(sc, **changes)
+        profiles = sc.profiles()
+    elif args.model is not None:
         changes["model"] = o.resolve_model(args.model, profiles)
+        if changes["model"] not in profiles.models:
+            raise UserError(f"argument --model: {args.model} is not a known model (known: "
+                            f"{', '.join(profiles.models)}, their Hugging Face ids and aliases); any dense "
+                            "transformer runs from its Hugging Face config.json: add --hf-config-path FILE")
     if getattr(args, "seed", None) is not None:
         changes["seed"] = args.seed
     engine = {}
@@ -139,7 +156,12 @@ def build_setup(args: argparse.Namespace, *, rate_flag: bool = True, traffic: bo
     else:
         sc = replace(sc, workload=WorkloadSpec(arrival="all-at-once", num_prompts=0))
     _check_like_vllm(args, sc, profiles, model)
-    return Setup(sc, profiles)
+    setup = Setup(sc, profiles, recorded)
+    if recorded:
+        import sys
+
+        print(vllm_flags.recorded_line(recorded), file=sys.stderr)
+    return setup
 
 
 def _workload(args, w: WorkloadSpec, model, rate_flag: bool, from_file: bool) -> WorkloadSpec:
@@ -151,6 +173,15 @@ def _workload(args, w: WorkloadSpec, model, rate_flag: bool, from_file: bool) ->
             raise UserError("argument --workload: not allowed with --dataset-name/--dataset-path "
                             "(--workload FILE is --dataset-name timed_trace --dataset-path FILE)")
         dataset, path = "timed_trace", args.workload
+    from .vllm_flags import DATASET_REFUSALS
+
+    if dataset in DATASET_REFUSALS:
+        raise UserError(f"argument --dataset-name: {dataset} is not simulated: {DATASET_REFUSALS[dataset]}")
+    if dataset in ("sharegpt", "custom", "timed_trace"):
+        for flag in ("--no-oversample", "--disable-shuffle"):
+            if getattr(args, o.dest(flag), False):
+                raise UserError(f"argument {flag}: not simulated with a dataset file (its prompts are shuffled "
+                                "with the seed and a short file is oversampled, as vLLM does by default)")
     if dataset in ("random", None) and path is not None and dataset is not None:
         raise UserError("argument --dataset-path: not allowed with --dataset-name random (vLLM's rule: "
                         "name the file's kind, sharegpt, custom or timed_trace)")
@@ -278,6 +309,20 @@ def _check_like_vllm(args, sc: Scenario, profiles, model) -> None:
                             f"allowed: at most {fits:,} blocks fit in GPU memory at "
                             f"--gpu-memory-utilization {sc.gpu_memory_utilization:g} (vLLM would run out "
                             "of memory allocating the cache)")
+
+
+def _check_serve_flags(args) -> None:
+    """vllm serve's flags the simulator takes only at the values that change nothing it models."""
+    dtype = getattr(args, "dtype", None)
+    if dtype in ("float", "float32"):
+        raise UserError(f"argument --dtype: {dtype} is not simulated: 4-byte weights have no tensor-core peak "
+                        "in the GPU profiles; give auto, half, float16 or bfloat16")
+    for flag in a.PARTIAL_PREFILL_FLAGS:
+        value = getattr(args, o.dest(flag), None)
+        if value not in (None, 1):
+            raise UserError(f"argument {flag}: {value} is refused, as vLLM's V1 engine refuses it "
+                            "(NotImplementedError: Concurrent Partial Prefill is not supported); its scheduler "
+                            "has no such limit, so only 1, the default, is accepted (vLLM 0.27 removed the flag)")
 
 
 def _truthy(value: str | None) -> bool:

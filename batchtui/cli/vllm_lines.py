@@ -19,7 +19,8 @@ def serve_dials(setup, config=None) -> dict:
     config = config or setup.config
     sc = setup.scenario
     values = {**{k: getattr(sc, k) for k in ("tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization",
-                                             "block_size", "num_gpu_blocks_override")},
+                                             "block_size", "num_gpu_blocks_override", "quantization",
+                                             "kv_cache_memory_bytes", "enforce_eager")},
               **config.to_dict()}
     if values["kv_cache_dtype"] == "bf16":
         values["kv_cache_dtype"] = "bfloat16"

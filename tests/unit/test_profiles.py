@@ -39,7 +39,8 @@ def test_builtin_ids_and_defaults():
         "a100-80gb-pcie", "a100-40gb", "a100-40gb-pcie", "l40s", "l40", "l4", "a10", "b200",
     ]
     assert list(BUILTIN_MODELS) == [
-        "llama-3.1-8b", "llama-3.2-3b", "qwen2.5-14b", "llama-3.1-70b", "bge-large-embedder",
+        "llama-3.1-8b", "llama-3.2-3b", "qwen2.5-14b", "llama-3.1-70b", "qwen2.5-7b", "llama-3.3-70b",
+        "qwen2.5-1.5b", "llama-3.2-1b", "llama-2-7b", "bge-large-embedder",
     ]
     assert DEFAULT_GPU_ID == "h100-sxm" and DEFAULT_MODEL_ID == "llama-3.1-8b"
 

@@ -1,0 +1,503 @@
+"""Every flag of `vllm serve` and `vllm bench serve`, and what the simulator does with it: one table.
+
+A flag is one of three kinds:
+
+- modelled: it changes what the simulator computes or reports (its own argparse definition lives
+  with the dial or option it sets: `sim.dials`, `args.py`);
+- recorded: accepted and written into the result's metadata, changing nothing (a sampling
+  temperature, the client's backend, a log level...); a run says in one line which it recorded;
+- refused: the simulator cannot honestly give its effect; the message says why, and what to use
+  instead. Some are refused only above a value that changes nothing (`ok`: the values accepted,
+  such as `--pipeline-parallel-size 1`).
+
+The parser accepts every flag of the table (`add_flags`), `build_setup` refuses and records
+(`given`), and the README's flag table is generated from it (`markdown_table`); a test checks the
+README against it and the table against the flags read from vLLM's own argument definitions.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+KINDS = ("modelled", "recorded", "refused")
+
+# How a flag takes its value, as vLLM's parser does: a switch (its --no- form too where vLLM has
+# one), one value, one or more, any number, or an optional value.
+ARITIES = {"b": 0, "v": None, "+": "+", "*": "*", "?": "?"}
+
+# Reasons many rows share (each written once).
+_NET = "server or client plumbing (addresses, security, HTTP, API options): changes no timing"
+_LOAD = "how weights are loaded or fetched: done before serving starts"
+_TOK = "tokenizer and text handling: token counts are estimated without the tokenizer"
+_MM = "multimodal inputs: the simulated traffic is text"
+_MOE = "mixture-of-experts only: a dense model has no experts (MoE configs are refused)"
+_SAMPLE = "a sampling parameter: changes which tokens come out, not how many (the dataset flags set lengths)"
+_LOG = "logging, metrics or tracing: changes no timing"
+_DP = "data-parallel plumbing: one replica is simulated (--data-parallel-size above 1 is refused)"
+_MAMBA = "Mamba and hybrid models only: the dense transformers simulated have none"
+_LORA = "LoRA tuning: LoRA itself is refused (--enable-lora)"
+_OUT = "what the API returns with each answer: changes no timing"
+_HF_DATA = ("its dataset is downloaded from the Hugging Face Hub (the simulator reads local files only): "
+            "the dataset is refused")
+_GRAPHS = ("which batch sizes get CUDA graphs: the simulator prices every iteration as graph-captured "
+           "unless --enforce-eager")
+
+# flag[,alias...] | arity | kind | ok values (comma-separated, refused kind only) | what it does here
+_SERVE = f"""
+model_tag (positional) | v | modelled | | the model, as --model
+--model | v | modelled | | the model: a built-in profile, its Hugging Face id or an alias (base model, old names), or any dense model with --hf-config-path
+--runner | v | recorded | | the model profile's kind decides (a decoder generates, an encoder pools)
+--convert | v | recorded | | the model profile's kind decides (a decoder generates, an encoder pools)
+--task | v | recorded | | deprecated in vLLM; the model profile's kind decides
+--tokenizer | v | recorded | | {_TOK}
+--tokenizer-mode | v | recorded | | {_TOK}
+--trust-remote-code | b | recorded | | {_LOAD}
+--dtype | v | modelled | | auto, half, float16, bfloat16: 2-byte weights and activations (as the profiles assume); float32 and float are refused (no fp32 tensor-core peak in the profiles)
+--seed | v | modelled | | the random seed of the simulated traffic
+--hf-config-path | v | modelled | | the model's Hugging Face config.json (a file, or a directory holding one): a dense model from its fields
+--allowed-local-media-path | v | recorded | | {_MM}
+--allowed-media-domains | + | recorded | | {_MM}
+--revision | v | recorded | | {_LOAD}
+--code-revision | v | recorded | | {_LOAD}
+--rope-scaling | v | recorded | | position encoding: changes no time or memory (--max-model-len sets the context)
+--rope-theta | v | recorded | | position encoding: changes no time or memory
+--tokenizer-revision | v | recorded | | {_TOK}
+--max-model-len | v | modelled | | the context limit: longer requests fail as in vLLM; longer than the model's is refused unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1
+--quantization,-q | v | modelled | | weight format: bytes per weight streamed and held, and the tensor-core peak the linear layers use (fp8 W8A8 where the GPU has fp8 tensor cores); formats outside the table are refused
+--enforce-eager | b | modelled | | no CUDA graphs: every iteration pays the host's kernel launches
+--max-logprobs | v | recorded | | {_OUT}
+--logprobs-mode | v | recorded | | {_OUT}
+--disable-sliding-window | b | recorded | | the dense models simulated attend to their whole context already
+--disable-cascade-attn | b | recorded | | attention is priced without cascade attention
+--skip-tokenizer-init | b | recorded | | {_TOK}
+--enable-prompt-embeds | b | recorded | | {_OUT}
+--served-model-name | + | recorded | | the name the API answers to: changes no timing
+--config-format | v | recorded | | {_LOAD}
+--hf-token | ? | recorded | | {_LOAD}
+--hf-overrides | v | refused | | it changes the model's config: write the changed config.json and give it with --hf-config-path
+--pooler-config | v | recorded | | pooling output options: changes no timing
+--override-pooler-config | v | recorded | | pooling output options: changes no timing
+--logits-processor-pattern | v | recorded | | {_OUT}
+--generation-config | v | recorded | | default sampling parameters: the dataset flags set lengths
+--override-generation-config | v | recorded | | default sampling parameters: the dataset flags set lengths
+--enable-sleep-mode | b | recorded | | sleeping between runs: changes no timing within one
+--model-impl | v | recorded | | which implementation of the same model runs: priced the same
+--override-attention-dtype | v | recorded | | attention is priced in the model's dtype
+--logits-processors | + | recorded | | {_OUT}
+--io-processor-plugin | v | recorded | | {_OUT}
+--load-format | v | recorded | | {_LOAD}
+--download-dir | v | recorded | | {_LOAD}
+--safetensors-load-strategy | v | recorded | | {_LOAD}
+--model-loader-extra-config | v | recorded | | {_LOAD}
+--ignore-patterns | + | recorded | | {_LOAD}
+--use-tqdm-on-load | b | recorded | | {_LOAD}
+--pt-load-map-location | v | recorded | | {_LOAD}
+--reasoning-parser | v | recorded | | {_OUT}
+--guided-decoding-backend | v | recorded | | structured output: the traffic asks for none
+--guided-decoding-disable-fallback | b | recorded | | structured output: the traffic asks for none
+--guided-decoding-disable-any-whitespace | b | recorded | | structured output: the traffic asks for none
+--guided-decoding-disable-additional-properties | b | recorded | | structured output: the traffic asks for none
+--distributed-executor-backend | v | recorded | | how worker processes are started: changes no timing
+--pipeline-parallel-size,-pp | v | refused | 1 | pipeline stages keep several batches in flight at once; the simulator runs one batch at a time on one stage, so only 1 is accepted: spread the model with --tensor-parallel-size
+--tensor-parallel-size,-tp | v | modelled | | GPUs the model is split over: weights, KV heads and FLOPs per GPU, and two all-reduces a layer
+--decode-context-parallel-size,-dcp | v | refused | 1 | splitting the KV cache of each sequence over GPUs is not modelled: only 1 is accepted
+--data-parallel-size,-dp | v | refused | 1 | several engine replicas behind one server: the simulator runs one (only 1 is accepted); `batchtui plan` sizes the replicas
+--data-parallel-rank,-dpn | v | recorded | | {_DP}
+--data-parallel-start-rank,-dpr | v | recorded | | {_DP}
+--data-parallel-size-local,-dpl | v | recorded | | {_DP}
+--data-parallel-address,-dpa | v | recorded | | {_DP}
+--data-parallel-rpc-port,-dpp | v | recorded | | {_DP}
+--data-parallel-backend,-dpb | v | recorded | | {_DP}
+--data-parallel-hybrid-lb | b | recorded | | {_DP}
+--enable-expert-parallel | b | recorded | | {_MOE}
+--all2all-backend | v | recorded | | {_MOE}
+--enable-dbo | b | recorded | | dual-batch overlap hides MoE all-to-all traffic: {_MOE}
+--dbo-decode-token-threshold | v | recorded | | {_MOE}
+--dbo-prefill-token-threshold | v | recorded | | {_MOE}
+--disable-nccl-for-dp-synchronization | b | recorded | | {_DP}
+--enable-eplb | b | recorded | | {_MOE}
+--eplb-config | v | recorded | | {_MOE}
+--expert-placement-strategy | v | recorded | | {_MOE}
+--num-redundant-experts | v | recorded | | {_MOE}
+--eplb-window-size | v | recorded | | {_MOE}
+--eplb-step-interval | v | recorded | | {_MOE}
+--eplb-log-balancedness | b | recorded | | {_MOE}
+--max-parallel-loading-workers | v | recorded | | {_LOAD}
+--ray-workers-use-nsight | b | recorded | | {_LOG}
+--disable-custom-all-reduce | b | recorded | | the all-reduce is priced as a ring at the interconnect's bandwidth whichever implementation runs
+--worker-cls | v | recorded | | worker plumbing: changes no timing
+--worker-extension-cls | v | recorded | | worker plumbing: changes no timing
+--enable-multimodal-encoder-data-parallel | b | recorded | | {_MM}
+--block-size | v | modelled | | tokens per KV cache block
+--gpu-memory-utilization | v | modelled | | share of GPU memory vLLM may use: sizes the KV cache
+--kv-cache-memory-bytes | v | modelled | | the KV cache's size per GPU in bytes (1k, 2G as vLLM reads them), instead of --gpu-memory-utilization; refused when weights, reserve and cache do not fit
+--swap-space | v | recorded | | vLLM V1 recomputes preempted requests instead of swapping them (as the simulator does)
+--kv-cache-dtype | v | modelled | | KV cache element type: bytes per token and KV read time (auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2)
+--num-gpu-blocks-override | v | modelled | | KV cache blocks instead of sizing from memory
+--enable-prefix-caching | b | modelled | | prompts reuse cached blocks of earlier prompts
+--prefix-caching-hash-algo | v | recorded | | the hash that names a block: the simulator's hits are exact whichever hash
+--cpu-offload-gb | v | refused | 0 | weights offloaded to CPU memory stream over PCIe every iteration: not modelled (only 0 is accepted)
+--calculate-kv-scales | b | recorded | | fp8 KV scale calibration: changes no timing
+--kv-sharing-fast-prefill | b | recorded | | only for models that share KV across layers: the dense models simulated do not
+--mamba-cache-dtype | v | recorded | | {_MAMBA}
+--mamba-ssm-cache-dtype | v | recorded | | {_MAMBA}
+--mamba-block-size | v | recorded | | {_MAMBA}
+--limit-mm-per-prompt | v | recorded | | {_MM}
+--enable-mm-embeds | b | recorded | | {_MM}
+--media-io-kwargs | v | recorded | | {_MM}
+--mm-processor-kwargs | v | recorded | | {_MM}
+--mm-processor-cache-gb | v | recorded | | {_MM}
+--disable-mm-preprocessor-cache | b | recorded | | {_MM}
+--mm-processor-cache-type | v | recorded | | {_MM}
+--mm-shm-cache-max-object-size-mb | v | recorded | | {_MM}
+--mm-encoder-tp-mode | v | recorded | | {_MM}
+--mm-encoder-attn-backend | v | recorded | | {_MM}
+--interleave-mm-strings | b | recorded | | {_MM}
+--skip-mm-profiling | b | recorded | | {_MM}
+--video-pruning-rate | v | recorded | | {_MM}
+--enable-lora | b | refused | | LoRA adapters (their memory and the kernels that apply them) are not modelled
+--max-loras | v | recorded | | {_LORA}
+--max-lora-rank | v | recorded | | {_LORA}
+--lora-extra-vocab-size | v | recorded | | {_LORA}
+--lora-dtype | v | recorded | | {_LORA}
+--max-cpu-loras | v | recorded | | {_LORA}
+--fully-sharded-loras | b | recorded | | {_LORA}
+--default-mm-loras | v | recorded | | {_LORA}
+--show-hidden-metrics-for-version | v | recorded | | {_LOG}
+--otlp-traces-endpoint | v | recorded | | {_LOG}
+--collect-detailed-traces | + | recorded | | {_LOG}
+--max-num-batched-tokens | v | modelled | | the token budget of one iteration
+--max-num-seqs | v | modelled | | the most sequences in one iteration
+--max-num-partial-prefills | v | modelled | | 1 (the default) as vLLM's V1 scheduler runs: any other value is refused as vLLM V1 refuses it (NotImplementedError: Concurrent Partial Prefill is not supported); vLLM 0.27 removed the flag
+--max-long-partial-prefills | v | modelled | | 1 (the default) as vLLM's V1 scheduler runs: any other value is refused as vLLM V1 refuses it; vLLM 0.27 removed the flag
+--long-prefill-token-threshold | v | modelled | | the most prompt tokens one request prefills in an iteration
+--num-lookahead-slots | v | recorded | | speculative decoding only: not modelled, and 0 otherwise
+--scheduling-policy | v | modelled | | fcfs or priority
+--enable-chunked-prefill | b | modelled | | prompts split over iterations within the token budget
+--disable-chunked-mm-input | b | recorded | | {_MM}
+--scheduler-cls | v | refused | vllm.v1.core.sched.scheduler.Scheduler | a custom scheduler class: the simulator runs vLLM's own scheduler (its class name is accepted)
+--external-parameters | v | recorded | | extra parameters for a custom scheduler class: the simulator runs vLLM's own
+--disable-hybrid-kv-cache-manager | b | recorded | | hybrid (sliding window or Mamba) models only: the dense models simulated use one cache
+--async-scheduling | b | modelled | | the next batch is scheduled while this one runs
+--cudagraph-capture-sizes | + | recorded | | {_GRAPHS}
+--cuda-graph-sizes | + | recorded | | {_GRAPHS}
+--max-cudagraph-capture-size | v | recorded | | {_GRAPHS}
+--speculative-config | v | refused | | speculative decoding (draft tokens verified in one pass) is not modelled
+--kv-transfer-config | v | refused | | disaggregated prefill and KV transfer between instances are not modelled
+--kv-events-config | v | recorded | | {_LOG}
+--compilation-config,-O | v | recorded | | torch.compile options: the profiles' efficiencies are those of a compiled model ({_GRAPHS})
+--additional-config | v | recorded | | platform plugin options: changes no timing
+--structured-outputs-config | v | recorded | | structured output: the traffic asks for none
+--disable-log-stats | b | recorded | | {_LOG}
+--aggregate-engine-logging | b | recorded | | {_LOG}
+--enable-log-requests | b | recorded | | {_LOG}
+--disable-log-requests | b | recorded | | {_LOG}
+--headless | b | recorded | | {_NET}
+--api-server-count,-asc | v | recorded | | API server processes: their host work is part of the per-sequence cost `batchtui calibrate` fits
+--config | v | refused | | a YAML file of more flags: give them on the command line
+--host | v | recorded | | {_NET}
+--port | v | recorded | | {_NET}
+--uds | v | recorded | | {_NET}
+--uvicorn-log-level | v | recorded | | {_LOG}
+--disable-uvicorn-access-log | b | recorded | | {_LOG}
+--allow-credentials | b | recorded | | {_NET}
+--allowed-origins | v | recorded | | {_NET}
+--allowed-methods | v | recorded | | {_NET}
+--allowed-headers | v | recorded | | {_NET}
+--api-key | + | recorded | | {_NET}
+--lora-modules | + | refused | | LoRA adapters (their memory and the kernels that apply them) are not modelled
+--chat-template | v | recorded | | {_TOK}
+--chat-template-content-format | v | recorded | | {_TOK}
+--trust-request-chat-template | b | recorded | | {_TOK}
+--response-role | v | recorded | | {_OUT}
+--ssl-keyfile | v | recorded | | {_NET}
+--ssl-certfile | v | recorded | | {_NET}
+--ssl-ca-certs | v | recorded | | {_NET}
+--enable-ssl-refresh | b | recorded | | {_NET}
+--ssl-cert-reqs | v | recorded | | {_NET}
+--root-path | v | recorded | | {_NET}
+--middleware | v | recorded | | {_NET}
+--return-tokens-as-token-ids | b | recorded | | {_OUT}
+--disable-frontend-multiprocessing | b | recorded | | {_NET}
+--enable-request-id-headers | b | recorded | | {_NET}
+--enable-auto-tool-choice | b | recorded | | tool calling: the traffic makes no tool calls
+--exclude-tools-when-tool-choice-none | b | recorded | | tool calling: the traffic makes no tool calls
+--tool-call-parser | v | recorded | | tool calling: the traffic makes no tool calls
+--tool-parser-plugin | v | recorded | | tool calling: the traffic makes no tool calls
+--tool-server | v | recorded | | tool calling: the traffic makes no tool calls
+--log-config-file | v | recorded | | {_LOG}
+--max-log-len | v | recorded | | {_LOG}
+--disable-fastapi-docs | b | recorded | | {_NET}
+--enable-prompt-tokens-details | b | recorded | | {_OUT}
+--enable-server-load-tracking | b | recorded | | {_LOG}
+--enable-force-include-usage | b | recorded | | {_OUT}
+--enable-tokenizer-info-endpoint | b | recorded | | {_NET}
+--enable-log-outputs | b | recorded | | {_LOG}
+--h11-max-incomplete-event-size | v | recorded | | {_NET}
+--h11-max-header-count | v | recorded | | {_NET}
+--log-error-stack | b | recorded | | {_LOG}
+--tokens-only | b | recorded | | {_NET}
+"""
+
+_BENCH = f"""
+--seed | v | modelled | | the random seed of the simulated traffic
+--num-prompts | v | modelled | | requests in the run
+--dataset-name | v | modelled | | random, sharegpt, custom, prefix_repetition and timed_trace; burstgpt, sonnet, random-mm, random-rerank, hf, custom_mm, custom_audio, custom_image, spec_bench and speed_bench are refused, each with the local alternative
+--no-stream | b | recorded | | how a Hugging Face dataset is read: the hf dataset is refused
+--dataset-path | v | modelled | | the dataset file (ShareGPT JSON, custom JSON Lines, or a trace)
+--no-oversample | b | modelled | | accepted with the random and prefix_repetition datasets (where nothing is oversampled); refused with a dataset file (the simulator oversamples a short file as vLLM does by default)
+--skip-chat-template | b | recorded | | {_TOK}
+--enable-multimodal-chat | b | recorded | | {_MM}
+--disable-shuffle | b | modelled | | accepted with the random and prefix_repetition datasets (nothing to shuffle); refused with a dataset file (its prompts are shuffled with the seed)
+--custom-output-len | v | modelled | | answer length of a custom dataset
+--spec-bench-output-len | v | recorded | | the spec_bench dataset is refused
+--spec-bench-category | v | recorded | | the spec_bench dataset is refused
+--sonnet-input-len | v | recorded | | the sonnet dataset is refused
+--sonnet-output-len | v | recorded | | the sonnet dataset is refused
+--sonnet-prefix-len | v | recorded | | the sonnet dataset is refused
+--sharegpt-output-len | v | modelled | | answer length of every ShareGPT request
+--blazedit-min-distance | v | recorded | | {_HF_DATA}
+--blazedit-max-distance | v | recorded | | {_HF_DATA}
+--asr-max-audio-len-sec | v | recorded | | {_HF_DATA}
+--asr-min-audio-len-sec | v | recorded | | {_HF_DATA}
+--random-input-len | v | modelled | | prompt tokens of the random dataset
+--random-output-len | v | modelled | | answer tokens of the random dataset
+--random-range-ratio | v | modelled | | lengths uniform around the mean
+--random-prefix-len | v | modelled | | a shared prefix before each random prompt
+--random-batch-size | v | recorded | | embedding requests batched by the client: requests are sent one by one
+--no-reranker | b | recorded | | reranking only: the random-rerank dataset is refused
+--random-mm-base-items-per-request | v | recorded | | {_MM}
+--random-mm-num-mm-items-range-ratio | v | recorded | | {_MM}
+--random-mm-limit-mm-per-prompt | v | recorded | | {_MM}
+--random-mm-bucket-config | v | recorded | | {_MM}
+--hf-subset | v | recorded | | {_HF_DATA}
+--hf-split | v | recorded | | {_HF_DATA}
+--hf-name | v | recorded | | {_HF_DATA}
+--hf-output-len | v | recorded | | {_HF_DATA}
+--prefix-repetition-prefix-len | v | modelled | | prefix_repetition: tokens of each shared prefix
+--prefix-repetition-suffix-len | v | modelled | | prefix_repetition: tokens of each prompt's own part
+--prefix-repetition-num-prefixes | v | modelled | | distinct shared prefixes
+--prefix-repetition-output-len | v | modelled | | prefix_repetition: answer tokens
+--label | v | modelled | | the result's label and file name
+--backend | v | recorded | | the client's request format: the simulator serves the requests itself
+--base-url | v | recorded | | {_NET}
+--host | v | recorded | | {_NET}
+--port | v | recorded | | {_NET}
+--endpoint | v | recorded | | {_NET}
+--header | * | recorded | | {_NET}
+--max-concurrency | v | modelled | | most requests the client keeps in flight
+--model | v | modelled | | the model (as vllm serve's --model)
+--input-len | v | modelled | | prompt tokens (as --random-input-len)
+--output-len | v | modelled | | answer tokens (as --random-output-len; also a dataset file's fixed answer length)
+--tokenizer | v | recorded | | {_TOK}
+--tokenizer-mode | v | recorded | | {_TOK}
+--use-beam-search | b | refused | | beam search (several sequences a request) is not modelled
+--logprobs | v | recorded | | {_OUT}
+--request-rate | v | modelled | | requests per second (inf: all at once)
+--burstiness | v | modelled | | gamma shape of the gaps between requests
+--trust-remote-code | b | recorded | | {_TOK}
+--disable-tqdm | b | recorded | | the client's progress bar: changes no timing
+--num-warmups | v | recorded | | warm-up requests finish before the measured run starts; the simulated server starts warm, so they change nothing measured
+--profile | b | recorded | | the torch profiler on the server: changes no simulated timing
+--save-result | b | modelled | | write the result as JSON in vllm bench serve's layout
+--save-detailed | b | modelled | | with the per-request arrays
+--append-result | b | modelled | | append the result to the file as vLLM does (a newline, then the JSON), the file replaced whole (read, append, write a temporary file, rename)
+--metadata | * | modelled | | KEY=VALUE pairs kept in the result
+--result-dir | v | modelled | | directory of the result file
+--result-filename | v | modelled | | name of the result file
+--ignore-eos | b | recorded | | the simulator runs every request to its output length, which is what --ignore-eos asks; without it a real model may stop earlier at its end-of-sequence token, which the simulator cannot know
+--percentile-metrics | v | modelled | | metrics whose percentiles are reported
+--metric-percentiles | v | modelled | | percentiles reported
+--goodput | + | modelled | | service level objectives for request_goodput
+--request-id-prefix | v | recorded | | {_NET}
+--top-p | v | recorded | | {_SAMPLE}
+--top-k | v | recorded | | {_SAMPLE}
+--min-p | v | recorded | | {_SAMPLE}
+--temperature | v | recorded | | {_SAMPLE}
+--frequency-penalty | v | recorded | | {_SAMPLE}
+--presence-penalty | v | recorded | | {_SAMPLE}
+--repetition-penalty | v | recorded | | {_SAMPLE}
+--common-prefix-len | v | modelled | | a prefix every prompt shares (as --random-prefix-len)
+--served-model-name | v | recorded | | the name the API answers to: changes no timing
+--lora-modules | + | refused | | LoRA adapters (their memory and the kernels that apply them) are not modelled
+--ramp-up-strategy | v | modelled | | the rate rises over the run
+--ramp-up-start-rps | v | modelled | | rate at the start of a ramp-up
+--ramp-up-end-rps | v | modelled | | rate at the end of a ramp-up
+--ready-check-timeout-sec | v | recorded | | waiting for the server to come up: the simulated one is up
+--extra-body | v | recorded | | extra request fields: the dataset flags set lengths
+"""
+
+# vllm bench serve's datasets the simulator cannot give, and the local alternative.
+DATASET_REFUSALS = {
+    "hf": "its prompts are downloaded from the Hugging Face Hub, which the simulator does not do: save them "
+          "as a local JSON Lines file ({\"prompt\": ...} a line) and give --dataset-name custom --dataset-path FILE",
+    "burstgpt": "BurstGPT's CSV is not read: write its request and response token counts as a trace (JSON Lines "
+                "of arrival_time, prompt_len, output_len) and give --dataset-name timed_trace --dataset-path FILE",
+    "sonnet": "its prompts are cut from a poem with the model's tokenizer: give --dataset-name random with "
+              "--random-input-len, --random-prefix-len and --random-output-len set to the sonnet lengths",
+    "random-mm": "multimodal prompts (images, video) are not modelled: give --dataset-name random for the text part",
+    "custom_mm": "multimodal prompts (images, video) are not modelled: give --dataset-name custom with the text part",
+    "random-rerank": "reranking requests (scored pairs, no generation) are not modelled",
+    "custom_audio": "audio prompts are not modelled: give --dataset-name custom with the text part",
+    "custom_image": "image prompts are not modelled: give --dataset-name custom with the text part",
+    "speed_bench": "its prompts come from a downloaded benchmark meant for speculative decoding, which is not "
+                   "modelled: save the prompts as a custom JSON Lines file and give --dataset-name custom",
+    "spec_bench": "Spec-Bench's questions are meant for speculative decoding, which is not modelled: save the "
+                  "questions as a custom JSON Lines file and give --dataset-name custom --dataset-path FILE",
+}
+
+# Flags of earlier vLLM releases (the V0 engine's) that published command lines still carry.
+_OLDER = f"""
+--max-seq-len-to-capture | v | recorded | | {_GRAPHS}
+--num-scheduler-steps | v | refused | 1 | multi-step scheduling belonged to vLLM's V0 engine; V1 schedules every step (only 1 is accepted)
+--multi-step-stream-outputs | b | recorded | | multi-step scheduling (V0): V1 schedules every step
+--preemption-mode | v | refused | recompute | V1 recomputes preempted requests (as the simulator does); swapping them out is not modelled
+--use-v2-block-manager | b | recorded | | the V0 engine's block manager choice: V1 has one
+--scheduler-delay-factor | v | recorded | | a V0 engine delay before new prompts: V1's scheduler has none
+--disable-async-output-proc | b | recorded | | the V0 engine's output processing: V1 overlaps it with --async-scheduling
+--quantization-param-path | v | recorded | | fp8 KV cache scales: changes no timing
+--worker-use-ray | b | recorded | | how worker processes are started: changes no timing
+--tokenizer-pool-size | v | recorded | | {_TOK}
+--tokenizer-pool-type | v | recorded | | {_TOK}
+--speculative-model | v | refused | | speculative decoding (draft tokens verified in one pass) is not modelled
+--num-speculative-tokens | v | refused | | speculative decoding (draft tokens verified in one pass) is not modelled
+"""
+
+
+@dataclass(frozen=True)
+class VllmFlag:
+    """One flag of `vllm serve` or `vllm bench serve` (or both), as the simulator takes it."""
+
+    flag: str
+    """Its long spelling, as vLLM's --help prints it."""
+    aliases: tuple[str, ...]
+    """Its short spellings (-tp, -q...)."""
+    commands: tuple[str, ...]
+    """"serve", "bench" or both."""
+    arity: str
+    """A key of ARITIES."""
+    kind: str
+    """One of KINDS."""
+    ok: tuple[str, ...]
+    """For a refused flag: the values accepted (that change nothing)."""
+    note: str
+    """What the simulator does with it, or why it is recorded or refused."""
+
+    @property
+    def dest(self) -> str:
+        return "vllm_" + self.flag.lstrip("-").replace("-", "_")
+
+    @property
+    def spellings(self) -> tuple[str, ...]:
+        return (self.flag, *self.aliases)
+
+
+def _rows(text: str, command: str) -> list[VllmFlag]:
+    out = []
+    for line in text.strip().splitlines():
+        names, arity, kind, ok, note = (part.strip() for part in line.split("|", 4))
+        if arity not in ARITIES or kind not in KINDS:
+            raise ValueError(f"bad flag row: {line!r}")
+        flag, *aliases = names.split(",")
+        out.append(VllmFlag(flag, tuple(aliases), (command,), arity, kind,
+                            tuple(v for v in ok.split(",") if v), note))
+    return out
+
+
+def _merge(*groups: list[VllmFlag]) -> tuple[VllmFlag, ...]:
+    """One row per flag; a flag of both commands keeps its first row, with both commands."""
+    merged: dict[str, VllmFlag] = {}
+    for rows in groups:
+        for row in rows:
+            if row.flag in merged:
+                first = merged[row.flag]
+                merged[row.flag] = VllmFlag(first.flag, first.aliases, first.commands + row.commands,
+                                            first.arity, first.kind, first.ok, first.note)
+            else:
+                merged[row.flag] = row
+    return tuple(merged.values())
+
+
+FLAGS: tuple[VllmFlag, ...] = _merge(_rows(_SERVE, "serve"), _rows(_BENCH, "bench"), _rows(_OLDER, "serve"))
+BY_FLAG = {row.flag: row for row in FLAGS}
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """Give the parser every recorded and refused flag it does not define already (the modelled
+    ones are defined with the dial or option they set)."""
+    group = parser.add_argument_group(
+        "other vllm serve and vllm bench serve flags (recorded in the result, or refused with the reason; "
+        "see the README's flag table)")
+    for row in FLAGS:
+        if row.kind == "modelled" or not row.flag.startswith("--"):
+            continue
+        if row.arity == "b":
+            kwargs = dict(action=argparse.BooleanOptionalAction, default=None)
+        else:
+            kwargs = dict(nargs=ARITIES[row.arity], default=None, metavar="X")
+        try:
+            group.add_argument(*row.spellings, dest=row.dest, help=argparse.SUPPRESS, **kwargs)
+        except argparse.ArgumentError:  # the command has a flag of that name: its own wins
+            continue
+
+
+def given(args: argparse.Namespace) -> dict[str, object]:
+    """flag -> value of every recorded or refused flag on the command line."""
+    out = {}
+    for row in FLAGS:
+        value = getattr(args, row.dest, None)
+        if value is not None:
+            out[row.flag] = value
+    return out
+
+
+def _shown(value) -> str:
+    if value is True:
+        return "on"
+    if value is False:
+        return "off"
+    if isinstance(value, list):
+        return " ".join(map(str, value))
+    return str(value)
+
+
+def check(args: argparse.Namespace) -> dict[str, str]:
+    """Refuse what the simulator cannot give (UserError, the reason in one line); return the
+    recorded flags, flag -> value as typed."""
+    from .exits import UserError
+
+    recorded = {}
+    for flag, value in given(args).items():
+        row = BY_FLAG[flag]
+        if row.kind == "refused":
+            if row.ok and _shown(value) in row.ok:
+                recorded[flag] = _shown(value)
+                continue
+            if row.arity == "b" and value is False:  # --no-enable-lora: off, as by default
+                recorded[flag] = "off"
+                continue
+            raise UserError(f"argument {flag}: {_shown(value)!s} is not simulated: {row.note}")
+        recorded[flag] = _shown(value)
+    return recorded
+
+
+def recorded_line(recorded: dict[str, str]) -> str:
+    """The one line a run prints about the flags it kept but does not model."""
+    items = ", ".join(f"{flag} {value}" if value != "on" else flag for flag, value in recorded.items())
+    return f"batchtui: recorded, not modelled: {items}"
+
+
+def markdown_table() -> str:
+    """The README's table of every flag, generated from FLAGS."""
+    lines = ["| flag | command | kind | what the simulator does with it |", "|---|---|---|---|"]
+    for row in FLAGS:
+        names = ", ".join(f"`{s}`" for s in row.spellings)
+        command = " and ".join({"serve": "vllm serve", "bench": "vllm bench serve"}[c] for c in row.commands)
+        kind = row.kind + (f" (accepts {', '.join(row.ok)})" if row.ok else "")
+        lines.append(f"| {names} | {command} | {kind} | {row.note.replace('|', '/')} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # python -m batchtui.cli.vllm_flags > table.md: the README's table
+    print(markdown_table())
