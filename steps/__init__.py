@@ -41,6 +41,7 @@ from typing import Any
 
 from sim import dials
 from sim.errors import ConfigError, SimError
+from sim.planning import Slo
 from sim.scenario import Scenario
 
 __all__ = [
@@ -142,6 +143,19 @@ class SweepSpec:
     slo_ttft_p99_ms: float | None = None
     """A chat SLO the rate curve draws as a line (and step 16's drill plans replicas with)."""
     slo_tpot_p99_ms: float | None = None
+
+    @property
+    def slo(self) -> Slo:
+        return Slo(self.slo_ttft_p99_ms, self.slo_tpot_p99_ms)
+
+    def rate_curve(self, scenario: Scenario, seats: int | None = None) -> tuple[float, list]:
+        """(saturated rate, the rate points) of this rate sweep over `scenario` (with `seats`
+        seats if given), swept as the app's curve view sweeps it."""
+        from sim.curves import rate_sweep
+
+        if seats is not None:
+            scenario = scenario.with_engine(max_num_seqs=seats)
+        return rate_sweep(scenario, self.rates, min_window=self.num_prompts)
 
     def invalidated_by(self, dial: str) -> bool:
         """Whether moving this dial (a dotted scenario path) changes the sweep, so the curve

@@ -25,12 +25,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from sim import planning
 from sim.errors import SimError
 from sim.profiles import BUILTIN_PROFILES, Deployment, ProfileSet, load_profiles
 from sim.reports import EngineSnapshot
 from sim.scenario import Scenario
 
-from .figures import PLANNING_HEADROOM, fmt, ms
+from .figures import fmt, ms
 
 GIB = 2**30
 
@@ -484,10 +485,10 @@ class CacheBatchDrill(Drill):
 
 class ReplicasDrill(Drill):
     """Step 16: read the SLO rate off the step's rate curve, then
-    replicas = ⌈peak ÷ (headroom × SLO rate)⌉. The curve is swept exactly as the app sweeps it
-    (`sim.curves.rate_sweep` over the step's [sweep]), so the learner's reading and the check
-    agree; any reading of the SLO rate within the tolerance below the curve's answer, up to the
-    saturated rate, counts."""
+    replicas = ⌈peak ÷ (planned share × SLO rate)⌉ (`sim.planning.replicas_needed`, as
+    `batchtui plan` counts them). The curve is swept exactly as the app sweeps it
+    (`SweepSpec.rate_curve`), so the learner's reading and the check agree; any reading of the
+    SLO rate within the tolerance below the curve's answer, up to the saturated rate, counts."""
 
     name = "replicas"
     title = "Replicas for a chat SLO"
@@ -505,28 +506,14 @@ class ReplicasDrill(Drill):
     def curve(self, seats: int) -> tuple[float, list]:
         """(saturated rate, the rate points) of the step's curve at `seats` seats."""
         if seats not in self._curves:
-            from sim.curves import rate_sweep
-
-            self._curves[seats] = rate_sweep(self.scenario.with_engine(max_num_seqs=seats), self.sweep.rates,
-                                             min_window=self.sweep.num_prompts)
+            self._curves[seats] = self.sweep.rate_curve(self.scenario, seats)
         return self._curves[seats]
-
-    def meets(self, point) -> bool:
-        """Whether a rate point meets the SLO: a steady state inside both percentiles."""
-        w = point.window
-        return (point.bounded and w["p99_ttft_ms"] <= self.sweep.slo_ttft_p99_ms
-                and (self.sweep.slo_tpot_p99_ms is None or w["p99_tpot_ms"] <= self.sweep.slo_tpot_p99_ms))
 
     def slo_rate(self, seats: int):
         """The highest rate of the curve that meets the SLO, every lower one meeting it too, and
         the first that misses (None if none does): (point, next point)."""
         _, points = self.curve(seats)
-        best = None
-        for i, point in enumerate(points):
-            if not self.meets(point):
-                return best, point
-            best = point
-        return best, None
+        return planning.slo_rate(points, self.sweep.slo)
 
     def new_question(self, seed: int) -> Question:
         rng = _rng(seed)
@@ -536,15 +523,15 @@ class ReplicasDrill(Drill):
         best, miss = self.slo_rate(seats)
         if best is None:
             raise ValueError(f"no rate of the sweep meets the SLO with {seats} seats")
-        per_replica = PLANNING_HEADROOM * best.rate
-        answer = math.ceil(peak / per_replica)
+        per_replica = planning.planned_rate(best.rate)
+        answer = planning.replicas_needed(peak, best.rate)
         low = (1 - self.tolerance) * best.rate
         high = min(saturated, miss.rate) if miss is not None else saturated
-        accepted = tuple(range(math.ceil(peak / (PLANNING_HEADROOM * high)),
-                               math.ceil(peak / (PLANNING_HEADROOM * low)) + 1))
+        accepted = tuple(range(planning.replicas_needed(peak, high), planning.replicas_needed(peak, low) + 1))
+        share = planning.planned_rate(1.0)
         slo = f"TTFT p99 ≤ {fmt(self.sweep.slo_ttft_p99_ms)} ms" + (
             f" and TPOT p99 ≤ {fmt(self.sweep.slo_tpot_p99_ms)} ms" if self.sweep.slo_tpot_p99_ms else "")
-        headroom = fmt(PLANNING_HEADROOM * 100)
+        headroom = fmt(share * 100)
         dial = "" if seats == self.scenario.engine_config().max_num_seqs else \
             f" Set the **seats** dial to {seats} first: the curve sweeps again."
         prompt = (f"The helpdesk's peak is **{fmt(peak)} requests/s**, and each replica runs with "
@@ -552,14 +539,14 @@ class ReplicasDrill(Drill):
                   f"each replica at {headroom}% of it, and say how many **replicas** the peak needs.")
         hints = (f"The SLO rate is the last point below the {fmt(self.sweep.slo_ttft_p99_ms)} ms line before "
                  "the curve leaves it or the queue runs away (the arrows).",
-                 f"replicas = ⌈peak ÷ ({PLANNING_HEADROOM:g} × SLO rate)⌉: round up, a replica is whole.")
+                 f"replicas = ⌈peak ÷ ({share:g} × SLO rate)⌉: round up, a replica is whole.")
         w = best.window
         lines = [f"- The curve meets the SLO up to **{fmt(best.rate)} req/s** (TTFT p99 "
                  f"{fmt(w['p99_ttft_ms'])} ms, TPOT p99 {fmt(w['p99_tpot_ms'])} ms)"
                  + (f"; at {fmt(miss.rate)} req/s " + ("the queue grows without bound" if not miss.bounded
                                                         else f"TTFT p99 is {fmt(miss.window['p99_ttft_ms'])} ms")
                     if miss is not None else "") + f". It saturates at {fmt(saturated)} req/s.",
-                 f"- Each replica at {headroom}%: {PLANNING_HEADROOM:g} × {fmt(best.rate)} = "
+                 f"- Each replica at {headroom}%: {share:g} × {fmt(best.rate)} = "
                  f"{fmt(per_replica)} req/s.",
                  f"- replicas = ⌈{fmt(peak)} ÷ {fmt(per_replica)}⌉ = ⌈{fmt(peak / per_replica)}⌉ = **{answer}**."]
         if len(accepted) > 1:
