@@ -13,15 +13,10 @@ import textwrap
 
 from sim.reports import BINDING_LIMITS
 
+from .limit_words import LIMIT_WORDS
+
 WIDTH = 50
 LABEL = 40
-
-BINDING_WORDS = {
-    "token_budget": "token budget (max_num_batched_tokens) spent",
-    "max_num_seqs": "every seat (max_num_seqs) taken",
-    "kv_cache": "KV cache full (admission blocked or preemption)",
-    "none": "nothing held back: all work was scheduled",
-}
 
 # Sweep and CSV columns: (metrics key, heading, format)
 SWEEP_COLUMNS = (
@@ -227,7 +222,7 @@ def simulator_lines(summary, config, deployment) -> list[str]:
         top = max(BINDING_LIMITS, key=lambda k: (counts.get(k, 0), k == "none"))
         lines.append(_line("Binding limit (most often):",
                            f"{top}, {counts[top] / total:.0%} of iterations"))
-        words = BINDING_WORDS[top]
+        words = LIMIT_WORDS[top].sentence
         if top == "max_num_seqs" and config.batching != "continuous":
             words = "the batch was full (max_batch_size) or running while requests waited"
         lines.append(f"  ({words})")
