@@ -57,7 +57,7 @@ def setup_text(scenario, deployment, config, swept: str | None = None) -> str:
         dials = (f"continuous batching, max_num_seqs {seats}, "
                  f"max_num_batched_tokens {config.max_num_batched_tokens}, chunked prefill "
                  f"{'on' if config.enable_chunked_prefill else 'off'}, prefix caching "
-                 f"{'on' if config.enable_prefix_caching else 'off'}")
+                 f"{'on' if config.caches_prefixes else 'off'}")
         if config.long_prefill_token_threshold:
             dials += f", long_prefill_token_threshold {config.long_prefill_token_threshold}"
         if config.scheduling_policy != "fcfs":
@@ -212,7 +212,7 @@ def simulator_lines(summary, config, deployment) -> list[str]:
         lines.append(_line("Peak KV cache use (%):",
                            f"{m['peak_kv_usage'] * 100:.1f}  ({used:,} of {deployment.usable_blocks:,} blocks)"))
     lines.append(_line("Preemptions:", m["num_preemptions"]))
-    if deployment.model.has_kv_cache and config.batching == "continuous" and config.enable_prefix_caching:
+    if deployment.model.has_kv_cache and config.caches_prefixes:
         queries, hits = m.get("prefix_cache_queries", 0), m.get("prefix_cache_hits", 0)
         lines.append(_line("Prefix cache hit rate (%):",
                            f"{m.get('prefix_cache_hit_rate', 0.0) * 100:.1f}  ({hits:,} of {queries:,} prompt tokens)"))
