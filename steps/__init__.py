@@ -9,8 +9,9 @@ once the learner has answered. The front matter holds
     views = [...]                       a subset of VIEWS: what the live panel shows
     hints = [...]                       short nudges shown one at a time
     [scenario]                          a `sim.scenario.Scenario` dict (num_prompts 0 = endless)
-    [[dials]]                           name = a dial's dotted path (`sim.dials`), label, unit,
-                                        and min/max/step for numbers or choices for the rest
+    [[dials]]                           name = a dial's dotted path (`sim.dials`), min/max/step for
+                                        numbers or choices for the rest; label and unit only where
+                                        the lesson words them otherwise than the dial table
     [activity]                          kind = one of ACTIVITY_KINDS, plus that kind's parameters
     [compare]       (optional)          label + scenario: overrides merged onto [scenario] to run
                                         side by side on the same arrivals (same seed)
@@ -559,8 +560,9 @@ def _dial(data: Any, index: int, scenario: Scenario, source: str) -> Dial:
     where = f"dial {name!r}"
     if name not in dials.BY_PATH:
         raise StepError(source, f"{where}: no such setting among the dials (sim.dials), such as engine.max_num_seqs")
-    label = _text(data.get("label"), f"{where} label", source)
-    unit = data.get("unit", "")
+    spec = dials.BY_PATH[name]
+    label = _text(data["label"], f"{where} label", source) if "label" in data else spec.label[0].upper() + spec.label[1:]
+    unit = data.get("unit", spec.unit)
     if not isinstance(unit, str):
         raise StepError(source, f"{where}: unit must be a string")
     try:
