@@ -13,8 +13,8 @@ import sys
 import textwrap
 from dataclasses import replace
 
-from batchtui import report
-from batchtui.runner import Runner, default_jobs, show_progress_default
+from . import results
+from .runner import Runner, default_jobs, show_progress_default
 from sim import planning, rate_plan
 
 from . import args as a
@@ -184,10 +184,10 @@ def run(args: argparse.Namespace) -> int:
     bench = (vllm_lines.bench_command(setup, result.rate, max(n, rate_plan.PLAN_CONFIRM_PROMPTS // 4), goodput)
              if result.feasible else None)
     if args.json:
-        report.dump_json(Sink(sys.stdout, "standard output"), plan_json(result, slo, args, replicas, checks,
+        results.dump_json(Sink(sys.stdout, "standard output"), plan_json(result, slo, args, replicas, checks,
                                                                          serve, bench, cause))
         return EXIT_OK if result.feasible else EXIT_FAILURE
-    print(report.setup_text(sc, setup.deployment, setup.config, swept="request_rate"))
+    print(results.setup_text(sc, setup.deployment, setup.config, swept="request_rate"))
     print(f"SLO: {slo.text()}.")
     print()
     print_plan(result, slo, args, replicas, checks, serve, bench, cause, setup)
@@ -215,7 +215,7 @@ def print_plan(result, slo, args, replicas, checks, serve, bench, cause, setup) 
     seeds = ", ".join(str(s) for s in result.seeds)
     print(f"Points run on seed {result.seeds[result.plans.index(limiting)]} (the one that sets the answer; "
           f"seeds {seeds} searched):")
-    print(report.plan_table(limiting))
+    print(results.plan_table(limiting))
     print()
     print(f"Saturated rate ({rate_plan.PLAN_NUM_PROMPTS if not args.num_prompts else args.num_prompts} "
           f"requests queued at once): {result.saturated_rate:.2f} req/s (lowest of the seeds); no answer "
@@ -311,11 +311,11 @@ def plan_json(result, slo, args, replicas, checks, serve, bench, cause) -> dict:
         "limited_by": limiting.limited_by or None,
         "confirm_seeds": result.confirm_seeds,
         "confirm_tries": [{"request_rate": rate, "meets_slo": all(p.ok for p in points),
-                           "runs": [report.plan_point_json(p) for p in points]}
+                           "runs": [results.plan_point_json(p) for p in points]}
                           for rate, points in result.confirm_tries],
-        "at_max_rate": (report.plan_point_json(max(result.confirm_points, key=lambda p: p.window["p99_tpot_ms"]))
+        "at_max_rate": (results.plan_point_json(max(result.confirm_points, key=lambda p: p.window["p99_tpot_ms"]))
                         if result.feasible else None),
-        "closest": None if all(p.feasible for p in result.plans) else report.plan_point_json(limiting.closest),
+        "closest": None if all(p.feasible for p in result.plans) else results.plan_point_json(limiting.closest),
         "policy_cause": None if cause is None else {"continuous_max_rate": cause.best.rate},
         "warnings": result.warnings,
         "peak_rate": args.peak_rate,
@@ -326,7 +326,7 @@ def plan_json(result, slo, args, replicas, checks, serve, bench, cause) -> dict:
                             "requests_per_replica": c.per_replica} for checked in checks for c in checked],
         "vllm_command": serve,
         "vllm_bench_command": bench,
-        "points": [report.plan_point_json(p) for p in [limiting.saturated, *limiting.points]],
+        "points": [results.plan_point_json(p) for p in [limiting.saturated, *limiting.points]],
     }
 
 
@@ -352,7 +352,7 @@ def plan_offline(args: argparse.Namespace) -> int:
         candidates = [("fits the KV cache", kv_fit)]
         if min(cfg.max_num_seqs, n) != kv_fit:  # with more seats than requests, both runs are alike
             candidates.append(("vLLM default", cfg.max_num_seqs))
-    results = []
+    runs = []
     with Runner(show_progress=show_progress_default(args.json), profiles=setup.profiles) as runner:
         runner.expect(n * len(candidates))
         for why, seats in candidates:
@@ -361,12 +361,12 @@ def plan_offline(args: argparse.Namespace) -> int:
                 dials["max_num_batched_tokens"] = seats  # vLLM needs a token per seat
             run_sc = sc.with_engine(**dials)
             config = run_sc.engine_config(setup.profiles)
-            results.append((why, config, runner.run(run_sc, f"max_num_seqs {seats}").summary))
-    _, config, best = min(results, key=lambda r: (r[2].metrics["duration"], r[1].max_num_seqs))
+            runs.append((why, config, runner.run(run_sc, f"max_num_seqs {seats}").summary))
+    _, config, best = min(runs, key=lambda r: (r[2].metrics["duration"], r[1].max_num_seqs))
     m = best.metrics
     llm = vllm_lines.llm_call(setup, config)
     if args.json:
-        report.dump_json(Sink(sys.stdout, "standard output"), {
+        results.dump_json(Sink(sys.stdout, "standard output"), {
             "offline": True, "num_prompts": n, "kv_fit_max_num_seqs": kv_fit,
             "max_num_seqs": config.max_num_seqs, "max_num_batched_tokens": config.max_num_batched_tokens,
             "job_time_s": m["duration"], "request_throughput": m["request_throughput"],
@@ -377,19 +377,19 @@ def plan_offline(args: argparse.Namespace) -> int:
                             "job_time_s": s.metrics["duration"],
                             "output_throughput": s.metrics["output_throughput"],
                             "mean_running": s.metrics["mean_running"],
-                            "num_preemptions": s.metrics["num_preemptions"]} for w, c, s in results],
+                            "num_preemptions": s.metrics["num_preemptions"]} for w, c, s in runs],
         })
         return EXIT_OK
-    print(report.setup_text(sc, d, cfg, swept="offline"))
+    print(results.setup_text(sc, d, cfg, swept="offline"))
     print()
-    print(report.offline_table(results, best))
+    print(results.offline_table(runs, best))
     print()
     fits = (f"about {kv_fit} of these requests at their peak ({per_request:.0f} blocks each): "
             "the largest batch that never preempts" if kv_fit < n else
             f"all {n} of these requests at their peak ({per_request:.0f} blocks each)")
     print(textwrap.fill(f"The KV cache ({d.usable_blocks:,} blocks) holds {fits}.", width=100))
     print(textwrap.fill(
-        f"Job time for {n:,} requests: {report.duration_text(m['duration'])} at {m['output_throughput']:,.0f} "
+        f"Job time for {n:,} requests: {results.duration_text(m['duration'])} at {m['output_throughput']:,.0f} "
         f"output tok/s ({m['request_throughput']:.2f} req/s), with max_num_seqs {config.max_num_seqs}.",
         width=100))
     print()

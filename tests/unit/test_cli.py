@@ -601,7 +601,7 @@ def test_saturated_throughput_is_in_the_calibrated_range(capsys):
 
 
 def test_a_run_shown_with_a_progress_bar_gives_the_same_result(monkeypatch):
-    from batchtui import runner
+    from batchtui.cli import runner
     from sim.scenario import Scenario
 
     monkeypatch.setattr(runner, "SHOW_AFTER_S", 0.0)

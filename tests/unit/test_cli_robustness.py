@@ -58,7 +58,7 @@ def test_the_file_appears_whole_only_when_the_run_succeeds(capsys, tmp_path, mon
     keep.chmod(0o640)
     seen = []
 
-    from batchtui import runner
+    from batchtui.cli import runner
 
     real = runner.run_once
 

@@ -10,7 +10,7 @@ import pytest
 
 from sim import planning, rate_plan
 from sim import curves
-from batchtui.asciichart import KNEE, POINT, scatter
+from batchtui.cli.asciichart import KNEE, POINT, scatter
 from sim.planning import Slo, kv_fit_seats, replicas_needed
 from sim.rate_plan import find_knee, plan_rate
 

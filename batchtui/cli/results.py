@@ -13,7 +13,7 @@ import textwrap
 
 from sim.reports import BINDING_LIMITS
 
-from .limit_words import LIMIT_WORDS
+from ..limit_words import LIMIT_WORDS
 
 WIDTH = 50
 LABEL = 40
