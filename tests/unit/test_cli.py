@@ -527,6 +527,8 @@ def test_plan_offline(capsys):
     ([], "give a latency SLO (--ttft-p99 MS and/or --tpot-p99 MS), or --offline N"),
     (["--ttft-p99", "0"], "argument --ttft-p99: expected a number > 0"),
     (["--ttft-p99", "100", "--headroom", "lots"], "argument --headroom: expected a percentage"),
+    (["--ttft-p99", "100", "--headroom", "100%"], "argument --headroom: expected a percentage from 0 up to (not "
+                                                   "including) 100, got '100%'"),
     (["--ttft-p99", "100", "--offline", "10"], "argument --ttft-p99: not allowed with --offline"),
     (["--ttft-p99", "100", "--request-rate", "3"], "unrecognized arguments: --request-rate"),
     (["--ttft-p99", "100", "--num-prompts", "5"], "argument --num-prompts: 5 is too few to judge a rate"),
