@@ -37,6 +37,11 @@ def count(value: float) -> str:
     return f"{value:.1f}"
 
 
+def exact_count(n: int) -> str:
+    """A count exact while short ("8,466"), then rounded ("12k"), so a metrics line fits 80 columns."""
+    return f"{n:,}" if n < 10_000 else count(n)
+
+
 def percent(share: float) -> str:
     return f"{share * 100:.0f}%" if share >= 0.1 or share == 0 else f"{share * 100:.1f}%"
 

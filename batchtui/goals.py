@@ -19,13 +19,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from .limit_words import LIMIT_WORDS
+
 LIMIT_OF_DIAL = {
     "engine.max_num_batched_tokens": "token_budget",
     "engine.max_num_seqs": "max_num_seqs",
     "gpu_memory_utilization": "kv_cache",
     "num_gpu_blocks_override": "kv_cache",
 }
-LIMIT_WORDS = {"token_budget": "budget", "max_num_seqs": "seats", "kv_cache": "KV cache"}
 SETTLE_S = 2.0
 """Simulated seconds a dynamic-batching setting runs before it counts as keeping up or not."""
 BEHIND_BATCHES = 4
@@ -98,7 +99,7 @@ class BindingLimits(Checklist):
 
     def __init__(self, step, limits: list[str]) -> None:
         super().__init__(step)
-        self.items = {limit: LIMIT_WORDS[limit] for limit in limits}
+        self.items = {limit: LIMIT_WORDS[limit].short for limit in limits}
 
     @property
     def ask(self) -> str:

@@ -1,8 +1,8 @@
 """Scenario files the learner names (`--scenario FILE`, the playground's `o` and `w`): whatever a
 file holds, the answer is a scenario that runs or one line saying why not, never a crash or a hang.
 
-`steps.activities.load_scenario` knows the format; this module adds what a file picked by hand
-can do besides: be a folder, a FIFO that never ends, a gigabyte of text, nesting that overflows
+`sim.scenario.Scenario.load` knows the format; this module adds what a file picked by hand can
+do besides: be a folder, a FIFO that never ends, a gigabyte of text, nesting that overflows
 the parser, or settings that pass the checks and still cannot run.
 """
 

@@ -71,6 +71,26 @@ class LiveSimulation:
         self.driver = Driver(self.engine, time_scale=time_scale, fps=fps)
         self.driver.subscribe(self._on_snapshot)
 
+    # -- what a screen asks of the run (nothing reaches into the engine from a screen)
+    @property
+    def scenario(self) -> Scenario:
+        """The scenario the run is on now: the step's, with every dial moved since."""
+        return self.engine.scenario
+
+    def snapshot(self):
+        """The run's state now (`sim.reports.EngineSnapshot`)."""
+        return self.engine.snapshot()
+
+    @property
+    def started(self) -> bool:
+        """Whether the run has gone an iteration since it (re)started."""
+        return self.engine.iteration > 0
+
+    @property
+    def done(self) -> bool:
+        """Whether a finite workload has run to its end."""
+        return self.engine.done
+
     # -- controls
     @property
     def running(self) -> bool:

@@ -69,6 +69,12 @@ class EngineConfig:
                 and self.max_queue_delay >= 0):
             raise ConfigError("max_queue_delay", self.max_queue_delay, "a wait in seconds >= 0")
 
+    @property
+    def caches_prefixes(self) -> bool:
+        """Whether prefix caching is on: vLLM's prefix cache belongs to its (continuous)
+        scheduler's KV cache manager, so the other policies never cache."""
+        return self.enable_prefix_caching and self.batching == "continuous"
+
     def replace(self, **changes) -> "EngineConfig":
         return replace(self, **changes)
 

@@ -120,8 +120,16 @@ class DialSpec:
         return value
 
     def parse(self, text: str) -> Any:
-        """A value typed on a command line or into a dial's box, checked (the flag's unit: a
-        `flag_scale` other than 1 is divided out)."""
+        """A value typed on a command line, checked (the flag's unit: a `flag_scale` other than
+        1 is divided out)."""
+        return self.coerce(self.read(text))
+
+    def read(self, text: str, flag_units: bool = True) -> Any:
+        """The value `text` spells, unchecked against the range: on/off words for a bool, a name
+        for a choice, None for an optional dial's "none", else a number (commas and
+        underscores allowed, vLLM's 32k/32K where `human`), in the flag's unit if `flag_units`
+        (the command line) else in the dial's own (the app's dial box). ConfigError if it spells
+        none."""
         text = text.strip()
         if self.type == "bool":
             words = {"true": True, "on": True, "yes": True, "1": True,
@@ -130,7 +138,7 @@ class DialSpec:
                 raise ConfigError(self.path, text, self.allowed)
             return words[text.lower()]
         if self.type in ("choice", "text"):
-            return self.coerce(text)
+            return text
         if self.optional and text.lower() in ("", "none", "unset"):
             return None
         number = human_number(text) if self.human else None
@@ -139,11 +147,11 @@ class DialSpec:
                 number = float(text.replace(",", "").replace("_", ""))
             except ValueError:
                 raise ConfigError(self.path, text, self.allowed) from None
-        if self.flag_scale != 1.0 and math.isfinite(number):
+        if flag_units and self.flag_scale != 1.0 and math.isfinite(number):
             number = number / self.flag_scale
         if self.type == "int" and math.isfinite(number) and number == int(number):
             number = int(number)
-        return self.coerce(number)
+        return number
 
 
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")

@@ -55,6 +55,14 @@ class RunSummary:
         return self.metrics[key]
 
 
+def _check_max_model_len(config, pool) -> None:
+    """vLLM refuses to start a continuous engine whose max_model_len exceeds what its KV cache holds."""
+    if config.batching == "continuous" and config.max_model_len > pool.usable * pool.block_size:
+        raise ConfigError("max_model_len", config.max_model_len,
+                          f"at most the {pool.usable * pool.block_size} tokens the KV cache holds",
+                          "vLLM refuses to start otherwise; lower --max-model-len or give the cache more memory")
+
+
 class Engine:
     """One serving replica under one batching policy."""
 
@@ -90,14 +98,9 @@ class Engine:
         if self.encoder:
             pool = BlockPool(2**40, 16)  # an encoder keeps no KV cache
         else:
-            # vLLM's prefix cache belongs to its (continuous) scheduler's KV cache manager.
             pool = BlockPool(self.deployment.num_gpu_blocks, self.deployment.block_size,
-                             caching=config.enable_prefix_caching and config.batching == "continuous")
-            if config.batching == "continuous" and config.max_model_len > pool.usable * pool.block_size:
-                raise ConfigError(
-                    "max_model_len", config.max_model_len,
-                    f"at most the {pool.usable * pool.block_size} tokens the KV cache holds",
-                    "vLLM refuses to start otherwise; lower --max-model-len or give the cache more memory")
+                             caching=config.caches_prefixes)
+            _check_max_model_len(config, pool)
         self.config = config
         self.pool = pool
         self.cost = CostModel(self.deployment)
@@ -282,9 +285,7 @@ class Engine:
             self.reset(new)
         elif spec.applies == "iteration":
             config = new.engine_config(self._profiles)
-            if config.batching == "continuous" and config.max_model_len > self.pool.usable * self.pool.block_size:
-                raise ConfigError("max_model_len", config.max_model_len,
-                                  f"at most the {self.pool.usable * self.pool.block_size} tokens the KV cache holds")
+            _check_max_model_len(config, self.pool)
             self.scenario = new
             self.config = config
             self.scheduler.set_config(config)

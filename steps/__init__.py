@@ -9,8 +9,9 @@ once the learner has answered. The front matter holds
     views = [...]                       a subset of VIEWS: what the live panel shows
     hints = [...]                       short nudges shown one at a time
     [scenario]                          a `sim.scenario.Scenario` dict (num_prompts 0 = endless)
-    [[dials]]                           name = a dial's dotted path (`sim.dials`), label, unit,
-                                        and min/max/step for numbers or choices for the rest
+    [[dials]]                           name = a dial's dotted path (`sim.dials`), min/max/step for
+                                        numbers or choices for the rest; label and unit only where
+                                        the lesson words them otherwise than the dial table
     [activity]                          kind = one of ACTIVITY_KINDS, plus that kind's parameters
     [compare]       (optional)          label + scenario: overrides merged onto [scenario] to run
                                         side by side on the same arrivals (same seed)
@@ -41,6 +42,7 @@ from typing import Any
 
 from sim import dials
 from sim.errors import ConfigError, SimError
+from sim.planning import Slo
 from sim.scenario import Scenario
 
 __all__ = [
@@ -142,6 +144,19 @@ class SweepSpec:
     slo_ttft_p99_ms: float | None = None
     """A chat SLO the rate curve draws as a line (and step 16's drill plans replicas with)."""
     slo_tpot_p99_ms: float | None = None
+
+    @property
+    def slo(self) -> Slo:
+        return Slo(self.slo_ttft_p99_ms, self.slo_tpot_p99_ms)
+
+    def rate_curve(self, scenario: Scenario, seats: int | None = None) -> tuple[float, list]:
+        """(saturated rate, the rate points) of this rate sweep over `scenario` (with `seats`
+        seats if given), swept as the app's curve view sweeps it."""
+        from sim.curves import rate_sweep
+
+        if seats is not None:
+            scenario = scenario.with_engine(max_num_seqs=seats)
+        return rate_sweep(scenario, self.rates, min_window=self.num_prompts)
 
     def invalidated_by(self, dial: str) -> bool:
         """Whether moving this dial (a dotted scenario path) changes the sweep, so the curve
@@ -545,8 +560,9 @@ def _dial(data: Any, index: int, scenario: Scenario, source: str) -> Dial:
     where = f"dial {name!r}"
     if name not in dials.BY_PATH:
         raise StepError(source, f"{where}: no such setting among the dials (sim.dials), such as engine.max_num_seqs")
-    label = _text(data.get("label"), f"{where} label", source)
-    unit = data.get("unit", "")
+    spec = dials.BY_PATH[name]
+    label = _text(data["label"], f"{where} label", source) if "label" in data else spec.label[0].upper() + spec.label[1:]
+    unit = data.get("unit", spec.unit)
     if not isinstance(unit, str):
         raise StepError(source, f"{where}: unit must be a string")
     try:

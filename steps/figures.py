@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from sim import planning
 from sim.errors import SimError
 from sim.scenario import Scenario
 
@@ -71,9 +72,6 @@ def whole(value: float) -> str:
 # ---------------------------------------------------------------------------------------------
 # What a step's figures are computed from
 # ---------------------------------------------------------------------------------------------
-
-PLANNING_HEADROOM = 0.8
-"""Plan each replica at this share of its SLO rate: room for bursts and a lost replica."""
 
 STEADY_WINDOW = 1000
 """Requests a rate's steady window holds when a figure measures it (`sim.curves.measure_rate`):
@@ -1273,30 +1271,26 @@ def _slo_tpot_ms(lab):
 
 @figure("headroom", 2)
 def _headroom(lab):
-    """Share of its SLO rate each replica is planned at."""
-    return PLANNING_HEADROOM
+    """Share of its SLO rate each replica is planned at: 1 - `sim.planning.HEADROOM`."""
+    return planning.planned_rate(1.0)
 
 
 @figure("headroom_pct", 2)
 def _headroom_pct(lab):
-    return PLANNING_HEADROOM * 100
-
-
-def _replicas_drill(lab):
-    from .activities import ReplicasDrill
-
-    return lab.memo("replicas", lambda: ReplicasDrill(lab.screen_scenario, lab.sweep))
+    return planning.planned_rate(100.0)
 
 
 def _slo_rate(lab, seats: int) -> float:
-    best, _ = _replicas_drill(lab).slo_rate(seats)
+    """The SLO rate of the step's rate curve at `seats` seats, swept as step 16's drill sweeps it."""
+    _, points = lab.memo(("rate_curve", seats), lambda: lab.sweep.rate_curve(lab.screen_scenario, seats))
+    best, _ = planning.slo_rate(points, lab.sweep.slo)
     return best.rate
 
 
 def _replicas(lab, peak: float, seats: int) -> tuple[float, float, float]:
     """(peak, one replica's planned rate, replicas) as step 16's drill works them."""
-    per_replica = PLANNING_HEADROOM * _slo_rate(lab, seats)
-    return peak, per_replica, math.ceil(peak / per_replica)
+    rate = _slo_rate(lab, seats)
+    return peak, planning.planned_rate(rate), planning.replicas_needed(peak, rate)
 
 
 PINNED.append(Pinned(16, "about 33 req/s", lambda lab: _slo_rate(lab, lab.engine.max_num_seqs), 0.0,
@@ -1370,7 +1364,7 @@ def _cheat_peak(lab):
 @figure("cheat_replicas_floor", 2)
 def _cheat_replicas_floor(lab):
     """The peak over what replicas planned at the saturated rate carry: a floor on replicas."""
-    return CHEAT_PEAK / (PLANNING_HEADROOM * lab.saturated)
+    return CHEAT_PEAK / planning.planned_rate(lab.saturated)
 
 
 # -- what a shared prefix saves (the cheat sheet) ----------------------------------------------------

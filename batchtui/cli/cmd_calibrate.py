@@ -18,7 +18,7 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
-from batchtui.runner import default_jobs
+from .runner import default_jobs
 
 from . import args as a
 from . import options as o

@@ -14,9 +14,9 @@ import math
 import sys
 import tempfile
 
-from batchtui import report
-from batchtui.asciichart import scatter
-from batchtui.runner import default_jobs
+from . import results
+from .asciichart import scatter
+from .runner import default_jobs
 
 from . import args as a
 from . import options as o
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     simulated = [simulated[i] for i in order]
     gpu, model = profiles.gpu(base.gpu), profiles.model(base.model)
     if args.json:
-        report.dump_json(Sink(sys.stdout, "standard output"), {
+        results.dump_json(Sink(sys.stdout, "standard output"), {
             "gpu": gpu.id, "model": model.id,
             "runs": [{"file": r.path, "request_rate": r.rate,
                       "measured": {k: r.metrics[k] for k, _, _ in ROWS if k in r.metrics},

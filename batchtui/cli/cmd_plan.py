@@ -13,8 +13,9 @@ import sys
 import textwrap
 from dataclasses import replace
 
-from batchtui import planning, report
-from batchtui.runner import Runner, default_jobs, show_progress_default
+from . import results
+from .runner import Runner, default_jobs, show_progress_default
+from sim import planning, rate_plan
 
 from . import args as a
 from . import options as o
@@ -30,10 +31,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "TPOT), on several seeds: the saturated rate first (every request queued at once), then a coarse "
         "sweep at 10 %, 20 %, ... 90 % of it that stops at the first miss, then bisection to within 1 % "
         "of it. Every point is judged on its steady state (at least "
-        f"{planning.PLAN_MIN_WINDOW} requests and {planning.PLAN_MIN_WINDOW_S:g} s of arrivals, the run "
+        f"{rate_plan.PLAN_MIN_WINDOW} requests and {rate_plan.PLAN_MIN_WINDOW_S:g} s of arrivals, the run "
         "lengthened until it has them); no rate at or above the saturated rate is ever an answer. The "
         "answer, the lowest seed's, is rerun with "
-        f"{planning.PLAN_CONFIRM_PROMPTS:,} requests on those seeds and {planning.PLAN_CONFIRM_NEW_SEEDS} "
+        f"{rate_plan.PLAN_CONFIRM_PROMPTS:,} requests on those seeds and {rate_plan.PLAN_CONFIRM_NEW_SEEDS} "
         "unused ones, and stepped down until all meet the SLO. With --peak-rate, the replicas needed, checked by "
         "simulating the peak behind round-robin and least-outstanding-requests routers. Then the vllm "
         "serve line with every dial assumed, and the vllm bench serve line to verify on a GPU. "
@@ -43,47 +44,54 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--ttft-p99", type=o.positive_float, metavar="MS", help="p99 time to first token, ms")
     g.add_argument("--tpot-p99", type=o.positive_float, metavar="MS", help="p99 time per output token, ms")
     g.add_argument("--peak-rate", type=o.positive_float, metavar="R", help="peak traffic to serve, req/s")
-    g.add_argument("--headroom", type=o.percent, default=0.30, metavar="PCT",
-                   help="spare capacity on top of the peak (default 30%%)")
-    g.add_argument("--seeds", type=o.positive_int, default=planning.PLAN_SEEDS, metavar="N",
-                   help=f"seeds the search runs on (default {planning.PLAN_SEEDS}: --seed, --seed + 1, ...)")
+    g.add_argument("--headroom", type=o.headroom, default=planning.HEADROOM, metavar="PCT",
+                   help=f"share of each replica's SLO rate kept spare: a replica is planned at the rest of it "
+                        f"(default {planning.HEADROOM:.0%}, as in step 16)".replace("%", "%%"))
+    g.add_argument("--seeds", type=o.positive_int, default=rate_plan.PLAN_SEEDS, metavar="N",
+                   help=f"seeds the search runs on (default {rate_plan.PLAN_SEEDS}: --seed, --seed + 1, ...)")
     g.add_argument("--offline", type=o.prompt_count, metavar="N",
                    help="plan a batch job of N requests queued at once instead of an SLO")
     a.add_setup_args(p)
     a.add_traffic_args(p, rate_flag=False,
-                       count_help=f"requests a point starts from (default {planning.PLAN_NUM_PROMPTS}, at "
-                                  f"least {planning.PLAN_MIN_PROMPTS}; runs grow until steady)")
+                       count_help=f"requests a point starts from (default {rate_plan.PLAN_NUM_PROMPTS}, at "
+                                  f"least {rate_plan.PLAN_MIN_PROMPTS}; runs grow until steady)")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     a.add_jobs_arg(p)
     p.set_defaults(func=run)
 
 
-def seed_task(task: tuple) -> planning.RatePlan:
+def seed_task(task: tuple) -> rate_plan.RatePlan:
     """One seed's search (a pool worker's job), its runs' per-request records dropped."""
     from sim.curves import runner as curve_runner
 
     scenario, slo, n, min_window, min_window_s = task
-    plan = planning.plan_rate(curve_runner(scenario, keep_requests=False, api_server=True), slo, n,
+    plan = rate_plan.plan_rate(curve_runner(scenario, keep_requests=False, api_server=True), slo, n,
                               min_window=min_window, min_window_s=min_window_s)
     for p in [plan.saturated, *plan.points]:
         p.summary = replace(p.summary, records=[])
     return plan
 
 
-def confirm_task(task: tuple) -> planning.PlanPoint:
+def confirm_task(task: tuple) -> rate_plan.PlanPoint:
     """One confirmation run (a pool worker's job), its per-request records dropped."""
     from sim.curves import runner as curve_runner
 
     scenario, slo, rate, saturated, n, min_window, min_window_s = task
-    p = planning.confirm_point(curve_runner(scenario, keep_requests=False, api_server=True), slo, rate, saturated,
+    p = rate_plan.confirm_point(curve_runner(scenario, keep_requests=False, api_server=True), slo, rate, saturated,
                                n, min_window, min_window_s)
     p.summary = replace(p.summary, records=[])
     return p
 
 
-def router_task(task: tuple) -> planning.RouterCheck:
+def router_task(task: tuple) -> rate_plan.RouterCheck:
     scenario, policy, replicas, peak, slo, n = task
-    return planning.check_router(scenario, scenario.profiles(), policy, replicas, peak, slo, n)
+    return rate_plan.check_router(scenario, scenario.profiles(), policy, replicas, peak, slo, n)
+
+
+def first_replicas(args: argparse.Namespace, slo_rate: float) -> int:
+    """The replicas proposed for --peak-rate when one replica meets the SLO up to `slo_rate`
+    (then checked behind a router): `sim.planning.replicas_needed`, as step 16 counts them."""
+    return planning.replicas_needed(args.peak_rate, slo_rate, args.headroom)
 
 
 @user_errors
@@ -113,17 +121,17 @@ def run(args: argparse.Namespace) -> int:
                         "or --offline N to plan a batch job")
     if args.ramp_up_strategy:
         raise UserError("argument --ramp-up-strategy: not allowed with plan (it searches over steady rates)")
-    if args.num_prompts is not None and args.num_prompts < planning.PLAN_MIN_PROMPTS:
+    if args.num_prompts is not None and args.num_prompts < rate_plan.PLAN_MIN_PROMPTS:
         raise UserError(f"argument --num-prompts: {args.num_prompts} is too few to judge a rate: a point "
-                        f"needs a steady window of {planning.PLAN_MIN_WINDOW} requests and "
-                        f"{planning.PLAN_MIN_WINDOW_S:g} s; give at least {planning.PLAN_MIN_PROMPTS} "
+                        f"needs a steady window of {rate_plan.PLAN_MIN_WINDOW} requests and "
+                        f"{rate_plan.PLAN_MIN_WINDOW_S:g} s; give at least {rate_plan.PLAN_MIN_PROMPTS} "
                         "(or leave it out)")
     setup = build_setup(args, rate_flag=False)
     if setup.config.batching != "continuous":
         print("note: vLLM always batches continuously; the plan models "
               f"{setup.config.batching} batching as asked", file=sys.stderr)
     slo = planning.Slo(args.ttft_p99, args.tpot_p99)
-    n = args.num_prompts or planning.PLAN_NUM_PROMPTS
+    n = args.num_prompts or rate_plan.PLAN_NUM_PROMPTS
     from sim.curves import at_rate
 
     sc = at_rate(setup.scenario, setup.scenario.workload.request_rate, n)
@@ -134,21 +142,21 @@ def run(args: argparse.Namespace) -> int:
 
     with Runner(show_progress=show_progress_default(args.json), profiles=setup.profiles) as runner:
         runner.expect(None)
-        window = (planning.PLAN_MIN_WINDOW, planning.PLAN_MIN_WINDOW_S)  # passed on: workers import afresh
+        window = (rate_plan.PLAN_MIN_WINDOW, rate_plan.PLAN_MIN_WINDOW_S)  # passed on: workers import afresh
         plans = runner.map(seed_task, [(replace(sc, seed=s), slo, n, *window) for s in seeds], jobs,
                            description=f"searching {len(seeds)} seeds")
-        result = planning.SeededPlan(plans, seeds)
+        result = rate_plan.SeededPlan(plans, seeds)
         cause = None
         if all(p.feasible for p in plans):
-            result.confirm_seeds = [sc.seed + i for i in range(len(seeds) + planning.PLAN_CONFIRM_NEW_SEEDS)]
+            result.confirm_seeds = [sc.seed + i for i in range(len(seeds) + rate_plan.PLAN_CONFIRM_NEW_SEEDS)]
 
-            def evaluate(rate: float) -> list[planning.PlanPoint]:
+            def evaluate(rate: float) -> list[rate_plan.PlanPoint]:
                 runner.update(0, f"confirming {rate:.2f} req/s on longer runs")
                 return runner.map(confirm_task, [(replace(sc, seed=s), slo, rate, result.saturated_rate,
-                                                  planning.PLAN_CONFIRM_PROMPTS, *window)
+                                                  rate_plan.PLAN_CONFIRM_PROMPTS, *window)
                                                  for s in result.confirm_seeds], jobs)
 
-            result.confirm_tries = planning.confirm_rate(evaluate, min(result.rates),
+            result.confirm_tries = rate_plan.confirm_rate(evaluate, min(result.rates),
                                                          result.limiting.precision or 0.01)
         elif setup.config.batching != "continuous":
             cont = setup.with_scenario(replace(sc, engine={k: v for k, v in sc.engine.items()
@@ -158,14 +166,14 @@ def run(args: argparse.Namespace) -> int:
             cplan = seed_task((cont.scenario, slo, n, *window))
             if cplan.feasible:
                 cause = cplan
-        checks: list[list[planning.RouterCheck]] = []
+        checks: list[list[rate_plan.RouterCheck]] = []
         replicas = None
         if result.feasible and args.peak_rate is not None:
-            first = planning.replicas_needed(args.peak_rate, args.headroom, result.rate)
-            for count in range(first, first + planning.ROUTER_MAX_EXTRA + 1):
+            first = first_replicas(args, result.rate)
+            for count in range(first, first + rate_plan.ROUTER_MAX_EXTRA + 1):
                 runner.update(0, f"checking {count} replicas at the peak")
                 tasks = [(sc, policy, count, args.peak_rate, slo,
-                          planning.router_prompts(args.peak_rate, count)) for policy in planning.ROUTER_POLICIES]
+                          rate_plan.router_prompts(args.peak_rate, count)) for policy in rate_plan.ROUTER_POLICIES]
                 checked = runner.map(router_task, tasks, jobs)
                 checks.append(checked)
                 if all(c.ok for c in checked):
@@ -173,13 +181,13 @@ def run(args: argparse.Namespace) -> int:
                     break
 
     serve = vllm_lines.serve_command(setup)
-    bench = (vllm_lines.bench_command(setup, result.rate, max(n, planning.PLAN_CONFIRM_PROMPTS // 4), goodput)
+    bench = (vllm_lines.bench_command(setup, result.rate, max(n, rate_plan.PLAN_CONFIRM_PROMPTS // 4), goodput)
              if result.feasible else None)
     if args.json:
-        report.dump_json(Sink(sys.stdout, "standard output"), plan_json(result, slo, args, replicas, checks,
+        results.dump_json(Sink(sys.stdout, "standard output"), plan_json(result, slo, args, replicas, checks,
                                                                          serve, bench, cause))
         return EXIT_OK if result.feasible else EXIT_FAILURE
-    print(report.setup_text(sc, setup.deployment, setup.config, swept="request_rate"))
+    print(results.setup_text(sc, setup.deployment, setup.config, swept="request_rate"))
     print(f"SLO: {slo.text()}.")
     print()
     print_plan(result, slo, args, replicas, checks, serve, bench, cause, setup)
@@ -207,9 +215,9 @@ def print_plan(result, slo, args, replicas, checks, serve, bench, cause, setup) 
     seeds = ", ".join(str(s) for s in result.seeds)
     print(f"Points run on seed {result.seeds[result.plans.index(limiting)]} (the one that sets the answer; "
           f"seeds {seeds} searched):")
-    print(report.plan_table(limiting))
+    print(results.plan_table(limiting))
     print()
-    print(f"Saturated rate ({planning.PLAN_NUM_PROMPTS if not args.num_prompts else args.num_prompts} "
+    print(f"Saturated rate ({rate_plan.PLAN_NUM_PROMPTS if not args.num_prompts else args.num_prompts} "
           f"requests queued at once): {result.saturated_rate:.2f} req/s (lowest of the seeds); no answer "
           "reaches it.")
     for warning in result.warnings:
@@ -258,11 +266,12 @@ def print_plan(result, slo, args, replicas, checks, serve, bench, cause, setup) 
                 f"{result.rate * w['mean_e2e_ms'] / 1000:.0f} requests running."))
     if args.peak_rate is not None:
         print()
-        need = args.peak_rate * (1 + args.headroom)
-        first = planning.replicas_needed(args.peak_rate, args.headroom, result.rate)
-        print(_fill(f"Replicas for a peak of {args.peak_rate:g} req/s with {args.headroom:.0%} headroom: "
-                    f"ceil({need:g} / {result.rate:.2f}) = {first}; checked by simulating the peak behind a "
-                    "router:"))
+        per_replica = planning.planned_rate(result.rate, args.headroom)
+        first = first_replicas(args, result.rate)
+        print(_fill(f"Replicas for a peak of {args.peak_rate:g} req/s with {args.headroom:.0%} headroom (each "
+                    f"replica planned at {1 - args.headroom:.0%} of {result.rate:.2f} = {per_replica:.2f} req/s): "
+                    f"ceil({args.peak_rate:g} / {per_replica:.2f}) = {first}; checked by simulating the peak "
+                    "behind a router:"))
         for checked in checks:
             for ch in checked:
                 cw = ch.window
@@ -270,7 +279,7 @@ def print_plan(result, slo, args, replicas, checks, serve, bench, cause, setup) 
                 print(f"  {ch.replicas} replicas, {ch.policy:<27} p99 TTFT {cw['p99_ttft_ms']:7.1f} ms  "
                       f"p99 TPOT {cw['p99_tpot_ms']:6.2f} ms  {verdict}")
         if replicas is None:
-            print(_fill(f"Even {first + planning.ROUTER_MAX_EXTRA} replicas miss the SLO at the peak: plan "
+            print(_fill(f"Even {first + rate_plan.ROUTER_MAX_EXTRA} replicas miss the SLO at the peak: plan "
                         "with more headroom or a faster setup."))
         else:
             capacity = replicas * result.rate
@@ -302,11 +311,11 @@ def plan_json(result, slo, args, replicas, checks, serve, bench, cause) -> dict:
         "limited_by": limiting.limited_by or None,
         "confirm_seeds": result.confirm_seeds,
         "confirm_tries": [{"request_rate": rate, "meets_slo": all(p.ok for p in points),
-                           "runs": [report.plan_point_json(p) for p in points]}
+                           "runs": [results.plan_point_json(p) for p in points]}
                           for rate, points in result.confirm_tries],
-        "at_max_rate": (report.plan_point_json(max(result.confirm_points, key=lambda p: p.window["p99_tpot_ms"]))
+        "at_max_rate": (results.plan_point_json(max(result.confirm_points, key=lambda p: p.window["p99_tpot_ms"]))
                         if result.feasible else None),
-        "closest": None if all(p.feasible for p in result.plans) else report.plan_point_json(limiting.closest),
+        "closest": None if all(p.feasible for p in result.plans) else results.plan_point_json(limiting.closest),
         "policy_cause": None if cause is None else {"continuous_max_rate": cause.best.rate},
         "warnings": result.warnings,
         "peak_rate": args.peak_rate,
@@ -317,7 +326,7 @@ def plan_json(result, slo, args, replicas, checks, serve, bench, cause) -> dict:
                             "requests_per_replica": c.per_replica} for checked in checks for c in checked],
         "vllm_command": serve,
         "vllm_bench_command": bench,
-        "points": [report.plan_point_json(p) for p in [limiting.saturated, *limiting.points]],
+        "points": [results.plan_point_json(p) for p in [limiting.saturated, *limiting.points]],
     }
 
 
@@ -343,7 +352,7 @@ def plan_offline(args: argparse.Namespace) -> int:
         candidates = [("fits the KV cache", kv_fit)]
         if min(cfg.max_num_seqs, n) != kv_fit:  # with more seats than requests, both runs are alike
             candidates.append(("vLLM default", cfg.max_num_seqs))
-    results = []
+    runs = []
     with Runner(show_progress=show_progress_default(args.json), profiles=setup.profiles) as runner:
         runner.expect(n * len(candidates))
         for why, seats in candidates:
@@ -352,12 +361,12 @@ def plan_offline(args: argparse.Namespace) -> int:
                 dials["max_num_batched_tokens"] = seats  # vLLM needs a token per seat
             run_sc = sc.with_engine(**dials)
             config = run_sc.engine_config(setup.profiles)
-            results.append((why, config, runner.run(run_sc, f"max_num_seqs {seats}").summary))
-    _, config, best = min(results, key=lambda r: (r[2].metrics["duration"], r[1].max_num_seqs))
+            runs.append((why, config, runner.run(run_sc, f"max_num_seqs {seats}").summary))
+    _, config, best = min(runs, key=lambda r: (r[2].metrics["duration"], r[1].max_num_seqs))
     m = best.metrics
     llm = vllm_lines.llm_call(setup, config)
     if args.json:
-        report.dump_json(Sink(sys.stdout, "standard output"), {
+        results.dump_json(Sink(sys.stdout, "standard output"), {
             "offline": True, "num_prompts": n, "kv_fit_max_num_seqs": kv_fit,
             "max_num_seqs": config.max_num_seqs, "max_num_batched_tokens": config.max_num_batched_tokens,
             "job_time_s": m["duration"], "request_throughput": m["request_throughput"],
@@ -368,19 +377,19 @@ def plan_offline(args: argparse.Namespace) -> int:
                             "job_time_s": s.metrics["duration"],
                             "output_throughput": s.metrics["output_throughput"],
                             "mean_running": s.metrics["mean_running"],
-                            "num_preemptions": s.metrics["num_preemptions"]} for w, c, s in results],
+                            "num_preemptions": s.metrics["num_preemptions"]} for w, c, s in runs],
         })
         return EXIT_OK
-    print(report.setup_text(sc, d, cfg, swept="offline"))
+    print(results.setup_text(sc, d, cfg, swept="offline"))
     print()
-    print(report.offline_table(results, best))
+    print(results.offline_table(runs, best))
     print()
     fits = (f"about {kv_fit} of these requests at their peak ({per_request:.0f} blocks each): "
             "the largest batch that never preempts" if kv_fit < n else
             f"all {n} of these requests at their peak ({per_request:.0f} blocks each)")
     print(textwrap.fill(f"The KV cache ({d.usable_blocks:,} blocks) holds {fits}.", width=100))
     print(textwrap.fill(
-        f"Job time for {n:,} requests: {report.duration_text(m['duration'])} at {m['output_throughput']:,.0f} "
+        f"Job time for {n:,} requests: {results.duration_text(m['duration'])} at {m['output_throughput']:,.0f} "
         f"output tok/s ({m['request_throughput']:.2f} req/s), with max_num_seqs {config.max_num_seqs}.",
         width=100))
     print()

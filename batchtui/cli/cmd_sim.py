@@ -8,8 +8,8 @@ import math
 import os
 from datetime import datetime
 
-from batchtui import report
-from batchtui.runner import Runner, show_progress_default
+from . import results
+from .runner import Runner, show_progress_default
 
 from . import args as a
 from .exits import EXIT_OK, UserError
@@ -36,8 +36,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def result_options(args) -> dict:
     """--percentile-metrics, --metric-percentiles and --goodput, as the result block takes them."""
-    return {"percentile_metrics": tuple(args.percentile_metrics or report.DEFAULT_PERCENTILE_METRICS),
-            "percentiles": tuple(args.metric_percentiles or report.DEFAULT_METRIC_PERCENTILES),
+    return {"percentile_metrics": tuple(args.percentile_metrics or results.DEFAULT_PERCENTILE_METRICS),
+            "percentiles": tuple(args.metric_percentiles or results.DEFAULT_METRIC_PERCENTILES),
             "goodput": dict(args.goodput) if args.goodput else None}
 
 
@@ -58,7 +58,7 @@ def result_path(args, setup, date: str) -> str | None:
             raise UserError("argument --result-filename/--result-dir: needs --save-result")
         return None
     w = setup.scenario.workload
-    label = args.label or report.BACKEND
+    label = args.label or results.BACKEND
     model = (setup.deployment.model.hf_id or setup.deployment.model.id).split("/")[-1]
     concurrency = f"-concurrency{w.max_concurrency}" if w.max_concurrency else ""
     if w.ramp_up_strategy:
@@ -105,27 +105,27 @@ def run(args: argparse.Namespace) -> int:
     show = show_progress_default(json_output=args.json)
     with output_file(args.per_request, "--per-request") as csv_file, \
             output_file(path, "--result-filename") as result_file:
-        sink = report.PerRequestCsv(csv_file) if csv_file is not None else None
+        sink = results.PerRequestCsv(csv_file) if csv_file is not None else None
         with Runner(show_progress=show, profiles=setup.profiles) as runner:
             result = runner.run(setup.scenario, percentiles=opts["percentiles"], goodput=opts["goodput"],
                                 detailed=args.save_detailed, sink=sink)
         data = None
         if result_file is not None or args.json:
-            data = report.bench_result(result, setup, date=date, label=args.label, percentiles=opts["percentiles"],
+            data = results.bench_result(result, setup, date=date, label=args.label, percentiles=opts["percentiles"],
                                        detailed=args.save_detailed, metadata=meta)
         if result_file is not None:
             if args.append_result:
                 keep_earlier_results(path, result_file)
-            report.dump_json(result_file, data, indent=None)
+            results.dump_json(result_file, data, indent=None)
     if args.json:
         import sys
 
         from .output import Sink
-        report.dump_json(Sink(sys.stdout, "standard output"), data)
+        results.dump_json(Sink(sys.stdout, "standard output"), data)
         return EXIT_OK
-    print(report.setup_text(setup.scenario, setup.deployment, setup.config))
+    print(results.setup_text(setup.scenario, setup.deployment, setup.config))
     print()
-    print(report.result_block(result.summary, setup.config, setup.deployment, workload=setup.scenario.workload,
+    print(results.result_block(result.summary, setup.config, setup.deployment, workload=setup.scenario.workload,
                               percentile_metrics=opts["percentile_metrics"], percentiles=opts["percentiles"],
                               goodput=bool(opts["goodput"])))
     if result.failed:

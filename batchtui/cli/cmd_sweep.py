@@ -12,9 +12,9 @@ import sys
 import textwrap
 from dataclasses import dataclass
 
-from batchtui import report
-from batchtui.asciichart import scatter
-from batchtui.runner import Runner, default_jobs, show_progress_default
+from . import results
+from .asciichart import scatter
+from .runner import Runner, default_jobs, show_progress_default
 
 from . import args as a
 from . import options as o
@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
             write_csv(csv_file, swept, points, knee_index)
 
     if args.json:
-        report.dump_json(Sink(sys.stdout, "standard output"), {
+        results.dump_json(Sink(sys.stdout, "standard output"), {
             "swept": swept, "saturated_rate": saturated, "knee_index": knee_index,
             "knee_reason": (knee.reason or None) if explain is None else "not_binding",
             "knee_latency": lat_key, "knee_factor": args.knee_factor,
@@ -147,9 +147,9 @@ def run(args: argparse.Namespace) -> int:
         })
         return EXIT_OK
     label = "rate" if by_rate else "max_num_seqs"
-    print(report.setup_text(sc, setup.deployment, setup.config, swept=swept))
+    print(results.setup_text(sc, setup.deployment, setup.config, swept=swept))
     print()
-    print(report.sweep_table(swept, [p.value for p in points], points, knee_index,
+    print(results.sweep_table(swept, [p.value for p in points], points, knee_index,
                              bounded=[p.bounded for p in points]))
     print()
     if saturated is not None:
@@ -182,8 +182,8 @@ def _seats_bind(values, points, knee) -> tuple[int | None, str | None]:
 def write_csv(handle, swept: str, points, knee: int | None) -> None:
     import csv
 
-    rows = [{swept: report.rate_text(p.value) if swept == "request_rate" else p.value,
-             "bounded": int(p.bounded), **report.flat_metrics(p.metrics), "knee": int(i == knee)}
+    rows = [{swept: results.rate_text(p.value) if swept == "request_rate" else p.value,
+             "bounded": int(p.bounded), **results.flat_metrics(p.metrics), "knee": int(i == knee)}
             for i, p in enumerate(points)]
     writer = csv.DictWriter(handle, fieldnames=list(rows[0]), lineterminator="\n")
     writer.writeheader()

@@ -103,12 +103,12 @@ def burstiness(text: str) -> float:
     return _above_zero(text, "a burstiness > 0 (1 = Poisson, below 1 burstier, inf = evenly spaced)")
 
 
-def percent(text: str) -> float:
-    """A percentage, `30` or `30%`, returned as a fraction (0.30); 0 to 1000 %."""
+def headroom(text: str) -> float:
+    """--headroom: a percentage from 0 up to (not including) 100, as a fraction."""
     body = text.strip().rstrip("%")
-    value = _float(body, "a percentage from 0 to 1000, such as 30 or 30%")
-    if not 0 <= value <= 1000:
-        raise argparse.ArgumentTypeError(f"expected a percentage from 0 to 1000, got {text!r}")
+    value = _float(body, "a percentage from 0 to 99, such as 20 or 20%")
+    if not 0 <= value < 100:
+        raise argparse.ArgumentTypeError(f"expected a percentage from 0 up to (not including) 100, got {text!r}")
     return value / 100
 
 

@@ -377,7 +377,7 @@ class TutorialScreen(Screen):
             source, before = "pinned", self.pinned[1]
         else:
             return
-        now = self.sim.engine.scenario if self.sim is not None else self.step.scenario
+        now = self.sim.scenario if self.sim is not None else self.step.scenario
         changed = _setting_changes(self.step.dials, before, now)
         if changed:
             title = "; ".join(changed)
@@ -398,7 +398,7 @@ class TutorialScreen(Screen):
     def _frames(self) -> dict:
         frames = {}
         if self.sim is not None:
-            frames["main"] = self.sim.engine.snapshot()
+            frames["main"] = self.sim.snapshot()
         if self.pinned is not None:
             frames["pinned"] = self.pinned[0]
         return frames
@@ -502,7 +502,7 @@ class TutorialScreen(Screen):
         sim = self.sim
         if sim is None:
             return
-        snapshot = snapshot or sim.engine.snapshot()
+        snapshot = snapshot or sim.snapshot()
         g = self.settings.glyphs
         if snapshot.finished:
             state = "finished (r resets)"
@@ -564,8 +564,8 @@ class TutorialScreen(Screen):
         self._configure_before()
         step = self.step
         if "curve" in step.views and step.sweep is not None and any(map(step.sweep.invalidated_by, moved)):
-            self.run_worker(self._start_sweep(step, self.sim.engine.scenario), group="sweep-start")
-        self.run_worker(self.query_one(ActivityPanel).scenario_changed(self.sim.engine.scenario),
+            self.run_worker(self._start_sweep(step, self.sim.scenario), group="sweep-start")
+        self.run_worker(self.query_one(ActivityPanel).scenario_changed(self.sim.scenario),
                         group="activity")
 
     def on_dial_control_leave(self, message: DialControl.Leave) -> None:
@@ -594,7 +594,7 @@ class TutorialScreen(Screen):
         if self.sim is None:
             return
         step = self.step
-        if message.beside_start and message.dials and step.compare is None and not self.sim.engine.iteration:
+        if message.beside_start and message.dials and step.compare is None and not self.sim.started:
             # A prediction about a setting: run it with the step's start setting beside it, on
             # the same arrivals, so "before" and "now" read side by side (step 13: uncapped
             # against capped). The run has not started yet, so nothing is lost.
@@ -705,7 +705,7 @@ class TutorialScreen(Screen):
         def chosen(path) -> None:
             if path is not None and self.sim is not None and self.check_action("save_scenario", ()):
                 self.scenario_file = path
-                self.say(save_scenario_file(self.sim.engine.scenario, path))
+                self.say(save_scenario_file(self.sim.scenario, path))
                 if self.goal is not None and self.goal.key("save_scenario"):
                     self._update_goal()
 
@@ -747,7 +747,7 @@ class TutorialScreen(Screen):
             await self._begin(self._opening)  # in the same read as the step change: start it now
         if self.sim is None or not self.check_action("helpdesk_traffic", ()):
             return
-        current = self.sim.engine.scenario
+        current = self.sim.scenario
         try:
             switch = helpdesk_switch(self.step, current, self.left_traffic)
         except SimError as exc:
@@ -758,7 +758,7 @@ class TutorialScreen(Screen):
             self.say(f"Refused: {error}", error=True)
         else:
             self.left_traffic = current if switch.multi_turn else None
-            self.say(_switch_words(switch, self.step.dials, current, self.sim.engine.scenario))
+            self.say(_switch_words(switch, self.step.dials, current, self.sim.scenario))
         if applied:
             self._dials_moved(applied)
         self._update_keys()
@@ -778,7 +778,7 @@ class TutorialScreen(Screen):
             self.pinned = None
             self.say("Unpinned.")
         else:
-            self.pinned = (self.sim.engine.snapshot(), self.sim.engine.scenario)
+            self.pinned = (self.sim.snapshot(), self.sim.scenario)
             self.say("Pinned as before: move a dial and compare.")
         self._show_views_again()
         self._update_keys()
@@ -859,7 +859,7 @@ class TutorialScreen(Screen):
             labels["view.zoom"] = "unzoom"
         if self.pinned is not None:
             labels["sim.pin"] = "unpin"
-        scenario = self.sim.engine.scenario if self.sim is not None else self.step.scenario
+        scenario = self.sim.scenario if self.sim is not None else self.step.scenario
         if scenario.workload.turns > 1:
             labels["playground.helpdesk"] = "single-turn"
         choices = panel.choice_count
@@ -912,7 +912,7 @@ class TutorialScreen(Screen):
     def action_run_pause(self) -> None:
         if self.sim is None:
             return
-        if self.sim.engine.done:
+        if self.sim.done:
             self.say("The workload is finished: r resets the scenario.")
             return
         self.sim.run_pause()

@@ -9,8 +9,8 @@ from typing import NamedTuple
 
 from rich.text import Text
 
-from ..formatting import count, ms, percent
-from .metrics import RECENT_GAP_POINTS, _short
+from ..formatting import count, exact_count, ms, percent
+from .metrics import RECENT_GAP_POINTS
 from .sim_view import SimView, encoder_pass_size
 
 LABEL_WIDTH = 9
@@ -43,7 +43,7 @@ def _pads(a, b) -> bool:
 
 ROWS: dict[str, Row] = {
     "batch": Row("batch", lambda s: f"{s.running or encoder_pass_size(s):,}/{max(s.max_num_seqs, len(s.seats)):,}"),
-    "queue": Row("queue", lambda s: _short(s.queue_len)),
+    "queue": Row("queue", lambda s: exact_count(s.queue_len)),
     "tokens/s": Row("tokens/s", lambda s: count(s.metrics.output_tokens_per_s)),
     "req/s": Row("req/s", lambda s: count(s.metrics.requests_per_s)),
     "TTFT p50": Row("TTFT p50", _latency("ttft_p50")),
@@ -54,7 +54,7 @@ ROWS: dict[str, Row] = {
     "padding": Row("padding", lambda s: percent(s.metrics.padding_share), _pads),
     "preempted": Row("preempted", lambda s: f"{s.metrics.num_preemptions:,}",
                      lambda a, b: bool(a.metrics.num_preemptions or b.metrics.num_preemptions)),
-    "done": Row("done", lambda s: _short(s.metrics.completed)),
+    "done": Row("done", lambda s: exact_count(s.metrics.completed)),
 }
 """Every row, in the order they are drawn."""
 

@@ -11,6 +11,8 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widget import Widget
 
+from sim import dials
+
 from .answer_box import AnswerBox
 
 from ..formatting import number
@@ -19,24 +21,6 @@ from ..glyphs import UNICODE
 BIG_MOVE = 10
 MAX_TRACK = 24
 """Cells of track at most: on a wide pane the value stays near its label."""
-
-
-def parse_value(text: str, template: Any) -> Any:
-    """The typed text as the same kind of value as `template`; ValueError if it is not one."""
-    text = text.strip().replace(",", "").replace("_", "")
-    if isinstance(template, bool):
-        lowered = text.lower()
-        if lowered in ("on", "true", "yes", "1"):
-            return True
-        if lowered in ("off", "false", "no", "0"):
-            return False
-        raise ValueError(f"{text!r} is not on or off")
-    if isinstance(template, str):
-        return text
-    value = float(text)  # raises ValueError with Python's own wording; caught by the caller
-    if math.isfinite(value) and value.is_integer() and isinstance(template, int):
-        return int(value)
-    return value
 
 
 def _unit_for(value: Any, unit: str) -> str:
@@ -150,8 +134,8 @@ class DialControl(Widget, can_focus=True):
         """What was typed in the entry box, as a value for the screen to apply or refuse."""
         if not text.strip():
             return
-        try:
-            value = parse_value(text, self.value)
+        try:  # spelled as the dial table reads it, in the dial's own unit
+            value = dials.find(self.spec.name).read(text, flag_units=False)
         except ValueError:
             value = text.strip()  # the screen refuses it with the dial's own wording
         self.post_message(self.Changed(self, value))

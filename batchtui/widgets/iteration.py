@@ -9,15 +9,10 @@ from pathlib import Path
 from rich.text import Text
 
 from ..formatting import count, ms
+from ..limit_words import LIMIT_WORDS
 from .sim_view import SimView
 
 # Every line is kept within 34 characters: the view's width at 80 columns.
-LIMIT_WORDS = {
-    "token_budget": ("token budget", "budget spent, work still waiting"),
-    "max_num_seqs": ("seat cap", "all seats full, requests waiting"),
-    "kv_cache": ("KV cache", "no free blocks to admit or grow"),
-    "none": ("nothing", "everything waiting was scheduled"),
-}
 TIME_WORDS = {"weights": "weights read", "kv_read": "KV read", "compute": "compute",
               "prefill_attention": "attention", "allreduce": "all-reduce",
               "overhead": "overhead"}
@@ -83,7 +78,8 @@ class IterationView(SimView):
         g = self.glyphs
         dim = self.style_of("iteration--dim")
         compact = self.compact
-        limit, why = LIMIT_WORDS.get(report.binding_limit, (report.binding_limit, ""))
+        words = LIMIT_WORDS[report.binding_limit]
+        limit, why = words.name, words.why
         binding_style = self.style_of("iteration--binding") if report.binding_limit != "none" else ""
         # Every line below is always there, so the view's height never changes between frames:
         # a change of height would lay out (and redraw) the whole pane.

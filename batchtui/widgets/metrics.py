@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.text import Text
 
-from ..formatting import count, ms, percent
+from ..formatting import count, exact_count, ms, percent
 from .sim_view import SimView, encoder_pass_size
 
 RECENT_GAP_POINTS = 60
@@ -67,8 +67,8 @@ class MetricsView(SimView):
         lines = [
             [item("tokens/s", count(m.output_tokens_per_s)), item("req/s", count(m.requests_per_s))],
             [item("batch", f"{snap.running or encoder_pass_size(snap):,}"),
-             item("queue", _short(snap.queue_len), alarm=snap.queue_len > max(8, snap.running)),
-             item("done", _short(m.completed))],
+             item("queue", exact_count(snap.queue_len), alarm=snap.queue_len > max(8, snap.running)),
+             item("done", exact_count(m.completed))],
             [item("gap max", ms(gap) if gap > 0 else "-")],
         ]
         if snap.batching in ("static", "dynamic") or m.padding_share:
@@ -93,8 +93,3 @@ class MetricsView(SimView):
                 text.append("\n")
             text.append_text(Text("  ").join(pieces))
         return text
-
-
-def _short(n: int) -> str:
-    """A count exact while short ("8,466"), then rounded ("12k"), so the line fits 80 columns."""
-    return f"{n:,}" if n < 10_000 else count(n)

@@ -2,14 +2,13 @@
 known profile from runs `batchtui sim --save-result` made with it, predictions at held-out rates,
 noisy inputs, and runs that cannot tell the parameters apart.
 
-The fit here is the small fixed one (150 requests per loaded run); `BATCHTUI_SLOW_TESTS=1` runs
+The fit here is the small fixed one (150 requests per loaded run); `pytest -m thorough` runs
 the thorough variant (1000 requests, other parameters, tighter bounds)."""
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import tomllib
 from pathlib import Path
 
@@ -24,7 +23,6 @@ VLLM_FILE = DATA / "openai-8.0qps-Llama-3.1-8B-Instruct-20250301-101500.json"
 DETAILED_FILE = DATA / "openai-detailed.json"
 
 TRUTH = {"eta_bw": 0.72, "eta_mfu": 0.55, "eta_attn": 0.70, "overhead_s": 0.0004, "overhead_per_seq_s": 0.000025}
-SLOW = pytest.mark.skipif(not os.environ.get("BATCHTUI_SLOW_TESTS"), reason="thorough variant: BATCHTUI_SLOW_TESTS=1")
 
 
 def run(capsys, *argv):
@@ -299,7 +297,7 @@ def test_compare_shows_both_curves_and_the_errors(fitted, capsys):
 # -- the thorough variant ---------------------------------------------------------------------------
 
 
-@SLOW
+@pytest.mark.thorough
 @pytest.mark.parametrize("truth", [
     TRUTH,
     {"eta_bw": 0.85, "eta_mfu": 0.62, "eta_attn": 0.9, "overhead_s": 0.001, "overhead_per_seq_s": 0.00001},

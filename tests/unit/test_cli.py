@@ -13,7 +13,7 @@ import math
 
 import pytest
 
-from batchtui import planning
+from sim import rate_plan
 from batchtui.cli import main
 
 # Every key vllm bench serve's result file has that a simulation can fill.
@@ -415,12 +415,12 @@ PLAN = ["plan", "--num-prompts", "60", "--input-len", "256", "--output-len", "32
 def small_plan(monkeypatch):
     """Shorter steady windows and checks keep the plan's runs short in tests (the search, the
     confirmation and the replicas check are the real ones)."""
-    monkeypatch.setattr(planning, "PLAN_MIN_WINDOW", 40)
-    monkeypatch.setattr(planning, "PLAN_MIN_WINDOW_S", 0.0)
-    monkeypatch.setattr(planning, "PLAN_MIN_PROMPTS", 50)
-    monkeypatch.setattr(planning, "PLAN_CONFIRM_PROMPTS", 300)
-    monkeypatch.setattr(planning, "ROUTER_MIN_PER_REPLICA", 100)
-    monkeypatch.setattr(planning, "ROUTER_MIN_SECONDS", 1.0)
+    monkeypatch.setattr(rate_plan, "PLAN_MIN_WINDOW", 40)
+    monkeypatch.setattr(rate_plan, "PLAN_MIN_WINDOW_S", 0.0)
+    monkeypatch.setattr(rate_plan, "PLAN_MIN_PROMPTS", 50)
+    monkeypatch.setattr(rate_plan, "PLAN_CONFIRM_PROMPTS", 300)
+    monkeypatch.setattr(rate_plan, "ROUTER_MIN_PER_REPLICA", 100)
+    monkeypatch.setattr(rate_plan, "ROUTER_MIN_SECONDS", 1.0)
 
 
 def test_plan_finds_a_rate_checks_replicas_and_prints_both_vllm_commands(capsys, small_plan):
@@ -430,7 +430,8 @@ def test_plan_finds_a_rate_checks_replicas_and_prints_both_vllm_commands(capsys,
     words = " ".join(out.split())
     assert "Highest rate meeting the SLO:" in words and "The seeds' limits:" in words
     assert "confirmed on seeds 0, 1, 2, 3, 4, 5, 6, 7, 8 with" in words or "stepped down" in words
-    assert "Replicas for a peak of 100 req/s with 30% headroom: ceil(130 / " in out
+    assert "Replicas for a peak of 100 req/s with 20% headroom (each replica planned at 80% of " in words
+    assert "ceil(100 / " in words
     assert "replicas, round-robin" in out and "replicas, least-outstanding-requests" in out
     assert "Use " in words and "above the peak" in words
     assert ("  vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 1 --kv-cache-dtype auto "
@@ -454,7 +455,7 @@ def test_plan_json_is_consistent(capsys, small_plan):
     assert d["confirm_seeds"] == list(range(9))
     last = d["confirm_tries"][-1]
     assert last["meets_slo"] and last["request_rate"] == rate and len(last["runs"]) == 9
-    assert d["replicas"] >= math.ceil(50 * 1.2 / rate)
+    assert d["replicas"] >= math.ceil(50 / (0.8 * rate) - 1e-9)
     final = [c for c in d["replica_checks"] if c["replicas"] == d["replicas"]]
     assert {c["policy"] for c in final} == {"round-robin", "least-outstanding-requests"}
     assert all(c["meets_slo"] and c["p99_tpot_ms"] <= 9 for c in final)
@@ -526,6 +527,8 @@ def test_plan_offline(capsys):
     ([], "give a latency SLO (--ttft-p99 MS and/or --tpot-p99 MS), or --offline N"),
     (["--ttft-p99", "0"], "argument --ttft-p99: expected a number > 0"),
     (["--ttft-p99", "100", "--headroom", "lots"], "argument --headroom: expected a percentage"),
+    (["--ttft-p99", "100", "--headroom", "100%"], "argument --headroom: expected a percentage from 0 up to (not "
+                                                   "including) 100, got '100%'"),
     (["--ttft-p99", "100", "--offline", "10"], "argument --ttft-p99: not allowed with --offline"),
     (["--ttft-p99", "100", "--request-rate", "3"], "unrecognized arguments: --request-rate"),
     (["--ttft-p99", "100", "--num-prompts", "5"], "argument --num-prompts: 5 is too few to judge a rate"),
@@ -600,7 +603,7 @@ def test_saturated_throughput_is_in_the_calibrated_range(capsys):
 
 
 def test_a_run_shown_with_a_progress_bar_gives_the_same_result(monkeypatch):
-    from batchtui import runner
+    from batchtui.cli import runner
     from sim.scenario import Scenario
 
     monkeypatch.setattr(runner, "SHOW_AFTER_S", 0.0)

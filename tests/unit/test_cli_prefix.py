@@ -117,12 +117,12 @@ def test_bad_sharing_flags(capsys, argv, needle):
 
 
 def test_the_vllm_lines_a_plan_prints_carry_caching_and_the_prefix(capsys, monkeypatch):
-    from batchtui import planning
+    from sim import rate_plan
 
-    monkeypatch.setattr(planning, "PLAN_MIN_WINDOW", 40)
-    monkeypatch.setattr(planning, "PLAN_MIN_WINDOW_S", 0.0)
-    monkeypatch.setattr(planning, "PLAN_MIN_PROMPTS", 50)
-    monkeypatch.setattr(planning, "PLAN_CONFIRM_PROMPTS", 300)
+    monkeypatch.setattr(rate_plan, "PLAN_MIN_WINDOW", 40)
+    monkeypatch.setattr(rate_plan, "PLAN_MIN_WINDOW_S", 0.0)
+    monkeypatch.setattr(rate_plan, "PLAN_MIN_PROMPTS", 50)
+    monkeypatch.setattr(rate_plan, "PLAN_CONFIRM_PROMPTS", 300)
     code, out, err = run(capsys, "plan", "--ttft-p99", "300", "--num-prompts", "60", "--input-len", "256",
                          "--output-len", "32", "--random-prefix-len", "512", "--jobs", "1", "--seeds", "1",
                          "--no-enable-prefix-caching")

@@ -58,7 +58,7 @@ def test_the_file_appears_whole_only_when_the_run_succeeds(capsys, tmp_path, mon
     keep.chmod(0o640)
     seen = []
 
-    from batchtui import runner
+    from batchtui.cli import runner
 
     real = runner.run_once
 
@@ -276,15 +276,15 @@ def command_lines(draw):
 
 @pytest.fixture
 def tiny_plan(monkeypatch):
-    from batchtui import planning
+    from sim import rate_plan
 
-    monkeypatch.setattr(planning, "PLAN_MIN_PROMPTS", 1)
-    monkeypatch.setattr(planning, "PLAN_MIN_WINDOW", 4)
-    monkeypatch.setattr(planning, "PLAN_MIN_WINDOW_S", 0.0)
-    monkeypatch.setattr(planning, "PLAN_NUM_PROMPTS", 12)
-    monkeypatch.setattr(planning, "PLAN_CONFIRM_PROMPTS", 12)
-    monkeypatch.setattr(planning, "ROUTER_MIN_PER_REPLICA", 6)
-    monkeypatch.setattr(planning, "ROUTER_MIN_SECONDS", 0.5)
+    monkeypatch.setattr(rate_plan, "PLAN_MIN_PROMPTS", 1)
+    monkeypatch.setattr(rate_plan, "PLAN_MIN_WINDOW", 4)
+    monkeypatch.setattr(rate_plan, "PLAN_MIN_WINDOW_S", 0.0)
+    monkeypatch.setattr(rate_plan, "PLAN_NUM_PROMPTS", 12)
+    monkeypatch.setattr(rate_plan, "PLAN_CONFIRM_PROMPTS", 12)
+    monkeypatch.setattr(rate_plan, "ROUTER_MIN_PER_REPLICA", 6)
+    monkeypatch.setattr(rate_plan, "ROUTER_MIN_SECONDS", 0.5)
     from sim import curves
 
     monkeypatch.setattr(curves, "STEADY_MAX_REQUESTS", 60)

@@ -113,3 +113,25 @@ def test_differing_names_the_dials_two_scenarios_set_differently():
     b = Scenario(workload=WorkloadSpec(request_rate=8.0, output=LengthSpec(mean=512)))
     assert dials.differing(a, b) == {"engine.max_num_seqs", "workload.output.mean"}
     assert dials.differing(a, a) == set()
+
+
+def test_read_spells_a_value_in_the_dials_unit_for_the_box_and_the_flags_for_the_command_line():
+    delay = dials.find("engine.max_queue_delay")
+    assert delay.read("0.005", flag_units=False) == 0.005  # the dial box: seconds, as the dial shows
+    assert delay.parse("5") == 0.005  # --max-queue-delay-ms 5
+    seats = dials.find("engine.max_num_seqs").read("1,024", flag_units=False)
+    assert seats == 1024 and isinstance(seats, int)
+    assert dials.find("engine.enable_prefix_caching").read(" Off ", flag_units=False) is False
+    assert dials.find("engine.max_num_seqs").read("-3", flag_units=False) == -3  # the range is the caller's
+    with pytest.raises(ConfigError):
+        dials.find("engine.max_num_seqs").read("lots", flag_units=False)
+
+
+def test_a_lesson_dial_takes_its_label_and_unit_from_the_dial_table_unless_it_words_them():
+    from steps import load_steps
+
+    step = next(s for s in load_steps() if s.number == 12)
+    by_name = {d.name: d for d in step.dials}
+    budget = by_name["engine.max_num_batched_tokens"]  # no label or unit in the lesson
+    assert (budget.label, budget.unit) == ("Token budget", dials.find(budget.name).unit) == ("Token budget", "tokens")
+    assert by_name["gpu_memory_utilization"].label == "GPU memory for vLLM"  # the lesson's own words

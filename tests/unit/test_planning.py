@@ -8,10 +8,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from batchtui import planning
+from sim import planning, rate_plan
 from sim import curves
-from batchtui.asciichart import KNEE, POINT, scatter
-from batchtui.planning import Slo, find_knee, kv_fit_seats, plan_rate, replicas_needed
+from batchtui.cli.asciichart import KNEE, POINT, scatter
+from sim.planning import Slo, kv_fit_seats, replicas_needed
+from sim.rate_plan import find_knee, plan_rate
 
 # -- the knee ----------------------------------------------------------------------------------
 
@@ -20,7 +21,7 @@ def test_knee_is_the_last_point_before_ttft_grows_k_fold():
     rates = [1, 2, 4, 8, 16]
     tput = [100, 200, 400, 800, 1500]
     ttft = [20, 22, 30, 61, 500]
-    assert planning.KNEE_LATENCY_FACTOR == 4.0
+    assert rate_plan.KNEE_LATENCY_FACTOR == 4.0
     knee = find_knee(rates, tput, ttft)  # 500 > 4 x 20
     assert (knee.index, knee.reason) == (3, "latency")
     knee = find_knee(rates, tput, ttft, factor=3.0)  # 61 > 3 x 20
@@ -72,8 +73,8 @@ class FakeSummary:
 
 def small_windows(monkeypatch, requests: int) -> None:
     """Steady windows of `requests` requests, whatever their span in seconds."""
-    monkeypatch.setattr(planning, "PLAN_MIN_WINDOW", requests)
-    monkeypatch.setattr(planning, "PLAN_MIN_WINDOW_S", 0.0)
+    monkeypatch.setattr(rate_plan, "PLAN_MIN_WINDOW", requests)
+    monkeypatch.setattr(rate_plan, "PLAN_MIN_WINDOW_S", 0.0)
 
 
 def fake_server(capacity: float, tpot_at, sustains: float = math.inf):
@@ -135,7 +136,7 @@ def test_plan_stops_where_the_replica_falls_behind(monkeypatch):
     run_at, _ = fake_server(40.0, lambda r: 0.006, sustains=30.0)
     plan = plan_rate(run_at, Slo(tpot_p99_ms=20.0), num_prompts=400)
     assert plan.limited_by == "throughput"
-    assert plan.best.rate <= 30.0 * (1 + planning.BACKLOG_SLOPE) < plan.bracket_high
+    assert plan.best.rate <= 30.0 * (1 + rate_plan.BACKLOG_SLOPE) < plan.bracket_high
     assert "does not settle" in plan.first_miss.misses[-1]
 
 
@@ -148,8 +149,8 @@ def test_plan_never_answers_at_or_above_the_saturated_rate(monkeypatch):
 
 
 def test_a_window_too_short_to_judge_is_a_miss_and_a_warning(monkeypatch):
-    monkeypatch.setattr(planning, "PLAN_MIN_WINDOW", 10)
-    monkeypatch.setattr(planning, "PLAN_MIN_WINDOW_S", 1e6)  # never reached within the longest run
+    monkeypatch.setattr(rate_plan, "PLAN_MIN_WINDOW", 10)
+    monkeypatch.setattr(rate_plan, "PLAN_MIN_WINDOW_S", 1e6)  # never reached within the longest run
     run_at, _ = fake_server(40.0, lambda r: 0.006)
     plan = plan_rate(run_at, Slo(tpot_p99_ms=20.0), num_prompts=200)
     assert plan.warnings and "too short to judge" in plan.points[0].misses[-1]
@@ -161,9 +162,9 @@ def test_confirm_steps_down_until_a_long_run_meets_the_slo(monkeypatch):
     slo = Slo(tpot_p99_ms=20.0)
 
     def evaluate(rate):
-        return [planning.confirm_point(run_at, slo, rate, 40.0, num_prompts=300, min_window=10, min_window_s=0.0)]
+        return [rate_plan.confirm_point(run_at, slo, rate, 40.0, num_prompts=300, min_window=10, min_window_s=0.0)]
 
-    tried = planning.confirm_rate(evaluate, 29.5, 0.5)
+    tried = rate_plan.confirm_rate(evaluate, 29.5, 0.5)
     # 29.5 and 29.0 miss, 28.0 meets; then one bisection: 28.5 misses (TPOT 20.25 ms)
     assert [rate for rate, _ in tried] == [29.5, 29.0, 28.0, 28.5]
     assert [points[0].ok for _, points in tried] == [False, False, True, False]
@@ -178,16 +179,16 @@ def test_a_router_spreads_the_peak_and_keeps_true_arrival_times():
     idle = Scenario(workload=WorkloadSpec(arrival="all-at-once", num_prompts=0))
     specs = [RequestSpec(str(i), i * 0.01, 256, 64 if i % 4 else 512) for i in range(200)]
     rr = [Engine(idle, keep_requests=False, api_server=True) for _ in range(3)]
-    planning.route(specs, rr, "round-robin")
+    rate_plan.route(specs, rr, "round-robin")
     assert [e.metrics.completed for e in rr] == [67, 67, 66]
     lor = [Engine(idle, keep_requests=False, api_server=True) for _ in range(3)]
-    arrivals = planning.route(specs, lor, "least-outstanding-requests")
+    arrivals = rate_plan.route(specs, lor, "least-outstanding-requests")
     assert sum(e.metrics.completed for e in lor) == 200 and arrivals["17"] == pytest.approx(0.17)
     # The long answers (every fourth) pile up under round-robin on one replica; least
     # outstanding requests sends work around them.
     assert max(e.metrics.completed for e in lor) - min(e.metrics.completed for e in lor) > 1
     for e in lor:
-        cols = planning.router_columns(e, arrivals)
+        cols = rate_plan.router_columns(e, arrivals)
         assert (cols["ttft"] > 0).all() and (cols["e2e"] >= cols["ttft"]).all()
 
 
@@ -199,9 +200,13 @@ def test_steady_window_drops_warm_up_and_cool_down():
 
 
 def test_replicas_and_kv_fit():
-    assert replicas_needed(100, 0.30, 30.0) == 5  # 130 / 30 = 4.33
-    assert replicas_needed(90, 0.0, 30.0) == 3  # exactly 3, not 4
-    assert replicas_needed(1, 0.3, 100) == 1
+    assert replicas_needed(100, 30.0, 0.20) == 5  # 100 / (0.8 x 30) = 4.17
+    assert replicas_needed(150, 24.0) == 8  # the default headroom: 150 / 19.2 = 7.8
+    assert replicas_needed(90, 30.0, 0.0) == 3  # exactly 3, not 4
+    assert replicas_needed(96, 30.0, 0.2) == 4  # 96 / 24: exactly 4
+    assert replicas_needed(1, 100, 0.3) == 1
+    with pytest.raises(ValueError, match="headroom"):
+        replicas_needed(100, 30.0, 1.0)
     # 512 in / 256 out peaks at 767 tokens = 48 blocks of 16
     assert kv_fit_seats(28_008, 16, [(512, 256)] * 10, 131072) == 583
     assert kv_fit_seats(100, 16, [(100, 10)], 64) == 25  # capped by max_model_len: 63 tokens
@@ -225,3 +230,28 @@ def test_scatter_skips_what_it_cannot_draw():
     assert scatter([(math.inf, 1.0), (1.0, 0.0)]) == ["(nothing to chart)"]
     lines = scatter([(10, 5), (20, 5)])  # a flat curve still draws
     assert "\n".join(lines).count(POINT) == 2
+
+
+# -- step 16 and `batchtui plan` plan alike ----------------------------------------------------
+
+
+def test_step_16_and_batchtui_plan_count_the_same_replicas():
+    """Step 16's drill and `batchtui plan --peak-rate` (with its default headroom) turn the same
+    SLO rate into the same replicas, on step 16's own curve."""
+    from batchtui.cli import cmd_plan
+    from batchtui.cli.parser import build_parser
+    from steps import activities, load_steps
+
+    step = next(s for s in load_steps() if s.number == 16)
+    drill = activities.build(step)
+    slo = step.sweep
+    for seed in range(4):
+        q = drill.new_question(seed)
+        peak, rate = q.facts["peak"], q.facts["slo_rate"]
+        args = build_parser("plan").parse_args(["plan", "--ttft-p99", f"{slo.slo_ttft_p99_ms:g}",
+                                          "--tpot-p99", f"{slo.slo_tpot_p99_ms:g}", "--peak-rate", f"{peak:g}"])
+        assert cmd_plan.first_replicas(args, rate) == q.answer, (peak, rate)
+    # The issue's example: a peak of 150 req/s and an SLO rate of 24 (once 8 in the lesson, 9 in plan).
+    args = build_parser("plan").parse_args(["plan", "--ttft-p99", "500", "--peak-rate", "150"])
+    assert cmd_plan.first_replicas(args, 24.0) == 8
+    assert args.headroom == planning.HEADROOM

@@ -14,6 +14,8 @@ from sim.scenario import Scenario
 from steps import activities as act
 from steps import load_steps
 
+from batchtui.scenario_files import Unusable, read_scenario
+
 
 @pytest.fixture(scope="module")
 def lesson():
@@ -382,8 +384,7 @@ def test_playground_round_trip(tmp_path, lesson):
     sc = lesson[20].scenario.with_engine(max_num_seqs=128).with_workload(request_rate=12.5)
     path = tmp_path / "mine.toml"
     assert "Saved" in act.save_scenario(sc, path)
-    loaded, message, ok = act.load_scenario(path, lesson[20].scenario)
-    assert ok and loaded == sc and "Loaded" in message
+    assert read_scenario(path) == sc
 
 
 @pytest.mark.parametrize("content,phrase", [
@@ -395,15 +396,14 @@ def test_playground_round_trip(tmp_path, lesson):
 def test_playground_bad_file_keeps_the_current_scenario(tmp_path, lesson, content, phrase):
     path = tmp_path / "bad.toml"
     path.write_text(content, encoding="utf-8")
-    current = lesson[20].scenario
-    kept, message, ok = act.load_scenario(path, current)
-    assert not ok and kept is current
-    assert message.startswith("Kept the current scenario") and phrase in message
+    with pytest.raises(Unusable) as refused:
+        read_scenario(path)
+    assert phrase in str(refused.value)
 
 
 def test_playground_missing_file(tmp_path, lesson):
-    kept, message, ok = act.load_scenario(tmp_path / "nope.toml", lesson[20].scenario)
-    assert not ok and kept is lesson[20].scenario and "cannot read" in message
+    with pytest.raises(Unusable, match="cannot be read"):
+        read_scenario(tmp_path / "nope.toml")
 
 
 def test_build_returns_none_for_views_the_app_draws(lesson):
@@ -429,7 +429,8 @@ def test_no_drill_asks_the_example_its_lesson_works(lesson, number):
         elif number == 9:
             assert (f["rate"], f["output_len"]) != (sc.workload.request_rate, sc.workload.output.mean)
         else:
-            assert (f["gpu"], f["model"], f["util"], f["prompt"], f["output"]) != act._worked_cache_example(step)
+            worked = (sc.gpu, sc.model, sc.gpu_memory_utilization, sc.workload.input.mean, sc.workload.output.mean)
+            assert (f["gpu"], f["model"], f["util"], f["prompt"], f["output"]) != worked
         # Whatever it asks, its answer is not stated (in bold, as lessons state results) above it.
         for shown in {act.fmt(q.answer), act.fmt(q.answer, 2), str(round(q.answer))}:
             assert f"**{shown}**" not in step.body_md and f"**{shown} " not in step.body_md, (seed, shown)
@@ -452,3 +453,16 @@ def test_replicas_drill_reads_the_curve(lesson):
     assert not fb.correct
     assert q2.check(str(int(q2.answer))).correct
     assert q2.run_dials == {"engine.max_num_seqs": q2.facts["seats"]}
+
+
+def test_every_activity_file_declares_one_kind_and_the_registry_lists_it():
+    import importlib
+    import pkgutil
+
+    from steps import ACTIVITY_KINDS
+
+    modules = [m.name for m in pkgutil.iter_modules(act.__path__) if m.name != "base"]
+    declared = [importlib.import_module(f"steps.activities.{name}").KIND for name in modules]
+    assert sorted(declared, key=id) == sorted(act.KINDS, key=id)
+    assert len({(k.kind, k.name) for k in act.KINDS}) == len(act.KINDS)
+    assert {k.kind for k in act.KINDS} == set(ACTIVITY_KINDS) - {"none"}

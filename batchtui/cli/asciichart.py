@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from batchtui.formatting import count
+from ..formatting import count
 
 POINT = "o"
 KNEE = "*"

@@ -13,15 +13,10 @@ import textwrap
 
 from sim.reports import BINDING_LIMITS
 
+from ..limit_words import LIMIT_WORDS
+
 WIDTH = 50
 LABEL = 40
-
-BINDING_WORDS = {
-    "token_budget": "token budget (max_num_batched_tokens) spent",
-    "max_num_seqs": "every seat (max_num_seqs) taken",
-    "kv_cache": "KV cache full (admission blocked or preemption)",
-    "none": "nothing held back: all work was scheduled",
-}
 
 # Sweep and CSV columns: (metrics key, heading, format)
 SWEEP_COLUMNS = (
@@ -62,7 +57,7 @@ def setup_text(scenario, deployment, config, swept: str | None = None) -> str:
         dials = (f"continuous batching, max_num_seqs {seats}, "
                  f"max_num_batched_tokens {config.max_num_batched_tokens}, chunked prefill "
                  f"{'on' if config.enable_chunked_prefill else 'off'}, prefix caching "
-                 f"{'on' if config.enable_prefix_caching else 'off'}")
+                 f"{'on' if config.caches_prefixes else 'off'}")
         if config.long_prefill_token_threshold:
             dials += f", long_prefill_token_threshold {config.long_prefill_token_threshold}"
         if config.scheduling_policy != "fcfs":
@@ -217,7 +212,7 @@ def simulator_lines(summary, config, deployment) -> list[str]:
         lines.append(_line("Peak KV cache use (%):",
                            f"{m['peak_kv_usage'] * 100:.1f}  ({used:,} of {deployment.usable_blocks:,} blocks)"))
     lines.append(_line("Preemptions:", m["num_preemptions"]))
-    if deployment.model.has_kv_cache and config.batching == "continuous" and config.enable_prefix_caching:
+    if deployment.model.has_kv_cache and config.caches_prefixes:
         queries, hits = m.get("prefix_cache_queries", 0), m.get("prefix_cache_hits", 0)
         lines.append(_line("Prefix cache hit rate (%):",
                            f"{m.get('prefix_cache_hit_rate', 0.0) * 100:.1f}  ({hits:,} of {queries:,} prompt tokens)"))
@@ -227,7 +222,7 @@ def simulator_lines(summary, config, deployment) -> list[str]:
         top = max(BINDING_LIMITS, key=lambda k: (counts.get(k, 0), k == "none"))
         lines.append(_line("Binding limit (most often):",
                            f"{top}, {counts[top] / total:.0%} of iterations"))
-        words = BINDING_WORDS[top]
+        words = LIMIT_WORDS[top].sentence
         if top == "max_num_seqs" and config.batching != "continuous":
             words = "the batch was full (max_batch_size) or running while requests waited"
         lines.append(f"  ({words})")

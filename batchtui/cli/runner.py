@@ -209,6 +209,6 @@ def map_jobs(func: Callable, items: Iterable, jobs: int) -> Iterable:
     from concurrent.futures import ProcessPoolExecutor
 
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["numpy", "sim.engine", "sim.curves", "batchtui.planning", func.__module__])
+    ctx.set_forkserver_preload(["numpy", "sim.engine", "sim.curves", "sim.rate_plan", func.__module__])
     with ProcessPoolExecutor(max_workers=min(jobs, len(items)), mp_context=ctx) as pool:
         yield from pool.map(func, items)

@@ -1,23 +1,25 @@
-"""The arithmetic behind `batchtui plan`: the highest request rate that meets a latency SLO, and
-the batch an offline job should run. Where a curve bends and how one rate is measured at its
-steady state live in `sim.curves` (one definition for the lessons and the command line); running
-the simulator is the caller's job (so these can be tested with made-up servers).
+"""The search behind `batchtui plan`: the highest request rate one replica sustains within a
+latency SLO, on several seeds and confirmed on longer runs, and the replicas for a peak checked by
+simulating the peak behind a router. Where a curve bends and how one rate is measured at its
+steady state live in `sim.curves` (one definition for the lessons and the command line); the
+SLO, the headroom and the replica count in `sim.planning`; running the simulator is the caller's
+job (so these can be tested with made-up servers).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from sim.curves import (BACKLOG_SLOPE, KNEE_LATENCY_FACTOR, STEADY_MIN_REQUESTS, Columns, Knee, find_knee,
                         latency_percentiles, measure_rate, steady_window)
+from sim.planning import Slo
 
 __all__ = ["BACKLOG_SLOPE", "KNEE_LATENCY_FACTOR", "Knee", "PLAN_FRACTIONS", "PLAN_NUM_PROMPTS", "PlanPoint",
-           "RatePlan", "STEADY_MIN_REQUESTS", "Slo", "find_knee", "kv_fit_seats", "mean_peak_blocks", "plan_rate",
-           "replicas_needed"]
+           "RatePlan", "STEADY_MIN_REQUESTS", "find_knee", "plan_rate"]
 
 # The plan's search, per seed: the saturated rate first (the request throughput with every
 # request queued at once); then a coarse sweep at these fractions of it, upwards until a point
@@ -43,38 +45,6 @@ ROUTER_MIN_SECONDS = 120.0
 ROUTER_MIN_PER_REPLICA = 2000
 ROUTER_MAX_EXTRA = 4  # replicas tried beyond the first proposal when the peak misses
 
-
-# -- SLO planning -------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Slo:
-    ttft_p99_ms: float | None = None
-    tpot_p99_ms: float | None = None
-
-    def misses(self, metrics: dict) -> list[str]:
-        """What the run missed, in words; empty when it meets the SLO."""
-        out = []
-        if self.ttft_p99_ms is not None and metrics["p99_ttft_ms"] > self.ttft_p99_ms:
-            out.append(f"p99 TTFT {metrics['p99_ttft_ms']:.1f} ms > {self.ttft_p99_ms:g} ms")
-        if self.tpot_p99_ms is not None and metrics["p99_tpot_ms"] > self.tpot_p99_ms:
-            out.append(f"p99 TPOT {metrics['p99_tpot_ms']:.2f} ms > {self.tpot_p99_ms:g} ms")
-        return out
-
-    def excess(self, metrics: dict) -> float:
-        """The worst ratio of measured to allowed (≤ 1 when met): ranks near misses."""
-        ratios = [1.0]
-        if self.ttft_p99_ms:
-            ratios.append(metrics["p99_ttft_ms"] / self.ttft_p99_ms)
-        if self.tpot_p99_ms:
-            ratios.append(metrics["p99_tpot_ms"] / self.tpot_p99_ms)
-        return max(ratios)
-
-    def text(self) -> str:
-        parts = []
-        if self.ttft_p99_ms is not None:
-            parts.append(f"p99 TTFT <= {self.ttft_p99_ms:g} ms")
-        if self.tpot_p99_ms is not None:
-            parts.append(f"p99 TPOT <= {self.tpot_p99_ms:g} ms")
-        return " and ".join(parts)
 
 
 @dataclass
@@ -198,32 +168,6 @@ def plan_rate(run_at: Callable[[float, int], object], slo: Slo, num_prompts: int
     plan.precision = hi.rate - lo.rate
     plan.first_miss = hi
     return plan
-
-
-def replicas_needed(peak_rate: float, headroom: float, rate_per_replica: float) -> int:
-    """ceil(peak x (1 + headroom) / rate per replica), at least 1."""
-    return max(1, math.ceil(peak_rate * (1 + headroom) / rate_per_replica - 1e-9))
-
-
-# -- offline planning ---------------------------------------------------------------------------
-
-def mean_peak_blocks(block_size: int, lengths: Sequence[tuple[int, int]], max_model_len: int) -> float:
-    """KV blocks a request of these (prompt, output) lengths holds at its peak, on average: the
-    last output token is sampled but never written, and max_model_len cuts an answer short."""
-    if not lengths:
-        return 1.0
-    total = 0
-    for prompt, output in lengths:
-        peak = min(prompt + output - 1, max_model_len - 1)
-        total += -(-peak // block_size)
-    return total / len(lengths)
-
-
-def kv_fit_seats(usable_blocks: int, block_size: int, lengths: Sequence[tuple[int, int]],
-                 max_model_len: int) -> int:
-    """How many such requests the KV cache holds at their peak at once: the largest batch that
-    runs without preemption."""
-    return max(1, math.floor(usable_blocks / mean_peak_blocks(block_size, lengths, max_model_len)))
 
 
 # -- several seeds, and the answer confirmed ---------------------------------------------------

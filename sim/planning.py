@@ -1,0 +1,107 @@
+"""Planning arithmetic: the latency SLO a run is judged by, the rate one replica is planned at
+and the replicas a peak needs, the SLO rate read off a rate curve, and the batch an offline job
+holds in its KV cache. Step 16's drill and figures and `batchtui plan` all plan with these (one
+`Slo`, one headroom, one `replicas_needed`); the search for the highest rate meeting an SLO,
+which runs the simulator, is `sim.rate_plan`. Standard library only: the lessons import it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["HEADROOM", "Slo", "kv_fit_seats", "mean_peak_blocks", "planned_rate", "replicas_needed", "slo_rate"]
+
+
+# -- the SLO ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Slo:
+    ttft_p99_ms: float | None = None
+    tpot_p99_ms: float | None = None
+
+    def misses(self, metrics: dict) -> list[str]:
+        """What the run missed, in words; empty when it meets the SLO."""
+        out = []
+        if self.ttft_p99_ms is not None and metrics["p99_ttft_ms"] > self.ttft_p99_ms:
+            out.append(f"p99 TTFT {metrics['p99_ttft_ms']:.1f} ms > {self.ttft_p99_ms:g} ms")
+        if self.tpot_p99_ms is not None and metrics["p99_tpot_ms"] > self.tpot_p99_ms:
+            out.append(f"p99 TPOT {metrics['p99_tpot_ms']:.2f} ms > {self.tpot_p99_ms:g} ms")
+        return out
+
+    def meets(self, point) -> bool:
+        """Whether a rate point (`sim.curves.RatePoint`) meets the SLO: a steady state whose
+        window is inside every bound."""
+        return point.bounded and not self.misses(point.window)
+
+    def excess(self, metrics: dict) -> float:
+        """The worst ratio of measured to allowed (≤ 1 when met): ranks near misses."""
+        ratios = [1.0]
+        if self.ttft_p99_ms:
+            ratios.append(metrics["p99_ttft_ms"] / self.ttft_p99_ms)
+        if self.tpot_p99_ms:
+            ratios.append(metrics["p99_tpot_ms"] / self.tpot_p99_ms)
+        return max(ratios)
+
+    def text(self) -> str:
+        parts = []
+        if self.ttft_p99_ms is not None:
+            parts.append(f"p99 TTFT <= {self.ttft_p99_ms:g} ms")
+        if self.tpot_p99_ms is not None:
+            parts.append(f"p99 TPOT <= {self.tpot_p99_ms:g} ms")
+        return " and ".join(parts)
+
+
+# -- replicas for a peak ------------------------------------------------------------------------
+
+HEADROOM = 0.20
+"""The share of each replica's SLO rate kept spare (bursts above the planned peak, a replica
+lost): a replica is planned at 1 - HEADROOM = 80 % of the highest rate that meets the SLO. This
+is the target-utilisation rule the Kubernetes Horizontal Pod Autoscaler sizes replicas by
+(desiredReplicas = ceil[currentReplicas x currentMetricValue / desiredMetricValue], so each runs
+at the target share of what it can carry); `batchtui plan --headroom` and step 16 both mean it."""
+
+
+def planned_rate(slo_rate: float, headroom: float = HEADROOM) -> float:
+    """The rate one replica is planned to carry: (1 - headroom) x its SLO rate."""
+    if not 0 <= headroom < 1:
+        raise ValueError(f"headroom is a share of a replica's rate, from 0 up to (not including) 1, got {headroom:g}")
+    return (1 - headroom) * slo_rate
+
+
+def replicas_needed(peak_rate: float, slo_rate: float, headroom: float = HEADROOM) -> int:
+    """ceil(peak / ((1 - headroom) x SLO rate)), at least 1."""
+    return max(1, math.ceil(peak_rate / planned_rate(slo_rate, headroom) - 1e-9))
+
+
+def slo_rate(points: Sequence, slo: Slo) -> tuple[object | None, object | None]:
+    """On a rate curve (`sim.curves.RatePoint`s by rising rate): the highest point meeting
+    `slo` with every lower one meeting it too (None if the first misses), and the first point
+    that misses (None if none does)."""
+    best = None
+    for point in points:
+        if not slo.meets(point):
+            return best, point
+        best = point
+    return best, None
+
+
+# -- offline planning ---------------------------------------------------------------------------
+
+def mean_peak_blocks(block_size: int, lengths: Sequence[tuple[int, int]], max_model_len: int) -> float:
+    """KV blocks a request of these (prompt, output) lengths holds at its peak, on average: the
+    last output token is sampled but never written, and max_model_len cuts an answer short."""
+    if not lengths:
+        return 1.0
+    total = 0
+    for prompt, output in lengths:
+        peak = min(prompt + output - 1, max_model_len - 1)
+        total += -(-peak // block_size)
+    return total / len(lengths)
+
+
+def kv_fit_seats(usable_blocks: int, block_size: int, lengths: Sequence[tuple[int, int]],
+                 max_model_len: int) -> int:
+    """How many such requests the KV cache holds at their peak at once: the largest batch that
+    runs without preemption."""
+    return max(1, math.floor(usable_blocks / mean_peak_blocks(block_size, lengths, max_model_len)))

@@ -1,0 +1,243 @@
+"""What every activity shares: typed numbers read tolerantly, a drill's questions and their
+feedback, a challenge's verdict."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sim.errors import SimError
+from sim.profiles import ProfileSet
+from sim.reports import EngineSnapshot
+
+from ..figures import fmt
+
+GIB = 2**30
+
+
+def seeded_rng(seed: int):
+    """A seeded generator. numpy is imported here, not with the module: the app shows a step's
+    activity before its first frame and most activities never draw a number."""
+    import numpy as np
+
+    return np.random.default_rng(seed)
+
+
+# ---------------------------------------------------------------------------------------------
+# Number formatting and answer parsing
+# ---------------------------------------------------------------------------------------------
+
+
+_NUMBER = re.compile(
+    r"""(?P<num>[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?|[-+]?\.\d+)   # 209, 1,209, 2.5, .5
+        (?:\s*[eE]\s*(?P<exp>[-+]?\d+))?                                # 2.1e2
+        \s*(?P<suffix>[kK](?![a-zA-Z]))?                                # 7.9k
+    """,
+    re.VERBOSE,
+)
+_MS_UNIT = re.compile(r"\d\s*(ms|msec|millisecond)", re.IGNORECASE)
+
+
+def parse_number(text: str) -> float | None:
+    """The first number in `text` ("209", "209 tok/s", "2.1e2", "≈ 1,209", "7.9k"), or None."""
+    if not isinstance(text, str):
+        return None
+    cleaned = text.replace("\u2212", "-").replace("\u202f", "").replace("\u00a0", "").replace("_", "")
+    match = _NUMBER.search(cleaned)
+    if not match:
+        return None
+    value = float(match.group("num").replace(",", ""))
+    if match.group("exp"):
+        value *= 10.0 ** int(match.group("exp"))
+    if match.group("suffix"):
+        value *= 1000.0
+    return value if math.isfinite(value) else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Drills
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """What the app shows after an answer (or a choice)."""
+
+    correct: bool
+    message: str
+    value: float | None = None
+    """The number read from the answer; None when none could be read."""
+    show_derivation: bool = False
+    """True once the question is over (right answer): show `derivation_md` now."""
+
+
+@dataclass(frozen=True)
+class Slip:
+    """A common mistake and the answer it leads to."""
+
+    value: float
+    message: str
+
+
+class Question:
+    """One drill question. Mutable: it counts attempts and remembers whether it is over."""
+
+    def __init__(self, prompt_md: str, answer: float, unit: str, tolerance: float,
+                 hints: tuple[str, ...], derivation_md: str, slips: tuple[Slip, ...] = (),
+                 whole_number: bool = False, run_dials: dict | None = None,
+                 facts: dict | None = None, accepted: tuple[float, ...] = ()) -> None:
+        self.prompt_md = prompt_md
+        self.answer = answer
+        self.unit = unit
+        self.tolerance = tolerance
+        self.hints = tuple(hints[:2])
+        self.derivation_md = derivation_md
+        self.slips = slips
+        self.whole_number = whole_number
+        self.run_dials = dict(run_dials or {})
+        """Dial settings (dotted scenario paths) to run the traffic this question is about."""
+        self.facts = dict(facts or {})
+        """The question's inputs, for tests and for the app to show."""
+        self.accepted = tuple(accepted)
+        """Other answers that are right too (a reading of a curve within tolerance)."""
+        self.attempts = 0
+        self.solved = False
+        self.gave_up = False
+
+    @property
+    def tolerance_text(self) -> str:
+        if self.accepted:
+            return f"what a reading of the curve up to {fmt(self.tolerance * 100)}% low gives"
+        return f"±{fmt(self.tolerance * 100)}%"
+
+    @property
+    def over(self) -> bool:
+        return self.solved or self.gave_up
+
+    def is_close(self, value: float, target: float) -> bool:
+        return abs(value - target) <= self.tolerance * abs(target)
+
+    def accepts(self, value: float) -> bool:
+        if self.is_close(value, self.answer) or value in self.accepted:
+            return True
+        # A count of sequences: the whole number below or nearest the exact quotient is right too.
+        return self.whole_number and value in (math.floor(self.answer), round(self.answer))
+
+    def check(self, text: str) -> Feedback:
+        value = parse_number(text)
+        if value is None:
+            return Feedback(False, f"Type a number, for example {fmt(self.answer * 1.37, 2)} "
+                                   f"(the unit, {self.unit}, is optional).")
+        self.attempts += 1
+        if self.accepts(value):
+            self.solved = True
+            if self.accepted:
+                mine = "" if value == self.answer else f" for your reading of the curve (its last point " \
+                                                      f"inside the SLO gives {fmt(self.answer)})"
+                return Feedback(True, f"Right{mine}: {fmt(value, 4)} {self.unit}.", value, show_derivation=True)
+            return Feedback(True, f"Right: {fmt(self.answer)} {self.unit} "
+                                  f"(you typed {fmt(value, 4)}; within {self.tolerance_text}).",
+                            value, show_derivation=True)
+        if _MS_UNIT.search(text) and self.unit != "ms":
+            return Feedback(False, f"That is a time in ms; the question asks for {self.unit}.", value)
+        # Two slips can land on the same number; name both rather than guess.
+        matched = list(dict.fromkeys(slip.message for slip in self.slips if self.is_close(value, slip.value)))
+        if matched:
+            return Feedback(False, " Or: ".join(matched[:2]), value)
+        direction = "high" if value > self.answer else "low"
+        return Feedback(False, f"Not quite: {fmt(value, 4)} is too {direction} "
+                               f"(needed within {self.tolerance_text}). Try again or take a hint.", value)
+
+    def hint(self, n: int) -> str:
+        """Hint n (0 or 1)."""
+        return self.hints[n]
+
+    def give_up(self) -> str:
+        self.gave_up = True
+        return self.derivation_md
+
+
+class Drill:
+    """A generator of questions of one kind; `new_question(seed)` is deterministic in the seed."""
+
+    name = ""
+    title = ""
+
+    def __init__(self, tolerance: float = 0.03) -> None:
+        self.tolerance = tolerance
+
+    def new_question(self, seed: int) -> Question:
+        raise NotImplementedError
+
+
+def article(name: str) -> str:
+    """ "a" or "an" before a product name as it is read aloud: an H100, an A100, a B200."""
+    return "an" if name[:1].upper() in "AEFHILMNORSX" else "a"
+
+
+def ratio_slips(answer: float, pairs: list[tuple[float, str]]) -> tuple[Slip, ...]:
+    return tuple(Slip(answer * factor, message) for factor, message in pairs)
+
+
+def fits(profiles: ProfileSet, gpu_id: str, model_id: str) -> bool:
+    try:
+        profiles.deployment(gpu_id, model_id)
+    except SimError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class Verdict:
+    title: str
+    message_md: str
+
+
+class BreakIt:
+    """Watches snapshots; once the goal is reached, `check` returns the same Verdict every time."""
+
+    name = ""
+    goal_md = ""
+
+    def __init__(self) -> None:
+        self.verdict: Verdict | None = None
+
+    def reset(self) -> None:
+        self.verdict = None
+
+    def check(self, snapshot: EngineSnapshot) -> Verdict | None:
+        if self.verdict is None:
+            self.observe(snapshot)
+            if self.reached(snapshot):
+                self.verdict = self.explain(snapshot)
+        return self.verdict
+
+    def observe(self, snapshot: EngineSnapshot) -> None:
+        """Remember what the calm state looked like, to compare with later."""
+
+    def reached(self, snapshot: EngineSnapshot) -> bool:
+        raise NotImplementedError
+
+    def explain(self, snapshot: EngineSnapshot) -> Verdict:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of activity, declared in its own file: the lesson's `[activity] kind`, the name
+    that picks it among that kind's (`drill = "replicas"`; "" for a kind of its own), the
+    parameters it takes besides that name, how it is built from a step, and what more it checks
+    (ValueError naming the problem)."""
+
+    kind: str
+    name: str
+    params: frozenset
+    build: Callable[[Any], Any]
+    check: Callable[[Any], None] | None = None
+
+
+DRILL_TOLERANCE = 0.03
+"""A drill's tolerance when the lesson gives none."""

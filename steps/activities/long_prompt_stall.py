@@ -1,0 +1,36 @@
+"""Step 10's challenge: a long prompt stalls the decodes."""
+
+from __future__ import annotations
+
+from sim.reports import EngineSnapshot
+
+from ..figures import fmt, ms
+from .base import BreakIt, Kind, Verdict
+
+
+class LongPromptStallChallenge(BreakIt):
+    """Step 10: one long prefill stalls every decoding user."""
+
+    name = "long_prompt_stall"
+
+    def __init__(self, gap_ratio_goal: float = 20.0) -> None:
+        super().__init__()
+        self.ratio = gap_ratio_goal
+        self.goal_md = (f"Make the **worst gap between two tokens** more than {fmt(self.ratio)} times "
+                        "the typical time per token (TPOT p50).")
+
+    def reached(self, s: EngineSnapshot) -> bool:
+        m = s.metrics
+        return m.completed >= 20 and m.tpot_p50 > 0 and m.itl_max >= self.ratio * m.tpot_p50
+
+    def explain(self, s: EngineSnapshot) -> Verdict:
+        m = s.metrics
+        return Verdict("Broken: a long prompt stalled the stream", (
+            f"The worst gap between two tokens was **{ms(m.itl_max)}**, "
+            f"{fmt(m.itl_max / m.tpot_p50)} times the typical {ms(m.tpot_p50)} per token. That "
+            "iteration carried a long prefill, and every user mid-answer waited for all of it. "
+            f"TPOT p99 is only {ms(m.tpot_p99)}: averaged over a whole answer, one stall hardly shows."))
+
+
+KIND = Kind("break_it", "long_prompt_stall", frozenset({"ttft_p99_goal_s", "min_queue", "gap_ratio_goal"}),
+            lambda step: LongPromptStallChallenge(step.activity.params.get("gap_ratio_goal", 20.0)))

@@ -1,0 +1,177 @@
+"""Predict, then run."""
+
+from __future__ import annotations
+
+from sim.reports import EngineSnapshot
+from sim.scenario import Scenario
+
+from ..figures import fmt, ms
+from .base import Kind
+
+
+RECENT_GAP_SAMPLES = 60
+"""Series points the "recent" worst gap looks back over (30 s of simulated time in the live app)."""
+
+
+def recent_worst_gap(snapshot: EngineSnapshot) -> float:
+    """The worst gap between two tokens lately (seconds): the run's all-time worst would still
+    show a stall from before a dial was moved."""
+    recent = snapshot.series_itl[-RECENT_GAP_SAMPLES:]
+    return max(recent) if recent else snapshot.metrics.itl_max
+
+
+_SHOW = {
+    "queue_len": ("queue", lambda s: f"{s.queue_len}"),
+    "running": ("running", lambda s: f"{s.running}"),
+    "requests_per_s": ("requests/s", lambda s: fmt(s.metrics.requests_per_s)),
+    "output_tokens_per_s": ("tokens/s", lambda s: fmt(s.metrics.output_tokens_per_s)),
+    "ttft_p50": ("TTFT p50", lambda s: ms(s.metrics.ttft_p50)),
+    "ttft_p99": ("TTFT p99", lambda s: ms(s.metrics.ttft_p99)),
+    "tpot_p50": ("TPOT p50", lambda s: ms(s.metrics.tpot_p50)),
+    "tpot_p99": ("TPOT p99", lambda s: ms(s.metrics.tpot_p99)),
+    "itl_max": ("worst gap", lambda s: ms(recent_worst_gap(s))),
+    "e2e_p50": ("end-to-end p50", lambda s: ms(s.metrics.e2e_p50)),
+    "padding_share": ("padding", lambda s: f"{fmt(s.metrics.padding_share * 100)}%"),
+    "mean_running": ("mean running", lambda s: fmt(s.metrics.mean_running)),
+    "num_preemptions": ("preemptions", lambda s: f"{s.metrics.num_preemptions}"),
+}
+
+
+class Predict:
+    """Commit to a guess (a choice number), then run and compare."""
+
+    def __init__(self, question_md: str, choices: tuple[str, ...], answer: int, explain: str,
+                 show: tuple[str, ...] = (), compute: str = "", scenario: Scenario | None = None,
+                 run_dials: dict | None = None, watch_seconds: float = 20.0, compare_label: str = "",
+                 run_note: str = "", batches: tuple[int, int] = (1, 64), context: int = 640) -> None:
+        self.question_md = question_md
+        self.choices = choices
+        self.answer = answer
+        self.explain = explain
+        self.show = show
+        self.compute = compute
+        self.scenario = scenario
+        self.run_dials = dict(run_dials or {})
+        """Dials (dotted scenario paths) the run is made with once the guess is in: the setting
+        the question asks about, if the step does not start there."""
+        self.watch_seconds = watch_seconds
+        self.compare_label = compare_label
+        self.run_note = run_note
+        """The run's settings in words ("Token budget 512 tokens"), said with the numbers."""
+        """What the step's side-by-side run is called, if it has one."""
+        """Simulated seconds the run goes on after the guess before the answer is revealed."""
+        self.batches = batches
+        """The two decode batch sizes a `batch_gain` prediction compares, and their context."""
+        self.context = context
+        self.guess: int | None = None
+
+    def commit(self, guess: int) -> str:
+        if not 1 <= guess <= len(self.choices):
+            raise ValueError(f"choose 1 to {len(self.choices)}")
+        self.guess = guess
+        return f"Your guess: {guess}. {_sentence(self.choices[guess - 1])} The run starts now: watch it."
+
+    def live_numbers(self, snapshot: EngineSnapshot | None, other: EngineSnapshot | None = None) -> str:
+        def figures(snap: EngineSnapshot) -> str:
+            return ", ".join(f"{_SHOW[key][0]} {_SHOW[key][1](snap)}" for key in self.show)
+
+        text = figures(snapshot) if snapshot is not None else ""
+        if text and other is not None and self.compare_label:
+            # A side-by-side step: the answer is in the difference, so give both runs.
+            text = f"this server: {text}; {self.compare_label[0].lower()}{self.compare_label[1:]}: {figures(other)}"
+        if self.compute == "batch_gain" and self.scenario is not None:
+            from sim.cost import CostModel
+
+            cost = CostModel(self.scenario.deployment())
+            (a, b), context = self.batches, self.context
+            one, many = cost.iteration(a, a * context).total, cost.iteration(b, b * context).total
+            text = (f"batch {a}: {ms(one)} per iteration, {fmt(a / one)} tokens/s; batch {b}: {ms(many)}, "
+                    f"{fmt(b / many)} tokens/s: {fmt(b * one / (a * many))} times the output for "
+                    f"{fmt((many / one - 1) * 100)}% more time per token")
+        if self.compute == "offline_gain" and snapshot is not None and other is not None:
+            # Job against job: requests done by the same moment (tokens/s over the last seconds
+            # of a job that is ending would mislead). Best read when this job has finished.
+            a, b = snapshot.metrics.completed, other.metrics.completed
+            if a and b:
+                ended = "finished its" if snapshot.finished else "had done"
+                text = (f"this setting {ended} {a:,} requests in {fmt(snapshot.time)} s; the other had done "
+                        f"{b:,} by then, so at its pace the same work takes about "
+                        f"{fmt(snapshot.time * a / b)} s: {fmt(a / b)} times as long")
+        return text
+
+    def reveal(self, guess: int | None, snapshot: EngineSnapshot | None = None,
+               other: EngineSnapshot | None = None) -> str:
+        guess = self.guess if guess is None else guess
+        right = guess == self.answer
+        head = "You called it." if right else f"Not this time: the answer is {self.answer}."
+        numbers = self.live_numbers(snapshot, other)
+        where = f", with {self.run_note}" if self.run_note else ""
+        tail = f"\n\nIn the simulation{where}: {numbers}." if numbers else ""
+        return f"{head} {_sentence(self.choices[self.answer - 1])}\n\n{self.explain}{tail}"
+
+
+def _sentence(text: str) -> str:
+    """A choice as a sentence: "More replicas" -> "More replicas."."""
+    text = text.rstrip()
+    return text if text[-1:] in ".!?" else text + "."
+
+
+PREDICT_SHOW = tuple(_SHOW)
+PREDICT_COMPUTE = ("", "batch_gain", "offline_gain")
+
+
+def _check(step) -> None:
+    p = step.activity.params
+    choices = p.get("choices")
+    if not isinstance(p.get("question"), str) or not isinstance(p.get("explain"), str):
+        raise ValueError("a predict needs question and explain strings")
+    if not isinstance(choices, list) or not 2 <= len(choices) <= 9 or not all(isinstance(c, str) for c in choices):
+        raise ValueError("choices must list 2 to 9 strings (picked with number keys)")
+    answer = p.get("answer")
+    if isinstance(answer, bool) or not isinstance(answer, int) or not 1 <= answer <= len(choices):
+        raise ValueError("answer must be the number of the right choice, from 1")
+    bad = [k for k in p.get("show", []) if k not in PREDICT_SHOW]
+    if bad:
+        raise ValueError(f"show: unknown figure {bad[0]!r}; known: {', '.join(PREDICT_SHOW)}")
+    if p.get("compute", "") not in PREDICT_COMPUTE:
+        raise ValueError(f"compute must be one of {', '.join(c for c in PREDICT_COMPUTE if c)}")
+    batches = p.get("batches", [1, 64])
+    if (not isinstance(batches, list) or len(batches) != 2 or not all(isinstance(b, int) and b > 0 for b in batches)
+            or batches[0] >= batches[1]):
+        raise ValueError("batches must be two batch sizes, the smaller first")
+    watch = p.get("watch_s", 20.0)
+    if isinstance(watch, bool) or not isinstance(watch, (int, float)) or not 1 <= watch <= 600:
+        raise ValueError("watch_s must be 1 to 600 simulated seconds")
+    run = p.get("run", {})
+    if not isinstance(run, dict):
+        raise ValueError("run must be a table of dial settings (dotted scenario paths)")
+    dials = {d.name: d for d in step.dials}
+    for path, value in run.items():
+        if path not in dials:
+            raise ValueError(f"run: {path!r} is not one of the step's dials")
+        dials[path].check(value)
+
+
+def _dial_words(step, settings: dict) -> str:
+    """Dial settings as the learner reads them on the dials: "Token budget 512 tokens"."""
+    words = []
+    for dial in step.dials:
+        if dial.name in settings:
+            value = settings[dial.name]
+            shown = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else f"{value:g}" \
+                if isinstance(value, float) else str(value)
+            words.append(f"{dial.label} {shown}" + (f" {dial.unit}" if dial.unit else ""))
+    return ", ".join(words)
+
+
+def _build(step) -> Predict:
+    p = step.activity.params
+    return Predict(p["question"], tuple(p["choices"]), p["answer"], p["explain"],
+                   tuple(p.get("show", ())), p.get("compute", ""), step.scenario, p.get("run"),
+                   float(p.get("watch_s", 20.0)), step.compare.label if step.compare else "",
+                   _dial_words(step, p.get("run", {})), tuple(p.get("batches", (1, 64))),
+                   step.sweep.context if step.sweep else 640)
+
+
+KIND = Kind("predict", "", frozenset({"question", "choices", "answer", "explain", "show", "compute", "run",
+                                      "watch_s", "batches"}), _build, _check)
