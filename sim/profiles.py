@@ -235,6 +235,8 @@ def _syntax_error_line(error: tomllib.TOMLDecodeError) -> int | None:
 def _read_document(text: str, source: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
+    except RecursionError:
+        raise ProfileError(f"{source}: the profile file is nested too deeply.") from None
     except tomllib.TOMLDecodeError as error:
         line = _syntax_error_line(error)
         where = f"{source}:{line}" if line is not None else source
@@ -388,14 +390,12 @@ def load_profiles(path: str | Path | None = None) -> ProfileSet:
     if path is None:
         return _build(_BUILTIN_RAW)
     source = str(path)
+    from .userfiles import FileRefused, read_text
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise ProfileError(
-            f"{source}: cannot read the profile file: {error.strerror or error}."
-        ) from None
-    except UnicodeDecodeError:
-        raise ProfileError(f"{source}: the profile file is not UTF-8 text.") from None
+        text = read_text(path, "profiles")
+    except FileRefused as error:
+        raise ProfileError(f"{error}.") from None
     user = _check_document(_read_document(text, source), source)
     return _build(_BUILTIN_RAW.merge(user))
 
