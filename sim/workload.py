@@ -269,6 +269,9 @@ class WorkloadSpec:
         if self.batch_pool_share > 0:
             self.batch_input.validate("batch_input")
             self.batch_output.validate("batch_output")
+        from .limits import check_workload
+
+        check_workload(self)  # past what the simulator holds honestly (see sim/limits.py)
 
     def to_dict(self) -> dict:
         d = asdict(self)
