@@ -176,10 +176,7 @@ class TutorialScreen(Screen):
         self.query_one(KeyBar).ascii_only = ascii_only
         self.query_one(GoalBar).set_marks(ascii_only)
         self.query_one(StepHeader).separator = self.settings.glyphs.sep
-        store = self.app.store
-        # A first launch: no progress, not even one set aside as unreadable (--reset-progress
-        # starts over, orientation included).
-        first_launch = not store.path.exists() and not any(store.directory.glob(store.path.name + ".*"))
+        first_launch = self.app.store.first_launch()
         # While the orientation is read, the step waits: nothing runs (or redraws) behind it.
         self._held = first_launch
         await self.show_step(self.index)
