@@ -604,11 +604,11 @@ class Deployment:
         left = self.kv_memory_bytes_per_gpu
         if left > 0:
             why = (f"after its weights ({_gb(self.weight_bytes_per_gpu)} per GPU) and the "
-                   f"{_gb(self.reserve_bytes)} reserve, {self.gpu_memory_utilization:g} x "
+                   f"{_gb(self.reserve_bytes)} reserve, gpu_memory_utilization {self.gpu_memory_utilization:g} x "
                    f"{_gb(g.memory_bytes)} leaves {_gb(left)}, not enough for the KV cache")
         else:
             why = (f"its weights take {_gb(self.weight_bytes_per_gpu)} per GPU, but "
-                   f"{self.gpu_memory_utilization:g} x {_gb(g.memory_bytes)} minus the "
+                   f"gpu_memory_utilization {self.gpu_memory_utilization:g} x {_gb(g.memory_bytes)} minus the "
                    f"{_gb(self.reserve_bytes)} reserve leaves only "
                    f"{_gb(self.gpu_memory_utilization * g.memory_bytes - self.reserve_bytes)}")
         larger = [n for n in TENSOR_PARALLEL_SIZES

@@ -16,6 +16,7 @@ SUBCOMMANDS = {
     "trace": "batchtui.cli.cmd_trace",
     "calibrate": "batchtui.cli.cmd_calibrate",
     "compare": "batchtui.cli.cmd_compare",
+    "serve": "batchtui.cli.cmd_serve",
 }
 HELP = {
     "sim": "simulate one serving run and print a vllm bench serve style result",
@@ -25,6 +26,7 @@ HELP = {
     "trace": "replay a vLLM scheduler case iteration by iteration",
     "calibrate": "fit the GPU profile to vllm bench serve results and write it as a profile file",
     "compare": "simulate measured vllm bench serve runs and show measured and simulated side by side",
+    "serve": "serve the tutorial in a web page (textual-serve), on this machine only unless --expose",
 }
 
 

@@ -708,7 +708,8 @@ class TutorialScreen(Screen):
 
         if self.sim is not None:
             self.app.push_screen(FilePromptScreen("Save this scenario as", self._suggested_file(), saving=True,
-                                                  own_file=self.scenario_file), chosen)
+                                                  own_file=self.scenario_file, within=self._files_within()),
+                                 chosen)
 
     def action_load_scenario(self) -> None:
         from ..scenario_files import Unusable, read_scenario
@@ -733,7 +734,8 @@ class TutorialScreen(Screen):
                 self._update_goal()
 
         if self.sim is not None:
-            self.app.push_screen(FilePromptScreen("Open a scenario file", self._suggested_file(), saving=False), chosen)
+            self.app.push_screen(FilePromptScreen("Open a scenario file", self._suggested_file(), saving=False,
+                                                  within=self._files_within()), chosen)
 
     async def action_helpdesk_traffic(self) -> None:
         """`m` in the playground: the multi-turn helpdesk's traffic set on the dials (hardware,
@@ -759,6 +761,10 @@ class TutorialScreen(Screen):
         if applied:
             self._dials_moved(applied)
         self._update_keys()
+
+    def _files_within(self) -> Path | None:
+        """Served in a web page, the file prompts stay in the state folder."""
+        return self.app.store.directory if self.settings.served else None
 
     def _suggested_file(self) -> Path:
         return self.scenario_file or self.settings.scenario_path or self.app.store.directory / "playground.toml"
