@@ -97,8 +97,8 @@ class Engine:
                 raise ConfigError(
                     "max_model_len", config.max_model_len,
                     f"at most the {pool.usable * pool.block_size} tokens the KV cache holds",
-                    "vLLM refuses to start otherwise; lower --max-model-len or give the cache more memory: "
-                    "--gpu-memory-utilization")
+                    "vLLM refuses to start otherwise; lower --max-model-len or give the cache more blocks: "
+                    "--gpu-memory-utilization, --num-gpu-blocks-override")
         self.config = config
         self.pool = pool
         self.cost = CostModel(self.deployment)

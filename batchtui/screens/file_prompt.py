@@ -22,7 +22,11 @@ class FilePromptScreen(OverlayScreen[Path | None]):
     the page types here), a name is taken inside that folder and one leading out is refused."""
 
     CSS_PATH = Path(__file__).with_suffix(".tcss")
-    BINDINGS = [Binding("escape", "close", "cancel")]
+    # Help over the prompt: F1 (as in every text box; ? is a character of a file name, typed into
+    # it, and the status line says F1). ? too once the box has no focus.
+    BINDINGS = [Binding("escape", "close", "cancel"),
+                Binding("f1", "app.help", "help", show=False, priority=True),
+                Binding("question_mark", "app.help", "help", show=False)]
 
     def __init__(self, title: str, suggestion: Path, saving: bool, own_file: Path | None = None,
                  within: Path | None = None) -> None:
@@ -40,7 +44,7 @@ class FilePromptScreen(OverlayScreen[Path | None]):
             # The cursor at the end, nothing selected: the usual edit is the file name.
             yield AnswerBox(str(self.suggestion), id="file-prompt-input", select_on_focus=False)
             yield Static(f"Enter {'saves' if self.saving else 'opens'}   ctrl+u clears   "
-                         "Esc (or Enter on an empty line) cancels", id="file-prompt-status", markup=False)
+                         "Esc (or Enter on empty) cancels   F1 help", id="file-prompt-status", markup=False)
 
     def on_mount(self) -> None:
         found = self.query(Input)

@@ -135,3 +135,32 @@ def test_only_the_apps_own_temporaries_are_cleaned(tmp_path):
     ProgressStore(tmp_path).load()
     assert [p.exists() for p in ours] == [False, False]
     assert all(p.exists() for p in theirs)
+
+
+# -- 8. help from the overlays the footer offers it over ------------------------------------------
+
+@pytest.mark.parametrize("overlay, key", [("contents", "question_mark"), ("contents", "f1"), ("file prompt", "f1")])
+async def test_help_opens_from_the_overlays(make_app, overlay, key):
+    """(In the file prompt's box, ? is typed: a file name may hold one; its status line says F1.)"""
+    from batchtui.screens.contents import ContentsScreen
+    from batchtui.screens.file_prompt import FilePromptScreen
+    from batchtui.screens.help import HelpScreen
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        if overlay == "contents":
+            await pilot.press("t")
+            await pilot.pause()
+            screen = app.screen
+            assert isinstance(screen, ContentsScreen)
+        else:
+            screen = FilePromptScreen("File?", Path("x.toml"), saving=True)
+            app.push_screen(screen)
+            await pilot.pause()
+        assert app.screen is screen
+        await pilot.press(key)
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen  # back where help was asked
