@@ -721,8 +721,8 @@ class TutorialScreen(Screen):
             self.scenario_file = path
             try:
                 scenario = read_scenario(path)
-            except Unusable as exc:
-                self.say(f"Kept the current scenario: {exc}", error=True)
+            except Unusable as exc:  # (the file by its name: the prompt above showed where)
+                self.say(f"Kept the current scenario: {str(exc).replace(str(path), path.name)}", error=True)
                 return
             self.say(f"Loaded the scenario from {path}.")
             self.left_traffic = None

@@ -164,3 +164,38 @@ async def test_help_opens_from_the_overlays(make_app, overlay, key):
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is screen  # back where help was asked
+
+
+async def test_the_playgrounds_refusal_fits_two_lines_at_80x24(make_app, tmp_path):
+    import steps
+    from batchtui.widgets.goal_bar import GoalBar
+    from batchtui.widgets.notice_line import NoticeLine
+
+    deep = tmp_path / "a" / "rather" / "long" / "folder" / "name" / "for" / "a" / "scenario"
+    deep.mkdir(parents=True)
+    bad = deep / "neg.toml"
+    bad.write_text("[engine]\nenable_chunked_prefill = false\nmax_num_batched_tokens = 2048\nmax_num_seqs = 64\n")
+    app = make_app(list(steps.open_lessons()), start_step=20)
+    async with app.run_test(size=(80, 24)) as pilot:
+        tutorial = app.screen
+        await pilot.press("o")
+        app.screen.query_one("#file-prompt-input").value = str(bad)
+        await pilot.press("enter")
+        await pilot.pause()
+        notice = tutorial.query_one(NoticeLine)
+        assert "Kept the current scenario" in notice.message and "cannot run" in notice.message
+        shown = str(notice.render())
+        assert 1 <= notice.size.height <= 2
+        assert "neg.toml cannot run" in shown and "max_num_batched_tokens" in shown  # the reason shows
+        assert str(deep) not in shown and shown.rstrip().endswith((".", ")"))  # whole, not cut
+        assert notice.region.bottom <= tutorial.query_one("#keys").region.y  # the keys still show
+
+
+def test_fit_drops_asides_then_cuts():
+    from batchtui.widgets.notice_line import fit
+
+    text = "Refused: a is b (because c) and d (since e (f))."
+    assert fit(text, 100) == text
+    assert fit(text, 20) == "Refused: a is b (because c) and d."
+    cut = fit("word " * 100, 20)
+    assert cut.endswith("...") and len(cut) <= 40
