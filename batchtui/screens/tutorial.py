@@ -138,6 +138,10 @@ class TutorialScreen(Screen):
         self._changing = asyncio.Lock()
         """Held while a step opens or its activity changes: keys and a table-of-contents choice
         arriving together take turns, so none works on widgets another is replacing."""
+        self._wanted: int | None = None
+        """The step the learner's n/p keys asked for last, while the change is on its way."""
+        self._navigating = False
+        """A worker is opening `_wanted` (the step keys queue behind it coalesce)."""
 
     @property
     def step(self):
@@ -871,16 +875,38 @@ class TutorialScreen(Screen):
 
     # -- actions (ids in keys.py)
     async def action_next_step(self) -> None:
-        if self.index + 1 >= len(self.summaries):
+        at = self._wanted if self._wanted is not None else self.index
+        if at + 1 >= len(self.summaries):
             self.say("This is the last step. t opens the table of contents.")
             return
-        await self.show_step(self.index + 1)
+        self._go(at + 1)
 
     async def action_previous_step(self) -> None:
-        if self.index == 0:
+        at = self._wanted if self._wanted is not None else self.index
+        if at == 0:
             self.say("This is the first step.")
             return
-        await self.show_step(self.index - 1)
+        self._go(at - 1)
+
+    def _go(self, index: int) -> None:
+        """Open step `index` soon. Step keys arriving together (twenty n's in one read) coalesce:
+        each moves the target, and only the step they end on is drawn after the one already
+        being drawn."""
+        self._wanted = index
+        if not self._navigating:
+            self._navigating = True
+            self.run_worker(self._navigate(), group="navigation")
+
+    async def _navigate(self) -> None:
+        try:
+            while self._wanted is not None and self._wanted != self.index and self.is_attached:
+                wanted = self._wanted
+                await self.show_step(wanted)
+                if self.index != wanted and self._wanted == wanted:
+                    break  # it could not be opened (said so): do not try again
+        finally:
+            self._wanted = None
+            self._navigating = False
 
     async def action_go_to_step(self, number: int) -> None:
         for i, step in enumerate(self.summaries):

@@ -199,3 +199,30 @@ def test_fit_drops_asides_then_cuts():
     assert fit(text, 20) == "Refused: a is b (because c) and d."
     cut = fit("word " * 100, 20)
     assert cut.endswith("...") and len(cut) <= 40
+
+
+async def test_step_keys_in_one_write_coalesce(make_app, monkeypatch):
+    """Twenty step changes in one read: the first one being drawn, then only the last."""
+    import steps
+    from batchtui.screens.tutorial import TutorialScreen
+    from batchtui.widgets.step_header import StepHeader
+
+    drawn = []
+    real = TutorialScreen.show_step
+
+    async def show_step(self, index):
+        drawn.append(index)
+        await real(self, index)
+
+    app = make_app(list(steps.open_lessons()), start_step=1)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        monkeypatch.setattr(TutorialScreen, "show_step", show_step)
+        from textual import events
+
+        for key in ["n"] * 19 + ["p"] * 3 + ["n"]:  # in one read, as the terminal delivers them
+            app.post_message(events.Key(key, key))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.screen.query_one(StepHeader).number == 18
+        assert len(drawn) <= 2 and drawn[-1] == 17, drawn
