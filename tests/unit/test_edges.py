@@ -405,3 +405,22 @@ def test_any_number_to_any_numeric_flag_is_a_result_or_one_line_naming_it(capsys
         return
     assert code == 0, err
     _honest(flag, text, json.loads(out))
+
+
+# -- 8. Ctrl-C while starting ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv", [["sim", "--num-prompts", "3"], ["--step", "2"], ["--help"]],
+                         ids=["sim", "tutorial", "help"])
+def test_ctrl_c_while_importing_is_one_line(argv, capsys, monkeypatch):
+    """Ctrl-C while the command line imports what it needs (the parser, a subcommand, the app):
+    one line and 130, not the imports' traceback. (Before Python runs batchtui at all, in its own
+    start-up, the interpreter answers SIGINT itself.)"""
+    import batchtui.cli.parser as parser
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(parser, "build_parser", interrupted)
+    assert main(argv) == 130
+    out, err = capsys.readouterr()
+    assert err == "batchtui: interrupted\n" and out == ""
