@@ -54,7 +54,12 @@ KINDS = {
 
 
 class FileRefused(SimError, ValueError):
-    """A user file that cannot be read as the kind asked; the message names the file, one line."""
+    """A user file that cannot be read as the kind asked; the message names the file, one line.
+    `not_text` when it was read but is not UTF-8 text (a caller may say what it is not)."""
+
+    def __init__(self, message: str, not_text: bool = False) -> None:
+        super().__init__(message)
+        self.not_text = not_text
 
 
 def size_text(n: int) -> str:
@@ -65,8 +70,8 @@ def size_text(n: int) -> str:
     return f"{n} bytes"
 
 
-def _refuse(path, kind: Kind, why: str) -> FileRefused:
-    return FileRefused(f"{path}: cannot read the {kind.what}: {why}")
+def _refuse(path, kind: Kind, why: str, not_text: bool = False) -> FileRefused:
+    return FileRefused(f"{path}: cannot read the {kind.what}: {why}", not_text)
 
 
 def _open(path, kind: Kind) -> tuple[int, bool]:
@@ -114,7 +119,7 @@ def _chunks(path, kind: Kind) -> Iterator[str]:
             try:
                 text = decoder.decode(data, final=not data)
             except UnicodeDecodeError:
-                raise _refuse(path, kind, "it is not UTF-8 text") from None
+                raise _refuse(path, kind, "it is not UTF-8 text", not_text=True) from None
             if text:
                 yield text
             if not data:

@@ -76,9 +76,14 @@ def _rate_text(rate: float) -> str:
 
 def read_result(path: str) -> dict:
     """A result file's JSON object, or a UserError that names the file."""
-    from sim.userfiles import read_text
+    from sim.userfiles import FileRefused, read_text
 
-    text = read_text(path, "result")  # FileRefused: a SimError, one line
+    try:
+        text = read_text(path, "result")
+    except FileRefused as exc:
+        if exc.not_text:
+            raise UserError(f"{path}: not a vllm bench serve result (not UTF-8 text)") from None
+        raise
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
