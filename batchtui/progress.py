@@ -3,15 +3,19 @@
 Kept as one small JSON file under `$XDG_STATE_HOME/batchtui/` (or `~/.local/state/batchtui/`).
 Every write goes to a temporary file first, is synced, and replaces the old one (the directory is
 synced too), so a crash mid-write never leaves half a file; temporary files a killed run left
-behind are removed at the next start. A file that cannot be read, whatever it holds, is renamed
-aside and reported in one line: losing a bookmark must never stop the tutorial from opening. A
-file from a newer batchtui is kept aside as it is, never overwritten.
+behind (named as `write_atomically` names them, nobody else's) are removed at the next start. A
+file that cannot be read, whatever it holds, is renamed aside and reported in one line: losing a
+bookmark must never stop the tutorial from opening. A file from a newer batchtui is kept aside as
+it is, never overwritten. A folder that cannot be searched (one a `sudo batchtui` left, owned by
+root) is reported in one line and the session runs without saving. A progress file that is a
+symbolic link (a dotfile manager's) is written through: its target is replaced, the link kept.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import tempfile
 import time
@@ -42,6 +46,7 @@ def write_atomically(path: Path, text: str) -> None:
     The text goes to a hidden temporary file beside it (`.NAME-*.tmp`), is synced, renamed over
     `path`, and the directory is synced so the rename itself survives a power cut. Raises OSError.
     """
+    path = Path(os.path.realpath(path))  # through a symbolic link: its target is replaced
     directory = path.parent
     directory.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=TEMPORARY_SUFFIX, dir=directory)
@@ -70,12 +75,23 @@ def _sync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+def _our_temporary() -> re.Pattern:
+    """Names `write_atomically` gives the temporaries of the files the app keeps in its state
+    folder (the progress file, crash reports): `.progress-k1ll3d.tmp`, `.crash-20260101-120000-x.tmp`."""
+    from .crash import REPORT_PREFIX
+
+    stems = "|".join(re.escape(s) for s in (Path(FILE_NAME).stem,))
+    return re.compile(rf"\.(?:{stems}|{re.escape(REPORT_PREFIX)}[0-9-]+)-[a-z0-9_]+{re.escape(TEMPORARY_SUFFIX)}")
+
+
 def remove_stale_temporaries(directory: Path, now: float | None = None) -> int:
-    """Delete `.*.tmp` files left by runs killed mid-write; returns how many went."""
+    """Delete the temporaries `write_atomically` made in `directory` for runs killed mid-write
+    (and only those: a user's own `.notes.tmp` stays); returns how many went."""
     now = time.time() if now is None else now
     removed = 0
+    ours = _our_temporary()
     try:
-        candidates = list(directory.glob(f".*{TEMPORARY_SUFFIX}"))
+        candidates = [p for p in directory.glob(f".*{TEMPORARY_SUFFIX}") if ours.fullmatch(p.name)]
     except OSError:
         return 0
     for candidate in candidates:
@@ -156,7 +172,15 @@ class ProgressStore:
         """The saved progress (or a fresh one) and a one-line notice if the file was set aside."""
         remove_stale_temporaries(self.directory)
         try:
-            if not stat.S_ISREG(self.path.stat().st_mode):  # a FIFO would never finish reading
+            info = self.path.stat()  # (through a symbolic link)
+        except FileNotFoundError:
+            return Progress(), None
+        except OSError as exc:  # the folder cannot be searched (a root-owned one), or is a file
+            self.keep_file = True
+            return Progress(), (f"Progress cannot be read or saved in {self.directory} ({_reason(exc)}); "
+                                "this session runs without saving.")
+        try:
+            if not stat.S_ISREG(info.st_mode):  # a FIFO would never finish reading
                 return Progress(), self._set_aside("not a regular file")
             with open(self.path, "rb") as file:
                 raw = file.read(MAX_FILE_BYTES + 1)
@@ -183,6 +207,14 @@ class ProgressStore:
             return Progress.from_json(data), None
         except ValueError as exc:
             return Progress(), self._set_aside(_first_line(exc))
+
+    def first_launch(self) -> bool:
+        """No progress saved, not even one set aside as unreadable (--reset-progress starts over,
+        orientation included). A folder that cannot be searched is someone's earlier run: no."""
+        try:
+            return not self.path.exists() and not any(self.directory.glob(FILE_NAME + ".*"))
+        except OSError:
+            return False
 
     def save(self, progress: Progress) -> str | None:
         """Write atomically. Returns a one-line notice on the first failure, else None."""
@@ -225,10 +257,10 @@ class ProgressStore:
         """Rename the file to `progress.json.LABEL` (or `-2`, `-3`... if taken); (path, error)."""
         aside = self.path.with_name(f"{FILE_NAME}.{label}")
         n = 1
-        while aside.exists():
-            n += 1
-            aside = self.path.with_name(f"{FILE_NAME}.{label}-{n}")
         try:
+            while aside.exists():
+                n += 1
+                aside = self.path.with_name(f"{FILE_NAME}.{label}-{n}")
             os.replace(self.path, aside)
         except OSError as exc:
             self.keep_file = True

@@ -1,19 +1,17 @@
 """Scenario files the learner names (`--scenario FILE`, the playground's `o` and `w`): whatever a
 file holds, the answer is a scenario that runs or one line saying why not, never a crash or a hang.
 
-`sim.scenario.Scenario.load` knows the format; this module adds what a file picked by hand can
-do besides: be a folder, a FIFO that never ends, a gigabyte of text, nesting that overflows
-the parser, or settings that pass the checks and still cannot run.
+`sim.scenario.Scenario.load` knows the format, and `sim.userfiles` reads it (a folder, a
+device, a gigabyte of text or nesting that overflows the parser is refused there); this module adds
+what a file picked by hand in the app can do besides: be a FIFO that never ends (the app reads
+regular files only: nobody is there to press Ctrl-C), or hold settings that pass the checks and
+still cannot run.
 """
 
 from __future__ import annotations
 
 import stat
 from pathlib import Path
-
-MAX_SCENARIO_BYTES = 256 * 1024
-"""A saved scenario is well under 2 KB; anything past this is not one."""
-
 
 def read_scenario(path: Path):
     """The scenario in `path`, checked down to building its engine once. Raises `Unusable`."""
@@ -26,8 +24,6 @@ def read_scenario(path: Path):
         raise Unusable(f"{path} cannot be read ({_reason(exc)})") from None
     if not stat.S_ISREG(info.st_mode):
         raise Unusable(f"{path} is {'a folder' if stat.S_ISDIR(info.st_mode) else 'not a regular file'}")
-    if info.st_size > MAX_SCENARIO_BYTES:
-        raise Unusable(f"{path} is {info.st_size:,} bytes, too large to be a scenario file")
     try:
         scenario = Scenario.load(path)  # its errors name the file
     except SimError as exc:

@@ -31,6 +31,8 @@ class AppSettings:
     """Where progress lives; None means the XDG default."""
     cursor_blink: bool = True
     """Text boxes blink their cursor; tests turn it off so screenshots are stable."""
+    served: bool = False
+    """Running in a web page (textual-serve): file prompts stay in the state folder."""
 
     @property
     def glyphs(self) -> Glyphs:

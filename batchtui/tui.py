@@ -103,9 +103,11 @@ def _run_app(args: argparse.Namespace) -> int:
         print("batchtui: the tutorial reads its keys from a terminal, and its input is not one; "
               "the headless tools (batchtui sim, sweep, plan, steps, trace, calibrate, compare) need none.", file=sys.stderr)
         return 2
+    from .serving import served
+
     settings = AppSettings(ascii_only=args.ascii, fps=args.fps, start_step=start,
                            reset_progress=args.reset_progress, scenario_path=args.scenario,
-                           gpu=gpu, profiles_path=profiles_path)
+                           gpu=gpu, profiles_path=profiles_path, served=served())
 
     from .app import BatchApp
 

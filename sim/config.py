@@ -68,6 +68,9 @@ class EngineConfig:
         if not (isinstance(self.max_queue_delay, (int, float)) and math.isfinite(self.max_queue_delay)
                 and self.max_queue_delay >= 0):
             raise ConfigError("max_queue_delay", self.max_queue_delay, "a wait in seconds >= 0")
+        from .limits import check_engine
+
+        check_engine(self)  # past what the simulator holds honestly (see sim/limits.py)
 
     @property
     def caches_prefixes(self) -> bool:

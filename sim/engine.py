@@ -60,7 +60,8 @@ def _check_max_model_len(config, pool) -> None:
     if config.batching == "continuous" and config.max_model_len > pool.usable * pool.block_size:
         raise ConfigError("max_model_len", config.max_model_len,
                           f"at most the {pool.usable * pool.block_size} tokens the KV cache holds",
-                          "vLLM refuses to start otherwise; lower --max-model-len or give the cache more memory")
+                          "vLLM refuses to start otherwise; lower --max-model-len or give the cache more blocks: "
+                          "--gpu-memory-utilization, --num-gpu-blocks-override")
 
 
 class Engine:

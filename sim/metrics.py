@@ -324,9 +324,10 @@ class MetricsCollector:
         self._sample_tokens = 0
         self._sample_itl_max = 0.0
         # Output tokens per second of the run (second k counts tokens sampled in [t0 + k, t0 + k + 1)
-        # after the first arrival t0): vllm bench serve's peak output token throughput. A list:
-        # most iterations add to one second, and a list element costs less to add to than numpy's.
-        self._tokens_per_s: list[int] = [0] * 64
+        # after the first arrival t0): vllm bench serve's peak output token throughput. Only
+        # seconds in which a token was sampled are held (a dict), so memory follows the iterations
+        # run, not the simulated time they span (a day of think time between turns costs nothing).
+        self._tokens_per_s: dict[int, int] = {}
 
     # -- recording
     def on_arrival(self, t: float) -> None:
@@ -368,10 +369,10 @@ class MetricsCollector:
                 self.last_token_time = end
             if self.keep_records:  # counted in its second of the run (see _tokens_per_s)
                 second = int(end - (self.first_arrival or 0.0))
+                if second < 0:
+                    second = 0
                 counts = self._tokens_per_s
-                if second >= len(counts):
-                    self._grow_seconds(second)
-                counts[second if second > 0 else 0] += tokens
+                counts[second] = counts.get(second, 0) + tokens
         self._recent_booked.append((end, tokens, completions))
         total = self._recent_total = self._recent_total + 1
         self._recent_ends_at.append(total)
@@ -433,8 +434,8 @@ class MetricsCollector:
                     t0 = self.first_arrival or 0.0
                     second = int(ends[0] - t0)
                     counts = self._tokens_per_s
-                    if second == int(ends[-1] - t0) and 0 <= second < len(counts):
-                        counts[second] += running * k
+                    if second == int(ends[-1] - t0) and second >= 0:
+                        counts[second] = counts.get(second, 0) + running * k
                     else:
                         self._count_tokens_in(ends, running)
             # The same float additions in the same order as per-iteration booking (dt is the gap).
@@ -510,33 +511,29 @@ class MetricsCollector:
         if not running or not len(ends):
             return
         t0 = self.first_arrival or 0.0
-        lo = int(ends[0] - t0)
-        hi = int(ends[-1] - t0)
+        lo = max(0, int(ends[0] - t0))
+        hi = max(0, int(ends[-1] - t0))
         counts = self._tokens_per_s
-        lo = max(0, lo)
-        hi = max(0, hi)
-        if hi >= len(counts):
-            self._grow_seconds(hi)
         if lo == hi:
-            counts[lo] += running * len(ends)
+            counts[lo] = counts.get(lo, 0) + running * len(ends)
         elif isinstance(ends, np.ndarray):
             seconds = (ends - t0).astype(np.int64)
             np.clip(seconds, 0, None, out=seconds)
-            for second, n in enumerate(np.bincount(seconds - lo).tolist(), lo):
-                counts[second] += n * running
+            held, n = np.unique(seconds, return_counts=True)  # only the seconds that hold an end
+            for second, m in zip(held.tolist(), n.tolist()):
+                counts[second] = counts.get(second, 0) + m * running
         else:
             # ends[i] falls in second s while ends[i] - t0 < s + 1 (int() truncates as numpy's
-            # cast does): the first end of each later second is found by bisection.
-            i = 0
-            for second in range(lo, hi):
+            # cast does): the first end of each later second is found by bisection, one step per
+            # second that holds an end (an idle stretch between them costs nothing).
+            i, k = 0, len(ends)
+            while i < k:
+                second = max(0, int(ends[i] - t0))
                 j = bisect_left(ends, second + 1, i, key=lambda end: end - t0)
-                counts[second] += (j - i) * running
+                if j == i:  # (an end before t0, counted in second 0)
+                    j = i + 1
+                counts[second] = counts.get(second, 0) + (j - i) * running
                 i = j
-            counts[hi] += (len(ends) - i) * running
-
-    def _grow_seconds(self, second: int) -> None:
-        counts = self._tokens_per_s
-        counts.extend([0] * (max(second + 1, 2 * len(counts)) - len(counts)))
 
     def _push_series(self) -> None:
         self.series_throughput.append(self._sample_tokens / self.series_interval)
@@ -600,7 +597,7 @@ class MetricsCollector:
             "request_goodput": None,
             "output_throughput": self.output_tokens / duration if duration > 0 else 0.0,
             "total_token_throughput": (self.output_tokens + self.prompt_tokens) / duration if duration > 0 else 0.0,
-            "max_output_tokens_per_s": float(max(self._tokens_per_s)) if self.output_tokens else 0.0,
+            "max_output_tokens_per_s": float(max(self._tokens_per_s.values())) if self._tokens_per_s else 0.0,
             "max_concurrent_requests": _peak_concurrency(recs),
         }
         if goodput:

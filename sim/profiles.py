@@ -302,6 +302,8 @@ def _syntax_error_line(error: tomllib.TOMLDecodeError) -> int | None:
 def _read_document(text: str, source: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
+    except RecursionError:
+        raise ProfileError(f"{source}: the profile file is nested too deeply.") from None
     except tomllib.TOMLDecodeError as error:
         line = _syntax_error_line(error)
         where = f"{source}:{line}" if line is not None else source
@@ -476,14 +478,12 @@ def load_profiles(path: str | Path | None = None) -> ProfileSet:
     if path is None:
         return _build(_BUILTIN_RAW)
     source = str(path)
+    from .userfiles import FileRefused, read_text
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise ProfileError(
-            f"{source}: cannot read the profile file: {error.strerror or error}."
-        ) from None
-    except UnicodeDecodeError:
-        raise ProfileError(f"{source}: the profile file is not UTF-8 text.") from None
+        text = read_text(path, "profiles")
+    except FileRefused as error:
+        raise ProfileError(f"{error}.") from None
     user = _check_document(_read_document(text, source), source)
     return _build(_BUILTIN_RAW.merge(user))
 
@@ -743,11 +743,11 @@ class Deployment:
                    f"than its {_gb(g.memory_bytes)}")
         elif left > 0:
             why = (f"after its weights ({_gb(self.weight_bytes_per_gpu)} per GPU) and the "
-                   f"{_gb(self.reserve_bytes)} reserve, {self.gpu_memory_utilization:g} x "
+                   f"{_gb(self.reserve_bytes)} reserve, gpu_memory_utilization {self.gpu_memory_utilization:g} x "
                    f"{_gb(g.memory_bytes)} leaves {_gb(left)}, not enough for the KV cache")
         else:
             why = (f"its weights take {_gb(self.weight_bytes_per_gpu)} per GPU, but "
-                   f"{self.gpu_memory_utilization:g} x {_gb(g.memory_bytes)} minus the "
+                   f"gpu_memory_utilization {self.gpu_memory_utilization:g} x {_gb(g.memory_bytes)} minus the "
                    f"{_gb(self.reserve_bytes)} reserve leaves only "
                    f"{_gb(self.gpu_memory_utilization * g.memory_bytes - self.reserve_bytes)}")
         larger = [n for n in TENSOR_PARALLEL_SIZES

@@ -149,6 +149,8 @@ class Scenario:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise SimError(f"{source}: not valid TOML ({exc})") from None
+        except RecursionError:
+            raise SimError(f"{source}: nested too deeply to be a scenario") from None
         data = data.get("scenario", data)
         try:
             return cls.from_dict(data)
@@ -157,12 +159,9 @@ class Scenario:
 
     @classmethod
     def load(cls, path: str | Path) -> "Scenario":
-        p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SimError(f"{path}: cannot read the scenario file ({getattr(exc, 'strerror', None) or exc})") from None
-        return cls.from_toml(text, str(path))
+        from .userfiles import read_text
+
+        return cls.from_toml(read_text(path, "scenario"), str(path))
 
     def save(self, path: str | Path) -> None:
         p = Path(path)

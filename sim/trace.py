@@ -246,6 +246,9 @@ def check_case(case: dict) -> tuple[str, list[str]]:
     expected = case.get("expected", {})
     if not isinstance(expected, dict):
         return "fail", ["its 'expected' is not an object"]
+    steps = expected.get("steps", [])
+    if not isinstance(steps, list) or not all(isinstance(step, dict) for step in steps):
+        return "fail", ["its 'expected.steps' is not a list of step objects"]
     try:
         actual = run_case(case)
     except NotModelled as exc:
@@ -262,11 +265,11 @@ def check_case(case: dict) -> tuple[str, list[str]]:
 
 def load_cases(path: str | Path) -> list[dict]:
     """Cases from a file that holds either one case or a `{"cases": [...]}` collection."""
-    p = Path(path)
+    from .userfiles import read_text
+
+    text = read_text(path, "cases")
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SimError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SimError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
     except (UnicodeDecodeError, RecursionError):

@@ -269,6 +269,9 @@ class WorkloadSpec:
         if self.batch_pool_share > 0:
             self.batch_input.validate("batch_input")
             self.batch_output.validate("batch_output")
+        from .limits import check_workload
+
+        check_workload(self)  # past what the simulator holds honestly (see sim/limits.py)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -576,15 +579,10 @@ def load_trace(path: str | Path, hash_block_size: int = MOONCAKE_BLOCK_TOKENS) -
     "output_length": n, "hash_ids": [...]}`. Either may carry `hash_ids`, one per block of
     `hash_block_size` prompt tokens: a prompt's segments are `h<id>` for each (the last one
     partial), then the tokens past the last id, its own."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise WorkloadError(f"cannot read the trace file: {exc.strerror or exc}", str(path)) from None
-    except UnicodeDecodeError:
-        raise WorkloadError("the trace file is not UTF-8 text", str(path)) from None
+    from .userfiles import read_lines
+
     out: list[RequestSpec] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in read_lines(path, "trace"):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:
@@ -727,15 +725,11 @@ def _valid_sharegpt(prompt_len: int, output_len: int, fixed_output: bool) -> boo
 def _dataset_texts(kind: str, path: str, mtime_ns: int, size: int) -> tuple[tuple[str, str], ...]:
     """(prompt, answer) texts of a dataset file, cached while the file is unchanged (a plan runs
     the same file many times)."""
-    try:
-        raw = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise WorkloadError(f"cannot read the dataset file: {exc.strerror or exc}", path) from None
-    except UnicodeDecodeError:
-        raise WorkloadError("the dataset file is not UTF-8 text", path) from None
+    from .userfiles import read_lines, read_text
+
     if kind == "sharegpt":
         try:
-            data = json.loads(raw)
+            data = json.loads(read_text(path, "dataset"))
         except (json.JSONDecodeError, RecursionError) as exc:
             raise WorkloadError(f"not valid JSON ({getattr(exc, 'msg', 'nested too deeply')})", path,
                                 getattr(exc, "lineno", None)) from None
@@ -752,7 +746,7 @@ def _dataset_texts(kind: str, path: str, mtime_ns: int, size: int) -> tuple[tupl
             out.append((texts[0], texts[1]))
         return tuple(out)
     out = []
-    for lineno, line in enumerate(raw.splitlines(), start=1):
+    for lineno, line in read_lines(path, "dataset"):
         if not line.strip():
             continue
         try:

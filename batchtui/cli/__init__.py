@@ -12,7 +12,6 @@ import os
 import sys
 
 from .exits import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USER_ERROR, OutputError, UserError
-from .parser import build_parser, chosen_command, pasted
 
 __all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USER_ERROR", "UserError", "main"]
 
@@ -20,6 +19,16 @@ TRACEBACK_ENV = "BATCHTUI_TRACEBACK"
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C before a command or the app took it (while importing)
+        _say("batchtui: interrupted")
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: list[str] | None) -> int:
+    from .parser import build_parser, chosen_command, pasted
+
     argv = pasted(sys.argv[1:] if argv is None else list(argv))
     parser = build_parser(chosen_command(argv))
     try:
@@ -38,13 +47,17 @@ def run_command(func, args) -> int:
     """Run a subcommand; every way it can end is one line on stderr at most."""
     from sim.errors import SimError
 
+    from .output import command_outputs
+
     try:
-        return func(args)
+        with command_outputs():  # files renamed into place only after stdout is written
+            return func(args)
     except (UserError, SimError) as exc:
         _say(f"batchtui: error: {exc}")
         return EXIT_USER_ERROR
     except OutputError as exc:
         _say(f"batchtui: error: {exc}")
+        _drop_stdout()  # what could not be written is not tried again at exit
         return EXIT_FAILURE
     except KeyboardInterrupt:
         _say("batchtui: interrupted")
@@ -52,8 +65,7 @@ def run_command(func, args) -> int:
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, and keep Python from complaining again
         # when it flushes stdout at exit.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _drop_stdout()
         return EXIT_OK
     except MemoryError:
         _say("batchtui: error: not enough memory for this run (fewer --num-prompts?)")
@@ -64,6 +76,18 @@ def run_command(func, args) -> int:
         _say(f"batchtui: internal error: {type(exc).__name__}: {exc} (set {TRACEBACK_ENV}=1 for the "
              "traceback, and please report it)")
         return EXIT_FAILURE
+
+
+def _drop_stdout() -> None:
+    """Point standard output at /dev/null, so the buffered text that could not be written is not
+    tried again (and complained about) when Python flushes it at exit."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # closed (None), or not a real file (a test's capture)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def _say(text: str) -> None:

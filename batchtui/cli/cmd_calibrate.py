@@ -273,10 +273,12 @@ def write_profile(path: str, name: str, table: str) -> None:
     target = Path(path)
     old = ""
     if target.exists():
+        from sim.userfiles import FileRefused, read_text
+
         try:
-            old = target.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UserError(f"argument --output: cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+            old = read_text(target, "profiles")  # bounded, as every file a user names
+        except FileRefused as exc:
+            raise UserError(f"argument --output: {exc}") from None
     lines = old.splitlines()
     start = next((i for i, line in enumerate(lines) if _table_header(line) == f"gpus.{name}"), None)
     if start is None:

@@ -83,6 +83,21 @@ def confirm_task(task: tuple) -> rate_plan.PlanPoint:
     return p
 
 
+def check_peak_rate(peak: float, replicas: int) -> None:
+    """Refuse a peak the replicas check cannot simulate: it runs two minutes of the peak, and
+    enough requests for every replica, within the requests a run holds."""
+    from sim.limits import MAX_NUM_PROMPTS
+
+    n = rate_plan.router_prompts(min(peak, MAX_NUM_PROMPTS), replicas)
+    if n > MAX_NUM_PROMPTS:
+        most = MAX_NUM_PROMPTS / rate_plan.ROUTER_MIN_SECONDS
+        where = (f"at most {most:,.0f} req/s: " if replicas == 1 else
+                 f"{peak:g} req/s needs {replicas - rate_plan.ROUTER_MAX_EXTRA:,} replicas, and ")
+        raise UserError(f"argument --peak-rate: {where}the replicas check simulates "
+                        f"{rate_plan.ROUTER_MIN_SECONDS:g} s of the peak and {rate_plan.ROUTER_MIN_PER_REPLICA:,} "
+                        f"requests per replica, at most {MAX_NUM_PROMPTS:,} requests")
+
+
 def router_task(task: tuple) -> rate_plan.RouterCheck:
     scenario, policy, replicas, peak, slo, n = task
     return rate_plan.check_router(scenario, scenario.profiles(), policy, replicas, peak, slo, n)
@@ -108,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
                         + ("an offline job is single requests queued at once" if flag == "--offline" else
                            "the replicas check routes single requests, not conversations; plan one replica's "
                            "rate without --peak-rate"))
+    if args.peak_rate is not None:
+        check_peak_rate(args.peak_rate, 1)
     if args.offline is not None:
         if slo_given:
             raise UserError(f"argument {slo_given[0]}: not allowed with --offline "
@@ -170,6 +187,7 @@ def run(args: argparse.Namespace) -> int:
         replicas = None
         if result.feasible and args.peak_rate is not None:
             first = first_replicas(args, result.rate)
+            check_peak_rate(args.peak_rate, first + rate_plan.ROUTER_MAX_EXTRA)
             for count in range(first, first + rate_plan.ROUTER_MAX_EXTRA + 1):
                 runner.update(0, f"checking {count} replicas at the peak")
                 tasks = [(sc, policy, count, args.peak_rate, slo,

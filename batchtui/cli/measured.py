@@ -76,17 +76,21 @@ def _rate_text(rate: float) -> str:
 
 def read_result(path: str) -> dict:
     """A result file's JSON object, or a UserError that names the file."""
+    from sim.userfiles import FileRefused, read_text
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read the result file: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not a vllm bench serve result (not UTF-8 text)") from None
+        text = read_text(path, "result")
+    except FileRefused as exc:
+        if exc.not_text:
+            raise UserError(f"{path}: not a vllm bench serve result (not UTF-8 text)") from None
+        raise
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: not a vllm bench serve result: invalid JSON at line {exc.lineno} "
                         f"({exc.msg})") from None
+    except RecursionError:
+        raise UserError(f"{path}: not a vllm bench serve result: nested too deeply") from None
     if not isinstance(data, dict):
         raise UserError(f"{path}: not a vllm bench serve result (a JSON object of results expected)")
     return data

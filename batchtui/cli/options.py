@@ -29,8 +29,7 @@ def _whole(text: str, low: int, what: str, high: int | None = None) -> int:
     return value
 
 
-# A run is held in memory as arrays of this many requests at most (about 100 bytes each).
-MAX_NUM_PROMPTS = 10_000_000
+from sim.limits import MAX_NUM_PROMPTS  # a run is held as arrays of this many requests at most
 
 
 def positive_int(text: str) -> int:
@@ -59,6 +58,9 @@ def _float(text: str, what: str) -> float:
         raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
     if math.isnan(value):
         raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+    if math.isinf(value) and text.strip().lower().lstrip("+-") not in ("inf", "infinity"):
+        # 1e400 is read as infinity: say so rather than take it for `inf`
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r} (too large for a number)")
     return value
 
 

@@ -2,7 +2,9 @@
 
 A result is written to a temporary file beside the target and renamed into place only when the
 command succeeds, so a failing run leaves every existing file as it was; nothing this program did
-not create is ever removed. `-` means standard output. A character device or a named pipe (such as
+not create is ever removed. Under `command_outputs()` (every subcommand runs under it) the renames
+wait for the end of the command, after standard output has been written and flushed: a full or
+closed standard output (`> /dev/full`) fails the run, in one line, before any file is replaced. `-` means standard output. A character device or a named pipe (such as
 /dev/null or a process substitution) is written directly, as a stream; anything else that is not
 a regular file (a directory, a block device) is refused, as is a read-only file.
 """
@@ -21,27 +23,72 @@ from .exits import OutputError, UserError
 
 
 class Sink:
-    """A text stream whose write errors (a full disk, an I/O error) become one-line OutputErrors."""
+    """A text stream whose write errors (a full disk, an I/O error) become one-line OutputErrors.
+    Other attributes are the stream's own (so it can stand in for sys.stdout)."""
 
     def __init__(self, handle, shown: str) -> None:
         self._handle = handle
         self.shown = shown
 
+    def __getattr__(self, name: str):
+        return getattr(self._handle, name)
+
+    def _closed(self) -> OutputError:
+        return OutputError(f"cannot write {self.shown}: it is closed")
+
     def write(self, text: str) -> int:
+        if self._handle is None:  # started with standard output closed (>&-)
+            raise self._closed()
         try:
             return self._handle.write(text)
         except BrokenPipeError:
             raise  # the reader went away (`| head`): main stops quietly
+        except ValueError:  # closed while running
+            raise self._closed() from None
         except OSError as exc:
             raise OutputError(f"cannot write {self.shown}: {exc.strerror or exc}") from None
 
     def flush(self) -> None:
+        if self._handle is None:
+            return
         try:
             self._handle.flush()
         except BrokenPipeError:
             raise
         except OSError as exc:
             raise OutputError(f"cannot write {self.shown}: {exc.strerror or exc}") from None
+
+
+# The renames waiting for the end of the command (None: rename as each file's block ends).
+_pending: list[tuple[Path, Path, str]] | None = None
+
+
+@contextlib.contextmanager
+def command_outputs() -> Iterator[None]:
+    """Run a command whose standard output goes through a Sink and whose result files are renamed
+    into place only at the end, after standard output is flushed; on any failure, the temporary
+    files are removed and every existing file stays as it was."""
+    global _pending
+    outer, real = _pending, sys.stdout
+    _pending = pending = []
+    sys.stdout = Sink(real, "standard output")
+    done = False
+    try:
+        yield
+        sys.stdout.flush()
+        for tmp, target, shown in pending:
+            try:
+                os.replace(tmp, target)
+            except OSError as exc:
+                raise OutputError(f"cannot write {shown}: {exc.strerror or exc}") from None
+        done = True
+    finally:
+        sys.stdout = real
+        _pending = outer
+        if not done:
+            for tmp, _, _ in pending:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()  # ours: made by output_file
 
 
 def _refuse(flag: str, path: str, why: str) -> UserError:
@@ -95,9 +142,12 @@ def output_file(path: str | None, flag: str) -> Iterator[Sink | None]:
         try:
             handle.close()
             os.chmod(tmp, stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask())
-            os.replace(tmp, target)
+            if _pending is None:
+                os.replace(tmp, target)
         except OSError as exc:
             raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+        if _pending is not None:
+            _pending.append((tmp, target, path))  # renamed when the command ends well
         committed = True
     finally:
         if not committed:

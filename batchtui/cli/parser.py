@@ -17,6 +17,7 @@ SUBCOMMANDS = {
     "calibrate": "batchtui.cli.cmd_calibrate",
     "compare": "batchtui.cli.cmd_compare",
     "serve": "batchtui.cli.cmd_serve",
+    "web": "batchtui.cli.cmd_web",
 }
 HELP = {
     "sim": "simulate one serving run and print a vllm bench serve style result",
@@ -27,6 +28,7 @@ HELP = {
     "calibrate": "fit the GPU profile to vllm bench serve results and write it as a profile file",
     "compare": "simulate measured vllm bench serve runs and show measured and simulated side by side",
     "serve": "serve vLLM's OpenAI-compatible API from the simulated engine, for real clients",
+    "web": "serve the tutorial in a web page (textual-serve), on this machine only unless --expose",
 }
 
 

@@ -16,7 +16,8 @@ class ContentsScreen(OverlayScreen[int | None]):
     """Dismisses with the chosen step number, or None (t, q, Escape)."""
 
     CSS_PATH = Path(__file__).with_suffix(".tcss")
-    BINDINGS = [Binding("t,q,escape", "close", "close")]
+    # The footer under it offers help: ? and F1 open it over the contents.
+    BINDINGS = [Binding("t,q,escape", "close", "close"), Binding("question_mark,f1", "app.help", "help", show=False)]
 
     def __init__(self, steps: list, current: int, completed: set[int]) -> None:
         super().__init__()

@@ -18,13 +18,20 @@ class FilePromptScreen(OverlayScreen[Path | None]):
 
     Saving over a file that exists takes a second Enter, unless it is `own_file` (the one this
     session saved or opened); opening a file that is not there (or is a folder) says so and keeps
-    the prompt open, so a typo costs one key."""
+    the prompt open, so a typo costs one key. With `within` (a served session: anyone who reaches
+    the page types here), a name is taken inside that folder and one leading out is refused."""
 
     CSS_PATH = Path(__file__).with_suffix(".tcss")
-    BINDINGS = [Binding("escape", "close", "cancel")]
+    # Help over the prompt: F1 (as in every text box; ? is a character of a file name, typed into
+    # it, and the status line says F1). ? too once the box has no focus.
+    BINDINGS = [Binding("escape", "close", "cancel"),
+                Binding("f1", "app.help", "help", show=False, priority=True),
+                Binding("question_mark", "app.help", "help", show=False)]
 
-    def __init__(self, title: str, suggestion: Path, saving: bool, own_file: Path | None = None) -> None:
+    def __init__(self, title: str, suggestion: Path, saving: bool, own_file: Path | None = None,
+                 within: Path | None = None) -> None:
         super().__init__()
+        self.within = within
         self.title_text = title
         self.suggestion = suggestion
         self.saving = saving
@@ -37,7 +44,7 @@ class FilePromptScreen(OverlayScreen[Path | None]):
             # The cursor at the end, nothing selected: the usual edit is the file name.
             yield AnswerBox(str(self.suggestion), id="file-prompt-input", select_on_focus=False)
             yield Static(f"Enter {'saves' if self.saving else 'opens'}   ctrl+u clears   "
-                         "Esc (or Enter on an empty line) cancels", id="file-prompt-status", markup=False)
+                         "Esc (or Enter on empty) cancels   F1 help", id="file-prompt-status", markup=False)
 
     def on_mount(self) -> None:
         found = self.query(Input)
@@ -59,7 +66,16 @@ class FilePromptScreen(OverlayScreen[Path | None]):
             self._say("A file name cannot hold a NUL character.")
             return
         try:
-            path = Path(text).expanduser()
+            if self.within is not None:
+                from ..serving import confine
+
+                try:
+                    path = confine(text, self.within)
+                except ValueError as exc:
+                    self._say(str(exc))
+                    return
+            else:
+                path = Path(text).expanduser()
             is_dir, exists = path.is_dir(), path.exists()
         except (OSError, RuntimeError) as exc:  # RuntimeError: ~someone with no home
             self._say(f"{text} cannot be used: {getattr(exc, 'strerror', None) or exc}.")

@@ -138,6 +138,10 @@ class TutorialScreen(Screen):
         self._changing = asyncio.Lock()
         """Held while a step opens or its activity changes: keys and a table-of-contents choice
         arriving together take turns, so none works on widgets another is replacing."""
+        self._wanted: int | None = None
+        """The step the learner's n/p keys asked for last, while the change is on its way."""
+        self._navigating = False
+        """A worker is opening `_wanted` (the step keys queue behind it coalesce)."""
 
     @property
     def step(self):
@@ -176,10 +180,7 @@ class TutorialScreen(Screen):
         self.query_one(KeyBar).ascii_only = ascii_only
         self.query_one(GoalBar).set_marks(ascii_only)
         self.query_one(StepHeader).separator = self.settings.glyphs.sep
-        store = self.app.store
-        # A first launch: no progress, not even one set aside as unreadable (--reset-progress
-        # starts over, orientation included).
-        first_launch = not store.path.exists() and not any(store.directory.glob(store.path.name + ".*"))
+        first_launch = self.app.store.first_launch()
         # While the orientation is read, the step waits: nothing runs (or redraws) behind it.
         self._held = first_launch
         await self.show_step(self.index)
@@ -711,7 +712,8 @@ class TutorialScreen(Screen):
 
         if self.sim is not None:
             self.app.push_screen(FilePromptScreen("Save this scenario as", self._suggested_file(), saving=True,
-                                                  own_file=self.scenario_file), chosen)
+                                                  own_file=self.scenario_file, within=self._files_within()),
+                                 chosen)
 
     def action_load_scenario(self) -> None:
         from ..scenario_files import Unusable, read_scenario
@@ -723,8 +725,8 @@ class TutorialScreen(Screen):
             self.scenario_file = path
             try:
                 scenario = read_scenario(path)
-            except Unusable as exc:
-                self.say(f"Kept the current scenario: {exc}", error=True)
+            except Unusable as exc:  # (the file by its name: the prompt above showed where)
+                self.say(f"Kept the current scenario: {str(exc).replace(str(path), path.name)}", error=True)
                 return
             self.say(f"Loaded the scenario from {path}.")
             self.left_traffic = None
@@ -736,7 +738,8 @@ class TutorialScreen(Screen):
                 self._update_goal()
 
         if self.sim is not None:
-            self.app.push_screen(FilePromptScreen("Open a scenario file", self._suggested_file(), saving=False), chosen)
+            self.app.push_screen(FilePromptScreen("Open a scenario file", self._suggested_file(), saving=False,
+                                                  within=self._files_within()), chosen)
 
     async def action_helpdesk_traffic(self) -> None:
         """`m` in the playground: the multi-turn helpdesk's traffic set on the dials (hardware,
@@ -762,6 +765,10 @@ class TutorialScreen(Screen):
         if applied:
             self._dials_moved(applied)
         self._update_keys()
+
+    def _files_within(self) -> Path | None:
+        """Served in a web page, the file prompts stay in the state folder."""
+        return self.app.store.directory if self.settings.served else None
 
     def _suggested_file(self) -> Path:
         return self.scenario_file or self.settings.scenario_path or self.app.store.directory / "playground.toml"
@@ -868,16 +875,38 @@ class TutorialScreen(Screen):
 
     # -- actions (ids in keys.py)
     async def action_next_step(self) -> None:
-        if self.index + 1 >= len(self.summaries):
+        at = self._wanted if self._wanted is not None else self.index
+        if at + 1 >= len(self.summaries):
             self.say("This is the last step. t opens the table of contents.")
             return
-        await self.show_step(self.index + 1)
+        self._go(at + 1)
 
     async def action_previous_step(self) -> None:
-        if self.index == 0:
+        at = self._wanted if self._wanted is not None else self.index
+        if at == 0:
             self.say("This is the first step.")
             return
-        await self.show_step(self.index - 1)
+        self._go(at - 1)
+
+    def _go(self, index: int) -> None:
+        """Open step `index` soon. Step keys arriving together (twenty n's in one read) coalesce:
+        each moves the target, and only the step they end on is drawn after the one already
+        being drawn."""
+        self._wanted = index
+        if not self._navigating:
+            self._navigating = True
+            self.run_worker(self._navigate(), group="navigation")
+
+    async def _navigate(self) -> None:
+        try:
+            while self._wanted is not None and self._wanted != self.index and self.is_attached:
+                wanted = self._wanted
+                await self.show_step(wanted)
+                if self.index != wanted and self._wanted == wanted:
+                    break  # it could not be opened (said so): do not try again
+        finally:
+            self._wanted = None
+            self._navigating = False
 
     async def action_go_to_step(self, number: int) -> None:
         for i, step in enumerate(self.summaries):

@@ -39,7 +39,6 @@ async def test_a_screen_under_another_does_not_close(make_app):
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("t")
         contents = app.screen
-        await pilot.press("f1")  # not bound on the contents: nothing happens
         app.push_screen(HelpScreen())
         await pilot.pause()
         contents.dismiss(None)  # a key it had queued: it is not on top, so nothing happens

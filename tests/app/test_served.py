@@ -1,0 +1,104 @@
+"""The tutorial served in a web page (issue 22, item 6): `batchtui web` binds this machine only
+unless asked, and says what asking exposes; a served session's file prompts stay in the state
+folder."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+import steps
+from batchtui.cli import main
+from batchtui.widgets.notice_line import NoticeLine
+
+
+@pytest.fixture
+def server(monkeypatch):
+    """textual-serve's Server, recorded instead of serving."""
+    started = []
+
+    class Server:
+        def __init__(self, command, host="localhost", port=8000, title=None, **kwargs):
+            self.args = (command, host, port)
+
+        def serve(self, debug=False):
+            started.append(self.args)
+
+    package = types.ModuleType("textual_serve")
+    module = types.ModuleType("textual_serve.server")
+    module.Server = Server
+    monkeypatch.setitem(sys.modules, "textual_serve", package)
+    monkeypatch.setitem(sys.modules, "textual_serve.server", module)
+    return started
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.7"])
+def test_an_address_others_reach_is_refused_without_expose(server, capsys, host):
+    assert main(["web", "--host", host]) == 2
+    _, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "argument --host" in err and "--expose" in err and "no login" in err
+    assert server == []
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "127.0.0.2"])
+def test_loopback_is_served_quietly(server, capsys, host):
+    assert main(["web", "--host", host, "--port", "8123"]) == 0
+    _, err = capsys.readouterr()
+    assert err == "" and len(server) == 1
+    command, bound, port = server[0]
+    assert bound == host and port == 8123 and command.endswith("-m batchtui")
+
+
+def test_expose_serves_and_says_what_it_exposes(server, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    assert main(["web", "--host", "0.0.0.0", "--expose"]) == 0
+    _, err = capsys.readouterr()
+    assert server and server[0][1] == "0.0.0.0"
+    assert "anyone who can reach that port" in err and "no login" in err and str(tmp_path / "batchtui") in err
+
+
+def test_the_default_is_loopback(server, capsys):
+    assert main(["web"]) == 0 and server[0][1] == "127.0.0.1"
+
+
+@pytest.fixture(scope="module")
+def lessons():
+    return steps.open_lessons()
+
+
+@pytest.mark.parametrize("key", ["w", "o"])
+async def test_served_file_prompts_stay_in_the_state_folder(make_app, lessons, state_dir, tmp_path, key):
+    outside = tmp_path / "elsewhere.toml"
+    app = make_app(list(lessons), start_step=20, served=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        tutorial = app.screen
+        for name in (str(outside), "../escape.toml", str(state_dir / ".." / "x.toml")):
+            await pilot.press(key)
+            app.screen.query_one("#file-prompt-input").value = name
+            await pilot.press("enter")
+            await pilot.pause()
+            status = str(app.screen.query_one("#file-prompt-status").render())
+            assert "files stay in" in status, (name, status)
+            await pilot.press("escape")
+            await pilot.pause()
+        assert not outside.exists() and not (state_dir.parent / "escape.toml").exists()
+        if key == "w":  # a plain name is saved in the state folder
+            await pilot.press("w")
+            app.screen.query_one("#file-prompt-input").value = "mine.toml"
+            await pilot.press("enter")
+            await pilot.pause()
+            assert (state_dir / "mine.toml").exists()
+            assert "Saved the scenario" in tutorial.query_one(NoticeLine).message
+
+
+async def test_unserved_file_prompts_write_where_asked(make_app, lessons, tmp_path):
+    target = tmp_path / "elsewhere.toml"
+    app = make_app(list(lessons), start_step=20)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("w")
+        app.screen.query_one("#file-prompt-input").value = str(target)
+        await pilot.press("enter")
+        await pilot.pause()
+    assert target.exists()
