@@ -225,8 +225,8 @@ class Arrivals:
             if self.cap:
                 self._free_slots.popleft()
                 self._in_flight.add(spec.request_id)
-                if t != spec.arrival_time:
-                    spec = replace(spec, arrival_time=t)  # sent when a slot freed up
+                if t != spec.arrival_time:  # sent when a slot freed up
+                    spec = replace(spec, arrival_time=t, client_queue_time=t - spec.arrival_time)
             if spec.conversation and self.workload.turns > 1:
                 self._talking[spec.request_id] = spec
         elif self._submitted:

@@ -104,6 +104,9 @@ class RequestSpec:
     """Its turn in a conversation of `WorkloadSpec.turns` turns (1: the first, or a single turn)."""
     conversation: str = ""
     """The conversation's id (its first request's id) when it has more than one turn."""
+    client_queue_time: float = 0.0
+    """Seconds it waited at the client for a free slot under `max_concurrency` before it was
+    sent at `arrival_time` (vLLM bench's `client_queue_time`)."""
 
     @property
     def output_segment(self) -> str | None:
