@@ -50,6 +50,8 @@ class RunSummary:
     pools: dict
     iterations: int
     records: list = field(default_factory=list)
+    failed: list = field(default_factory=list)
+    """Requests the API server refused (`FailedRequest`s), in order of arrival."""
 
     def __getitem__(self, key: str):
         return self.metrics[key]
@@ -544,7 +546,7 @@ class Engine:
         for key, value in self.prefix_cache_stats().items():
             metrics.setdefault(key, value)
         return RunSummary(self.scenario, metrics, self.metrics.pool_summary(),
-                          self.iteration, self.metrics.records)
+                          self.iteration, self.metrics.records, self.metrics.failed)
 
     def prefix_cache_stats(self) -> dict:
         """Prefix cache lookups so far, in tokens, as vLLM's PrefixCacheStats counts them when a
