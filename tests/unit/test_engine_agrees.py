@@ -362,3 +362,27 @@ def test_the_lazy_queue_shows_what_the_eager_queue_holds(drawn, slices):
             else:
                 engine.step()
         assert_agree(live_state(lazy), live_state(eager), "lazy queue against eager queue")
+
+
+@pytest.mark.parametrize("deployment", [
+    {"tensor_parallel_size": 2}, {"kv_cache_dtype": "fp8", "gpu": "a100-80gb"},
+    {"model": "llama-3.1-70b", "tensor_parallel_size": 4}, {"block_size": 32, "gpu": "l40s"},
+])
+def test_other_deployments_agree(deployment):
+    """All-reduce terms, other GPUs, dtypes and block sizes: the fast path is step by step."""
+    scenario = Scenario(workload=WorkloadSpec(request_rate=15.0, num_prompts=60, max_concurrency=6,
+                                              input=LengthSpec("uniform", 700, 1, 3000),
+                                              output=LengthSpec("uniform", 60, 1, 120)), seed=2, **deployment)
+    assert_agree(fast(Engine(scenario), [])[0], stepwise(Engine(scenario), [])[0], "fast against step by step")
+
+
+def test_an_encoder_under_dynamic_batching_agrees():
+    scenario = Scenario(model="bge-large-embedder",
+                        engine={"batching": "dynamic", "max_batch_size": 32, "max_queue_delay": 0.005},
+                        workload=WorkloadSpec(request_rate=300.0, num_prompts=200, input=LengthSpec(mean=256),
+                                              output=LengthSpec(mean=1)), seed=4)
+    a, _ = fast(Engine(scenario), [])
+    b, _ = stepwise(Engine(scenario), [])
+    c, _ = sliced(Engine(scenario), [], [("time", 0.05), ("step", 0.0), ("iterations", 0.3), ("time", 0.2)])
+    assert_agree(a, b, "fast against step by step")
+    assert_agree(a, c, "fast against sliced")
