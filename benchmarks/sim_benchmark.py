@@ -8,7 +8,10 @@ Prints:
 2. wall time of the 16-rate sweep of section 8 — 2, 4, ..., 20, 24, 28, 32, 36, 40, 48
    requests/s, 2,000 requests each, 512 in / 256 out, Poisson, continuous batching, default
    profile (H100 SXM, Llama 3.1 8B) and `vllm serve` dials — for this engine and, in the same
-   run, for the implementation before issue 10 (kept under `tests/reference_engine/`), with the
+   run, for the implementation before issue 10 (its `sim` package taken from commit
+   `BASELINE_COMMIT` with `git archive`, extracted into a temporary folder and imported as
+   `sim_before_issue10`; it is given the very requests this engine draws, as a trace, since the
+   workload's draws have changed since: the trace's reading is timed apart and taken off), with the
    ratio of the two (this engine with prefix caching off, as the older one has none; with it on,
    the default, as a ratio to off: nothing in this traffic is shared); each also as a ratio to a fixed pure-Python reference loop timed in the same
    process, so figures from different machines can be compared. The two must agree (checked:
@@ -32,11 +35,18 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import gc
+import importlib
+import io
+import json
 import math
 import os
+import re
 import resource
 import statistics
+import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -45,8 +55,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sim.engine import Engine  # noqa: E402
 from sim.scenario import Scenario  # noqa: E402
-from sim.workload import LengthSpec, WorkloadSpec  # noqa: E402
-from tests.reference_engine import Engine as PreviousEngine  # noqa: E402
+from sim.workload import LengthSpec, WorkloadSpec, generate  # noqa: E402
+
+BASELINE_COMMIT = "382dd67"
+"""The engine before issue 10 (the reference engine once kept under tests/ was frozen from it)."""
+BASELINE_NAME = "sim_before_issue10"
 
 SWEEP_RATES = (2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 24, 28, 32, 36, 40, 48)
 SWEEP_PROMPTS = 2000
@@ -81,6 +94,40 @@ def sweep_scenario() -> Scenario:
                     seed=0)
 
 
+def load_baseline(commit: str = BASELINE_COMMIT):
+    """The `sim` package of `commit`, extracted with `git archive` into a temporary folder and
+    imported under another name (its own absolute imports renamed to match)."""
+    repo = Path(__file__).resolve().parent.parent
+    archive = subprocess.run(["git", "-C", str(repo), "archive", commit, "sim"], capture_output=True,
+                             check=True).stdout
+    folder = Path(tempfile.mkdtemp(prefix="batchtui-baseline-"))
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(folder, filter="data")
+    (folder / "sim").rename(folder / BASELINE_NAME)
+    for path in (folder / BASELINE_NAME).rglob("*.py"):
+        text = path.read_text()
+        text = re.sub(r"\b(from|import) sim\b", rf"\1 {BASELINE_NAME}", text)
+        path.write_text(text.replace('files("sim")', f'files("{BASELINE_NAME}")'))
+    sys.path.insert(0, str(folder))
+    return importlib.import_module(BASELINE_NAME), folder
+
+
+def write_traces(folder: Path) -> list[str]:
+    """Each rate's requests as this engine draws them, as a JSON Lines trace (floats exact)."""
+    import numpy as np
+
+    paths = []
+    for rate in SWEEP_RATES:
+        sc = sweep_scenario().with_workload(request_rate=float(rate))
+        path = folder / f"rate-{rate}.jsonl"
+        with open(path, "w") as fh:
+            for s in generate(sc.workload, np.random.default_rng(sc.seed)):
+                fh.write(json.dumps({"request_id": s.request_id, "arrival_time": s.arrival_time,
+                                     "prompt_len": s.prompt_len, "output_len": s.output_len}) + "\n")
+        paths.append(str(path))
+    return paths
+
+
 def run_sweep(engine_class=Engine, profiles=None, caching: bool | None = None) -> list:
     """The sweep; `caching` sets this engine's prefix caching (None: the default, on)."""
     base = sweep_scenario()
@@ -88,6 +135,26 @@ def run_sweep(engine_class=Engine, profiles=None, caching: bool | None = None) -
         base = base.with_engine(enable_prefix_caching=caching)
     return [engine_class(base.with_workload(request_rate=float(rate)), profiles=profiles).run()
             for rate in SWEEP_RATES]
+
+
+def baseline_sweep(baseline, traces: list[str]):
+    """The baseline engine over the traces (the same requests as `run_sweep`'s)."""
+    for part in ("scenario", "workload", "engine"):
+        importlib.import_module(f"{BASELINE_NAME}.{part}")
+
+    def run(engine_class=None, profiles=None, caching=None) -> list:
+        out = []
+        for path in traces:
+            sc = baseline.scenario.Scenario(workload=baseline.workload.WorkloadSpec(arrival="trace",
+                                                                                    trace_path=path), seed=0)
+            out.append(baseline.engine.Engine(sc).run())
+        return out
+
+    def read_traces() -> None:
+        for path in traces:
+            baseline.workload.load_trace(path)
+
+    return run, read_traces
 
 
 def agree(new, old) -> bool:
@@ -176,17 +243,20 @@ def main(argv=None) -> int:
     # traffic); "this, caching off" is the one compared with the engine before issue 10, which
     # predates prefix caching (with caching on, requests resumed after a preemption may hit their
     # own blocks, so results may differ where the sweep preempts).
-    variants = (("this", Engine, None), ("off", Engine, False), ("previous", PreviousEngine, None))
-    for _, engine_class, caching in variants:  # warm up (imports, caches)
-        run_sweep(engine_class, profiles, caching)
+    baseline, folder = load_baseline()
+    previous_sweep, read_traces = baseline_sweep(baseline, write_traces(folder))
+    reading = best_of(read_traces, 5)  # what the baseline spends reading its traces, taken off
+    variants = (("this", run_sweep, None), ("off", run_sweep, False), ("previous", previous_sweep, None))
+    for _, sweep, caching in variants:  # warm up (imports, caches)
+        sweep(Engine, profiles, caching)
     times = {name: [] for name, _, _ in variants}
     results_of = {}
     for _ in range(max(1, args.repeats)):
-        for name, engine_class, caching in variants:
+        for name, sweep, caching in variants:
             gc.collect()
             t0 = time.process_time()
-            results_of[name] = run_sweep(engine_class, profiles, caching)
-            times[name].append(time.process_time() - t0)
+            results_of[name] = sweep(Engine, profiles, caching)
+            times[name].append(time.process_time() - t0 - (reading if name == "previous" else 0.0))
     mine, previous = results_of["this"], results_of["previous"]
     same = all(agree(a, b) for a, b in zip(results_of["off"], previous))
     best, best_previous = min(times["this"]), min(times["previous"])
@@ -201,7 +271,8 @@ def main(argv=None) -> int:
     print(f"  caching off:     {best_off:.3f} s (median {statistics.median(times['off']):.3f} s): "
           f"prefix caching on costs {best / best_off:.3f}x (best), "
           f"{statistics.median(times['this']) / statistics.median(times['off']):.3f}x (median)")
-    print(f"  before issue 10: {best_previous:.3f} s (median {statistics.median(times['previous']):.3f} s) -> "
+    print(f"  before issue 10 (commit {BASELINE_COMMIT}, its trace reading of {reading * 1000:.0f} ms taken off): "
+          f"{best_previous:.3f} s (median {statistics.median(times['previous']):.3f} s) -> "
           f"{best_previous / ref:.1f}x the reference loop")
     print(f"  caching off / before = {best_off / best_previous:.2f} (best), "
           f"{statistics.median(times['off']) / statistics.median(times['previous']):.2f} (median); "

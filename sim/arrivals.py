@@ -56,16 +56,18 @@ class Chunk:
     start: float  # the arrival before its first one
     n: int
     segment: int  # the traffic it was drawn with (a new segment for every change of traffic)
+    length_seed: int  # what is sent comes from a stream of its own (see workload.generate_queue)
 
     def draw(self, rng: np.random.Generator) -> list[RequestSpec]:
-        """Its requests, drawn with `rng` (left in the state after the draw)."""
+        """Its requests, their arrival times drawn with `rng` (left in the state after the draw)."""
         rng.bit_generator.state = self.state
-        return generate(self.workload, rng, n=self.n, start=self.start, first_index=self.first_index)
+        return generate(self.workload, rng, n=self.n, start=self.start, first_index=self.first_index,
+                        length_seed=self.length_seed)
 
     def following(self, rng: np.random.Generator, drawn: list[RequestSpec]) -> Chunk:
         """The chunk drawn right after this one with the same traffic."""
         return Chunk(self.workload, rng.bit_generator.state, self.first_index + self.n,
-                     drawn[-1].arrival_time, self.n, self.segment)
+                     drawn[-1].arrival_time, self.n, self.segment, self.length_seed)
 
 
 class Arrivals:
@@ -95,6 +97,9 @@ class Arrivals:
         # The follow-up turns' lengths come from generators seeded from this (drawn only for
         # conversations, so other workloads draw as before).
         self._turn_seed = int(rng.integers(2**63)) if workload.turns > 1 else 0
+        # An endless workload's lengths come from a stream of their own, chunk by chunk (a
+        # finite one's are drawn in one go: generate_queue seeds that stream itself).
+        self._length_seed = int(rng.integers(2**63)) if self.endless else 0
         self._listen(workload)
         self._refill(force=True)
         self._update_next()
@@ -118,8 +123,8 @@ class Arrivals:
             if spec.arrival == "bursts":
                 n = spec.burst_size * max(1, -(-ENDLESS_CHUNK // spec.burst_size))
             chunk = Chunk(spec, self.rng.bit_generator.state, self.generated, self._last_arrival, n,
-                          self._segment)
-            new = generate(spec, self.rng, n=n, start=self._last_arrival, first_index=self.generated)
+                          self._segment, self._length_seed)
+            new = chunk.draw(self.rng)
             self.generated += len(new)
             if new:
                 self._last_arrival = new[-1].arrival_time
@@ -220,8 +225,8 @@ class Arrivals:
             if self.cap:
                 self._free_slots.popleft()
                 self._in_flight.add(spec.request_id)
-                if t != spec.arrival_time:
-                    spec = replace(spec, arrival_time=t)  # sent when a slot freed up
+                if t != spec.arrival_time:  # sent when a slot freed up
+                    spec = replace(spec, arrival_time=t, client_queue_time=t - spec.arrival_time)
             if spec.conversation and self.workload.turns > 1:
                 self._talking[spec.request_id] = spec
         elif self._submitted:

@@ -50,6 +50,8 @@ class RunSummary:
     pools: dict
     iterations: int
     records: list = field(default_factory=list)
+    failed: list = field(default_factory=list)
+    """Requests the API server refused (`FailedRequest`s), in order of arrival."""
 
     def __getitem__(self, key: str):
         return self.metrics[key]
@@ -262,9 +264,10 @@ class Engine:
 
     def _request(self, spec: RequestSpec, seq: int) -> Request:
         # (Positional: one is made for every arrival. Request(request_id, arrival_time, prompt_len,
-        # output_len, priority, pool, seq, prompt_segments, output_segment).)
+        # output_len, priority, pool, seq, prompt_segments, output_segment, client_queue_time).)
         return Request(spec.request_id, spec.arrival_time, spec.prompt_len, 1 if self.encoder else spec.output_len,
-                       spec.priority, spec.pool, seq, spec.prompt_segments, spec.output_segment)
+                       spec.priority, spec.pool, seq, spec.prompt_segments, spec.output_segment,
+                       spec.client_queue_time)
 
     def _admit_arrivals(self) -> None:
         """Queue every request that has arrived by now, in arrival order (the workload's first
@@ -434,7 +437,7 @@ class Engine:
         # (A RequestRecord's fields, in their order: the record is made when read.)
         self.metrics.on_finish_row((req.request_id, req.pool, arrival, req.prompt_len, outputs, ttft, e2e,
                                     tpot, req.num_preemptions, req.max_gap, req.finish_reason,
-                                    cached if cached > 0 else 0))
+                                    cached if cached > 0 else 0, req.client_queue_time))
         if not self._keep_requests:
             self.requests.pop(req.request_id, None)
         arrivals = self.arrivals
@@ -578,7 +581,7 @@ class Engine:
         for key, value in self.prefix_cache_stats().items():
             metrics.setdefault(key, value)
         return RunSummary(self.scenario, metrics, self.metrics.pool_summary(),
-                          self.iteration, self.metrics.records)
+                          self.iteration, self.metrics.records, self.metrics.failed)
 
     def prefix_cache_stats(self) -> dict:
         """Prefix cache lookups so far, in tokens, as vLLM's PrefixCacheStats counts them when a

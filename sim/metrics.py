@@ -105,6 +105,7 @@ class RequestRecord:
     max_itl: float
     finish_reason: str
     num_cached_tokens: int = 0  # prompt tokens found in the prefix cache when first admitted
+    client_queue_time: float = 0.0  # s waited at the client (max_concurrency) before it was sent
 
 
 _record_row = attrgetter(*(f.name for f in fields(RequestRecord)))
@@ -130,7 +131,7 @@ class RecordTable:
     RequestRecord (each made when read) whose columns numpy reads whole (`column`). Rows come
     in as tuples of a record's fields (`add`) and are made into columns a batch at a time."""
 
-    _FLOAT = ("arrival_time", "ttft", "e2e", "tpot", "max_itl")
+    _FLOAT = ("arrival_time", "ttft", "e2e", "tpot", "max_itl", "client_queue_time")
     _INT = ("prompt_len", "output_len", "num_preemptions", "num_cached_tokens")
     _BATCH = 4096  # rows held as tuples before they go into the columns
 
@@ -177,13 +178,13 @@ class RecordTable:
         if not rows:
             return
         (rids, pools, arrival, prompt, output, ttft, e2e, tpot, preemptions, max_itl, reasons,
-         cached) = zip(*rows)
+         cached, queued) = zip(*rows)
         try:
             tpots = array("d", tpot)
         except TypeError:  # one-token answers have none: NaN
             tpots = array("d", [math.nan if x is None else x for x in tpot])
         floats = {"arrival_time": array("d", arrival), "ttft": array("d", ttft), "e2e": array("d", e2e),
-                  "tpot": tpots, "max_itl": array("d", max_itl)}
+                  "tpot": tpots, "max_itl": array("d", max_itl), "client_queue_time": array("d", queued)}
         ints = {"prompt_len": array("i", prompt), "output_len": array("i", output),
                 "num_preemptions": array("i", preemptions), "num_cached_tokens": array("i", cached)}
         numbers = _id_numbers(rids)
@@ -214,7 +215,8 @@ class RecordTable:
             arrival_time=f["arrival_time"][k], prompt_len=i["prompt_len"][k], output_len=i["output_len"][k],
             ttft=f["ttft"][k], e2e=f["e2e"][k], tpot=None if math.isnan(tpot) else tpot,
             num_preemptions=i["num_preemptions"][k], max_itl=f["max_itl"][k],
-            finish_reason=self._names["reason"][self._reason[k]], num_cached_tokens=i["num_cached_tokens"][k])
+            finish_reason=self._names["reason"][self._reason[k]], num_cached_tokens=i["num_cached_tokens"][k],
+            client_queue_time=f["client_queue_time"][k])
 
     def __getitem__(self, index):
         self._fold()

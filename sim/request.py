@@ -24,14 +24,15 @@ class Request:
         "first_token_time", "last_token_time", "finish_time", "first_scheduled_time",
         "first_token_iteration", "finish_iteration", "finish_reason", "max_gap",
         "num_output_placeholders", "prompt_segments", "output_segment", "named", "num_cached_tokens",
-        "kv_run", "kv_shared", "kv_own", "_hashes",
+        "kv_run", "kv_shared", "kv_own", "_hashes", "client_queue_time",
     )
 
     def __init__(self, request_id: str, arrival_time: float, prompt_len: int, output_len: int,
                  priority: int = 0, pool: str = "chat", seq: int = 0,
                  prompt_segments: tuple[tuple[str, int], ...] | None = None,
-                 output_segment: str | None = None) -> None:
+                 output_segment: str | None = None, client_queue_time: float = 0.0) -> None:
         self.request_id = request_id
+        self.client_queue_time = client_queue_time  # waited at the client before it was sent
         self.arrival_time = arrival_time
         self.prompt_len = prompt_len
         self.output_len = output_len

@@ -104,6 +104,9 @@ class RequestSpec:
     """Its turn in a conversation of `WorkloadSpec.turns` turns (1: the first, or a single turn)."""
     conversation: str = ""
     """The conversation's id (its first request's id) when it has more than one turn."""
+    client_queue_time: float = 0.0
+    """Seconds it waited at the client for a free slot under `max_concurrency` before it was
+    sent at `arrival_time` (vLLM bench's `client_queue_time`)."""
 
     @property
     def output_segment(self) -> str | None:
@@ -495,8 +498,14 @@ class RequestQueue:
 
 
 def generate_queue(spec: WorkloadSpec, rng: np.random.Generator, n: int | None = None, start: float = 0.0,
-                   first_index: int = 0) -> RequestQueue | deque:
-    """Draw `n` requests (default `spec.num_prompts`) arriving from `start` on, as a queue."""
+                   first_index: int = 0, length_seed: int | None = None) -> RequestQueue | deque:
+    """Draw `n` requests (default `spec.num_prompts`) arriving from `start` on, as a queue.
+
+    What is sent (lengths, pools, prefixes, a dataset's sample) and when it is sent come from
+    two streams, as `vllm bench serve` samples its dataset before it draws arrival times: the
+    arrival times from `rng`, the rest from a generator of its own seeded by `length_seed` (drawn
+    from `rng` first when not given) and the first request's index. The same seed sends the same
+    prompts at every rate and arrival process."""
     import numpy as np
 
     if spec.arrival == "trace":
@@ -504,20 +513,30 @@ def generate_queue(spec: WorkloadSpec, rng: np.random.Generator, n: int | None =
     n = spec.num_prompts if n is None else n
     if n <= 0:
         return deque()
+    if length_seed is None:
+        length_seed = int(rng.integers(2**63))
+    sample = length_stream(length_seed, first_index)
     times = _arrival_times(spec, rng, n, start)
     if spec.dataset != "random":
-        prompt, output = dataset_lengths(spec, n, seed=int(rng.integers(2**63)))
-        return RequestQueue(times, prompt, output, None, spec.pool, first_index, **_sharing(spec, rng, n))
-    prompt = spec.input.draw(rng, n)
-    output = spec.output.draw(rng, n)
+        prompt, output = dataset_lengths(spec, n, seed=int(sample.integers(2**63)))
+        return RequestQueue(times, prompt, output, None, spec.pool, first_index, **_sharing(spec, sample, n))
+    prompt = spec.input.draw(sample, n)
+    output = spec.output.draw(sample, n)
     pools = None
     if spec.batch_pool_share > 0:
-        pools = rng.random(n) < spec.batch_pool_share
-        prompt = np.where(pools, spec.batch_input.draw(rng, n), prompt)
-        output = np.where(pools, spec.batch_output.draw(rng, n), output)
+        pools = sample.random(n) < spec.batch_pool_share
+        prompt = np.where(pools, spec.batch_input.draw(sample, n), prompt)
+        output = np.where(pools, spec.batch_output.draw(sample, n), output)
     # Token counts fit 32 bits (lengths are capped far below); half the memory of a long run's queue.
     return RequestQueue(times, _int32(prompt), _int32(output), pools, spec.pool, first_index,
-                        **_sharing(spec, rng, n))
+                        **_sharing(spec, sample, n))
+
+
+def length_stream(length_seed: int, first_index: int) -> np.random.Generator:
+    """The generator a draw's lengths come from: its own, whatever the arrival times drew."""
+    import numpy as np
+
+    return np.random.default_rng((length_seed, first_index))
 
 
 def _sharing(spec: WorkloadSpec, rng: np.random.Generator, n: int) -> dict:
@@ -565,9 +584,10 @@ def _int32(values):
 
 
 def generate(spec: WorkloadSpec, rng: np.random.Generator, n: int | None = None, start: float = 0.0,
-             first_index: int = 0) -> list[RequestSpec]:
-    """Draw `n` requests (default `spec.num_prompts`) arriving from `start` on."""
-    return list(generate_queue(spec, rng, n, start, first_index))
+             first_index: int = 0, length_seed: int | None = None) -> list[RequestSpec]:
+    """Draw `n` requests (default `spec.num_prompts`) arriving from `start` on (see
+    `generate_queue`)."""
+    return list(generate_queue(spec, rng, n, start, first_index, length_seed))
 
 
 # -- traces --------------------------------------------------------------------------------------

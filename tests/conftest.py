@@ -2,7 +2,7 @@
 
 `ci` (the default) is derandomized: the same examples on every run, so a failure in CI is a
 failure on every machine. `dev` draws ten times as many fresh examples each run; select it with
-`HYPOTHESIS_PROFILE=dev .venv/bin/python -m pytest tests/unit/test_reference_engine.py`.
+`HYPOTHESIS_PROFILE=dev .venv/bin/python -m pytest tests/unit/test_engine_agrees.py`.
 Tests size their example counts relative to the profile (`scaled_examples`), never absolutely.
 """
 

@@ -158,8 +158,9 @@ def add_sharing_args(p: argparse.ArgumentParser) -> None:
 def add_result_args(p: argparse.ArgumentParser, *, detailed: bool = True):
     r = p.add_argument_group("results (vllm bench serve's flags)")
     r.add_argument("--percentile-metrics", type=o.metric_list, metavar="LIST",
-                   help="metrics whose percentiles are printed: from ttft, tpot, itl, e2el "
-                        "(default ttft,tpot,itl)")
+                   help="metrics whose percentiles are printed: from ttft, tpot, itl, e2el, "
+                        "client_queue_time, e2el_including_client_queue (the last two under "
+                        "--max-concurrency; default ttft,tpot,itl)")
     r.add_argument("--metric-percentiles", type=o.percentile_list, metavar="LIST",
                    help="percentiles printed, such as 50,90,99 (default 99)")
     r.add_argument("--goodput", type=o.goodput_pair, nargs="+", metavar="KEY:MS",

@@ -59,6 +59,8 @@ class Point:
     metrics: dict
     bounded: bool
     note: str
+    error: str = ""
+    """Why its first failed request failed (the API server's refusal), if any did."""
 
 
 def point_task(task: tuple) -> Point:
@@ -73,9 +75,12 @@ def point_task(task: tuple) -> Point:
             return _whole_trace_point(scenario, value)
     else:
         rate = value
+    # Exactly the requests asked for (--num-prompts): a point is never rerun longer, so it reads
+    # as `sim` at that rate; a point with no steady window is judged on the whole run.
     point = measure_rate(runner(scenario, keep_requests=False, api_server=True), float(rate or math.inf),
-                         num_prompts=n, saturated=saturated, min_window=1)
-    return Point(value, point.metrics, point.bounded, point.note)
+                         num_prompts=n, saturated=saturated, min_window=1, max_requests=n)
+    failed = point.summary.failed
+    return Point(value, point.metrics, point.bounded, point.note, failed[0].error if failed else "")
 
 
 def _whole_trace_point(scenario, value) -> Point:
@@ -88,7 +93,13 @@ def _whole_trace_point(scenario, value) -> Point:
     stats = latency_percentiles(window if len(window) else summary.records)
     bounded = stats["e2e_slope"] <= BACKLOG_SLOPE
     note = "" if bounded else f"the run does not settle (E2E climbs {stats['e2e_slope'] * 1000:.0f} ms per second of arrivals)"
-    return Point(value, summary.metrics, bounded, note)
+    return Point(value, summary.metrics, bounded, note, summary.failed[0].error if summary.failed else "")
+
+
+def _all_failed(points, n: int) -> None:
+    """Every request of every point failed: nothing was measured, and the reason is the user's."""
+    if points and all(p.metrics["completed"] == 0 and p.error for p in points):
+        raise UserError(f"every one of the {n} requests failed, so no point can be measured: {points[0].error}")
 
 
 @user_errors
@@ -129,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
             if by_rate:
                 runner.expect(n * (len(values) + 1))
                 sat = point_task((sc, "request_rate", math.inf, None, n))
+                _all_failed([sat], n)
                 saturated = sat.metrics["request_throughput"]
                 runner.finished(n)
             else:
@@ -136,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
             tasks = [(sc, swept, v, saturated, n) for v in values]
             points = runner.map(point_task, tasks, jobs, description=f"sweeping {swept}",
                                 requests=lambda p: p.metrics["completed"])
+            _all_failed(points, n)
         knee = find_knee(values, [p.metrics["output_throughput"] for p in points],
                          [p.metrics[lat_key] for p in points], factor=args.knee_factor,
                          latency_name=lat_name, bounded=[p.bounded for p in points])

@@ -129,11 +129,12 @@ def _comma_list(item, what: str):
 rate_list = _comma_list(rate, "2,4,8,inf")
 positive_int_list = _comma_list(positive_int, "16,64,256")
 
-PERCENTILE_METRICS = ("ttft", "tpot", "itl", "e2el")
+PERCENTILE_METRICS = ("ttft", "tpot", "itl", "e2el", "client_queue_time", "e2el_including_client_queue")
 
 
 def metric_list(text: str) -> list[str]:
-    """--percentile-metrics: a comma-separated subset of ttft, tpot, itl, e2el."""
+    """--percentile-metrics: a comma-separated subset of vllm bench serve's metrics (the client's
+    two are printed under --max-concurrency)."""
     parts = [p.strip() for p in text.split(",")]
     bad = [p for p in parts if p not in PERCENTILE_METRICS]
     if not text.strip() or bad:

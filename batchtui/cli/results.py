@@ -147,6 +147,10 @@ SECTIONS = {"ttft": ("TTFT", "Time to First Token"),
             "tpot": ("TPOT", "Time per Output Token (excl. 1st token)"),
             "itl": ("ITL", "Inter-token Latency"),
             "e2el": ("E2EL", "End-to-end Latency")}
+CLIENT_SECTIONS = {"client_queue_time": ("Client Queue Time", "Client-side Queueing"),
+                   "e2el_including_client_queue": ("E2EL incl. Client Queue", "Queue-inclusive End-to-end Latency")}
+"""vllm bench serve's client-side metrics, printed (when asked for) under --max-concurrency; the
+queue-inclusive E2EL only at a finite rate."""
 DEFAULT_PERCENTILE_METRICS = ("ttft", "tpot", "itl")
 DEFAULT_METRIC_PERCENTILES = (99.0,)
 
@@ -154,6 +158,30 @@ DEFAULT_METRIC_PERCENTILES = (99.0,)
 def pword(q: float) -> str:
     """A percentile as vLLM names it: 99, 99.9."""
     return str(int(q)) if int(q) == q else str(q)
+
+
+def client_queue_metrics(records, workload, percentiles=DEFAULT_METRIC_PERCENTILES) -> dict:
+    """vllm bench serve's client-side figures over the completed requests, in ms: how long each
+    waited at the client for a slot under --max-concurrency (`client_queue_time`) and, at a
+    finite rate, its E2E latency with that wait (`e2el_including_client_queue`): mean, median,
+    std and pNN, as vLLM computes them (numpy, linear percentiles). Empty without a cap."""
+    import numpy as np
+
+    if workload is None or not workload.max_concurrency:
+        return {}
+    queued = records.column("client_queue_time")
+    series = {"client_queue_time": queued}
+    if workload.arrival != "trace" and math.isfinite(workload.request_rate):
+        series["e2el_including_client_queue"] = records.column("e2e") + queued
+    out = {}
+    for key, values in series.items():
+        values = values if len(values) else np.zeros(1)
+        out[f"mean_{key}_ms"] = float(np.mean(values)) * 1000
+        out[f"median_{key}_ms"] = float(np.median(values)) * 1000
+        out[f"std_{key}_ms"] = float(np.std(values)) * 1000
+        for q in sorted(set(percentiles) | {90.0, 99.0}):
+            out[f"p{pword(q)}_{key}_ms"] = float(np.percentile(values, q)) * 1000
+    return out
 
 
 def result_block(summary, config, deployment, *, workload=None, percentile_metrics=DEFAULT_PERCENTILE_METRICS,
@@ -193,6 +221,16 @@ def result_block(summary, config, deployment, *, workload=None, percentile_metri
         out.append(_line(f"Median {short} (ms):", m[f"median_{key}_ms"]))
         for q in percentiles:
             out.append(_line(f"P{pword(q)} {short} (ms):", m[f"p{pword(q)}_{key}_ms"]))
+    client = client_queue_metrics(summary.records, workload, percentiles) if any(
+        k in percentile_metrics for k in CLIENT_SECTIONS) else {}
+    for key, (short, title) in CLIENT_SECTIONS.items():
+        if key not in percentile_metrics or f"mean_{key}_ms" not in client:
+            continue
+        out.append(_header(title, "-"))
+        out.append(_line(f"Mean {short} (ms):", client[f"mean_{key}_ms"]))
+        out.append(_line(f"Median {short} (ms):", client[f"median_{key}_ms"]))
+        for q in percentiles:
+            out.append(_line(f"P{pword(q)} {short} (ms):", client[f"p{pword(q)}_{key}_ms"]))
     out.append(_header("Simulator", "-"))
     out.extend(simulator_lines(summary, config, deployment))
     out.append("=" * WIDTH)
@@ -316,7 +354,8 @@ def bench_result(run, setup, *, date: str, label: str | None = None, percentiles
         out["num_cached_tokens"] = by_arrival(recs.column("num_cached_tokens"), [0] * len(failed), int)
     else:
         out["latencies"] = latencies
-    out["queue_times"] = np.zeros(len(order))
+    # Seconds each waited at the client for a slot (--max-concurrency) before it was sent.
+    out["queue_times"] = by_arrival(recs.column("client_queue_time"), zeros)
     out["max_output_tokens_per_s"] = m["max_output_tokens_per_s"]
     out["max_concurrent_requests"] = m["max_concurrent_requests"]
     out["rtfx"] = 0.0
@@ -326,6 +365,7 @@ def bench_result(run, setup, *, date: str, label: str | None = None, percentiles
         out[f"std_{key}_ms"] = m[f"std_{key}_ms"]
         for q in sorted(set(percentiles) | {90.0, 99.0}):
             out[f"p{pword(q)}_{key}_ms"] = m[f"p{pword(q)}_{key}_ms"]
+    out.update(client_queue_metrics(recs, w, percentiles))
     # What only the simulator sees.
     out.update({
         "max_itl_ms": m["max_itl_ms"], "mean_running": m["mean_running"], "max_running": m["max_running"],

@@ -142,8 +142,12 @@ async def test_step_12_is_done_when_each_of_its_limits_binds(make_app, lessons):
 async def test_step_6_is_done_when_the_budget_and_the_seats_bind(make_app, lessons):
     app = make_app(list(lessons), start_step=6)
     async with app.run_test(size=(80, 24)) as pilot:
-        await run_for(pilot, 2.0)
         assert goal(app).note == "budget ○ seats ○"
+        await run_for(pilot, 2.0)
+        # At the lesson's traffic the seats never fill; the budget may bind by chance when two
+        # prompts arrive in one iteration (it does with this seed's arrivals), so only the seats
+        # are known to be open.
+        assert goal(app).note.endswith("seats ○") and goal(app).state == "open"
         await turn(pilot, "engine.max_num_batched_tokens", 64)
         await run_for(pilot, 3.0)
         await turn(pilot, "engine.max_num_batched_tokens", 1024)

@@ -19,7 +19,7 @@ from sim.scenario import Scenario
 from sim.schedulers.continuous import ContinuousScheduler
 from sim.trace import compare, run_case
 from sim.workload import MULTI_TURN_HELPDESK, RequestSpec, WorkloadSpec, answer_segment, next_turn
-from tests.unit.test_reference_engine import scaled_examples
+from tests.unit.test_engine_agrees import scaled_examples
 
 PREFIXES = ("sys", "doc", "tools")
 QUIET = WorkloadSpec(request_rate=1e-6, num_prompts=1)  # one unique request, long after the submitted ones
