@@ -77,6 +77,8 @@ REVEAL_CONTEXT = 6
 """Lines of the answer (a guess, a verdict) kept in sight above the reveal text."""
 SWEEP_DELAY = 0.15
 """Seconds between a step's first frame and the start of its rate sweep."""
+SHORT_BELOW = 24
+"""Terminal lines from which the dials keep a help line of their own."""
 DIAL_ROWS = 6
 """Dial lines in sight at most (in one column); a longer list scrolls as focus moves."""
 DIAL_ROWS_ZOOMED = 4
@@ -99,6 +101,9 @@ class TutorialScreen(Screen):
         Binding(str(n), f"choose({n})", show=False) for n in range(1, 10)
     ]
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-medium"), (160, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT_BELOW, "-tall")]
+    """Below 24 lines (an 80x24 terminal in tmux is an 80x23 pane) the dials' help line goes
+    into the status line while a dial has focus, so the views keep the 80x24 layout's lines."""
 
     def __init__(self, steps, start_index: int = 0) -> None:
         super().__init__()
@@ -962,6 +967,17 @@ class TutorialScreen(Screen):
     def on_resize(self) -> None:
         # Crossing a width breakpoint can change the dials' shape (two columns when wide).
         self.call_after_refresh(self._reshape_dials)
+        self.call_after_refresh(self._place_dial_help)
+
+    def on_dial_list_help_changed(self, message: DialList.HelpChanged) -> None:
+        self._place_dial_help()
+
+    def _place_dial_help(self) -> None:
+        """On a short terminal the help line under the dials is hidden (tutorial.tcss): a
+        focused dial's help shows in the status line instead."""
+        help_line = self.query_one("#dial-help")
+        focused = help_line.has_class("-focused") and self.has_class("-short")
+        self.query_one(SimStatus).show_help(help_line.text if focused else None)
 
     def _reshape_dials(self) -> None:
         dials = self.query_one(DialList)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from batchtui.progress import Progress, ProgressStore, state_dir
 from batchtui.screens.too_small import TooSmallScreen
 from batchtui.screens.tutorial import TutorialScreen
@@ -51,14 +53,20 @@ async def test_a_corrupt_progress_file_is_set_aside_with_a_notice(make_app, stat
     assert (state_dir / "progress.json.unreadable").read_text() == "{not json"
 
 
-async def test_below_80x24_a_plain_message_then_everything_comes_back(make_app):
+async def test_below_80x22_a_plain_message_then_everything_comes_back(make_app):
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("n")
         await pilot.resize_terminal(70, 20)
         await pilot.pause()
         assert isinstance(app.screen, TooSmallScreen)
-        assert "at least 80x24" in str(app.screen.query_one("#too-small-message").render())
+        assert "at least 80x22" in str(app.screen.query_one("#too-small-message").render())
+        await pilot.resize_terminal(80, 22)  # an 80x24 terminal in tmux with two status lines
+        await pilot.pause()
+        assert isinstance(app.screen, TutorialScreen)
+        await pilot.resize_terminal(80, 21)
+        await pilot.pause()
+        assert isinstance(app.screen, TooSmallScreen)
         await pilot.resize_terminal(100, 30)
         await pilot.pause()
         assert isinstance(app.screen, TutorialScreen)
@@ -107,3 +115,33 @@ def test_an_unwritable_directory_is_reported_once(tmp_path):
     first = store.save(Progress())
     assert first and "cannot be saved" in first
     assert store.save(Progress()) is None
+
+
+@pytest.mark.parametrize("height", [23, 22])
+async def test_on_a_short_terminal_the_focused_dial_s_help_shows_in_the_status_line(make_app, height):
+    from batchtui.widgets.sim_status import SimStatus
+
+    app = make_app()
+    async with app.run_test(size=(80, height)) as pilot:
+        await pilot.pause()
+        help_line = app.screen.query_one("#dial-help")
+        assert not help_line.display or help_line.region.area == 0
+        status = app.screen.query_one(SimStatus)
+        assert "t 0.00 s" in str(status.render())
+        await pilot.press("tab")
+        await pilot.pause()
+        assert "enter types" in str(status.render())
+        await pilot.press("escape")
+        await pilot.pause()
+        assert "t 0.00 s" in str(status.render())
+
+
+async def test_at_80x24_the_dials_keep_their_own_help_line(make_app):
+    from batchtui.widgets.sim_status import SimStatus
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("tab")
+        await pilot.pause()
+        assert "enter types" in str(app.screen.query_one("#dial-help").render())
+        assert "enter types" not in str(app.screen.query_one(SimStatus).render())

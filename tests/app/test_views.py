@@ -250,3 +250,21 @@ async def test_the_metrics_view_shows_the_prefix_cache_hit_rate_when_the_cache_i
         view.update_snapshot(snapshot(prefix_caching=False))
         await pilot.pause()
         assert "prefix" not in view.render().plain
+
+
+def test_a_view_s_tight_form_is_used_only_where_it_spares_a_page():
+    from batchtui.widgets.view_stack import pack
+
+    sizes = {"iteration": (7, 11, 11), "kv": (3, 4, 4), "metrics": (6, 6, 6)}
+    tight = {"iteration": 6}
+
+    def first_page(height):
+        pages = pack(list(sizes), sizes, 1, height, tight)
+        return len(pages), [(p.name, p.lines) for p in pages[0][0]]
+
+    # Room for every view's fewest lines: the tight form is not needed.
+    assert first_page(16) == (1, [("iteration", 7), ("kv", 3), ("metrics", 6)])
+    # One line short: the tight form keeps all three on one page.
+    assert first_page(15) == (1, [("iteration", 6), ("kv", 3), ("metrics", 6)])
+    # Two lines short: tight does not help, the usual pages.
+    assert first_page(14) == (2, [("iteration", 11), ("kv", 3)])
