@@ -488,6 +488,8 @@ class TutorialScreen(Screen):
     def on_simulation_frame(self, frame: SimulationFrame) -> None:
         if frame.origin is not self.sim:
             return  # from a step already left
+        # The next frame is posted once this one is drawn (after this refresh), not before.
+        self.call_after_refresh(frame.origin.frame_shown)
         frames = {"main": frame.snapshot}
         if frame.compare is not None:
             frames["compare"] = frame.compare
@@ -511,6 +513,10 @@ class TutorialScreen(Screen):
         g = self.settings.glyphs
         if snapshot.finished:
             state = "finished (r resets)"
+        elif sim.behind:
+            # The frame's share of time ran out before the simulated clock caught up.
+            speed = sim.speed
+            state = f"running {speed:.0f}x (CPU busy)" if speed >= 10 else f"running {speed:.2g}x (CPU busy)"
         elif sim.running:
             state = f"running {number(sim.time_scale)}x"
         else:
