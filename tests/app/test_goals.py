@@ -126,12 +126,16 @@ async def test_step_12_is_done_when_each_of_its_limits_binds(make_app, lessons):
     async with app.run_test(size=(80, 24)) as pilot:
         await run_for(pilot, 3.0)
         assert goal(app).ask == "Make each limit bind:"
-        assert goal(app).note == "budget ○ seats ✓ KV cache ○"  # the traffic outgrows the seats
+        # The traffic outgrows the seats at the step's own settings: not the learner's doing.
+        assert app.screen.sim.engine.snapshot().last.binding_limit == "max_num_seqs"
+        assert goal(app).note == "budget ○ seats ○ KV cache ○"
         assert 12 not in app.progress.completed
         await turn(pilot, "engine.max_num_batched_tokens", 64)  # far below one prompt
         await run_for(pilot, 3.0)
-        assert goal(app).note == "budget ✓ seats ✓ KV cache ○"
+        assert goal(app).note.startswith("budget ✓") and goal(app).note.endswith("KV cache ○")
         await turn(pilot, "engine.max_num_batched_tokens", 2048)
+        await run_for(pilot, 3.0)
+        assert goal(app).note == "budget ✓ seats ✓ KV cache ○"
         await turn(pilot, "engine.max_num_seqs", 512)
         await turn(pilot, "gpu_memory_utilization", 0.25)
         await run_for(pilot, 10.0)
@@ -142,7 +146,8 @@ async def test_step_12_is_done_when_each_of_its_limits_binds(make_app, lessons):
 async def test_step_6_is_done_when_the_budget_and_the_seats_bind(make_app, lessons):
     app = make_app(list(lessons), start_step=6)
     async with app.run_test(size=(80, 24)) as pilot:
-        await run_for(pilot, 2.0)
+        await run_for(pilot, 5.0)
+        # Whatever binds at the step's own settings, nothing is ticked before a dial moves.
         assert goal(app).note == "budget ○ seats ○"
         await turn(pilot, "engine.max_num_batched_tokens", 64)
         await run_for(pilot, 3.0)
