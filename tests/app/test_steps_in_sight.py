@@ -49,7 +49,7 @@ NEEDS: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {
     17: (("compare", "seats", "compare_seats"),
          (r"512 seats\s+64 seats", r"tokens/s\s+[\d.]+k\s+[\d.]+k", r"512 seats \d+/512", r"64 seats \d+/64")),
     18: (("metrics", "sparklines"), (r"TTFT\s+[\d.]+ ms\s+[\d.]+ m?s", r"TPOT\s+[\d.]+ ms\s+[\d.]+ ms",
-                                     r" chat\s+[\d.]+ ms", r" batch\s+[\d.]+ ms")),
+                                     r" chat\s+[\d.]+ ms", r" jobs\s+[\d.]+ ms")),
     19: (("metrics",), (r"tokens/s [\d.]+k", r"Ceiling = bandwidth")),
     20: (("seats", "kv", "iteration", "metrics", "sparklines"),
          (r"continuous \d+/256", r"KV [\d,]+/", r"limit: ", r"tokens/s [\d.]+k", r"gap\s+\S+")),
