@@ -100,3 +100,16 @@ async def test_the_proof_of_each_step_is_in_sight(make_app, lessons, number, siz
         text = screen_text(app)
         for pattern in patterns:
             assert re.search(pattern, text), f"step {number}: /{pattern}/ not on screen:\n{text}"
+
+
+async def test_a_lesson_that_says_it_fits_one_screen_does_at_80x24(make_app, lessons):
+    """The cheat sheet said "Everything on one screen" and took three: a step may only say so
+    if its lesson pane needs no scrolling."""
+    for step in lessons:
+        if "one screen" not in step.body_md:
+            continue
+        app = make_app(list(lessons), start_step=step.number)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            pane = app.screen.query_one("#lesson-pane")
+            assert pane.max_scroll_y == 0, f"step {step.number} says 'one screen' and scrolls {pane.max_scroll_y} lines"
