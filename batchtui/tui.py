@@ -121,7 +121,19 @@ def _run_app(args: argparse.Namespace) -> int:
         app.run(mouse=False)
     except Exception as exc:  # outside Textual's loop: starting or stopping the terminal driver
         return app.ending.finish(exc)
-    return app.ending.finish()
+    status = app.ending.finish()
+    if status == 0 and app.tutorial is not None and "TEXTUAL_DRIVER" not in os.environ:
+        # Leaving a terminal (a web page's output is textual-serve's pipe): the steps still
+        # open, so a learner knows what is left for next time.
+        from .step_list import summaries_of
+
+        still_open = app.progress.still_open([s.number for s in summaries_of(app.steps)])
+        if still_open:
+            try:
+                print(f"batchtui: {still_open} `batchtui` opens where you left off; `batchtui steps` lists them.")
+            except OSError:
+                pass  # the terminal went as the app ended
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:

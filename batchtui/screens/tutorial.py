@@ -328,6 +328,11 @@ class TutorialScreen(Screen):
         self._focus_lesson()
         self._update_goal()
         self._update_keys()
+        if self.index == len(self.summaries) - 1:
+            # The end: which steps a learner who skipped or missed some can still go back to.
+            others = self.app.progress.still_open([s.number for s in self.summaries if s.number != step.number])
+            if others:
+                self.say(f"The last step. {others} t opens the table of contents.")
 
     async def _begin(self, opening: object | None) -> None:
         """Start the step's simulation and sweep, unless another step was opened meanwhile."""
@@ -880,9 +885,14 @@ class TutorialScreen(Screen):
     # -- actions (ids in keys.py)
     async def action_next_step(self) -> None:
         if self.index + 1 >= len(self.summaries):
-            self.say("This is the last step. t opens the table of contents.")
+            self.say(f"This is the last step. {self.still_open() or 'Every step is done.'} "
+                     "t opens the table of contents.")
             return
         await self.show_step(self.index + 1)
+
+    def still_open(self) -> str:
+        """The steps not completed yet, in a line ("" if none)."""
+        return self.app.progress.still_open([s.number for s in self.summaries])
 
     async def action_previous_step(self) -> None:
         if self.index == 0:

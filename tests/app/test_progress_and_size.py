@@ -145,3 +145,25 @@ async def test_at_80x24_the_dials_keep_their_own_help_line(make_app):
         await pilot.pause()
         assert "enter types" in str(app.screen.query_one("#dial-help").render())
         assert "enter types" not in str(app.screen.query_one(SimStatus).render())
+
+
+def test_still_open_names_the_steps_not_done_in_runs():
+    done = Progress(completed={2, 3, 4, 6, 7, 8, 9, 10, 12, 13, 14, 15, 16, 18, 19, 20})
+    assert done.still_open(range(1, 21)) == "Still open: steps 1, 5, 11, 17."
+    assert Progress(completed=set(range(1, 21)) - {5}).still_open(range(1, 21)) == "Still open: step 5."
+    assert Progress().still_open(range(1, 21)) == "Still open: steps 1-20."
+    assert Progress(completed={3}).still_open(range(1, 6)) == "Still open: steps 1, 2, 4, 5."
+    assert Progress(completed=set(range(1, 21))).still_open(range(1, 21)) == ""
+
+
+async def test_the_last_step_says_which_steps_are_still_open(make_app, state_dir):
+    ProgressStore(state_dir).save(Progress(completed={1, 3}))
+    app = make_app(start_step=3)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("n")  # the stand-in's last step, 4
+        await pilot.pause()
+        assert app.screen.query_one(StepHeader).number == 4
+        assert app.screen.query_one(NoticeLine).message == (
+            "The last step. Still open: step 2. t opens the table of contents.")
+        await pilot.press("n")
+        assert "Still open: steps 2, 4." in app.screen.query_one(NoticeLine).message
