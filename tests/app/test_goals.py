@@ -255,3 +255,19 @@ async def test_a_loaded_scenario_s_block_size_is_the_kv_view_s(make_app, lessons
         kv = next(v for v in app.screen.stack.shown() if isinstance(v, KVCacheView))
         assert app.screen.sim.engine.scenario.block_size == 32
         assert "448k tok" in kv.render().plain  # not 224k: blocks of 32 tokens, not the lesson's 16
+
+
+async def test_a_long_wait_for_the_answer_counts_down_and_names_the_fast_forward_key(make_app, lessons):
+    step = lessons[0]
+    wait = step.activity.params.get("watch_s")
+    assert wait and wait >= 30, "step 1 makes the learner watch its run before the answer"
+    app = make_app(list(lessons), start_step=1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("2")
+        await pilot.pause()
+        app.screen.sim.fast_forward(0.1)
+        await pilot.pause()
+        assert goal(app).ask == f"Predict: the answer in {wait:.0f} simulated s; press + to fast-forward"
+        await run_for(pilot, 20.0, step=5.0)
+        assert goal(app).ask == f"Predict: the answer in {wait - 20:.0f} simulated s; press + to fast-forward"
+        assert "press + to fast-forward" in screen_text(app)
