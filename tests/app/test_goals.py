@@ -267,7 +267,7 @@ async def test_a_long_wait_for_the_answer_counts_down_and_names_the_fast_forward
         await pilot.pause()
         app.screen.sim.fast_forward(0.1)
         await pilot.pause()
-        assert goal(app).ask == f"Predict: the answer in {wait:.0f} simulated s; press + to fast-forward"
+        assert goal(app).ask == f"Predict: answer in {wait:.0f} simulated s; + fast-forwards"
         await run_for(pilot, 20.0, step=5.0)
-        assert goal(app).ask == f"Predict: the answer in {wait - 20:.0f} simulated s; press + to fast-forward"
+        assert goal(app).ask == f"Predict: answer in {wait - 20:.0f} simulated s; + fast-forwards"
         assert "press + to fast-forward" in screen_text(app)

@@ -87,7 +87,7 @@ class PredictView(ActivityView):
         if not self.revealed:
             # The seconds left count down on every frame, with the key that shortens them.
             left = max(0.0, self.predict.watch_seconds - (self.watched or 0.0))
-            return Goal(f"Predict: the answer in {left:.0f} simulated s; press + to fast-forward",
+            return Goal(f"Predict: answer in {left:.0f} simulated s; + fast-forwards",
                         "open", f"guess {self.predict.guess}")
         if self.predict.guess == self.predict.answer:
             return Goal("Predict, then watch the run", "done", "right")
