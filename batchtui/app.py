@@ -124,6 +124,16 @@ class BatchApp(App):
         self.ending.unexpected(error)
         self.panic()  # stop at once, print nothing: `tui.run_app` prints the line
 
+    async def on_event(self, event: events.Event) -> None:
+        split = escape_then_key(event)
+        if split is None:
+            await super().on_event(event)
+            return
+        # Esc and a key that followed it within the escape delay: Textual reads the pair as
+        # alt+key, which nothing here binds. They are the two keys the learner pressed.
+        for key in split:
+            await super().on_event(key)
+
     def words(self, text: str) -> str:
         """Text as this terminal shows it: plain ASCII under `--ascii`."""
         return ascii_text(text) if self.settings.ascii_only else text
@@ -161,6 +171,21 @@ class BatchApp(App):
     def action_help(self) -> None:
         if not isinstance(self.screen, (HelpScreen, TooSmallScreen)):
             self.push_screen(HelpScreen())
+
+
+def escape_then_key(event: events.Event) -> tuple[events.Key, events.Key] | None:
+    """An alt+key event from the terminal as the Esc and the key it was typed as (None for any
+    other event). batchtui binds no alt key, so alt+key only ever comes from Esc pressed shortly
+    before another key."""
+    if not isinstance(event, events.Key) or event.is_forwarded or not event.key.startswith("alt+"):
+        return None
+    key = event.key[len("alt+"):]
+    if not key or key.startswith(("alt+", "ctrl+alt")):
+        return None
+    character = event.character
+    if character is not None and character.startswith("\x1b"):
+        character = character[1:] or None
+    return events.Key("escape", "\x1b"), events.Key(key, character)
 
 
 def breakpoint_classes(screen_class, size: Size) -> list[str]:

@@ -130,6 +130,8 @@ _ASCII_TEXT = str.maketrans({
     "×": "x", "≈": "~", "÷": "/", "≤": "<=", "≥": ">=", "−": "-", "–": "-", "—": "--", "’": "'",
     "‘": "'", "“": '"', "”": '"', "…": "...", "→": "->", "←": "<-", "·": ".", "•": "*", "µ": "u",
     "\u00a0": " ", "\u202f": " ", "\u2009": " ",
+    # A checklist's marks, as the goal bar's own under --ascii ("?" would read as the help key).
+    "○": "[ ]", "◐": "[~]", "✓": "[x]",
 })
 _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
 _SUPERSCRIPT_RUN = re.compile("[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+")

@@ -5,7 +5,8 @@ view's `goal()`). The others are completed by doing what the lesson asks, watche
 run (STEPS.md):
 
 - a continuous-batching step whose dials set the scheduler's limits (steps 6 and 12): make
-  each of those limits bind at least once (the iteration view names it);
+  each of those limits bind at least once (the iteration view names it), with settings of the
+  learner's own (a limit that binds at the step's starting settings does not count);
 - a dynamic-batching step (step 4): find a traffic that one batch size cannot keep up with and a
   bigger one can;
 - the cheat sheet (step 19): work it out for another GPU or model;
@@ -95,19 +96,25 @@ class Checklist(StepGoal):
 
 
 class BindingLimits(Checklist):
-    """Make each limit the step's dials control bind at least once."""
+    """Make each limit the step's dials control bind at least once, once a dial has moved: what
+    binds at the step's own settings is the lesson's example, not the learner's doing."""
 
     def __init__(self, step, limits: list[str]) -> None:
         super().__init__(step)
         self.items = {limit: LIMIT_WORDS[limit].short for limit in limits}
+        self.moved = False
 
     @property
     def ask(self) -> str:
         return "Make each limit bind:"
 
+    def dial_moved(self, name: str, value: Any) -> bool:
+        self.moved = True
+        return False
+
     def observe(self, snapshot) -> bool:
         report = snapshot.last
-        return report is not None and self.tick(report.binding_limit)
+        return self.moved and report is not None and self.tick(report.binding_limit)
 
 
 class KeepUp(Checklist):

@@ -123,6 +123,21 @@ class Progress:
     answers: dict[int, str] = field(default_factory=dict)
     """The last answer typed or chosen on each step, as the learner gave it."""
 
+    def still_open(self, numbers) -> str:
+        """One line naming the steps (of `numbers`) not completed yet, runs joined ("1, 5,
+        11-17"); "" when every one is done."""
+        open_ = [n for n in numbers if n not in self.completed]
+        if not open_:
+            return ""
+        runs: list[list[int]] = []
+        for n in open_:
+            if runs and n == runs[-1][-1] + 1:
+                runs[-1].append(n)
+            else:
+                runs.append([n])
+        shown = ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
+        return f"Still open: step{'s' if len(open_) > 1 else ''} {shown}."
+
     def to_json(self) -> dict:
         return {
             "version": FORMAT_VERSION,

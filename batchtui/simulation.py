@@ -69,7 +69,14 @@ class LiveSimulation:
         if compare is not None:
             self._compare_own = dials.differing(scenario, compare) | set(compare_keeps)
         self.driver = Driver(self.engine, time_scale=time_scale, fps=fps)
+        if self.compare_engine is not None:
+            # The comparison run follows the main one's clock, so both show the same moment;
+            # the driver advances it within the frame's share of time, as the main one.
+            self.driver.followers.append(self.compare_engine)
         self.driver.subscribe(self._on_snapshot)
+        self._in_flight = False
+        """A frame is posted and not yet shown: the next waits (see `_on_snapshot`)."""
+        self._waiting: SimulationFrame | None = None
 
     # -- what a screen asks of the run (nothing reaches into the engine from a screen)
     @property
@@ -99,6 +106,16 @@ class LiveSimulation:
     @property
     def time_scale(self) -> float:
         return self.driver.time_scale
+
+    @property
+    def behind(self) -> bool:
+        """Running slower than `time_scale`: the machine cannot do a frame's work in its time."""
+        return self.running and self.driver.behind
+
+    @property
+    def speed(self) -> float | None:
+        """The speed reached over the last second (simulated seconds per second)."""
+        return self.driver.speed
 
     def run_pause(self) -> bool:
         """Toggle; True if now running."""
@@ -161,14 +178,23 @@ class LiveSimulation:
 
     # -- frames
     def _on_snapshot(self, snapshot: EngineSnapshot) -> None:
-        compare = None
-        if self.compare_engine is not None:
-            # The comparison run follows the main one's clock, so both show the same moment.
-            engine = self.compare_engine
-            if engine.time < snapshot.time and not engine.done:
-                engine.advance_until(snapshot.time)
-            compare = engine.snapshot()
-        self.post(SimulationFrame(self, snapshot, compare))
+        compare = self.compare_engine.snapshot() if self.compare_engine is not None else None
+        frame = SimulationFrame(self, snapshot, compare)
+        if self._in_flight:
+            # The app has not drawn the last frame yet (a busy machine): keep only the newest,
+            # so frames never queue up ahead of the learner's keys.
+            self._waiting = frame
+            return
+        self._in_flight = True
+        self.post(frame)
+
+    def frame_shown(self) -> None:
+        """The app has handled the last frame posted: post the newest one held back, if any."""
+        self._in_flight = False
+        frame, self._waiting = self._waiting, None
+        if frame is not None:
+            self._in_flight = True
+            self.post(frame)
 
 
 def batch_sweep(scenario: Scenario, batch_sizes, context: int = 640) -> SweepResult:

@@ -8,6 +8,11 @@ import sys
 from pathlib import Path
 
 DEFAULT_FPS = 10
+ESCAPE_DELAY_MS = 25
+"""How long a lone Esc waits for the rest of an escape sequence before it counts as the Esc key
+(Textual's ESCDELAY, 100 ms unless set). A sequence's bytes come together, even over SSH, and
+tmux sends them at once; 100 ms made Esc feel slow. The app also reads Esc + a key that came
+sooner as both keys (`app.BatchApp.on_event`), so a fast learner's Esc is never lost."""
 
 
 def add_app_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,6 +49,8 @@ def run_app(args: argparse.Namespace) -> int:
 
 
 def _run_app(args: argparse.Namespace) -> int:
+    # Read by Textual when first imported (textual.constants): before anything imports it.
+    os.environ.setdefault("ESCDELAY", str(ESCAPE_DELAY_MS))
     from sim.errors import SimError
 
     from .settings import AppSettings
@@ -116,7 +123,19 @@ def _run_app(args: argparse.Namespace) -> int:
         app.run(mouse=False)
     except Exception as exc:  # outside Textual's loop: starting or stopping the terminal driver
         return app.ending.finish(exc)
-    return app.ending.finish()
+    status = app.ending.finish()
+    if status == 0 and app.tutorial is not None and "TEXTUAL_DRIVER" not in os.environ:
+        # Leaving a terminal (a web page's output is textual-serve's pipe): the steps still
+        # open, so a learner knows what is left for next time.
+        from .step_list import summaries_of
+
+        still_open = app.progress.still_open([s.number for s in summaries_of(app.steps)])
+        if still_open:
+            try:
+                print(f"batchtui: {still_open} `batchtui` opens where you left off; `batchtui steps` lists them.")
+            except OSError:
+                pass  # the terminal went as the app ended
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,15 @@ from .engine import Engine
 from .reports import EngineSnapshot
 
 TIME_SCALES = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
-MAX_ITERATIONS_PER_TICK = 20000  # keeps one frame's work bounded when running far ahead
+WORK_SHARE = 0.4
+"""The share of a frame's wall time the engines may take: the rest is the app's (drawing, keys),
+so a key is answered within about a frame however heavy the simulation or busy the machine."""
+MAX_SLICE = 4096
+"""Most iterations per engine call between two looks at the clock. A slice is sized from the
+time iterations have been taking, to end well before the deadline (one iteration at least; a
+decode stretch in bulk counts its iterations, so no single call runs long)."""
+BEHIND = 0.9
+"""Below this share of the asked speed (over the last second) the run says it falls behind."""
 
 
 class Driver:
@@ -34,6 +42,17 @@ class Driver:
         self._wake = asyncio.Event()
         self._stopped = False
         self.sim_clock = engine.time  # where real time (scaled) has got to in simulated time
+        self.followers: list[Engine] = []
+        """Engines kept on this one's clock (a comparison run on the same arrivals), advanced
+        within the same frame's time."""
+        self.speed: float | None = None
+        """Simulated seconds per real second reached over about the last second while running
+        (None: not measured yet, or paused); below the asked `time_scale` when the work per frame
+        was cut short."""
+        self._window: list[tuple[float, float, float]] = []
+        """(real time, simulated seconds run, real seconds asked) per recent frame."""
+        self._per_iteration: dict[int, float] = {}
+        """Wall seconds an iteration has been taking, per engine (by id), to size slices."""
 
     # -- listeners
     def subscribe(self, callback: Callable[[EngineSnapshot], None]) -> Callable[[], None]:
@@ -42,6 +61,11 @@ class Driver:
         return lambda: self._subscribers.remove(callback) if callback in self._subscribers else None
 
     def publish(self) -> EngineSnapshot:
+        """Send the current state (the followers brought to its clock first, however long)."""
+        self.follow()
+        return self._publish()
+
+    def _publish(self) -> EngineSnapshot:
         snap = self.engine.snapshot()
         for cb in list(self._subscribers):
             cb(snap)
@@ -50,6 +74,8 @@ class Driver:
     # -- controls
     def pause(self) -> None:
         self.paused = True
+        self.speed = None
+        self._window.clear()
 
     def resume(self) -> None:
         self.paused = False
@@ -64,18 +90,25 @@ class Driver:
 
     def single_step(self) -> EngineSnapshot:
         """Pause and run exactly one iteration."""
-        self.paused = True
+        self.pause()
         self.engine.step()
         self.sim_clock = self.engine.time
         return self.publish()
 
     def faster(self) -> float:
         self.time_scale = _next_scale(self.time_scale, +1)
+        self._window.clear()
         return self.time_scale
 
     def slower(self) -> float:
         self.time_scale = _next_scale(self.time_scale, -1)
+        self._window.clear()
         return self.time_scale
+
+    @property
+    def behind(self) -> bool:
+        """Running slower than asked over the last second: the machine cannot keep up."""
+        return self.speed is not None and self.speed < BEHIND * self.time_scale
 
     def restart_clock(self) -> None:
         """Put the clock back on the engine's time (after a dial restarted the run)."""
@@ -86,8 +119,11 @@ class Driver:
         self._wake.set()
 
     # -- the loop
-    def advance(self, real_seconds: float) -> int:
-        """Run the iterations that fit in `real_seconds` of wall time at the current scale."""
+    def advance(self, real_seconds: float, deadline: float | None = None) -> int:
+        """Run the iterations that fit in `real_seconds` of wall time at the current scale, and
+        bring the followers to the same clock. With a `deadline` (a reading of `clock`) the work
+        stops there, a slice of iterations at a time: the simulated clock then falls behind, and
+        the debt is dropped rather than piled up. Returns the iterations run (this engine's)."""
         engine = self.engine
         # The clock may lag the engine (an iteration overshoots it, or the engine jumped over an
         # idle gap to the next arrival); then the engine waits for the clock to catch up, but
@@ -95,12 +131,63 @@ class Driver:
         self.sim_clock = max(self.sim_clock, engine.time - 10.0 * max(real_seconds, 0.1) * self.time_scale)
         self.sim_clock += real_seconds * self.time_scale
         target = self.sim_clock
-        n = engine.advance_until(target, MAX_ITERATIONS_PER_TICK)
+        start = engine.time
+        n = 0
+        while self.follow(deadline) and engine.time < target and not engine.done:
+            if deadline is not None and self.clock() >= deadline:
+                break
+            before = (engine.time, engine.iteration)
+            n += self._slice(engine, target, deadline)
+            if (engine.time, engine.iteration) == before:
+                break  # nothing more to run before the target (finished, or nothing can move)
         if engine.done:
             self.paused = True
-        if n >= MAX_ITERATIONS_PER_TICK:
-            self.sim_clock = engine.time  # too fast to keep up: drop the debt rather than pile it up
+        if engine.time < target and not engine.done:
+            self.sim_clock = engine.time  # cut short: drop the debt rather than pile it up
+        self._measure(real_seconds, engine.time - start)
         return n
+
+    def follow(self, deadline: float | None = None) -> bool:
+        """Bring the followers to this engine's clock (by the `deadline`, if given); True if
+        they got there."""
+        target = self.engine.time
+        for other in self.followers:
+            while other.time < target and not other.done:
+                if deadline is not None and self.clock() >= deadline:
+                    return False
+                before = (other.time, other.iteration)
+                self._slice(other, target, deadline)
+                if (other.time, other.iteration) == before:
+                    break
+        return True
+
+    def _slice(self, engine: Engine, target: float, deadline: float | None) -> int:
+        """One engine call towards `target`: all of it without a deadline, else as many
+        iterations as should take half the time left (from what they have been taking)."""
+        if deadline is None:
+            return engine.advance_until(target)
+        started = self.clock()
+        per = self._per_iteration.get(id(engine))
+        left = deadline - started
+        count = 1 if per is None else max(1, min(MAX_SLICE, int(0.5 * left / max(per, 1e-7))))
+        n = engine.advance_until(target, count)
+        if n:
+            took = (self.clock() - started) / n
+            self._per_iteration[id(engine)] = took if per is None else 0.5 * (per + took)
+        return n
+
+    def _measure(self, real_seconds: float, simulated: float) -> None:
+        """The speed reached over about the last second (frames of the run loop only)."""
+        if real_seconds <= 0:
+            return
+        now = self.clock()
+        window = self._window
+        window.append((now, simulated, real_seconds))
+        while len(window) > 1 and now - window[0][0] > 1.0:
+            window.pop(0)
+        asked = sum(w[2] for w in window)
+        if asked >= 0.5:  # enough frames to say
+            self.speed = sum(w[1] for w in window) / asked
 
     async def run(self) -> None:
         """Pace the engine until stopped. Sleeps while paused (no CPU used)."""
@@ -113,10 +200,12 @@ class Driver:
                 last = self.clock()
                 continue
             now = self.clock()
-            self.advance(now - last)
+            self.advance(now - last, deadline=now + WORK_SHARE * frame)
             last = now
-            self.publish()
-            await asyncio.sleep(max(0.0, frame - (self.clock() - now)))
+            self._publish()
+            # Sleep out the frame, and never less than the rest of its share: the app draws and
+            # answers keys meanwhile, even when the engines took their whole share.
+            await asyncio.sleep(max((1.0 - WORK_SHARE) * frame, frame - (self.clock() - now)))
 
     def start(self) -> asyncio.Task:
         self._task = asyncio.get_running_loop().create_task(self.run())

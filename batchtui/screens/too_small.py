@@ -1,4 +1,5 @@
-"""What shows instead of a broken layout when the terminal is smaller than 80x24."""
+"""What shows instead of a broken layout when the terminal is smaller than 80x22 (the tutorial's
+80x24 layout fits an 80x23 tmux pane and, a second status line under it, 80x22)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Static
 
-MIN_WIDTH, MIN_HEIGHT = 80, 24
+MIN_WIDTH, MIN_HEIGHT = 80, 22
 
 
 class TooSmallScreen(Screen):
@@ -28,12 +29,26 @@ class TooSmallScreen(Screen):
         self._say()
 
     def _say(self) -> None:
-        # Short lines, most important first: the whole message fits 30x8, and what a tinier
-        # terminal cuts off is the least needed.
         width, height = self.app.size
-        self.query_one(Static).update(
-            f"Terminal too small: {width}x{height}.\n"
-            f"batchtui needs at least {MIN_WIDTH}x{MIN_HEIGHT}:\n"
-            "please enlarge it.\n"
-            "(q quits)"
-        )
+        self.query_one(Static).update(too_small_message(width, height))
+
+
+def too_small_message(width: int, height: int) -> str:
+    """The longest wording whose every line fits `width` cells and whose lines fit `height`:
+    the message is never cut or wrapped, down to a handful of cells (`q` always quits)."""
+    need = f"{MIN_WIDTH}x{MIN_HEIGHT}"
+    wordings = (
+        (f"Terminal too small: {width}x{height}.", f"batchtui needs at least {need}:", "please enlarge it.",
+         "(q quits)"),
+        ("Terminal too small:", f"{width}x{height}. batchtui needs", f"at least {need}: please", "enlarge it. (q quits)"),
+        (f"Too small: {width}x{height}.", f"Needs {need}:", "please enlarge.", "(q quits)"),
+        (f"Too small: {width}x{height}.", f"Needs {need}.", "(q quits)"),
+        (f"{width}x{height}: too small.", f"Needs {need}."),
+        (f"Needs {need}.",),
+        (f"{need}+",),
+        (need,),
+    )
+    for lines in wordings:
+        if len(lines) <= height and all(len(line) <= width for line in lines):
+            return "\n".join(lines)
+    return wordings[-1][0][:width]

@@ -77,6 +77,8 @@ REVEAL_CONTEXT = 6
 """Lines of the answer (a guess, a verdict) kept in sight above the reveal text."""
 SWEEP_DELAY = 0.15
 """Seconds between a step's first frame and the start of its rate sweep."""
+SHORT_BELOW = 24
+"""Terminal lines from which the dials keep a help line of their own."""
 DIAL_ROWS = 6
 """Dial lines in sight at most (in one column); a longer list scrolls as focus moves."""
 DIAL_ROWS_ZOOMED = 4
@@ -99,6 +101,9 @@ class TutorialScreen(Screen):
         Binding(str(n), f"choose({n})", show=False) for n in range(1, 10)
     ]
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-medium"), (160, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT_BELOW, "-tall")]
+    """Below 24 lines (an 80x24 terminal in tmux is an 80x23 pane) the dials' help line goes
+    into the status line while a dial has focus, so the views keep the 80x24 layout's lines."""
 
     def __init__(self, steps, start_index: int = 0) -> None:
         super().__init__()
@@ -324,6 +329,11 @@ class TutorialScreen(Screen):
         self._focus_lesson()
         self._update_goal()
         self._update_keys()
+        if self.index == len(self.summaries) - 1:
+            # The end: which steps a learner who skipped or missed some can still go back to.
+            others = self.app.progress.still_open([s.number for s in self.summaries if s.number != step.number])
+            if others:
+                self.say(f"The last step. {others} t opens the table of contents.")
 
     async def _begin(self, opening: object | None) -> None:
         """Start the step's simulation and sweep, unless another step was opened meanwhile."""
@@ -484,6 +494,8 @@ class TutorialScreen(Screen):
     def on_simulation_frame(self, frame: SimulationFrame) -> None:
         if frame.origin is not self.sim:
             return  # from a step already left
+        # The next frame is posted once this one is drawn (after this refresh), not before.
+        self.call_after_refresh(frame.origin.frame_shown)
         frames = {"main": frame.snapshot}
         if frame.compare is not None:
             frames["compare"] = frame.compare
@@ -507,6 +519,10 @@ class TutorialScreen(Screen):
         g = self.settings.glyphs
         if snapshot.finished:
             state = "finished (r resets)"
+        elif sim.behind:
+            # The frame's share of time ran out before the simulated clock caught up.
+            speed = sim.speed
+            state = f"running {speed:.0f}x (CPU busy)" if speed >= 10 else f"running {speed:.2g}x (CPU busy)"
         elif sim.running:
             state = f"running {number(sim.time_scale)}x"
         else:
@@ -877,9 +893,14 @@ class TutorialScreen(Screen):
     async def action_next_step(self) -> None:
         at = self._wanted if self._wanted is not None else self.index
         if at + 1 >= len(self.summaries):
-            self.say("This is the last step. t opens the table of contents.")
+            self.say(f"This is the last step. {self.still_open() or 'Every step is done.'} "
+                     "t opens the table of contents.")
             return
         self._go(at + 1)
+
+    def still_open(self) -> str:
+        """The steps not completed yet, in a line ("" if none)."""
+        return self.app.progress.still_open([s.number for s in self.summaries])
 
     async def action_previous_step(self) -> None:
         at = self._wanted if self._wanted is not None else self.index
@@ -991,6 +1012,17 @@ class TutorialScreen(Screen):
     def on_resize(self) -> None:
         # Crossing a width breakpoint can change the dials' shape (two columns when wide).
         self.call_after_refresh(self._reshape_dials)
+        self.call_after_refresh(self._place_dial_help)
+
+    def on_dial_list_help_changed(self, message: DialList.HelpChanged) -> None:
+        self._place_dial_help()
+
+    def _place_dial_help(self) -> None:
+        """On a short terminal the help line under the dials is hidden (tutorial.tcss): a
+        focused dial's help shows in the status line instead."""
+        help_line = self.query_one("#dial-help")
+        focused = help_line.has_class("-focused") and self.has_class("-short")
+        self.query_one(SimStatus).show_help(help_line.text if focused else None)
 
     def _reshape_dials(self) -> None:
         dials = self.query_one(DialList)

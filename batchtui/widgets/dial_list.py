@@ -12,6 +12,7 @@ from pathlib import Path
 from rich.text import Text
 from textual import on
 from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.widget import Widget
 
 from ..glyphs import UNICODE
@@ -44,6 +45,15 @@ class DialList(Vertical):
     scroll into sight as focus moves). Up and down stop at the ends of the list."""
 
     DEFAULT_CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
+
+    class HelpChanged(Message):
+        """The help line's text changed: a screen too short for the line shows it elsewhere."""
+
+        def __init__(self, text: Text, focused: bool) -> None:
+            super().__init__()
+            self.text = text
+            self.focused = focused
+            """A dial has focus (the text is the dial's range), rather than the resting hint."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -111,9 +121,13 @@ class DialList(Vertical):
             if focused.spec.is_numeric:
                 text.append(f"{g.sep}enter types")
             text.append(place)
-            self.query_one(DialHelp).show(text, True)
+            focused = True
         else:
-            self.query_one(DialHelp).show(Text(" " + self.app_words(self.rest_hint)), False)
+            text, focused = Text(" " + self.app_words(self.rest_hint)), False
+        help_line = self.query_one(DialHelp)
+        if (text.plain, focused) != (help_line.text.plain, help_line.has_class("-focused")):
+            help_line.show(text, focused)
+            self.post_message(self.HelpChanged(text, focused))
 
     def app_words(self, text: str) -> str:
         words = getattr(self.app, "words", None)
@@ -125,7 +139,7 @@ class DialList(Vertical):
         message.stop()
         await self._close_entry()
         self.entry = entry = DialEntry(message.dial)
-        self.query_one(DialHelp).display = False
+        self.add_class("-typing")
         await self.mount(entry)
         if self.entry is entry:  # not closed by a key that arrived while it was mounted
             entry.focus()
@@ -147,5 +161,5 @@ class DialList(Vertical):
         if entry is not None:
             await entry.remove()
         if self.is_mounted:
-            self.query_one(DialHelp).display = True
+            self.remove_class("-typing")
             self.update_help()

@@ -45,7 +45,8 @@ class IterationView(SimView):
     The time is shown the way the cost model makes it: the weights read and the linear layers'
     compute overlap (the roofline joins them as the square root of the sum of their squares),
     then the KV read, prefill attention, all-reduce and overhead add on. Full form: 11 lines;
-    compact (when the view stack has less room): 7."""
+    compact (when the view stack has less room): 7; tight (a short terminal, where it saves a
+    page): 6, without the seats line (the seats and KV views show both)."""
 
     view_name = "iteration"
     DEFAULT_CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
@@ -57,9 +58,17 @@ class IterationView(SimView):
     }
     FULL_LINES = 11
     COMPACT_LINES = 7
+    TIGHT_LINES = 6
 
     def min_lines(self, width: int) -> int:
         return self.COMPACT_LINES
+
+    def tight_lines(self, width: int) -> int:
+        return self.TIGHT_LINES
+
+    @property
+    def tight(self) -> bool:
+        return self.max_lines is not None and self.max_lines < self.COMPACT_LINES
 
     def wanted_lines(self, width: int) -> int:
         return self.FULL_LINES
@@ -124,13 +133,16 @@ class IterationView(SimView):
         text.append("]\n")
 
         seats = f"seats {report.running:,}/{report.max_num_seqs:,}{g.sep}waiting {report.waiting:,}"
-        if compact:
+        if self.tight:
+            pass
+        elif compact:
             text.append(seats)
             text.append_text(self._free_blocks(report, width - len(seats), compact=True))
+            text.append("\n")
         else:
             text.append(f"{seats}\n")
             text.append_text(self._free_blocks(report, width, compact=False))
-        text.append("\n")
+            text.append("\n")
 
         self._time_lines(text, report.cost, report.duration, width, compact)
 

@@ -1,4 +1,5 @@
-"""One line above the dials: running or paused, the speed, simulated time, iteration."""
+"""One line above the dials: running or paused, the speed, simulated time, iteration; on a
+terminal too short for a help line under the dials, the focused dial's help instead."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ class SimStatus(Widget):
         self.line = ""
         self.short = ""
         """What is shown instead when `line` does not fit."""
+        self.help: Text | None = None
+        """Shown instead of the status while set (the dials' help, see `show_help`)."""
 
     def show(self, line: str, running: bool, short: str = "") -> None:
         self.set_class(running, "-running")
@@ -25,7 +28,16 @@ class SimStatus(Widget):
             self.line, self.short = line, short
             self.refresh()
 
+    def show_help(self, text: Text | None) -> None:
+        """Show `text` (a focused dial's range) in place of the status; None: the status again."""
+        if (text.plain if text is not None else None) != (self.help.plain if self.help is not None else None):
+            self.help = text
+            self.set_class(text is not None, "-help")
+            self.refresh()
+
     def render(self) -> Text:
+        if self.help is not None:
+            return self.help
         width = self.outer_size.width - self.styles.gutter.width
         line = self.line if len(self.line) <= width or not self.short else self.short
         return Text(line, no_wrap=True, overflow="crop")

@@ -52,6 +52,11 @@ class SimView(Widget):
             return self.LINES
         return self.build(max(width, 1)).plain.count("\n") + 1
 
+    def tight_lines(self, width: int) -> int:
+        """Fewer lines still, drawn only when that spares the learner a page (a short
+        terminal): the view leaves out what another view also shows."""
+        return self.min_lines(width)
+
     def wanted_lines(self, width: int) -> int:
         """The lines it would draw with room to spare (at least `min_lines`)."""
         return self.min_lines(width)

@@ -38,13 +38,31 @@ class Placement(NamedTuple):
 
 
 def pack(names: Sequence[str], sizes: Mapping[str, tuple[int, int, int]], columns: int,
-         height: int) -> list[list[list[Placement]]]:
-    """Pages of columns of views. `sizes` gives each view's (fewest, comfortable, most) lines.
+         height: int, tight: Mapping[str, int] | None = None) -> list[list[list[Placement]]]:
+    """Pages of columns of views. `sizes` gives each view's (fewest, comfortable, most) lines;
+    `tight`, fewer lines still for some views, used only if the views then take fewer pages or
+    the first page holds more of them.
 
     Views go in order, each into the emptier column of the page with room for its fewest lines
     (a view taller than a whole column gets one to itself); then each column's spare lines go
     first to views that reach their comfortable size with them (an iteration view's full form),
     then one blank line between views, then to views that can use more (more rows of seats)."""
+    pages = _pack(names, sizes, columns, height)
+    if tight and len(pages) > 1:
+        tighter = {name: (min(tight.get(name, low), low), comfortable, most)
+                   for name, (low, comfortable, most) in sizes.items()}
+        fewer = _pack(names, tighter, columns, height)
+        if (len(fewer), -_count(fewer[0])) < (len(pages), -_count(pages[0])):
+            return fewer
+    return pages
+
+
+def _count(page: list[list[Placement]]) -> int:
+    return sum(len(column) for column in page)
+
+
+def _pack(names: Sequence[str], sizes: Mapping[str, tuple[int, int, int]], columns: int,
+          height: int) -> list[list[list[Placement]]]:
     pages: list[list[list[str]]] = []
     page: list[list[str]] = [[] for _ in range(columns)]
     used = [0] * columns
@@ -165,7 +183,8 @@ class ViewStack(Horizontal):
         column_width = (width - (columns - 1)) // columns  # one cell between columns
         self._shape = (columns, column_width)
         self._sizes = self._measure(column_width)
-        self.pages = pack(self.names, self._sizes, columns, height)
+        tight = {name: self.query_one(f"#view-{name}-0", SimView).tight_lines(column_width) for name in self.names}
+        self.pages = pack(self.names, self._sizes, columns, height, tight)
         self.page = min(self.page, len(self.pages) - 1)
         self.set_class(columns > 1, "-two-columns")
         was_shown = set(self.shown_ids)

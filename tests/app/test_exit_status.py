@@ -60,11 +60,12 @@ def after_the_app(session: PtySession) -> str:
     return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][0-9A-B]|\x1b[=>]", "", tail)
 
 
-def test_q_quits_with_status_zero(launch):
+def test_q_quits_with_status_zero_and_says_which_steps_are_still_open(launch):
     session = launch("--step", "2")
     session.press("q")
     assert session.wait_exit(timeout=20) == 0
-    assert after_the_app(session).strip() == ""
+    assert after_the_app(session).strip() == (
+        "batchtui: Still open: steps 1-20. `batchtui` opens where you left off; `batchtui steps` lists them.")
 
 
 def test_an_error_nobody_caught_exits_1_with_one_line_and_a_capped_report(launch, tmp_path):

@@ -189,3 +189,34 @@ def test_keys_in_one_read_over_the_first_launch_orientation(tmp_path, keys):
         assert crash_reports(tmp_path / "state") == []
     finally:
         session.kill()
+
+
+@pytest.mark.parametrize("gap", [0.0, 0.05], ids=["same-read", "50ms-later"])
+def test_escape_then_a_key_soon_after_is_both_keys(launch, tmp_path, gap):
+    """Esc leaves the dials and n opens the next step, even when n follows within the escape
+    delay (Textual reads Esc + n in one read as alt+n) or in the same read."""
+    session = launch("--step", "1")
+    session.press("tab")
+    time.sleep(0.6)
+    assert session.wait_for("enter types", timeout=10), session.text()  # a dial has focus
+    session.write(b"\x1b")
+    time.sleep(gap)
+    session.write(b"n")
+    assert session.wait_for("Step 2/20", timeout=10), session.text()
+    assert_answers_and_quits(session)
+
+
+def test_the_escape_delay_is_short_unless_the_learner_set_one(tmp_path):
+    import subprocess
+    import sys
+
+    script = ("import argparse, os, sys\n"
+              "from batchtui import tui\n"
+              "parser = argparse.ArgumentParser(); tui.add_app_arguments(parser)\n"
+              "tui.run_app(parser.parse_args(['--fps', '0']))  # refused: returns at once\n"
+              "import textual.constants as c; print(c.ESCAPE_DELAY)\n")
+    for env, expected in (({}, "0.025"), ({"ESCDELAY": "60"}, "0.06")):
+        environment = {k: v for k, v in os.environ.items() if k != "ESCDELAY"} | env
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environment,
+                             cwd=tmp_path, timeout=60)
+        assert out.stdout.strip().splitlines()[-1] == expected, out

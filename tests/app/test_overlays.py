@@ -167,14 +167,21 @@ async def test_the_playground_refuses_a_scenario_that_cannot_run(make_app, lesso
 # -- too small
 
 
-@pytest.mark.parametrize("size", [(79, 24), (40, 10), (30, 8)])
-async def test_the_too_small_message_fits(make_app, size):
+FULL_MESSAGE = ("Terminal too small: {w}x{h}.", "batchtui needs at least 80x22:", "please enlarge it.", "(q quits)")
+
+
+@pytest.mark.parametrize("size, lines", [
+    ((79, 24), FULL_MESSAGE), ((80, 21), FULL_MESSAGE), ((40, 10), FULL_MESSAGE), ((30, 8), FULL_MESSAGE),
+    ((20, 5), ("Too small: {w}x{h}.", "Needs 80x22:", "please enlarge.", "(q quits)")),
+    ((16, 3), ("Too small: {w}x{h}.", "Needs 80x22.", "(q quits)")),
+    ((12, 2), ("Needs 80x22.",)),
+], ids=lambda v: "%dx%d" % v if isinstance(v[0], int) else "")
+async def test_the_too_small_message_is_whole_at_any_size(make_app, size, lines):
+    """Every line whole, nothing else on the screen (no scrollbar, no leftover of the step)."""
     app = make_app()
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         assert isinstance(app.screen, TooSmallScreen)
-        text = screen_text(app)
         width, height = size
-        for line in (f"Terminal too small: {width}x{height}.", "batchtui needs at least 80x24:",
-                     "please enlarge it.", "(q quits)"):
-            assert line in text, text
+        shown = [line.strip() for line in screen_text(app).split("\n") if line.strip()]
+        assert shown == [line.format(w=width, h=height) for line in lines], shown

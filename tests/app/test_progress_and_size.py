@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from batchtui.progress import Progress, ProgressStore, state_dir
 from batchtui.screens.too_small import TooSmallScreen
 from batchtui.screens.tutorial import TutorialScreen
@@ -51,14 +53,20 @@ async def test_a_corrupt_progress_file_is_set_aside_with_a_notice(make_app, stat
     assert (state_dir / "progress.json.unreadable").read_text() == "{not json"
 
 
-async def test_below_80x24_a_plain_message_then_everything_comes_back(make_app):
+async def test_below_80x22_a_plain_message_then_everything_comes_back(make_app):
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("n")
         await pilot.resize_terminal(70, 20)
         await pilot.pause()
         assert isinstance(app.screen, TooSmallScreen)
-        assert "at least 80x24" in str(app.screen.query_one("#too-small-message").render())
+        assert "at least 80x22" in str(app.screen.query_one("#too-small-message").render())
+        await pilot.resize_terminal(80, 22)  # an 80x24 terminal in tmux with two status lines
+        await pilot.pause()
+        assert isinstance(app.screen, TutorialScreen)
+        await pilot.resize_terminal(80, 21)
+        await pilot.pause()
+        assert isinstance(app.screen, TooSmallScreen)
         await pilot.resize_terminal(100, 30)
         await pilot.pause()
         assert isinstance(app.screen, TutorialScreen)
@@ -107,3 +115,55 @@ def test_an_unwritable_directory_is_reported_once(tmp_path):
     first = store.save(Progress())
     assert first and "cannot be saved" in first
     assert store.save(Progress()) is None
+
+
+@pytest.mark.parametrize("height", [23, 22])
+async def test_on_a_short_terminal_the_focused_dial_s_help_shows_in_the_status_line(make_app, height):
+    from batchtui.widgets.sim_status import SimStatus
+
+    app = make_app()
+    async with app.run_test(size=(80, height)) as pilot:
+        await pilot.pause()
+        help_line = app.screen.query_one("#dial-help")
+        assert not help_line.display or help_line.region.area == 0
+        status = app.screen.query_one(SimStatus)
+        assert "t 0.00 s" in str(status.render())
+        await pilot.press("tab")
+        await pilot.pause()
+        assert "enter types" in str(status.render())
+        await pilot.press("escape")
+        await pilot.pause()
+        assert "t 0.00 s" in str(status.render())
+
+
+async def test_at_80x24_the_dials_keep_their_own_help_line(make_app):
+    from batchtui.widgets.sim_status import SimStatus
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("tab")
+        await pilot.pause()
+        assert "enter types" in str(app.screen.query_one("#dial-help").render())
+        assert "enter types" not in str(app.screen.query_one(SimStatus).render())
+
+
+def test_still_open_names_the_steps_not_done_in_runs():
+    done = Progress(completed={2, 3, 4, 6, 7, 8, 9, 10, 12, 13, 14, 15, 16, 18, 19, 20})
+    assert done.still_open(range(1, 21)) == "Still open: steps 1, 5, 11, 17."
+    assert Progress(completed=set(range(1, 21)) - {5}).still_open(range(1, 21)) == "Still open: step 5."
+    assert Progress().still_open(range(1, 21)) == "Still open: steps 1-20."
+    assert Progress(completed={3}).still_open(range(1, 6)) == "Still open: steps 1, 2, 4, 5."
+    assert Progress(completed=set(range(1, 21))).still_open(range(1, 21)) == ""
+
+
+async def test_the_last_step_says_which_steps_are_still_open(make_app, state_dir):
+    ProgressStore(state_dir).save(Progress(completed={1, 3}))
+    app = make_app(start_step=3)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("n")  # the stand-in's last step, 4
+        await pilot.pause()
+        assert app.screen.query_one(StepHeader).number == 4
+        assert app.screen.query_one(NoticeLine).message == (
+            "The last step. Still open: step 2. t opens the table of contents.")
+        await pilot.press("n")
+        assert "Still open: steps 2, 4." in app.screen.query_one(NoticeLine).message

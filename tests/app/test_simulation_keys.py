@@ -120,3 +120,26 @@ async def test_views_follow_the_step(make_app):
         assert not app.screen.query_one(IterationView).display  # step 1 shows seats + metrics
         await pilot.press("n")
         assert app.screen.query_one(IterationView).display
+
+
+async def test_the_status_line_says_when_the_run_falls_behind_its_speed(make_app):
+    from batchtui.widgets.sim_status import SimStatus
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        sim = app.screen.sim
+        for _ in range(8):
+            await pilot.press("plus")
+        assert sim.time_scale == 30.0 and sim.running
+        status = app.screen.query_one(SimStatus)
+        sim.publish()
+        await pilot.pause()
+        assert "running 30x" in str(status.render())
+        sim.driver.speed = 2.6  # what the driver measured: the frames' work was cut short
+        sim.publish()
+        await pilot.pause()
+        assert "running 2.6x (CPU busy)" in str(status.render())
+        sim.driver.speed = 29.0  # keeping up again
+        sim.publish()
+        await pilot.pause()
+        assert "running 30x" in str(status.render())

@@ -1,4 +1,4 @@
-"""Every step at 80x24: after its scenario has run (a prediction made first, where it asks one),
+"""Every step at 80x24, 80x23 and 80x22: after its scenario has run (a prediction made first, where it asks one),
 the views its claim needs are in sight without scrolling or paging, with live numbers in them.
 
 "In sight" means what the learner sees: the view is drawn, on the page shown, and its whole
@@ -13,6 +13,9 @@ import re
 import pytest
 
 import steps
+from batchtui.widgets.dial_list import DialList
+from batchtui.widgets.goal_bar import GoalBar
+from batchtui.widgets.key_bar import KeyBar
 from screen_text import screen_text
 
 SECONDS = 20.0  # simulated seconds run before looking: queues and batches have formed
@@ -46,7 +49,7 @@ NEEDS: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {
     17: (("compare", "seats", "compare_seats"),
          (r"512 seats\s+64 seats", r"tokens/s\s+[\d.]+k\s+[\d.]+k", r"512 seats \d+/512", r"64 seats \d+/64")),
     18: (("metrics", "sparklines"), (r"TTFT\s+[\d.]+ ms\s+[\d.]+ m?s", r"TPOT\s+[\d.]+ ms\s+[\d.]+ ms",
-                                     r" chat\s+[\d.]+ ms", r" batch\s+[\d.]+ ms")),
+                                     r" chat\s+[\d.]+ ms", r" jobs\s+[\d.]+ ms")),
     19: (("metrics",), (r"tokens/s [\d.]+k", r"Ceiling = bandwidth")),
     20: (("seats", "kv", "iteration", "metrics", "sparklines"),
          (r"continuous \d+/256", r"KV [\d,]+/", r"limit: ", r"tokens/s [\d.]+k", r"gap\s+\S+")),
@@ -68,15 +71,22 @@ def in_sight(app, view) -> bool:
     return view.display and region.area > 0 and screen.contains_region(region)
 
 
+SIZES = ((80, 24), (80, 23), (80, 22))
+"""80x24; tmux's status line makes it an 80x23 pane, a second status line (or GNU screen's
+hardstatus) 80x22: the smallest the tutorial runs at."""
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda size: "%dx%d" % size)
 @pytest.mark.parametrize("number", sorted(NEEDS))
-async def test_the_proof_of_each_step_is_in_sight_at_80x24(make_app, lessons, number):
+async def test_the_proof_of_each_step_is_in_sight(make_app, lessons, number, size):
     app = make_app(list(lessons), start_step=number)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=size) as pilot:
         screen = app.screen
         step = screen.step
         if step.activity.kind == "predict":
             await pilot.press(str(step.activity.params["answer"]))  # the run starts with a guess
         screen.sim.fast_forward(SECONDS)
+        screen.clear_notice()  # a notice stands in for the goal line until the next key
         await pilot.pause()
         await pilot.pause()
         views, patterns = NEEDS[number]
@@ -84,6 +94,22 @@ async def test_the_proof_of_each_step_is_in_sight_at_80x24(make_app, lessons, nu
         for name in views:
             assert name in shown, f"step {number}: {name} is not on the page shown ({sorted(shown)})"
             assert in_sight(app, shown[name]), f"step {number}: {name} is not wholly in sight"
+        for bar in (GoalBar, KeyBar, DialList):
+            widget = screen.query_one(bar)
+            assert in_sight(app, widget), f"step {number}: the {bar.__name__} is not wholly in sight"
         text = screen_text(app)
         for pattern in patterns:
             assert re.search(pattern, text), f"step {number}: /{pattern}/ not on screen:\n{text}"
+
+
+async def test_a_lesson_that_says_it_fits_one_screen_does_at_80x24(make_app, lessons):
+    """The cheat sheet said "Everything on one screen" and took three: a step may only say so
+    if its lesson pane needs no scrolling."""
+    for step in lessons:
+        if "one screen" not in step.body_md:
+            continue
+        app = make_app(list(lessons), start_step=step.number)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            pane = app.screen.query_one("#lesson-pane")
+            assert pane.max_scroll_y == 0, f"step {step.number} says 'one screen' and scrolls {pane.max_scroll_y} lines"

@@ -250,3 +250,36 @@ async def test_the_metrics_view_shows_the_prefix_cache_hit_rate_when_the_cache_i
         view.update_snapshot(snapshot(prefix_caching=False))
         await pilot.pause()
         assert "prefix" not in view.render().plain
+
+
+def test_a_view_s_tight_form_is_used_only_where_it_spares_a_page():
+    from batchtui.widgets.view_stack import pack
+
+    sizes = {"iteration": (7, 11, 11), "kv": (3, 4, 4), "metrics": (6, 6, 6)}
+    tight = {"iteration": 6}
+
+    def first_page(height):
+        pages = pack(list(sizes), sizes, 1, height, tight)
+        return len(pages), [(p.name, p.lines) for p in pages[0][0]]
+
+    # Room for every view's fewest lines: the tight form is not needed.
+    assert first_page(16) == (1, [("iteration", 7), ("kv", 3), ("metrics", 6)])
+    # One line short: the tight form keeps all three on one page.
+    assert first_page(15) == (1, [("iteration", 6), ("kv", 3), ("metrics", 6)])
+    # Two lines short: tight does not help, the usual pages.
+    assert first_page(14) == (2, [("iteration", 11), ("kv", 3)])
+
+
+async def test_the_batch_jobs_pool_is_not_labelled_like_the_running_batch():
+    from batchtui.widgets.metrics import MetricsView as MetricsWidget
+    from sim.reports import PoolView
+
+    pools = (PoolView("chat", 10, 0.02, 0.05, 0.008, 0.01), PoolView("batch", 5, 0.2, 0.5, 0.009, 0.012))
+    view = MetricsWidget()
+    async with ViewApp(view).run_test(size=(40, 12)) as pilot:
+        view.update_snapshot(snapshot(running=59, metrics=MetricsView(completed=15, pools=pools)))
+        await pilot.pause()
+        lines = view.render().plain.splitlines()
+        assert [line.split()[0] for line in lines[1:] if line.startswith(" ")] == ["chat", "jobs"] * 2
+        # "batch" names one thing only: the running batch.
+        assert [line for line in lines if "batch" in line] == [line for line in lines if "batch 59" in line]

@@ -15,6 +15,12 @@ def test_every_step_at_80x24(snap_compare, tutorial, number):
     assert snap_compare(tutorial(number), terminal_size=(80, 24), run_before=advance(SECONDS_SHOWN))
 
 
+@pytest.mark.parametrize("number", range(1, 21))
+def test_every_step_at_80x23(snap_compare, tutorial, number):
+    # An 80x24 terminal in tmux: the status line leaves the program 23 lines.
+    assert snap_compare(tutorial(number), terminal_size=(80, 23), run_before=advance(SECONDS_SHOWN))
+
+
 @pytest.mark.parametrize("number", [1, 6, 7, 14])
 def test_some_steps_at_120x40(snap_compare, tutorial, number):
     assert snap_compare(tutorial(number), terminal_size=(120, 40), run_before=advance(SECONDS_SHOWN))

@@ -14,6 +14,8 @@ class PredictView(ActivityView):
         self.predict = predict
         self.saved_guess = saved_guess
         self.committed_at: float | None = None
+        self.watched = 0.0
+        """Simulated seconds run since the guess (the answer comes at `watch_seconds`)."""
         self.revealed = False
 
     @property
@@ -45,9 +47,10 @@ class PredictView(ActivityView):
             return
         wait = f"{self.predict.watch_seconds:g}"
         self.query_one("#predict-status", Static).update(self.words(
-            f"{message} The answer shows after {wait} s of simulated time (+ runs faster)."))
+            f"{message} The answer shows after {wait} s of simulated time: press + to fast-forward."))
         self.bring_into_view(self.query_one("#predict-status"))
         self.committed_at = None  # set by the next frame: the run starts now
+        self.watched = 0.0
         self.post_message(self.Updated())
         # Run with the setting the question is about (step 1 asks about 1 request/s), or as is.
         self.post_message(self.RunDials(self.predict.run_dials, beside_start=True))
@@ -57,6 +60,7 @@ class PredictView(ActivityView):
             return
         if self.committed_at is None:
             self.committed_at = snapshot.time
+        self.watched = snapshot.time - self.committed_at
         if snapshot.finished or snapshot.time - self.committed_at >= self.predict.watch_seconds:
             self.reveal(snapshot, compare)
 
@@ -81,7 +85,9 @@ class PredictView(ActivityView):
         if self.predict.guess is None:
             return Goal(f"Predict: press 1-{n} for your guess; the run starts when you do")
         if not self.revealed:
-            return Goal(f"Predict: watch; the answer comes after {self.predict.watch_seconds:g} simulated s",
+            # The seconds left count down on every frame, with the key that shortens them.
+            left = max(0.0, self.predict.watch_seconds - (self.watched or 0.0))
+            return Goal(f"Predict: answer in {left:.0f} simulated s; + fast-forwards",
                         "open", f"guess {self.predict.guess}")
         if self.predict.guess == self.predict.answer:
             return Goal("Predict, then watch the run", "done", "right")

@@ -1,0 +1,121 @@
+"""The browser learner: the tutorial served by textual-serve on 127.0.0.1 and used in a real,
+headless Chromium driven by Playwright, as a person would: read step 1, press n, read step 2.
+
+Chromium's WebGL is off, so xterm.js draws the terminal as DOM text the test reads. Debian's
+`chromium` package is the browser (Playwright's own download is not used); `.ci/run` installs
+it. Skipped, saying why, only where the browser or the Python packages are truly missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from batchtui.progress import Progress, ProgressStore
+
+CHROMIUM = os.environ.get("BATCHTUI_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-webgl", "--disable-dev-shm-usage"]
+
+
+def _missing() -> str | None:
+    for module, extra in (("playwright", "pip install playwright"), ("textual_serve", 'pip install ".[serve]"')):
+        try:
+            __import__(module)
+        except ImportError:
+            return f"{module} is not installed ({extra}; .ci/run installs it)"
+    if not os.access(CHROMIUM, os.X_OK):
+        return f"no Chromium at {CHROMIUM} (apt-get install chromium; .ci/run installs it)"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_missing() is not None, reason=_missing() or "")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def served(tmp_path):
+    """`batchtui` behind textual-serve on a free loopback port; its URL."""
+    port = free_port()
+    state = tmp_path / "state"
+    ProgressStore(state / "batchtui").save(Progress())  # seen the orientation: step 1 in sight
+    env = dict(os.environ, XDG_STATE_HOME=str(state))
+    command = f"{sys.executable} -m batchtui --step 1"
+    server = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys; from textual_serve.server import Server; "
+         "Server(sys.argv[1], host='127.0.0.1', port=int(sys.argv[2])).serve()", command, str(port)],
+        env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if server.poll() is not None:
+                pytest.fail(f"textual-serve ended: {server.stdout.read().decode(errors='replace')}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            pytest.fail("textual-serve did not listen within 60 s")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        os.killpg(server.pid, 15)
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, 9)
+            server.wait()
+
+
+def screen_text(page) -> str:
+    return page.evaluate("() => Array.from(document.querySelectorAll('.xterm-rows > div'))"
+                         ".map(row => row.textContent).join('\\n')")
+
+
+def wait_for_text(page, words: str, timeout: float = 60.0) -> str:
+    deadline = time.monotonic() + timeout
+    text = ""
+    while time.monotonic() < deadline:
+        text = screen_text(page)
+        if words in text:
+            return text
+        page.wait_for_timeout(250)
+    raise AssertionError(f"{words!r} never showed; the page's terminal reads:\n{text}")
+
+
+def test_a_learner_in_a_browser_reads_step_1_presses_n_and_reads_step_2(served, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        # A fresh profile of its own (Playwright passes it as --user-data-dir).
+        browser = p.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
+            viewport={"width": 1280, "height": 800})
+        try:
+            page = browser.new_page()
+            page.goto(served, wait_until="domcontentloaded")
+            first = wait_for_text(page, "Step 1/20")
+            assert "One request at a time" in first
+            page.locator(".xterm").first.click()  # the terminal takes the keys
+            page.keyboard.press("n")
+            second = wait_for_text(page, "Step 2/20")
+            assert "Step 1/20" not in second
+            shot = tmp_path / "step-2.png"
+            page.screenshot(path=str(shot))
+            assert shot.stat().st_size > 10_000
+        finally:
+            browser.close()

@@ -1,0 +1,151 @@
+"""The driver bounds a frame's simulation work by wall time, so keys are answered however heavy
+the simulation or busy the machine: the simulated clock falls behind instead, and says so.
+
+Time here is a manual clock that moves only when the engine works (each iteration costs a fixed
+amount of "wall" time), so nothing depends on how fast or busy the machine running the test is."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from sim.driver import BEHIND, MAX_SLICE, WORK_SHARE, Driver
+from sim.engine import Engine
+from sim.scenario import Scenario
+from sim.workload import WorkloadSpec
+
+
+class CostlyEngine:
+    """An Engine whose every iteration moves a manual wall clock by `cost` seconds."""
+
+    def __init__(self, engine: Engine, clock: list[float], cost: float) -> None:
+        self.engine, self.clock, self.cost = engine, clock, cost
+        self.calls: list[int | None] = []
+
+    def __getattr__(self, name):
+        return getattr(self.engine, name)
+
+    def advance_until(self, time: float, max_iterations: int | None = None) -> int:
+        self.calls.append(max_iterations)
+        n = self.engine.advance_until(time, max_iterations)
+        self.clock[0] += n * self.cost
+        return n
+
+
+def live(rate: float = 50.0, seed: int = 1) -> Engine:
+    return Engine(Scenario(workload=WorkloadSpec(request_rate=rate, num_prompts=0), seed=seed), live=True)
+
+
+def test_a_frame_s_work_stops_at_its_deadline_and_the_clock_falls_behind():
+    now = [0.0]
+    engine = CostlyEngine(live(), now, cost=0.002)  # 2 ms of wall time per iteration: slow
+    driver = Driver(engine, time_scale=30.0, fps=10, clock=lambda: now[0])
+    frame = 0.1
+    deadline = now[0] + WORK_SHARE * frame
+    driver.advance(frame, deadline=deadline)
+    # It stopped within one slice of the deadline (never one call of 20,000 iterations)...
+    assert now[0] <= deadline + 0.002 * max(c for c in engine.calls if c is not None)
+    assert now[0] >= 0.5 * deadline
+    assert all(c is not None and c <= MAX_SLICE for c in engine.calls)
+    # ... short of the 3 simulated seconds asked: the debt is dropped, not piled up.
+    assert engine.time < 3.0
+    assert driver.sim_clock == engine.time
+
+
+def test_slices_are_sized_from_what_iterations_cost():
+    now = [0.0]
+    engine = CostlyEngine(live(), now, cost=0.01)  # 10 ms an iteration: a slice of one at a time
+    driver = Driver(engine, time_scale=30.0, fps=10, clock=lambda: now[0])
+    driver.advance(0.1, deadline=now[0] + 0.04)
+    assert engine.calls[0] == 1 and max(engine.calls) <= 2
+    assert now[0] <= 0.04 + 0.02
+
+
+def test_the_speed_reached_is_measured_and_a_slow_run_says_it_is_behind():
+    now = [0.0]
+    engine = CostlyEngine(live(), now, cost=0.002)
+    driver = Driver(engine, time_scale=30.0, fps=10, clock=lambda: now[0])
+    driver.resume()
+    for _ in range(15):  # 1.5 s of frames, each given 40 ms of work
+        start = now[0]
+        driver.advance(0.1, deadline=start + WORK_SHARE * 0.1)
+        now[0] = start + 0.1
+    assert driver.speed is not None and driver.speed < BEHIND * 30.0
+    assert driver.behind
+
+
+def test_a_light_run_keeps_up_and_is_not_behind():
+    now = [0.0]
+    engine = CostlyEngine(live(rate=2.0), now, cost=0.00001)
+    driver = Driver(engine, time_scale=1.0, fps=10, clock=lambda: now[0])
+    driver.resume()
+    for _ in range(15):
+        start = now[0]
+        driver.advance(0.1, deadline=start + WORK_SHARE * 0.1)
+        now[0] = start + 0.1
+    assert abs(engine.time - 1.5) < 0.05
+    assert driver.speed is not None and not driver.behind
+    driver.pause()
+    assert driver.speed is None and not driver.behind
+
+
+def test_a_follower_is_advanced_within_the_same_deadline():
+    now = [0.0]
+    main = CostlyEngine(live(seed=1), now, cost=0.001)
+    beside = CostlyEngine(live(seed=1), now, cost=0.003)  # the run beside is the heavy one
+    driver = Driver(main, time_scale=30.0, fps=10, clock=lambda: now[0])
+    driver.followers.append(beside)
+    deadline = 0.04
+    driver.advance(0.1, deadline=deadline)
+    assert now[0] <= deadline + 0.01
+    assert beside.calls and all(c is not None for c in beside.calls)
+    assert beside.time <= main.time
+    # Without a deadline (a test's fast-forward, a single step) it is brought level.
+    driver.publish()
+    assert beside.time >= main.time
+
+
+def test_without_a_deadline_the_whole_stretch_runs():
+    now = [0.0]
+    engine = CostlyEngine(live(), now, cost=0.002)
+    driver = Driver(engine, time_scale=1.0, fps=10, clock=lambda: now[0])
+    driver.advance(2.0)
+    assert engine.time >= 2.0
+    assert engine.calls == [None]
+
+
+def test_the_run_loop_gives_each_frame_s_work_a_deadline_and_yields_the_rest():
+    now = [0.0]
+    engine = live()
+    driver = Driver(engine, time_scale=30.0, fps=10, clock=lambda: now[0])
+    asked = []
+
+    def advance(real_seconds, deadline=None):
+        asked.append((now[0], deadline))
+        now[0] += 0.5  # far past the deadline: an overrun
+        if len(asked) == 3:
+            driver.stop()
+        return 0
+
+    driver.advance = advance
+    slept = []
+
+    async def main():
+        real_sleep = asyncio.sleep
+
+        async def sleep(seconds):
+            slept.append(seconds)
+            await real_sleep(0)
+
+        asyncio.sleep = sleep
+        try:
+            driver.resume()
+            await driver.start()
+        finally:
+            asyncio.sleep = real_sleep
+
+    asyncio.run(main())
+    assert [deadline - start for start, deadline in asked] == pytest.approx([WORK_SHARE * 0.1] * 3)
+    # Even after an overrun the loop sleeps the app's share of the frame.
+    assert slept and min(slept) >= (1 - WORK_SHARE) * 0.1 - 1e-9
