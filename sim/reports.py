@@ -9,6 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 # Why nothing more was scheduled in an iteration (SIMULATOR.md §6).
+RATE_WINDOW_S = 10.0
+"""The live view's rates (tokens/s, requests/s: `MetricsView`) are over this much recent
+simulated time."""
+
 BINDING_LIMITS = ("token_budget", "max_num_seqs", "kv_cache", "none")
 
 # What one seat (slot) of the engine is doing.
@@ -143,7 +147,7 @@ class EngineSnapshot:
     iteration: int
     batching: str
     seats: tuple[SeatView, ...]
-    max_num_seqs: int
+    max_num_seqs: int  # the seat cap (1 for a sequential server, though more seats are drawn)
     queue_len: int
     running: int
     kv_blocks_used: int

@@ -602,6 +602,13 @@ class TutorialScreen(Screen):
         _, error = self._set_dials(message.dials)
         if error is not None:
             self.say(f"Refused: {error}", error=True)
+        if message.fresh and self.sim.engine.iteration:
+            # From time zero with these settings: a mean over the run is this run's alone.
+            scenario = self.sim.engine.scenario
+            self._stop_simulation()
+            self._start_simulation(scenario)
+            if self.sim is None:
+                return
         self._configure_before()
         if message.dials:
             # In the dials' own words where the step has that dial (a drill may also set the

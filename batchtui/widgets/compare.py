@@ -10,8 +10,8 @@ from typing import NamedTuple
 from rich.text import Text
 
 from ..formatting import count, ms, percent
-from .metrics import RECENT_GAP_POINTS, _short
-from .sim_view import SimView, encoder_pass_size
+from .metrics import short_count
+from .sim_view import SimView, encoder_pass_size, recent_gap, seat_capacity
 
 LABEL_WIDTH = 9
 
@@ -32,8 +32,7 @@ def _latency(attribute: str) -> Callable[[object], str]:
 
 
 def _recent_gap(snap) -> str:
-    recent = snap.series_itl[-RECENT_GAP_POINTS:]
-    gap = max(recent) if recent else snap.metrics.itl_max
+    gap = recent_gap(snap)
     return ms(gap) if gap > 0 else "-"
 
 
@@ -42,8 +41,8 @@ def _pads(a, b) -> bool:
 
 
 ROWS: dict[str, Row] = {
-    "batch": Row("batch", lambda s: f"{s.running or encoder_pass_size(s):,}/{max(s.max_num_seqs, len(s.seats)):,}"),
-    "queue": Row("queue", lambda s: _short(s.queue_len)),
+    "batch": Row("batch", lambda s: f"{s.running or encoder_pass_size(s):,}/{seat_capacity(s):,}"),
+    "queue": Row("queue", lambda s: short_count(s.queue_len)),
     "tokens/s": Row("tokens/s", lambda s: count(s.metrics.output_tokens_per_s)),
     "req/s": Row("req/s", lambda s: count(s.metrics.requests_per_s)),
     "TTFT p50": Row("TTFT p50", _latency("ttft_p50")),
@@ -54,7 +53,7 @@ ROWS: dict[str, Row] = {
     "padding": Row("padding", lambda s: percent(s.metrics.padding_share), _pads),
     "preempted": Row("preempted", lambda s: f"{s.metrics.num_preemptions:,}",
                      lambda a, b: bool(a.metrics.num_preemptions or b.metrics.num_preemptions)),
-    "done": Row("done", lambda s: _short(s.metrics.completed)),
+    "done": Row("done", lambda s: short_count(s.metrics.completed)),
 }
 """Every row, in the order they are drawn."""
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from rich.text import Text
 
-from ..formatting import count, ms, percent
-from .sim_view import SimView, encoder_pass_size
+from sim.reports import RATE_WINDOW_S
 
-RECENT_GAP_POINTS = 60
+from ..formatting import count, ms, percent
+from .sim_view import SimView, encoder_pass_size, recent_gap
 
 
 class MetricsView(SimView):
@@ -60,15 +60,12 @@ class MetricsView(SimView):
 
         # Fixed lines (cropped when narrow) rather than a flow: a steady height means a frame
         # redraws only the lines that changed, not the whole pane.
-        # The worst gap between two tokens over the last 30 s (series points are 0.5 s apart), so
-        # it follows the dials; the run's all-time worst would keep a stall from before a change.
-        recent = snap.series_itl[-RECENT_GAP_POINTS:]
-        gap = max(recent) if recent else m.itl_max
+        gap = recent_gap(snap)
         lines = [
             [item("tokens/s", count(m.output_tokens_per_s)), item("req/s", count(m.requests_per_s))],
             [item("batch", f"{snap.running or encoder_pass_size(snap):,}"),
-             item("queue", _short(snap.queue_len), alarm=snap.queue_len > max(8, snap.running)),
-             item("done", _short(m.completed))],
+             item("queue", short_count(snap.queue_len), alarm=snap.queue_len > max(8, snap.running)),
+             item("done", short_count(m.completed))],
             [item("gap max", ms(gap) if gap > 0 else "-")],
         ]
         if snap.batching in ("static", "dynamic") or m.padding_share:
@@ -88,6 +85,10 @@ class MetricsView(SimView):
         for extra in extras:
             if len(Text("  ").join(lines[2] + [extra]).plain) <= width:
                 lines[2].append(extra)
+        # Rates are over a recent window, `done` counts the whole run: say which, where it fits.
+        window = Text(f"(last {RATE_WINDOW_S:g} s)", self.style_of("metrics--dim"))
+        if len(Text("  ").join(lines[0] + [window]).plain) <= width:
+            lines[0].append(window)
         for i, pieces in enumerate(lines):
             if i:
                 text.append("\n")
@@ -95,6 +96,6 @@ class MetricsView(SimView):
         return text
 
 
-def _short(n: int) -> str:
+def short_count(n: int) -> str:
     """A count exact while short ("8,466"), then rounded ("12k"), so the line fits 80 columns."""
     return f"{n:,}" if n < 10_000 else count(n)

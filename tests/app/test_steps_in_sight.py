@@ -20,7 +20,7 @@ SECONDS = 20.0  # simulated seconds run before looking: queues and batches have 
 # step -> (views that must be in sight, patterns that must be on the screen)
 NEEDS: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {
     1: (("seats", "gauges", "compare", "sparklines"),
-        (r"sequential [01]/64", r"memory bandwidth .* (79|80|81)%", r"tensor cores .* 0\.\d%",
+        (r"sequential [01]/1 busy", r"unused 63", r"memory bandwidth .* (79|80|81)%", r"tensor cores .* 0\.\d%",
          r"before\s+now", r"TTFT p99\s+[\d.]+ m?s\s+[\d.]+ s")),
     2: (("gauges", "iteration", "metrics"), (r"memory bandwidth", r"tokens/s [\d.]+k?", r"√\(W")),
     3: (("seats", "metrics", "sparklines"), (r"padded \d+", r"padding [1-9]\d*%", r"TTFT\s+[\d.]+ m?s")),
