@@ -793,6 +793,16 @@ class Predict:
         self.context = context
         self.guess: int | None = None
 
+    @property
+    def ends_with_job(self) -> bool:
+        """The run is a finite job: the answer comes when it ends, if before watch_seconds."""
+        return self.scenario is not None and self.scenario.workload.num_prompts > 0
+
+    def wait_words(self) -> str:
+        """When the answer shows, as the learner is told: the moment it really does."""
+        after = f"after {self.watch_seconds:g} simulated s"
+        return f"when the job ends or {after}" if self.ends_with_job else after
+
     def commit(self, guess: int) -> str:
         if not 1 <= guess <= len(self.choices):
             raise ValueError(f"choose 1 to {len(self.choices)}")
@@ -834,7 +844,9 @@ class Predict:
         head = "You called it." if right else f"Not this time: the answer is {self.answer}."
         numbers = self.live_numbers(snapshot, other)
         where = f", with {self.run_note}" if self.run_note else ""
-        tail = f"\n\nIn the simulation{where}: {numbers}." if numbers else ""
+        # A reading at one moment, said so: the live panes go on moving after it.
+        at = f" at t {fmt(snapshot.time)} s" if snapshot is not None else ""
+        tail = f"\n\nIn the simulation{where}{at}: {numbers}." if numbers else ""
         return f"{head} {_sentence(self.choices[self.answer - 1])}\n\n{self.explain}{tail}"
 
 

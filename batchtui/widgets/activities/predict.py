@@ -43,9 +43,8 @@ class PredictView(ActivityView):
         except ValueError as exc:
             self.query_one("#predict-status", Static).update(self.words(str(exc).capitalize() + "."))
             return
-        wait = f"{self.predict.watch_seconds:g}"
         self.query_one("#predict-status", Static).update(self.words(
-            f"{message} The answer shows after {wait} s of simulated time (+ runs faster)."))
+            f"{message} The answer shows {self.predict.wait_words()} (+ runs faster)."))
         self.bring_into_view(self.query_one("#predict-status"))
         self.committed_at = None  # set by the next frame: the run starts now
         self.post_message(self.Updated())
@@ -81,7 +80,7 @@ class PredictView(ActivityView):
         if self.predict.guess is None:
             return Goal(f"Predict: press 1-{n} for your guess; the run starts when you do")
         if not self.revealed:
-            return Goal(f"Predict: watch; the answer comes after {self.predict.watch_seconds:g} simulated s",
+            return Goal(f"Predict: watch; the answer comes {self.predict.wait_words()}",
                         "open", f"guess {self.predict.guess}")
         if self.predict.guess == self.predict.answer:
             return Goal("Predict, then watch the run", "done", "right")
