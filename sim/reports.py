@@ -170,3 +170,16 @@ class EngineSnapshot:
     prefix_caching: bool = False  # the engine's prefix cache is on (enable_prefix_caching, continuous)
     prefix_cache_queries: int = 0  # prompt tokens looked up since the run started (vLLM's counters)
     prefix_cache_hits: int = 0  # of those, tokens found cached (hit rate = hits / queries)
+
+
+RECENT_GAP_POINTS = 60
+"""Series points the "recent" worst gap looks back over: 30 s of simulated time at the live
+app's 0.5 s between points."""
+
+
+def recent_worst_gap(snapshot: EngineSnapshot) -> float:
+    """The worst gap between two tokens lately (seconds; 0 when none was measured), one figure
+    for every view and activity that shows it: the run's all-time worst would still show a stall
+    from before a dial was moved."""
+    recent = snapshot.series_itl[-RECENT_GAP_POINTS:]
+    return max(recent) if recent else snapshot.metrics.itl_max

@@ -27,7 +27,7 @@ from typing import Any
 
 from sim.errors import SimError
 from sim.profiles import BUILTIN_PROFILES, Deployment, ProfileSet, load_profiles
-from sim.reports import EngineSnapshot
+from sim.reports import RECENT_GAP_POINTS, EngineSnapshot, recent_worst_gap
 from sim.scenario import Scenario
 
 from .figures import PLANNING_HEADROOM, fmt, ms
@@ -737,15 +737,8 @@ class CacheCapChallenge(BreakIt):
 # Predict-then-run
 # ---------------------------------------------------------------------------------------------
 
-RECENT_GAP_SAMPLES = 60
-"""Series points the "recent" worst gap looks back over (30 s of simulated time in the live app)."""
-
-
-def recent_worst_gap(snapshot: EngineSnapshot) -> float:
-    """The worst gap between two tokens lately (seconds): the run's all-time worst would still
-    show a stall from before a dial was moved."""
-    recent = snapshot.series_itl[-RECENT_GAP_SAMPLES:]
-    return max(recent) if recent else snapshot.metrics.itl_max
+RECENT_GAP_SAMPLES = RECENT_GAP_POINTS
+"""Series points the "recent" worst gap looks back over (`sim.reports.recent_worst_gap`)."""
 
 
 _SHOW = {

@@ -9,9 +9,11 @@ from typing import NamedTuple
 
 from rich.text import Text
 
+from sim.reports import recent_worst_gap
+
 from ..formatting import count, ms, percent
 from .metrics import short_count
-from .sim_view import SimView, encoder_pass_size, recent_gap, seat_capacity
+from .sim_view import SimView, encoder_pass_size, seat_capacity
 
 LABEL_WIDTH = 9
 
@@ -32,7 +34,7 @@ def _latency(attribute: str) -> Callable[[object], str]:
 
 
 def _recent_gap(snap) -> str:
-    gap = recent_gap(snap)
+    gap = recent_worst_gap(snap)
     return ms(gap) if gap > 0 else "-"
 
 

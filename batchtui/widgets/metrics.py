@@ -7,10 +7,10 @@ from pathlib import Path
 
 from rich.text import Text
 
-from sim.reports import RATE_WINDOW_S
+from sim.reports import RATE_WINDOW_S, recent_worst_gap
 
 from ..formatting import count, ms, percent
-from .sim_view import SimView, encoder_pass_size, recent_gap
+from .sim_view import SimView, encoder_pass_size
 
 
 class MetricsView(SimView):
@@ -60,7 +60,7 @@ class MetricsView(SimView):
 
         # Fixed lines (cropped when narrow) rather than a flow: a steady height means a frame
         # redraws only the lines that changed, not the whole pane.
-        gap = recent_gap(snap)
+        gap = recent_worst_gap(snap)
         lines = [
             [item("tokens/s", count(m.output_tokens_per_s)), item("req/s", count(m.requests_per_s))],
             [item("batch", f"{snap.running or encoder_pass_size(snap):,}"),

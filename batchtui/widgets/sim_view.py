@@ -176,18 +176,6 @@ def encoder_pass_size(snapshot) -> int:
     return len(report.finished)
 
 
-RECENT_GAP_POINTS = 60
-"""The worst gap is over the last 30 s (series points are 0.5 s apart), so it follows the dials;
-the run's all-time worst would keep a stall from before a change."""
-
-
-def recent_gap(snapshot) -> float:
-    """The worst gap between two tokens over the last RECENT_GAP_POINTS series points (seconds;
-    0 when none was measured): one figure for every view that shows it."""
-    recent = snapshot.series_itl[-RECENT_GAP_POINTS:]
-    return max(recent) if recent else snapshot.metrics.itl_max
-
-
 def seat_capacity(snapshot) -> int:
     """The seats this server can fill: its seat cap (one for a sequential server, whatever cells
     are drawn), or more while a batch formed before the cap was lowered still holds them."""

@@ -3,6 +3,8 @@ playground's files, as a learner meets them."""
 
 from __future__ import annotations
 
+import re
+
 import math
 
 import pytest
@@ -303,12 +305,12 @@ def test_predict_runs_at_the_setting_it_asks_about_and_says_so(lesson):
     p = act.build(lesson[1])
     assert p.run_dials == {"workload.request_rate": 1.0} and p.watch_seconds == 60
     text = p.reveal(2, snap(queue_len=22, ttft_p99=19.5, requests_per_s=0.64))
-    assert "In the simulation, with Traffic 1 req/s: queue 22, TTFT p99 19.5 s" in text
+    assert re.search(r"In the simulation, with Traffic 1 req/s at t [\d.]+ s: queue 22, TTFT p99 19.5 s", text)
     budget = act.build(lesson[11])
     gaps = snap(itl_max=0.273)
     gaps = EngineSnapshot(**{**{f: getattr(gaps, f) for f in gaps.__dataclass_fields__},
                              "series_itl": (0.27,) + (0.02,) * act.RECENT_GAP_SAMPLES})
-    assert "with Token budget 512 tokens: worst gap 20 ms" in budget.reveal(1, gaps)  # not the stall before
+    assert re.search(r"with Token budget 512 tokens at t [\d.]+ s: worst gap 20 ms", budget.reveal(1, gaps))  # not the stall before
 
 
 def test_predict_beside_a_comparison_gives_both_runs(lesson):
