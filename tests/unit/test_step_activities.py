@@ -340,7 +340,7 @@ def test_predict_offline_gain_uses_both_panes(lesson):
 def test_reading_exercise(lesson):
     reading = act.build(lesson[18])
     r = reading.new_question(4)
-    assert r.table_md.startswith("| ms | before | after |")
+    assert r.table_md.startswith("Two runs of another server (not the live pane)") and "\n| ms | before | after |" in r.table_md
     assert "chat TTFT p99" in r.table_md and "chat TPOT p99" in r.table_md
     assert r.choices == act.READ_CHOICES
     wrong = 1 if r.answer != 1 else 2
