@@ -662,14 +662,14 @@ class TutorialScreen(Screen):
         self._update_reveal()
 
     def _update_reveal(self) -> None:
-        """The lesson's reveal text, once the step's activity has been answered (or was before)."""
+        """The lesson's reveal text, once the step's activity has been answered on this visit: a
+        step revisited asks again (a prediction says the learner's earlier guess) with its answer
+        hidden, so nothing answers a question before it is asked."""
         step = self.step
         if self._reveal_shown or not step.reveal_md:
             return
         view = self.query_one(ActivityPanel).view
-        progress = self.app.progress
-        before = step.number in progress.answers or step.number in progress.completed
-        if view is None or view.answered or before:
+        if view is None or view.answered:
             self._reveal_shown = True
             self.run_worker(self._show_reveal(step), group="reveal")
 

@@ -62,12 +62,21 @@ async def test_a_prediction_comes_before_its_reveal(make_app, lessons):
         assert pane.region.y <= reveal.region.y < pane.region.bottom  # its start brought into sight
 
 
-async def test_a_step_answered_before_shows_its_reveal_at_once(make_app, lessons, state_dir):
+async def test_a_step_answered_before_asks_again_with_its_answer_hidden(make_app, lessons, state_dir):
     ProgressStore(state_dir).save(Progress(current_step=5, answers={5: "2"}, completed={5}))
     app = make_app(list(lessons), start_step=5)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        assert app.screen.query_one("#reveal").display
+        reveal = app.screen.query_one("#reveal")
+        assert not reveal.display
+        await pilot.press("end")  # down to the question: it says the earlier guess, not the answer
+        await pilot.pause()
+        assert "Last time you guessed 2" in screen_text(app)
+        assert "moves to throughput" not in screen_text(app)
+        await pilot.press("3")
+        await pilot.pause()
+        await pilot.pause()
+        assert reveal.display
 
 
 async def test_a_drill_reveals_once_answered_or_given_up(make_app, lessons):

@@ -32,7 +32,9 @@ class PredictView(ActivityView):
         yield Static("Predict, then run", classes="activity-title", markup=False)
         choices = "\n".join(f"{i}. {c}" for i, c in enumerate(self.predict.choices, 1))
         yield self.markdown(self.words(f"{self.predict.question_md}\n\n{choices}"), id="predict-question")
-        yield Static(self.words("Press the number of your guess; the simulation starts when you do."),
+        earlier = (f"Last time you guessed {self.saved_guess}; guess again. "
+                   if self.saved_guess is not None else "")
+        yield Static(self.words(f"{earlier}Press the number of your guess; the simulation starts when you do."),
                      id="predict-status", classes="activity-feedback -info", markup=False)
 
     def choose(self, number: int) -> None:
