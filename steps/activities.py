@@ -1137,7 +1137,8 @@ def validate_spec(step) -> None:
         if p.get("challenge") not in CHALLENGES:
             raise ValueError(f"challenge = {p.get('challenge')!r} must be one of {', '.join(CHALLENGES)}")
     elif spec.kind == "predict":
-        allowed = {"question", "choices", "answer", "explain", "show", "compute", "run", "watch_s", "batches"}
+        allowed = {"question", "choices", "answer", "explain", "show", "compute", "run", "watch_s", "batches",
+                   "hides"}
         choices = p.get("choices")
         if not isinstance(p.get("question"), str) or not isinstance(p.get("explain"), str):
             raise ValueError("a predict needs question and explain strings")
@@ -1155,6 +1156,9 @@ def validate_spec(step) -> None:
         if (not isinstance(batches, list) or len(batches) != 2 or not all(isinstance(b, int) and b > 0 for b in batches)
                 or batches[0] >= batches[1]):
             raise ValueError("batches must be two batch sizes, the smaller first")
+        hides = p.get("hides", [])
+        if not isinstance(hides, list) or any(h not in ("batch", "req/s") for h in hides):
+            raise ValueError('hides lists the curve plots that answer the question: "batch", "req/s"')
         watch = p.get("watch_s", 20.0)
         if isinstance(watch, bool) or not isinstance(watch, (int, float)) or not 1 <= watch <= 600:
             raise ValueError("watch_s must be 1 to 600 simulated seconds")

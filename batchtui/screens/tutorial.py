@@ -666,9 +666,13 @@ class TutorialScreen(Screen):
         step revisited asks again (a prediction says the learner's earlier guess) with its answer
         hidden, so nothing answers a question before it is asked."""
         step = self.step
+        view = self.query_one(ActivityPanel).view
+        # A plot that answers the prediction (step 7's batch curve) waits for the guess too.
+        hidden = step.activity.params.get("hides", ()) if view is not None and not view.answered else ()
+        for curve in self.stack.views("curve"):
+            curve.hold_back(hidden)
         if self._reveal_shown or not step.reveal_md:
             return
-        view = self.query_one(ActivityPanel).view
         if view is None or view.answered:
             self._reveal_shown = True
             self.run_worker(self._show_reveal(step), group="reveal")

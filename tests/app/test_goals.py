@@ -259,3 +259,20 @@ async def test_a_loaded_scenario_s_block_size_is_the_kv_view_s(make_app, lessons
         kv = next(v for v in app.screen.stack.shown() if isinstance(v, KVCacheView))
         assert app.screen.sim.engine.scenario.block_size == 32
         assert "448k tok" in kv.render().plain  # not 224k: blocks of 32 tokens, not the lesson's 16
+
+
+async def test_a_plot_that_answers_a_prediction_shows_only_after_the_guess(make_app, lessons):
+    step = lessons[6]
+    assert step.number == 7 and step.activity.params.get("hides") == ["batch"]
+    app = make_app(list(lessons), start_step=7)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        text = screen_text(app)
+        assert "shows once you guess" in text and "knee: batch" not in text, text
+        assert "TTFT p99 vs req/s" in text  # the rate curve answers nothing asked: it stays
+        await pilot.press(str(step.activity.params["answer"]))
+        await pilot.pause()
+        await pilot.pause()
+        text = screen_text(app)
+        assert "knee: batch" in text and "shows once you guess" not in text
