@@ -303,7 +303,7 @@ class TutorialScreen(Screen):
         words = self.app.words
         self.query_one(StepHeader).show_step(words(step.section), step.number, len(self.summaries),
                                              words(step.title), minutes_left)
-        self._set_zoom(step.activity.kind == "playground" and not self.has_class("-wide"))
+        self._set_zoom(False)  # the playground too: its things to try are in the lesson pane
         progress = self.app.progress
         view = activity_view(step, progress.answers.get(step.number), step.number in progress.completed,
                              seed=step.number)
