@@ -276,3 +276,26 @@ async def test_a_plot_that_answers_a_prediction_shows_only_after_the_guess(make_
         await pilot.pause()
         text = screen_text(app)
         assert "knee: batch" in text and "shows once you guess" not in text
+
+
+@pytest.mark.parametrize("number", [1, 5, 7, 11, 13, 17])
+async def test_nothing_answers_a_prediction_before_the_guess(make_app, lessons, number):
+    """Every prediction: before the guess, neither its reveal, nor its explanation, nor a plot it
+    hides is on the screen, wherever the learner scrolls the lesson."""
+    step = lessons[number - 1]
+    assert step.activity.kind == "predict"
+    reveal = [line.strip() for line in step.reveal_md.splitlines() if len(line.strip()) > 20 and "|" not in line]
+    explain = step.activity.params["explain"]
+    app = make_app(list(lessons), start_step=number)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        for key in ("home", "end"):
+            await pilot.press(key)
+            await pilot.pause()
+            text = " ".join(screen_text(app).split())
+            for line in reveal[:2]:
+                assert " ".join(line.split()[:4]) not in text, f"step {number}: {line!r} shows before the guess"
+            assert " ".join(explain.split()[:5]) not in text
+            if "batch" in step.activity.params.get("hides", ()):
+                assert "knee: batch" not in text

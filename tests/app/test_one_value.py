@@ -5,7 +5,8 @@ TTFT and TPOT percentiles, the worst gap) reads the same in each, within its rou
 Each view's text is read as the learner reads it (what it draws at its width); a compare table's
 columns are matched to the run each shows (the step's own, the run beside it; a pinned "before"
 is a different run and is left out). A prediction's reveal dates its reading ("at t 40.0 s"), so
-it is a figure of its own moment, not of the live panes.
+it is a figure of its own moment, not of the live panes. Where the lesson text states a figure a
+view also shows (the gauges' shares, the cache's size), the two are checked too.
 """
 
 from __future__ import annotations
@@ -111,6 +112,31 @@ def disagreements(screen) -> list[str]:
     return problems
 
 
+# step -> (pattern for the figure in the lesson text, view, pattern for it in that view)
+TEXT_FIGURES = {
+    1: ((r"bandwidth near ([\d.]+)%", "gauges", r"memory bandwidth\s+\S+\s+([\d.]+)%"),
+        (r"tensor cores near ([\d.]+)%", "gauges", r"tensor cores\s+\S+\s+([\d.]+)%")),
+    6: ((r"free KV blocks\*\*, about ([\d,]+)", "kv", r"KV [\d,]+/([\d,]+) blocks"),),
+    12: ((r"memory, ([\d.]+k) tokens\)", "kv", r"([\d.]+k) tok\b"),),
+    14: ((r"about \*\*([\d.]+k) tokens\*\*", "kv", r"([\d.]+k) tok\b"),),
+}
+
+
+def text_disagreements(screen) -> list[str]:
+    problems = []
+    views = {view.view_name: view for view in screen.stack.shown() if view.source == "main"}
+    for in_text, name, in_view in TEXT_FIGURES.get(screen.step.number, ()):
+        stated = re.search(in_text, screen.step.body_md)
+        assert stated, f"step {screen.step.number}: the text no longer states /{in_text}/"
+        if name not in views:
+            continue
+        shown = re.search(in_view, views[name].build(views[name].size.width).plain)
+        assert shown, f"step {screen.step.number}: the {name} view shows no /{in_view}/"
+        if not agree(stated.group(1), shown.group(1)):
+            problems.append(f"the text says {stated.group(1)}, {name} says {shown.group(1)}")
+    return problems
+
+
 @pytest.fixture(scope="module")
 def lessons():
     return steps.load_steps()
@@ -129,7 +155,7 @@ async def test_every_quantity_on_a_step_s_screen_reads_one_value(make_app, lesso
                 screen.sim.fast_forward(seconds)
                 await pilot.pause()
                 await pilot.pause()
-                problems = disagreements(screen)
+                problems = disagreements(screen) + text_disagreements(screen)
                 assert not problems, f"step {number}:\n" + "\n".join(problems) + "\n" + screen_text(app)
             await pilot.press("v")
             await pilot.pause()
