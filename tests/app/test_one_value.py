@@ -33,9 +33,11 @@ def parse(shown: str) -> tuple[float, float] | None:
     if m is None:
         return None
     digits, unit = m.group(1).replace(",", ""), m.group(2) or ""
-    decimals = len(digits.split(".")[1]) if "." in digits else 0
+    # The last significant digit: a decimal's last, or a whole number's last that is not a
+    # trailing zero ("28,000" is stated to the thousand, "28,008" to the unit).
+    decimals = len(digits.split(".")[1]) if "." in digits else -(len(digits) - len(digits.rstrip("0")))
     scale = {"k": 1e3, "M": 1e6, "ms": 1e-3, "s": 1.0, "%": 1.0, "": 1.0}[unit]
-    return float(digits) * scale, 0.5 * 10 ** -decimals * scale
+    return float(digits) * scale, 0.5 * 10.0 ** -decimals * scale
 
 
 def agree(a: str, b: str) -> bool:
@@ -114,11 +116,11 @@ def disagreements(screen) -> list[str]:
 
 # step -> (pattern for the figure in the lesson text, view, pattern for it in that view)
 TEXT_FIGURES = {
-    1: ((r"bandwidth near ([\d.]+)%", "gauges", r"memory bandwidth\s+\S+\s+([\d.]+)%"),
-        (r"tensor cores near ([\d.]+)%", "gauges", r"tensor cores\s+\S+\s+([\d.]+)%")),
-    6: ((r"free KV blocks\*\*, about ([\d,]+)", "kv", r"KV [\d,]+/([\d,]+) blocks"),),
-    12: ((r"memory, ([\d.]+k) tokens\)", "kv", r"([\d.]+k) tok\b"),),
-    14: ((r"about \*\*([\d.]+k) tokens\*\*", "kv", r"([\d.]+k) tok\b"),),
+    1: ((r"bandwidth\s+near\s+([\d.]+)%", "gauges", r"memory bandwidth\s+\S+\s+([\d.]+)%"),
+        (r"tensor\s+cores\s+near\s+([\d.]+)%", "gauges", r"tensor cores\s+\S+\s+([\d.]+)%")),
+    6: ((r"free\s+KV\s+blocks\*\*,\s+about\s+([\d,]+)", "kv", r"KV [\d,]+/([\d,]+) blocks"),),
+    12: ((r"memory,\s+([\d.]+k)\s+tokens\)", "kv", r"([\d.]+k) tok\b"),),
+    14: ((r"about\s+\*\*([\d.]+k)\s+tokens\*\*", "kv", r"([\d.]+k) tok\b"),),
 }
 
 
@@ -163,5 +165,5 @@ async def test_every_quantity_on_a_step_s_screen_reads_one_value(make_app, lesso
 
 def test_the_reader_finds_a_disagreement():
     """The check can fail: two figures for one quantity, out of their rounding, are caught."""
-    assert agree("1.2k", "1,234") and agree("8.08 ms", "8.1 ms") and agree("-", "3")
+    assert agree("1.2k", "1,234") and agree("8.08 ms", "8.1 ms") and agree("-", "3") and agree("28,000", "28,008")
     assert not agree("12k", "9.5k") and not agree("7.78 ms", "8.08 ms") and not agree("22", "24")
