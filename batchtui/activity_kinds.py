@@ -44,12 +44,17 @@ PLAYGROUND_MD = """\
 ACTIVITY_VIEWS: dict[str, Callable[[ActivityContext], ActivityView]] = {
     "drill": lambda c: DrillView(c.activity, c.seed, c.saved_answer if not c.done_before else None),
     "break_it": lambda c: BreakItView(c.activity, c.done_before),
-    "predict": lambda c: PredictView(c.activity),
+    "predict": lambda c: PredictView(c.activity, _earlier_guess(c.saved_answer)),
     "read": lambda c: ReadView(c.activity, c.seed),
     "cheat_sheet": lambda c: TextView(activities.cheat_sheet_md, c.step.scenario, id="cheat-sheet"),
     "playground": lambda c: TextView(lambda scenario: PLAYGROUND_MD, c.step.scenario, id="playground"),
 }
 """Activity kind -> its view. A kind missing here ("none") has no activity panel."""
+
+
+def _earlier_guess(saved: str | None) -> int | None:
+    """The choice a learner committed to on an earlier visit (progress keeps it as text)."""
+    return int(saved) if saved is not None and saved.isdigit() else None
 
 
 def activity_view(step, saved_answer: str | None, done_before: bool, seed: int) -> ActivityView | None:

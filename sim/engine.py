@@ -626,7 +626,7 @@ class Engine:
             iteration=self.iteration,
             batching=self.config.batching,
             seats=tuple(seats),
-            max_num_seqs=self._seats_shown(),
+            max_num_seqs=self._seat_cap(),
             queue_len=sched.num_waiting,
             running=len(sched.running),
             kv_blocks_used=self.pool.used,

@@ -26,7 +26,7 @@ from operator import attrgetter
 
 import numpy as np
 
-from .reports import BINDING_LIMITS, MetricsView, PoolView
+from .reports import BINDING_LIMITS, RATE_WINDOW_S, MetricsView, PoolView
 
 PERCENTILES = (50, 90, 99)
 RECENT_ITERATIONS = 4096
@@ -681,7 +681,7 @@ class MetricsCollector:
             }
         return out
 
-    def view(self, now: float, window_s: float = 10.0) -> MetricsView:
+    def view(self, now: float, window_s: float = RATE_WINDOW_S) -> MetricsView:
         """Headline numbers over the recent past, for the live view."""
         recent = self._recent_records()
         lo = now - window_s

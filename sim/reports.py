@@ -9,6 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 # Why nothing more was scheduled in an iteration (SIMULATOR.md §6).
+RATE_WINDOW_S = 10.0
+"""The live view's rates (tokens/s, requests/s: `MetricsView`) are over this much recent
+simulated time."""
+
 BINDING_LIMITS = ("token_budget", "max_num_seqs", "kv_cache", "none")
 
 # What one seat (slot) of the engine is doing.
@@ -143,7 +147,7 @@ class EngineSnapshot:
     iteration: int
     batching: str
     seats: tuple[SeatView, ...]
-    max_num_seqs: int
+    max_num_seqs: int  # the seat cap (1 for a sequential server, though more seats are drawn)
     queue_len: int
     running: int
     kv_blocks_used: int
@@ -166,3 +170,16 @@ class EngineSnapshot:
     prefix_caching: bool = False  # the engine's prefix cache is on (enable_prefix_caching, continuous)
     prefix_cache_queries: int = 0  # prompt tokens looked up since the run started (vLLM's counters)
     prefix_cache_hits: int = 0  # of those, tokens found cached (hit rate = hits / queries)
+
+
+RECENT_GAP_POINTS = 60
+"""Series points the "recent" worst gap looks back over: 30 s of simulated time at the live
+app's 0.5 s between points."""
+
+
+def recent_worst_gap(snapshot: EngineSnapshot) -> float:
+    """The worst gap between two tokens lately (seconds; 0 when none was measured), one figure
+    for every view and activity that shows it: the run's all-time worst would still show a stall
+    from before a dial was moved."""
+    recent = snapshot.series_itl[-RECENT_GAP_POINTS:]
+    return max(recent) if recent else snapshot.metrics.itl_max

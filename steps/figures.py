@@ -475,12 +475,6 @@ def _memory_utilization(lab):
     return lab.scenario.gpu_memory_utilization
 
 
-@figure("queue_delay_ms", 3)
-def _queue_delay_ms(lab):
-    """Dynamic batching's max queue delay, ms."""
-    return lab.engine.max_queue_delay * 1000
-
-
 @figure("tolerance_pct", 2)
 def _tolerance_pct(lab):
     """How close a drill's answer must be, per cent."""
@@ -488,18 +482,6 @@ def _tolerance_pct(lab):
 
 
 # -- the hardware and the model ---------------------------------------------------------------
-
-
-@figure("params_b", 3)
-def _params_b(lab):
-    """The model's parameters, billions."""
-    return lab.model.params / 1e9
-
-
-@figure("params_m", 3)
-def _params_m(lab):
-    """The model's parameters, millions."""
-    return lab.model.params / 1e6
 
 
 @figure("bytes_per_param", 1)
@@ -518,18 +500,6 @@ def _weights_gb(lab):
 def _bandwidth_tb(lab):
     """The GPU's memory bandwidth, TB/s."""
     return lab.gpu.hbm_bandwidth / 1e12
-
-
-@figure("peak_tflops", 3)
-def _peak_tflops(lab):
-    """Dense bf16 tensor-core peak, TFLOP/s."""
-    return lab.gpu.bf16_peak_flops / 1e12
-
-
-@figure("gflop_per_token", 2)
-def _gflop_per_token(lab):
-    """Linear-layer work per token: 2 FLOPs per parameter, GFLOP."""
-    return 2 * lab.model.params / 1e9
 
 
 @figure("gpu_memory_gb", 3)
@@ -571,12 +541,6 @@ def _decode_steps(lab):
     return lab.output - 1
 
 
-@figure("decode_s", 3)
-def _decode_s(lab):
-    """Time of those decode passes, s."""
-    return (lab.output - 1) * lab.alone.tpot
-
-
 @figure("request_s", 3)
 def _request_s(lab):
     """One request alone, arrival to last token, s."""
@@ -606,25 +570,11 @@ def _decode_alone(lab):
     return lab.cost.iteration(1, lab.prompt + lab.output // 2)
 
 
-@figure("decode_read_tb", 3)
-def _decode_read_tb(lab):
-    """Bytes a decode pass alone reads (weights and cache) per second of it, TB/s."""
-    c = _decode_alone(lab)
-    return c.bytes_read / c.total / 1e12
-
-
 @figure("decode_bw_pct", 2)
 def _decode_bw_pct(lab):
     """That as a share of the GPU's bandwidth (the gauge), per cent."""
     c = _decode_alone(lab)
     return lab.cost.bandwidth_utilization(c.bytes_read, c.total) * 100
-
-
-@figure("decode_tflops", 2)
-def _decode_tflops(lab):
-    """Tensor-core work per second of a decode pass alone, TFLOP/s."""
-    c = _decode_alone(lab)
-    return c.flops / c.total / 1e12
 
 
 @figure("decode_tc_pct", 1)
@@ -638,12 +588,6 @@ def _decode_tc_pct(lab):
 def _ceiling(lab):
     """Single-stream ceiling: bandwidth ÷ weight bytes, tokens/s."""
     return lab.cost.single_stream_ceiling_tokens_per_s
-
-
-@figure("real_share", 2)
-def _real_share(lab):
-    """Share of the rated bandwidth weight-streaming kernels reach (the profile's eta_bw)."""
-    return lab.deployment.eta_bw
 
 
 @figure("real_share_pct", 2)
@@ -682,14 +626,6 @@ def _saturated_tokens(lab):
 def _push_rate(lab):
     """Half as much traffic again as the engine can take, req/s: well past saturation."""
     return math.ceil(1.5 * lab.saturated)
-
-
-@figure("static_batch_iterations", lambda v: sig(v, 2))
-def _static_batch_iterations(lab):
-    """Iterations a full static batch runs: its longest answer, about low + (high − low) × n/(n+1)
-    for n answers spread evenly from low to high."""
-    w, n = lab.scenario.workload.output, lab.engine.max_batch_size
-    return w.low + (w.high - w.low) * n / (n + 1)
 
 
 @figure("saturated_rate_batch_1", lambda v: sig(v, 2))
@@ -747,43 +683,6 @@ def _kv_blocks(lab):
 def _full_decode(lab):
     """A decode iteration with every seat busy, each sequence half way through its answer."""
     return lab.cost.iteration(_seats(lab), _seats(lab) * (lab.prompt + lab.output // 2))
-
-
-@figure("split_context", whole)
-def _split_context(lab):
-    """Context of each sequence in that iteration, tokens."""
-    return lab.prompt + lab.output // 2
-
-
-@figure("split_weights_ms", 3)
-def _split_weights_ms(lab):
-    """Its weight read alone (t_mem), ms."""
-    return _full_decode(lab).t_weights * 1000
-
-
-@figure("split_compute_ms", 3)
-def _split_compute_ms(lab):
-    """Its linear layers' arithmetic alone (t_cmp), ms."""
-    return _full_decode(lab).t_compute * 1000
-
-
-@figure("split_linear_ms", 3)
-def _split_linear_ms(lab):
-    """The two overlapped: sqrt(t_mem² + t_cmp²), ms."""
-    return _full_decode(lab).t_linear * 1000
-
-
-@figure("split_rest_ms", 3)
-def _split_rest_ms(lab):
-    """Everything else, which adds: KV read, attention, all-reduce, overhead, ms."""
-    c = _full_decode(lab)
-    return (c.t_kv_read + c.t_prefill_attn + c.t_allreduce + c.t_overhead) * 1000
-
-
-@figure("split_total_ms", 3)
-def _split_total_ms(lab):
-    """The iteration, ms."""
-    return _full_decode(lab).total * 1000
 
 
 # -- throughput against latency (step 7) ---------------------------------------------------------
@@ -845,32 +744,11 @@ def _batch_table(lab) -> str:
 FIGURES["batch_table"] = Figure("batch_table", _batch_table, str, _batch_table.__doc__)
 
 
-@figure("batch_knee", whole)
-def _batch_knee(lab):
-    """The batch sweep's knee (`sim.curves.find_knee`, as the curve marks it)."""
-    from sim.curves import find_knee
-
-    sizes = lab.sweep.batch_sizes
-    times = [_batch_time(lab, b) for b in sizes]
-    knee = find_knee(sizes, [b / t for b, t in zip(sizes, times)], [t * 1000 for t in times])
-    if knee.index is None:
-        raise ValueError("the batch sweep has no knee")
-    return sizes[knee.index]
-
-
 @figure("ridge_batch", lambda v: sig(v, 2))
 def _ridge_batch(lab):
     """The batch at which the linear layers' arithmetic takes as long as the weight read."""
     one = lab.cost.iteration(1, 0)
     return one.t_weights / one.t_compute
-
-
-@figure("knee_factor", whole)
-def _knee_factor(lab):
-    """How far latency may rise over its low-load value before the curve's knee."""
-    from sim.curves import KNEE_LATENCY_FACTOR
-
-    return KNEE_LATENCY_FACTOR
 
 
 @figure("batch_max", whole)
@@ -887,14 +765,8 @@ def _choices_07(lab):
 
 # -- past the knee (step 8) ----------------------------------------------------------------------
 
-CALM, OVER, FAR = 0.7, 1.2, 1.5
+OVER, FAR = 1.2, 1.5
 """Loads step 8 compares, as multiples of the saturated rate (STEPS.md)."""
-
-
-@figure("calm_rate", whole)
-def _calm_rate(lab):
-    """0.7 x the saturated rate, whole requests/s."""
-    return round(CALM * lab.saturated)
 
 
 @figure("over_rate", whole)
@@ -909,39 +781,27 @@ def _far_rate(lab):
     return round(FAR * lab.saturated)
 
 
-@figure("calm_ttft_ms", 2)
-def _calm_ttft_ms(lab):
-    """TTFT p99 at 0.7 x the saturated rate, steady state, ms."""
-    return lab.steady(_calm_rate(lab)).window["p99_ttft_ms"]
+@figure("full_decode_ms", 3)
+def _full_decode_ms(lab):
+    """Every seat decoding, nothing else, each sequence halfway through its answer (prompt +
+    output/2 of context): one iteration, ms. Step 7's batch table at the same batch."""
+    from sim.cost import CostModel
+
+    seats, context = lab.engine.max_num_seqs, lab.prompt + lab.output // 2
+    return CostModel(lab.scenario.deployment()).iteration(seats, seats * context).total * 1000
 
 
-def _minute_past(lab, rate: float):
-    """A minute of traffic at `rate`: the engine (queue and records) at its end."""
-
-    def run():
-        from sim.engine import Engine
-
-        engine = Engine(lab.scenario.with_workload(request_rate=float(rate)), keep_records=True)
-        engine.run(until_time=60.0)
-        return engine
-
-    return lab.memo(("minute", rate), run)
+@figure("saturated_tpot_ms", 3)
+def _saturated_tpot_ms(lab):
+    """TPOT p50 at the saturated rate (the step's traffic all queued at once), ms."""
+    return lab.saturated_run.metrics["median_tpot_ms"]
 
 
-@figure("over_ttft_s", 2)
-def _over_ttft_s(lab):
-    """After a minute at 1.2 x the saturated rate: TTFT p99 of the latest 512 requests (the live
-    metrics' window), s."""
-    import numpy as np
-
-    records = _minute_past(lab, _over_rate(lab)).metrics.records
-    return float(np.percentile([r.ttft for r in records[-512:]], 99))
-
-
-@figure("over_queue", lambda v: sig(v, 2))
-def _over_queue(lab):
-    """Requests waiting after a minute at 1.2 x the saturated rate."""
-    return _minute_past(lab, _over_rate(lab)).scheduler.num_waiting
+@figure("riding_prefill", lambda v: sig(v, 2))
+def _riding_prefill(lab):
+    """Prompt tokens that ride along with each iteration's decodes at saturation, on average:
+    newcomers per second × prompt length × seconds per iteration (TPOT p50 there)."""
+    return lab.saturated * lab.prompt * _saturated_tpot_ms(lab) / 1000
 
 
 # -- sequences in flight (step 9, the cheat sheet) -----------------------------------------------
@@ -972,18 +832,6 @@ def _in_flight(lab) -> tuple[float, float]:
 def _in_flight_w_s(lab):
     """W at the step's rate, s."""
     return _in_flight(lab)[0]
-
-
-@figure("in_flight_tpot_ms", 3)
-def _in_flight_tpot_ms(lab):
-    """Median time per output token at the step's rate, ms."""
-    return lab.steady(lab.scenario.workload.request_rate).window["median_tpot_ms"]
-
-
-@figure("in_flight_ttft_ms", 2)
-def _in_flight_ttft_ms(lab):
-    """Median TTFT at the step's rate, ms."""
-    return lab.steady(lab.scenario.workload.request_rate).window["median_ttft_ms"]
 
 
 @figure("in_flight", whole)
@@ -1109,12 +957,6 @@ def _kv_kib_per_token(lab):
     return lab.deployment.kv_bytes_per_token / 1024
 
 
-@figure("kv_gb_per_sequence", 2)
-def _kv_gb_per_sequence(lab):
-    """Cache a finished sequence holds (prompt + output tokens), GB."""
-    return (lab.prompt + lab.output) * lab.deployment.kv_bytes_per_token / 1e9
-
-
 @figure("cache_batch", 3)
 def _cache_batch(lab):
     """Sequences the cache holds at full length: cache tokens ÷ (prompt + output)."""
@@ -1156,19 +998,6 @@ def _run_seats(lab):
 def _capped_rate(lab):
     """Requests/s the capped engine completes, flat out."""
     return _capped(lab).saturated
-
-
-@figure("capped_tpot_ms", 3)
-def _capped_tpot_ms(lab):
-    """Median TPOT of the capped engine, every seat busy, ms."""
-    return _capped(lab).saturated_run.metrics["median_tpot_ms"]
-
-
-@figure("capped_tpot_gain_pct", 2)
-def _capped_tpot_gain_pct(lab):
-    """How much faster each token comes with the cap than at the step's own rate, per cent."""
-    free = lab.steady(lab.scenario.workload.request_rate).window["median_tpot_ms"]
-    return (1 - _capped_tpot_ms(lab) / free) * 100
 
 
 # -- the cache caps the batch (step 14) ----------------------------------------------------------
@@ -1287,23 +1116,11 @@ def _slo_rate(lab, seats: int) -> float:
     return best.rate
 
 
-def _replicas(lab, peak: float, seats: int) -> tuple[float, float, float]:
-    """(peak, one replica's planned rate, replicas) as step 16's drill works them."""
-    rate = _slo_rate(lab, seats)
-    return peak, planning.planned_rate(rate), planning.replicas_needed(peak, rate)
-
-
 PINNED.append(Pinned(16, "about 33 req/s", lambda lab: _slo_rate(lab, lab.engine.max_num_seqs), 0.0,
                      "The SLO rate of step 16's curve at its own seats (a sweep: about a second)."))
-PINNED.append(Pinned(16, "A peak of 150 req/s then needs ⌈150 ÷ 26.4⌉ = 6",
-                     lambda lab: (150.0,) + _replicas(lab, 150.0, lab.engine.max_num_seqs),
-                     (0.0, 0.0, 0.01, 0.0), "Replicas for a peak of 150 req/s at the step's seats."))
 PINNED.append(Pinned(16, "With 64 seats", lambda lab: 64, 0.0, "The smaller batch the lesson compares."))
 PINNED.append(Pinned(16, "about 20 req/s", lambda lab: _slo_rate(lab, 64), 0.0,
                      "The SLO rate of step 16's curve at 64 seats."))
-PINNED.append(Pinned(16, "needs 10 replicas instead of 6",
-                     lambda lab: (_replicas(lab, 150.0, 64)[2], _replicas(lab, 150.0, lab.engine.max_num_seqs)[2]),
-                     0.0, "Replicas for a peak of 150 req/s at 64 seats, and at the step's seats."))
 
 
 # -- the cheat sheet (step 19) ---------------------------------------------------------------------

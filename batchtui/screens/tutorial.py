@@ -309,7 +309,7 @@ class TutorialScreen(Screen):
         words = self.app.words
         self.query_one(StepHeader).show_step(words(step.section), step.number, len(self.summaries),
                                              words(step.title), minutes_left)
-        self._set_zoom(step.activity.kind == "playground" and not self.has_class("-wide"))
+        self._set_zoom(False)  # the playground too: its things to try are in the lesson pane
         progress = self.app.progress
         view = activity_view(step, progress.answers.get(step.number), step.number in progress.completed,
                              seed=step.number)
@@ -619,6 +619,13 @@ class TutorialScreen(Screen):
         _, error = self._set_dials(message.dials)
         if error is not None:
             self.say(f"Refused: {error}", error=True)
+        if message.fresh and self.sim.engine.iteration:
+            # From time zero with these settings: a mean over the run is this run's alone.
+            scenario = self.sim.engine.scenario
+            self._stop_simulation()
+            self._start_simulation(scenario)
+            if self.sim is None:
+                return
         self._configure_before()
         if message.dials:
             # In the dials' own words where the step has that dial (a drill may also set the
@@ -672,14 +679,18 @@ class TutorialScreen(Screen):
         self._update_reveal()
 
     def _update_reveal(self) -> None:
-        """The lesson's reveal text, once the step's activity has been answered (or was before)."""
+        """The lesson's reveal text, once the step's activity has been answered on this visit: a
+        step revisited asks again (a prediction says the learner's earlier guess) with its answer
+        hidden, so nothing answers a question before it is asked."""
         step = self.step
+        view = self.query_one(ActivityPanel).view
+        # A plot that answers the prediction (step 7's batch curve) waits for the guess too.
+        hidden = step.activity.params.get("hides", ()) if view is not None and not view.answered else ()
+        for curve in self.stack.views("curve"):
+            curve.hold_back(hidden)
         if self._reveal_shown or not step.reveal_md:
             return
-        view = self.query_one(ActivityPanel).view
-        progress = self.app.progress
-        before = step.number in progress.answers or step.number in progress.completed
-        if view is None or view.answered or before:
+        if view is None or view.answered:
             self._reveal_shown = True
             self.run_worker(self._show_reveal(step), group="reveal")
 

@@ -9,9 +9,10 @@ from typing import NamedTuple
 
 from rich.text import Text
 
+from sim.reports import recent_worst_gap
+
 from ..formatting import count, exact_count, ms, percent
-from .metrics import RECENT_GAP_POINTS
-from .sim_view import SimView, encoder_pass_size
+from .sim_view import SimView, encoder_pass_size, seat_capacity
 
 LABEL_WIDTH = 9
 
@@ -32,8 +33,7 @@ def _latency(attribute: str) -> Callable[[object], str]:
 
 
 def _recent_gap(snap) -> str:
-    recent = snap.series_itl[-RECENT_GAP_POINTS:]
-    gap = max(recent) if recent else snap.metrics.itl_max
+    gap = recent_worst_gap(snap)
     return ms(gap) if gap > 0 else "-"
 
 
@@ -42,7 +42,7 @@ def _pads(a, b) -> bool:
 
 
 ROWS: dict[str, Row] = {
-    "batch": Row("batch", lambda s: f"{s.running or encoder_pass_size(s):,}/{max(s.max_num_seqs, len(s.seats)):,}"),
+    "batch": Row("batch", lambda s: f"{s.running or encoder_pass_size(s):,}/{seat_capacity(s):,}"),
     "queue": Row("queue", lambda s: exact_count(s.queue_len)),
     "tokens/s": Row("tokens/s", lambda s: count(s.metrics.output_tokens_per_s)),
     "req/s": Row("req/s", lambda s: count(s.metrics.requests_per_s)),

@@ -89,6 +89,15 @@ class CurveView(SimView):
         self.panels: tuple[CurvePanel, ...] = ()
         self.pending = False
         """A sweep is still being computed: say so instead of "no sweep"."""
+        self.held_back: frozenset[str] = frozenset()
+        """Panels (by load label: "batch", "req/s") that answer a prediction not made yet: drawn
+        as their title and a line saying when they show."""
+
+    def hold_back(self, load_labels) -> None:
+        held = frozenset(load_labels)
+        if held != self.held_back:
+            self.held_back = held
+            self.redraw()
 
     @property
     def points(self) -> tuple[CurvePoint, ...]:
@@ -113,6 +122,11 @@ class CurveView(SimView):
         for i, panel in enumerate(self.panels):
             if i:
                 text.append("\n\n")
+            if panel.load_label in self.held_back:
+                text.append(f"{panel.load_range}: {panel.latency_label}", self.style_of("curve--title"))
+                text.append("\n(the answer: shows once you guess)",
+                            self.style_of("curve--dim"))
+                continue
             self._build_panel(text, panel, width, rows)
         if self.pending:
             text.append("\n\n")

@@ -133,6 +133,10 @@ class IterationView(SimView):
         text.append("]\n")
 
         seats = f"seats {report.running:,}/{report.max_num_seqs:,}{g.sep}waiting {report.waiting:,}"
+        if report.finished and len(seats) + len(g.sep) + 12 <= width // (2 if compact else 1):
+            # Seats are counted after the iteration: those it finished left (24 decoded, 2 finished:
+            # 22 seats), so the two figures above and here read as one.
+            seats += f"{g.sep}{len(report.finished):,} finished"
         if self.tight:
             pass
         elif compact:

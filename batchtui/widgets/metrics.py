@@ -7,10 +7,10 @@ from pathlib import Path
 
 from rich.text import Text
 
+from sim.reports import RATE_WINDOW_S, recent_worst_gap
+
 from ..formatting import count, exact_count, ms, percent
 from .sim_view import SimView, encoder_pass_size
-
-RECENT_GAP_POINTS = 60
 
 
 class MetricsView(SimView):
@@ -60,10 +60,7 @@ class MetricsView(SimView):
 
         # Fixed lines (cropped when narrow) rather than a flow: a steady height means a frame
         # redraws only the lines that changed, not the whole pane.
-        # The worst gap between two tokens over the last 30 s (series points are 0.5 s apart), so
-        # it follows the dials; the run's all-time worst would keep a stall from before a change.
-        recent = snap.series_itl[-RECENT_GAP_POINTS:]
-        gap = max(recent) if recent else m.itl_max
+        gap = recent_worst_gap(snap)
         lines = [
             [item("tokens/s", count(m.output_tokens_per_s)), item("req/s", count(m.requests_per_s))],
             [item("batch", f"{snap.running or encoder_pass_size(snap):,}"),
@@ -88,6 +85,10 @@ class MetricsView(SimView):
         for extra in extras:
             if len(Text("  ").join(lines[2] + [extra]).plain) <= width:
                 lines[2].append(extra)
+        # Rates are over a recent window, `done` counts the whole run: say which, where it fits.
+        window = Text(f"(last {RATE_WINDOW_S:g} s)", self.style_of("metrics--dim"))
+        if len(Text("  ").join(lines[0] + [window]).plain) <= width:
+            lines[0].append(window)
         for i, pieces in enumerate(lines):
             if i:
                 text.append("\n")

@@ -8,13 +8,15 @@ from rich.text import Text
 
 from sim.reports import SeatView
 
-from .sim_view import SimView, encoder_pass_size
+from .sim_view import SimView, encoder_pass_size, seat_capacity
 
 MAX_ROWS = 8
 COMFORTABLE_ROWS = 4
 """Rows of seats worth more than the blank lines between views; more come after those."""
 STATE_WORDS = {"decode": "decoding", "prefill": "prefilling", "padded": "padded",
-               "preempted": "preempted", "idle": "idle"}
+               "preempted": "preempted", "idle": "idle", "unused": "unused"}
+""""unused": a seat drawn past what the server can fill (a sequential server fills one of the
+seats a batching server would have)."""
 
 
 class SeatsView(SimView):
@@ -25,7 +27,7 @@ class SeatsView(SimView):
     DEFAULT_CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
     COMPONENT_CLASSES = {
         "seats--title", "seats--idle", "seats--prefill", "seats--decode", "seats--padded",
-        "seats--preempted", "seats--queue", "seats--dim",
+        "seats--preempted", "seats--queue", "seats--dim", "seats--unused",
     }
 
     caption: str | None = None
@@ -65,9 +67,11 @@ class SeatsView(SimView):
         # The longest header that fits: "continuous 160/512 busy     queue 1,840".
         queue_style = self.style_of("seats--queue") if snap.queue_len else self.style_of("seats--dim")
         caption = self.caption or snap.batching
-        # Out of the seats drawn: a batch formed before its cap was lowered keeps its members
-        # until it ends, so it can hold more than the cap ("6/8", not "6/1" over eight seats).
-        seats_count = max(snap.max_num_seqs, len(seats))
+        # Out of the seats it can fill, as every view counts them (seat_capacity).
+        seats_count = seat_capacity(snap)
+        if len(seats) > seats_count:  # cells past the capacity: idle for good, not waiting for work
+            seats = seats[:seats_count] + tuple(
+                SeatView("unused") if s.state == "idle" else s for s in seats[seats_count:])
         for busy_words, queue in ((" busy", f"queue {snap.queue_len:,}"), ("", f"queue {snap.queue_len:,}"),
                                   ("", f"q {snap.queue_len:,}")):
             head = f" {busy}/{seats_count:,}{busy_words}"
@@ -96,8 +100,8 @@ class SeatsView(SimView):
             counts[seat.state] = counts.get(seat.state, 0) + 1
         text.append("\n")
         legend = Text()
-        for state in ("decode", "prefill", "padded", "preempted", "idle"):
-            if state not in counts and state not in ("decode", "idle"):
+        for state in ("decode", "prefill", "padded", "preempted", "idle", "unused"):
+            if state not in counts and (state not in ("decode", "idle") or "unused" in counts):
                 continue
             item = Text()
             item.append(self._glyph_for_state(state), self.style_of(f"seats--{state}"))

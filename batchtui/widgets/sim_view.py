@@ -179,3 +179,11 @@ def encoder_pass_size(snapshot) -> int:
     if report is None or snapshot.running or report.scheduled or not report.finished:
         return 0
     return len(report.finished)
+
+
+def seat_capacity(snapshot) -> int:
+    """The seats this server can fill: its seat cap (one for a sequential server, whatever cells
+    are drawn), or more while a batch formed before the cap was lowered still holds them."""
+    if snapshot.batching == "sequential":
+        return snapshot.max_num_seqs
+    return max(snapshot.max_num_seqs, len(snapshot.seats))

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from rich.text import Text
 
+from sim.reports import recent_worst_gap
+
 from ..formatting import count, ms
 from .sim_view import SimView
 
@@ -59,8 +61,13 @@ def spark_cells(series, width: int, levels: tuple[str, ...], zero_is_missing: bo
     return " " * (width - len(values)) + "".join(cell(v) for v in values)
 
 
+def _gap(snap) -> str:
+    gap = recent_worst_gap(snap)
+    return ms(gap) if gap > 0 else "-"
+
+
 class SparklinesView(SimView):
-    """One row per series: its name, the recent history, its latest value."""
+    """One row per series: its name, the recent history, and the metrics line's figure for it."""
 
     view_name = "sparklines"
     LINES = 4
@@ -69,12 +76,15 @@ class SparklinesView(SimView):
                          "sparklines--tpot", "sparklines--itl", "sparklines--dim"}
 
     ROWS = (
-        # label, snapshot series, style, format; latencies (a zero is "nothing measured", and the
-        # scale is logarithmic so a climb shows whatever its size)
-        ("tok/s", "series_throughput", "sparklines--throughput", count, False),
-        ("TTFT", "series_ttft", "sparklines--ttft", ms, True),
-        ("TPOT", "series_tpot", "sparklines--tpot", ms, True),
-        ("gap", "series_itl", "sparklines--itl", ms, True),
+        # label, snapshot series, style, the figure beside it, latency (a zero is "nothing
+        # measured", and the scale is logarithmic so a climb shows whatever its size). The figure
+        # is the metrics line's own (tokens/s over its 10 s window, p50 over recent requests, the
+        # worst recent gap): one value per quantity on a screen, whichever views show it.
+        ("tok/s", "series_throughput", "sparklines--throughput",
+         lambda s: count(s.metrics.output_tokens_per_s), False),
+        ("TTFT", "series_ttft", "sparklines--ttft", lambda s: _latency(s, s.metrics.ttft_p50), True),
+        ("TPOT", "series_tpot", "sparklines--tpot", lambda s: _latency(s, s.metrics.tpot_p50), True),
+        ("gap", "series_itl", "sparklines--itl", _gap, True),
     )
 
     def build(self, width: int) -> Text:
@@ -85,13 +95,17 @@ class SparklinesView(SimView):
             return text
         cells = max(1, width - LABEL_WIDTH - VALUE_WIDTH)
         first = True
-        for label, attribute, style, shown, latency in self.ROWS:
+        for label, attribute, style, figure, latency in self.ROWS:
             series = getattr(snap, attribute, ())
             if not first:
                 text.append("\n")
             first = False
             text.append(f"{label:<{LABEL_WIDTH}}", self.style_of("sparklines--label"))
             text.append(spark_cells(series, cells, self.glyphs.spark, latency, log=latency), self.style_of(style))
-            latest = shown(series[-1]) if series and (series[-1] > 0 or not latency) else "-"
-            text.append(f"{latest:>{VALUE_WIDTH}}")
+            text.append(f"{figure(snap):>{VALUE_WIDTH}}")
         return text
+
+
+def _latency(snap, value: float) -> str:
+    """A latency percentile as the metrics line prints it; a dash before anything finished."""
+    return ms(value) if snap.metrics.completed and value > 0 else "-"

@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-from sim.reports import EngineSnapshot
+from sim.reports import RECENT_GAP_POINTS, EngineSnapshot, recent_worst_gap
 from sim.scenario import Scenario
 
 from ..figures import fmt, ms
 from .base import Kind
 
 
-RECENT_GAP_SAMPLES = 60
-"""Series points the "recent" worst gap looks back over (30 s of simulated time in the live app)."""
-
-
-def recent_worst_gap(snapshot: EngineSnapshot) -> float:
-    """The worst gap between two tokens lately (seconds): the run's all-time worst would still
-    show a stall from before a dial was moved."""
-    recent = snapshot.series_itl[-RECENT_GAP_SAMPLES:]
-    return max(recent) if recent else snapshot.metrics.itl_max
+RECENT_GAP_SAMPLES = RECENT_GAP_POINTS
+"""Series points the "recent" worst gap looks back over (`sim.reports.recent_worst_gap`)."""
 
 
 _SHOW = {
@@ -65,6 +58,16 @@ class Predict:
         self.context = context
         self.guess: int | None = None
 
+    @property
+    def ends_with_job(self) -> bool:
+        """The run is a finite job: the answer comes when it ends, if before watch_seconds."""
+        return self.scenario is not None and self.scenario.workload.num_prompts > 0
+
+    def wait_words(self) -> str:
+        """When the answer shows, as the learner is told: the moment it really does."""
+        after = f"after {self.watch_seconds:g} simulated s"
+        return f"when the job ends or {after}" if self.ends_with_job else after
+
     def commit(self, guess: int) -> str:
         if not 1 <= guess <= len(self.choices):
             raise ValueError(f"choose 1 to {len(self.choices)}")
@@ -106,7 +109,9 @@ class Predict:
         head = "You called it." if right else f"Not this time: the answer is {self.answer}."
         numbers = self.live_numbers(snapshot, other)
         where = f", with {self.run_note}" if self.run_note else ""
-        tail = f"\n\nIn the simulation{where}: {numbers}." if numbers else ""
+        # A reading at one moment, said so: the live panes go on moving after it.
+        at = f" at t {fmt(snapshot.time)} s" if snapshot is not None else ""
+        tail = f"\n\nIn the simulation{where}{at}: {numbers}." if numbers else ""
         return f"{head} {_sentence(self.choices[self.answer - 1])}\n\n{self.explain}{tail}"
 
 
@@ -139,6 +144,9 @@ def _check(step) -> None:
     if (not isinstance(batches, list) or len(batches) != 2 or not all(isinstance(b, int) and b > 0 for b in batches)
             or batches[0] >= batches[1]):
         raise ValueError("batches must be two batch sizes, the smaller first")
+    hides = p.get("hides", [])
+    if not isinstance(hides, list) or any(h not in ("batch", "req/s") for h in hides):
+        raise ValueError('hides lists the curve plots that answer the question: "batch", "req/s"')
     watch = p.get("watch_s", 20.0)
     if isinstance(watch, bool) or not isinstance(watch, (int, float)) or not 1 <= watch <= 600:
         raise ValueError("watch_s must be 1 to 600 simulated seconds")
@@ -174,4 +182,4 @@ def _build(step) -> Predict:
 
 
 KIND = Kind("predict", "", frozenset({"question", "choices", "answer", "explain", "show", "compute", "run",
-                                      "watch_s", "batches"}), _build, _check)
+                                      "watch_s", "batches", "hides"}), _build, _check)

@@ -62,12 +62,21 @@ async def test_a_prediction_comes_before_its_reveal(make_app, lessons):
         assert pane.region.y <= reveal.region.y < pane.region.bottom  # its start brought into sight
 
 
-async def test_a_step_answered_before_shows_its_reveal_at_once(make_app, lessons, state_dir):
+async def test_a_step_answered_before_asks_again_with_its_answer_hidden(make_app, lessons, state_dir):
     ProgressStore(state_dir).save(Progress(current_step=5, answers={5: "2"}, completed={5}))
     app = make_app(list(lessons), start_step=5)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        assert app.screen.query_one("#reveal").display
+        reveal = app.screen.query_one("#reveal")
+        assert not reveal.display
+        await pilot.press("end")  # down to the question: it says the earlier guess, not the answer
+        await pilot.pause()
+        assert "Last time you guessed 2" in screen_text(app)
+        assert "moves to throughput" not in screen_text(app)
+        await pilot.press("3")
+        await pilot.pause()
+        await pilot.pause()
+        assert reveal.display
 
 
 async def test_a_drill_reveals_once_answered_or_given_up(make_app, lessons):
@@ -276,3 +285,43 @@ async def test_a_long_wait_for_the_answer_counts_down_and_names_the_fast_forward
         await run_for(pilot, 20.0, step=5.0)
         assert goal(app).ask == f"Predict: answer in {wait - 20:.0f} simulated s; + fast-forwards"
         assert "press + to fast-forward" in screen_text(app)
+
+
+async def test_a_plot_that_answers_a_prediction_shows_only_after_the_guess(make_app, lessons):
+    step = lessons[6]
+    assert step.number == 7 and step.activity.params.get("hides") == ["batch"]
+    app = make_app(list(lessons), start_step=7)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        text = screen_text(app)
+        assert "shows once you guess" in text and "knee: batch" not in text, text
+        assert "TTFT p99 vs req/s" in text  # the rate curve answers nothing asked: it stays
+        await pilot.press(str(step.activity.params["answer"]))
+        await pilot.pause()
+        await pilot.pause()
+        text = screen_text(app)
+        assert "knee: batch" in text and "shows once you guess" not in text
+
+
+@pytest.mark.parametrize("number", [1, 5, 7, 11, 13, 17])
+async def test_nothing_answers_a_prediction_before_the_guess(make_app, lessons, number):
+    """Every prediction: before the guess, neither its reveal, nor its explanation, nor a plot it
+    hides is on the screen, wherever the learner scrolls the lesson."""
+    step = lessons[number - 1]
+    assert step.activity.kind == "predict"
+    reveal = [line.strip() for line in step.reveal_md.splitlines() if len(line.strip()) > 20 and "|" not in line]
+    explain = step.activity.params["explain"]
+    app = make_app(list(lessons), start_step=number)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        for key in ("home", "end"):
+            await pilot.press(key)
+            await pilot.pause()
+            text = " ".join(screen_text(app).split())
+            for line in reveal[:2]:
+                assert " ".join(line.split()[:4]) not in text, f"step {number}: {line!r} shows before the guess"
+            assert " ".join(explain.split()[:5]) not in text
+            if "batch" in step.activity.params.get("hides", ()):
+                assert "knee: batch" not in text

@@ -346,6 +346,22 @@ def test_08_past_the_knee_throughput_and_tpot_hold_while_ttft_grows(knee_runs):
     assert b["p99_ttft_ms"] > 1.5 * a["p99_ttft_ms"] and b["median_ttft_ms"] > 1.5 * a["median_ttft_ms"]
 
 
+def test_08_tpot_at_saturation_is_the_full_decode_plus_the_prefill_riding_along(step, knee_runs):
+    """Why a full batch runs slower in step 8 than step 7's decode-only table says: at saturation
+    each iteration also carries newcomers' prompt tokens (rate × prompt × iteration time); the
+    cost model priced with that much prefill gives the TPOT the runs measure."""
+    sat, runs = knee_runs
+    sc = step(8).scenario
+    prompt, output, seats = sc.workload.input.mean, sc.workload.output.mean, sc.engine_config().max_num_seqs
+    cost = CostModel(sc.deployment())
+    decode_only = cost.iteration(seats, seats * (prompt + output // 2)).total
+    tpot = runs[1.2]["median_tpot_ms"] / 1000
+    assert tpot > 1.4 * decode_only
+    riding = sat * prompt * tpot
+    with_prefill = cost.iteration(seats, seats * (prompt + output // 2), [(0, int(riding))]).total
+    assert within(with_prefill, tpot, 0.10)
+
+
 def test_08_the_queue_grows_steadily(step):
     sc = step(8).scenario
     sat = saturated_rate(sc)

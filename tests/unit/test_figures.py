@@ -80,8 +80,9 @@ def test_an_unknown_template_names_the_file(tmp_path):
     folder = tmp_path / "lessons"
     shutil.copytree(steps.lessons_dir(), folder)
     p = folder / "02-drill-single-stream-ceiling.md"
-    p.write_text(p.read_text(encoding="utf-8").replace("+++\nStep 1", "+++\nStep 1 {{no_such_figure}}", 1),
-                 encoding="utf-8")
+    text = p.read_text(encoding="utf-8")
+    body = text.index("\n+++\n", 4) + len("\n+++\n")  # the lesson text's first word
+    p.write_text(text[:body] + "{{no_such_figure}} " + text[body:], encoding="utf-8")
     with pytest.raises(steps.StepError, match="02-drill-single-stream-ceiling.md: the lesson text: unknown figure"):
         steps.load_step(p)
     p = folder / "13-capping-the-batch.md"

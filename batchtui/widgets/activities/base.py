@@ -50,12 +50,15 @@ class ActivityView(Vertical):
 
     class RunDials(Message):
         """Settings the activity wants the live simulation to run with (dotted paths).
-        `beside_start`: run the step's starting setting beside them, as "before"."""
+        `beside_start`: run the step's starting setting beside them, as "before". `fresh`: a new
+        run from time zero with them, so no figure on screen mixes it with the run before
+        (a drill's check against the mean batch)."""
 
-        def __init__(self, dials: dict, beside_start: bool = False) -> None:
+        def __init__(self, dials: dict, beside_start: bool = False, fresh: bool = False) -> None:
             super().__init__()
             self.dials = dials
             self.beside_start = beside_start
+            self.fresh = fresh
 
     takes_choices = False
     """Number keys pick an answer right now."""

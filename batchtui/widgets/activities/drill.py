@@ -93,7 +93,7 @@ class DrillView(ActivityView):
                                               "**Worked answer**\n\n" + self.question.derivation_md)
         self.bring_into_view(derivation)
         if self.question.run_dials:
-            self.post_message(self.RunDials(self.question.run_dials))
+            self.post_message(self.RunDials(self.question.run_dials, fresh=True))
 
     async def give_up(self) -> None:
         if self.question is None or self.question.over:

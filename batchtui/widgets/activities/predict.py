@@ -34,7 +34,9 @@ class PredictView(ActivityView):
         yield Static("Predict, then run", classes="activity-title", markup=False)
         choices = "\n".join(f"{i}. {c}" for i, c in enumerate(self.predict.choices, 1))
         yield self.markdown(self.words(f"{self.predict.question_md}\n\n{choices}"), id="predict-question")
-        yield Static(self.words("Press the number of your guess; the simulation starts when you do."),
+        earlier = (f"Last time you guessed {self.saved_guess}; guess again. "
+                   if self.saved_guess is not None else "")
+        yield Static(self.words(f"{earlier}Press the number of your guess; the simulation starts when you do."),
                      id="predict-status", classes="activity-feedback -info", markup=False)
 
     def choose(self, number: int) -> None:
@@ -45,9 +47,8 @@ class PredictView(ActivityView):
         except ValueError as exc:
             self.query_one("#predict-status", Static).update(self.words(str(exc).capitalize() + "."))
             return
-        wait = f"{self.predict.watch_seconds:g}"
         self.query_one("#predict-status", Static).update(self.words(
-            f"{message} The answer shows after {wait} s of simulated time: press + to fast-forward."))
+            f"{message} The answer shows {self.predict.wait_words()}: press + to fast-forward."))
         self.bring_into_view(self.query_one("#predict-status"))
         self.committed_at = None  # set by the next frame: the run starts now
         self.watched = 0.0
@@ -85,6 +86,9 @@ class PredictView(ActivityView):
         if self.predict.guess is None:
             return Goal(f"Predict: press 1-{n} for your guess; the run starts when you do")
         if not self.revealed:
+            if self.predict.ends_with_job:
+                return Goal(f"Predict: the answer comes {self.predict.wait_words()}; + fast-forwards",
+                            "open", f"guess {self.predict.guess}")
             # The seconds left count down on every frame, with the key that shortens them.
             left = max(0.0, self.predict.watch_seconds - (self.watched or 0.0))
             return Goal(f"Predict: answer in {left:.0f} simulated s; + fast-forwards",
