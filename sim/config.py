@@ -28,7 +28,9 @@ class EngineConfig:
     scheduler_reserve_full_isl: bool = True
     max_batch_size: int = 64
     max_queue_delay: float = 0.010
-    async_scheduling: bool = False  # schedule batch k before batch k-1's output is processed
+    # Schedule batch k before batch k-1's output is processed, the host's work overlapping the
+    # GPU's: on by default, as in vLLM 0.33 (see `runs_async`).
+    async_scheduling: bool = True
     enable_prefix_caching: bool = True  # vLLM's automatic prefix caching (continuous batching)
 
     def validate(self) -> None:
@@ -68,6 +70,14 @@ class EngineConfig:
         if not (isinstance(self.max_queue_delay, (int, float)) and math.isfinite(self.max_queue_delay)
                 and self.max_queue_delay >= 0):
             raise ConfigError("max_queue_delay", self.max_queue_delay, "a wait in seconds >= 0")
+
+    @property
+    def runs_async(self) -> bool:
+        """Whether the engine schedules asynchronously. vLLM enables async scheduling unless an
+        option is incompatible with it (vllm/config/vllm.py); here, as there, a pooling
+        (encoder) model, which is served by dynamic batching, and every policy other than vLLM's
+        continuous batching run synchronously whatever `async_scheduling` says."""
+        return self.async_scheduling and self.batching == "continuous"
 
     def replace(self, **changes) -> "EngineConfig":
         return replace(self, **changes)

@@ -100,7 +100,8 @@ class Engine:
                     "vLLM refuses to start otherwise; lower --max-model-len or give the cache more memory")
         self.config = config
         self.pool = pool
-        self.cost = CostModel(self.deployment)
+        self._async = config.runs_async
+        self.cost = CostModel(self.deployment, overlap=self._async)
         self.rng = np.random.default_rng(sc.seed)
         self.arrivals = Arrivals(sc.workload, self.rng)
         # The live engine keeps an endless workload's waiting requests in compact form (see
@@ -120,7 +121,6 @@ class Engine:
         # A lean iteration's parts, made into `last` on demand: what `_report` takes, or (index, the
         # last decode stretch run).
         self._stash = None
-        self._async = config.batching == "continuous" and config.async_scheduling
         self._in_flight = None  # async scheduling: (batch, start, end, cost) running on the GPU
         self._last_preempted: tuple[str, ...] = ()
         self._carry_preempted: list[str] = []
