@@ -81,11 +81,15 @@ def sweep_scenario() -> Scenario:
                     seed=0)
 
 
-def run_sweep(engine_class=Engine, profiles=None, caching: bool | None = None) -> list:
-    """The sweep; `caching` sets this engine's prefix caching (None: the default, on)."""
+def run_sweep(engine_class=Engine, profiles=None, caching: bool | None = None,
+              asynchronous: bool | None = None) -> list:
+    """The sweep; `caching` sets this engine's prefix caching and `asynchronous` its async
+    scheduling (None: the default, on)."""
     base = sweep_scenario()
     if caching is not None:
         base = base.with_engine(enable_prefix_caching=caching)
+    if asynchronous is not None:
+        base = base.with_engine(async_scheduling=asynchronous)
     return [engine_class(base.with_workload(request_rate=float(rate)), profiles=profiles).run()
             for rate in SWEEP_RATES]
 
@@ -173,19 +177,21 @@ def main(argv=None) -> int:
     print()
 
     # "this" is the engine as it runs by default (prefix caching on, nothing shared in this
-    # traffic); "this, caching off" is the one compared with the engine before issue 10, which
-    # predates prefix caching (with caching on, requests resumed after a preemption may hit their
-    # own blocks, so results may differ where the sweep preempts).
-    variants = (("this", Engine, None), ("off", Engine, False), ("previous", PreviousEngine, None))
-    for _, engine_class, caching in variants:  # warm up (imports, caches)
-        run_sweep(engine_class, profiles, caching)
-    times = {name: [] for name, _, _ in variants}
+    # traffic; async scheduling on); "sync" the same with async scheduling off; "this, caching
+    # off" (and async off) is the one compared with the engine before issue 10, which predates
+    # prefix caching and the overlap (with caching on, requests resumed after a preemption may hit
+    # their own blocks, so results may differ where the sweep preempts).
+    variants = (("this", Engine, None, None), ("sync", Engine, None, False), ("off", Engine, False, False),
+                ("previous", PreviousEngine, None, False))
+    for _, engine_class, caching, asynchronous in variants:  # warm up (imports, caches)
+        run_sweep(engine_class, profiles, caching, asynchronous)
+    times = {name: [] for name, _, _, _ in variants}
     results_of = {}
     for _ in range(max(1, args.repeats)):
-        for name, engine_class, caching in variants:
+        for name, engine_class, caching, asynchronous in variants:
             gc.collect()
             t0 = time.process_time()
-            results_of[name] = run_sweep(engine_class, profiles, caching)
+            results_of[name] = run_sweep(engine_class, profiles, caching, asynchronous)
             times[name].append(time.process_time() - t0)
     mine, previous = results_of["this"], results_of["previous"]
     same = all(agree(a, b) for a, b in zip(results_of["off"], previous))
@@ -198,9 +204,13 @@ def main(argv=None) -> int:
           f"{len(times['this'])}:")
     print(f"  this engine:     {best:.3f} s (median {statistics.median(times['this']):.3f} s) -> "
           f"{best / ref:.1f}x the reference loop; {verdict} the {SWEEP_TARGET_S:.0f} s target")
+    best_sync = min(times["sync"])
+    print(f"  async off:       {best_sync:.3f} s (median {statistics.median(times['sync']):.3f} s): "
+          f"async scheduling (the default) costs {best / best_sync:.3f}x (best), "
+          f"{statistics.median(times['this']) / statistics.median(times['sync']):.3f}x (median)")
     print(f"  caching off:     {best_off:.3f} s (median {statistics.median(times['off']):.3f} s): "
-          f"prefix caching on costs {best / best_off:.3f}x (best), "
-          f"{statistics.median(times['this']) / statistics.median(times['off']):.3f}x (median)")
+          f"prefix caching on (async off) costs {best_sync / best_off:.3f}x (best), "
+          f"{statistics.median(times['sync']) / statistics.median(times['off']):.3f}x (median)")
     print(f"  before issue 10: {best_previous:.3f} s (median {statistics.median(times['previous']):.3f} s) -> "
           f"{best_previous / ref:.1f}x the reference loop")
     print(f"  caching off / before = {best_off / best_previous:.2f} (best), "

@@ -97,6 +97,7 @@ class ContinuousScheduler(Scheduler):
         self.running.remove(req)
         self.pool.free_request(req.request_id)
         req.status = PREEMPTED
+        req.hash_lag = 0
         req.num_computed_tokens = 0
         req.num_preemptions += 1
         self.waiting.prepend_request(req)
@@ -296,6 +297,7 @@ class ContinuousScheduler(Scheduler):
         # placeholder until its output is processed).
         scheduled = out.scheduled
         for i, (req, n, before, _) in enumerate(scheduled):
+            req.hash_lag = 0
             in_flight = req.num_output_placeholders
             if n == 1 and is_decode(req, n, before, in_flight):
                 scheduled[i] = (req, n, before, True)
@@ -359,6 +361,8 @@ class ContinuousScheduler(Scheduler):
             elif req.prompt_len + outputs >= max_model_len:
                 req.finish_reason = "length"
             elif req.status == RUNNING and (settle or not self.async_scheduling):
+                if settle:
+                    req.hash_lag = 2  # (see unsettle)
                 running.join(req)
                 output.joined.append(req)
                 continue
@@ -405,10 +409,7 @@ class ContinuousScheduler(Scheduler):
         process it before scheduling the next one (and then run decode stretches) with the same
         results as scheduling first: every running request decodes in it, nobody finishes with
         it, nobody was admitted or preempted, and the waiting queue (if any) stays blocked the
-        same way (the engine checks that nothing arrives before it ends). Nobody finishes with
-        the batch after it either: scheduled after this one's output, it hashes the blocks that
-        output fills (with prefix caching) a call earlier than scheduled before it, which only a
-        later call for the same request makes alike."""
+        same way (the engine checks that nothing arrives before it ends)."""
         running = self.running
         scheduled = output.scheduled
         if (output.num_compact or output.admitted or output.preempted or len(scheduled) != len(running.members)
@@ -416,15 +417,23 @@ class ContinuousScheduler(Scheduler):
             return False
         max_model_len = self.config.max_model_len
         for req, n, _, decode in scheduled:
-            outputs = req.num_output_tokens + req.num_output_placeholders + 1
+            outputs = req.num_output_tokens + req.num_output_placeholders
             if not decode or outputs >= req.output_len or req.prompt_len + outputs >= max_model_len:
                 return False
         return True
 
     def unsettle(self) -> None:
         """Async scheduling again after settling: every running request held explicitly (a
-        compact decoder carries no placeholder for a token in flight)."""
-        self.running.flush()
+        compact decoder carries no placeholder for a token in flight). The next batch is
+        scheduled after the last output was processed, where vLLM schedules it before, so blocks
+        are hashed as vLLM hashes them, from the tokens known when it schedules
+        (`Request.hash_lag`): until the next batch, those known before the last two outputs (the
+        one before the last was in flight when vLLM scheduled the last batch); in it, all but
+        the last output; from the one after, all."""
+        decoders = list(self.running.decoders)
+        self.running.flush()  # (hashing with the lag of 2 the settled decoders got)
+        for req in decoders:
+            req.hash_lag = 1
 
     def prefix_hits(self, output: SchedulerOutput) -> dict[str, int]:
         """The tokens each request admitted by this schedule() took from the prefix cache (vLLM's
@@ -470,8 +479,8 @@ class ContinuousScheduler(Scheduler):
         stretches run, in order, as `DECODE_STRETCH_FIELDS` tuples (none if no such iteration is
         next).
 
-        With async scheduling (after the engine settled, see `settles`) a stretch also ends two
-        iterations before the one in which decoders finish, and with the last iteration that ends
+        With async scheduling (after the engine settled, see `settles`) a stretch also ends before
+        the iteration in which decoders finish, and with the last iteration that ends
         before `ends_before` (the next arrival): the batch after it, scheduled while that one
         runs, must be the one the synchronous scheduler would schedule after it."""
         running = self.running
@@ -489,7 +498,7 @@ class ContinuousScheduler(Scheduler):
             batch = len(running.decoders)
             if batch > budget:
                 break
-            k = running.next_finish - running.tick - 2 * asynchronous
+            k = running.next_finish - running.tick - asynchronous
             if k <= 0:
                 break
             if k > max_iterations:

@@ -337,6 +337,10 @@ ASYNC_SHAPES = [
     dict(request_rate=math.inf, num_prompts=80, max_concurrency=8, output=LengthSpec("fixed", 64)),
     dict(request_rate=4, num_prompts=30, turns=3, think_time=0.05, output=LengthSpec("uniform", 40, 1, 120)),
     dict(request_rate=50, num_prompts=150, burstiness=0.5, prefix_len=256, num_prefixes=2),
+    # A small cache: preemptions, and requests resumed hit their own blocks, as many as were
+    # hashed when they were preempted (vLLM hashes a block when it schedules after its tokens
+    # are known: a call later under async scheduling).
+    dict(request_rate=200, num_prompts=75, input=LengthSpec("fixed", 1000), output=LengthSpec("fixed", 200)),
 ]
 
 
@@ -348,8 +352,12 @@ def test_async_decode_stretches_equal_one_iteration_at_a_time(shape):
     import random
 
     wl = WorkloadSpec(**ASYNC_SHAPES[shape])
-    sc = Scenario(engine={"max_num_seqs": 32, "max_model_len": 4096}, workload=wl, seed=shape,
-                  num_gpu_blocks_override=900 if shape == 1 else None)
+    engine = {"max_num_seqs": 32, "max_model_len": 4096}
+    if shape == 5:
+        engine = {"max_num_seqs": 256, "max_num_batched_tokens": 512, "scheduling_policy": "priority",
+                  "max_model_len": 4096}
+    sc = Scenario(engine=engine, workload=wl, seed=708 if shape == 5 else shape,
+                  num_gpu_blocks_override={1: 900, 5: 300}.get(shape))
     fast = Engine(sc)
     calls = 0
     schedule = fast.scheduler.schedule
@@ -375,6 +383,8 @@ def test_async_decode_stretches_equal_one_iteration_at_a_time(shape):
     assert a.metrics == b.metrics == c.metrics
     assert a.iterations == b.iterations == c.iterations
     assert calls < a.iterations / 2  # most iterations ran in stretches
+    if shape == 5:
+        assert a.metrics["num_preemptions"] > 0 and a.metrics["prefix_cache_preempted_hits"] > 0
 
 
 def test_async_scheduling_runs_live_with_reports_and_snapshots():
