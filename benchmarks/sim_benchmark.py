@@ -128,11 +128,15 @@ def write_traces(folder: Path) -> list[str]:
     return paths
 
 
-def run_sweep(engine_class=Engine, profiles=None, caching: bool | None = None) -> list:
-    """The sweep; `caching` sets this engine's prefix caching (None: the default, on)."""
+def run_sweep(engine_class=Engine, profiles=None, caching: bool | None = None,
+              asynchronous: bool | None = None) -> list:
+    """The sweep; `caching` sets this engine's prefix caching (None: the default, on) and
+    `asynchronous` its async scheduling (None: the default, off)."""
     base = sweep_scenario()
     if caching is not None:
         base = base.with_engine(enable_prefix_caching=caching)
+    if asynchronous is not None:
+        base = base.with_engine(async_scheduling=asynchronous)
     return [engine_class(base.with_workload(request_rate=float(rate)), profiles=profiles).run()
             for rate in SWEEP_RATES]
 
@@ -246,7 +250,11 @@ def main(argv=None) -> int:
     baseline, folder = load_baseline()
     previous_sweep, read_traces = baseline_sweep(baseline, write_traces(folder))
     reading = best_of(read_traces, 5)  # what the baseline spends reading its traces, taken off
-    variants = (("this", run_sweep, None), ("off", run_sweep, False), ("previous", previous_sweep, None))
+    def async_sweep(engine_class, profiles, caching):
+        return run_sweep(engine_class, profiles, caching, asynchronous=True)
+
+    variants = (("this", run_sweep, None), ("off", run_sweep, False), ("async", async_sweep, None),
+                ("previous", previous_sweep, None))
     for _, sweep, caching in variants:  # warm up (imports, caches)
         sweep(Engine, profiles, caching)
     times = {name: [] for name, _, _ in variants}
@@ -268,6 +276,10 @@ def main(argv=None) -> int:
           f"{len(times['this'])}:")
     print(f"  this engine:     {best:.3f} s (median {statistics.median(times['this']):.3f} s) -> "
           f"{best / ref:.1f}x the reference loop; {verdict} the {SWEEP_TARGET_S:.0f} s target")
+    best_async = min(times["async"])
+    print(f"  async on:        {best_async:.3f} s (median {statistics.median(times['async']):.3f} s): "
+          f"async scheduling costs {best_async / best:.3f}x (best), "
+          f"{statistics.median(times['async']) / statistics.median(times['this']):.3f}x (median)")
     print(f"  caching off:     {best_off:.3f} s (median {statistics.median(times['off']):.3f} s): "
           f"prefix caching on costs {best / best_off:.3f}x (best), "
           f"{statistics.median(times['this']) / statistics.median(times['off']):.3f}x (median)")

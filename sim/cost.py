@@ -11,6 +11,11 @@ chunks. Its time is a sum of per-operator-class rooflines, each on one GPU of th
 - a host overhead per iteration: a fixed part (launches, scheduling) plus a part for each
   sequence in the iteration (sampling, detokenising, the API server's share), `host_overhead`.
 
+The host's work and the GPU's are joined by one rule, `iteration_total`: one after the other
+(synchronous scheduling), or overlapped (`overlap`, vLLM's async scheduling: the host schedules and
+prepares step n+1 and processes step n's output while the GPU runs a forward pass), so that an
+iteration costs the larger of the two, not their sum.
+
 Conventions:
 
 - `decode_context_tokens` is the sum, over decoding sequences, of the tokens whose keys and
@@ -58,6 +63,7 @@ class IterationCost:
     t_allreduce: float
     """Tensor-parallel all-reduces; 0 on one GPU."""
     t_overhead: float
+    """The host's work for the iteration (`host_overhead`)."""
     total: float
     flops: float
     """Tensor-core work this iteration: linear layers plus prefill attention."""
@@ -71,6 +77,14 @@ class IterationCost:
     "overhead", or "idle" when nothing ran."""
     linear_binding: str
     """"weights" or "compute", whichever of t_weights and t_compute is larger."""
+    overhead_exposed: float = -1.0
+    """The share of `total` the host adds to the GPU's time: all of t_overhead one after the
+    other, what exceeds the GPU's time when they overlap (-1: t_overhead)."""
+
+    @property
+    def host_share(self) -> float:
+        """The seconds of `total` the host adds on top of the GPU's work."""
+        return self.t_overhead if self.overhead_exposed < 0 else self.overhead_exposed
 
     def parts(self) -> list[tuple[str, float]]:
         """The iteration's time as labelled shares that add up to `total`, for the UI.
@@ -87,7 +101,7 @@ class IterationCost:
             ("KV read", self.t_kv_read),
             ("compute", compute_share + self.t_prefill_attn),
             ("all-reduce", self.t_allreduce),
-            ("overhead", self.t_overhead),
+            ("overhead", self.host_share),
         ]
 
 
@@ -97,8 +111,9 @@ _IDLE = IterationCost(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, "idle
 class CostModel:
     """Iteration times for one deployment. Constants are worked out once, at construction."""
 
-    def __init__(self, deployment: Deployment) -> None:
+    def __init__(self, deployment: Deployment, overlap: bool = False) -> None:
         self.deployment = deployment
+        self.overlap = overlap  # async scheduling: the host's work overlaps the forward pass
         gpu, model = deployment.gpu, deployment.model
         tp = deployment.tensor_parallel_size
         self._bandwidth = gpu.hbm_bandwidth
@@ -140,6 +155,16 @@ class CostModel:
         path that prices an iteration takes its overhead from here (`num_seqs` may be a numpy
         array)."""
         return self._t_overhead + self._t_overhead_per_seq * num_seqs
+
+    def iteration_total(self, gpu, host):
+        """An iteration's time from its GPU work and its host work (`host_overhead`): their sum,
+        or with `overlap` the larger of the two. The one place they are joined (`gpu` and `host`
+        may be numpy arrays)."""
+        if not self.overlap:
+            return gpu + host
+        if isinstance(gpu, np.ndarray) or isinstance(host, np.ndarray):
+            return np.maximum(gpu, host)
+        return gpu if gpu >= host else host
 
     # -- the full breakdown --------------------------------------------------------------------
 
@@ -209,7 +234,7 @@ class CostModel:
         t_allreduce = self._t_ar_per_token * tokens + self._t_ar_fixed
         t_overhead = self.host_overhead(num_seqs)
         return (t_cmp, t_linear, t_prefill_attn, t_allreduce, t_overhead,
-                t_linear + t_kv_read + t_prefill_attn + t_allreduce + t_overhead)
+                self.iteration_total(t_linear + t_kv_read + t_prefill_attn + t_allreduce, t_overhead))
 
     def _assemble(self, tokens: int, t_kv_read: float, kv_bytes: float,
                   attn_flops: float, num_seqs: int) -> IterationCost:
@@ -218,12 +243,19 @@ class CostModel:
             tokens, t_kv_read, attn_flops, num_seqs)
 
         linear_binding = "weights" if t_mem >= t_cmp else "compute"
+        exposed = -1.0
+        host = t_overhead
+        if self.overlap:
+            # The host binds only when it takes longer than the whole forward pass it overlaps.
+            gpu = t_linear + t_kv_read + t_prefill_attn + t_allreduce
+            exposed = total - gpu if t_overhead > gpu else 0.0
+            host = t_overhead if t_overhead > gpu else 0.0
         candidates = (
             (linear_binding, t_linear),
             ("kv_read", t_kv_read),
             ("prefill_attention", t_prefill_attn),
             ("allreduce", t_allreduce),
-            ("overhead", t_overhead),
+            ("overhead", host),
         )
         binding = max(candidates, key=lambda item: item[1])[0]  # first wins a tie
         return IterationCost(
@@ -240,6 +272,7 @@ class CostModel:
             tokens=tokens,
             binding=binding,
             linear_binding=linear_binding,
+            overhead_exposed=exposed,
         )
 
     # -- fast paths for the engine ---------------------------------------------------------------
@@ -255,8 +288,9 @@ class CostModel:
         one token longer every time: when each ends and how long it took, the j-th (from 0)
         taking `iteration(batch, total_context + batch * j).total`. At most `count` of them, and
         only those that start before `limit` (none after the first that ends at or after it).
-        The same sum as `_terms` (no prefill: adding its 0.0 does not change a float), with the
-        parts that do not change with the context worked out once for each batch size; each end
+        The same sum as `_terms` (no prefill: adding its 0.0 does not change a float), joined to
+        the host's work by `iteration_total`, with the parts that do not change with the context
+        worked out once for each batch size; each end
         is the previous end plus the iteration's time, as a clock advanced one iteration at a
         time, and each duration is the difference of the two ends (as that clock measures it)."""
         if start >= limit:
@@ -272,8 +306,9 @@ class CostModel:
         ends: list[float] = []
         gaps: list[float] = []
         end = start
+        join = self.iteration_total
         for context in range(total_context, total_context + batch * count, batch):
-            new = end + (t_linear + context * per_token + t_allreduce + overhead)
+            new = end + join(t_linear + context * per_token + t_allreduce, overhead)
             ends.append(new)
             gaps.append(new - end)
             if new >= limit:
@@ -290,7 +325,7 @@ class CostModel:
         t_linear = np.sqrt(self._t_mem_squared + t_cmp * t_cmp)
         t_kv_read = context * self._t_kv_per_token
         t_allreduce = self._t_ar_per_token * batch_array + self._t_ar_fixed
-        total = t_linear + t_kv_read + t_allreduce + self.host_overhead(batch_array)
+        total = self.iteration_total(t_linear + t_kv_read + t_allreduce, self.host_overhead(batch_array))
         return np.where(batch_array > 0, total, 0.0)
 
     # -- figures the lessons quote -------------------------------------------------------------
@@ -307,7 +342,7 @@ class CostModel:
         return IterationCostParts(
             weights=cost.t_weights, compute=cost.t_compute, kv_read=cost.t_kv_read,
             prefill_attention=cost.t_prefill_attn, allreduce=cost.t_allreduce,
-            overhead=cost.t_overhead, total=seconds, binding=cost.binding,
+            overhead=cost.host_share, total=seconds, binding=cost.binding,
             linear_binding=cost.linear_binding, linear=cost.t_linear,
             bandwidth_share=cost.bytes_read / seconds / self._bandwidth if seconds > 0 else 0.0,
             tensor_core_share=cost.flops / seconds / self._peak if seconds > 0 else 0.0)

@@ -52,16 +52,41 @@ def test_a_model_table_may_set_it(tmp_path):
     assert load_profiles(path).deployment().overhead_per_seq_s == 1e-5
 
 
-def test_runs_feel_it_more_at_larger_batches(profiles):
-    def tpot(p, rate):
-        sc = Scenario(workload=WorkloadSpec(arrival="poisson", request_rate=rate, num_prompts=150,
-                                            input=LengthSpec(mean=512), output=LengthSpec(mean=64)))
-        return Engine(sc, profiles=p).run().metrics["median_tpot_ms"]
+def _tpot(p, rate, asynchronous):
+    sc = Scenario(engine={"async_scheduling": asynchronous},
+                  workload=WorkloadSpec(arrival="poisson", request_rate=rate, num_prompts=150,
+                                        input=LengthSpec(mean=512), output=LengthSpec(mean=64)))
+    return Engine(sc, profiles=p).run().metrics["median_tpot_ms"]
 
+
+def test_runs_feel_it_more_at_larger_batches(profiles):
+    """Synchronous scheduling: the host's work adds to every iteration."""
     builtin = load_profiles()
-    low = tpot(profiles, 0.2) / tpot(builtin, 0.2)
-    high = tpot(profiles, 30) / tpot(builtin, 30)
+    low = _tpot(profiles, 0.2, False) / _tpot(builtin, 0.2, False)
+    high = _tpot(profiles, 30, False) / _tpot(builtin, 30, False)
     assert 1.0 < low < 1.02 < high
+
+
+def test_async_scheduling_hides_it_behind_the_forward_pass(profiles):
+    """Async scheduling overlaps the host's work with the GPU's: an iteration costs the larger
+    of the two, so a host cost shorter than the forward pass changes nothing, and one longer
+    than it sets the pace."""
+    builtin = load_profiles()
+    assert _tpot(profiles, 0.2, True) == _tpot(builtin, 0.2, True)
+    assert _tpot(profiles, 0.2, True) < _tpot(profiles, 0.2, False)
+    cost = CostModel(profiles.deployment(), overlap=True)
+    serial = CostModel(profiles.deployment())
+    for decode, chunks in ((1, ()), (64, ()), (10, [(0, 300)]), (0, [(0, 512)]), (4000, ()), (1024, [(0, 1)] * 8)):
+        seqs = decode + len(chunks)
+        host = 2e-5 + PER_SEQ * seqs
+        both = serial.iteration(decode, decode * 640, chunks)
+        over = cost.iteration(decode, decode * 640, chunks)
+        assert over.total == pytest.approx(max(both.total - host, host), rel=1e-12)
+        assert over.t_overhead == host
+        assert sum(share for _, share in over.parts()) == pytest.approx(over.total, rel=1e-12)
+        assert (over.binding == "overhead") == (host > both.total - host)
+    many = cost.iteration(1024, 1024 * 100)  # 31 ms of host work per iteration, more than the GPU's
+    assert many.binding == "overhead" and many.total == 2e-5 + PER_SEQ * 1024
 
 
 def test_decode_stretches_agree_with_one_iteration_at_a_time(profiles):
@@ -70,6 +95,7 @@ def test_decode_stretches_agree_with_one_iteration_at_a_time(profiles):
     sc = Scenario(workload=WorkloadSpec(arrival="poisson", request_rate=20, num_prompts=120,
                                         input=LengthSpec(mean=256), output=LengthSpec(mean=64)))
     fast = Engine(sc, profiles=profiles).run().metrics
+    assert Engine(sc, profiles=profiles).config.runs_async
     stepped = Engine(sc, profiles=profiles)
     while stepped.step() is not None:
         pass
