@@ -128,7 +128,6 @@ class Engine:
         # last decode stretch run).
         self._stash = None
         self._in_flight = None  # async scheduling: (batch, start, end, cost) running on the GPU
-        self._settled = False  # async scheduling: the last batch's output was processed before the next was scheduled
         self._last_preempted: tuple[str, ...] = ()
         self._carry_preempted: list[str] = []
         self._seq = 0
@@ -386,11 +385,6 @@ class Engine:
         in_flight, self._in_flight = self._in_flight, None
         if in_flight is not None:
             self._process(*in_flight, lean)
-        elif self._settled:
-            # Scheduled after a settled batch's output rather than while it ran: the blocks in use
-            # now are those its processing would have booked.
-            self._settled = False
-            self.metrics.on_kv_used(self.pool.usable - self.pool.free)
         if out.is_empty:  # costs nothing; its preemptions show in the next report
             self._carry_preempted.extend(r.request_id for r in out.preempted)
             self.metrics.num_preemptions += len(out.preempted)
@@ -398,15 +392,13 @@ class Engine:
             self._in_flight = (out, self.time, self.time + seconds, cost)
         return in_flight is not None
 
-    def _process(self, out: SchedulerOutput, start: float, end: float, cost: tuple, lean: bool,
-                 settle: bool = False) -> None:
+    def _process(self, out: SchedulerOutput, start: float, end: float, cost: tuple, lean: bool) -> None:
         """The batch ran from `start` to `end`: its output is processed and booked. `lean`
         (headless runs) defers building the IterationReport: `self.last` is made from the stash
         only when someone asks."""
         sched = self.scheduler
         self.iteration += 1
-        result = sched.update_from_output(out, start, end, settle) if settle else \
-            sched.update_from_output(out, start, end)
+        result = sched.update_from_output(out, start, end)
         self.time = end
         metrics = self.metrics
         for gap, count in result.gaps:
@@ -532,83 +524,54 @@ class Engine:
         """The loop of run(): step() without reports, and stretches of alike decode iterations
         in bulk where the scheduler has them, booked as the iterations they are (the same
         numbers, in the same order, as one iteration at a time). Results are identical to
-        calling step().
-
-        With async scheduling a batch is in flight whenever the scheduler decides: when it is
-        steady decoding (`ContinuousScheduler.settles`) and nothing arrives before it ends, the
-        next batch would be the same scheduled after its output as before, so its output is
-        processed first (the engine settles: nothing in flight), a stretch runs, and every
-        request is held explicitly again before the next batch is scheduled."""
+        calling step()."""
         n = 0
-        stretch = getattr(self.scheduler, "decode_stretch", None)
-        asynchronous = self._async
+        stretch = None if self._async else getattr(self.scheduler, "decode_stretch", None)
         arrivals = self.arrivals
-        sched = self.scheduler
+        metrics = self.metrics
+        series = metrics.series_interval is not None
+        cost = self.cost
         while True:
             if until_time is not None and self.time >= until_time:
                 break
             if max_iterations is not None and n >= max_iterations:
                 break
             if stretch is not None and not self._carry_preempted:
-                if asynchronous:
-                    flight = self._in_flight
-                    if flight is not None and arrivals.next_at > flight[2] and sched.settles(flight[0]):
-                        self._in_flight = None
-                        self._process(*flight, True, settle=True)
-                        self._settled = True
-                        n += 1
-                        if max_iterations is None or n < max_iterations:
-                            got = stretch(self.cost, self.time, math.inf if until_time is None else until_time,
-                                          MAX_STRETCH if max_iterations is None else max_iterations - n, False,
-                                          arrivals.next_at)
-                            if got:
-                                n += self._book_stretches(got)
-                        sched.unsettle()
-                        continue
-                else:
-                    if arrivals.next_at <= self.time:
-                        self._admit_arrivals()
-                    limit = arrivals.next_at if until_time is None else min(arrivals.next_at, until_time)
-                    got = stretch(self.cost, self.time, limit, MAX_STRETCH if max_iterations is None
-                                  else max_iterations - n, arrivals.listens)
-                    if got:
-                        n += self._book_stretches(got)
-                        continue
+                if arrivals.next_at <= self.time:
+                    self._admit_arrivals()
+                limit = arrivals.next_at if until_time is None else min(arrivals.next_at, until_time)
+                got = stretch(cost, self.time, limit, MAX_STRETCH if max_iterations is None
+                              else max_iterations - n, arrivals.listens)
+                if got:
+                    for part in got:  # (see sim.schedulers.continuous.DECODE_STRETCH_FIELDS)
+                        start, end, last_start, ends, gaps, batch, _, used, binding, finished, used_last, _, _ = part
+                        k = len(ends)
+                        self.iteration += k
+                        n += k
+                        self.time = end
+                        if not finished:
+                            metrics.on_decode_iterations(start, ends, gaps, batch, used, binding)
+                        elif series:  # the finished are booked before the last iteration's series point
+                            if k > 1:
+                                metrics.on_decode_iterations(start, ends[:-1], gaps[:-1], batch, used, binding)
+                            metrics.on_gaps(float(gaps[-1]), batch)
+                            for _, req in finished:
+                                self._finish(req, end)
+                            metrics.on_iteration(last_start, end, batch, used_last, binding, batch,
+                                                 len(finished), batch)
+                        else:
+                            metrics.on_decode_iterations(start, ends, gaps, batch, used, binding, len(finished),
+                                                         used_last)
+                            for _, req in finished:
+                                self._finish(req, end)
+                    self._stash = (self.iteration, part)
+                    self._last_preempted = ()
+                    continue
             out = self._next_schedule(until_time)
             if out is None:
                 break
             if self._run(out):
                 n += 1
-        return n
-
-    def _book_stretches(self, got) -> int:
-        """Book the decode stretches `decode_stretch` ran; returns how many iterations they held."""
-        metrics = self.metrics
-        series = metrics.series_interval is not None
-        n = 0
-        for part in got:  # (see sim.schedulers.continuous.DECODE_STRETCH_FIELDS)
-            start, end, last_start, ends, gaps, batch, _, used, binding, finished, used_last, _, _ = part
-            k = len(ends)
-            self.iteration += k
-            n += k
-            self.time = end
-            if not finished:
-                metrics.on_decode_iterations(start, ends, gaps, batch, used, binding)
-            elif series:  # the finished are booked before the last iteration's series point
-                if k > 1:
-                    metrics.on_decode_iterations(start, ends[:-1], gaps[:-1], batch, used, binding)
-                metrics.on_gaps(float(gaps[-1]), batch)
-                for _, req in finished:
-                    self._finish(req, end)
-                metrics.on_iteration(last_start, end, batch, used_last, binding, batch,
-                                     len(finished), batch)
-            else:
-                metrics.on_decode_iterations(start, ends, gaps, batch, used, binding, len(finished),
-                                             used_last)
-                for _, req in finished:
-                    self._finish(req, end)
-        self._stash = (self.iteration, part)
-        self._last_preempted = ()
         return n
 
     def summary(self, **options) -> RunSummary:

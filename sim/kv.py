@@ -303,7 +303,7 @@ class BlockPool:
         (`Request.block_hashes`: its prompt's segments, then a named output's) joins the index,
         where another request may hit it; a second block with a hash already cached is kept
         beside the first. The others only their owner can hit: they are counted (`kv_own`)."""
-        known = request.prompt_len + request.num_output_tokens - request.hash_lag
+        known = request.prompt_len + request.num_output_tokens
         full = (tokens if tokens < known else known) // self.block_size
         own = request.kv_own
         shared = request.kv_shared

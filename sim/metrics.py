@@ -388,11 +388,6 @@ class MetricsCollector:
                 self._push_series()
                 self._next_sample += self.series_interval
 
-    def on_kv_used(self, kv_used: int) -> None:
-        """`kv_used` blocks are in use (between iterations)."""
-        if kv_used > self.peak_kv_used:
-            self.peak_kv_used = kv_used
-
     def on_decode_iterations(self, start: float, ends, gaps, running: int, kv_used: int,
                              binding: str, completions: int = 0, kv_used_last: int = 0) -> None:
         """Book alike decode iterations back to back from `start` (the fast path): iteration j

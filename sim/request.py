@@ -24,7 +24,7 @@ class Request:
         "first_token_time", "last_token_time", "finish_time", "first_scheduled_time",
         "first_token_iteration", "finish_iteration", "finish_reason", "max_gap",
         "num_output_placeholders", "prompt_segments", "output_segment", "named", "num_cached_tokens",
-        "kv_run", "kv_shared", "kv_own", "_hashes", "client_queue_time", "hash_lag",
+        "kv_run", "kv_shared", "kv_own", "_hashes", "client_queue_time",
     )
 
     def __init__(self, request_id: str, arrival_time: float, prompt_len: int, output_len: int,
@@ -52,10 +52,6 @@ class Request:
         self.finish_reason = ""
         self.max_gap = 0.0
         self.num_output_placeholders = 0  # tokens sampled in a batch whose output is not processed yet
-        # Async scheduling, after the engine settled (see Engine._advance and
-        # ContinuousScheduler.unsettle): the last outputs processed that vLLM would not know yet
-        # when it hashes the request's blocks, so that they are hashed when vLLM hashes them.
-        self.hash_lag = 0
         # The prompt's identity for prefix caching: (name, length) segments adding up to
         # prompt_len (a token is its segment's name and its position in it), or None for a prompt
         # nobody shares.

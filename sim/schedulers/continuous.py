@@ -114,7 +114,6 @@ class ContinuousScheduler(Scheduler):
         self.running.remove(req)
         self.pool.free_request(req.request_id)
         req.status = PREEMPTED
-        req.hash_lag = 0
         req.num_computed_tokens = 0
         req.num_preemptions += 1
         self.waiting.prepend_request(req)
@@ -314,7 +313,6 @@ class ContinuousScheduler(Scheduler):
         # placeholder until its output is processed).
         scheduled = out.scheduled
         for i, (req, n, before, _) in enumerate(scheduled):
-            req.hash_lag = 0
             in_flight = req.num_output_placeholders
             if n == 1 and is_decode(req, n, before, in_flight):
                 scheduled[i] = (req, n, before, True)
@@ -323,8 +321,7 @@ class ContinuousScheduler(Scheduler):
             if computed >= req.prompt_len + req.num_output_tokens + in_flight:
                 req.num_output_placeholders = in_flight + 1
                 out.sampling.append(req)
-        steady = waiting and not out.preempted and (not scheduled or (
-            self.async_scheduling and not out.admitted and all(work[3] for work in scheduled)))
+        steady = waiting and not scheduled and not out.preempted
         self._steady_binding = out.binding_limit if steady else None
         return out
 
@@ -352,11 +349,9 @@ class ContinuousScheduler(Scheduler):
         return plan, blocks
 
     def update_from_output(self, output: SchedulerOutput, start: float = 0.0,
-                           end: float = 0.0, settle: bool = False) -> UpdateResult:
+                           end: float = 0.0) -> UpdateResult:
         """The batch ran from `start` to `end`: every request that sampled in it gets its token,
-        those that reached their length finish, and new decoders join the compact form (with
-        async scheduling only when the engine `settle`s: no batch is left in flight, see
-        `settles`)."""
+        those that reached their length finish, and new decoders join the compact form."""
         running = self.running
         result = UpdateResult()
         compact = output.num_compact
@@ -380,9 +375,7 @@ class ContinuousScheduler(Scheduler):
                 req.finish_reason = "stop"
             elif req.prompt_len + outputs >= max_model_len:
                 req.finish_reason = "length"
-            elif req.status == RUNNING and (settle or not self.async_scheduling):
-                if settle:
-                    req.hash_lag = 2  # (see unsettle)
+            elif req.status == RUNNING and not self.async_scheduling:
                 running.join(req)
                 output.joined.append(req)
                 continue
@@ -420,40 +413,9 @@ class ContinuousScheduler(Scheduler):
         result.num_emitted = compact + len(output.sampling)
         result.num_running = len(running.members)
         result.num_waiting = len(self.waiting)
-        if finished or (output.joined and not settle):
-            self._steady_binding = None  # (settled decoders are scheduled as they were)
+        if finished or output.joined:
+            self._steady_binding = None
         return result
-
-    def settles(self, output: SchedulerOutput) -> bool:
-        """Async scheduling: whether the batch in flight is steady decoding, so that the engine may
-        process it before scheduling the next one (and then run decode stretches) with the same
-        results as scheduling first: every running request decodes in it, nobody finishes with
-        it, nobody was admitted or preempted, and the waiting queue (if any) stays blocked the
-        same way (the engine checks that nothing arrives before it ends)."""
-        running = self.running
-        scheduled = output.scheduled
-        if (output.num_compact or output.admitted or output.preempted or len(scheduled) != len(running.members)
-                or (self.waiting and self._steady_binding is None)):
-            return False
-        max_model_len = self.config.max_model_len
-        for req, n, _, decode in scheduled:
-            outputs = req.num_output_tokens + req.num_output_placeholders
-            if not decode or outputs >= req.output_len or req.prompt_len + outputs >= max_model_len:
-                return False
-        return True
-
-    def unsettle(self) -> None:
-        """Async scheduling again after settling: every running request held explicitly (a
-        compact decoder carries no placeholder for a token in flight). The next batch is
-        scheduled after the last output was processed, where vLLM schedules it before, so blocks
-        are hashed as vLLM hashes them, from the tokens known when it schedules
-        (`Request.hash_lag`): until the next batch, those known before the last two outputs (the
-        one before the last was in flight when vLLM scheduled the last batch); in it, all but
-        the last output; from the one after, all."""
-        decoders = list(self.running.decoders)
-        self.running.flush()  # (hashing with the lag of 2 the settled decoders got)
-        for req in decoders:
-            req.hash_lag = 1
 
     def prefix_hits(self, output: SchedulerOutput) -> dict[str, int]:
         """The tokens each request admitted by this schedule() took from the prefix cache (vLLM's
@@ -486,7 +448,7 @@ class ContinuousScheduler(Scheduler):
 
     # -- steady decoding in bulk
     def decode_stretch(self, cost, start: float, limit: float, max_iterations: int,
-                       until_finish: bool = False, ends_before: float = math.inf) -> list[tuple] | tuple:
+                       until_finish: bool = False) -> list[tuple] | tuple:
         """Run alike decode iterations in bulk, as many as run before anything changes: every
         running request a compact decoder getting one token, nobody admitted (the queue empty or
         blocked the same way as last time), enough free blocks. Iterations are timed with the
@@ -497,19 +459,11 @@ class ContinuousScheduler(Scheduler):
         client listens for finishes: a finish may send a request, a conversation's next turn or
         one a concurrency cap held back, which must be admitted at the very next iteration). The
         stretches run, in order, as `DECODE_STRETCH_FIELDS` tuples (none if no such iteration is
-        next).
-
-        With async scheduling (after the engine settled, see `settles`) a stretch also ends before
-        the iteration in which decoders finish, and with the last iteration that ends
-        before `ends_before` (the next arrival): the batch after it, scheduled while that one
-        runs, must be the one the synchronous scheduler would schedule after it."""
+        next)."""
         running = self.running
         if (self._steady_binding is None and self.waiting) or running.explicit or not running.decoders \
-                or max_iterations <= 0:
+                or max_iterations <= 0 or self.async_scheduling:
             return ()
-        asynchronous = self.async_scheduling
-        if ends_before < limit:
-            limit = ends_before
         pool = self.pool
         budget = self.config.max_num_batched_tokens
         block_size = running.block_size
@@ -518,9 +472,7 @@ class ContinuousScheduler(Scheduler):
             batch = len(running.decoders)
             if batch > budget:
                 break
-            k = running.next_finish - running.tick - asynchronous
-            if k <= 0:
-                break
+            k = running.next_finish - running.tick
             if k > max_iterations:
                 k = max_iterations
             context = running.decode_context()
@@ -541,8 +493,6 @@ class ContinuousScheduler(Scheduler):
                 times = cost.decode_times(batch, context + batch * np.arange(k, dtype=np.int64))
                 ends = np.cumsum(np.concatenate(((start,), times)))  # adds left to right, as a loop would
                 count = int(np.searchsorted(ends[:k], limit, side="left"))
-                if count and ends[count] >= ends_before:  # (ends[0] is the start)
-                    count -= 1
                 if not enough_blocks:
                     taken = np.cumsum(np.asarray(running.crossing_schedule(k), dtype=np.int64))
                     count = min(count, int(np.searchsorted(taken, free, side="right")))
@@ -557,11 +507,8 @@ class ContinuousScheduler(Scheduler):
                 # The iterations that start before the limit.
                 ends, gaps = cost.decode_ends(batch, context, start, k, limit)
                 count = len(ends)
-                if count and ends[-1] >= ends_before:
-                    count -= 1
                 if not enough_blocks:
                     count = min(count, bisect_right(list(accumulate(running.crossing_schedule(count))), free))
-                if count < len(ends):
                     del ends[count:]
                     del gaps[count:]
                 if count == 0:

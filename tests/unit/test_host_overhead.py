@@ -89,13 +89,16 @@ def test_async_scheduling_hides_it_behind_the_forward_pass(profiles):
     assert many.binding == "overhead" and many.total == 2e-5 + PER_SEQ * 1024
 
 
-def test_decode_stretches_agree_with_one_iteration_at_a_time(profiles):
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_decode_stretches_agree_with_one_iteration_at_a_time(profiles, asynchronous):
     """run() prices long decode stretches in bulk (CostModel.decode_ends); step() prices one
-    iteration at a time: with a per-sequence host cost the two must still agree exactly."""
-    sc = Scenario(workload=WorkloadSpec(arrival="poisson", request_rate=20, num_prompts=120,
+    iteration at a time: with a per-sequence host cost the two must still agree exactly, with
+    async scheduling off and on."""
+    sc = Scenario(engine={"async_scheduling": asynchronous},
+                  workload=WorkloadSpec(arrival="poisson", request_rate=20, num_prompts=120,
                                         input=LengthSpec(mean=256), output=LengthSpec(mean=64)))
     fast = Engine(sc, profiles=profiles).run().metrics
-    assert Engine(sc, profiles=profiles).config.runs_async
+    assert Engine(sc, profiles=profiles).config.runs_async == asynchronous
     stepped = Engine(sc, profiles=profiles)
     while stepped.step() is not None:
         pass
