@@ -62,6 +62,8 @@ class GpuProfile:
     """Fixed cost of one tensor-parallel all-reduce, on top of its transfer time."""
     nvidia_smi_names: tuple[str, ...] = ()
     """The names `nvidia-smi --query-gpu=name` prints for this GPU (what `--gpu auto` matches)."""
+    price_per_hour: float | None = None
+    """USD per GPU-hour, on demand (what `batchtui search` costs a deployment at); None: unknown."""
 
 
 @dataclass(frozen=True)
@@ -176,6 +178,7 @@ _GPU_KEYS: dict[str, _Checker] = {
     "memory_bytes": _positive,
     "interconnect_bandwidth": _positive,
     "nvidia_smi_names": _names,
+    "price_per_hour": _positive,
     **_DEFAULTS_KEYS,
 }
 _MODEL_KEYS: dict[str, _Checker] = {
