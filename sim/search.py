@@ -189,12 +189,13 @@ def screen_point(base, point: GridPoint, slo: Slo, num_prompts: int = SCREEN_PRO
 
 
 def confirm_point(base, point: GridPoint, slo: Slo, num_prompts: int, seeds: int, min_window: int,
-                  min_window_s: float, confirm_prompts: int) -> PointResult:
+                  min_window_s: float, confirm_prompts: int,
+                  new_seeds: int = rate_plan.PLAN_CONFIRM_NEW_SEEDS) -> PointResult:
     """A screened point searched and confirmed as `batchtui plan` does it, in this process: plan's
     search (`rate_plan.plan_rate`) on `seeds` seeds from the scenario's, with windows of
     `min_window` requests and `min_window_s` seconds; the lowest seed's answer confirmed by
     `rate_plan.confirm_rate` on runs of `confirm_prompts` requests on those seeds and
-    `PLAN_CONFIRM_NEW_SEEDS` more (plan's defaults are rate_plan's PLAN_* constants)."""
+    `new_seeds` more (plan's defaults are rate_plan's PLAN_* constants)."""
     sc = point_scenario(base, point)
     window = (min_window, min_window_s)
     seed_list = [sc.seed + i for i in range(seeds)]
@@ -209,7 +210,7 @@ def confirm_point(base, point: GridPoint, slo: Slo, num_prompts: int, seeds: int
         bad = result.limiting
         return PointResult(point, "confirm", False, None, result.saturated_rate,
                            f"no rate meets the SLO on seed {seed_list[plans.index(bad)]}", runs=runs, seeds=seed_list)
-    result.confirm_seeds = [sc.seed + i for i in range(seeds + rate_plan.PLAN_CONFIRM_NEW_SEEDS)]
+    result.confirm_seeds = [sc.seed + i for i in range(seeds + new_seeds)]
 
     def evaluate(rate: float) -> list:
         nonlocal runs

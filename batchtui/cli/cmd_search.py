@@ -144,14 +144,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 # -- the tasks (top-level: pool workers and Ray import them) ---------------------------------------
 
+# Every setting a task needs travels in it (workers import the modules afresh).
 def screen_task(task: tuple) -> s.PointResult:
-    base, point, slo = task
-    return s.screen_point(base, point, slo)
+    base, point, slo, settings = task
+    return s.screen_point(base, point, slo, settings["prompts"], settings["window"], settings["window_s"],
+                          settings["precision"])
 
 
 def confirm_task(task: tuple) -> s.PointResult:
-    base, point, slo, n, seeds, min_window, min_window_s, confirm_prompts = task
-    return s.confirm_point(base, point, slo, n, seeds, min_window, min_window_s, confirm_prompts)
+    base, point, slo, n, c = task
+    return s.confirm_point(base, point, slo, n, c["seeds"], c["min_window"], c["min_window_s"], c["confirm_prompts"],
+                           c["new_seeds"])
 
 
 def offline_task(task: tuple) -> s.PointResult:
@@ -365,7 +368,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             keys = [s.point_key(p, context, "screen") for p in points]
             reused["screen"] = sum(k in done for k in keys)
-            counts["screen"] = run_stage(executor, screen_task, [(base, p, slo) for p in points], keys, done,
+            counts["screen"] = run_stage(executor, screen_task, [(base, p, slo, screen_settings) for p in points], keys, done,
                                          journal, progress, f"screening {len(points)} points")
             screened = [done[k] for k in keys]
             costs = {r.point: s.cost(r, price[r.point.gpu], args.peak_rate, args.headroom)
@@ -373,11 +376,8 @@ def run(args: argparse.Namespace) -> int:
             keep = s.survivors(screened, costs, args.confirm)
             ckeys = [s.point_key(r.point, context, "confirm") for r in keep]
             reused["confirm"] = sum(k in done for k in ckeys)
-            c = confirm_settings
             counts["confirm"] = run_stage(
-                executor, confirm_task,
-                [(base, r.point, slo, n, c["seeds"], c["min_window"], c["min_window_s"], c["confirm_prompts"])
-                 for r in keep], ckeys, done, journal, progress, f"confirming {len(keep)} points as plan does")
+                executor, confirm_task, [(base, r.point, slo, n, confirm_settings) for r in keep], ckeys, done, journal, progress, f"confirming {len(keep)} points as plan does")
             confirmed = {r.point: done[k] for r, k in zip(keep, ckeys)}
     except KeyboardInterrupt:
         progress.stop()
