@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -34,11 +35,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "search.jsonl"
         load = os.getloadavg()
+        cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "batchtui", "search", *GRID, "--jobs", str(opts.jobs),
                                "--executor", opts.executor, "--output", str(out)],
                               cwd=root, capture_output=True, text=True)
         wall = time.perf_counter() - t0
+        cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
         print(proc.stdout)
         if proc.returncode not in (0, 1):
             print(proc.stderr, file=sys.stderr)
@@ -48,7 +52,9 @@ def main() -> None:
     print(f"grid: {table['points']} points; screen ran {st['screen']['ran']}, confirm ran {st['confirm']['ran']}; "
           f"{table['cannot_run']} cannot run, {table['meet_slo']} meet the SLO")
     print(f"wall time: {wall:.0f} s with {opts.jobs} jobs ({opts.executor}); "
-          f"load average before: {load[0]:.1f} on {os.cpu_count()} CPUs")
+          f"load average before: {load[0]:.1f}, after: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"CPU time of the search and its workers: {cpu:.0f} s ({cpu / table['points']:.2f} s a point); "
+          f"on {opts.jobs} idle cores that is about {cpu / opts.jobs:.0f} s of wall time")
 
 
 if __name__ == "__main__":

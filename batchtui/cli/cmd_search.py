@@ -17,6 +17,7 @@ import os
 import sys
 import textwrap
 import time
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 
 from sim import planning, rate_plan
@@ -379,7 +380,7 @@ def run(args: argparse.Namespace) -> int:
             counts["confirm"] = run_stage(
                 executor, confirm_task, [(base, r.point, slo, n, confirm_settings) for r in keep], ckeys, done, journal, progress, f"confirming {len(keep)} points as plan does")
             confirmed = {r.point: done[k] for r, k in zip(keep, ckeys)}
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, BrokenProcessPool):  # Ctrl-C ends the workers too
         progress.stop()
         if executor is not None:
             executor.stop()

@@ -30,6 +30,14 @@ class InProcess:
         pass
 
 
+def _quiet_sigint() -> None:
+    """Ctrl-C reaches the workers too (the terminal signals the whole process group): a worker
+    ends at once and without a traceback; the search keeps what finished."""
+    import signal
+
+    signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+
+
 class ProcessPool:
     """A pool of `jobs` processes forked from a fork server that has imported the simulator once
     (as `batchtui.cli.runner.map_jobs` runs plan's seeds)."""
@@ -46,7 +54,7 @@ class ProcessPool:
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(["numpy", "sim.engine", "sim.curves", "sim.rate_plan", "sim.search",
                                     func.__module__])
-        self.pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=ctx)
+        self.pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=ctx, initializer=_quiet_sigint)
 
     def imap_unordered(self, func: Callable, items: Sequence) -> Iterator[tuple[int, object]]:
         from concurrent.futures import FIRST_COMPLETED, wait
