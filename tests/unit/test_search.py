@@ -205,3 +205,38 @@ def test_ray_gives_the_same_results_as_the_process_pool(capsys, tmp_path, small)
     assert code == 0 and table["executor"] == "ray"
     assert same_answers(table) == same_answers(pool)
     assert not math.isnan(table["best"][0]["rate"])
+
+
+def test_ctrl_c_in_a_terminal_keeps_what_finished_and_says_how_to_resume(tmp_path):
+    """The real thing: a pool of two workers, SIGINT to the whole process group (as a terminal's
+    Ctrl-C sends it): exit 130, one line, no traceback, the journal's lines whole, no table."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "s.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "batchtui", "search", "--input-len", "256", "--output-len", "32",
+                             "--tpot-p99", "9", "--max-num-seqs-values", "8,16,32,64,128,256", "--jobs", "2",
+                             "--output", str(out)], cwd=tmp_path, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and proc.poll() is None:
+            if out.exists() and out.read_text().count("\n") >= 1:
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None, "the search ended before it could be interrupted"
+        os.killpg(proc.pid, signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == cmd_search.EXIT_INTERRUPTED, stderr
+    assert "Traceback" not in stderr and stderr.strip().count("\n") == 0
+    assert "interrupted: the points finished are kept in" in stderr
+    lines = out.read_text().splitlines()
+    assert 1 <= len(lines) < 6
+    assert all(s.PointResult.from_json(json.loads(line)["result"]).stage == "screen" for line in lines)
+    assert not out.with_suffix(".json").exists()
