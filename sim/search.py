@@ -26,7 +26,7 @@ from sim.planning import Slo
 
 __all__ = ["GridPoint", "PointResult", "SCREEN_PRECISION", "SCREEN_PROMPTS", "SCREEN_WINDOW", "SCREEN_WINDOW_S",
            "confirm_point", "context_key", "cost", "grid", "pareto_front", "point_key", "point_scenario",
-           "screen_point", "survivors"]
+           "screen_point", "spread", "survivors"]
 
 # The screen: plan's search (`sim.rate_plan.plan_rate`) on one seed with short runs and a coarse
 # precision; only the points it keeps are searched and confirmed as `plan` does.
@@ -292,27 +292,22 @@ def pareto_front(results: Sequence[PointResult]) -> list[PointResult]:
     return front
 
 
+def spread(items: Sequence, count: int) -> list:
+    """`count` items evenly spaced along `items`, both ends included (all when there are fewer)."""
+    if count <= 0:
+        return []
+    if len(items) <= count:
+        return list(items)
+    if count == 1:
+        return [items[0]]
+    return [items[round(i * (len(items) - 1) / (count - 1))] for i in range(count)]
+
+
 def survivors(screened: Sequence[PointResult], costs: dict, best: int = CONFIRM_BEST) -> list[PointResult]:
-    """The screened points worth confirming: the `best` cheapest and the Pareto front."""
+    """The screened points worth confirming: the `best` cheapest, and `best` points of the
+    screened Pareto front spread along it (its two ends among them). A fine grid puts dozens of
+    points on the front; confirming each as plan does would cost more than the screen."""
     ok = [r for r in screened if r.feasible]
     ranked = sorted(ok, key=lambda r: rank_key(r, costs[r.point]))
-    keep = {r.point for r in ranked[:best]} | {r.point for r in pareto_front(ok)}
+    keep = {r.point for r in ranked[:best]} | {r.point for r in spread(pareto_front(ok), best)}
     return [r for r in ranked if r.point in keep]
-
-
-def offline_point(base, point: GridPoint, num_prompts: int) -> PointResult:
-    """For an offline job (--offline N): the point's run of N requests queued at once, vLLM's
-    offline defaults under the point's dials; its request throughput stands for the rate."""
-    from sim.engine import run_scenario
-
-    sc = point_scenario(replace(base, offline=True).with_workload(num_prompts=num_prompts, request_rate=math.inf),
-                        point)
-    why = cannot_run(sc, sc.profiles())
-    if why is not None:
-        return PointResult(point, "offline", False, reason=why, runnable=False)
-    m = run_scenario(sc, keep_requests=False, api_server=True).metrics
-    if not m["completed"]:
-        return PointResult(point, "offline", False, reason="no request finished", runs=1, seeds=[sc.seed])
-    mean_out = m["output_throughput"] / m["request_throughput"] if m["request_throughput"] else 0.0
-    return PointResult(point, "offline", True, m["request_throughput"], m["request_throughput"], "", True,
-                       mean_out, m["median_tpot_ms"], m["p99_ttft_ms"], m["p99_tpot_ms"], 1, [sc.seed])

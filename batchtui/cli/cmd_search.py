@@ -87,8 +87,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "KV cache dtypes x prefix caching) for the cheapest that meets a latency SLO (or, with --offline N, "
         "the cheapest batch job). First a screen: every point gets plan's search on one seed with short runs "
         f"({s.SCREEN_PROMPTS} requests, windows of {s.SCREEN_WINDOW} requests and {s.SCREEN_WINDOW_S:g} s, "
-        f"to {s.SCREEN_PRECISION:.0%} of the saturated rate); then the cheapest few and the Pareto front of "
-        "tokens/s per GPU against tokens/s per user are searched and confirmed as `batchtui plan` does (its "
+        f"to {s.SCREEN_PRECISION:.0%} of the saturated rate); then the --confirm cheapest and as many points "
+        "spread along the Pareto front of tokens/s per GPU against tokens/s per user are searched and confirmed as `batchtui plan` does (its "
         "seeds, run lengths and confirmation). Each point: the highest rate meeting the SLO, the replicas for "
         "--peak-rate, GPUs, cost per hour and per million output tokens, and the vllm serve line of the best. "
         "A deployment that cannot run is listed with the reason. Results are appended to --output as they "
@@ -119,7 +119,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     v.add_argument("--offline", type=o.prompt_count, metavar="N",
                    help="search for the cheapest batch job of N requests queued at once instead of an SLO")
     v.add_argument("--confirm", type=_count, default=s.CONFIRM_BEST, metavar="N",
-                   help=f"the cheapest screened points confirmed besides the front (default {s.CONFIRM_BEST})")
+                   help=f"the cheapest screened points confirmed, and as many spread along the screened Pareto front "
+                        f"(default {s.CONFIRM_BEST})")
     v.add_argument("--confirm-prompts", type=o.prompt_count, metavar="N",
                    help=f"requests a confirmation run holds (default {rate_plan.PLAN_CONFIRM_PROMPTS:,}, as plan)")
     a.add_setup_args(p)

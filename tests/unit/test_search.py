@@ -240,3 +240,18 @@ def test_ctrl_c_in_a_terminal_keeps_what_finished_and_says_how_to_resume(tmp_pat
     assert 1 <= len(lines) < 6
     assert all(s.PointResult.from_json(json.loads(line)["result"]).stage == "screen" for line in lines)
     assert not out.with_suffix(".json").exists()
+
+
+def test_survivors_are_the_cheapest_and_a_few_points_spread_along_the_front():
+    results = []
+    for i in range(10):  # all on one front: more per GPU, less per user
+        p = s.GridPoint("g", 1, 8 * (i + 1), 2048, "auto", True)
+        results.append(s.PointResult(p, "screen", True, rate=100.0 - i, mean_output_len=1.0,
+                                     median_tpot_ms=1000.0 / (10 + i)))
+    costs = {r.point: s.cost(r, 1.0, 50.0) for r in results}
+    keep = s.survivors(results, costs, 3)
+    seats = sorted(r.point.max_num_seqs for r in keep)
+    # the three cheapest (highest rates: 8, 16, 24 seats) and the front's ends and middle (8, 40 or 48, 80)
+    assert {8, 16, 24, 80} <= set(seats) and len(seats) == 5
+    assert s.spread(list(range(10)), 3) == [0, 4, 9] or s.spread(list(range(10)), 3) == [0, 5, 9]
+    assert s.spread([1, 2], 5) == [1, 2] and s.spread([1, 2, 3], 0) == []
