@@ -311,3 +311,21 @@ def survivors(screened: Sequence[PointResult], costs: dict, best: int = CONFIRM_
     ranked = sorted(ok, key=lambda r: rank_key(r, costs[r.point]))
     keep = {r.point for r in ranked[:best]} | {r.point for r in spread(pareto_front(ok), best)}
     return [r for r in ranked if r.point in keep]
+
+
+def offline_point(base, point: GridPoint, num_prompts: int) -> PointResult:
+    """For an offline job (--offline N): the point's run of N requests queued at once, vLLM's
+    offline defaults under the point's dials; its request throughput stands for the rate."""
+    from sim.engine import run_scenario
+
+    sc = point_scenario(replace(base, offline=True).with_workload(num_prompts=num_prompts, request_rate=math.inf),
+                        point)
+    why = cannot_run(sc, sc.profiles())
+    if why is not None:
+        return PointResult(point, "offline", False, reason=why, runnable=False)
+    m = run_scenario(sc, keep_requests=False, api_server=True).metrics
+    if not m["completed"]:
+        return PointResult(point, "offline", False, reason="no request finished", runs=1, seeds=[sc.seed])
+    mean_out = m["output_throughput"] / m["request_throughput"] if m["request_throughput"] else 0.0
+    return PointResult(point, "offline", True, m["request_throughput"], m["request_throughput"], "", True,
+                       mean_out, m["median_tpot_ms"], m["p99_ttft_ms"], m["p99_tpot_ms"], 1, [sc.seed])
