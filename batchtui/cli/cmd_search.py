@@ -35,6 +35,7 @@ from .setup import Setup, build_setup, user_errors
 EXIT_INTERRUPTED = 130
 DEFAULT_OUTPUT = "batchtui-search.jsonl"
 SHOWN_ROWS = 15
+SHOWN_FRONT = 10
 
 
 def _list(dial: str):
@@ -496,8 +497,11 @@ def print_report(rep: dict, args) -> None:
                   f"{_money(d['cost_per_hour']):>9} {_money(d['cost_per_million_tokens']):>8} "
                   f"{d['tokens_per_gpu']:>9,.0f} {d['tokens_per_user']:>10,.1f}")
         print()
-        print("Pareto front (tokens/s per GPU against tokens/s per user):")
-        for d in rep["front"]:
+        front = rep["front"]
+        shown = s.spread(front, SHOWN_FRONT)
+        print("Pareto front (tokens/s per GPU against tokens/s per user)"
+              + (f", {len(shown)} of its {len(front)} points spread along it:" if len(shown) < len(front) else ":"))
+        for d in shown:
             print(f"  {d['gpu']} tp{d['tensor_parallel_size']} seqs {d['max_num_seqs']} tokens "
                   f"{d['max_num_batched_tokens']} kv {d['kv_cache_dtype']}: {d['tokens_per_gpu']:,.0f} tok/s per GPU, "
                   f"{d['tokens_per_user']:,.1f} tok/s per user ({d['stage']})")
