@@ -255,3 +255,11 @@ def test_survivors_are_the_cheapest_and_a_few_points_spread_along_the_front():
     assert {8, 16, 24, 80} <= set(seats) and len(seats) == 5
     assert s.spread(list(range(10)), 3) == [0, 4, 9] or s.spread(list(range(10)), 3) == [0, 5, 9]
     assert s.spread([1, 2], 5) == [1, 2] and s.spread([1, 2, 3], 0) == []
+
+
+def test_a_pool_of_two_gives_the_same_results_as_one_process(capsys, tmp_path, small):
+    grid = [*SMALL, "--max-num-seqs-values", "16,64", "--tensor-parallel-sizes", "1,2", "--confirm", "1"]
+    _, _, _, one = search(capsys, tmp_path, *grid, "--jobs", "1", name="one.jsonl")
+    code, _, _, two = search(capsys, tmp_path, *grid, "--jobs", "2", name="two.jsonl")
+    assert code == 0 and two["jobs"] == 2
+    assert same_answers(two) == same_answers(one)
