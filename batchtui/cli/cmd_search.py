@@ -228,7 +228,7 @@ class Progress:
                                    TimeElapsedColumn, TimeRemainingColumn)
         if self.bar is None:
             self.bar = RichProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                    TextColumn("points, {task.fields[running]} running, {task.fields[left]} left"),
+                                    TextColumn("done, {task.fields[running]} running, {task.fields[left]} left"),
                                     TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
                                     console=Console(stderr=True), transient=True)
             self.bar.start()
@@ -249,6 +249,8 @@ def run_stage(executor, func, todo: list, keys: list[str], done: dict, journal: 
     """Run `func` over the tasks not yet done, recording each result as it finishes. Returns how
     many ran."""
     pending = [(k, t) for k, t in zip(keys, todo) if k not in done]
+    if not pending:
+        return 0
     progress.start(description, len(pending))
     count = 0
     for index, result in executor.imap_unordered(func, [t for _, t in pending]):
@@ -365,14 +367,14 @@ def run(args: argparse.Namespace) -> int:
             keys = [s.point_key(p, context, "offline") for p in points]
             reused["screen"] = sum(k in done for k in keys)
             counts["screen"] = run_stage(executor, offline_task, [(base, p, args.offline) for p in points], keys,
-                                         done, journal, progress, f"{len(points)} offline jobs")
+                                         done, journal, progress, "offline jobs")
             screened = [done[k] for k in keys]
             confirmed = {}
         else:
             keys = [s.point_key(p, context, "screen") for p in points]
             reused["screen"] = sum(k in done for k in keys)
             counts["screen"] = run_stage(executor, screen_task, [(base, p, slo, screen_settings) for p in points], keys, done,
-                                         journal, progress, f"screening {len(points)} points")
+                                         journal, progress, "screen")
             screened = [done[k] for k in keys]
             costs = {r.point: s.cost(r, price[r.point.gpu], args.peak_rate, args.headroom)
                      for r in screened if r.feasible}
@@ -380,7 +382,7 @@ def run(args: argparse.Namespace) -> int:
             ckeys = [s.point_key(r.point, context, "confirm") for r in keep]
             reused["confirm"] = sum(k in done for k in ckeys)
             counts["confirm"] = run_stage(
-                executor, confirm_task, [(base, r.point, slo, n, confirm_settings) for r in keep], ckeys, done, journal, progress, f"confirming {len(keep)} points as plan does")
+                executor, confirm_task, [(base, r.point, slo, n, confirm_settings) for r in keep], ckeys, done, journal, progress, "confirm")
             confirmed = {r.point: done[k] for r, k in zip(keep, ckeys)}
     except (KeyboardInterrupt, BrokenProcessPool):  # Ctrl-C ends the workers too
         progress.stop()
@@ -434,9 +436,7 @@ def build_report(args, setup, base, slo, points, screened, confirmed, price, cou
     front = s.pareto_front(ok)
     front_set = {r.point for r in front}
     best = []
-    for r in ranked[:args.best]:
-        if r.stage == "screen":
-            break
+    for r in ranked[:args.best]:  # confirmed ones first; screened ones only when fewer were confirmed
         best.append({**row(r, costs[r.point], front_set),
                      "vllm_command": vllm_lines.serve_command(Setup(s.point_scenario(base, r.point), setup.profiles))})
     return {
@@ -517,9 +517,10 @@ def print_report(rep: dict, args) -> None:
             print(_fill(f"  {len(ds)} on {', '.join(where)}: {reason}"))
     if rep["best"]:
         print()
-        print("vLLM command for each replica of the best (confirmed) deployments:")
+        print("vLLM command for each replica of the best deployments:")
         for d in rep["best"]:
-            print(f"  {d['replicas']} x {d['gpu']} tp{d['tensor_parallel_size']}, {_money(d['cost_per_hour'])}/hour:")
+            print(f"  {d['replicas']} x {d['gpu']} tp{d['tensor_parallel_size']}, {_money(d['cost_per_hour'])} an hour "
+                  f"({'confirmed as plan does' if d['stage'] == 'confirm' else d['stage'] + ' only'}):")
             print("    " + d["vllm_command"])
     else:
         print()
