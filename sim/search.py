@@ -252,6 +252,8 @@ class Cost:
     per_million_tokens: float | None
     """USD per million output tokens at the load planned (the peak, or one replica at its planned
     rate when no peak is given)."""
+    at_peak: bool = False
+    """Sized for a peak: every point serves the same load, so the cheaper per hour is the cheaper."""
 
 
 def cost(result: PointResult, price: float | None, peak_rate: float | None,
@@ -266,17 +268,20 @@ def cost(result: PointResult, price: float | None, peak_rate: float | None,
         load = planning.planned_rate(result.rate, headroom)
     gpus = replicas * result.point.tensor_parallel_size
     if price is None:
-        return Cost(replicas, gpus, None, None)
+        return Cost(replicas, gpus, None, None, peak_rate is not None)
     per_hour = gpus * price
     tokens_per_hour = load * result.mean_output_len * 3600
-    return Cost(replicas, gpus, per_hour, per_hour / tokens_per_hour * 1e6 if tokens_per_hour else None)
+    return Cost(replicas, gpus, per_hour, per_hour / tokens_per_hour * 1e6 if tokens_per_hour else None,
+                peak_rate is not None)
 
 
 def rank_key(result: PointResult, c: Cost) -> tuple:
-    """Cheapest first: priced points by cost per million output tokens, then by GPUs; unpriced
-    points after them, by GPUs then tokens/s per GPU; the point's settings last (a total order)."""
+    """Cheapest first: priced points by cost per hour for a peak (the same load for every point,
+    so the mean output length a point's window happened to measure does not break ties) or by
+    cost per million output tokens without one, then by GPUs and tokens/s per GPU; unpriced points
+    after them, by GPUs then tokens/s per GPU; the point's settings last (a total order)."""
     if c.per_million_tokens is not None:
-        return (0, c.per_million_tokens, c.gpus, -result.tokens_per_gpu, result.point)
+        return (0, c.per_hour if c.at_peak else c.per_million_tokens, c.gpus, -result.tokens_per_gpu, result.point)
     return (1, c.gpus, -result.tokens_per_gpu, 0.0, result.point)
 
 

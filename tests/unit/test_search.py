@@ -263,3 +263,15 @@ def test_a_pool_of_two_gives_the_same_results_as_one_process(capsys, tmp_path, s
     code, _, _, two = search(capsys, tmp_path, *grid, "--jobs", "2", name="two.jsonl")
     assert code == 0 and two["jobs"] == 2
     assert same_answers(two) == same_answers(one)
+
+
+def test_at_a_peak_the_cheaper_per_hour_ranks_first_and_ties_go_to_tokens_per_gpu():
+    def r(seqs, rate, out_len):
+        return s.PointResult(s.GridPoint("g", 1, seqs, 2048, "auto", True), "screen", True, rate=rate,
+                             mean_output_len=out_len)
+
+    fast, slow, small = r(8, 30.0, 127.0), r(16, 25.0, 129.0), r(32, 10.0, 128.0)
+    ranked = sorted([small, slow, fast], key=lambda x: s.rank_key(x, s.cost(x, 1.0, 50.0)))
+    # fast and slow both need 3 replicas: the same cost an hour; slow's longer window answers must
+    # not make it look cheaper per token
+    assert [x.point.max_num_seqs for x in ranked] == [8, 16, 32]
