@@ -29,6 +29,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--executor", default="process")
+    ap.add_argument("--table", metavar="FILE", help="keep the final table (JSON) here, to compare executors")
     opts = ap.parse_args()
     root = Path(__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory() as tmp:
@@ -43,7 +44,10 @@ def main() -> None:
         if proc.returncode not in (0, 1):
             print(proc.stderr, file=sys.stderr)
             sys.exit(proc.returncode)
-        table = json.loads(out.with_suffix(".json").read_text())
+        text = out.with_suffix(".json").read_text()
+        table = json.loads(text)
+        if opts.table:
+            Path(opts.table).write_text(text)
     st = table["stages"]
     print(f"grid: {table['points']} points; screen ran {st['screen']['ran']}, confirm ran {st['confirm']['ran']}; "
           f"{table['cannot_run']} cannot run, {table['meet_slo']} meet the SLO")
