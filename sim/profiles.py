@@ -96,6 +96,8 @@ class GpuProfile:
     """The names `nvidia-smi --query-gpu=name` prints for this GPU (what `--gpu auto` matches)."""
     fp8_peak_flops: float = 0.0
     """Dense fp8 tensor-core peak, FLOP/s; 0 where the GPU has no fp8 tensor cores (Ampere)."""
+    price_per_hour: float | None = None
+    """USD per GPU-hour, on demand (what `batchtui search` costs a deployment at); None: unknown."""
 
 
 @dataclass(frozen=True)
@@ -235,6 +237,7 @@ _GPU_KEYS: dict[str, _Checker] = {
     "interconnect_bandwidth": _positive,
     "fp8_peak_flops": _non_negative,
     "nvidia_smi_names": _names,
+    "price_per_hour": _positive,
     **_DEFAULTS_KEYS,
 }
 _MODEL_KEYS: dict[str, _Checker] = {

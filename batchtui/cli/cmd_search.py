@@ -1,0 +1,529 @@
+"""`batchtui search`: the cheapest deployment that meets an SLO over a grid of GPUs,
+tensor-parallel sizes and dials. Every point is screened with plan's search on short runs of one
+seed; the cheapest and the Pareto front are then searched and confirmed as `batchtui plan` does.
+Results are appended to a JSON Lines file as they finish, so an interrupted search resumes where
+it stopped. The pure parts (grid, stages, cost, front) are `sim.search`; the executors
+(a process pool, or Ray) `batchtui.cli.executors`.
+
+Exit codes: 0 done; 1 no point meets the SLO; 2 a mistake in the command; 130 interrupted (what
+finished is kept)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import textwrap
+import time
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import replace
+
+from sim import planning, rate_plan
+from sim import search as s
+
+from . import args as a
+from . import options as o
+from . import results, vllm_lines
+from .executors import EXECUTORS, make_executor
+from .exits import EXIT_FAILURE, EXIT_OK, UserError
+from .output import Sink, output_file
+from .runner import default_jobs, show_progress_default
+from .setup import Setup, build_setup, user_errors
+
+EXIT_INTERRUPTED = 130
+DEFAULT_OUTPUT = "batchtui-search.jsonl"
+SHOWN_ROWS = 15
+SHOWN_FRONT = 10
+
+
+def _list(dial: str):
+    """An argparse type: a comma-separated list of a dial's values, each read as its flag reads it."""
+    flag = next(f for f in o.engine_flags() if f.dial == dial)
+
+    def convert(text: str) -> list:
+        items = [t for t in text.split(",") if t.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError("expected a comma-separated list")
+        return list(dict.fromkeys(flag.value(t) for t in items))
+    convert.__name__ = dial
+    return convert
+
+
+def _gpus(text: str) -> list[str]:
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError("expected a comma-separated list of GPU names")
+    return list(dict.fromkeys(items))
+
+
+def _price(text: str) -> tuple[str, float]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=USD_PER_HOUR, got {text!r}")
+    return name.strip(), o.positive_float(value)
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
+def _prefix(text: str) -> list[bool]:
+    choices = {"on": [True], "off": [False], "both": [True, False]}
+    if text not in choices:
+        raise argparse.ArgumentTypeError(f"expected on, off or both, got {text!r}")
+    return choices[text]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Search a grid of deployments (GPUs x tensor-parallel sizes x max-num-seqs x max-num-batched-tokens x "
+        "KV cache dtypes x prefix caching) for the cheapest that meets a latency SLO (or, with --offline N, "
+        "the cheapest batch job). First a screen: every point gets plan's search on one seed with short runs "
+        f"({s.SCREEN_PROMPTS} requests, windows of {s.SCREEN_WINDOW} requests and {s.SCREEN_WINDOW_S:g} s, "
+        f"to {s.SCREEN_PRECISION:.0%} of the saturated rate); then the --confirm cheapest and as many points "
+        "spread along the Pareto front of tokens/s per GPU against tokens/s per user are searched and confirmed as `batchtui plan` does (its "
+        "seeds, run lengths and confirmation). Each point: the highest rate meeting the SLO, the replicas for "
+        "--peak-rate, GPUs, cost per hour and per million output tokens, and the vllm serve line of the best. "
+        "A deployment that cannot run is listed with the reason. Results are appended to --output as they "
+        "finish; rerunning the same command skips the points already done (Ctrl-C keeps them). Every point "
+        "runs on the same seeds, so results are the same whatever the executor and the number of workers. "
+        "Exit status 1 when no point meets the SLO, 2 for a mistake in the command, 130 when interrupted."
+    ).replace("%", "%%")
+    g = p.add_argument_group("the grid (a list not given takes the single value of the setup flags)")
+    g.add_argument("--gpus", type=_gpus, metavar="LIST", help="GPUs, comma-separated (profile ids or names)")
+    g.add_argument("--tensor-parallel-sizes", type=_list("tensor_parallel_size"), metavar="LIST",
+                   help="tensor-parallel sizes, such as 1,2")
+    g.add_argument("--max-num-seqs-values", type=_list("max_num_seqs"), metavar="LIST",
+                   help="max-num-seqs values, such as 16,32,64")
+    g.add_argument("--max-num-batched-tokens-values", type=_list("max_num_batched_tokens"), metavar="LIST",
+                   help="max-num-batched-tokens values, such as 2048,8192")
+    g.add_argument("--kv-cache-dtypes", type=_list("kv_cache_dtype"), metavar="LIST", help="KV cache dtypes, such as auto,fp8")
+    g.add_argument("--prefix-caching", type=_prefix, metavar="on|off|both", help="prefix caching on, off or both")
+    g.add_argument("--gpu-price", type=_price, action="append", default=[], metavar="NAME=USD",
+                   help="a GPU's price per GPU-hour (overrides its profile's price_per_hour; repeatable)")
+    v = p.add_argument_group("service level")
+    v.add_argument("--ttft-p99", type=o.positive_float, metavar="MS", help="p99 time to first token, ms")
+    v.add_argument("--tpot-p99", type=o.positive_float, metavar="MS", help="p99 time per output token, ms")
+    v.add_argument("--peak-rate", type=o.positive_float, metavar="R", help="peak traffic to serve, req/s")
+    v.add_argument("--headroom", type=o.headroom, default=planning.HEADROOM, metavar="PCT",
+                   help=f"share of each replica's SLO rate kept spare (default {planning.HEADROOM:.0%})".replace("%", "%%"))
+    v.add_argument("--seeds", type=o.positive_int, default=rate_plan.PLAN_SEEDS, metavar="N",
+                   help=f"seeds the confirmation's search runs on (default {rate_plan.PLAN_SEEDS}, as plan)")
+    v.add_argument("--offline", type=o.prompt_count, metavar="N",
+                   help="search for the cheapest batch job of N requests queued at once instead of an SLO")
+    v.add_argument("--confirm", type=_count, default=s.CONFIRM_BEST, metavar="N",
+                   help=f"the cheapest screened points confirmed, and as many spread along the screened Pareto front "
+                        f"(default {s.CONFIRM_BEST})")
+    v.add_argument("--confirm-prompts", type=o.prompt_count, metavar="N",
+                   help=f"requests a confirmation run holds (default {rate_plan.PLAN_CONFIRM_PROMPTS:,}, as plan)")
+    a.add_setup_args(p)
+    a.add_traffic_args(p, rate_flag=False,
+                       count_help=f"requests a confirmation's point starts from (default {rate_plan.PLAN_NUM_PROMPTS}, "
+                                  "as plan)")
+    r = p.add_argument_group("running")
+    r.add_argument("--output", metavar="FILE", default=DEFAULT_OUTPUT,
+                   help=f"JSON Lines file each result is appended to as it finishes (default {DEFAULT_OUTPUT}); "
+                        "rerunning the same search skips what it holds. The final table goes, whole, to the "
+                        "same name ending in .json")
+    r.add_argument("--resume", metavar="FILE", action="append", default=[],
+                   help="reuse the results in this JSON Lines file too (repeatable)")
+    r.add_argument("--executor", choices=tuple(EXECUTORS), default="process",
+                   help="where points run: process (a pool of --jobs processes, the default) or ray (Ray "
+                        "tasks; RAY_ADDRESS picks a cluster, else a local Ray of --jobs CPUs; pip install "
+                        "\"batchtui[ray]\")")
+    r.add_argument("--best", type=o.positive_int, default=3, metavar="N", help="vllm serve lines shown (default 3)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    a.add_jobs_arg(p)
+    p.set_defaults(func=run)
+
+
+# -- the tasks (top-level: pool workers and Ray import them) ---------------------------------------
+
+# Every setting a task needs travels in it (workers import the modules afresh).
+def screen_task(task: tuple) -> s.PointResult:
+    base, point, slo, settings = task
+    return s.screen_point(base, point, slo, settings["prompts"], settings["window"], settings["window_s"],
+                          settings["precision"])
+
+
+def confirm_task(task: tuple) -> s.PointResult:
+    base, point, slo, n, c = task
+    return s.confirm_point(base, point, slo, n, c["seeds"], c["min_window"], c["min_window_s"], c["confirm_prompts"],
+                           c["new_seeds"])
+
+
+def offline_task(task: tuple) -> s.PointResult:
+    base, point, n = task
+    return s.offline_point(base, point, n)
+
+
+# -- the journal -------------------------------------------------------------------------------------
+
+def table_path(output: str) -> str:
+    root, ext = os.path.splitext(output)
+    return (root if ext == ".jsonl" else output) + ".json"
+
+
+def read_journal(path: str) -> dict[str, s.PointResult]:
+    """key -> result from a journal (a torn last line, from a run killed mid-write, is skipped)."""
+    done = {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.readlines()
+    except FileNotFoundError:
+        return done
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    for number, line in enumerate(lines, 1):
+        try:
+            row = json.loads(line)
+            done[row["key"]] = s.PointResult.from_json(row["result"])
+        except (ValueError, KeyError, TypeError):
+            if number == len(lines):
+                continue
+            raise UserError(f"{path}:{number}: not a line of a batchtui search journal") from None
+    return done
+
+
+class Journal:
+    """Appends each result as one JSON line, flushed, as it finishes."""
+
+    def __init__(self, path: str) -> None:
+        try:
+            self.handle = open(path, "a", encoding="utf-8")
+        except OSError as exc:
+            raise UserError(f"argument --output: cannot write {path}: {exc.strerror or exc}") from None
+        self.path = path
+
+    def add(self, key: str, result: s.PointResult) -> None:
+        self.handle.write(json.dumps({"key": key, "result": result.to_json()}) + "\n")
+        self.handle.flush()
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+# -- progress ------------------------------------------------------------------------------------------
+
+class Progress:
+    """Points done, running and left with an estimate, on stderr (Rich), when it is a terminal."""
+
+    def __init__(self, show: bool) -> None:
+        self.show = show
+        self.bar = None
+
+    def start(self, description: str, total: int) -> None:
+        if not self.show:
+            return
+        from rich.console import Console
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn,
+                                   TimeElapsedColumn, TimeRemainingColumn)
+        if self.bar is None:
+            self.bar = RichProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                    TextColumn("done, {task.fields[running]} running, {task.fields[left]} left"),
+                                    TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+                                    console=Console(stderr=True), transient=True)
+            self.bar.start()
+        self.task = self.bar.add_task(description, total=total, running=0, left=total)
+
+    def update(self, done: int, running: int, total: int) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, completed=done, running=running, left=total - done - running)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+def run_stage(executor, func, todo: list, keys: list[str], done: dict, journal: Journal, progress: Progress,
+              description: str) -> int:
+    """Run `func` over the tasks not yet done, recording each result as it finishes. Returns how
+    many ran."""
+    pending = [(k, t) for k, t in zip(keys, todo) if k not in done]
+    if not pending:
+        return 0
+    progress.start(description, len(pending))
+    count = 0
+    for index, result in executor.imap_unordered(func, [t for _, t in pending]):
+        key = pending[index][0]
+        done[key] = result
+        journal.add(key, result)
+        count += 1
+        progress.update(count, executor.running, len(pending))
+    return count
+
+
+# -- the command -----------------------------------------------------------------------------------------
+
+def _grid_values(args, setup: Setup) -> dict:
+    sc, cfg = setup.scenario, setup.config
+    profiles = setup.profiles
+    gpus = [o.resolve_gpu(g, profiles) for g in args.gpus] if args.gpus else [sc.gpu]
+    for g in gpus:
+        if g not in profiles.gpus:
+            raise UserError(f"argument --gpus: unknown GPU {g!r}; known GPU profiles are {', '.join(profiles.gpus)}")
+    return {"gpus": gpus,
+            "tensor_parallel_sizes": args.tensor_parallel_sizes or [sc.tensor_parallel_size],
+            "max_num_seqs": args.max_num_seqs_values or [cfg.max_num_seqs],
+            "max_num_batched_tokens": args.max_num_batched_tokens_values or [cfg.max_num_batched_tokens],
+            "kv_cache_dtypes": args.kv_cache_dtypes or [sc.kv_cache_dtype],
+            "prefix_caching": args.prefix_caching or [cfg.enable_prefix_caching]}
+
+
+def _check_args(args) -> None:
+    clash = [(list_flag, one) for list_flag, one, v1, v2 in (
+        ("--gpus", "--gpu", args.gpus, args.gpu),
+        ("--tensor-parallel-sizes", "--tensor-parallel-size", args.tensor_parallel_sizes,
+         getattr(args, "tensor_parallel_size", None)),
+        ("--max-num-seqs-values", "--max-num-seqs", args.max_num_seqs_values, args.max_num_seqs),
+        ("--max-num-batched-tokens-values", "--max-num-batched-tokens", args.max_num_batched_tokens_values,
+         args.max_num_batched_tokens),
+        ("--kv-cache-dtypes", "--kv-cache-dtype", args.kv_cache_dtypes, getattr(args, "kv_cache_dtype", None)),
+        ("--prefix-caching", "--enable-prefix-caching", args.prefix_caching, getattr(args, "enable_prefix_caching", None)),
+    ) if v1 is not None and v2 is not None]
+    if clash:
+        raise UserError(f"argument {clash[0][0]}: not allowed with {clash[0][1]} (give the value in the list)")
+    if args.max_concurrency is not None:
+        raise UserError("argument --max-concurrency: not allowed with search (as with plan: a client that holds "
+                        "requests back hides the queue an SLO is about)")
+    if args.ramp_up_strategy:
+        raise UserError("argument --ramp-up-strategy: not allowed with search (it searches over steady rates)")
+    slo_given = [f for f, v in (("--ttft-p99", args.ttft_p99), ("--tpot-p99", args.tpot_p99),
+                                ("--peak-rate", args.peak_rate)) if v is not None]
+    if args.offline is not None:
+        if slo_given:
+            raise UserError(f"argument {slo_given[0]}: not allowed with --offline (an offline job has no latency target)")
+        if args.workload or args.num_prompts is not None:
+            flag = "--workload" if args.workload else "--num-prompts"
+            raise UserError(f"argument {flag}: not allowed with --offline (N requests are queued at once)")
+    elif args.ttft_p99 is None and args.tpot_p99 is None:
+        raise UserError("give a latency SLO (--ttft-p99 MS and/or --tpot-p99 MS), or --offline N")
+    if args.turns is not None and args.turns > 1 and (args.offline is not None or args.peak_rate is not None):
+        raise UserError("argument --turns: not allowed with --offline or --peak-rate (as with plan)")
+    if args.num_prompts is not None and args.num_prompts < rate_plan.PLAN_MIN_PROMPTS:
+        raise UserError(f"argument --num-prompts: {args.num_prompts} is too few to judge a rate; give at least "
+                        f"{rate_plan.PLAN_MIN_PROMPTS} (or leave it out)")
+
+
+def prices(args, profiles) -> dict[str, float | None]:
+    out = {gid: g.price_per_hour for gid, g in profiles.gpus.items()}
+    for name, usd in args.gpu_price:
+        gid = o.resolve_gpu(name, profiles)
+        if gid not in profiles.gpus:
+            raise UserError(f"argument --gpu-price: unknown GPU {name!r}")
+        out[gid] = usd
+    return out
+
+
+@user_errors
+def run(args: argparse.Namespace) -> int:
+    _check_args(args)
+    setup = build_setup(args, rate_flag=False)
+    slo = None if args.offline is not None else planning.Slo(args.ttft_p99, args.tpot_p99)
+    n = args.num_prompts or rate_plan.PLAN_NUM_PROMPTS
+    from sim.curves import at_rate
+
+    base = setup.scenario if args.offline is not None else at_rate(setup.scenario, setup.scenario.workload.request_rate, n)
+    values = _grid_values(args, setup)
+    points = s.grid(values["gpus"], values["tensor_parallel_sizes"], values["max_num_seqs"],
+                    values["max_num_batched_tokens"], values["kv_cache_dtypes"], values["prefix_caching"])
+    price = prices(args, setup.profiles)
+    confirm_settings = {"seeds": args.seeds, "num_prompts": n, "min_window": rate_plan.PLAN_MIN_WINDOW,
+                        "min_window_s": rate_plan.PLAN_MIN_WINDOW_S,
+                        "confirm_prompts": args.confirm_prompts or rate_plan.PLAN_CONFIRM_PROMPTS,
+                        "new_seeds": rate_plan.PLAN_CONFIRM_NEW_SEEDS}
+    screen_settings = {"prompts": s.SCREEN_PROMPTS, "window": s.SCREEN_WINDOW, "window_s": s.SCREEN_WINDOW_S,
+                       "precision": s.SCREEN_PRECISION}
+    # The grid's own dials are the point's; the rest of the scenario is the context.
+    context = s.context_key(replace(base, gpu="", tensor_parallel_size=1, kv_cache_dtype="auto",
+                                    engine={k: v for k, v in base.engine.items()
+                                            if k not in ("max_num_seqs", "max_num_batched_tokens", "enable_prefix_caching")}),
+                            slo, args.offline, {"screen": screen_settings, "confirm": confirm_settings})
+    done: dict[str, s.PointResult] = {}
+    for path in args.resume:
+        if not os.path.exists(path):
+            raise UserError(f"argument --resume: {path} does not exist")
+        done.update(read_journal(path))
+    done.update(read_journal(args.output))
+    reused = {"screen": 0, "confirm": 0}
+    jobs = args.jobs or default_jobs()
+    journal = Journal(args.output)
+    progress = Progress(show_progress_default(args.json))
+    counts = {"screen": 0, "confirm": 0}
+    started = time.monotonic()
+    executor = None
+    try:
+        executor = make_executor(args.executor, jobs)
+        if args.offline is not None:
+            keys = [s.point_key(p, context, "offline") for p in points]
+            reused["screen"] = sum(k in done for k in keys)
+            counts["screen"] = run_stage(executor, offline_task, [(base, p, args.offline) for p in points], keys,
+                                         done, journal, progress, "offline jobs")
+            screened = [done[k] for k in keys]
+            confirmed = {}
+        else:
+            keys = [s.point_key(p, context, "screen") for p in points]
+            reused["screen"] = sum(k in done for k in keys)
+            counts["screen"] = run_stage(executor, screen_task, [(base, p, slo, screen_settings) for p in points], keys, done,
+                                         journal, progress, "screen")
+            screened = [done[k] for k in keys]
+            costs = {r.point: s.cost(r, price[r.point.gpu], args.peak_rate, args.headroom)
+                     for r in screened if r.feasible}
+            keep = s.survivors(screened, costs, args.confirm)
+            ckeys = [s.point_key(r.point, context, "confirm") for r in keep]
+            reused["confirm"] = sum(k in done for k in ckeys)
+            counts["confirm"] = run_stage(
+                executor, confirm_task, [(base, r.point, slo, n, confirm_settings) for r in keep], ckeys, done, journal, progress, "confirm")
+            confirmed = {r.point: done[k] for r, k in zip(keep, ckeys)}
+    except (KeyboardInterrupt, BrokenProcessPool):  # Ctrl-C ends the workers too
+        progress.stop()
+        if executor is not None:
+            executor.stop()
+        journal.close()
+        print(f"interrupted: the points finished are kept in {args.output}; run the same command again to "
+              "resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        progress.stop()
+        if executor is not None:
+            executor.close()
+        journal.close()
+    elapsed = time.monotonic() - started
+    report = build_report(args, setup, base, slo, points, screened, confirmed, price, counts, reused, elapsed, jobs)
+    with output_file(table_path(args.output), "--output") as sink:
+        results.dump_json(sink, report)
+    if args.json:
+        results.dump_json(Sink(sys.stdout, "standard output"), report)
+    else:
+        print_report(report, args)
+    return EXIT_OK if report["best"] else EXIT_FAILURE
+
+
+# -- the answer ------------------------------------------------------------------------------------------
+
+def final_results(screened, confirmed) -> list[s.PointResult]:
+    """Each point's last word: its confirmation if it had one, else its screen."""
+    return [confirmed.get(r.point, r) for r in screened]
+
+
+def row(r: s.PointResult, c: s.Cost | None, front: set) -> dict:
+    d = {**{k: v for k, v in r.to_json().items() if k not in ("point",)}, **r.to_json()["point"]}
+    d.pop("runnable", None)
+    d["tokens_per_gpu"] = r.tokens_per_gpu
+    d["tokens_per_user"] = r.tokens_per_user
+    d["on_front"] = r.point in front
+    if c is not None:
+        d.update(replicas=c.replicas, gpus=c.gpus, cost_per_hour=c.per_hour,
+                 cost_per_million_tokens=c.per_million_tokens)
+    return d
+
+
+def build_report(args, setup, base, slo, points, screened, confirmed, price, counts, reused, elapsed, jobs) -> dict:
+    final = final_results(screened, confirmed)
+    ok = [r for r in final if r.feasible]
+    headroom = 0.0 if args.offline is not None else args.headroom
+    costs = {r.point: s.cost(r, price[r.point.gpu], args.peak_rate, headroom) for r in ok}
+    ranked = sorted(ok, key=lambda r: ((0 if r.stage in ("confirm", "offline") else 1),) + s.rank_key(r, costs[r.point]))
+    front = s.pareto_front(ok)
+    front_set = {r.point for r in front}
+    best = []
+    for r in ranked[:args.best]:  # confirmed ones first; screened ones only when fewer were confirmed
+        best.append({**row(r, costs[r.point], front_set),
+                     "vllm_command": vllm_lines.serve_command(Setup(s.point_scenario(base, r.point), setup.profiles))})
+    return {
+        "model": setup.scenario.model,
+        "slo": None if slo is None else {"p99_ttft_ms": slo.ttft_p99_ms, "p99_tpot_ms": slo.tpot_p99_ms},
+        "offline": args.offline, "peak_rate": args.peak_rate, "headroom": headroom,
+        "points": len(points),
+        "stages": {"screen": {"points": len(screened), "ran": counts["screen"], "reused": reused["screen"]},
+                   "confirm": {"points": len(confirmed), "ran": counts["confirm"], "reused": reused["confirm"]}},
+        "cannot_run": sum(not r.runnable for r in screened),
+        "meet_slo": len(ok),
+        "elapsed_s": elapsed, "jobs": jobs, "executor": args.executor,
+        "unpriced_gpus": sorted({r.point.gpu for r in ok if price[r.point.gpu] is None}),
+        "ranked": [row(r, costs[r.point], front_set) for r in ranked],
+        "front": [row(r, costs[r.point], front_set) for r in front],
+        "infeasible": [row(r, None, front_set) for r in final if not r.feasible],
+        "best": best,
+    }
+
+
+def _money(v) -> str:
+    return "no price" if v is None else f"${v:,.2f}"
+
+
+def _fill(text: str) -> str:
+    return textwrap.fill(text, width=100)
+
+
+def print_report(rep: dict, args) -> None:
+    st = rep["stages"]
+    if rep["slo"] is not None:
+        slo = planning.Slo(rep["slo"]["p99_ttft_ms"], rep["slo"]["p99_tpot_ms"])
+        print(f"Search for {rep['model']}: SLO {slo.text()}" +
+              (f", peak {rep['peak_rate']:g} req/s with {rep['headroom']:.0%} headroom." if rep["peak_rate"] else "."))
+    else:
+        print(f"Search for {rep['model']}: the cheapest batch job of {rep['offline']:,} requests.")
+    print(_fill(
+        f"{rep['points']} points: {rep['cannot_run']} cannot run; screened {st['screen']['points']} "
+        f"({st['screen']['ran']} ran now, {st['screen']['reused']} from earlier runs)"
+        + ("" if rep["slo"] is None else
+           f"; {st['confirm']['points']} confirmed as plan does ({st['confirm']['ran']} ran now, "
+           f"{st['confirm']['reused']} from earlier runs)")
+        + f"; {rep['meet_slo']} meet the SLO. {rep['elapsed_s']:.0f} s with {rep['jobs']} "
+        f"{'job' if rep['jobs'] == 1 else 'jobs'} ({rep['executor']})."))
+    if rep["unpriced_gpus"]:
+        print(_fill(f"No price for {', '.join(rep['unpriced_gpus'])}: give --gpu-price NAME=USD_PER_HOUR "
+                    "(those points rank after priced ones)."))
+    print()
+    rows = rep["ranked"][:SHOWN_ROWS]
+    if rows:
+        print(f"Cheapest first ({len(rows)} of {len(rep['ranked'])}; * on the Pareto front):")
+        print(f"  {'gpu':<10} {'tp':>2} {'seqs':>5} {'tokens':>6} {'kv':<5} {'cache':<5} {'stage':<8} "
+              f"{'req/s':>7} {'repl':>4} {'GPUs':>4} {'$/hour':>9} {'$/Mtok':>8} {'tok/s/GPU':>9} {'tok/s/user':>10}")
+        for d in rows:
+            print(f"{'*' if d['on_front'] else ' '} {d['gpu']:<10} {d['tensor_parallel_size']:>2} {d['max_num_seqs']:>5} "
+                  f"{d['max_num_batched_tokens']:>6} {d['kv_cache_dtype']:<5} {'on' if d['enable_prefix_caching'] else 'off':<5} "
+                  f"{d['stage']:<8} {d['rate']:>7.2f} {d['replicas']:>4} {d['gpus']:>4} "
+                  f"{_money(d['cost_per_hour']):>9} {_money(d['cost_per_million_tokens']):>8} "
+                  f"{d['tokens_per_gpu']:>9,.0f} {d['tokens_per_user']:>10,.1f}")
+        print()
+        front = rep["front"]
+        shown = s.spread(front, SHOWN_FRONT)
+        print("Pareto front (tokens/s per GPU against tokens/s per user)"
+              + (f", {len(shown)} of its {len(front)} points spread along it:" if len(shown) < len(front) else ":"))
+        for d in shown:
+            print(f"  {d['gpu']} tp{d['tensor_parallel_size']} seqs {d['max_num_seqs']} tokens "
+                  f"{d['max_num_batched_tokens']} kv {d['kv_cache_dtype']}: {d['tokens_per_gpu']:,.0f} tok/s per GPU, "
+                  f"{d['tokens_per_user']:,.1f} tok/s per user ({d['stage']})")
+    bad = rep["infeasible"]
+    if bad:
+        print()
+        groups: dict[str, list] = {}
+        for d in bad:
+            groups.setdefault(d["reason"].split(":")[0] if d["reason"].startswith("no rate") else d["reason"], []).append(d)
+        print(f"Infeasible ({len(bad)} points):")
+        for reason, ds in groups.items():
+            where = sorted({f"{d['gpu']} tp{d['tensor_parallel_size']}" for d in ds})
+            print(_fill(f"  {len(ds)} on {', '.join(where)}: {reason}"))
+    if rep["best"]:
+        print()
+        print("vLLM command for each replica of the best deployments:")
+        for d in rep["best"]:
+            print(f"  {d['replicas']} x {d['gpu']} tp{d['tensor_parallel_size']}, {_money(d['cost_per_hour'])} an hour "
+                  f"({'confirmed as plan does' if d['stage'] == 'confirm' else d['stage'] + ' only'}):")
+            print("    " + d["vllm_command"])
+    else:
+        print()
+        print("No point meets the SLO." if rep["slo"] is not None else "No job ran.")
+    print()
+    print(f"Results: {args.output} (one line a point), {table_path(args.output)} (this table).")

@@ -1,0 +1,59 @@
+"""How long `batchtui search` takes over a grid of 512 points (4 GPUs with a profile price x TP 1-2 x 8 max-num-seqs x 4
+token budgets x 2 KV cache dtypes, Llama 3.1 8B), screened and then the cheapest and the Pareto
+front confirmed with plan's search on shorter runs (--seeds 2, --num-prompts 1000,
+--confirm-prompts 3000, --confirm 2). Prints the wall time, the points each stage ran and the
+search's own output (the front and the best vllm serve lines).
+
+    .venv/bin/python benchmarks/search_benchmark.py [--jobs N] [--executor process|ray]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+GRID = ["--model", "llama-3.1-8b", "--gpus", "h100-sxm,h100-pcie,a100-80gb,l40s", "--tensor-parallel-sizes", "1,2",
+        "--max-num-seqs-values", "8,16,32,64,128,256,512,1024",
+        "--max-num-batched-tokens-values", "2048,4096,8192,16384", "--kv-cache-dtypes", "auto,fp8",
+        "--ttft-p99", "500", "--tpot-p99", "30", "--peak-rate", "50",
+        "--confirm", "2", "--seeds", "2", "--num-prompts", "1000", "--confirm-prompts", "3000"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
+    ap.add_argument("--executor", default="process")
+    ap.add_argument("--table", metavar="FILE", help="keep the final table (JSON) here, to compare executors")
+    opts = ap.parse_args()
+    root = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "search.jsonl"
+        load = os.getloadavg()
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "batchtui", "search", *GRID, "--jobs", str(opts.jobs),
+                               "--executor", opts.executor, "--output", str(out)],
+                              cwd=root, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        print(proc.stdout)
+        if proc.returncode not in (0, 1):
+            print(proc.stderr, file=sys.stderr)
+            sys.exit(proc.returncode)
+        text = out.with_suffix(".json").read_text()
+        table = json.loads(text)
+        if opts.table:
+            Path(opts.table).write_text(text)
+    st = table["stages"]
+    print(f"grid: {table['points']} points; screen ran {st['screen']['ran']}, confirm ran {st['confirm']['ran']}; "
+          f"{table['cannot_run']} cannot run, {table['meet_slo']} meet the SLO")
+    print(f"wall time: {wall:.0f} s with {opts.jobs} jobs ({opts.executor}); "
+          f"load average before: {load[0]:.1f}, after: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+
+
+if __name__ == "__main__":
+    main()

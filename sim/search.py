@@ -1,0 +1,336 @@
+"""The pure parts of `batchtui search`: the grid of deployments (GPU, tensor-parallel size, dials),
+each point's scenario and key, a point's screening and confirmation (the same search and
+confirmation `batchtui plan` runs, from `sim.rate_plan`, only with shorter runs and one seed to
+screen), and what a point costs and yields: replicas for a peak (`sim.planning.replicas_needed`),
+GPUs, cost per hour and per million output tokens, and the Pareto front of tokens/s per GPU
+against tokens/s per user.
+
+Every run of a point depends only on the point, the workload, the SLO and the seed: the same
+seeds for every point (common random numbers: each deployment sees the same requests, so the
+differences between points are the deployments'), and nothing of the order or the worker that
+runs it. Standard library and numpy only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+
+from sim import planning, rate_plan
+from sim.errors import SimError
+from sim.planning import Slo
+
+__all__ = ["GridPoint", "PointResult", "SCREEN_PRECISION", "SCREEN_PROMPTS", "SCREEN_WINDOW", "SCREEN_WINDOW_S",
+           "confirm_point", "context_key", "cost", "grid", "pareto_front", "point_key", "point_scenario",
+           "screen_point", "spread", "survivors"]
+
+# The screen: plan's search (`sim.rate_plan.plan_rate`) on one seed with short runs and a coarse
+# precision; only the points it keeps are searched and confirmed as `plan` does.
+SCREEN_PROMPTS = 300
+SCREEN_WINDOW = 100
+SCREEN_WINDOW_S = 8.0
+SCREEN_PRECISION = 0.04
+CONFIRM_BEST = 4  # the cheapest screened points confirmed, besides the screened Pareto front
+
+
+@dataclass(frozen=True, order=True)
+class GridPoint:
+    """One deployment of the grid: a GPU type, a tensor-parallel size and the dials searched."""
+
+    gpu: str
+    tensor_parallel_size: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    kv_cache_dtype: str
+    enable_prefix_caching: bool
+
+    def label(self) -> str:
+        return (f"{self.gpu} tp{self.tensor_parallel_size} seqs {self.max_num_seqs} "
+                f"tokens {self.max_num_batched_tokens} kv {self.kv_cache_dtype} "
+                f"cache {'on' if self.enable_prefix_caching else 'off'}")
+
+
+def grid(gpus: Sequence[str], tensor_parallel_sizes: Sequence[int], max_num_seqs: Sequence[int],
+         max_num_batched_tokens: Sequence[int], kv_cache_dtypes: Sequence[str],
+         prefix_caching: Sequence[bool]) -> list[GridPoint]:
+    """Every combination, in the order given (GPU slowest)."""
+    return [GridPoint(*combo) for combo in itertools.product(
+        gpus, tensor_parallel_sizes, max_num_seqs, max_num_batched_tokens, kv_cache_dtypes, prefix_caching)]
+
+
+def point_scenario(base, point: GridPoint):
+    """The base scenario (workload, model, other dials, seed) deployed as `point` says."""
+    sc = replace(base, gpu=point.gpu, tensor_parallel_size=point.tensor_parallel_size,
+                 kv_cache_dtype=point.kv_cache_dtype)
+    return sc.with_engine(max_num_seqs=point.max_num_seqs, max_num_batched_tokens=point.max_num_batched_tokens,
+                          enable_prefix_caching=point.enable_prefix_caching)
+
+
+def context_key(base, slo: Slo | None, offline: int | None, settings: dict) -> str:
+    """What every point of one search shares (the scenario less the grid's dials, the SLO, the
+    search's settings), hashed: a result is reused only under the same context."""
+    data = {"scenario": base.to_dict(), "slo": None if slo is None else asdict(slo), "offline": offline,
+            "settings": settings}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def point_key(point: GridPoint, context: str, stage: str) -> str:
+    return f"{context}:{stage}:" + json.dumps(asdict(point), sort_keys=True, separators=(",", ":"))
+
+
+# -- what a point yields -------------------------------------------------------------------------
+
+@dataclass
+class PointResult:
+    """One point after a stage: its SLO rate and what was measured there, or why it has none."""
+
+    point: GridPoint
+    stage: str  # "screen" or "confirm"
+    feasible: bool
+    rate: float | None = None
+    """The highest rate (req/s) meeting the SLO; for --offline, the job's request throughput."""
+    saturated_rate: float | None = None
+    reason: str = ""
+    """Why the point has no rate: the deployment cannot run, or no rate meets the SLO."""
+    runnable: bool = True
+    """False when the deployment cannot run at all (the model does not fit, ...)."""
+    mean_output_len: float = 0.0
+    median_tpot_ms: float = 0.0
+    p99_ttft_ms: float = 0.0
+    p99_tpot_ms: float = 0.0
+    runs: int = 0
+    """Simulator runs this point's stage made."""
+    seeds: list[int] = field(default_factory=list)
+
+    @property
+    def output_throughput(self) -> float:
+        """Output tokens/s one replica serves at its SLO rate."""
+        return (self.rate or 0.0) * self.mean_output_len
+
+    @property
+    def tokens_per_gpu(self) -> float:
+        return self.output_throughput / self.point.tensor_parallel_size
+
+    @property
+    def tokens_per_user(self) -> float:
+        """Output tokens/s a user sees at the SLO rate (1 / median TPOT)."""
+        return 1000.0 / self.median_tpot_ms if self.median_tpot_ms > 0 else 0.0
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["point"] = asdict(self.point)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> "PointResult":
+        return cls(**{**d, "point": GridPoint(**d["point"])})
+
+
+def _from_window(point: GridPoint, stage: str, rate: float, saturated: float, window: dict, runs: int,
+                 seeds: list[int]) -> PointResult:
+    return PointResult(point, stage, True, rate, saturated, "", True, window["mean_output_len"],
+                       window["median_tpot_ms"], window["p99_ttft_ms"], window["p99_tpot_ms"], runs, seeds)
+
+
+class _Counting:
+    """A run_at that counts its runs and drops their records once judged (pool results stay small)."""
+
+    def __init__(self, run_at) -> None:
+        self.run_at = run_at
+        self.runs = 0
+
+    def __call__(self, rate: float, num_prompts: int):
+        self.runs += 1
+        return self.run_at(rate, num_prompts)
+
+
+def _run_at(scenario):
+    from sim.curves import runner
+
+    return runner(scenario, keep_requests=False, api_server=True)
+
+
+def cannot_run(scenario, profiles) -> str | None:
+    """Why this deployment cannot serve at all (the model does not fit, max_model_len beyond the
+    KV cache, a dial vLLM refuses), in the simulator's words; None when it can."""
+    from sim.engine import Engine
+    from sim.workload import WorkloadSpec
+
+    idle = replace(scenario, workload=WorkloadSpec(arrival="all-at-once", num_prompts=0))
+    try:
+        Engine(idle, profiles=profiles, keep_requests=False, api_server=True)
+    except SimError as exc:
+        return str(exc)
+    return None
+
+
+def screen_point(base, point: GridPoint, slo: Slo, num_prompts: int = SCREEN_PROMPTS,
+                 min_window: int = SCREEN_WINDOW, min_window_s: float = SCREEN_WINDOW_S,
+                 precision: float = SCREEN_PRECISION) -> PointResult:
+    """Plan's search (`rate_plan.plan_rate`) on the base seed with short runs: a rough SLO rate."""
+    sc = point_scenario(base, point)
+    why = cannot_run(sc, sc.profiles())
+    if why is not None:
+        return PointResult(point, "screen", False, reason=why, runnable=False)
+    run_at = _Counting(_run_at(sc))
+    plan = rate_plan.plan_rate(run_at, slo, num_prompts, precision=precision, min_window=min_window,
+                               min_window_s=min_window_s)
+    if not plan.feasible:
+        closest = plan.closest
+        return PointResult(point, "screen", False, None, plan.saturated_rate,
+                           "no rate meets the SLO: at " f"{closest.rate:.2f} req/s " + "; ".join(closest.misses),
+                           runs=run_at.runs, seeds=[sc.seed])
+    return _from_window(point, "screen", plan.best.rate, plan.saturated_rate, plan.best.window, run_at.runs,
+                        [sc.seed])
+
+
+def confirm_point(base, point: GridPoint, slo: Slo, num_prompts: int, seeds: int, min_window: int,
+                  min_window_s: float, confirm_prompts: int,
+                  new_seeds: int = rate_plan.PLAN_CONFIRM_NEW_SEEDS) -> PointResult:
+    """A screened point searched and confirmed as `batchtui plan` does it, in this process: plan's
+    search (`rate_plan.plan_rate`) on `seeds` seeds from the scenario's, with windows of
+    `min_window` requests and `min_window_s` seconds; the lowest seed's answer confirmed by
+    `rate_plan.confirm_rate` on runs of `confirm_prompts` requests on those seeds and
+    `new_seeds` more (plan's defaults are rate_plan's PLAN_* constants)."""
+    sc = point_scenario(base, point)
+    window = (min_window, min_window_s)
+    seed_list = [sc.seed + i for i in range(seeds)]
+    runs = 0
+    plans = []
+    for s in seed_list:
+        run_at = _Counting(_run_at(replace(sc, seed=s)))
+        plans.append(rate_plan.plan_rate(run_at, slo, num_prompts, min_window=window[0], min_window_s=window[1]))
+        runs += run_at.runs
+    result = rate_plan.SeededPlan(plans, seed_list)
+    if not all(p.feasible for p in plans):
+        bad = result.limiting
+        return PointResult(point, "confirm", False, None, result.saturated_rate,
+                           f"no rate meets the SLO on seed {seed_list[plans.index(bad)]}", runs=runs, seeds=seed_list)
+    result.confirm_seeds = [sc.seed + i for i in range(seeds + new_seeds)]
+
+    def evaluate(rate: float) -> list:
+        nonlocal runs
+        out = []
+        for s in result.confirm_seeds:
+            run_at = _Counting(_run_at(replace(sc, seed=s)))
+            out.append(rate_plan.confirm_point(run_at, slo, rate, result.saturated_rate,
+                                               confirm_prompts, *window))
+            runs += run_at.runs
+        return out
+
+    result.confirm_tries = rate_plan.confirm_rate(evaluate, min(result.rates), result.limiting.precision or 0.01)
+    if not result.feasible:
+        rate, _ = result.confirm_tries[-1]
+        return PointResult(point, "confirm", False, None, result.saturated_rate,
+                           f"the seeds' answer did not hold on longer runs down to {rate:.2f} req/s",
+                           runs=runs, seeds=result.confirm_seeds)
+    worst = _worst(result.confirm_points)
+    return _from_window(point, "confirm", result.rate, result.saturated_rate, worst, runs, result.confirm_seeds)
+
+
+def _worst(points) -> dict:
+    """The confirmation runs' worst p99s and median TPOT (each the highest over the seeds)."""
+    w = dict(points[0].window)
+    for key in ("p99_ttft_ms", "p99_tpot_ms", "median_tpot_ms"):
+        w[key] = max(p.window[key] for p in points)
+    w["mean_output_len"] = min(p.window["mean_output_len"] for p in points)
+    return w
+
+
+# -- cost, ranking and the front -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Cost:
+    replicas: int
+    gpus: int
+    per_hour: float | None
+    """USD an hour for the replicas (None without a price for the GPU)."""
+    per_million_tokens: float | None
+    """USD per million output tokens at the load planned (the peak, or one replica at its planned
+    rate when no peak is given)."""
+    at_peak: bool = False
+    """Sized for a peak: every point serves the same load, so the cheaper per hour is the cheaper."""
+
+
+def cost(result: PointResult, price: float | None, peak_rate: float | None,
+         headroom: float = planning.HEADROOM) -> Cost:
+    """Replicas for the peak (`sim.planning.replicas_needed`, as `plan` and step 16 count them),
+    GPUs, and what they cost."""
+    if peak_rate is not None:
+        replicas = planning.replicas_needed(peak_rate, result.rate, headroom)
+        load = peak_rate
+    else:
+        replicas = 1
+        load = planning.planned_rate(result.rate, headroom)
+    gpus = replicas * result.point.tensor_parallel_size
+    if price is None:
+        return Cost(replicas, gpus, None, None, peak_rate is not None)
+    per_hour = gpus * price
+    tokens_per_hour = load * result.mean_output_len * 3600
+    return Cost(replicas, gpus, per_hour, per_hour / tokens_per_hour * 1e6 if tokens_per_hour else None,
+                peak_rate is not None)
+
+
+def rank_key(result: PointResult, c: Cost) -> tuple:
+    """Cheapest first: priced points by cost per hour for a peak (the same load for every point,
+    so the mean output length a point's window happened to measure does not break ties) or by
+    cost per million output tokens without one, then by GPUs and tokens/s per GPU; unpriced points
+    after them, by GPUs then tokens/s per GPU; the point's settings last (a total order)."""
+    if c.per_million_tokens is not None:
+        return (0, c.per_hour if c.at_peak else c.per_million_tokens, c.gpus, -result.tokens_per_gpu, result.point)
+    return (1, c.gpus, -result.tokens_per_gpu, 0.0, result.point)
+
+
+def pareto_front(results: Sequence[PointResult]) -> list[PointResult]:
+    """The points no other point beats on both tokens/s per GPU and tokens/s per user (higher is
+    better for both), by falling tokens/s per GPU."""
+    ranked = sorted(results, key=lambda r: (-r.tokens_per_gpu, -r.tokens_per_user, r.point))
+    front, best_user = [], -math.inf
+    for r in ranked:
+        if r.tokens_per_user > best_user:
+            front.append(r)
+            best_user = r.tokens_per_user
+    return front
+
+
+def spread(items: Sequence, count: int) -> list:
+    """`count` items evenly spaced along `items`, both ends included (all when there are fewer)."""
+    if count <= 0:
+        return []
+    if len(items) <= count:
+        return list(items)
+    if count == 1:
+        return [items[0]]
+    return [items[round(i * (len(items) - 1) / (count - 1))] for i in range(count)]
+
+
+def survivors(screened: Sequence[PointResult], costs: dict, best: int = CONFIRM_BEST) -> list[PointResult]:
+    """The screened points worth confirming: the `best` cheapest, and `best` points of the
+    screened Pareto front spread along it (its two ends among them). A fine grid puts dozens of
+    points on the front; confirming each as plan does would cost more than the screen."""
+    ok = [r for r in screened if r.feasible]
+    ranked = sorted(ok, key=lambda r: rank_key(r, costs[r.point]))
+    keep = {r.point for r in ranked[:best]} | {r.point for r in spread(pareto_front(ok), best)}
+    return [r for r in ranked if r.point in keep]
+
+
+def offline_point(base, point: GridPoint, num_prompts: int) -> PointResult:
+    """For an offline job (--offline N): the point's run of N requests queued at once, vLLM's
+    offline defaults under the point's dials; its request throughput stands for the rate."""
+    from sim.engine import run_scenario
+
+    sc = point_scenario(replace(base, offline=True).with_workload(num_prompts=num_prompts, request_rate=math.inf),
+                        point)
+    why = cannot_run(sc, sc.profiles())
+    if why is not None:
+        return PointResult(point, "offline", False, reason=why, runnable=False)
+    m = run_scenario(sc, keep_requests=False, api_server=True).metrics
+    if not m["completed"]:
+        return PointResult(point, "offline", False, reason="no request finished", runs=1, seeds=[sc.seed])
+    mean_out = m["output_throughput"] / m["request_throughput"] if m["request_throughput"] else 0.0
+    return PointResult(point, "offline", True, m["request_throughput"], m["request_throughput"], "", True,
+                       mean_out, m["median_tpot_ms"], m["p99_ttft_ms"], m["p99_tpot_ms"], 1, [sc.seed])

@@ -1,0 +1,277 @@
+"""`batchtui search` (issue 27): the grid, the screen and the confirmation, cost and the front, the
+journal it resumes from, its answer against `plan`'s on the point they share, and the same
+results from Ray as from the process pool. Small grids and short runs (the 512-point figure is
+benchmarks/search_benchmark.py's)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from batchtui.cli import cmd_search, main
+from sim import planning, rate_plan
+from sim import search as s
+
+SMALL = ["--num-prompts", "60", "--input-len", "256", "--output-len", "32", "--seeds", "2",
+         "--confirm-prompts", "300", "--tpot-p99", "9", "--ttft-p99", "60", "--peak-rate", "100"]
+
+
+@pytest.fixture
+def small(monkeypatch):
+    """Short windows and runs for the screen and plan's confirmation (the search is the real one)."""
+    monkeypatch.setattr(rate_plan, "PLAN_MIN_WINDOW", 40)
+    monkeypatch.setattr(rate_plan, "PLAN_MIN_WINDOW_S", 0.0)
+    monkeypatch.setattr(rate_plan, "PLAN_MIN_PROMPTS", 50)
+    monkeypatch.setattr(rate_plan, "PLAN_CONFIRM_PROMPTS", 300)
+    monkeypatch.setattr(rate_plan, "PLAN_CONFIRM_NEW_SEEDS", 1)
+    monkeypatch.setattr(rate_plan, "ROUTER_MIN_PER_REPLICA", 100)
+    monkeypatch.setattr(rate_plan, "ROUTER_MIN_SECONDS", 1.0)
+    monkeypatch.setattr(s, "SCREEN_PROMPTS", 80)
+    monkeypatch.setattr(s, "SCREEN_WINDOW", 30)
+    monkeypatch.setattr(s, "SCREEN_WINDOW_S", 0.0)
+    monkeypatch.setattr(s, "SCREEN_PRECISION", 0.1)
+
+
+def search(capsys, tmp_path, *argv, name="s.jsonl"):
+    out = tmp_path / name
+    code = main(["search", *argv, "--output", str(out)])
+    captured = capsys.readouterr()
+    table = json.loads(out.with_suffix(".json").read_text()) if out.with_suffix(".json").exists() else None
+    return code, captured.out, captured.err, table
+
+
+def same_answers(table: dict) -> list:
+    """What a search found, without how long it took or what it reused."""
+    return [table[k] for k in ("ranked", "front", "infeasible", "best", "meet_slo", "cannot_run")]
+
+
+# -- the pure parts ---------------------------------------------------------------------------------
+
+def test_the_grid_is_every_combination_in_order():
+    points = s.grid(["a", "b"], [1, 2], [8, 16, 32], [2048], ["auto", "fp8"], [True])
+    assert len(points) == 2 * 2 * 3 * 2
+    assert points[0] == s.GridPoint("a", 1, 8, 2048, "auto", True)
+    assert points[-1] == s.GridPoint("b", 2, 32, 2048, "fp8", True)
+    assert len(set(points)) == len(points)
+
+
+def test_the_pareto_front_keeps_only_points_nobody_beats_on_both():
+    def r(per_gpu, per_user, seqs):
+        p = s.GridPoint("g", 1, seqs, 2048, "auto", True)
+        return s.PointResult(p, "screen", True, rate=per_gpu, mean_output_len=1.0, median_tpot_ms=1000.0 / per_user)
+
+    a, b, c, d = r(100, 10, 1), r(80, 20, 2), r(70, 15, 3), r(50, 30, 4)
+    front = s.pareto_front([c, a, d, b])
+    assert [x.point.max_num_seqs for x in front] == [1, 2, 4]  # c is beaten by b on both
+
+
+def test_cost_counts_replicas_as_plan_does_and_prices_gpus():
+    p = s.GridPoint("g", 2, 64, 2048, "auto", True)
+    r = s.PointResult(p, "confirm", True, rate=10.0, mean_output_len=100.0)
+    c = s.cost(r, 2.0, peak_rate=50.0, headroom=0.2)
+    assert c.replicas == planning.replicas_needed(50.0, 10.0, 0.2) == 7
+    assert c.gpus == 14 and c.per_hour == pytest.approx(28.0)
+    assert c.per_million_tokens == pytest.approx(28.0 / (50 * 100 * 3600) * 1e6)
+    unpriced = s.cost(r, None, 50.0, 0.2)
+    assert unpriced.per_hour is None and unpriced.per_million_tokens is None and unpriced.gpus == 14
+
+
+# -- the command --------------------------------------------------------------------------------------
+
+def test_search_screens_confirms_and_lists_what_cannot_run(capsys, tmp_path, small):
+    code, out, _, table = search(capsys, tmp_path, *SMALL, "--gpus", "h100-sxm,l4", "--max-num-seqs-values",
+                                 "16,64", "--confirm", "1", "--jobs", "1", "--gpu-price", "h100-sxm=4")
+    assert code == 0
+    st = table["stages"]
+    assert table["points"] == 4 and st["screen"]["ran"] == 4 and 1 <= st["confirm"]["ran"] <= 2
+    # the L4 cannot hold Llama 3.1 8B's full context in its KV cache: infeasible, with vLLM's reason
+    l4 = [d for d in table["infeasible"] if d["gpu"] == "l4"]
+    assert len(l4) == 2 and all("max_model_len" in d["reason"] for d in l4)
+    assert table["cannot_run"] == 2
+    best = table["best"][0]
+    assert best["stage"] == "confirm" and best["gpu"] == "h100-sxm"
+    assert best["replicas"] == planning.replicas_needed(100, best["rate"], planning.HEADROOM)
+    assert best["cost_per_hour"] == pytest.approx(4 * best["gpus"])
+    assert f"--max-num-seqs {best['max_num_seqs']}" in best["vllm_command"]
+    assert "Cheapest first" in out and "Pareto front" in out and "vllm serve" in out
+    assert "2 on l4 tp1: max_model_len" in " ".join(out.split())
+    lines = (tmp_path / "s.jsonl").read_text().splitlines()
+    assert len(lines) == st["screen"]["ran"] + st["confirm"]["ran"]
+
+
+def test_search_matches_plan_on_the_point_they_share(capsys, tmp_path, small):
+    point = ["--max-num-seqs", "64"]
+    code = main(["plan", "--num-prompts", "60", "--input-len", "256", "--output-len", "32", "--seeds", "2",
+                 "--tpot-p99", "9", "--ttft-p99", "60", "--peak-rate", "100", *point, "--jobs", "1", "--json"])
+    plan = json.loads(capsys.readouterr().out)
+    assert code == 0
+    code, _, _, table = search(capsys, tmp_path, *SMALL, "--max-num-seqs-values", "64", "--jobs", "1")
+    assert code == 0
+    best = table["best"][0]
+    assert best["stage"] == "confirm"
+    assert best["rate"] == pytest.approx(plan["max_rate"])
+    assert best["seeds"] == plan["confirm_seeds"]
+    assert best["replicas"] == plan["replicas"]
+
+
+def test_an_interrupted_search_resumed_gives_the_uninterrupted_answer(capsys, tmp_path, small, monkeypatch):
+    grid = [*SMALL, "--max-num-seqs-values", "8,16,64", "--tensor-parallel-sizes", "1,2", "--confirm", "1",
+            "--jobs", "1"]
+    code, _, _, whole = search(capsys, tmp_path, *grid, name="whole.jsonl")
+    assert code == 0
+    real = cmd_search.screen_task
+    calls = []
+
+    def interrupted(task):
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        calls.append(task)
+        return real(task)
+
+    monkeypatch.setattr(cmd_search, "screen_task", interrupted)
+    code, _, err, table = search(capsys, tmp_path, *grid, name="cut.jsonl")
+    assert code == cmd_search.EXIT_INTERRUPTED and table is None
+    assert "interrupted" in err and "run the same command again" in err
+    assert len((tmp_path / "cut.jsonl").read_text().splitlines()) == 3
+    monkeypatch.setattr(cmd_search, "screen_task", real)
+    code, _, _, resumed = search(capsys, tmp_path, *grid, name="cut.jsonl")
+    assert code == 0
+    assert resumed["stages"]["screen"]["reused"] == 3 and resumed["stages"]["screen"]["ran"] == 3
+    assert same_answers(resumed) == same_answers(whole)
+    # and a third run reuses everything
+    code, _, _, again = search(capsys, tmp_path, *grid, name="cut.jsonl")
+    assert again["stages"]["screen"]["ran"] == 0 and again["stages"]["confirm"]["ran"] == 0
+    assert same_answers(again) == same_answers(whole)
+
+
+def test_a_result_is_reused_only_under_the_same_workload_and_slo(capsys, tmp_path, small):
+    grid = [*SMALL, "--max-num-seqs-values", "16", "--confirm", "0", "--jobs", "1"]
+    search(capsys, tmp_path, *grid)
+    _, _, _, other = search(capsys, tmp_path, *grid, "--random-prefix-len", "8")
+    assert other["stages"]["screen"]["ran"] == 1 and other["stages"]["screen"]["reused"] == 0
+
+
+def test_a_torn_last_line_is_skipped_and_a_foreign_file_refused(capsys, tmp_path, small):
+    grid = [*SMALL, "--max-num-seqs-values", "16,32", "--confirm", "0", "--jobs", "1"]
+    search(capsys, tmp_path, *grid)
+    path = tmp_path / "s.jsonl"
+    first = path.read_text().splitlines()[0]
+    path.write_text(first + "\n" + first[:25])  # killed mid-write
+    _, _, _, table = search(capsys, tmp_path, *grid)
+    assert table["stages"]["screen"]["reused"] == 1 and table["stages"]["screen"]["ran"] == 1
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("hello\nworld\n")
+    code = main(["search", *grid, "--output", str(tmp_path / "x.jsonl"), "--resume", str(bad)])
+    err = capsys.readouterr().err
+    assert code == 2 and "bad.jsonl:1: not a line of a batchtui search journal" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--max-num-seqs-values", "16", "--max-num-seqs", "8", "--tpot-p99", "9"],
+     "argument --max-num-seqs-values: not allowed with --max-num-seqs"),
+    (["--gpus", "nonesuch", "--tpot-p99", "9"], "argument --gpus: unknown GPU 'nonesuch'"),
+    (["--offline", "100", "--tpot-p99", "9"], "argument --tpot-p99: not allowed with --offline"),
+    ([], "give a latency SLO"),
+    (["--tpot-p99", "9", "--gpu-price", "h100"], "argument --gpu-price: expected NAME=USD_PER_HOUR"),
+    (["--tpot-p99", "9", "--max-num-seqs-values", "8,x"], "argument --max-num-seqs-values"),
+])
+def test_search_bad_input(capsys, tmp_path, argv, needle):
+    code = main(["search", *argv, "--output", str(tmp_path / "o.jsonl")])
+    err = capsys.readouterr().err
+    assert code == 2 and needle in err and "Traceback" not in err
+
+
+def test_offline_search_ranks_batch_jobs(capsys, tmp_path):
+    code, out, _, table = search(capsys, tmp_path, "--offline", "200", "--input-len", "256", "--output-len", "32",
+                                 "--max-num-seqs-values", "8,64", "--jobs", "1")
+    assert code == 0 and table["stages"]["screen"]["ran"] == 2
+    first = table["ranked"][0]
+    assert first["stage"] == "offline" and first["max_num_seqs"] == 64  # more seats, the job ends sooner
+    assert table["ranked"][0]["cost_per_million_tokens"] < table["ranked"][1]["cost_per_million_tokens"]
+
+
+def test_ray_gives_the_same_results_as_the_process_pool(capsys, tmp_path, small):
+    ray = pytest.importorskip("ray", reason="ray is not installed (pip install \"batchtui[ray]\")")
+    grid = [*SMALL, "--max-num-seqs-values", "16,64", "--confirm", "1"]
+    _, _, _, pool = search(capsys, tmp_path, *grid, "--jobs", "1", name="pool.jsonl")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        code, _, _, table = search(capsys, tmp_path, *grid, "--executor", "ray", "--jobs", "2", name="ray.jsonl")
+    finally:
+        ray.shutdown()
+    assert code == 0 and table["executor"] == "ray"
+    assert same_answers(table) == same_answers(pool)
+    assert not math.isnan(table["best"][0]["rate"])
+
+
+def test_ctrl_c_in_a_terminal_keeps_what_finished_and_says_how_to_resume(tmp_path):
+    """The real thing: a pool of two workers, SIGINT to the whole process group (as a terminal's
+    Ctrl-C sends it): exit 130, one line, no traceback, the journal's lines whole, no table."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "s.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "batchtui", "search", "--input-len", "256", "--output-len", "32",
+                             "--tpot-p99", "9", "--max-num-seqs-values", "8,16,32,64,128,256", "--jobs", "2",
+                             "--output", str(out)], cwd=tmp_path, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and proc.poll() is None:
+            if out.exists() and out.read_text().count("\n") >= 1:
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None, "the search ended before it could be interrupted"
+        os.killpg(proc.pid, signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == cmd_search.EXIT_INTERRUPTED, stderr
+    assert "Traceback" not in stderr and stderr.strip().count("\n") == 0
+    assert "interrupted: the points finished are kept in" in stderr
+    lines = out.read_text().splitlines()
+    assert 1 <= len(lines) < 6
+    assert all(s.PointResult.from_json(json.loads(line)["result"]).stage == "screen" for line in lines)
+    assert not out.with_suffix(".json").exists()
+
+
+def test_survivors_are_the_cheapest_and_a_few_points_spread_along_the_front():
+    results = []
+    for i in range(10):  # all on one front: more per GPU, less per user
+        p = s.GridPoint("g", 1, 8 * (i + 1), 2048, "auto", True)
+        results.append(s.PointResult(p, "screen", True, rate=100.0 - i, mean_output_len=1.0,
+                                     median_tpot_ms=1000.0 / (10 + i)))
+    costs = {r.point: s.cost(r, 1.0, 50.0) for r in results}
+    keep = s.survivors(results, costs, 3)
+    seats = sorted(r.point.max_num_seqs for r in keep)
+    # the three cheapest (highest rates: 8, 16, 24 seats) and the front's ends and middle (8, 40 or 48, 80)
+    assert {8, 16, 24, 80} <= set(seats) and len(seats) == 5
+    assert s.spread(list(range(10)), 3) == [0, 4, 9] or s.spread(list(range(10)), 3) == [0, 5, 9]
+    assert s.spread([1, 2], 5) == [1, 2] and s.spread([1, 2, 3], 0) == []
+
+
+def test_a_pool_of_two_gives_the_same_results_as_one_process(capsys, tmp_path, small):
+    grid = [*SMALL, "--max-num-seqs-values", "16,64", "--tensor-parallel-sizes", "1,2", "--confirm", "1"]
+    _, _, _, one = search(capsys, tmp_path, *grid, "--jobs", "1", name="one.jsonl")
+    code, _, _, two = search(capsys, tmp_path, *grid, "--jobs", "2", name="two.jsonl")
+    assert code == 0 and two["jobs"] == 2
+    assert same_answers(two) == same_answers(one)
+
+
+def test_at_a_peak_the_cheaper_per_hour_ranks_first_and_ties_go_to_tokens_per_gpu():
+    def r(seqs, rate, out_len):
+        return s.PointResult(s.GridPoint("g", 1, seqs, 2048, "auto", True), "screen", True, rate=rate,
+                             mean_output_len=out_len)
+
+    fast, slow, small = r(8, 30.0, 127.0), r(16, 25.0, 129.0), r(32, 10.0, 128.0)
+    ranked = sorted([small, slow, fast], key=lambda x: s.rank_key(x, s.cost(x, 1.0, 50.0)))
+    # fast and slow both need 3 replicas: the same cost an hour; slow's longer window answers must
+    # not make it look cheaper per token
+    assert [x.point.max_num_seqs for x in ranked] == [8, 16, 32]
