@@ -29,7 +29,7 @@ import bisect
 import math
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from .workload import RequestSpec, WorkloadSpec, generate, generate_queue, next_turn
@@ -57,12 +57,23 @@ class Chunk:
     n: int
     segment: int  # the traffic it was drawn with (a new segment for every change of traffic)
     length_seed: int  # what is sent comes from a stream of its own (see workload.generate_queue)
+    memo: list = field(default_factory=list, compare=False, repr=False)
+    """The draw once made: (its requests, the generator's state after it). A run of waiting
+    requests that starts in this chunk reads its requests from here instead of drawing all of
+    them again (a queue that empties and refills at every arrival started a run, and a draw of the
+    whole chunk, per request)."""
 
     def draw(self, rng: np.random.Generator) -> list[RequestSpec]:
         """Its requests, their arrival times drawn with `rng` (left in the state after the draw)."""
+        if self.memo:
+            drawn, after = self.memo[0]
+            rng.bit_generator.state = after
+            return drawn
         rng.bit_generator.state = self.state
-        return generate(self.workload, rng, n=self.n, start=self.start, first_index=self.first_index,
-                        length_seed=self.length_seed)
+        drawn = generate(self.workload, rng, n=self.n, start=self.start, first_index=self.first_index,
+                         length_seed=self.length_seed)
+        self.memo.append((drawn, rng.bit_generator.state))
+        return drawn
 
     def following(self, rng: np.random.Generator, drawn: list[RequestSpec]) -> Chunk:
         """The chunk drawn right after this one with the same traffic."""
