@@ -619,9 +619,9 @@ class TutorialScreen(Screen):
         _, error = self._set_dials(message.dials)
         if error is not None:
             self.say(f"Refused: {error}", error=True)
-        if message.fresh and self.sim.engine.iteration:
+        if message.fresh and self.sim.started:
             # From time zero with these settings: a mean over the run is this run's alone.
-            scenario = self.sim.engine.scenario
+            scenario = self.sim.scenario
             self._stop_simulation()
             self._start_simulation(scenario)
             if self.sim is None:

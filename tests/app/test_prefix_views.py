@@ -94,6 +94,8 @@ async def test_m_loads_the_multi_turn_helpdesk_on_the_dials_and_m_again_goes_bac
         await run_for(pilot, 20)
         snap = app.screen.sim.engine.snapshot()
         assert snap.prefix_cache_hits > 0
+        await pilot.press("z")  # the playground opens on its things to try: the views zoomed
+        await pilot.pause()
         assert f"prefix hits {percent(snap.prefix_cache_hits / snap.prefix_cache_queries)}" in shown(app, MetricsView)
 
         # Back to single turns: the traffic the learner had, their seats still set.
