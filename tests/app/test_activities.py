@@ -149,6 +149,8 @@ async def test_show_me_on_a_break_it_sets_dials_that_break_it_and_the_verdict_fo
             await pilot.pause()
         screen.sim.fast_forward(5.0)
         await pilot.pause()
+        await pilot.press(*["h"] * (len(step.hints) + 1))  # after the hints, the key that shows it
+        assert screen.query_one(NoticeLine).message == "No more hints for this step. ^d: show me."
         await pilot.press("ctrl+d")
         await pilot.pause()
         notice = screen.query_one(NoticeLine).message
