@@ -6,6 +6,7 @@ growth over a run.
     python benchmarks/app_benchmark.py                     # first frame; 80x24 and 120x40, 20 s of animation
     python benchmarks/app_benchmark.py --duration 600      # ten minutes: does memory grow?
     python benchmarks/app_benchmark.py --first-frame-only  # just the launches
+    python benchmarks/app_benchmark.py --step 20 --keys z  # the playground, zoomed
 
 The yardstick is the smallest Textual app (a Static and a Footer) launched the same way and
 alternating with `batchtui`, so the ratio of the two medians holds on a busy machine where
@@ -162,14 +163,21 @@ def compare_first_frames(command: list[str], launches: int) -> dict:
             "batchtui_all": ours, "yardstick_all": theirs}
 
 
-def run(command: list[str], cols: int, rows: int, duration: float, window: float) -> dict:
+def run(command: list[str], cols: int, rows: int, duration: float, window: float, keys: str = "") -> dict:
     with tempfile.TemporaryDirectory() as state:
         app = PtyApp(command, cols, rows, state)
         try:
             first = app.wait_for(FIRST_FRAME_MARK, timeout=15)
             if first is None:
                 raise SystemExit(f"no frame within 15 s; last output: {app.buffer[-400:]!r}")
-            app.drain(2.0)  # settle: the step's simulation starts running on open
+            # A fresh state folder is a first launch: the orientation overlays the step, and the
+            # step's run waits until it closes (any key closes it; this one goes no further).
+            app.drain(1.0)
+            app.send(b" ")
+            app.drain(2.0)  # settle: the step's simulation starts running once it has closed
+            for key in keys:  # `--keys z`: zoomed, for example
+                app.send(key.encode())
+                app.drain(0.3)
             rss_start = app.rss_mb()
             bytes_anim, cpu_anim = app.measure(window)
             app.drain(max(0.0, duration - window))
@@ -193,6 +201,7 @@ def main() -> int:
     parser.add_argument("--step", type=int, default=6, help="the step to animate (default 6)")
     parser.add_argument("--fps", type=int, default=10)
     parser.add_argument("--launches", type=int, default=7, help="launches of each app for the first frame (default 7)")
+    parser.add_argument("--keys", default="", help="keys to press once the step runs, one by one (z: zoomed)")
     parser.add_argument("--first-frame-only", action="store_true")
     args = parser.parse_args()
     batchtui = installed_batchtui()
@@ -209,12 +218,13 @@ def main() -> int:
         return 0
 
     command = [batchtui, "--step", str(args.step), "--fps", str(args.fps)]
-    print(f"\ncommand: {' '.join(command)}   TERM=xterm-256color, no COLORTERM (256 colours)")
+    keys = f", then the keys {args.keys!r}" if args.keys else ""
+    print(f"\ncommand: {' '.join(command)}   TERM=xterm-256color, no COLORTERM (256 colours){keys}")
     print(f"{'size':>8} {'first frame':>12} {'anim KB/s':>10} {'anim CPU':>9} {'paused B/s':>11} "
           f"{'paused CPU':>11} {'RSS start':>10} {'RSS end':>9}")
     for size in args.sizes.split(","):
         cols, rows = (int(n) for n in size.split("x"))
-        r = run(command, cols, rows, max(args.duration, args.window), args.window)
+        r = run(command, cols, rows, max(args.duration, args.window), args.window, args.keys)
         print(f"{r['size']:>8} {r['first_frame_s']:>10.2f} s {r['anim_bytes_per_s'] / 1000:>10.1f} "
               f"{r['anim_cpu'] * 100:>8.1f}% {r['paused_bytes_per_s']:>11.0f} {r['paused_cpu'] * 100:>10.1f}% "
               f"{r['rss_start_mb']:>7.1f} MB {r['rss_end_mb']:>6.1f} MB")

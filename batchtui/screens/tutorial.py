@@ -616,7 +616,16 @@ class TutorialScreen(Screen):
             # the same arrivals, so "before" and "now" read side by side (step 13: uncapped
             # against capped). The run has not started yet, so nothing is lost.
             self._start_beside(message.dials)
-        _, error = self._set_dials(message.dials)
+        settings, back = dict(message.dials), []
+        if message.from_start:
+            # The step's other dials go back to where it began, first: the settings asked for
+            # break it from there.
+            for control in self.query(DialControl):
+                start = control.spec.value(step.scenario)
+                if control.spec.name not in settings and control.value != start:
+                    back.append(control.spec.label)
+                    settings = {control.spec.name: start, **settings}
+        _, error = self._set_dials(settings)
         if error is not None:
             self.say(f"Refused: {error}", error=True)
         if message.fresh and self.sim.started:
@@ -627,7 +636,9 @@ class TutorialScreen(Screen):
             if self.sim is None:
                 return
         self._configure_before()
-        if message.dials:
+        if message.words:
+            self.say(message.words + (f" {', '.join(back)} back to the step's start." if back else ""))
+        elif message.dials:
             # In the dials' own words where the step has that dial (a drill may also set the
             # GPU and model of its question).
             controls = {d.spec.name: d.spec for d in self.query(DialControl)}
@@ -880,6 +891,8 @@ class TutorialScreen(Screen):
                 ids.insert(ids.index("view.zoom"), "playground.helpdesk")
             if self.stack.page_count > 1:
                 ids.insert(ids.index("view.zoom"), "view.next_page")
+            if panel.give_up_label:
+                ids.insert(ids.index("view.zoom"), "answer.give_up")
             if self.step.compare is None and self.beside_start is None:
                 ids.insert(ids.index("view.zoom") + 1, "sim.pin")
             ids = tuple(ids)
@@ -896,6 +909,8 @@ class TutorialScreen(Screen):
         scenario = self.sim.scenario if self.sim is not None else self.step.scenario
         if scenario.workload.turns > 1:
             labels["playground.helpdesk"] = "single-turn"
+        if panel.give_up_label:
+            labels["answer.give_up"] = panel.give_up_label
         choices = panel.choice_count
         key_text = {"answer.choose": f"1-{choices}"} if choices else {}
         self.query_one(KeyBar).show_keys(ids, labels, key_text)
@@ -959,6 +974,9 @@ class TutorialScreen(Screen):
         hints = self.query_one(HintBox)
         if not hints.reveal_next():
             words = "This step has no hints." if not self.step.hints else "No more hints for this step."
+            show_me = self.query_one(ActivityPanel).give_up_label
+            if show_me:  # after the hints, the key that shows it
+                words += f" {keys.display(keys.BY_ID['answer.give_up'].keys, self.settings.ascii_only)}: {show_me}."
             self.say(words)
             return
         if self.zoomed:

@@ -33,6 +33,11 @@ class ActivityPanel(Vertical):
         return self.view is not None and self.view.has_input
 
     @property
+    def give_up_label(self) -> str:
+        """What ctrl+d does now when no text box has focus ("" if it is not for the footer)."""
+        return self.view.give_up_label if self.view is not None else ""
+
+    @property
     def hints(self) -> tuple[str, ...]:
         return self.view.hints if self.view is not None else ()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rich.text import Text
+from textual.geometry import Region
 from textual.widget import Widget
 
 from ..glyphs import UNICODE, Glyphs
@@ -87,11 +88,15 @@ class SimView(Widget):
             self.update_snapshot(snapshot)
 
     def redraw(self) -> None:
-        """Rebuild the text; refresh only if it changed, and lay out again only if its height did.
+        """Rebuild the text; refresh only the lines that changed, and lay out again only if its
+        height did.
 
-        Many frames change nothing in a view (a paused queue, a steady cache): those write no bytes.
+        Many frames change nothing in a view (a paused queue, a steady cache), and most change a
+        line or two of it (a count, not the bar under it): Textual writes only the lines
+        refreshed, so the lines that stay as they were write no bytes.
         """
         old = self._text
+        old_width = self._text_width
         self._text = None
         width = self.content_width
         # Given a height by the view stack, the view never needs the screen laid out again.
@@ -102,7 +107,11 @@ class SimView(Widget):
         new = self._get_text(width)
         if new == old:
             return
-        self.refresh(layout=not sized and new.plain.count("\n") != old.plain.count("\n"))
+        changed = changed_lines(old, new) if width == old_width else None
+        if changed is None:
+            self.refresh(layout=not sized and new.plain.count("\n") != old.plain.count("\n"))
+        else:
+            self.refresh(*(Region(0, y, width, 1) for y in changed))
 
     def build(self, width: int) -> Text:
         """The view as text `width` cells wide. Subclasses override."""
@@ -170,6 +179,16 @@ class SimView(Widget):
         self._rich_styles.clear()
         self._text = None
         super().notify_style_update()
+
+
+def changed_lines(old: Text, new: Text) -> list[int] | None:
+    """The numbers of the lines (text and styles) that differ between two texts of as many
+    lines; None when the number of lines differs."""
+    old_lines = old.split("\n", allow_blank=True)
+    new_lines = new.split("\n", allow_blank=True)
+    if len(old_lines) != len(new_lines):
+        return None
+    return [y for y, (a, b) in enumerate(zip(old_lines, new_lines)) if a != b]
 
 
 def encoder_pass_size(snapshot) -> int:

@@ -5,7 +5,8 @@
   common slips; `hints` (at most two) and, once solved or given up, `derivation_md` with this
   question's own numbers.
 - Break-it challenges (steps 3, 8, 10, 14): `goal_md`, and `check(snapshot)` returns a
-  `Verdict` (explaining what happened with the numbers seen) once the live metrics reach the goal.
+  `Verdict` (explaining what happened with the numbers seen) once the live metrics reach the goal;
+  `show_me()` the settings of the step's dials that break it (`ShowMe`), from the simulator.
 - Predict-then-run: `question_md`, `choices`, `commit(n)`, then `reveal(snapshot)`.
 - Reading exercise (step 18): `PercentileReading.new_question(seed) -> Read` with a table from two
   simulated runs; `Read.check(choice_number)`.
@@ -28,8 +29,8 @@ from typing import Any
 
 from . import (cache_batch, cache_cap, cheat_sheet, in_flight, long_prompt_stall, past_knee, percentiles,
                playground, predict, replicas, single_stream_ceiling, static_peak)
-from .base import (DRILL_TOLERANCE, GIB, BreakIt, Drill, Feedback, Kind, Question, Slip, Verdict,
-                   parse_number)
+from .base import (DRILL_TOLERANCE, GIB, BreakIt, Drill, Feedback, Kind, Question, ShowMe, Slip, Verdict,
+                   dial_setting, parse_number)
 from .cache_batch import CacheBatchDrill
 from .cache_cap import CacheCapChallenge
 from .cheat_sheet import CHEAT_SHEET_MD, cheat_sheet_md
@@ -47,8 +48,8 @@ from ..figures import fmt, ms
 __all__ = ["BreakIt", "CHEAT_SHEET_MD", "CacheBatchDrill", "CacheCapChallenge", "DRILL_TOLERANCE", "Drill",
            "Feedback", "GIB", "InFlightDrill", "KINDS", "Kind", "LongPromptStallChallenge", "PREDICT_COMPUTE",
            "PREDICT_SHOW", "PastKneeChallenge", "PercentileReading", "Predict", "Question", "READ_CHOICES",
-           "RECENT_GAP_SAMPLES", "Read", "ReplicasDrill", "SingleStreamCeilingDrill", "Slip",
-           "StaticPeakChallenge", "Verdict", "WorkloadSwitch", "build", "cheat_sheet_md", "fmt",
+           "RECENT_GAP_SAMPLES", "Read", "ReplicasDrill", "ShowMe", "SingleStreamCeilingDrill", "Slip",
+           "StaticPeakChallenge", "Verdict", "WorkloadSwitch", "build", "cheat_sheet_md", "dial_setting", "fmt",
            "helpdesk_switch", "ms", "parse_number", "recent_worst_gap", "save_scenario", "validate_spec"]
 
 KINDS: tuple[Kind, ...] = (
@@ -112,4 +113,9 @@ def build(step) -> Any:
     """The activity object for a step: a Drill, BreakIt, Predict or PercentileReading; None for
     kinds the app renders itself (cheat_sheet, playground, none)."""
     kind = _kind_of(step)
-    return kind.build(step) if kind is not None else None
+    if kind is None:
+        return None
+    activity = kind.build(step)
+    if isinstance(activity, BreakIt):
+        activity.step = step  # its "show me" works from the step's scenario and dials
+    return activity

@@ -196,6 +196,25 @@ class Verdict:
     message_md: str
 
 
+@dataclass(frozen=True)
+class ShowMe:
+    """A challenge's "show me": settings of the step's dials (dotted paths) that break it, and
+    the line that says what they are and why they break it."""
+
+    dials: dict
+    words: str
+
+
+def dial_setting(dial, value: float) -> float:
+    """`value` on `dial`'s grid: up to its next notch (a setting past a threshold stays past
+    it), within its range."""
+    notches = max(0, math.ceil((value - dial.min) / dial.step - 1e-9))
+    setting = min(dial.max, dial.min + notches * dial.step)
+    if all(isinstance(x, int) for x in (dial.min, dial.max, dial.step)):
+        return int(setting)
+    return round(setting, 9)
+
+
 class BreakIt:
     """Watches snapshots; once the goal is reached, `check` returns the same Verdict every time."""
 
@@ -204,9 +223,43 @@ class BreakIt:
 
     def __init__(self) -> None:
         self.verdict: Verdict | None = None
+        self.step = None
+        """The step it is the challenge of (`build` sets it): `show_me` reads its scenario and
+        dials."""
 
     def reset(self) -> None:
         self.verdict = None
+
+    def show_me(self) -> ShowMe:
+        """Settings that break it from the step's start, derived from the simulator and the
+        step's dial ranges, in the words the learner sees. Runs the simulator (up to about half
+        a second): call it beside the app. ValueError if no setting of the dials breaks it."""
+        from ..figures import Lab
+
+        if self.step is None:
+            raise ValueError("this challenge belongs to no step")
+        return self.breaking(Lab(self.step.scenario, dials=self.step.dials))
+
+    def breaking(self, lab) -> ShowMe:
+        """`show_me` for the step's measurements (`steps.figures.Lab`)."""
+        raise NotImplementedError
+
+    def push_traffic(self, lab, figure: str, what: str) -> ShowMe:
+        """Traffic set to the figure `figure` (the step's hints name it: half as much again as
+        the engine can finish), on the traffic dial's grid; past the saturated rate, or
+        ValueError. `what` says what to watch."""
+        from ..figures import FIGURES
+
+        dial = lab.dials["workload.request_rate"]
+        rate = dial_setting(dial, FIGURES[figure].compute(lab))
+        saturated = lab.saturated
+        if rate <= saturated:
+            raise ValueError(f"the traffic dial stops at {fmt(dial.max)} req/s, within what the engine "
+                             f"finishes ({fmt(saturated)} req/s)")
+        shown = FIGURES["saturated_rate"].text(lab)  # as the lesson and hints write it
+        return ShowMe({dial.name: rate}, (
+            f"Show me: {dial.label} {fmt(rate)} req/s, {fmt(rate / saturated, 2)}x the {shown} req/s it can "
+            f"finish (a fresh run): {what}"))
 
     def check(self, snapshot: EngineSnapshot) -> Verdict | None:
         if self.verdict is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sim.reports import EngineSnapshot
 
 from ..figures import fmt
-from .base import BreakIt, Kind, Verdict
+from .base import BreakIt, Kind, ShowMe, Verdict
 
 
 class CacheCapChallenge(BreakIt):
@@ -23,6 +23,9 @@ class CacheCapChallenge(BreakIt):
 
     def reached(self, s: EngineSnapshot) -> bool:
         return s.metrics.num_preemptions > 0 and s.running < s.max_num_seqs
+
+    def breaking(self, lab) -> ShowMe:
+        return self.push_traffic(lab, "cache_push_rate", "the KV bar fills.")
 
     def explain(self, s: EngineSnapshot) -> Verdict:
         cache_tokens = s.kv_blocks_usable * self.block_size

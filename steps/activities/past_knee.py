@@ -5,7 +5,7 @@ from __future__ import annotations
 from sim.reports import EngineSnapshot
 
 from ..figures import fmt, ms
-from .base import BreakIt, Kind, Verdict
+from .base import BreakIt, Kind, ShowMe, Verdict
 
 
 class PastKneeChallenge(BreakIt):
@@ -21,6 +21,13 @@ class PastKneeChallenge(BreakIt):
         self.full_tpot = 0.0
         self.goal_md = (f"Push the traffic past saturation until **TTFT p99 passes {fmt(self.goal)} s** "
                         f"and at least {min_queue} requests wait.")
+
+    def reset(self) -> None:
+        super().reset()
+        self.full_tokens_per_s = self.full_tpot = 0.0
+
+    def breaking(self, lab) -> ShowMe:
+        return self.push_traffic(lab, "far_rate", "only the queue grows.")
 
     def observe(self, s: EngineSnapshot) -> None:
         # "Before" is taken where the claim is about: the seats already full (saturated), the

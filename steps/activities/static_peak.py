@@ -5,7 +5,7 @@ from __future__ import annotations
 from sim.reports import EngineSnapshot
 
 from ..figures import fmt
-from .base import BreakIt, Kind, Verdict
+from .base import BreakIt, Kind, ShowMe, Verdict
 
 
 class StaticPeakChallenge(BreakIt):
@@ -21,6 +21,9 @@ class StaticPeakChallenge(BreakIt):
 
     def reached(self, s: EngineSnapshot) -> bool:
         return s.metrics.completed >= 20 and s.metrics.ttft_p99 >= self.goal
+
+    def breaking(self, lab) -> ShowMe:
+        return self.push_traffic(lab, "push_rate", f"TTFT p99 climbs past {fmt(self.goal)} s.")
 
     def explain(self, s: EngineSnapshot) -> Verdict:
         m = s.metrics

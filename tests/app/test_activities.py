@@ -121,3 +121,52 @@ async def test_playground_writes_and_opens_its_scenario_and_keeps_it_on_a_bad_fi
         assert "Loaded" in notice.message
         seats = next(d for d in app.screen.query(DialControl) if d.spec.name == "engine.max_num_seqs")
         assert seats.value == 32 and app.screen.sim.engine.scenario.engine["max_num_seqs"] == 32
+
+
+BREAK_ITS = [s.number for s in steps.load_steps() if s.activity.kind == "break_it"]
+
+
+@pytest.mark.parametrize("number", BREAK_ITS)
+async def test_show_me_on_a_break_it_sets_dials_that_break_it_and_the_verdict_follows(make_app, lessons, number):
+    from batchtui.widgets.activities.break_it import BreakItView
+    from batchtui.widgets.dial import DialControl
+    from batchtui.widgets.notice_line import NoticeLine
+    from steps import activities, get_path
+
+    step = next(s for s in lessons if s.number == number)
+    show = activities.build(step).show_me()
+    app = make_app(list(lessons), start_step=number)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        view = screen.query_one(BreakItView)
+        footer = screen_text(app).split("\n")[-1]
+        assert "^d show me" in footer
+        # A dial moved away from the start goes back to it: the settings break it from there.
+        controls = {d.spec.name: d for d in screen.query(DialControl)}
+        other = next((d for name, d in controls.items() if name not in show.dials), None)
+        if other is not None:
+            other.post_message(DialControl.Changed(other, other.spec.min))
+            await pilot.pause()
+        screen.sim.fast_forward(5.0)
+        await pilot.pause()
+        await pilot.press(*["h"] * (len(step.hints) + 1))  # after the hints, the key that shows it
+        assert screen.query_one(NoticeLine).message == "No more hints for this step. ^d: show me."
+        await pilot.press("ctrl+d")
+        await pilot.pause()
+        notice = screen.query_one(NoticeLine).message
+        assert notice.startswith("Show me:") and notice.startswith(show.words)
+        if other is not None:
+            assert notice.endswith(f"{other.spec.label} back to the step's start.")
+            assert other.value == other.spec.value(step.scenario)
+        for path, value in show.dials.items():
+            assert controls[path].value == value and get_path(screen.sim.scenario, path) == value
+        assert screen.sim.engine.time < 1.0 and screen.sim.running  # a fresh run, running
+        assert view.verdict is None
+        for _ in range(180):  # frames of a second, as the app's clock would deliver them
+            screen.sim.fast_forward(1.0)
+            await pilot.pause()
+            if view.verdict is not None:
+                break
+        assert view.verdict is not None, f"step {number}: show me did not break it in 180 simulated s"
+        assert number in app.progress.completed
+        assert "show me" not in screen_text(app).split("\n")[-1]

@@ -283,3 +283,32 @@ async def test_the_batch_jobs_pool_is_not_labelled_like_the_running_batch():
         assert [line.split()[0] for line in lines[1:] if line.startswith(" ")] == ["chat", "jobs"] * 2
         # "batch" names one thing only: the running batch.
         assert [line for line in lines if "batch" in line] == [line for line in lines if "batch 59" in line]
+
+
+async def test_a_frame_repaints_only_the_lines_of_a_view_that_changed():
+    """A frame where only the queue moved repaints the header line, not the seat grid under it
+    (Textual writes the lines refreshed: unchanged lines cost no bytes on the terminal)."""
+    from textual.geometry import Region
+
+    view = SeatsView()
+    async with ViewApp(view).run_test(size=(40, 10)) as pilot:
+        view.update_snapshot(snapshot())
+        await pilot.pause()
+        refreshed = []
+        original = view.refresh
+
+        def spy(*regions, **kwargs):
+            refreshed.append((regions, kwargs))
+            return original(*regions, **kwargs)
+
+        view.refresh = spy
+        view.update_snapshot(snapshot(queue_len=9))
+        await pilot.pause()
+        assert refreshed == [((Region(0, 0, 40, 1),), {})]
+        painted = [strip.text for strip in view.render_lines(Region(0, 0, 40, 3))]
+        assert painted[0].startswith("static 2/5 busy") and painted[0].rstrip().endswith("queue 9")
+        assert painted[1].rstrip() == "█▄░×·"
+        refreshed.clear()
+        view.update_snapshot(snapshot(queue_len=9))  # nothing changed: nothing repainted
+        await pilot.pause()
+        assert refreshed == []

@@ -293,6 +293,53 @@ def test_each_challenge_is_reached_by_pushing_its_dial(lesson, number, dial, val
     assert verdict is not None, f"step {number}: pushing {dial} to {value} did not reach the goal"
 
 
+BREAK_ITS = (3, 8, 10, 14)
+
+
+@pytest.mark.parametrize("number", BREAK_ITS)
+def test_show_me_settings_are_on_the_step_s_dials_and_break_it_from_the_start(lesson, number):
+    from steps.figures import Lab
+
+    step = lesson[number]
+    challenge = act.build(step)
+    show = challenge.show_me()
+    assert show.words.startswith("Show me: ") and "\n" not in show.words
+    lab = Lab(step.scenario, dials=step.dials)
+    for path, value in show.dials.items():
+        dial = step.dial(path)
+        assert dial.min <= value <= dial.max
+        assert abs((value - dial.min) / dial.step - round((value - dial.min) / dial.step)) < 1e-9  # a notch
+        if path == "workload.request_rate":
+            # Past what the engine can finish: by half as much again, or as far as the dial goes.
+            assert value > lab.saturated and (value >= 1.5 * lab.saturated or value == dial.max)
+        else:
+            assert value == dial.max  # the longest prompt the dial allows
+    engine = Engine(step.scenario, live=True)
+    for path, value in show.dials.items():
+        engine.set_dial(path, value)
+    verdict = _drive(engine, challenge, until=120.0)
+    assert verdict is not None, f"step {number}: {show.dials} did not break it within 120 simulated s"
+
+
+def test_show_me_says_so_when_the_dials_cannot_break_it(lesson):
+    import dataclasses
+
+    step = lesson[8]
+    capped = tuple(dataclasses.replace(d, max=20.0) if d.name == "workload.request_rate" else d for d in step.dials)
+    with pytest.raises(ValueError, match="stops at 20 req/s"):
+        act.build(dataclasses.replace(step, dials=capped)).show_me()
+
+
+def test_a_setting_goes_up_to_the_dial_s_next_notch_within_its_range(lesson):
+    rate = lesson[3].dial("workload.request_rate")  # 1 to 30, notches of 1
+    assert act.dial_setting(rate, 19.4) == 20 and act.dial_setting(rate, 20.0) == 20
+    assert act.dial_setting(rate, 45.0) == 30 and act.dial_setting(rate, 0.2) == 1
+    cache = lesson[14].dial("workload.request_rate")  # 0.5 to 5, notches of 0.5
+    assert act.dial_setting(cache, 1.95) == 2.0 and act.dial_setting(cache, 2.01) == 2.5
+    length = lesson[10].dial("workload.input.long_len")  # whole tokens
+    assert act.dial_setting(length, 15000.5) == 16000 and isinstance(act.dial_setting(length, 1200), int)
+
+
 # -- predict-then-run ------------------------------------------------------------------------------
 
 

@@ -52,13 +52,18 @@ class ActivityView(Vertical):
         """Settings the activity wants the live simulation to run with (dotted paths).
         `beside_start`: run the step's starting setting beside them, as "before". `fresh`: a new
         run from time zero with them, so no figure on screen mixes it with the run before
-        (a drill's check against the mean batch)."""
+        (a drill's check against the mean batch). `from_start`: the step's other dials go back
+        to where the step began (a break-it's "show me" breaks it from there). `words`: the
+        line that says what is run, in place of the settings listed."""
 
-        def __init__(self, dials: dict, beside_start: bool = False, fresh: bool = False) -> None:
+        def __init__(self, dials: dict, beside_start: bool = False, fresh: bool = False,
+                     words: str = "", from_start: bool = False) -> None:
             super().__init__()
             self.dials = dials
             self.beside_start = beside_start
             self.fresh = fresh
+            self.words = words
+            self.from_start = from_start
 
     takes_choices = False
     """Number keys pick an answer right now."""
@@ -69,6 +74,9 @@ class ActivityView(Vertical):
     has_input = False
     hints: tuple[str, ...] = ()
     """Hints that belong to this activity (a drill question's own), shown before the step's."""
+    give_up_label = ""
+    """What ctrl+d does here now, for the footer when no text box has focus ("show me" on a
+    break-it); "" leaves it out."""
 
     def words(self, text: str) -> str:
         return self.app.words(text)

@@ -11,13 +11,16 @@ from .base import ActivityView, Goal
 
 class BreakItView(ActivityView):
     """Shows the goal; every frame asks the challenge whether it has been reached, and once it
-    has, explains what happened with the numbers seen."""
+    has, explains what happened with the numbers seen. ctrl+d ("show me") sets the dials that
+    break it, on a fresh run, and the learner watches it break."""
 
     def __init__(self, challenge, done_before: bool = False) -> None:
         super().__init__(id="break-it")
         self.challenge = challenge
         self.done_before = done_before
         self.verdict = None
+        self.showing = False
+        """A "show me" is being worked out."""
         self.snapshot = None
         """The last frame seen: the goal line says how far the run is from breaking."""
 
@@ -41,6 +44,37 @@ class BreakItView(ActivityView):
         status.set_class(True, "-correct")
         self.run_worker(self._show_verdict(verdict.message_md), group="verdict")
         self.post_message(self.Finished(verdict.title))
+
+    @property
+    def give_up_label(self) -> str:
+        return "show me" if self.verdict is None else ""
+
+    async def give_up(self) -> None:
+        if self.verdict is not None or self.showing:
+            return
+        self.showing = True
+        self._status("Working out settings that break it...")
+        await self.prepare(self._breaking, self._show_me)
+
+    def _breaking(self):
+        try:
+            return self.challenge.show_me()
+        except ValueError as exc:
+            return exc
+
+    async def _show_me(self, show) -> None:
+        self.showing = False
+        if self.verdict is not None:
+            return
+        if isinstance(show, ValueError):
+            self._status(f"No setting of this step's dials breaks it: {show}.")
+            return
+        self.challenge.reset()  # the run starts afresh: nothing seen before counts
+        self._status("Showing you: watching the live metrics...")
+        self.post_message(self.RunDials(show.dials, fresh=True, words=show.words, from_start=True))
+
+    def _status(self, text: str) -> None:
+        self.query_one("#break-it-status", Static).update(self.words(text))
 
     async def _show_verdict(self, text: str) -> None:
         await self.show_markdown("break-it-verdict", text)
