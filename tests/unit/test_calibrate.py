@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from batchtui.cli import main
+from tests.unit.cli_run import run
 from sim.profiles import load_profiles
 
 DATA = Path(__file__).parent.parent / "data" / "vllm-results"
@@ -23,13 +24,6 @@ VLLM_FILE = DATA / "openai-8.0qps-Llama-3.1-8B-Instruct-20250301-101500.json"
 DETAILED_FILE = DATA / "openai-detailed.json"
 
 TRUTH = {"eta_bw": 0.72, "eta_mfu": 0.55, "eta_attn": 0.70, "overhead_s": 0.0004, "overhead_per_seq_s": 0.000025}
-
-
-def run(capsys, *argv):
-    capsys.readouterr()  # what ran before (measuring) is not this command's output
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def truth_profiles(directory: Path, values: dict) -> Path:

@@ -15,6 +15,7 @@ import pytest
 
 from sim import rate_plan
 from batchtui.cli import main
+from tests.unit.cli_run import run
 
 # Every key vllm bench serve's result file has that a simulation can fill.
 VLLM_KEYS = ["date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts",
@@ -31,12 +32,6 @@ OUR_KEYS = ["max_itl_ms", "mean_running", "max_running", "peak_kv_usage", "num_p
             "binding_limit_counts"]
 SMALL = ["--num-prompts", "60", "--input-len", "256", "--output-len", "32"]
 HELPDESK = ["--input-len", "512", "--output-len", "256"]  # the tutorial's running example
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def run_json(capsys, *argv):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from batchtui.cli import main
+from tests.unit.cli_run import run
 from batchtui.cli.measured import load_run
 from sim.scenario import Scenario
 from sim.workload import load_trace
@@ -18,15 +18,6 @@ DATA = Path(__file__).parent.parent / "data" / "vllm-results"
 VLLM_FILE = DATA / "openai-8.0qps-Llama-3.1-8B-Instruct-20250301-101500.json"
 DETAILED_FILE = DATA / "openai-detailed.json"
 SMALL = ["--num-prompts", "80", "--input-len", "256", "--output-len", "32"]
-
-
-def run(capsys, *argv):
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def sim_json(capsys, *argv):

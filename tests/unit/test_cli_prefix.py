@@ -10,18 +10,9 @@ import json
 
 import pytest
 
-from batchtui.cli import main
+from tests.unit.cli_run import run
 
 SMALL = ["--num-prompts", "60", "--input-len", "128", "--output-len", "16", "--request-rate", "20"]
-
-
-def run(capsys, *argv):
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def sim_json(capsys, *argv):

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from batchtui.cli import main
+from tests.unit.cli_run import run
 from batchtui.cli.output import output_file
 
 settings.register_profile("ci", derandomize=True, max_examples=200, deadline=None,
@@ -27,15 +28,6 @@ settings.register_profile("ci", derandomize=True, max_examples=200, deadline=Non
 settings.register_profile("thorough", max_examples=1500, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 PROFILE = settings.get_profile(os.environ.get("BATCHTUI_PROPERTY_PROFILE", "ci"))
-
-
-def run(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:  # pragma: no cover - main returns argparse's exits itself
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # -- never lose a file -------------------------------------------------------------------------

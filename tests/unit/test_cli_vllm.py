@@ -10,15 +10,9 @@ import math
 import numpy as np
 import pytest
 
-from batchtui.cli import main
+from tests.unit.cli_run import run
 from sim.workload import (LengthSpec, WorkloadSpec, dataset_lengths, estimate_tokens, generate,
                           load_trace, trace_requests)
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def run_json(capsys, *argv):

@@ -11,21 +11,12 @@ import math
 import numpy as np
 import pytest
 
-from batchtui.cli import main
+from tests.unit.cli_run import run
 from sim.engine import Engine
 from sim.scenario import Scenario
 from sim.workload import LengthSpec, WorkloadSpec
 
 SMALL = ["--num-prompts", "60", "--input-len", "256", "--output-len", "32"]
-
-
-def run(capsys, *argv):
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def records(rate: float, cap: int):

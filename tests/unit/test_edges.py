@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from batchtui.cli import main
+from tests.unit.cli_run import run
 
 ROOT = Path(__file__).resolve().parents[2]
 MEMORY_CAP = 1536 << 20  # bytes of address space a child may map (numpy and the app need ~700 MB)
@@ -34,12 +35,6 @@ def batchtui(*argv: str, timeout: float = 120, **kwargs) -> subprocess.Completed
     return subprocess.run([sys.executable, "-m", "batchtui", *argv], capture_output="stdout" not in kwargs,
                           text=True, timeout=timeout, preexec_fn=kwargs.pop("preexec_fn", _cap_memory), env=env,
                           cwd=kwargs.pop("cwd", ROOT), **kwargs)
-
-
-def run(capsys, *argv: str):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def one_line(err: str) -> bool:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from batchtui.cli import main
+from tests.unit.cli_run import run
 from batchtui.cli.options import resolve_model
 from sim import hf_config
 from sim.cost import CostModel
@@ -21,12 +21,6 @@ CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf-configs"
 
 def config_path(hf_id: str) -> Path:
     return CONFIGS / (hf_id.replace("/", "--") + ".json")
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 BUILTIN_DECODERS = [m for m in BUILTIN_PROFILES.models.values() if m.kind == "decoder"]

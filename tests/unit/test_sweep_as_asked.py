@@ -6,18 +6,9 @@ from __future__ import annotations
 
 import json
 
-from batchtui.cli import main
+from tests.unit.cli_run import run
 
 SMALL = ["--num-prompts", "150", "--input-len", "128", "--output-len", "64", "--max-num-seqs", "8"]
-
-
-def run(capsys, *argv):
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_every_point_runs_the_requests_asked_for(capsys):

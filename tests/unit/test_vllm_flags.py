@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from batchtui.cli import main
+from tests.unit.cli_run import run
 from batchtui.cli.parser import pasted
 from batchtui.cli.vllm_flags import FLAGS, markdown_table
 
@@ -66,12 +67,6 @@ def test_modelled_flags_are_the_simulators_own_options(capsys):
     for row in FLAGS:
         if row.kind == "modelled" and row.flag.startswith("--"):
             assert re.search(re.escape(row.flag) + r"\b", help_text), row.flag
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.parametrize("row", [r for r in FLAGS if r.kind == "recorded" and r.flag.startswith("--")],
