@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from textual import events
@@ -107,7 +108,7 @@ class BatchApp(App):
         for index, step in changed.items():
             self.steps[index] = step
         if self.tutorial is not None:
-            self.run_worker(self.tutorial.learner_gpu_known(gpu, set(changed)), group="learner-gpu")
+            self.run_worker(partial(self.tutorial.learner_gpu_known, gpu, set(changed)), group="learner-gpu")
 
     def on_unmount(self) -> None:
         ScrollBar.renderer = self._old_scrollbar

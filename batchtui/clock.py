@@ -30,7 +30,7 @@ class RealClock:
     """The wall clock: a driver worker per simulation, slow work in threads after a frame."""
 
     def start(self, widget, sim, running: bool) -> None:
-        widget.run_worker(sim.run(), name="driver", group="driver", exclusive=True)
+        widget.run_worker(sim.run, name="driver", group="driver", exclusive=True)
         if running:
             sim.resume()
 

@@ -9,6 +9,7 @@ the simulation the whole screen (the playground starts that way on small termina
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -274,7 +275,7 @@ class TutorialScreen(Screen):
     def _figures_ready(self, draft, filled) -> None:
         """A draft's figures arrived: put them in, once nothing else is changing the step."""
         if draft is self.shown:
-            self.run_worker(self._fill_in(draft, filled), group="figures-in")
+            self.run_worker(partial(self._fill_in, draft, filled), group="figures-in")
 
     async def _fill_in(self, draft, filled) -> None:
         """The lesson text, hints, activity wording and reveal of the step on show with its
@@ -581,8 +582,8 @@ class TutorialScreen(Screen):
         self._configure_before()
         step = self.step
         if "curve" in step.views and step.sweep is not None and any(map(step.sweep.invalidated_by, moved)):
-            self.run_worker(self._start_sweep(step, self.sim.scenario), group="sweep-start")
-        self.run_worker(self.query_one(ActivityPanel).scenario_changed(self.sim.scenario),
+            self.run_worker(partial(self._start_sweep, step, self.sim.scenario), group="sweep-start")
+        self.run_worker(partial(self.query_one(ActivityPanel).scenario_changed, self.sim.scenario),
                         group="activity")
 
     def on_dial_control_leave(self, message: DialControl.Leave) -> None:
@@ -703,7 +704,7 @@ class TutorialScreen(Screen):
             return
         if view is None or view.answered:
             self._reveal_shown = True
-            self.run_worker(self._show_reveal(step), group="reveal")
+            self.run_worker(partial(self._show_reveal, step), group="reveal")
 
     async def _show_reveal(self, step) -> None:
         reveal = self.query_one("#reveal", LessonMarkdown)
@@ -831,7 +832,7 @@ class TutorialScreen(Screen):
     # -- views
     def action_zoom(self) -> None:
         self._set_zoom(not self.zoomed)
-        self.run_worker(self._mount_dials_again(), group="dials")
+        self.run_worker(self._mount_dials_again, group="dials")
         if self.zoomed and self.focused is self.query_one("#lesson-pane"):
             self.set_focus(None)
         elif not self.zoomed and self.focused is None:
@@ -942,7 +943,7 @@ class TutorialScreen(Screen):
         self._wanted = index
         if not self._navigating:
             self._navigating = True
-            self.run_worker(self._navigate(), group="navigation")
+            self.run_worker(self._navigate, group="navigation")
 
     async def _navigate(self) -> None:
         try:
@@ -966,7 +967,7 @@ class TutorialScreen(Screen):
 
         def chosen(number: int | None) -> None:
             if number is not None:
-                self.run_worker(self.action_go_to_step(number), group="navigation")
+                self.run_worker(partial(self.action_go_to_step, number), group="navigation")
 
         self.app.push_screen(ContentsScreen(self.summaries, self.step.number, self.app.progress.completed), chosen)
 
@@ -981,7 +982,7 @@ class TutorialScreen(Screen):
             return
         if self.zoomed:
             self._set_zoom(False)
-            self.run_worker(self._mount_dials_again(), group="dials")
+            self.run_worker(self._mount_dials_again, group="dials")
         # Once laid out, bring the new hint into sight wherever the text was scrolled to.
         self.call_after_refresh(self._show_hint)
 
@@ -1058,7 +1059,7 @@ class TutorialScreen(Screen):
         rows = self.query_one("#dial-rows")
         columns, _ = self._dial_shape(len(dials.dials))
         if rows.has_class("-grid") != (columns > 1):
-            self.run_worker(self._mount_dials_again(), group="dials")
+            self.run_worker(self._mount_dials_again, group="dials")
 
     def on_unmount(self) -> None:
         self._stop_simulation()

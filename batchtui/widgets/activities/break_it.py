@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from textual.app import ComposeResult
 from textual.widgets import Static
 
@@ -42,7 +44,7 @@ class BreakItView(ActivityView):
         status.update(self.words(verdict.title))
         status.set_class(False, "-info")
         status.set_class(True, "-correct")
-        self.run_worker(self._show_verdict(verdict.message_md), group="verdict")
+        self.run_worker(partial(self._show_verdict, verdict.message_md), group="verdict")
         self.post_message(self.Finished(verdict.title))
 
     @property

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from textual.app import ComposeResult
 from textual.widgets import Static
 
@@ -73,7 +75,7 @@ class PredictView(ActivityView):
         status.set_class(right, "-correct")
         status.set_class(not right, "-wrong")
         status.update(self.words(f"Your guess: {self.predict.guess}."))
-        self.run_worker(self._show_reveal(self.predict.reveal(self.predict.guess, snapshot, compare)),
+        self.run_worker(partial(self._show_reveal, self.predict.reveal(self.predict.guess, snapshot, compare)),
                         group="reveal")
         self.post_message(self.Finished(str(self.predict.guess), completed=right))
 
