@@ -154,9 +154,10 @@ def _run_at(scenario):
     return runner(scenario, keep_requests=False, api_server=True)
 
 
-def cannot_run(scenario, profiles) -> str | None:
+def cannot_run(scenario, profiles, say=str) -> str | None:
     """Why this deployment cannot serve at all (the model does not fit, max_model_len beyond the
-    KV cache, a dial vLLM refuses), in the simulator's words; None when it can."""
+    KV cache, a dial vLLM refuses), in the words `say` gives the simulator's error (the command
+    line's: each dial by its flag); None when it can."""
     from sim.engine import Engine
     from sim.workload import WorkloadSpec
 
@@ -164,16 +165,17 @@ def cannot_run(scenario, profiles) -> str | None:
     try:
         Engine(idle, profiles=profiles, keep_requests=False, api_server=True)
     except SimError as exc:
-        return str(exc)
+        return say(exc)
     return None
 
 
 def screen_point(base, point: GridPoint, slo: Slo, num_prompts: int = SCREEN_PROMPTS,
                  min_window: int = SCREEN_WINDOW, min_window_s: float = SCREEN_WINDOW_S,
-                 precision: float = SCREEN_PRECISION) -> PointResult:
-    """Plan's search (`rate_plan.plan_rate`) on the base seed with short runs: a rough SLO rate."""
+                 precision: float = SCREEN_PRECISION, say=str) -> PointResult:
+    """Plan's search (`rate_plan.plan_rate`) on the base seed with short runs: a rough SLO rate
+    (`say`: see `cannot_run`)."""
     sc = point_scenario(base, point)
-    why = cannot_run(sc, sc.profiles())
+    why = cannot_run(sc, sc.profiles(), say)
     if why is not None:
         return PointResult(point, "screen", False, reason=why, runnable=False)
     run_at = _Counting(_run_at(sc))
@@ -318,14 +320,15 @@ def survivors(screened: Sequence[PointResult], costs: dict, best: int = CONFIRM_
     return [r for r in ranked if r.point in keep]
 
 
-def offline_point(base, point: GridPoint, num_prompts: int) -> PointResult:
+def offline_point(base, point: GridPoint, num_prompts: int, say=str) -> PointResult:
     """For an offline job (--offline N): the point's run of N requests queued at once, vLLM's
-    offline defaults under the point's dials; its request throughput stands for the rate."""
+    offline defaults under the point's dials; its request throughput stands for the rate (`say`:
+    see `cannot_run`)."""
     from sim.engine import run_scenario
 
     sc = point_scenario(replace(base, offline=True).with_workload(num_prompts=num_prompts, request_rate=math.inf),
                         point)
-    why = cannot_run(sc, sc.profiles())
+    why = cannot_run(sc, sc.profiles(), say)
     if why is not None:
         return PointResult(point, "offline", False, reason=why, runnable=False)
     m = run_scenario(sc, keep_requests=False, api_server=True).metrics

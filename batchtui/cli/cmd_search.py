@@ -30,7 +30,7 @@ from .executors import EXECUTORS, make_executor
 from .exits import EXIT_FAILURE, EXIT_OK, UserError
 from .output import Sink, output_file
 from .runner import default_jobs, show_progress_default
-from .setup import Setup, build_setup, user_errors
+from .setup import Setup, build_setup, flag_message, user_errors
 
 EXIT_INTERRUPTED = 130
 DEFAULT_OUTPUT = "batchtui-search.jsonl"
@@ -151,7 +151,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def screen_task(task: tuple) -> s.PointResult:
     base, point, slo, settings = task
     return s.screen_point(base, point, slo, settings["prompts"], settings["window"], settings["window_s"],
-                          settings["precision"])
+                          settings["precision"], flag_message)
 
 
 def confirm_task(task: tuple) -> s.PointResult:
@@ -162,7 +162,7 @@ def confirm_task(task: tuple) -> s.PointResult:
 
 def offline_task(task: tuple) -> s.PointResult:
     base, point, n = task
-    return s.offline_point(base, point, n)
+    return s.offline_point(base, point, n, flag_message)
 
 
 # -- the journal -------------------------------------------------------------------------------------

@@ -88,7 +88,7 @@ def test_search_screens_confirms_and_lists_what_cannot_run(capsys, tmp_path, sma
     assert table["points"] == 4 and st["screen"]["ran"] == 4 and 1 <= st["confirm"]["ran"] <= 2
     # the L4 cannot hold Llama 3.1 8B's full context in its KV cache: infeasible, with vLLM's reason
     l4 = [d for d in table["infeasible"] if d["gpu"] == "l4"]
-    assert len(l4) == 2 and all("max_model_len" in d["reason"] for d in l4)
+    assert len(l4) == 2 and all(d["reason"].startswith("--max-model-len = 131072 is not allowed") for d in l4)
     assert table["cannot_run"] == 2
     best = table["best"][0]
     assert best["stage"] == "confirm" and best["gpu"] == "h100-sxm"
@@ -96,7 +96,7 @@ def test_search_screens_confirms_and_lists_what_cannot_run(capsys, tmp_path, sma
     assert best["cost_per_hour"] == pytest.approx(4 * best["gpus"])
     assert f"--max-num-seqs {best['max_num_seqs']}" in best["vllm_command"]
     assert "Cheapest first" in out and "Pareto front" in out and "vllm serve" in out
-    assert "2 on l4 tp1: max_model_len" in " ".join(out.split())
+    assert "2 on l4 tp1: --max-model-len = 131072 is not allowed" in " ".join(out.split())
     lines = (tmp_path / "s.jsonl").read_text().splitlines()
     assert len(lines) == st["screen"]["ran"] + st["confirm"]["ran"]
 
