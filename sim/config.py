@@ -54,10 +54,9 @@ class EngineConfig:
         if not self.enable_chunked_prefill and self.max_num_batched_tokens < self.max_model_len:
             raise ConfigError(
                 "engine.max_num_batched_tokens", self.max_num_batched_tokens,
-                f"at least {{engine.max_model_len}} ({self.max_model_len}) when {{engine.enable_chunked_prefill}} "
-                "is off",
-                "a whole prompt must fit one iteration; lower {engine.max_model_len} or turn "
-                "{engine.enable_chunked_prefill} on",
+                f"at least {{engine.max_model_len}} ({self.max_model_len}) without chunked prefill",
+                "a whole prompt must fit one iteration: lower {engine.max_model_len} or turn on "
+                "{engine.enable_chunked_prefill}",
             )
         if (isinstance(self.long_prefill_token_threshold, bool)
                 or not isinstance(self.long_prefill_token_threshold, int)
