@@ -283,6 +283,28 @@ def confirm_rate(evaluate: Callable[[float], list[PlanPoint]], rate: float, step
     return tried
 
 
+def seeded_plan(scenario, seeds: int, plan_seeds: Callable[[list], list[RatePlan]],
+                confirm_seeds: Callable[[list, float, float], list[PlanPoint]],
+                new_seeds: int | None = None) -> SeededPlan:
+    """`batchtui plan`'s answer for one deployment, which `batchtui search` confirms its best
+    points with: the search on `seeds` seeds from the scenario's (`plan_seeds(scenarios)`: a
+    `plan_rate` for each), then, if every seed meets the SLO, the lowest seed's answer confirmed
+    on longer runs of those seeds and `new_seeds` more (`confirm_seeds(scenarios, rate,
+    saturated)`: a `confirm_point` for each), stepped down by `confirm_rate`. The callers say
+    where the runs happen (plan's pool of jobs, or search's worker). `new_seeds` None:
+    PLAN_CONFIRM_NEW_SEEDS."""
+    if new_seeds is None:
+        new_seeds = PLAN_CONFIRM_NEW_SEEDS
+    seed_list = [scenario.seed + i for i in range(seeds)]
+    result = SeededPlan(plan_seeds([replace(scenario, seed=s) for s in seed_list]), seed_list)
+    if all(p.feasible for p in result.plans):
+        result.confirm_seeds = [scenario.seed + i for i in range(seeds + new_seeds)]
+        confirming = [replace(scenario, seed=s) for s in result.confirm_seeds]
+        result.confirm_tries = confirm_rate(lambda rate: confirm_seeds(confirming, rate, result.saturated_rate),
+                                            min(result.rates), result.limiting.precision or 0.01)
+    return result
+
+
 # -- replicas behind a router --------------------------------------------------------------------
 
 @dataclass

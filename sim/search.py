@@ -199,32 +199,31 @@ def confirm_point(base, point: GridPoint, slo: Slo, num_prompts: int, seeds: int
     `rate_plan.confirm_rate` on runs of `confirm_prompts` requests on those seeds and
     `new_seeds` more (plan's defaults are rate_plan's PLAN_* constants)."""
     sc = point_scenario(base, point)
-    window = (min_window, min_window_s)
-    seed_list = [sc.seed + i for i in range(seeds)]
     runs = 0
-    plans = []
-    for s in seed_list:
-        run_at = _Counting(_run_at(replace(sc, seed=s)))
-        plans.append(rate_plan.plan_rate(run_at, slo, num_prompts, min_window=window[0], min_window_s=window[1]))
-        runs += run_at.runs
-    result = rate_plan.SeededPlan(plans, seed_list)
-    if not all(p.feasible for p in plans):
-        bad = result.limiting
-        return PointResult(point, "confirm", False, None, result.saturated_rate,
-                           f"no rate meets the SLO on seed {seed_list[plans.index(bad)]}", runs=runs, seeds=seed_list)
-    result.confirm_seeds = [sc.seed + i for i in range(seeds + new_seeds)]
 
-    def evaluate(rate: float) -> list:
+    def counted(scenario, measure):
         nonlocal runs
-        out = []
-        for s in result.confirm_seeds:
-            run_at = _Counting(_run_at(replace(sc, seed=s)))
-            out.append(rate_plan.confirm_point(run_at, slo, rate, result.saturated_rate,
-                                               confirm_prompts, *window))
-            runs += run_at.runs
+        run_at = _Counting(_run_at(scenario))
+        out = measure(run_at)
+        runs += run_at.runs
         return out
 
-    result.confirm_tries = rate_plan.confirm_rate(evaluate, min(result.rates), result.limiting.precision or 0.01)
+    def plan_seeds(scenarios) -> list:
+        return [counted(x, lambda run_at: rate_plan.plan_rate(run_at, slo, num_prompts, min_window=min_window,
+                                                              min_window_s=min_window_s))
+                for x in scenarios]
+
+    def confirm_seeds(scenarios, rate: float, saturated: float) -> list:
+        return [counted(x, lambda run_at: rate_plan.confirm_point(run_at, slo, rate, saturated, confirm_prompts,
+                                                                  min_window, min_window_s))
+                for x in scenarios]
+
+    result = rate_plan.seeded_plan(sc, seeds, plan_seeds, confirm_seeds, new_seeds)
+    if not all(p.feasible for p in result.plans):
+        bad = result.limiting
+        return PointResult(point, "confirm", False, None, result.saturated_rate,
+                           f"no rate meets the SLO on seed {result.seeds[result.plans.index(bad)]}", runs=runs,
+                           seeds=result.seeds)
     if not result.feasible:
         rate, _ = result.confirm_tries[-1]
         return PointResult(point, "confirm", False, None, result.saturated_rate,
