@@ -417,6 +417,25 @@ def check_router(scenario, profiles, policy: str, replicas: int, peak_rate: floa
     return RouterCheck(policy, replicas, peak_rate, stats, misses, served, unsettled)
 
 
-def router_prompts(peak_rate: float, replicas: int) -> int:
-    """Requests for a replicas check: two minutes of the peak, and enough for every replica."""
-    return max(math.ceil(peak_rate * ROUTER_MIN_SECONDS), replicas * ROUTER_MIN_PER_REPLICA)
+def router_prompts(peak_rate: float, replicas: int, min_seconds: float | None = None,
+                   min_per_replica: int | None = None) -> int:
+    """Requests for a replicas check: two minutes of the peak, and enough for every replica
+    (ROUTER_MIN_SECONDS and ROUTER_MIN_PER_REPLICA unless given)."""
+    min_seconds = ROUTER_MIN_SECONDS if min_seconds is None else min_seconds
+    min_per_replica = ROUTER_MIN_PER_REPLICA if min_per_replica is None else min_per_replica
+    return max(math.ceil(peak_rate * min_seconds), replicas * min_per_replica)
+
+
+def replicas_for_peak(first: int, check: Callable[[int], list[RouterCheck]],
+                      max_extra: int | None = None) -> tuple[int | None, list[list[RouterCheck]]]:
+    """The fewest replicas, from `first` (the proposal, `sim.planning.replicas_needed`) up to
+    `max_extra` more (ROUTER_MAX_EXTRA), whose peak traffic meets the SLO behind every router
+    policy (`check(count)`: a `check_router` for each of ROUTER_POLICIES), or None; with every
+    count's checks. `batchtui plan` and `batchtui search` both size replicas so."""
+    checks = []
+    for count in range(first, first + (ROUTER_MAX_EXTRA if max_extra is None else max_extra) + 1):
+        checked = check(count)
+        checks.append(checked)
+        if all(c.ok for c in checked):
+            return count, checks
+    return None, checks

@@ -1,8 +1,9 @@
 """The pure parts of `batchtui search`: the grid of deployments (GPU, tensor-parallel size, dials),
 each point's scenario and key, a point's screening and confirmation (the same search and
 confirmation `batchtui plan` runs, from `sim.rate_plan`, only with shorter runs and one seed to
-screen), and what a point costs and yields: replicas for a peak (`sim.planning.replicas_needed`),
-GPUs, cost per hour and per million output tokens, and the Pareto front of tokens/s per GPU
+screen), the replicas of the best points checked behind a router as plan checks them
+(`router_point`), and what a point costs and yields: replicas for a peak (checked, else
+`sim.planning.replicas_needed`), GPUs, cost per hour and per million output tokens, and the Pareto front of tokens/s per GPU
 against tokens/s per user.
 
 Every run of a point depends only on the point, the workload, the SLO and the seed: the same
@@ -89,7 +90,7 @@ class PointResult:
     """One point after a stage: its SLO rate and what was measured there, or why it has none."""
 
     point: GridPoint
-    stage: str  # "screen" or "confirm"
+    stage: str  # "screen", "confirm", "router" (a confirmed point's replicas checked) or "offline"
     feasible: bool
     rate: float | None = None
     """The highest rate (req/s) meeting the SLO; for --offline, the job's request throughput."""
@@ -105,6 +106,8 @@ class PointResult:
     runs: int = 0
     """Simulator runs this point's stage made."""
     seeds: list[int] = field(default_factory=list)
+    replicas: int | None = None
+    """The replicas that meet the SLO at the peak behind a router (stage "router"; None before)."""
 
     @property
     def output_throughput(self) -> float:
@@ -233,6 +236,36 @@ def confirm_point(base, point: GridPoint, slo: Slo, num_prompts: int, seeds: int
     return _from_window(point, "confirm", result.rate, result.saturated_rate, worst, runs, result.confirm_seeds)
 
 
+def router_point(base, result: PointResult, slo: Slo, peak_rate: float, headroom: float,
+                 min_seconds: float, min_per_replica: int, max_extra: int) -> PointResult:
+    """A confirmed point's replicas for the peak checked as `batchtui plan` checks them
+    (`rate_plan.replicas_for_peak`: from `sim.planning.replicas_needed` up, the peak spread over
+    them by every router policy must meet the SLO): the result with `replicas` set, or infeasible
+    when even `max_extra` more replicas miss. A peak too large to simulate is left unchecked."""
+    from .limits import MAX_NUM_PROMPTS
+
+    sc = point_scenario(base, result.point)
+    first = planning.replicas_needed(peak_rate, result.rate, headroom)
+    checked = replace(result, stage="router")
+    if rate_plan.router_prompts(peak_rate, first + max_extra, min_seconds, min_per_replica) > MAX_NUM_PROMPTS:
+        return replace(checked, reason="the peak is too large to check behind a router")
+    profiles = sc.profiles()
+
+    def check(count: int) -> list:
+        n = rate_plan.router_prompts(peak_rate, count, min_seconds, min_per_replica)
+        return [rate_plan.check_router(sc, profiles, policy, count, peak_rate, slo, n)
+                for policy in rate_plan.ROUTER_POLICIES]
+
+    replicas, checks = rate_plan.replicas_for_peak(first, check, max_extra)
+    runs = result.runs + sum(len(c) for c in checks)
+    if replicas is None:
+        last = next(c for c in checks[-1] if not c.ok)
+        return replace(checked, feasible=False, runs=runs,
+                       reason=f"at the peak behind a router ({last.policy}), {last.replicas} replicas still miss "
+                              f"the SLO: {'; '.join(last.misses)}")
+    return replace(checked, replicas=replicas, runs=runs)
+
+
 def _worst(points) -> dict:
     """The confirmation runs' worst p99s and median TPOT (each the highest over the seeds)."""
     w = dict(points[0].window)
@@ -259,10 +292,10 @@ class Cost:
 
 def cost(result: PointResult, price: float | None, peak_rate: float | None,
          headroom: float = planning.HEADROOM) -> Cost:
-    """Replicas for the peak (`sim.planning.replicas_needed`, as `plan` and step 16 count them),
-    GPUs, and what they cost."""
+    """Replicas for the peak (those checked behind a router, `router_point`; before the check
+    `sim.planning.replicas_needed`, as `plan` and step 16 propose them), GPUs, and what they cost."""
     if peak_rate is not None:
-        replicas = planning.replicas_needed(peak_rate, result.rate, headroom)
+        replicas = result.replicas or planning.replicas_needed(peak_rate, result.rate, headroom)
         load = peak_rate
     else:
         replicas = 1

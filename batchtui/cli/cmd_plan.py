@@ -184,15 +184,14 @@ def run(args: argparse.Namespace) -> int:
         if result.feasible and args.peak_rate is not None:
             first = first_replicas(args, result.rate)
             check_peak_rate(args.peak_rate, first + rate_plan.ROUTER_MAX_EXTRA)
-            for count in range(first, first + rate_plan.ROUTER_MAX_EXTRA + 1):
+
+            def check(count: int) -> list[rate_plan.RouterCheck]:
                 runner.update(0, f"checking {count} replicas at the peak")
                 tasks = [(sc, policy, count, args.peak_rate, slo,
                           rate_plan.router_prompts(args.peak_rate, count)) for policy in rate_plan.ROUTER_POLICIES]
-                checked = runner.map(router_task, tasks, jobs)
-                checks.append(checked)
-                if all(c.ok for c in checked):
-                    replicas = count
-                    break
+                return runner.map(router_task, tasks, jobs)
+
+            replicas, checks = rate_plan.replicas_for_peak(first, check)
 
     serve = vllm_lines.serve_command(setup)
     bench = (vllm_lines.bench_command(setup, result.rate, max(n, rate_plan.PLAN_CONFIRM_PROMPTS // 4), goodput)
