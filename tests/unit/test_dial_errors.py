@@ -167,3 +167,19 @@ def test_each_spelling_names_one_dial():
     labels = [s.label for s in dials.DIALS]
     flags = [s.flag for s in dials.DIALS if s.flag]
     assert len(set(labels)) == len(labels) and len(set(flags)) == len(flags)
+
+
+def test_a_trace_case_names_the_dial_by_its_config_key():
+    """A trace case's config is a file of its own, with its own keys (`policy` for the
+    scheduling policy): its refusals name them."""
+    from sim.trace import config_from_case
+
+    config = {"block_size": 16, "num_blocks": 20, "max_num_batched_tokens": 4, "max_num_seqs": 8,
+              "max_model_len": 128}
+    with pytest.raises(SimError) as refused:
+        config_from_case(config)
+    assert str(refused.value).startswith("config: max_num_batched_tokens = 4 is not allowed: at least "
+                                         "max_num_seqs (8)")
+    with pytest.raises(SimError) as refused:
+        config_from_case({**config, "max_num_batched_tokens": 64, "policy": "lifo"})
+    assert str(refused.value).startswith("config: policy = 'lifo' is not allowed")
