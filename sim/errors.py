@@ -42,6 +42,9 @@ class ConfigError(SimError, ValueError):
             msg += f" ({_named(self.why, name)})"
         return msg + "."
 
+    def __reduce__(self):  # made again from its parts in another process (a pool's worker)
+        return (type(self), (self.dial, self.value, self.allowed, self.why))
+
     def dials(self) -> list[str]:
         """Every dial the message names: its own first, then those `allowed` and `why` refer to."""
         return [self.dial, *(m.group(1) for m in _REFERENCE.finditer(self.allowed + " " + self.why))]

@@ -183,3 +183,13 @@ def test_a_trace_case_names_the_dial_by_its_config_key():
     with pytest.raises(SimError) as refused:
         config_from_case({**config, "max_num_batched_tokens": 64, "policy": "lifo"})
     assert str(refused.value).startswith("config: policy = 'lifo' is not allowed")
+
+
+def test_the_error_crosses_a_process_whole():
+    """A pool's worker sends its error back pickled: it arrives with its dial, still spellable."""
+    import pickle
+
+    error = ConfigError("engine.max_num_batched_tokens", 2048, "at least {engine.max_num_seqs} (4096)", "why")
+    again = pickle.loads(pickle.dumps(error))
+    assert (again.dial, again.value, again.allowed, again.why) == (error.dial, 2048, error.allowed, "why")
+    assert in_app_words(again) == in_app_words(error) and str(again) == str(error)
