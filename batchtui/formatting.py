@@ -1,4 +1,5 @@
-"""Numbers as the views print them: times in ms, big counts with k/M, short and fixed width."""
+"""Numbers as the views print them: times in ms, big counts with k/M, short and fixed width; and
+the simulator's errors in the app's words (`in_app_words`)."""
 
 from __future__ import annotations
 
@@ -57,3 +58,15 @@ def number(value: float) -> str:
     if float(value).is_integer():
         return f"{int(value):,}"
     return f"{value:.3f}".rstrip("0").rstrip(".")
+
+
+def in_app_words(error: BaseException) -> str:
+    """A simulator error as the app says it: each dial it names by its label in the table of
+    dials (`sim.dials`: "seats = 0 is not allowed: ..."), a name that is no dial as it is."""
+    from sim.errors import ConfigError
+
+    if isinstance(error, ConfigError):
+        from sim.dials import BY_PATH
+
+        return error.spelled(lambda path: BY_PATH[path].label if path in BY_PATH else None)
+    return str(error)

@@ -38,40 +38,41 @@ class EngineConfig:
     def validate(self) -> None:
         """Raise ConfigError for a value vLLM (or this simulator) refuses."""
         if self.batching not in BATCHING_POLICIES:
-            raise ConfigError("batching", self.batching, "one of " + ", ".join(BATCHING_POLICIES))
+            raise ConfigError("engine.batching", self.batching, "one of " + ", ".join(BATCHING_POLICIES))
         if self.scheduling_policy not in SCHEDULING_POLICIES:
-            raise ConfigError("scheduling_policy", self.scheduling_policy, "fcfs or priority")
-        _positive_int("max_model_len", self.max_model_len)
-        _positive_int("max_num_seqs", self.max_num_seqs)
-        _positive_int("max_num_batched_tokens", self.max_num_batched_tokens)
-        _positive_int("max_batch_size", self.max_batch_size)
+            raise ConfigError("engine.scheduling_policy", self.scheduling_policy, "fcfs or priority")
+        _positive_int("engine.max_model_len", self.max_model_len)
+        _positive_int("engine.max_num_seqs", self.max_num_seqs)
+        _positive_int("engine.max_num_batched_tokens", self.max_num_batched_tokens)
+        _positive_int("engine.max_batch_size", self.max_batch_size)
         if self.max_num_batched_tokens < self.max_num_seqs:
             raise ConfigError(
-                "max_num_batched_tokens", self.max_num_batched_tokens,
-                f"at least max_num_seqs ({self.max_num_seqs})",
+                "engine.max_num_batched_tokens", self.max_num_batched_tokens,
+                f"at least {{engine.max_num_seqs}} ({self.max_num_seqs})",
                 "vLLM requires a token budget of at least one token per seat",
             )
         if not self.enable_chunked_prefill and self.max_num_batched_tokens < self.max_model_len:
             raise ConfigError(
-                "max_num_batched_tokens", self.max_num_batched_tokens,
-                f"at least max_model_len ({self.max_model_len}) when chunked prefill is off",
-                "a whole prompt must fit one iteration; lower --max-model-len or enable chunked prefill",
+                "engine.max_num_batched_tokens", self.max_num_batched_tokens,
+                f"at least {{engine.max_model_len}} ({self.max_model_len}) without chunked prefill",
+                "a whole prompt must fit one iteration: lower {engine.max_model_len} or turn on "
+                "{engine.enable_chunked_prefill}",
             )
         if (isinstance(self.long_prefill_token_threshold, bool)
                 or not isinstance(self.long_prefill_token_threshold, int)
                 or not 0 <= self.long_prefill_token_threshold <= self.max_model_len):
-            raise ConfigError("long_prefill_token_threshold", self.long_prefill_token_threshold,
-                              f"a whole number from 0 (off) to max_model_len ({self.max_model_len})")
+            raise ConfigError("engine.long_prefill_token_threshold", self.long_prefill_token_threshold,
+                              f"a whole number from 0 (off) to {{engine.max_model_len}} ({self.max_model_len})")
         if not (isinstance(self.watermark, (int, float)) and 0.0 <= self.watermark < 1.0):
-            raise ConfigError("watermark", self.watermark, "a fraction of the blocks in [0, 1)")
+            raise ConfigError("engine.watermark", self.watermark, "a fraction of the blocks in [0, 1)")
         if not isinstance(self.async_scheduling, bool):
-            raise ConfigError("async_scheduling", self.async_scheduling, "true or false")
+            raise ConfigError("engine.async_scheduling", self.async_scheduling, "true or false")
         for name in ("enable_chunked_prefill", "scheduler_reserve_full_isl", "enable_prefix_caching"):
             if not isinstance(getattr(self, name), bool):
-                raise ConfigError(name, getattr(self, name), "true or false")
+                raise ConfigError(f"engine.{name}", getattr(self, name), "true or false")
         if not (isinstance(self.max_queue_delay, (int, float)) and math.isfinite(self.max_queue_delay)
                 and self.max_queue_delay >= 0):
-            raise ConfigError("max_queue_delay", self.max_queue_delay, "a wait in seconds >= 0")
+            raise ConfigError("engine.max_queue_delay", self.max_queue_delay, "a wait in seconds >= 0")
         from .limits import check_engine
 
         check_engine(self)  # past what the simulator holds honestly (see sim/limits.py)

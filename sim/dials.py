@@ -174,22 +174,28 @@ def human_number(text: str) -> float | None:
     return float(int(number) * _BINARY[suffix])
 
 
-def _length_dials(side: str, flag_prefix: str, vllm: str = "") -> list[DialSpec]:
-    what = "prompt" if "input" in side else "output"
+def _length_dials(side: str, flag_prefix: str = "", vllm: str = "") -> list[DialSpec]:
+    """A length distribution's dials; with flags `--{flag_prefix}-...` where the command line has
+    them (none for the batch pool's)."""
+    what = ("batch " if side.startswith("batch") else "") + ("prompt" if "input" in side else "output")
     # vllm bench serve's random dataset names its lengths --random-input-len/--random-output-len
     mean_flag = f"--random-{flag_prefix}-len" if vllm else f"--{flag_prefix}-len"
+
+    def flag(name: str) -> str:
+        return name if flag_prefix else ""
+
     return [
         DialSpec(f"workload.{side}.dist", f"{what} length distribution", "choice", "arrivals",
-                 f"--{flag_prefix}-dist", choices=LENGTH_DISTRIBUTIONS,
+                 flag(f"--{flag_prefix}-dist"), choices=LENGTH_DISTRIBUTIONS,
                  help=f"how {what} lengths vary: fixed, uniform, lognormal or mixed"),
-        DialSpec(f"workload.{side}.mean", f"{what} length", "int", "arrivals", mean_flag, vllm,
+        DialSpec(f"workload.{side}.mean", f"{what} length", "int", "arrivals", flag(mean_flag), vllm,
                  minimum=1, unit="tokens", help=f"{what} tokens (the median for lognormal)"),
-        DialSpec(f"workload.{side}.low", f"shortest {what}", "int", "arrivals", f"--{flag_prefix}-len-min",
+        DialSpec(f"workload.{side}.low", f"shortest {what}", "int", "arrivals", flag(f"--{flag_prefix}-len-min"),
                  minimum=1, unit="tokens"),
-        DialSpec(f"workload.{side}.high", f"longest {what}", "int", "arrivals", f"--{flag_prefix}-len-max",
+        DialSpec(f"workload.{side}.high", f"longest {what}", "int", "arrivals", flag(f"--{flag_prefix}-len-max"),
                  minimum=0, unit="tokens", help="0: no upper clip"),
         DialSpec(f"workload.{side}.sigma", f"{what} length spread", "float", "arrivals",
-                 f"--{flag_prefix}-sigma", minimum=0, help="lognormal shape"),
+                 flag(f"--{flag_prefix}-sigma"), minimum=0, help="lognormal shape"),
         DialSpec(f"workload.{side}.long_len", f"long {what} length", "int", "arrivals", minimum=1,
                  unit="tokens", help="mixed: the occasional long length"),
         DialSpec(f"workload.{side}.long_share", f"share of long {what}s", "float", "arrivals",
@@ -304,8 +310,8 @@ DIALS: tuple[DialSpec, ...] = (
              unit="tokens", help="prompt tokens per hash id of a trace (Mooncake's 512)"),
     *_length_dials("input", "input", "bench"),
     *_length_dials("output", "output", "bench"),
-    *_length_dials("batch_input", "batch-input"),
-    *_length_dials("batch_output", "batch-output"),
+    *_length_dials("batch_input"),
+    *_length_dials("batch_output"),
 )
 
 BY_PATH: dict[str, DialSpec] = {d.path: d for d in DIALS}

@@ -39,6 +39,9 @@ from .workload import RequestSpec
 
 MAX_SEATS_SHOWN = 1024
 MAX_STRETCH = 1 << 62  # no iteration limit
+# Arrivals of an endless stream refused one after another, with nothing to run, after which an
+# unpaced step() or run() gives up and returns (every arrival refused: it would never return).
+MAX_REFUSED_IN_A_ROW = 10_000
 
 
 @dataclass
@@ -60,10 +63,10 @@ class RunSummary:
 def _check_max_model_len(config, pool) -> None:
     """vLLM refuses to start a continuous engine whose max_model_len exceeds what its KV cache holds."""
     if config.batching == "continuous" and config.max_model_len > pool.usable * pool.block_size:
-        raise ConfigError("max_model_len", config.max_model_len,
+        raise ConfigError("engine.max_model_len", config.max_model_len,
                           f"at most the {pool.usable * pool.block_size} tokens the KV cache holds",
-                          "vLLM refuses to start otherwise; lower --max-model-len or give the cache more blocks: "
-                          "--gpu-memory-utilization, --num-gpu-blocks-override")
+                          "vLLM refuses to start otherwise; lower {engine.max_model_len} or give the cache more "
+                          "blocks: {gpu_memory_utilization}, {num_gpu_blocks_override}")
 
 
 class Engine:
@@ -96,7 +99,7 @@ class Engine:
         self.deployment = sc.deployment(profiles)
         config = sc.engine_config(profiles)
         if self.encoder and config.batching != "dynamic":
-            raise ConfigError("batching", config.batching, "dynamic for an encoder model",
+            raise ConfigError("engine.batching", config.batching, "dynamic for an encoder model",
                               f"{self.model.name} serves one fixed-cost pass per request")
         if self.encoder:
             pool = BlockPool(2**40, 16)  # an encoder keeps no KV cache
@@ -302,7 +305,9 @@ class Engine:
 
     # -- the loop
     def step(self) -> IterationReport | None:
-        """Run one iteration; None once the workload is exhausted and nothing is left."""
+        """Run one iteration; None once the workload is exhausted and nothing is left, or when an
+        endless stream had MAX_REFUSED_IN_A_ROW arrivals refused in a row with nothing to run
+        (`done` stays False; the clock is past them)."""
         while True:
             out = self._next_schedule()
             if out is None:
@@ -322,7 +327,7 @@ class Engine:
         the GPU was in fact idle, the clock ahead of the driver's."""
         sched = self.scheduler
         arrivals = self.arrivals
-        guard = 0
+        guard = idle = 0
         while True:
             if arrivals.next_at <= self.time:
                 self._admit_arrivals()
@@ -334,6 +339,10 @@ class Engine:
                 if until_time is not None and nxt >= until_time:
                     self.time = max(self.time, until_time)
                     return None
+                if until_time is None and arrivals.endless:
+                    idle += 1  # (each jump after the first is past an arrival refused)
+                    if idle > MAX_REFUSED_IN_A_ROW:
+                        return None
                 self.time = max(self.time, nxt)
                 continue
             sched.now = self.time

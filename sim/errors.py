@@ -3,22 +3,58 @@ command line and the app can show it without a traceback."""
 
 from __future__ import annotations
 
+import re
+
 
 class SimError(Exception):
     """Base class of every user-facing simulator error."""
 
 
 class ConfigError(SimError, ValueError):
-    """A dial has a value outside what vLLM (or the model) accepts."""
+    """A dial has a value outside what vLLM (or the model) accepts.
+
+    `dial` is the dial's path in the table of dials (`sim.dials`: `engine.max_num_seqs`,
+    `workload.input.mean`, `gpu_memory_utilization`), or the name of a setting that is no dial (a
+    trace case's key). `allowed` and `why` name any other dial as `{path}` (`"at least
+    {engine.max_num_seqs} (1024)"`). The message names no dial in one fixed spelling: `str()`
+    spells each by its path, which is also the key a scenario file gives it; `spelled` lets each
+    face spell it its own way (the command line its flag, the app its label)."""
 
     def __init__(self, dial: str, value: object, allowed: str, why: str = "") -> None:
         self.dial = dial
         self.value = value
         self.allowed = allowed
-        msg = f"{dial} = {value!r} is not allowed: {allowed}"
-        if why:
-            msg += f" ({why})"
-        super().__init__(msg + ".")
+        self.why = why
+        super().__init__(self.spelled())
+
+    def spelled(self, spell=None, head: str | None = None) -> str:
+        """The message with each dial named by `spell(path)` (by its path when `spell` is None
+        or returns None); `head` in place of "<dial> = <value>" (the command line's
+        "argument --flag: value")."""
+
+        def name(path: str) -> str:
+            return (spell(path) if spell is not None else None) or path
+
+        if head is None:
+            head = f"{name(self.dial)} = {self.value!r}"
+        msg = f"{head} is not allowed: {_named(self.allowed, name)}"
+        if self.why:
+            msg += f" ({_named(self.why, name)})"
+        return msg + "."
+
+    def __reduce__(self):  # made again from its parts in another process (a pool's worker)
+        return (type(self), (self.dial, self.value, self.allowed, self.why))
+
+    def dials(self) -> list[str]:
+        """Every dial the message names: its own first, then those `allowed` and `why` refer to."""
+        return [self.dial, *(m.group(1) for m in _REFERENCE.finditer(self.allowed + " " + self.why))]
+
+
+_REFERENCE = re.compile(r"\{([a-z_]+(?:\.[a-z_]+)*)\}")
+
+
+def _named(text: str, name) -> str:
+    return _REFERENCE.sub(lambda m: name(m.group(1)), text)
 
 
 class ProfileError(SimError, ValueError):

@@ -283,6 +283,28 @@ def confirm_rate(evaluate: Callable[[float], list[PlanPoint]], rate: float, step
     return tried
 
 
+def seeded_plan(scenario, seeds: int, plan_seeds: Callable[[list], list[RatePlan]],
+                confirm_seeds: Callable[[list, float, float], list[PlanPoint]],
+                new_seeds: int | None = None) -> SeededPlan:
+    """`batchtui plan`'s answer for one deployment, which `batchtui search` confirms its best
+    points with: the search on `seeds` seeds from the scenario's (`plan_seeds(scenarios)`: a
+    `plan_rate` for each), then, if every seed meets the SLO, the lowest seed's answer confirmed
+    on longer runs of those seeds and `new_seeds` more (`confirm_seeds(scenarios, rate,
+    saturated)`: a `confirm_point` for each), stepped down by `confirm_rate`. The callers say
+    where the runs happen (plan's pool of jobs, or search's worker). `new_seeds` None:
+    PLAN_CONFIRM_NEW_SEEDS."""
+    if new_seeds is None:
+        new_seeds = PLAN_CONFIRM_NEW_SEEDS
+    seed_list = [scenario.seed + i for i in range(seeds)]
+    result = SeededPlan(plan_seeds([replace(scenario, seed=s) for s in seed_list]), seed_list)
+    if all(p.feasible for p in result.plans):
+        result.confirm_seeds = [scenario.seed + i for i in range(seeds + new_seeds)]
+        confirming = [replace(scenario, seed=s) for s in result.confirm_seeds]
+        result.confirm_tries = confirm_rate(lambda rate: confirm_seeds(confirming, rate, result.saturated_rate),
+                                            min(result.rates), result.limiting.precision or 0.01)
+    return result
+
+
 # -- replicas behind a router --------------------------------------------------------------------
 
 @dataclass
@@ -395,6 +417,25 @@ def check_router(scenario, profiles, policy: str, replicas: int, peak_rate: floa
     return RouterCheck(policy, replicas, peak_rate, stats, misses, served, unsettled)
 
 
-def router_prompts(peak_rate: float, replicas: int) -> int:
-    """Requests for a replicas check: two minutes of the peak, and enough for every replica."""
-    return max(math.ceil(peak_rate * ROUTER_MIN_SECONDS), replicas * ROUTER_MIN_PER_REPLICA)
+def router_prompts(peak_rate: float, replicas: int, min_seconds: float | None = None,
+                   min_per_replica: int | None = None) -> int:
+    """Requests for a replicas check: two minutes of the peak, and enough for every replica
+    (ROUTER_MIN_SECONDS and ROUTER_MIN_PER_REPLICA unless given)."""
+    min_seconds = ROUTER_MIN_SECONDS if min_seconds is None else min_seconds
+    min_per_replica = ROUTER_MIN_PER_REPLICA if min_per_replica is None else min_per_replica
+    return max(math.ceil(peak_rate * min_seconds), replicas * min_per_replica)
+
+
+def replicas_for_peak(first: int, check: Callable[[int], list[RouterCheck]],
+                      max_extra: int | None = None) -> tuple[int | None, list[list[RouterCheck]]]:
+    """The fewest replicas, from `first` (the proposal, `sim.planning.replicas_needed`) up to
+    `max_extra` more (ROUTER_MAX_EXTRA), whose peak traffic meets the SLO behind every router
+    policy (`check(count)`: a `check_router` for each of ROUTER_POLICIES), or None; with every
+    count's checks. `batchtui plan` and `batchtui search` both size replicas so."""
+    checks = []
+    for count in range(first, first + (ROUTER_MAX_EXTRA if max_extra is None else max_extra) + 1):
+        checked = check(count)
+        checks.append(checked)
+        if all(c.ok for c in checked):
+            return count, checks
+    return None, checks

@@ -86,7 +86,7 @@ class Scenario:
         base["max_model_len"] = model.max_model_len
         unknown = set(self.engine) - set(EngineConfig.field_names())
         if unknown:
-            raise ConfigError(sorted(unknown)[0], self.engine[sorted(unknown)[0]],
+            raise ConfigError(f"engine.{sorted(unknown)[0]}", self.engine[sorted(unknown)[0]],
                               "a known dial: " + ", ".join(EngineConfig.field_names()))
         base.update(self.engine)
         config = EngineConfig(**base)

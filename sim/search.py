@@ -1,8 +1,9 @@
 """The pure parts of `batchtui search`: the grid of deployments (GPU, tensor-parallel size, dials),
 each point's scenario and key, a point's screening and confirmation (the same search and
 confirmation `batchtui plan` runs, from `sim.rate_plan`, only with shorter runs and one seed to
-screen), and what a point costs and yields: replicas for a peak (`sim.planning.replicas_needed`),
-GPUs, cost per hour and per million output tokens, and the Pareto front of tokens/s per GPU
+screen), the replicas of the best points checked behind a router as plan checks them
+(`router_point`), and what a point costs and yields: replicas for a peak (checked, else
+`sim.planning.replicas_needed`), GPUs, cost per hour and per million output tokens, and the Pareto front of tokens/s per GPU
 against tokens/s per user.
 
 Every run of a point depends only on the point, the workload, the SLO and the seed: the same
@@ -89,7 +90,7 @@ class PointResult:
     """One point after a stage: its SLO rate and what was measured there, or why it has none."""
 
     point: GridPoint
-    stage: str  # "screen" or "confirm"
+    stage: str  # "screen", "confirm", "router" (a confirmed point's replicas checked) or "offline"
     feasible: bool
     rate: float | None = None
     """The highest rate (req/s) meeting the SLO; for --offline, the job's request throughput."""
@@ -105,6 +106,8 @@ class PointResult:
     runs: int = 0
     """Simulator runs this point's stage made."""
     seeds: list[int] = field(default_factory=list)
+    replicas: int | None = None
+    """The replicas that meet the SLO at the peak behind a router (stage "router"; None before)."""
 
     @property
     def output_throughput(self) -> float:
@@ -154,9 +157,10 @@ def _run_at(scenario):
     return runner(scenario, keep_requests=False, api_server=True)
 
 
-def cannot_run(scenario, profiles) -> str | None:
+def cannot_run(scenario, profiles, say=str) -> str | None:
     """Why this deployment cannot serve at all (the model does not fit, max_model_len beyond the
-    KV cache, a dial vLLM refuses), in the simulator's words; None when it can."""
+    KV cache, a dial vLLM refuses), in the words `say` gives the simulator's error (the command
+    line's: each dial by its flag); None when it can."""
     from sim.engine import Engine
     from sim.workload import WorkloadSpec
 
@@ -164,16 +168,17 @@ def cannot_run(scenario, profiles) -> str | None:
     try:
         Engine(idle, profiles=profiles, keep_requests=False, api_server=True)
     except SimError as exc:
-        return str(exc)
+        return say(exc)
     return None
 
 
 def screen_point(base, point: GridPoint, slo: Slo, num_prompts: int = SCREEN_PROMPTS,
                  min_window: int = SCREEN_WINDOW, min_window_s: float = SCREEN_WINDOW_S,
-                 precision: float = SCREEN_PRECISION) -> PointResult:
-    """Plan's search (`rate_plan.plan_rate`) on the base seed with short runs: a rough SLO rate."""
+                 precision: float = SCREEN_PRECISION, say=str) -> PointResult:
+    """Plan's search (`rate_plan.plan_rate`) on the base seed with short runs: a rough SLO rate
+    (`say`: see `cannot_run`)."""
     sc = point_scenario(base, point)
-    why = cannot_run(sc, sc.profiles())
+    why = cannot_run(sc, sc.profiles(), say)
     if why is not None:
         return PointResult(point, "screen", False, reason=why, runnable=False)
     run_at = _Counting(_run_at(sc))
@@ -197,32 +202,31 @@ def confirm_point(base, point: GridPoint, slo: Slo, num_prompts: int, seeds: int
     `rate_plan.confirm_rate` on runs of `confirm_prompts` requests on those seeds and
     `new_seeds` more (plan's defaults are rate_plan's PLAN_* constants)."""
     sc = point_scenario(base, point)
-    window = (min_window, min_window_s)
-    seed_list = [sc.seed + i for i in range(seeds)]
     runs = 0
-    plans = []
-    for s in seed_list:
-        run_at = _Counting(_run_at(replace(sc, seed=s)))
-        plans.append(rate_plan.plan_rate(run_at, slo, num_prompts, min_window=window[0], min_window_s=window[1]))
-        runs += run_at.runs
-    result = rate_plan.SeededPlan(plans, seed_list)
-    if not all(p.feasible for p in plans):
-        bad = result.limiting
-        return PointResult(point, "confirm", False, None, result.saturated_rate,
-                           f"no rate meets the SLO on seed {seed_list[plans.index(bad)]}", runs=runs, seeds=seed_list)
-    result.confirm_seeds = [sc.seed + i for i in range(seeds + new_seeds)]
 
-    def evaluate(rate: float) -> list:
+    def counted(scenario, measure):
         nonlocal runs
-        out = []
-        for s in result.confirm_seeds:
-            run_at = _Counting(_run_at(replace(sc, seed=s)))
-            out.append(rate_plan.confirm_point(run_at, slo, rate, result.saturated_rate,
-                                               confirm_prompts, *window))
-            runs += run_at.runs
+        run_at = _Counting(_run_at(scenario))
+        out = measure(run_at)
+        runs += run_at.runs
         return out
 
-    result.confirm_tries = rate_plan.confirm_rate(evaluate, min(result.rates), result.limiting.precision or 0.01)
+    def plan_seeds(scenarios) -> list:
+        return [counted(x, lambda run_at: rate_plan.plan_rate(run_at, slo, num_prompts, min_window=min_window,
+                                                              min_window_s=min_window_s))
+                for x in scenarios]
+
+    def confirm_seeds(scenarios, rate: float, saturated: float) -> list:
+        return [counted(x, lambda run_at: rate_plan.confirm_point(run_at, slo, rate, saturated, confirm_prompts,
+                                                                  min_window, min_window_s))
+                for x in scenarios]
+
+    result = rate_plan.seeded_plan(sc, seeds, plan_seeds, confirm_seeds, new_seeds)
+    if not all(p.feasible for p in result.plans):
+        bad = result.limiting
+        return PointResult(point, "confirm", False, None, result.saturated_rate,
+                           f"no rate meets the SLO on seed {result.seeds[result.plans.index(bad)]}", runs=runs,
+                           seeds=result.seeds)
     if not result.feasible:
         rate, _ = result.confirm_tries[-1]
         return PointResult(point, "confirm", False, None, result.saturated_rate,
@@ -230,6 +234,36 @@ def confirm_point(base, point: GridPoint, slo: Slo, num_prompts: int, seeds: int
                            runs=runs, seeds=result.confirm_seeds)
     worst = _worst(result.confirm_points)
     return _from_window(point, "confirm", result.rate, result.saturated_rate, worst, runs, result.confirm_seeds)
+
+
+def router_point(base, result: PointResult, slo: Slo, peak_rate: float, headroom: float,
+                 min_seconds: float, min_per_replica: int, max_extra: int) -> PointResult:
+    """A confirmed point's replicas for the peak checked as `batchtui plan` checks them
+    (`rate_plan.replicas_for_peak`: from `sim.planning.replicas_needed` up, the peak spread over
+    them by every router policy must meet the SLO): the result with `replicas` set, or infeasible
+    when even `max_extra` more replicas miss. A peak too large to simulate is left unchecked."""
+    from .limits import MAX_NUM_PROMPTS
+
+    sc = point_scenario(base, result.point)
+    first = planning.replicas_needed(peak_rate, result.rate, headroom)
+    checked = replace(result, stage="router")
+    if rate_plan.router_prompts(peak_rate, first + max_extra, min_seconds, min_per_replica) > MAX_NUM_PROMPTS:
+        return replace(checked, reason="the peak is too large to check behind a router")
+    profiles = sc.profiles()
+
+    def check(count: int) -> list:
+        n = rate_plan.router_prompts(peak_rate, count, min_seconds, min_per_replica)
+        return [rate_plan.check_router(sc, profiles, policy, count, peak_rate, slo, n)
+                for policy in rate_plan.ROUTER_POLICIES]
+
+    replicas, checks = rate_plan.replicas_for_peak(first, check, max_extra)
+    runs = result.runs + sum(len(c) for c in checks)
+    if replicas is None:
+        last = next(c for c in checks[-1] if not c.ok)
+        return replace(checked, feasible=False, runs=runs,
+                       reason=f"at the peak behind a router ({last.policy}), {last.replicas} replicas still miss "
+                              f"the SLO: {'; '.join(last.misses)}")
+    return replace(checked, replicas=replicas, runs=runs)
 
 
 def _worst(points) -> dict:
@@ -258,10 +292,10 @@ class Cost:
 
 def cost(result: PointResult, price: float | None, peak_rate: float | None,
          headroom: float = planning.HEADROOM) -> Cost:
-    """Replicas for the peak (`sim.planning.replicas_needed`, as `plan` and step 16 count them),
-    GPUs, and what they cost."""
+    """Replicas for the peak (those checked behind a router, `router_point`; before the check
+    `sim.planning.replicas_needed`, as `plan` and step 16 propose them), GPUs, and what they cost."""
     if peak_rate is not None:
-        replicas = planning.replicas_needed(peak_rate, result.rate, headroom)
+        replicas = result.replicas or planning.replicas_needed(peak_rate, result.rate, headroom)
         load = peak_rate
     else:
         replicas = 1
@@ -318,14 +352,15 @@ def survivors(screened: Sequence[PointResult], costs: dict, best: int = CONFIRM_
     return [r for r in ranked if r.point in keep]
 
 
-def offline_point(base, point: GridPoint, num_prompts: int) -> PointResult:
+def offline_point(base, point: GridPoint, num_prompts: int, say=str) -> PointResult:
     """For an offline job (--offline N): the point's run of N requests queued at once, vLLM's
-    offline defaults under the point's dials; its request throughput stands for the rate."""
+    offline defaults under the point's dials; its request throughput stands for the rate (`say`:
+    see `cannot_run`)."""
     from sim.engine import run_scenario
 
     sc = point_scenario(replace(base, offline=True).with_workload(num_prompts=num_prompts, request_rate=math.inf),
                         point)
-    why = cannot_run(sc, sc.profiles())
+    why = cannot_run(sc, sc.profiles(), say)
     if why is not None:
         return PointResult(point, "offline", False, reason=why, runnable=False)
     m = run_scenario(sc, keep_requests=False, api_server=True).metrics

@@ -36,6 +36,15 @@ WHOLE_KEYS = ("block_size", "num_blocks", "usable_blocks", "max_num_batched_toke
               "long_prefill_token_threshold", "max_model_len")
 
 
+def case_key(path: str) -> str | None:
+    """How a case's config names a dial (`sim.dials` path): an engine dial by its name, the
+    scheduling policy `policy`; None for a dial a case does not set."""
+    head, _, name = path.partition(".")
+    if head != "engine":
+        return None
+    return "policy" if name == "scheduling_policy" else name
+
+
 def config_from_case(cfg: dict) -> tuple[EngineConfig, BlockPool]:
     if not isinstance(cfg, dict):
         raise ConfigError("config", cfg, "an object of scheduler settings")
@@ -66,7 +75,10 @@ def config_from_case(cfg: dict) -> tuple[EngineConfig, BlockPool]:
         async_scheduling=bool(cfg.get("async_scheduling", False)),
         enable_prefix_caching=bool(cfg.get("enable_prefix_caching", False)),
     )
-    config.validate()
+    try:
+        config.validate()
+    except ConfigError as exc:  # in the case file's words
+        raise SimError(f"config: {exc.spelled(case_key)}") from None
     pool = BlockPool(cfg["num_blocks"], cfg["block_size"], caching=config.enable_prefix_caching)
     if "usable_blocks" in cfg and cfg["usable_blocks"] != pool.usable:
         raise ConfigError("usable_blocks", cfg["usable_blocks"], f"num_blocks - 1 = {pool.usable}")

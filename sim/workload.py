@@ -138,19 +138,19 @@ class LengthSpec:
 
     def validate(self, name: str) -> None:
         if self.dist not in LENGTH_DISTRIBUTIONS:
-            raise ConfigError(f"{name}_dist", self.dist, "one of " + ", ".join(LENGTH_DISTRIBUTIONS))
+            raise ConfigError(f"workload.{name}.dist", self.dist, "one of " + ", ".join(LENGTH_DISTRIBUTIONS))
         if self.mean <= 0:
-            raise ConfigError(f"{name}_len", self.mean, "a whole number of tokens > 0")
+            raise ConfigError(f"workload.{name}.mean", self.mean, "a whole number of tokens > 0")
         if self.low <= 0:
-            raise ConfigError(f"{name}_len_low", self.low, "a whole number of tokens > 0")
+            raise ConfigError(f"workload.{name}.low", self.low, "a whole number of tokens > 0")
         if self.high and self.high < self.low:
-            raise ConfigError(f"{name}_len_high", self.high, f"at least the low bound {self.low}")
+            raise ConfigError(f"workload.{name}.high", self.high, f"at least {{workload.{name}.low}} ({self.low})")
         if self.sigma < 0:
-            raise ConfigError(f"{name}_len_sigma", self.sigma, "a shape >= 0")
+            raise ConfigError(f"workload.{name}.sigma", self.sigma, "a shape >= 0")
         if not 0.0 <= self.long_share <= 1.0:
-            raise ConfigError(f"{name}_long_share", self.long_share, "a share between 0 and 1")
+            raise ConfigError(f"workload.{name}.long_share", self.long_share, "a share between 0 and 1")
         if self.dist == "mixed" and self.long_len <= 0:
-            raise ConfigError(f"{name}_long_len", self.long_len, "a whole number of tokens > 0")
+            raise ConfigError(f"workload.{name}.long_len", self.long_len, "a whole number of tokens > 0")
 
     def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
         import numpy as np
@@ -213,59 +213,59 @@ class WorkloadSpec:
 
     def validate(self) -> None:
         if self.arrival not in ARRIVALS:
-            raise ConfigError("arrival", self.arrival, "one of " + ", ".join(ARRIVALS))
+            raise ConfigError("workload.arrival", self.arrival, "one of " + ", ".join(ARRIVALS))
         if not (self.request_rate > 0):  # also rejects NaN
-            raise ConfigError("request_rate", self.request_rate, "requests/s > 0, or inf")
+            raise ConfigError("workload.request_rate", self.request_rate, "requests/s > 0, or inf")
         if _not_whole(self.num_prompts) or self.num_prompts < 0:
-            raise ConfigError("num_prompts", self.num_prompts, "a whole number >= 0")
+            raise ConfigError("workload.num_prompts", self.num_prompts, "a whole number >= 0")
         if _not_whole(self.burst_size) or self.burst_size <= 0:
-            raise ConfigError("burst_size", self.burst_size, "a whole number > 0")
+            raise ConfigError("workload.burst_size", self.burst_size, "a whole number > 0")
         if self.arrival == "trace" and not self.trace_path:
-            raise ConfigError("workload", self.trace_path, "a JSON Lines trace file for arrival 'trace'")
+            raise ConfigError("workload.trace_path", self.trace_path, "a JSON Lines trace file for {workload.arrival} trace")
         if not 0.0 <= self.batch_pool_share <= 1.0:
-            raise ConfigError("batch_pool_share", self.batch_pool_share, "a share between 0 and 1")
+            raise ConfigError("workload.batch_pool_share", self.batch_pool_share, "a share between 0 and 1")
         if not self.burstiness > 0:
-            raise ConfigError("burstiness", self.burstiness, "a number > 0 (1 = Poisson, inf = evenly spaced)")
+            raise ConfigError("workload.burstiness", self.burstiness, "a number > 0 (1 = Poisson, inf = evenly spaced)")
         if self.ramp_up_strategy not in RAMP_UP_STRATEGIES:
-            raise ConfigError("ramp_up_strategy", self.ramp_up_strategy, "linear or exponential")
+            raise ConfigError("workload.ramp_up_strategy", self.ramp_up_strategy, "linear or exponential")
         if self.ramp_up_strategy:
             if not (0 < self.ramp_up_start_rps < math.inf):
-                raise ConfigError("ramp_up_start_rps", self.ramp_up_start_rps, "requests/s > 0")
+                raise ConfigError("workload.ramp_up_start_rps", self.ramp_up_start_rps, "requests/s > 0")
             if not (self.ramp_up_start_rps <= self.ramp_up_end_rps < math.inf):
-                raise ConfigError("ramp_up_end_rps", self.ramp_up_end_rps,
+                raise ConfigError("workload.ramp_up_end_rps", self.ramp_up_end_rps,
                                   f"requests/s, at least the start rate ({self.ramp_up_start_rps:g})")
         if _not_whole(self.max_concurrency) or self.max_concurrency < 0:
-            raise ConfigError("max_concurrency", self.max_concurrency, "a whole number >= 0 (0 = no cap)")
+            raise ConfigError("workload.max_concurrency", self.max_concurrency, "a whole number >= 0 (0 = no cap)")
         if (self.num_prompts == 0 and self.request_rate == math.inf and not self.max_concurrency
                 and self.arrival not in ("trace", "all-at-once")):
             # Endless traffic all arriving at once would be endless requests at one instant.
-            raise ConfigError("request_rate", self.request_rate,
-                              "a finite rate for endless traffic (num_prompts 0), or a max_concurrency cap",
+            raise ConfigError("workload.request_rate", self.request_rate,
+                              "a finite rate for endless traffic ({workload.num_prompts} 0), or a {workload.max_concurrency} cap",
                               "with no end and no rate, every request of the stream would arrive at the same instant")
         if self.dataset not in DATASETS:
-            raise ConfigError("dataset", self.dataset, "one of " + ", ".join(DATASETS))
+            raise ConfigError("workload.dataset", self.dataset, "one of " + ", ".join(DATASETS))
         if self.dataset != "random" and not self.dataset_path:
-            raise ConfigError("dataset_path", self.dataset_path, f"a file for the {self.dataset} dataset")
+            raise ConfigError("workload.dataset_path", self.dataset_path, f"a file for the {self.dataset} dataset")
         if _not_whole(self.dataset_output_len) or self.dataset_output_len < 0:
-            raise ConfigError("dataset_output_len", self.dataset_output_len, "a whole number of tokens >= 0")
+            raise ConfigError("workload.dataset_output_len", self.dataset_output_len, "a whole number of tokens >= 0")
         if not (0 <= self.trace_rate):
-            raise ConfigError("trace_rate", self.trace_rate, "requests/s >= 0 (0 = the trace's own timing)")
+            raise ConfigError("workload.trace_rate", self.trace_rate, "requests/s >= 0 (0 = the trace's own timing)")
         if _not_whole(self.trace_requests) or self.trace_requests < 0:
-            raise ConfigError("trace_requests", self.trace_requests, "a whole number >= 0 (0 = the whole trace)")
+            raise ConfigError("workload.trace_requests", self.trace_requests, "a whole number >= 0 (0 = the whole trace)")
         if _not_whole(self.prefix_len) or self.prefix_len < 0:
-            raise ConfigError("prefix_len", self.prefix_len, "a whole number of tokens >= 0 (0 = no shared prefix)")
+            raise ConfigError("workload.prefix_len", self.prefix_len, "a whole number of tokens >= 0 (0 = no shared prefix)")
         if _not_whole(self.num_prefixes) or self.num_prefixes < 1:
-            raise ConfigError("num_prefixes", self.num_prefixes, "a whole number >= 1")
+            raise ConfigError("workload.num_prefixes", self.num_prefixes, "a whole number >= 1")
         if _not_whole(self.turns) or self.turns < 1:
-            raise ConfigError("turns", self.turns, "a whole number of turns >= 1")
+            raise ConfigError("workload.turns", self.turns, "a whole number of turns >= 1")
         if isinstance(self.think_time, bool) or not isinstance(self.think_time, (int, float)) \
                 or not 0 <= self.think_time < math.inf:
-            raise ConfigError("think_time", self.think_time, "seconds >= 0")
+            raise ConfigError("workload.think_time", self.think_time, "seconds >= 0")
         if _not_whole(self.hash_block_size) or self.hash_block_size < 1:
-            raise ConfigError("hash_block_size", self.hash_block_size, "a whole number of tokens >= 1")
+            raise ConfigError("workload.hash_block_size", self.hash_block_size, "a whole number of tokens >= 1")
         if self.arrival == "trace" and (self.prefix_len or self.turns > 1):
             name, value = ("prefix_len", self.prefix_len) if self.prefix_len else ("turns", self.turns)
-            raise ConfigError(name, value, "0" if name == "prefix_len" else "1",
+            raise ConfigError(f"workload.{name}", value, "0" if name == "prefix_len" else "1",
                               "a trace's prompts say what they share with their hash_ids")
         self.input.validate("input")
         self.output.validate("output")
@@ -295,14 +295,14 @@ class WorkloadSpec:
                 lk = {f.name for f in fields(LengthSpec)}
                 bad = set(kwargs[key]) - lk
                 if bad:
-                    raise ConfigError(key, sorted(bad)[0], "a length setting: " + ", ".join(sorted(lk)))
+                    raise ConfigError(f"workload.{key}", sorted(bad)[0], "a length setting: " + ", ".join(sorted(lk)))
                 kwargs[key] = LengthSpec(**kwargs[key])
         for key in ("request_rate", "burstiness", "trace_rate", "think_time"):
             if key in kwargs:
                 try:
                     kwargs[key] = float(kwargs[key])
                 except (TypeError, ValueError):
-                    raise ConfigError(key, kwargs[key], "a number") from None
+                    raise ConfigError(f"workload.{key}", kwargs[key], "a number") from None
         spec = cls(**kwargs)
         spec.validate()
         return spec

@@ -83,9 +83,9 @@ def add_traffic_args(p: argparse.ArgumentParser, *, rate_flag: bool = True, coun
                    help="raise the rate over the run from --ramp-up-start-rps to --ramp-up-end-rps")
     t.add_argument("--ramp-up-start-rps", type=o.positive_float, metavar="R", help="rate at the start of a ramp-up")
     t.add_argument("--ramp-up-end-rps", type=o.positive_float, metavar="R", help="rate at the end of a ramp-up")
-    t.add_argument("--random-input-len", "--input-len", dest="input_len", type=o.positive_int, metavar="N",
+    t.add_argument("--random-input-len", "--input-len", type=o.positive_int, metavar="N",
                    help=f"prompt tokens (default {DEFAULT_INPUT_LEN})")
-    t.add_argument("--random-output-len", "--output-len", dest="output_len", type=o.positive_int, metavar="N",
+    t.add_argument("--random-output-len", "--output-len", type=o.positive_int, metavar="N",
                    help=f"output tokens (default {DEFAULT_OUTPUT_LEN}); also the fixed answer length of a "
                         "sharegpt or custom dataset")
     t.add_argument("--random-range-ratio", type=o.range_ratio, metavar="R",

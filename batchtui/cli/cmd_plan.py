@@ -153,29 +153,25 @@ def run(args: argparse.Namespace) -> int:
 
     sc = at_rate(setup.scenario, setup.scenario.workload.request_rate, n)
     setup = setup.with_scenario(sc)
-    seeds = [sc.seed + i for i in range(args.seeds)]
     jobs = args.jobs or default_jobs()
     goodput = {k: v for k, v in (("ttft", args.ttft_p99), ("tpot", args.tpot_p99)) if v is not None}
 
     with Runner(show_progress=show_progress_default(args.json), profiles=setup.profiles) as runner:
         runner.expect(None)
         window = (rate_plan.PLAN_MIN_WINDOW, rate_plan.PLAN_MIN_WINDOW_S)  # passed on: workers import afresh
-        plans = runner.map(seed_task, [(replace(sc, seed=s), slo, n, *window) for s in seeds], jobs,
-                           description=f"searching {len(seeds)} seeds")
-        result = rate_plan.SeededPlan(plans, seeds)
+
+        def plan_seeds(scenarios) -> list[rate_plan.RatePlan]:
+            return runner.map(seed_task, [(x, slo, n, *window) for x in scenarios], jobs,
+                              description=f"searching {len(scenarios)} seeds")
+
+        def confirm_seeds(scenarios, rate: float, saturated: float) -> list[rate_plan.PlanPoint]:
+            runner.update(0, f"confirming {rate:.2f} req/s on longer runs")
+            return runner.map(confirm_task, [(x, slo, rate, saturated, rate_plan.PLAN_CONFIRM_PROMPTS, *window)
+                                             for x in scenarios], jobs)
+
+        result = rate_plan.seeded_plan(sc, args.seeds, plan_seeds, confirm_seeds)
         cause = None
-        if all(p.feasible for p in plans):
-            result.confirm_seeds = [sc.seed + i for i in range(len(seeds) + rate_plan.PLAN_CONFIRM_NEW_SEEDS)]
-
-            def evaluate(rate: float) -> list[rate_plan.PlanPoint]:
-                runner.update(0, f"confirming {rate:.2f} req/s on longer runs")
-                return runner.map(confirm_task, [(replace(sc, seed=s), slo, rate, result.saturated_rate,
-                                                  rate_plan.PLAN_CONFIRM_PROMPTS, *window)
-                                                 for s in result.confirm_seeds], jobs)
-
-            result.confirm_tries = rate_plan.confirm_rate(evaluate, min(result.rates),
-                                                         result.limiting.precision or 0.01)
-        elif setup.config.batching != "continuous":
+        if not all(p.feasible for p in result.plans) and setup.config.batching != "continuous":
             cont = setup.with_scenario(replace(sc, engine={k: v for k, v in sc.engine.items()
                                                            if k not in ("batching", "max_batch_size",
                                                                         "max_queue_delay")}))
@@ -188,15 +184,14 @@ def run(args: argparse.Namespace) -> int:
         if result.feasible and args.peak_rate is not None:
             first = first_replicas(args, result.rate)
             check_peak_rate(args.peak_rate, first + rate_plan.ROUTER_MAX_EXTRA)
-            for count in range(first, first + rate_plan.ROUTER_MAX_EXTRA + 1):
+
+            def check(count: int) -> list[rate_plan.RouterCheck]:
                 runner.update(0, f"checking {count} replicas at the peak")
                 tasks = [(sc, policy, count, args.peak_rate, slo,
                           rate_plan.router_prompts(args.peak_rate, count)) for policy in rate_plan.ROUTER_POLICIES]
-                checked = runner.map(router_task, tasks, jobs)
-                checks.append(checked)
-                if all(c.ok for c in checked):
-                    replicas = count
-                    break
+                return runner.map(router_task, tasks, jobs)
+
+            replicas, checks = rate_plan.replicas_for_peak(first, check)
 
     serve = vllm_lines.serve_command(setup)
     bench = (vllm_lines.bench_command(setup, result.rate, max(n, rate_plan.PLAN_CONFIRM_PROMPTS // 4), goodput)

@@ -30,12 +30,14 @@ from .executors import EXECUTORS, make_executor
 from .exits import EXIT_FAILURE, EXIT_OK, UserError
 from .output import Sink, output_file
 from .runner import default_jobs, show_progress_default
-from .setup import Setup, build_setup, user_errors
+from .setup import Setup, build_setup, flag_message, user_errors
 
 EXIT_INTERRUPTED = 130
 DEFAULT_OUTPUT = "batchtui-search.jsonl"
 SHOWN_ROWS = 15
 SHOWN_FRONT = 10
+BEST_STAGE_WORDS = {"confirm": "confirmed as plan does",
+                    "router": "confirmed, and its replicas checked behind a router, as plan does"}
 
 
 def _list(dial: str):
@@ -90,8 +92,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         f"({s.SCREEN_PROMPTS} requests, windows of {s.SCREEN_WINDOW} requests and {s.SCREEN_WINDOW_S:g} s, "
         f"to {s.SCREEN_PRECISION:.0%} of the saturated rate); then the --confirm cheapest and as many points "
         "spread along the Pareto front of tokens/s per GPU against tokens/s per user are searched and confirmed as `batchtui plan` does (its "
-        "seeds, run lengths and confirmation). Each point: the highest rate meeting the SLO, the replicas for "
-        "--peak-rate, GPUs, cost per hour and per million output tokens, and the vllm serve line of the best. "
+        "seeds, run lengths and confirmation), and with --peak-rate the --best cheapest have their replicas "
+        "checked behind a router as plan checks them. Each point: the highest rate meeting the SLO, the replicas "
+        "for --peak-rate, GPUs, cost per hour and per million output tokens, and the vllm serve line of the best. "
         "A deployment that cannot run is listed with the reason. Results are appended to --output as they "
         "finish; rerunning the same command skips the points already done (Ctrl-C keeps them). Every point "
         "runs on the same seeds, so results are the same whatever the executor and the number of workers. "
@@ -151,7 +154,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def screen_task(task: tuple) -> s.PointResult:
     base, point, slo, settings = task
     return s.screen_point(base, point, slo, settings["prompts"], settings["window"], settings["window_s"],
-                          settings["precision"])
+                          settings["precision"], flag_message)
 
 
 def confirm_task(task: tuple) -> s.PointResult:
@@ -160,9 +163,15 @@ def confirm_task(task: tuple) -> s.PointResult:
                            c["new_seeds"])
 
 
+def router_task(task: tuple) -> s.PointResult:
+    base, result, slo, peak_rate, headroom, r = task
+    return s.router_point(base, result, slo, peak_rate, headroom, r["min_seconds"], r["min_per_replica"],
+                          r["max_extra"])
+
+
 def offline_task(task: tuple) -> s.PointResult:
     base, point, n = task
-    return s.offline_point(base, point, n)
+    return s.offline_point(base, point, n, flag_message)
 
 
 # -- the journal -------------------------------------------------------------------------------------
@@ -354,11 +363,11 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"argument --resume: {path} does not exist")
         done.update(read_journal(path))
     done.update(read_journal(args.output))
-    reused = {"screen": 0, "confirm": 0}
+    reused = {"screen": 0, "confirm": 0, "router": 0}
     jobs = args.jobs or default_jobs()
     journal = Journal(args.output)
     progress = Progress(show_progress_default(args.json))
-    counts = {"screen": 0, "confirm": 0}
+    counts = {"screen": 0, "confirm": 0, "router": 0}
     started = time.monotonic()
     executor = None
     try:
@@ -384,6 +393,9 @@ def run(args: argparse.Namespace) -> int:
             counts["confirm"] = run_stage(
                 executor, confirm_task, [(base, r.point, slo, n, confirm_settings) for r in keep], ckeys, done, journal, progress, "confirm")
             confirmed = {r.point: done[k] for r, k in zip(keep, ckeys)}
+            if args.peak_rate is not None:
+                counts["router"], reused["router"] = router_stage(
+                    executor, args, base, slo, confirmed, price, context, done, journal, progress)
     except (KeyboardInterrupt, BrokenProcessPool):  # Ctrl-C ends the workers too
         progress.stop()
         if executor is not None:
@@ -406,6 +418,32 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_report(report, args)
     return EXIT_OK if report["best"] else EXIT_FAILURE
+
+
+def router_stage(executor, args, base, slo, confirmed: dict, price: dict, context: str, done: dict,
+                 journal: Journal, progress: Progress) -> tuple[int, int]:
+    """The replicas of the --best cheapest confirmed points checked behind a router, as plan
+    checks them (`sim.search.router_point`). A check can only add replicas, so a checked point
+    may cost more than an unchecked one ranked below it: the points are ranked again and checked
+    until the --best cheapest are all checked. `confirmed` takes the checked results. Returns
+    (checks run, checks reused from the journal)."""
+    settings = {"min_seconds": rate_plan.ROUTER_MIN_SECONDS, "min_per_replica": rate_plan.ROUTER_MIN_PER_REPLICA,
+                "max_extra": rate_plan.ROUTER_MAX_EXTRA}  # passed on: workers import afresh
+    stage = "router:" + json.dumps({"peak_rate": args.peak_rate, "headroom": args.headroom, **settings},
+                                   sort_keys=True)
+    ran = reused = 0
+    while True:
+        ok = [r for r in confirmed.values() if r.feasible]
+        ranked = sorted(ok, key=lambda r: s.rank_key(r, s.cost(r, price[r.point.gpu], args.peak_rate, args.headroom)))
+        todo = [r for r in ranked[:args.best] if r.stage != "router"]
+        if not todo:
+            return ran, reused
+        keys = [s.point_key(r.point, context, stage) for r in todo]
+        reused += sum(k in done for k in keys)
+        ran += run_stage(executor, router_task, [(base, r, slo, args.peak_rate, args.headroom, settings) for r in todo],
+                         keys, done, journal, progress, "replicas behind a router")
+        for r, k in zip(todo, keys):
+            confirmed[r.point] = done[k]
 
 
 # -- the answer ------------------------------------------------------------------------------------------
@@ -432,7 +470,8 @@ def build_report(args, setup, base, slo, points, screened, confirmed, price, cou
     ok = [r for r in final if r.feasible]
     headroom = 0.0 if args.offline is not None else args.headroom
     costs = {r.point: s.cost(r, price[r.point.gpu], args.peak_rate, headroom) for r in ok}
-    ranked = sorted(ok, key=lambda r: ((0 if r.stage in ("confirm", "offline") else 1),) + s.rank_key(r, costs[r.point]))
+    ranked = sorted(ok, key=lambda r: ((0 if r.stage in ("router", "confirm", "offline") else 1),)
+                    + s.rank_key(r, costs[r.point]))
     front = s.pareto_front(ok)
     front_set = {r.point for r in front}
     best = []
@@ -445,7 +484,9 @@ def build_report(args, setup, base, slo, points, screened, confirmed, price, cou
         "offline": args.offline, "peak_rate": args.peak_rate, "headroom": headroom,
         "points": len(points),
         "stages": {"screen": {"points": len(screened), "ran": counts["screen"], "reused": reused["screen"]},
-                   "confirm": {"points": len(confirmed), "ran": counts["confirm"], "reused": reused["confirm"]}},
+                   "confirm": {"points": len(confirmed), "ran": counts["confirm"], "reused": reused["confirm"]},
+                   "router": {"points": sum(r.stage == "router" for r in confirmed.values()), "ran": counts["router"],
+                              "reused": reused["router"]}},
         "cannot_run": sum(not r.runnable for r in screened),
         "meet_slo": len(ok),
         "elapsed_s": elapsed, "jobs": jobs, "executor": args.executor,
@@ -479,6 +520,9 @@ def print_report(rep: dict, args) -> None:
         + ("" if rep["slo"] is None else
            f"; {st['confirm']['points']} confirmed as plan does ({st['confirm']['ran']} ran now, "
            f"{st['confirm']['reused']} from earlier runs)")
+        + ("" if not st["router"]["points"] else
+           f"; the replicas of {st['router']['points']} checked behind a router as plan does "
+           f"({st['router']['ran']} ran now, {st['router']['reused']} from earlier runs)")
         + f"; {rep['meet_slo']} meet the SLO. {rep['elapsed_s']:.0f} s with {rep['jobs']} "
         f"{'job' if rep['jobs'] == 1 else 'jobs'} ({rep['executor']})."))
     if rep["unpriced_gpus"]:
@@ -520,7 +564,7 @@ def print_report(rep: dict, args) -> None:
         print("vLLM command for each replica of the best deployments:")
         for d in rep["best"]:
             print(f"  {d['replicas']} x {d['gpu']} tp{d['tensor_parallel_size']}, {_money(d['cost_per_hour'])} an hour "
-                  f"({'confirmed as plan does' if d['stage'] == 'confirm' else d['stage'] + ' only'}):")
+                  f"({BEST_STAGE_WORDS.get(d['stage'], d['stage'] + ' only')}):")
             print("    " + d["vllm_command"])
     else:
         print()

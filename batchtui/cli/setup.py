@@ -22,61 +22,48 @@ from .exits import UserError
 
 ALLOW_LONG_MAX_MODEL_LEN = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
 
-# How the simulator's checks of a length distribution name its fields (`LengthSpec.validate`).
-_LENGTH_NAMES = {"mean": "len", "dist": "dist", "low": "len_low", "high": "len_high", "sigma": "len_sigma",
-                 "long_len": "long_len", "long_share": "long_share"}
+
+def flag_of(path: str) -> str | None:
+    """The command line's spelling of a dial (`sim.dials` path): its flag, or None for a dial
+    without one (and for a name that is no dial)."""
+    from sim.dials import BY_PATH
+
+    spec = BY_PATH.get(path)
+    return spec.flag or None if spec is not None else None
 
 
-@functools.cache
-def dial_specs() -> dict:
-    """Every name the simulator's messages give a dial that has a flag (its dotted path, its
-    last part, `input_len` for workload.input.mean, ...) -> its row of the table of dials."""
+def given_paths(args: argparse.Namespace) -> set[str]:
+    """The dials (paths) whose flags this command line gave."""
     from sim.dials import DIALS
 
-    out = {}
-    for spec in DIALS:
-        if not spec.flag:
-            continue
-        head, _, rest = spec.path.partition(".")
-        out[spec.path] = spec
-        if head == "workload" and "." in rest:
-            side, part = rest.split(".")
-            out[f"{side}_{_LENGTH_NAMES[part]}"] = spec
-        else:
-            out[rest or head] = spec
-    out["workload"] = out["workload.trace_path"]  # a trace's checks name it by its flag
-    return out
+    return {spec.path for spec in DIALS if spec.flag and getattr(args, o.flag_dest(spec), None) is not None}
 
 
-def dial_flags() -> dict[str, str]:
-    """Dial name (as the simulator's messages give it) -> the flag that sets it."""
-    return {name: spec.flag for name, spec in dial_specs().items()}
+def flag_message(exc: Exception, given: set[str] = frozenset(), flags: dict[str, str] | None = None) -> str:
+    """A simulator error in the words of the command line: a ConfigError names each dial by its
+    flag (`flags`: a command's own flag for a dial, as given, such as sweep's --request-rates):
+    "argument --max-num-seqs: 0 is not allowed: ..." when the user gave the flag (`given`: the
+    dials' paths), else "--max-num-seqs = 2048 is not allowed: ..." (a default, or a --scenario
+    file's value); the value in the flag's unit (ms for --max-queue-delay-ms). A dial without a
+    flag keeps its path."""
+    from sim.dials import BY_PATH
 
+    if not isinstance(exc, ConfigError):
+        return str(exc)
+    flags = flags or {}
 
-def _given(args: argparse.Namespace) -> dict[str, str]:
-    """Dial name -> flag, for the dials set on this command line."""
-    given = {}
-    for dial, flag in dial_flags().items():
-        if getattr(args, o.dest(flag), None) is not None or getattr(args, dial, None) is not None:
-            given[dial] = flag
-    return given
+    def spell(path: str) -> str | None:
+        return flags.get(path) or flag_of(path)
 
-
-def translate(exc: ConfigError, given: dict[str, str]) -> str:
-    """A ConfigError in the words of the command line: the flag, when the user gave it."""
-    text = str(exc)
-    flag = given.get(exc.dial)
-    prefix = f"{exc.dial} = {exc.value!r}"
-    if flag and text.startswith(prefix):
-        shown = exc.value
-        scale = dial_specs()[exc.dial].flag_scale
-        if scale != 1.0 and isinstance(shown, (int, float)):  # the flag's unit (ms for seconds)
-            shown = f"{exc.value * scale:g}"
-        return f"argument {flag}: {shown}" + text[len(prefix):]
-    other = dial_flags().get(exc.dial)
-    if other and exc.dial not in given:
-        return text.rstrip(".") + f"; set it with {other}."
-    return text
+    flag = spell(exc.dial)
+    if flag is None:
+        return exc.spelled(spell)
+    shown = exc.value
+    scale = BY_PATH[exc.dial].flag_scale if exc.dial in BY_PATH else 1.0
+    if scale != 1.0 and isinstance(shown, (int, float)) and not isinstance(shown, bool):
+        shown = f"{shown * scale:g}"
+    head = f"argument {flag}: {shown}" if exc.dial in given or exc.dial in flags else f"{flag} = {shown}"
+    return exc.spelled(spell, head)
 
 
 def user_errors(func):
@@ -86,7 +73,7 @@ def user_errors(func):
         try:
             return func(args)
         except ConfigError as exc:
-            raise UserError(translate(exc, _given(args))) from None
+            raise UserError(flag_message(exc, given_paths(args))) from None
     return wrapper
 
 
@@ -205,8 +192,8 @@ def _workload(args, w: WorkloadSpec, model, rate_flag: bool, from_file: bool) ->
     repetition = [f for f in ("--prefix-repetition-prefix-len", "--prefix-repetition-suffix-len",
                               "--prefix-repetition-output-len") if getattr(args, o.dest(f)) is not None]
     if dataset == "prefix_repetition":
-        clash = [f for f, v in (("--random-prefix-len", args.random_prefix_len), ("--random-input-len", args.input_len),
-                                ("--random-output-len", args.output_len), ("--input-dist", args.input_dist),
+        clash = [f for f, v in (("--random-prefix-len", args.random_prefix_len), ("--random-input-len", args.random_input_len),
+                                ("--random-output-len", args.random_output_len), ("--input-dist", args.input_dist),
                                 ("--output-dist", args.output_dist), ("--random-range-ratio", args.random_range_ratio),
                                 ("--dataset-path", path)) if v]
         if clash:
@@ -248,7 +235,7 @@ def _workload(args, w: WorkloadSpec, model, rate_flag: bool, from_file: bool) ->
         if args.burst_size is not None:
             w = replace(w, burst_size=args.burst_size)
         if dataset in ("sharegpt", "custom"):
-            fixed = args.output_len or (args.sharegpt_output_len if dataset == "sharegpt" else args.custom_output_len)
+            fixed = args.random_output_len or (args.sharegpt_output_len if dataset == "sharegpt" else args.custom_output_len)
             w = replace(w, dataset=dataset, dataset_path=path, dataset_output_len=fixed or 0)
         elif dataset in ("random", "prefix_repetition"):
             w = replace(w, dataset="random", dataset_path="")
@@ -276,7 +263,7 @@ def _workload(args, w: WorkloadSpec, model, rate_flag: bool, from_file: bool) ->
         w = replace(w, hash_block_size=args.hash_block_size)
     for side in ("input", "output"):
         spec = getattr(w, side)
-        mean = getattr(args, f"{side}_len")
+        mean = getattr(args, f"random_{side}_len")
         if side == "input" and model.kind == "encoder" and mean is None and not from_file:
             mean = model.input_len  # an embedder's requests are its fixed input length
         fields = {"dist": getattr(args, f"{side}_dist"), "mean": mean,

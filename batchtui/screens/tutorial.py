@@ -27,7 +27,7 @@ from sim.errors import SimError
 
 from .. import keys
 from ..activity_kinds import activity_view
-from ..formatting import count, number
+from ..formatting import count, in_app_words, number
 from ..goals import StepGoal, goal_for
 from ..step_list import draft_of, summaries_of
 from ..widgets.activities.base import ActivityView
@@ -543,14 +543,14 @@ class TutorialScreen(Screen):
         try:
             value = dial.spec.check(value)
         except ValueError as exc:
-            self.say(f"Refused: {exc}", error=True)
+            self.say(f"Refused: {in_app_words(exc)}", error=True)
             return
         if self.sim is None:
             return
         try:
             self.sim.set_dial(dial.spec.name, value)
         except SimError as exc:
-            self.say(f"Refused: {exc}", error=True)
+            self.say(f"Refused: {in_app_words(exc)}", error=True)
             return
         dial.set_value(value)
         self.clear_notice()
@@ -628,7 +628,7 @@ class TutorialScreen(Screen):
                     settings = {control.spec.name: start, **settings}
         _, error = self._set_dials(settings)
         if error is not None:
-            self.say(f"Refused: {error}", error=True)
+            self.say(f"Refused: {in_app_words(error)}", error=True)
         if message.fresh and self.sim.started:
             # From time zero with these settings: a mean over the run is this run's alone.
             scenario = self.sim.scenario
@@ -793,11 +793,11 @@ class TutorialScreen(Screen):
         try:
             switch = helpdesk_switch(self.step, current, self.left_traffic)
         except SimError as exc:
-            self.say(f"Kept the traffic as it is: {exc}", error=True)
+            self.say(f"Kept the traffic as it is: {in_app_words(exc)}", error=True)
             return
         applied, error = self._set_dials(switch.settings)
         if error is not None:
-            self.say(f"Refused: {error}", error=True)
+            self.say(f"Refused: {in_app_words(error)}", error=True)
         else:
             self.left_traffic = current if switch.multi_turn else None
             self.say(_switch_words(switch, self.step.dials, current, self.sim.scenario))

@@ -110,7 +110,9 @@ async def test_a_refused_engine_value_is_shown_not_raised(make_app):
         screen.sim.engine.set_dial("engine.max_num_batched_tokens", 128)
         dial.post_message(DialControl.Changed(dial, 200))  # 200 seats > a budget of 128 tokens
         await pilot.pause()
-        assert "Refused" in screen.query_one(NoticeLine).message
+        # in the app's words: each dial by its label in the table of dials
+        assert screen.query_one(NoticeLine).message.startswith(
+            "Refused: token budget = 128 is not allowed: at least seats (200)")
         assert screen.sim.engine.config.max_num_seqs == 64
 
 

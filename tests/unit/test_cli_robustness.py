@@ -200,9 +200,11 @@ FLAG_VALUES = {
     "--tpot-p99": st.sampled_from(["50", "1"]),
     "--peak-rate": st.sampled_from(["3", "-2"]),
     "--offline": st.sampled_from(["3", "0"]),
+    "--gpus": st.sampled_from(["h100-sxm", "l4,a100-80gb", ",", "tpu"]),
+    "--tensor-parallel-sizes": st.sampled_from(["1,2", "3"]),
     "--all": st.sampled_from(["{case}", "{jsonl}"]),
 }
-COMMANDS = ("sim", "sweep", "plan", "trace", "steps")
+COMMANDS = ("sim", "sweep", "plan", "search", "trace", "steps")
 
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**6), st.floats(allow_nan=True),
                          st.text(max_size=8))
@@ -259,10 +261,14 @@ def command_lines(draw):
     if draw(st.integers(0, 9)) == 0:
         argv.insert(draw(st.integers(0, len(argv))), draw(st.sampled_from(["--", "-x", "--no-such", "sim", "é"])))
     # Keep runs small: a run of the default thousand requests is not what this test is about.
-    if command in ("sim", "sweep", "plan") and "--num-prompts" not in flags:
+    if command in ("sim", "sweep", "plan", "search") and "--num-prompts" not in flags:
         argv += ["--num-prompts", "6"]
-    if command == "plan" and "--jobs" not in flags:
+    if command in ("plan", "search") and "--jobs" not in flags:
         argv += ["--jobs", "1", "--seeds", "1"]
+    if command == "search":  # its journal and table in the test's folder, short confirmations
+        argv += ["--output", "{journal}", "--confirm-prompts", "12", "--confirm", "1"]
+        if not {"--ttft-p99", "--tpot-p99", "--offline"} & set(flags):
+            argv += ["--tpot-p99", "50", "--peak-rate", "3"]
     return argv
 
 
@@ -280,6 +286,11 @@ def tiny_plan(monkeypatch):
     from sim import curves
 
     monkeypatch.setattr(curves, "STEADY_MAX_REQUESTS", 60)
+    from sim import search
+
+    monkeypatch.setattr(search, "SCREEN_PROMPTS", 12)
+    monkeypatch.setattr(search, "SCREEN_WINDOW", 4)
+    monkeypatch.setattr(search, "SCREEN_WINDOW_S", 0.0)
 
 
 @PROFILE
@@ -297,6 +308,7 @@ def test_any_command_line_exits_0_1_or_2_with_one_line_and_keeps_every_file(
     paths["keep"] = keep
     paths["out"] = d / "new-output.txt"
     paths["missing"] = d / "missing.file"
+    paths["journal"] = d / "search.jsonl"
     before = {p: p.read_bytes() for p in d.iterdir()}
     argv = [a.format(**{k: str(v) for k, v in paths.items()}) if a.startswith("{") else a for a in argv]
     code, out, err = run(capsys, *argv)
@@ -305,9 +317,9 @@ def test_any_command_line_exits_0_1_or_2_with_one_line_and_keeps_every_file(
     if code == 0:
         pass
     elif code == 1:
-        # A failure: plan found no rate meeting the SLO, trace --all found a difference, or the
-        # lessons could not be loaded; anything else exiting 1 is a bug.
-        assert argv[0] in ("plan", "trace", "steps") and "internal error" not in err, (argv, err)
+        # A failure: plan or search found no rate meeting the SLO, trace --all found a
+        # difference, or the lessons could not be loaded; anything else exiting 1 is a bug.
+        assert argv[0] in ("plan", "search", "trace", "steps") and "internal error" not in err, (argv, err)
     else:
         assert code == 2, (argv, code, err)
         assert err.count("\n") == 1 and ": error: " in err, (argv, err)
@@ -315,7 +327,8 @@ def test_any_command_line_exits_0_1_or_2_with_one_line_and_keeps_every_file(
         if p == keep and code == 0 and str(keep) in argv:
             continue  # asked to replace it, and the command succeeded
         assert p.exists() and p.read_bytes() == data, (argv, p)
-    leftovers = [p.name for p in d.iterdir() if p not in before and p != paths["out"]]
+    made = {paths["out"], paths["journal"], d / "search.json"}  # what the command was asked to write
+    leftovers = [p.name for p in d.iterdir() if p not in before and p not in made]
     assert not leftovers, (argv, leftovers)  # no temporary file left behind
 
 

@@ -419,3 +419,38 @@ def test_ctrl_c_while_importing_is_one_line(argv, capsys, monkeypatch):
     assert main(argv) == 130
     out, err = capsys.readouterr()
     assert err == "batchtui: interrupted\n" and out == ""
+
+
+ENDLESS_REFUSED = """
+import sys
+from sim.engine import MAX_REFUSED_IN_A_ROW, Engine
+from sim.scenario import Scenario
+from sim.workload import LengthSpec, WorkloadSpec
+
+cause = sys.argv[1]
+if cause == "max_model_len":  # every prompt longer than the model's context
+    scenario = Scenario(workload=WorkloadSpec(arrival="poisson", request_rate=50.0, num_prompts=0,
+                                              input=LengthSpec(mean=200_000), output=LengthSpec(mean=10)))
+else:  # every request larger than the whole KV cache (static batching has no max_model_len check)
+    scenario = Scenario(num_gpu_blocks_override=10, engine={"batching": "static"},
+                        workload=WorkloadSpec(arrival="poisson", request_rate=50.0, num_prompts=0,
+                                              input=LengthSpec(mean=1000), output=LengthSpec(mean=10)))
+engine = Engine(scenario, live=True)
+assert engine.step() is None and not engine.done
+assert engine.metrics.rejected >= MAX_REFUSED_IN_A_ROW
+before = engine.time
+engine.run(max_iterations=1)
+assert engine.iteration == 0 and engine.time > before and not engine.done
+print("returned")
+"""
+
+
+@pytest.mark.parametrize("cause", ["max_model_len", "kv_cache"])
+def test_an_endless_stream_whose_every_arrival_is_refused_does_not_hang_step(cause):
+    """Live, endless traffic whose every request is refused left nothing to run, ever: step()
+    skipped from one refused arrival to the next forever. It now returns None after
+    MAX_REFUSED_IN_A_ROW of them (the run is not done; the clock is past them). In a child
+    process: without the fix it would hang (the timeout only ends it)."""
+    result = subprocess.run([sys.executable, "-c", ENDLESS_REFUSED, cause], capture_output=True, text=True,
+                            timeout=300, cwd=ROOT, preexec_fn=_cap_memory)
+    assert result.returncode == 0 and result.stdout.strip() == "returned", result.stderr[-2000:]

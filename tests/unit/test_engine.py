@@ -438,7 +438,7 @@ def test_endless_traffic_at_an_infinite_rate_is_refused_naming_the_dial():
     endless_at_once = WorkloadSpec(request_rate=math.inf, num_prompts=0)
     with pytest.raises(ConfigError) as refused:
         Engine(Scenario(workload=endless_at_once), live=True)
-    assert refused.value.dial == "request_rate"
+    assert refused.value.dial == "workload.request_rate"
     assert "max_concurrency" in str(refused.value)
 
     engine = Engine(Scenario(workload=WorkloadSpec(request_rate=8.0, num_prompts=0)), live=True)

@@ -106,9 +106,9 @@ def test_prompt_not_shorter_than_max_model_len_is_rejected():
 def test_config_validation_names_the_dial_value_and_range(changes, dial):
     with pytest.raises(ConfigError) as info:
         EngineConfig(**changes).validate()
-    assert info.value.dial == dial
+    assert info.value.dial == f"engine.{dial}"  # its path in the table of dials
     msg = str(info.value)
-    assert dial in msg and repr(changes.get(dial, changes.get("max_num_batched_tokens"))) in msg
+    assert f"engine.{dial}" in msg and repr(changes.get(dial, changes.get("max_num_batched_tokens"))) in msg
 
 
 def test_block_size_must_be_a_power_of_two():

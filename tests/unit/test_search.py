@@ -78,6 +78,35 @@ def test_cost_counts_replicas_as_plan_does_and_prices_gpus():
     assert unpriced.per_hour is None and unpriced.per_million_tokens is None and unpriced.gpus == 14
 
 
+def test_a_point_is_priced_with_the_replicas_that_held_behind_a_router(monkeypatch):
+    """The router check is plan's (`rate_plan.replicas_for_peak` over `check_router`): where the
+    first proposal misses at the peak, the point gets the replicas that held, and costs them; where
+    none within ROUTER_MAX_EXTRA more hold, it is infeasible with the miss said."""
+    from sim.scenario import Scenario
+
+    point = s.GridPoint("h100-sxm", 1, 64, 2048, "auto", True)
+    confirmed = s.PointResult(point, "confirm", True, rate=10.0, mean_output_len=100.0, runs=5)
+    first = planning.replicas_needed(50.0, 10.0, 0.2)
+    asked = []
+
+    def check_router(scenario, profiles, policy, replicas, peak_rate, slo, n):
+        asked.append((replicas, policy, n))
+        misses = [] if replicas >= first + holds_from else ["p99 TTFT 900 ms > 500 ms"]
+        return rate_plan.RouterCheck(policy, replicas, peak_rate, {}, misses, [n // replicas] * replicas)
+
+    monkeypatch.setattr(rate_plan, "check_router", check_router)
+    holds_from = 1
+    checked = s.router_point(Scenario(), confirmed, planning.Slo(500, None), 50.0, 0.2, 1.0, 10, 4)
+    assert checked.stage == "router" and checked.feasible and checked.replicas == first + 1
+    assert [r for r, _, _ in asked] == [first] * 2 + [first + 1] * 2  # every policy at each count
+    assert checked.runs == 5 + 4
+    assert s.cost(checked, 2.0, 50.0, 0.2).replicas == first + 1
+    assert s.cost(checked, 2.0, 50.0, 0.2).per_hour == pytest.approx(2.0 * (first + 1))
+    holds_from = 9
+    missed = s.router_point(Scenario(), confirmed, planning.Slo(500, None), 50.0, 0.2, 1.0, 10, 4)
+    assert not missed.feasible and f"{first + 4} replicas still miss the SLO: p99 TTFT 900 ms" in missed.reason
+
+
 # -- the command --------------------------------------------------------------------------------------
 
 def test_search_screens_confirms_and_lists_what_cannot_run(capsys, tmp_path, small):
@@ -88,17 +117,19 @@ def test_search_screens_confirms_and_lists_what_cannot_run(capsys, tmp_path, sma
     assert table["points"] == 4 and st["screen"]["ran"] == 4 and 1 <= st["confirm"]["ran"] <= 2
     # the L4 cannot hold Llama 3.1 8B's full context in its KV cache: infeasible, with vLLM's reason
     l4 = [d for d in table["infeasible"] if d["gpu"] == "l4"]
-    assert len(l4) == 2 and all("max_model_len" in d["reason"] for d in l4)
+    assert len(l4) == 2 and all(d["reason"].startswith("--max-model-len = 131072 is not allowed") for d in l4)
     assert table["cannot_run"] == 2
     best = table["best"][0]
-    assert best["stage"] == "confirm" and best["gpu"] == "h100-sxm"
-    assert best["replicas"] == planning.replicas_needed(100, best["rate"], planning.HEADROOM)
+    assert best["stage"] == "router" and best["gpu"] == "h100-sxm"  # confirmed, its replicas checked
+    assert all(d["stage"] == "router" for d in table["best"] if d["stage"] != "screen")  # (screened: too few confirmed)
+    first = planning.replicas_needed(100, best["rate"], planning.HEADROOM)
+    assert first <= best["replicas"] <= first + rate_plan.ROUTER_MAX_EXTRA
     assert best["cost_per_hour"] == pytest.approx(4 * best["gpus"])
     assert f"--max-num-seqs {best['max_num_seqs']}" in best["vllm_command"]
     assert "Cheapest first" in out and "Pareto front" in out and "vllm serve" in out
-    assert "2 on l4 tp1: max_model_len" in " ".join(out.split())
+    assert "2 on l4 tp1: --max-model-len = 131072 is not allowed" in " ".join(out.split())
     lines = (tmp_path / "s.jsonl").read_text().splitlines()
-    assert len(lines) == st["screen"]["ran"] + st["confirm"]["ran"]
+    assert st["router"]["ran"] >= 1 and len(lines) == st["screen"]["ran"] + st["confirm"]["ran"] + st["router"]["ran"]
 
 
 def test_search_matches_plan_on_the_point_they_share(capsys, tmp_path, small):
@@ -110,7 +141,7 @@ def test_search_matches_plan_on_the_point_they_share(capsys, tmp_path, small):
     code, _, _, table = search(capsys, tmp_path, *SMALL, "--max-num-seqs-values", "64", "--jobs", "1")
     assert code == 0
     best = table["best"][0]
-    assert best["stage"] == "confirm"
+    assert best["stage"] == "router"
     assert best["rate"] == pytest.approx(plan["max_rate"])
     assert best["seeds"] == plan["confirm_seeds"]
     assert best["replicas"] == plan["replicas"]

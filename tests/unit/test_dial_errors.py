@@ -1,0 +1,195 @@
+"""An error names a dial by its path in the table of dials (`sim.dials`), and each face spells it
+its own way: a scenario file by its key (the path), the command line by its flag, the app by its
+label. For every dial: a value out of its range, refused by the table's check and by the
+simulator's own checks below it, names that dial, and each face's one line says it in that
+face's spelling."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+
+from batchtui.cli.setup import flag_message
+from batchtui.formatting import in_app_words
+from sim import dials
+from sim.engine import Engine
+from sim.errors import ConfigError, SimError
+from sim.scenario import Scenario
+from sim.workload import WorkloadSpec
+
+from tests.unit.cli_run import run
+
+# Dials the simulator does not check again below the table: names (a profile id is looked up,
+# a file read), the seed (any whole number seeds the generator) and enforce_eager (a switch).
+NO_CHECK_BELOW = {"gpu", "model", "seed", "enforce_eager", "workload.trace_path", "workload.pool",
+                  "workload.dataset_path"}
+
+
+def out_of_range(spec: dials.DialSpec):
+    """A value the dial does not take."""
+    if spec.type == "bool":
+        return "maybe"
+    if spec.type == "text":
+        return 3
+    if spec.type == "choice":
+        return "no-such-choice"
+    if spec.choices:
+        return next(v for v in range(1, 10_000) if v not in spec.choices)
+    if spec.minimum is not None:
+        return spec.minimum if spec.above else spec.minimum - 1
+    return spec.maximum + 1
+
+
+def checked_below(spec: dials.DialSpec) -> ConfigError:
+    """The error the simulator's own checks (the engine's config, the deployment, the traffic)
+    give for the dial out of range, the table's check bypassed."""
+    bad = out_of_range(spec)
+    head, _, rest = spec.path.partition(".")
+    scenario = Scenario(workload=WorkloadSpec(num_prompts=10, request_rate=10.0))
+    with pytest.raises(ConfigError) as refused:
+        if head == "engine":
+            scenario.with_engine(**{rest: bad}).engine_config()
+        elif head == "workload":
+            w = scenario.workload
+            parts = rest.split(".")
+            if len(parts) == 2:  # a length: the distribution that reads it, checked
+                side, field = parts
+                length = dataclasses.replace(getattr(w, side), **{field: bad})
+                if field == "long_len":
+                    length = dataclasses.replace(length, dist="mixed")
+                w = dataclasses.replace(w, **{side: length}, batch_pool_share=0.5 if "batch" in side else 0.0)
+            else:
+                if rest.startswith("ramp_up_") and rest != "ramp_up_strategy":
+                    w = dataclasses.replace(w, ramp_up_strategy="linear", ramp_up_start_rps=1.0, ramp_up_end_rps=2.0)
+                w = dataclasses.replace(w, **{rest: bad})
+            w.validate()
+        else:
+            dataclasses.replace(scenario, **{spec.path: bad}).deployment()
+    return refused.value
+
+
+def assert_faces_spell(error: ConfigError, spec: dials.DialSpec) -> None:
+    """The file's message names the dial by its path, the command line's by its flag (the path
+    where it has none), the app's by its label; every other dial the message names, too."""
+    file_words, cli_words, app_words = str(error), flag_message(error), in_app_words(error)
+    assert all("\n" not in words for words in (file_words, cli_words, app_words))
+    assert file_words.startswith(f"{spec.path} = ")
+    assert cli_words.startswith(f"{spec.flag or spec.path} = ")
+    assert app_words.startswith(f"{spec.label} = ")
+    assert flag_message(error, {spec.path}).startswith(f"argument {spec.flag}: " if spec.flag else spec.path)
+    named = error.dials()
+    assert named[0] == spec.path
+    for path in named[1:]:
+        other = dials.find(path)  # a reference is to a dial of the table
+        assert path in file_words and (other.flag or path) in cli_words and other.label in app_words
+    for path in named:  # no dial left in its path's spelling where the face has its own
+        other = dials.find(path)
+        assert not (other.flag and says(cli_words, path)) and not (path not in other.label and says(app_words, path))
+    assert "{" not in file_words + cli_words + app_words
+
+
+def says(words: str, path: str) -> bool:
+    """Whether `words` name `path` as a word of its own (not inside a flag or another path)."""
+    return re.search(rf"(?<![-\w.]){re.escape(path)}(?![\w.])", words) is not None
+
+
+@pytest.mark.parametrize("spec", dials.DIALS, ids=lambda s: s.path)
+def test_a_value_out_of_range_names_the_dial_in_each_faces_spelling(spec):
+    with pytest.raises(ConfigError) as refused:
+        spec.coerce(out_of_range(spec))
+    assert refused.value.dial == spec.path
+    assert_faces_spell(refused.value, spec)
+    if spec.path not in NO_CHECK_BELOW:
+        below = checked_below(spec)
+        assert below.dial == spec.path, below
+        assert_faces_spell(below, spec)
+
+
+@pytest.mark.parametrize("spec", dials.DIALS, ids=lambda s: s.path)
+def test_a_scenario_file_refuses_a_dial_by_its_key(spec):
+    """A scenario file names a dial by its dotted key, which is its path (`engine.max_num_seqs =
+    0`, or `max_num_seqs = 0` under `[engine]`)."""
+    bad = out_of_range(spec)
+    text = f"{spec.path} = {bad!r}".replace("'", '"')
+    with pytest.raises(SimError) as refused:
+        Scenario.from_toml(text, "mine.toml")
+    said = str(refused.value)
+    assert said.startswith(f"mine.toml: {spec.path} = ") and " is not allowed: " in said and "\n" not in said
+
+
+@pytest.mark.parametrize("spec", dials.DIALS, ids=lambda s: s.path)
+def test_the_app_refuses_a_dial_with_its_label(spec):
+    """The app sets a dial on the live engine (`LiveSimulation.set_dial` -> `Engine.set_dial`);
+    a refusal it shows names the dial by the label its dial box shows."""
+    engine = Engine(Scenario(workload=WorkloadSpec(num_prompts=0, request_rate=10.0)), live=True)
+    with pytest.raises(ConfigError) as refused:
+        engine.set_dial(spec.path, out_of_range(spec))
+    assert in_app_words(refused.value).startswith(f"{spec.label} = ")
+
+
+def test_cross_references_are_spelled_by_each_face():
+    """A message that names a second dial names it in the face's spelling too."""
+    with pytest.raises(ConfigError) as refused:
+        Scenario().with_engine(max_num_seqs=4096, max_num_batched_tokens=2048).engine_config()
+    error = refused.value
+    assert error.dials() == ["engine.max_num_batched_tokens", "engine.max_num_seqs"]
+    assert str(error).startswith("engine.max_num_batched_tokens = 2048 is not allowed: at least "
+                                 "engine.max_num_seqs (4096)")
+    assert flag_message(error).startswith("--max-num-batched-tokens = 2048 is not allowed: at least "
+                                          "--max-num-seqs (4096)")
+    assert in_app_words(error).startswith("token budget = 2048 is not allowed: at least seats (4096)")
+
+
+def test_a_value_in_a_flags_own_unit_is_shown_in_it():
+    error = ConfigError("engine.max_queue_delay", 2.5, "a wait in seconds up to 1")
+    assert flag_message(error, {"engine.max_queue_delay"}).startswith("argument --max-queue-delay-ms: 2500 is")
+
+
+CLI_FLAGS = [s for s in dials.DIALS if s.flag and s.type in ("int", "float", "choice")
+             and s.path not in ("gpu", "model")]
+
+
+@pytest.mark.parametrize("spec", CLI_FLAGS, ids=lambda s: s.flag)
+def test_the_command_line_refuses_a_flag_naming_it(capsys, spec):
+    bad = out_of_range(spec)
+    if isinstance(bad, (int, float)) and spec.flag_scale != 1.0:
+        bad = bad * spec.flag_scale
+    code, _, err = run(capsys, "sim", "--num-prompts", "5", spec.flag, bad)
+    assert code == 2 and err.count("\n") == 1
+    assert f"argument {spec.flag}" in err, err  # (argparse adds an alias after a slash)
+
+
+def test_each_spelling_names_one_dial():
+    """A label or a flag names one dial, so that a message in the app's or the command line's
+    words says which."""
+    labels = [s.label for s in dials.DIALS]
+    flags = [s.flag for s in dials.DIALS if s.flag]
+    assert len(set(labels)) == len(labels) and len(set(flags)) == len(flags)
+
+
+def test_a_trace_case_names_the_dial_by_its_config_key():
+    """A trace case's config is a file of its own, with its own keys (`policy` for the
+    scheduling policy): its refusals name them."""
+    from sim.trace import config_from_case
+
+    config = {"block_size": 16, "num_blocks": 20, "max_num_batched_tokens": 4, "max_num_seqs": 8,
+              "max_model_len": 128}
+    with pytest.raises(SimError) as refused:
+        config_from_case(config)
+    assert str(refused.value).startswith("config: max_num_batched_tokens = 4 is not allowed: at least "
+                                         "max_num_seqs (8)")
+    with pytest.raises(SimError) as refused:
+        config_from_case({**config, "max_num_batched_tokens": 64, "policy": "lifo"})
+    assert str(refused.value).startswith("config: policy = 'lifo' is not allowed")
+
+
+def test_the_error_crosses_a_process_whole():
+    """A pool's worker sends its error back pickled: it arrives with its dial, still spellable."""
+    import pickle
+
+    error = ConfigError("engine.max_num_batched_tokens", 2048, "at least {engine.max_num_seqs} (4096)", "why")
+    again = pickle.loads(pickle.dumps(error))
+    assert (again.dial, again.value, again.allowed, again.why) == (error.dial, 2048, error.allowed, "why")
+    assert in_app_words(again) == in_app_words(error) and str(again) == str(error)
