@@ -28,17 +28,17 @@ from sim.workload import LengthSpec, WorkloadSpec
 from . import options as o
 from .exits import UserError
 
-# Keys every result needs, and what each is for (said when one is missing).
+# Keys every result needs, and what each is for (said when one is missing): its traffic.
 REQUIRED = {
     "completed": "the number of requests served",
     "total_input_tokens": "the prompt lengths",
     "total_output_tokens": "the output lengths",
     "request_rate": "the traffic's rate",
-    "duration": "the run's length",
-    "median_ttft_ms": "TTFT p50 (vllm bench serve writes it when --percentile-metrics includes ttft, the default)",
-    "median_tpot_ms": "TPOT p50 (vllm bench serve writes it when --percentile-metrics includes tpot, the default)",
-    "output_throughput": "the output throughput",
 }
+# What a result measured: it needs one of them at least (vllm bench serve writes them all; a figure
+# copied from a report, such as tests/data/published, has the ones its source gave).
+MEASURED_KEYS = ("output_throughput", "request_throughput", "median_ttft_ms", "median_tpot_ms",
+                 "mean_e2el_ms", "median_e2el_ms")
 # Metrics shown side by side by `compare`, when the file has them.
 SHOWN = ("request_throughput", "output_throughput", "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms",
          "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "median_itl_ms", "p99_itl_ms")
@@ -183,6 +183,11 @@ def load_run(path: str, base: Scenario, given: dict, trace_dir: str, index: int)
     data = read_result(path)
     for key in REQUIRED:
         _number(data, key, path, allow_inf=key == "request_rate")
+    present = [k for k in MEASURED_KEYS if k in data]
+    if not present:
+        raise UserError(f"{path}: the result measured none of {', '.join(MEASURED_KEYS)}; nothing to compare with")
+    for key in present:
+        _number(data, key, path)
     completed = int(_number(data, "completed", path))
     if completed < 1:
         raise UserError(f"{path}: no request completed; nothing to compare with")
@@ -243,7 +248,7 @@ def load_run(path: str, base: Scenario, given: dict, trace_dir: str, index: int)
 
 
 _DEPLOYMENT_DIALS = ("tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization", "block_size",
-                     "num_gpu_blocks_override")
+                     "num_gpu_blocks_override", "quantization")
 
 
 def load_runs(paths: list[str], base: Scenario, given: dict, trace_dir: str, profiles) -> list[MeasuredRun]:

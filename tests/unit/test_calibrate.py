@@ -247,8 +247,11 @@ def test_a_detailed_result_is_replayed_request_for_request(tmp_path):
 
 
 @pytest.mark.parametrize(("change", "said"), [
-    ({"drop": "median_tpot_ms"}, "no 'median_tpot_ms' key (TPOT p50"),
-    ({"drop": "completed"}, "no 'completed' key"),
+    # a figure copied from a report measures some metrics, not all; one that measures none is refused
+    ({"drop": ["output_throughput", "request_throughput", "median_ttft_ms", "median_tpot_ms"]},
+     "measured none of output_throughput"),
+    ({"set": ("median_tpot_ms", "fast")}, "median_tpot_ms = 'fast' is not a number"),
+    ({"drop": ["completed"]}, "no 'completed' key"),
     ({"set": ("request_rate", "fast")}, "request_rate = 'fast' is not a number"),
     ({"set": ("completed", 0)}, "no request completed"),
     ({"set": ("max_concurrency", "eight")}, "max_concurrency = 'eight' is not a whole number"),
@@ -258,7 +261,8 @@ def test_a_detailed_result_is_replayed_request_for_request(tmp_path):
 def test_a_partial_or_malformed_result_names_what_is_wrong(tmp_path, capsys, change, said):
     data = json.loads(DETAILED_FILE.read_text() if "input_lens" in str(change) else VLLM_FILE.read_text())
     if "drop" in change:
-        del data[change["drop"]]
+        for key in change["drop"]:
+            del data[key]
     else:
         key, value = change["set"]
         data[key] = value
