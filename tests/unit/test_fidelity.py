@@ -80,3 +80,23 @@ def test_a_published_file_compares_like_a_vllm_result(capsys):
     assert code == 0
     assert "Output token throughput (tok/s)" in out and "495.0" in out
     assert "Median TTFT" not in out  # not measured by that source
+
+
+@pytest.mark.parametrize(("stem", "per_seq", "key", "figure"), [
+    # profiles.toml and KNOWN_MISSES: the synchronous host cost these runs imply
+    ("vllm-pr18566-sharegpt-inf", 50e-6, "median_itl_ms", 25.0),
+    ("vllm-pr18566-sharegpt-inf", 50e-6, "median_ttft_ms", 8020),
+    ("vllm-pr18566-sharegpt-inf", 50e-6, "output_throughput", 7940),
+    ("vllm-pr7117-offline-256-256", 90e-6, "request_throughput", 23.6),
+])
+def test_the_host_cost_per_sequence_these_synchronous_runs_imply(tmp_path, stem, per_seq, key, figure):
+    from batchtui.cli.measured import load_run
+    from sim.engine import run_scenario
+    from sim.scenario import Scenario
+
+    profile = tmp_path / "host.toml"
+    profile.write_text(f"[gpus.h100-sxm]\noverhead_per_seq_s = {per_seq!r}\n", encoding="utf-8")
+    measured = load_run(str(fidelity.PUBLISHED / f"{stem}.json"), Scenario(profiles_path=str(profile)), {},
+                        str(tmp_path), 0)
+    simulated = run_scenario(measured.scenario, keep_requests=False).metrics[key]
+    assert simulated == pytest.approx(figure, rel=0.01)
