@@ -102,13 +102,17 @@ def run(args: argparse.Namespace) -> int:
                 errors.append(abs(err))
             shown = f"{err:+.1%}" if err == err else "-"
             print(f"{label:<40} {fmt.format(meas):>11} {fmt.format(sim):>11} {shown:>8}")
-    print()
-    points = [(r.metrics["output_throughput"], r.metrics.get("p99_ttft_ms", math.nan)) for r in runs]
-    points += [(s["output_throughput"], s["p99_ttft_ms"]) for s in simulated]
-    symbols = [MEASURED] * len(runs) + [SIMULATED] * len(simulated)
-    print("\n".join(scatter(points, symbols=symbols, overlap=BOTH, y_label="TTFT p99 (ms, log scale)",
-                            x_label=f"output throughput (tok/s)   {MEASURED} measured, {SIMULATED} simulated, "
-                                    f"{BOTH} both")))
+    # A run whose file gives no output throughput (a figure copied from a report) has no point
+    # on the chart, measured or simulated.
+    charted = [(r, s) for r, s in zip(runs, simulated) if "output_throughput" in r.metrics]
+    if charted:
+        points = [(r.metrics["output_throughput"], r.metrics.get("p99_ttft_ms", math.nan)) for r, _ in charted]
+        points += [(s["output_throughput"], s["p99_ttft_ms"]) for _, s in charted]
+        symbols = [MEASURED] * len(charted) + [SIMULATED] * len(charted)
+        print()
+        print("\n".join(scatter(points, symbols=symbols, overlap=BOTH, y_label="TTFT p99 (ms, log scale)",
+                                x_label=f"output throughput (tok/s)   {MEASURED} measured, {SIMULATED} simulated, "
+                                        f"{BOTH} both")))
     if errors:
         print()
         print(f"TTFT p50, TPOT p50 and output throughput: simulated within {max(errors):.1%} of measured at worst, "

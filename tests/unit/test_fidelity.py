@@ -100,3 +100,11 @@ def test_the_host_cost_per_sequence_these_synchronous_runs_imply(tmp_path, stem,
                         str(tmp_path), 0)
     simulated = run_scenario(measured.scenario, keep_requests=False).metrics[key]
     assert simulated == pytest.approx(figure, rel=0.01)
+
+
+def test_a_file_without_output_throughput_compares_without_a_chart_point(capsys):
+    path = fidelity.PUBLISHED / "vllm-rfc6913-70b-fp8-tp4-batch32.json"
+    code, out, err = run(capsys, "compare", path, "--model", "llama-3.1-70b", "--jobs", "1")
+    assert code == 0, err
+    assert "Median TPOT (ms)                               25.00" in out
+    assert "o measured, x simulated" not in out
