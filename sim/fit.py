@@ -103,7 +103,7 @@ MAX_INFLATION = 200.0
 it) exceeds this cannot be told apart from them: correlation above about 0.997."""
 UNDETERMINED = 0.5
 """A fitted parameter whose standard error exceeds this share of its value is not determined by
-the runs (168 us +- 416 us says nothing): `fit` keeps it at the base profile's value, fits the
+the runs (168 us ± 416 us says nothing): `fit` keeps it at the base profile's value, fits the
 others without it, and reports it in `FitResult.undetermined`, so it is never written as if
 known."""
 MIN_EFFECT = 1e-3
@@ -455,7 +455,7 @@ def _fit_named(points: Sequence[Point], profiles: ProfileSet, gpu_id: str, model
     if loose:
         if len(loose) == len(params):
             raise FitError("these runs determine none of the parameters fitted: " + "; ".join(
-                f"{p.name} {_shown(p, values[p.name])} +- {_shown(p, sigma[p.name])}: to pin it, add {p.needs}"
+                f"{p.name} {_shown(p, values[p.name])} ± {_shown(p, sigma[p.name])}: to pin it, add {p.needs}"
                 for p in params) + ". Or keep parameters at the base profile's values with --fix NAME.")
         say(f"not determined by these runs: {', '.join(loose)} (standard error above {UNDETERMINED:.0%} of the "
             "value); fitting the others with it kept at the base profile's value")
