@@ -2,11 +2,11 @@
 
 Every file under tests/data/published is one published measurement of vLLM serving Llama 3.x 8B
 or 70B on an H100, H200 or A100, written as a `vllm bench serve` result (the keys `batchtui
-compare` reads) plus a `fidelity` block: the source's address, its date and vLLM version, the GPU
-and model preset it ran, what was measured (`measured`: the keys the source gave; nothing else in
-the file is a measurement), and what is unknown or assumed. Each run is replayed on the simulator
-with the default profiles, as `batchtui compare --gpu GPU --model MODEL FILE` would, and each
-measured figure is set against the simulated one.
+compare` reads, the GPU and model preset as `--metadata gpu=... model=...` entries) plus a
+`fidelity` block: the source's address, its date and vLLM version, what was measured (`measured`:
+the keys the source gave; nothing else in the file is a measurement), and what is unknown or
+assumed. Each run is replayed on the simulator with the default profiles, as `batchtui compare
+tests/data/published/*.json` does, and each measured figure is set against the simulated one.
 
 Prints a table of every figure (published, simulated, error, and whether it is within the
 tolerance of its kind, or a known miss and why), then the median absolute error over output
@@ -125,12 +125,12 @@ def rows(paths: list[Path] | None = None, profiles_path: str = "") -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="batchtui-fidelity-") as trace_dir:
         for i, path in enumerate(paths or published_files()):
             meta = json.loads(path.read_text(encoding="utf-8"))["fidelity"]
-            base = Scenario(gpu=meta["gpu"], model=meta["model"], profiles_path=profiles_path)
-            run = load_run(str(path), base, {}, trace_dir, i)
+            # The GPU and the model each file names, as `batchtui compare` reads them.
+            run = load_run(str(path), Scenario(profiles_path=profiles_path), {}, trace_dir, i, ("gpu", "model"))
             metrics = run_scenario(run.scenario, keep_requests=False).metrics
             aside = meta.get("set_aside") or {}
             for key in meta["measured"]:
-                out.append(Row(path.stem, meta["gpu"], meta["model"], key, KINDS[key], run.metrics[key],
+                out.append(Row(path.stem, run.scenario.gpu, run.scenario.model, key, KINDS[key], run.metrics[key],
                                float(metrics[key]), meta["source"], aside.get(key, "")))
     return out
 

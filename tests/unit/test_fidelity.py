@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
@@ -30,12 +31,11 @@ def _source(url: str) -> str:
 
 
 def test_the_set_has_twelve_points_from_five_sources_on_h100_and_a100():
-    metas = [json.loads(p.read_text(encoding="utf-8"))["fidelity"] for p in FILES]
+    files = [json.loads(p.read_text(encoding="utf-8")) for p in FILES]
     assert len(FILES) >= 12
-    assert len({_source(m["source"]) for m in metas}) >= 5
-    gpus = {m["gpu"] for m in metas}
-    assert {"h100-sxm", "a100-40gb"} <= gpus
-    assert {"llama-3.1-8b", "llama-3.1-70b"} <= {m["model"] for m in metas}
+    assert len({_source(f["fidelity"]["source"]) for f in files}) >= 5
+    assert {"h100-sxm", "a100-40gb"} <= {f["gpu"] for f in files}
+    assert {"llama-3.1-8b", "llama-3.1-70b"} <= {f["model"] for f in files}
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
@@ -76,7 +76,7 @@ def test_output_throughput_and_tpot_within_15_percent_median(table):
 def test_a_published_file_compares_like_a_vllm_result(capsys):
     """`batchtui compare` reads a file of the set: only the figures it gives are shown."""
     path = fidelity.PUBLISHED / "musgrave-a100-40gb-c8.json"
-    code, out, _ = run(capsys, "compare", path, "--gpu", "a100-40gb", "--jobs", "1")
+    code, out, _ = run(capsys, "compare", path, "--jobs", "1")
     assert code == 0
     assert "Output token throughput (tok/s)" in out and "495.0" in out
     assert "Median TTFT" not in out  # not measured by that source
@@ -104,7 +104,40 @@ def test_the_host_cost_per_sequence_these_synchronous_runs_imply(tmp_path, stem,
 
 def test_a_file_without_output_throughput_compares_without_a_chart_point(capsys):
     path = fidelity.PUBLISHED / "vllm-rfc6913-70b-fp8-tp4-batch32.json"
-    code, out, err = run(capsys, "compare", path, "--model", "llama-3.1-70b", "--jobs", "1")
+    code, out, err = run(capsys, "compare", path, "--jobs", "1")
     assert code == 0, err
     assert "Median TPOT (ms)                               25.00" in out
     assert "o measured, x simulated" not in out
+
+
+def test_compare_over_the_set_runs_each_file_on_its_own_gpu_and_model(capsys, table):
+    """`batchtui compare tests/data/published/*.json`: the residual table, each run on the GPU and
+    model its file names; --gpu sets one for all."""
+    code, out, err = run(capsys, "compare", *FILES, "--json", "--jobs", "1")
+    assert code == 0, err
+    runs = {Path(r["file"]).stem: r for r in json.loads(out)["runs"]}
+    assert set(runs) == {p.stem for p in FILES}
+    for row in table:
+        entry = runs[row.stem]
+        assert (entry["gpu"], entry["model"]) == (row.gpu, row.model)
+        if row.key in entry["simulated"]:
+            assert entry["simulated"][row.key] == pytest.approx(row.simulated, rel=1e-9)
+    code, out, _ = run(capsys, "compare", fidelity.PUBLISHED / "musgrave-a100-40gb-c8.json", "--gpu", "h100-sxm",
+                       "--json", "--jobs", "1")
+    assert code == 0 and json.loads(out)["runs"][0]["gpu"] == "h100-sxm"
+
+
+def test_a_file_naming_an_unknown_gpu_is_simulated_on_the_base_gpu_and_says_so(tmp_path, capsys):
+    data = json.loads((fidelity.PUBLISHED / "musgrave-a100-40gb-c8.json").read_text())
+    data["gpu"] = "tpu-v9"
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    code, out, err = run(capsys, "compare", path, "--jobs", "1")
+    assert code == 0, err
+    assert "(Llama 3.1 8B on h100-sxm; the file's gpu 'tpu-v9' is not a known profile)" in out
+
+
+def test_latency_figures_show_as_vllm_names_them(capsys):
+    code, out, _ = run(capsys, "compare", fidelity.PUBLISHED / "vllm-perf-h100-latency-8b.json", "--jobs", "1")
+    assert code == 0
+    assert "Mean E2EL (ms)                                997.54" in out
