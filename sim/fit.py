@@ -34,8 +34,8 @@ from .errors import SimError
 from .profiles import ProfileSet
 from .scenario import Scenario
 
-__all__ = ["FitError", "FitResult", "METRICS", "PARAMETERS", "Parameter", "Point", "fit",
-           "parameter_values", "simulate_point", "with_parameters"]
+__all__ = ["FitError", "FitResult", "METRICS", "PARAMETERS", "Parameter", "Point", "UNDETERMINED", "fit",
+           "parameter_values", "simulate_point", "undetermined", "with_parameters"]
 
 
 @dataclass(frozen=True)
@@ -101,6 +101,11 @@ efficiency, 9 us of the fixed overhead): too small to change a trend, enough to 
 MAX_INFLATION = 200.0
 """A parameter whose variance inflation factor (how much the other parameters can stand in for
 it) exceeds this cannot be told apart from them: correlation above about 0.997."""
+UNDETERMINED = 0.5
+"""A fitted parameter whose standard error exceeds this share of its value is not determined by
+the runs (168 us ± 416 us says nothing): `fit` keeps it at the base profile's value, fits the
+others without it, and reports it in `FitResult.undetermined`, so it is never written as if
+known."""
 MIN_EFFECT = 1e-3
 """A parameter that moves no fitted metric by this much (log ratio) over a unit search step has
 no measurement to go by."""
@@ -144,6 +149,10 @@ class FitResult:
     """How much worse than the traffic's own scatter the fit is (1 = as good as it can be)."""
     spread: np.ndarray
     """Points x METRIC_KEYS: each figure's scatter with the traffic's draws (log units)."""
+    undetermined: dict = dataclasses.field(default_factory=dict)
+    """Parameters the runs did not determine (standard error above UNDETERMINED of the value):
+    name -> (the value the fit gave, its standard error). They keep their base values in
+    `values` and are not in `fitted`."""
 
 
 # -- running the simulator with other parameters ---------------------------------------------------
@@ -347,7 +356,14 @@ def fit(points: Sequence[Point], profiles: ProfileSet, gpu_id: str, model_id: st
 
     Every point's scenario must run `model_id` on `gpu_id` (the profiles it reads are its own
     `profiles_path`'s). `mapper(func, jobs)` runs simulator jobs (the built-in `map`, or a
-    process pool's)."""
+    process pool's). A parameter the points leave undetermined (`undetermined`) is kept at its
+    base value and the others are fitted again without it."""
+    return _fit_named(points, profiles, gpu_id, model_id, fit, mapper, progress, max_iterations, tolerance)
+
+
+def _fit_named(points: Sequence[Point], profiles: ProfileSet, gpu_id: str, model_id: str, fit: Sequence[str],
+               mapper: Mapper, progress: Callable[[str], None] | None, max_iterations: int,
+               tolerance: float) -> FitResult:
     if not points:
         raise FitError("no measured runs to fit")
     unknown = [n for n in fit if n not in _BY_NAME]
@@ -435,11 +451,35 @@ def fit(points: Sequence[Point], profiles: ProfileSet, gpu_id: str, model_id: st
     sigma = {}
     for p, zi, s in zip(params, z, spread):
         sigma[p.name] = math.exp(zi) * (math.exp(s) - 1) if p.log else s * p.scale
+    loose = undetermined(params, values, sigma)
+    if loose:
+        if len(loose) == len(params):
+            raise FitError("these runs determine none of the parameters fitted: " + "; ".join(
+                f"{p.name} {_shown(p, values[p.name])} ± {_shown(p, sigma[p.name])}: to pin it, add {p.needs}"
+                for p in params) + ". Or keep parameters at the base profile's values with --fix NAME.")
+        say(f"not determined by these runs: {', '.join(loose)} (standard error above {UNDETERMINED:.0%} of the "
+            "value); fitting the others with it kept at the base profile's value")
+        rest = [p.name for p in params if p.name not in loose]
+        inner = _fit_named(points, profiles, gpu_id, model_id, rest, mapper, progress, max_iterations, tolerance)
+        return dataclasses.replace(
+            inner, evaluations=inner.evaluations + problem.evaluations,
+            undetermined={**{n: (values[n], sigma[n]) for n in loose}, **inner.undetermined})
     return FitResult(
         fitted=tuple(p.name for p in params), base=base, values=values, sigma=sigma,
         measured=problem.measured, before=before, after=current,
         rms_before=_rms(problem.errors(before), mask), rms_after=_rms(problem.errors(current), mask),
         iterations=iterations, evaluations=problem.evaluations, noise=noise, spread=problem.spread)
+
+
+def undetermined(params: Sequence[Parameter], values: dict, sigma: dict) -> list[str]:
+    """Names of the parameters whose standard error is above UNDETERMINED of their value (or
+    not finite): what the runs do not determine."""
+    return [p.name for p in params if not sigma[p.name] <= UNDETERMINED * abs(values[p.name])]
+
+
+def _shown(p: Parameter, value: float) -> str:
+    """A parameter's value for a message: overheads in microseconds, efficiencies as they are."""
+    return f"{value * 1e6:,.1f} us" if not p.log else f"{value:.3f}"
 
 
 def _bounded_step(params: Sequence[Parameter], z: np.ndarray, h: np.ndarray, g: np.ndarray,

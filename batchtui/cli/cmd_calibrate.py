@@ -12,6 +12,7 @@ replacing a table of the same name there; the rest of the file is kept as it was
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import tempfile
 from dataclasses import replace
@@ -139,6 +140,8 @@ def run(args: argparse.Namespace) -> int:
     write_profile(args.output, name, text)
     print()
     print(parameter_table(result))
+    for line in undetermined_lines(result):
+        print(line)
     print()
     print(points_table(runs, result))
     print()
@@ -191,10 +194,29 @@ def parameter_table(result) -> str:
         if p.name in result.fitted:
             sigma = result.sigma[p.name]
             spread = ("± " + _value_text(p.name, sigma)) if sigma == sigma and sigma != float("inf") else "undetermined"
+        elif p.name in result.undetermined:
+            spread = "not determined"
         else:
             spread = "(kept)"
         rows.append(f"{p.name:<20} {_value_text(p.name, base):>11} {_value_text(p.name, value):>11}  {spread:>12}")
     return "\n".join(rows)
+
+
+def undetermined_lines(result) -> list[str]:
+    """One line for each parameter the runs did not determine: what the fit gave, that the base
+    value is kept, and which run would pin it."""
+    from sim.fit import PARAMETERS
+
+    lines = []
+    for p in PARAMETERS:
+        if p.name not in result.undetermined:
+            continue
+        value, sigma = result.undetermined[p.name]
+        sigma_text = _value_text(p.name, sigma) if math.isfinite(sigma) else "an unbounded error"
+        lines.append(f"{p.name} ({p.label}) is not determined by these runs: the fit gave {_value_text(p.name, value)} "
+                     f"± {sigma_text}; kept at the base profile's {_value_text(p.name, result.base[p.name])}. "
+                     f"To pin it, add {p.needs}.")
+    return lines
 
 
 def points_table(runs, result) -> str:
@@ -241,6 +263,10 @@ def profile_text(name: str, gpu, model, result, paths: list[str]) -> str:
         value = result.values[p.name]
         if p.name in result.fitted:
             note = f"  # fitted, ± {_value_text(p.name, result.sigma[p.name])}"
+        elif p.name in result.undetermined:
+            value_fit, sigma = result.undetermined[p.name]
+            note = (f"  # kept from the base profile: not determined by these runs (the fit gave "
+                    f"{_value_text(p.name, value_fit)} ± {_value_text(p.name, sigma)})")
         else:
             note = "  # kept from the base profile"
         lines.append(f"{p.name} = {float(f'{value:.6g}')!r}{note}")

@@ -40,6 +40,8 @@ ROWS = (
     ("mean_itl_ms", "Mean ITL (ms)", "{:,.2f}"),
     ("median_itl_ms", "Median ITL (ms)", "{:,.2f}"),
     ("p99_itl_ms", "P99 ITL (ms)", "{:,.2f}"),
+    ("mean_e2el_ms", "Mean E2EL (ms)", "{:,.2f}"),
+    ("median_e2el_ms", "Median E2EL (ms)", "{:,.2f}"),
 )
 MEASURED, SIMULATED, BOTH = "o", "x", "@"
 
@@ -71,8 +73,11 @@ def run(args: argparse.Namespace) -> int:
     from .measured import load_runs, read_result
 
     base, profiles = base_scenario(args, read_result(args.results[0]))
+    # Each file may name its own GPU (--metadata gpu=...) and model (its model_id), unless the
+    # command line sets them for all.
+    from_file = tuple(k for k, flag in (("gpu", args.gpu), ("model", args.model)) if not flag)
     with tempfile.TemporaryDirectory(prefix="batchtui-compare-") as trace_dir:
-        runs = load_runs(args.results, base, o.given_dials(args), trace_dir, profiles)
+        runs = load_runs(args.results, base, o.given_dials(args), trace_dir, profiles, from_file)
         with job_mapper(min(args.jobs or default_jobs(), len(runs))) as mapper:
             simulated = list(mapper(simulate, [r.scenario for r in runs]))
     order = sorted(range(len(runs)), key=lambda i: (runs[i].rate, runs[i].label))
@@ -83,15 +88,21 @@ def run(args: argparse.Namespace) -> int:
         results.dump_json(Sink(sys.stdout, "standard output"), {
             "gpu": gpu.id, "model": model.id,
             "runs": [{"file": r.path, "request_rate": r.rate,
+                      "gpu": r.scenario.gpu, "model": r.scenario.model,
                       "measured": {k: r.metrics[k] for k, _, _ in ROWS if k in r.metrics},
                       "simulated": {k: s[k] for k, _, _ in ROWS if k in r.metrics}}
                      for r, s in zip(runs, simulated)]})
         return EXIT_OK
-    print(f"Measured runs against {model.name} simulated on {gpu.name} ({gpu.id}).")
+    mixed = any((r.scenario.gpu, r.scenario.model) != (base.gpu, base.model) for r in runs)
+    if mixed:
+        print("Measured runs, each simulated on the GPU and model its file names (--gpu, --model: one for all).")
+    else:
+        print(f"Measured runs against {model.name} simulated on {gpu.name} ({gpu.id}).")
     errors = []
     for r, s in zip(runs, simulated):
         print()
-        print(f"{r.label}: {r.describe()}")
+        where = f" ({r.hardware})" if mixed or "not a known profile" in r.hardware else ""
+        print(f"{r.label}: {r.describe()}{where}")
         print(f"{'':<40} {'measured':>11} {'simulated':>11} {'error':>8}")
         for key, label, fmt in ROWS:
             if key not in r.metrics:
@@ -102,13 +113,17 @@ def run(args: argparse.Namespace) -> int:
                 errors.append(abs(err))
             shown = f"{err:+.1%}" if err == err else "-"
             print(f"{label:<40} {fmt.format(meas):>11} {fmt.format(sim):>11} {shown:>8}")
-    print()
-    points = [(r.metrics["output_throughput"], r.metrics.get("p99_ttft_ms", math.nan)) for r in runs]
-    points += [(s["output_throughput"], s["p99_ttft_ms"]) for s in simulated]
-    symbols = [MEASURED] * len(runs) + [SIMULATED] * len(simulated)
-    print("\n".join(scatter(points, symbols=symbols, overlap=BOTH, y_label="TTFT p99 (ms, log scale)",
-                            x_label=f"output throughput (tok/s)   {MEASURED} measured, {SIMULATED} simulated, "
-                                    f"{BOTH} both")))
+    # A run whose file gives no output throughput (a figure copied from a report) has no point
+    # on the chart, measured or simulated.
+    charted = [(r, s) for r, s in zip(runs, simulated) if "output_throughput" in r.metrics]
+    if charted:
+        points = [(r.metrics["output_throughput"], r.metrics.get("p99_ttft_ms", math.nan)) for r, _ in charted]
+        points += [(s["output_throughput"], s["p99_ttft_ms"]) for _, s in charted]
+        symbols = [MEASURED] * len(charted) + [SIMULATED] * len(charted)
+        print()
+        print("\n".join(scatter(points, symbols=symbols, overlap=BOTH, y_label="TTFT p99 (ms, log scale)",
+                                x_label=f"output throughput (tok/s)   {MEASURED} measured, {SIMULATED} simulated, "
+                                        f"{BOTH} both")))
     if errors:
         print()
         print(f"TTFT p50, TPOT p50 and output throughput: simulated within {max(errors):.1%} of measured at worst, "

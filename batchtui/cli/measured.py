@@ -28,17 +28,17 @@ from sim.workload import LengthSpec, WorkloadSpec
 from . import options as o
 from .exits import UserError
 
-# Keys every result needs, and what each is for (said when one is missing).
+# Keys every result needs, and what each is for (said when one is missing): its traffic.
 REQUIRED = {
     "completed": "the number of requests served",
     "total_input_tokens": "the prompt lengths",
     "total_output_tokens": "the output lengths",
     "request_rate": "the traffic's rate",
-    "duration": "the run's length",
-    "median_ttft_ms": "TTFT p50 (vllm bench serve writes it when --percentile-metrics includes ttft, the default)",
-    "median_tpot_ms": "TPOT p50 (vllm bench serve writes it when --percentile-metrics includes tpot, the default)",
-    "output_throughput": "the output throughput",
 }
+# What a result measured: it needs one of them at least (vllm bench serve writes them all; a figure
+# copied from a report, such as tests/data/published, has the ones its source gave).
+MEASURED_KEYS = ("output_throughput", "request_throughput", "median_ttft_ms", "median_tpot_ms",
+                 "mean_e2el_ms", "median_e2el_ms")
 # Metrics shown side by side by `compare`, when the file has them.
 SHOWN = ("request_throughput", "output_throughput", "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms",
          "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "median_itl_ms", "p99_itl_ms")
@@ -60,6 +60,8 @@ class MeasuredRun:
     """True when its per-request arrays are replayed as a trace."""
     rate: float
     """The configured request rate (inf: all at once)."""
+    hardware: str = ""
+    """Where it is simulated: the model on the GPU (`describe_hardware`)."""
 
     def describe(self) -> str:
         w = self.scenario.workload
@@ -177,12 +179,56 @@ def _detailed(data: dict, path: str) -> list[tuple[float, int, int]] | None:
     return sorted(((s - first, n_in, n_out) for s, n_in, n_out in rows), key=lambda r: r[0])
 
 
-def load_run(path: str, base: Scenario, given: dict, trace_dir: str, index: int) -> MeasuredRun:
+def file_hardware(data: dict, path: str, base: Scenario, from_file: tuple[str, ...]) -> Scenario:
+    """`base` with the GPU and the model the file names, for those of "gpu" and "model" in
+    `from_file` (the ones the command line left unset): a `gpu` entry (`--metadata gpu=a100-40gb`,
+    an id, a profile name or an nvidia-smi name), and a `model` entry or else the file's
+    `model_id` (an id, a Hugging Face id or an alias)."""
+    profiles = base.profiles()
+    out = base
+    gpu = data.get("gpu")
+    if "gpu" in from_file and isinstance(gpu, str) and gpu.strip() and gpu.strip().lower() != o.AUTO_GPU:
+        # A GPU the profiles do not know (a file `batchtui sim --profiles mine.toml` wrote, read
+        # without that file) leaves the base GPU; `describe_hardware` says so.
+        resolved = o.resolve_gpu(gpu.strip(), profiles)
+        if resolved in profiles.gpus:
+            out = replace(out, gpu=resolved)
+    model = data.get("model") if isinstance(data.get("model"), str) else data.get("model_id")
+    if "model" in from_file and isinstance(model, str) and model.strip():
+        resolved = o.resolve_model(model.strip(), profiles)
+        if resolved not in profiles.models:
+            raise UserError(f"{path}: model {model!r} is not a known model profile; give --model with one of "
+                            f"{', '.join(profiles.models)} (or a Hugging Face id of one), or add it with --profiles")
+        out = replace(out, model=resolved)
+    return out
+
+
+def describe_hardware(data: dict, scenario: Scenario) -> str:
+    """Where a run is simulated, and, when its file names a GPU the profiles do not know, that it
+    is not that one."""
+    profiles = scenario.profiles()
+    text = f"{profiles.model(scenario.model).name} on {scenario.gpu}"
+    gpu = data.get("gpu")
+    if isinstance(gpu, str) and gpu.strip() and o.resolve_gpu(gpu.strip(), profiles) not in profiles.gpus:
+        text += f"; the file's gpu {gpu.strip()!r} is not a known profile"
+    return text
+
+
+def load_run(path: str, base: Scenario, given: dict, trace_dir: str, index: int,
+             from_file: tuple[str, ...] = ()) -> MeasuredRun:
     """The scenario replaying the result at `path`: `base` (gpu, model, profiles) with the file's
-    traffic and dials; `given` holds the dials set on the command line, which win."""
+    traffic and dials; `given` holds the dials set on the command line, which win. `from_file`
+    names what the file's own entries may set instead of `base` ("gpu", "model":
+    `file_hardware`)."""
     data = read_result(path)
+    base = file_hardware(data, path, base, from_file)
     for key in REQUIRED:
         _number(data, key, path, allow_inf=key == "request_rate")
+    present = [k for k in MEASURED_KEYS if k in data]
+    if not present:
+        raise UserError(f"{path}: the result measured none of {', '.join(MEASURED_KEYS)}; nothing to compare with")
+    for key in present:
+        _number(data, key, path)
     completed = int(_number(data, "completed", path))
     if completed < 1:
         raise UserError(f"{path}: no request completed; nothing to compare with")
@@ -239,18 +285,19 @@ def load_run(path: str, base: Scenario, given: dict, trace_dir: str, index: int)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
             metrics[key] = float(value)
     label = Path(path).name
-    return MeasuredRun(path, label, sc, metrics, rows is not None, rate)
+    return MeasuredRun(path, label, sc, metrics, rows is not None, rate, describe_hardware(data, sc))
 
 
 _DEPLOYMENT_DIALS = ("tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization", "block_size",
-                     "num_gpu_blocks_override")
+                     "num_gpu_blocks_override", "quantization")
 
 
-def load_runs(paths: list[str], base: Scenario, given: dict, trace_dir: str, profiles) -> list[MeasuredRun]:
+def load_runs(paths: list[str], base: Scenario, given: dict, trace_dir: str, profiles,
+              from_file: tuple[str, ...] = ()) -> list[MeasuredRun]:
     """Every file as a run, each checked by building it (a dial vLLM refuses is named here)."""
     runs = []
     for i, path in enumerate(paths):
-        run = load_run(path, base, given, trace_dir, i)
+        run = load_run(path, base, given, trace_dir, i, from_file)
         try:
             run.scenario.deployment(profiles)
             run.scenario.engine_config(profiles)

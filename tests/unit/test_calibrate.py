@@ -247,8 +247,11 @@ def test_a_detailed_result_is_replayed_request_for_request(tmp_path):
 
 
 @pytest.mark.parametrize(("change", "said"), [
-    ({"drop": "median_tpot_ms"}, "no 'median_tpot_ms' key (TPOT p50"),
-    ({"drop": "completed"}, "no 'completed' key"),
+    # a figure copied from a report measures some metrics, not all; one that measures none is refused
+    ({"drop": ["output_throughput", "request_throughput", "median_ttft_ms", "median_tpot_ms"]},
+     "measured none of output_throughput"),
+    ({"set": ("median_tpot_ms", "fast")}, "median_tpot_ms = 'fast' is not a number"),
+    ({"drop": ["completed"]}, "no 'completed' key"),
     ({"set": ("request_rate", "fast")}, "request_rate = 'fast' is not a number"),
     ({"set": ("completed", 0)}, "no request completed"),
     ({"set": ("max_concurrency", "eight")}, "max_concurrency = 'eight' is not a whole number"),
@@ -258,7 +261,8 @@ def test_a_detailed_result_is_replayed_request_for_request(tmp_path):
 def test_a_partial_or_malformed_result_names_what_is_wrong(tmp_path, capsys, change, said):
     data = json.loads(DETAILED_FILE.read_text() if "input_lens" in str(change) else VLLM_FILE.read_text())
     if "drop" in change:
-        del data[change["drop"]]
+        for key in change["drop"]:
+            del data[key]
     else:
         key, value = change["set"]
         data[key] = value
@@ -313,3 +317,91 @@ def test_thorough_recovery_and_prediction(tmp_path, capsys, truth):
         for key in ("median_ttft_ms", "median_tpot_ms", "output_throughput"):
             assert entry["simulated"][key] == pytest.approx(entry["measured"][key], rel=0.05), (entry["file"], key)
     assert math.isfinite(got["eta_bw"])
+
+
+# -- what a fit does not determine --------------------------------------------------------------------
+
+
+def _analytic_metrics(n: int, values: dict) -> tuple[float, float, float]:
+    """A stand-in GPU with `n` sequences decoding: TTFT p50 (ms), TPOT p50 (ms), output tok/s."""
+    step = 0.006 * 0.8 / values["eta_bw"] + values["overhead_s"] + n * values["overhead_per_seq_s"]
+    return 1e3 * (0.014 * 0.68 / values["eta_mfu"] + step), 1e3 * step, n / step
+
+
+def _analytic_mapper(func, jobs):
+    """Runs each point on the stand-in (its load is the scenario's num_prompts) instead of the
+    simulator: the fit's own logic, on numbers whose truth is known."""
+    return [_analytic_metrics(scenario.workload.num_prompts, values) for scenario, values in jobs]
+
+
+def _analytic_points(truth: dict, noise: list[float]):
+    from dataclasses import replace
+
+    from sim.fit import METRIC_KEYS, Point
+    from sim.scenario import Scenario
+
+    points = []
+    for i, n in enumerate((1, 2, 4, 8)):
+        sc = Scenario()
+        sc = replace(sc, workload=replace(sc.workload, num_prompts=n))
+        measured = [m * noise[(3 * i + j) % len(noise)] for j, m in enumerate(_analytic_metrics(n, truth))]
+        points.append(Point(f"n{n}", sc, dict(zip(METRIC_KEYS, measured))))
+    return points
+
+
+ANALYTIC_TRUTH = {"eta_bw": 0.7, "eta_attn": 0.85, "eta_mfu": 0.6, "overhead_s": 0.00002, "overhead_per_seq_s": 20e-6}
+
+
+def test_a_known_gpu_is_recovered_within_its_standard_errors():
+    from sim.fit import fit
+
+    noise = [1.004, 0.997, 1.002, 0.996, 1.003, 0.998]
+    points = _analytic_points(ANALYTIC_TRUTH, noise)
+    result = fit(points, load_profiles(), "h100-sxm", "llama-3.1-8b", mapper=_analytic_mapper,
+                 fit=("eta_bw", "eta_mfu", "overhead_per_seq_s"))
+    assert not result.undetermined
+    for key in result.fitted:
+        assert abs(result.values[key] - ANALYTIC_TRUTH[key]) <= 3 * result.sigma[key], (key, result.values[key],
+                                                                                       result.sigma[key])
+        assert result.sigma[key] <= 0.5 * result.values[key]
+
+
+def test_an_undetermined_parameter_is_said_kept_at_the_base_and_not_written_as_fitted(tmp_path):
+    """Figures 4 % apart from any setting of the parameters: the per-sequence cost, which moves
+    them by a few per cent, comes out with a standard error larger than half its value. It is
+    reported with what the fit gave, kept at the base profile's value, and the other parameters
+    are fitted without it."""
+    from batchtui.cli.cmd_calibrate import parameter_table, profile_text, undetermined_lines
+    from sim.fit import fit
+
+    noise = [1.04, 0.96, 1.03, 0.97, 1.045, 0.955]
+    profiles = load_profiles()
+    result = fit(_analytic_points(ANALYTIC_TRUTH, noise), profiles, "h100-sxm", "llama-3.1-8b",
+                 mapper=_analytic_mapper, fit=("eta_bw", "eta_mfu", "overhead_per_seq_s"))
+    assert set(result.undetermined) == {"overhead_per_seq_s"}
+    fitted_value, sigma = result.undetermined["overhead_per_seq_s"]
+    assert sigma > 0.5 * fitted_value
+    assert result.fitted == ("eta_bw", "eta_mfu")
+    assert result.values["overhead_per_seq_s"] == result.base["overhead_per_seq_s"] == 0.0
+    assert result.values["eta_bw"] == pytest.approx(ANALYTIC_TRUTH["eta_bw"], rel=0.1)
+    [line] = undetermined_lines(result)
+    assert line.startswith("overhead_per_seq_s (host cost per sequence per iteration) is not determined by these "
+                           "runs: the fit gave ") and "kept at the base profile's 0.0 us" in line
+    assert "not determined" in parameter_table(result)
+    text = profile_text("x", profiles.gpu("h100-sxm"), profiles.model("llama-3.1-8b"), result, ["a.json"])
+    row = next(r for r in text.splitlines() if r.startswith("overhead_per_seq_s = "))
+    assert row.startswith("overhead_per_seq_s = 0.0  # kept from the base profile: not determined")
+    assert tomllib.loads(text)["gpus"]["x"]["overhead_per_seq_s"] == 0.0
+
+
+def test_a_fit_that_determines_nothing_is_refused():
+    """No per-sequence cost in the truth, the rest at the base values: the fit gives a few
+    microseconds with a larger error, and there is nothing else to fit."""
+    from sim.fit import FitError, fit
+
+    noise = [1.04, 0.96, 1.03, 0.97, 1.045, 0.955]
+    truth = {**ANALYTIC_TRUTH, "eta_bw": 0.8, "eta_mfu": 0.68, "overhead_per_seq_s": 0.0}
+    with pytest.raises(FitError, match=r"determine none of the parameters fitted: overhead_per_seq_s [\d.]+ us ± "
+                                       r"[\d.]+ us: to pin it, add a loaded run"):
+        fit(_analytic_points(truth, noise), load_profiles(), "h100-sxm", "llama-3.1-8b",
+            mapper=_analytic_mapper, fit=("overhead_per_seq_s",))
