@@ -17,3 +17,12 @@ settings.register_profile("ci", derandomize=True, database=None, deadline=None, 
 settings.register_profile("dev", deadline=None, max_examples=1000,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `wall_clock` (servers at a time scale, real terminals, a browser: they mostly
+    wait) run first, so under pytest-xdist their waits overlap the CPU-bound tests instead of
+    trailing after them. The order is otherwise kept (a stable sort), the same in every worker.
+    With `--dist loadgroup` the `xdist_group`s (tests sharing an expensive module fixture, computed
+    once on one worker) are dealt out first, the largest first."""
+    items.sort(key=lambda item: item.get_closest_marker("wall_clock") is None)

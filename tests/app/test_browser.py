@@ -37,7 +37,8 @@ def _missing() -> str | None:
     return None
 
 
-pytestmark = pytest.mark.skipif(_missing() is not None, reason=_missing() or "")
+pytestmark = [pytest.mark.skipif(_missing() is not None, reason=_missing() or ""),
+              pytest.mark.wall_clock]  # a browser and a server: started first (tests/conftest.py)
 
 
 def free_port() -> int:

@@ -17,6 +17,8 @@ import pytest
 
 from pty_session import PtySession, key_bytes
 
+pytestmark = pytest.mark.wall_clock  # real terminals and sleeps: started first (tests/conftest.py)
+
 HELP_TITLE = "Help (close it with"
 FOOTER_MARK = "next"  # the footer's first label: the frame is complete
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-import steps
 from batchtui.screens.help import HelpScreen
 from batchtui.screens.orientation import OrientationScreen
 from batchtui.screens.tutorial import TutorialScreen
@@ -17,11 +16,12 @@ from batchtui.widgets.hint_box import HintBox
 from batchtui.widgets.key_bar import KeyBar
 from batchtui.widgets.step_header import StepHeader
 from screen_text import screen_text
+from tests import shared_steps
 
 
 @pytest.fixture(scope="module")
 def lessons():
-    return steps.load_steps()
+    return shared_steps.lessons()
 
 
 def footer(app) -> str:

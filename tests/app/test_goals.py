@@ -7,18 +7,18 @@ import re
 
 import pytest
 
-import steps
 from batchtui.progress import Progress, ProgressStore
 from batchtui.widgets.compare import CompareView
 from batchtui.widgets.dial import DialControl
 from batchtui.widgets.goal_bar import GoalBar
 from batchtui.widgets.seats import SeatsView
 from screen_text import screen_text
+from tests import shared_steps
 
 
 @pytest.fixture(scope="module")
 def lessons():
-    return steps.load_steps()
+    return shared_steps.lessons()
 
 
 def goal(app) -> GoalBar:

@@ -13,6 +13,7 @@ import steps
 from batchtui.activity_kinds import PLAYGROUND_MD
 from steps import figures
 from steps.activities import CHEAT_SHEET_MD
+from tests import shared_steps
 
 MAX_WORDS = 3500
 MAX_SCREENS = 2
@@ -51,7 +52,7 @@ def test_the_word_count_counts_words():
 
 @pytest.fixture(scope="module")
 def lessons():
-    return steps.load_steps()
+    return shared_steps.lessons()
 
 
 async def answer(pilot, screen) -> None:

@@ -16,9 +16,9 @@ from collections import defaultdict
 
 import pytest
 
-import steps
 from batchtui.widgets.compare import CompareView
 from screen_text import screen_text
+from tests import shared_steps
 
 LOOKS = (20.0, 5.0)  # simulated seconds run before each look (the first after a guess)
 
@@ -141,7 +141,7 @@ def text_disagreements(screen) -> list[str]:
 
 @pytest.fixture(scope="module")
 def lessons():
-    return steps.load_steps()
+    return shared_steps.lessons()
 
 
 @pytest.mark.parametrize("number", range(1, 21))

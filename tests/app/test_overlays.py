@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-import steps
 from batchtui.screens.contents import ContentsScreen
 from batchtui.screens.file_prompt import FilePromptScreen
 from batchtui.screens.help import HelpScreen
 from batchtui.screens.too_small import TooSmallScreen
 from batchtui.screens.tutorial import TutorialScreen
 from screen_text import screen_text
+from tests import shared_steps
 
 
 @pytest.fixture(scope="module")
 def lessons():
-    return steps.load_steps()
+    return shared_steps.lessons()
 
 
 async def test_a_second_dismiss_does_not_pop_the_tutorial(make_app):

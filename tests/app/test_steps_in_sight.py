@@ -12,11 +12,11 @@ import re
 
 import pytest
 
-import steps
 from batchtui.widgets.dial_list import DialList
 from batchtui.widgets.goal_bar import GoalBar
 from batchtui.widgets.key_bar import KeyBar
 from screen_text import screen_text
+from tests import shared_steps
 
 SECONDS = 20.0  # simulated seconds run before looking: queues and batches have formed
 
@@ -58,7 +58,7 @@ NEEDS: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {
 
 @pytest.fixture(scope="module")
 def lessons():
-    return steps.load_steps()
+    return shared_steps.lessons()
 
 
 def test_every_step_is_listed():

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-import steps
 from batchtui.app import BatchApp
 from batchtui.progress import Progress, ProgressStore
 from batchtui.settings import AppSettings
 from tests.app.manual_clock import ManualClock
+from tests import shared_steps
 
 
 @pytest.fixture(autouse=True)
@@ -20,7 +20,7 @@ def _clean_environment(monkeypatch, tmp_path):
 
 @pytest.fixture(scope="session")
 def lessons():
-    return steps.load_steps()
+    return shared_steps.lessons()
 
 
 @pytest.fixture

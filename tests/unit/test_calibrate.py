@@ -19,6 +19,9 @@ from batchtui.cli import main
 from tests.unit.cli_run import run
 from sim.profiles import load_profiles
 
+# Every fit test reads the one module fit (`fitted`): one worker computes it once.
+pytestmark = pytest.mark.xdist_group("calibrate")
+
 DATA = Path(__file__).parent.parent / "data" / "vllm-results"
 VLLM_FILE = DATA / "openai-8.0qps-Llama-3.1-8B-Instruct-20250301-101500.json"
 DETAILED_FILE = DATA / "openai-detailed.json"

@@ -12,11 +12,12 @@ from sim.engine import run_scenario
 from sim.workload import MULTI_TURN_HELPDESK
 from steps.activities import cheat_sheet_md
 from steps.figures import HELPDESK_CONVERSATIONS, MEASURE_SEED, fmt
+from tests import shared_steps
 
 
 @pytest.fixture(scope="module")
 def cheat_step():
-    return next(s for s in steps.load_steps() if s.activity.kind == "cheat_sheet")
+    return next(s for s in shared_steps.lessons() if s.activity.kind == "cheat_sheet")
 
 
 def helpdesk(scenario, caching: bool) -> dict:

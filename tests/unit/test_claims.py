@@ -19,12 +19,12 @@ from sim.engine import Engine, run_scenario, sweep
 from sim.reports import BINDING_LIMITS
 from sim.workload import LengthSpec
 from steps import activities as act
-from steps import load_steps
+from tests import shared_steps
 
 
 @pytest.fixture(scope="module")
 def step():
-    lessons = {s.number: s for s in load_steps()}
+    lessons = shared_steps.by_number()
     return lambda n: lessons[n]
 
 

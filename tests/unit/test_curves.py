@@ -10,6 +10,10 @@ from sim.curves import find_knee, measure_rate, rate_sweep, runner
 from sim.scenario import Scenario
 from sim.workload import WorkloadSpec
 
+
+# The tests share one rate sweep (`swept`): one worker computes it once.
+pytestmark = pytest.mark.xdist_group("curves")
+
 LESSON = Scenario(engine={"max_num_seqs": 256}, workload=WorkloadSpec(request_rate=10.0, num_prompts=400), seed=3)
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from steps import figures, lesson_files, load_steps, read_lesson
+from steps import figures, lesson_files, read_lesson
 from steps.figures import CHOICES, FIGURES, NUMBER, PINNED, Lab, stray_numbers, wording
+from tests import shared_steps
 
 
 @pytest.fixture(scope="module")
 def lesson():
-    return {s.number: s for s in load_steps()}
+    return shared_steps.by_number()
 
 
 def _raw(number: int) -> tuple[dict, str]:

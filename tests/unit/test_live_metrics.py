@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sim.engine import Engine, run_scenario
-from steps import load_steps
+from tests import shared_steps
 
 
 LIVE_SECONDS = 12.0
@@ -18,7 +18,7 @@ LIVE_SECONDS = 12.0
 
 @pytest.fixture(scope="module")
 def lesson():
-    return {s.number: s for s in load_steps()}
+    return shared_steps.by_number()
 
 
 @pytest.mark.parametrize("rate", [1000.0, pytest.param(2000.0, marks=pytest.mark.thorough)])

@@ -7,17 +7,17 @@ from dataclasses import replace
 
 import pytest
 
-import steps
 from sim import dials
 from sim.engine import Engine
 from sim.errors import ConfigError
 from sim.workload import MULTI_TURN_HELPDESK, LengthSpec
 from steps.activities import helpdesk_switch
+from tests import shared_steps
 
 
 @pytest.fixture(scope="module")
 def playground():
-    return steps.load_steps()[-1]
+    return shared_steps.lessons()[-1]
 
 
 def applied(current, settings):

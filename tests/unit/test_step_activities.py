@@ -14,14 +14,14 @@ from sim.profiles import BUILTIN_PROFILES
 from sim.reports import EngineSnapshot, MetricsView
 from sim.scenario import Scenario
 from steps import activities as act
-from steps import load_steps
 
 from batchtui.scenario_files import Unusable, read_scenario
+from tests import shared_steps
 
 
 @pytest.fixture(scope="module")
 def lesson():
-    return {s.number: s for s in load_steps()}
+    return shared_steps.by_number()
 
 
 def snap(queue_len=0, running=10, max_num_seqs=256, kv_used=100, kv_usable=28008, **metrics) -> EngineSnapshot:
