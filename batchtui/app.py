@@ -136,6 +136,12 @@ class BatchApp(App):
         for key in split:
             await super().on_event(key)
 
+    def get_driver_class(self):
+        # On a terminal, a lone Esc answered once its escape delay is up (`key_input.py`).
+        from .key_input import driver_for
+
+        return driver_for(super().get_driver_class())
+
     async def run_action(self, action, default_namespace=None, namespaces=None) -> bool:
         # A key that is not a step key acts on the step the learner asked for: the step keys
         # read before it are drawn first (`screens/navigation.py`).
