@@ -1,3 +1,3 @@
-from batchtui.cli import main
+from batchtui.start import main
 
 raise SystemExit(main())

@@ -14,6 +14,7 @@ from .ending import Ending
 from .glyphs import ascii_text
 from .progress import Progress, ProgressStore
 from .screens.help import HelpScreen
+from .screens.navigation import changes_step
 from .screens.too_small import MIN_HEIGHT, MIN_WIDTH, TooSmallScreen
 from .screens.tutorial import TutorialScreen
 from .settings import AppSettings
@@ -134,6 +135,19 @@ class BatchApp(App):
         # alt+key, which nothing here binds. They are the two keys the learner pressed.
         for key in split:
             await super().on_event(key)
+
+    def get_driver_class(self):
+        # On a terminal, a lone Esc answered once its escape delay is up (`key_input.py`).
+        from .key_input import driver_for
+
+        return driver_for(super().get_driver_class())
+
+    async def run_action(self, action, default_namespace=None, namespaces=None) -> bool:
+        # A key that is not a step key acts on the step the learner asked for: the step keys
+        # read before it are drawn first (`screens/navigation.py`).
+        if self.tutorial is not None and not changes_step(action):
+            await self.tutorial.navigation.settle_now()
+        return await super().run_action(action, default_namespace, namespaces)
 
     def words(self, text: str) -> str:
         """Text as this terminal shows it: plain ASCII under `--ascii`."""

@@ -124,7 +124,7 @@ class CurveView(SimView):
                 text.append("\n\n")
             if panel.load_label in self.held_back:
                 text.append(f"{panel.load_range}: {panel.latency_label}", self.style_of("curve--title"))
-                text.append("\n(the answer: shows once you guess)",
+                text.append("\n(shows with your guess's result)",
                             self.style_of("curve--dim"))
                 continue
             self._build_panel(text, panel, width, rows)

@@ -10,6 +10,7 @@ import pytest
 from batchtui.progress import Progress, ProgressStore
 from batchtui.widgets.compare import CompareView
 from batchtui.widgets.dial import DialControl
+from batchtui.widgets.activities.predict import PredictView
 from batchtui.widgets.goal_bar import GoalBar
 from batchtui.widgets.seats import SeatsView
 from screen_text import screen_text
@@ -31,6 +32,17 @@ async def run_for(pilot, seconds: float, step: float = 0.5) -> None:
     for _ in range(round(seconds / step)):
         sim.fast_forward(step)
         await pilot.pause()
+
+
+async def result_in(pilot) -> None:
+    """Run a prediction's run to the moment its result shows (the line under the guess says
+    when: `wait_words`), one frame past it."""
+    view = pilot.app.screen.query_one(PredictView)
+    await run_for(pilot, 1.0)
+    pilot.app.screen.sim.fast_forward(view.predict.watch_seconds)
+    await pilot.pause()
+    await pilot.pause()
+    assert view.revealed
 
 
 async def turn(pilot, dial_name: str, value) -> None:
@@ -57,6 +69,8 @@ async def test_a_prediction_comes_before_its_reveal(make_app, lessons):
         await pilot.press("2")  # the guess
         await pilot.pause()
         await pilot.pause()
+        assert not reveal.display and hidden_words not in screen_text(app)  # its result is not in yet
+        await result_in(pilot)
         assert reveal.display and hidden_words in reveal.source
         pane = app.screen.query_one("#lesson-pane")
         assert pane.region.y <= reveal.region.y < pane.region.bottom  # its start brought into sight
@@ -76,6 +90,8 @@ async def test_a_step_answered_before_asks_again_with_its_answer_hidden(make_app
         await pilot.press("3")
         await pilot.pause()
         await pilot.pause()
+        assert not reveal.display
+        await result_in(pilot)
         assert reveal.display
 
 
@@ -288,7 +304,7 @@ async def test_a_long_wait_for_the_answer_counts_down_and_names_the_fast_forward
         assert "press + to fast-forward" in " ".join(lesson_column.split())
 
 
-async def test_a_plot_that_answers_a_prediction_shows_only_after_the_guess(make_app, lessons):
+async def test_a_plot_that_answers_a_prediction_shows_only_with_its_result(make_app, lessons):
     step = lessons[6]
     assert step.number == 7 and step.activity.params.get("hides") == ["batch"]
     app = make_app(list(lessons), start_step=7)
@@ -296,13 +312,15 @@ async def test_a_plot_that_answers_a_prediction_shows_only_after_the_guess(make_
         await pilot.pause()
         await pilot.pause()
         text = screen_text(app)
-        assert "shows once you guess" in text and "knee: batch" not in text, text
+        assert "shows with your guess's result" in text and "knee: batch" not in text, text
         assert "TTFT p99 vs req/s" in text  # the rate curve answers nothing asked: it stays
         await pilot.press(str(step.activity.params["answer"]))
         await pilot.pause()
         await pilot.pause()
+        assert "knee: batch" not in screen_text(app)  # guessed: the result is not in yet
+        await result_in(pilot)
         text = screen_text(app)
-        assert "knee: batch" in text and "shows once you guess" not in text
+        assert "knee: batch" in text and "shows with your guess's result" not in text
 
 
 @pytest.mark.parametrize("number", [1, 5, 7, 11, 13, 17])
@@ -326,3 +344,39 @@ async def test_nothing_answers_a_prediction_before_the_guess(make_app, lessons, 
             assert " ".join(explain.split()[:5]) not in text
             if "batch" in step.activity.params.get("hides", ()):
                 assert "knee: batch" not in text
+
+
+@pytest.mark.parametrize("number", [1, 5, 7, 11, 13, 17])
+async def test_a_predictions_reveal_comes_when_the_line_under_the_guess_says(make_app, lessons, number):
+    """One rule for the prediction's result and the lesson's reveal: the line under the guess
+    says when the answer shows; until that moment neither the reveal nor a plot that answers the
+    question is on screen, and at that moment both are."""
+    step = lessons[number - 1]
+    reveal_line = next(line.strip() for line in step.reveal_md.splitlines() if len(line.strip()) > 20 and "|" not in line)
+    app = make_app(list(lessons), start_step=number)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        view = app.screen.query_one(PredictView)
+        await pilot.press("1")
+        await pilot.pause()
+        status = " ".join(str(app.screen.query_one("#predict-status").render()).split())
+        assert f"The answer shows {view.predict.wait_words()}" in status
+        await run_for(pilot, 1.0)
+        app.screen.sim.fast_forward(view.predict.watch_seconds * 0.9 - 1.0)
+        await pilot.pause()
+        await pilot.pause()
+        reveal = app.screen.query_one("#reveal")
+        if not view.revealed:  # (a job that ends sooner ends the wait sooner: "when the job ends or")
+            assert not reveal.display
+            for key in ("home", "end"):
+                await pilot.press(key)
+                await pilot.pause()
+                text = " ".join(screen_text(app).split())
+                assert " ".join(reveal_line.split()[:4]) not in text
+                if "batch" in step.activity.params.get("hides", ()):
+                    assert "knee: batch" not in text
+            app.screen.sim.fast_forward(view.predict.watch_seconds * 0.1 + 0.5)
+            await pilot.pause()
+            await pilot.pause()
+        assert view.revealed and reveal.display
+        assert " ".join(reveal_line.split()[:4]) in " ".join(reveal.source.split())

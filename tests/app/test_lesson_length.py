@@ -67,9 +67,9 @@ async def answer(pilot, screen) -> None:
         await pilot.press("ctrl+d")
     await pilot.pause()
     if kind == "predict":
-        screen.sim.fast_forward(float(step.activity.params.get("watch_s", 20.0)) + 1.0)
+        screen.sim.fast_forward(1.0)  # the run's first frame after the guess: the wait starts
         await pilot.pause()
-        screen.sim.fast_forward(1.0)
+        screen.sim.fast_forward(float(step.activity.params.get("watch_s", 20.0)) + 1.0)
     await pilot.pause()
     await pilot.pause()
 

@@ -83,11 +83,15 @@ async def test_the_proof_of_each_step_is_in_sight(make_app, lessons, number, siz
     async with app.run_test(size=size) as pilot:
         screen = app.screen
         step = screen.step
+        seconds = SECONDS
         if step.activity.kind == "predict":
             await pilot.press(str(step.activity.params["answer"]))  # the run starts with a guess
+            screen.sim.fast_forward(1.0)  # and a plot that answers it shows with the result
+            await pilot.pause()
+            seconds = max(SECONDS, float(step.activity.params.get("watch_s", 20.0)))
         if step.activity.kind == "playground":
             await pilot.press("z")  # it opens on its things to try; z shows every view
-        screen.sim.fast_forward(SECONDS)
+        screen.sim.fast_forward(seconds)
         screen.clear_notice()  # a notice stands in for the goal line until the next key
         await pilot.pause()
         await pilot.pause()

@@ -68,8 +68,8 @@ class ActivityView(Vertical):
     takes_choices = False
     """Number keys pick an answer right now."""
     answered = False
-    """The learner has answered (a guess committed, a drill checked right or its answer shown, a
-    reading answered, a challenge broken): the lesson's reveal text may show."""
+    """The learner has answered (a prediction's result shown, a drill checked right or its answer
+    shown, a reading answered, a challenge broken): the lesson's reveal text may show."""
     choice_count = 0
     has_input = False
     hints: tuple[str, ...] = ()

@@ -30,7 +30,9 @@ class PredictView(ActivityView):
 
     @property
     def answered(self) -> bool:
-        return self.predict.guess is not None
+        """The result is in (`reveal`): the lesson's reveal and a plot that answers the question
+        wait for the moment the line under the guess names, not only for the guess."""
+        return self.revealed
 
     def compose(self) -> ComposeResult:
         yield Static("Predict, then run", classes="activity-title", markup=False)

@@ -1,0 +1,131 @@
+"""The playground's keys on the tutorial screen (step 20): `w` saves the scenario, `o` opens one,
+`m` loads the multi-turn helpdesk's traffic (again: back to single turns).
+
+`Playground` holds what they remember (the file last saved or opened, the traffic `m` replaced)
+and drives the screen through its public members; the screen's actions delegate to it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sim.errors import SimError
+
+from ..formatting import in_app_words, number
+from .before_after import setting_changes
+
+PLAYGROUND_ACTIONS = ("save_scenario", "load_scenario", "helpdesk_traffic")
+"""The screen's actions that only the playground takes."""
+
+
+class Playground:
+    """The playground's files and traffic switch, for one tutorial screen."""
+
+    def __init__(self, screen) -> None:
+        self.screen = screen
+        self.scenario_file: Path | None = None
+        """The playground's file last saved or opened (the prompts suggest it)."""
+        self.left_traffic = None
+        """The playground's scenario as `m` found it when it loaded the multi-turn helpdesk
+        (`m` again goes back to its traffic); None once a step, reset or file replaces it."""
+
+    @staticmethod
+    def takes(action: str) -> bool:
+        return action in PLAYGROUND_ACTIONS
+
+    @staticmethod
+    def on(step) -> bool:
+        """The step on show is the playground."""
+        return step.activity.kind == "playground"
+
+    def save(self) -> None:
+        """`w`: the file prompt, then the scenario written to the file chosen."""
+        from ..scenario_files import save_scenario_file
+        from .file_prompt import FilePromptScreen
+
+        screen = self.screen
+
+        def chosen(path) -> None:
+            if path is not None and screen.sim is not None and screen.check_action("save_scenario", ()):
+                self.scenario_file = path
+                screen.say(save_scenario_file(screen.sim.scenario, path))
+                screen.key_pressed("save_scenario")
+
+        if screen.sim is not None:
+            screen.app.push_screen(FilePromptScreen("Save this scenario as", self.suggested_file(), saving=True,
+                                                    own_file=self.scenario_file, within=self.files_within()),
+                                   chosen)
+
+    def load(self) -> None:
+        """`o`: the file prompt, then the scenario read from the file chosen runs on the dials."""
+        from ..scenario_files import Unusable, read_scenario
+        from .file_prompt import FilePromptScreen
+
+        screen = self.screen
+
+        def chosen(path) -> None:
+            if path is None or screen.sim is None or not screen.check_action("load_scenario", ()):
+                return  # cancelled, or the step changed meanwhile
+            self.scenario_file = path
+            try:
+                scenario = read_scenario(path)
+            except Unusable as exc:  # (the file by its name: the prompt above showed where)
+                screen.say(f"Kept the current scenario: {str(exc).replace(str(path), path.name)}", error=True)
+                return
+            screen.say(f"Loaded the scenario from {path}.")
+            self.left_traffic = None
+            screen.restart_with(scenario)
+            screen.key_pressed("load_scenario")
+
+        if screen.sim is not None:
+            screen.app.push_screen(FilePromptScreen("Open a scenario file", self.suggested_file(), saving=False,
+                                                    within=self.files_within()), chosen)
+
+    async def helpdesk_traffic(self) -> None:
+        """`m`: the multi-turn helpdesk's traffic set on the dials (hardware, model and engine
+        dials stay as they are); again: back to single turns."""
+        from steps.activities import helpdesk_switch
+
+        screen = self.screen
+        await screen.begin_now()  # in the same read as the step change: start its run now
+        if screen.sim is None or not screen.check_action("helpdesk_traffic", ()):
+            return
+        current = screen.sim.scenario
+        try:
+            switch = helpdesk_switch(screen.step, current, self.left_traffic)
+        except SimError as exc:
+            screen.say(f"Kept the traffic as it is: {in_app_words(exc)}", error=True)
+            return
+        applied, error = screen.dials.set(switch.settings)
+        if error is not None:
+            screen.say(f"Refused: {in_app_words(error)}", error=True)
+        else:
+            self.left_traffic = current if switch.multi_turn else None
+            screen.say(switch_words(switch, screen.step.dials, current, screen.sim.scenario))
+        if applied:
+            screen.dials_moved(applied)
+        screen.update_keys()
+
+    def files_within(self) -> Path | None:
+        """Served in a web page, the file prompts stay in the state folder."""
+        screen = self.screen
+        return screen.app.store.directory if screen.settings.served else None
+
+    def suggested_file(self) -> Path:
+        screen = self.screen
+        return self.scenario_file or screen.settings.scenario_path or screen.app.store.directory / "playground.toml"
+
+
+def switch_words(switch, step_dials, before, now) -> str:
+    """The notice for `m`: what it loaded and every setting it changed, in the dials' words
+    (a setting the step has no dial for in the simulator's); a word if prefix caching is off."""
+    from sim import dials as sim_dials
+
+    on_dials = {dial.name for dial in step_dials}
+    changes = setting_changes(step_dials, before, now)
+    changes += [f"{sim_dials.find(path).label} {number(sim_dials.get_value(before, path))} → {number(value)}"
+                for path, value in switch.settings.items() if path not in on_dials]
+    words = f"{switch.name}: {'; '.join(changes)}." if changes else f"Already {switch.name}."
+    if switch.multi_turn and not sim_dials.get_value(now, "engine.enable_prefix_caching"):
+        words += " Prefix caching is off: each turn computes its whole history again."
+    return words[0].upper() + words[1:]
