@@ -68,6 +68,8 @@ class Drafts:
                 updates.append(refill)
             with screen.app.batch_update():
                 await asyncio.gather(*updates)
+            if not screen.is_attached:  # the app closed while the widgets were updated
+                return
             screen.question.set_hints(keep_shown=True)
             screen.update_goal()
             screen.update_keys()

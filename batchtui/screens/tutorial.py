@@ -98,6 +98,9 @@ class TutorialScreen(Screen):
         """The first launch's orientation is up: the step's run waits for it to close."""
         self._notice_key = 0
         """Counts the notices said, so a key press clears only the one it found."""
+        self._standing_notice = ""
+        """A notice that stays through step openings until the learner's first key (what
+        `--gpu` found: the lookup may answer before the first step is drawn)."""
         self.goal: StepGoal | None = None
         """What a step without a question of its own asks (None: its activity says)."""
         self._keys_say_running = False
@@ -180,6 +183,7 @@ class TutorialScreen(Screen):
         if self.index in changed:
             await self.show_step(self.index)
         if gpu.notice:
+            self._standing_notice = gpu.notice
             self.say(gpu.notice)
 
     def say(self, message: str, error: bool = False) -> None:
@@ -192,6 +196,7 @@ class TutorialScreen(Screen):
         self.say("")
 
     def on_key(self, event: events.Key) -> None:
+        self._standing_notice = ""
         # The next key after a notice puts the goal back, unless that key said something new.
         if self.query_one(NoticeLine).message:
             said = self._notice_key
@@ -229,7 +234,7 @@ class TutorialScreen(Screen):
 
     async def _show(self, step) -> None:
         self.stop_simulation()
-        self.clear_notice()
+        self.say(self._standing_notice)
         minutes_left = sum(s.minutes for s in self.summaries[self.index:])
         words = self.app.words
         self.query_one(StepHeader).show_step(words(step.section), step.number, len(self.summaries),

@@ -118,6 +118,13 @@ async def test_a_draft_step_is_filled_with_the_simulators_figures_and_the_hint_s
         assert figures.PENDING in screen.query_one(HintBox).hints[0]
 
         await clock.release()
+        # Waits on state: the fill runs in a worker after the thread's answer (a busy machine
+        # takes more than one pause).
+        for _ in range(200):
+            await pilot.pause()
+            if not screen.step.figures_pending:
+                break
+        await app.workers.wait_for_complete()
         await pilot.pause()
         filled = steps.load_step(lessons.summaries[0].path)
         assert lessons.ready(0)
