@@ -461,7 +461,7 @@ class Engine:
             index=index, start_time=start, end_time=end, scheduled=scheduled,
             num_decode_tokens=sum(w.num_tokens for w in scheduled if not w.is_prefill),
             num_prefill_tokens=sum(w.num_tokens for w in scheduled if w.is_prefill),
-            token_budget=self.config.max_num_batched_tokens,
+            token_budget=self.config.token_budget,
             max_num_seqs=self._seat_cap(),
             admitted=tuple(r.request_id for r in out.admitted),
             first_tokens=tuple(r.request_id for r in result.first_tokens),
@@ -496,7 +496,7 @@ class Engine:
     def _seat_cap(self) -> int:
         b = self.config.batching
         if b == "continuous":
-            return self.config.max_num_seqs
+            return self.config.seats
         if b == "sequential":
             return 1
         return self.config.max_batch_size
