@@ -152,3 +152,25 @@ def vllm_defaults(gpu_id: str, memory_bytes: float, offline: bool = False) -> di
     if mem_gib >= 70 and "a100" not in gpu_id.lower():
         return {"max_num_seqs": 1024, "max_num_batched_tokens": 16384 if offline else 8192}
     return {"max_num_seqs": 256, "max_num_batched_tokens": 8192 if offline else 2048}
+
+
+def cudagraph_capture_sizes(config: EngineConfig, ceiling: int = 512) -> tuple[int, ...]:
+    """The token counts vLLM 0.33 captures CUDA graphs for, by default (vllm/config/vllm.py,
+    `_set_cudagraph_sizes`; balanced performance mode, no speculative decoding): 1, 2, 4, then
+    every 8 below 256, then every 16, up to min(2 x max_num_seqs, the GPU's ceiling,
+    max_num_batched_tokens); max_num_batched_tokens and max_num_seqs too where they fit. An
+    iteration of T tokens up to the largest runs the graph of the next size up, padded; a larger
+    one runs without a graph."""
+    top = min(config.max_num_seqs * 2, ceiling)
+    decode = [config.max_num_seqs] if config.max_num_seqs <= top else []
+    tokens = config.max_num_batched_tokens
+    top = min(tokens, top)
+    sizes = [i for i in (1, 2, 4) if i <= top]
+    if top >= 8:
+        sizes += range(8, min(top + 1, 256), 8)
+    if top >= 256:
+        sizes += range(256, top + 1, 16)
+    if tokens <= top:
+        sizes.append(tokens)
+    sizes += [size for size in decode if size <= tokens]
+    return tuple(sorted(set(sizes)))

@@ -46,8 +46,10 @@ _OTHER_ARCH = "kernels of model families the dense transformers simulated do not
 _NODES = ("multi-node plumbing: the GPUs are --tensor-parallel-size on one node, their all-reduces priced at the "
           "GPU's interconnect")
 _DCP = "decode context parallelism only: --decode-context-parallel-size above 1 is refused"
-_GRAPHS = ("which batch sizes get CUDA graphs: the simulator prices every iteration as graph-captured "
-           "unless --enforce-eager")
+_GRAPH_SIZES = ("capture sizes other than vLLM 0.33's defaults are not modelled: the simulator pads an iteration to "
+                "the default sizes (see --enforce-eager in the README)")
+_GRAPHS = ("which batch sizes get CUDA graphs: the simulator pads an iteration to vLLM 0.33's default capture "
+           "sizes (see --enforce-eager in the README)")
 
 # flag[,alias...] | arity | kind | ok values (comma-separated, refused kind only) | what it does here
 _SERVE = f"""
@@ -68,7 +70,7 @@ model_tag (positional) | v | modelled | | the model, as --model
 --tokenizer-revision | v | recorded | | {_TOK}
 --max-model-len | v | modelled | | the context limit: longer requests fail as in vLLM; longer than the model's is refused unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1
 --quantization,-q | v | modelled | | weight format: bytes per weight streamed and held, and the tensor-core peak the linear layers use (fp8 W8A8 where the GPU has fp8 tensor cores); formats outside the table are refused
---enforce-eager | b | modelled | | no CUDA graphs: every iteration pays the host's kernel launches
+--enforce-eager | b | modelled | | no CUDA graphs: the host launches every kernel, so a forward pass takes at least its launches (about 262 us a layer; larger batches hide them), and no batch is padded to a graph's size
 --max-logprobs | v | recorded | | {_OUT}
 --logprobs-mode | v | recorded | | {_OUT}
 --disable-sliding-window | b | recorded | | the dense models simulated attend to their whole context already
@@ -163,8 +165,8 @@ model_tag (positional) | v | modelled | | the model, as --model
 --scheduler-cls | v | refused | vllm.v1.core.sched.scheduler.Scheduler | a custom scheduler class: the simulator runs vLLM's own scheduler (its class name is accepted)
 --disable-hybrid-kv-cache-manager | b | recorded | | hybrid (sliding window or Mamba) models only: the dense models simulated use one cache
 --async-scheduling | b | modelled | | the next batch is scheduled while this one runs
---cudagraph-capture-sizes | + | recorded | | {_GRAPHS}
---max-cudagraph-capture-size | v | recorded | | {_GRAPHS}
+--cudagraph-capture-sizes | + | refused | | {_GRAPH_SIZES}
+--max-cudagraph-capture-size | v | refused | | {_GRAPH_SIZES}
 --speculative-config,-sc | v | refused | | speculative decoding (draft tokens verified in one pass) is not modelled
 --kv-transfer-config | v | refused | | disaggregated prefill and KV transfer between instances are not modelled
 --kv-events-config | v | recorded | | {_LOG}
@@ -523,10 +525,10 @@ _OLDER = f"""
 --max-long-partial-prefills | v | modelled | | 1 (the default) as vLLM's V1 scheduler runs: any other value is refused as vLLM V1 refuses it; vLLM 0.27 removed the flag
 --num-lookahead-slots | v | recorded | | speculative decoding only: not modelled, and 0 otherwise
 --external-parameters | v | recorded | | extra parameters for a custom scheduler class: the simulator runs vLLM's own
---cuda-graph-sizes | + | recorded | | {_GRAPHS}
+--cuda-graph-sizes | + | refused | | {_GRAPH_SIZES}
 --disable-log-requests | b | recorded | | {_LOG}
 --disable-frontend-multiprocessing | b | recorded | | {_NET}
---max-seq-len-to-capture | v | recorded | | {_GRAPHS}
+--max-seq-len-to-capture | v | recorded | | the V0 engine's context-length limit for CUDA graphs: V1 captures graphs by token count ({_GRAPHS})
 --num-scheduler-steps | v | refused | 1 | multi-step scheduling belonged to vLLM's V0 engine; V1 schedules every step (only 1 is accepted)
 --multi-step-stream-outputs | b | recorded | | multi-step scheduling (V0): V1 schedules every step
 --preemption-mode | v | refused | recompute | V1 recomputes preempted requests (as the simulator does); swapping them out is not modelled
