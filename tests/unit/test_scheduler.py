@@ -199,3 +199,18 @@ class TestVllm033Budgets:
         with pytest.raises(ConfigError, match="max_num_scheduled_tokens"):
             EngineConfig(enable_chunked_prefill=False, max_model_len=4096, max_num_batched_tokens=8192,
                          max_num_scheduled_tokens=1024).validate()
+
+
+def test_the_priority_queue_removes_requests_that_stopped_while_waiting():
+    # (It once iterated its own requests as if they were heap entries: a TypeError, found by
+    # tests/unit/test_engine_agrees.py when a multi-turn request stopped while queued.)
+    from sim.request import Request
+    from sim.schedulers.queues import PriorityQueue
+
+    queue = PriorityQueue()
+    a, b, c = (Request(rid, 0.0, 10, 2, priority, seq=seq) for seq, (rid, priority) in
+               enumerate([("A", 1), ("B", 0), ("C", 2)]))
+    for req in (a, b, c):
+        queue.add_request(req)
+    queue.remove_requests([a])
+    assert list(queue) == [b, c] and queue.pop_request() is b and queue.pop_request() is c
