@@ -51,10 +51,17 @@ WEIGHT_FORMATS: Mapping[str, WeightFormat] = MappingProxyType({
     "fbgemm_fp8": WeightFormat(1.0, True),
     "modelopt": WeightFormat(1.0, True),
     "ptpc_fp8": WeightFormat(1.0, True),
+    # vLLM 0.33's online shorthands: bf16 checkpoints quantized to fp8 at load (scales per tensor,
+    # output channel or 128x128 block: a negligible share of the bytes).
+    "fp8_per_tensor": WeightFormat(1.0, True),
+    "fp8_per_channel": WeightFormat(1.0, True),
+    "fp8_per_block": WeightFormat(1.0, True),
     "awq": WeightFormat(_INT4_GROUP128, False),
     "awq_marlin": WeightFormat(_INT4_GROUP128, False),
     "gptq": WeightFormat(_INT4_GROUP128, False),
     "gptq_marlin": WeightFormat(_INT4_GROUP128, False),
+    "auto_awq": WeightFormat(_INT4_GROUP128, False),  # vLLM 0.33's names for the same checkpoints
+    "auto_gptq": WeightFormat(_INT4_GROUP128, False),
     "bitsandbytes": WeightFormat(4.13 / 8, False),
 })
 # Weight-only formats (W4A16 AWQ and GPTQ; fp8 weights on GPUs without fp8 tensor cores) dequantize
