@@ -19,9 +19,16 @@ class EngineConfig:
 
     batching: str = "continuous"
     max_num_seqs: int = 1024
+    # vLLM 0.33's --max-num-active-seqs (None: max_num_seqs): see `seats`.
+    max_num_active_seqs: int | None = None
     max_num_batched_tokens: int = 8192
+    # vLLM 0.33's --max-num-scheduled-tokens (None: max_num_batched_tokens): see `token_budget`.
+    max_num_scheduled_tokens: int | None = None
     enable_chunked_prefill: bool = True
     long_prefill_token_threshold: int = 0
+    # vLLM 0.33's --long-prefill-token-threshold-adaptive: the cap is floored at
+    # max_num_batched_tokens // (running + waiting requests) (vllm/v1/core/sched/scheduler.py).
+    long_prefill_token_threshold_adaptive: bool = False
     scheduling_policy: str = "fcfs"
     max_model_len: int = 131072
     watermark: float = 0.0
@@ -45,15 +52,24 @@ class EngineConfig:
         _positive_int("engine.max_num_seqs", self.max_num_seqs)
         _positive_int("engine.max_num_batched_tokens", self.max_num_batched_tokens)
         _positive_int("engine.max_batch_size", self.max_batch_size)
+        if self.max_num_scheduled_tokens is not None:
+            _positive_int("engine.max_num_scheduled_tokens", self.max_num_scheduled_tokens)
+        if self.max_num_active_seqs is not None:
+            _positive_int("engine.max_num_active_seqs", self.max_num_active_seqs)
+            if self.max_num_active_seqs > self.max_num_seqs:
+                raise ConfigError("engine.max_num_active_seqs", self.max_num_active_seqs,
+                                  f"at most {{engine.max_num_seqs}} ({self.max_num_seqs})", "as vLLM 0.33 requires")
         if self.max_num_batched_tokens < self.max_num_seqs:
             raise ConfigError(
                 "engine.max_num_batched_tokens", self.max_num_batched_tokens,
                 f"at least {{engine.max_num_seqs}} ({self.max_num_seqs})",
                 "vLLM requires a token budget of at least one token per seat",
             )
-        if not self.enable_chunked_prefill and self.max_num_batched_tokens < self.max_model_len:
+        if not self.enable_chunked_prefill and self.token_budget < self.max_model_len:
+            binding = ("max_num_batched_tokens" if self.token_budget == self.max_num_batched_tokens
+                       else "max_num_scheduled_tokens")
             raise ConfigError(
-                "engine.max_num_batched_tokens", self.max_num_batched_tokens,
+                f"engine.{binding}", self.token_budget,
                 f"at least {{engine.max_model_len}} ({self.max_model_len}) without chunked prefill",
                 "a whole prompt must fit one iteration: lower {engine.max_model_len} or turn on "
                 "{engine.enable_chunked_prefill}",
@@ -67,7 +83,8 @@ class EngineConfig:
             raise ConfigError("engine.watermark", self.watermark, "a fraction of the blocks in [0, 1)")
         if not isinstance(self.async_scheduling, bool):
             raise ConfigError("engine.async_scheduling", self.async_scheduling, "true or false")
-        for name in ("enable_chunked_prefill", "scheduler_reserve_full_isl", "enable_prefix_caching"):
+        for name in ("enable_chunked_prefill", "scheduler_reserve_full_isl", "enable_prefix_caching",
+                     "long_prefill_token_threshold_adaptive"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"engine.{name}", getattr(self, name), "true or false")
         if not (isinstance(self.max_queue_delay, (int, float)) and math.isfinite(self.max_queue_delay)
@@ -76,6 +93,24 @@ class EngineConfig:
         from .limits import check_engine
 
         check_engine(self)  # past what the simulator holds honestly (see sim/limits.py)
+
+    @property
+    def seats(self) -> int:
+        """Requests continuous batching admits into RUNNING: vLLM 0.33 admits up to
+        `max_num_active_seqs` when set (at most max_num_seqs, which still sizes the model runner
+        and its CUDA graphs), else max_num_seqs."""
+        return self.max_num_seqs if self.max_num_active_seqs is None else self.max_num_active_seqs
+
+    @property
+    def token_budget(self) -> int:
+        """Tokens one iteration may schedule. vLLM 0.33's scheduler (vllm/v1/core/sched/scheduler.py)
+        spends two budgets at once: `max_num_scheduled_tokens` (its default is
+        max_num_batched_tokens) and max_num_batched_tokens less the draft-token slots of
+        speculative decoding (none here: speculative decoding is refused), each request's tokens
+        taken from both; so the lower of the two binds."""
+        if self.max_num_scheduled_tokens is None:
+            return self.max_num_batched_tokens
+        return min(self.max_num_scheduled_tokens, self.max_num_batched_tokens)
 
     @property
     def caches_prefixes(self) -> bool:
@@ -118,3 +153,25 @@ def vllm_defaults(gpu_id: str, memory_bytes: float, offline: bool = False) -> di
     if mem_gib >= 70 and "a100" not in gpu_id.lower():
         return {"max_num_seqs": 1024, "max_num_batched_tokens": 16384 if offline else 8192}
     return {"max_num_seqs": 256, "max_num_batched_tokens": 8192 if offline else 2048}
+
+
+def cudagraph_capture_sizes(config: EngineConfig, ceiling: int = 512) -> tuple[int, ...]:
+    """The token counts vLLM 0.33 captures CUDA graphs for, by default (vllm/config/vllm.py,
+    `_set_cudagraph_sizes`; balanced performance mode, no speculative decoding): 1, 2, 4, then
+    every 8 below 256, then every 16, up to min(2 x max_num_seqs, the GPU's ceiling,
+    max_num_batched_tokens); max_num_batched_tokens and max_num_seqs too where they fit. An
+    iteration of T tokens up to the largest runs the graph of the next size up, padded; a larger
+    one runs without a graph."""
+    top = min(config.max_num_seqs * 2, ceiling)
+    decode = [config.max_num_seqs] if config.max_num_seqs <= top else []
+    tokens = config.max_num_batched_tokens
+    top = min(tokens, top)
+    sizes = [i for i in (1, 2, 4) if i <= top]
+    if top >= 8:
+        sizes += range(8, min(top + 1, 256), 8)
+    if top >= 256:
+        sizes += range(256, top + 1, 16)
+    if tokens <= top:
+        sizes.append(tokens)
+    sizes += [size for size in decode if size <= tokens]
+    return tuple(sorted(set(sizes)))

@@ -10,6 +10,11 @@ chunks. Its time is a sum of per-operator-class rooflines, each on one GPU of th
 - tensor-parallel all-reduces: two per layer, ring algorithm, when split over several GPUs;
 - a host overhead per iteration: a fixed part (launches, scheduling) plus a part for each
   sequence in the iteration (sampling, detokenising, the API server's share), `host_overhead`.
+- CUDA graphs (vLLM's default): an iteration of T tokens up to the largest capture size runs the
+  graph captured for the next size up (`sim.config.cudagraph_capture_sizes`), so its linear layers
+  and all-reduces work on the padded count; without graphs (`--enforce-eager`) nothing is padded,
+  and the host launches each kernel itself while the GPU runs the ones launched: the forward pass
+  takes the longer of the two (`Deployment.eager_launch_s`, sourced in sim/profiles.py).
 
 The host's work and the GPU's are joined by one rule, `iteration_total`: one after the other
 (synchronous scheduling), or overlapped (`overlap`, vLLM's async scheduling: the host schedules and
@@ -81,6 +86,10 @@ class IterationCost:
     """The share of `total` the host adds to the GPU's time: all of t_overhead one after the
     other, what exceeds the GPU's time when they overlap (-1: t_overhead)."""
 
+    t_launch_wait: float = 0.0
+    """Without CUDA graphs: how much longer the host's kernel launches take than the GPU's work
+    (the GPU idles that long); 0 with graphs, or when the GPU's work is longer."""
+
     @property
     def host_share(self) -> float:
         """The seconds of `total` the host adds on top of the GPU's work."""
@@ -101,7 +110,7 @@ class IterationCost:
             ("KV read", self.t_kv_read),
             ("compute", compute_share + self.t_prefill_attn),
             ("all-reduce", self.t_allreduce),
-            ("overhead", self.host_share),
+            ("overhead", self.host_share + self.t_launch_wait),
         ]
 
 
@@ -111,9 +120,18 @@ _IDLE = IterationCost(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, "idle
 class CostModel:
     """Iteration times for one deployment. Constants are worked out once, at construction."""
 
-    def __init__(self, deployment: Deployment, overlap: bool = False) -> None:
+    def __init__(self, deployment: Deployment, overlap: bool = False, graph_sizes: Sequence[int] = ()) -> None:
         self.deployment = deployment
         self.overlap = overlap  # async scheduling: the host's work overlaps the forward pass
+        # CUDA graph capture sizes (none: no padding); with --enforce-eager there are none, and
+        # every forward pass takes at least the host's kernel launches.
+        eager = bool(deployment.enforce_eager)
+        self._launch = deployment.eager_launch_s if eager else 0.0
+        self._graph_max = 0 if eager or not graph_sizes else max(graph_sizes)
+        self._pad = np.zeros(self._graph_max + 1, dtype=np.int64)  # tokens -> the graph's size
+        if self._graph_max:
+            sizes = np.array(sorted(set(graph_sizes)), dtype=np.int64)
+            self._pad[1:] = sizes[np.searchsorted(sizes, np.arange(1, self._graph_max + 1))]
         gpu, model = deployment.gpu, deployment.model
         tp = deployment.tensor_parallel_size
         self._bandwidth = gpu.hbm_bandwidth
@@ -228,13 +246,15 @@ class CostModel:
                num_seqs: int) -> tuple[float, float, float, float, float, float]:
         """(t_cmp, t_linear, t_prefill_attn, t_allreduce, t_overhead, total): the one place the
         time of an iteration is added up (`decode_times` does the same operations on arrays)."""
-        t_cmp = self._t_cmp_per_token * tokens
+        run = int(self._pad[tokens]) if tokens <= self._graph_max else tokens  # padded to its graph
+        t_cmp = self._t_cmp_per_token * run
         t_linear = math.sqrt(self._t_mem_squared + t_cmp * t_cmp)
         t_prefill_attn = attn_flops / self._effective_peak
-        t_allreduce = self._t_ar_per_token * tokens + self._t_ar_fixed
+        t_allreduce = self._t_ar_per_token * run + self._t_ar_fixed
         t_overhead = self.host_overhead(num_seqs)
+        gpu = t_linear + t_kv_read + t_prefill_attn + t_allreduce
         return (t_cmp, t_linear, t_prefill_attn, t_allreduce, t_overhead,
-                self.iteration_total(t_linear + t_kv_read + t_prefill_attn + t_allreduce, t_overhead))
+                self.iteration_total(gpu if gpu >= self._launch else self._launch, t_overhead))
 
     def _assemble(self, tokens: int, t_kv_read: float, kv_bytes: float,
                   attn_flops: float, num_seqs: int) -> IterationCost:
@@ -245,17 +265,19 @@ class CostModel:
         linear_binding = "weights" if t_mem >= t_cmp else "compute"
         exposed = -1.0
         host = t_overhead
+        gpu = t_linear + t_kv_read + t_prefill_attn + t_allreduce
+        launch_wait = self._launch - gpu if self._launch > gpu else 0.0
         if self.overlap:
             # The host binds only when it takes longer than the whole forward pass it overlaps.
-            gpu = t_linear + t_kv_read + t_prefill_attn + t_allreduce
-            exposed = total - gpu if t_overhead > gpu else 0.0
-            host = t_overhead if t_overhead > gpu else 0.0
+            forward = gpu + launch_wait
+            exposed = total - forward if t_overhead > forward else 0.0
+            host = t_overhead if t_overhead > forward else 0.0
         candidates = (
             (linear_binding, t_linear),
             ("kv_read", t_kv_read),
             ("prefill_attention", t_prefill_attn),
             ("allreduce", t_allreduce),
-            ("overhead", host),
+            ("overhead", host + launch_wait),
         )
         binding = max(candidates, key=lambda item: item[1])[0]  # first wins a tie
         return IterationCost(
@@ -273,6 +295,7 @@ class CostModel:
             binding=binding,
             linear_binding=linear_binding,
             overhead_exposed=exposed,
+            t_launch_wait=launch_wait,
         )
 
     # -- fast paths for the engine ---------------------------------------------------------------
@@ -303,12 +326,14 @@ class CostModel:
             parts = self._decode_parts[batch] = (t_linear, t_allreduce, overhead)
         t_linear, t_allreduce, overhead = parts
         per_token = self._t_kv_per_token
+        launch = self._launch
         ends: list[float] = []
         gaps: list[float] = []
         end = start
         join = self.iteration_total
         for context in range(total_context, total_context + batch * count, batch):
-            new = end + join(t_linear + context * per_token + t_allreduce, overhead)
+            gpu = t_linear + context * per_token + t_allreduce
+            new = end + join(gpu if gpu >= launch else launch, overhead)
             ends.append(new)
             gaps.append(new - end)
             if new >= limit:
@@ -321,11 +346,14 @@ class CostModel:
         operations in the same order as `_terms`, so each element equals `decode_time`."""
         batch_array = np.asarray(batch, dtype=np.float64)
         context = np.asarray(total_context, dtype=np.float64)
-        t_cmp = self._t_cmp_per_token * batch_array
+        top = self._graph_max
+        run = np.where(batch_array <= top, self._pad[np.minimum(batch_array, top).astype(np.int64)], batch_array)
+        t_cmp = self._t_cmp_per_token * run
         t_linear = np.sqrt(self._t_mem_squared + t_cmp * t_cmp)
         t_kv_read = context * self._t_kv_per_token
-        t_allreduce = self._t_ar_per_token * batch_array + self._t_ar_fixed
-        total = self.iteration_total(t_linear + t_kv_read + t_allreduce, self.host_overhead(batch_array))
+        t_allreduce = self._t_ar_per_token * run + self._t_ar_fixed
+        gpu = np.maximum(t_linear + t_kv_read + t_allreduce, self._launch)
+        total = self.iteration_total(gpu, self.host_overhead(batch_array))
         return np.where(batch_array > 0, total, 0.0)
 
     # -- figures the lessons quote -------------------------------------------------------------

@@ -239,14 +239,29 @@ DIALS: tuple[DialSpec, ...] = (
              help="batching policy (default continuous, as vLLM; dynamic for an encoder)"),
     DialSpec("engine.max_num_seqs", "seats", "int", "iteration", "--max-num-seqs", "serve", minimum=1,
              help="most requests running at once (H100/H200/B200 1024, A100/L40S 256)"),
+    DialSpec("engine.max_num_active_seqs", "active seats", "int", "iteration", "--max-num-active-seqs", "serve",
+             minimum=1, optional=True, words="a whole number of requests > 0 (at most --max-num-seqs), or unset",
+             help="most requests admitted to run at once, at most --max-num-seqs (which still sizes vLLM's "
+                  "runner; vLLM 0.33; default: --max-num-seqs)"),
     DialSpec("engine.max_num_batched_tokens", "token budget", "int", "iteration", "--max-num-batched-tokens",
-             "serve", minimum=1, unit="tokens",
+             "serve", minimum=1, unit="tokens", human=True,
+             words="a whole number of tokens > 0, such as 8192 or 8K (8,192; 8k is 8,000, as vLLM reads them)",
              help="token budget per iteration (serve: H100/H200 8192, B200 16384, A100/L40S 2048)"),
+    DialSpec("engine.max_num_scheduled_tokens", "scheduled-token cap", "int", "iteration",
+             "--max-num-scheduled-tokens", "serve", minimum=1, optional=True, unit="tokens", human=True,
+             words="a whole number of tokens > 0 (8K = 8,192, 8k = 8,000, as vLLM reads them), or unset: "
+                   "the token budget",
+             help="tokens the scheduler may issue in one iteration, within the token budget (vLLM 0.33; "
+                  "default: the token budget)"),
     DialSpec("engine.enable_chunked_prefill", "chunked prefill", "bool", "iteration", "--enable-chunked-prefill",
              "serve", help="split long prompts over iterations (default on)"),
     DialSpec("engine.long_prefill_token_threshold", "long-prefill cap", "int", "iteration",
              "--long-prefill-token-threshold", "serve", minimum=0, unit="tokens",
              help="cap on one request's prefill chunk per iteration; 0 = off (default 0)"),
+    DialSpec("engine.long_prefill_token_threshold_adaptive", "adaptive long-prefill cap", "bool", "iteration",
+             "--long-prefill-token-threshold-adaptive", "serve",
+             help="floor the long-prefill cap at the token budget shared by the running and waiting "
+                  "requests (vLLM 0.33; default off)"),
     DialSpec("engine.scheduling_policy", "scheduling policy", "choice", "iteration", "--scheduling-policy",
              "serve", choices=SCHEDULING_POLICIES, help="order of admission and preemption (default fcfs)"),
     DialSpec("engine.max_model_len", "max model length", "int", "iteration", "--max-model-len", "serve",
@@ -254,8 +269,10 @@ DIALS: tuple[DialSpec, ...] = (
              words="a whole number of tokens > 0, such as 32768, 32k (32,000) or 32K (32,768)",
              help="longest prompt + output, such as 32768 or 32k (default and maximum: the model's context "
                   "length; VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 lifts the maximum, as in vLLM)"),
-    DialSpec("engine.watermark", "KV watermark", "float", "iteration", minimum=0, maximum=1, below=True,
-             help="share of blocks kept free when admitting beside others"),
+    DialSpec("engine.watermark", "KV watermark", "float", "iteration", "--watermark", "serve", minimum=0,
+             maximum=1, below=True,
+             help="share of the KV blocks kept free when admitting waiting or preempted requests beside "
+                  "others, in [0, 1) (default 0)"),
     DialSpec("engine.scheduler_reserve_full_isl", "admit whole prompts", "bool", "iteration",
              "--scheduler-reserve-full-isl", "serve",
              help="admit a request only if its whole prompt's blocks are free (default on)"),

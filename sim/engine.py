@@ -23,7 +23,7 @@ import numpy as np
 
 from . import dials
 from .arrivals import Arrivals, LazyRun
-from .config import EngineConfig
+from .config import EngineConfig, cudagraph_capture_sizes
 from .cost import CostModel
 from .errors import ConfigError, RequestRejected, SimError
 from .kv import BlockPool
@@ -110,7 +110,7 @@ class Engine:
         self.config = config
         self.pool = pool
         self._async = config.runs_async
-        self.cost = CostModel(self.deployment, overlap=self._async)
+        self.cost = self._cost_model(config)
         self.rng = np.random.default_rng(sc.seed)
         self.arrivals = Arrivals(sc.workload, self.rng)
         # The live engine keeps an endless workload's waiting requests in compact form (see
@@ -295,6 +295,7 @@ class Engine:
             _check_max_model_len(config, self.pool)
             self.scenario = new
             self.config = config
+            self.cost = self._cost_model(config)  # its CUDA graph sizes follow the seats and budget
             self.scheduler.set_config(config)
             self._tail_run = None  # later arrivals are checked with the new dials
         elif self.arrivals.endless:
@@ -470,7 +471,7 @@ class Engine:
             index=index, start_time=start, end_time=end, scheduled=scheduled,
             num_decode_tokens=sum(w.num_tokens for w in scheduled if not w.is_prefill),
             num_prefill_tokens=sum(w.num_tokens for w in scheduled if w.is_prefill),
-            token_budget=self.config.max_num_batched_tokens,
+            token_budget=self.config.token_budget,
             max_num_seqs=self._seat_cap(),
             admitted=tuple(r.request_id for r in out.admitted),
             first_tokens=tuple(r.request_id for r in result.first_tokens),
@@ -502,10 +503,16 @@ class Engine:
             self._last = self._report(*stash)
         return self._last
 
+    def _cost_model(self, config) -> CostModel:
+        """The iteration times of this deployment under these dials: their CUDA graph capture
+        sizes (vLLM 0.33's defaults; none for an encoder: graphs are not modelled for pooling passes)."""
+        sizes = () if self.encoder else cudagraph_capture_sizes(config, self.deployment.gpu.cudagraph_ceiling)
+        return CostModel(self.deployment, overlap=self._async, graph_sizes=sizes)
+
     def _seat_cap(self) -> int:
         b = self.config.batching
         if b == "continuous":
-            return self.config.max_num_seqs
+            return self.config.seats
         if b == "sequential":
             return 1
         return self.config.max_batch_size

@@ -38,7 +38,7 @@ def _whole_at_most(name: str, value, high: int, what: str, tail: str = "") -> No
 
 def check_engine(config) -> None:
     """Refuse a `sim.config.EngineConfig` past the bounds above (its own checks ran first)."""
-    for name in ("max_model_len", "max_num_batched_tokens", "long_prefill_token_threshold"):
+    for name in ("max_model_len", "max_num_batched_tokens", "max_num_scheduled_tokens", "long_prefill_token_threshold"):
         _whole_at_most(f"engine.{name}", getattr(config, name), MAX_TOKENS, "a whole number of tokens")
     for name in ("max_num_seqs", "max_batch_size"):
         _whole_at_most(f"engine.{name}", getattr(config, name), MAX_NUM_PROMPTS, "a whole number of requests")

@@ -51,17 +51,39 @@ WEIGHT_FORMATS: Mapping[str, WeightFormat] = MappingProxyType({
     "fbgemm_fp8": WeightFormat(1.0, True),
     "modelopt": WeightFormat(1.0, True),
     "ptpc_fp8": WeightFormat(1.0, True),
+    # vLLM 0.33's online shorthands: bf16 checkpoints quantized to fp8 at load (scales per tensor,
+    # output channel or 128x128 block: a negligible share of the bytes).
+    "fp8_per_tensor": WeightFormat(1.0, True),
+    "fp8_per_channel": WeightFormat(1.0, True),
+    "fp8_per_block": WeightFormat(1.0, True),
     "awq": WeightFormat(_INT4_GROUP128, False),
     "awq_marlin": WeightFormat(_INT4_GROUP128, False),
     "gptq": WeightFormat(_INT4_GROUP128, False),
     "gptq_marlin": WeightFormat(_INT4_GROUP128, False),
+    "auto_awq": WeightFormat(_INT4_GROUP128, False),  # vLLM 0.33's names for the same checkpoints
+    "auto_gptq": WeightFormat(_INT4_GROUP128, False),
     "bitsandbytes": WeightFormat(4.13 / 8, False),
 })
-# Without CUDA graphs (--enforce-eager) the host launches every kernel of every layer itself, each
-# iteration. Measured: a Llama 3.1 8B decode step on an H100 SXM takes 8.4 ms eager against 5.1 ms
-# with CUDA graphs (https://cloudai.pt/cuda-graphs-torch-compile-1-65x-llm-decode-speedup/): 3.3 ms
-# over 32 layers, about 103 us of launches a layer.
-EAGER_LAUNCH_S_PER_LAYER = 3.3e-3 / 32
+# Weight-only formats (W4A16 AWQ and GPTQ; fp8 weights on GPUs without fp8 tensor cores) dequantize
+# the weights inside the GEMM, so once compute-bound they run below the bf16 peak. vLLM 0.33 picks the
+# first kernel that can run them (vllm/model_executor/kernels/linear/__init__.py: CUTLASS W4A8, then
+# Machete, then Marlin): Machete only on compute capability 9.0, Marlin elsewhere. Marlin: close to the
+# ideal 3.87x over fp16 up to batch 16-32, gradually less up to 64-128 (IST-DASLab/marlin's README and
+# the MARLIN paper, arXiv 2408.11743, which finds batch-1024 prefill still about 10% slower than fp16).
+# Machete (vLLM PR #7174: mma-based Marlin reaches at best ~75% of the peak on Hopper, so Machete uses
+# wgmma) matches fp16's compute-bound speed (Neural Magic's announcement). Below the ridge the weights'
+# bytes bind and the share changes nothing: 4-bit still wins at small batches.
+MIXED_INPUT_SHARES: Mapping[str, float] = MappingProxyType({"machete": 1.0, "marlin": 0.9})
+# Without CUDA graphs (--enforce-eager: no torch.compile, no graphs, as vLLM 0.33 sets it) the host
+# launches every kernel of every layer itself while the GPU runs the ones already launched: the
+# forward pass takes the longer of the GPU's work and the host's launches (the GPU idles between
+# kernels only when the host falls behind: vLLM-Ascend's graph-mode design note draws it as
+# host-bound launching; a vLLM CUDA-graph PR (#1440) saw the gain "only at lower batch size").
+# The launches do not grow with the batch: one launch a kernel, whatever its size. Measured: a
+# Llama 3.1 8B decode step at batch 1 on an H100 SXM takes 8.4 ms eager against 5.1 ms with CUDA
+# graphs (https://cloudai.pt/cuda-graphs-torch-compile-1-65x-llm-decode-speedup/), launch-bound:
+# 8.4 ms of launches over 32 layers, about 262 us a layer. Larger batches hide them under the GPU's work.
+EAGER_LAUNCH_S_PER_LAYER = 8.4e-3 / 32
 MAX_BLOCK_SIZE = 256
 
 
@@ -96,8 +118,26 @@ class GpuProfile:
     """The names `nvidia-smi --query-gpu=name` prints for this GPU (what `--gpu auto` matches)."""
     fp8_peak_flops: float = 0.0
     """Dense fp8 tensor-core peak, FLOP/s; 0 where the GPU has no fp8 tensor cores (Ampere)."""
+    compute_capability: float = 0.0
+    """CUDA compute capability (8.0 A100, 8.9 Ada, 9.0 Hopper, 10.0 data-centre Blackwell; 0:
+    unknown): which kernels vLLM picks (`mixed_input_compute_share`) and its CUDA graph ceiling."""
     price_per_hour: float | None = None
     """USD per GPU-hour, on demand (what `batchtui search` costs a deployment at); None: unknown."""
+
+    @property
+    def cudagraph_ceiling(self) -> int:
+        """vLLM 0.33's default ceiling on CUDA graph capture sizes, in tokens: 1024 on data-centre
+        Blackwell (compute capability 10.x), else 512 (vllm/config/vllm.py, `_set_cudagraph_sizes`)."""
+        return 1024 if 10 <= self.compute_capability < 11 else 512
+
+    @property
+    def mixed_input_compute_share(self) -> float:
+        """Share of the bf16 tensor-core peak that weight-only formats (4-bit AWQ and GPTQ, fp8
+        without fp8 tensor cores) reach once compute-bound: their GEMMs dequantize the weights on
+        the fly. vLLM 0.33 runs them with Machete on Hopper (compute capability 9.0), which matches
+        fp16's compute-bound speed, else with Marlin, about 10% slower than fp16 at large batch
+        (MIXED_INPUT_SHARES, sources there)."""
+        return MIXED_INPUT_SHARES["machete" if self.compute_capability == 9.0 else "marlin"]
 
 
 @dataclass(frozen=True)
@@ -236,6 +276,7 @@ _GPU_KEYS: dict[str, _Checker] = {
     "memory_bytes": _positive,
     "interconnect_bandwidth": _positive,
     "fp8_peak_flops": _non_negative,
+    "compute_capability": _positive,
     "nvidia_smi_names": _names,
     "price_per_hour": _positive,
     **_DEFAULTS_KEYS,
@@ -529,7 +570,8 @@ class Deployment:
     kv_cache_memory_bytes: float | None = None
     """`--kv-cache-memory-bytes`: the KV cache per GPU, instead of sizing it from memory."""
     enforce_eager: bool | None = None
-    """`--enforce-eager`: no CUDA graphs, so every iteration pays the host's kernel launches."""
+    """`--enforce-eager`: no CUDA graphs, so the host launches every kernel of every forward pass
+    (`eager_launch_s`), and no batch is padded to a graph's size."""
 
     def __post_init__(self) -> None:
         self._check_dials()
@@ -553,12 +595,15 @@ class Deployment:
 
     @property
     def linear_peak_flops(self) -> float:
-        """The tensor-core peak the linear layers run at: fp8's for a W8A8 format on a GPU with fp8
-        tensor cores, else bf16's."""
+        """The tensor-core peak the linear layers run at: bf16's for bf16 weights, fp8's for a W8A8
+        format on a GPU with fp8 tensor cores, else (weight-only formats) bf16's times the share the
+        GPU's mixed-input kernel reaches (`GpuProfile.mixed_input_compute_share`)."""
         fmt = self.weight_format
-        if fmt is not None and fmt.fp8_compute and self.gpu.fp8_peak_flops > 0:
+        if fmt is None:
+            return self.gpu.bf16_peak_flops
+        if fmt.fp8_compute and self.gpu.fp8_peak_flops > 0:
             return self.gpu.fp8_peak_flops
-        return self.gpu.bf16_peak_flops
+        return self.gpu.bf16_peak_flops * self.gpu.mixed_input_compute_share  # weight-only: dequantized in the GEMM
 
     @property
     def weight_bytes_per_gpu(self) -> float:
@@ -642,14 +687,14 @@ class Deployment:
 
     @property
     def overhead_s(self) -> float:
-        """The host's fixed cost of every iteration; with --enforce-eager, plus launching every
-        layer's kernels (EAGER_LAUNCH_S_PER_LAYER a layer)."""
-        base = self.model.overhead_s if self.model.overhead_s is not None else self.gpu.overhead_s
-        return base + (self.eager_launch_s if self.enforce_eager else 0.0)
+        """The host's fixed cost of every iteration (scheduling, preparing inputs, sampling)."""
+        return self.model.overhead_s if self.model.overhead_s is not None else self.gpu.overhead_s
 
     @property
     def eager_launch_s(self) -> float:
-        """What running without CUDA graphs adds to every iteration: the kernel launches of every layer."""
+        """The host's time to launch one forward pass's kernels without CUDA graphs
+        (EAGER_LAUNCH_S_PER_LAYER a layer); the forward pass takes at least this long under
+        --enforce-eager (`sim.cost`)."""
         return EAGER_LAUNCH_S_PER_LAYER * self.model.layers
 
     @property

@@ -20,6 +20,8 @@ CONFIG_KEYS = {
     "block_size", "num_blocks", "usable_blocks", "max_num_batched_tokens", "max_num_seqs",
     "enable_chunked_prefill", "long_prefill_token_threshold", "policy", "watermark",
     "scheduler_reserve_full_isl", "enable_prefix_caching", "async_scheduling", "max_model_len",
+    # vLLM 0.33's (optional: absent is vLLM's default)
+    "max_num_scheduled_tokens", "max_num_active_seqs", "long_prefill_token_threshold_adaptive",
 }
 SET_FIELDS = ("emitted_token", "preempted", "finished", "finish_processed_in_this_call")
 FIELD_ALIASES = {
@@ -56,6 +58,10 @@ def config_from_case(cfg: dict) -> tuple[EngineConfig, BlockPool]:
         raise ConfigError("num_blocks", cfg.get("num_blocks"), "at least 2 blocks of at least 1 token")
     if isinstance(cfg.get("watermark", 0.0), bool) or not isinstance(cfg.get("watermark", 0.0), (int, float)):
         raise ConfigError("watermark", cfg.get("watermark"), "a fraction of the blocks in [0, 1)")
+    for key in ("max_num_scheduled_tokens", "max_num_active_seqs"):
+        v = cfg.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= MAX_CASE_VALUE):
+            raise ConfigError(key, v, "a whole number > 0, or absent")
     unknown = set(cfg) - CONFIG_KEYS
     if unknown:
         raise ConfigError("config", sorted(unknown)[0], "a key of the case format: " + ", ".join(sorted(CONFIG_KEYS)))
@@ -66,8 +72,11 @@ def config_from_case(cfg: dict) -> tuple[EngineConfig, BlockPool]:
         batching="continuous",
         max_num_seqs=cfg["max_num_seqs"],
         max_num_batched_tokens=cfg["max_num_batched_tokens"],
+        max_num_scheduled_tokens=cfg.get("max_num_scheduled_tokens"),
+        max_num_active_seqs=cfg.get("max_num_active_seqs"),
         enable_chunked_prefill=bool(cfg.get("enable_chunked_prefill", True)),
         long_prefill_token_threshold=cfg.get("long_prefill_token_threshold", 0),
+        long_prefill_token_threshold_adaptive=bool(cfg.get("long_prefill_token_threshold_adaptive", False)),
         scheduling_policy=cfg.get("policy", "fcfs"),
         max_model_len=cfg["max_model_len"],
         watermark=float(cfg.get("watermark", 0.0)),

@@ -152,7 +152,11 @@ def add_sharing_args(p: argparse.ArgumentParser) -> None:
                    help=f"prefix_repetition: answer tokens (default {d['output_len']})")
     s.add_argument("--turns", metavar="N", **dial("workload.turns"))
     s.add_argument("--think-time", metavar="S", **dial("workload.think_time"))
-    s.add_argument("--hash-block-size", metavar="N", **dial("workload.hash_block_size"))
+    s.add_argument("--hash-block-size", metavar="N", **{**dial("workload.hash_block_size"), "help":
+                   dial("workload.hash_block_size")["help"] + " (also spelled --timed-trace-chunk-hash-size, as vllm "
+                   "bench serve, whose default is 16)"})
+    s.add_argument("--timed-trace-chunk-hash-size", dest="hash_block_size", metavar="N",  # vllm bench serve's name
+                   **{**dial("workload.hash_block_size"), "help": argparse.SUPPRESS})
 
 
 def add_result_args(p: argparse.ArgumentParser, *, detailed: bool = True):

@@ -40,8 +40,16 @@ _LORA = "LoRA tuning: LoRA itself is refused (--enable-lora)"
 _OUT = "what the API returns with each answer: changes no timing"
 _HF_DATA = ("its dataset is downloaded from the Hugging Face Hub (the simulator reads local files only): "
             "the dataset is refused")
-_GRAPHS = ("which batch sizes get CUDA graphs: the simulator prices every iteration as graph-captured "
-           "unless --enforce-eager")
+_KERNEL = ("which kernels run (attention, GEMM, their tuning): the profiles' measured efficiencies price "
+           "them, whichever is chosen")
+_OTHER_ARCH = "kernels of model families the dense transformers simulated do not have"
+_NODES = ("multi-node plumbing: the GPUs are --tensor-parallel-size on one node, their all-reduces priced at the "
+          "GPU's interconnect")
+_DCP = "decode context parallelism only: --decode-context-parallel-size above 1 is refused"
+_GRAPH_SIZES = ("capture sizes other than vLLM 0.33's defaults are not modelled: the simulator pads an iteration to "
+                "the default sizes (see --enforce-eager in the README)")
+_GRAPHS = ("which batch sizes get CUDA graphs: the simulator pads an iteration to vLLM 0.33's default capture "
+           "sizes (see --enforce-eager in the README)")
 
 # flag[,alias...] | arity | kind | ok values (comma-separated, refused kind only) | what it does here
 _SERVE = f"""
@@ -49,7 +57,6 @@ model_tag (positional) | v | modelled | | the model, as --model
 --model | v | modelled | | the model: a built-in profile, its Hugging Face id or an alias (base model, old names), or any dense model with --hf-config-path
 --runner | v | recorded | | the model profile's kind decides (a decoder generates, an encoder pools)
 --convert | v | recorded | | the model profile's kind decides (a decoder generates, an encoder pools)
---task | v | recorded | | deprecated in vLLM; the model profile's kind decides
 --tokenizer | v | recorded | | {_TOK}
 --tokenizer-mode | v | recorded | | {_TOK}
 --trust-remote-code | b | recorded | | {_LOAD}
@@ -60,12 +67,10 @@ model_tag (positional) | v | modelled | | the model, as --model
 --allowed-media-domains | + | recorded | | {_MM}
 --revision | v | recorded | | {_LOAD}
 --code-revision | v | recorded | | {_LOAD}
---rope-scaling | v | recorded | | position encoding: changes no time or memory (--max-model-len sets the context)
---rope-theta | v | recorded | | position encoding: changes no time or memory
 --tokenizer-revision | v | recorded | | {_TOK}
 --max-model-len | v | modelled | | the context limit: longer requests fail as in vLLM; longer than the model's is refused unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1
 --quantization,-q | v | modelled | | weight format: bytes per weight streamed and held, and the tensor-core peak the linear layers use (fp8 W8A8 where the GPU has fp8 tensor cores); formats outside the table are refused
---enforce-eager | b | modelled | | no CUDA graphs: every iteration pays the host's kernel launches
+--enforce-eager | b | modelled | | no CUDA graphs: the host launches every kernel, so a forward pass takes at least its launches (about 262 us a layer; larger batches hide them), and no batch is padded to a graph's size
 --max-logprobs | v | recorded | | {_OUT}
 --logprobs-mode | v | recorded | | {_OUT}
 --disable-sliding-window | b | recorded | | the dense models simulated attend to their whole context already
@@ -77,13 +82,10 @@ model_tag (positional) | v | modelled | | the model, as --model
 --hf-token | ? | recorded | | {_LOAD}
 --hf-overrides | v | refused | | it changes the model's config: write the changed config.json and give it with --hf-config-path
 --pooler-config | v | recorded | | pooling output options: changes no timing
---override-pooler-config | v | recorded | | pooling output options: changes no timing
---logits-processor-pattern | v | recorded | | {_OUT}
 --generation-config | v | recorded | | default sampling parameters: the dataset flags set lengths
 --override-generation-config | v | recorded | | default sampling parameters: the dataset flags set lengths
 --enable-sleep-mode | b | recorded | | sleeping between runs: changes no timing within one
 --model-impl | v | recorded | | which implementation of the same model runs: priced the same
---override-attention-dtype | v | recorded | | attention is priced in the model's dtype
 --logits-processors | + | recorded | | {_OUT}
 --io-processor-plugin | v | recorded | | {_OUT}
 --load-format | v | recorded | | {_LOAD}
@@ -94,10 +96,6 @@ model_tag (positional) | v | modelled | | the model, as --model
 --use-tqdm-on-load | b | recorded | | {_LOAD}
 --pt-load-map-location | v | recorded | | {_LOAD}
 --reasoning-parser | v | recorded | | {_OUT}
---guided-decoding-backend | v | recorded | | structured output: the traffic asks for none
---guided-decoding-disable-fallback | b | recorded | | structured output: the traffic asks for none
---guided-decoding-disable-any-whitespace | b | recorded | | structured output: the traffic asks for none
---guided-decoding-disable-additional-properties | b | recorded | | structured output: the traffic asks for none
 --distributed-executor-backend | v | recorded | | how worker processes are started: changes no timing
 --pipeline-parallel-size,-pp | v | refused | 1 | pipeline stages keep several batches in flight at once; the simulator runs one batch at a time on one stage, so only 1 is accepted: spread the model with --tensor-parallel-size
 --tensor-parallel-size,-tp | v | modelled | | GPUs the model is split over: weights, KV heads and FLOPs per GPU, and two all-reduces a layer
@@ -109,8 +107,8 @@ model_tag (positional) | v | modelled | | the model, as --model
 --data-parallel-address,-dpa | v | recorded | | {_DP}
 --data-parallel-rpc-port,-dpp | v | recorded | | {_DP}
 --data-parallel-backend,-dpb | v | recorded | | {_DP}
---data-parallel-hybrid-lb | b | recorded | | {_DP}
---enable-expert-parallel | b | recorded | | {_MOE}
+--data-parallel-hybrid-lb,-dph | b | recorded | | {_DP}
+--enable-expert-parallel,-ep | b | recorded | | {_MOE}
 --all2all-backend | v | recorded | | {_MOE}
 --enable-dbo | b | recorded | | dual-batch overlap hides MoE all-to-all traffic: {_MOE}
 --dbo-decode-token-threshold | v | recorded | | {_MOE}
@@ -119,26 +117,19 @@ model_tag (positional) | v | modelled | | the model, as --model
 --enable-eplb | b | recorded | | {_MOE}
 --eplb-config | v | recorded | | {_MOE}
 --expert-placement-strategy | v | recorded | | {_MOE}
---num-redundant-experts | v | recorded | | {_MOE}
---eplb-window-size | v | recorded | | {_MOE}
---eplb-step-interval | v | recorded | | {_MOE}
---eplb-log-balancedness | b | recorded | | {_MOE}
 --max-parallel-loading-workers | v | recorded | | {_LOAD}
 --ray-workers-use-nsight | b | recorded | | {_LOG}
 --disable-custom-all-reduce | b | recorded | | the all-reduce is priced as a ring at the interconnect's bandwidth whichever implementation runs
 --worker-cls | v | recorded | | worker plumbing: changes no timing
 --worker-extension-cls | v | recorded | | worker plumbing: changes no timing
---enable-multimodal-encoder-data-parallel | b | recorded | | {_MM}
 --block-size | v | modelled | | tokens per KV cache block
---gpu-memory-utilization | v | modelled | | share of GPU memory vLLM may use: sizes the KV cache
+--gpu-memory-utilization,--device-memory-utilization | v | modelled | | share of GPU memory vLLM may use: sizes the KV cache
 --kv-cache-memory-bytes | v | modelled | | the KV cache's size per GPU in bytes (1k, 2G as vLLM reads them), instead of --gpu-memory-utilization; refused when weights, reserve and cache do not fit
---swap-space | v | recorded | | vLLM V1 recomputes preempted requests instead of swapping them (as the simulator does)
 --kv-cache-dtype | v | modelled | | KV cache element type: bytes per token and KV read time (auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2)
 --num-gpu-blocks-override | v | modelled | | KV cache blocks instead of sizing from memory
 --enable-prefix-caching | b | modelled | | prompts reuse cached blocks of earlier prompts
 --prefix-caching-hash-algo | v | recorded | | the hash that names a block: the simulator's hits are exact whichever hash
 --cpu-offload-gb | v | refused | 0 | weights offloaded to CPU memory stream over PCIe every iteration: not modelled (only 0 is accepted)
---calculate-kv-scales | b | recorded | | fp8 KV scale calibration: changes no timing
 --kv-sharing-fast-prefill | b | recorded | | only for models that share KV across layers: the dense models simulated do not
 --mamba-cache-dtype | v | recorded | | {_MAMBA}
 --mamba-ssm-cache-dtype | v | recorded | | {_MAMBA}
@@ -148,7 +139,6 @@ model_tag (positional) | v | modelled | | the model, as --model
 --media-io-kwargs | v | recorded | | {_MM}
 --mm-processor-kwargs | v | recorded | | {_MM}
 --mm-processor-cache-gb | v | recorded | | {_MM}
---disable-mm-preprocessor-cache | b | recorded | | {_MM}
 --mm-processor-cache-type | v | recorded | | {_MM}
 --mm-shm-cache-max-object-size-mb | v | recorded | | {_MM}
 --mm-encoder-tp-mode | v | recorded | | {_MM}
@@ -159,7 +149,6 @@ model_tag (positional) | v | modelled | | the model, as --model
 --enable-lora | b | refused | | LoRA adapters (their memory and the kernels that apply them) are not modelled
 --max-loras | v | recorded | | {_LORA}
 --max-lora-rank | v | recorded | | {_LORA}
---lora-extra-vocab-size | v | recorded | | {_LORA}
 --lora-dtype | v | recorded | | {_LORA}
 --max-cpu-loras | v | recorded | | {_LORA}
 --fully-sharded-loras | b | recorded | | {_LORA}
@@ -169,30 +158,24 @@ model_tag (positional) | v | modelled | | the model, as --model
 --collect-detailed-traces | + | recorded | | {_LOG}
 --max-num-batched-tokens | v | modelled | | the token budget of one iteration
 --max-num-seqs | v | modelled | | the most sequences in one iteration
---max-num-partial-prefills | v | modelled | | 1 (the default) as vLLM's V1 scheduler runs: any other value is refused as vLLM V1 refuses it (NotImplementedError: Concurrent Partial Prefill is not supported); vLLM 0.27 removed the flag
---max-long-partial-prefills | v | modelled | | 1 (the default) as vLLM's V1 scheduler runs: any other value is refused as vLLM V1 refuses it; vLLM 0.27 removed the flag
 --long-prefill-token-threshold | v | modelled | | the most prompt tokens one request prefills in an iteration
---num-lookahead-slots | v | recorded | | speculative decoding only: not modelled, and 0 otherwise
 --scheduling-policy | v | modelled | | fcfs or priority
 --enable-chunked-prefill | b | modelled | | prompts split over iterations within the token budget
 --disable-chunked-mm-input | b | recorded | | {_MM}
 --scheduler-cls | v | refused | vllm.v1.core.sched.scheduler.Scheduler | a custom scheduler class: the simulator runs vLLM's own scheduler (its class name is accepted)
---external-parameters | v | recorded | | extra parameters for a custom scheduler class: the simulator runs vLLM's own
 --disable-hybrid-kv-cache-manager | b | recorded | | hybrid (sliding window or Mamba) models only: the dense models simulated use one cache
 --async-scheduling | b | modelled | | the next batch is scheduled while this one runs
---cudagraph-capture-sizes | + | recorded | | {_GRAPHS}
---cuda-graph-sizes | + | recorded | | {_GRAPHS}
---max-cudagraph-capture-size | v | recorded | | {_GRAPHS}
---speculative-config | v | refused | | speculative decoding (draft tokens verified in one pass) is not modelled
+--cudagraph-capture-sizes | + | refused | | {_GRAPH_SIZES}
+--max-cudagraph-capture-size | v | refused | | {_GRAPH_SIZES}
+--speculative-config,-sc | v | refused | | speculative decoding (draft tokens verified in one pass) is not modelled
 --kv-transfer-config | v | refused | | disaggregated prefill and KV transfer between instances are not modelled
 --kv-events-config | v | recorded | | {_LOG}
---compilation-config,-O | v | recorded | | torch.compile options: the profiles' efficiencies are those of a compiled model ({_GRAPHS})
+--compilation-config,-cc | v | recorded | | torch.compile options: the profiles' efficiencies are those of a compiled model ({_GRAPHS})
 --additional-config | v | recorded | | platform plugin options: changes no timing
 --structured-outputs-config | v | recorded | | structured output: the traffic asks for none
 --disable-log-stats | b | recorded | | {_LOG}
 --aggregate-engine-logging | b | recorded | | {_LOG}
 --enable-log-requests | b | recorded | | {_LOG}
---disable-log-requests | b | recorded | | {_LOG}
 --headless | b | recorded | | {_NET}
 --api-server-count,-asc | v | recorded | | API server processes: their host work is part of the per-sequence cost `batchtui calibrate` fits
 --config | v | refused | | a YAML file of more flags: give them on the command line
@@ -219,7 +202,6 @@ model_tag (positional) | v | modelled | | the model, as --model
 --root-path | v | recorded | | {_NET}
 --middleware | v | recorded | | {_NET}
 --return-tokens-as-token-ids | b | recorded | | {_OUT}
---disable-frontend-multiprocessing | b | recorded | | {_NET}
 --enable-request-id-headers | b | recorded | | {_NET}
 --enable-auto-tool-choice | b | recorded | | tool calling: the traffic makes no tool calls
 --exclude-tools-when-tool-choice-none | b | recorded | | tool calling: the traffic makes no tool calls
@@ -238,6 +220,160 @@ model_tag (positional) | v | modelled | | the model, as --model
 --h11-max-header-count | v | recorded | | {_NET}
 --log-error-stack | b | recorded | | {_LOG}
 --tokens-only | b | recorded | | {_NET}
+--grpc | b | recorded | | {_NET}
+--grpc-port | v | recorded | | {_NET}
+--data-parallel-supervisor-port | v | recorded | | {_DP}
+--dp-supervisor-probe-interval-s | v | recorded | | {_DP}
+--dp-supervisor-probe-timeout-s | v | recorded | | {_DP}
+--dp-supervisor-probe-failure-threshold | v | recorded | | {_DP}
+--disable-access-log-for-endpoints | v | recorded | | {_LOG}
+--ssl-ciphers | v | recorded | | {_NET}
+--enable-offline-docs | b | recorded | | {_NET}
+--enable-flash-late-interaction | b | recorded | | pooling scores (late interaction): the simulated traffic generates text
+--default-chat-template-kwargs | v | recorded | | {_TOK}
+--reasoning-effort-map | v | recorded | | {_OUT}
+--anthropic-disabled-thinking-effort | v | recorded | | {_OUT}
+--cohere-format | v | recorded | | {_TOK}
+--cohere-is-reasoning-model | b | recorded | | {_OUT}
+--tool-strict-level | v | recorded | | tool calling: the traffic makes no tool calls
+--trust-request-mm-kwargs | b | recorded | | {_MM}
+--enable-log-deltas | b | recorded | | {_LOG}
+--enable-per-request-metrics | b | recorded | | {_OUT}
+--enable-scale-out | b | recorded | | {_NET}
+--sse-keep-alive-interval | v | recorded | | {_NET}
+--fingerprint-mode | v | recorded | | {_OUT}
+--fingerprint-value | v | recorded | | {_OUT}
+--allow-deprecated-quantization | b | recorded | | {_LOAD}
+--enable-return-routed-experts | b | recorded | | {_MOE}
+--return-sampling-mask | b | recorded | | {_OUT}
+--use-fp64-gumbel | b | refused | | fp64 random noise for sampling costs throughput that the simulator does not price (sampling is priced as vLLM's default fp32)
+--enable-trace-replay | b | recorded | | forced token sequences for debugging: the traffic uses none
+--model-class-overrides | v | recorded | | which implementation of the same model runs: priced the same
+--renderer-num-workers | v | recorded | | threads rendering prompts in the API server: its host work is part of the per-sequence cost `batchtui calibrate` fits
+--language-model-only | b | recorded | | {_MM}
+--enable-cumem-allocator | b | recorded | | the GPU memory allocator: changes no timing
+--sleep-mode-backend | v | recorded | | sleeping between runs: changes no timing within one
+--sleep-mode-offload-cudagraph | b | recorded | | sleeping between runs: changes no timing within one
+--sleep-preserve-parameter-names | + | recorded | | sleeping between runs: changes no timing within one
+--enable-nccl-comm-suspend | b | recorded | | sleeping between runs: changes no timing within one
+--mm-device-do-normalize | b | recorded | | {_MM}
+--mm-encoder-attn-dtype | v | recorded | | {_MM}
+--mm-encoder-fp8-scale-path | v | recorded | | {_MM}
+--mm-encoder-fp8-scale-save-margin | v | recorded | | {_MM}
+--mm-encoder-fp8-scale-save-path | v | recorded | | {_MM}
+--mm-encoder-only | b | recorded | | {_MM}
+--mm-hasher-algorithm | v | recorded | | {_MM}
+--mm-ipc-gpu-memory-gb | v | recorded | | {_MM}
+--mm-processor-device | v | recorded | | {_MM}
+--mm-tensor-ipc | v | recorded | | {_MM}
+--video-pruning-method | v | recorded | | {_MM}
+--safetensors-prefetch-num-threads | v | recorded | | {_LOAD}
+--safetensors-prefetch-block-size | v | recorded | | {_LOAD}
+--attention-backend | v | recorded | | {_KERNEL}
+--mamba-backend | v | recorded | | {_MAMBA}
+--mamba-ssu-algorithm | v | recorded | | {_MAMBA}
+--enable-mamba-cache-stochastic-rounding | b | recorded | | {_MAMBA}
+--mamba-cache-philox-rounds | v | recorded | | {_MAMBA}
+--mamba-cache-mode | v | recorded | | {_MAMBA}
+--enable-mamba-shared-prefix-checkpoint | b | recorded | | {_MAMBA}
+--use-replayssm | b | recorded | | {_MAMBA}
+--replayssm-buffer-len | v | recorded | | {_MAMBA}
+--kda-prefill-backend | v | recorded | | {_OTHER_ARCH}
+--kda-decode-backend | v | recorded | | {_OTHER_ARCH}
+--gdn-prefill-backend | v | recorded | | {_OTHER_ARCH}
+--sparse-indexer-topk-backend | v | recorded | | {_OTHER_ARCH}
+--monokernel | b | recorded | | MonoKernel runs only DeepSeek models on MI355X: {_OTHER_ARCH}
+--enable-hc-sp | b | recorded | | {_OTHER_ARCH}
+--engram-config | v | recorded | | {_OTHER_ARCH}
+--reasoning-parser-plugin | v | recorded | | {_OUT}
+--reasoning-config | v | recorded | | {_OUT}
+--nnodes,-n | v | recorded | | {_NODES}
+--node-rank,-r | v | recorded | | {_NODES}
+--master-addr | v | recorded | | {_NODES}
+--master-port | v | recorded | | {_NODES}
+--distributed-timeout-seconds | v | recorded | | {_NODES}
+--cpu-distributed-timeout-seconds | v | recorded | | {_NODES}
+--device-ids | v | recorded | | which GPUs of the machine run it: changes no timing
+--numa-bind | b | recorded | | CPU and memory pinning of the workers: their host work is part of the per-sequence cost `batchtui calibrate` fits
+--numa-bind-nodes | + | recorded | | CPU and memory pinning of the workers: their host work is part of the per-sequence cost `batchtui calibrate` fits
+--numa-bind-cpus | + | recorded | | CPU and memory pinning of the workers: their host work is part of the per-sequence cost `batchtui calibrate` fits
+--prefill-context-parallel-size,-pcp | v | refused | 1 | splitting each prompt's prefill over GPUs is not modelled: only 1 is accepted
+--dcp-comm-backend | v | recorded | | {_DCP}
+--dcp-q-replicate | b | recorded | | {_DCP}
+--dcp-kv-cache-interleave-size | v | recorded | | {_DCP}
+--cp-kv-cache-interleave-size | v | recorded | | {_DCP}
+--data-parallel-external-lb,-dpe | b | recorded | | {_DP}
+--data-parallel-multi-port-external-lb,-dpm | b | recorded | | {_DP}
+--dp-sync-interval | v | recorded | | {_DP}
+--enable-batch-sharded-sampling | b | recorded | | sampling split over the tensor-parallel GPUs: sampling is not priced apart from the model's layers
+--enable-ep-weight-filter | b | recorded | | {_MOE}
+--enable-elastic-ep | b | recorded | | {_MOE}
+--elastic-ep-max-dp-size | v | recorded | | {_MOE}
+--ubatch-size | v | recorded | | micro-batches for dual-batch overlap: {_MOE}
+--enable-shm-tensor-arena | b | recorded | | {_MM}
+--enable-fault-tolerance | b | recorded | | recovery from failed engines: no failures are simulated
+--fault-tolerance-config | v | recorded | | recovery from failed engines: no failures are simulated
+--kv-cache-dtype-skip-layers | + | refused | | layers kept in a different KV cache dtype: the KV cache is priced with one dtype for every layer (--kv-cache-dtype)
+--prefix-match-unit | v | refused | | prefix-cache hits land on whole KV blocks here (--block-size): a finer match unit is not modelled
+--prefix-cache-retention-interval | v | recorded | | sliding-window and Mamba checkpoints: {_MAMBA}
+--swa-bounded-replay | b | recorded | | sliding-window KV only: the dense models simulated attend to their whole context
+--kv-offloading-size | v | refused | | KV cache offloaded to CPU memory (and read back over PCIe) is not modelled
+--kv-offloading-backend | v | recorded | | KV offloading: --kv-offloading-size is refused
+--offload-backend | v | recorded | | weight offloading: --cpu-offload-gb and --offload-group-size above 0 are refused
+--offload-group-size | v | refused | 0 | layers' weights prefetched from CPU memory over PCIe are not modelled (only 0 is accepted)
+--offload-num-in-group | v | recorded | | weight offloading: --cpu-offload-gb and --offload-group-size above 0 are refused
+--offload-prefetch-step | v | recorded | | weight offloading: --cpu-offload-gb and --offload-group-size above 0 are refused
+--offload-params | + | recorded | | weight offloading: --cpu-offload-gb and --offload-group-size above 0 are refused
+--cpu-offload-params | + | recorded | | weight offloading: --cpu-offload-gb and --offload-group-size above 0 are refused
+--lora-target-modules | + | recorded | | {_LORA}
+--max-lora-cls-labels | v | recorded | | {_LORA}
+--specialize-active-lora | b | recorded | | {_LORA}
+--enable-tower-connector-lora | b | recorded | | {_LORA}
+--enable-moe-shared-loras | b | recorded | | {_LORA}
+--enable-mixed-moe-lora-format | b | recorded | | {_LORA}
+--kv-cache-metrics | b | recorded | | {_LOG}
+--kv-cache-metrics-sample | v | recorded | | {_LOG}
+--cudagraph-metrics | b | recorded | | {_LOG}
+--enable-layerwise-nvtx-tracing | b | recorded | | {_LOG}
+--enable-mfu-metrics | b | recorded | | {_LOG}
+--enable-logging-iteration-details | b | recorded | | {_LOG}
+--jit-monitor-mode | v | recorded | | {_LOG}
+--jit-monitor-verbose | b | recorded | | {_LOG}
+--custom-histogram-buckets | v | recorded | | {_LOG}
+--per-request-spec-decode-metrics | v | recorded | | {_LOG}
+--log-level | v | recorded | | {_LOG}
+--logging-config | v | recorded | | {_LOG}
+--profiler-config | v | recorded | | {_LOG}
+--watchdog-config | v | recorded | | {_LOG}
+--max-num-scheduled-tokens | v | modelled | | the tokens one iteration may schedule: vLLM 0.33's scheduler spends it and --max-num-batched-tokens together (they differ only by speculative decoding's draft slots, which is refused), so the lower binds
+--max-num-active-seqs | v | modelled | | the most requests admitted to run at once, at most --max-num-seqs (which in vLLM still sizes the runner and its CUDA graphs)
+--long-prefill-token-threshold-adaptive | b | modelled | | the long-prefill cap floored at --max-num-batched-tokens divided by the running and waiting requests, as vLLM 0.33's scheduler does
+--max-num-queued-reqs | v | refused | | vLLM answers HTTP 503 to requests past this many in flight; the simulator rejects no request (its client waits instead: use --max-concurrency)
+--max-num-queued-tokens | v | refused | | vLLM answers HTTP 503 to requests past this prefill backlog; the simulator rejects no request (its client waits instead: use --max-concurrency)
+--scheduler-reserve-full-isl | b | modelled | | admit a request only when its whole prompt's KV blocks are free (on by default, as vLLM 0.33)
+--watermark | v | modelled | | share of the KV blocks kept free when admitting waiting or preempted requests, as vLLM's KV cache manager does
+--prefill-schedule-interval | v | refused | 1 | prefill admitted only every N steps (decode-only steps between) is not modelled: only 1 (the default) is accepted
+--stream-interval | v | refused | 1 | tokens sent N at a time change the inter-token latency the client measures, which the simulator does not model: only 1 (the default) is accepted
+--spec-method | v | refused | | speculative decoding (draft tokens verified in one pass) is not modelled
+--spec-model | v | refused | | speculative decoding (draft tokens verified in one pass) is not modelled
+--spec-tokens | v | refused | | speculative decoding (draft tokens verified in one pass) is not modelled
+--diffusion-config,-dc | v | refused | | diffusion language models are not modelled
+--ec-transfer-config | v | recorded | | encoder cache transfer: {_MM}
+--ec-manager-config | v | recorded | | encoder cache: {_MM}
+--attention-config,-ac | v | recorded | | {_KERNEL}
+--kernel-config | v | recorded | | {_KERNEL}
+--ir-op-priority | v | recorded | | {_KERNEL}
+--enable-flashinfer-autotune | b | recorded | | {_KERNEL}
+--moe-backend | v | recorded | | {_MOE}
+--linear-backend | v | recorded | | {_KERNEL}
+--quantization-config | v | refused | | per-layer quantization specs are not modelled: give one weight format with --quantization
+--aux-output-config | v | recorded | | {_OUT}
+--weight-transfer-config | v | recorded | | weight updates for RL training: none during a simulated run
+--watermark-config | v | recorded | | text watermarking: {_SAMPLE}
+--optimization-level,-O | v | refused | 2,3 | -O0 (no torch.compile, no CUDA graphs) and -O1 (piecewise CUDA graphs only) run kernels the profiles' efficiencies do not describe; -O2 (vLLM's default) and -O3 (the same in vLLM 0.33) are accepted
+--performance-mode | v | refused | balanced | interactivity and throughput choose other CUDA graph sizes and kernels, whose speeds the profiles do not hold: only balanced (the default) is accepted
+--shutdown-timeout | v | recorded | | how long shutting down waits: the run ends when its requests finish
+--fail-on-environ-validation | b | recorded | | environment checks at start: changes no timing
 """
 
 _BENCH = f"""
@@ -253,9 +389,6 @@ _BENCH = f"""
 --custom-output-len | v | modelled | | answer length of a custom dataset
 --spec-bench-output-len | v | recorded | | the spec_bench dataset is refused
 --spec-bench-category | v | recorded | | the spec_bench dataset is refused
---sonnet-input-len | v | recorded | | the sonnet dataset is refused
---sonnet-output-len | v | recorded | | the sonnet dataset is refused
---sonnet-prefix-len | v | recorded | | the sonnet dataset is refused
 --sharegpt-output-len | v | modelled | | answer length of every ShareGPT request
 --blazedit-min-distance | v | recorded | | {_HF_DATA}
 --blazedit-max-distance | v | recorded | | {_HF_DATA}
@@ -318,7 +451,6 @@ _BENCH = f"""
 --frequency-penalty | v | recorded | | {_SAMPLE}
 --presence-penalty | v | recorded | | {_SAMPLE}
 --repetition-penalty | v | recorded | | {_SAMPLE}
---common-prefix-len | v | modelled | | a prefix every prompt shares (as --random-prefix-len)
 --served-model-name | v | recorded | | the name the API answers to: changes no timing
 --lora-modules | + | refused | | LoRA adapters (their memory and the kernels that apply them) are not modelled
 --ramp-up-strategy | v | modelled | | the rate rises over the run
@@ -326,6 +458,26 @@ _BENCH = f"""
 --ramp-up-end-rps | v | modelled | | rate at the end of a ramp-up
 --ready-check-timeout-sec | v | recorded | | waiting for the server to come up: the simulated one is up
 --extra-body | v | recorded | | extra request fields: the dataset flags set lengths
+--skip-tokenizer-init | b | recorded | | {_TOK}
+--chat-template-kwargs | v | recorded | | {_TOK}
+--custom-ensure-client-side-data | b | recorded | | {_MM}
+--insecure | b | recorded | | {_NET}
+--lora-assignment | v | recorded | | {_LORA}
+--plot-dataset-stats | b | recorded | | the client's plots are not drawn: changes no timing
+--plot-timeline | b | recorded | | the client's plots are not drawn: changes no timing
+--timeline-itl-thresholds | v | recorded | | the client's plots are not drawn: changes no timing
+--probe-request-rate | v | refused | 0,0.0 | probe requests sent beside the workload are not simulated: only 0 (none, the default) is accepted
+--bfcl-categories | v | recorded | | {_HF_DATA}
+--speed-bench-dataset-subset | v | recorded | | the speed_bench dataset is refused
+--speed-bench-output-len | v | recorded | | the speed_bench dataset is refused
+--speed-bench-category | v | recorded | | the speed_bench dataset is refused
+--self-timed | b | refused | on | a trace's own timestamps set the arrivals (vLLM's default for timed_trace); --no-self-timed (arrivals drawn from --request-rate instead) is not modelled: --request-rate rescales the trace's timing
+--timed-trace-chunk-hash-size | v | modelled | | prompt tokens per hash id of a timed trace (the simulator's --hash-block-size; its default is Mooncake's 512, vLLM's is 16: give it when the trace's producer used another)
+--timed-trace-sec-multiplier | v | refused | 0.001 | the simulator reads a timed trace's timestamps in milliseconds (Mooncake's traces), which is vLLM's --timed-trace-sec-multiplier 0.001; other units are not converted: write the timestamps in milliseconds
+--timed-trace-label-timestamp | v | refused | timestamp | a timed trace's fields are read by their usual names (timestamp, input_length, output_length, hash_ids): rename the fields in the file
+--timed-trace-label-input-length | v | refused | input_length | a timed trace's fields are read by their usual names (timestamp, input_length, output_length, hash_ids): rename the fields in the file
+--timed-trace-label-output-length | v | refused | output_length | a timed trace's fields are read by their usual names (timestamp, input_length, output_length, hash_ids): rename the fields in the file
+--timed-trace-label-hash-ids | v | refused | hash_ids | a timed trace's fields are read by their usual names (timestamp, input_length, output_length, hash_ids): rename the fields in the file
 """
 
 # vllm bench serve's datasets the simulator cannot give, and the local alternative.
@@ -347,9 +499,36 @@ DATASET_REFUSALS = {
                   "questions as a custom JSON Lines file and give --dataset-name custom --dataset-path FILE",
 }
 
-# Flags of earlier vLLM releases (the V0 engine's) that published command lines still carry.
+# Flags of earlier vLLM releases that vLLM 0.33 no longer has (the V0 engine's among them) and
+# published command lines still carry.
 _OLDER = f"""
---max-seq-len-to-capture | v | recorded | | {_GRAPHS}
+--task | v | recorded | | deprecated in vLLM; the model profile's kind decides
+--rope-scaling | v | recorded | | position encoding: changes no time or memory (--max-model-len sets the context)
+--rope-theta | v | recorded | | position encoding: changes no time or memory
+--override-pooler-config | v | recorded | | pooling output options: changes no timing
+--logits-processor-pattern | v | recorded | | {_OUT}
+--override-attention-dtype | v | recorded | | attention is priced in the model's dtype
+--guided-decoding-backend | v | recorded | | structured output: the traffic asks for none
+--guided-decoding-disable-fallback | b | recorded | | structured output: the traffic asks for none
+--guided-decoding-disable-any-whitespace | b | recorded | | structured output: the traffic asks for none
+--guided-decoding-disable-additional-properties | b | recorded | | structured output: the traffic asks for none
+--num-redundant-experts | v | recorded | | {_MOE}
+--eplb-window-size | v | recorded | | {_MOE}
+--eplb-step-interval | v | recorded | | {_MOE}
+--eplb-log-balancedness | b | recorded | | {_MOE}
+--enable-multimodal-encoder-data-parallel | b | recorded | | {_MM}
+--swap-space | v | recorded | | vLLM V1 recomputes preempted requests instead of swapping them (as the simulator does)
+--calculate-kv-scales | b | recorded | | fp8 KV scale calibration: changes no timing
+--disable-mm-preprocessor-cache | b | recorded | | {_MM}
+--lora-extra-vocab-size | v | recorded | | {_LORA}
+--max-num-partial-prefills | v | modelled | | 1 (the default) as vLLM's V1 scheduler runs: any other value is refused as vLLM V1 refuses it (NotImplementedError: Concurrent Partial Prefill is not supported); vLLM 0.27 removed the flag
+--max-long-partial-prefills | v | modelled | | 1 (the default) as vLLM's V1 scheduler runs: any other value is refused as vLLM V1 refuses it; vLLM 0.27 removed the flag
+--num-lookahead-slots | v | recorded | | speculative decoding only: not modelled, and 0 otherwise
+--external-parameters | v | recorded | | extra parameters for a custom scheduler class: the simulator runs vLLM's own
+--cuda-graph-sizes | + | refused | | {_GRAPH_SIZES}
+--disable-log-requests | b | recorded | | {_LOG}
+--disable-frontend-multiprocessing | b | recorded | | {_NET}
+--max-seq-len-to-capture | v | recorded | | the V0 engine's context-length limit for CUDA graphs: V1 captures graphs by token count ({_GRAPHS})
 --num-scheduler-steps | v | refused | 1 | multi-step scheduling belonged to vLLM's V0 engine; V1 schedules every step (only 1 is accepted)
 --multi-step-stream-outputs | b | recorded | | multi-step scheduling (V0): V1 schedules every step
 --preemption-mode | v | refused | recompute | V1 recomputes preempted requests (as the simulator does); swapping them out is not modelled
@@ -364,6 +543,12 @@ _OLDER = f"""
 --num-speculative-tokens | v | refused | | speculative decoding (draft tokens verified in one pass) is not modelled
 """
 
+_OLDER_BENCH = f"""
+--sonnet-input-len | v | recorded | | the sonnet dataset is refused
+--sonnet-output-len | v | recorded | | the sonnet dataset is refused
+--sonnet-prefix-len | v | recorded | | the sonnet dataset is refused
+--common-prefix-len | v | modelled | | a prefix every prompt shares (as --random-prefix-len)
+"""
 
 @dataclass(frozen=True)
 class VllmFlag:
@@ -383,6 +568,8 @@ class VllmFlag:
     """For a refused flag: the values accepted (that change nothing)."""
     note: str
     """What the simulator does with it, or why it is recorded or refused."""
+    older: bool = False
+    """A flag of earlier vLLM releases that vLLM 0.33 no longer has (published lines carry it)."""
 
     @property
     def dest(self) -> str:
@@ -393,7 +580,7 @@ class VllmFlag:
         return (self.flag, *self.aliases)
 
 
-def _rows(text: str, command: str) -> list[VllmFlag]:
+def _rows(text: str, command: str, older: bool = False) -> list[VllmFlag]:
     out = []
     for line in text.strip().splitlines():
         names, arity, kind, ok, note = (part.strip() for part in line.split("|", 4))
@@ -401,7 +588,7 @@ def _rows(text: str, command: str) -> list[VllmFlag]:
             raise ValueError(f"bad flag row: {line!r}")
         flag, *aliases = names.split(",")
         out.append(VllmFlag(flag, tuple(aliases), (command,), arity, kind,
-                            tuple(v for v in ok.split(",") if v), note))
+                            tuple(v for v in ok.split(",") if v), note, older))
     return out
 
 
@@ -413,13 +600,14 @@ def _merge(*groups: list[VllmFlag]) -> tuple[VllmFlag, ...]:
             if row.flag in merged:
                 first = merged[row.flag]
                 merged[row.flag] = VllmFlag(first.flag, first.aliases, first.commands + row.commands,
-                                            first.arity, first.kind, first.ok, first.note)
+                                            first.arity, first.kind, first.ok, first.note, first.older)
             else:
                 merged[row.flag] = row
     return tuple(merged.values())
 
 
-FLAGS: tuple[VllmFlag, ...] = _merge(_rows(_SERVE, "serve"), _rows(_BENCH, "bench"), _rows(_OLDER, "serve"))
+FLAGS: tuple[VllmFlag, ...] = _merge(_rows(_SERVE, "serve"), _rows(_BENCH, "bench"), _rows(_OLDER, "serve", True),
+                                     _rows(_OLDER_BENCH, "bench", True))
 BY_FLAG = {row.flag: row for row in FLAGS}
 
 
@@ -474,7 +662,7 @@ def check(args: argparse.Namespace) -> dict[str, str]:
             if row.ok and _shown(value) in row.ok:
                 recorded[flag] = _shown(value)
                 continue
-            if row.arity == "b" and value is False:  # --no-enable-lora: off, as by default
+            if row.arity == "b" and value is False and not row.ok:  # --no-enable-lora: off, as by default
                 recorded[flag] = "off"
                 continue
             raise UserError(f"argument {flag}: {_shown(value)!s} is not simulated: {row.note}")
@@ -494,6 +682,8 @@ def markdown_table() -> str:
     for row in FLAGS:
         names = ", ".join(f"`{s}`" for s in row.spellings)
         command = " and ".join({"serve": "vllm serve", "bench": "vllm bench serve"}[c] for c in row.commands)
+        if row.older:
+            command += " (earlier releases; gone in 0.33)"
         kind = row.kind + (f" (accepts {', '.join(row.ok)})" if row.ok else "")
         lines.append(f"| {names} | {command} | {kind} | {row.note.replace('|', '/')} |")
     return "\n".join(lines)

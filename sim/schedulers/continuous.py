@@ -138,11 +138,15 @@ class ContinuousScheduler(Scheduler):
         running = self.running
         waiting = self.waiting
         out = SchedulerOutput()
-        budget = cfg.max_num_batched_tokens
+        budget = cfg.token_budget
         threshold = cfg.long_prefill_token_threshold
         # The long-prefill cap only matters when a request shares the engine with others.
-        if threshold > 0 and len(running.members) + len(waiting) <= 1:
+        eligible = len(running.members) + len(waiting)
+        if threshold > 0 and eligible <= 1:
             threshold = 0
+        elif threshold > 0 and cfg.long_prefill_token_threshold_adaptive:
+            # vLLM 0.33's adaptive cap: never below a fair share of the token budget.
+            threshold = max(threshold, cfg.max_num_batched_tokens // eligible)
         max_model_len = cfg.max_model_len
         work_left = False  # a request got fewer tokens than it wanted
 
@@ -233,7 +237,7 @@ class ContinuousScheduler(Scheduler):
         stop_reason = ""
         if not out.preempted and waiting:
             members = running.members
-            max_num_seqs = cfg.max_num_seqs
+            max_num_seqs = cfg.seats
             caching = pool.caching
             chunked = cfg.enable_chunked_prefill
             reserve_full_isl = cfg.scheduler_reserve_full_isl
@@ -465,7 +469,7 @@ class ContinuousScheduler(Scheduler):
                 or max_iterations <= 0 or self.async_scheduling:
             return ()
         pool = self.pool
-        budget = self.config.max_num_batched_tokens
+        budget = self.config.token_budget
         block_size = running.block_size
         stretches = []
         while True:

@@ -84,7 +84,8 @@ class PriorityQueue(list, RequestQueue):
 
     def remove_requests(self, requests: Iterable[Request]) -> None:
         gone = set(map(id, requests))
-        self[:] = [entry for entry in self if id(entry[3]) not in gone]
+        # The heap's entries, not `__iter__`'s requests in priority order.
+        self[:] = [entry for entry in list.__iter__(self) if id(entry[3]) not in gone]
         heapq.heapify(self)
 
     def __iter__(self) -> Iterator[Request]:

@@ -431,8 +431,9 @@ def test_plan_finds_a_rate_checks_replicas_and_prints_both_vllm_commands(capsys,
     assert "Use " in words and "above the peak" in words
     assert ("  vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 1 --kv-cache-dtype auto "
             "--gpu-memory-utilization 0.92 --block-size 16 --max-num-seqs 1024 --max-num-batched-tokens 8192 "
-            "--enable-chunked-prefill --long-prefill-token-threshold 0 --scheduling-policy fcfs "
-            "--max-model-len 131072 --scheduler-reserve-full-isl --no-async-scheduling "
+            "--enable-chunked-prefill --long-prefill-token-threshold 0 --no-long-prefill-token-threshold-adaptive "
+            "--scheduling-policy fcfs --max-model-len 131072 --watermark 0 --scheduler-reserve-full-isl "
+            "--no-async-scheduling "
             "--enable-prefix-caching") in out
     bench = next(line for line in out.splitlines() if "vllm bench serve" in line)
     assert "--dataset-name random --random-input-len 256 --random-output-len 32" in bench

@@ -235,3 +235,86 @@ def test_encoder_pass(profiles):
     assert per_input[32] / per_input[1] == pytest.approx(0.68, abs=0.02)
     assert one.binding == many.binding == "compute"
     assert cost.encoder_pass(0, 256).total == 0.0
+
+
+# -- CUDA graphs and --enforce-eager (sources in sim/profiles.py and sim/config.py) ---------------
+
+
+def test_capture_sizes_are_vllms_defaults():
+    from sim.config import EngineConfig, cudagraph_capture_sizes
+
+    h100 = cudagraph_capture_sizes(EngineConfig(max_num_seqs=1024, max_num_batched_tokens=8192))
+    assert h100[:5] == (1, 2, 4, 8, 16) and h100[-3:] == (480, 496, 512)
+    assert 248 in h100 and 250 not in h100 and 264 not in h100 and 272 in h100
+    # 2 x max_num_seqs binds, and max_num_seqs itself is captured (decode batches fill the seats).
+    seats_100 = cudagraph_capture_sizes(EngineConfig(max_num_seqs=100, max_num_batched_tokens=2048))
+    assert seats_100[-1] == 200 and 100 in seats_100 and 99 not in seats_100
+    # The token budget caps the sizes and is itself captured; B200's ceiling is 1024.
+    assert cudagraph_capture_sizes(EngineConfig(max_num_seqs=256, max_num_batched_tokens=300))[-2:] == (288, 300)
+    assert cudagraph_capture_sizes(EngineConfig(max_num_seqs=1024, max_num_batched_tokens=16384), 1024)[-1] == 1024
+
+
+def test_cuda_graphs_pad_a_batch_to_the_next_capture_size(profiles):
+    from sim.config import EngineConfig, cudagraph_capture_sizes
+
+    d = profiles.deployment()
+    graphs = CostModel(d, graph_sizes=cudagraph_capture_sizes(EngineConfig()))
+    exact = CostModel(d)
+    # 257 decoders run the graph of 272: compute as for 272 tokens, attention for the 257 real ones.
+    assert graphs.iteration(257, 257 * CONTEXT).t_compute == exact.iteration(272, 272 * CONTEXT).t_compute
+    assert graphs.iteration(257, 257 * CONTEXT).t_kv_read == exact.iteration(257, 257 * CONTEXT).t_kv_read
+    assert graphs.iteration(257, 257 * CONTEXT).total > exact.iteration(257, 257 * CONTEXT).total
+    # On a capture size, or above the largest (no graph), nothing is padded.
+    for batch in (256, 600):
+        assert graphs.iteration(batch, batch * CONTEXT).total == exact.iteration(batch, batch * CONTEXT).total
+    # The engine's fast paths pad the same way.
+    batches = np.array([1, 3, 257, 600])
+    assert list(graphs.decode_times(batches, batches * CONTEXT)) == [
+        graphs.decode_time(int(b), int(b) * CONTEXT) for b in batches]
+
+
+def test_enforce_eager_launches_bind_small_batches_and_hide_under_large_ones(profiles):
+    from sim.profiles import EAGER_LAUNCH_S_PER_LAYER
+
+    graphs = CostModel(profiles.deployment())
+    eager_deployment = profiles.deployment(enforce_eager=True)
+    eager = CostModel(eager_deployment)
+    # The source: a Llama 3.1 8B decode step at batch 1 on an H100 SXM takes 8.4 ms eager.
+    assert 32 * EAGER_LAUNCH_S_PER_LAYER == pytest.approx(8.4e-3)
+    one = eager.iteration(1, CONTEXT)
+    assert one.total == pytest.approx(8.4e-3 + eager_deployment.overhead_s)
+    assert one.t_launch_wait > 0 and sum(share for _, share in one.parts()) == pytest.approx(one.total)
+    # The launches do not grow with the batch: the GPU's work grows until it hides them.
+    added = [eager.iteration(b, b * CONTEXT).total - graphs.iteration(b, b * CONTEXT).total for b in (1, 16, 64, 256)]
+    assert added[0] > added[1] > added[2] > 0 and added[3] == 0
+    # The engine's fast paths agree.
+    batches = np.array([1, 64, 256])
+    assert list(eager.decode_times(batches, batches * CONTEXT)) == [
+        eager.decode_time(int(b), int(b) * CONTEXT) for b in batches]
+    assert [eager.decode_time(int(b), int(b) * CONTEXT) for b in batches] == [
+        eager.iteration(int(b), int(b) * CONTEXT).total for b in batches]
+
+
+# -- weight-only 4-bit formats: dequantised in the GEMM (sources in sim/profiles.py) --------------
+
+
+def test_4bit_weights_win_memory_bound_and_pay_dequantisation_compute_bound(profiles):
+    def model(gpu, quantization):
+        return CostModel(profiles.deployment(gpu, "llama-3.1-8b", quantization=quantization))
+
+    for gpu in ("h100-sxm", "l40s", "b200"):  # fp8 tensor cores: fp8 is W8A8
+        awq, fp8, bf16 = model(gpu, "awq"), model(gpu, "fp8"), model(gpu, None)
+        # Batch 1 streams the weights: 4 bits a weight beat 8 and 16.
+        assert awq.iteration(1, CONTEXT).total < fp8.iteration(1, CONTEXT).total < bf16.iteration(1, CONTEXT).total
+        # Compute-bound (a long prefill, a large decode batch) fp8's peak is twice bf16's, and
+        # 4-bit weights run at bf16's peak at best: fp8 is faster.
+        for iteration in ((0, 0, [(0, 8192)]), (512, 512 * CONTEXT)):
+            assert awq.iteration(*iteration).total > fp8.iteration(*iteration).total, (gpu, iteration)
+    # Hopper runs 4-bit through Machete (fp16's compute-bound speed); Ampere through Marlin, about
+    # 10% slower than fp16 at large batch.
+    prefill = (0, 0, [(0, 8192)])
+    h100 = model("h100-sxm", "awq").iteration(*prefill).t_compute / model("h100-sxm", None).iteration(*prefill).t_compute
+    a100 = model("a100-80gb", "awq").iteration(*prefill).t_compute / model("a100-80gb", None).iteration(*prefill).t_compute
+    assert h100 == pytest.approx(1.0) and a100 == pytest.approx(1 / 0.9)
+    assert model("a100-80gb", "awq").iteration(*prefill).total > 1.05 * model("a100-80gb", None).iteration(*prefill).total
+    assert model("a100-80gb", "awq").iteration(1, CONTEXT).total * 2.5 < model("a100-80gb", None).iteration(1, CONTEXT).total

@@ -164,3 +164,53 @@ class TestAsyncScheduling:
         asynchronous = case(reqs, async_scheduling=True, num_blocks=20, max_num_seqs=2)
         synchronous = case(reqs, num_blocks=20, max_num_seqs=2)
         assert synchronous["first_token_step"]["C"] == 4 and asynchronous["first_token_step"]["C"] == 5
+
+
+class TestVllm033Budgets:
+    """vLLM 0.33's scheduler dials (vllm/v1/core/sched/scheduler.py), worked out by hand."""
+
+    def test_max_num_scheduled_tokens_caps_the_iteration_below_the_batched_budget(self):
+        reqs = [r("A", 1, 40, 2), r("B", 1, 40, 2)]
+        assert case(reqs, num_blocks=20)["steps"][0]["scheduled_tokens"] == {"A": 40, "B": 24}
+        assert case(reqs, num_blocks=20, max_num_scheduled_tokens=48)["steps"][0]["scheduled_tokens"] == {
+            "A": 40, "B": 8}
+        # Above max_num_batched_tokens it changes nothing: both budgets are spent, the lower binds.
+        assert case(reqs, num_blocks=20, max_num_scheduled_tokens=4096)["steps"][0]["scheduled_tokens"] == {
+            "A": 40, "B": 24}
+        assert EngineConfig(max_num_batched_tokens=8192, max_num_scheduled_tokens=512).token_budget == 512
+        assert EngineConfig(max_num_batched_tokens=8192, max_num_scheduled_tokens=9000).token_budget == 8192
+
+    def test_max_num_active_seqs_admits_fewer_than_the_seats(self):
+        reqs = [r("A", 1, 10, 2), r("B", 1, 10, 2), r("C", 1, 10, 2)]
+        assert case(reqs, num_blocks=20)["steps"][0]["scheduled_tokens"] == {"A": 10, "B": 10, "C": 10}
+        assert case(reqs, num_blocks=20, max_num_active_seqs=2)["steps"][0]["scheduled_tokens"] == {"A": 10, "B": 10}
+        with pytest.raises(ConfigError, match="at most max_num_seqs"):
+            EngineConfig(max_num_seqs=4, max_num_active_seqs=5).validate()
+
+    def test_adaptive_long_prefill_cap_is_floored_at_a_fair_share_of_the_budget(self):
+        reqs = [r("A", 1, 40, 2), r("B", 1, 40, 2)]
+        # Two requests share 64 tokens: the cap of 8 is floored at 64 // 2 = 32.
+        assert case(reqs, num_blocks=20, long_prefill_token_threshold=8)["steps"][0]["scheduled_tokens"] == {
+            "A": 8, "B": 8}
+        assert case(reqs, num_blocks=20, long_prefill_token_threshold=8, long_prefill_token_threshold_adaptive=True
+                    )["steps"][0]["scheduled_tokens"] == {"A": 32, "B": 32}
+
+    def test_a_scheduled_token_cap_below_a_whole_prompt_is_refused_without_chunked_prefill(self):
+        with pytest.raises(ConfigError, match="max_num_scheduled_tokens"):
+            EngineConfig(enable_chunked_prefill=False, max_model_len=4096, max_num_batched_tokens=8192,
+                         max_num_scheduled_tokens=1024).validate()
+
+
+def test_the_priority_queue_removes_requests_that_stopped_while_waiting():
+    # (It once iterated its own requests as if they were heap entries: a TypeError, found by
+    # tests/unit/test_engine_agrees.py when a multi-turn request stopped while queued.)
+    from sim.request import Request
+    from sim.schedulers.queues import PriorityQueue
+
+    queue = PriorityQueue()
+    a, b, c = (Request(rid, 0.0, 10, 2, priority, seq=seq) for seq, (rid, priority) in
+               enumerate([("A", 1), ("B", 0), ("C", 2)]))
+    for req in (a, b, c):
+        queue.add_request(req)
+    queue.remove_requests([a])
+    assert list(queue) == [b, c] and queue.pop_request() is b and queue.pop_request() is c

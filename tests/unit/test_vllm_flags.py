@@ -31,6 +31,17 @@ def vllm_source_flags() -> dict[str, tuple[set[str], list[str]]]:
     return out
 
 
+def vllm_older_flags() -> set[str]:
+    """Flags only earlier releases have (their lines in tests/data/vllm-flags.txt end in -older)."""
+    current, older = set(), set()
+    for line in (ROOT / "tests/data/vllm-flags.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            command, flag, *_ = line.split()
+            flag = flag.replace("_", "-") if flag.startswith("--") else flag
+            (older if command.endswith("-older") else current).add(flag)
+    return older - current
+
+
 def row_key(row) -> str:
     return row.flag if row.flag.startswith("--") else row.flag.split()[0]
 
@@ -44,6 +55,20 @@ def test_the_table_covers_every_flag_of_both_commands_and_no_other():
     for flag, (commands, short) in source.items():
         assert set(table[flag].commands) == commands, flag
         assert list(table[flag].aliases) == short, flag
+
+
+def test_flags_gone_from_vllm_0_33_are_marked_so():
+    older = vllm_older_flags()
+    assert {"--max-num-partial-prefills", "--num-scheduler-steps", "--common-prefix-len"} <= older
+    assert {row_key(row) for row in FLAGS if row.older} == older
+    assert "earlier releases" in markdown_table()
+
+
+def test_the_flags_come_from_vllm_0_33_source():
+    header = (ROOT / "tests/data/vllm-flags.txt").read_text().split("\nserve ")[0]
+    assert "vLLM 0.33.0" in header and "tools/vllm_flags_from_source.py" in header
+    source = vllm_source_flags()
+    assert {"--max-num-scheduled-tokens", "--max-num-active-seqs", "--optimization-level"} <= set(source)
 
 
 def test_every_row_says_what_the_simulator_does_with_it():
@@ -82,6 +107,8 @@ def test_each_recorded_flag_is_accepted_and_said(capsys, row):
                          ids=lambda r: r.flag)
 def test_each_refused_flag_says_why(capsys, row):
     words = [row.flag] if row.arity == "b" else [row.flag, "7"]
+    if row.arity == "b" and "on" in row.ok:  # on is vLLM's default: its --no- form is refused
+        words = ["--no-" + row.flag[2:]]
     code, out, err = run(capsys, "sim", "--num-prompts", "3", *words)
     assert code == 2
     assert f"argument {row.flag}: " in err and row.note[:40] in " ".join(err.split())
@@ -145,3 +172,28 @@ def test_append_result_appends_as_vllm_does_and_keeps_the_file_whole(capsys, tmp
                          "--gpu-memory-utilization", "0.01")
     assert code == 2 and path.read_text() == before
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_vllm_0_33_scheduler_flags_change_the_run(capsys):
+    base = ["sim", "--num-prompts", "20", "--input-len", "2000", "--output-len", "8", "--json"]
+    code, out, err = run(capsys, *base)
+    assert code == 0, err
+    free = json.loads(out)
+    code, out, err = run(capsys, *base, "--max-num-scheduled-tokens", "1k")  # 1,000, as vLLM reads it
+    assert code == 0, err
+    capped = json.loads(out)
+    assert capped["engine"]["max_num_scheduled_tokens"] == 1000
+    # 1,000 prompt tokens an iteration instead of 8,192: more, smaller iterations, so the run takes
+    # longer and decodes wait less behind prompts.
+    assert capped["duration"] > free["duration"] and capped["mean_tpot_ms"] < free["mean_tpot_ms"] / 2
+    code, out, err = run(capsys, *base, "--max-num-active-seqs", "2")
+    assert code == 0, err
+    assert json.loads(out)["max_concurrent_requests"] >= json.loads(out)["engine"]["max_num_active_seqs"] == 2
+
+
+def test_optimization_level_is_read_as_vllm_rewrites_dash_o(capsys):
+    code, out, err = run(capsys, "sim", "--num-prompts", "3", "-O3", "--json")
+    assert code == 0, err
+    assert json.loads(out)["recorded_flags"] == {"--optimization-level": "3"}
+    code, out, err = run(capsys, "sim", "--num-prompts", "3", "-O", "0")
+    assert code == 2 and "argument --optimization-level: 0 is not simulated" in err
