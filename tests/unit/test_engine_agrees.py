@@ -386,3 +386,30 @@ def test_an_encoder_under_dynamic_batching_agrees():
     c, _ = sliced(Engine(scenario), [], [("time", 0.05), ("step", 0.0), ("iterations", 0.3), ("time", 0.2)])
     assert_agree(a, b, "fast against step by step")
     assert_agree(a, c, "fast against sliced")
+
+
+def explicit_async(run):
+    """`run()` with async scheduling's requests all held explicitly, one by one (the form the
+    vLLM async traces check, see tests/unit/test_trace_cases.py)."""
+    saved = continuous.COMPACT_ASYNC
+    continuous.COMPACT_ASYNC = False
+    try:
+        return run()
+    finally:
+        continuous.COMPACT_ASYNC = saved
+
+
+@settings(max_examples=scaled_examples(150))
+@given(scenarios(), st.lists(st.tuples(st.integers(1, 200), st.sampled_from(DIALS)), max_size=3))
+def test_compact_async_decoders_agree_with_explicit_requests(drawn, dials):
+    """Under async scheduling decoders are held compactly with their token in flight; step by
+    step, that gives what holding every request explicitly gives (records, summary, reports),
+    dial changes included."""
+    scenario, api_server = drawn
+    scenario = scenario.with_engine(async_scheduling=True)
+    dials = sorted(dials, key=lambda d: d[0])
+    first = servable(scenario, api_server, lambda engine: stepwise(engine, dials))
+    assume(first is not None)
+    b = explicit_async(lambda: stepwise(Engine(scenario, api_server=api_server), dials))
+    assert first[1] == b[1]
+    assert_agree(first[0], b[0], "compact against explicit")
