@@ -198,7 +198,9 @@ def servable(scenario: Scenario, api_server: bool, run) -> dict | None:
 def fast(engine: Engine, dials: list[tuple[int, tuple]]) -> tuple[dict, list[str]]:
     said = []
     for at, dial in dials:
-        engine.run(max_iterations=at - engine.iteration)
+        before = engine.iteration
+        engine.run(max_iterations=at - before)
+        assert engine.iteration <= max(at, before), f"the fast path ran past iteration {at}"
         said.append(_set_dial(engine, dial))
     engine.run()
     return outcome(engine), said
@@ -260,6 +262,47 @@ def test_fast_step_by_step_and_sliced_runs_agree(drawn, dials, cuts):
     a, said_a = first
     b, said_b = stepwise(Engine(scenario, api_server=api_server), dials)
     c, said_c = sliced(Engine(scenario, api_server=api_server), dials, cuts)
+    assert said_a == said_b == said_c
+    assert_agree(a, b, "fast against step by step")
+    assert_agree(a, c, "fast against sliced")
+
+
+@st.composite
+def async_decoding(draw) -> Scenario:
+    """Async scheduling with long decodes (the fast path's calls in bulk), a cache that may run
+    short, and a queue the seats keep waiting."""
+    max_model_len = draw(st.sampled_from([400, 2048]))
+    block_size = draw(st.sampled_from([1, 4, 16]))
+    blocks = draw(st.sampled_from([None, None, "small"]))
+    if blocks is not None:
+        blocks = 3 * (-(-max_model_len // block_size) + 1)
+    rate = draw(st.sampled_from([math.inf, 30.0, 300.0]))
+    workload = WorkloadSpec(
+        request_rate=rate, num_prompts=draw(st.integers(2, 40)),
+        input=LENGTHS[draw(st.sampled_from(["short", "uniform"]))](draw(st.sampled_from([8, 60, 200]))),
+        output=LENGTHS[draw(st.sampled_from(sorted(LENGTHS)))](draw(st.sampled_from([20, 60, 120]))),
+        max_concurrency=draw(st.sampled_from([0, 0, 3])),
+        turns=draw(st.sampled_from([1, 1, 2])), think_time=draw(st.sampled_from([0.0, 0.05])))
+    engine = {"async_scheduling": True, "max_num_seqs": draw(st.sampled_from([2, 4, 8, 64])),
+              "max_num_batched_tokens": draw(st.sampled_from([64, 512, 8192])), "max_model_len": max_model_len,
+              "enable_prefix_caching": draw(st.booleans()),
+              "scheduling_policy": draw(st.sampled_from(["fcfs", "priority"]))}
+    return Scenario(engine=engine, workload=workload, block_size=block_size, num_gpu_blocks_override=blocks,
+                    seed=draw(st.integers(0, 1000)))
+
+
+@settings(max_examples=scaled_examples(60))
+@given(async_decoding(), st.lists(st.tuples(st.integers(1, 600), st.sampled_from(DIALS)), max_size=3),
+       st.lists(st.tuples(st.sampled_from(["time", "iterations", "step"]), st.floats(0.0005, 0.5)), max_size=8))
+def test_async_calls_in_bulk_agree_with_dials_moved_mid_run(scenario, dials, cuts):
+    """Async scheduling's fast path runs engine calls in bulk; every call leaves a batch in flight,
+    so a dial moved between two calls applies to the same batch on every path."""
+    dials = sorted(dials, key=lambda d: d[0])
+    first = servable(scenario, False, lambda engine: fast(engine, dials))
+    assume(first is not None)
+    a, said_a = first
+    b, said_b = stepwise(Engine(scenario), dials)
+    c, said_c = sliced(Engine(scenario), dials, cuts)
     assert said_a == said_b == said_c
     assert_agree(a, b, "fast against step by step")
     assert_agree(a, c, "fast against sliced")
