@@ -601,8 +601,9 @@ class ContinuousScheduler(Scheduler):
         start, end, cost): it must hold only compact decoders, all of them. A call runs if the
         batch it processes started before `limit` (the next arrival or the caller's horizon; the
         engine's clock is at that start when the call begins). Calls stop where anything could
-        change: before blocks run short, at `max_calls`, with requests waiting before the first
-        call whose batch is smaller than the last (a finish's freed budget may admit one), and
+        change: before blocks run short, at `max_calls`, before the first call whose batch is
+        smaller than the last if requests wait for the token budget (the budget a finishing decoder
+        leaves may admit one; seats and blocks are freed only once its batch is processed), and
         after a call that retires decoders if requests wait or `until_finish` (the client listens).
         Each call leaves a batch in flight, as one call does: the last one is returned with the
         calls run, as (stretches as `DECODE_STRETCH_FIELDS` tuples of the batches processed, the
@@ -628,7 +629,9 @@ class ContinuousScheduler(Scheduler):
             if batch > budget:
                 break
             to_finish = running.next_finish - tick  # the call that processes the finishing batch
-            calls = to_finish - 1 if waiting else to_finish
+            # (With requests waiting, the finishing call's smaller batch leaves budget that may admit
+            # one when the budget was what held them back; seats and blocks are freed only after.)
+            calls = to_finish - 1 if waiting and binding == "token_budget" else to_finish
             if calls > max_calls:
                 calls = max_calls
             if calls > MAX_STRETCH:
