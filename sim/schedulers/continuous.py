@@ -647,17 +647,19 @@ class ContinuousScheduler(Scheduler):
                 calls = priced + 1  # the batch of the last call starts at or after the limit
             # Blocks: each call takes those of the batch it schedules.
             shrinks = calls == to_finish
-            needs = running.crossing_schedule(calls - shrinks, ahead=1) if calls - shrinks else []
+            last_need = 0
             if shrinks:
                 finishing = running.finishing(tick + to_finish)
                 last_need = running.decode_blocks_needed(to_finish) - sum(
                     1 for _, final in finishing if (final - 1) % block_size == 0)
-                needs.append(last_need)
             free = pool.free
-            if batch * (len(needs) // block_size + 1) <= free:
-                taken = sum(needs)
-                fit = calls
+            if batch * (calls // block_size + 1) <= free:  # (a decoder needs a block once in block_size ticks)
+                taken = running.decode_blocks_over(calls - shrinks, ahead=1) + last_need if calls > shrinks \
+                    else last_need
             else:
+                needs = running.crossing_schedule(calls - shrinks, ahead=1) if calls > shrinks else []
+                if shrinks:
+                    needs.append(last_need)
                 taken = 0
                 fit = 0
                 for need in needs:
@@ -665,12 +667,13 @@ class ContinuousScheduler(Scheduler):
                         break
                     taken += need
                     fit += 1
-            if fit < calls:
-                calls = fit
-                if shrinks and fit < to_finish:
-                    shrinks = False
-                if calls <= 0:
-                    break
+                if fit < calls:
+                    calls = fit
+                    if shrinks:
+                        shrinks = False
+                        last_need = 0
+                    if calls <= 0:
+                        break
             # The batch the last call schedules (now in flight after it).
             # The batches processed: the one in flight, then those the calls before the last scheduled.
             processed_ends = [end] + ends[:calls - 1]
@@ -699,7 +702,7 @@ class ContinuousScheduler(Scheduler):
                 parts = [(start, start_next, last_start, processed_ends, processed_gaps, batch, last_context, peak,
                           binding, (), peak, batch, len(self.waiting))]
             else:
-                used = peak - taken + sum(needs[:-1])  # before the last call took its blocks
+                used = peak - last_need  # before the last call took its blocks
                 ended = running.advance(calls, start_next, top)
                 for _, req in ended:
                     req.status = FINISHED
