@@ -349,7 +349,7 @@ class ContinuousScheduler(Scheduler):
                 n = 1 if not victim.num_output_placeholders or self._wanted(victim, 0) > 0 \
                     and victim.num_computed_tokens < self.config.max_model_len - 1 else 0
             else:
-                n = wanted.pop(id(victim))
+                n = wanted.pop(id(victim), 0)  # (0: its last token is in flight, it wants none)
             blocks -= pool.blocks_needed(victim.request_id, victim.num_computed_tokens + n)
             self._preempt(victim)
             out.preempted.append(victim)
