@@ -29,6 +29,7 @@ Conventions:
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -114,6 +115,8 @@ class CostModel:
     def __init__(self, deployment: Deployment, overlap: bool = False) -> None:
         self.deployment = deployment
         self.overlap = overlap  # async scheduling: the host's work overlaps the forward pass
+        # `iteration_total` on two floats (a C builtin: the stretches call it once an iteration)
+        self._join_floats = max if overlap else operator.add
         gpu, model = deployment.gpu, deployment.model
         tp = deployment.tensor_parallel_size
         self._bandwidth = gpu.hbm_bandwidth
@@ -160,11 +163,9 @@ class CostModel:
         """An iteration's time from its GPU work and its host work (`host_overhead`): their sum,
         or with `overlap` the larger of the two. The one place they are joined (`gpu` and `host`
         may be numpy arrays)."""
-        if not self.overlap:
-            return gpu + host
         if isinstance(gpu, np.ndarray) or isinstance(host, np.ndarray):
-            return np.maximum(gpu, host)
-        return gpu if gpu >= host else host
+            return np.maximum(gpu, host) if self.overlap else gpu + host
+        return self._join_floats(gpu, host)
 
     # -- the full breakdown --------------------------------------------------------------------
 
@@ -306,7 +307,7 @@ class CostModel:
         ends: list[float] = []
         gaps: list[float] = []
         end = start
-        join = self.iteration_total
+        join = self._join_floats  # (iteration_total's, on floats)
         for context in range(total_context, total_context + batch * count, batch):
             new = end + join(t_linear + context * per_token + t_allreduce, overhead)
             ends.append(new)

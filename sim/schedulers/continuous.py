@@ -641,8 +641,21 @@ class ContinuousScheduler(Scheduler):
             # Batches scheduled by the calls before the finishing one: all decoders, one tick on.
             pure = calls if calls < to_finish else to_finish - 1
             next_context = context + batch  # the first of them
-            ends, gaps = cost.decode_ends(batch, next_context, end, pure, limit)
-            priced = len(ends)
+            if pure >= NUMPY_STRETCH:
+                import numpy as np
+
+                k = pure
+                if limit != math.inf:
+                    # Iteration times grow with the context: the first bounds how many start before the limit.
+                    k = min(k, int((limit - end) / cost.decode_time(batch, next_context)) + 2)
+                times = cost.decode_times(batch, next_context + batch * np.arange(k, dtype=np.int64))
+                timeline = np.cumsum(np.concatenate(((end,), times)))  # adds left to right, as a loop would
+                priced = int(np.searchsorted(timeline[:k], limit, side="left"))
+                ends = timeline[1:priced + 1]
+                gaps = ends - timeline[:priced]
+            else:
+                ends, gaps = cost.decode_ends(batch, next_context, end, pure, limit)
+                priced = len(ends)
             if priced < pure:
                 calls = priced + 1  # the batch of the last call starts at or after the limit
             # Blocks: each call takes those of the batch it schedules.
@@ -676,10 +689,16 @@ class ContinuousScheduler(Scheduler):
                         break
             # The batch the last call schedules (now in flight after it).
             # The batches processed: the one in flight, then those the calls before the last scheduled.
-            processed_ends = [end] + ends[:calls - 1]
-            processed_gaps = [end - start] + gaps[:calls - 1]
-            last_start = processed_ends[-2] if calls > 1 else start
-            start_next = processed_ends[-1]
+            if ends.__class__ is list:
+                processed_ends = [end] + ends[:calls - 1]
+                processed_gaps = [end - start] + gaps[:calls - 1]
+                top = max(processed_gaps)
+            else:
+                processed_ends = timeline[:calls]
+                processed_gaps = np.concatenate(((end - start,), gaps[:calls - 1]))
+                top = float(processed_gaps.max())
+            last_start = float(processed_ends[-2]) if calls > 1 else start
+            start_next = float(processed_ends[-1])
             if shrinks:
                 next_batch = batch - len(finishing)
                 scheduled_context = next_context + batch * (calls - 1) - sum(final for _, final in finishing)
@@ -687,7 +706,7 @@ class ContinuousScheduler(Scheduler):
                 next_batch = batch
                 scheduled_context = next_context + batch * (calls - 1)
             if not shrinks and calls - 1 < len(ends):
-                end_next = ends[calls - 1]
+                end_next = float(ends[calls - 1])
             elif next_batch:
                 end_next = cost.decode_ends(next_batch, scheduled_context, start_next, 1)[0][0]
             else:
@@ -696,7 +715,6 @@ class ContinuousScheduler(Scheduler):
             pool.take(taken)
             running.flights += calls - (shrinks and not next_batch)
             peak = pool.usable - pool.free
-            top = max(processed_gaps)
             if not shrinks:
                 running.advance(calls, start_next, top)
                 parts = [(start, start_next, last_start, processed_ends, processed_gaps, batch, last_context, peak,

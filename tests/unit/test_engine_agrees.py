@@ -456,3 +456,19 @@ def test_compact_async_decoders_agree_with_explicit_requests(drawn, dials):
     b = explicit_async(lambda: stepwise(Engine(scenario, api_server=api_server), dials))
     assert first[1] == b[1]
     assert_agree(first[0], b[0], "compact against explicit")
+
+
+@settings(max_examples=scaled_examples(30))
+@given(async_decoding(), st.lists(st.tuples(st.integers(1, 600), st.sampled_from(DIALS)), max_size=2),
+       st.sampled_from([2, 5, 40]))
+def test_async_calls_in_bulk_timed_with_numpy_agree(scenario, dials, numpy_from):
+    """Long runs of async calls are timed with numpy arrays; force that on short ones too."""
+    dials = sorted(dials, key=lambda d: d[0])
+    saved = continuous.NUMPY_STRETCH
+    continuous.NUMPY_STRETCH = numpy_from
+    try:
+        first = servable(scenario, False, lambda engine: fast(engine, dials))
+    finally:
+        continuous.NUMPY_STRETCH = saved
+    assume(first is not None)
+    assert_agree(first[0], stepwise(Engine(scenario), dials)[0], "numpy-timed calls against step by step")
