@@ -84,7 +84,7 @@ class PriorityQueue(list, RequestQueue):
 
     def remove_requests(self, requests: Iterable[Request]) -> None:
         gone = set(map(id, requests))
-        self[:] = [entry for entry in self if id(entry[3]) not in gone]
+        self[:] = [entry for entry in list.__iter__(self) if id(entry[3]) not in gone]  # (entries, not requests)
         heapq.heapify(self)
 
     def __iter__(self) -> Iterator[Request]:
