@@ -10,7 +10,8 @@ batching only) batch k is scheduled before batch k-1's output is processed, as v
 EngineCore does with a batch queue of two: an iteration's output is processed one engine call
 later, and the iteration report describes the batch whose output was processed. Headless runs
 also let the continuous scheduler run stretches of alike decode iterations in bulk
-(`ContinuousScheduler.decode_stretch`), with the same results as one iteration at a time.
+(`ContinuousScheduler.decode_stretch`; with async scheduling `async_stretch`, engine calls in bulk,
+each leaving a batch in flight as one call does), with the same results as one iteration at a time.
 """
 
 from __future__ import annotations
