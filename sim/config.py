@@ -36,10 +36,9 @@ class EngineConfig:
     max_batch_size: int = 64
     max_queue_delay: float = 0.010
     # Schedule batch k before batch k-1's output is processed, the host's work overlapping the
-    # GPU's (see `runs_async`). vLLM 0.33 turns it on unless something is incompatible; here it
-    # stays off by default until the headless fast path holds requests compactly under it too
-    # (today an async sweep runs about 8x slower than a synchronous one).
-    async_scheduling: bool = False
+    # GPU's (see `runs_async`). On by default, as in vLLM 0.33, which turns it on unless
+    # something is incompatible.
+    async_scheduling: bool = True
     enable_prefix_caching: bool = True  # vLLM's automatic prefix caching (continuous batching)
 
     def validate(self) -> None:

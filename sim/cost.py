@@ -34,6 +34,7 @@ Conventions:
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -132,6 +133,8 @@ class CostModel:
         if self._graph_max:
             sizes = np.array(sorted(set(graph_sizes)), dtype=np.int64)
             self._pad[1:] = sizes[np.searchsorted(sizes, np.arange(1, self._graph_max + 1))]
+        # `iteration_total` on two floats (a C builtin: the stretches call it once an iteration)
+        self._join_floats = max if overlap else operator.add
         gpu, model = deployment.gpu, deployment.model
         tp = deployment.tensor_parallel_size
         self._bandwidth = gpu.hbm_bandwidth
@@ -178,11 +181,9 @@ class CostModel:
         """An iteration's time from its GPU work and its host work (`host_overhead`): their sum,
         or with `overlap` the larger of the two. The one place they are joined (`gpu` and `host`
         may be numpy arrays)."""
-        if not self.overlap:
-            return gpu + host
         if isinstance(gpu, np.ndarray) or isinstance(host, np.ndarray):
-            return np.maximum(gpu, host)
-        return gpu if gpu >= host else host
+            return np.maximum(gpu, host) if self.overlap else gpu + host
+        return self._join_floats(gpu, host)
 
     # -- the full breakdown --------------------------------------------------------------------
 
@@ -330,7 +331,7 @@ class CostModel:
         ends: list[float] = []
         gaps: list[float] = []
         end = start
-        join = self.iteration_total
+        join = self._join_floats  # (iteration_total's, on floats)
         for context in range(total_context, total_context + batch * count, batch):
             gpu = t_linear + context * per_token + t_allreduce
             new = end + join(gpu if gpu >= launch else launch, overhead)

@@ -278,7 +278,7 @@ DIALS: tuple[DialSpec, ...] = (
              help="admit a request only if its whole prompt's blocks are free (default on)"),
     DialSpec("engine.async_scheduling", "async scheduling", "bool", "restart", "--async-scheduling", "serve",
              help="schedule the next batch while this one runs, overlapping the host's work with the GPU's "
-                  "(default off here, on in vLLM 0.33; continuous batching only)"),
+                  "(default on, as in vLLM 0.33; continuous batching only)"),
     DialSpec("engine.enable_prefix_caching", "prefix caching", "bool", "restart", "--enable-prefix-caching",
              "serve", help="reuse the KV of full blocks of a prompt prefix computed before (default on, as vLLM)"),
     DialSpec("engine.max_batch_size", "batch size", "int", "iteration", "--max-batch-size", minimum=1,

@@ -10,7 +10,8 @@ batching only) batch k is scheduled before batch k-1's output is processed, as v
 EngineCore does with a batch queue of two: an iteration's output is processed one engine call
 later, and the iteration report describes the batch whose output was processed. Headless runs
 also let the continuous scheduler run stretches of alike decode iterations in bulk
-(`ContinuousScheduler.decode_stretch`), with the same results as one iteration at a time.
+(`ContinuousScheduler.decode_stretch`; with async scheduling `async_stretch`, engine calls in bulk,
+each leaving a batch in flight as one call does), with the same results as one iteration at a time.
 """
 
 from __future__ import annotations
@@ -542,10 +543,9 @@ class Engine:
         numbers, in the same order, as one iteration at a time). Results are identical to
         calling step()."""
         n = 0
-        stretch = None if self._async else getattr(self.scheduler, "decode_stretch", None)
+        stretch = getattr(self.scheduler, "async_stretch" if self._async else "decode_stretch", None)
+        asynchronous = self._async
         arrivals = self.arrivals
-        metrics = self.metrics
-        series = metrics.series_interval is not None
         cost = self.cost
         while True:
             if until_time is not None and self.time >= until_time:
@@ -556,38 +556,55 @@ class Engine:
                 if arrivals.next_at <= self.time:
                     self._admit_arrivals()
                 limit = arrivals.next_at if until_time is None else min(arrivals.next_at, until_time)
-                got = stretch(cost, self.time, limit, MAX_STRETCH if max_iterations is None
-                              else max_iterations - n, arrivals.listens)
-                if got:
-                    for part in got:  # (see sim.schedulers.continuous.DECODE_STRETCH_FIELDS)
-                        start, end, last_start, ends, gaps, batch, _, used, binding, finished, used_last, _, _ = part
-                        k = len(ends)
-                        self.iteration += k
-                        n += k
-                        self.time = end
-                        if not finished:
-                            metrics.on_decode_iterations(start, ends, gaps, batch, used, binding)
-                        elif series:  # the finished are booked before the last iteration's series point
-                            if k > 1:
-                                metrics.on_decode_iterations(start, ends[:-1], gaps[:-1], batch, used, binding)
-                            metrics.on_gaps(float(gaps[-1]), batch)
-                            for _, req in finished:
-                                self._finish(req, end)
-                            metrics.on_iteration(last_start, end, batch, used_last, binding, batch,
-                                                 len(finished), batch)
-                        else:
-                            metrics.on_decode_iterations(start, ends, gaps, batch, used, binding, len(finished),
-                                                         used_last)
-                            for _, req in finished:
-                                self._finish(req, end)
-                    self._stash = (self.iteration, part)
-                    self._last_preempted = ()
-                    continue
+                calls = MAX_STRETCH if max_iterations is None else max_iterations - n
+                if not asynchronous:
+                    got = stretch(cost, self.time, limit, calls, arrivals.listens)
+                    if got:
+                        n += self._book_stretches(got)
+                        continue
+                elif self._in_flight is not None:
+                    got = stretch(cost, self._in_flight, limit, calls, arrivals.listens)
+                    if got:
+                        # Calls run in bulk, each leaving a batch in flight (the last one's is kept).
+                        parts, self._in_flight = got
+                        n += self._book_stretches(parts)
+                        continue
             out = self._next_schedule(until_time)
             if out is None:
                 break
             if self._run(out):
                 n += 1
+        return n
+
+    def _book_stretches(self, got) -> int:
+        """Book decode stretches run in bulk as the iterations they are (the same numbers, in the
+        same order, as one iteration at a time); returns how many iterations they held."""
+        metrics = self.metrics
+        series = metrics.series_interval is not None
+        n = 0
+        for part in got:  # (see sim.schedulers.continuous.DECODE_STRETCH_FIELDS)
+            start, end, last_start, ends, gaps, batch, _, used, binding, finished, used_last, _, _ = part
+            k = len(ends)
+            self.iteration += k
+            n += k
+            self.time = end
+            if not finished:
+                metrics.on_decode_iterations(start, ends, gaps, batch, used, binding)
+            elif series:  # the finished are booked before the last iteration's series point
+                if k > 1:
+                    metrics.on_decode_iterations(start, ends[:-1], gaps[:-1], batch, used, binding)
+                metrics.on_gaps(float(gaps[-1]), batch)
+                for _, req in finished:
+                    self._finish(req, end)
+                metrics.on_iteration(last_start, end, batch, used_last, binding, batch,
+                                     len(finished), batch)
+            else:
+                metrics.on_decode_iterations(start, ends, gaps, batch, used, binding, len(finished),
+                                             used_last)
+                for _, req in finished:
+                    self._finish(req, end)
+        self._stash = (self.iteration, part)
+        self._last_preempted = ()
         return n
 
     def summary(self, **options) -> RunSummary:

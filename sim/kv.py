@@ -168,16 +168,16 @@ class BlockPool:
         self.free -= blocks
         self.unattributed += blocks
 
-    def settle(self, request, tokens: int) -> None:
+    def settle(self, request, tokens: int, known: int | None = None) -> None:
         """`request` holds the blocks for `tokens` computed tokens (those scheduled included):
         those beyond what it was known to hold come out of the blocks handed out with `take`.
-        With caching its full blocks get their hashes (`cache_blocks`)."""
+        With caching its full blocks get their hashes (`cache_blocks`; `known`: as there)."""
         rid = request.request_id
         blocks = -(-tokens // self.block_size)
         self.unattributed -= blocks - self._held.get(rid, 0)
         self._held[rid] = blocks
         if self.caching:
-            self.cache_blocks(request, tokens)
+            self.cache_blocks(request, tokens, known)
 
     def free_request(self, request_id: str) -> int:
         """A request lets go of its blocks (finished or preempted); returns how many it held.
@@ -296,14 +296,17 @@ class BlockPool:
         self._held[rid] = self._held.get(rid, 0) + hit_blocks
         return self.try_allocate(rid, total_tokens)
 
-    def cache_blocks(self, request, tokens: int) -> None:
+    def cache_blocks(self, request, tokens: int, known: int | None = None) -> None:
         """The request's first `tokens` tokens are scheduled: its full blocks among those known
         get their hashes (vLLM's cache_blocks; with async scheduling tokens in flight are not
         known yet, so their block is hashed a call later). A block of its named tokens
         (`Request.block_hashes`: its prompt's segments, then a named output's) joins the index,
         where another request may hit it; a second block with a hash already cached is kept
-        beside the first. The others only their owner can hit: they are counted (`kv_own`)."""
-        known = request.prompt_len + request.num_output_tokens
+        beside the first. The others only their owner can hit: they are counted (`kv_own`).
+        `known`: the tokens known when they were scheduled, if fewer than known now (a decoder
+        held compactly under async scheduling is hashed late, as its last schedule would have)."""
+        if known is None:
+            known = request.prompt_len + request.num_output_tokens
         full = (tokens if tokens < known else known) // self.block_size
         own = request.kv_own
         shared = request.kv_shared

@@ -107,7 +107,7 @@ def run_case(case: dict) -> dict:
     if not isinstance(case["requests"], list) or not all(isinstance(r, dict) for r in case["requests"]):
         raise ConfigError("requests", case["requests"], "a list of request objects")
     config, pool = config_from_case(case["config"])
-    sched = ContinuousScheduler(config, pool)
+    sched = ContinuousScheduler(config, pool, compact_async=False)  # (explicit: the trace lists each request)
     caching = pool.caching
     asynchronous = config.async_scheduling
     specs = []

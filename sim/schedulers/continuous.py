@@ -26,6 +26,9 @@ from .base import Scheduler, SchedulerOutput, UpdateResult, WorkRow, is_decode, 
 from .queues import make_queue
 from .running import RunningSet
 
+COMPACT_ASYNC = True
+"""Under async scheduling, decoders are held compactly too (False: every request explicitly, one
+by one, the form the vLLM traces were first checked with; tests compare the two)."""
 NUMPY_STRETCH = 96
 """Decode stretches at least this long are timed with numpy arrays."""
 MAX_STRETCH = 1 << 16
@@ -34,13 +37,17 @@ MAX_STRETCH = 1 << 16
 class ContinuousScheduler(Scheduler):
     name = "continuous"
 
-    def __init__(self, config, pool, lazy_queue: bool = False) -> None:
+    def __init__(self, config, pool, lazy_queue: bool = False, compact_async: bool | None = None) -> None:
         super().__init__(config, pool)
         self._lazy_queue = lazy_queue  # the queue may hold runs of requests in compact form
         self.waiting = make_queue(config.scheduling_policy, lazy=lazy_queue)
-        self.running = RunningSet(pool, config.max_model_len)
-        self.watermark_blocks = int(config.watermark * pool.num_blocks)
         self.async_scheduling = bool(getattr(config, "async_scheduling", False))
+        # Async scheduling with compact decoders: the batch schedule() made last, which the
+        # update that follows (of the batch before it) lets decoders join.
+        self._compact_async = self.async_scheduling and (COMPACT_ASYNC if compact_async is None else compact_async)
+        self._next_out: SchedulerOutput | None = None
+        self.running = RunningSet(pool, config.max_model_len, asynchronous=self._compact_async)
+        self.watermark_blocks = int(config.watermark * pool.num_blocks)
         # The binding limit the waiting queue keeps giving while nothing it depends on changes
         # (None: it may admit someone next time). Lets decode stretches run in bulk.
         self._steady_binding: str | None = None
@@ -155,8 +162,8 @@ class ContinuousScheduler(Scheduler):
         # compact decoders one token each, the others their chunk. The plan: each explicit one
         # with its tokens, and the new blocks they all need (None if the budget falls short, or a
         # request waits this iteration).
-        decoders = len(running.decoders)
-        blocks = decoder_blocks = running.decode_blocks_needed() if decoders else 0
+        decoders, decoder_blocks, decoder_context = running.coming_batch() if running.decoders else (0, 0, 0)
+        blocks = decoder_blocks
         plan = []
         demand = decoders
         for req in running.explicit:
@@ -164,8 +171,7 @@ class ContinuousScheduler(Scheduler):
             if n > max_model_len - 1 - req.num_computed_tokens:
                 n = max_model_len - 1 - req.num_computed_tokens
             if n <= 0:
-                plan = None
-                break
+                continue  # (its last token is in flight: the walk would skip it too)
             demand += n
             blocks += pool.blocks_needed(req.request_id, req.num_computed_tokens + n)
             plan.append((req, n))
@@ -173,13 +179,12 @@ class ContinuousScheduler(Scheduler):
             plan = None
         if plan is not None and blocks > pool.free and cfg.scheduling_policy == "fcfs":
             plan, blocks = self._preempt_latest(plan, blocks, out)
-            decoders = len(running.decoders)
-            decoder_blocks = running.decode_blocks_needed() if decoders else 0
+            decoders, decoder_blocks, decoder_context = running.coming_batch() if running.decoders else (0, 0, 0)
         if plan is not None and blocks <= pool.free:
             if decoders:
                 running.take_decode_blocks(decoder_blocks)
                 out.num_compact = decoders
-                out.compact_context = running.decode_context()
+                out.compact_context = decoder_context
                 budget -= decoders
             caching = pool.caching
             for req, n in plan:
@@ -327,6 +332,8 @@ class ContinuousScheduler(Scheduler):
                 out.sampling.append(req)
         steady = waiting and not scheduled and not out.preempted
         self._steady_binding = out.binding_limit if steady else None
+        if self._compact_async:
+            self._next_out = out
         return out
 
     def _preempt_latest(self, plan: list[tuple[Request, int]], blocks: int,
@@ -342,9 +349,11 @@ class ContinuousScheduler(Scheduler):
             victim = running.last()
             if victim in running.decoders:
                 running.make_explicit(victim)
-                n = 1
+                # (async: a decoder whose last token is in flight was not in the coming batch)
+                n = 1 if not victim.num_output_placeholders or self._wanted(victim, 0) > 0 \
+                    and victim.num_computed_tokens < self.config.max_model_len - 1 else 0
             else:
-                n = wanted.pop(id(victim))
+                n = wanted.pop(id(victim), 0)  # (0: its last token is in flight, it wants none)
             blocks -= pool.blocks_needed(victim.request_id, victim.num_computed_tokens + n)
             self._preempt(victim)
             out.preempted.append(victim)
@@ -358,6 +367,13 @@ class ContinuousScheduler(Scheduler):
         those that reached their length finish, and new decoders join the compact form."""
         running = self.running
         result = UpdateResult()
+        joinable = None
+        if self._compact_async:
+            if running.left:
+                self._unjoin(output, running.take_left())
+            nxt = self._next_out
+            if nxt is not None and nxt is not output and nxt.scheduled:
+                joinable = {id(work[0]): work for work in nxt.scheduled if work[3]}
         compact = output.num_compact
         ended = running.advance(1, end, end - start) if compact else ()
         output.compact_finished = ended
@@ -380,6 +396,12 @@ class ContinuousScheduler(Scheduler):
             elif req.prompt_len + outputs >= max_model_len:
                 req.finish_reason = "length"
             elif req.status == RUNNING and not self.async_scheduling:
+                running.join(req)
+                output.joined.append(req)
+                continue
+            elif joinable is not None and req.status == RUNNING and id(req) in joinable:
+                # Async: its next token, a plain decode, is in the batch scheduled just now: it
+                # is held compactly from that batch on.
                 running.join(req)
                 output.joined.append(req)
                 continue
@@ -417,9 +439,36 @@ class ContinuousScheduler(Scheduler):
         result.num_emitted = compact + len(output.sampling)
         result.num_running = len(running.members)
         result.num_waiting = len(self.waiting)
+        if output.joined and joinable is not None:
+            self._move_to_compact(self._next_out, output.joined)
         if finished or output.joined:
             self._steady_binding = None
         return result
+
+    @staticmethod
+    def _move_to_compact(out: SchedulerOutput, joined: list[Request]) -> None:
+        """Async: the decoders that just joined the compact form run their token of `out` (the
+        batch in flight) as compact decoders instead of explicitly (the same tokens and cost)."""
+        ids = set(map(id, joined))
+        kept = []
+        for work in out.scheduled:
+            if id(work[0]) in ids:
+                out.num_compact += 1
+                out.compact_context += work[2] + 1
+            else:
+                kept.append(work)
+        out.scheduled = kept
+        out.sampling = [req for req in out.sampling if id(req) not in ids]
+
+    @staticmethod
+    def _unjoin(out: SchedulerOutput, left: list[tuple[Request, int]]) -> None:
+        """Async: decoders that became explicit while `out` ran (a walk, a preemption, new dials,
+        an abort) have their token of it processed explicitly."""
+        for req, before in left:
+            out.num_compact -= 1
+            out.compact_context -= before + 1
+            out.scheduled.append((req, 1, before, True))
+            out.sampling.append(req)
 
     def prefix_hits(self, output: SchedulerOutput) -> dict[str, int]:
         """The tokens each request admitted by this schedule() took from the prefix cache (vLLM's
@@ -438,9 +487,11 @@ class ContinuousScheduler(Scheduler):
         running = self.running
         running.sync()
         joined = set(map(id, output.joined))
-        numbered = [(n, WorkRow(r.request_id, 1, False, r.num_computed_tokens, True))
+        # (Under async scheduling a decoder's next token is in flight: it is counted in its
+        # computed tokens, one per placeholder.)
+        numbered = [(n, WorkRow(r.request_id, 1, False, r.num_computed_tokens - r.num_output_placeholders, True))
                     for r, n in running.members.items() if r in running.decoders and id(r) not in joined]
-        numbered += [(n, WorkRow(r.request_id, 1, False, r.num_computed_tokens, True))
+        numbered += [(n, WorkRow(r.request_id, 1, False, r.num_computed_tokens - r.num_output_placeholders, True))
                      for n, r in output.compact_finished]
         for (req, _, _, _), row in zip(output.scheduled, rows):
             number = running.members.get(req)
@@ -544,6 +595,173 @@ class ContinuousScheduler(Scheduler):
                 break
             start = end
         return stretches
+
+
+    def async_stretch(self, cost, flight: tuple, limit: float, max_calls: int,
+                      until_finish: bool = False) -> tuple:
+        """Async scheduling's `decode_stretch`: engine calls run in bulk, each scheduling the next
+        batch of decoders while the one in flight runs, then processing the one in flight, with
+        the same results as one call at a time. `flight` is the engine's batch in flight, (output,
+        start, end, cost): it must hold only compact decoders, all of them. A call runs if the
+        batch it processes started before `limit` (the next arrival or the caller's horizon; the
+        engine's clock is at that start when the call begins). Calls stop where anything could
+        change: before blocks run short, at `max_calls`, before the first call whose batch is
+        smaller than the last if requests wait for the token budget (the budget a finishing decoder
+        leaves may admit one; seats and blocks are freed only once its batch is processed), and
+        after a call that retires decoders if requests wait or `until_finish` (the client listens).
+        Each call leaves a batch in flight, as one call does: the last one is returned with the
+        calls run, as (stretches as `DECODE_STRETCH_FIELDS` tuples of the batches processed, the
+        batch now in flight as `flight` is, or None if nothing is); () if no call can run so."""
+        out, start, end, _ = flight
+        running = self.running
+        decoders = running.decoders
+        waiting = bool(self.waiting)
+        if (not self._compact_async or max_calls <= 0 or start >= limit or running.explicit or not decoders
+                or running.left or out.scheduled or out.preempted or out.admitted
+                or out.num_compact != len(decoders) or (waiting and self._steady_binding is None)):
+            return ()
+        pool = self.pool
+        budget = self.config.max_num_batched_tokens
+        block_size = running.block_size
+        binding = self._steady_binding or "none"
+        first_binding = out.binding_limit
+        batch = out.num_compact
+        context = out.compact_context  # of the batch in flight
+        stretches = []
+        while True:
+            tick = running.tick
+            if batch > budget:
+                break
+            to_finish = running.next_finish - tick  # the call that processes the finishing batch
+            # (With requests waiting, the finishing call's smaller batch leaves budget that may admit
+            # one when the budget was what held them back; seats and blocks are freed only after.)
+            calls = to_finish - 1 if waiting and binding == "token_budget" else to_finish
+            if calls > max_calls:
+                calls = max_calls
+            if calls > MAX_STRETCH:
+                calls = MAX_STRETCH
+            if calls <= 0:
+                break
+            # Batches scheduled by the calls before the finishing one: all decoders, one tick on.
+            pure = calls if calls < to_finish else to_finish - 1
+            next_context = context + batch  # the first of them
+            if pure >= NUMPY_STRETCH:
+                import numpy as np
+
+                k = pure
+                if limit != math.inf:
+                    # Iteration times grow with the context: the first bounds how many start before the limit.
+                    k = min(k, int((limit - end) / cost.decode_time(batch, next_context)) + 2)
+                times = cost.decode_times(batch, next_context + batch * np.arange(k, dtype=np.int64))
+                timeline = np.cumsum(np.concatenate(((end,), times)))  # adds left to right, as a loop would
+                priced = int(np.searchsorted(timeline[:k], limit, side="left"))
+                ends = timeline[1:priced + 1]
+                gaps = ends - timeline[:priced]
+            else:
+                ends, gaps = cost.decode_ends(batch, next_context, end, pure, limit)
+                priced = len(ends)
+            if priced < pure:
+                calls = priced + 1  # the batch of the last call starts at or after the limit
+            # Blocks: each call takes those of the batch it schedules.
+            shrinks = calls == to_finish
+            last_need = 0
+            if shrinks:
+                finishing = running.finishing(tick + to_finish)
+                last_need = running.decode_blocks_needed(to_finish) - sum(
+                    1 for _, final in finishing if (final - 1) % block_size == 0)
+            free = pool.free
+            if batch * (calls // block_size + 1) <= free:  # (a decoder needs a block once in block_size ticks)
+                taken = running.decode_blocks_over(calls - shrinks, ahead=1) + last_need if calls > shrinks \
+                    else last_need
+            else:
+                needs = running.crossing_schedule(calls - shrinks, ahead=1) if calls > shrinks else []
+                if shrinks:
+                    needs.append(last_need)
+                taken = 0
+                fit = 0
+                for need in needs:
+                    if taken + need > free:
+                        break
+                    taken += need
+                    fit += 1
+                if fit < calls:
+                    calls = fit
+                    if shrinks:
+                        shrinks = False
+                        last_need = 0
+                    if calls <= 0:
+                        break
+            # The batch the last call schedules (now in flight after it).
+            # The batches processed: the one in flight, then those the calls before the last scheduled.
+            if ends.__class__ is list:
+                processed_ends = [end] + ends[:calls - 1]
+                processed_gaps = [end - start] + gaps[:calls - 1]
+                top = max(processed_gaps)
+            else:
+                processed_ends = timeline[:calls]
+                processed_gaps = np.concatenate(((end - start,), gaps[:calls - 1]))
+                top = float(processed_gaps.max())
+            last_start = float(processed_ends[-2]) if calls > 1 else start
+            start_next = float(processed_ends[-1])
+            if shrinks:
+                next_batch = batch - len(finishing)
+                scheduled_context = next_context + batch * (calls - 1) - sum(final for _, final in finishing)
+            else:
+                next_batch = batch
+                scheduled_context = next_context + batch * (calls - 1)
+            if not shrinks and calls - 1 < len(ends):
+                end_next = float(ends[calls - 1])
+            elif next_batch:
+                end_next = cost.decode_ends(next_batch, scheduled_context, start_next, 1)[0][0]
+            else:
+                end_next = start_next
+            last_context = context + batch * (calls - 1)
+            pool.take(taken)
+            running.flights += calls - (shrinks and not next_batch)
+            peak = pool.usable - pool.free
+            if not shrinks:
+                running.advance(calls, start_next, top)
+                parts = [(start, start_next, last_start, processed_ends, processed_gaps, batch, last_context, peak,
+                          binding, (), peak, batch, len(self.waiting))]
+            else:
+                used = peak - last_need  # before the last call took its blocks
+                ended = running.advance(calls, start_next, top)
+                for _, req in ended:
+                    req.status = FINISHED
+                    pool.free_request(req.request_id)
+                parts = [(start, start_next, last_start, processed_ends, processed_gaps, batch, last_context, used,
+                          binding, ended, pool.usable - pool.free, len(running.members), len(self.waiting))]
+                self._steady_binding = None
+            if first_binding != binding:
+                # The batch in flight was scheduled apart, with another binding limit: booked apart.
+                whole = list(parts[0])
+                if calls == 1:
+                    whole[8] = first_binding
+                    parts = [tuple(whole)]
+                else:
+                    head = (start, end, start, [end], [end - start], batch, context, whole[7], first_binding, (),
+                            whole[7], batch, whole[12])
+                    whole[0] = end
+                    whole[3] = processed_ends[1:]
+                    whole[4] = processed_gaps[1:]
+                    parts = [head, tuple(whole)]
+                first_binding = binding
+            stretches.extend(parts)
+            max_calls -= calls
+            if next_batch:
+                out = SchedulerOutput(num_compact=next_batch, compact_context=scheduled_context,
+                                      binding_limit=binding)
+                flight = (out, start_next, end_next, (next_batch, scheduled_context, []))
+            else:
+                out = None
+                flight = None
+            self._next_out = out
+            if not shrinks or until_finish or waiting or not next_batch or max_calls <= 0 or start_next >= limit:
+                break
+            start, end, batch, context = start_next, end_next, next_batch, scheduled_context
+        if not stretches:
+            return ()
+        return stretches, flight
 
 
 DECODE_STRETCH_FIELDS = ("start", "end", "last_start", "ends", "gaps", "batch", "last_context", "kv_blocks_used",

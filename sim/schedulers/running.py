@@ -21,6 +21,14 @@ The others — prefilling, preempted and resumed, or decoders that missed a toke
 *explicitly*: their fields are always exact. `sync()` brings every decoder's fields (and its
 block holding) up to date in place, for a view or a report; `flush()` makes every request
 explicit, for the scheduler's one-by-one walk when the running requests do not all fit.
+
+With async scheduling (`asynchronous`) a batch is always in flight: every decoder's token of the
+batch on the GPU is counted (a placeholder, its computed token and its block) before that batch
+is processed, and the scheduler takes the next batch's blocks before the tick that processes the
+one in flight. `flights` counts the batches in flight that hold the decoders' tokens (1 between
+engine calls, 2 from schedule() to the update); a decoder whose last token is in flight is not
+in the next batch (`coming_batch`). A decoder that stops being held compactly while its token is
+in flight is listed in `left`, so that the update processes that token explicitly.
 """
 
 from __future__ import annotations
@@ -40,8 +48,13 @@ GAP_LOG_LIMIT = 4096
 class RunningSet:
     """Running requests in admission order (iterating yields them so); see the module doc."""
 
-    def __init__(self, pool: BlockPool, max_model_len: int) -> None:
+    def __init__(self, pool: BlockPool, max_model_len: int, asynchronous: bool = False) -> None:
         self.pool = pool
+        self.asynchronous = asynchronous
+        self.flights = 0  # async: batches in flight holding the decoders' tokens (see the module doc)
+        # async: decoders that became explicit with a token in flight, as (request, computed
+        # tokens before that batch), for the update that processes it (`take_left`)
+        self.left: list[tuple[Request, int]] = []
         self.max_model_len = max_model_len
         self.block_size = pool.block_size
         self.members: dict[Request, int] = {}  # request -> admission number, in admission order
@@ -116,6 +129,8 @@ class RunningSet:
         outputs = request.num_output_tokens
         prompt = request.prompt_len
         del self.explicit[request]
+        if self.asynchronous and not self.decoders:
+            self.flights = 1  # (its next token is in the batch in flight)
         self.decoders[request] = tick
         self._crossing[(tick - prompt - outputs + 1) % self.block_size] += 1
         self._context += prompt + outputs - tick
@@ -135,6 +150,9 @@ class RunningSet:
     def _bring_up_to_date(self, request: Request, since: int) -> None:
         """Set a decoder's fields (exact as of tick `since`) to their values now."""
         tick = self.tick
+        if self.asynchronous:
+            self._bring_up_to_date_async(request, since)
+            return
         if since != tick:
             outputs = request.num_output_tokens + (tick - since)
             request.num_output_tokens = outputs
@@ -148,11 +166,41 @@ class RunningSet:
         computed = request.num_computed_tokens + self.blocks_taken
         self.pool.settle(request, computed)
 
+    def _bring_up_to_date_async(self, request: Request, since: int) -> int:
+        """`_bring_up_to_date` under async scheduling: its tokens in flight (placeholders, computed
+        tokens, blocks) are counted too, and its blocks hashed from the tokens known when the last
+        batch holding it was scheduled (one batch was in flight then). Returns the tokens in
+        flight."""
+        tick = self.tick
+        outputs = request.num_output_tokens
+        prompt = request.prompt_len
+        left = request.output_len - outputs
+        if left > self.max_model_len - prompt - outputs:
+            left = self.max_model_len - prompt - outputs
+        in_flight = since + left - tick  # ticks to its finish
+        if in_flight > self.flights:
+            in_flight = self.flights
+        if since != tick:
+            outputs += tick - since
+            request.num_output_tokens = outputs
+            request.last_token_time = self.last_token_time
+            i = bisect_left(self._gap_ticks, since)
+            if i < len(self._gap_ticks) and self._gap_values[i] > request.max_gap:
+                request.max_gap = self._gap_values[i]
+            self.decoders[request] = tick
+        computed = prompt + outputs - 1 + in_flight
+        request.num_computed_tokens = computed
+        request.num_output_placeholders = in_flight
+        self.pool.settle(request, computed, prompt + outputs - 2 + in_flight)
+        return in_flight
+
     def _release(self, request: Request, since: int, explicit: bool = True) -> None:
         """Bring a decoder (exact as of tick `since`) up to date and stop holding it compactly; it
         becomes explicit (or, if not `explicit`, leaves the compact form only: the caller takes
         it out of the set)."""
         self._bring_up_to_date(request, since)
+        if explicit and self.asynchronous and request.num_output_placeholders:
+            self.left.append((request, request.num_computed_tokens - 1))
         tick = self.decoders.pop(request)
         outputs = request.num_output_tokens
         prompt = request.prompt_len
@@ -176,8 +224,11 @@ class RunningSet:
     def flush(self) -> list[Request]:
         """Hold every request explicitly; returns them in admission order."""
         if self.decoders:
+            asynchronous = self.asynchronous
             for request, since in self.decoders.items():
                 self._bring_up_to_date(request, since)
+                if asynchronous and request.num_output_placeholders:
+                    self.left.append((request, request.num_computed_tokens - 1))
             self.decoders = {}
             self._clear_compact_state()
             self.explicit = dict.fromkeys(self.members)
@@ -194,9 +245,48 @@ class RunningSet:
 
     def take_decode_blocks(self, blocks: int) -> None:
         """schedule() runs the decoders for the coming tick: their new blocks (`blocks`, from
-        `decode_blocks_needed`) are taken now."""
+        `decode_blocks_needed`, or `coming_batch`) are taken now."""
         self.pool.take(blocks)
-        self.blocks_taken = True
+        if self.asynchronous:
+            self.flights += 1
+        else:
+            self.blocks_taken = True
+
+    def coming_batch(self) -> tuple[int, int, int]:
+        """The decoders of the batch schedule() makes now: how many, the new blocks they need and
+        the KV tokens their attention reads. With async scheduling that batch runs after the one
+        in flight (one tick ahead), without the decoders whose last token is in flight."""
+        decoders = self.decoders
+        count = len(decoders)
+        if not self.asynchronous:
+            return count, self._crossing[self.tick % self.block_size], self._context + count * self.tick
+        coming = self.tick + 1
+        blocks = self._crossing[coming % self.block_size]
+        context = self._context + count * coming
+        if self.next_finish == coming:
+            for _, final in self.finishing(coming):
+                count -= 1
+                context -= final
+                if (final - 1) % self.block_size == 0:
+                    blocks -= 1
+        return count, blocks, context
+
+    def finishing(self, tick: int) -> list[tuple[Request, int]]:
+        """The decoders whose last token comes with `tick`, each with its prompt plus outputs
+        then."""
+        decoders = self.decoders
+        found = []
+        for request, offset in self._calendar.get(tick, ()):
+            since = decoders.get(request)
+            if since is None or since - request.num_output_tokens != offset:
+                continue
+            found.append((request, request.prompt_len + request.num_output_tokens + tick - since))
+        return found
+
+    def take_left(self) -> list[tuple[Request, int]]:
+        """Async: the decoders that became explicit with a token in flight since the last update."""
+        left, self.left = self.left, []
+        return left
 
     def advance(self, ticks: int, end: float, largest_gap: float) -> list[tuple[int, Request]] | tuple:
         """`ticks` decode iterations ran back to back, the last ending at `end`, each decoder
@@ -207,7 +297,9 @@ class RunningSet:
         caller retires them; no decoder may finish before the last tick: `next_finish` says when
         the first does)."""
         decoders = self.decoders
-        if self.blocks_taken:
+        if self.asynchronous:
+            self.flights -= ticks  # (the blocks were taken when the batches were scheduled)
+        elif self.blocks_taken:
             self.blocks_taken = False
         elif decoders:
             blocks = self.decode_blocks_over(ticks)
@@ -250,11 +342,11 @@ class RunningSet:
             self.sync()
         return finished
 
-    def decode_blocks_over(self, ticks: int) -> int:
-        """New blocks the decoders need in the next `ticks` ticks, all told (every decoder needs
-        one each `block_size` ticks)."""
+    def decode_blocks_over(self, ticks: int, ahead: int = 0) -> int:
+        """New blocks the decoders need in the next `ticks` ticks (from `ahead` ticks on), all
+        told (every decoder needs one each `block_size` ticks)."""
         size = self.block_size
-        first = self.tick % size
+        first = (self.tick + ahead) % size
         crossing = self._crossing
         if first + ticks <= size:  # (within one cycle of residues: most stretches)
             return crossing[first] if ticks == 1 else sum(crossing[first:first + ticks])
@@ -264,11 +356,11 @@ class RunningSet:
             partial += sum(crossing[:first + rest - size])
         return cycles * len(self.decoders) + partial
 
-    def crossing_schedule(self, ticks: int) -> list[int]:
-        """New blocks the decoders need in each of the next `ticks` ticks."""
+    def crossing_schedule(self, ticks: int, ahead: int = 0) -> list[int]:
+        """New blocks the decoders need in each of the next `ticks` ticks (from `ahead` ticks on)."""
         crossing = self._crossing
         size = self.block_size
-        tick = self.tick
+        tick = self.tick + ahead
         if ticks <= size:
             return [crossing[(tick + j) % size] for j in range(ticks)]
         cycle = [crossing[(tick + j) % size] for j in range(size)]

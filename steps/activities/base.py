@@ -121,7 +121,9 @@ class Question:
         return abs(value - target) <= self.tolerance * abs(target)
 
     def accepts(self, value: float) -> bool:
-        if self.is_close(value, self.answer) or value in self.accepted:
+        if self.accepted:  # (the readings' tolerance is in them: none on the count besides)
+            return value == self.answer or value in self.accepted
+        if self.is_close(value, self.answer):
             return True
         # A count of sequences: the whole number below or nearest the exact quotient is right too.
         return self.whole_number and value in (math.floor(self.answer), round(self.answer))

@@ -48,11 +48,13 @@ def sweep(n: int):
 
 
 def measure(directory: Path, truth: Path, runs) -> list[Path]:
-    """Results written by `batchtui sim --save-result` from the truth profile."""
+    """Results written by `batchtui sim --save-result` from the truth profile, with async
+    scheduling off: each pass then pays the host's costs, which the fit must recover (with it on,
+    vLLM's default, they hide behind the forward pass, and no run of these depends on them)."""
     paths = []
     for name, rate, n, prompt, output in runs:
         path = directory / f"{name}.json"
-        assert main(["sim", "--profiles", str(truth), "--gpu", "h100-truth", "--request-rate", rate,
+        assert main(["sim", "--no-async-scheduling", "--profiles", str(truth), "--gpu", "h100-truth", "--request-rate", rate,
                      "--num-prompts", str(n), "--random-input-len", str(prompt), "--random-output-len", str(output),
                      "--save-result", "--result-filename", str(path), "--json"]) == 0
         paths.append(path)

@@ -114,11 +114,11 @@ def test_sim_json_has_vllm_bench_keys_and_ours(capsys):
 
 
 def test_goodput_counts_requests_within_every_objective(capsys):
-    d = run_json(capsys, "sim", *SMALL, "--request-rate", "30", "--goodput", "ttft:15", "tpot:6.7",
+    d = run_json(capsys, "sim", *SMALL, "--request-rate", "30", "--goodput", "ttft:20", "tpot:6.7",
                  "--save-detailed")
     ttfts, lat, outs = d["ttfts"], d["latencies"], d["output_lens"]
     good = sum(1 for t, e, o in zip(ttfts, lat, outs)
-               if t * 1000 <= 15 and ((e - t) / (o - 1) if o > 1 else 0) * 1000 <= 6.7)
+               if t * 1000 <= 20 and ((e - t) / (o - 1) if o > 1 else 0) * 1000 <= 6.7)
     assert 0 < good < 60  # the objectives bite
     assert d["request_goodput"] == pytest.approx(good / d["duration"])
     code, out, _ = run(capsys, "sim", *SMALL, "--goodput", "ttft:40")
@@ -433,7 +433,7 @@ def test_plan_finds_a_rate_checks_replicas_and_prints_both_vllm_commands(capsys,
             "--gpu-memory-utilization 0.92 --block-size 16 --max-num-seqs 1024 --max-num-batched-tokens 8192 "
             "--enable-chunked-prefill --long-prefill-token-threshold 0 --no-long-prefill-token-threshold-adaptive "
             "--scheduling-policy fcfs --max-model-len 131072 --watermark 0 --scheduler-reserve-full-isl "
-            "--no-async-scheduling "
+            "--async-scheduling "
             "--enable-prefix-caching") in out
     bench = next(line for line in out.splitlines() if "vllm bench serve" in line)
     assert "--dataset-name random --random-input-len 256 --random-output-len 32" in bench

@@ -322,9 +322,9 @@ def test_async_scheduling_under_load_serves_everything_and_frees_every_block():
 
 
 def test_async_scheduling_runs_for_continuous_batching_only():
-    """Async scheduling runs where vLLM allows it; other policies (and the encoder, served by
-    dynamic batching) run synchronously. It is off unless asked (see EngineConfig)."""
-    assert not Engine(Scenario()).config.runs_async
+    """Async scheduling runs where vLLM allows it, by default as in vLLM 0.33; other policies (and
+    the encoder, served by dynamic batching) run synchronously."""
+    assert Engine(Scenario()).config.runs_async
     on = Scenario(engine={"async_scheduling": True})
     assert Engine(on).config.runs_async
     assert Engine(on, live=True).snapshot().async_scheduling

@@ -198,7 +198,9 @@ def servable(scenario: Scenario, api_server: bool, run) -> dict | None:
 def fast(engine: Engine, dials: list[tuple[int, tuple]]) -> tuple[dict, list[str]]:
     said = []
     for at, dial in dials:
-        engine.run(max_iterations=at - engine.iteration)
+        before = engine.iteration
+        engine.run(max_iterations=at - before)
+        assert engine.iteration <= max(at, before), f"the fast path ran past iteration {at}"
         said.append(_set_dial(engine, dial))
     engine.run()
     return outcome(engine), said
@@ -260,6 +262,47 @@ def test_fast_step_by_step_and_sliced_runs_agree(drawn, dials, cuts):
     a, said_a = first
     b, said_b = stepwise(Engine(scenario, api_server=api_server), dials)
     c, said_c = sliced(Engine(scenario, api_server=api_server), dials, cuts)
+    assert said_a == said_b == said_c
+    assert_agree(a, b, "fast against step by step")
+    assert_agree(a, c, "fast against sliced")
+
+
+@st.composite
+def async_decoding(draw) -> Scenario:
+    """Async scheduling with long decodes (the fast path's calls in bulk), a cache that may run
+    short, and a queue the seats keep waiting."""
+    max_model_len = draw(st.sampled_from([400, 2048]))
+    block_size = draw(st.sampled_from([1, 4, 16]))
+    blocks = draw(st.sampled_from([None, None, "small"]))
+    if blocks is not None:
+        blocks = 3 * (-(-max_model_len // block_size) + 1)
+    rate = draw(st.sampled_from([math.inf, 30.0, 300.0]))
+    workload = WorkloadSpec(
+        request_rate=rate, num_prompts=draw(st.integers(2, 40)),
+        input=LENGTHS[draw(st.sampled_from(["short", "uniform"]))](draw(st.sampled_from([8, 60, 200]))),
+        output=LENGTHS[draw(st.sampled_from(sorted(LENGTHS)))](draw(st.sampled_from([20, 60, 120]))),
+        max_concurrency=draw(st.sampled_from([0, 0, 3])),
+        turns=draw(st.sampled_from([1, 1, 2])), think_time=draw(st.sampled_from([0.0, 0.05])))
+    engine = {"async_scheduling": True, "max_num_seqs": draw(st.sampled_from([2, 4, 8, 64])),
+              "max_num_batched_tokens": draw(st.sampled_from([64, 512, 8192])), "max_model_len": max_model_len,
+              "enable_prefix_caching": draw(st.booleans()),
+              "scheduling_policy": draw(st.sampled_from(["fcfs", "priority"]))}
+    return Scenario(engine=engine, workload=workload, block_size=block_size, num_gpu_blocks_override=blocks,
+                    seed=draw(st.integers(0, 1000)))
+
+
+@settings(max_examples=scaled_examples(60))
+@given(async_decoding(), st.lists(st.tuples(st.integers(1, 600), st.sampled_from(DIALS)), max_size=3),
+       st.lists(st.tuples(st.sampled_from(["time", "iterations", "step"]), st.floats(0.0005, 0.5)), max_size=8))
+def test_async_calls_in_bulk_agree_with_dials_moved_mid_run(scenario, dials, cuts):
+    """Async scheduling's fast path runs engine calls in bulk; every call leaves a batch in flight,
+    so a dial moved between two calls applies to the same batch on every path."""
+    dials = sorted(dials, key=lambda d: d[0])
+    first = servable(scenario, False, lambda engine: fast(engine, dials))
+    assume(first is not None)
+    a, said_a = first
+    b, said_b = stepwise(Engine(scenario), dials)
+    c, said_c = sliced(Engine(scenario), dials, cuts)
     assert said_a == said_b == said_c
     assert_agree(a, b, "fast against step by step")
     assert_agree(a, c, "fast against sliced")
@@ -386,3 +429,46 @@ def test_an_encoder_under_dynamic_batching_agrees():
     c, _ = sliced(Engine(scenario), [], [("time", 0.05), ("step", 0.0), ("iterations", 0.3), ("time", 0.2)])
     assert_agree(a, b, "fast against step by step")
     assert_agree(a, c, "fast against sliced")
+
+
+def explicit_async(run):
+    """`run()` with async scheduling's requests all held explicitly, one by one (the form the
+    vLLM async traces check, see tests/unit/test_trace_cases.py)."""
+    saved = continuous.COMPACT_ASYNC
+    continuous.COMPACT_ASYNC = False
+    try:
+        return run()
+    finally:
+        continuous.COMPACT_ASYNC = saved
+
+
+@settings(max_examples=scaled_examples(150))
+@given(scenarios(), st.lists(st.tuples(st.integers(1, 200), st.sampled_from(DIALS)), max_size=3))
+def test_compact_async_decoders_agree_with_explicit_requests(drawn, dials):
+    """Under async scheduling decoders are held compactly with their token in flight; step by
+    step, that gives what holding every request explicitly gives (records, summary, reports),
+    dial changes included."""
+    scenario, api_server = drawn
+    scenario = scenario.with_engine(async_scheduling=True)
+    dials = sorted(dials, key=lambda d: d[0])
+    first = servable(scenario, api_server, lambda engine: stepwise(engine, dials))
+    assume(first is not None)
+    b = explicit_async(lambda: stepwise(Engine(scenario, api_server=api_server), dials))
+    assert first[1] == b[1]
+    assert_agree(first[0], b[0], "compact against explicit")
+
+
+@settings(max_examples=scaled_examples(30))
+@given(async_decoding(), st.lists(st.tuples(st.integers(1, 600), st.sampled_from(DIALS)), max_size=2),
+       st.sampled_from([2, 5, 40]))
+def test_async_calls_in_bulk_timed_with_numpy_agree(scenario, dials, numpy_from):
+    """Long runs of async calls are timed with numpy arrays; force that on short ones too."""
+    dials = sorted(dials, key=lambda d: d[0])
+    saved = continuous.NUMPY_STRETCH
+    continuous.NUMPY_STRETCH = numpy_from
+    try:
+        first = servable(scenario, False, lambda engine: fast(engine, dials))
+    finally:
+        continuous.NUMPY_STRETCH = saved
+    assume(first is not None)
+    assert_agree(first[0], stepwise(Engine(scenario), dials)[0], "numpy-timed calls against step by step")
