@@ -276,10 +276,14 @@ class RunningSet:
         then."""
         decoders = self.decoders
         found = []
+        seen = set()
         for request, offset in self._calendar.get(tick, ()):
             since = decoders.get(request)
-            if since is None or since - request.num_output_tokens != offset:
+            if since is None or since - request.num_output_tokens != offset or id(request) in seen:
+                # (a request that left the compact form and came back with the same offset has
+                # two entries here, the stale one and its own: it finishes once)
                 continue
+            seen.add(id(request))
             found.append((request, request.prompt_len + request.num_output_tokens + tick - since))
         return found
 

@@ -184,7 +184,7 @@ class TestVllm033Budgets:
         reqs = [r("A", 1, 10, 2), r("B", 1, 10, 2), r("C", 1, 10, 2)]
         assert case(reqs, num_blocks=20)["steps"][0]["scheduled_tokens"] == {"A": 10, "B": 10, "C": 10}
         assert case(reqs, num_blocks=20, max_num_active_seqs=2)["steps"][0]["scheduled_tokens"] == {"A": 10, "B": 10}
-        with pytest.raises(ConfigError, match="at most max_num_seqs"):
+        with pytest.raises(ConfigError, match="at most engine.max_num_seqs"):
             EngineConfig(max_num_seqs=4, max_num_active_seqs=5).validate()
 
     def test_adaptive_long_prefill_cap_is_floored_at_a_fair_share_of_the_budget(self):
