@@ -218,6 +218,10 @@ class TutorialScreen(Screen):
             return
         self.index = index
         self.shown = step
+        # The step before's start, if still to come, is off: it would start this step's run
+        # while it is drawn, and then this step's own start would start it again over whatever
+        # a key did in between (g and m in one read: the chat m loaded was lost).
+        self._opening = None
         # One layout and one frame for the whole change, not one per part.
         with self.app.batch_update():
             await self._show(step)
