@@ -144,7 +144,10 @@ class RunningSet:
             heapq.heappush(self._finish_ticks, end)
             if end < self.next_finish:
                 self.next_finish = end
-        else:
+        elif (request, tick - outputs) not in slot:
+            # (a request back in the compact form with the offset it left with, e.g. preempted
+            # with a token in flight under async, has its entry here already: one, or it would
+            # be counted twice as finishing)
             slot.append((request, tick - outputs))
 
     def _bring_up_to_date(self, request: Request, since: int) -> None:
@@ -276,14 +279,10 @@ class RunningSet:
         then."""
         decoders = self.decoders
         found = []
-        seen = set()
         for request, offset in self._calendar.get(tick, ()):
             since = decoders.get(request)
-            if since is None or since - request.num_output_tokens != offset or id(request) in seen:
-                # (a request that left the compact form and came back with the same offset has
-                # two entries here, the stale one and its own: it finishes once)
+            if since is None or since - request.num_output_tokens != offset:
                 continue
-            seen.add(id(request))
             found.append((request, request.prompt_len + request.num_output_tokens + tick - since))
         return found
 
