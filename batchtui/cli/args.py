@@ -60,7 +60,7 @@ def add_setup_args(p: argparse.ArgumentParser) -> None:
 
 def add_traffic_args(p: argparse.ArgumentParser, *, rate_flag: bool = True, count_help: str = "") -> None:
     t = p.add_argument_group("traffic (vllm bench serve's flags and defaults)")
-    from .vllm_flags import DATASET_REFUSALS
+    from .vllm_flag_rows import DATASET_REFUSALS
 
     t.add_argument("--dataset-name", choices=DATASET_NAMES + tuple(DATASET_REFUSALS), default=None,
                    help="where lengths come from: random (default), sharegpt or custom (a file "

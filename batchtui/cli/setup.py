@@ -160,7 +160,7 @@ def _workload(args, w: WorkloadSpec, model, rate_flag: bool, from_file: bool) ->
             raise UserError("argument --workload: not allowed with --dataset-name/--dataset-path "
                             "(--workload FILE is --dataset-name timed_trace --dataset-path FILE)")
         dataset, path = "timed_trace", args.workload
-    from .vllm_flags import DATASET_REFUSALS
+    from .vllm_flag_rows import DATASET_REFUSALS
 
     if dataset in DATASET_REFUSALS:
         raise UserError(f"argument --dataset-name: {dataset} is not simulated: {DATASET_REFUSALS[dataset]}")

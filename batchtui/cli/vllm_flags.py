@@ -26,8 +26,7 @@ KINDS = ("modelled", "recorded", "refused")
 # one), one value, one or more, any number, or an optional value.
 ARITIES = {"b": 0, "v": None, "+": "+", "*": "*", "?": "?"}
 
-from .vllm_flag_rows import (BENCH_ROWS, DATASET_REFUSALS, OLDER_BENCH_ROWS, OLDER_SERVE_ROWS,  # noqa: F401
-                             SERVE_ROWS)
+from .vllm_flag_rows import BENCH_ROWS, OLDER_BENCH_ROWS, OLDER_SERVE_ROWS, SERVE_ROWS
 
 @dataclass(frozen=True)
 class VllmFlag:
