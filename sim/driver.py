@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from .engine import Engine
 from .reports import EngineSnapshot
@@ -23,6 +23,9 @@ MAX_SLICE = 4096
 """Most iterations per engine call between two looks at the clock. A slice is sized from the
 time iterations have been taking, to end well before the deadline (one iteration at least; a
 decode stretch in bulk counts its iterations, so no single call runs long)."""
+CHUNK = 0.008
+"""Wall seconds of engine work between two turns of the app within a frame's share: a key
+arriving mid-frame waits for about this long, not for the whole share."""
 BEHIND = 0.9
 """Below this share of the asked speed (over the last second) the run says it falls behind."""
 
@@ -124,28 +127,64 @@ class Driver:
         bring the followers to the same clock. With a `deadline` (a reading of `clock`) the work
         stops there, a slice of iterations at a time: the simulated clock then falls behind, and
         the debt is dropped rather than piled up. Returns the iterations run (this engine's)."""
+        return sum(self.frame_work(real_seconds, deadline))
+
+    def frame_work(self, real_seconds: float, deadline: float | None = None,
+                   chunk: float | None = None) -> Iterator[int]:
+        """`advance` as steps the caller runs one by one, each yielding the iterations it ran:
+        with a `chunk`, a step stops after about that much wall time, so the caller can answer
+        keys in between (the run loop does). The target is read afresh at each step: a dial that
+        restarted the run meanwhile (`sim_clock` put back) is not raced after. The frame is
+        settled (debt dropped, speed measured) when the steps end or the caller closes them."""
         engine = self.engine
+        start = (engine.time, engine.iteration)
+        self._aim(real_seconds)
+        try:
+            while True:
+                until = deadline
+                if chunk is not None:
+                    step_end = self.clock() + chunk
+                    until = step_end if until is None else min(until, step_end)
+                n, more = self._work(until)
+                yield n
+                if not more or (deadline is not None and self.clock() >= deadline):
+                    return
+        finally:
+            self._settle(real_seconds, start)
+
+    def _aim(self, real_seconds: float) -> None:
+        """Move the simulated clock on by `real_seconds` at the current scale."""
         # The clock may lag the engine (an iteration overshoots it, or the engine jumped over an
         # idle gap to the next arrival); then the engine waits for the clock to catch up, but
         # never for more than about ten frames: a long idle stretch is not worth watching.
+        engine = self.engine
         self.sim_clock = max(self.sim_clock, engine.time - 10.0 * max(real_seconds, 0.1) * self.time_scale)
         self.sim_clock += real_seconds * self.time_scale
-        target = self.sim_clock
-        start = engine.time
+
+    def _work(self, deadline: float | None) -> tuple[int, bool]:
+        """Iterations towards `sim_clock` until it is reached or the `deadline` passes;
+        returns (iterations run, whether there is more to do)."""
+        engine = self.engine
         n = 0
-        while self.follow(deadline) and engine.time < target and not engine.done:
+        while self.follow(deadline) and engine.time < self.sim_clock and not engine.done:
             if deadline is not None and self.clock() >= deadline:
-                break
+                return n, True
             before = (engine.time, engine.iteration)
-            n += self._slice(engine, target, deadline)
+            n += self._slice(engine, self.sim_clock, deadline)
             if (engine.time, engine.iteration) == before:
                 break  # nothing more to run before the target (finished, or nothing can move)
+        return n, False
+
+    def _settle(self, real_seconds: float, start: tuple[float, int]) -> None:
+        """The end of a frame's work: a finished run pauses, a cut-short one drops its debt,
+        and the speed reached is measured (not across a restart, which put the clock back)."""
+        engine = self.engine
         if engine.done:
             self.paused = True
-        if engine.time < target and not engine.done:
+        if engine.time < self.sim_clock and not engine.done:
             self.sim_clock = engine.time  # cut short: drop the debt rather than pile it up
-        self._measure(real_seconds, engine.time - start)
-        return n
+        if engine.iteration >= start[1]:
+            self._measure(real_seconds, engine.time - start[0])
 
     def follow(self, deadline: float | None = None) -> bool:
         """Bring the followers to this engine's clock (by the `deadline`, if given); True if
@@ -190,7 +229,9 @@ class Driver:
             self.speed = sum(w[1] for w in window) / asked
 
     async def run(self) -> None:
-        """Pace the engine until stopped. Sleeps while paused (no CPU used)."""
+        """Pace the engine until stopped. Sleeps while paused (no CPU used). A frame's work runs
+        in chunks of `CHUNK` seconds with the app's turn between them, so a key waits for one
+        chunk at most, not for the frame's whole share."""
         frame = 1.0 / self.fps
         last = self.clock()
         while not self._stopped:
@@ -200,9 +241,15 @@ class Driver:
                 last = self.clock()
                 continue
             now = self.clock()
-            self.advance(now - last, deadline=now + WORK_SHARE * frame)
+            work = self.frame_work(now - last, deadline=now + WORK_SHARE * frame, chunk=CHUNK)
+            for _ in work:
+                await asyncio.sleep(0)  # the app's turn: keys, drawing
+                if self.paused or self._stopped:
+                    work.close()
+                    break
             last = now
-            self._publish()
+            if not self._stopped:
+                self._publish()
             # Sleep out the frame, and never less than the rest of its share: the app draws and
             # answers keys meanwhile, even when the engines took their whole share.
             await asyncio.sleep(max((1.0 - WORK_SHARE) * frame, frame - (self.clock() - now)))
@@ -222,3 +269,4 @@ def _next_scale(current: float, direction: int) -> float:
         if s < current * 0.9999:
             return s
     return TIME_SCALES[0]
+

@@ -25,6 +25,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Input
 
 if TYPE_CHECKING:
@@ -470,10 +471,13 @@ class TutorialScreen(Screen):
     def action_focus_lesson(self) -> None:
         self._focus_lesson()
 
-    def on_descendant_focus(self) -> None:
-        self.update_keys()
-
-    def on_descendant_blur(self) -> None:
+    def watch_focused(self, focused: Widget | None) -> None:
+        """Focus moved (Textual sets it before the focus and blur events go out): the footer and
+        the dials' help line say so in the frame that shows the move, not a message later."""
+        if not self.is_mounted or not self.query(DialList):
+            return
+        self.query_one(DialList).update_help()
+        self.dials.place_help()
         self.update_keys()
 
     def update_keys(self) -> None:

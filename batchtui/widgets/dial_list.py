@@ -102,12 +102,6 @@ class DialList(Vertical):
                 dials[i].focus()
                 dials[i].scroll_visible(animate=False)
 
-    def on_descendant_focus(self) -> None:
-        self.update_help()
-
-    def on_descendant_blur(self) -> None:
-        self.call_after_refresh(self.update_help)
-
     def update_help(self) -> None:
         if not self.is_mounted:
             return
