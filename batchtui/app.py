@@ -54,6 +54,8 @@ class BatchApp(App):
         self.startup_notice: str | None = None
         """Said once the tutorial screen is up (a progress file set aside, for instance)."""
         self.tutorial: TutorialScreen | None = None
+        self.keys_read = 0
+        """Keys the app has read: a running simulation ends its frame's work when it moves."""
         self.learner_gpu = None
         """`--gpu`: the learner's GPU (a `learner_gpu.LearnerGpu`) once found."""
         self._old_scrollbar = ScrollBar.renderer
@@ -127,6 +129,8 @@ class BatchApp(App):
         self.panic()  # stop at once, print nothing: `tui.run_app` prints the line
 
     async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            self.keys_read += 1  # a running simulation makes way (`simulation.keys_read`)
         split = escape_then_key(event)
         if split is None:
             await super().on_event(event)

@@ -52,14 +52,23 @@ class SweepResult:
     """A latency objective (s) to draw across the curve, when the step sets one."""
 
 
+def keys_read(app) -> Callable[[], object] | None:
+    """The reading a live simulation watches for keys (`LiveSimulation(keys=...)`): the app's
+    count of keys read, if it keeps one."""
+    if not hasattr(app, "keys_read"):
+        return None
+    return lambda: app.keys_read
+
+
 class LiveSimulation:
     """Owns the engines and the driver for one step."""
 
     def __init__(self, scenario: Scenario, post: Callable[[SimulationFrame], object], *,
                  fps: float = 10.0, compare: Scenario | None = None, time_scale: float = 1.0,
-                 compare_keeps: tuple[str, ...] = ()) -> None:
+                 compare_keeps: tuple[str, ...] = (), keys: Callable[[], object] | None = None) -> None:
         """`compare_keeps`: dials the comparison run keeps as they are when the main run's move
-        (besides those on which the two scenarios already differ)."""
+        (besides those on which the two scenarios already differ). `keys`: a reading that
+        changes when a key arrives (`BatchApp.keys_read`): a frame's work stops for it."""
         self.post = post
         self.engine = Engine(scenario, live=True)
         self.compare_engine = Engine(compare, live=True) if compare is not None else None
@@ -68,7 +77,7 @@ class LiveSimulation:
         self._compare_own: set[str] = set()
         if compare is not None:
             self._compare_own = dials.differing(scenario, compare) | set(compare_keeps)
-        self.driver = Driver(self.engine, time_scale=time_scale, fps=fps)
+        self.driver = Driver(self.engine, time_scale=time_scale, fps=fps, keys=keys)
         if self.compare_engine is not None:
             # The comparison run follows the main one's clock, so both show the same moment;
             # the driver advances it within the frame's share of time, as the main one.

@@ -34,8 +34,13 @@ class Driver:
     """Runs an Engine in real time (scaled). Listeners get an EngineSnapshot per frame."""
 
     def __init__(self, engine: Engine, time_scale: float = 1.0, fps: float = 10.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 keys: Callable[[], object] | None = None) -> None:
+        """`keys`: a reading that changes whenever a key arrives (a count, say): a frame whose
+        reading changes between two chunks of its work stops there, so the app answers the key
+        in the frame's rest instead of sharing the loop with the engines chunk by chunk."""
         self.engine = engine
+        self.keys = keys
         self.time_scale = time_scale
         self.fps = fps
         self.clock = clock
@@ -133,21 +138,26 @@ class Driver:
                    chunk: float | None = None) -> Iterator[int]:
         """`advance` as steps the caller runs one by one, each yielding the iterations it ran:
         with a `chunk`, a step stops after about that much wall time, so the caller can answer
-        keys in between (the run loop does). The target is read afresh at each step: a dial that
-        restarted the run meanwhile (`sim_clock` put back) is not raced after. The frame is
-        settled (debt dropped, speed measured) when the steps end or the caller closes them."""
+        keys in between (the run loop does). The `deadline` bounds the engines' own time: what
+        the caller does between steps does not count against it. The target is read afresh at
+        each step: a dial that restarted the run meanwhile (`sim_clock` put back) is not raced
+        after. The frame is settled (debt dropped, speed measured) when the steps end or the
+        caller closes them."""
         engine = self.engine
         start = (engine.time, engine.iteration)
+        left = None if deadline is None else deadline - self.clock()
         self._aim(real_seconds)
         try:
-            while True:
-                until = deadline
+            while left is None or left > 0:
+                began = self.clock()
+                until = None if left is None else began + left
                 if chunk is not None:
-                    step_end = self.clock() + chunk
-                    until = step_end if until is None else min(until, step_end)
+                    until = began + chunk if until is None else min(until, began + chunk)
                 n, more = self._work(until)
+                if left is not None:
+                    left -= self.clock() - began
                 yield n
-                if not more or (deadline is not None and self.clock() >= deadline):
+                if not more:
                     return
         finally:
             self._settle(real_seconds, start)
@@ -166,14 +176,17 @@ class Driver:
         returns (iterations run, whether there is more to do)."""
         engine = self.engine
         n = 0
-        while self.follow(deadline) and engine.time < self.sim_clock and not engine.done:
+        while True:
+            if not self.follow(deadline):
+                return n, True  # the deadline passed while the followers caught up
+            if engine.time >= self.sim_clock or engine.done:
+                return n, False
             if deadline is not None and self.clock() >= deadline:
                 return n, True
             before = (engine.time, engine.iteration)
             n += self._slice(engine, self.sim_clock, deadline)
             if (engine.time, engine.iteration) == before:
-                break  # nothing more to run before the target (finished, or nothing can move)
-        return n, False
+                return n, False  # nothing more to run before the target (finished, or nothing can move)
 
     def _settle(self, real_seconds: float, start: tuple[float, int]) -> None:
         """The end of a frame's work: a finished run pauses, a cut-short one drops its debt,
@@ -230,8 +243,8 @@ class Driver:
 
     async def run(self) -> None:
         """Pace the engine until stopped. Sleeps while paused (no CPU used). A frame's work runs
-        in chunks of `CHUNK` seconds with the app's turn between them, so a key waits for one
-        chunk at most, not for the frame's whole share."""
+        in chunks of `CHUNK` seconds with the app's turn between them; a key read in a turn ends
+        the frame's work, so a key waits for about one chunk, not for the frame's whole share."""
         frame = 1.0 / self.fps
         last = self.clock()
         while not self._stopped:
@@ -242,17 +255,24 @@ class Driver:
                 continue
             now = self.clock()
             work = self.frame_work(now - last, deadline=now + WORK_SHARE * frame, chunk=CHUNK)
-            for _ in work:
-                await asyncio.sleep(0)  # the app's turn: keys, drawing
-                if self.paused or self._stopped:
-                    work.close()
+            keys = self.keys() if self.keys is not None else None
+            engines = 0.0  # wall time the engines took; the rest of the frame so far was the app's
+            while True:
+                began = self.clock()
+                if next(work, None) is None:
+                    break
+                engines += self.clock() - began
+                await asyncio.sleep(0)  # the app's turn: a key that arrived is read
+                if self.paused or self._stopped or (self.keys is not None and self.keys() != keys):
+                    work.close()  # a key: the rest of the frame is the app's
                     break
             last = now
             if not self._stopped:
                 self._publish()
-            # Sleep out the frame, and never less than the rest of its share: the app draws and
-            # answers keys meanwhile, even when the engines took their whole share.
-            await asyncio.sleep(max((1.0 - WORK_SHARE) * frame, frame - (self.clock() - now)))
+            # Sleep out the frame, and never less than what the app is still owed of its share
+            # (after an overrun too): the app draws and answers keys meanwhile.
+            spent = self.clock() - now
+            await asyncio.sleep(max(frame - spent, (1.0 - WORK_SHARE) * frame - (spent - engines)))
 
     def start(self) -> asyncio.Task:
         self._task = asyncio.get_running_loop().create_task(self.run())

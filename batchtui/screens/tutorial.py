@@ -285,12 +285,13 @@ class TutorialScreen(Screen):
         self.update_keys()
 
     def start_simulation(self, scenario) -> None:
-        from ..simulation import LiveSimulation
+        from ..simulation import LiveSimulation, keys_read
 
         step = self.step
         try:
             self.sim = LiveSimulation(scenario, self.post_message, fps=self.settings.fps,
-                                      compare=step.compare.scenario if step.compare else None)
+                                      compare=step.compare.scenario if step.compare else None,
+                                      keys=keys_read(self.app))
         except SimError as exc:
             self.sim = None
             self.say(f"This scenario cannot run: {exc}", error=True)

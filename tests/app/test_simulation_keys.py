@@ -145,3 +145,19 @@ async def test_the_status_line_says_when_the_run_falls_behind_its_speed(make_app
         sim.publish()
         await pilot.pause()
         assert "running 30x" in str(status.render())
+
+
+async def test_the_running_simulation_sees_each_key_the_app_reads(make_app):
+    """A frame's engine work stops for a key (sim/driver.py): the driver's reading moves with
+    every key the app reads, whichever widget takes it."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        driver = app.screen.sim.driver
+        assert driver.keys is not None
+        before = driver.keys()
+        await pilot.press("tab")
+        await pilot.pause()
+        middle = driver.keys()
+        await pilot.press("escape", "question_mark")
+        await pilot.pause()
+        assert before != middle != driver.keys()

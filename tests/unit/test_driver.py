@@ -202,3 +202,56 @@ def test_a_restart_mid_frame_is_not_raced_after_and_does_not_read_as_a_speed():
         pass
     assert engine.time <= 0.01
     assert driver.speed is None or driver.speed >= 0
+
+
+def test_the_app_s_turns_between_chunks_do_not_eat_the_engine_s_share():
+    """On a busy machine the app's turns take long; the engines still get their whole share."""
+    now = [0.0]
+    engine = CostlyEngine(live(), now, cost=0.0002)
+    driver = Driver(engine, time_scale=30.0, fps=10, clock=lambda: now[0])
+    share = WORK_SHARE * 0.1
+    ran = 0
+    for n in driver.frame_work(0.1, deadline=now[0] + share, chunk=CHUNK):
+        ran += n
+        now[0] += 0.02  # the app draws a frame between two chunks: 20 ms
+    assert 0.8 * share <= ran * 0.0002 <= share + 2 * CHUNK
+
+
+def test_a_chunk_that_ends_while_the_follower_catches_up_leaves_the_rest_of_the_frame_to_run():
+    now = [0.0]
+    main = CostlyEngine(live(seed=1), now, cost=0.0001)
+    beside = CostlyEngine(live(seed=1), now, cost=0.0003)  # the comparison run is the heavy one
+    driver = Driver(main, time_scale=30.0, fps=10, clock=lambda: now[0])
+    driver.followers.append(beside)
+    share = WORK_SHARE * 0.1
+    steps = list(driver.frame_work(0.1, deadline=now[0] + share, chunk=CHUNK))
+    assert len(steps) >= 3
+    assert now[0] >= share - CHUNK  # the frame used its share, not one chunk of it
+
+
+def test_a_key_read_mid_frame_ends_the_frame_s_work_at_the_next_chunk():
+    now = [0.0]
+    engine = CostlyEngine(live(), now, cost=0.0002)
+    keys = [0]
+    driver = Driver(engine, time_scale=30.0, fps=10, clock=lambda: now[0], keys=lambda: keys[0])
+    chunks = []
+    real_work = driver.frame_work
+
+    def frame_work(*args, **kwargs):
+        for n in real_work(*args, **kwargs):
+            chunks.append(now[0])
+            if len(chunks) == 2:
+                keys[0] += 1  # a key arrives during the app's turn after the second chunk
+            yield n
+
+    driver.frame_work = frame_work
+    driver.subscribe(lambda snapshot: driver.stop())  # one frame
+    driver.sim_clock = 3.0  # 3 simulated seconds to catch up: more than a frame's share
+
+    async def main():
+        driver.resume()
+        await driver.start()
+
+    asyncio.run(main())
+    assert len(chunks) == 2  # no third chunk: the rest of the frame was the app's
+    assert chunks[-1] <= 2 * CHUNK + 0.0002 * MAX_SLICE
