@@ -12,6 +12,7 @@ from textual.widgets import Static
 
 from .. import keys
 from ..widgets.pane import Pane
+from ..widgets.rendered_once import RenderedOnce
 from .modal import OverlayScreen
 from .orientation import ORIENTATION
 
@@ -25,18 +26,23 @@ class HelpScreen(OverlayScreen[None]):
     def compose(self) -> ComposeResult:
         ascii_only = self.app.settings.ascii_only
         words = self.app.words
-        table = Table.grid(padding=(0, 2))
-        table.add_column(no_wrap=True)
-        table.add_column()
-        for group in keys.GROUPS:
-            table.add_row(Text(group, style="bold"), "")
-            for key in keys.KEYS:
-                if key.group == group:
-                    table.add_row(Text(keys.display_keys(key, ascii_only)), words(key.help))
-            table.add_row("", "")
+        rows = tuple((group, tuple((keys.display_keys(key, ascii_only), words(key.help))
+                                   for key in keys.KEYS if key.group == group))
+                     for group in keys.GROUPS)
+
+        def table() -> Table:
+            grid = Table.grid(padding=(0, 2))
+            grid.add_column(no_wrap=True)
+            grid.add_column()
+            for group, group_keys in rows:
+                grid.add_row(Text(group, style="bold"), "")
+                for shown, help_text in group_keys:
+                    grid.add_row(Text(shown), help_text)
+                grid.add_row("", "")
+            return grid
         with Pane(id="help-body"):
             yield Static(Text("Help (close it with ? q esc or enter; up/down scroll)", style="bold"),
                          id="help-title")
             yield Static(words(ORIENTATION), id="help-orientation", markup=False)
             yield Static(Text("Every key", style="bold"), id="help-keys-title")
-            yield Static(table, id="help-table")
+            yield Static(RenderedOnce(rows, table), id="help-table")
