@@ -63,9 +63,9 @@ def number(value: float) -> str:
 def in_app_words(error: BaseException) -> str:
     """A simulator error as the app says it: each dial it names by its label in the table of
     dials (`sim.dials`: "seats = 0 is not allowed: ..."), a name that is no dial as it is."""
-    from sim.errors import ConfigError
+    from sim.errors import SimError
 
-    if isinstance(error, ConfigError):
+    if isinstance(error, SimError):
         from sim.dials import BY_PATH
 
         return error.spelled(lambda path: BY_PATH[path].label if path in BY_PATH else None)

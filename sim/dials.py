@@ -334,6 +334,14 @@ DIALS: tuple[DialSpec, ...] = (
 BY_PATH: dict[str, DialSpec] = {d.path: d for d in DIALS}
 
 
+def flag_of(path: str) -> str | None:
+    """The command line's spelling of a dial: its flag, or None for a dial without one (and for
+    a name that is no dial). Faces that speak vLLM's words (the CLI, the served API) spell a
+    `SimError`'s dials with it."""
+    spec = BY_PATH.get(path)
+    return spec.flag or None if spec is not None else None
+
+
 def find(path: str) -> DialSpec:
     """The dial at a dotted path, or ConfigError listing the kinds of path there are."""
     try:

@@ -211,8 +211,9 @@ class Engine:
                 duplicate = True
         if refusal is not None:
             if self.api_server and not duplicate:
+                # (A served run's failures are the server's words: each dial by its flag.)
                 self.metrics.on_failed(spec.request_id, spec.arrival_time, spec.prompt_len, spec.output_len,
-                                       refusal.reason)
+                                       refusal.spelled_reason(dials.flag_of))
             elif not self.live:
                 raise refusal
             else:

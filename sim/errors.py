@@ -7,7 +7,20 @@ import re
 
 
 class SimError(Exception):
-    """Base class of every user-facing simulator error."""
+    """Base class of every user-facing simulator error. A message may name a dial as `{path}`
+    (its path in the table of dials, `sim.dials`: `{engine.max_model_len}`): `str()` spells it
+    by its path, which is also the key a scenario file gives it; `spelled(spell)` lets each face
+    spell it its own way (the command line its flag, the app its label). Braces around anything
+    that is no dial's path are left as they are."""
+
+    def spelled(self, spell=None) -> str:
+        """The message with each dial it names spelled by `spell(path)` (by its path when `spell`
+        is None or returns None)."""
+        text = str(self.args[0]) if self.args else ""
+        return _named(text, lambda path: (spell(path) if spell is not None else None) or path, dials_only=True)
+
+    def __str__(self) -> str:
+        return self.spelled()
 
 
 class ConfigError(SimError, ValueError):
@@ -53,7 +66,13 @@ class ConfigError(SimError, ValueError):
 _REFERENCE = re.compile(r"\{([a-z_]+(?:\.[a-z_]+)*)\}")
 
 
-def _named(text: str, name) -> str:
+def _named(text: str, name, dials_only: bool = False) -> str:
+    """`text` with each `{path}` replaced by `name(path)`; with `dials_only`, only the paths of
+    dials (others, such as a JSON key quoted in a message, keep their braces)."""
+    if dials_only:
+        from .dials import BY_PATH  # (the table of dials imports the errors)
+
+        return _REFERENCE.sub(lambda m: name(m.group(1)) if m.group(1) in BY_PATH else m.group(0), text)
     return _REFERENCE.sub(lambda m: name(m.group(1)), text)
 
 
@@ -80,7 +99,15 @@ class RequestRejected(SimError, ValueError):
     def __init__(self, request_id: str, reason: str) -> None:
         self.request_id = request_id
         self.reason = reason
+        """Why, naming any dial as `{path}` (see `SimError`; `spelled_reason` spells them)."""
         super().__init__(f"request {request_id} rejected: {reason}")
+
+    def spelled_reason(self, spell=None) -> str:
+        return _named(self.reason, lambda path: (spell(path) if spell is not None else None) or path,
+                      dials_only=True)
+
+    def __reduce__(self):
+        return (type(self), (self.request_id, self.reason))
 
 
 class NotModelled(SimError):

@@ -787,23 +787,23 @@ class Deployment:
         left = self.kv_memory_bytes_per_gpu
         if self.kv_cache_memory_bytes is not None:
             why = (f"its weights ({_gb(self.weight_bytes_per_gpu)} per GPU), the {_gb(self.reserve_bytes)} reserve "
-                   f"and the {_gb(self.kv_cache_memory_bytes)} KV cache --kv-cache-memory-bytes asks for need more "
+                   f"and the {_gb(self.kv_cache_memory_bytes)} KV cache {{kv_cache_memory_bytes}} asks for need more "
                    f"than its {_gb(g.memory_bytes)}")
         elif left > 0:
             why = (f"after its weights ({_gb(self.weight_bytes_per_gpu)} per GPU) and the "
-                   f"{_gb(self.reserve_bytes)} reserve, gpu_memory_utilization {self.gpu_memory_utilization:g} x "
+                   f"{_gb(self.reserve_bytes)} reserve, {{gpu_memory_utilization}} {self.gpu_memory_utilization:g} x "
                    f"{_gb(g.memory_bytes)} leaves {_gb(left)}, not enough for the KV cache")
         else:
             why = (f"its weights take {_gb(self.weight_bytes_per_gpu)} per GPU, but "
-                   f"gpu_memory_utilization {self.gpu_memory_utilization:g} x {_gb(g.memory_bytes)} minus the "
+                   f"{{gpu_memory_utilization}} {self.gpu_memory_utilization:g} x {_gb(g.memory_bytes)} minus the "
                    f"{_gb(self.reserve_bytes)} reserve leaves only "
                    f"{_gb(self.gpu_memory_utilization * g.memory_bytes - self.reserve_bytes)}")
         larger = [n for n in TENSOR_PARALLEL_SIZES
                   if n > tp and self._heads_split(n) and self._fits(n)]
         if larger:
-            fix = (f"Use --tensor-parallel-size {larger[0]} to split it over {larger[0]} GPUs.")
+            fix = f"Set {{tensor_parallel_size}} to {larger[0]} to split it over {larger[0]} GPUs."
         else:
-            fix = (f"It does not fit even with --tensor-parallel-size "
+            fix = (f"It does not fit even with {{tensor_parallel_size}} at "
                    f"{TENSOR_PARALLEL_SIZES[-1]}; choose a GPU with more memory.")
         raise ProfileError(f"{m.name} does not fit on {on}: {why}. {fix}")
 

@@ -112,7 +112,7 @@ def check_request(req_id: str, prompt_len: int, output_len: int, config: EngineC
     max_model_len = config.max_model_len
     if prompt_len >= max_model_len:
         raise RequestRejected(
-            req_id, f"its prompt of {prompt_len} tokens is not shorter than max_model_len "
+            req_id, f"its prompt of {prompt_len} tokens is not shorter than {{engine.max_model_len}} "
                     f"({max_model_len})")
     peak_tokens = prompt_len + output_len - 1
     if peak_tokens >= max_model_len:

@@ -52,8 +52,18 @@ def run_command(func, args) -> int:
     try:
         with command_outputs():  # files renamed into place only after stdout is written
             return func(args)
-    except (UserError, SimError) as exc:
+    except UserError as exc:
         _say(f"batchtui: error: {exc}")
+        return EXIT_USER_ERROR
+    except SimError as exc:
+        from sim.errors import ConfigError
+
+        from .setup import flag_message
+
+        # A dial's refusal that reaches here was not about a flag (the commands' own turn those
+        # into flag messages, `setup.user_errors`): a trace case's key, say, spelled as given.
+        # Any other error names its dials by their flags.
+        _say(f"batchtui: error: {exc if isinstance(exc, ConfigError) else flag_message(exc)}")
         return EXIT_USER_ERROR
     except OutputError as exc:
         _say(f"batchtui: error: {exc}")

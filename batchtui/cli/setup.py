@@ -12,7 +12,8 @@ import math
 import os
 from dataclasses import replace
 
-from sim.errors import ConfigError
+from sim.dials import flag_of
+from sim.errors import ConfigError, SimError
 from sim.scenario import Scenario
 from sim.workload import LengthSpec, WorkloadSpec
 
@@ -21,15 +22,6 @@ from . import options as o
 from .exits import UserError
 
 ALLOW_LONG_MAX_MODEL_LEN = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
-
-
-def flag_of(path: str) -> str | None:
-    """The command line's spelling of a dial (`sim.dials` path): its flag, or None for a dial
-    without one (and for a name that is no dial)."""
-    from sim.dials import BY_PATH
-
-    spec = BY_PATH.get(path)
-    return spec.flag or None if spec is not None else None
 
 
 def given_paths(args: argparse.Namespace) -> set[str]:
@@ -48,12 +40,13 @@ def flag_message(exc: Exception, given: set[str] = frozenset(), flags: dict[str,
     flag keeps its path."""
     from sim.dials import BY_PATH
 
-    if not isinstance(exc, ConfigError):
-        return str(exc)
     flags = flags or {}
 
     def spell(path: str) -> str | None:
         return flags.get(path) or flag_of(path)
+
+    if not isinstance(exc, ConfigError):
+        return exc.spelled(spell) if isinstance(exc, SimError) else str(exc)
 
     flag = spell(exc.dial)
     if flag is None:

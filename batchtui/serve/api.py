@@ -17,6 +17,7 @@ import uuid
 
 from aiohttp import web
 
+from sim.dials import flag_of
 from sim.errors import RequestRejected
 
 from . import tokens
@@ -121,7 +122,7 @@ def _queue(request: web.Request, body: dict, prompt_len: int, output_len: int, s
     try:
         pacer.check(prompt_len, output_len)
     except RequestRejected as exc:
-        raise ApiError(400, f"the simulated server could never serve this request: {exc.reason}") from None
+        raise ApiError(400, f"the simulated server could never serve this request: {exc.spelled_reason(flag_of)}") from None
     return pacer.submit(prompt_len, output_len, segments, streaming=bool(body.get("stream")))
 
 

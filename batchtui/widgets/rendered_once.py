@@ -13,20 +13,19 @@ from rich.segment import Segment
 
 KEPT = 16
 """Renderings kept (widths times contents): a few resizes' worth."""
+_KEPT: dict[tuple, object] = {}
 
 
 class RenderedOnce:
     """`make()` builds the renderable; `key` says what it shows (equal keys, equal content). The
     lines for a width, and the measurement, are made once and kept across instances."""
 
-    _kept: dict[tuple, object] = {}
-
     def __init__(self, key: Hashable, make: Callable[[], RenderableType]) -> None:
         self.key = key
         self.make = make
 
     def _keep(self, what: tuple, build: Callable[[], object]) -> object:
-        kept = RenderedOnce._kept
+        kept = _KEPT
         if what not in kept:
             if len(kept) >= KEPT:
                 kept.pop(next(iter(kept)))

@@ -308,7 +308,7 @@ def test_bad_flags_are_refused_by_argparse_naming_the_flag(capsys, argv, needle)
      "--max-num-batched-tokens = 2048 is not allowed: at least --max-num-seqs (4096)"),
     (["--no-enable-chunked-prefill"], "--max-num-batched-tokens = 8192 is not allowed: at least --max-model-len"),
     (["--gpu", "tpu-v9"], "unknown GPU profile 'tpu-v9'"),
-    (["--model", "llama-3.1-70b"], "Use --tensor-parallel-size 2"),
+    (["--model", "llama-3.1-70b"], "Set --tensor-parallel-size to 2"),
     (["--input-dist", "uniform", "--input-len-min", "300", "--input-len-max", "100"],
      "argument --input-len-max: 100 is not allowed"),
     (["--max-model-len", "200k"], "200000 is longer than Llama 3.1 8B's context (131072 tokens)"),

@@ -193,3 +193,43 @@ def test_the_error_crosses_a_process_whole():
     again = pickle.loads(pickle.dumps(error))
     assert (again.dial, again.value, again.allowed, again.why) == (error.dial, 2048, error.allowed, "why")
     assert in_app_words(again) == in_app_words(error) and str(again) == str(error)
+
+
+def test_a_request_refusal_names_the_limit_in_each_faces_spelling():
+    """A request too long for the context: the dial it runs into, as each face says it."""
+    import pickle
+
+    from sim.errors import RequestRejected
+
+    engine = Engine(Scenario(workload=WorkloadSpec(num_prompts=0, request_rate=10.0))
+                    .with_engine(max_model_len=300), live=False)
+    with pytest.raises(RequestRejected) as refused:
+        from sim.request import check_request
+
+        check_request("huge", 400, 10, engine.config, 10_000, 16)
+    error = refused.value
+    assert "not shorter than engine.max_model_len (300)" in str(error)
+    assert "not shorter than --max-model-len (300)" in flag_message(error)
+    assert "not shorter than max model length (300)" in in_app_words(error)
+    assert error.spelled_reason(dials.flag_of).endswith("--max-model-len (300)")
+    again = pickle.loads(pickle.dumps(error))
+    assert flag_message(again) == flag_message(error)
+
+
+def test_a_model_that_does_not_fit_names_the_dials_in_each_faces_spelling():
+    from sim.errors import ProfileError
+    from sim.profiles import load_profiles
+
+    with pytest.raises(ProfileError) as refused:
+        load_profiles().deployment(model_id="llama-3.1-70b")
+    error = refused.value
+    assert "Set tensor_parallel_size to 2" in str(error)
+    assert "Set --tensor-parallel-size to 2" in flag_message(error)
+    assert f"Set {dials.BY_PATH['tensor_parallel_size'].label} to 2" in in_app_words(error)
+    assert "{" not in str(error) + flag_message(error) + in_app_words(error)
+
+
+def test_braces_that_name_no_dial_are_kept():
+    error = SimError("a line must be a JSON object such as {prompt} or {engine.max_num_seqs}")
+    assert str(error) == "a line must be a JSON object such as {prompt} or engine.max_num_seqs"
+    assert flag_message(error).endswith("{prompt} or --max-num-seqs")

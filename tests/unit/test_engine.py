@@ -81,12 +81,12 @@ def test_unservable_request_is_refused_headless_and_noticed_live():
     spec = RequestSpec("big", 0.0, 500, 100)
     s = Scenario(num_gpu_blocks_override=20, engine={"max_model_len": 300},
                  workload=WorkloadSpec(request_rate=1, num_prompts=1, input=LengthSpec(mean=10)))
-    with pytest.raises(RequestRejected, match="not shorter than max_model_len"):
+    with pytest.raises(RequestRejected, match="not shorter than engine.max_model_len"):
         Engine(s).submit(spec)
     live = Engine(s, live=True)
     live.submit(RequestSpec("huge", 0.0, 300, 20))
     assert live.metrics.rejected == 1
-    assert "huge" in live.notices[-1] and "max_model_len (300)" in live.notices[-1]
+    assert "huge" in live.notices[-1] and "engine.max_model_len (300)" in live.notices[-1]
     assert live.step() is not None  # the engine keeps running
 
 

@@ -166,11 +166,13 @@ def test_kv_cache_memory_bytes_sizes_the_cache_instead_of_the_memory_share(capsy
     assert d.num_gpu_blocks == math.floor(20 * 2**30 / d.bytes_per_block)
     assert d.num_gpu_blocks == BUILTIN_PROFILES.deployment(
         "h100-sxm", "llama-3.1-8b", kv_cache_memory_bytes=20 * 2**30, gpu_memory_utilization=0.5).num_gpu_blocks
-    with pytest.raises(ProfileError, match="kv-cache-memory-bytes"):
+    with pytest.raises(ProfileError, match="kv_cache_memory_bytes"):
         BUILTIN_PROFILES.deployment("h100-sxm", "llama-3.1-8b", kv_cache_memory_bytes=90e9)
     code, out, err = run(capsys, "sim", "--num-prompts", "5", "--kv-cache-memory-bytes", "20G", "--max-model-len",
                          "8192", "--json")
     assert code == 0, err
+    code, out, err = run(capsys, "sim", "--num-prompts", "5", "--kv-cache-memory-bytes", "90G")
+    assert code == 2 and "KV cache --kv-cache-memory-bytes asks for" in err and "--tensor-parallel-size" in err, err
 
 
 def test_partial_prefill_flags_take_only_vllm_v1s_value(capsys):

@@ -159,7 +159,7 @@ def test_encoder_has_no_kv_cache_and_still_deploys(profiles):
 
 
 def test_70b_on_one_h100_suggests_tensor_parallel(profiles):
-    with pytest.raises(ProfileError, match="--tensor-parallel-size 2") as info:
+    with pytest.raises(ProfileError, match="tensor_parallel_size to 2") as info:
         profiles.deployment(model_id="llama-3.1-70b")
     assert "Llama 3.1 70B" in str(info.value) and "H100" in str(info.value)
     # ...and the suggestion is right: it fits on 2.
@@ -167,16 +167,16 @@ def test_70b_on_one_h100_suggests_tensor_parallel(profiles):
 
 
 def test_suggestion_is_the_smallest_size_that_fits(profiles):
-    with pytest.raises(ProfileError, match="--tensor-parallel-size 4"):
+    with pytest.raises(ProfileError, match="tensor_parallel_size to 4"):
         profiles.deployment("l40s", "llama-3.1-70b")
-    with pytest.raises(ProfileError, match="--tensor-parallel-size 4"):
+    with pytest.raises(ProfileError, match="tensor_parallel_size to 4"):
         profiles.deployment("l40s", "llama-3.1-70b", tensor_parallel_size=2)
 
 
 def test_a_model_too_big_for_eight_gpus_says_so(profiles):
     gpus = profiles.gpu("l40s")
     huge = dataclasses.replace(profiles.model("llama-3.1-70b"), params=500e9)
-    with pytest.raises(ProfileError, match="does not fit even with --tensor-parallel-size 8"):
+    with pytest.raises(ProfileError, match="does not fit even with tensor_parallel_size at 8"):
         Deployment(gpus, huge)
 
 
