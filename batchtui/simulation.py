@@ -209,9 +209,7 @@ class LiveSimulation:
 def batch_sweep(scenario: Scenario, batch_sizes, context: int = 640) -> SweepResult:
     """Decode iterations of fixed batch sizes, every sequence holding `context` tokens: the
     cost model's time per iteration (each user's time per token) and tokens/s. Instant."""
-    from sim.cost import CostModel
-
-    cost = CostModel(scenario.deployment())
+    cost = scenario.cost_model()
     points = []
     for batch in batch_sizes:
         t = cost.iteration(batch, batch * context, ()).total

@@ -125,6 +125,16 @@ class EngineConfig:
         continuous batching run synchronously whatever `async_scheduling` says."""
         return self.async_scheduling and self.batching == "continuous"
 
+    @property
+    def overlaps_host(self) -> bool:
+        """Whether the host's work for an iteration (`CostModel.host_overhead`) overlaps the
+        forward pass instead of adding to it: with `async_scheduling`, under every policy. Only
+        continuous batching also schedules a step ahead (`runs_async`); the other policies know
+        their next batch in advance (the same requests until the batch ends, in this model), so
+        their host work overlaps without the step of lag, and a lesson comparing policies
+        compares batching, not host work."""
+        return self.async_scheduling
+
     def replace(self, **changes) -> "EngineConfig":
         return replace(self, **changes)
 

@@ -509,7 +509,7 @@ class Engine:
         """The iteration times of this deployment under these dials: their CUDA graph capture
         sizes (vLLM 0.33's defaults; none for an encoder: graphs are not modelled for pooling passes)."""
         sizes = () if self.encoder else cudagraph_capture_sizes(config, self.deployment.gpu.cudagraph_ceiling)
-        return CostModel(self.deployment, overlap=self._async, graph_sizes=sizes)
+        return CostModel(self.deployment, overlap=config.overlaps_host, graph_sizes=sizes)
 
     def _seat_cap(self) -> int:
         b = self.config.batching

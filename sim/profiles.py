@@ -109,9 +109,11 @@ class GpuProfile:
     """Share of HBM bandwidth that decode attention achieves reading the KV cache."""
     overhead_s: float = 0.00002
     """Fixed cost of every iteration: kernel launches, sampling, scheduling."""
-    overhead_per_seq_s: float = 0.0
+    overhead_per_seq_s: float = 0.00005
     """Host cost of every iteration for each sequence in it (scheduling, sampling, detokenising,
-    the API server's share); 0 by default, fitted by `batchtui calibrate`."""
+    the API server's share): 50 us by default (vLLM V1 before async scheduling, PR 18566; sources
+    in sim/data/profiles.toml), hidden behind the forward pass with async scheduling; fitted by
+    `batchtui calibrate`."""
     allreduce_latency_s: float = 0.000005
     """Fixed cost of one tensor-parallel all-reduce, on top of its transfer time."""
     nvidia_smi_names: tuple[str, ...] = ()

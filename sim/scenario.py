@@ -77,6 +77,15 @@ class Scenario:
             enforce_eager=self.enforce_eager,
         )
 
+    def cost_model(self, profiles=None):
+        """The iteration times a lesson or a sweep quotes for this scenario: its deployment, with
+        the host's work overlapping the forward pass when its engine schedules asynchronously
+        (`EngineConfig.overlaps_host`, as the engine prices its iterations), without the engine's
+        CUDA graph padding (the batch sizes quoted are the ones priced)."""
+        from .cost import CostModel
+
+        return CostModel(self.deployment(profiles), overlap=self.engine_config(profiles).overlaps_host)
+
     def engine_config(self, profiles=None) -> EngineConfig:
         """The dials the engine runs with: vLLM's defaults for this GPU, then this scenario's."""
         profiles = profiles or self.profiles()

@@ -4,8 +4,9 @@
 Traffic comes from the file: with `--save-detailed` its per-request arrays (`input_lens`,
 `output_lens`, `start_times`, `errors`) are replayed as a trace, request for request; otherwise
 the run is redrawn as `vllm bench serve` drew it: `completed` requests of the mean lengths
-(`total_input_tokens / completed`, `total_output_tokens / completed`) at `request_rate` with
-`burstiness` (or its ramp-up). A run capped with `--max-concurrency` (the file's `max_concurrency`)
+(`total_input_tokens / completed`, `total_output_tokens / completed`; the outputs spread lognormal
+around their mean when the file's E2EL, TTFT and TPOT percentiles imply a spread,
+`sim.replay_lengths`) at `request_rate` with `burstiness` (or its ramp-up). A run capped with `--max-concurrency` (the file's `max_concurrency`)
 is replayed with the same cap: the simulated client holds requests back until one finishes (a
 detailed run at rate inf queues them all at 0 in the order they were sent). Engine dials come from the command line's flags, else from
 `--metadata KEY=VALUE` entries in the file (keys as the flags or dials are spelled:
@@ -22,6 +23,7 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from sim.replay_lengths import output_lengths
 from sim.scenario import Scenario
 from sim.workload import LengthSpec, WorkloadSpec
 
@@ -68,8 +70,11 @@ class MeasuredRun:
         capped = f", at most {w.max_concurrency} in flight" if w.max_concurrency else ""
         if self.replayed:
             return f"{self.metrics['completed']:.0f} requests replayed from the file{capped}"
-        return (f"{w.num_prompts} requests at {_rate_text(self.rate)} req/s, {w.input.mean} in / "
-                f"{w.output.mean} out{capped}")
+        out = f"{w.output.mean} out"
+        if w.output.dist == "lognormal":  # sim.replay_lengths: the mean kept, the spread implied
+            mean = self.metrics["total_output_tokens"] / self.metrics["completed"]
+            out = f"{mean:.0f} out on average (lognormal, sigma {w.output.sigma:.2f}, from the E2EL percentiles)"
+        return f"{w.num_prompts} requests at {_rate_text(self.rate)} req/s, {w.input.mean} in / {out}{capped}"
 
 
 def _rate_text(rate: float) -> str:
@@ -261,7 +266,8 @@ def load_run(path: str, base: Scenario, given: dict, trace_dir: str, index: int,
     else:
         mean_in = max(1, round(data["total_input_tokens"] / completed))
         mean_out = max(1, round(data["total_output_tokens"] / completed))
-        inp, out = LengthSpec(mean=mean_in), LengthSpec(mean=mean_out)
+        # The outputs' spread, when the file's latency percentiles imply one (sim.replay_lengths).
+        inp, out = LengthSpec(mean=mean_in), output_lengths(data, data["total_output_tokens"] / completed)
         r = traffic.get("random_range_ratio")
         if r:
             inp = LengthSpec(dist="uniform", mean=mean_in, low=max(1, math.floor(mean_in * (1 - r))),

@@ -83,9 +83,7 @@ class Predict:
             # A side-by-side step: the answer is in the difference, so give both runs.
             text = f"this server: {text}; {self.compare_label[0].lower()}{self.compare_label[1:]}: {figures(other)}"
         if self.compute == "batch_gain" and self.scenario is not None:
-            from sim.cost import CostModel
-
-            cost = CostModel(self.scenario.deployment())
+            cost = self.scenario.cost_model()
             (a, b), context = self.batches, self.context
             one, many = cost.iteration(a, a * context).total, cost.iteration(b, b * context).total
             text = (f"batch {a}: {ms(one)} per iteration, {fmt(a / one)} tokens/s; batch {b}: {ms(many)}, "

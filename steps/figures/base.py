@@ -127,9 +127,7 @@ class Lab:
 
     @cached_property
     def cost(self):
-        from sim.cost import CostModel
-
-        return CostModel(self.deployment)
+        return self.scenario.cost_model()
 
     @property
     def gpu(self):

@@ -189,10 +189,8 @@ def _far_rate(lab):
 def _full_decode_ms(lab):
     """Every seat decoding, nothing else, each sequence halfway through its answer (prompt +
     output/2 of context): one iteration, ms. Step 7's batch table at the same batch."""
-    from sim.cost import CostModel
-
     seats, context = lab.engine.max_num_seqs, lab.prompt + lab.output // 2
-    return CostModel(lab.scenario.deployment()).iteration(seats, seats * context).total * 1000
+    return lab.cost.iteration(seats, seats * context).total * 1000
 
 
 @figure("saturated_tpot_ms", 3)

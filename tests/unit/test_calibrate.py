@@ -387,16 +387,17 @@ def test_an_undetermined_parameter_is_said_kept_at_the_base_and_not_written_as_f
     fitted_value, sigma = result.undetermined["overhead_per_seq_s"]
     assert sigma > 0.5 * fitted_value
     assert result.fitted == ("eta_bw", "eta_mfu")
-    assert result.values["overhead_per_seq_s"] == result.base["overhead_per_seq_s"] == 0.0
+    base = profiles.gpu("h100-sxm").overhead_per_seq_s  # the built-in 50 us
+    assert result.values["overhead_per_seq_s"] == result.base["overhead_per_seq_s"] == base == 50e-6
     assert result.values["eta_bw"] == pytest.approx(ANALYTIC_TRUTH["eta_bw"], rel=0.1)
     [line] = undetermined_lines(result)
     assert line.startswith("overhead_per_seq_s (host cost per sequence per iteration) is not determined by these "
-                           "runs: the fit gave ") and "kept at the base profile's 0.0 us" in line
+                           "runs: the fit gave ") and "kept at the base profile's 50.0 us" in line
     assert "not determined" in parameter_table(result)
     text = profile_text("x", profiles.gpu("h100-sxm"), profiles.model("llama-3.1-8b"), result, ["a.json"])
     row = next(r for r in text.splitlines() if r.startswith("overhead_per_seq_s = "))
-    assert row.startswith("overhead_per_seq_s = 0.0  # kept from the base profile: not determined")
-    assert tomllib.loads(text)["gpus"]["x"]["overhead_per_seq_s"] == 0.0
+    assert row.startswith(f"overhead_per_seq_s = {base!r}  # kept from the base profile: not determined")
+    assert tomllib.loads(text)["gpus"]["x"]["overhead_per_seq_s"] == base
 
 
 def test_a_fit_that_determines_nothing_is_refused():

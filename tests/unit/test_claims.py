@@ -257,7 +257,7 @@ def test_06_every_iteration_respects_budget_and_seats_and_names_its_limit(step, 
 
 def test_07_batch_1_to_64_throughput_40_to_50_times_latency_only_30_to_50_percent(step):
     sweep_spec = step(7).sweep
-    cost = CostModel(step(7).scenario.deployment())
+    cost = step(7).scenario.cost_model()  # as the engine prices it: the host's work overlapping the pass
     t = {b: cost.iteration(b, b * sweep_spec.context).total for b in sweep_spec.batch_sizes}
     gain = (64 / t[64]) / (1 / t[1])
     assert 40 <= gain <= 50
@@ -360,7 +360,7 @@ def test_08_tpot_at_saturation_is_the_full_decode_plus_the_prefill_riding_along(
     sat, runs = knee_runs
     sc = step(8).scenario
     prompt, output, seats = sc.workload.input.mean, sc.workload.output.mean, sc.engine_config().max_num_seqs
-    cost = CostModel(sc.deployment())
+    cost = sc.cost_model()
     decode_only = cost.iteration(seats, seats * (prompt + output // 2)).total
     tpot = runs[1.2]["median_tpot_ms"] / 1000
     assert tpot > 1.4 * decode_only
@@ -740,8 +740,8 @@ def test_19_the_cheat_sheet_agrees_with_the_drills_of_steps_9_and_15(step, gpu, 
 def test_19_the_sheet_states_step_1s_and_step_16s_figures_as_they_do(step):
     """The same quantity reads the same on the sheet as on the step that teaches it. The sheet's
     lone request is served as vLLM serves it, with async scheduling, which hides the host's work
-    behind the forward pass; step 1's sequential server runs synchronously, each pass paying it:
-    the sheet reads step 1's figures for its deployment under continuous batching."""
+    behind the forward pass; step 1's sequential server overlaps it too (async scheduling is on,
+    `EngineConfig.overlaps_host`), so its lone request decodes at the same pace."""
     from steps.figures import Lab, fill
 
     md = act.cheat_sheet_md(step(19).scenario)
@@ -751,7 +751,9 @@ def test_19_the_sheet_states_step_1s_and_step_16s_figures_as_they_do(step):
                              (step(8).scenario, "{{saturated_rate}} req/s")):
         assert fill(phrase, Lab(scenario)).split()[0] in md, phrase
     one = Lab(step(1).scenario).alone
-    assert one.tpot > Lab(vllm_served).alone.tpot  # (the host's share, paid one pass after another)
+    assert one.tpot == pytest.approx(Lab(vllm_served).alone.tpot, rel=1e-12)
+    paid = Lab(step(1).scenario.with_engine(async_scheduling=False)).alone
+    assert paid.tpot > one.tpot  # synchronously, the host's share is paid one pass after another
 
 
 def test_20_a_saved_scenario_runs_the_same_when_loaded(step, tmp_path):

@@ -20,6 +20,15 @@ def profiles():
 
 @pytest.fixture(scope="module")
 def cost(profiles):
+    """Iterations as the engine prices them by default: async scheduling, the host's work
+    (0.02 ms plus 50 us a sequence) overlapping the forward pass, so the calibration targets
+    below are the GPU's time whenever the host's is shorter."""
+    return CostModel(profiles.deployment(), overlap=True)
+
+
+@pytest.fixture(scope="module")
+def serial(profiles):
+    """Synchronous scheduling: the host's work after the forward pass, term by term."""
     return CostModel(profiles.deployment())
 
 
@@ -33,7 +42,7 @@ def decode_ms(cost, batch, context=CONTEXT):
 def test_prefill_of_512_tokens_alone_is_14_ms(cost):
     c = cost.iteration(0, 0, [(0, 512)])
     assert c.total * 1e3 == pytest.approx(14.0, rel=0.03)
-    assert c.total * 1e3 == pytest.approx(13.74, abs=0.01)  # the pinned-defaults figure
+    assert c.total * 1e3 == pytest.approx(13.72, abs=0.01)  # the pinned-defaults figure
     assert c.binding == "compute" and c.linear_binding == "compute"
 
 
@@ -45,14 +54,14 @@ def test_batch_1_decode_is_6_02_ms(cost, context):
 
 
 def test_batch_1_decode_at_pinned_defaults(cost):
-    assert decode_ms(cost, 1) == pytest.approx(6.04, abs=0.005)
+    assert decode_ms(cost, 1) == pytest.approx(6.02, abs=0.005)
     c = cost.iteration(1, CONTEXT)
     assert c.binding == "weights" and c.linear_binding == "weights"
 
 
 @pytest.mark.parametrize(
     ("batch", "low", "high", "pinned"),
-    [(64, 8.0, 9.0, 8.09), (128, 10.3, 11.5, 10.52), (256, 15.0, 19.0, 16.12)],
+    [(64, 8.0, 9.0, 8.07), (128, 10.3, 11.5, 10.50), (256, 15.0, 19.0, 16.10)],
 )
 def test_decode_at_larger_batches(cost, batch, low, high, pinned):
     ms = decode_ms(cost, batch)
@@ -94,7 +103,8 @@ def test_utilisation_gauges_at_batch_1(cost):
 # -- the terms, one by one ---------------------------------------------------------------------
 
 
-def test_terms_follow_the_formulas(cost):
+def test_terms_follow_the_formulas(serial):
+    cost = serial
     bw, peak = 3.35e12, 989e12
     c = cost.iteration(10, 10 * 1000, [(300, 200)])
     assert c.tokens == 210
@@ -105,7 +115,7 @@ def test_terms_follow_the_formulas(cost):
     attn = 4 * 32 * 32 * 128 * 200 * (300 + 100)
     assert c.t_prefill_attn == pytest.approx(attn / (peak * 0.68), rel=1e-12)
     assert c.t_allreduce == 0.0
-    assert c.t_overhead == 2e-5
+    assert c.t_overhead == pytest.approx(2e-5 + 11 * 50e-6, rel=1e-12)  # fixed, and 11 sequences
     assert c.total == pytest.approx(
         c.t_linear + c.t_kv_read + c.t_prefill_attn + c.t_overhead, rel=1e-15)
     assert c.flops == pytest.approx(2 * 8.03e9 * 210 + attn, rel=1e-12)
@@ -223,16 +233,17 @@ def test_a_user_efficiency_reaches_the_cost(tmp_path):
 
 
 def test_encoder_pass(profiles):
-    cost = CostModel(profiles.deployment(model_id="bge-large-embedder"))
+    cost = CostModel(profiles.deployment(model_id="bge-large-embedder"), overlap=True)
     one, many = cost.encoder_pass(1, 256), cost.encoder_pass(32, 256)
     assert many.tokens == 32 * 256 and many.t_kv_read == 0.0
     attn = 32 * 4 * 24 * 16 * 64 * 256 * 128
     assert many.t_prefill_attn == pytest.approx(attn / (989e12 * 0.68), rel=1e-12)
     # At 256 tokens one input is already near the compute roof, so batching amortises only
-    # the weight read and the overhead: per-input cost falls by about a third, then flattens.
+    # the weight read (the host's work overlaps the pass): per-input cost falls by about 28 %,
+    # then flattens.
     per_input = {b: cost.encoder_pass(b, 256).total / b for b in (1, 2, 4, 8, 32)}
     assert per_input[1] > per_input[2] > per_input[4] > per_input[8] > per_input[32]
-    assert per_input[32] / per_input[1] == pytest.approx(0.68, abs=0.02)
+    assert per_input[32] / per_input[1] == pytest.approx(0.72, abs=0.02)
     assert one.binding == many.binding == "compute"
     assert cost.encoder_pass(0, 256).total == 0.0
 
@@ -282,7 +293,7 @@ def test_enforce_eager_launches_bind_small_batches_and_hide_under_large_ones(pro
     # The source: a Llama 3.1 8B decode step at batch 1 on an H100 SXM takes 8.4 ms eager.
     assert 32 * EAGER_LAUNCH_S_PER_LAYER == pytest.approx(8.4e-3)
     one = eager.iteration(1, CONTEXT)
-    assert one.total == pytest.approx(8.4e-3 + eager_deployment.overhead_s)
+    assert one.total == pytest.approx(8.4e-3 + eager_deployment.overhead_s + eager_deployment.overhead_per_seq_s)
     assert one.t_launch_wait > 0 and sum(share for _, share in one.parts()) == pytest.approx(one.total)
     # The launches do not grow with the batch: the GPU's work grows until it hides them.
     added = [eager.iteration(b, b * CONTEXT).total - graphs.iteration(b, b * CONTEXT).total for b in (1, 16, 64, 256)]
