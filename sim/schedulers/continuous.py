@@ -368,9 +368,11 @@ class ContinuousScheduler(Scheduler):
         running = self.running
         result = UpdateResult()
         joinable = None
+        unjoined = False  # decoders back in explicit form, their tokens last in `sampling`
         if self._compact_async:
             if running.left:
                 self._unjoin(output, running.take_left())
+                unjoined = True
             nxt = self._next_out
             if nxt is not None and nxt is not output and nxt.scheduled:
                 joinable = {id(work[0]): work for work in nxt.scheduled if work[3]}
@@ -415,7 +417,8 @@ class ContinuousScheduler(Scheduler):
                 finished.append((math.inf, req))
         if ended:
             finished.extend(ended)
-            finished.sort(key=_first)
+        if (ended or unjoined) and len(finished) > 1:
+            finished.sort(key=_first)  # (admission order, as the explicit form finishes them)
         if stopped_waiting:
             self.waiting.remove_requests(stopped_waiting)
         output.finished = finished
@@ -429,6 +432,8 @@ class ContinuousScheduler(Scheduler):
                 first = min(running.first_decoder_number(exclude=output.joined),
                             min((n for n, _ in ended), default=math.inf))
                 gap_order.append((first, end - start, compact))
+                gap_order.sort(key=_first)
+            elif unjoined:
                 gap_order.sort(key=_first)
             gaps: dict[float, int] = {}
             for _, gap, count in gap_order:
