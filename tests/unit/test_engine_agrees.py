@@ -447,7 +447,8 @@ def explicit_async(run):
 # form listed the two out of admission order (the explicit form's, and vLLM's running order).
 TIED_FINISH = Scenario(
     engine={"batching": "continuous", "max_num_seqs": 8, "max_num_batched_tokens": 16,
-            "enable_chunked_prefill": True, "max_model_len": 120, "long_prefill_token_threshold": 0},
+            "enable_chunked_prefill": True, "max_model_len": 120, "long_prefill_token_threshold": 0,
+            "enable_prefix_caching": False},
     workload=WorkloadSpec(arrival="bursts", request_rate=200.0, num_prompts=8, burst_size=2, turns=3,
                           input=LengthSpec(dist="mixed", mean=3, long_len=18, long_share=0.15),
                           output=LengthSpec(dist="mixed", mean=1, long_len=6, long_share=0.15)),
