@@ -70,3 +70,12 @@ def in_app_words(error: BaseException) -> str:
 
         return error.spelled(lambda path: BY_PATH[path].label if path in BY_PATH else None)
     return str(error)
+
+
+def first_fitting(texts, width: int):
+    """The first of `texts` (Rich Texts, longest first) that fits in `width` cells; the last,
+    cropped by its widget, when none does."""
+    for text in texts:
+        if text.cell_len <= width:
+            return text
+    return texts[-1]

@@ -73,7 +73,7 @@ class Dials:
         screen = self.screen
         help_line = screen.query_one("#dial-help")
         focused = help_line.has_class("-focused") and screen.has_class("-short")
-        screen.query_one(SimStatus).show_help(help_line.text if focused else None)
+        screen.query_one(SimStatus).show_help(help_line.forms if focused else None)
 
     def show_values(self, scenario) -> None:
         """Every dial at its value in `scenario`."""

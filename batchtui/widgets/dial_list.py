@@ -15,6 +15,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
 
+from ..formatting import first_fitting
 from ..glyphs import UNICODE
 from .dial import DialControl, DialEntry
 
@@ -30,14 +31,21 @@ class DialHelp(Widget):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.text = Text()
+        self.shorter: tuple[Text, ...] = ()
+        """Shorter forms of `text`, longest first, for a line too narrow for it."""
 
-    def show(self, text: Text, focused: bool) -> None:
-        self.text = text
+    def show(self, text: Text, focused: bool, shorter: tuple[Text, ...] = ()) -> None:
+        self.text, self.shorter = text, shorter
         self.set_class(focused, "-focused")
         self.refresh()
 
+    @property
+    def forms(self) -> tuple[Text, ...]:
+        """`text` and its shorter forms, longest first."""
+        return (self.text, *self.shorter)
+
     def render(self) -> Text:
-        return self.text
+        return first_fitting(self.forms, self.content_size.width)
 
 
 class DialList(Vertical):
@@ -108,19 +116,22 @@ class DialList(Vertical):
         g = self.app.settings.glyphs if hasattr(self.app, "settings") else UNICODE
         focused = self.screen.focused if self.screen is not None else None
         dials = self.dials
-        text = Text(no_wrap=True, overflow="crop")
+        shorter: tuple[Text, ...] = ()
         if isinstance(focused, DialControl) and focused in dials:
             place = f"  {dials.index(focused) + 1}/{len(dials)}" if len(dials) > 1 else ""
-            text.append(f" {g.arrow_left}{g.arrow_right} {focused.range_words()}")
-            if focused.spec.is_numeric:
-                text.append(f"{g.sep}enter types")
-            text.append(place)
+            turn = f" {g.arrow_left}{g.arrow_right} {focused.range_words()}"
+            typing = f"{g.sep}enter types" if focused.spec.is_numeric else ""
+            # Narrower lines (the status line of a short terminal) drop "enter types", then
+            # the dial's place in the list, never the range.
+            text = Text(turn + typing + place, no_wrap=True, overflow="crop")
+            shorter = tuple(Text(t, no_wrap=True, overflow="crop")
+                            for t in dict.fromkeys((turn + place, turn)) if t != text.plain)
             focused = True
         else:
             text, focused = Text(" " + self.app_words(self.rest_hint)), False
         help_line = self.query_one(DialHelp)
         if (text.plain, focused) != (help_line.text.plain, help_line.has_class("-focused")):
-            help_line.show(text, focused)
+            help_line.show(text, focused, shorter)
             self.post_message(self.HelpChanged(text, focused))
 
     def app_words(self, text: str) -> str:
