@@ -39,7 +39,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--profiles FILE --gpu NAME. Give runs that pin every parameter: one request at a time (a low "
         "rate), several rates up to saturation, and one with long prompts. Prints the fitted values with "
         "their uncertainty and every run measured, simulated before and after.")
-    p.add_argument("results", nargs="+", metavar="RESULT.json", help="result files of vllm bench serve --save-result")
+    p.add_argument("results", nargs="+", metavar="RESULT.json", help="result files of vllm bench serve --save-result, GuideLLM reports (benchmarks.json: one run "
+                        "per benchmark) or aiperf exports (profile_export_aiperf.json), told apart by content")
     add_hardware_args(p, gpu_help="the GPU the runs were measured on, to start from (a profile id, its "
                                   "nvidia-smi name, or auto)")
     f = p.add_argument_group("the fit")
@@ -115,13 +116,13 @@ def progress_printer(enabled: bool):
 def run(args: argparse.Namespace) -> int:
     from sim.fit import FitError, PARAMETER_NAMES, Point, fit
 
-    from .measured import load_runs, read_result
+    from .measured import first_run, load_runs
 
     name = args.name
     if name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
         raise UserError(f"argument --name: {name!r} is not allowed: letters, digits, '-', '_' and '.' "
                         "(it becomes [gpus.NAME] and --gpu NAME)")
-    base, profiles = base_scenario(args, read_result(args.results[0]))
+    base, profiles = base_scenario(args, first_run(args.results[0]))
     name = name or f"{base.gpu}-calibrated"
     fitted = [n for n in PARAMETER_NAMES if n not in args.fix]
     with tempfile.TemporaryDirectory(prefix="batchtui-calibrate-") as trace_dir:

@@ -11,6 +11,9 @@ detailed run at rate inf queues them all at 0 in the order they were sent). Engi
 `--metadata KEY=VALUE` entries in the file (keys as the flags or dials are spelled:
 `max-num-seqs=256`, `max_num_batched_tokens=8192`, `random_range_ratio=0.1`), else from the
 simulator's own `engine` table (files `batchtui sim` wrote), else vLLM's defaults for the GPU.
+
+A GuideLLM report or an aiperf profile export is read the same way, once `loadgens` has turned it
+into vllm bench serve's keys (a GuideLLM sweep gives one run per benchmark).
 """
 
 from __future__ import annotations
@@ -77,25 +80,40 @@ def _rate_text(rate: float) -> str:
 
 
 def read_result(path: str) -> dict:
-    """A result file's JSON object, or a UserError that names the file."""
+    """A result file's JSON object (as the tool that wrote it keeps it), or a UserError that
+    names the file."""
     from sim.userfiles import FileRefused, read_text
 
     try:
         text = read_text(path, "result")
     except FileRefused as exc:
         if exc.not_text:
-            raise UserError(f"{path}: not a vllm bench serve result (not UTF-8 text)") from None
+            raise UserError(f"{path}: not a result of vllm bench serve, GuideLLM or aiperf (not UTF-8 text)") from None
         raise
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UserError(f"{path}: not a vllm bench serve result: invalid JSON at line {exc.lineno} "
+        raise UserError(f"{path}: not a result of vllm bench serve, GuideLLM or aiperf: invalid JSON at line {exc.lineno} "
                         f"({exc.msg})") from None
     except RecursionError:
-        raise UserError(f"{path}: not a vllm bench serve result: nested too deeply") from None
+        raise UserError(f"{path}: not a result of vllm bench serve, GuideLLM or aiperf: nested too deeply") from None
     if not isinstance(data, dict):
-        raise UserError(f"{path}: not a vllm bench serve result (a JSON object of results expected)")
+        raise UserError(f"{path}: not a result of vllm bench serve, GuideLLM or aiperf (a JSON object of results expected)")
     return data
+
+
+def read_runs(path: str) -> list[tuple[str, dict]]:
+    """Every run a result file holds, as (label, vllm bench serve's keys): one for a vLLM or an
+    aiperf file, one per benchmark for a GuideLLM report (`loadgens`)."""
+    from .loadgens import runs
+
+    return runs(read_result(path), path)
+
+
+def first_run(path: str) -> dict:
+    """The first run of a result file, in vllm bench serve's keys (where a command finds the
+    model when --model is not given)."""
+    return read_runs(path)[0][1]
 
 
 def _number(data: dict, key: str, path: str, *, allow_inf: bool = False) -> float:
@@ -216,29 +234,37 @@ def describe_hardware(data: dict, scenario: Scenario) -> str:
 
 def load_run(path: str, base: Scenario, given: dict, trace_dir: str, index: int,
              from_file: tuple[str, ...] = ()) -> MeasuredRun:
-    """The scenario replaying the result at `path`: `base` (gpu, model, profiles) with the file's
-    traffic and dials; `given` holds the dials set on the command line, which win. `from_file`
-    names what the file's own entries may set instead of `base` ("gpu", "model":
-    `file_hardware`)."""
-    data = read_result(path)
-    base = file_hardware(data, path, base, from_file)
+    """The scenario replaying the (first) run of the result file at `path`: `base` (gpu, model,
+    profiles) with the file's traffic and dials; `given` holds the dials set on the command line,
+    which win. `from_file` names what the file's own entries may set instead of `base` ("gpu",
+    "model": `file_hardware`)."""
+    label, data = read_runs(path)[0]
+    return build_run(path, label, data, base, given, trace_dir, index, from_file)
+
+
+def build_run(path: str, label: str, data: dict, base: Scenario, given: dict, trace_dir: str, index: int,
+              from_file: tuple[str, ...] = ()) -> MeasuredRun:
+    """The scenario replaying one run (`data` in vllm bench serve's keys, from the file at `path`;
+    `label` names it, and its errors: the file, or a GuideLLM report's benchmark)."""
+    where = _where(path, label)
+    base = file_hardware(data, where, base, from_file)
     for key in REQUIRED:
-        _number(data, key, path, allow_inf=key == "request_rate")
+        _number(data, key, where, allow_inf=key == "request_rate")
     present = [k for k in MEASURED_KEYS if k in data]
     if not present:
-        raise UserError(f"{path}: the result measured none of {', '.join(MEASURED_KEYS)}; nothing to compare with")
+        raise UserError(f"{where}: the result measured none of {', '.join(MEASURED_KEYS)}; nothing to compare with")
     for key in present:
-        _number(data, key, path)
-    completed = int(_number(data, "completed", path))
+        _number(data, key, where)
+    completed = int(_number(data, "completed", where))
     if completed < 1:
-        raise UserError(f"{path}: no request completed; nothing to compare with")
-    rate = _number(data, "request_rate", path, allow_inf=True)
+        raise UserError(f"{where}: no request completed; nothing to compare with")
+    rate = _number(data, "request_rate", where, allow_inf=True)
     cap = data.get("max_concurrency")
     if cap is None:
         cap = 0
     if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
-        raise UserError(f"{path}: max_concurrency = {cap!r} is not a whole number of requests (or null: no cap)")
-    dials, traffic = metadata_dials(data, path)
+        raise UserError(f"{where}: max_concurrency = {cap!r} is not a whole number of requests (or null: no cap)")
+    dials, traffic = metadata_dials(data, where)
     dials.update(given)
     deployment = {k: dials.pop(k) for k in list(dials) if k in _DEPLOYMENT_DIALS}
     sc = replace(base, **deployment)
@@ -246,7 +272,7 @@ def load_run(path: str, base: Scenario, given: dict, trace_dir: str, index: int,
     if isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0:
         sc = replace(sc, seed=seed)
     sc = sc.with_engine(**dials)
-    rows = _detailed(data, path)
+    rows = _detailed(data, where)
     if rows is not None and cap and math.isinf(rate):
         # Every request was due at once and the client sent the next as one finished: its start
         # times are the real server's pace, so the replay queues them all at 0, in the order sent,
@@ -275,8 +301,8 @@ def load_run(path: str, base: Scenario, given: dict, trace_dir: str, index: int,
                                 output=out, burstiness=burstiness)
         strategy = data.get("ramp_up_strategy")
         if strategy:
-            start = _number(data, "ramp_up_start_rps", path)
-            end = _number(data, "ramp_up_end_rps", path)
+            start = _number(data, "ramp_up_start_rps", where)
+            end = _number(data, "ramp_up_end_rps", where)
             workload = replace(workload, ramp_up_strategy=str(strategy), ramp_up_start_rps=start,
                                ramp_up_end_rps=end, request_rate=math.inf)
     sc = replace(sc, workload=replace(workload, max_concurrency=cap))
@@ -284,8 +310,13 @@ def load_run(path: str, base: Scenario, given: dict, trace_dir: str, index: int,
     for key, value in data.items():
         if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
             metrics[key] = float(value)
-    label = Path(path).name
     return MeasuredRun(path, label, sc, metrics, rows is not None, rate, describe_hardware(data, sc))
+
+
+def _where(path: str, label: str) -> str:
+    """How an error names a run: its file, and a GuideLLM report's benchmark (`report.json#2`)."""
+    name = Path(path).name
+    return str(path) if label == name else str(path) + label[len(name):].split(" ")[0]
 
 
 _DEPLOYMENT_DIALS = ("tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization", "block_size",
@@ -296,8 +327,9 @@ def load_runs(paths: list[str], base: Scenario, given: dict, trace_dir: str, pro
               from_file: tuple[str, ...] = ()) -> list[MeasuredRun]:
     """Every file as a run, each checked by building it (a dial vLLM refuses is named here)."""
     runs = []
-    for i, path in enumerate(paths):
-        run = load_run(path, base, given, trace_dir, i, from_file)
+    entries = [(path, label, data) for path in paths for label, data in read_runs(path)]
+    for i, (path, label, data) in enumerate(entries):
+        run = build_run(path, label, data, base, given, trace_dir, i, from_file)
         try:
             run.scenario.deployment(profiles)
             run.scenario.engine_config(profiles)
@@ -306,7 +338,7 @@ def load_runs(paths: list[str], base: Scenario, given: dict, trace_dir: str, pro
             from sim.errors import SimError
 
             if isinstance(exc, SimError):
-                raise UserError(f"{path}: {exc}") from None
+                raise UserError(f"{_where(path, label)}: {exc}") from None
             raise
         runs.append(run)
     return runs
