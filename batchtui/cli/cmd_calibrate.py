@@ -227,14 +227,16 @@ def points_table(runs, result) -> str:
     head = f"{'run':<28} {'metric':<12} {'measured':>10} {'before':>10} {'after':>10} {'error':>8}"
     rows = [head, "-" * len(head)]
     for i, run in enumerate(runs):
-        label = run.label if len(run.label) <= 28 else run.label[:25] + "..."
+        # long names keep their ends: a GuideLLM report's runs differ in "#N strategy"
+        label = run.label if len(run.label) <= 28 else run.label[:12] + "..." + run.label[-13:]
         for j, (key, _) in enumerate(METRICS):
             meas, before, after = result.measured[i, j], result.before[i, j], result.after[i, j]
             if meas != meas:
                 continue
             error = f"{after / meas - 1:+.1%}" if after == after else "-"
-            rows.append(f"{label if j == 0 else '':<28} {short[key]:<12} {_fmt(meas):>10} {_fmt(before):>10} "
+            rows.append(f"{label:<28} {short[key]:<12} {_fmt(meas):>10} {_fmt(before):>10} "
                         f"{_fmt(after):>10} {error:>8}")
+            label = ""  # on the run's first row only
     return "\n".join(rows)
 
 
