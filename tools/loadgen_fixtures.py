@@ -166,7 +166,7 @@ def guidellm_report(directory: Path) -> dict:
             "benchmarks": benches}
 
 
-def _aiperf_block(values, unit: str) -> dict:
+def aiperf_block(values, unit: str) -> dict:
     values = np.asarray(values, dtype=float)
     out = {"unit": unit, "avg": round(float(values.mean()), 4)}
     for q in (1, 5, 10, 25, 50, 75, 90, 95, 99):
@@ -185,14 +185,14 @@ def aiperf_export(directory: Path) -> dict:
         "fixture": NOTE,
         "schema_version": "1.0", "aiperf_version": "0.3.0", "benchmark_id": "3f9c2a61d0b4",
         "request_throughput": {"unit": "requests/sec", "avg": round(n / duration, 4)},
-        "request_latency": _aiperf_block(q["latency_s"] * 1000, "ms"),
+        "request_latency": aiperf_block(q["latency_s"] * 1000, "ms"),
         "request_count": {"unit": "requests", "avg": float(n)},
-        "time_to_first_token": _aiperf_block(q["ttft_ms"], "ms"),
-        "inter_token_latency": _aiperf_block(q["itl_ms"], "ms"),
+        "time_to_first_token": aiperf_block(q["ttft_ms"], "ms"),
+        "inter_token_latency": aiperf_block(q["itl_ms"], "ms"),
         "output_token_throughput": {"unit": "tokens/sec", "avg": round(float(q["output"].sum()) / duration, 4)},
-        "output_token_throughput_per_user": _aiperf_block(1000 / q["itl_ms"], "tokens/sec/user"),
-        "output_sequence_length": _aiperf_block(q["output"], "tokens"),
-        "input_sequence_length": _aiperf_block(q["prompt"], "tokens"),
+        "output_token_throughput_per_user": aiperf_block(1000 / q["itl_ms"], "tokens/sec/user"),
+        "output_sequence_length": aiperf_block(q["output"], "tokens"),
+        "input_sequence_length": aiperf_block(q["prompt"], "tokens"),
         "benchmark_duration": {"unit": "sec", "avg": round(duration, 4)},
         "input_config": {
             "endpoint": {"model_names": [MODEL], "type": "chat", "streaming": True, "url": "localhost:8000"},

@@ -228,7 +228,7 @@ def points_table(runs, result) -> str:
     rows = [head, "-" * len(head)]
     for i, run in enumerate(runs):
         # long names keep their ends: a GuideLLM report's runs differ in "#N strategy"
-        label = run.label if len(run.label) <= 28 else run.label[:12] + "..." + run.label[-13:]
+        label = run.label if len(run.label) <= 28 else run.label[:11] + "..." + run.label[-14:]
         for j, (key, _) in enumerate(METRICS):
             meas, before, after = result.measured[i, j], result.before[i, j], result.after[i, j]
             if meas != meas:

@@ -295,6 +295,8 @@ def build_run(path: str, label: str, data: dict, base: Scenario, given: dict, tr
             out = LengthSpec(dist="uniform", mean=mean_out, low=max(1, math.floor(mean_out * (1 - r))),
                              high=max(1, math.ceil(mean_out * (1 + r))))
         burstiness = data.get("burstiness")
+        if isinstance(burstiness, str) and burstiness.strip().lower() in ("inf", "infinity"):
+            burstiness = math.inf  # evenly spaced, as a result file writes an infinity
         burstiness = float(burstiness) if isinstance(burstiness, (int, float)) and not isinstance(burstiness, bool) \
             and burstiness > 0 else 1.0
         workload = WorkloadSpec(arrival="gamma", request_rate=rate, num_prompts=completed, input=inp,
