@@ -28,7 +28,8 @@ and `output_tokens_per_second` (their means are the counts over the run's span).
 wrote the strategy under `args.strategy` and the totals under `request_totals`; both are read.
 The model is the report's `args.model` (version 1), `config.spec.backend.model` (version 2) or the
 benchmark's `config.backend.model` (0.3: `worker.backend_model`); a `gpu` entry and engine dials
-may be given in the benchmark's `extras` or the report's `config.metadata.labels`.
+may be given in the benchmark's `extras` or the report's `config.metadata.labels`. Lengths that
+vary are replayed with the spread their percentiles imply (`spread`), for both tools.
 
 aiperf (github.com/ai-dynamo/aiperf): `profile_export_aiperf.json`, a `JsonExportData`
 (aiperf/common/models/export_models.py at v0.1.1, src/aiperf/common/models/export_models.py
@@ -50,6 +51,10 @@ import math
 from pathlib import Path
 
 from .exits import UserError
+
+LENGTH_SPREAD = "batchtui_length_spread"
+"""The one key of a converted run that vllm bench serve does not write: the lengths' spread the
+tool's percentiles imply (`spread`), by "input" and "output"."""
 
 GUIDELLM = "GuideLLM report"
 AIPERF = "aiperf profile export"
@@ -125,6 +130,27 @@ def _cap(value, where: str, what: str) -> int | None:
     if number < 1:
         raise UserError(f"{where}: {what} = {_shown(value)} is not a whole number >= 1 (or null: no cap)")
     return number
+
+
+Z90 = 1.2815515655446004
+"""The standard normal's 90th percentile: a lognormal's p10 and p90 are its median times
+exp(-+ Z90 x sigma)."""
+
+
+def spread(stats: dict) -> dict | None:
+    """The lengths' spread a file's own percentiles imply, as a lognormal (median, sigma) clipped
+    to the observed range: {"median", "sigma", "low", "high"}; None when they do not vary (or the
+    file gives no percentiles). `measured` replays lengths drawn from it instead of the mean."""
+    p10, p50, p90 = (_finite(stats.get(k)) for k in ("p10", "p50", "p90"))
+    low, high = _finite(stats.get("min")), _finite(stats.get("max"))
+    if None in (p10, p50, p90) or not 0 < p10 <= p50 <= p90 or p90 == p10:
+        return None
+    sigma = math.log(p90 / p10) / (2 * Z90)
+    if not 0 < sigma <= 4:  # the simulator's largest shape
+        return None
+    low = max(1, math.floor(low)) if low is not None and low >= 1 else 1
+    high = math.ceil(high) if high is not None and high >= p90 else 0
+    return {"median": max(1, round(p50)), "sigma": sigma, "low": low, "high": high}
 
 
 def _labels(*sources) -> dict:
@@ -262,7 +288,7 @@ def guidellm_runs(data: dict, path: str) -> list[tuple[str, dict]]:
         totals = _dict(totals, where, "metrics.request_totals")
         completed = _count(totals.get("successful"), where, "metrics.request_totals.successful")
         failed = _count(totals.get("errored", 0), where, "metrics.request_totals.errored")
-        lengths = {}
+        lengths, spreads = {}, {}
         for key, metric in (("total_input_tokens", "prompt_token_count"),
                             ("total_output_tokens", "output_token_count")):
             block = metrics.get(metric)
@@ -275,6 +301,10 @@ def guidellm_runs(data: dict, path: str) -> list[tuple[str, dict]]:
             if number is None or number < 0:
                 raise UserError(f"{where}: metrics.{metric}.successful.total_sum = {_shown(total)} is not a number >= 0")
             lengths[key] = number
+            percentiles = summary.get("percentiles") if isinstance(summary.get("percentiles"), dict) else {}
+            summary_spread = spread({**summary, **percentiles})
+            if summary_spread:
+                spreads["input" if "input" in key else "output"] = summary_spread
         result = {"completed": completed, "failed": failed, **lengths,
                   "request_rate": "inf" if math.isinf(rate) else rate, "burstiness": burstiness,
                   "max_concurrency": cap}
@@ -285,6 +315,8 @@ def guidellm_runs(data: dict, path: str) -> list[tuple[str, dict]]:
             value = _summary_value(metrics, metric, stat, where)
             if value is not None:
                 result[key] = value * factor
+        if spreads:
+            result[LENGTH_SPREAD] = spreads
         model = _guidellm_model(data, bench)
         if model:
             result["model_id"] = model
@@ -413,6 +445,10 @@ def aiperf_run(data: dict, path: str) -> dict:
             raise UserError(f"{where}: no {metric} (the {'prompt' if 'input' in key else 'output'} lengths); it is not "
                             "a complete aiperf profile export")
         result[key] = mean * completed
+        block = data.get(metric)
+        block_spread = spread(block) if isinstance(block, dict) else None
+        if block_spread:
+            result.setdefault(LENGTH_SPREAD, {})["input" if "input" in key else "output"] = block_spread
     duration = _aiperf_value(data, "benchmark_duration", "avg", "time", where)
     if duration is not None:
         result["duration"] = duration / 1000

@@ -30,6 +30,7 @@ from sim.workload import LengthSpec, WorkloadSpec
 
 from . import options as o
 from .exits import UserError
+from .loadgens import LENGTH_SPREAD, runs
 
 # Keys every result needs, and what each is for (said when one is missing): its traffic.
 REQUIRED = {
@@ -71,8 +72,13 @@ class MeasuredRun:
         capped = f", at most {w.max_concurrency} in flight" if w.max_concurrency else ""
         if self.replayed:
             return f"{self.metrics['completed']:.0f} requests replayed from the file{capped}"
-        return (f"{w.num_prompts} requests at {_rate_text(self.rate)} req/s, {w.input.mean} in / "
-                f"{w.output.mean} out{capped}")
+        return (f"{w.num_prompts} requests at {_rate_text(self.rate)} req/s, {_mean_text(w.input)} in / "
+                f"{_mean_text(w.output)} out{capped}")
+
+
+def _mean_text(spec: LengthSpec) -> str:
+    """A replayed length: the mean, or around the median a file's percentiles give."""
+    return f"~{spec.mean} (lognormal, sigma {spec.sigma:.2f})" if spec.dist == "lognormal" else f"{spec.mean}"
 
 
 def _rate_text(rate: float) -> str:
@@ -105,8 +111,6 @@ def read_result(path: str) -> dict:
 def read_runs(path: str) -> list[tuple[str, dict]]:
     """Every run a result file holds, as (label, vllm bench serve's keys): one for a vLLM or an
     aiperf file, one per benchmark for a GuideLLM report (`loadgens`)."""
-    from .loadgens import runs
-
     return runs(read_result(path), path)
 
 
@@ -289,6 +293,11 @@ def build_run(path: str, label: str, data: dict, base: Scenario, given: dict, tr
         mean_out = max(1, round(data["total_output_tokens"] / completed))
         inp, out = LengthSpec(mean=mean_in), LengthSpec(mean=mean_out)
         r = traffic.get("random_range_ratio")
+        spreads = data.get(LENGTH_SPREAD) if isinstance(data.get(LENGTH_SPREAD), dict) else {}
+        if spreads.get("input"):
+            inp = _lognormal(spreads["input"])
+        if spreads.get("output"):
+            out = _lognormal(spreads["output"])
         if r:
             inp = LengthSpec(dist="uniform", mean=mean_in, low=max(1, math.floor(mean_in * (1 - r))),
                              high=max(1, math.ceil(mean_in * (1 + r))))
@@ -313,6 +322,12 @@ def build_run(path: str, label: str, data: dict, base: Scenario, given: dict, tr
         if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
             metrics[key] = float(value)
     return MeasuredRun(path, label, sc, metrics, rows is not None, rate, describe_hardware(data, sc))
+
+
+def _lognormal(spread: dict) -> LengthSpec:
+    """Lengths drawn around the median a GuideLLM or aiperf file's percentiles give (`loadgens.spread`)."""
+    return LengthSpec(dist="lognormal", mean=spread["median"], sigma=spread["sigma"], low=spread["low"],
+                      high=spread["high"])
 
 
 def _where(path: str, label: str) -> str:

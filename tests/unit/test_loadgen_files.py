@@ -122,6 +122,33 @@ def test_a_poisson_or_capped_benchmark_and_guidellm_0_3s_layout(capsys, tmp_path
     assert (concurrent.request_rate, concurrent.max_concurrency) == (math.inf, 2)
 
 
+def test_lengths_spread_as_the_files_percentiles_say(capsys, tmp_path):
+    """A ShareGPT-like spread of prompt lengths (p10 100, median 230, p90 600 tokens) is replayed
+    as lengths drawn around that median, not one length; fixed lengths stay fixed."""
+    from batchtui.cli.measured import load_runs
+    from sim.scenario import Scenario
+
+    report = _load(GUIDELLM)
+    report["benchmarks"] = report["benchmarks"][2:3]
+    prompt = report["benchmarks"][0]["metrics"]["prompt_token_count"]["successful"]
+    prompt.update({"min": 4.0, "max": 1800.0})
+    prompt["percentiles"].update({"p10": 100.0, "p50": 230.0, "p90": 600.0})
+    path = tmp_path / "spread.json"
+    path.write_text(json.dumps(report))
+    [run_] = load_runs([str(path)], Scenario(), {}, str(tmp_path), Scenario().profiles())
+    w = run_.scenario.workload
+    assert (w.input.dist, w.input.mean, w.input.low, w.input.high) == ("lognormal", 230, 4, 1800)
+    assert w.input.sigma == pytest.approx(math.log(600 / 100) / (2 * 1.2816), rel=1e-3)
+    assert w.output.dist == "fixed"  # every answer 256 tokens: p10 == p90
+    import numpy as np
+
+    drawn = w.input.draw(np.random.default_rng(0), 20000)
+    # the file's median, and its p90 / p10 (a lognormal is symmetric around the median in log)
+    assert np.median(drawn) == pytest.approx(230, rel=0.02)
+    assert np.percentile(drawn, 90) / np.percentile(drawn, 10) == pytest.approx(6, rel=0.05)
+    assert "~230 (lognormal" in run(capsys, "compare", str(path), "--jobs", "1")[1]
+
+
 # -- aiperf ---------------------------------------------------------------------------------------
 
 
