@@ -41,8 +41,11 @@ later; docs/reference/json-export-schema.md, schema versions 1.0-1.5). Each metr
 `input_sequence_length`, `output_sequence_length`, `benchmark_duration`; the load from
 `input_config` (aiperf's `UserConfig`): `loadgen.request_rate` with `loadgen.request_rate_mode`
 (constant or poisson, the default) and `loadgen.concurrency` (a cap on top of a rate, else the
-number kept in flight), the model from `endpoint.model_names`; the GPU from `telemetry_data`
-when GPU telemetry was collected (its `gpu_name`, as nvidia-smi reports it).
+number kept in flight), the model from `endpoint.model_names`; when `input_config` has no
+`loadgen` (later schemas keep another config body there), the load and the model from the
+command line the run records (`run_info.cli_command`, schema 1.3+): `--concurrency`,
+`--request-rate`, `--request-rate-mode`, `--model`. The GPU from `telemetry_data` when GPU
+telemetry was collected (its `gpu_name`, as nvidia-smi reports it).
 """
 
 from __future__ import annotations
@@ -389,6 +392,47 @@ def _aiperf_gpu(data: dict) -> str | None:
     return names.pop() if len(names) == 1 else None
 
 
+# aiperf profile's flags for the load and the model, as its CLI options reference spells them
+COMMAND_FLAGS = {"--concurrency": "concurrency", "--request-rate": "request_rate",
+                 "--request-rate-mode": "request_rate_mode", "-m": "model", "--model": "model",
+                 "--model-names": "model"}
+
+
+def _aiperf_command(data: dict, config: dict) -> dict | None:
+    """The load and model from the command line the export records (`run_info.cli_command`,
+    schema 1.3; `input_config.cli_command` before), as loadgen's keys; None without one."""
+    import shlex
+
+    run_info = data.get("run_info")
+    text = run_info.get("cli_command") if isinstance(run_info, dict) else None
+    if not isinstance(text, str):
+        text = config.get("cli_command")
+    if not isinstance(text, str) or not text.strip():
+        return None
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        return None
+    out: dict = {}
+    for i, word in enumerate(words):
+        flag, sep, value = word.partition("=")
+        if flag not in COMMAND_FLAGS:
+            continue
+        if not sep and i + 1 < len(words):
+            value = words[i + 1]
+        key = COMMAND_FLAGS[flag]
+        if key in ("concurrency", "request_rate"):
+            try:
+                out[key] = float(value)  # checked as loadgen's own values are
+            except ValueError:
+                out[key] = value
+        elif key == "model":
+            out[key] = value.split(",")[0].strip()
+        else:
+            out[key] = value
+    return out if "concurrency" in out or "request_rate" in out else None
+
+
 def _aiperf_model(config: dict) -> str | None:
     endpoint = config.get("endpoint")
     names = endpoint.get("model_names") if isinstance(endpoint, dict) else None
@@ -415,16 +459,23 @@ def aiperf_run(data: dict, path: str) -> dict:
         raise UserError(f"{where}: aiperf replayed a schedule from its input file, which the export does not hold; "
                         "replay that trace with batchtui sim --workload instead")
     loadgen = config.get("loadgen")
+    command = _aiperf_command(data, config)
+    if loadgen is None and command:
+        loadgen = command  # later schemas: the load is in the command line the run records
     if loadgen is None:
         raise UserError(f"{where}: its input_config has no loadgen (loadgen.concurrency or loadgen.request_rate: "
-                        "the load it ran); it cannot be replayed")
+                        "the load it ran) and it records no aiperf command line; it cannot be replayed")
     loadgen = _dict(loadgen, where, "input_config.loadgen")
-    concurrency = _cap(loadgen.get("concurrency"), where, "input_config.loadgen.concurrency")
+
+    def name(key: str) -> str:  # how a message names a setting: where the file keeps it
+        return f"input_config.loadgen.{key}" if config.get("loadgen") is not None else \
+            f"the recorded command's --{key.replace('_', '-')}"
+    concurrency = _cap(loadgen.get("concurrency"), where, name("concurrency"))
     if loadgen.get("request_rate") is not None:
-        rate = _positive(loadgen["request_rate"], where, "input_config.loadgen.request_rate")
+        rate = _positive(loadgen["request_rate"], where, name("request_rate"))
         mode = str(loadgen.get("request_rate_mode") or "poisson").strip().lower()
         if mode not in ("constant", "poisson"):
-            raise UserError(f"{where}: input_config.loadgen.request_rate_mode = {_shown(loadgen.get('request_rate_mode'))} "
+            raise UserError(f"{where}: {name('request_rate_mode')} = {_shown(loadgen.get('request_rate_mode'))} "
                             "with a rate; constant or poisson expected")
         burstiness = math.inf if mode == "constant" else 1.0
     else:
@@ -456,7 +507,7 @@ def aiperf_run(data: dict, path: str) -> dict:
         value = _aiperf_value(data, metric, stat, unit_kind, where)
         if value is not None:
             result[key] = value
-    model = _aiperf_model(config)
+    model = _aiperf_model(config) or (command or {}).get("model")
     if model:
         result["model_id"] = model
     gpu = _aiperf_gpu(data)

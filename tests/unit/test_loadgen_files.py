@@ -149,6 +149,26 @@ def test_lengths_spread_as_the_files_percentiles_say(capsys, tmp_path):
     assert "~230 (lognormal" in run(capsys, "compare", str(path), "--jobs", "1")[1]
 
 
+def test_a_version_2_report_names_its_model_and_gpu_where_guidellm_0_7_keeps_them(capsys, tmp_path):
+    report = _load(GUIDELLM)
+    report["metadata"]["version"] = 2
+    del report["args"]
+    for bench in report["benchmarks"]:
+        del bench["config"]["backend"]["model"]
+    report["config"] = {"metadata": {"labels": {"gpu": "a100-80gb", "max-num-seqs": "64"}},
+                        "spec": {"backend": {"kind": "openai_http", "model": "meta-llama/Llama-3.1-8B-Instruct"}}}
+    report["benchmarks"] = report["benchmarks"][:1]
+    path = tmp_path / "benchmarks.json"
+    path.write_text(json.dumps(report))
+    [entry] = _compare(capsys, path)["runs"]
+    assert (entry["gpu"], entry["model"]) == ("a100-80gb", "llama-3.1-8b")
+    from batchtui.cli.measured import load_runs
+    from sim.scenario import Scenario
+
+    [run_] = load_runs([str(path)], Scenario(), {}, str(tmp_path), Scenario().profiles(), ("gpu", "model"))
+    assert run_.scenario.engine["max_num_seqs"] == 64  # a label spelled as vllm serve's flag, as --metadata
+
+
 # -- aiperf ---------------------------------------------------------------------------------------
 
 
@@ -182,6 +202,26 @@ def test_aiperf_units_are_converted_and_a_rate_with_a_cap_is_both(tmp_path):
     assert r["median_ttft_ms"] == pytest.approx(_load(AIPERF)["time_to_first_token"]["p50"])
     assert (r["request_rate"], r["burstiness"], r["max_concurrency"]) == (5.0, math.inf, 8)
     assert r["gpu"] == "NVIDIA H100 80GB HBM3"  # resolved like a vLLM file's gpu entry
+
+
+def test_a_later_aiperf_schema_gives_its_load_in_the_recorded_command_line(capsys, tmp_path):
+    from batchtui.cli.measured import read_runs
+
+    data = _load(AIPERF)
+    data["schema_version"] = "1.5"
+    data["input_config"] = {"models": {"items": [{"name": "meta-llama/Llama-3.1-70B-Instruct"}]}}
+    data["run_info"] = {"cli_command": "aiperf profile --model meta-llama/Llama-3.1-8B-Instruct --url "
+                                       "http://localhost:8000 --request-rate 4.5 --request-rate-mode constant "
+                                       "--concurrency=16 --request-count 200"}
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(data))
+    [(_, r)] = read_runs(str(path))
+    assert (r["request_rate"], r["burstiness"], r["max_concurrency"]) == (4.5, math.inf, 16)
+    assert r["model_id"] == "meta-llama/Llama-3.1-70B-Instruct"  # the config's, when it names one
+    data["run_info"]["cli_command"] = "aiperf profile -m x --concurrency lots"
+    path.write_text(json.dumps(data))
+    code, _, err = run(capsys, "compare", str(path), "--jobs", "1")
+    assert code == 2 and one_line(err) and "the recorded command's --concurrency = 'lots'" in err, err
 
 
 def test_the_aiperf_gpu_from_telemetry_picks_the_profile(capsys, tmp_path):
