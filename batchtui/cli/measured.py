@@ -97,7 +97,7 @@ def read_result(path: str) -> dict:
             raise UserError(f"{path}: not a result of vllm bench serve, GuideLLM or aiperf (not UTF-8 text)") from None
         raise
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=_json_int)
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: not a result of vllm bench serve, GuideLLM or aiperf: invalid JSON at line {exc.lineno} "
                         f"({exc.msg})") from None
@@ -106,6 +106,12 @@ def read_result(path: str) -> dict:
     if not isinstance(data, dict):
         raise UserError(f"{path}: not a result of vllm bench serve, GuideLLM or aiperf (a JSON object of results expected)")
     return data
+
+
+def _json_int(text: str) -> int | float:
+    """A JSON integer; one too long for a float (past 1e308, or past Python's 4,300 digits) is
+    read as infinity, which every number check refuses, instead of failing in the middle."""
+    return int(text) if len(text) <= 300 else float(text)
 
 
 def read_runs(path: str) -> list[tuple[str, dict]]:

@@ -333,6 +333,21 @@ def test_a_malformed_or_unsupported_file_says_what_is_missing(capsys, tmp_path, 
     assert not (tmp_path / "o.toml").exists()
 
 
+@pytest.mark.parametrize("digits", [400, 5000])
+def test_an_integer_too_long_for_a_float_is_refused_as_a_number(capsys, tmp_path, digits):
+    """Past 1e308 (and past Python's 4,300 digits for an int) in any of the three formats."""
+    huge = "1" + "0" * digits
+    files = {"vllm.json": '{"completed": %s, "total_input_tokens": 5, "total_output_tokens": 5, "request_rate": 1,'
+                          ' "output_throughput": 3}' % huge,
+             "guidellm.json": GUIDELLM.read_text().replace('"rate": 6.0', '"rate": ' + huge),
+             "aiperf.json": AIPERF.read_text().replace('"avg": 200.0', '"avg": ' + huge)}
+    for name, text in files.items():
+        path = tmp_path / name
+        path.write_text(text)
+        code, _, err = run(capsys, "compare", str(path), "--jobs", "1")
+        assert code == 2 and one_line(err) and "= inf is not a" in err, err
+
+
 # -- hostile files --------------------------------------------------------------------------------
 
 HOSTILE = st.one_of(st.none(), st.booleans(), st.sampled_from([-1, 0, 1, 3, 2.5, 1e308, float("nan"), float("inf")]),
