@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
                              progress=progress_printer(True))
             except FitError as exc:
                 raise UserError(str(exc)) from None
-    text = profile_text(name, profiles.gpu(base.gpu), profiles.model(base.model), result, args.results)
+    text = profile_text(name, profiles.gpu(base.gpu), profiles.model(base.model), result, [r.label for r in runs])
     write_profile(args.output, name, text)
     print()
     print(parameter_table(result))
@@ -246,15 +246,16 @@ def _fmt(value: float) -> str:
     return f"{value:,.0f}" if value >= 1000 else f"{value:,.2f}"
 
 
-def profile_text(name: str, gpu, model, result, paths: list[str]) -> str:
+def profile_text(name: str, gpu, model, result, labels: list[str]) -> str:
     """A complete [gpus.NAME] table: the base GPU's figures and the fitted values, with a comment
     saying where they came from."""
     from sim.fit import PARAMETERS
 
     date = datetime.now().strftime("%Y-%m-%d %H:%M")
     lines = [f"# Calibrated by batchtui calibrate on {date}: {model.name} on {gpu.name} ({gpu.id}),",
-             f"# fitted to {len(paths)} vllm bench serve run(s):"]
-    lines += [f"#   {Path(p).name}" for p in paths]
+             f"# fitted to {len(labels)} measured run(s):"]
+    # a file's name, and a GuideLLM report's benchmark; a name's line breaks would end the comment
+    lines += ["#   " + "".join(c if c.isprintable() else "?" for c in label) for label in labels]
     lines.append(f"# RMS error of TTFT p50, TPOT p50 and output throughput: {result.rms_before:.1%} with the "
                  f"base figures, {result.rms_after:.1%} fitted.")
     lines.append(f"[gpus.{_key(name)}]")

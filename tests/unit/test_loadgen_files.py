@@ -284,7 +284,8 @@ def test_calibrate_fits_a_guidellm_sweep(capsys, tmp_path):
     assert fitted["eta_mfu"] == pytest.approx(0.55, rel=0.1)
     assert 0.2e-3 < fitted["overhead_s"] < 1e-3
     assert fitted["overhead_per_seq_s"] == pytest.approx(25e-6, rel=0.5)
-    assert "#5 constant@18" in text and "guidellm-benchmarks.json" in out.read_text()
+    assert "#5 constant@18" in text
+    assert "# fitted to 5 measured run(s)" in out.read_text() and "#   guidellm-benchmarks.json#2 throughput" in out.read_text()
 
 
 # -- malformed files: one line naming what is wrong ------------------------------------------------
