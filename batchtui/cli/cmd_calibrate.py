@@ -27,7 +27,7 @@ from .exits import EXIT_OK, UserError
 from .output import output_file
 from .setup import user_errors
 
-HELP = "fit the GPU profile to vllm bench serve results and write it as a profile file"
+HELP = "fit the GPU profile to measured runs (vllm bench serve, GuideLLM, aiperf) and write it as a profile file"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

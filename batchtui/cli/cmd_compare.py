@@ -25,7 +25,7 @@ from .exits import EXIT_OK
 from .output import Sink
 from .setup import user_errors
 
-HELP = "simulate measured vllm bench serve runs and show measured and simulated side by side"
+HELP = "simulate measured runs (vllm bench serve, GuideLLM, aiperf) and show measured and simulated side by side"
 
 # (key, label, format) of the rows each run shows, when its file has them.
 ROWS = (
