@@ -35,7 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     p.description = (
         "Fit the simulator's GPU parameters (efficiencies and host overheads) to measured "
-        "`vllm bench serve --save-result` runs, and write them as a GPU profile usable everywhere as "
+        "`vllm bench serve --save-result` runs (or GuideLLM reports and aiperf profile exports), and write "
+        "them as a GPU profile usable everywhere as "
         "--profiles FILE --gpu NAME. Give runs that pin every parameter: one request at a time (a low "
         "rate), several rates up to saturation, and one with long prompts. Prints the fitted values with "
         "their uncertainty and every run measured, simulated before and after.")
