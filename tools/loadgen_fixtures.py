@@ -119,7 +119,23 @@ def _rate(times, amounts, span: tuple[float, float]) -> dict:
             "total": summary}
 
 
-def guidellm_benchmark(index: int, strategy: dict, r: dict, run_id: str) -> dict:
+def guidellm_requests(q: dict) -> list[dict]:
+    """Each successful request as a GenerativeRequestStats (the fields a replay reads, with
+    GuideLLM's timings in seconds since the epoch)."""
+    epoch = START.timestamp()
+    return [{"type_": "generative_request_stats", "request_id": f"req-{i}", "response_id": None,
+             "request_args": None, "output": None,
+             "info": {"request_id": f"req-{i}", "timings": {
+                 "request_start": epoch + float(s), "first_token_iteration": epoch + float(s) + float(t) / 1000,
+                 "last_token_iteration": epoch + float(e), "request_end": epoch + float(e),
+                 "request_iterations": int(o), "token_iterations": int(o)}, "error": None},
+             "input_metrics": {"total_tokens": int(n)}, "output_metrics": {"total_tokens": int(o)}}
+            for i, (s, t, e, n, o) in enumerate(zip(q["start"], q["ttft_ms"], q["end"], q["prompt"], q["output"]))]
+
+
+def guidellm_benchmark(index: int, strategy: dict, r: dict, run_id: str, keep_requests: bool = False) -> dict:
+    """One benchmark of a report; its requests stripped (`--sample-requests 0`, as the fixture
+    keeps them) unless `keep_requests` (GuideLLM's default: every one)."""
     q = per_request(r)
     span = (float(q["start"].min()), float(q["end"].max()))
     n = len(q["ttft_ms"])
@@ -141,13 +157,14 @@ def guidellm_benchmark(index: int, strategy: dict, r: dict, run_id: str) -> dict
     return {
         "type_": "generative_benchmark",
         "config": {"id_": f"{run_id}-{index}", "run_id": run_id, "run_index": index, "strategy": strategy,
-                   "constraints": {"max_requests": {"max_num": n}}, "sample_requests": 0,
+                   "constraints": {"max_requests": {"max_num": n}}, "sample_requests": None if keep_requests else 0,
                    "profile": {"type_": "sweep", "sweep_size": len(SWEEP)},
                    "requests": {"data": [f"prompt_tokens={PROMPT},output_tokens={OUTPUT}"]},
                    "backend": {"type_": "openai_http", "target": "http://localhost:8000", "model": MODEL},
                    "environment": {"type_": "non_distributed"}},
         "metrics": metrics,
-        "requests": {"successful": [], "incomplete": [], "errored": [], "total": None},
+        "requests": {"successful": guidellm_requests(q) if keep_requests else [], "incomplete": [], "errored": [],
+                     "total": None},
         "start_time": span[0], "end_time": span[1], "duration": round(span[1] - span[0], 4),
     }
 

@@ -28,8 +28,11 @@ and `output_tokens_per_second` (their means are the counts over the run's span).
 wrote the strategy under `args.strategy` and the totals under `request_totals`; both are read.
 The model is the report's `args.model` (version 1), `config.spec.backend.model` (version 2) or the
 benchmark's `config.backend.model` (0.3: `worker.backend_model`); a `gpu` entry and engine dials
-may be given in the benchmark's `extras` or the report's `config.metadata.labels`. Lengths that
-vary are replayed with the spread their percentiles imply (`spread`), for both tools.
+may be given in the benchmark's `extras` or the report's `config.metadata.labels`. A report that
+keeps every successful request (`requests.successful`, GuideLLM's default) is replayed request for
+request, from each one's `info.timings.request_start` and token counts, as a vLLM file saved with
+`--save-detailed`; otherwise lengths that vary are replayed with the spread their percentiles imply
+(`spread`), for both tools.
 
 aiperf (github.com/ai-dynamo/aiperf): `profile_export_aiperf.json`, a `JsonExportData`
 (aiperf/common/models/export_models.py at v0.1.1, src/aiperf/common/models/export_models.py
@@ -264,6 +267,32 @@ def _guidellm_load(strategy: dict, where: str) -> tuple[float, float, int | None
                     "concurrent, throughput, constant or poisson)")
 
 
+def _guidellm_requests(bench: dict, completed: int, where: str) -> dict:
+    """vllm bench serve's per-request arrays (`input_lens`, `output_lens`, `start_times`) from the
+    successful requests a report keeps (`requests.successful`, each a `GenerativeRequestStats`:
+    `info.timings.request_start`, `input_metrics.total_tokens`, `output_metrics.total_tokens`),
+    when it keeps every one (GuideLLM's default): the run is then replayed request for request.
+    Empty when it keeps a sample (`--sample-requests`) or none."""
+    requests = bench.get("requests")
+    kept = requests.get("successful") if isinstance(requests, dict) else None
+    if not isinstance(kept, list) or not kept or len(kept) != completed:
+        return {}
+    ins, outs, starts = [], [], []
+    for i, req in enumerate(kept, 1):
+        info = req.get("info") if isinstance(req, dict) else None
+        timings = info.get("timings") if isinstance(info, dict) else None
+        start = _finite(timings.get("request_start")) if isinstance(timings, dict) else None
+        n_in, n_out = ((req.get(k) or {}).get("total_tokens") if isinstance(req.get(k), dict) else None
+                       for k in ("input_metrics", "output_metrics"))
+        if start is None or _finite(n_in) is None or _finite(n_out) is None:
+            raise UserError(f"{where}: successful request {i} has no usable request_start, input_metrics.total_tokens "
+                            f"or output_metrics.total_tokens ({_shown(start)}, {_shown(n_in)}, {_shown(n_out)})")
+        ins.append(n_in)
+        outs.append(n_out)
+        starts.append(start)
+    return {"input_lens": ins, "output_lens": outs, "start_times": starts, "errors": [""] * len(kept)}
+
+
 def guidellm_runs(data: dict, path: str) -> list[tuple[str, dict]]:
     benches = data.get("benchmarks")
     if not isinstance(benches, list) or not benches:
@@ -320,6 +349,7 @@ def guidellm_runs(data: dict, path: str) -> list[tuple[str, dict]]:
                 result[key] = value * factor
         if spreads:
             result[LENGTH_SPREAD] = spreads
+        result.update(_guidellm_requests(bench, completed, where))
         model = _guidellm_model(data, bench)
         if model:
             result["model_id"] = model

@@ -271,6 +271,38 @@ def test_a_run_written_by_each_tool_replays_as_the_vllm_file_of_that_run(capsys,
             assert other["simulated"][key] == pytest.approx(runs[0]["simulated"][key], rel=1e-9)
 
 
+def test_a_report_that_keeps_every_request_is_replayed_request_for_request(capsys, tmp_path):
+    """GuideLLM keeps every request by default: its send times and lengths replay as a vLLM file
+    saved with --save-detailed does (here a run of varied lengths at a Poisson rate)."""
+    import tools.loadgen_fixtures as fx
+    from batchtui.cli.measured import load_runs
+    from sim.scenario import Scenario
+    from sim.workload import load_trace
+
+    vllm = tmp_path / "vllm.json"
+    code, _, err = run(capsys, "sim", "--request-rate", "10", "--num-prompts", "30", "--random-input-len", "400",
+                       "--random-output-len", "80", "--random-range-ratio", "0.5", "--save-result",
+                       "--save-detailed", "--result-filename", str(vllm))
+    assert code == 0, err
+    r = _load(vllm)
+    report = {"metadata": {"version": 1}, "args": {"model": r["model_id"]},
+              "benchmarks": [fx.guidellm_benchmark(0, {"type_": "poisson", "rate": 10.0}, r, "id", keep_requests=True)]}
+    (tmp_path / "g.json").write_text(json.dumps(report))
+    ours, theirs = load_runs([str(vllm), str(tmp_path / "g.json")], Scenario(), {}, str(tmp_path),
+                             Scenario().profiles())
+    assert ours.replayed and theirs.replayed and "30 requests replayed from the file" in theirs.describe()
+    a, b = (load_trace(x.scenario.workload.trace_path) for x in (ours, theirs))
+    assert [(s.prompt_len, s.output_len) for s in a] == [(s.prompt_len, s.output_len) for s in b]
+    assert [s.arrival_time for s in b] == pytest.approx([s.arrival_time for s in a], abs=1e-6)
+    runs = _compare(capsys, vllm, tmp_path / "g.json")["runs"]
+    assert runs[0]["simulated"]["median_tpot_ms"] == pytest.approx(runs[1]["simulated"]["median_tpot_ms"], rel=1e-9)
+    # a report keeping a sample of its requests (--sample-requests 5) is replayed from its summary
+    report["benchmarks"][0]["requests"]["successful"] = report["benchmarks"][0]["requests"]["successful"][:5]
+    (tmp_path / "g.json").write_text(json.dumps(report))
+    [sampled] = load_runs([str(tmp_path / "g.json")], Scenario(), {}, str(tmp_path), Scenario().profiles())
+    assert not sampled.replayed
+
+
 def test_calibrate_fits_a_guidellm_sweep(capsys, tmp_path):
     """The fixture's sweep was simulated with eta_bw 0.72, eta_mfu 0.55, 0.4 ms per iteration and
     25 us per sequence (synchronous scheduling, which the report does not record: given as vllm
@@ -315,6 +347,8 @@ _DROP = object()
     (GUIDELLM, "benchmarks.3.metrics.request_totals.successful", -3, "successful = -3 is not a whole number"),
     (GUIDELLM, "benchmarks.3.metrics.time_to_first_token_ms.successful.median", "fast", "median = 'fast'"),
     (GUIDELLM, "benchmarks.4.metrics", 7, "metrics is 7, not an object"),
+    (GUIDELLM, "benchmarks.0.requests.successful", [{"info": {"timings": {}}}] * 20,
+     "successful request 1 has no usable request_start"),
     (AIPERF, "input_config", _DROP, "without its input_config"),
     (AIPERF, "input_config.loadgen", _DROP, "no loadgen"),
     (AIPERF, "input_config.loadgen.request_rate", 0, "request_rate = 0 is not a number > 0"),
