@@ -29,6 +29,12 @@ from .workload import LengthSpec
 
 Z99 = 2.3263478740408408
 """The standard normal's 99th percentile: a lognormal's p99 is its median x exp(Z99 x sigma)."""
+Z90 = 1.2815515655446004
+"""The standard normal's 90th percentile: a lognormal's p10 and p90 are its median x
+exp(-+ Z90 x sigma)."""
+TAIL_SIGMAS = 4
+"""Where an unbounded replayed length is clipped: the median x exp(4 sigma), about the 99.997th
+percentile, so a replay stays bounded."""
 
 SPREAD_FLOOR = 0.05
 """Below this relative spread of p99 over the median, the lengths are taken as equal."""
@@ -45,9 +51,19 @@ def lognormal_around(mean: float, ratio_p99_to_p50: float) -> LengthSpec:
     if not ratio_p99_to_p50 > 1 + SPREAD_FLOOR:
         return LengthSpec(mean=whole)
     sigma = math.log(ratio_p99_to_p50) / Z99
-    median = max(1, round(mean * math.exp(-sigma * sigma / 2)))  # a lognormal's mean is median x e^(s^2/2)
-    # Clipped far out in the tail (about the 99.997th percentile), so a replay stays bounded.
-    return LengthSpec(dist="lognormal", mean=median, sigma=sigma, low=1, high=max(1, round(median * math.exp(4 * sigma))))
+    median = mean * math.exp(-sigma * sigma / 2)  # a lognormal's mean is median x e^(s^2/2)
+    return lognormal_lengths(median, sigma)
+
+
+def lognormal_lengths(median: float, sigma: float, low: int = 1, high: int | None = None) -> LengthSpec:
+    """Lengths drawn lognormal around `median` with shape `sigma`, within [`low`, `high`]
+    (unbounded above: clipped `TAIL_SIGMAS` sigmas out). The one form every replayed spread
+    takes, implied by latency percentiles (`output_lengths`) or given by a file's own length
+    percentiles (a GuideLLM or aiperf file, `batchtui.cli.loadgens.spread`)."""
+    median = max(1, round(median))
+    if high is None:
+        high = max(1, round(median * math.exp(TAIL_SIGMAS * sigma)))
+    return LengthSpec(dist="lognormal", mean=median, sigma=sigma, low=low, high=high)
 
 
 def implied_output_ratio(metrics: dict) -> float | None:

@@ -27,7 +27,7 @@ from .exits import EXIT_OK, UserError
 from .output import output_file
 from .setup import user_errors
 
-HELP = "fit the GPU profile to vllm bench serve results and write it as a profile file"
+HELP = "fit the GPU profile to measured runs (vllm bench serve, GuideLLM, aiperf) and write it as a profile file"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -35,11 +35,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     p.description = (
         "Fit the simulator's GPU parameters (efficiencies and host overheads) to measured "
-        "`vllm bench serve --save-result` runs, and write them as a GPU profile usable everywhere as "
+        "`vllm bench serve --save-result` runs (or GuideLLM reports and aiperf profile exports), and write "
+        "them as a GPU profile usable everywhere as "
         "--profiles FILE --gpu NAME. Give runs that pin every parameter: one request at a time (a low "
         "rate), several rates up to saturation, and one with long prompts. Prints the fitted values with "
         "their uncertainty and every run measured, simulated before and after.")
-    p.add_argument("results", nargs="+", metavar="RESULT.json", help="result files of vllm bench serve --save-result")
+    p.add_argument("results", nargs="+", metavar="RESULT.json", help="result files of vllm bench serve --save-result, GuideLLM reports (benchmarks.json: one run "
+                        "per benchmark) or aiperf exports (profile_export_aiperf.json), told apart by content")
     add_hardware_args(p, gpu_help="the GPU the runs were measured on, to start from (a profile id, its "
                                   "nvidia-smi name, or auto)")
     f = p.add_argument_group("the fit")
@@ -115,13 +117,13 @@ def progress_printer(enabled: bool):
 def run(args: argparse.Namespace) -> int:
     from sim.fit import FitError, PARAMETER_NAMES, Point, fit
 
-    from .measured import load_runs, read_result
+    from .measured import first_run, load_runs
 
     name = args.name
     if name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
         raise UserError(f"argument --name: {name!r} is not allowed: letters, digits, '-', '_' and '.' "
                         "(it becomes [gpus.NAME] and --gpu NAME)")
-    base, profiles = base_scenario(args, read_result(args.results[0]))
+    base, profiles = base_scenario(args, first_run(args.results[0]))
     name = name or f"{base.gpu}-calibrated"
     fitted = [n for n in PARAMETER_NAMES if n not in args.fix]
     with tempfile.TemporaryDirectory(prefix="batchtui-calibrate-") as trace_dir:
@@ -136,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
                              progress=progress_printer(True))
             except FitError as exc:
                 raise UserError(str(exc)) from None
-    text = profile_text(name, profiles.gpu(base.gpu), profiles.model(base.model), result, args.results)
+    text = profile_text(name, profiles.gpu(base.gpu), profiles.model(base.model), result, [r.label for r in runs])
     write_profile(args.output, name, text)
     print()
     print(parameter_table(result))
@@ -226,14 +228,16 @@ def points_table(runs, result) -> str:
     head = f"{'run':<28} {'metric':<12} {'measured':>10} {'before':>10} {'after':>10} {'error':>8}"
     rows = [head, "-" * len(head)]
     for i, run in enumerate(runs):
-        label = run.label if len(run.label) <= 28 else run.label[:25] + "..."
+        # long names keep their ends: a GuideLLM report's runs differ in "#N strategy"
+        label = run.label if len(run.label) <= 28 else run.label[:11] + "..." + run.label[-14:]
         for j, (key, _) in enumerate(METRICS):
             meas, before, after = result.measured[i, j], result.before[i, j], result.after[i, j]
             if meas != meas:
                 continue
             error = f"{after / meas - 1:+.1%}" if after == after else "-"
-            rows.append(f"{label if j == 0 else '':<28} {short[key]:<12} {_fmt(meas):>10} {_fmt(before):>10} "
+            rows.append(f"{label:<28} {short[key]:<12} {_fmt(meas):>10} {_fmt(before):>10} "
                         f"{_fmt(after):>10} {error:>8}")
+            label = ""  # on the run's first row only
     return "\n".join(rows)
 
 
@@ -243,15 +247,16 @@ def _fmt(value: float) -> str:
     return f"{value:,.0f}" if value >= 1000 else f"{value:,.2f}"
 
 
-def profile_text(name: str, gpu, model, result, paths: list[str]) -> str:
+def profile_text(name: str, gpu, model, result, labels: list[str]) -> str:
     """A complete [gpus.NAME] table: the base GPU's figures and the fitted values, with a comment
     saying where they came from."""
     from sim.fit import PARAMETERS
 
     date = datetime.now().strftime("%Y-%m-%d %H:%M")
     lines = [f"# Calibrated by batchtui calibrate on {date}: {model.name} on {gpu.name} ({gpu.id}),",
-             f"# fitted to {len(paths)} vllm bench serve run(s):"]
-    lines += [f"#   {Path(p).name}" for p in paths]
+             f"# fitted to {len(labels)} measured run(s):"]
+    # a file's name, and a GuideLLM report's benchmark; a name's line breaks would end the comment
+    lines += ["#   " + "".join(c if c.isprintable() else "?" for c in label) for label in labels]
     lines.append(f"# RMS error of TTFT p50, TPOT p50 and output throughput: {result.rms_before:.1%} with the "
                  f"base figures, {result.rms_after:.1%} fitted.")
     lines.append(f"[gpus.{_key(name)}]")

@@ -25,7 +25,7 @@ from .exits import EXIT_OK
 from .output import Sink
 from .setup import user_errors
 
-HELP = "simulate measured vllm bench serve runs and show measured and simulated side by side"
+HELP = "simulate measured runs (vllm bench serve, GuideLLM, aiperf) and show measured and simulated side by side"
 
 # (key, label, format) of the rows each run shows, when its file has them.
 ROWS = (
@@ -51,7 +51,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "Run the simulator on each measured run's settings (traffic from the result file, engine from the "
         "flags or the file's --metadata) and print measured against simulated: vllm bench serve's "
         "figures with a simulated column, and the sweep chart with both curves.")
-    p.add_argument("results", nargs="+", metavar="RESULT.json", help="result files of vllm bench serve --save-result")
+    p.add_argument("results", nargs="+", metavar="RESULT.json", help="result files of vllm bench serve --save-result, GuideLLM reports (benchmarks.json: one run "
+                        "per benchmark) or aiperf exports (profile_export_aiperf.json), told apart by content")
     add_hardware_args(p, gpu_required=False,
                       gpu_help="the GPU profile to simulate (default h100-sxm; a calibrated one with "
                                "--profiles FILE --gpu NAME; auto: the GPU nvidia-smi reports)")
@@ -70,9 +71,9 @@ def simulate(job) -> dict:
 
 @user_errors
 def run(args: argparse.Namespace) -> int:
-    from .measured import load_runs, read_result
+    from .measured import first_run, load_runs
 
-    base, profiles = base_scenario(args, read_result(args.results[0]))
+    base, profiles = base_scenario(args, first_run(args.results[0]))
     # Each file may name its own GPU (--metadata gpu=...) and model (its model_id), unless the
     # command line sets them for all.
     from_file = tuple(k for k, flag in (("gpu", args.gpu), ("model", args.model)) if not flag)
@@ -87,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         results.dump_json(Sink(sys.stdout, "standard output"), {
             "gpu": gpu.id, "model": model.id,
-            "runs": [{"file": r.path, "request_rate": r.rate,
+            "runs": [{"file": r.path, "run": r.label, "request_rate": r.rate,
                       "gpu": r.scenario.gpu, "model": r.scenario.model,
                       "measured": {k: r.metrics[k] for k, _, _ in ROWS if k in r.metrics},
                       "simulated": {k: s[k] for k, _, _ in ROWS if k in r.metrics}}

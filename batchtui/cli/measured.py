@@ -12,6 +12,9 @@ detailed run at rate inf queues them all at 0 in the order they were sent). Engi
 `--metadata KEY=VALUE` entries in the file (keys as the flags or dials are spelled:
 `max-num-seqs=256`, `max_num_batched_tokens=8192`, `random_range_ratio=0.1`), else from the
 simulator's own `engine` table (files `batchtui sim` wrote), else vLLM's defaults for the GPU.
+
+A GuideLLM report or an aiperf profile export is read the same way, once `loadgens` has turned it
+into vllm bench serve's keys (a GuideLLM sweep gives one run per benchmark).
 """
 
 from __future__ import annotations
@@ -23,12 +26,13 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from sim.replay_lengths import output_lengths
+from sim.replay_lengths import lognormal_lengths, output_lengths
 from sim.scenario import Scenario
 from sim.workload import LengthSpec, WorkloadSpec
 
 from . import options as o
 from .exits import UserError
+from .loadgens import LENGTH_SPREAD, runs
 
 # Keys every result needs, and what each is for (said when one is missing): its traffic.
 REQUIRED = {
@@ -70,11 +74,14 @@ class MeasuredRun:
         capped = f", at most {w.max_concurrency} in flight" if w.max_concurrency else ""
         if self.replayed:
             return f"{self.metrics['completed']:.0f} requests replayed from the file{capped}"
-        out = f"{w.output.mean} out"
-        if w.output.dist == "lognormal":  # sim.replay_lengths: the mean kept, the spread implied
-            mean = self.metrics["total_output_tokens"] / self.metrics["completed"]
-            out = f"{mean:.0f} out on average (lognormal, sigma {w.output.sigma:.2f}, from the E2EL percentiles)"
-        return f"{w.num_prompts} requests at {_rate_text(self.rate)} req/s, {w.input.mean} in / {out}{capped}"
+        return (f"{w.num_prompts} requests at {_rate_text(self.rate)} req/s, {_mean_text(w.input)} in / "
+                f"{_mean_text(w.output)} out{capped}")
+
+
+def _mean_text(spec: LengthSpec) -> str:
+    """A replayed length: the mean, or around the median a file's percentiles give or imply
+    (`sim.replay_lengths`)."""
+    return f"~{spec.mean} (lognormal, sigma {spec.sigma:.2f})" if spec.dist == "lognormal" else f"{spec.mean}"
 
 
 def _rate_text(rate: float) -> str:
@@ -82,25 +89,44 @@ def _rate_text(rate: float) -> str:
 
 
 def read_result(path: str) -> dict:
-    """A result file's JSON object, or a UserError that names the file."""
+    """A result file's JSON object (as the tool that wrote it keeps it), or a UserError that
+    names the file."""
     from sim.userfiles import FileRefused, read_text
 
     try:
         text = read_text(path, "result")
     except FileRefused as exc:
         if exc.not_text:
-            raise UserError(f"{path}: not a vllm bench serve result (not UTF-8 text)") from None
+            raise UserError(f"{path}: not a result of vllm bench serve, GuideLLM or aiperf (not UTF-8 text)") from None
         raise
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=_json_int)
     except json.JSONDecodeError as exc:
-        raise UserError(f"{path}: not a vllm bench serve result: invalid JSON at line {exc.lineno} "
+        raise UserError(f"{path}: not a result of vllm bench serve, GuideLLM or aiperf: invalid JSON at line {exc.lineno} "
                         f"({exc.msg})") from None
     except RecursionError:
-        raise UserError(f"{path}: not a vllm bench serve result: nested too deeply") from None
+        raise UserError(f"{path}: not a result of vllm bench serve, GuideLLM or aiperf: nested too deeply") from None
     if not isinstance(data, dict):
-        raise UserError(f"{path}: not a vllm bench serve result (a JSON object of results expected)")
+        raise UserError(f"{path}: not a result of vllm bench serve, GuideLLM or aiperf (a JSON object of results expected)")
     return data
+
+
+def _json_int(text: str) -> int | float:
+    """A JSON integer; one too long for a float (past 1e308, or past Python's 4,300 digits) is
+    read as infinity, which every number check refuses, instead of failing in the middle."""
+    return int(text) if len(text) <= 300 else float(text)
+
+
+def read_runs(path: str) -> list[tuple[str, dict]]:
+    """Every run a result file holds, as (label, vllm bench serve's keys): one for a vLLM or an
+    aiperf file, one per benchmark for a GuideLLM report (`loadgens`)."""
+    return runs(read_result(path), path)
+
+
+def first_run(path: str) -> dict:
+    """The first run of a result file, in vllm bench serve's keys (where a command finds the
+    model when --model is not given)."""
+    return read_runs(path)[0][1]
 
 
 def _number(data: dict, key: str, path: str, *, allow_inf: bool = False) -> float:
@@ -221,29 +247,37 @@ def describe_hardware(data: dict, scenario: Scenario) -> str:
 
 def load_run(path: str, base: Scenario, given: dict, trace_dir: str, index: int,
              from_file: tuple[str, ...] = ()) -> MeasuredRun:
-    """The scenario replaying the result at `path`: `base` (gpu, model, profiles) with the file's
-    traffic and dials; `given` holds the dials set on the command line, which win. `from_file`
-    names what the file's own entries may set instead of `base` ("gpu", "model":
-    `file_hardware`)."""
-    data = read_result(path)
-    base = file_hardware(data, path, base, from_file)
+    """The scenario replaying the (first) run of the result file at `path`: `base` (gpu, model,
+    profiles) with the file's traffic and dials; `given` holds the dials set on the command line,
+    which win. `from_file` names what the file's own entries may set instead of `base` ("gpu",
+    "model": `file_hardware`)."""
+    label, data = read_runs(path)[0]
+    return build_run(path, label, data, base, given, trace_dir, index, from_file)
+
+
+def build_run(path: str, label: str, data: dict, base: Scenario, given: dict, trace_dir: str, index: int,
+              from_file: tuple[str, ...] = ()) -> MeasuredRun:
+    """The scenario replaying one run (`data` in vllm bench serve's keys, from the file at `path`;
+    `label` names it, and its errors: the file, or a GuideLLM report's benchmark)."""
+    where = _where(path, label)
+    base = file_hardware(data, where, base, from_file)
     for key in REQUIRED:
-        _number(data, key, path, allow_inf=key == "request_rate")
+        _number(data, key, where, allow_inf=key == "request_rate")
     present = [k for k in MEASURED_KEYS if k in data]
     if not present:
-        raise UserError(f"{path}: the result measured none of {', '.join(MEASURED_KEYS)}; nothing to compare with")
+        raise UserError(f"{where}: the result measured none of {', '.join(MEASURED_KEYS)}; nothing to compare with")
     for key in present:
-        _number(data, key, path)
-    completed = int(_number(data, "completed", path))
+        _number(data, key, where)
+    completed = int(_number(data, "completed", where))
     if completed < 1:
-        raise UserError(f"{path}: no request completed; nothing to compare with")
-    rate = _number(data, "request_rate", path, allow_inf=True)
+        raise UserError(f"{where}: no request completed; nothing to compare with")
+    rate = _number(data, "request_rate", where, allow_inf=True)
     cap = data.get("max_concurrency")
     if cap is None:
         cap = 0
     if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
-        raise UserError(f"{path}: max_concurrency = {cap!r} is not a whole number of requests (or null: no cap)")
-    dials, traffic = metadata_dials(data, path)
+        raise UserError(f"{where}: max_concurrency = {cap!r} is not a whole number of requests (or null: no cap)")
+    dials, traffic = metadata_dials(data, where)
     dials.update(given)
     deployment = {k: dials.pop(k) for k in list(dials) if k in _DEPLOYMENT_DIALS}
     sc = replace(base, **deployment)
@@ -251,7 +285,7 @@ def load_run(path: str, base: Scenario, given: dict, trace_dir: str, index: int,
     if isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0:
         sc = replace(sc, seed=seed)
     sc = sc.with_engine(**dials)
-    rows = _detailed(data, path)
+    rows = _detailed(data, where)
     if rows is not None and cap and math.isinf(rate):
         # Every request was due at once and the client sent the next as one finished: its start
         # times are the real server's pace, so the replay queues them all at 0, in the order sent,
@@ -269,20 +303,27 @@ def load_run(path: str, base: Scenario, given: dict, trace_dir: str, index: int,
         # The outputs' spread, when the file's latency percentiles imply one (sim.replay_lengths).
         inp, out = LengthSpec(mean=mean_in), output_lengths(data, data["total_output_tokens"] / completed)
         r = traffic.get("random_range_ratio")
+        spreads = data.get(LENGTH_SPREAD) if isinstance(data.get(LENGTH_SPREAD), dict) else {}
+        if spreads.get("input"):
+            inp = _lognormal(spreads["input"])
+        if spreads.get("output"):
+            out = _lognormal(spreads["output"])
         if r:
             inp = LengthSpec(dist="uniform", mean=mean_in, low=max(1, math.floor(mean_in * (1 - r))),
                              high=max(1, math.ceil(mean_in * (1 + r))))
             out = LengthSpec(dist="uniform", mean=mean_out, low=max(1, math.floor(mean_out * (1 - r))),
                              high=max(1, math.ceil(mean_out * (1 + r))))
         burstiness = data.get("burstiness")
+        if isinstance(burstiness, str) and burstiness.strip().lower() in ("inf", "infinity"):
+            burstiness = math.inf  # evenly spaced, as a result file writes an infinity
         burstiness = float(burstiness) if isinstance(burstiness, (int, float)) and not isinstance(burstiness, bool) \
             and burstiness > 0 else 1.0
         workload = WorkloadSpec(arrival="gamma", request_rate=rate, num_prompts=completed, input=inp,
                                 output=out, burstiness=burstiness)
         strategy = data.get("ramp_up_strategy")
         if strategy:
-            start = _number(data, "ramp_up_start_rps", path)
-            end = _number(data, "ramp_up_end_rps", path)
+            start = _number(data, "ramp_up_start_rps", where)
+            end = _number(data, "ramp_up_end_rps", where)
             workload = replace(workload, ramp_up_strategy=str(strategy), ramp_up_start_rps=start,
                                ramp_up_end_rps=end, request_rate=math.inf)
     sc = replace(sc, workload=replace(workload, max_concurrency=cap))
@@ -290,8 +331,18 @@ def load_run(path: str, base: Scenario, given: dict, trace_dir: str, index: int,
     for key, value in data.items():
         if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
             metrics[key] = float(value)
-    label = Path(path).name
     return MeasuredRun(path, label, sc, metrics, rows is not None, rate, describe_hardware(data, sc))
+
+
+def _lognormal(spread: dict) -> LengthSpec:
+    """Lengths drawn around the median a GuideLLM or aiperf file's percentiles give (`loadgens.spread`)."""
+    return lognormal_lengths(spread["median"], spread["sigma"], spread["low"], spread["high"] or None)
+
+
+def _where(path: str, label: str) -> str:
+    """How an error names a run: its file, and a GuideLLM report's benchmark (`report.json#2`)."""
+    name = Path(path).name
+    return str(path) if label == name else str(path) + label[len(name):].split(" ")[0]
 
 
 _DEPLOYMENT_DIALS = ("tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization", "block_size",
@@ -302,8 +353,9 @@ def load_runs(paths: list[str], base: Scenario, given: dict, trace_dir: str, pro
               from_file: tuple[str, ...] = ()) -> list[MeasuredRun]:
     """Every file as a run, each checked by building it (a dial vLLM refuses is named here)."""
     runs = []
-    for i, path in enumerate(paths):
-        run = load_run(path, base, given, trace_dir, i, from_file)
+    entries = [(path, label, data) for path in paths for label, data in read_runs(path)]
+    for i, (path, label, data) in enumerate(entries):
+        run = build_run(path, label, data, base, given, trace_dir, i, from_file)
         try:
             run.scenario.deployment(profiles)
             run.scenario.engine_config(profiles)
@@ -312,7 +364,7 @@ def load_runs(paths: list[str], base: Scenario, given: dict, trace_dir: str, pro
             from sim.errors import SimError
 
             if isinstance(exc, SimError):
-                raise UserError(f"{path}: {exc}") from None
+                raise UserError(f"{_where(path, label)}: {exc}") from None
             raise
         runs.append(run)
     return runs

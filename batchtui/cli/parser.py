@@ -27,8 +27,8 @@ HELP = {
     "search": "the cheapest deployment meeting an SLO over a grid of GPUs, TP sizes and dials",
     "steps": "list the twenty steps with your completion marks",
     "trace": "replay a vLLM scheduler case iteration by iteration",
-    "calibrate": "fit the GPU profile to vllm bench serve results and write it as a profile file",
-    "compare": "simulate measured vllm bench serve runs and show measured and simulated side by side",
+    "calibrate": "fit the GPU profile to measured runs (vllm bench serve, GuideLLM, aiperf) and write it as a profile file",
+    "compare": "simulate measured runs (vllm bench serve, GuideLLM, aiperf) and show measured and simulated side by side",
     "serve": "serve vLLM's OpenAI-compatible API from the simulated engine, for real clients",
     "web": "serve the tutorial in a web page (textual-serve), on this machine only unless --expose",
 }

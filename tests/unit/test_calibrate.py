@@ -283,7 +283,7 @@ def test_a_file_that_is_not_a_result(tmp_path, capsys, text):
     path = tmp_path / "bad.json"
     path.write_bytes(text.encode("latin-1"))
     code, _, err = run(capsys, "calibrate", path, "--gpu", "h100-sxm", "--output", tmp_path / "o.toml")
-    assert code == 2 and "not a vllm bench serve result" in err and str(path) in err
+    assert code == 2 and "not a result of vllm bench serve, GuideLLM or aiperf" in err and str(path) in err
 
 
 def test_compare_shows_both_curves_and_the_errors(fitted, capsys):

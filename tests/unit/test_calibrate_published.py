@@ -1,0 +1,42 @@
+"""`calibrate` on three published points predicts the held-out others better than the default
+profile (issue 24): benchmarks/holdout.py fits Llama 3.1 8B on an H100 to InferenceBench's
+concurrency 1 and 4 and vLLM PR 18566's loaded run, and replays every other published run of that
+model on that GPU with both profiles."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import holdout
+
+pytestmark = pytest.mark.xdist_group("calibrate")
+
+
+@pytest.fixture(scope="module")
+def result():
+    return holdout.rows(jobs=1)
+
+
+def test_the_held_out_runs_are_the_other_published_runs_of_that_model_on_that_gpu(result):
+    table, _ = result
+    files = {r.file for r in table}
+    assert not files & set(holdout.TRAIN)
+    assert len(files) >= 4 and {"vllm-pr7117-offline-256-256.json", "vllm-perf-h100-latency-8b.json"} <= files
+
+
+def test_the_calibrated_profile_predicts_the_held_out_runs_better_than_the_default(result):
+    table, _ = result
+    s = holdout.summary(table)
+    assert s["calibrated_mean"] < s["default_mean"], holdout.text(*result)
+    assert s["calibrated_median"] < s["default_median"], holdout.text(*result)
+
+
+def test_the_fit_moved_what_the_three_runs_pin_and_kept_the_rest(result):
+    _, fitted = result
+    from sim.profiles import BUILTIN_PROFILES
+
+    base = BUILTIN_PROFILES.gpu(holdout.GPU)
+    for name in holdout.FIXED:
+        assert fitted[name] == pytest.approx(getattr(base, name))
+    # the loaded synchronous run's host work per sequence is what the default lacks most
+    assert fitted["overhead_per_seq_s"] > 10e-6
