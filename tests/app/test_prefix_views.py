@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import steps
+from tests import shared_steps
 from batchtui.formatting import percent
 from screen_text import screen_text
 from sim import dials
@@ -34,7 +34,7 @@ async def run_for(pilot, seconds: float) -> None:
 
 
 async def test_the_playground_runs_a_multi_turn_chat_with_and_without_prefix_caching(make_app):
-    app = make_app(steps.load_steps(), start_step=20)
+    app = make_app(shared_steps.lessons(), start_step=20)
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.pause()
         await turn(pilot, "workload.turns", 3)
@@ -64,7 +64,7 @@ def dial_values(app) -> dict:
 
 
 async def test_m_loads_the_multi_turn_helpdesk_on_the_dials_and_m_again_goes_back(make_app):
-    lessons = steps.load_steps()
+    lessons = shared_steps.lessons()
     playground = lessons[-1]
     app = make_app(lessons, start_step=20)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -109,7 +109,7 @@ async def test_m_loads_the_multi_turn_helpdesk_on_the_dials_and_m_again_goes_bac
 
 
 async def test_m_with_prefix_caching_off_says_so_and_leaves_it_off(make_app):
-    app = make_app(steps.load_steps(), start_step=20)
+    app = make_app(shared_steps.lessons(), start_step=20)
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.pause()
         await turn(pilot, "engine.enable_prefix_caching", False)

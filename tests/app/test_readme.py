@@ -44,16 +44,16 @@ def key_table() -> str:
 async def capture(step: int, presses: list[str], state_dir: Path) -> str:
     """The 80x24 screen of `step` after `presses` and SECONDS of simulated time."""
     sys.path.insert(0, str(Path(__file__).parent))
-    import steps
     from batchtui.app import BatchApp
     from batchtui.progress import Progress, ProgressStore
     from batchtui.settings import AppSettings
     from manual_clock import ManualClock
     from screen_text import screen_text
+    from tests import shared_steps
 
     ProgressStore(state_dir).save(Progress())
-    app = BatchApp(steps.load_steps(), AppSettings(clock=ManualClock(), cursor_blink=False,
-                                                   state_dir=state_dir, start_step=step))
+    app = BatchApp(shared_steps.lessons(), AppSettings(clock=ManualClock(), cursor_blink=False,
+                                                        state_dir=state_dir, start_step=step))
     async with app.run_test(size=(80, 24)) as pilot:
         for key in presses:
             await pilot.press(key)

@@ -60,11 +60,11 @@ async def test_no_color_is_honoured(make_app, monkeypatch):
 
 
 async def test_under_ascii_a_checklist_s_open_item_is_not_a_question_mark(make_app):
-    import steps as lessons
     from batchtui.widgets.goal_bar import GoalBar
+    from tests import shared_steps
 
     assert ascii_text("budget ✓ seats ○") == "budget [x] seats [ ]"
-    app = make_app(list(lessons.load_steps()), start_step=6, ascii_only=True)
+    app = make_app(shared_steps.lessons(), start_step=6, ascii_only=True)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         goal = str(app.screen.query_one(GoalBar).render())

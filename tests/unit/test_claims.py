@@ -21,6 +21,10 @@ from sim.workload import LengthSpec
 from steps import activities as act
 from tests import shared_steps
 
+# One worker runs them all: the module's fixtures (step 7's rate curve, step 8's runs past the
+# knee, step 16's plans, step 17's offline runs) are computed once, not once per worker.
+pytestmark = pytest.mark.xdist_group("claims")
+
 
 @pytest.fixture(scope="module")
 def step():

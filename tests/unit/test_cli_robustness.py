@@ -23,11 +23,16 @@ from batchtui.cli import main
 from tests.unit.cli_run import run
 from batchtui.cli.output import output_file
 
-settings.register_profile("ci", derandomize=True, max_examples=200, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-settings.register_profile("thorough", max_examples=1500, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-PROFILE = settings.get_profile(os.environ.get("BATCHTUI_PROPERTY_PROFILE", "ci"))
+# Settings of this file's own, not profiles: registering a profile named "ci" here replaced the
+# suite's "ci" profile (tests/conftest.py) for every test collected after this module, which
+# doubled the examples of every property test sized by `scaled_examples`.
+PROFILES = {
+    "ci": settings(derandomize=True, database=None, max_examples=200, deadline=None,
+                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]),
+    "thorough": settings(max_examples=1500, deadline=None,
+                         suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]),
+}
+PROFILE = PROFILES[os.environ.get("BATCHTUI_PROPERTY_PROFILE", "ci")]
 
 
 # -- never lose a file -------------------------------------------------------------------------

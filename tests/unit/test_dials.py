@@ -128,9 +128,9 @@ def test_read_spells_a_value_in_the_dials_unit_for_the_box_and_the_flags_for_the
 
 
 def test_a_lesson_dial_takes_its_label_and_unit_from_the_dial_table_unless_it_words_them():
-    from steps import load_steps
+    from tests import shared_steps
 
-    step = next(s for s in load_steps() if s.number == 12)
+    step = shared_steps.by_number()[12]
     by_name = {d.name: d for d in step.dials}
     budget = by_name["engine.max_num_batched_tokens"]  # no label or unit in the lesson
     assert (budget.label, budget.unit) == ("Token budget", dials.find(budget.name).unit) == ("Token budget", "tokens")

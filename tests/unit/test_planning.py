@@ -240,9 +240,10 @@ def test_step_16_and_batchtui_plan_count_the_same_replicas():
     SLO rate into the same replicas, on step 16's own curve."""
     from batchtui.cli import cmd_plan
     from batchtui.cli.parser import build_parser
-    from steps import activities, load_steps
+    from steps import activities
+    from tests import shared_steps
 
-    step = next(s for s in load_steps() if s.number == 16)
+    step = shared_steps.by_number()[16]
     drill = activities.build(step)
     slo = step.sweep
     for seed in range(4):

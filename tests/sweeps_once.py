@@ -1,0 +1,51 @@
+"""Rate sweeps measured once per test process for the app and snapshot tests.
+
+Steps 7 and 16 draw a rate curve: opening either runs `sim.curves.rate_sweep` over the step's
+scenario (a saturated run and a steady window at each rate, seconds of CPU). Dozens of app tests
+open those steps (in sight at three sizes, one value, lesson length, goals, snapshots), and each
+measured the same sweep of the same scenario again. A sweep is a pure function of its scenario and
+arguments, so within one process the first measurement serves every later one: the screens get
+exactly the numbers they would have computed. The sweep itself is tested where it is the point
+(tests/unit/test_curves.py, test_claims.py), without this.
+
+A scenario is a frozen dataclass holding dicts (not hashable): the key is its repr, and a hit is
+taken only when the scenario also compares equal, so a repr that misses a field costs a sweep,
+never a wrong curve.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+_MEASURED: dict[tuple, list[tuple]] = {}
+
+
+def _key(scenario, rates, kwargs) -> tuple:
+    return repr(scenario), tuple(float(r) for r in rates), tuple(sorted(kwargs.items()))
+
+
+def once(measure):
+    """`measure` (sim.curves.rate_sweep's signature) remembering what it measured."""
+
+    def rate_sweep(scenario, rates, **kwargs):
+        key = _key(scenario, rates, kwargs)
+        for seen, (saturated, points) in _MEASURED.get(key, ()):
+            if seen == scenario:
+                return saturated, list(points)
+        saturated, points = measure(scenario, rates, **kwargs)
+        _MEASURED.setdefault(key, []).append((scenario, (saturated, tuple(points))))
+        return saturated, list(points)
+
+    rate_sweep.__doc__ = measure.__doc__
+    return rate_sweep
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _rate_sweeps_once():
+    """Every caller of `sim.curves.rate_sweep` (the curve view's thread, step 16's drill) reads
+    it from the module when it runs, so replacing it there reaches them all."""
+    from sim import curves
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(curves, "rate_sweep", once(curves.rate_sweep))
+        yield
