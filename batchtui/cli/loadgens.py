@@ -206,11 +206,17 @@ def _summary_value(metrics: dict, name: str, stat: str, where: str) -> float | N
         value = percentiles.get("p99") if isinstance(percentiles, dict) else None
     else:
         value = summary.get(stat)
+    return _amount(value, where, f"metrics.{name}.successful.{stat}")
+
+
+def _amount(value, where: str, what: str) -> float | None:
+    """A figure a file gives: None when absent, else a finite number >= 0 (or a one-line error
+    naming `what`)."""
     if value is None:
         return None
     number = _finite(value)
     if number is None or number < 0:
-        raise UserError(f"{where}: metrics.{name}.successful.{stat} = {_shown(value)} is not a number >= 0")
+        raise UserError(f"{where}: {what} = {_shown(value)} is not a number >= 0")
     return number
 
 
@@ -384,12 +390,9 @@ def _aiperf_value(data: dict, name: str, stat: str, unit_kind: str, where: str) 
     if block is None:
         return None
     block = _dict(block, where, name)
-    value = block.get(stat)
-    if value is None:
+    number = _amount(block.get(stat), where, f"{name}.{stat}")
+    if number is None:
         return None
-    number = _finite(value)
-    if number is None or number < 0:
-        raise UserError(f"{where}: {name}.{stat} = {_shown(value)} is not a number >= 0")
     unit = block.get("unit")
     unit_text = unit.strip().lower() if isinstance(unit, str) else ""
     if unit_kind == "time":
