@@ -26,6 +26,9 @@ decode stretch in bulk counts its iterations, so no single call runs long)."""
 CHUNK = 0.008
 """Wall seconds of engine work between two turns of the app within a frame's share: a key
 arriving mid-frame waits for about this long, not for the whole share."""
+KEY_GRACE = 0.03
+"""Seconds a frame's work waits when a key came while the frame before slept, so the turns of
+the loop the app takes to answer it are not each held up by a chunk."""
 BEHIND = 0.9
 """Below this share of the asked speed (over the last second) the run says it falls behind."""
 
@@ -41,6 +44,8 @@ class Driver:
         in the frame's rest instead of sharing the loop with the engines chunk by chunk."""
         self.engine = engine
         self.keys = keys
+        self._keys_seen = keys() if keys is not None else None
+        """The `keys` reading last looked at (a new one at a frame's start waits `KEY_GRACE`)."""
         self.time_scale = time_scale
         self.fps = fps
         self.clock = clock
@@ -253,9 +258,18 @@ class Driver:
                 await self._wake.wait()
                 last = self.clock()
                 continue
+            keys = self.keys() if self.keys is not None else None
+            if keys != self._keys_seen:
+                # A key came while the last frame slept: the app may still be answering it (Esc
+                # leaving a dial posts a message, which moves the focus, which redraws: several
+                # turns of the loop, each of which would wait for a chunk). Its moment first.
+                self._keys_seen = keys
+                await asyncio.sleep(KEY_GRACE)
+                if self.paused or self._stopped:
+                    continue
+                keys = self._keys_seen = self.keys()
             now = self.clock()
             work = self.frame_work(now - last, deadline=now + WORK_SHARE * frame, chunk=CHUNK)
-            keys = self.keys() if self.keys is not None else None
             engines = 0.0  # wall time the engines took; the rest of the frame so far was the app's
             while True:
                 began = self.clock()
@@ -265,6 +279,7 @@ class Driver:
                 await asyncio.sleep(0)  # the app's turn: a key that arrived is read
                 if self.paused or self._stopped or (self.keys is not None and self.keys() != keys):
                     work.close()  # a key: the rest of the frame is the app's
+                    self._keys_seen = self.keys() if self.keys is not None else None
                     break
             last = now
             if not self._stopped:

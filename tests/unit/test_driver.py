@@ -10,7 +10,7 @@ import asyncio
 
 import pytest
 
-from sim.driver import BEHIND, CHUNK, MAX_SLICE, WORK_SHARE, Driver
+from sim.driver import BEHIND, CHUNK, KEY_GRACE, MAX_SLICE, WORK_SHARE, Driver
 from sim.engine import Engine
 from sim.scenario import Scenario
 from sim.workload import WorkloadSpec
@@ -255,3 +255,38 @@ def test_a_key_read_mid_frame_ends_the_frame_s_work_at_the_next_chunk():
     asyncio.run(main())
     assert len(chunks) == 2  # no third chunk: the rest of the frame was the app's
     assert chunks[-1] <= 2 * CHUNK + 0.0002 * MAX_SLICE
+
+
+def test_a_key_that_came_while_the_frame_before_slept_gets_its_moment_before_the_work():
+    now = [0.0]
+    engine = CostlyEngine(live(), now, cost=0.0002)
+    keys = [0]
+    driver = Driver(engine, time_scale=30.0, fps=10, clock=lambda: now[0], keys=lambda: keys[0])
+    slept = []
+    frames = []
+    driver.subscribe(lambda snapshot: frames.append(now[0]))
+
+    async def main():
+        real_sleep = asyncio.sleep
+
+        async def sleep(seconds):
+            slept.append(seconds)
+            if seconds > KEY_GRACE:  # a frame's sleep: a key arrives meanwhile, once
+                now[0] += seconds
+                if len(frames) == 1:
+                    keys[0] += 1
+                if len(frames) == 3:
+                    driver.stop()
+            await real_sleep(0)
+
+        asyncio.sleep = sleep
+        try:
+            driver.resume()
+            await driver.start()
+        finally:
+            asyncio.sleep = real_sleep
+
+    asyncio.run(main())
+    graces = [s for s in slept if s == KEY_GRACE]
+    assert graces == [KEY_GRACE]  # once, for the one key, before the second frame's work
+    assert slept.index(KEY_GRACE) < len(slept) - 1
