@@ -241,12 +241,16 @@ def test_overload_queues_and_serves_everyone(tmp_path):
             async with openai.AsyncOpenAI(base_url=s.url + "/v1", api_key="none", max_retries=0) as c:
                 calls = [c.completions.create(model=MODEL, prompt=[i] * 100, max_tokens=100) for i in range(12)]
                 task = asyncio.gather(*calls)
+                # Two run and the rest queue (not refused). Waited on as a state: under async
+                # scheduling a freed seat is taken by the batch after next, so for one iteration
+                # in every answer's 0.6 s one runs while the queue waits.
                 waiting = await asyncio.to_thread(
-                    _wait_for, s, lambda m: m["vllm:num_requests_waiting"] >= 5, "nothing queued")
+                    _wait_for, s, lambda m: m["vllm:num_requests_waiting"] >= 5 and m["vllm:num_requests_running"] == 2,
+                    "never two running with the rest queued")
                 return waiting, await task
 
         waiting, results = asyncio.run(go())
-        assert waiting["vllm:num_requests_running"] == 2  # the rest queued, not refused
+        assert waiting["vllm:num_requests_waiting"] + waiting["vllm:num_requests_running"] <= 12
         assert all(r.usage.completion_tokens == 100 for r in results)
     finally:
         s.stop()
