@@ -304,4 +304,3 @@ def _next_scale(current: float, direction: int) -> float:
         if s < current * 0.9999:
             return s
     return TIME_SCALES[0]
-
