@@ -207,13 +207,25 @@ def _whole(request: web.Request, stream: Stream, chat: bool) -> dict:
 
 
 async def _stream(request: web.Request, body: dict, stream: Stream, chat: bool) -> web.StreamResponse:
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream; charset=utf-8",
+                                           "Cache-Control": "no-cache"})
+    try:
+        await response.prepare(request)
+        await _stream_events(request, response, body, stream, chat)
+    except ConnectionResetError:
+        # The client went away while an event was being written: its request is aborted, and
+        # the answer ends here (aiohttp ignores a closed connection at the end of a response;
+        # raised further, the disconnect would be logged as a server error with a traceback).
+        request.app[PACER].abort(stream)
+    return response
+
+
+async def _stream_events(request: web.Request, response: web.StreamResponse, body: dict, stream: Stream,
+                         chat: bool) -> None:
     app = request.app
     caching = app[PACER].engine.pool.caching
     options = body.get("stream_options") or {}
     include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
-    response = web.StreamResponse(headers={"Content-Type": "text/event-stream; charset=utf-8",
-                                           "Cache-Control": "no-cache"})
-    await response.prepare(request)
     head = {"id": f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}",
             "object": "chat.completion.chunk" if chat else "text_completion",
             "created": int(time.time()), "model": app[MODEL]}
@@ -256,4 +268,3 @@ async def _stream(request: web.Request, body: dict, stream: Stream, chat: bool) 
         await send({**head, "choices": [], "usage": _usage(stream, caching)})
     await response.write(b"data: [DONE]\n\n")
     await response.write_eof()
-    return response

@@ -233,6 +233,31 @@ def test_a_non_streaming_client_that_gives_up_is_aborted_too():
         s.stop()
 
 
+def test_clients_that_leave_while_their_tokens_are_written_are_no_server_error():
+    """A disconnect that lands while an event is being written (the write meets a closing
+    transport) aborts the request quietly: `stop()` finds no traceback on the server's stderr."""
+    s = Server("--time-scale", "1", "--no-enable-prefix-caching")
+    try:
+        async def leave(n: int) -> None:
+            async with aiohttp.ClientSession() as session:
+                body = {"model": MODEL, "prompt": [7] * 100, "max_tokens": 5000, "stream": True}
+                async with session.post(s.url + "/v1/completions", json=body) as resp:
+                    got = 0
+                    async for line in resp.content:
+                        got += line.startswith(b"data: {")
+                        if got == n:
+                            break
+
+        async def go():
+            await asyncio.gather(*(leave(n) for n in (1, 2, 3, 5, 8, 13)))
+
+        asyncio.run(go())
+        m = _wait_for(s, lambda m: m["vllm:num_requests_running"] == 0, "a request still runs")
+        assert m["vllm:request_success_total{abort}"] == 6
+    finally:
+        s.stop()
+
+
 def test_overload_queues_and_serves_everyone(tmp_path):
     record = str(tmp_path / "served.jsonl")
     s = Server("--time-scale", "1", "--max-num-seqs", "2", record=record)
