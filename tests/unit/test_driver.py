@@ -37,6 +37,30 @@ def live(rate: float = 50.0, seed: int = 1) -> Engine:
     return Engine(Scenario(workload=WorkloadSpec(request_rate=rate, num_prompts=0), seed=seed), live=True)
 
 
+def run_sleeping(driver: Driver, on_sleep) -> list[float]:
+    """Run `driver` until it stops, each `asyncio.sleep(s)` it asks for handed to `on_sleep(s)`
+    instead of waited out; returns the sleeps asked, in order."""
+    slept = []
+
+    async def main():
+        real_sleep = asyncio.sleep
+
+        async def sleep(seconds):
+            slept.append(seconds)
+            on_sleep(seconds)
+            await real_sleep(0)
+
+        asyncio.sleep = sleep
+        try:
+            driver.resume()
+            await driver.start()
+        finally:
+            asyncio.sleep = real_sleep
+
+    asyncio.run(main())
+    return slept
+
+
 def test_a_frame_s_work_stops_at_its_deadline_and_the_clock_falls_behind():
     now = [0.0]
     engine = CostlyEngine(live(), now, cost=0.002)  # 2 ms of wall time per iteration: slow
@@ -129,23 +153,7 @@ def test_the_run_loop_gives_each_frame_s_work_a_deadline_and_yields_the_rest():
         yield 0
 
     driver.frame_work = frame_work
-    slept = []
-
-    async def main():
-        real_sleep = asyncio.sleep
-
-        async def sleep(seconds):
-            slept.append(seconds)
-            await real_sleep(0)
-
-        asyncio.sleep = sleep
-        try:
-            driver.resume()
-            await driver.start()
-        finally:
-            asyncio.sleep = real_sleep
-
-    asyncio.run(main())
+    slept = run_sleeping(driver, lambda seconds: None)
     assert [deadline - start for start, deadline, _ in asked] == pytest.approx([WORK_SHARE * 0.1] * 3)
     assert all(chunk == CHUNK for _, _, chunk in asked)
     # Even after an overrun the loop sleeps the app's share of the frame.
@@ -262,31 +270,18 @@ def test_a_key_that_came_while_the_frame_before_slept_gets_its_moment_before_the
     engine = CostlyEngine(live(), now, cost=0.0002)
     keys = [0]
     driver = Driver(engine, time_scale=30.0, fps=10, clock=lambda: now[0], keys=lambda: keys[0])
-    slept = []
     frames = []
     driver.subscribe(lambda snapshot: frames.append(now[0]))
 
-    async def main():
-        real_sleep = asyncio.sleep
+    def on_sleep(seconds):
+        if seconds > KEY_GRACE:  # a frame's sleep: a key arrives meanwhile, once
+            now[0] += seconds
+            if len(frames) == 1:
+                keys[0] += 1
+            if len(frames) == 3:
+                driver.stop()
 
-        async def sleep(seconds):
-            slept.append(seconds)
-            if seconds > KEY_GRACE:  # a frame's sleep: a key arrives meanwhile, once
-                now[0] += seconds
-                if len(frames) == 1:
-                    keys[0] += 1
-                if len(frames) == 3:
-                    driver.stop()
-            await real_sleep(0)
-
-        asyncio.sleep = sleep
-        try:
-            driver.resume()
-            await driver.start()
-        finally:
-            asyncio.sleep = real_sleep
-
-    asyncio.run(main())
+    slept = run_sleeping(driver, on_sleep)
     graces = [s for s in slept if s == KEY_GRACE]
     assert graces == [KEY_GRACE]  # once, for the one key, before the second frame's work
     assert slept.index(KEY_GRACE) < len(slept) - 1
