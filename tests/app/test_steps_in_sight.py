@@ -76,11 +76,27 @@ SIZES = ((80, 24), (80, 23), (80, 22))
 hardstatus) 80x22: the smallest the tutorial runs at."""
 
 
-@pytest.mark.parametrize("size", SIZES, ids=lambda size: "%dx%d" % size)
+def sizes_for(number: int) -> list[tuple[int, int]]:
+    """The three sizes in the order step `number` is seen at: it opens at one (each size is the
+    first for a third of the steps) and the terminal is then resized to the others, as a learner
+    who moves a tmux split would. One run per step serves all three: the state looked at is the
+    same, only the layout changes, and both ways into a size (opened there, resized to it) are
+    checked."""
+    first = number % len(SIZES)
+    return list(SIZES[first:] + SIZES[:first])
+
+
+def test_every_size_opens_some_steps_and_is_resized_to_by_others():
+    firsts = {sizes_for(n)[0] for n in NEEDS}
+    later = {size for n in NEEDS for size in sizes_for(n)[1:]}
+    assert firsts == later == set(SIZES)
+
+
 @pytest.mark.parametrize("number", sorted(NEEDS))
-async def test_the_proof_of_each_step_is_in_sight(make_app, lessons, number, size):
+async def test_the_proof_of_each_step_is_in_sight(make_app, lessons, number):
+    order = sizes_for(number)
     app = make_app(list(lessons), start_step=number)
-    async with app.run_test(size=size) as pilot:
+    async with app.run_test(size=order[0]) as pilot:
         screen = app.screen
         step = screen.step
         seconds = SECONDS
@@ -95,17 +111,27 @@ async def test_the_proof_of_each_step_is_in_sight(make_app, lessons, number, siz
         screen.clear_notice()  # a notice stands in for the goal line until the next key
         await pilot.pause()
         await pilot.pause()
-        views, patterns = NEEDS[number]
-        shown = {view.view_name if view.source == "main" else "compare_seats": view for view in screen.stack.shown()}
-        for name in views:
-            assert name in shown, f"step {number}: {name} is not on the page shown ({sorted(shown)})"
-            assert in_sight(app, shown[name]), f"step {number}: {name} is not wholly in sight"
-        for bar in (GoalBar, KeyBar, DialList):
-            widget = screen.query_one(bar)
-            assert in_sight(app, widget), f"step {number}: the {bar.__name__} is not wholly in sight"
-        text = screen_text(app)
-        for pattern in patterns:
-            assert re.search(pattern, text), f"step {number}: /{pattern}/ not on screen:\n{text}"
+        for size in order:
+            if size != order[0]:
+                await pilot.resize_terminal(*size)
+                await pilot.pause()
+            assert app.size == size
+            check_in_sight(app, screen, number, "%dx%d" % size)
+
+
+def check_in_sight(app, screen, number: int, size: str) -> None:
+    where = f"step {number} at {size}"
+    views, patterns = NEEDS[number]
+    shown = {view.view_name if view.source == "main" else "compare_seats": view for view in screen.stack.shown()}
+    for name in views:
+        assert name in shown, f"{where}: {name} is not on the page shown ({sorted(shown)})"
+        assert in_sight(app, shown[name]), f"{where}: {name} is not wholly in sight"
+    for bar in (GoalBar, KeyBar, DialList):
+        widget = screen.query_one(bar)
+        assert in_sight(app, widget), f"{where}: the {bar.__name__} is not wholly in sight"
+    text = screen_text(app)
+    for pattern in patterns:
+        assert re.search(pattern, text), f"{where}: /{pattern}/ not on screen:\n{text}"
 
 
 async def test_a_lesson_that_says_it_fits_one_screen_does_at_80x24(make_app, lessons):
