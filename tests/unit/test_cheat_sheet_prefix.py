@@ -40,3 +40,19 @@ def test_the_shared_prefix_line_is_the_helpdesk_run_by_the_simulator(cheat_step,
     assert f"({MULTI_TURN_HELPDESK.prefix_len}-token system prompt, {MULTI_TURN_HELPDESK.turns} turns" in line
     assert f"**{fmt(100 * on['prefix_cache_hit_rate'], 2)}%**" in line
     assert f"TTFT p50 {fmt(on['median_ttft_ms'])} ms, against {fmt(off['median_ttft_ms'])} ms with caching off" in line
+
+
+def test_the_sheet_is_filled_once_per_scenario_and_anew_for_another(cheat_step, monkeypatch):
+    """Opening step 19 again reads its sheet instead of running its measurements again; another
+    scenario (a dial moved: a new object) is filled for itself."""
+    from steps import figures
+
+    filled = []
+    real_fill = figures.fill
+    monkeypatch.setattr(figures, "fill", lambda text, lab: filled.append(lab.scenario) or real_fill(text, lab))
+    scenario = steps.set_path(cheat_step.scenario, "gpu_memory_utilization", 0.8)
+    first = cheat_sheet_md(scenario)
+    assert cheat_sheet_md(scenario) == first and len(filled) == 1
+    other = steps.set_path(cheat_step.scenario, "gpu_memory_utilization", 0.7)
+    assert cheat_sheet_md(other) != first and len(filled) == 2
+    assert cheat_sheet_md(scenario) == first and len(filled) == 2
