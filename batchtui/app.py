@@ -10,6 +10,7 @@ from textual.app import App
 from textual.geometry import Size
 from textual.scrollbar import ScrollBar, ScrollBarRender
 
+from . import gc_policy
 from .ending import Ending
 from .glyphs import ascii_text
 from .progress import Progress, ProgressStore
@@ -84,6 +85,9 @@ class BatchApp(App):
         self.call_after_refresh(self._check_size)
         if not self.is_headless:
             self.ending.start()
+            # Start-up's objects frozen once the first frame is out, so no full collection walks
+            # them again mid-run (a key waited 80-100 ms for one; `gc_policy`).
+            self.call_after_refresh(gc_policy.settle_once)
         if self.settings.gpu:
             self.call_after_refresh(self._find_learner_gpu)
 

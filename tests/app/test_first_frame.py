@@ -138,3 +138,44 @@ async def test_a_draft_step_is_filled_with_the_simulators_figures_and_the_hint_s
         assert len(clock.held) == 1  # step 2's
         await screen.show_step(0)
         assert screen.step is lessons[0] and len(clock.held) == 1
+
+
+# The tutorial with the collector's settle noted in a file: a test seam outside the product.
+NOTED_SETTLE = """
+import gc, sys
+from batchtui import gc_policy
+from batchtui.cli import main
+
+noted = sys.argv.pop(1)
+real = gc_policy.settle
+def settle():
+    real()
+    with open(noted, "w") as f:
+        f.write("%d %s" % (gc.get_freeze_count(), "textual.app" in sys.modules))
+gc_policy.settle = settle
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.wall_clock
+def test_the_app_on_a_terminal_settles_the_collector_after_its_first_frame(tmp_path):
+    """The objects of start-up (Textual, the lessons read) are frozen once the step is drawn, so
+    no full collection walks them again while keys come in (`batchtui.gc_policy`)."""
+    from pty_session import PtySession
+
+    noted = tmp_path / "settled"
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    session = PtySession([str(noted), "--step", "2"], tmp_path / "state", env={"PYTHONPATH": root},
+                         command=[sys.executable, "-c", NOTED_SETTLE])
+    try:
+        assert session.wait_for("next", timeout=60), session.text()
+        deadline = 20.0
+        while not noted.exists() and deadline > 0:
+            session.wait_for("never on screen", timeout=0.2)
+            deadline -= 0.2
+        frozen, textual_loaded = noted.read_text().split()
+        assert int(frozen) > 50_000 and textual_loaded == "True"
+        session.press("q")
+        assert session.wait_exit(timeout=20) == 0
+    finally:
+        session.kill()

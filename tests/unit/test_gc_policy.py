@@ -1,0 +1,42 @@
+"""The collector's settings after `settle()`: what was alive is frozen, the thresholds are the
+policy's, and a second `settle_once()` does nothing (a test process calls the command line many
+times). Each check runs in a fresh interpreter: settling is for the life of a process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CHECK = """
+import gc, sys
+from batchtui import gc_policy
+before = gc.get_freeze_count()
+junk = [[i] for i in range(50_000)]  # alive: frozen by the settle
+gc_policy.settle_once()
+frozen = gc.get_freeze_count()
+assert frozen >= before + 50_000, (before, frozen)
+assert gc.get_threshold() == gc_policy.THRESHOLDS, gc.get_threshold()
+more = [[i] for i in range(1_000)]
+gc_policy.settle_once()  # already settled: nothing is collected or frozen again
+assert gc.get_freeze_count() == frozen
+gc_policy.settle()  # settling again on purpose freezes what has been made since
+assert gc.get_freeze_count() >= frozen + 1_000
+print("ok")
+"""
+
+
+def test_settle_freezes_what_is_alive_and_sets_the_thresholds_once():
+    out = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_the_test_process_itself_has_settled():
+    """tests/conftest.py settles each worker after collection, as the app does after its first frame."""
+    import gc
+
+    from batchtui import gc_policy
+
+    assert gc.get_threshold() == gc_policy.THRESHOLDS and gc.get_freeze_count() > 0
