@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("ci", derandomize=True, database=None, deadline=None, max_examples=100,
@@ -28,6 +30,17 @@ def pytest_collection_finish(session):
     from batchtui import gc_policy
 
     gc_policy.settle()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    """Everything still alive frozen too, so the collections pytest runs at exit (five, looking for
+    finalizers that raise) walk only what dies from here: with a worker's caches of runs and
+    sweeps still tracked they took over the 5 s that execnet gives a worker to end, and it
+    interrupted them. Garbage made in a test is collected (and reported) long before this."""
+    import gc
+
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(config, items):
