@@ -146,13 +146,10 @@ class BeforeAfter:
     def start_beside(self, dials: dict) -> None:
         """A prediction about a setting: the step's start runs beside it on the same arrivals,
         keeping `dials` its own (the run has not started, so nothing is lost)."""
-        from ..simulation import LiveSimulation, keys_read
-
         screen = self.screen
         start = screen.step.scenario
         try:
-            sim = LiveSimulation(start, screen.post_message, fps=screen.settings.fps, compare=start,
-                                 compare_keeps=tuple(dials), keys=keys_read(screen.app))
+            sim = screen.new_run(start, compare=start, compare_keeps=tuple(dials))
         except SimError:
             return
         screen.adopt_simulation(sim)

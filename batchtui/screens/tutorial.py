@@ -90,6 +90,9 @@ class TutorialScreen(Screen):
         self.shown = None
         """The step on screen: a draft (`figures_pending`) until its figures are filled."""
         self.sim: LiveSimulation | None = None
+        self.speed = 1.0
+        """The speed the learner chose (`+`, `-`) on this step: a run started again on it (a dial
+        that restarts, `r`, a guess) keeps it; the next step starts at 1x."""
         self.zoomed = False
         """The simulation has the whole screen (`z`); the lesson is hidden."""
         self._opening: object | None = None
@@ -219,6 +222,7 @@ class TutorialScreen(Screen):
             return
         self.index = index
         self.shown = step
+        self.speed = 1.0
         # The step before's start, if still to come, is off: it would start this step's run
         # while it is drawn, and then this step's own start would start it again over whatever
         # a key did in between (g and m in one read: the chat m loaded was lost).
@@ -285,13 +289,9 @@ class TutorialScreen(Screen):
         self.update_keys()
 
     def start_simulation(self, scenario) -> None:
-        from ..simulation import LiveSimulation, keys_read
-
         step = self.step
         try:
-            self.sim = LiveSimulation(scenario, self.post_message, fps=self.settings.fps,
-                                      compare=step.compare.scenario if step.compare else None,
-                                      keys=keys_read(self.app))
+            self.sim = self.new_run(scenario, compare=step.compare.scenario if step.compare else None)
         except SimError as exc:
             self.sim = None
             self.say(f"This scenario cannot run: {exc}", error=True)
@@ -301,6 +301,14 @@ class TutorialScreen(Screen):
         # A prediction is made before the run starts.
         self.settings.clock.start(self, self.sim, running=step.activity.kind != "predict" and not self._held)
         self.sim.publish()
+
+    def new_run(self, scenario, compare=None, compare_keeps: tuple[str, ...] = ()) -> LiveSimulation:
+        """A run of `scenario` as every run on this screen is made: frames posted here, at the
+        app's frame rate and the learner's speed, its work stopping for keys. Raises SimError."""
+        from ..simulation import LiveSimulation, keys_read
+
+        return LiveSimulation(scenario, self.post_message, fps=self.settings.fps, compare=compare,
+                              compare_keeps=compare_keeps, time_scale=self.speed, keys=keys_read(self.app))
 
     def stop_simulation(self) -> None:
         if self.sim is not None:
@@ -549,12 +557,12 @@ class TutorialScreen(Screen):
 
     def action_faster(self) -> None:
         if self.sim is not None:
-            self.sim.faster()
+            self.speed = self.sim.faster()
             self.update_status()
 
     def action_slower(self) -> None:
         if self.sim is not None:
-            self.sim.slower()
+            self.speed = self.sim.slower()
             self.update_status()
 
     async def action_reset_scenario(self) -> None:

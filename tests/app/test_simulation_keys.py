@@ -50,6 +50,29 @@ async def test_speed_keys_change_the_time_scale(make_app):
         assert sim.time_scale < before
 
 
+async def test_the_chosen_speed_lasts_through_the_steps_restarts_and_not_into_the_next_step(make_app):
+    """A learner at 30x who resets, or whose guess starts a prediction's run, stays at 30x (the
+    guess used to start its run at 1x: a `+` pressed just before it was lost)."""
+    from tests import shared_steps
+
+    lessons = shared_steps.lessons()
+    app = make_app(lessons, start_step=1)  # a prediction: its run starts with the guess
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(*["plus"] * 8)
+        assert app.screen.sim.time_scale == 30.0
+        old = app.screen.sim
+        await pilot.press("1")  # the guess
+        await pilot.pause()
+        assert app.screen.sim is not old and app.screen.sim.time_scale == 30.0
+        old = app.screen.sim
+        await pilot.press("r")
+        await pilot.pause()
+        assert app.screen.sim is not old and app.screen.sim.time_scale == 30.0
+        await pilot.press("n")
+        await pilot.pause()
+        assert app.screen.step.number == 2 and app.screen.sim.time_scale == 1.0
+
+
 async def test_reset_starts_the_scenario_over(make_app):
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
