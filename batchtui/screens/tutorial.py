@@ -303,8 +303,7 @@ class TutorialScreen(Screen):
         self.sim.publish()
 
     def new_run(self, scenario, compare=None, compare_keeps: tuple[str, ...] = ()) -> LiveSimulation:
-        """A run of `scenario` as every run on this screen is made: frames posted here, at the
-        app's frame rate and the learner's speed, its work stopping for keys. Raises SimError."""
+        """A run of `scenario` at the app's frame rate and the learner's speed. Raises SimError."""
         from ..simulation import LiveSimulation, keys_read
 
         return LiveSimulation(scenario, self.post_message, fps=self.settings.fps, compare=compare,

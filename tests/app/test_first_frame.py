@@ -142,7 +142,7 @@ async def test_a_draft_step_is_filled_with_the_simulators_figures_and_the_hint_s
 
 # The tutorial with the collector's settle noted in a file: a test seam outside the product.
 NOTED_SETTLE = """
-import gc, sys
+import gc, os, sys
 from batchtui import gc_policy
 from batchtui.cli import main
 
@@ -150,8 +150,9 @@ noted = sys.argv.pop(1)
 real = gc_policy.settle
 def settle():
     real()
-    with open(noted, "w") as f:
+    with open(noted + ".tmp", "w") as f:
         f.write("%d %s" % (gc.get_freeze_count(), "textual.app" in sys.modules))
+    os.replace(noted + ".tmp", noted)  # whole when the test sees it
 gc_policy.settle = settle
 sys.exit(main(sys.argv[1:]))
 """
