@@ -4,7 +4,7 @@ Python's collector walks every tracked object on a full collection, and starts o
 objects that survived young collections have grown by a quarter. batchtui keeps a large heap that
 lives as long as the process (Textual, Rich, numpy, the lessons) and churns through many
 short-lived objects (a simulated request's bookkeeping, a frame's text): at the default settings a
-full collection came every ~10 s of a top-speed run, 80-100 ms each in the tutorial (a key pressed
+full collection came every ~10 s of a top-speed run, 70-100 ms each in the tutorial (a key pressed
 then waited for it), and in the test suite the collector took ~15 % of the CPU.
 
 `settle()` collects once, freezes everything alive (a frozen object is never walked again) and lets

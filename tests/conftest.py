@@ -22,11 +22,10 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def pytest_collection_finish(session):
-    """The collector settled as the app settles it (`batchtui.gc_policy`): the imports, the test
-    modules and the lessons are frozen, and the young generation grows to 10,000 objects. With
-    Python's defaults the collector took about 15 % of a worker's CPU (full collections walking
-    every cached run again), and at the end each worker's last collections ran past the 5 s
-    execnet allows, which then interrupted them (a KeyboardInterrupt warning in every run)."""
+    """The collector settled as the app settles it (`batchtui.gc_policy`): the imports and the
+    test modules frozen, the young generation grown to 10,000 objects. With Python's defaults the
+    collector took about 15 % of a test process's CPU (measured on the claims and goals tests):
+    full collections walked every cached run and sweep again."""
     from batchtui import gc_policy
 
     gc_policy.settle()

@@ -49,8 +49,8 @@ def cheat_sheet_md(scenario: Scenario) -> str:
     """The recap with every formula worked for this scenario's GPU, model, memory setting and
     traffic: the ceiling and one request (step 1), the batch in flight at its rate measured as
     step 9 measures it, the cache batch as step 15 counts it, the replicas bound of step 16, and
-    what a shared prefix saves the multi-turn helpdesk. Takes about a tenth of a second (a
-    saturated run, one steady rate, the helpdesk with caching on and off)."""
+    what a shared prefix saves the multi-turn helpdesk. Takes about 0.2 s the first time (a
+    saturated run, one steady rate, the helpdesk with caching on and off), nothing after."""
     for seen, text in _FILLED:
         if seen is scenario:
             return text
