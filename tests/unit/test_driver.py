@@ -237,11 +237,17 @@ def test_a_chunk_that_ends_while_the_follower_catches_up_leaves_the_rest_of_the_
     assert now[0] >= share - CHUNK  # the frame used its share, not one chunk of it
 
 
-def test_a_key_read_mid_frame_ends_the_frame_s_work_at_the_next_chunk():
+def keyed_driver():
+    """A driver at 30x on a manual clock (`now[0]`) over an engine whose iterations cost 0.2 ms,
+    reading keys from `keys[0]` (a test adds one to press a key)."""
     now = [0.0]
-    engine = CostlyEngine(live(), now, cost=0.0002)
     keys = [0]
-    driver = Driver(engine, time_scale=30.0, fps=10, clock=lambda: now[0], keys=lambda: keys[0])
+    engine = CostlyEngine(live(), now, cost=0.0002)
+    return now, keys, Driver(engine, time_scale=30.0, fps=10, clock=lambda: now[0], keys=lambda: keys[0])
+
+
+def test_a_key_read_mid_frame_ends_the_frame_s_work_at_the_next_chunk():
+    now, keys, driver = keyed_driver()
     chunks = []
     real_work = driver.frame_work
 
@@ -266,10 +272,7 @@ def test_a_key_read_mid_frame_ends_the_frame_s_work_at_the_next_chunk():
 
 
 def test_a_key_that_came_while_the_frame_before_slept_gets_its_moment_before_the_work():
-    now = [0.0]
-    engine = CostlyEngine(live(), now, cost=0.0002)
-    keys = [0]
-    driver = Driver(engine, time_scale=30.0, fps=10, clock=lambda: now[0], keys=lambda: keys[0])
+    now, keys, driver = keyed_driver()
     frames = []
     driver.subscribe(lambda snapshot: frames.append(now[0]))
 
