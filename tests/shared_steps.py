@@ -3,7 +3,7 @@
 `steps.load_steps()` validates every file and runs the simulator for each step's figures (about a
 second of CPU); a dozen modules and the snapshots read the same lessons, and each xdist worker ran
 that once per module. A `Step` is frozen and loading reads only the package's files, so one load
-serves them all. `tests/unit/test_steps.py` still calls `load_steps()` itself: that is what it
+serves them all, in every test process of the run (`tests/run_cache.py`). `tests/unit/test_steps.py` still calls `load_steps()` itself: that is what it
 tests."""
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ from __future__ import annotations
 from functools import cache
 
 import steps
+from tests import run_cache
 
 
 @cache
 def _loaded() -> tuple:
-    return tuple(steps.load_steps())
+    return run_cache.shared("steps.load_steps()", lambda: tuple(steps.load_steps()))
 
 
 def lessons() -> list:

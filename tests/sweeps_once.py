@@ -10,12 +10,15 @@ exactly the numbers they would have computed. The sweep itself is tested where i
 
 A scenario is a frozen dataclass holding dicts (not hashable): the key is its repr, and a hit is
 taken only when the scenario also compares equal, so a repr that misses a field costs a sweep,
-never a wrong curve.
+never a wrong curve. The other test processes of the run read what one measured
+(`tests/run_cache.py`), under the same check.
 """
 
 from __future__ import annotations
 
 import pytest
+
+from tests import run_cache
 
 _MEASURED: dict[tuple, list[tuple]] = {}
 
@@ -32,7 +35,10 @@ def once(measure):
         for seen, (saturated, points) in _MEASURED.get(key, ()):
             if seen == scenario:
                 return saturated, list(points)
-        saturated, points = measure(scenario, rates, **kwargs)
+        seen, (saturated, points) = run_cache.shared(
+            "rate_sweep " + repr(key), lambda: (scenario, measure(scenario, rates, **kwargs)))
+        if seen != scenario:  # another scenario with the same repr measured it
+            saturated, points = measure(scenario, rates, **kwargs)
         _MEASURED.setdefault(key, []).append((scenario, (saturated, tuple(points))))
         return saturated, list(points)
 
