@@ -9,6 +9,8 @@ Tests size their example counts relative to the profile (`scaled_examples`), nev
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
 import pytest
 
@@ -19,6 +21,23 @@ settings.register_profile("ci", derandomize=True, database=None, deadline=None, 
 settings.register_profile("dev", deadline=None, max_examples=1000,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_configure(config):
+    """The first process of a run (the one that starts pytest-xdist's workers, or the only one)
+    makes the folder the run's processes share what they computed in (`tests/run_cache.py`);
+    the workers inherit its name."""
+    from tests import run_cache
+
+    if not hasattr(config, "workerinput"):
+        config.batchtui_run_cache = tempfile.mkdtemp(prefix="batchtui-tests-")
+        os.environ[run_cache.FOLDER_VARIABLE] = config.batchtui_run_cache
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "batchtui_run_cache", None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def pytest_collection_finish(session):
@@ -42,10 +61,17 @@ def pytest_sessionfinish(session):
     gc.freeze()
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Tests marked `wall_clock` (servers at a time scale, real terminals, a browser: they mostly
-    wait) run first, so under pytest-xdist their waits overlap the CPU-bound tests instead of
-    trailing after them. The order is otherwise kept (a stable sort), the same in every worker.
-    With `--dist loadgroup` the `xdist_group`s (tests sharing an expensive module fixture, computed
-    once on one worker) are dealt out first, the largest first."""
-    items.sort(key=lambda item: item.get_closest_marker("wall_clock") is None)
+    wait) are one `xdist_group`, "wall_clock": under pytest-xdist's `--dist loadgroup` one test
+    process runs them one after another while the others keep both cores busy with CPU-bound
+    tests. (Spread over every process, as the first tests of each, they all waited at once at the
+    start of a run and left a core idle.) A wall-clock module's shared fixture (test_serve.py's
+    server) is then started once, on that process. The groups are dealt out first, the largest
+    first (claims, calibrate, wall_clock), each to a process of its own. Run before xdist reads the
+    groups (its hook is trylast); the order of the tests is kept."""
+    group = pytest.mark.xdist_group("wall_clock")
+    for item in items:
+        if item.get_closest_marker("wall_clock") is not None:
+            item.add_marker(group)

@@ -25,9 +25,9 @@ from batchtui.serve.prom import E2E_BUCKETS, TTFT_BUCKETS  # noqa: E402
 from sim.workload import estimate_tokens  # noqa: E402
 
 
-# The tests share one server (time scale 4, waiting on the wall clock): one worker starts it
-# once, first.
-pytestmark = [pytest.mark.xdist_group("serve"), pytest.mark.wall_clock]
+# The tests share one server (time scale 4, waiting on the wall clock): as wall-clock tests they
+# are in the "wall_clock" xdist group (tests/conftest.py), so one worker starts it once.
+pytestmark = pytest.mark.wall_clock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
