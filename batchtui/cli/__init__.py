@@ -27,10 +27,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    from .parser import build_parser, chosen_command, pasted
+    from .parser import chosen_command, parser_for, pasted
 
     argv = pasted(sys.argv[1:] if argv is None else list(argv))
-    parser = build_parser(chosen_command(argv))
+    parser = parser_for(chosen_command(argv))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, or a mistake argparse found (already printed, one line)

@@ -5,6 +5,7 @@ with it neither numpy nor the simulator."""
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 
 # name -> (module defining add_arguments(parser) and HELP, one line of help)
@@ -86,3 +87,13 @@ def build_parser(populate: str | None = None) -> Parser:
         if name == populate:
             importlib.import_module(module).add_arguments(p)
     return parser
+
+
+@functools.cache
+def parser_for(command: str | None) -> Parser:
+    """`build_parser(command)`, built once per process: `main` parses with it. A parse keeps
+    nothing on the parser (argparse fills a fresh namespace and copies a list default before
+    appending to it; no command mutates what it parsed), so one built parser serves every call
+    of `main` in a process: a command line costs one build (about 5 ms), a test process running
+    thousands of them builds each command's once."""
+    return build_parser(command)

@@ -614,3 +614,18 @@ def test_a_run_shown_with_a_progress_bar_gives_the_same_result(monkeypatch):
         assert r._progress is not None  # the bar was drawn (on stderr)
     assert sliced.metrics == plain.metrics
     assert sliced.iterations == plain.iterations
+
+
+def test_one_built_parser_serves_every_command_line_of_a_process():
+    """`main` parses with one parser per command per process (`parser_for`): what one command line
+    gave (an appended flag, a value) is not there for the next, and each parse is as a fresh
+    parser's."""
+    from batchtui.cli.parser import build_parser, parser_for
+
+    assert parser_for("search") is parser_for("search")
+    lines = [["search", "--gpu-price", "h100-sxm=3", "--resume", "a.json", "--resume", "b.json"], ["search"],
+             ["search", "--gpu-price", "a100-80gb=1.5"]]
+    for argv in lines + lines:
+        assert parser_for("search").parse_args(argv) == build_parser("search").parse_args(argv)
+    assert parser_for("search").parse_args(["search"]).gpu_price == []
+    assert parser_for("search").parse_args(["search"]).resume == []

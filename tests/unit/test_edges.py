@@ -415,7 +415,7 @@ def test_ctrl_c_while_importing_is_one_line(argv, capsys, monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(parser, "build_parser", interrupted)
+    monkeypatch.setattr(parser, "parser_for", interrupted)
     assert main(argv) == 130
     out, err = capsys.readouterr()
     assert err == "batchtui: interrupted\n" and out == ""
