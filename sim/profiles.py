@@ -522,7 +522,7 @@ def load_profiles(path: str | Path | None = None) -> ProfileSet:
     tables. A table for a built-in id overrides only the keys it sets.
     """
     if path is None:
-        return _build(_BUILTIN_RAW)
+        return BUILTIN_PROFILES  # (immutable: frozen profiles in read-only mappings)
     source = str(path)
     from .userfiles import FileRefused, read_text
 
