@@ -164,12 +164,11 @@ class job_mapper:
     def __enter__(self):
         if self.jobs <= 1:
             return map
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+        from sim.fit import simulate_point
 
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["numpy", "sim.engine", "sim.fit"])
-        self.pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=ctx)
+        from .executors import forkserver_pool
+
+        self.pool = forkserver_pool(self.jobs, simulate_point.__module__)
         pool = self.pool
         return lambda func, items: pool.map(func, items, chunksize=1)
 

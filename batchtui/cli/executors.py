@@ -1,7 +1,8 @@
 """Where `batchtui search` runs its points: the standard process pool (the default), or Ray (an
 optional extra, `pip install "batchtui[ray]"`; RAY_ADDRESS picks a cluster). Both hand results
 back as they finish with the index of their task; a result depends only on its task, so which
-executor ran it, and how many workers, changes nothing but the time."""
+executor ran it, and how many workers, changes nothing but the time. `forkserver_pool` is also
+how the other commands make their process pools."""
 
 from __future__ import annotations
 
@@ -38,6 +39,25 @@ def _quiet_sigint() -> None:
     signal.signal(signal.SIGINT, lambda *_: os._exit(130))
 
 
+FORKSERVER_PRELOAD = ("numpy", "sim.engine", "sim.curves", "sim.rate_plan", "sim.search", "sim.fit")
+"""What the fork server imports once, so a worker forked from it starts in milliseconds with the
+simulator loaded and holds nothing of the parent but what it is handed. A process has one fork
+server, started by its first pool with the list set then: every pool gives this same list (and
+the module of the function it runs)."""
+
+
+def forkserver_pool(jobs: int, module: str, initializer: Callable | None = None):
+    """A `concurrent.futures.ProcessPoolExecutor` of `jobs` processes forked from the fork server
+    (`FORKSERVER_PRELOAD`, and `module`, where the jobs' function lives): the one way the
+    commands make their process pools (search, plan's and sweep's runs, calibrate's fit)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([*FORKSERVER_PRELOAD, module])
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=initializer)
+
+
 class ProcessPool:
     """A pool of `jobs` processes forked from a fork server that has imported the simulator once
     (as `batchtui.cli.runner.map_jobs` runs plan's seeds)."""
@@ -48,13 +68,7 @@ class ProcessPool:
         self.running = 0
 
     def _start(self, func: Callable) -> None:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["numpy", "sim.engine", "sim.curves", "sim.rate_plan", "sim.search",
-                                    func.__module__])
-        self.pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=ctx, initializer=_quiet_sigint)
+        self.pool = forkserver_pool(self.jobs, func.__module__, initializer=_quiet_sigint)
 
     def imap_unordered(self, func: Callable, items: Sequence) -> Iterator[tuple[int, object]]:
         from concurrent.futures import FIRST_COMPLETED, wait

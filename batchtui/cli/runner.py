@@ -205,10 +205,7 @@ def map_jobs(func: Callable, items: Iterable, jobs: int) -> Iterable:
         for item in items:
             yield func(item)
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from .executors import forkserver_pool
 
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["numpy", "sim.engine", "sim.curves", "sim.rate_plan", func.__module__])
-    with ProcessPoolExecutor(max_workers=min(jobs, len(items)), mp_context=ctx) as pool:
+    with forkserver_pool(min(jobs, len(items)), func.__module__) as pool:
         yield from pool.map(func, items)
