@@ -87,11 +87,13 @@ def _check_numbers(folder: Path, numbers: list[int]) -> None:
 
 
 def load_steps(directory: str | Path | None = None) -> list[Step]:
-    """All twenty steps in order, each validated. Raises StepError naming the bad file."""
+    """All twenty steps in order, each validated. Raises StepError naming the bad file. Every file
+    is validated, and the steps' numbering checked, before the simulator fills any figure (a
+    second or more): a broken or missing lesson is said at once."""
     folder = Path(directory) if directory is not None else lessons_dir()
-    steps = [load_step(p) for p in _lesson_files(folder)]
+    steps = [load_step(p, fill=False) for p in _lesson_files(folder)]
     _check_numbers(folder, [s.number for s in steps])
-    return steps
+    return [fill_figures(s) for s in steps]
 
 
 class Lessons(Sequence):

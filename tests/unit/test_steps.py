@@ -197,6 +197,19 @@ def test_missing_and_misnamed_steps(tmp_path):
         load_steps(folder)
 
 
+def test_a_missing_step_is_said_before_any_figure_is_filled(tmp_path, monkeypatch):
+    """Every file is validated and the numbering checked before the simulator fills figures."""
+    folder = _copy_lessons(tmp_path)
+    (folder / "20-playground.md").unlink()
+
+    def filled(step):
+        raise AssertionError(f"step {step.number}'s figures filled before the numbering was checked")
+
+    monkeypatch.setattr(steps, "fill_figures", filled)
+    with pytest.raises(StepError, match="missing step 20"):
+        load_steps(folder)
+
+
 def test_number_must_match_the_file_name(tmp_path):
     folder = _copy_lessons(tmp_path)
     _edit(folder, "03-break-static-batches.md", "number = 3", "number = 4")
