@@ -202,10 +202,10 @@ def test_a_missing_step_is_said_before_any_figure_is_filled(tmp_path, monkeypatc
     folder = _copy_lessons(tmp_path)
     (folder / "20-playground.md").unlink()
 
-    def filled(step):
-        raise AssertionError(f"step {step.number}'s figures filled before the numbering was checked")
+    def filled(text, lab):
+        raise AssertionError("a figure filled before the numbering was checked")
 
-    monkeypatch.setattr(steps, "fill_figures", filled)
+    monkeypatch.setattr(steps.figures, "fill", filled)
     with pytest.raises(StepError, match="missing step 20"):
         load_steps(folder)
 
