@@ -19,6 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+_HELD: set[str] = set()
+"""Keys this process holds the lock of (computing them)."""
+
 FOLDER_VARIABLE = "BATCHTUI_TEST_RUN_CACHE"
 """Names the run's folder; set by the first pytest process (the one that starts the workers)."""
 
@@ -35,7 +38,9 @@ def shared(key: str, compute: Callable[[], Any]) -> Any:
     renamed into place, so a reader never sees half of one. An error in `compute` is raised here
     and nothing is left for the key: the next process to ask computes it again."""
     where = folder()
-    if where is None:
+    if where is None or key in _HELD:
+        # (A key this process is computing asked for again inside its computation: its lock is
+        # taken, by this process, so compute it here.)
         return compute()
     digest = hashlib.sha256(key.encode()).hexdigest()[:32]
     path = where / f"{digest}.pickle"
@@ -44,7 +49,11 @@ def shared(key: str, compute: Callable[[], Any]) -> Any:
         if path.exists():
             with open(path, "rb") as f:
                 return pickle.load(f)
-        value = compute()
+        _HELD.add(key)
+        try:
+            value = compute()
+        finally:
+            _HELD.discard(key)
         partial = where / f"{digest}.{os.getpid()}.partial"
         with open(partial, "wb") as f:
             pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)

@@ -43,15 +43,21 @@ def once(measure):
         return saturated, list(points)
 
     rate_sweep.__doc__ = measure.__doc__
+    rate_sweep.remembers = True
     return rate_sweep
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _rate_sweeps_once():
     """Every caller of `sim.curves.rate_sweep` (the curve view's thread, step 16's drill) reads
-    it from the module when it runs, so replacing it there reaches them all."""
+    it from the module when it runs, so replacing it there reaches them all. The app's and the
+    snapshots' conftest both declare this fixture: in one session it replaces the function once
+    (a second wrapper would ask the run's cache for a key its caller is computing)."""
     from sim import curves
 
+    if getattr(curves.rate_sweep, "remembers", False):
+        yield
+        return
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(curves, "rate_sweep", once(curves.rate_sweep))
         yield
