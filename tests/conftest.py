@@ -40,6 +40,28 @@ def pytest_unconfigure(config):
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _parse_each_stylesheet_once() -> None:
+    """Textual parses an app's CSS (its own and every widget's DEFAULT_CSS) into rule sets once
+    per app, caching them on the app's stylesheet only; the app tests start hundreds of apps in a
+    process, and parsing took tens of milliseconds of each. The same text with the same variables (the
+    theme's) parses to the same rules, which Textual's own cache already hands to several parses
+    of one stylesheet: here one process-wide table holds them for every app. An error is raised
+    as before and nothing is kept. (Tests only: the app starts one stylesheet per run.)"""
+    from textual.css.stylesheet import Stylesheet
+
+    parse = Stylesheet._parse_rules
+    parsed: dict[tuple, list] = {}
+
+    def parse_once(self, css, read_from, is_default_rules=False, tie_breaker=0, scope=""):
+        key = (css, read_from, is_default_rules, tie_breaker, scope, tuple(sorted(self._variables.items())))
+        rules = parsed.get(key)
+        if rules is None:
+            rules = parsed[key] = parse(self, css, read_from, is_default_rules, tie_breaker, scope)
+        return rules
+
+    Stylesheet._parse_rules = parse_once
+
+
 def pytest_collection_finish(session):
     """The collector settled as the app settles it (`batchtui.gc_policy`): the imports and the
     test modules frozen, the young generation grown to 10,000 objects. With Python's defaults the
@@ -47,6 +69,7 @@ def pytest_collection_finish(session):
     full collections walked every cached run and sweep again."""
     from batchtui import gc_policy
 
+    _parse_each_stylesheet_once()
     gc_policy.settle()
 
 
