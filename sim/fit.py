@@ -103,8 +103,9 @@ move the parameters by less than this, jointly: the cost (in units of each figur
 step would remove is below its square. A step that lowers the cost by less than that square is
 no progress either. A change of the cost that small is within the figures' jitter (near the test
 fixture's answer, steps of a few thousandths of a search unit move the cost between 2 and 8), so
-no comparison of two simulated costs can confirm it; chasing it took about three times the
-simulator runs and left the answers no nearer the truth (benchmarks/fit_evaluations.py)."""
+no comparison of two simulated costs can confirm it. Chasing it took about 2.5 times the
+simulator runs and left the fitted values, on the whole, no nearer the truth: nearer in some fits,
+further in others (`python benchmarks/fit_evaluations.py --more --baseline 30bde2f`)."""
 SPREAD_SEEDS = 3
 """Runs (seeds) per point that measure how much each metric moves with the traffic's draws."""
 NUDGE = 0.03
