@@ -546,7 +546,8 @@ def _wide(params: Sequence[Parameter], dz: np.ndarray, scale: float) -> bool:
 
 def _broyden(jac: np.ndarray, dz: np.ndarray, dr: np.ndarray) -> np.ndarray:
     """The Jacobian corrected by the step just taken (Broyden's rank-one update): it then maps
-    the step `dz` onto the residuals' change `dr`, and is unchanged across the step."""
+    the step `dz` onto the residuals' change `dr`, and maps any direction at right angles to the
+    step as before."""
     return jac + np.outer(dr - jac @ dz, dz) / float(dz @ dz)
 
 
