@@ -49,7 +49,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 TRUTH = {"eta_bw": 0.72, "eta_mfu": 0.55, "eta_attn": 0.70, "overhead_s": 0.0004, "overhead_per_seq_s": 0.000025}
-"""The GPU the measured runs are made with (tests/unit/test_calibrate.py's TRUTH)."""
+"""The GPU the measured runs are made with (tests/unit/test_calibrate.py's too)."""
 GUIDELLM = ROOT / "tests" / "data" / "loadgens" / "guidellm-benchmarks.json"
 OTHER_TRUTHS = (
     {"eta_bw": 0.85, "eta_mfu": 0.62, "eta_attn": 0.9, "overhead_s": 0.001, "overhead_per_seq_s": 0.00001},
@@ -67,13 +67,15 @@ GUIDELLM_TRUTH = {"eta_bw": 0.72, "eta_mfu": 0.55, "overhead_s": 0.0004, "overhe
 
 
 def runs(n: int) -> list[tuple[str, str, int, int, int]]:
-    """(name, rate, requests, prompt, output), as the test fixture's `sweep`."""
+    """(name, rate, requests, prompt, output): the fit's measured runs (tests/unit/test_calibrate.py
+    makes them too), `n` requests in each loaded one."""
     return [("low-short", "0.2", 20, 512, 256), ("low-long", "0.05", 10, 16384, 64),
             ("rate-8", "8", n, 512, 256), ("rate-16", "16", n, 512, 256), ("rate-24", "24", n, 512, 256),
             ("rate-inf", "inf", n, 512, 256), ("long-4", "4", n, 3072, 256)]
 
 
 def truth_profiles(directory: Path, values: dict) -> Path:
+    """A profile file with the GPU `h100-truth`: an H100 with the parameters `values`."""
     path = directory / "truth.toml"
     lines = ['[gpus.h100-truth]', 'name = "H100 as measured"', "hbm_bandwidth = 3.35e12", "bf16_peak_flops = 989e12",
              "memory_bytes = 85.0e9", "interconnect_bandwidth = 450e9"]

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from batchtui.cli import main
+from benchmarks import fit_evaluations
 from tests.unit.cli_run import run
 from sim.profiles import load_profiles
 
@@ -26,25 +27,12 @@ DATA = Path(__file__).parent.parent / "data" / "vllm-results"
 VLLM_FILE = DATA / "openai-8.0qps-Llama-3.1-8B-Instruct-20250301-101500.json"
 DETAILED_FILE = DATA / "openai-detailed.json"
 
-TRUTH = {"eta_bw": 0.72, "eta_mfu": 0.55, "eta_attn": 0.70, "overhead_s": 0.0004, "overhead_per_seq_s": 0.000025}
-
-
-def truth_profiles(directory: Path, values: dict) -> Path:
-    path = directory / "truth.toml"
-    lines = ['[gpus.h100-truth]', 'name = "H100 as measured"', "hbm_bandwidth = 3.35e12", "bf16_peak_flops = 989e12",
-             "memory_bytes = 85.0e9", "interconnect_bandwidth = 450e9"]
-    lines += [f"{k} = {v!r}" for k, v in values.items()]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-# (name, rate, requests, prompt, output): one request at a time with short and very long prompts
-# (the decode step, the prefill cost, the KV read), several rates up to saturation, and a loaded
-# run with long prompts.
-def sweep(n: int):
-    return [("low-short", "0.2", 20, 512, 256), ("low-long", "0.05", 10, 16384, 64),
-            ("rate-8", "8", n, 512, 256), ("rate-16", "16", n, 512, 256), ("rate-24", "24", n, 512, 256),
-            ("rate-inf", "inf", n, 512, 256), ("long-4", "4", n, 3072, 256)]
+# The known GPU the measured runs are made with, its profile file, and the runs (one request at a
+# time with short and very long prompts, several rates up to saturation, a loaded run with long
+# prompts), as the fit's benchmark makes them too.
+TRUTH = fit_evaluations.TRUTH
+truth_profiles = fit_evaluations.truth_profiles
+sweep = fit_evaluations.runs
 
 
 def measure(directory: Path, truth: Path, runs) -> list[Path]:
