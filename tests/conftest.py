@@ -42,11 +42,12 @@ def pytest_unconfigure(config):
 
 def _parse_each_stylesheet_once() -> None:
     """Textual parses an app's CSS (its own and every widget's DEFAULT_CSS) into rule sets once
-    per app, caching them on the app's stylesheet only; the app tests start hundreds of apps in a
-    process, and parsing took tens of milliseconds of each. The same text with the same variables (the
-    theme's) parses to the same rules, which Textual's own cache already hands to several parses
-    of one stylesheet: here one process-wide table holds them for every app. An error is raised
-    as before and nothing is kept. (Tests only: the app starts one stylesheet per run.)"""
+    per app and keeps them on that app's stylesheet; the app tests start hundreds of apps in a
+    process, and the parse took tens of milliseconds of each. The same text with the same
+    variables (the theme's) gives the same rules, which Textual's own cache already hands to
+    every parse of one stylesheet: here one table in the test process holds them for every app.
+    A CSS error is raised as before and nothing is kept for it. (The app itself parses its CSS
+    once per run.)"""
     from textual.css.stylesheet import Stylesheet
 
     parse = Stylesheet._parse_rules
