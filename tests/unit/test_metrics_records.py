@@ -115,3 +115,17 @@ def test_a_batch_of_one_pool_and_plain_ids_reads_back_as_its_records():
         table.append(rec)
     assert list(table) == plain + mixed
     assert table.column("tpot")[:5000].tolist() == [0.005] * 5000
+
+
+def test_each_percentile_is_numpys_of_its_column_alone():
+    """The summary takes a column's percentiles in one call; each equals numpy's percentile of the
+    column taken alone (as vllm bench serve takes them), to the last bit."""
+    engine = Engine(Scenario(workload=WorkloadSpec(request_rate=8, num_prompts=151)))
+    engine.run()
+    summary = engine.metrics.summary(10.0, percentiles=(50, 75, 90, 95, 99, 99.9))
+    records = engine.metrics.records
+    for name, column in (("ttft", "ttft"), ("tpot", "tpot"), ("e2el", "e2e")):
+        values = records.column(column)
+        values = values[~np.isnan(values)] * 1000.0
+        for q, word in ((50, "50"), (75, "75"), (95, "95"), (99.9, "99.9")):
+            assert summary[f"p{word}_{name}_ms"] == float(np.percentile(values, q)), (name, q)
