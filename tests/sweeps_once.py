@@ -1,11 +1,11 @@
-"""Rate sweeps measured once per test process for the app and snapshot tests.
+"""Rate sweeps measured once per test run for the app and snapshot tests.
 
 Steps 7 and 16 draw a rate curve: opening either runs `sim.curves.rate_sweep` over the step's
 scenario (a saturated run and a steady window at each rate, seconds of CPU). Dozens of app tests
 open those steps (in sight at three sizes, one value, lesson length, goals, snapshots), and each
 measured the same sweep of the same scenario again. A sweep is a pure function of its scenario and
-arguments, so within one process the first measurement serves every later one: the screens get
-exactly the numbers they would have computed. The sweep itself is tested where it is the point
+arguments, so the first measurement serves every later one: the screens get exactly the numbers
+they would have computed. The sweep itself is tested where it is the point
 (tests/unit/test_curves.py, test_claims.py), without this.
 
 A scenario is a frozen dataclass holding dicts (not hashable): the key is its repr, and a hit is
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import pytest
 
+from sim import curves
 from tests import run_cache
 
 _MEASURED: dict[tuple, list[tuple]] = {}
@@ -43,21 +44,16 @@ def once(measure):
         return saturated, list(points)
 
     rate_sweep.__doc__ = measure.__doc__
-    rate_sweep.remembers = True
     return rate_sweep
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _rate_sweeps_once():
-    """Every caller of `sim.curves.rate_sweep` (the curve view's thread, step 16's drill) reads
-    it from the module when it runs, so replacing it there reaches them all. The app's and the
-    snapshots' conftest both declare this fixture: in one session it replaces the function once
-    (a second wrapper would ask the run's cache for a key its caller is computing)."""
-    from sim import curves
+_REMEMBERING = once(curves.rate_sweep)
 
-    if getattr(curves.rate_sweep, "remembers", False):
-        yield
-        return
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(curves, "rate_sweep", once(curves.rate_sweep))
-        yield
+
+@pytest.fixture(autouse=True)
+def _rate_sweeps_once(monkeypatch):
+    """For the test that uses it (the app's and the snapshots' conftest declare it for theirs),
+    `sim.curves.rate_sweep` remembers what every test of the run measured. Every caller (the curve
+    view's thread, step 16's drill) reads it from the module when it runs, so replacing it there
+    reaches them all; the other tests get the function itself."""
+    monkeypatch.setattr(curves, "rate_sweep", _REMEMBERING)

@@ -10,7 +10,7 @@ from batchtui.progress import Progress, ProgressStore
 from batchtui.settings import AppSettings
 from tests.app.manual_clock import ManualClock
 from tests import shared_steps
-from tests.sweeps_once import _rate_sweeps_once  # noqa: F401 (a session fixture: each rate sweep once)
+from tests.sweeps_once import _rate_sweeps_once  # noqa: F401 (each rate sweep once a run)
 
 
 @pytest.fixture(autouse=True)
