@@ -87,7 +87,7 @@ class BeforeAfter:
         """The step's views, captioned and titled for its runs, the curve waiting for its sweep."""
         screen = self.screen
         stack = screen.stack
-        for view in stack.views("seats"):
+        for view in stack.views("seats", make=False):
             view.caption = None
         if step.compare is not None:
             main, beside = step.scenario, step.compare.scenario
@@ -100,7 +100,7 @@ class BeforeAfter:
                 view.caption = headers[1] if title == "" else "beside"
         self.configure()
         pending = "curve" in step.views and step.sweep is not None
-        for view in stack.views("curve"):
+        for view in stack.views("curve", make="curve" in step.views):
             view.update_curves((), pending=pending)
         stack.show(self.view_names(step))
 

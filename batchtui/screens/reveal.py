@@ -47,10 +47,11 @@ class Reveal:
         view = screen.query_one(ActivityPanel).view
         # A plot that answers the prediction (step 7's batch curve) waits for the guess too.
         hidden = step.activity.params.get("hides", ()) if view is not None and not view.answered else ()
-        held = [curve.held_back for curve in screen.stack.views("curve")]
-        for curve in screen.stack.views("curve"):
+        curves = screen.stack.views("curve", make="curve" in step.views)
+        held = [curve.held_back for curve in curves]
+        for curve in curves:
             curve.hold_back(hidden)
-        if held != [curve.held_back for curve in screen.stack.views("curve")]:
+        if held != [curve.held_back for curve in curves]:
             screen.stack.check_sizes()  # a plot shown (or held) takes more (or fewer) lines
         if self.shown or not step.reveal_md:
             return

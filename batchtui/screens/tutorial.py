@@ -296,7 +296,7 @@ class TutorialScreen(Screen):
             self.sim = None
             self.say(f"This scenario cannot run: {exc}", error=True)
             return
-        for view in self.stack.views("kv"):  # for snapshots that do not carry the block size
+        for view in self.stack.views("kv", make="kv" in step.views):  # for snapshots without a block size
             view.block_size = scenario.block_size
         # A prediction is made before the run starts.
         self.settings.clock.start(self, self.sim, running=step.activity.kind != "predict" and not self._held)

@@ -7,6 +7,7 @@ from batchtui.widgets.iteration import IterationView
 from batchtui.widgets.key_bar import KeyBar
 from batchtui.widgets.notice_line import NoticeLine
 from batchtui.widgets.seats import SeatsView
+from batchtui.widgets.sim_view import SimView
 
 
 async def test_full_stop_runs_exactly_one_iteration_and_the_views_show_it(make_app):
@@ -142,9 +143,34 @@ async def test_a_refused_engine_value_is_shown_not_raised(make_app):
 async def test_views_follow_the_step(make_app):
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        assert not app.screen.query_one(IterationView).display  # step 1 shows seats + metrics
+        def shown():
+            return [type(view) for view in app.screen.stack.shown() if view.display]
+
+        assert IterationView not in shown()  # step 1 shows seats + metrics
         await pilot.press("n")
-        assert app.screen.query_one(IterationView).display
+        assert IterationView in shown()
+
+
+async def test_a_step_makes_only_the_views_it_shows_and_keeps_them(make_app):
+    """Views are made when first shown (their parts' styles are most of what a start costs), then
+    kept: a step that shows none of a view's kind makes none, going back makes nothing new, and
+    every view made is in the DOM once, in its own column."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        stack = app.screen.stack
+
+        def made():
+            return {(view.view_name, view.parent.id) for view in stack.query(SimView)}
+
+        first = made()
+        assert {name for name, _ in first} == {view.view_name for view in stack.shown()}
+        assert "iteration" not in {name for name, _ in first}
+        await pilot.press("n")
+        second = made()
+        assert first < second and "iteration" in {name for name, _ in second}
+        await pilot.press("p")
+        assert made() == second
+        assert len(list(stack.query(SimView))) == len(second)
 
 
 async def test_the_status_line_says_when_the_run_falls_behind_its_speed(make_app):
