@@ -551,7 +551,7 @@ def test_steps_lists_lessons_with_marks(capsys, monkeypatch, tmp_path):
     import steps
 
     fake = [_Step(n, "Basics" if n <= 10 else "Tuning") for n in range(1, 21)]
-    monkeypatch.setattr(steps, "load_steps", lambda: fake)
+    monkeypatch.setattr(steps, "open_lessons", lambda: steps.Lessons(fake))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     (tmp_path / "batchtui").mkdir()
     (tmp_path / "batchtui" / "progress.json").write_text(
@@ -572,10 +572,25 @@ def test_steps_reports_lessons_that_do_not_load(capsys, monkeypatch):
     def broken():
         raise steps.StepError("07-kv.md", "missing title")
 
-    monkeypatch.setattr(steps, "load_steps", broken)
+    monkeypatch.setattr(steps, "open_lessons", broken)
     code, out, err = run(capsys, "steps")
     assert code == 1
     assert "07-kv.md: missing title" in err
+
+
+def test_steps_lists_the_real_lessons_without_running_the_simulator(capsys, monkeypatch, tmp_path):
+    """The list is the table of contents: front matter only, no figure filled."""
+    import steps
+
+    def filled(text, lab):
+        raise AssertionError("batchtui steps filled a figure")
+
+    monkeypatch.setattr(steps.figures, "fill", filled)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    d = run_json(capsys, "steps")
+    summaries = steps.open_lessons().summaries
+    assert [(s["number"], s["title"], s["minutes"]) for s in d] == [(s.number, s.title, s.minutes) for s in summaries]
+    assert len(d) == 20 and d[0]["current"] and not any(s["done"] for s in d)
 
 
 # -- the command line as a whole -----------------------------------------------------------------
