@@ -4,7 +4,8 @@
 second of CPU); a dozen modules and the snapshots read the same lessons, and each xdist worker ran
 that once per module. A `Step` is frozen and loading reads only the package's files, so one load
 serves them all, in every test process of the run (`tests/run_cache.py`).
-`tests/unit/test_steps.py` still calls `load_steps()` itself: that is what it tests."""
+`tests/unit/test_steps.py` calls `load_steps()` itself where loading is what it tests (broken,
+missing and misnumbered lessons)."""
 
 from __future__ import annotations
 

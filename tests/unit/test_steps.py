@@ -13,6 +13,7 @@ import pytest
 import steps
 from sim.scenario import Scenario
 from steps import StepError, load_step, load_steps
+from tests import shared_steps
 
 OUTLINE_TITLES = [
     "A support bot, one request at a time",
@@ -49,7 +50,9 @@ SECTIONS = {
 
 @pytest.fixture(scope="module")
 def all_steps():
-    return load_steps()
+    """`load_steps()`, as the run's first process to ask computed it (tests/shared_steps.py): this
+    module's tests run spread over the test processes, and each loaded the lessons again."""
+    return shared_steps.lessons()
 
 
 def test_twenty_steps_in_the_outline_order(all_steps):
