@@ -21,7 +21,7 @@ from . import args as a
 from . import options as o
 from .exits import EXIT_OK, UserError
 from .output import Sink, output_file
-from .setup import build_setup, flag_message, given_paths, user_errors
+from .setup import build_setup, command_flags, flag_message, given_paths, user_errors
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -125,14 +125,16 @@ def run(args: argparse.Namespace) -> int:
         try:
             sc.with_engine(max_num_seqs=v).engine_config(setup.profiles)
         except ConfigError as exc:
-            raise UserError(flag_message(exc, given_paths(args), {"engine.max_num_seqs": "--max-num-seqs-values"})) from None
+            raise UserError(flag_message(exc, given_paths(args) | {"engine.max_num_seqs"},
+                                         {**command_flags(args), "engine.max_num_seqs": "--max-num-seqs-values"})) from None
     for v in (values if by_rate else []):
         w = sc.workload
         try:
             (replace(w, trace_rate=v) if w.arrival == "trace" and v != math.inf else w.with_rate(v)).validate()
         except ConfigError as exc:
-            raise UserError(flag_message(exc, given_paths(args), {"workload.request_rate": "--request-rates",
-                                                         "workload.trace_rate": "--request-rates"})) from None
+            raise UserError(flag_message(exc, given_paths(args) | {"workload.request_rate", "workload.trace_rate"},
+                                         {**command_flags(args), "workload.request_rate": "--request-rates",
+                                          "workload.trace_rate": "--request-rates"})) from None
     w = sc.workload
     n = (w.trace_requests or len(trace_requests(w))) if w.arrival == "trace" else w.num_prompts
     lat_key, lat_name = ("p99_ttft_ms", "TTFT") if by_rate else ("p99_tpot_ms", "TPOT")

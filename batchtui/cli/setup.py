@@ -24,20 +24,42 @@ from .exits import UserError
 ALLOW_LONG_MAX_MODEL_LEN = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
 
 
+PREFIX_REPETITION_FLAGS = {
+    "workload.prefix_len": "--prefix-repetition-prefix-len",
+    "workload.input.mean": "--prefix-repetition-suffix-len",
+    "workload.output.mean": "--prefix-repetition-output-len",
+    "workload.num_prefixes": "--prefix-repetition-num-prefixes",
+}
+"""The flags that set these dials with --dataset-name prefix_repetition (which refuses their own)."""
+
+
+def command_flags(args: argparse.Namespace) -> dict[str, str]:
+    """How this command line spells the dials it sets by flags other than their own: with
+    --dataset-name prefix_repetition, the lengths (given, or the dataset's defaults)."""
+    if getattr(args, "dataset_name", None) == "prefix_repetition":
+        return dict(PREFIX_REPETITION_FLAGS)
+    return {}
+
+
 def given_paths(args: argparse.Namespace) -> set[str]:
     """The dials (paths) whose flags this command line gave."""
     from sim.dials import DIALS
 
-    return {spec.path for spec in DIALS if spec.flag and getattr(args, o.flag_dest(spec), None) is not None}
+    given = {spec.path for spec in DIALS if spec.flag and getattr(args, o.flag_dest(spec), None) is not None}
+    for path, flag in command_flags(args).items():
+        given.discard(path)
+        if getattr(args, o.dest(flag), None) is not None:
+            given.add(path)
+    return given
 
 
 def flag_message(exc: Exception, given: set[str] = frozenset(), flags: dict[str, str] | None = None) -> str:
     """A simulator error in the words of the command line: a ConfigError names each dial by its
-    flag (`flags`: a command's own flag for a dial, as given, such as sweep's --request-rates):
-    "argument --max-num-seqs: 0 is not allowed: ..." when the user gave the flag (`given`: the
-    dials' paths), else "--max-num-seqs = 2048 is not allowed: ..." (a default, or a --scenario
-    file's value); the value in the flag's unit (ms for --max-queue-delay-ms). A dial without a
-    flag keeps its path."""
+    flag (`flags`: how this command spells a dial other than by its own flag, such as sweep's
+    --request-rates or prefix_repetition's lengths): "argument --max-num-seqs: 0 is not allowed:
+    ..." when the user gave the flag (`given`: the dials' paths), else "--max-num-seqs = 2048 is
+    not allowed: ..." (a default, or a --scenario file's value); the value in the flag's unit (ms
+    for --max-queue-delay-ms). A dial without a flag keeps its path."""
     from sim.dials import BY_PATH
 
     flags = flags or {}
@@ -55,7 +77,7 @@ def flag_message(exc: Exception, given: set[str] = frozenset(), flags: dict[str,
     scale = BY_PATH[exc.dial].flag_scale if exc.dial in BY_PATH else 1.0
     if scale != 1.0 and isinstance(shown, (int, float)) and not isinstance(shown, bool):
         shown = f"{shown * scale:g}"
-    head = f"argument {flag}: {shown}" if exc.dial in given or exc.dial in flags else f"{flag} = {shown}"
+    head = f"argument {flag}: {shown}" if exc.dial in given else f"{flag} = {shown}"
     return exc.spelled(spell, head)
 
 
@@ -66,7 +88,7 @@ def user_errors(func):
         try:
             return func(args)
         except ConfigError as exc:
-            raise UserError(flag_message(exc, given_paths(args))) from None
+            raise UserError(flag_message(exc, given_paths(args), command_flags(args))) from None
     return wrapper
 
 
