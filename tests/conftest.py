@@ -1,9 +1,10 @@
-"""Hypothesis profiles for every property test.
+"""Hypothesis profiles for every property test (tests/examples.py says how counts scale).
 
 `ci` (the default) is derandomized: the same examples on every run, so a failure in CI is a
-failure on every machine. `dev` draws ten times as many fresh examples each run; select it with
-`HYPOTHESIS_PROFILE=dev .venv/bin/python -m pytest tests/unit/test_engine_agrees.py`.
-Tests size their example counts relative to the profile (`scaled_examples`), never absolutely.
+failure on every machine. `thorough` draws four times as many, derandomized too (the thorough
+step of `.ci/run` runs every property test with it). `dev` draws ten times as many fresh examples
+each run; select it with `HYPOTHESIS_PROFILE=dev .venv/bin/python -m pytest tests/unit/test_engine_agrees.py`.
+Tests size their example counts relative to the profile (`tests.examples.examples`), never absolutely.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("ci", derandomize=True, database=None, deadline=None, max_examples=100,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("thorough", derandomize=True, database=None, deadline=None, max_examples=400,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile("dev", deadline=None, max_examples=1000,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

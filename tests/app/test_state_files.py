@@ -24,6 +24,7 @@ from batchtui.widgets.notice_line import NoticeLine
 from batchtui.widgets.step_header import StepHeader
 from manual_clock import ManualClock
 from standin import make_steps
+from tests.examples import examples
 
 # The autouse fixtures (conftest) only set environment variables: fine to share between examples.
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
@@ -70,7 +71,7 @@ def check_outcome(directory: Path, raw: bytes, progress: Progress, notice: str |
     assert notice_again is None and again == progress
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=SLOW_OK)
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=SLOW_OK)
 @given(st.binary(max_size=600))
 @example(b"\xff\xfe\x00junk")
 @example(b"")
@@ -82,7 +83,7 @@ def test_any_bytes(raw):
     check_outcome(directory, raw, progress, notice)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=SLOW_OK)
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=SLOW_OK)
 @given(json_values | progress_like)
 def test_any_json_shape(data):
     raw = json.dumps(data).encode()
@@ -193,7 +194,7 @@ def run_app_on(state_dir: Path, size=(80, 24)) -> tuple[int, str]:
     return asyncio.run(run())
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=SLOW_OK)
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=SLOW_OK)
 @given(progress_like | json_values)
 def test_the_app_opens_on_any_progress_file(data):
     with tempfile.TemporaryDirectory() as tmp:

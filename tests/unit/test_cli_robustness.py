@@ -2,8 +2,7 @@
 
 The property test feeds random argument lists and random files (JSON Lines traces, scenario TOML,
 scheduler cases, ShareGPT JSON) to every subcommand. In CI it runs a fixed, derandomized set of
-examples (the same every run, under a minute); `BATCHTUI_PROPERTY_PROFILE=thorough` runs a larger
-random one locally.
+examples (the same every run); the `thorough` and `dev` profiles draw more (tests/examples.py).
 """
 
 from __future__ import annotations
@@ -20,19 +19,13 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from batchtui.cli import main
-from tests.unit.cli_run import run
 from batchtui.cli.output import output_file
+from tests.examples import examples
+from tests.unit.cli_run import run
 
-# Settings of this file's own, not profiles: registering a profile named "ci" here replaced the
-# suite's "ci" profile (tests/conftest.py) for every test collected after this module, which
-# doubled the examples of every property test sized by `scaled_examples`.
-PROFILES = {
-    "ci": settings(derandomize=True, database=None, max_examples=200, deadline=None,
-                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]),
-    "thorough": settings(max_examples=1500, deadline=None,
-                         suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]),
-}
-PROFILE = PROFILES[os.environ.get("BATCHTUI_PROPERTY_PROFILE", "ci")]
+# The suite's profile (tests/conftest.py) sets derandomization and scales the count.
+PROFILE = settings(max_examples=examples(200), deadline=None,
+                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
 # -- never lose a file -------------------------------------------------------------------------

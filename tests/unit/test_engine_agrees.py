@@ -35,11 +35,7 @@ from sim.errors import ConfigError, RequestRejected
 from sim.scenario import Scenario
 from sim.schedulers import continuous
 from sim.workload import LengthSpec, RequestSpec, WorkloadSpec
-
-
-def scaled_examples(ci_count: int) -> int:
-    """`ci_count` under the default profile (100 examples), proportionally more under `dev`."""
-    return max(5, ci_count * settings.default.max_examples // 100)
+from tests.examples import examples
 
 
 TRACES = Path(tempfile.mkdtemp(prefix="batchtui-agree-"))
@@ -250,7 +246,7 @@ def sliced(engine: Engine, dials: list[tuple[int, tuple]], cuts: list[tuple[str,
         return outcome(engine), said
 
 
-@settings(max_examples=scaled_examples(300))
+@settings(max_examples=examples(150))
 @given(scenarios(), st.lists(st.tuples(st.integers(1, 200), st.sampled_from(DIALS)), max_size=3),
        st.lists(st.tuples(st.sampled_from(["time", "time", "iterations", "step"]),
                           st.floats(0.0005, 0.5)), max_size=8))
@@ -291,7 +287,7 @@ def async_decoding(draw) -> Scenario:
                     seed=draw(st.integers(0, 1000)))
 
 
-@settings(max_examples=scaled_examples(60))
+@settings(max_examples=examples(30))
 @given(async_decoding(), st.lists(st.tuples(st.integers(1, 600), st.sampled_from(DIALS)), max_size=3),
        st.lists(st.tuples(st.sampled_from(["time", "iterations", "step"]), st.floats(0.0005, 0.5)), max_size=8))
 def test_async_calls_in_bulk_agree_with_dials_moved_mid_run(scenario, dials, cuts):
@@ -308,7 +304,7 @@ def test_async_calls_in_bulk_agree_with_dials_moved_mid_run(scenario, dials, cut
     assert_agree(a, c, "fast against sliced")
 
 
-@settings(max_examples=scaled_examples(30))
+@settings(max_examples=examples(30))
 @given(scenarios(), st.sampled_from([2, 5, 40]))
 def test_stretches_timed_with_numpy_agree(drawn, numpy_from):
     """Long decode stretches are timed with numpy arrays; force that on short ones too."""
@@ -364,7 +360,7 @@ def live_state(engine: Engine) -> dict:
 LIVE_DIALS = DIALS + [("workload.request_rate", 7.0), ("workload.request_rate", 90.0)]
 
 
-@settings(max_examples=scaled_examples(30))
+@settings(max_examples=examples(30))
 @given(scenarios(), st.lists(st.tuples(st.sampled_from(["time", "iterations", "step", "dial", "submit"]),
                                        st.integers(1, 300)), min_size=1, max_size=6))
 def test_the_lazy_queue_shows_what_the_eager_queue_holds(drawn, slices):
@@ -455,7 +451,7 @@ TIED_FINISH = Scenario(
     block_size=1, seed=0)
 
 
-@settings(max_examples=scaled_examples(150))
+@settings(max_examples=examples(75))
 @given(scenarios(), st.lists(st.tuples(st.integers(1, 200), st.sampled_from(DIALS)), max_size=3))
 @example((TIED_FINISH, False), [])
 def test_compact_async_decoders_agree_with_explicit_requests(drawn, dials):
@@ -472,7 +468,7 @@ def test_compact_async_decoders_agree_with_explicit_requests(drawn, dials):
     assert_agree(first[0], b[0], "compact against explicit")
 
 
-@settings(max_examples=scaled_examples(30))
+@settings(max_examples=examples(30))
 @given(async_decoding(), st.lists(st.tuples(st.integers(1, 600), st.sampled_from(DIALS)), max_size=2),
        st.sampled_from([2, 5, 40]))
 def test_async_calls_in_bulk_timed_with_numpy_agree(scenario, dials, numpy_from):

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from batchtui.cli import main
+from tests.examples import examples
 from tests.unit.cli_run import run
 from tests.unit.test_edges import capped_memory, one_line  # noqa: F401  (a fixture)
 
@@ -423,7 +424,7 @@ READ = {"benchmarks", "config", "strategy", "type_", "rate", "streams", "max_con
 READ_PATHS = {f: [p for p in paths if p.rsplit(".", 1)[-1] in READ] for f, paths in PATHS.items()}
 
 
-@settings(derandomize=True, max_examples=60, deadline=None,
+@settings(derandomize=True, max_examples=examples(60), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_any_mutation_of_either_file_is_a_result_or_one_line(capsys, capped_memory, tmp_path_factory, data):  # noqa: F811

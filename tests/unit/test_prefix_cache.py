@@ -19,7 +19,7 @@ from sim.scenario import Scenario
 from sim.schedulers.continuous import ContinuousScheduler
 from sim.trace import compare, run_case
 from sim.workload import MULTI_TURN_HELPDESK, RequestSpec, WorkloadSpec, answer_segment, next_turn
-from tests.unit.test_engine_agrees import scaled_examples
+from tests.examples import examples
 
 PREFIXES = ("sys", "doc", "tools")
 QUIET = WorkloadSpec(request_rate=1e-6, num_prompts=1)  # one unique request, long after the submitted ones
@@ -152,7 +152,7 @@ def conversation_traffic(convs, max_len: int):
     return first, follow
 
 
-@settings(max_examples=scaled_examples(80))
+@settings(max_examples=examples(80))
 @given(scheduler_cases())
 def test_pool_invariants_on_random_shared_prefix_workloads(case):
     """After every schedule and every update: reference counts are never negative and equal the
@@ -183,7 +183,7 @@ def _check_hits(block_size, by_id):
     return check
 
 
-@settings(max_examples=scaled_examples(80))
+@settings(max_examples=examples(80))
 @given(st.data())
 def test_pool_invariants_on_random_multi_turn_workloads(data):
     """Conversations whose next turn repeats the previous prompt and its answer as generated
@@ -200,7 +200,7 @@ def test_pool_invariants_on_random_multi_turn_workloads(data):
         assert 0 <= req.num_cached_tokens <= req.prompt_len - 1
 
 
-@settings(max_examples=scaled_examples(60))
+@settings(max_examples=examples(60))
 @given(st.data())
 def test_a_next_turn_hits_its_history_answer_included(data):
     """With blocks enough that nothing is evicted (nor preempted) and synchronous scheduling, a
@@ -233,7 +233,7 @@ def _no_two_share_a_block(requests, block_size):
     return True
 
 
-@settings(max_examples=scaled_examples(80))
+@settings(max_examples=examples(80))
 @given(scheduler_cases())
 def test_caching_changes_nothing_when_nothing_is_shared(case):
     """Requests that share no full block of tokens, no preemption: every step of the trace is
@@ -263,7 +263,7 @@ def test_caching_changes_nothing_when_nothing_is_shared(case):
     assert set(on["num_cached_tokens"].values()) <= {0}
 
 
-@settings(max_examples=scaled_examples(60))
+@settings(max_examples=examples(60))
 @given(scheduler_cases())
 def test_named_outputs_nobody_repeats_change_nothing(case):
     """Requests sharing no block of tokens whose outputs are named (their blocks join the index

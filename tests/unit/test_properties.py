@@ -12,6 +12,7 @@ from sim.request import Request
 from sim.scenario import Scenario
 from sim.schedulers.continuous import ContinuousScheduler
 from sim.workload import LengthSpec, WorkloadSpec
+from tests.examples import examples
 
 
 @st.composite
@@ -40,7 +41,7 @@ def setups(draw):
     return config, num_blocks, block_size, sorted(reqs, key=lambda r: r[0])
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(setups())
 # Async: request 1 is preempted with a token in flight and comes back to the compact form with the
 # offset it had before, so the finish calendar holds it twice; counted twice as finishing, the
@@ -106,7 +107,7 @@ def scenarios(draw):
                     num_gpu_blocks_override=blocks)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_engine_serves_every_request_and_is_deterministic(scenario):
     engine = Engine(scenario)
