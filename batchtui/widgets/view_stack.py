@@ -127,7 +127,8 @@ class ViewStack(Horizontal):
         self._columns: list[Vertical] = []
 
     def compose(self):
-        self._columns = [Vertical(id=f"view-column-{c}", classes="view-column") for c in range(MAX_COLUMNS)]
+        self._columns = [Vertical(*(view for (_, column), view in self._made.items() if column == c),
+                                  id=f"view-column-{c}", classes="view-column") for c in range(MAX_COLUMNS)]
         yield from self._columns
 
     # -- which views
@@ -143,7 +144,11 @@ class ViewStack(Horizontal):
             kind = next(kind for kind in self.kinds if kind.name == name)
             view = self._made[(name, column)] = kind.make(id=f"view-{name}-{column}", classes="view")
             view.display = False
-            self._columns[column].mount(view)
+            # Mounted at once if its column is; a view asked for before the columns are mounted is
+            # mounted with them (compose), and one asked for while the app closes (a step's start
+            # run after a quit in the same read) is never shown.
+            if self._columns and self._columns[column].is_attached:
+                self._columns[column].mount(view)
         return view
 
     def views(self, name: str, make: bool = True) -> list[SimView]:

@@ -173,6 +173,17 @@ async def test_a_step_makes_only_the_views_it_shows_and_keeps_them(make_app):
         assert len(list(stack.query(SimView))) == len(second)
 
 
+async def test_a_view_asked_for_while_the_app_closes_is_made_but_not_mounted(make_app):
+    """A quit read with the step change: the step's start (its run, the KV view's block size)
+    comes after the app began to close, when Textual refuses to mount (this crashed on exit)."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)):
+        stack = app.screen.stack
+        app.exit()
+        views = stack.views("iteration")
+        assert len(views) == 2 and not any(view.is_mounted for view in views)
+
+
 async def test_the_status_line_says_when_the_run_falls_behind_its_speed(make_app):
     from batchtui.widgets.sim_status import SimStatus
 
