@@ -581,6 +581,7 @@ def test_steps_reports_lessons_that_do_not_load(capsys, monkeypatch):
 def test_steps_lists_the_real_lessons_without_running_the_simulator(capsys, monkeypatch, tmp_path):
     """The list is the table of contents: front matter only, no figure filled."""
     import steps
+    import steps.figures
 
     def filled(text, lab):
         raise AssertionError("batchtui steps filled a figure")
