@@ -82,6 +82,28 @@ def _parse_each_stylesheet_once() -> None:
     Stylesheet._parse_rules = parse_once
 
 
+def _import_every_project_module() -> None:
+    """Every module of batchtui, sim and steps imported now, in every test process.
+
+    Hypothesis (6.13x and later) draws examples partly from the constants of the project's modules
+    loaded when a property test runs (`sys.modules`, test files excluded). Modules that tests import
+    lazily (a command's module when a test runs it) made that pool depend on which tests a process
+    had run before: a derandomized property drew other examples in a pytest-xdist worker than in a
+    single process, and could draw others from one run to the next. With every module loaded
+    first, the pool, and so the examples, are the same in every process and every run."""
+    import importlib
+    import pkgutil
+
+    import batchtui
+    import sim
+    import steps
+
+    for package in (batchtui, sim, steps):
+        for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            if not module.name.endswith(".__main__"):  # (running it is what importing it does)
+                importlib.import_module(module.name)
+
+
 def pytest_collection_finish(session):
     """The collector settled as the app settles it (`batchtui.gc_policy`): the imports and the
     test modules frozen, the young generation grown to 10,000 objects. With Python's defaults the
@@ -89,6 +111,7 @@ def pytest_collection_finish(session):
     full collections walked every cached run and sweep again."""
     from batchtui import gc_policy
 
+    _import_every_project_module()
     _parse_each_stylesheet_once()
     gc_policy.settle()
 
