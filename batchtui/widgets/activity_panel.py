@@ -18,6 +18,9 @@ class ActivityPanel(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.view: ActivityView | None = None
+        self._mounted: ActivityView | None = None
+        """The view once mounted with its parts: until then keys for it wait (`_when_mounted`)
+        and frames skip it (the next one follows)."""
 
     @property
     def takes_choices(self) -> bool:
@@ -44,27 +47,39 @@ class ActivityPanel(Vertical):
     async def show(self, view: ActivityView | None) -> None:
         await self.remove_children()
         self.view = view
+        self._mounted = None
         if view is not None:
             await self.mount(view)
+            self._mounted = view
         self.display = view is not None
+
+    def _when_mounted(self, act) -> bool:
+        """True if the view is mounted with its parts, so `act` may run now; otherwise `act` runs
+        once it is (a key in the same read as the step change arrives while the step's view is
+        still being mounted), and not at all if another view has taken its place by then."""
+        view = self.view
+        if view is None or self._mounted is view:
+            return view is not None
+        self.call_after_refresh(lambda: act() if self.view is view else None)
+        return False
 
     async def scenario_changed(self, scenario) -> None:
         """A dial moved (the cheat sheet works its formulas again for the new profile)."""
-        if self.view is not None:
+        if self._when_mounted(lambda: self.scenario_changed(scenario)):
             await self.view.scenario_changed(scenario)
 
     def update_snapshot(self, snapshot, compare=None) -> None:
-        if self.view is not None:
+        if self.view is not None and self._mounted is self.view:
             self.view.update_snapshot(snapshot, compare)
 
     def choose(self, number: int) -> None:
-        if self.view is not None:
+        if self._when_mounted(lambda: self.choose(number)):
             self.view.choose(number)
 
     async def give_up(self) -> None:
-        if self.view is not None:
+        if self._when_mounted(self.give_up):
             await self.view.give_up()
 
     async def new_question(self) -> None:
-        if self.view is not None:
+        if self._when_mounted(self.new_question):
             await self.view.new_question()

@@ -86,6 +86,33 @@ async def test_predict_waits_for_a_guess_then_reveals_after_the_run(make_app, le
         assert app.progress.completed == {1}
 
 
+async def test_number_keys_that_come_while_the_step_s_prediction_is_mounted_wait_for_it(make_app, lessons):
+    """A digit in the same read as a step change reached the new step's prediction before its
+    parts were mounted: one out of range crashed the app (NoMatches, exit 1; one in twelve runs
+    of the random keys). Keys for a view being mounted now wait for it; none is lost."""
+    import asyncio
+
+    from batchtui.widgets.activity_panel import ActivityPanel
+
+    app = make_app(list(lessons), start_step=1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        panel = app.screen.query_one(ActivityPanel)
+        fresh = PredictView(panel.view.predict)
+        showing = asyncio.ensure_future(panel.show(fresh))
+        for _ in range(1000):  # until the old view is gone and the new one is being mounted
+            if panel.view is fresh:
+                break
+            await asyncio.sleep(0)
+        assert panel.view is fresh and not fresh.query("#predict-status")
+        panel.choose(4)  # out of range: says so
+        panel.choose(2)
+        await showing
+        await pilot.pause()
+        await pilot.pause()
+        assert fresh.predict.guess == 2
+        assert "guess" in str(fresh.query_one("#predict-status").render()).lower()
+
+
 async def test_real_lessons_in_ascii_draw_only_ascii(make_app, lessons):
     app = make_app(list(lessons), start_step=7, ascii_only=True)  # a Markdown table and two curves
     async with app.run_test(size=(80, 24)) as pilot:
