@@ -10,6 +10,8 @@ a point is reported as unbounded instead of with a latency that a longer run wou
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -278,9 +280,54 @@ def measure_rate(run_at: RunAt, rate: float, *, num_prompts: int = 0, saturated:
     return point
 
 
+SWEEPS_REMEMBERED = 8
+"""Rate sweeps a process keeps (`rate_sweep`), the most recently used."""
+
+_swept: OrderedDict[tuple, tuple[Scenario, float, tuple[RatePoint, ...]]] = OrderedDict()
+_sweeping: dict[tuple, threading.Event] = {}
+_swept_lock = threading.Lock()
+
+
 def rate_sweep(scenario: Scenario, rates: Sequence[float], *, num_prompts: int = 0,
                saturation_prompts: int = 2000, **kwargs) -> tuple[float, list[RatePoint]]:
-    """The saturated rate of `scenario` and each of `rates` measured at its steady state."""
+    """The saturated rate of `scenario` and each of `rates` measured at its steady state.
+
+    A sweep is a pure function of its arguments, and a few seconds of CPU: the process keeps the
+    last SWEEPS_REMEMBERED. A learner who comes back to a step with a curve (or flips past it,
+    starting its sweep each time) and step 16's drill, which sweeps the curve at each number of
+    seats it asks about, get a sweep already measured, and one being measured in another thread
+    is waited for, not measured twice. Sweeps given a callable (`enough`) are not kept."""
+    if any(callable(value) for value in kwargs.values()):
+        return _rate_sweep(scenario, rates, num_prompts, saturation_prompts, kwargs)
+    key = (repr(scenario), tuple(float(r) for r in rates), num_prompts, saturation_prompts,
+           tuple(sorted(kwargs.items())))
+    while True:
+        with _swept_lock:
+            kept = _swept.get(key)
+            if kept is not None and kept[0] == scenario:
+                _swept.move_to_end(key)
+                return kept[1], list(kept[2])
+            pending = _sweeping.get(key)
+            if pending is None:
+                pending = _sweeping[key] = threading.Event()
+                break
+        pending.wait()  # another thread is measuring it (or one with the same repr): look again
+    try:
+        saturated, points = _rate_sweep(scenario, rates, num_prompts, saturation_prompts, kwargs)
+        with _swept_lock:
+            _swept[key] = (scenario, saturated, tuple(points))
+            _swept.move_to_end(key)
+            while len(_swept) > SWEEPS_REMEMBERED:
+                _swept.popitem(last=False)
+    finally:
+        with _swept_lock:
+            del _sweeping[key]
+        pending.set()
+    return saturated, points
+
+
+def _rate_sweep(scenario: Scenario, rates: Sequence[float], num_prompts: int, saturation_prompts: int,
+                kwargs: dict) -> tuple[float, list[RatePoint]]:
     run_at = runner(scenario)
     saturated = saturated_rate(run_at, saturation_prompts).metrics["request_throughput"]
     points = []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import replace
 
 import pytest
@@ -50,3 +52,79 @@ def test_the_knee_comes_before_the_first_unbounded_point():
     first = find_knee([50, 60], [9000, 9000], [1e5, 2e5], bounded=[False, False])
     assert first.index is None and first.reason == "unbounded"
     assert find_knee([1, 2, 4], [100, 200, 400], [20, 20, 21]).index is None
+
+
+# -- a process keeps its sweeps ---------------------------------------------------------------------
+
+def _counting(monkeypatch, pause: float = 0.0) -> list[float]:
+    """Every rate `rate_sweep` measures from now on (the saturated run counts as inf)."""
+    from sim import curves
+
+    measured: list[float] = []
+    measure, saturated = curves.measure_rate, curves.saturated_rate
+
+    def measure_counted(run_at, rate, **kwargs):
+        measured.append(rate)
+        return measure(run_at, rate, **kwargs)
+
+    def saturated_counted(run_at, num_prompts):
+        measured.append(float("inf"))
+        time.sleep(pause)  # (two threads asking at once overlap here)
+        return saturated(run_at, num_prompts)
+
+    monkeypatch.setattr(curves, "measure_rate", measure_counted)
+    monkeypatch.setattr(curves, "saturated_rate", saturated_counted)
+    return measured
+
+
+SMALL = Scenario(engine={"max_num_seqs": 32}, workload=WorkloadSpec(request_rate=4.0, num_prompts=60), seed=424242)
+
+
+def test_a_sweep_asked_again_is_the_one_measured(monkeypatch):
+    measured = _counting(monkeypatch)
+    first = rate_sweep(SMALL, [2.0, 4.0], min_window=50, saturation_prompts=100)
+    again = rate_sweep(SMALL, [2.0, 4.0], min_window=50, saturation_prompts=100)
+    assert measured == [float("inf"), 2.0, 4.0]
+    assert again == first and again[1] is not first[1]  # the same points in a list of its own
+    again[1].clear()
+    assert len(rate_sweep(SMALL, [2.0, 4.0], min_window=50, saturation_prompts=100)[1]) == 2
+    # Anything else is measured: other rates, settings or scenario.
+    rate_sweep(SMALL, [2.0], min_window=50, saturation_prompts=100)
+    rate_sweep(SMALL, [2.0, 4.0], min_window=60, saturation_prompts=100)
+    rate_sweep(replace(SMALL, seed=424243), [2.0, 4.0], min_window=50, saturation_prompts=100)
+    assert len(measured) == 3 + 2 + 3 + 3
+
+
+def test_a_sweep_asked_from_two_threads_at_once_is_measured_once(monkeypatch):
+    measured = _counting(monkeypatch, pause=0.3)
+    scenario = replace(SMALL, seed=424244)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(
+        rate_sweep(scenario, [2.0, 4.0], min_window=50, saturation_prompts=100))) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert measured == [float("inf"), 2.0, 4.0] and results[0] == results[1]
+
+
+def test_a_failed_sweep_is_not_kept_and_a_callable_setting_is_never_kept(monkeypatch):
+    from sim import curves
+
+    measured = _counting(monkeypatch)
+    scenario = replace(SMALL, seed=424245)
+    broken = curves.measure_rate
+
+    def fails(run_at, rate, **kwargs):
+        broken(run_at, rate, **kwargs)
+        raise RuntimeError("a run failed")
+
+    monkeypatch.setattr(curves, "measure_rate", fails)
+    with pytest.raises(RuntimeError):
+        rate_sweep(scenario, [2.0], min_window=50, saturation_prompts=100)
+    monkeypatch.setattr(curves, "measure_rate", broken)
+    rate_sweep(scenario, [2.0], min_window=50, saturation_prompts=100)  # measured again
+    assert measured == [float("inf"), 2.0, float("inf"), 2.0]
+    for _ in range(2):
+        rate_sweep(scenario, [2.0], min_window=50, saturation_prompts=100, enough=lambda summary: False)
+    assert len(measured) == 4 + 2 + 2
