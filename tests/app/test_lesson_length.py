@@ -1,7 +1,10 @@
 """Thirty-five minutes, as promised: each step's lesson, its text and its reveal, takes at most
 two screens of the lesson pane at 80x24, measured as the app draws them once the activity is
 answered (the activity panel between them, a drill's question and worked answer, is the learner's
-own work and not counted), and the whole lesson reads in about 3,500 words (STEPS.md)."""
+own work and not counted), and the whole lesson reads in about 3,500 words (STEPS.md).
+
+The per-step measure (`assert_the_lesson_fits_two_screens_of_its_pane`) runs in
+test_one_value.py's test of each step, on the app opened there."""
 
 from __future__ import annotations
 
@@ -74,19 +77,31 @@ async def answer(pilot, screen) -> None:
     await pilot.pause()
 
 
-@pytest.mark.parametrize("number", range(1, 21))
-async def test_each_step_s_lesson_fits_two_screens_of_its_pane(make_app, lessons, number):
-    app = make_app(list(lessons), start_step=number)
+async def assert_the_lesson_fits_two_screens_of_its_pane(pilot, screen) -> None:
+    """Answer the step's activity (`answer`), then measure its text and reveal against the lesson
+    pane at 80x24. Every step is measured this way on the app that test_one_value.py opens for
+    that step at 80x24 (one app per step for both checks: an app and its step cost a few tenths
+    of a second of CPU to open)."""
+    number = screen.step.number
+    await answer(pilot, screen)
+    pane = screen.query_one("#lesson-pane")
+    if screen.step.reveal_md:
+        assert screen.query_one("#reveal").display, f"step {number}: the reveal is not shown"
+    text, reveal = screen.query_one("#lesson"), screen.query_one("#reveal")
+    seen = text.outer_size.height + (reveal.outer_size.height if reveal.display else 0)
+    room = pane.size.height
+    assert room > 0 and seen > 0, f"step {number}: the lesson pane is not shown at 80x24"
+    assert seen <= MAX_SCREENS * room, (
+        f"step {number}: text and reveal take {seen} lines, {seen / room:.1f} screens of {room}")
+
+
+async def test_the_length_check_catches_a_lesson_longer_than_two_screens(make_app, lessons):
+    """The check can fail: step 3's lesson, repeated until it is three screens long, is caught."""
+    from dataclasses import replace
+
+    long = [replace(step, body_md=step.body_md * 6) if step.number == 3 else step for step in lessons]
+    app = make_app(long, start_step=3)
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = app.screen
         await pilot.pause()
-        await answer(pilot, screen)
-        pane = screen.query_one("#lesson-pane")
-        if screen.step.reveal_md:
-            assert screen.query_one("#reveal").display, f"step {number}: the reveal is not shown"
-        text, reveal = screen.query_one("#lesson"), screen.query_one("#reveal")
-        seen = text.outer_size.height + (reveal.outer_size.height if reveal.display else 0)
-        room = pane.size.height
-        assert room > 0 and seen > 0, f"step {number}: the lesson pane is not shown at 80x24"
-        assert seen <= MAX_SCREENS * room, (
-            f"step {number}: text and reveal take {seen} lines, {seen / room:.1f} screens of {room}")
+        with pytest.raises(AssertionError, match="screens of"):
+            await assert_the_lesson_fits_two_screens_of_its_pane(pilot, app.screen)

@@ -18,6 +18,7 @@ import pytest
 
 from batchtui.widgets.compare import CompareView
 from screen_text import screen_text
+from test_lesson_length import assert_the_lesson_fits_two_screens_of_its_pane
 from tests import shared_steps
 
 LOOKS = (20.0, 5.0)  # simulated seconds run before each look (the first after a guess)
@@ -145,7 +146,9 @@ def lessons():
 
 
 @pytest.mark.parametrize("number", range(1, 21))
-async def test_every_quantity_on_a_step_s_screen_reads_one_value(make_app, lessons, number):
+async def test_every_quantity_on_a_step_s_screen_reads_one_value_and_its_lesson_fits(make_app, lessons, number):
+    """One value per quantity at each look; then, on the same app, the step's activity answered,
+    its lesson fits two screens of its pane (test_lesson_length.py)."""
     app = make_app(list(lessons), start_step=number)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = app.screen
@@ -161,6 +164,7 @@ async def test_every_quantity_on_a_step_s_screen_reads_one_value(make_app, lesso
                 assert not problems, f"step {number}:\n" + "\n".join(problems) + "\n" + screen_text(app)
             await pilot.press("v")
             await pilot.pause()
+        await assert_the_lesson_fits_two_screens_of_its_pane(pilot, screen)
 
 
 def test_the_reader_finds_a_disagreement():
