@@ -19,8 +19,10 @@ class ActivityPanel(Vertical):
         super().__init__(id=id)
         self.view: ActivityView | None = None
         self._mounted: ActivityView | None = None
-        """The view once mounted with its parts: until then keys for it wait (`_when_mounted`)
+        """The view on show once mounted with its parts: until then keys wait (`_when_mounted`)
         and frames skip it (the next one follows)."""
+        self._showing = 0
+        """Calls of `show` under way (a step change taking the old view down, mounting the new)."""
 
     @property
     def takes_choices(self) -> bool:
@@ -45,22 +47,28 @@ class ActivityPanel(Vertical):
         return self.view.hints if self.view is not None else ()
 
     async def show(self, view: ActivityView | None) -> None:
-        await self.remove_children()
-        self.view = view
         self._mounted = None
-        if view is not None:
-            await self.mount(view)
+        self._showing += 1
+        try:
+            await self.remove_children()
+            self.view = view
+            if view is not None:
+                await self.mount(view)
+        finally:
+            self._showing -= 1
+        if self.view is view:
             self._mounted = view
-        self.display = view is not None
+            self.display = view is not None
 
     def _when_mounted(self, act) -> bool:
-        """True if the view is mounted with its parts, so `act` may run now; otherwise `act` runs
-        once it is (a key in the same read as the step change arrives while the step's view is
-        still being mounted), and not at all if another view has taken its place by then."""
+        """True if the view on show is mounted with its parts, so `act` may run now. While a step
+        change takes the old view down and mounts the new one, `act` (a key in the same read as
+        the change) waits and then runs on the new view: a key belongs to the step it came after."""
         view = self.view
-        if view is None or self._mounted is view:
-            return view is not None
-        self.call_after_refresh(lambda: act() if self.view is view else None)
+        if view is not None and self._mounted is view and view.is_attached:
+            return True
+        if self._showing:
+            self.call_after_refresh(act)
         return False
 
     async def scenario_changed(self, scenario) -> None:
@@ -69,8 +77,9 @@ class ActivityPanel(Vertical):
             await self.view.scenario_changed(scenario)
 
     def update_snapshot(self, snapshot, compare=None) -> None:
-        if self.view is not None and self._mounted is self.view:
-            self.view.update_snapshot(snapshot, compare)
+        view = self.view
+        if view is not None and self._mounted is view and view.is_attached:
+            view.update_snapshot(snapshot, compare)
 
     def choose(self, number: int) -> None:
         if self._when_mounted(lambda: self.choose(number)):

@@ -86,18 +86,23 @@ async def test_predict_waits_for_a_guess_then_reveals_after_the_run(make_app, le
         assert app.progress.completed == {1}
 
 
-async def test_number_keys_that_come_while_the_step_s_prediction_is_mounted_wait_for_it(make_app, lessons):
+async def test_number_keys_that_come_during_a_step_change_wait_for_the_new_step_s_view(make_app, lessons):
     """A digit in the same read as a step change reached the new step's prediction before its
     parts were mounted: one out of range crashed the app (NoMatches, exit 1; one in twelve runs
-    of the random keys). Keys for a view being mounted now wait for it; none is lost."""
+    of the random keys); one that came while the old step's view was being taken down went to
+    it and crashed the same way. Keys during a step change now wait for the new step's view."""
     import asyncio
 
     from batchtui.widgets.activity_panel import ActivityPanel
 
+    from steps.activities import build
+
     app = make_app(list(lessons), start_step=1)
     async with app.run_test(size=(80, 24)) as pilot:
         panel = app.screen.query_one(ActivityPanel)
-        fresh = PredictView(panel.view.predict)
+        step = app.screen.step
+        # While the new view is being mounted (its parts not there yet):
+        fresh = PredictView(build(step))
         showing = asyncio.ensure_future(panel.show(fresh))
         for _ in range(1000):  # until the old view is gone and the new one is being mounted
             if panel.view is fresh:
@@ -111,6 +116,17 @@ async def test_number_keys_that_come_while_the_step_s_prediction_is_mounted_wait
         await pilot.pause()
         assert fresh.predict.guess == 2
         assert "guess" in str(fresh.query_one("#predict-status").render()).lower()
+        # While the old view (no guess yet) is being taken down: the key is the new view's.
+        old, new = PredictView(build(step)), PredictView(build(step))
+        await panel.show(old)
+        showing = asyncio.ensure_future(panel.show(new))
+        await asyncio.sleep(0)
+        assert panel.view is old
+        panel.choose(3)
+        await showing
+        await pilot.pause()
+        await pilot.pause()
+        assert old.predict.guess is None and new.predict.guess == 3
 
 
 async def test_real_lessons_in_ascii_draw_only_ascii(make_app, lessons):
