@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..kv import BlockPool
 from ..request import FINISHED, Request
@@ -70,9 +70,9 @@ class UpdateResult:
         self.num_waiting = 0  # and those waiting
 
 
-@dataclass(frozen=True, slots=True)
-class WorkRow:
-    """One request's share of a batch, as a report lists it."""
+class WorkRow(NamedTuple):
+    """One request's share of a batch, as a report lists it (a report lists every request of the
+    batch each iteration: a named tuple is made in a third of a frozen dataclass's time)."""
 
     request_id: str
     num_tokens: int

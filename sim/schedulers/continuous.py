@@ -490,12 +490,10 @@ class ContinuousScheduler(Scheduler):
         # The compact decoders of the batch: those still decoding (but not the ones that only
         # joined with it) and those that finished with it, each with its admission number.
         running = self.running
-        running.sync()
         joined = set(map(id, output.joined))
-        # (Under async scheduling a decoder's next token is in flight: it is counted in its
-        # computed tokens, one per placeholder.)
-        numbered = [(n, WorkRow(r.request_id, 1, False, r.num_computed_tokens - r.num_output_placeholders, True))
-                    for r, n in running.members.items() if r in running.decoders and id(r) not in joined]
+        decoders = running.decoders
+        numbered = [(n, WorkRow(r.request_id, 1, False, running.context(r), True))
+                    for r, n in running.members.items() if r in decoders and id(r) not in joined]
         numbered += [(n, WorkRow(r.request_id, 1, False, r.num_computed_tokens - r.num_output_placeholders, True))
                      for n, r in output.compact_finished]
         for (req, _, _, _), row in zip(output.scheduled, rows):

@@ -150,6 +150,16 @@ class RunningSet:
             # be counted twice as finishing)
             slot.append((request, tick - outputs))
 
+    def context(self, request: Request) -> int:
+        """A decoder's context now, its token in flight not counted (what `sync()` would make its
+        `num_computed_tokens - num_output_placeholders`), without bringing its fields up to date:
+        a report lists every decoder's each iteration."""
+        return request.prompt_len + self._outputs(request, self.decoders[request]) - 1
+
+    def _outputs(self, request: Request, since: int) -> int:
+        """A decoder's output tokens now (its fields exact as of tick `since`): one a tick."""
+        return request.num_output_tokens + (self.tick - since)
+
     def _bring_up_to_date(self, request: Request, since: int) -> None:
         """Set a decoder's fields (exact as of tick `since`) to their values now."""
         tick = self.tick
@@ -157,7 +167,7 @@ class RunningSet:
             self._bring_up_to_date_async(request, since)
             return
         if since != tick:
-            outputs = request.num_output_tokens + (tick - since)
+            outputs = self._outputs(request, since)
             request.num_output_tokens = outputs
             request.num_computed_tokens = request.prompt_len + outputs - 1
             request.last_token_time = self.last_token_time
@@ -184,7 +194,7 @@ class RunningSet:
         if in_flight > self.flights:
             in_flight = self.flights
         if since != tick:
-            outputs += tick - since
+            outputs = self._outputs(request, since)
             request.num_output_tokens = outputs
             request.last_token_time = self.last_token_time
             i = bisect_left(self._gap_ticks, since)

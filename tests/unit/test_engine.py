@@ -468,3 +468,27 @@ def test_endless_traffic_at_an_infinite_rate_is_refused_naming_the_dial():
     # A finite workload at an infinite rate is still all queued at once.
     finite = Engine(Scenario(workload=replace(endless_at_once, num_prompts=50)))
     assert finite.run().metrics["completed"] == 50
+
+
+@pytest.mark.parametrize("async_scheduling", [False, True])
+def test_a_report_lists_each_decoder_s_context_as_its_settled_fields_say(async_scheduling):
+    """An iteration's report lists every decoder with its context without settling the compactly
+    held decoders' fields first (`RunningSet.context`): each is what the fields say once settled
+    (num_computed_tokens less the token in flight), iteration after iteration, with requests
+    joining, finishing and preempted (a cache too small for the batch)."""
+    scenario = Scenario(engine={"max_num_seqs": 256, "max_model_len": 8192, "async_scheduling": async_scheduling},
+                        workload=WorkloadSpec(request_rate=60, num_prompts=300, output=LengthSpec(mean=1024)),
+                        seed=5).replace(gpu_memory_utilization=0.25)
+    engine = Engine(scenario, keep_requests=True)
+    decoders_seen = 0
+    while (report := engine.step()) is not None:
+        engine.sync()
+        for work in report.scheduled:
+            if work.is_prefill or work.num_tokens != 1:
+                continue
+            req = engine.requests[work.request_id]
+            if req.status != "running":
+                continue  # finished, or (async) preempted by the next batch, scheduled already
+            decoders_seen += 1
+            assert work.context_len == req.num_computed_tokens - req.num_output_placeholders, (report.index, work)
+    assert decoders_seen > 5000 and engine.metrics.num_preemptions > 0
