@@ -477,7 +477,7 @@ def test_a_report_lists_each_decoder_s_context_as_its_settled_fields_say(async_s
     (num_computed_tokens less the token in flight), iteration after iteration, with requests
     joining, finishing and preempted (a cache too small for the batch)."""
     scenario = Scenario(engine={"max_num_seqs": 256, "max_model_len": 8192, "async_scheduling": async_scheduling},
-                        workload=WorkloadSpec(request_rate=60, num_prompts=300, output=LengthSpec(mean=1024)),
+                        workload=WorkloadSpec(request_rate=60, num_prompts=80, output=LengthSpec(mean=512)),
                         seed=5).replace(gpu_memory_utilization=0.25)
     engine = Engine(scenario, keep_requests=True)
     decoders_seen = 0
@@ -491,4 +491,4 @@ def test_a_report_lists_each_decoder_s_context_as_its_settled_fields_say(async_s
                 continue  # finished, or (async) preempted by the next batch, scheduled already
             decoders_seen += 1
             assert work.context_len == req.num_computed_tokens - req.num_output_placeholders, (report.index, work)
-    assert decoders_seen > 5000 and engine.metrics.num_preemptions > 0
+    assert decoders_seen > 20000 and engine.metrics.num_preemptions > 20
