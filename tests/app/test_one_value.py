@@ -19,6 +19,7 @@ import pytest
 from batchtui.widgets.compare import CompareView
 from screen_text import screen_text
 from test_lesson_length import assert_the_lesson_fits_two_screens_of_its_pane
+from test_steps_in_sight import assert_the_proof_is_in_sight_at_every_size, sizes_for
 from tests import shared_steps
 
 LOOKS = (20.0, 5.0)  # simulated seconds run before each look (the first after a guess)
@@ -146,15 +147,25 @@ def lessons():
 
 
 @pytest.mark.parametrize("number", range(1, 21))
-async def test_every_quantity_on_a_step_s_screen_reads_one_value_and_its_lesson_fits(make_app, lessons, number):
-    """One value per quantity at each look; then, on the same app, the step's activity answered,
-    its lesson fits two screens of its pane (test_lesson_length.py)."""
+async def test_each_step_in_sight_at_every_size_one_value_per_quantity_and_a_lesson_that_fits(
+        make_app, lessons, number):
+    """One app per step, opened at the size `test_steps_in_sight.sizes_for` gives it: the proof
+    in sight at 80x24, 80x23 and 80x22 (test_steps_in_sight.py); then at 80x24 one value per
+    quantity at each look; then, the step's activity answered, its lesson fits two screens of
+    its pane (test_lesson_length.py)."""
     app = make_app(list(lessons), start_step=number)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=sizes_for(number)[0]) as pilot:
         screen = app.screen
         step = screen.step
+        await assert_the_proof_is_in_sight_at_every_size(pilot, app)
+        if app.size != (80, 24):
+            await pilot.resize_terminal(80, 24)
+            await pilot.pause()
+        if screen.zoomed:
+            await pilot.press("z")  # (the playground: as it opens, its things to try beside the views)
+            await pilot.pause()
         if step.activity.kind == "predict":
-            await pilot.press(str(step.activity.params["answer"]))
+            await pilot.press(str(step.activity.params["answer"]))  # (made already: no change)
         for pages in range(2):  # every page of views the step has ("v views 1/2")
             for seconds in LOOKS:
                 screen.sim.fast_forward(seconds)

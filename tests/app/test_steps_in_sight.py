@@ -1,5 +1,7 @@
 """Every step at 80x24, 80x23 and 80x22: after its scenario has run (a prediction made first, where it asks one),
 the views its claim needs are in sight without scrolling or paging, with live numbers in them.
+The per-step check (`assert_the_proof_is_in_sight_at_every_size`) runs in test_one_value.py's
+test of each step, on the app opened there.
 
 "In sight" means what the learner sees: the view is drawn, on the page shown, and its whole
 region lies inside the terminal. The words checked are the ones that carry each step's proof
@@ -92,31 +94,48 @@ def test_every_size_opens_some_steps_and_is_resized_to_by_others():
     assert firsts == later == set(SIZES)
 
 
-@pytest.mark.parametrize("number", sorted(NEEDS))
-async def test_the_proof_of_each_step_is_in_sight(make_app, lessons, number):
+async def assert_the_proof_is_in_sight_at_every_size(pilot, app) -> None:
+    """On an app just opened at `sizes_for(step)[0]`: run the step's scenario (a prediction made
+    first), then look at each size in turn. Every step is looked at this way on the app that
+    test_one_value.py opens for it (one app per step for the three checks: an app and its step
+    cost a few tenths of a second of CPU to open); it leaves the app at the last size, the
+    playground zoomed."""
+    screen = app.screen
+    step = screen.step
+    number = step.number
     order = sizes_for(number)
-    app = make_app(list(lessons), start_step=number)
-    async with app.run_test(size=order[0]) as pilot:
-        screen = app.screen
-        step = screen.step
-        seconds = SECONDS
-        if step.activity.kind == "predict":
-            await pilot.press(str(step.activity.params["answer"]))  # the run starts with a guess
-            screen.sim.fast_forward(1.0)  # and a plot that answers it shows with the result
+    assert app.size == order[0]
+    seconds = SECONDS
+    if step.activity.kind == "predict":
+        await pilot.press(str(step.activity.params["answer"]))  # the run starts with a guess
+        screen.sim.fast_forward(1.0)  # and a plot that answers it shows with the result
+        await pilot.pause()
+        seconds = max(SECONDS, float(step.activity.params.get("watch_s", 20.0)))
+    if step.activity.kind == "playground":
+        await pilot.press("z")  # it opens on its things to try; z shows every view
+    screen.sim.fast_forward(seconds)
+    screen.clear_notice()  # a notice stands in for the goal line until the next key
+    await pilot.pause()
+    await pilot.pause()
+    for size in order:
+        if size != order[0]:
+            await pilot.resize_terminal(*size)
             await pilot.pause()
-            seconds = max(SECONDS, float(step.activity.params.get("watch_s", 20.0)))
-        if step.activity.kind == "playground":
-            await pilot.press("z")  # it opens on its things to try; z shows every view
-        screen.sim.fast_forward(seconds)
-        screen.clear_notice()  # a notice stands in for the goal line until the next key
-        await pilot.pause()
-        await pilot.pause()
-        for size in order:
-            if size != order[0]:
-                await pilot.resize_terminal(*size)
-                await pilot.pause()
-            assert app.size == size
-            check_in_sight(app, screen, number, "%dx%d" % size)
+        assert app.size == size
+        check_in_sight(app, screen, number, "%dx%d" % size)
+
+
+async def test_the_in_sight_check_catches_a_view_out_of_sight(make_app, lessons):
+    """The check can fail: step 5 told to need a view it does not show is caught."""
+    app = make_app(list(lessons), start_step=5)
+    async with app.run_test(size=sizes_for(5)[0]) as pilot:
+        needs = dict(NEEDS)
+        NEEDS[5] = (NEEDS[5][0] + ("kv",), NEEDS[5][1])
+        try:
+            with pytest.raises(AssertionError, match="kv is not on the page shown"):
+                await assert_the_proof_is_in_sight_at_every_size(pilot, app)
+        finally:
+            NEEDS.update(needs)
 
 
 def check_in_sight(app, screen, number: int, size: str) -> None:
