@@ -80,8 +80,8 @@ async def answer(pilot, screen) -> None:
 async def assert_the_lesson_fits_two_screens_of_its_pane(pilot, screen) -> None:
     """Answer the step's activity (`answer`), then measure its text and reveal against the lesson
     pane at 80x24. Every step is measured this way on the app that test_one_value.py opens for
-    that step at 80x24 (one app per step for both checks: an app and its step cost a few tenths
-    of a second of CPU to open)."""
+    that step, at 80x24 by then (one app per step for its three checks: an app and its step cost
+    a few tenths of a second of CPU to open)."""
     number = screen.step.number
     await answer(pilot, screen)
     pane = screen.query_one("#lesson-pane")
