@@ -4,7 +4,10 @@ thorough tests). The app must stay alive, never blank, never crash: afterwards `
 help and `q` quits with status 0.
 
 These run the real `batchtui` on a pseudo-terminal. The random run is 400 keys (2,000 among the
-thorough tests, `pytest -m thorough`); BATCHTUI_LONG_FUZZ=N makes it N keys long for a longer soak.
+thorough tests, `pytest -m thorough`); BATCHTUI_LONG_FUZZ=N makes it N keys long for a longer soak,
+and BATCHTUI_FUZZ_SEED=S draws other keys (seed 14 by default). Keys come at real-time pauses, so
+even one seed meets other timings on each run: a crash that came once in twelve runs of seed 14
+(a digit in the same read as a step change) was found by running it again and over other seeds.
 """
 
 from __future__ import annotations
@@ -164,7 +167,7 @@ def test_the_helpdesk_key_in_the_same_read_as_the_step_change_and_twice_in_one_r
 
 @pytest.mark.parametrize("count", [400, pytest.param(2000, marks=pytest.mark.thorough)])
 def test_random_keys_at_typing_speed(launch, tmp_path, count):
-    rng = random.Random(14)
+    rng = random.Random(int(os.environ.get("BATCHTUI_FUZZ_SEED", 14)))
     count = int(os.environ.get("BATCHTUI_LONG_FUZZ", count))
     session = launch("--step", "1")
     for i in range(count):
