@@ -17,11 +17,13 @@ import pytest
 
 from hypothesis import HealthCheck, settings
 
-settings.register_profile("ci", derandomize=True, database=None, deadline=None, max_examples=100,
+from tests.examples import DEFAULT_RUN
+
+settings.register_profile("ci", derandomize=True, database=None, deadline=None, max_examples=DEFAULT_RUN,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.register_profile("thorough", derandomize=True, database=None, deadline=None, max_examples=400,
+settings.register_profile("thorough", derandomize=True, database=None, deadline=None, max_examples=4 * DEFAULT_RUN,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.register_profile("dev", deadline=None, max_examples=1000,
+settings.register_profile("dev", deadline=None, max_examples=10 * DEFAULT_RUN,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 

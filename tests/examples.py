@@ -19,7 +19,8 @@ from __future__ import annotations
 from hypothesis import settings
 
 DEFAULT_RUN = 100
-"""The `ci` profile's max_examples: `examples(n)` is n under it."""
+"""The `ci` profile's max_examples (the profiles are registered from it, tests/conftest.py):
+`examples(n)` is n under it."""
 
 
 def examples(count: int) -> int:
