@@ -23,7 +23,7 @@ from .scenario import Scenario
 __all__ = [
     "BACKLOG_SLOPE", "Columns", "at_rate", "KNEE_LATENCY_FACTOR", "Knee", "RatePoint", "STEADY_MAX_REQUESTS",
     "STEADY_MIN_REQUESTS", "find_knee", "latency_percentiles", "measure_rate", "rate_sweep",
-    "runner", "saturated_rate", "steady_window",
+    "runner", "saturated_point", "saturated_rate", "steady_point", "steady_window", "Remembered",
 ]
 
 # -- the knee ------------------------------------------------------------------------------------
@@ -280,12 +280,63 @@ def measure_rate(run_at: RunAt, rate: float, *, num_prompts: int = 0, saturated:
     return point
 
 
+class Remembered:
+    """The last `size` results of a pure, costly measurement of a scenario, kept per process.
+
+    Keyed by the scenario's repr and the other arguments (a scenario equal to the one kept is
+    required too: two scenarios may print alike); a result being measured in another thread is
+    waited for, not measured twice; a failed measurement is not kept. Results are shared: their
+    readers must not change them."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._kept: OrderedDict[tuple, tuple[Scenario, object]] = OrderedDict()
+        self._pending: dict[tuple, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    def get(self, scenario: Scenario, key: tuple, measure: Callable[[], object]):
+        key = (repr(scenario),) + key
+        while True:
+            with self._lock:
+                kept = self._kept.get(key)
+                if kept is not None and kept[0] == scenario:
+                    self._kept.move_to_end(key)
+                    return kept[1]
+                pending = self._pending.get(key)
+                if pending is None:
+                    pending = self._pending[key] = threading.Event()
+                    break
+            pending.wait()  # another thread is measuring it (or one with the same repr): look again
+        try:
+            result = measure()
+            with self._lock:
+                self._kept[key] = (scenario, result)
+                self._kept.move_to_end(key)
+                while len(self._kept) > self.size:
+                    self._kept.popitem(last=False)
+        finally:
+            with self._lock:
+                del self._pending[key]
+            pending.set()
+        return result
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
+
+
 SWEEPS_REMEMBERED = 8
 """Rate sweeps a process keeps (`rate_sweep`), the most recently used."""
 
-_swept: OrderedDict[tuple, tuple[Scenario, float, tuple[RatePoint, ...]]] = OrderedDict()
-_sweeping: dict[tuple, threading.Event] = {}
-_swept_lock = threading.Lock()
+POINTS_REMEMBERED = 32
+"""Steady points and saturated runs a process keeps (`steady_point`, `saturated_point`), each."""
+
+_swept = Remembered(SWEEPS_REMEMBERED)
+_steady = Remembered(POINTS_REMEMBERED)
+_saturated = Remembered(POINTS_REMEMBERED)
 
 
 def rate_sweep(scenario: Scenario, rates: Sequence[float], *, num_prompts: int = 0,
@@ -293,37 +344,33 @@ def rate_sweep(scenario: Scenario, rates: Sequence[float], *, num_prompts: int =
     """The saturated rate of `scenario` and each of `rates` measured at its steady state.
 
     A sweep is a pure function of its arguments, and a few seconds of CPU: the process keeps the
-    last SWEEPS_REMEMBERED. A learner who comes back to a step with a curve (or flips past it,
-    starting its sweep each time) and step 16's drill, which sweeps the curve at each number of
-    seats it asks about, get a sweep already measured, and one being measured in another thread
-    is waited for, not measured twice. Sweeps given a callable (`enough`) are not kept."""
+    last SWEEPS_REMEMBERED (`Remembered`). A learner who comes back to a step with a curve (or
+    flips past it, starting its sweep each time) and step 16's drill, which sweeps the curve at
+    each number of seats it asks about, get a sweep already measured. Sweeps given a callable
+    (`enough`) are not kept."""
     if any(callable(value) for value in kwargs.values()):
         return _rate_sweep(scenario, rates, num_prompts, saturation_prompts, kwargs)
-    key = (repr(scenario), tuple(float(r) for r in rates), num_prompts, saturation_prompts,
-           tuple(sorted(kwargs.items())))
-    while True:
-        with _swept_lock:
-            kept = _swept.get(key)
-            if kept is not None and kept[0] == scenario:
-                _swept.move_to_end(key)
-                return kept[1], list(kept[2])
-            pending = _sweeping.get(key)
-            if pending is None:
-                pending = _sweeping[key] = threading.Event()
-                break
-        pending.wait()  # another thread is measuring it (or one with the same repr): look again
-    try:
-        saturated, points = _rate_sweep(scenario, rates, num_prompts, saturation_prompts, kwargs)
-        with _swept_lock:
-            _swept[key] = (scenario, saturated, tuple(points))
-            _swept.move_to_end(key)
-            while len(_swept) > SWEEPS_REMEMBERED:
-                _swept.popitem(last=False)
-    finally:
-        with _swept_lock:
-            del _sweeping[key]
-        pending.set()
-    return saturated, points
+    key = (tuple(float(r) for r in rates), num_prompts, saturation_prompts, tuple(sorted(kwargs.items())))
+    saturated, points = _swept.get(scenario, key, lambda: _rate_sweep(scenario, rates, num_prompts,
+                                                                      saturation_prompts, kwargs))
+    return saturated, list(points)
+
+
+def saturated_point(scenario: Scenario, num_prompts: int) -> RunSummary:
+    """`saturated_rate` of the scenario's traffic, `num_prompts` requests queued at once; the
+    process keeps the last POINTS_REMEMBERED (a figure and a drill that read the same scenario,
+    or a lesson opened again, measure it once)."""
+    return _saturated.get(scenario, ("saturated", int(num_prompts)),
+                          lambda: saturated_rate(runner(scenario), int(num_prompts)))
+
+
+def steady_point(scenario: Scenario, rate: float, *, saturated: float | None = None,
+                 min_window: int = STEADY_MIN_REQUESTS) -> RatePoint:
+    """`measure_rate` of the scenario's traffic at `rate`; the process keeps the last
+    POINTS_REMEMBERED, as `saturated_point` does."""
+    return _steady.get(scenario, ("steady", float(rate), saturated, int(min_window)),
+                       lambda: measure_rate(runner(scenario), float(rate), saturated=saturated,
+                                            min_window=int(min_window)))
 
 
 def _rate_sweep(scenario: Scenario, rates: Sequence[float], num_prompts: int, saturation_prompts: int,

@@ -164,10 +164,11 @@ class Lab:
 
     @cached_property
     def saturated_run(self):
-        """The step's traffic all queued at once (`sim.curves.saturated_rate`)."""
-        from sim.curves import runner, saturated_rate
+        """The step's traffic all queued at once (`sim.curves.saturated_rate`; the process keeps
+        it, `sim.curves.saturated_point`)."""
+        from sim.curves import saturated_point
 
-        return saturated_rate(runner(self.scenario), self.saturation_prompts)
+        return saturated_point(self.scenario, self.saturation_prompts)
 
     @property
     def saturation_prompts(self) -> int:
@@ -186,11 +187,11 @@ class Lab:
 
     def steady(self, rate: float):
         """`sim.curves.measure_rate` at `rate`: the steady window of the step's traffic there, or
-        `bounded=False` when it has none."""
-        from sim.curves import measure_rate, runner
+        `bounded=False` when it has none (the process keeps it, `sim.curves.steady_point`: a drill
+        that asks about a load again, or a lesson opened again, measures it once)."""
+        from sim.curves import steady_point
 
-        return self.memo(("steady", rate), lambda: measure_rate(runner(self.scenario), rate, saturated=self.saturated,
-                                                                min_window=STEADY_WINDOW))
+        return steady_point(self.scenario, rate, saturated=self.saturated, min_window=STEADY_WINDOW)
 
     def run_value(self, path: str):
         """The setting a prediction runs with once the guess is in."""

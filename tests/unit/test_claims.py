@@ -301,14 +301,15 @@ def test_07_rate_sweep_latency_climbs_slowly_then_without_bound_at_saturation(st
 
 def test_07_the_swept_curve_agrees_with_long_runs_or_says_unbounded(step, rate_curve):
     """Each point of step 7's rate curve below saturation agrees with a long run at that rate
-    (other arrivals, a window four times longer) within the noise of the sweep's own window --
-    three standard deviations of what windows of that length measure with other arrivals (near
-    saturation TTFT p99 hangs on rare queue excursions, so that noise is wide there) -- plus 5 %
-    for the long run's own. Points at or past saturation are marked unbounded instead of being
-    drawn with a latency that only measures the run's length."""
+    (other arrivals, a window five times longer) within the noise of the sweep's own window --
+    three standard deviations of what windows of that length measure with other arrivals: the
+    long run's window cut into five such windows, one after another (near saturation TTFT p99
+    hangs on rare queue excursions, so that noise is wide there) -- plus 5 % for the long run's
+    own. Points at or past saturation are marked unbounded instead of being drawn with a latency
+    that only measures the run's length."""
     from dataclasses import replace
 
-    from sim.curves import measure_rate, runner
+    from sim.curves import latency_percentiles, measure_rate, runner, steady_window
 
     sc, window = step(7).scenario, step(7).sweep.num_prompts
     for rate, point, bounded in zip(step(7).sweep.rates, rate_curve.points, rate_curve.bounded):
@@ -316,9 +317,16 @@ def test_07_the_swept_curve_agrees_with_long_runs_or_says_unbounded(step, rate_c
             assert not bounded, rate
             continue
         assert bounded, rate
-        long = measure_rate(runner(replace(sc, seed=70)), rate, min_window=4 * window).window
-        others = [measure_rate(runner(replace(sc, seed=seed)), rate, min_window=window).window["p99_ttft_ms"]
-                  for seed in range(71, 76)]
+        long_run = measure_rate(runner(replace(sc, seed=70)), rate, min_window=5 * window)
+        long = long_run.window
+        records, _ = steady_window(long_run.summary.records)
+        assert len(records) >= 5 * window
+        by_arrival = np.argsort(records["arrival_time"], kind="stable")
+        others = []
+        for part in np.array_split(by_arrival, 5):
+            mask = np.zeros(len(records), dtype=bool)
+            mask[part] = True
+            others.append(latency_percentiles(records.where(mask))["p99_ttft_ms"])
         noise = 3 * float(np.std(others)) / 1000 + 0.05 * long["p99_ttft_ms"] / 1000
         assert abs(point[2] - long["p99_ttft_ms"] / 1000) <= noise, (rate, point[2], long["p99_ttft_ms"], others)
         assert within(point[1], long["output_throughput"], 0.05), (rate, point[1], long["output_throughput"])

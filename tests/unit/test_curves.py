@@ -128,3 +128,23 @@ def test_a_failed_sweep_is_not_kept_and_a_callable_setting_is_never_kept(monkeyp
     for _ in range(2):
         rate_sweep(scenario, [2.0], min_window=50, saturation_prompts=100, enough=lambda summary: False)
     assert len(measured) == 4 + 2 + 2
+
+
+def test_a_steady_point_and_a_saturated_run_asked_again_are_the_ones_measured(monkeypatch):
+    """`steady_point` and `saturated_point` (what the lessons' figures and drills read): an equal
+    scenario asked again, even as another object, gets the measurement already made; another
+    rate, window, request count or scenario is measured."""
+    from sim.curves import saturated_point, steady_point
+
+    measured = _counting(monkeypatch)
+    scenario = replace(SMALL, seed=424246)
+    first = saturated_point(scenario, 100)
+    assert saturated_point(replace(scenario), 100) is first and measured == [float("inf")]
+    point = steady_point(scenario, 2.0, saturated=5.0, min_window=50)
+    assert steady_point(replace(scenario), 2.0, saturated=5.0, min_window=50) is point
+    assert measured == [float("inf"), 2.0]
+    steady_point(scenario, 3.0, saturated=5.0, min_window=50)
+    steady_point(scenario, 2.0, saturated=5.0, min_window=60)
+    steady_point(replace(scenario, seed=424247), 2.0, saturated=5.0, min_window=50)
+    saturated_point(scenario, 120)
+    assert measured == [float("inf"), 2.0, 3.0, 2.0, 2.0, float("inf")]
