@@ -331,8 +331,9 @@ class Remembered:
 SWEEPS_REMEMBERED = 8
 """Rate sweeps a process keeps (`rate_sweep`), the most recently used."""
 
-POINTS_REMEMBERED = 32
-"""Steady points and saturated runs a process keeps (`steady_point`, `saturated_point`), each."""
+POINTS_REMEMBERED = 16
+"""Steady points and saturated runs a process keeps (`steady_point`, `saturated_point`), each (a
+saturated run of 2,000 requests with its records is about half a megabyte)."""
 
 _swept = Remembered(SWEEPS_REMEMBERED)
 _steady = Remembered(POINTS_REMEMBERED)
