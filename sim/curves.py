@@ -10,6 +10,7 @@ a point is reported as unbounded instead of with a latency that a longer run wou
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -284,9 +285,11 @@ class Remembered:
     """The last `size` results of a pure, costly measurement of a scenario, kept per process.
 
     Keyed by the scenario's repr and the other arguments (a scenario equal to the one kept is
-    required too: two scenarios may print alike); a result being measured in another thread is
-    waited for, not measured twice; a failed measurement is not kept. Results are shared: their
-    readers must not change them."""
+    required too: two scenarios may print alike) and by the size and modification time of each
+    file the scenario reads (profiles, a model's config, a trace or dataset: one edited since is
+    measured again); a result being measured in another thread is waited for, not measured
+    twice; a failed measurement is not kept. Results are shared: their readers must not change
+    them."""
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -295,7 +298,7 @@ class Remembered:
         self._lock = threading.Lock()
 
     def get(self, scenario: Scenario, key: tuple, measure: Callable[[], object]):
-        key = (repr(scenario),) + key
+        key = (repr(scenario), _files_read(scenario)) + key
         while True:
             with self._lock:
                 kept = self._kept.get(key)
@@ -320,12 +323,21 @@ class Remembered:
             pending.set()
         return result
 
-    def __len__(self) -> int:
-        return len(self._kept)
 
-    def clear(self) -> None:
-        with self._lock:
-            self._kept.clear()
+
+def _files_read(scenario: Scenario) -> tuple:
+    """(path, size, modification time) of each file the scenario reads; None for one missing."""
+    w = scenario.workload
+    out = []
+    for path in (scenario.profiles_path, scenario.hf_config_path, w.trace_path, w.dataset_path):
+        if path:
+            try:
+                st = os.stat(path)
+            except OSError:
+                out.append((path, None))
+            else:
+                out.append((path, st.st_size, st.st_mtime_ns))
+    return tuple(out)
 
 
 SWEEPS_REMEMBERED = 8

@@ -148,3 +148,16 @@ def test_a_steady_point_and_a_saturated_run_asked_again_are_the_ones_measured(mo
     steady_point(replace(scenario, seed=424247), 2.0, saturated=5.0, min_window=50)
     saturated_point(scenario, 120)
     assert measured == [float("inf"), 2.0, 3.0, 2.0, 2.0, float("inf")]
+
+
+def test_a_kept_measurement_is_made_again_once_a_file_the_scenario_reads_changes(monkeypatch, tmp_path):
+    from sim.curves import saturated_point
+
+    measured = _counting(monkeypatch)
+    profiles = tmp_path / "profiles.toml"
+    profiles.write_text("# my profiles\n")
+    scenario = replace(SMALL, seed=424248, profiles_path=str(profiles))
+    first = saturated_point(scenario, 100)
+    assert saturated_point(scenario, 100) is first and len(measured) == 1
+    profiles.write_text("# my profiles, edited\n")
+    assert saturated_point(scenario, 100) is not first and len(measured) == 2
