@@ -19,7 +19,14 @@ DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
 PARTIAL_PREFILL_FLAGS = ("--max-num-partial-prefills", "--max-long-partial-prefills")
 # vllm bench serve's prefix_repetition dataset: G prefixes of P tokens, each prompt one of them and
 # S tokens of its own, answers of O tokens (its defaults).
-PREFIX_REPETITION_DEFAULTS = {"prefix_len": 256, "suffix_len": 256, "num_prefixes": 10, "output_len": 128}
+PREFIX_REPETITION = {
+    "--prefix-repetition-prefix-len": ("workload.prefix_len", 256),
+    "--prefix-repetition-suffix-len": ("workload.input.mean", 256),
+    "--prefix-repetition-num-prefixes": ("workload.num_prefixes", 10),
+    "--prefix-repetition-output-len": ("workload.output.mean", 128),
+}
+"""--dataset-name prefix_repetition's flags: the dial each sets and its default (vllm bench
+serve's). The dataset's lengths are exact: its prompts' own part and its answers are fixed."""
 
 
 def add_setup_args(p: argparse.ArgumentParser) -> None:
@@ -134,7 +141,7 @@ def add_sharing_args(p: argparse.ArgumentParser) -> None:
     def dial(path: str):
         return {"type": o.dial_type(find(path)), "help": find(path).help}
 
-    d = PREFIX_REPETITION_DEFAULTS
+    d = {flag.removeprefix("--prefix-repetition-"): default for flag, (_, default) in PREFIX_REPETITION.items()}
     s = p.add_argument_group("shared prefixes and conversations (prefix caching)")
     s.add_argument("--random-prefix-len", metavar="N",
                    **{**dial("workload.prefix_len"), "help": dial("workload.prefix_len")["help"]
@@ -142,14 +149,14 @@ def add_sharing_args(p: argparse.ArgumentParser) -> None:
     s.add_argument("--common-prefix-len", dest="random_prefix_len", metavar="N",  # vllm bench serve's other name
                    **{**dial("workload.prefix_len"), "help": argparse.SUPPRESS})
     s.add_argument("--prefix-repetition-prefix-len", type=o.dial_type(find("workload.prefix_len")), metavar="N",
-                   help=f"prefix_repetition: tokens of each shared prefix (default {d['prefix_len']})")
+                   help=f"prefix_repetition: tokens of each shared prefix (default {d['prefix-len']})")
     s.add_argument("--prefix-repetition-suffix-len", type=o.positive_int, metavar="N",
-                   help=f"prefix_repetition: tokens of each prompt's own part (default {d['suffix_len']})")
+                   help=f"prefix_repetition: tokens of each prompt's own part (default {d['suffix-len']})")
     s.add_argument("--prefix-repetition-num-prefixes", type=o.dial_type(find("workload.num_prefixes")), metavar="N",
                    help=f"distinct shared prefixes, each request using one at random (prefix_repetition: "
-                        f"default {d['num_prefixes']}; with --random-prefix-len too: default 1)")
+                        f"default {d['num-prefixes']}; with --random-prefix-len too: default 1)")
     s.add_argument("--prefix-repetition-output-len", type=o.positive_int, metavar="N",
-                   help=f"prefix_repetition: answer tokens (default {d['output_len']})")
+                   help=f"prefix_repetition: answer tokens (default {d['output-len']})")
     s.add_argument("--turns", metavar="N", **dial("workload.turns"))
     s.add_argument("--think-time", metavar="S", **dial("workload.think_time"))
     s.add_argument("--hash-block-size", metavar="N", **{**dial("workload.hash_block_size"), "help":

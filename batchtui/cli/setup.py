@@ -24,12 +24,7 @@ from .exits import UserError
 ALLOW_LONG_MAX_MODEL_LEN = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
 
 
-PREFIX_REPETITION_FLAGS = {
-    "workload.prefix_len": "--prefix-repetition-prefix-len",
-    "workload.input.mean": "--prefix-repetition-suffix-len",
-    "workload.output.mean": "--prefix-repetition-output-len",
-    "workload.num_prefixes": "--prefix-repetition-num-prefixes",
-}
+PREFIX_REPETITION_FLAGS = {path: flag for flag, (path, _) in a.PREFIX_REPETITION.items()}
 """The flags that set these dials with --dataset-name prefix_repetition (which refuses their own)."""
 
 
@@ -204,8 +199,9 @@ def _workload(args, w: WorkloadSpec, model, rate_flag: bool, from_file: bool) ->
         raise UserError("argument --ramp-up-start-rps: needs --ramp-up-strategy linear or exponential")
     if args.random_range_ratio and (args.input_dist or args.output_dist):
         raise UserError("argument --random-range-ratio: not allowed with --input-dist/--output-dist")
-    repetition = [f for f in ("--prefix-repetition-prefix-len", "--prefix-repetition-suffix-len",
-                              "--prefix-repetition-output-len") if getattr(args, o.dest(f)) is not None]
+    # (--prefix-repetition-num-prefixes also sets how many prefixes --random-prefix-len shares)
+    repetition = [f for f in a.PREFIX_REPETITION if f != "--prefix-repetition-num-prefixes"
+                  and getattr(args, o.dest(f)) is not None]
     if dataset == "prefix_repetition":
         clash = [f for f, v in (("--random-prefix-len", args.random_prefix_len), ("--random-input-len", args.random_input_len),
                                 ("--random-output-len", args.random_output_len), ("--input-dist", args.input_dist),
@@ -255,11 +251,14 @@ def _workload(args, w: WorkloadSpec, model, rate_flag: bool, from_file: bool) ->
         elif dataset in ("random", "prefix_repetition"):
             w = replace(w, dataset="random", dataset_path="")
         if dataset == "prefix_repetition":
-            d = a.PREFIX_REPETITION_DEFAULTS
-            pick = {k: getattr(args, f"prefix_repetition_{k}") for k in d}
-            pick = {k: d[k] if v is None else v for k, v in pick.items()}
-            w = replace(w, prefix_len=pick["prefix_len"], num_prefixes=pick["num_prefixes"],
-                        input=LengthSpec(mean=pick["suffix_len"]), output=LengthSpec(mean=pick["output_len"]))
+            for flag, (path, default) in a.PREFIX_REPETITION.items():
+                given = getattr(args, o.dest(flag))
+                field = path.removeprefix("workload.")
+                value = default if given is None else given
+                if field.endswith(".mean"):  # a length: exact (see a.PREFIX_REPETITION)
+                    w = replace(w, **{field.removesuffix(".mean"): LengthSpec(mean=value)})
+                else:
+                    w = replace(w, **{field: value})
         else:
             if args.random_prefix_len is not None:
                 w = replace(w, prefix_len=args.random_prefix_len)
