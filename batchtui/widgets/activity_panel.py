@@ -60,12 +60,16 @@ class ActivityPanel(Vertical):
             self._mounted = view
             self.display = view is not None
 
+    def _ready(self) -> bool:
+        """The view on show is mounted with its parts."""
+        view = self.view
+        return view is not None and self._mounted is view and view.is_attached
+
     def _when_mounted(self, act) -> bool:
         """True if the view on show is mounted with its parts, so `act` may run now. While a step
         change takes the old view down and mounts the new one, `act` (a key in the same read as
         the change) waits and then runs on the new view: a key belongs to the step it came after."""
-        view = self.view
-        if view is not None and self._mounted is view and view.is_attached:
+        if self._ready():
             return True
         if self._showing:
             self.call_after_refresh(act)
@@ -77,9 +81,8 @@ class ActivityPanel(Vertical):
             await self.view.scenario_changed(scenario)
 
     def update_snapshot(self, snapshot, compare=None) -> None:
-        view = self.view
-        if view is not None and self._mounted is view and view.is_attached:
-            view.update_snapshot(snapshot, compare)
+        if self._ready():
+            self.view.update_snapshot(snapshot, compare)
 
     def choose(self, number: int) -> None:
         if self._when_mounted(lambda: self.choose(number)):

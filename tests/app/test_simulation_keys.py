@@ -153,8 +153,8 @@ async def test_views_follow_the_step(make_app):
 
 async def test_a_step_makes_only_the_views_it_shows_and_keeps_them(make_app):
     """Views are made when first shown (their parts were three quarters of the nodes a start
-    styled), then kept: a step that shows none of a view's kind makes none, going back makes nothing new, and
-    every view made is in the DOM once, in its own column."""
+    styled), then kept: a step that shows none of a view's kind makes none, going back makes
+    nothing new, and every view made is in the DOM once, in its own column."""
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         stack = app.screen.stack
