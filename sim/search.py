@@ -19,7 +19,7 @@ import itertools
 import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 
 from sim import planning, rate_plan
 from sim.errors import SimError
@@ -130,7 +130,36 @@ class PointResult:
 
     @classmethod
     def from_json(cls, d: dict) -> "PointResult":
-        return cls(**{**d, "point": GridPoint(**d["point"])})
+        """The result `to_json` wrote. ValueError when `d` is not one: a field missing or
+        unknown, or a value not of its field's type (a journal line from elsewhere)."""
+        _checked(GridPoint, d.get("point") if isinstance(d, dict) else None)
+        return cls(**{**_checked(cls, d), "point": GridPoint(**d["point"])})
+
+
+_JSON_TYPES = {"str": (str,), "bool": (bool,), "int": (int,), "float": (int, float), "None": (type(None),),
+               "list[int]": (list,), "GridPoint": (dict,)}
+
+
+def _checked(cls, d) -> dict:
+    """`d` when it holds every field of the dataclass `cls` that has no default, no other key,
+    and each value of the type its field declares (as JSON gives it: a float may be written as
+    an integer); else ValueError."""
+    if not isinstance(d, dict):
+        raise ValueError(f"not a {cls.__name__}: {type(d).__name__}")
+    known = {f.name: f for f in fields(cls)}
+    for name in d.keys() - known.keys():
+        raise ValueError(f"unknown field {name!r}")
+    for name, f in known.items():
+        if name not in d:
+            if f.default is MISSING and f.default_factory is MISSING:
+                raise ValueError(f"missing field {name!r}")
+            continue
+        value = d[name]
+        allowed = tuple(t for part in str(f.type).split(" | ") for t in _JSON_TYPES[part])
+        if (not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed)
+                or (f.type == "list[int]" and not all(type(v) is int for v in value))):
+            raise ValueError(f"field {name!r} is {value!r}, not {f.type}")
+    return d
 
 
 def _from_window(point: GridPoint, stage: str, rate: float, saturated: float, window: dict, runs: int,

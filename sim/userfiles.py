@@ -34,10 +34,12 @@ custom dataset's prompt a few hundred KB at most)."""
 
 @dataclass(frozen=True)
 class Kind:
-    """A kind of user file: what the messages call it, and the most bytes read of one."""
+    """A kind of user file: what the messages call it, the most bytes read of one, and (for a
+    format read a line at a time) the longest line."""
 
     what: str
     max_bytes: int
+    max_line_bytes: int = MAX_LINE_BYTES
 
 
 KINDS = {
@@ -50,6 +52,8 @@ KINDS = {
     # A detailed `vllm bench serve --save-result` of 100,000 requests is a few hundred MB.
     "result": Kind("result file", 1 << 30),
     "cases": Kind("case file", 64 << 20),
+    # `batchtui search`'s journal: a line a point, under 2 KB; 512 points are about 400 KB.
+    "journal": Kind("search journal", 256 << 20, 64 << 10),
 }
 
 
@@ -133,9 +137,10 @@ def read_text(path, kind: str) -> str:
     return "".join(_chunks(path, KINDS[kind]))
 
 
-def read_lines(path, kind: str) -> Iterator[tuple[int, str]]:
+def read_lines(path, kind: str, keep_ends: bool = False) -> Iterator[tuple[int, str]]:
     """(line number from 1, line without its end) of a user file of `kind`, streamed: the file is
-    never held whole. Raises FileRefused (also for a line over MAX_LINE_BYTES)."""
+    never held whole. With `keep_ends` a line keeps its "\n" (the last has none when the file
+    does not end with one). Raises FileRefused (also for a line over the kind's max_line_bytes)."""
     spec = KINDS[kind]
     pending: list[str] = []
     pending_len = 0
@@ -152,13 +157,19 @@ def read_lines(path, kind: str) -> Iterator[tuple[int, str]]:
                 pending.clear()
                 pending_len = 0
             lineno += 1
-            yield lineno, piece.rstrip("\r")
+            if len(piece) > spec.max_line_bytes:
+                raise _long_line(path, spec, lineno)
+            yield lineno, piece + "\n" if keep_ends else piece.rstrip("\r")
             start = end + 1
         if start < len(text):
             pending.append(text[start:])
             pending_len += len(text) - start
-            if pending_len > MAX_LINE_BYTES:
-                raise FileRefused(f"{path}:{lineno + 1}: cannot read the {spec.what}: a line longer "
-                                  f"than {size_text(MAX_LINE_BYTES)}")
+            if pending_len > spec.max_line_bytes:
+                raise _long_line(path, spec, lineno + 1)
     if pending:
-        yield lineno + 1, "".join(pending).rstrip("\r")
+        yield lineno + 1, "".join(pending) if keep_ends else "".join(pending).rstrip("\r")
+
+
+def _long_line(path, spec: Kind, lineno: int) -> FileRefused:
+    return FileRefused(f"{path}:{lineno}: cannot read the {spec.what}: a line longer than "
+                       f"{size_text(spec.max_line_bytes)}")

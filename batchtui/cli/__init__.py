@@ -3,7 +3,7 @@
 `main()` imports only what the chosen path needs: with no subcommand it hands the parsed options
 to the app (`batchtui.tui.run_app`) having imported neither numpy nor the simulator, so the
 tutorial's first frame does not wait for them. User mistakes print one line on stderr and exit 2;
-a failure exits 1 (see `exits`).
+a failure exits 1, Ctrl-C 130 and SIGTERM 143, each with one line (see `exits`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import sys
 
-from .exits import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USER_ERROR, OutputError, UserError
+from .exits import (EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_USER_ERROR, OutputError,
+                    ReaderGone, Terminated, UserError, WorkerError, stop_signals)
 
 __all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USER_ERROR", "UserError", "main"]
 
@@ -50,7 +51,7 @@ def run_command(func, args) -> int:
     from .output import command_outputs
 
     try:
-        with command_outputs():  # files renamed into place only after stdout is written
+        with stop_signals(), command_outputs():  # files renamed into place only after stdout is written
             return func(args)
     except UserError as exc:
         _say(f"batchtui: error: {exc}")
@@ -69,12 +70,19 @@ def run_command(func, args) -> int:
         _say(f"batchtui: error: {exc}")
         _drop_stdout()  # what could not be written is not tried again at exit
         return EXIT_FAILURE
+    except WorkerError as exc:
+        _say(f"batchtui: error: {exc}")
+        return EXIT_FAILURE
+    except Terminated:
+        _say("batchtui: terminated")
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         _say("batchtui: interrupted")
         return EXIT_INTERRUPTED
-    except BrokenPipeError:
+    except ReaderGone:
         # The reader went away (`| head`): stop quietly, and keep Python from complaining again
-        # when it flushes stdout at exit.
+        # when it flushes stdout at exit. (Any other broken pipe, such as one of a worker
+        # pool's, is a failure like any other.)
         _drop_stdout()
         return EXIT_OK
     except MemoryError:

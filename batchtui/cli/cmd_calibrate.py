@@ -26,6 +26,7 @@ from . import options as o
 from .exits import EXIT_OK, UserError
 from .output import output_file
 from .setup import user_errors
+from .workers import Workers
 
 HELP = "fit the GPU profile to measured runs (vllm bench serve, GuideLLM, aiperf) and write it as a profile file"
 
@@ -132,9 +133,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"Calibrating {profiles.model(base.model).name} on {profiles.gpu(base.gpu).name} ({base.gpu}) "
               f"from {len(runs)} run(s); fitting {', '.join(fitted)}.", flush=True)
         jobs = args.jobs or default_jobs()
-        with job_mapper(jobs) as mapper:
+        with Workers(jobs) as workers:
             try:
-                result = fit(points, profiles, base.gpu, base.model, fit=fitted, mapper=mapper,
+                result = fit(points, profiles, base.gpu, base.model, fit=fitted, mapper=workers.map,
                              progress=progress_printer(True))
             except FitError as exc:
                 raise UserError(str(exc)) from None
@@ -151,30 +152,6 @@ def run(args: argparse.Namespace) -> int:
           f"{base.gpu}'s figures, {result.rms_after:.1%} fitted.")
     print(f"Wrote [gpus.{name}] to {args.output}. Use it with: --profiles {args.output} --gpu {name}")
     return EXIT_OK
-
-
-class job_mapper:
-    """A `map` that runs simulator jobs in one process pool kept for the whole fit (or in this
-    process when jobs is 1)."""
-
-    def __init__(self, jobs: int) -> None:
-        self.jobs = jobs
-        self.pool = None
-
-    def __enter__(self):
-        if self.jobs <= 1:
-            return map
-        from sim.fit import simulate_point
-
-        from .executors import forkserver_pool
-
-        self.pool = forkserver_pool(self.jobs, simulate_point.__module__)
-        pool = self.pool
-        return lambda func, items: pool.map(func, items, chunksize=1)
-
-    def __exit__(self, *exc) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(cancel_futures=True)
 
 
 # -- output ---------------------------------------------------------------------------------------

@@ -20,10 +20,11 @@ from .runner import default_jobs
 
 from . import args as a
 from . import options as o
-from .cmd_calibrate import add_hardware_args, base_scenario, job_mapper
+from .cmd_calibrate import add_hardware_args, base_scenario
 from .exits import EXIT_OK
 from .output import Sink
 from .setup import user_errors
+from .workers import Workers
 
 HELP = "simulate measured runs (vllm bench serve, GuideLLM, aiperf) and show measured and simulated side by side"
 
@@ -79,8 +80,8 @@ def run(args: argparse.Namespace) -> int:
     from_file = tuple(k for k, flag in (("gpu", args.gpu), ("model", args.model)) if not flag)
     with tempfile.TemporaryDirectory(prefix="batchtui-compare-") as trace_dir:
         runs = load_runs(args.results, base, o.given_dials(args), trace_dir, profiles, from_file)
-        with job_mapper(min(args.jobs or default_jobs(), len(runs))) as mapper:
-            simulated = list(mapper(simulate, [r.scenario for r in runs]))
+        with Workers(min(args.jobs or default_jobs(), len(runs))) as workers:
+            simulated = workers.map(simulate, [r.scenario for r in runs])
     order = sorted(range(len(runs)), key=lambda i: (runs[i].rate, runs[i].label))
     runs = [runs[i] for i in order]
     simulated = [simulated[i] for i in order]

@@ -5,8 +5,8 @@ Results are appended to a JSON Lines file as they finish, so an interrupted sear
 it stopped. The pure parts (grid, stages, cost, front) are `sim.search`; the executors
 (a process pool, or Ray) `batchtui.cli.executors`.
 
-Exit codes: 0 done; 1 no point meets the SLO; 2 a mistake in the command; 130 interrupted (what
-finished is kept)."""
+Exit codes: 0 done; 1 no point meets the SLO, or a worker process died or could not start; 2 a
+mistake in the command; 130 interrupted, 143 terminated (what finished is kept in each case)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ import os
 import sys
 import textwrap
 import time
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 
 from sim import planning, rate_plan
@@ -27,12 +26,12 @@ from . import args as a
 from . import options as o
 from . import results, vllm_lines
 from .executors import EXECUTORS, make_executor
-from .exits import EXIT_FAILURE, EXIT_OK, UserError
+from .journal import Journal, read_journal
+from .exits import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, Terminated, UserError, WorkerError
 from .output import Sink, output_file
 from .runner import default_jobs, show_progress_default
 from .setup import Setup, build_setup, flag_message, user_errors
 
-EXIT_INTERRUPTED = 130
 DEFAULT_OUTPUT = "batchtui-search.jsonl"
 SHOWN_ROWS = 15
 SHOWN_FRONT = 10
@@ -98,7 +97,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "A deployment that cannot run is listed with the reason. Results are appended to --output as they "
         "finish; rerunning the same command skips the points already done (Ctrl-C keeps them). Every point "
         "runs on the same seeds, so results are the same whatever the executor and the number of workers. "
-        "Exit status 1 when no point meets the SLO, 2 for a mistake in the command, 130 when interrupted."
+        "Exit status 1 when no point meets the SLO (or a worker process could not start or died), 2 for a "
+        "mistake in the command, 130 when interrupted, 143 when terminated (SIGTERM)."
     ).replace("%", "%%")
     g = p.add_argument_group("the grid (a list not given takes the single value of the setup flags)")
     g.add_argument("--gpus", type=_gpus, metavar="LIST", help="GPUs, comma-separated (profile ids or names)")
@@ -179,45 +179,6 @@ def offline_task(task: tuple) -> s.PointResult:
 def table_path(output: str) -> str:
     root, ext = os.path.splitext(output)
     return (root if ext == ".jsonl" else output) + ".json"
-
-
-def read_journal(path: str) -> dict[str, s.PointResult]:
-    """key -> result from a journal (a torn last line, from a run killed mid-write, is skipped)."""
-    done = {}
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.readlines()
-    except FileNotFoundError:
-        return done
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    for number, line in enumerate(lines, 1):
-        try:
-            row = json.loads(line)
-            done[row["key"]] = s.PointResult.from_json(row["result"])
-        except (ValueError, KeyError, TypeError):
-            if number == len(lines):
-                continue
-            raise UserError(f"{path}:{number}: not a line of a batchtui search journal") from None
-    return done
-
-
-class Journal:
-    """Appends each result as one JSON line, flushed, as it finishes."""
-
-    def __init__(self, path: str) -> None:
-        try:
-            self.handle = open(path, "a", encoding="utf-8")
-        except OSError as exc:
-            raise UserError(f"argument --output: cannot write {path}: {exc.strerror or exc}") from None
-        self.path = path
-
-    def add(self, key: str, result: s.PointResult) -> None:
-        self.handle.write(json.dumps({"key": key, "result": result.to_json()}) + "\n")
-        self.handle.flush()
-
-    def close(self) -> None:
-        self.handle.close()
 
 
 # -- progress ------------------------------------------------------------------------------------------
@@ -357,57 +318,56 @@ def run(args: argparse.Namespace) -> int:
                                     engine={k: v for k, v in base.engine.items()
                                             if k not in ("max_num_seqs", "max_num_batched_tokens", "enable_prefix_caching")}),
                             slo, args.offline, {"screen": screen_settings, "confirm": confirm_settings})
+    journal = Journal.open(args.output)  # a file that is no journal is refused here, untouched
     done: dict[str, s.PointResult] = {}
     for path in args.resume:
-        if not os.path.exists(path):
+        if not os.path.lexists(path):
             raise UserError(f"argument --resume: {path} does not exist")
-        done.update(read_journal(path))
-    done.update(read_journal(args.output))
+        done.update(read_journal(path, "--resume").done)
+    done.update(journal.read.done)
     reused = {"screen": 0, "confirm": 0, "router": 0}
     jobs = args.jobs or default_jobs()
-    journal = Journal(args.output)
     progress = Progress(show_progress_default(args.json))
     counts = {"screen": 0, "confirm": 0, "router": 0}
     started = time.monotonic()
-    executor = None
     try:
-        executor = make_executor(args.executor, jobs)
-        if args.offline is not None:
-            keys = [s.point_key(p, context, "offline") for p in points]
-            reused["screen"] = sum(k in done for k in keys)
-            counts["screen"] = run_stage(executor, offline_task, [(base, p, args.offline) for p in points], keys,
-                                         done, journal, progress, "offline jobs")
-            screened = [done[k] for k in keys]
-            confirmed = {}
-        else:
-            keys = [s.point_key(p, context, "screen") for p in points]
-            reused["screen"] = sum(k in done for k in keys)
-            counts["screen"] = run_stage(executor, screen_task, [(base, p, slo, screen_settings) for p in points], keys, done,
-                                         journal, progress, "screen")
-            screened = [done[k] for k in keys]
-            costs = {r.point: s.cost(r, price[r.point.gpu], args.peak_rate, args.headroom)
-                     for r in screened if r.feasible}
-            keep = s.survivors(screened, costs, args.confirm)
-            ckeys = [s.point_key(r.point, context, "confirm") for r in keep]
-            reused["confirm"] = sum(k in done for k in ckeys)
-            counts["confirm"] = run_stage(
-                executor, confirm_task, [(base, r.point, slo, n, confirm_settings) for r in keep], ckeys, done, journal, progress, "confirm")
-            confirmed = {r.point: done[k] for r, k in zip(keep, ckeys)}
-            if args.peak_rate is not None:
-                counts["router"], reused["router"] = router_stage(
-                    executor, args, base, slo, confirmed, price, context, done, journal, progress)
-    except (KeyboardInterrupt, BrokenProcessPool):  # Ctrl-C ends the workers too
+        with make_executor(args.executor, jobs) as executor:
+            if args.offline is not None:
+                keys = [s.point_key(p, context, "offline") for p in points]
+                reused["screen"] = sum(k in done for k in keys)
+                counts["screen"] = run_stage(executor, offline_task, [(base, p, args.offline) for p in points], keys,
+                                             done, journal, progress, "offline jobs")
+                screened = [done[k] for k in keys]
+                confirmed = {}
+            else:
+                keys = [s.point_key(p, context, "screen") for p in points]
+                reused["screen"] = sum(k in done for k in keys)
+                counts["screen"] = run_stage(executor, screen_task, [(base, p, slo, screen_settings) for p in points],
+                                             keys, done, journal, progress, "screen")
+                screened = [done[k] for k in keys]
+                costs = {r.point: s.cost(r, price[r.point.gpu], args.peak_rate, args.headroom)
+                         for r in screened if r.feasible}
+                keep = s.survivors(screened, costs, args.confirm)
+                ckeys = [s.point_key(r.point, context, "confirm") for r in keep]
+                reused["confirm"] = sum(k in done for k in ckeys)
+                counts["confirm"] = run_stage(
+                    executor, confirm_task, [(base, r.point, slo, n, confirm_settings) for r in keep], ckeys, done,
+                    journal, progress, "confirm")
+                confirmed = {r.point: done[k] for r, k in zip(keep, ckeys)}
+                if args.peak_rate is not None:
+                    counts["router"], reused["router"] = router_stage(
+                        executor, args, base, slo, confirmed, price, context, done, journal, progress)
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the executor has ended the workers
         progress.stop()
-        if executor is not None:
-            executor.stop()
-        journal.close()
-        print(f"interrupted: the points finished are kept in {args.output}; run the same command again to "
-              "resume", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        stopped = isinstance(exc, Terminated)
+        print(f"{'terminated' if stopped else 'interrupted'}: the points finished are kept in {args.output}; "
+              "run the same command again to resume", file=sys.stderr)
+        return EXIT_TERMINATED if stopped else EXIT_INTERRUPTED
+    except WorkerError as exc:  # one line, exit 1 (`main`), saying what is kept
+        raise WorkerError(f"{exc}; the points finished are kept in {args.output}: run the same command again "
+                          "to resume") from None
     finally:
         progress.stop()
-        if executor is not None:
-            executor.close()
         journal.close()
     elapsed = time.monotonic() - started
     report = build_report(args, setup, base, slo, points, screened, confirmed, price, counts, reused, elapsed, jobs)

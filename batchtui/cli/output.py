@@ -19,12 +19,12 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from .exits import OutputError, UserError
+from .exits import OutputError, ReaderGone, UserError
 
 
 class Sink:
-    """A text stream whose write errors (a full disk, an I/O error) become one-line OutputErrors.
-    Other attributes are the stream's own (so it can stand in for sys.stdout)."""
+    """A text stream whose write errors (a full disk, an I/O error) become one-line OutputErrors,
+    and a reader gone away (a broken pipe) ReaderGone. Other attributes are the stream's own (so it can stand in for sys.stdout)."""
 
     def __init__(self, handle, shown: str) -> None:
         self._handle = handle
@@ -41,8 +41,8 @@ class Sink:
             raise self._closed()
         try:
             return self._handle.write(text)
-        except BrokenPipeError:
-            raise  # the reader went away (`| head`): main stops quietly
+        except BrokenPipeError:  # the reader went away (`| head`): main stops quietly
+            raise ReaderGone(self.shown) from None
         except ValueError:  # closed while running
             raise self._closed() from None
         except OSError as exc:
@@ -54,7 +54,7 @@ class Sink:
         try:
             self._handle.flush()
         except BrokenPipeError:
-            raise
+            raise ReaderGone(self.shown) from None
         except OSError as exc:
             raise OutputError(f"cannot write {self.shown}: {exc.strerror or exc}") from None
 

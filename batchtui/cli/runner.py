@@ -1,7 +1,8 @@
 """Runs scenarios headless for the command line: one at a time with a Rich progress bar on stderr
 (for runs longer than a moment, when stderr is a terminal and the output is not JSON going to a
-pipe), or many at once in a process pool (`map_jobs`, `--jobs`). Output on stdout is never
-touched, so `--json` stays clean.
+pipe), or many at once in worker processes (`Runner.map`, `--jobs`: one `workers.Workers` for
+the Runner's block, ended when it ends). Output on stdout is never touched, so `--json` stays
+clean.
 
 Without a bar a run is one `Engine.run()` call. With one, the engine is run in slices
 (`advance_until(inf, max_iterations)`) sized to take about a fifth of a second each, so the bar
@@ -15,7 +16,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sim.engine import Engine, RunSummary
@@ -110,7 +111,8 @@ def run_once(scenario: Scenario, profiles=None, *, percentiles=(50, 90, 99), goo
 
 
 class Runner:
-    """Runs scenarios one after another; one bar covers them all (`total` requests)."""
+    """Runs scenarios one after another, or many at once in worker processes (`map`); one bar
+    covers them all (`total` requests). Use it as a context manager: its workers end with it."""
 
     def __init__(self, show_progress: bool | None = None, profiles=None) -> None:
         if show_progress is None:
@@ -125,13 +127,20 @@ class Runner:
         self._total_given = False  # expect() was called: do not guess from the first run
         self._started = 0.0
         self._description = ""
+        self._workers = None  # started by the first map with more than one job
+
+    def _close_workers(self, kill: bool) -> None:
+        if self._workers is not None:
+            self._workers.close(kill=kill)
+            self._workers = None
 
     # -- the bar
     def __enter__(self) -> "Runner":
         self._started = time.monotonic()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self._close_workers(kill=exc_type is not None)
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
@@ -185,27 +194,12 @@ class Runner:
 
     def map(self, func: Callable, items: Sequence, jobs: int, *, description: str = "simulating",
             requests: Callable[[object], int] = lambda r: 0) -> list:
-        """[func(item) for item in items], in `jobs` processes when more than one; the bar moves
-        as results come back (`requests(result)` requests each)."""
+        """[func(item) for item in items], in up to `jobs` worker processes (the first call's
+        `jobs`, kept for the rest of the Runner's block); the bar moves as results come back (`requests(result)` requests
+        each). `func` is a module's top-level function; a result depends only on its item."""
+        from .workers import Workers
+
         self.update(0, description)
-        results = []
-        for result in map_jobs(func, items, jobs):
-            results.append(result)
-            self.finished(requests(result))
-        return results
-
-
-def map_jobs(func: Callable, items: Iterable, jobs: int) -> Iterable:
-    """func over items, in order; in a pool of `jobs` processes when jobs > 1 and there is more
-    than one item. Workers are forked from a fork server that has imported the simulator once
-    (so a worker starts in milliseconds and holds nothing of this process but what it is
-    handed); a result depends only on its item, so the order of work does not matter."""
-    items = list(items)
-    if jobs <= 1 or len(items) <= 1:
-        for item in items:
-            yield func(item)
-        return
-    from .executors import forkserver_pool
-
-    with forkserver_pool(min(jobs, len(items)), func.__module__) as pool:
-        yield from pool.map(func, items)
+        if self._workers is None:
+            self._workers = Workers(jobs)
+        return self._workers.map(func, items, each=lambda result: self.finished(requests(result)))

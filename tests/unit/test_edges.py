@@ -53,6 +53,8 @@ DEVICE_READERS = [
     ("calibrate", "{f}", "--gpu", "h100", "--output", "{tmp}/out.toml"),
     ("compare", "{f}"),
     ("trace", "--all", "{f}"),
+    ("search", "--offline", "100", "--resume", "{f}", "--output", "{tmp}/s.jsonl"),
+    ("search", "--offline", "100", "--output", "{f}"),
 ]
 
 
@@ -88,6 +90,19 @@ def test_a_file_over_its_kind_cap_is_refused_unread(tmp_path):
     done = batchtui("sim", "--profiles", str(big), "--num-prompts", "3")
     assert done.returncode == 2 and one_line(done.stderr)
     assert size_text(KINDS["profiles"].max_bytes) in done.stderr and "huge.toml" in done.stderr
+
+
+def test_a_search_journal_over_its_cap_is_refused_unread(tmp_path):
+    """A 2 GB sparse file given as a journal read 2.1 GB (issue 38): now refused by its size."""
+    from sim.userfiles import KINDS, size_text
+
+    big = tmp_path / "huge.jsonl"
+    with open(big, "wb") as f:
+        f.truncate(2 << 30)
+    done = batchtui("search", "--offline", "100", "--resume", str(big), "--output", str(tmp_path / "s.jsonl"))
+    assert done.returncode == 2 and one_line(done.stderr), done.stderr
+    assert size_text(KINDS["journal"].max_bytes) in done.stderr and "argument --resume" in done.stderr
+    assert not (tmp_path / "s.jsonl").exists()
 
 
 def _pipe(tmp_path: Path, name: str, chunk: bytes, total: int | None, stop: threading.Event) -> Path:

@@ -200,6 +200,57 @@ def test_a_torn_last_line_is_skipped_and_a_foreign_file_refused(capsys, tmp_path
     assert len(err.strip().splitlines()) == 1
 
 
+def test_appending_after_a_torn_line_keeps_every_line_whole(capsys, tmp_path):
+    grid = ["--offline", "100", "--input-len", "64", "--output-len", "8", "--max-num-seqs-values", "8,16,32",
+            "--jobs", "1"]
+    search(capsys, tmp_path, *grid)
+    path = tmp_path / "s.jsonl"
+    lines = path.read_text().splitlines()
+    path.write_text(lines[0] + "\n" + lines[1][:40])  # killed mid-write
+    code, _, _, table = search(capsys, tmp_path, *grid)
+    assert code == 0 and table["stages"]["screen"]["reused"] == 1
+    again = path.read_text()  # the torn bytes were cut before the new lines: every line whole
+    assert again.startswith(lines[0] + "\n") and again.endswith("\n")
+    assert sorted(json.loads(line)["key"] for line in again.splitlines()) == sorted(
+        json.loads(line)["key"] for line in lines)
+    code, _, _, table = search(capsys, tmp_path, *grid)  # and it reads back whole
+    assert code == 0 and table["stages"]["screen"]["reused"] == 3
+
+
+NOT_JOURNALS = {
+    "one line": ('{"name": "my notes"}', 1),
+    "words": ("hello\nworld\n", 1),
+    "a row of the wrong type": (None, 2),
+    "a line too long": ('{"key": "' + "x" * (70 << 10) + "\n", 1),
+}
+
+
+@pytest.mark.parametrize("case", list(NOT_JOURNALS))
+def test_a_file_that_is_not_a_journal_is_refused_untouched(capsys, tmp_path, case):
+    """Never appended to (issue 38: a one-line file was taken for a torn last line and changed),
+    as --output or read as --resume: one line naming the file and the line."""
+    text, number = NOT_JOURNALS[case]
+    grid = ["--offline", "100", "--input-len", "64", "--output-len", "8", "--max-num-seqs-values", "8,16",
+            "--jobs", "1"]
+    if text is None:  # a row whose rate is a word
+        search(capsys, tmp_path, *grid, name="good.jsonl")
+        row = json.loads((tmp_path / "good.jsonl").read_text().splitlines()[0])
+        row["result"]["rate"] = "fast"
+        text = (tmp_path / "good.jsonl").read_text().splitlines()[0] + "\n" + json.dumps(row) + "\n"
+    path = tmp_path / "existing.json"
+    path.write_text(text)
+    before = (path.read_bytes(), path.stat().st_mtime_ns)
+    for flag in ("--output", "--resume"):
+        argv = ["search", *grid, "--output", str(path)] if flag == "--output" else \
+            ["search", *grid, "--resume", str(path), "--output", str(tmp_path / "new.jsonl")]
+        code = main(argv)
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and f"argument {flag}: {path}:{number}: " in err, err
+        assert "not a line of a batchtui search journal" in err or "a line longer than 64 KiB" in err
+        assert (path.read_bytes(), path.stat().st_mtime_ns) == before
+    assert not (tmp_path / "new.jsonl").exists() and not (tmp_path / "existing.json.json").exists()
+
+
 @pytest.mark.parametrize("argv, needle", [
     (["--max-num-seqs-values", "16", "--max-num-seqs", "8", "--tpot-p99", "9"],
      "argument --max-num-seqs-values: not allowed with --max-num-seqs"),
