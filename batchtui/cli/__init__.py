@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import sys
 
-from .exits import (EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_USER_ERROR, OutputError,
-                    ReaderGone, Terminated, UserError, WorkerError, stop_signals)
+from .exits import (EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USER_ERROR, OutputError, ReaderGone, UserError,
+                    WorkerError, stop_signals, stopped_how)
 
 __all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USER_ERROR", "UserError", "main"]
 
@@ -73,12 +73,10 @@ def run_command(func, args) -> int:
     except WorkerError as exc:
         _say(f"batchtui: error: {exc}")
         return EXIT_FAILURE
-    except Terminated:
-        _say("batchtui: terminated")
-        return EXIT_TERMINATED
-    except KeyboardInterrupt:
-        _say("batchtui: interrupted")
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (exits.Terminated)
+        word, status = stopped_how(exc)
+        _say(f"batchtui: {word}")
+        return status
     except ReaderGone:
         # The reader went away (`| head`): stop quietly, and keep Python from complaining again
         # when it flushes stdout at exit. (Any other broken pipe, such as one of a worker

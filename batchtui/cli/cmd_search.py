@@ -27,7 +27,7 @@ from . import options as o
 from . import results, vllm_lines
 from .executors import EXECUTORS, make_executor
 from .journal import Journal, read_journal
-from .exits import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, Terminated, UserError, WorkerError
+from .exits import EXIT_FAILURE, EXIT_OK, UserError, WorkerError, stopped_how
 from .output import Sink, output_file
 from .runner import default_jobs, show_progress_default
 from .setup import Setup, build_setup, flag_message, user_errors
@@ -359,10 +359,10 @@ def run(args: argparse.Namespace) -> int:
                         executor, args, base, slo, confirmed, price, context, done, journal, progress)
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the executor has ended the workers
         progress.stop()
-        stopped = isinstance(exc, Terminated)
-        print(f"{'terminated' if stopped else 'interrupted'}: the points finished are kept in {args.output}; "
-              "run the same command again to resume", file=sys.stderr)
-        return EXIT_TERMINATED if stopped else EXIT_INTERRUPTED
+        word, status = stopped_how(exc)
+        print(f"{word}: the points finished are kept in {args.output}; run the same command again to resume",
+              file=sys.stderr)
+        return status
     except WorkerError as exc:  # one line, exit 1 (`main`), saying what is kept
         raise WorkerError(f"{exc}; the points finished are kept in {args.output}: run the same command again "
                           "to resume") from None

@@ -9,6 +9,8 @@ the time."""
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from collections.abc import Callable, Iterator, Sequence
 
 from .exits import UserError
@@ -28,8 +30,13 @@ class RayTasks:
         self.started_here = False
         if not ray.is_initialized():
             address = os.environ.get("RAY_ADDRESS") or None
+            handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
             ray.init(address=address, num_cpus=None if address else jobs, include_dashboard=False,
                      log_to_driver=False, configure_logging=False)
+            if threading.current_thread() is threading.main_thread():
+                for sig, handler in handlers.items():  # Ray's own abort the command: ours stop it
+                    if handler is not None:
+                        signal.signal(sig, handler)
             self.started_here = True
         self.slots = max(1, int(ray.cluster_resources().get("CPU", jobs)))
         self.running = 0

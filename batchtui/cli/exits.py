@@ -44,8 +44,21 @@ class Terminated(KeyboardInterrupt):
     EXIT_TERMINATED."""
 
 
+_SIGTERM_SEEN: list[int] = []  # a SIGTERM has come during the stop_signals block now running
+
+
 def _terminated(signum, frame) -> None:
+    _SIGTERM_SEEN.append(signum)
     raise Terminated
+
+
+def stopped_how(exc: KeyboardInterrupt) -> tuple[str, int]:
+    """("terminated", EXIT_TERMINATED) for a stop by SIGTERM, else ("interrupted",
+    EXIT_INTERRUPTED). By SIGTERM also when a library turned the Terminated into a plain
+    KeyboardInterrupt (Ray's waits do)."""
+    if isinstance(exc, Terminated) or _SIGTERM_SEEN:
+        return "terminated", EXIT_TERMINATED
+    return "interrupted", EXIT_INTERRUPTED
 
 
 @contextlib.contextmanager
@@ -59,7 +72,9 @@ def stop_signals() -> Iterator[None]:
         yield
         return
     before = signal.signal(signal.SIGTERM, _terminated)
+    _SIGTERM_SEEN.clear()
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, before)
+        _SIGTERM_SEEN.clear()

@@ -11,6 +11,7 @@ import math
 import pytest
 
 from batchtui.cli import cmd_search, main
+from batchtui.cli.exits import EXIT_INTERRUPTED
 from sim import planning, rate_plan
 from sim import search as s
 
@@ -163,7 +164,7 @@ def test_an_interrupted_search_resumed_gives_the_uninterrupted_answer(capsys, tm
 
     monkeypatch.setattr(cmd_search, "screen_task", interrupted)
     code, _, err, table = search(capsys, tmp_path, *grid, name="cut.jsonl")
-    assert code == cmd_search.EXIT_INTERRUPTED and table is None
+    assert code == EXIT_INTERRUPTED and table is None
     assert "interrupted" in err and "run the same command again" in err
     assert len((tmp_path / "cut.jsonl").read_text().splitlines()) == 3
     monkeypatch.setattr(cmd_search, "screen_task", real)
@@ -315,7 +316,7 @@ def test_ctrl_c_in_a_terminal_keeps_what_finished_and_says_how_to_resume(tmp_pat
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == cmd_search.EXIT_INTERRUPTED, stderr
+    assert proc.returncode == EXIT_INTERRUPTED, stderr
     assert "Traceback" not in stderr and stderr.strip().count("\n") == 0
     assert "interrupted: the points finished are kept in" in stderr
     lines = out.read_text().splitlines()

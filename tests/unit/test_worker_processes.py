@@ -5,8 +5,8 @@ The commands run for real (`sweep`, `plan`, `search`, `calibrate` with `--jobs 2
 in a session of its own, so its process group holds the command, the fork server, the resource
 tracker and the workers and nothing else: the processes are found by that group only. Each
 case: the pool cannot start (the workers' interpreter cannot be run), or SIGTERM, SIGKILL or
-SIGINT reaches the command's PID, or SIGKILL one of its workers (what the out-of-memory killer
-does). Then within 5 s no process of the group is left and standard output is closed (so
+SIGINT reaches the command's PID, Ctrl-C reaches its whole group (as from a terminal), or one of
+its workers is SIGKILLed (what the out-of-memory killer does). Then within 5 s no process of the group is left and standard output is closed (so
 `$(batchtui search ...)` returns), the exit status is the documented one, and standard error
 says why in one line.
 
@@ -164,11 +164,16 @@ def _sigint(proc):
     os.kill(proc.pid, signal.SIGINT)  # the PID only, as `kill -INT PID` sends it
 
 
+def _ctrl_c(proc):
+    os.killpg(proc.pid, signal.SIGINT)  # the whole group, as a terminal's Ctrl-C sends it
+
+
 def _worker_killed(proc):
     os.kill(wait_busy(proc)[0], signal.SIGKILL)
 
 
-WAYS = {"SIGTERM": _sigterm, "SIGKILL": _sigkill, "SIGINT": _sigint, "worker SIGKILL": _worker_killed}
+WAYS = {"SIGTERM": _sigterm, "SIGKILL": _sigkill, "SIGINT": _sigint, "Ctrl-C": _ctrl_c,
+        "worker SIGKILL": _worker_killed}
 
 
 def expected(command: str, way: str) -> tuple[int, list[str] | None]:
@@ -181,7 +186,7 @@ def expected(command: str, way: str) -> tuple[int, list[str] | None]:
         if command == "search":
             line += f"; {SEARCH_KEPT}: run the same command again to resume"
         return EXIT_FAILURE, [line]
-    word = "terminated" if way == "SIGTERM" else "interrupted"
+    word = "terminated" if way == "SIGTERM" else "interrupted"  # once: not again by each worker
     status = EXIT_TERMINATED if way == "SIGTERM" else EXIT_INTERRUPTED
     if command == "search":
         return status, [f"{word}: {SEARCH_KEPT}; run the same command again to resume"]
@@ -202,7 +207,8 @@ def check_way(command: str, way: str, folder: Path, request) -> None:
 
 
 # One of each way by default, each on another command; all of them under -m thorough.
-DEFAULT_CASES = [("sweep", "SIGKILL"), ("plan", "SIGINT"), ("search", "SIGTERM"), ("calibrate", "worker SIGKILL")]
+DEFAULT_CASES = [("sweep", "SIGKILL"), ("plan", "SIGINT"), ("plan", "Ctrl-C"), ("search", "SIGTERM"),
+                 ("calibrate", "worker SIGKILL")]
 THOROUGH_CASES = [(c, w) for c in COMMANDS for w in WAYS if (c, w) not in DEFAULT_CASES]
 
 
