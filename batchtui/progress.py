@@ -6,9 +6,11 @@ synced too), so a crash mid-write never leaves half a file; temporary files a ki
 behind (named as `write_atomically` names them, nobody else's) are removed at the next start. A
 file that cannot be read, whatever it holds, is renamed aside and reported in one line: losing a
 bookmark must never stop the tutorial from opening. A file from a newer batchtui is kept aside as
-it is, never overwritten. A folder that cannot be searched (one a `sudo batchtui` left, owned by
-root) is reported in one line and the session runs without saving. A progress file that is a
-symbolic link (a dotfile manager's) is written through: its target is replaced, the link kept.
+it is, never overwritten; a version no batchtui has (1e30) is unreadable. A read-only file is
+read and never replaced (one line says so). A folder that cannot be searched (one a `sudo
+batchtui` left, owned by root) is reported in one line and the session runs without saving. A
+progress file that is a symbolic link (a dotfile manager's) is written through: its target is
+replaced, the link kept; a link whose target's folder is gone fails to save, creating nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from pathlib import Path
 
 FILE_NAME = "progress.json"
 FORMAT_VERSION = 1
+MAX_FORMAT_VERSION = 999
+"""A larger version is no format number of any batchtui: the file is unreadable, not newer."""
 MAX_FILE_BYTES = 1 << 20
 """A real progress file is a few kilobytes; anything past this is not ours and is not read."""
 STALE_TEMPORARY_S = 60.0
@@ -46,9 +50,9 @@ def write_atomically(path: Path, text: str) -> None:
     The text goes to a hidden temporary file beside it (`.NAME-*.tmp`), is synced, renamed over
     `path`, and the directory is synced so the rename itself survives a power cut. Raises OSError.
     """
+    Path(path).parent.mkdir(parents=True, exist_ok=True)  # our folder, never a link's target's
     path = Path(os.path.realpath(path))  # through a symbolic link: its target is replaced
-    directory = path.parent
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = path.parent  # (a dangling link's missing folder is an OSError: nothing is created)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=TEMPORARY_SUFFIX, dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as tmp:
@@ -77,11 +81,13 @@ def _sync_directory(directory: Path) -> None:
 
 def _our_temporary() -> re.Pattern:
     """Names `write_atomically` gives the temporaries of the files the app keeps in its state
-    folder (the progress file, crash reports): `.progress-k1ll3d.tmp`, `.crash-20260101-120000-x.tmp`."""
+    folder (the progress file, crash reports): `.progress-k1ll3d00.tmp`,
+    `.crash-20260101-120000-x1y2z3w4.tmp`."""
     from .crash import REPORT_PREFIX
 
     stems = "|".join(re.escape(s) for s in (Path(FILE_NAME).stem,))
-    return re.compile(rf"\.(?:{stems}|{re.escape(REPORT_PREFIX)}[0-9-]+)-[a-z0-9_]+{re.escape(TEMPORARY_SUFFIX)}")
+    # mkstemp's part is 8 characters of [a-z0-9_]: a user's `.progress-backup.tmp` is not ours
+    return re.compile(rf"\.(?:{stems}|{re.escape(REPORT_PREFIX)}[0-9-]+)-[a-z0-9_]{{8}}{re.escape(TEMPORARY_SUFFIX)}")
 
 
 def remove_stale_temporaries(directory: Path, now: float | None = None) -> int:
@@ -206,7 +212,7 @@ class ProgressStore:
         if len(raw) > MAX_FILE_BYTES:
             return Progress(), self._set_aside(f"larger than {MAX_FILE_BYTES // 1024} KiB")
         try:
-            data = json.loads(raw.decode("utf-8"))
+            data = json.loads(raw.decode("utf-8-sig"))  # an editor's byte-order mark is no harm
         except UnicodeDecodeError:
             return Progress(), self._set_aside("not UTF-8 text")
         except RecursionError:
@@ -214,14 +220,19 @@ class ProgressStore:
         except ValueError as exc:  # json.JSONDecodeError is a ValueError too
             return Progress(), self._set_aside(_first_line(exc))
         version = data.get("version", FORMAT_VERSION) if isinstance(data, dict) else FORMAT_VERSION
-        if not _is_int(version) or version < 1:
+        if not _is_int(version) or not 1 <= version <= MAX_FORMAT_VERSION:
             return Progress(), self._set_aside("its version is not a format number")
         if version > FORMAT_VERSION:
             return Progress(), self._keep_newer(version)
         try:
-            return Progress.from_json(data), None
+            progress = Progress.from_json(data)
         except ValueError as exc:
             return Progress(), self._set_aside(_first_line(exc))
+        if not info.st_mode & 0o222 or not os.access(self.path, os.W_OK):
+            self.keep_file = True  # made read-only by its owner: read, never replaced
+            return progress, (f"Saved progress in {self.path} is read-only: it was read, and this session's "
+                              "progress is not saved over it.")
+        return progress, None
 
     def first_launch(self) -> bool:
         """No progress saved, not even one set aside as unreadable (--reset-progress starts over,
@@ -260,12 +271,11 @@ class ProgressStore:
         return f"Saved progress was unreadable ({reason}); moved it to {aside.name} and started at step 1."
 
     def _keep_newer(self, version: int) -> str:
-        shown = version if version < 10**6 else "?"
-        aside, error = self._move_aside(f"v{shown}")
+        aside, error = self._move_aside(f"v{version}")
         if error:
-            return (f"Saved progress in {self.path} is from a newer batchtui (format {shown}) and could not "
+            return (f"Saved progress in {self.path} is from a newer batchtui (format {version}) and could not "
                     f"be moved ({error}); starting at step 1 without saving over it.")
-        return (f"Saved progress is from a newer batchtui (format {shown}); kept it untouched as "
+        return (f"Saved progress is from a newer batchtui (format {version}); kept it untouched as "
                 f"{aside.name} and started at step 1.")
 
     def _move_aside(self, label: str) -> tuple[Path, str | None]:

@@ -386,8 +386,6 @@ def set_value(scenario: Scenario, path: str, value: Any, profiles=None) -> Scena
         workload.validate()
         new = replace(scenario, workload=workload)
     else:
-        if head == "num_gpu_blocks_override" and value == 0:
-            value = None
         new = replace(scenario, **{head: value})
         new.deployment(profiles)
         new.engine_config(profiles)

@@ -132,6 +132,8 @@ def read(path: str | Path) -> dict:
         config = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise ProfileError(f"{path}: the model config is not JSON ({exc}).") from None
+    except RecursionError:
+        raise ProfileError(f"{path}: the model config is not JSON (nested too deeply).") from None
     if not isinstance(config, dict):
         raise ProfileError(f"{path}: a model config must be a JSON object of fields such as hidden_size.")
     return config

@@ -548,6 +548,11 @@ def _gb(num_bytes: float) -> str:
     return f"{num_bytes / 1e9:.1f} GB"
 
 
+def _bytes(num_bytes: float) -> str:
+    """GB when it is a tenth of one or more, else the bytes (a sum in GB of 0.0 explains nothing)."""
+    return _gb(num_bytes) if num_bytes >= 0.1e9 else f"{num_bytes:,.0f} byte{'' if num_bytes == 1 else 's'}"
+
+
 @dataclass(frozen=True)
 class Deployment:
     """One model served on `tensor_parallel_size` GPUs of one type, with vLLM's memory dials.
@@ -727,12 +732,15 @@ class Deployment:
                  or tensor_parallel_size % m.kv_heads == 0)
         return m.q_heads % tensor_parallel_size == 0 and kv_ok
 
-    def _fits(self, tensor_parallel_size: int) -> bool:
+    def _weights_fit(self, tensor_parallel_size: int) -> bool:
         weights = self.weight_bytes / tensor_parallel_size
         room = self.gpu_memory_utilization * self.gpu.memory_bytes - self.reserve_bytes
         if self.kv_cache_memory_bytes is not None:  # vLLM then places weights, reserve and cache in all of it
             room = self.gpu.memory_bytes - self.reserve_bytes - self.kv_cache_memory_bytes
-        if weights >= room:
+        return weights < room
+
+    def _fits(self, tensor_parallel_size: int) -> bool:
+        if not self._weights_fit(tensor_parallel_size):
             return False
         if not self.model.has_kv_cache or self.num_gpu_blocks_override is not None:
             return True
@@ -787,10 +795,16 @@ class Deployment:
         m, g = self.model, self.gpu
         on = f"one {g.name}" if tp == 1 else f"{tp} x {g.name}"
         left = self.kv_memory_bytes_per_gpu
-        if self.kv_cache_memory_bytes is not None:
+        blocks_short = self._weights_fit(tp)  # there is room for all: the cache holds too few blocks
+        if self.kv_cache_memory_bytes is not None and blocks_short:
+            kv, block = self.kv_cache_memory_bytes, self.bytes_per_block
+            why = (f"the KV cache {{kv_cache_memory_bytes}} asks for, {_bytes(kv)}, holds {self._blocks_with(tp)} "
+                   f"block(s) of {self.block_size} tokens ({_bytes(block)} each per GPU), and vLLM needs at least 2 "
+                   "(one is reserved)")
+        elif self.kv_cache_memory_bytes is not None:
             why = (f"its weights ({_gb(self.weight_bytes_per_gpu)} per GPU), the {_gb(self.reserve_bytes)} reserve "
-                   f"and the {_gb(self.kv_cache_memory_bytes)} KV cache {{kv_cache_memory_bytes}} asks for need more "
-                   f"than its {_gb(g.memory_bytes)}")
+                   f"and the {_bytes(self.kv_cache_memory_bytes)} KV cache {{kv_cache_memory_bytes}} asks for need "
+                   f"more than its {_gb(g.memory_bytes)}")
         elif left > 0:
             why = (f"after its weights ({_gb(self.weight_bytes_per_gpu)} per GPU) and the "
                    f"{_gb(self.reserve_bytes)} reserve, {{gpu_memory_utilization}} {self.gpu_memory_utilization:g} x "
@@ -802,7 +816,9 @@ class Deployment:
                    f"{_gb(self.gpu_memory_utilization * g.memory_bytes - self.reserve_bytes)}")
         larger = [n for n in TENSOR_PARALLEL_SIZES
                   if n > tp and self._heads_split(n) and self._fits(n)]
-        if larger:
+        if self.kv_cache_memory_bytes is not None and blocks_short:
+            fix = f"Give {{kv_cache_memory_bytes}} at least {2 * math.ceil(self.bytes_per_block):,} bytes."
+        elif larger:
             fix = f"Set {{tensor_parallel_size}} to {larger[0]} to split it over {larger[0]} GPUs."
         else:
             fix = (f"It does not fit even with {{tensor_parallel_size}} at "

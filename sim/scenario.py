@@ -135,8 +135,6 @@ class Scenario:
         kwargs = _coerce_dials(kwargs)
         if "workload" in kwargs:
             kwargs["workload"] = WorkloadSpec.from_dict(kwargs["workload"])
-        if kwargs.get("num_gpu_blocks_override") in (0, None):
-            kwargs["num_gpu_blocks_override"] = None
         scenario = cls(**kwargs)
         scenario.validate_types()
         return scenario
@@ -190,7 +188,7 @@ def _coerce_dials(data: dict, prefix: str = "") -> dict:
         path = prefix + key
         if isinstance(value, dict):
             out[key] = _coerce_dials(value, path + ".")
-        elif path in BY_PATH and not (key == "num_gpu_blocks_override" and value == 0):
+        elif path in BY_PATH:
             out[key] = BY_PATH[path].coerce(value)
         else:
             out[key] = value

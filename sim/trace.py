@@ -53,7 +53,7 @@ def config_from_case(cfg: dict) -> tuple[EngineConfig, BlockPool]:
     for key in WHOLE_KEYS:
         v = cfg.get(key, 0)
         if isinstance(v, bool) or not isinstance(v, int) or v < 0 or v > MAX_CASE_VALUE:
-            raise ConfigError(key, v, "a whole number >= 0")
+            raise ConfigError(key, v, f"a whole number from 0 to {MAX_CASE_VALUE:,}")
     if cfg.get("num_blocks", 2) < 2 or cfg.get("block_size", 1) < 1:
         raise ConfigError("num_blocks", cfg.get("num_blocks"), "at least 2 blocks of at least 1 token")
     if isinstance(cfg.get("watermark", 0.0), bool) or not isinstance(cfg.get("watermark", 0.0), (int, float)):
@@ -118,8 +118,9 @@ def run_case(case: dict) -> dict:
             raise RequestRejected(rid, "the id is used twice in this case")
         seen.add(rid)
         step = r.get("arrival_step", 1)
-        if isinstance(step, bool) or not isinstance(step, int) or step < 1:
-            raise RequestRejected(rid, f"arrival_step must be a whole number >= 1, got {step!r}")
+        if isinstance(step, bool) or not isinstance(step, int) or not 1 <= step <= MAX_STEPS:
+            raise RequestRejected(rid, f"arrival_step must be a whole number from 1 to {MAX_STEPS:,} (the most "
+                                       f"iterations a case runs), got {step!r}")
         check_request(rid, r.get("prompt_len"), r.get("output_len"), config, pool.usable, pool.block_size)
         prio = r.get("priority", 0)
         if isinstance(prio, bool) or not isinstance(prio, int):

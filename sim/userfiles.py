@@ -8,8 +8,9 @@ in bounded memory and time:
   is read; a named pipe (a process substitution, `<(zcat trace.gz)`) is read as a stream up to the
   same cap; anything else (a folder, a character device such as /dev/zero or /dev/urandom, a
   socket) is refused;
-- text is read a chunk at a time and decoded as it comes, so bytes that are not UTF-8 stop the
-  read at the first chunk, and Ctrl-C (KeyboardInterrupt) stops it between chunks;
+- text is read a chunk at a time and decoded as it comes, so bytes that are not UTF-8 (or a NUL
+  byte, which no format read here holds) stop the read at the first chunk, and Ctrl-C
+  (KeyboardInterrupt) stops it between chunks;
 - formats read a line at a time (JSON Lines traces, custom datasets) are streamed by `read_lines`
   and never held whole.
 
@@ -59,11 +60,14 @@ KINDS = {
 
 class FileRefused(SimError, ValueError):
     """A user file that cannot be read as the kind asked; the message names the file, one line.
-    `not_text` when it was read but is not UTF-8 text (a caller may say what it is not)."""
+    `not_text` when it was read but is not text (not UTF-8, or NUL bytes: a caller may say what it
+    is not)."""
 
-    def __init__(self, message: str, not_text: bool = False) -> None:
+    def __init__(self, message: str, not_text: bool = False, why: str = "") -> None:
         super().__init__(message)
         self.not_text = not_text
+        self.why = why or message
+        """Why, without the file's name (the message's end)."""
 
 
 def size_text(n: int) -> str:
@@ -75,7 +79,7 @@ def size_text(n: int) -> str:
 
 
 def _refuse(path, kind: Kind, why: str, not_text: bool = False) -> FileRefused:
-    return FileRefused(f"{path}: cannot read the {kind.what}: {why}", not_text)
+    return FileRefused(f"{path}: cannot read the {kind.what}: {why}", not_text, why)
 
 
 def _open(path, kind: Kind) -> tuple[int, bool]:
@@ -124,6 +128,8 @@ def _chunks(path, kind: Kind) -> Iterator[str]:
                 text = decoder.decode(data, final=not data)
             except UnicodeDecodeError:
                 raise _refuse(path, kind, "it is not UTF-8 text", not_text=True) from None
+            if "\x00" in text:  # no format read here (JSON, JSON Lines, TOML) holds one
+                raise _refuse(path, kind, "it holds NUL bytes, so it is not a text file", not_text=True)
             if text:
                 yield text
             if not data:

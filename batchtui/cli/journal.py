@@ -38,7 +38,10 @@ class JournalFile:
 
 
 def _row(line: str) -> tuple[str, s.PointResult]:
-    row = json.loads(line)
+    try:
+        row = json.loads(line)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
     if not isinstance(row, dict) or set(row) != {"key", "result"} or not isinstance(row["key"], str):
         raise ValueError("not a journal row")
     return row["key"], s.PointResult.from_json(row["result"])

@@ -97,7 +97,7 @@ def read_result(path: str) -> dict:
         text = read_text(path, "result")
     except FileRefused as exc:
         if exc.not_text:
-            raise UserError(f"{path}: not a result of vllm bench serve, GuideLLM or aiperf (not UTF-8 text)") from None
+            raise UserError(f"{path}: not a result of vllm bench serve, GuideLLM or aiperf ({exc.why})") from None
         raise
     try:
         data = json.loads(text, parse_int=_json_int)

@@ -38,7 +38,9 @@ def completion_prompt_tokens(body: dict) -> int:
         return _token_ids(ids, "prompt_token_ids")
     prompt = body.get("prompt")
     if isinstance(prompt, list):
-        if prompt and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
+        if not prompt:  # no prompt at all, not several
+            raise PromptError("prompt: the prompt cannot be empty")
+        if all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
             return _token_ids(prompt, "prompt")
         if len(prompt) != 1:
             raise PromptError("prompt: one prompt per request (a list of several is not served here)")

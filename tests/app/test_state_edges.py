@@ -127,8 +127,9 @@ def test_a_progress_file_that_is_a_symlink_is_written_through(tmp_path):
 
 def test_only_the_apps_own_temporaries_are_cleaned(tmp_path):
     hour_ago = time.time() - 3600
-    ours = [tmp_path / ".progress-k1ll3d.tmp", tmp_path / ".crash-20260101-120000-2-abc_123.tmp"]
-    theirs = [tmp_path / ".notes.tmp", tmp_path / ".progress.json.tmp", tmp_path / ".vimrc-x.tmp"]
+    ours = [tmp_path / ".progress-k1ll3d00.tmp", tmp_path / ".crash-20260101-120000-2-abc_1234.tmp"]
+    theirs = [tmp_path / ".notes.tmp", tmp_path / ".progress.json.tmp", tmp_path / ".vimrc-x.tmp",
+              tmp_path / ".progress-backup.tmp"]  # a user's: it was deleted (issue 38)
     for path in ours + theirs:
         path.write_text("x")
         os.utime(path, (hour_ago, hour_ago))

@@ -124,6 +124,47 @@ def test_a_newer_version_is_kept_untouched_and_never_overwritten():
     assert (directory / "progress.json.v99").read_bytes() == raw
 
 
+def test_a_byte_order_mark_is_read_past():
+    """An editor's UTF-8 BOM set the file aside as unreadable (issue 38)."""
+    raw = b"\xef\xbb\xbf" + json.dumps({"version": 1, "current_step": 4, "completed": [1]}).encode()
+    directory, progress, notice = load_from(raw)
+    assert notice is None and progress == Progress(current_step=4, completed={1})
+
+
+def test_a_version_no_batchtui_has_is_unreadable_not_newer():
+    """Version 1e30 was kept as `progress.json.v?` (issue 38): no format number, so unreadable."""
+    raw = json.dumps({"version": 10**30, "current_step": 2}).encode()
+    directory, progress, notice = load_from(raw)
+    assert progress == Progress() and "its version is not a format number" in notice
+    assert sorted(p.name for p in directory.iterdir()) == ["progress.json.unreadable"]
+
+
+def test_a_read_only_file_is_read_and_never_replaced(tmp_path):
+    """A learner who made the file read-only keeps it as it is (it was replaced silently)."""
+    path = tmp_path / FILE_NAME
+    raw = json.dumps({"version": 1, "current_step": 5}).encode()
+    path.write_bytes(raw)
+    path.chmod(0o444)
+    store = ProgressStore(tmp_path)
+    progress, notice = store.load()
+    assert progress.current_step == 5 and "is read-only" in notice and "\n" not in notice
+    assert store.save(Progress(current_step=9)) is None  # said once, at load
+    assert path.read_bytes() == raw and stat.S_IMODE(path.stat().st_mode) == 0o444
+
+
+def test_a_dangling_link_makes_no_folders(tmp_path):
+    """Saving through a progress link whose target's folder is gone created that folder and its
+    parents (issue 38): now the save fails in one line and nothing is made."""
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / FILE_NAME).symlink_to(tmp_path / "gone" / "deeper" / FILE_NAME)
+    store = ProgressStore(state)
+    assert store.load() == (Progress(), None)
+    notice = store.save(Progress(current_step=2))
+    assert notice and "cannot be saved" in notice and "\n" not in notice
+    assert not (tmp_path / "gone").exists() and (state / FILE_NAME).is_symlink()
+
+
 def test_a_file_that_cannot_be_moved_aside_is_never_written_over(tmp_path):
     if os.geteuid() == 0:
         pytest.skip("root may write in a read-only directory")
@@ -155,8 +196,8 @@ def test_a_file_that_cannot_be_moved_aside_is_never_written_over_even_as_root(tm
 
 
 def test_temporary_files_of_killed_runs_are_removed(tmp_path):
-    stale = tmp_path / ".progress-k1ll3d.tmp"
-    fresh = tmp_path / ".progress-wr1t1ng.tmp"  # another run may be writing this one right now
+    stale = tmp_path / ".progress-k1ll3d00.tmp"
+    fresh = tmp_path / ".progress-wr1t1ng0.tmp"  # another run may be writing this one right now
     mine = tmp_path / "notes.tmp"
     for path in (stale, fresh, mine):
         path.write_text("{")

@@ -137,6 +137,40 @@ def test_a_pipe_is_read_up_to_its_kind_cap(tmp_path):
     assert done.returncode == 2 and one_line(done.stderr) and "holds more than" in done.stderr
 
 
+@pytest.mark.parametrize("argv", [
+    ("sim", "--dataset-name", "sharegpt", "--dataset-path", "{f}", "--num-prompts", "5"),
+    ("calibrate", "{f}", "--gpu", "h100", "--output", "{tmp}/out.toml"),
+], ids=["sharegpt", "calibrate"])
+def test_a_pipe_of_nul_bytes_is_refused_at_its_first_chunk(tmp_path, argv):
+    """NUL bytes are UTF-8, but no format read here holds one: they read 1 GiB before (issue 38)."""
+    fifo = tmp_path / "nuls.json"
+    os.mkfifo(fifo)
+    sent = [0]
+    stop = threading.Event()
+
+    def feed():
+        chunk = b"\0" * (1 << 16)
+        try:
+            with open(fifo, "wb") as f:
+                while not stop.is_set():
+                    f.write(chunk)
+                    sent[0] += len(chunk)
+        except OSError:  # the reader went away
+            pass
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    try:
+        done = batchtui(*[a.format(f=fifo, tmp=tmp_path) for a in argv], timeout=60)
+    finally:
+        stop.set()
+    assert done.returncode == 2 and one_line(done.stderr), done.stderr
+    assert "NUL bytes" in done.stderr and "nuls.json" in done.stderr
+    feeder.join(10)
+    assert sent[0] < 16 << 20  # a chunk and the pipe's buffer, not a gigabyte
+    assert not (tmp_path / "out.toml").exists()
+
+
 def test_a_pipe_of_a_small_trace_is_read_whole(tmp_path):
     stop = threading.Event()
     line = json.dumps({"arrival_time": 0.0, "prompt_len": 100, "output_len": 10}).encode() + b"\n"

@@ -97,6 +97,7 @@ def test_a_mixture_of_experts_config_is_refused_in_one_line(capsys):
 
 def test_bad_configs_are_one_line_errors(tmp_path, capsys):
     cases = {"missing.json": None, "notjson.json": "{", "list.json": "[1, 2]",
+             "deep.json": "[" * 100_000 + "]" * 100_000,  # issue 38: was "internal error: RecursionError"
              "nohidden.json": json.dumps({"num_hidden_layers": 2}),
              "heads.json": json.dumps({**json.loads(config_path("Qwen/Qwen2.5-7B-Instruct").read_text()),
                                        "num_key_value_heads": 5})}
@@ -173,6 +174,18 @@ def test_kv_cache_memory_bytes_sizes_the_cache_instead_of_the_memory_share(capsy
     assert code == 0, err
     code, out, err = run(capsys, "sim", "--num-prompts", "5", "--kv-cache-memory-bytes", "90G")
     assert code == 2 and "KV cache --kv-cache-memory-bytes asks for" in err and "--tensor-parallel-size" in err, err
+
+
+def test_a_kv_cache_too_small_for_two_blocks_is_explained_by_its_blocks(capsys):
+    """Issue 38: 1 byte was explained as weights + reserve + "0.0 GB" needing more than 85 GB."""
+    block = BUILTIN_PROFILES.deployment("h100-sxm", "llama-3.1-8b").bytes_per_block
+    for given in ("1", str(int(block))):
+        code, out, err = run(capsys, "sim", "--num-prompts", "5", "--kv-cache-memory-bytes", given)
+        assert code == 2 and err.count("\n") == 1, err
+        assert f"holds {int(given) // int(block)} block(s) of 16 tokens ({int(block):,} bytes each per GPU)" in err, err
+        assert f"Give --kv-cache-memory-bytes at least {2 * int(block):,} bytes." in err and "weights" not in err
+    code, out, err = run(capsys, "sim", "--num-prompts", "5", "--kv-cache-memory-bytes", str(2 * int(block)))
+    assert "does not fit" not in err and "at most the 16 tokens the KV cache holds" in err, err  # the model fits
 
 
 def test_partial_prefill_flags_take_only_vllm_v1s_value(capsys):
