@@ -329,6 +329,27 @@ def test_the_issues_internal_errors_are_refusals(capsys, tmp_path):
         assert time.monotonic() - t0 < 10, argv  # refused before the work, not after it
 
 
+def test_a_block_count_of_zero_in_a_scenario_is_refused_not_unset(capsys, tmp_path):
+    """`num_gpu_blocks_override = 0` was silently read as unset (issue 38); the flag refuses 0."""
+    scenario = tmp_path / "zero.toml"
+    scenario.write_text("num_gpu_blocks_override = 0\n")
+    code, _, err = run(capsys, "sim", "--scenario", str(scenario), "--num-prompts", "3")
+    assert code == 2 and one_line(err), err
+    assert "num_gpu_blocks_override = 0 is not allowed: a whole number of blocks >= 2" in err
+    code, _, err = run(capsys, "sim", "--num-gpu-blocks-override", "0", "--num-prompts", "3")
+    assert code == 2 and "--num-gpu-blocks-override" in err
+
+
+def test_an_empty_token_list_is_an_empty_prompt_not_several():
+    from batchtui.serve.tokens import PromptError, completion_prompt_tokens
+
+    with pytest.raises(PromptError, match="the prompt cannot be empty"):
+        completion_prompt_tokens({"prompt": []})
+    with pytest.raises(PromptError, match="a list of several"):
+        completion_prompt_tokens({"prompt": ["one", "two"]})
+    assert completion_prompt_tokens({"prompt": [1, 2, 3]}) == 3
+
+
 def test_a_case_whose_expected_steps_is_a_string_fails_as_a_case(capsys, tmp_path):
     cases = json.loads((ROOT / "tests/data/vllm-scheduler-cases.json").read_text())["cases"]
     case = dict(cases[0], expected=dict(cases[0]["expected"], steps="oops"))
@@ -456,6 +477,80 @@ def test_any_number_to_any_numeric_flag_is_a_result_or_one_line_naming_it(capsys
         return
     assert code == 0, err
     _honest(flag, text, json.loads(out))
+
+
+# A small case every field of which the property below sets in turn (vLLM's case layout).
+CASE = {"name": "drawn", "config": {"block_size": 16, "num_blocks": 40, "max_num_batched_tokens": 256,
+                                    "max_num_seqs": 4, "max_model_len": 512},
+        "requests": [{"id": "a", "arrival_step": 1, "prompt_len": 40, "output_len": 8},
+                     {"id": "b", "arrival_step": 2, "prompt_len": 100, "output_len": 4}]}
+CASE_FIELDS = [("config", key) for key in ("block_size", "num_blocks", "usable_blocks", "max_num_batched_tokens",
+                                            "max_num_seqs", "long_prefill_token_threshold", "max_model_len",
+                                            "watermark", "max_num_scheduled_tokens", "max_num_active_seqs")] + [
+               ("request", key) for key in ("arrival_step", "prompt_len", "output_len", "priority")]
+
+
+def _case_text(where: str, key: str, text: str) -> str:
+    """CASE as JSON with the field set to the number as written (a string when it is no JSON number)."""
+    marker = "__DRAWN__"
+    case = json.loads(json.dumps(CASE))
+    (case["config"] if where == "config" else case["requests"][0])[key] = marker
+    try:
+        json.loads(text)
+        literal = text
+    except ValueError:
+        literal = json.dumps(text)
+    return json.dumps(case).replace(json.dumps(marker), literal)
+
+
+@settings(derandomize=True, max_examples=examples(60), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(field=st.sampled_from(CASE_FIELDS), text=NUMBERS)
+@example(field=("request", "arrival_step"), text="1000000000000000")  # ran 40 s and 1 GB (issue 38)
+@example(field=("request", "output_len"), text="1000000000")
+@example(field=("config", "num_blocks"), text="1000000000000")
+def test_any_number_in_any_field_of_a_trace_case_is_a_trace_or_one_line_naming_it(capsys, capped_memory, tmp_path_factory,
+                                                                                  field, text):
+    """The numeric flags' property, for `trace`'s case fields: a trace, or one line that names
+    the field, in bounded time and memory."""
+    where, key = field
+    path = tmp_path_factory.mktemp("case") / "case.json"
+    path.write_text(_case_text(where, key, text))
+    t0 = time.monotonic()
+    code, out, err = run(capsys, "trace", str(path))
+    assert time.monotonic() - t0 < 30
+    if code == 2:
+        assert one_line(err), err
+        flag = "--" + key.replace("_", "-")  # a rule vLLM's config states names the flag
+        # the field, or the flag of a rule vLLM's config states, or the request refused
+        assert key in err or flag in err or (key == "usable_blocks" and "num_blocks" in err) \
+            or (where == "config" and "max_num_batched_tokens" in err and "max_num_seqs" in err) \
+            or (where == "request" and "request a rejected" in err), err
+        return
+    assert code == 0, err
+    assert json.loads(out)["last_step"] >= 1
+
+
+def test_the_issues_trace_refusals_say_what_is_wrong(capsys, tmp_path):
+    """Issue 38: the case's numbers refused as they are, the sum shown as it is."""
+    cases = [
+        (("request", "arrival_step", "1000000000000000"), "arrival_step must be a whole number from 1 to 100,000"),
+        (("config", "num_blocks", "1000000000000"), "num_blocks = 1000000000000 is not allowed: a whole number from "
+                                                    "0 to 10,000,000"),
+    ]
+    for (where, key, text), said in cases:
+        path = tmp_path / f"{key}.json"
+        path.write_text(_case_text(where, key, text))
+        code, _, err = run(capsys, "trace", str(path))
+        assert code == 2 and one_line(err) and said in err, err
+    small = json.loads(json.dumps(CASE))
+    small["config"].update(num_blocks=10, max_model_len=256)
+    small["requests"][0]["output_len"] = 1_000_000_000
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(small))
+    code, _, err = run(capsys, "trace", str(path))
+    assert code == 2 and one_line(err), err
+    assert "it needs 16 KV blocks (255 tokens: it stops at --max-model-len (256) - 1)" in err  # not 40 + 1e9 - 1 = 255
 
 
 # -- 8. Ctrl-C while starting ----------------------------------------------------------------------
