@@ -18,7 +18,7 @@ import hashlib
 import itertools
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 
 from sim import planning, rate_plan
