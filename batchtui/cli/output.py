@@ -24,7 +24,8 @@ from .exits import OutputError, ReaderGone, UserError
 
 class Sink:
     """A text stream whose write errors (a full disk, an I/O error) become one-line OutputErrors,
-    and a reader gone away (a broken pipe) ReaderGone. Other attributes are the stream's own (so it can stand in for sys.stdout)."""
+    and a reader gone away (a broken pipe) ReaderGone. Other attributes are the stream's own (so
+    it can stand in for sys.stdout)."""
 
     def __init__(self, handle, shown: str) -> None:
         self._handle = handle

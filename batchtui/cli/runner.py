@@ -127,7 +127,7 @@ class Runner:
         self._total_given = False  # expect() was called: do not guess from the first run
         self._started = 0.0
         self._description = ""
-        self._workers = None  # started by the first map with more than one job
+        self._workers = None  # made by the first map, ended with the block
 
     def _close_workers(self, kill: bool) -> None:
         if self._workers is not None:
@@ -195,8 +195,9 @@ class Runner:
     def map(self, func: Callable, items: Sequence, jobs: int, *, description: str = "simulating",
             requests: Callable[[object], int] = lambda r: 0) -> list:
         """[func(item) for item in items], in up to `jobs` worker processes (the first call's
-        `jobs`, kept for the rest of the Runner's block); the bar moves as results come back (`requests(result)` requests
-        each). `func` is a module's top-level function; a result depends only on its item."""
+        `jobs`, kept for the rest of the Runner's block); the bar moves as results come back
+        (`requests(result)` requests each). `func` is a module's top-level function; a result
+        depends only on its item."""
         from .workers import Workers
 
         self.update(0, description)
