@@ -140,7 +140,7 @@ class Workers:
         ctx.set_forkserver_preload([*PRELOAD, __name__, module])
         while len(self._workers) < count:
             ours, theirs = ctx.Pipe()
-            process = ctx.Process(target=serve, args=(theirs,), name="batchtui-worker", daemon=True)
+            process = ctx.Process(target=run_worker, args=(theirs,), name="batchtui-worker", daemon=True)
             try:
                 with warnings.catch_warnings():  # its own words for a failure said below in one line
                     warnings.filterwarnings("ignore", "resource_tracker", UserWarning)
@@ -222,9 +222,8 @@ def _reason(exc: BaseException) -> str:
     exe = os.fsdecode(spawn.get_executable())
     if not os.access(exe, os.X_OK):  # what the fork server and every worker run
         return f"cannot run the interpreter {exe}"
-    if isinstance(exc, (EOFError, ConnectionError)):
-        return f"the fork server ended as it started ({exc.strerror or 'no answer'})" if isinstance(exc, OSError) \
-            else "the fork server ended as it started"
+    if isinstance(exc, (EOFError, ConnectionError)):  # its socket or pipe had nobody at the other end
+        return f"the fork server ended as it started ({getattr(exc, 'strerror', None) or 'no answer'})"
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror + (f": {exc.filename}" if exc.filename else "")
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
@@ -253,7 +252,7 @@ class _RemoteTraceback(Exception):
 
 # -- in the worker ------------------------------------------------------------------------------------
 
-def serve(conn) -> None:
+def run_worker(conn) -> None:
     """A worker's life: say it is ready, then run each task it is handed and send back its
     answer, until told to stop (None) or its command is gone."""
     import multiprocessing
