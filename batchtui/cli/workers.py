@@ -12,8 +12,9 @@ A `Workers` context owns its processes from start to end:
 - **Signals.** A worker ignores Ctrl-C: a terminal sends SIGINT to the whole process group, and
   the command handles it (one line, what finished kept) and ends the workers. SIGTERM reaches
   the command as `exits.Terminated` (`exits.stop_signals`), which ends them the same way.
-- **A dead worker.** A worker that ends without its answer (the kernel's out-of-memory killer,
-  a kill) is a `WorkerError` naming the signal, raised as soon as it is seen.
+- **A dead worker.** A worker that ends, running a task or waiting for one (the kernel's
+  out-of-memory killer, a kill), is a `WorkerError` naming the signal, raised as soon as it is
+  seen: at once while the command waits for answers, else when it next hands out work.
 - **Shutdown.** Leaving the context ends every worker: told to stop when all went well, killed
   at once otherwise (Ctrl-C, SIGTERM, an error). A worker whose answer is no longer wanted (the
   loop over the answers was left early) is killed too.
@@ -154,10 +155,12 @@ class Workers:
             self._workers.append(_Worker(process, ours))
 
     def _answering(self) -> list[_Worker]:
-        """The workers with something to read (an answer, or their end), waiting for one."""
+        """The workers with something to read, waiting for one: an answer, a worker saying it is
+        ready, or the end of a worker's pipe (an idle one's too: a worker killed while it waited
+        for work is seen at once, not when it is next handed a task)."""
         from multiprocessing.connection import wait
 
-        waiting = {w.conn: w for w in self._workers if w.task is not None or not w.ready}
+        waiting = {w.conn: w for w in self._workers}
         return [waiting[c] for c in wait(list(waiting))]
 
     def _send(self, w: _Worker, task: tuple) -> None:
@@ -178,7 +181,7 @@ class Workers:
         if not started:
             raise WorkerError(f"could not start worker processes: a worker {_ending(code)} as it started; "
                               "--jobs 1 runs in this process")
-        raise WorkerError(f"a worker process {_ending(code)} before its result"
+        raise WorkerError(f"a worker process {_ending(code)}"
                           + (" (the kernel's out-of-memory killer sends SIGKILL: fewer --jobs, or a smaller "
                              "run?)" if code == -signal.SIGKILL else ""))
 

@@ -181,7 +181,7 @@ def expected(command: str, way: str) -> tuple[int, list[str] | None]:
     if way == "SIGKILL":
         return -signal.SIGKILL, []
     if way == "worker SIGKILL":
-        line = ("batchtui: error: a worker process was killed by SIGKILL before its result (the kernel's "
+        line = ("batchtui: error: a worker process was killed by SIGKILL (the kernel's "
                 "out-of-memory killer sends SIGKILL: fewer --jobs, or a smaller run?)")
         if command == "search":
             line += f"; {SEARCH_KEPT}: run the same command again to resume"
@@ -318,7 +318,42 @@ def test_a_worker_killed_is_an_error_naming_its_signal():
     with Workers(2) as pool:
         killer = threading.Thread(target=kill_one)
         killer.start()
-        with pytest.raises(WorkerError, match="a worker process was killed by SIGKILL before its result"):
+        with pytest.raises(WorkerError, match="a worker process was killed by SIGKILL"):
             pool.map(nap, [60, 60])
         killer.join()
+    assert our_workers() == []
+
+
+def note_pid_then_sleep(task):
+    path, seconds = task
+    Path(path).write_text(str(os.getpid()))
+    time.sleep(seconds)
+    return seconds
+
+
+def test_a_worker_killed_while_it_waits_for_work_is_seen_at_once(tmp_path):
+    """The other worker's long task is not waited for (calibrate's fit left a worker idle while
+    the other ran: its death went unseen until that task ended)."""
+    import threading
+
+    noted = tmp_path / "busy.pid"
+    with Workers(2) as pool:
+        pool.map(echo_after, [(0.5, "x"), (0.5, "y")])  # both workers up
+        workers = [p.pid for p in our_workers()]
+
+        def kill_the_idle_one():
+            deadline = time.monotonic() + 60
+            while not noted.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.2)
+            busy = int(noted.read_text())
+            os.kill(next(pid for pid in workers if pid != busy), signal.SIGKILL)
+
+        killer = threading.Thread(target=kill_the_idle_one)
+        started = time.monotonic()
+        killer.start()
+        with pytest.raises(WorkerError, match="a worker process was killed by SIGKILL"):
+            pool.map(note_pid_then_sleep, [(str(noted), 60)])
+        killer.join()
+        assert time.monotonic() - started < 20
     assert our_workers() == []
