@@ -681,6 +681,7 @@ class Engine:
             prefix_caching=self.pool.caching,
             prefix_cache_queries=prefix["prefix_cache_queries"],
             prefix_cache_hits=prefix["prefix_cache_hits"],
+            encoder=self.encoder,
         )
 
 

@@ -170,6 +170,7 @@ class EngineSnapshot:
     prefix_caching: bool = False  # the engine's prefix cache is on (enable_prefix_caching, continuous)
     prefix_cache_queries: int = 0  # prompt tokens looked up since the run started (vLLM's counters)
     prefix_cache_hits: int = 0  # of those, tokens found cached (hit rate = hits / queries)
+    encoder: bool = False  # an encoder's run (an embedder): each request one pass, no tokens generated
 
 
 RECENT_GAP_POINTS = 60

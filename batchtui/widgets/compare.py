@@ -44,7 +44,8 @@ def _pads(a, b) -> bool:
 ROWS: dict[str, Row] = {
     "batch": Row("batch", lambda s: f"{s.running or encoder_pass_size(s):,}/{seat_capacity(s):,}"),
     "queue": Row("queue", lambda s: exact_count(s.queue_len)),
-    "tokens/s": Row("tokens/s", lambda s: count(s.metrics.output_tokens_per_s)),
+    # An encoder (step 4's embedder) generates no tokens: its throughput is its req/s.
+    "tokens/s": Row("tokens/s", lambda s: "-" if s.encoder else count(s.metrics.output_tokens_per_s)),
     "req/s": Row("req/s", lambda s: count(s.metrics.requests_per_s)),
     "TTFT p50": Row("TTFT p50", _latency("ttft_p50")),
     "TTFT p99": Row("TTFT p99", _latency("ttft_p99")),
@@ -61,6 +62,8 @@ ROWS: dict[str, Row] = {
 PRIORITY = ("batch", "tokens/s", "TTFT p99", "padding", "preempted", "TPOT p50", "queue", "req/s",
             "TTFT p50", "TPOT p99", "gap max", "done")
 """Which rows stay when the view is given fewer lines than it has rows."""
+ENCODER_PRIORITY = tuple({"tokens/s": "req/s", "req/s": "tokens/s"}.get(n, n) for n in PRIORITY)
+"""The same beside an encoder's run, whose throughput is requests/s (it makes no tokens)."""
 MIN_ROWS = 3
 CONDITIONAL = ("padding", "preempted")
 
@@ -126,7 +129,8 @@ class CompareView(SimView):
             return text
         room = len(names) if self.max_lines is None else max(1, self.max_lines - 1 - titled)
         if room < len(names):
-            keep = set([n for n in PRIORITY if n in names][:room])
+            encoder = self.left.encoder or self.right.encoder
+            keep = set([n for n in (ENCODER_PRIORITY if encoder else PRIORITY) if n in names][:room])
             names = [n for n in names if n in keep]
         label, value = self.style_of("compare--label"), self.style_of("compare--value")
         for name in names:

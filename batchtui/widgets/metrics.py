@@ -61,8 +61,11 @@ class MetricsView(SimView):
         # Fixed lines (cropped when narrow) rather than a flow: a steady height means a frame
         # redraws only the lines that changed, not the whole pane.
         gap = recent_worst_gap(snap)
+        throughput = [item("req/s", count(m.requests_per_s))]
+        if not snap.encoder:  # an encoder (an embedder) generates no tokens
+            throughput.insert(0, item("tokens/s", count(m.output_tokens_per_s)))
         lines = [
-            [item("tokens/s", count(m.output_tokens_per_s)), item("req/s", count(m.requests_per_s))],
+            throughput,
             [item("batch", f"{snap.running or encoder_pass_size(snap):,}"),
              item("queue", exact_count(snap.queue_len), alarm=snap.queue_len > max(8, snap.running)),
              item("done", exact_count(m.completed))],

@@ -100,6 +100,9 @@ class SparklinesView(SimView):
             if not first:
                 text.append("\n")
             first = False
+            if snap.encoder and attribute == "series_throughput":
+                # An encoder makes one token a request: its history is of requests/s.
+                label, figure = "req/s", lambda s: count(s.metrics.requests_per_s)
             text.append(f"{label:<{LABEL_WIDTH}}", self.style_of("sparklines--label"))
             text.append(spark_cells(series, cells, self.glyphs.spark, latency, log=latency), self.style_of(style))
             text.append(f"{figure(snap):>{VALUE_WIDTH}}")

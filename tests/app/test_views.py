@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from textual.app import App
 
+from batchtui.formatting import count
 from batchtui.widgets.seats import SeatsView
 from batchtui.widgets.sparklines import spark_cells
 from sim.reports import EngineSnapshot, MetricsView, SeatView
@@ -312,3 +313,41 @@ async def test_a_frame_repaints_only_the_lines_of_a_view_that_changed():
         view.update_snapshot(snapshot(queue_len=9))  # nothing changed: nothing repainted
         await pilot.pause()
         assert refreshed == []
+
+
+async def test_an_embedder_s_throughput_reads_as_requests_not_tokens(make_app):
+    """Step 4's embedder makes no tokens: its rate was shown as req/s labelled tokens/s (issue
+    37). Its metrics line, sparkline and compare column say req/s; the chat LLM beside it keeps
+    its tokens/s, and both runs' req/s stay in the comparison."""
+    from batchtui.widgets.compare import CompareView
+    from batchtui.widgets.metrics import MetricsView as MetricsLine
+    from batchtui.widgets.sparklines import SparklinesView
+    from sim.engine import Engine
+    from tests import shared_steps
+
+    step = shared_steps.by_number()[4]
+    engine = Engine(step.scenario.with_workload(num_prompts=400))
+    engine.run(until_time=1.0)
+    embedder = engine.snapshot()
+    chat = Engine(step.compare.scenario.with_workload(num_prompts=50))
+    chat.run(until_time=10.0)
+    chat = chat.snapshot()
+    assert embedder.encoder and not chat.encoder and embedder.metrics.requests_per_s > 0
+    line, sparks, both = MetricsLine(), SparklinesView(), CompareView()
+    async with ViewApp(line).run_test(size=(44, 10)):
+        line.update_snapshot(embedder)
+        text = line.build(44).plain
+        assert "req/s" in text and "tokens/s" not in text
+    async with ViewApp(sparks).run_test(size=(44, 10)):
+        sparks.update_snapshot(embedder)
+        first = sparks.build(44).plain.splitlines()[0]
+        assert first.startswith("req/s") and first.split()[-1] == count(embedder.metrics.requests_per_s)
+    async with ViewApp(both).run_test(size=(44, 20)):
+        both.update_frame({"main": embedder, "compare": chat})
+
+        def rows():
+            return {line[:9].strip(): line[9:].split() for line in both.build(44).plain.splitlines()[1:]}
+
+        assert rows()["tokens/s"][0] == "-" and rows()["tokens/s"][1] != "-"
+        both.max_lines = 5  # (step 4 at 80x23): throughput as req/s, and the padding it is about
+        assert {"req/s", "padding"} <= set(rows()) and "tokens/s" not in rows()
