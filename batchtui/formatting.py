@@ -79,3 +79,18 @@ def first_fitting(texts, width: int):
         if text.cell_len <= width:
             return text
     return texts[-1]
+
+
+def wrap_words(text: str, width: int) -> str:
+    """`text` wrapped at spaces to lines of at most `width` cells, a `code span` never broken
+    (a command to type is read whole); a word longer than a line keeps a line of its own."""
+    import re
+
+    parts = re.findall(r"`[^`]*`\S*|\S+", text)
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 1 + len(part) <= width:
+            lines[-1] += " " + part
+        else:
+            lines.append(part)
+    return "\n".join(lines)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -131,8 +132,12 @@ def _run_app(args: argparse.Namespace) -> int:
 
         still_open = app.progress.still_open([s.number for s in summaries_of(app.steps)])
         if still_open:
+            from .formatting import wrap_words
+
+            width = shutil.get_terminal_size().columns
             try:
-                print(f"batchtui: {still_open} `batchtui` opens where you left off; `batchtui steps` lists them.")
+                print(wrap_words(f"batchtui: {still_open} `batchtui` opens where you left off; "
+                                 "`batchtui steps` lists them.", max(20, width - 1)))
             except OSError:
                 pass  # the terminal went as the app ended
     return status

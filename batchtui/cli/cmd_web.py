@@ -17,7 +17,7 @@ HELP = "serve the tutorial in a web page (textual-serve), on this machine only u
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.description = ("Serve the tutorial in a web page through textual-serve (pip install 'batchtui[serve]'). "
+    p.description = ("Serve the tutorial in a web page through textual-serve (python -m pip install textual-serve). "
                      "It has no login: it binds 127.0.0.1, reached from elsewhere through an SSH tunnel "
                      "(ssh -N -L 8000:127.0.0.1:8000 you@host). Each page runs its own batchtui, whose file "
                      "prompts stay in the state folder.")
@@ -45,7 +45,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         from textual_serve.server import Server
     except ImportError:
-        raise UserError("serving needs textual-serve: pip install 'batchtui[serve]'") from None
+        # batchtui is installed from its folder, not an index: the package it lacks is named, for
+        # the interpreter that runs it.
+        raise UserError(f"serving needs textual-serve, which is not installed: "
+                        f"{shlex.quote(sys.executable)} -m pip install textual-serve") from None
     if not local:
         print(serving.exposure(args.host, args.port, state_dir()), file=sys.stderr, flush=True)
     command = f"{shlex.quote(sys.executable)} -m batchtui"

@@ -24,8 +24,12 @@ class GoalBar(Widget):
         self.note = ""
         """A few words after the state ("2 of 3", "right", "wrong")."""
         self.marks = {"open": "○", "answered": "◐", "done": "✓"}
+        self.sep = " · "
+        """Between the ask and its note."""
 
-    def set_marks(self, ascii_only: bool) -> None:
+    def set_marks(self, ascii_only: bool, sep: str) -> None:
+        """The marks and the separator this terminal shows (`--ascii`: `[x]`, ` | `)."""
+        self.sep = sep
         if ascii_only:
             self.marks = {"open": "[ ]", "answered": "[~]", "done": "[x]"}
 
@@ -41,7 +45,7 @@ class GoalBar(Widget):
         if not self.ask:
             return text
         label = "Goal "
-        joint = " " if self.ask.endswith(":") else " · "  # a checklist follows its colon
+        joint = " " if self.ask.endswith(":") else self.sep  # a checklist follows its colon
         ask = f"{self.ask}{joint}{self.note}" if self.note else self.ask
         # The ask in full where it fits: the state's word goes first, then the ask is cut.
         for state in (f"{self.marks[self.state]} {self.state}", self.marks[self.state]):

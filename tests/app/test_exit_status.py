@@ -66,8 +66,11 @@ def test_q_quits_with_status_zero_and_says_which_steps_are_still_open(launch):
     session = launch("--step", "2")
     session.press("q")
     assert session.wait_exit(timeout=20) == 0
-    assert after_the_app(session).strip() == (
+    lines = after_the_app(session).strip().splitlines()
+    assert " ".join(line.strip() for line in lines) == (
         "batchtui: Still open: steps 1-20. `batchtui` opens where you left off; `batchtui steps` lists them.")
+    # Wrapped to the terminal at spaces, a command to type never split across two lines.
+    assert all(len(line.rstrip()) < 80 and line.count("`") % 2 == 0 for line in lines), lines
 
 
 def test_an_error_nobody_caught_exits_1_with_one_line_and_a_capped_report(launch, tmp_path):

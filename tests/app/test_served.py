@@ -63,6 +63,17 @@ def test_the_default_is_loopback(server, capsys):
     assert main(["web"]) == 0 and server[0][1] == "127.0.0.1"
 
 
+def test_without_textual_serve_it_says_how_to_install_it_for_this_interpreter(monkeypatch, capsys):
+    """batchtui is installed from its folder: the hint names the package for the interpreter that
+    runs batchtui, not `batchtui[serve]`, which no package index holds."""
+    monkeypatch.setitem(sys.modules, "textual_serve", None)  # an import of it fails
+    monkeypatch.setitem(sys.modules, "textual_serve.server", None)
+    assert main(["web"]) == 2
+    _, err = capsys.readouterr()
+    assert err.count("\n") == 1 and f"{sys.executable} -m pip install textual-serve" in err
+    assert "batchtui[serve]" not in err
+
+
 @pytest.fixture(scope="module")
 def lessons():
     return steps.open_lessons()

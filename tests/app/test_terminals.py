@@ -69,3 +69,20 @@ async def test_under_ascii_a_checklist_s_open_item_is_not_a_question_mark(make_a
         await pilot.pause()
         goal = str(app.screen.query_one(GoalBar).render())
         assert "seats [ ]" in goal and "?" not in goal, goal
+
+
+async def test_under_ascii_the_goal_line_s_note_is_set_off_in_ascii(make_app):
+    """A goal with a note ("now 1.2 s", a break-it's live reading) joined its ask with " · ",
+    which --ascii left in (issue 37); the unicode default keeps the middle dot."""
+    from batchtui.widgets.goal_bar import GoalBar
+    from tests import shared_steps
+
+    for ascii_only, joint in ((True, " | "), (False, " · ")):
+        app = make_app(shared_steps.lessons(), start_step=3, ascii_only=ascii_only)
+        async with app.run_test(size=(80, 24)) as pilot:
+            app.screen.sim.fast_forward(5.0)
+            await pilot.pause()
+            bar = app.screen.query_one(GoalBar)
+            goal = str(bar.render())
+            assert bar.note.startswith("now ") and f"{joint}now " in goal, goal
+            assert non_ascii(goal) == set() if ascii_only else "·" in goal
