@@ -62,4 +62,6 @@ def activity_view(step, saved_answer: str | None, done_before: bool, seed: int) 
     make = ACTIVITY_VIEWS.get(step.activity.kind)
     if make is None:
         return None
-    return make(ActivityContext(step, activities.build(step), saved_answer, done_before, seed))
+    view = make(ActivityContext(step, activities.build(step), saved_answer, done_before, seed))
+    view.done_before = done_before
+    return view

@@ -17,6 +17,7 @@ once the learner has answered. The front matter holds
                                         side by side on the same arrivals (same seed)
     [sweep]         (optional)          what the "curve" view draws: batch_sizes + context (a
                                         cost-model sweep of decode batches) and/or rates (req/s)
+    paused = true   (optional)          the run opens paused (one iteration at a time with `.`)
 
 The text, the hints and an activity's wording state figures as `{{name}}` templates, filled from
 the simulator when the step is built, or as numbers pinned by a test (`steps.figures`).

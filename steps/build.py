@@ -21,7 +21,7 @@ from .model import (ACTIVITY_KINDS, MAX_WORDS, NUM_STEPS, VIEWS, ActivitySpec, C
 FILE_NAME = re.compile(r"^(\d\d)-[a-z0-9]+(?:-[a-z0-9]+)*\.md$")
 """A lesson file's name: NN-slug.md."""
 _TOP_KEYS = {"number", "title", "section", "minutes", "views", "hints", "scenario", "dials",
-             "activity", "compare", "sweep"}
+             "activity", "compare", "sweep", "paused"}
 _REQUIRED = ("number", "title", "section", "minutes", "views", "scenario", "activity")
 REVEAL_MARKER = "<!-- reveal -->"
 
@@ -124,6 +124,10 @@ def _build_step(data: dict, body: str, source: str, stem: str, fill: bool = True
     if "curve" in views and sweep is None:
         raise StepError(source, "the curve view needs a [sweep] table")
 
+    paused = data.get("paused", False)
+    if not isinstance(paused, bool):
+        raise StepError(source, "paused must be true or false")
+
     body, reveal = _split_reveal(body, source)
     if not body.strip():
         raise StepError(source, "the lesson text after the front matter is empty")
@@ -136,7 +140,7 @@ def _build_step(data: dict, body: str, source: str, stem: str, fill: bool = True
     step = Step(number=number, slug=stem[3:], title=title, section=section, minutes=minutes,
                 views=tuple(views), scenario=scenario, dials=dials, hints=hints,
                 activity=activity, body_md=body, compare=compare, sweep=sweep, source=source,
-                reveal_md=reveal)
+                reveal_md=reveal, paused=paused)
     if reveal and activity.kind not in ("drill", "predict", "read", "break_it"):
         raise StepError(source, "a <!-- reveal --> section needs an activity to answer (drill, predict, read or break_it)")
     _check_activity(step)
@@ -144,7 +148,7 @@ def _build_step(data: dict, body: str, source: str, stem: str, fill: bool = True
     return fill_figures(step) if fill else step
 
 
-FILLED_PARAMS = ("question", "choices", "explain")
+FILLED_PARAMS = ("question", "choices", "explain", "feedback")
 """An activity's wording, templated like the lesson text."""
 
 

@@ -140,9 +140,17 @@ class Step:
     source: str = ""
     reveal_md: str = ""
     """The lesson text that answers the activity: shown once the learner has answered."""
+    paused: bool = False
+    """The run opens paused (a step that opens an iteration up, one `.` at a time)."""
     figures_pending: bool = False
     """A draft (`Lessons.draft`): its `{{figure}}` templates read `figures.PENDING` until the
     simulator has filled them; `Lessons[i]` is the same step filled."""
+
+    @property
+    def starts_running(self) -> bool:
+        """Whether the step's run starts as it opens: a prediction is made before its run, and a
+        step that opens an iteration up (`paused`) waits for `.`."""
+        return self.activity.kind != "predict" and not self.paused
 
     def dial(self, name: str) -> Dial:
         for d in self.dials:

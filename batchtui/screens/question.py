@@ -26,7 +26,10 @@ class Question:
         words = screen.app.words
         step_goal = screen.goal
         if goal is not None and goal.ask:
-            screen.query_one(GoalBar).show(words(goal.ask), goal.state, words(goal.note))
+            state, note = goal.state, goal.note
+            if state == "open" and view.done_before:  # asked again; the table of contents says done
+                state, note = "done", note or "done before"
+            screen.query_one(GoalBar).show(words(goal.ask), state, words(note))
         elif step_goal is not None:
             number = screen.step.number
             progress = screen.app.progress

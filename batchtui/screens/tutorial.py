@@ -159,7 +159,7 @@ class TutorialScreen(Screen):
         ascii_only = self.settings.ascii_only
         self.set_class(ascii_only, "-ascii")
         self.query_one(KeyBar).ascii_only = ascii_only
-        self.query_one(GoalBar).set_marks(ascii_only)
+        self.query_one(GoalBar).set_marks(ascii_only, self.settings.glyphs.sep)
         self.query_one(StepHeader).separator = self.settings.glyphs.sep
         first_launch = self.app.store.first_launch()
         # While the orientation is read, the step waits: nothing runs (or redraws) behind it.
@@ -175,7 +175,7 @@ class TutorialScreen(Screen):
     def _release(self) -> None:
         """The orientation closed: the step's run starts, as it would have."""
         self._held = False
-        if self.sim is not None and self.step.activity.kind != "predict":
+        if self.sim is not None and self.step.starts_running:
             self.sim.resume()
             self.update_status()
             self.update_keys()
@@ -298,8 +298,7 @@ class TutorialScreen(Screen):
             return
         for view in self.stack.views("kv", make="kv" in step.views):  # for snapshots without a block size
             view.block_size = scenario.block_size
-        # A prediction is made before the run starts.
-        self.settings.clock.start(self, self.sim, running=step.activity.kind != "predict" and not self._held)
+        self.settings.clock.start(self, self.sim, running=step.starts_running and not self._held)
         self.sim.publish()
 
     def new_run(self, scenario, compare=None, compare_keeps: tuple[str, ...] = ()) -> LiveSimulation:

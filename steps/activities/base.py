@@ -110,7 +110,7 @@ class Question:
     @property
     def tolerance_text(self) -> str:
         if self.accepted:
-            return f"what a reading of the curve up to {fmt(self.tolerance * 100)}% low gives"
+            return f"a reading of the curve up to {fmt(self.tolerance * 100)}% low"
         return f"±{fmt(self.tolerance * 100)}%"
 
     @property

@@ -56,14 +56,11 @@ class CacheBatchDrill(Drill):
         util = dep.gpu_memory_utilization
         kv_mem = util * gpu.memory_bytes - weights - dep.reserve_bytes
         prompt_md = (
-            f"**{model.name}** in bf16 on one **{gpu.name}**, `--gpu-memory-utilization {util:g}`.\n\n"
-            f"| | |\n|---|---|\n"
-            f"| GPU memory (as CUDA reports it) | {fmt(gpu.memory_bytes / 1e9)} GB ({fmt(gpu.memory_bytes / GIB)} GiB) |\n"
-            f"| weights | {fmt(model.params / 1e9)} B parameters × 2 bytes |\n"
-            f"| reserve (activations, graphs) | {fmt(dep.reserve_bytes / 1e9)} GB |\n"
-            f"| model shape | {model.layers} layers, {model.kv_heads} KV heads, head dim {model.head_dim} |\n"
-            f"| each request | {prompt:,} tokens in, {output:,} out |\n\n"
-            "How many such **sequences** can the KV cache hold at once, all at full length?"
+            f"**{model.name}** ({fmt(model.params / 1e9)} B parameters, bf16; {model.layers} layers, "
+            f"{model.kv_heads} KV heads, head dim {model.head_dim}) on one **{gpu.name}** (CUDA reports "
+            f"{fmt(gpu.memory_bytes / 1e9)} GB); `--gpu-memory-utilization {util:g}`, reserve "
+            f"{fmt(dep.reserve_bytes / 1e9)} GB. Each request: {prompt:,} tokens in, {output:,} out.\n\n"
+            "How many such **sequences** fit in the KV cache at full length?"
         )
         hints = (
             "KV memory = utilisation × GPU memory − weights − reserve; KV bytes per token = "
@@ -76,12 +73,9 @@ class CacheBatchDrill(Drill):
             f"- KV memory = {util:g} × {fmt(gpu.memory_bytes / 1e9)} GB − {fmt(weights / 1e9)} GB − "
             f"{fmt(dep.reserve_bytes / 1e9)} GB ≈ **{fmt(kv_mem / 1e9)} GB**",
             f"- KV per token = 2 × {model.layers} × {model.kv_heads} × {model.head_dim} × 2 B = "
-            f"**{kv_per_token:,} B** ({fmt(kv_per_token / 1024)} KiB)",
-            f"- cache = {fmt(kv_mem / 1e9)} GB ÷ {kv_per_token:,} B ≈ **{fmt(dep.kv_cache_tokens)} tokens** "
-            f"({dep.usable_blocks:,} blocks of {dep.block_size})",
-            f"- batch = {fmt(dep.kv_cache_tokens)} ÷ ({prompt:,} + {output:,}) ≈ **{fmt(answer)} sequences**",
-            f"- vLLM admits on the prompt's blocks, so up to {fmt(dep.kv_cache_tokens / prompt)} may start "
-            "before preemptions trim the batch back.",
+            f"**{kv_per_token:,} B**",
+            f"- cache = {fmt(kv_mem / 1e9)} GB ÷ {kv_per_token:,} B ≈ **{fmt(dep.kv_cache_tokens)} tokens**",
+            f"- batch = {fmt(dep.kv_cache_tokens)} ÷ {per_seq:,} ≈ **{fmt(answer)} sequences**",
         ])
 
         def batch(memory: float, reserve: float = dep.reserve_bytes, kv: float = kv_per_token,

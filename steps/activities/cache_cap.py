@@ -32,13 +32,13 @@ class CacheCapChallenge(BreakIt):
         used = s.kv_blocks_used / s.kv_blocks_usable if s.kv_blocks_usable else 0.0
         upper = cache_tokens / self.prompt_len
         lower = cache_tokens / (self.prompt_len + self.output_len)
+        preempted = s.metrics.num_preemptions
         return Verdict("Broken: the cache caps the batch", (
-            f"**{s.metrics.num_preemptions} preemption{'' if s.metrics.num_preemptions == 1 else 's'}** so far, with **{s.running} sequences "
-            f"running of {s.max_num_seqs} seats**. The cache holds {fmt(cache_tokens)} tokens and is "
-            f"{fmt(used * 100)}% full. It admits up to {fmt(cache_tokens)} ÷ {self.prompt_len:,} ≈ "
-            f"{fmt(upper)} prompts, but only {fmt(cache_tokens)} ÷ {self.prompt_len + self.output_len:,} ≈ "
-            f"{fmt(lower)} can grow to full length together: as they grow, the newest is evicted and "
-            "later recomputed. The seat cap never comes into play."))
+            f"At t {fmt(s.time)} s: **{preempted} preemption{'' if preempted == 1 else 's'}**, "
+            f"**{s.running} sequences running** of {s.max_num_seqs} seats, the cache "
+            f"({fmt(cache_tokens)} tokens) {fmt(used * 100)}% full. The batch sits between the "
+            f"{fmt(lower)} sequences that fit at full length and the {fmt(upper)} prompts admitted: "
+            "the seat cap never comes into play."))
 
 
 def _build(step) -> CacheCapChallenge:

@@ -12,28 +12,21 @@ CHEAT_SHEET_MD = """\
 
 - **Ceiling** = bandwidth ÷ weight bytes: {{bandwidth_tb}} TB/s ÷ {{weights_gb}} GB ≈ **{{ceiling}} tok/s**
   (real ≈ {{real_share_pct}}%: {{ceiling_real}}).
-- **One request** = prefill + (out − 1) × TPOT: {{prefill_ms}} ms + {{decode_steps}} × {{tpot_ms}} ms ≈
-  {{request_s}} s alone.
+- **One request**: {{prefill_ms}} ms + {{decode_steps}} × {{tpot_ms}} ms ≈ {{request_s}} s alone.
 - {{in_flight_line}}
-- **Cache tokens** = (util × memory − weights − reserve) ÷ KV per token:
-  ({{memory_utilization}} × {{gpu_memory_gb}} − {{weights_gb}} − {{reserve_gb}}) GB ÷ {{kv_kib_per_token}} KiB ≈ **{{cache_tokens}}**.
-- **Cache batch** = cache tokens ÷ (in + out): {{cache_tokens}} ÷ {{per_sequence}} ≈ **{{cache_batch}}**.
-- **Replicas** = ⌈peak ÷ ({{headroom}} × SLO rate)⌉, the SLO rate read off a sweep (step 16). It is below
-  the saturated rate, {{saturated_rate}} req/s here, so a peak of {{cheat_peak}} req/s needs more than
-  {{cheat_peak}} ÷ ({{headroom}} × {{saturated_rate}}) ≈ {{cheat_replicas_floor}} replicas.
-- **Shared prefix** (prefix caching, on in vLLM by default): prompt tokens already in the cache, in
-  whole blocks, are not computed again. The helpdesk as a chat ({{helpdesk_prefix}}-token system prompt,
-  {{helpdesk_turns}} turns, each resending the history) finds **{{helpdesk_hit_pct}}%** of its prompt
-  tokens cached: TTFT p50 {{helpdesk_ttft_on_ms}} ms, against {{helpdesk_ttft_off_ms}} ms with caching off.
+- **Cache tokens** = ({{memory_utilization}} × {{gpu_memory_gb}} − {{weights_gb}} − {{reserve_gb}}) GB ÷ {{kv_kib_per_token}} KiB ≈ **{{cache_tokens}}**;
+  **cache batch** = {{cache_tokens}} ÷ {{per_sequence}} ≈ **{{cache_batch}}**.
+- **Replicas** = ⌈peak ÷ ({{headroom}} × SLO rate)⌉; saturated at {{saturated_rate}} req/s, a peak of
+  {{cheat_peak}} req/s needs over {{cheat_replicas_floor}}.
+- **Shared prefix**: the helpdesk as a chat ({{helpdesk_prefix}}-token system prompt, {{helpdesk_turns}} turns)
+  finds **{{helpdesk_hit_pct}}%** of its prompt tokens cached: TTFT p50 {{helpdesk_ttft_on_ms}} ms, against
+  {{helpdesk_ttft_off_ms}} ms with caching off.
 
-**Tuning order**: `--max-num-batched-tokens` (the TPOT you accept), then `--max-num-seqs` (the batch
-λ × W needs), then the KV cache (`--gpu-memory-utilization`) to hold that batch.
+**Tuning order**: the token budget (the TPOT you accept), the seats (the batch λ × W needs), then
+the KV cache to hold that batch.
 
-**Chat, with an SLO**: {{chat_seats_line}}; a modest token budget protects TPOT; watch TTFT p99 and
-TPOT p99 per pool.
-
-**An offline job**: seats up to the cache batch (≈ {{cache_batch}}); a large token budget for big
-prefills; watch tokens/s and the job's time.
+**Chat**: {{chat_seats_line}}; a modest budget; watch TTFT p99 and TPOT p99 per pool.
+**An offline job**: seats up to the cache batch; a large budget; watch tokens/s.
 """
 """The recap, worked for the live profile by the same figures the lessons state (steps.figures)."""
 

@@ -47,10 +47,10 @@ class LongPromptStallChallenge(BreakIt):
     def explain(self, s: EngineSnapshot) -> Verdict:
         m = s.metrics
         return Verdict("Broken: a long prompt stalled the stream", (
-            f"The worst gap between two tokens was **{ms(m.itl_max)}**, "
-            f"{fmt(m.itl_max / m.tpot_p50)} times the typical {ms(m.tpot_p50)} per token. That "
-            "iteration carried a long prefill, and every user mid-answer waited for all of it. "
-            f"TPOT p99 is only {ms(m.tpot_p99)}: averaged over a whole answer, one stall hardly shows."))
+            f"At t {fmt(s.time)} s the worst gap between two tokens was **{ms(m.itl_max)}**, "
+            f"{fmt(m.itl_max / m.tpot_p50)} times the typical {ms(m.tpot_p50)}, while TPOT p99 was only "
+            f"{ms(m.tpot_p99)}: that iteration carried a long prefill, and every user mid-answer "
+            "waited for it."))
 
 
 KIND = Kind("break_it", "long_prompt_stall", frozenset({"ttft_p99_goal_s", "min_queue", "gap_ratio_goal"}),

@@ -11,8 +11,8 @@ from .base import Feedback, Kind, seeded_rng
 
 
 READ_CHOICES = (
-    "Queueing: the engine is at capacity. Add replicas or shed load.",
-    "Heavier iterations: a bigger batch or long prefills. Look at the traffic mix, the budget, the seats.",
+    "Queueing: the engine is at capacity; add replicas or shed load.",
+    "Heavier iterations: a bigger batch or long prefills.",
     "Nothing that matters changed.",
 )
 
@@ -113,20 +113,18 @@ class PercentileReading:
                 rows.append(f"| {pool} {label} | {_ms_cell(b)} | {_ms_cell(a)} |")
         # Runs of their own, not the live pane's: said above the table, so no figure in it reads
         # as a second value for one the panes show.
-        table = ("Two runs of another server (not the live pane), before and after a change:\n\n"
+        table = ("Another server (not the live pane), before and after a change:\n\n"
                  "| ms | before | after |\n|---|---|---|\n" + "\n".join(rows))
         answer = {"queueing": 1, "heavier": 2, "steady": 3}[case]
         ttft = figures[("chat", "p99_ttft_ms")]
         tpot = figures[("chat", "p99_tpot_ms")]
         explanation = (f"What happened: {change}. Chat TTFT p99 went from {_ms_cell(ttft[0])} to "
-                       f"{_ms_cell(ttft[1])} ms and TPOT p99 from {_ms_cell(tpot[0])} to "
-                       f"{_ms_cell(tpot[1])} ms. ")
+                       f"{_ms_cell(ttft[1])} ms, TPOT p99 from {_ms_cell(tpot[0])} to "
+                       f"{_ms_cell(tpot[1])} ms: ")
         explanation += {
-            1: "TTFT rising with TPOT flat means requests wait for a seat: the batch is already as "
-               "big as it gets.",
-            2: "TPOT rising means every iteration carries more: a bigger batch, or long prefills "
-               "sharing the iterations.",
-            3: "Percentiles wobble from run to run; a change of a few per cent is noise.",
+            1: "requests wait for a seat, the batch already as big as it gets.",
+            2: "every iteration carries more, a bigger batch or long prefills.",
+            3: "percentiles wobble from run to run; a few per cent is noise.",
         }[answer]
         return Read(table, READ_CHOICES, answer, explanation, case=case, figures=figures)
 

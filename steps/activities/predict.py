@@ -31,16 +31,20 @@ _SHOW = {
 
 
 class Predict:
-    """Commit to a guess (a choice number), then run and compare."""
+    """Commit to a guess (a choice number), then run and compare; after a wrong guess, guess
+    again against the run already seen (`again`), each wrong choice answered by its own line."""
 
     def __init__(self, question_md: str, choices: tuple[str, ...], answer: int, explain: str,
                  show: tuple[str, ...] = (), compute: str = "", scenario: Scenario | None = None,
                  run_dials: dict | None = None, watch_seconds: float = 20.0, compare_label: str = "",
-                 run_note: str = "", batches: tuple[int, int] = (1, 64), context: int = 640) -> None:
+                 run_note: str = "", feedback: tuple[str, ...] = ()) -> None:
         self.question_md = question_md
         self.choices = choices
         self.answer = answer
         self.explain = explain
+        self.feedback = feedback
+        """One line per choice: for a wrong one, why it is tempting and why it is wrong (the
+        answer's is empty)."""
         self.show = show
         self.compute = compute
         self.scenario = scenario
@@ -48,15 +52,15 @@ class Predict:
         """Dials (dotted scenario paths) the run is made with once the guess is in: the setting
         the question asks about, if the step does not start there."""
         self.watch_seconds = watch_seconds
+        """Simulated seconds the run goes on after the guess before the answer is revealed."""
         self.compare_label = compare_label
+        """What the step's side-by-side run is called, if it has one."""
         self.run_note = run_note
         """The run's settings in words ("Token budget 512 tokens"), said with the numbers."""
-        """What the step's side-by-side run is called, if it has one."""
-        """Simulated seconds the run goes on after the guess before the answer is revealed."""
-        self.batches = batches
-        """The two decode batch sizes a `batch_gain` prediction compares, and their context."""
-        self.context = context
         self.guess: int | None = None
+        """The guess the run was made for (the first)."""
+        self.tried: list[int] = []
+        """Every choice guessed, in order (the first is `guess`)."""
 
     @property
     def ends_with_job(self) -> bool:
@@ -72,7 +76,21 @@ class Predict:
         if not 1 <= guess <= len(self.choices):
             raise ValueError(f"choose 1 to {len(self.choices)}")
         self.guess = guess
+        self.tried = [guess]
         return f"Your guess: {guess}. {_sentence(self.choices[guess - 1])} The run starts now: watch it."
+
+    def again(self, guess: int) -> bool:
+        """Another guess, once the run's result is in; whether it is right. ValueError for a
+        number that is no choice."""
+        if not 1 <= guess <= len(self.choices):
+            raise ValueError(f"choose 1 to {len(self.choices)}")
+        if guess not in self.tried:
+            self.tried.append(guess)
+        return guess == self.answer
+
+    def wrong_words(self, guess: int) -> str:
+        """What a wrong choice is told: why it is tempting, and why the run says otherwise."""
+        return f"Not {guess}: {self.feedback[guess - 1]}" if self.feedback else f"Not {guess}."
 
     def live_numbers(self, snapshot: EngineSnapshot | None, other: EngineSnapshot | None = None) -> str:
         def figures(snap: EngineSnapshot) -> str:
@@ -82,35 +100,38 @@ class Predict:
         if text and other is not None and self.compare_label:
             # A side-by-side step: the answer is in the difference, so give both runs.
             text = f"this server: {text}; {self.compare_label[0].lower()}{self.compare_label[1:]}: {figures(other)}"
-        if self.compute == "batch_gain" and self.scenario is not None:
-            cost = self.scenario.cost_model()
-            (a, b), context = self.batches, self.context
-            one, many = cost.iteration(a, a * context).total, cost.iteration(b, b * context).total
-            text = (f"batch {a}: {ms(one)} per iteration, {fmt(a / one)} tokens/s; batch {b}: {ms(many)}, "
-                    f"{fmt(b / many)} tokens/s: {fmt(b * one / (a * many))} times the output for "
-                    f"{fmt((many / one - 1) * 100)}% more time per token")
         if self.compute == "offline_gain" and snapshot is not None and other is not None:
             # Job against job: requests done by the same moment (tokens/s over the last seconds
             # of a job that is ending would mislead). Best read when this job has finished.
             a, b = snapshot.metrics.completed, other.metrics.completed
             if a and b:
                 ended = "finished its" if snapshot.finished else "had done"
-                text = (f"this setting {ended} {a:,} requests in {fmt(snapshot.time)} s; the other had done "
-                        f"{b:,} by then, so at its pace the same work takes about "
-                        f"{fmt(snapshot.time * a / b)} s: {fmt(a / b)} times as long")
+                text = (f"this setting {ended} {a:,} requests, the other {b:,}: at its pace the same work "
+                        f"takes about {fmt(snapshot.time * a / b)} s, {fmt(a / b)} times as long")
         return text
 
-    def reveal(self, guess: int | None, snapshot: EngineSnapshot | None = None,
-               other: EngineSnapshot | None = None) -> str:
-        guess = self.guess if guess is None else guess
-        right = guess == self.answer
-        head = "You called it." if right else f"Not this time: the answer is {self.answer}."
+    def reading(self, snapshot: EngineSnapshot | None = None, other: EngineSnapshot | None = None) -> str:
+        """The run's figures as a sentence dated by the moment they were read ("" if none)."""
         numbers = self.live_numbers(snapshot, other)
+        if not numbers:
+            return ""
         where = f", with {self.run_note}" if self.run_note else ""
         # A reading at one moment, said so: the live panes go on moving after it.
         at = f" at t {fmt(snapshot.time)} s" if snapshot is not None else ""
-        tail = f"\n\nIn the simulation{where}{at}: {numbers}." if numbers else ""
-        return f"{head} {_sentence(self.choices[self.answer - 1])}\n\n{self.explain}{tail}"
+        return f"In the simulation{where}{at}: {numbers}."
+
+    def verdict(self, guess: int | None = None) -> str:
+        """A line on a guess (the first if None) once the run is in: right, or the answer shown
+        in its place."""
+        guess = self.guess if guess is None else guess
+        if guess != self.answer:
+            return f"The answer is {self.answer}: {_sentence(self.choices[self.answer - 1])}"
+        return "Right this time." if len(self.tried) > 1 else "You called it."
+
+    def reveal(self, snapshot: EngineSnapshot | None = None, other: EngineSnapshot | None = None) -> str:
+        """Why the answer is right, and the run's reading that shows it."""
+        tail = self.reading(snapshot, other)
+        return f"{self.explain}\n\n{tail}" if tail else self.explain
 
 
 def _sentence(text: str) -> str:
@@ -120,7 +141,9 @@ def _sentence(text: str) -> str:
 
 
 PREDICT_SHOW = tuple(_SHOW)
-PREDICT_COMPUTE = ("", "batch_gain", "offline_gain")
+MAX_FEEDBACK = 160
+"""Characters a wrong choice's line may take: one sentence, a few lines of the lesson pane."""
+PREDICT_COMPUTE = ("", "offline_gain")
 
 
 def _check(step) -> None:
@@ -145,6 +168,16 @@ def _check(step) -> None:
     hides = p.get("hides", [])
     if not isinstance(hides, list) or any(h not in ("batch", "req/s") for h in hides):
         raise ValueError('hides lists the curve plots that answer the question: "batch", "req/s"')
+    feedback = p.get("feedback")
+    if (not isinstance(feedback, list) or len(feedback) != len(choices)
+            or not all(isinstance(f, str) for f in feedback)):
+        raise ValueError("feedback must give one line per choice: why a wrong one is tempting and wrong")
+    for number, line in enumerate(feedback, 1):
+        if number == answer and line.strip():
+            raise ValueError(f"feedback: choice {number} is the answer; its line stays empty")
+        if number != answer and not 20 <= len(line.strip()) <= MAX_FEEDBACK:
+            raise ValueError(f"feedback: choice {number} needs one line of its own (up to {MAX_FEEDBACK} "
+                             "characters): why it is tempting and why it is wrong")
     watch = p.get("watch_s", 20.0)
     if isinstance(watch, bool) or not isinstance(watch, (int, float)) or not 1 <= watch <= 600:
         raise ValueError("watch_s must be 1 to 600 simulated seconds")
@@ -175,9 +208,8 @@ def _build(step) -> Predict:
     return Predict(p["question"], tuple(p["choices"]), p["answer"], p["explain"],
                    tuple(p.get("show", ())), p.get("compute", ""), step.scenario, p.get("run"),
                    float(p.get("watch_s", 20.0)), step.compare.label if step.compare else "",
-                   _dial_words(step, p.get("run", {})), tuple(p.get("batches", (1, 64))),
-                   step.sweep.context if step.sweep else 640)
+                   _dial_words(step, p.get("run", {})), tuple(p.get("feedback", ())))
 
 
 KIND = Kind("predict", "", frozenset({"question", "choices", "answer", "explain", "show", "compute", "run",
-                                      "watch_s", "batches", "hides"}), _build, _check)
+                                      "watch_s", "batches", "hides", "feedback"}), _build, _check)

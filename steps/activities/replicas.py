@@ -57,29 +57,23 @@ class ReplicasDrill(Drill):
         high = min(saturated, miss.rate) if miss is not None else saturated
         accepted = tuple(range(planning.replicas_needed(peak, high), planning.replicas_needed(peak, low) + 1))
         share = planning.planned_rate(1.0)
-        slo = f"TTFT p99 ≤ {fmt(self.sweep.slo_ttft_p99_ms)} ms" + (
-            f" and TPOT p99 ≤ {fmt(self.sweep.slo_tpot_p99_ms)} ms" if self.sweep.slo_tpot_p99_ms else "")
         headroom = fmt(share * 100)
         dial = "" if seats == self.scenario.engine_config().max_num_seqs else \
-            f" Set the **seats** dial to {seats} first: the curve sweeps again."
-        prompt = (f"The helpdesk's peak is **{fmt(peak)} requests/s**, and each replica runs with "
-                  f"**{seats} seats**.{dial} Read off the curve the highest rate that meets {slo}, plan "
-                  f"each replica at {headroom}% of it, and say how many **replicas** the peak needs.")
+            " (set the seats dial first)"
+        prompt = (f"Peak: **{fmt(peak)} requests/s**, **{seats} seats** a replica{dial}. How many "
+                  "**replicas**?")
         hints = (f"The SLO rate is the last point below the {fmt(self.sweep.slo_ttft_p99_ms)} ms line before "
                  "the curve leaves it or the queue runs away (the arrows).",
                  f"replicas = ⌈peak ÷ ({share:g} × SLO rate)⌉: round up, a replica is whole.")
         w = best.window
+        after = ""
+        if miss is not None:
+            after = "; at " + fmt(miss.rate) + " req/s " + (
+                "the queue runs away" if not miss.bounded else f"TTFT p99 is {fmt(miss.window['p99_ttft_ms'])} ms")
         lines = [f"- The curve meets the SLO up to **{fmt(best.rate)} req/s** (TTFT p99 "
-                 f"{fmt(w['p99_ttft_ms'])} ms, TPOT p99 {fmt(w['p99_tpot_ms'])} ms)"
-                 + (f"; at {fmt(miss.rate)} req/s " + ("the queue grows without bound" if not miss.bounded
-                                                        else f"TTFT p99 is {fmt(miss.window['p99_ttft_ms'])} ms")
-                    if miss is not None else "") + f". It saturates at {fmt(saturated)} req/s.",
-                 f"- Each replica at {headroom}%: {share:g} × {fmt(best.rate)} = "
-                 f"{fmt(per_replica)} req/s.",
+                 f"{fmt(w['p99_ttft_ms'])} ms){after}.",
+                 f"- Each replica: {share:g} × {fmt(best.rate)} = {fmt(per_replica)} req/s.",
                  f"- replicas = ⌈{fmt(peak)} ÷ {fmt(per_replica)}⌉ = ⌈{fmt(peak / per_replica)}⌉ = **{answer}**."]
-        if len(accepted) > 1:
-            lines.append(f"- A reading of {fmt(low)} to {fmt(high)} req/s gives "
-                         f"{' or '.join(str(a) for a in accepted)}: any of them counts.")
         slips = (
             Slip(math.ceil(peak / best.rate), f"Leave headroom: plan each replica at {headroom}% of its SLO rate."),
             Slip(peak / per_replica, "Round up: a replica is a whole GPU."),

@@ -28,11 +28,11 @@ class StaticPeakChallenge(BreakIt):
     def explain(self, s: EngineSnapshot) -> Verdict:
         m = s.metrics
         return Verdict("Broken: newcomers wait for whole batches", (
-            f"TTFT p99 reached **{fmt(m.ttft_p99)} s** while the server finished "
-            f"{fmt(m.requests_per_s)} requests/s. **{fmt(m.padding_share * 100)}%** of seat-iterations "
-            f"were padding: seats held by answers already finished, computing tokens nobody reads. "
-            f"With {s.queue_len} requests queued, a newcomer waits for the batch in progress and "
-            "then for every batch ahead of it before its prompt is even read."))
+            f"At t {fmt(s.time)} s TTFT p99 had reached **{fmt(m.ttft_p99)} s**, with {s.queue_len} "
+            f"requests queued and {fmt(m.requests_per_s)} requests/s finished; "
+            f"**{fmt(m.padding_share * 100)}%** of seat-iterations were padding, computing tokens "
+            "nobody reads. A newcomer waits for the batch in progress, then for every batch ahead "
+            "of it."))
 
 
 KIND = Kind("break_it", "static_peak", frozenset({"ttft_p99_goal_s", "min_queue", "gap_ratio_goal"}),

@@ -65,12 +65,6 @@ def _memory_utilization(lab):
     return lab.scenario.gpu_memory_utilization
 
 
-@figure("tolerance_pct", 2)
-def _tolerance_pct(lab):
-    """How close a drill's answer must be, per cent."""
-    return lab.activity.get("tolerance", 0.03) * 100
-
-
 # -- the hardware and the model ---------------------------------------------------------------
 
 
@@ -96,6 +90,12 @@ def _bandwidth_tb(lab):
 def _gpu_memory_gb(lab):
     """GPU memory as CUDA reports it, GB."""
     return lab.gpu.memory_bytes / 1e9
+
+
+@figure("gpu_memory_gib", 3)
+def _gpu_memory_gib(lab):
+    """The same memory in GiB (2³⁰ bytes): about what a GPU's name says ("80 GB")."""
+    return lab.gpu.memory_bytes / 2**30
 
 
 @figure("reserve_gb", 2)

@@ -402,4 +402,7 @@ def wording(data: dict, body: str) -> list[tuple[str, str]]:
     for i, choice in enumerate(activity.get("choices", []) or []):
         if isinstance(choice, str):
             out.append((f"choice {i + 1}", choice))
+    for i, line in enumerate(activity.get("feedback", []) or []):
+        if isinstance(line, str) and line:
+            out.append((f"feedback on choice {i + 1}", line))
     return out

@@ -160,11 +160,9 @@ def _in_flight_line(lab):
     if measured is None:
         where = "past" if rate >= lab.saturated else "too close to"
         return (f"**In flight** = λ × W: {fmt(rate)} req/s is {where} this engine's saturated rate "
-                f"({sig(lab.saturated, 2)} req/s), so there is no steady W: the queue grows and the batch "
-                f"stays near the seats ({whole(lab.seats)}).")
+                f"({sig(lab.saturated, 2)} req/s): no steady W; the batch stays near the seats ({whole(lab.seats)}).")
     w, n = measured
-    return (f"**In flight** = λ × W: {fmt(rate)} req/s × {fmt(w)} s ≈ **{whole(n)}** (W measured at this "
-            f"load: TTFT + {whole(lab.output - 1)} × TPOT, step 9).")
+    return f"**In flight** = λ × W: {fmt(rate)} req/s × {fmt(w)} s ≈ **{whole(n)}** (W measured at this load)."
 
 
 @_text_figure("chat_seats_line")

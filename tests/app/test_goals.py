@@ -77,12 +77,16 @@ async def test_a_prediction_comes_before_its_reveal(make_app, lessons):
 
 
 async def test_a_step_answered_before_asks_again_with_its_answer_hidden(make_app, lessons, state_dir):
+    """Asked again, its answer hidden; the goal line says done, as the table of contents does
+    (issue 37: it said "open"). A wrong guess this time gets its line, and the right one after it
+    the reveal."""
     ProgressStore(state_dir).save(Progress(current_step=5, answers={5: "2"}, completed={5}))
     app = make_app(list(lessons), start_step=5)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         reveal = app.screen.query_one("#reveal")
         assert not reveal.display
+        assert goal(app).state == "done" and goal(app).note == "done before"
         await pilot.press("end")  # down to the question: it says the earlier guess, not the answer
         await pilot.pause()
         assert "Last time you guessed 2" in screen_text(app)
@@ -92,6 +96,10 @@ async def test_a_step_answered_before_asks_again_with_its_answer_hidden(make_app
         await pilot.pause()
         assert not reveal.display
         await result_in(pilot)
+        assert not reveal.display and goal(app).state == "done"  # wrong this time: guess again
+        await pilot.press("2")
+        await pilot.pause()
+        await pilot.pause()
         assert reveal.display
 
 
@@ -109,18 +117,66 @@ async def test_a_drill_reveals_once_answered_or_given_up(make_app, lessons):
 
 # -- the goal line
 @pytest.mark.parametrize("right", [True, False])
-async def test_a_prediction_is_done_when_right_and_only_answered_when_wrong(make_app, lessons, right):
+async def test_a_guess_counts_when_made_and_a_wrong_one_guesses_again_in_place(make_app, lessons, right):
+    """The guess is kept (a right one done) as it is made, whether or not the learner stays for
+    the result; the goal line gives the result only when the run does. After a wrong one the
+    number keys guess again at once, against the run already seen, until the right one."""
     app = make_app(list(lessons), start_step=1)
     async with app.run_test(size=(80, 24)) as pilot:
         activity = app.screen.step.activity.params
         assert goal(app).state == "open" and "Predict" in goal(app).ask
         guess = activity["answer"] if right else 1 + activity["answer"] % len(activity["choices"])
         await pilot.press(str(guess))
-        assert goal(app).state == "open" and goal(app).note == f"guess {guess}"
+        await pilot.pause()
+        assert goal(app).state == "open" and goal(app).note == f"guess {guess}"  # the result: not yet
+        assert app.progress.answers[1] == str(guess) and (1 in app.progress.completed) is right
         await run_for(pilot, float(activity.get("watch_s", 20)) + 1, step=5.0)
-        assert goal(app).state == ("done" if right else "answered")
-        assert (1 in app.progress.completed) is right
-        assert app.progress.answers[1] == str(guess)
+        assert goal(app).state == ("done" if right else "open")
+        if not right:
+            assert goal(app).note == "try again" and "^d for the answer" in goal(app).ask
+            assert not app.screen.query_one("#reveal").display
+            await pilot.press(str(activity["answer"]))
+            await pilot.pause()
+            assert goal(app).state == "done" and goal(app).note == "right on try 2"
+            assert "Right this time." in str(app.screen.query_one("#predict-status").render())
+        assert 1 in app.progress.completed and app.progress.answers[1] == str(activity["answer"])
+
+
+async def test_each_wrong_choice_gets_its_own_line_and_ctrl_d_shows_the_answer(make_app, lessons):
+    """Step 17's four choices: each wrong one, guessed in turn, is told why it tempts and why it
+    is wrong (its own line from the lesson); ctrl+d ("answer" in the footer) then shows the
+    answer, its explanation and the run's reading, and the reveal; the step stays undone."""
+    step = lessons[16]
+    params = step.activity.params
+    answer, feedback = params["answer"], params["feedback"]
+    assert step.number == 17 and len(params["choices"]) == 4
+    wrong = [n for n in range(1, 5) if n != answer]
+    app = make_app(list(lessons), start_step=17)
+    async with app.run_test(size=(80, 24)) as pilot:
+        status = app.screen.query_one("#predict-status")
+        await pilot.press(str(wrong[0]))
+        await result_in(pilot)
+        for n in wrong:
+            if n != wrong[0]:
+                await pilot.press(str(n))
+                await pilot.pause()
+            said = " ".join(str(status.render()).split())
+            assert f"Not {n}: {feedback[n - 1]}" in said, said
+            assert all(feedback[m - 1] not in said for m in wrong if m != n)
+        assert "^d answer" in screen_text(app).splitlines()[-1]
+        assert not app.screen.query_one("#reveal").display
+        await pilot.press("ctrl+d")
+        await pilot.pause()
+        await pilot.pause()
+        said = " ".join(str(status.render()).split())
+        assert said.startswith(f"Your guesses: {', '.join(map(str, wrong))}. The answer is {answer}:")
+        reveal = " ".join(app.screen.query_one("#predict-reveal").source.split())
+        assert reveal.startswith(" ".join(params["explain"].split())) and "In the simulation at t" in reveal
+        assert app.screen.query_one("#reveal").display and goal(app).state == "answered"
+        assert 17 not in app.progress.completed
+        await pilot.press(str(answer))  # the answer is out: number keys pick nothing more
+        await pilot.pause()
+        assert goal(app).state == "answered"
 
 
 async def test_a_drill_goes_from_try_again_to_done(make_app, lessons):
@@ -330,6 +386,7 @@ async def test_nothing_answers_a_prediction_before_the_guess(make_app, lessons, 
     step = lessons[number - 1]
     assert step.activity.kind == "predict"
     reveal = [line.strip() for line in step.reveal_md.splitlines() if len(line.strip()) > 20 and "|" not in line]
+    reveal += [line for line in step.activity.params["feedback"] if line]  # each wrong choice's line
     explain = step.activity.params["explain"]
     app = make_app(list(lessons), start_step=number)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -350,9 +407,11 @@ async def test_nothing_answers_a_prediction_before_the_guess(make_app, lessons, 
 async def test_a_predictions_reveal_comes_when_the_line_under_the_guess_says(make_app, lessons, number):
     """One rule for the prediction's result and the lesson's reveal: the line under the guess
     says when the answer shows; until that moment neither the reveal nor a plot that answers the
-    question is on screen, and at that moment both are."""
+    question is on screen, and at that moment both are, for a right guess; a wrong one (1, where
+    the answer is another) gets its own line then, and the right guess after it the reveal."""
     step = lessons[number - 1]
-    reveal_line = next(line.strip() for line in step.reveal_md.splitlines() if len(line.strip()) > 20 and "|" not in line)
+    reveal_line = next((line.strip() for line in step.reveal_md.splitlines() if len(line.strip()) > 20
+                        and "|" not in line), step.activity.params["explain"])
     app = make_app(list(lessons), start_step=number)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
@@ -378,5 +437,16 @@ async def test_a_predictions_reveal_comes_when_the_line_under_the_guess_says(mak
             app.screen.sim.fast_forward(view.predict.watch_seconds * 0.1 + 0.5)
             await pilot.pause()
             await pilot.pause()
-        assert view.revealed and reveal.display
-        assert " ".join(reveal_line.split()[:4]) in " ".join(reveal.source.split())
+        assert view.revealed
+        answer = step.activity.params["answer"]
+        if answer != 1:
+            said = " ".join(str(app.screen.query_one("#predict-status").render()).split())
+            assert said.startswith("Your guess: 1. Not 1: ") and not reveal.display
+            assert "knee: batch" not in screen_text(app)
+            await pilot.press(str(answer))
+            await pilot.pause()
+            await pilot.pause()
+        shown = reveal.source if step.reveal_md else app.screen.query_one("#predict-reveal").source
+        assert (reveal.display or not step.reveal_md) and " ".join(reveal_line.split()[:4]) in " ".join(shown.split())
+        if "batch" in step.activity.params.get("hides", ()):
+            assert "knee: batch" in screen_text(app)

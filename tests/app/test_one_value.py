@@ -18,7 +18,8 @@ import pytest
 
 from batchtui.widgets.compare import CompareView
 from screen_text import screen_text
-from test_lesson_length import assert_the_lesson_fits_two_screens_of_its_pane
+from run_sentences import Frames
+from test_lesson_length import assert_the_lesson_as_shown
 from test_steps_in_sight import assert_the_proof_is_in_sight_at_every_size, sizes_for
 from tests import shared_steps
 
@@ -119,7 +120,7 @@ def disagreements(screen) -> list[str]:
 # step -> (pattern for the figure in the lesson text, view, pattern for it in that view)
 TEXT_FIGURES = {
     1: ((r"bandwidth\s+near\s+([\d.]+)%", "gauges", r"memory bandwidth\s+\S+\s+([\d.]+)%"),
-        (r"tensor\s+cores\s+near\s+([\d.]+)%", "gauges", r"tensor cores\s+\S+\s+([\d.]+)%")),
+        (r"tensor\s+cores\s+\(the\s+matrix\s+units\)\s+near\s+([\d.]+)%", "gauges", r"tensor cores\s+\S+\s+([\d.]+)%")),
     6: ((r"free\s+KV\s+blocks\*\*,\s+about\s+([\d,]+)", "kv", r"KV [\d,]+/([\d,]+) blocks"),),
     12: ((r"memory,\s+([\d.]+k)\s+tokens\)", "kv", r"([\d.]+k) tok\b"),),
     14: ((r"about\s+\*\*([\d.]+k)\s+tokens\*\*", "kv", r"([\d.]+k) tok\b"),),
@@ -151,12 +152,14 @@ async def test_each_step_in_sight_at_every_size_one_value_per_quantity_and_a_les
         make_app, lessons, number):
     """One app per step, opened at the size `test_steps_in_sight.sizes_for` gives it: the proof
     in sight at 80x24, 80x23 and 80x22 (test_steps_in_sight.py); then at 80x24 one value per
-    quantity at each look; then, the step's activity answered, its lesson fits two screens of
-    its pane (test_lesson_length.py)."""
+    quantity at each look; then, the step's activity answered, its lesson as shown fits two
+    screens of its pane and its share of words, defines its terms and quotes the run truly
+    (test_lesson_length.py)."""
     app = make_app(list(lessons), start_step=number)
     async with app.run_test(size=sizes_for(number)[0]) as pilot:
         screen = app.screen
         step = screen.step
+        frames = Frames(screen.query_one("#activity"))  # every frame, for the readings' moments
         await assert_the_proof_is_in_sight_at_every_size(pilot, app)
         if app.size != (80, 24):
             await pilot.resize_terminal(80, 24)
@@ -175,7 +178,7 @@ async def test_each_step_in_sight_at_every_size_one_value_per_quantity_and_a_les
                 assert not problems, f"step {number}:\n" + "\n".join(problems) + "\n" + screen_text(app)
             await pilot.press("v")
             await pilot.pause()
-        await assert_the_lesson_fits_two_screens_of_its_pane(pilot, screen)
+        await assert_the_lesson_as_shown(pilot, screen, frames)
 
 
 def test_the_reader_finds_a_disagreement():

@@ -221,3 +221,26 @@ async def test_the_running_simulation_sees_each_key_the_app_reads(make_app):
         await pilot.press("escape", "question_mark")
         await pilot.pause()
         assert before != middle != driver.keys()
+
+
+async def test_step_6_opens_paused_for_one_iteration_at_a_time(make_app):
+    """Step 6 opens an iteration up: its run waits, paused, for `.` (one iteration) or space
+    (issue 37: it opened running); the steps around it start running."""
+    from tests import shared_steps
+
+    lessons = shared_steps.lessons()
+    assert lessons[5].paused and lessons[5].number == 6 and not lessons[4].paused
+    app = make_app(lessons, start_step=6)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        sim = app.screen.sim
+        assert not sim.running and "paused" in str(app.screen.query_one("#sim-status").render())
+        await pilot.press("full_stop")
+        await pilot.pause()
+        assert sim.engine.iteration == 1 and not sim.running
+        await pilot.press("space")
+        assert sim.running
+        await pilot.press("p", "p")  # step 4: a step with nothing to ask first opens running
+        await pilot.pause()
+        await pilot.pause()
+        assert app.screen.step.number == 4 and app.screen.sim.running

@@ -231,6 +231,7 @@ def test_static_peak_challenge():
     assert c.check(snap(ttft_p99=4.0, padding_share=0.47)) is None
     v = c.check(snap(queue_len=140, ttft_p99=12.5, padding_share=0.47, requests_per_s=11.6))
     assert v is not None and "12.5 s" in v.message_md and "47%" in v.message_md and "140" in v.message_md
+    assert v.message_md.startswith("At t 10 s ")  # a reading of one moment, dated
     assert c.check(snap(ttft_p99=1.0)) is v  # once reached, it stays reached
 
 
@@ -242,8 +243,8 @@ def test_past_knee_challenge_takes_before_at_saturation_not_at_the_calm_rate():
     assert c.check(snap(queue_len=10, running=256, output_tokens_per_s=8900.0, tpot_p50=0.0271, ttft_p99=3.0)) is None
     v = c.check(snap(queue_len=180, running=256, output_tokens_per_s=9000.0, tpot_p50=0.0273, ttft_p99=6.3))
     assert v is not None
-    for figure in ("6.3 s", "180 requests waiting", "9,000 tokens/s", "27.3 ms", "8,900 tokens/s", "27.1 ms",
-                   "256 of 256"):
+    for figure in ("At t 10 s TTFT p99", "6.3 s", "180 requests waiting", "9,000 tokens/s", "27.3 ms",
+                   "At t 10 s, the seats just full, it made 8,900 tokens/s", "27.1 ms", "256 of 256"):
         assert figure in v.message_md
     assert "6,100" not in v.message_md
 
@@ -253,6 +254,7 @@ def test_long_prompt_stall_challenge():
     assert c.check(snap(itl_max=0.105, tpot_p50=0.0073, tpot_p99=0.0147)) is None
     v = c.check(snap(itl_max=0.485, tpot_p50=0.0073, tpot_p99=0.0147))
     assert v is not None and "485 ms" in v.message_md and "66.4 times" in v.message_md
+    assert v.message_md.startswith("At t 10 s ")
 
 
 def test_cache_cap_challenge():
@@ -260,7 +262,8 @@ def test_cache_cap_challenge():
     assert c.check(snap(running=30, num_preemptions=0)) is None
     v = c.check(snap(running=51, kv_used=27990, num_preemptions=3))
     assert v is not None
-    for figure in ("3 preemptions", "51 sequences", "256 seats", "448,128", "54.7", "48.6"):
+    for figure in ("At t 10 s: **3 preemptions", "51 sequences", "256 seats", "448,128", "54.7 prompts",
+                   "48.6 sequences"):
         assert figure in v.message_md
 
 
@@ -349,42 +352,60 @@ def test_predict_commit_and_reveal(lesson):
     assert "2" in p.commit(2)
     with pytest.raises(ValueError):
         p.commit(9)
-    text = p.reveal(None, snap(tpot_p50=0.0081, ttft_p99=25.0, e2e_p50=28.0, requests_per_s=15.2))
-    assert text.startswith("You called it.") and "8.1 ms" in text and "15.2" in text
-    assert "Not this time" in p.reveal(1, None)
+    assert p.verdict() == "You called it."
+    text = p.reveal(snap(tpot_p50=0.0081, ttft_p99=25.0, e2e_p50=28.0, requests_per_s=15.2))
+    assert text.startswith(p.explain) and "8.1 ms" in text and "15.2" in text
+    assert p.verdict(1).startswith("The answer is 2: Tokens come faster")
+
+
+def test_a_wrong_guess_gets_its_own_line_and_may_guess_again(lesson):
+    p = act.build(lesson[13])
+    p.commit(1)
+    assert p.wrong_words(1) == f"Not 1: {p.feedback[0]}" and p.feedback[0] != p.feedback[2]
+    assert p.feedback[p.answer - 1] == ""
+    assert not p.again(3) and p.tried == [1, 3]
+    assert p.again(2) and p.tried == [1, 3, 2] and p.verdict(2) == "Right this time."
+    with pytest.raises(ValueError):
+        p.again(0)
+
+
+def test_every_prediction_tells_each_wrong_choice_why_it_tempts_and_fails(lesson):
+    """Each wrong choice has a line of its own (none shared, none empty); the answer has none."""
+    for step in lesson.values():
+        if step.activity.kind != "predict":
+            continue
+        p = act.build(step)
+        wrong = [line for n, line in enumerate(p.feedback, 1) if n != p.answer]
+        assert len(p.feedback) == len(p.choices) and p.feedback[p.answer - 1] == "", step.number
+        assert all(line.strip() for line in wrong) and len(set(wrong)) == len(wrong), step.number
 
 
 def test_predict_runs_at_the_setting_it_asks_about_and_says_so(lesson):
     p = act.build(lesson[1])
     assert p.run_dials == {"workload.request_rate": 1.0} and p.watch_seconds == 60
-    text = p.reveal(2, snap(queue_len=22, ttft_p99=19.5, requests_per_s=0.64))
+    text = p.reveal(snap(queue_len=22, ttft_p99=19.5, requests_per_s=0.64))
     assert re.search(r"In the simulation, with Traffic 1 req/s at t [\d.]+ s: queue 22, TTFT p99 19.5 s", text)
     budget = act.build(lesson[11])
     gaps = snap(itl_max=0.273)
     gaps = EngineSnapshot(**{**{f: getattr(gaps, f) for f in gaps.__dataclass_fields__},
                              "series_itl": (0.27,) + (0.02,) * act.RECENT_GAP_SAMPLES})
-    assert re.search(r"with Token budget 512 tokens at t [\d.]+ s: worst gap 20 ms", budget.reveal(1, gaps))  # not the stall before
+    assert re.search(r"with Token budget 512 tokens at t [\d.]+ s: worst gap 20 ms", budget.reveal(gaps))  # not the stall before
 
 
 def test_predict_beside_a_comparison_gives_both_runs(lesson):
     p = act.build(lesson[5])
-    text = p.reveal(2, snap(requests_per_s=8.1, ttft_p50=0.018), snap(requests_per_s=7.9, ttft_p50=1.2))
+    text = p.reveal(snap(requests_per_s=8.1, ttft_p50=0.018), snap(requests_per_s=7.9, ttft_p50=1.2))
     assert "this server: requests/s 8.1, TTFT p50 18 ms" in text
     assert "static batches of 64: requests/s 7.9, TTFT p50 1.2 s" in text
-
-
-def test_predict_batch_gain_is_computed_from_the_cost_model(lesson):
-    p = act.build(lesson[7])
-    text = p.reveal(3)
-    assert "47.7 times" in text or "47.8 times" in text
 
 
 def test_predict_offline_gain_uses_both_panes(lesson):
     p = act.build(lesson[17])
     done = snap(completed=2000)
     done = EngineSnapshot(**{**{f: getattr(done, f) for f in done.__dataclass_fields__}, "finished": True})
-    text = p.reveal(3, done, snap(completed=1152))
-    assert "finished its 2,000 requests in 10 s" in text and "about 17.4 s: 1.74 times as long" in text
+    text = p.reveal(done, snap(completed=1152))
+    assert "at t 10 s: this setting finished its 2,000 requests, the other 1,152" in text
+    assert "about 17.4 s, 1.74 times as long" in text
 
 
 # -- step 18: reading percentiles ------------------------------------------------------------------
@@ -393,7 +414,7 @@ def test_predict_offline_gain_uses_both_panes(lesson):
 def test_reading_exercise(lesson):
     reading = act.build(lesson[18])
     r = reading.new_question(4)
-    assert r.table_md.startswith("Two runs of another server (not the live pane)") and "\n| ms | before | after |" in r.table_md
+    assert r.table_md.startswith("Another server (not the live pane), before and after") and "\n| ms | before | after |" in r.table_md
     assert "chat TTFT p99" in r.table_md and "chat TPOT p99" in r.table_md
     assert r.choices == act.READ_CHOICES
     wrong = 1 if r.answer != 1 else 2

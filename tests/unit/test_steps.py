@@ -278,3 +278,16 @@ def test_a_reveal_marker_holds_back_the_answer(tmp_path):
     with pytest.raises(StepError, match="at most one is allowed"):
         load_step(folder / name)
 
+
+
+def test_step_15_says_why_an_80_gb_h100_has_85_gb(all_steps):
+    """The sum starts from the memory CUDA reports, 85 GB, for a GPU sold as "80 GB": the text
+    says it is the name's GiB in decimal GB (issue 37: never explained)."""
+    import re
+
+    step = all_steps[14]
+    gpu = step.scenario.deployment().gpu
+    text = " ".join(step.body_md.split())
+    gb, gib = f"{gpu.memory_bytes / 1e9:.3g}", f"{gpu.memory_bytes / 2**30:.3g}"
+    assert re.search(rf"{gb} GB is what CUDA reports|CUDA's count: the {re.escape(gpu.name)}'s {gib} GiB", text), text
+    assert "80 GB" in gpu.name and f"× {gb} " in text

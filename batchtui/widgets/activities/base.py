@@ -28,11 +28,13 @@ class ActivityView(Vertical):
         height: auto;
         & > .activity-title { text-style: bold; color: $accent; }
         & > .activity-feedback { height: auto; padding: 0 1; margin-top: 1; }
+        /* Under a block of text, whose last paragraph leaves a blank line already. */
+        & > .activity-feedback.-after-text { margin-top: 0; }
         & > .activity-feedback.-correct { background: $success-muted; }
         & > .activity-feedback.-wrong { background: $error-muted; }
         & > .activity-feedback.-info { background: $primary-muted; }
         & > .activity-text { margin: 0; padding: 0; background: transparent; }
-        & > AnswerBox { margin-top: 1; }
+        & > AnswerBox { margin-top: 0; }  /* under the question, whose paragraph leaves a line */
     }
     """
 
@@ -67,6 +69,9 @@ class ActivityView(Vertical):
 
     takes_choices = False
     """Number keys pick an answer right now."""
+    done_before = False
+    """The step was completed on an earlier visit: asked again, it stays done (the goal line says
+    so, as the table of contents does)."""
     answered = False
     """The learner has answered (a prediction's result shown, a drill checked right or its answer
     shown, a reading answered, a challenge broken): the lesson's reveal text may show."""

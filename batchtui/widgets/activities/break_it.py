@@ -30,7 +30,7 @@ class BreakItView(ActivityView):
         yield Static("Break it", classes="activity-title", markup=False)
         yield self.markdown(self.words(self.challenge.goal_md), id="break-it-goal")
         note = "You broke it before; do it again?" if self.done_before else "Watching the live metrics..."
-        yield Static(self.words(note), id="break-it-status", classes="activity-feedback -info", markup=False)
+        yield Static(self.words(note), id="break-it-status", classes="activity-feedback -after-text -info", markup=False)
 
     def update_snapshot(self, snapshot, compare=None) -> None:
         self.snapshot = snapshot

@@ -60,7 +60,7 @@ class DrillView(ActivityView):
         self.hints = self.question.hints
         unit = self.question.unit
         await self.query_one("#drill-prompt", Markdown).update(self.words(
-            f"{self.question.prompt_md}\n\nAnswer in **{unit}**, within {self.question.tolerance_text}."))
+            f"{self.question.prompt_md} Answer in **{unit}**, within {self.question.tolerance_text}."))
         self.hide_markdown("drill-derivation")
         self._feedback("", None)
         self.query_one(Input).value = ""
@@ -99,7 +99,7 @@ class DrillView(ActivityView):
         if self.question is None or self.question.over:
             return
         self.question.give_up()
-        self._feedback("The worked answer is below; ctrl+r asks a new question.", None)
+        self._feedback("ctrl+r asks a new question.", None)  # (the worked answer is right under it)
         await self._show_derivation()
 
     async def new_question(self) -> None:

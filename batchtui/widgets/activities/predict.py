@@ -1,4 +1,6 @@
-"""Predict, then run: commit to a guess with a number key, watch, then see guess against result."""
+"""Predict, then run: commit to a guess with a number key, watch, then see guess against result;
+after a wrong guess, guess again in place (each wrong choice told why it is tempting and wrong)
+or ask for the answer."""
 
 from __future__ import annotations
 
@@ -17,12 +19,18 @@ class PredictView(ActivityView):
         self.saved_guess = saved_guess
         self.committed_at: float | None = None
         self.watched = 0.0
-        """Simulated seconds run since the guess (the answer comes at `watch_seconds`)."""
+        """Simulated seconds run since the guess (the result comes at `watch_seconds`)."""
         self.revealed = False
+        """The run's result is in: the first guess has met it."""
+        self.outcome = ""
+        """"" (no result yet), "right", "wrong" (guess again) or "shown" (the answer asked for)."""
+        self.reading: tuple = (None, None)
+        """The frames (this run's, the run beside) the result was read from: a later guess is
+        judged against the same reading."""
 
     @property
     def takes_choices(self) -> bool:
-        return self.predict.guess is None
+        return self.predict.guess is None or self.outcome == "wrong"
 
     @property
     def choice_count(self) -> int:
@@ -30,9 +38,13 @@ class PredictView(ActivityView):
 
     @property
     def answered(self) -> bool:
-        """The result is in (`reveal`): the lesson's reveal and a plot that answers the question
-        wait for the moment the line under the guess names, not only for the guess."""
-        return self.revealed
+        """The answer is out (a right guess met the result, or the answer was asked for): the
+        lesson's reveal and a plot that answers the question wait for it, not for the guess."""
+        return self.outcome in ("right", "shown")
+
+    @property
+    def give_up_label(self) -> str:
+        return "answer" if self.outcome == "wrong" else ""
 
     def compose(self) -> ComposeResult:
         yield Static("Predict, then run", classes="activity-title", markup=False)
@@ -41,21 +53,26 @@ class PredictView(ActivityView):
         earlier = (f"Last time you guessed {self.saved_guess}; guess again. "
                    if self.saved_guess is not None else "")
         yield Static(self.words(f"{earlier}Press the number of your guess; the simulation starts when you do."),
-                     id="predict-status", classes="activity-feedback -info", markup=False)
+                     id="predict-status", classes="activity-feedback -after-text -info", markup=False)
 
     def choose(self, number: int) -> None:
+        if self.outcome == "wrong":
+            self._guess_again(number)
+            return
         if self.predict.guess is not None:
             return
         try:
             message = self.predict.commit(number)
         except ValueError as exc:
-            self.query_one("#predict-status", Static).update(self.words(str(exc).capitalize() + "."))
+            self._status(str(exc).capitalize() + ".")
             return
-        self.query_one("#predict-status", Static).update(self.words(
-            f"{message} The answer shows {self.predict.wait_words()}: press + to fast-forward."))
+        self._status(f"{message} The answer shows {self.predict.wait_words()}: press + to fast-forward.")
         self.bring_into_view(self.query_one("#predict-status"))
         self.committed_at = None  # set by the next frame: the run starts now
         self.watched = 0.0
+        # The guess counts as it is made: kept (and a right one done) whether or not the learner
+        # stays for the result.
+        self.post_message(self.Finished(str(number), completed=number == self.predict.answer))
         self.post_message(self.Updated())
         # Run with the setting the question is about (step 1 asks about 1 request/s), or as is.
         self.post_message(self.RunDials(self.predict.run_dials, beside_start=True))
@@ -70,16 +87,60 @@ class PredictView(ActivityView):
             self.reveal(snapshot, compare)
 
     def reveal(self, snapshot, compare=None) -> None:
+        """The result is in: the first guess meets the run."""
         self.revealed = True
-        right = self.predict.guess == self.predict.answer
+        self.reading = (snapshot, compare)
+        guess = self.predict.guess
+        if guess == self.predict.answer:
+            self._right(guess)
+        else:
+            self._wrong(guess)
+        self.post_message(self.Updated())
+
+    def _right(self, guess: int) -> None:
+        self.outcome = "right"
+        self._status(f"Your guess: {guess}. {self.predict.verdict(guess)}", "-correct")
+        self._show(self.predict.reveal(*self.reading))
+
+    def _wrong(self, guess: int) -> None:
+        self.outcome = "wrong"
+        self._status(f"Your guess: {guess}. {self.predict.wrong_words(guess)}", "-wrong")
+        again = "Press another number to guess again, or ctrl+d for the answer."
+        reading = self.predict.reading(*self.reading)
+        self._show(f"{reading}\n\n{again}" if reading else again)
+
+    def _guess_again(self, number: int) -> None:
+        try:
+            right = self.predict.again(number)
+        except ValueError as exc:
+            self._status(str(exc).capitalize() + ".")
+            return
+        if right:
+            self._right(number)
+        else:
+            self._wrong(number)
+        self.post_message(self.Finished(str(number), completed=right))
+        self.post_message(self.Updated())
+
+    async def give_up(self) -> None:
+        if self.outcome != "wrong":
+            return
+        self.outcome = "shown"
+        guesses = ", ".join(map(str, self.predict.tried))
+        self._status(f"Your guess{'es' if len(self.predict.tried) > 1 else ''}: {guesses}. "
+                     f"{self.predict.verdict(self.predict.tried[-1])}", "-info")
+        self._show(self.predict.reveal(*self.reading))
+        self.post_message(self.Updated())
+
+    def _status(self, text: str, kind: str | None = None) -> None:
         status = self.query_one("#predict-status", Static)
-        status.set_class(False, "-info")
-        status.set_class(right, "-correct")
-        status.set_class(not right, "-wrong")
-        status.update(self.words(f"Your guess: {self.predict.guess}."))
-        self.run_worker(partial(self._show_reveal, self.predict.reveal(self.predict.guess, snapshot, compare)),
-                        group="reveal")
-        self.post_message(self.Finished(str(self.predict.guess), completed=right))
+        if kind is not None:
+            for name in ("-info", "-correct", "-wrong"):
+                status.set_class(name == kind, name)
+        status.update(self.words(text))
+
+    def _show(self, text: str) -> None:
+        self.run_worker(partial(self._show_reveal, text), group="reveal")
 
     async def _show_reveal(self, text: str) -> None:
         await self.show_markdown("predict-reveal", text)
@@ -97,6 +158,10 @@ class PredictView(ActivityView):
             left = max(0.0, self.predict.watch_seconds - (self.watched or 0.0))
             return Goal(f"Predict: answer in {left:.0f} simulated s; + fast-forwards",
                         "open", f"guess {self.predict.guess}")
-        if self.predict.guess == self.predict.answer:
-            return Goal("Predict, then watch the run", "done", "right")
+        if self.outcome == "right":
+            tries = len(self.predict.tried)
+            return Goal("Predict, then watch the run", "done", "right" if tries == 1 else f"right on try {tries}")
+        if self.outcome == "wrong":
+            return Goal(f"Predict: not {self.predict.tried[-1]}; press 1-{n} to guess again, ^d for the answer",
+                        "open", "try again")
         return Goal("Predict, then watch the run", "answered", f"it was {self.predict.answer}")

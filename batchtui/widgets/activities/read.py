@@ -28,7 +28,7 @@ class ReadView(ActivityView):
     def compose(self) -> ComposeResult:
         yield Static("Read the percentiles", classes="activity-title", markup=False)
         yield self.markdown("", id="read-table")
-        yield Static("", id="read-feedback", classes="activity-feedback", markup=False)
+        yield Static("", id="read-feedback", classes="activity-feedback -after-text", markup=False)
 
     async def on_mount(self) -> None:
         # Two short simulated runs build the table: drawn once the step is on screen.
@@ -49,7 +49,7 @@ class ReadView(ActivityView):
         self.question = question
         choices = "\n".join(f"{i}. {c}" for i, c in enumerate(self.question.choices, 1))
         await self.query_one("#read-table", Markdown).update(self.words(
-            f"{self.question.table_md}\n\nWhat does the change tell you? Press its number.\n\n{choices}"))
+            f"{self.question.table_md}\n\nWhat does it tell you? Press its number.\n\n{choices}"))
         self.query_one("#read-feedback").display = False
 
     def choose(self, number: int) -> None:
