@@ -195,6 +195,12 @@ class BatchApp(App):
         if not isinstance(self.screen, (HelpScreen, TooSmallScreen)):
             self.push_screen(HelpScreen())
 
+    def action_glossary(self) -> None:
+        from .screens.glossary import GlossaryScreen
+
+        if self.tutorial is not None and self.screen is self.tutorial:
+            self.push_screen(GlossaryScreen(self.tutorial.step.number))
+
 
 def escape_then_key(event: events.Event) -> tuple[events.Key, events.Key] | None:
     """An alt+key event from the terminal as the Esc and the key it was typed as (None for any

@@ -26,7 +26,7 @@ z       the simulation on the whole screen, and back
 v       the step's other views, when they do not all fit
 b       keep this run's numbers as "before" beside the live "now"
 n  p    next, previous step     t  all steps     h  a hint     q  quit
-?       these words again, and every key"""
+?       these words again, and every key   d   every term, defined"""
 
 
 class OrientationScreen(OverlayScreen[None]):

@@ -185,3 +185,44 @@ async def test_the_too_small_message_is_whole_at_any_size(make_app, size, lines)
         width, height = size
         shown = [line.strip() for line in screen_text(app).split("\n") if line.strip()]
         assert shown == [line.format(w=width, h=height) for line in lines], shown
+
+
+async def test_the_glossary_lists_every_term_opens_at_the_step_s_own_and_closes(make_app, lessons):
+    """d opens the glossary over the tutorial at 80x23 (a tmux pane on an 80x24 terminal): every
+    term with its meaning and the step that teaches it, the step on show's terms in sight; d, q,
+    Escape and Enter close it; ctrl+g opens it from the answer box, where d is typed."""
+    from batchtui.screens.glossary import GlossaryScreen
+    from batchtui.widgets.answer_box import AnswerBox
+    from steps import glossary
+
+    app = make_app(list(lessons), start_step=10)
+    async with app.run_test(size=(80, 23)) as pilot:
+        tutorial = app.screen
+        await pilot.press("d")
+        assert isinstance(app.screen, GlossaryScreen)
+        await pilot.pause()
+        text = screen_text(app)
+        assert "Glossary" in text and "gap (ITL)" in text and "step 10" in text  # step 10's term, in sight
+        assert len(app.screen.query(".glossary-term")) == len(glossary.terms())
+        seen = set()
+        for key in ("home", *["pagedown"] * 4):  # the whole list, a page at a time
+            await pilot.press(key)
+            seen.update(term.name for term in glossary.terms() if f" {term.name} " in screen_text(app))
+        assert seen == {term.name for term in glossary.terms()}
+        for close in ("d", "q", "escape", "enter"):
+            await pilot.press(close)
+            assert app.screen is tutorial, close
+            await pilot.press("d")
+            assert isinstance(app.screen, GlossaryScreen)
+        await pilot.press("escape")
+    app = make_app(list(lessons), start_step=2)
+    async with app.run_test(size=(80, 23)) as pilot:
+        await pilot.pause()
+        await pilot.press("tab")  # the answer box
+        assert isinstance(app.screen.focused, AnswerBox)
+        await pilot.press("d")
+        assert app.screen.focused.value == "d"  # typed, not a key
+        await pilot.press("ctrl+g")
+        assert isinstance(app.screen, GlossaryScreen)
+        await pilot.pause()
+        assert "ceiling" in screen_text(app)  # step 2's term
