@@ -26,6 +26,7 @@ CHEAT_SHEET_MD = """\
 the KV cache to hold that batch.
 
 **Chat**: {{chat_seats_line}}; a modest budget; watch TTFT p99 and TPOT p99 per pool.
+
 **An offline job**: seats up to the cache batch; a large budget; watch tokens/s.
 """
 """The recap, worked for the live profile by the same figures the lessons state (steps.figures)."""

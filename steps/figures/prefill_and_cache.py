@@ -38,12 +38,6 @@ def _long_prefill_s(lab):
     return lab.cost.iteration(0, 0, [(0, int(_long_len_max(lab)))]).total
 
 
-@figure("gap_ratio_goal", whole)
-def _gap_ratio_goal(lab):
-    """The break-it goal: worst gap over TPOT p50."""
-    return lab.activity.get("gap_ratio_goal", 20.0)
-
-
 def _budget_run(lab, budget: int):
     """600 requests of the step's traffic at a token budget (the long prompts' share of them)."""
 

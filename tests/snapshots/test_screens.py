@@ -45,6 +45,24 @@ class TestOverlays:
     def test_too_small(self, snap_compare, tutorial):
         assert snap_compare(tutorial(1), terminal_size=(60, 20))
 
+    def test_glossary(self, snap_compare, tutorial):
+        # d opens the glossary at step 10's term, in a tmux pane of an 80x24 terminal.
+        assert snap_compare(tutorial(10), terminal_size=(80, 23), press=["d"])
+
+
+class TestPredictions:
+    def test_a_wrong_guess_gets_its_line_and_may_guess_again(self, snap_compare, tutorial):
+        # Step 13: guess 1 (the answer is 2); once the run's result is in, choice 1's own line,
+        # the run's reading dated, and the keys to guess again or see the answer.
+        async def run_before(pilot) -> None:
+            await pilot.press("1")
+            await advance(1.0)(pilot)
+            await advance(SECONDS_SHOWN + 1.0)(pilot)
+            await pilot.press("end")
+            await pilot.pause()
+
+        assert snap_compare(tutorial(13), terminal_size=(80, 24), run_before=run_before)
+
 
 class TestLayout:
     def test_zoomed(self, snap_compare, tutorial):

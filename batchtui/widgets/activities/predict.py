@@ -162,6 +162,6 @@ class PredictView(ActivityView):
             tries = len(self.predict.tried)
             return Goal("Predict, then watch the run", "done", "right" if tries == 1 else f"right on try {tries}")
         if self.outcome == "wrong":
-            return Goal(f"Predict: not {self.predict.tried[-1]}; press 1-{n} to guess again, ^d for the answer",
-                        "open", "try again")
+            return Goal(f"Predict: not {self.predict.tried[-1]}; guess again or ^d for the answer", "open",
+                        "tried " + ", ".join(map(str, self.predict.tried)))
         return Goal("Predict, then watch the run", "answered", f"it was {self.predict.answer}")
