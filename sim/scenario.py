@@ -119,6 +119,9 @@ class Scenario:
         base.update(self.engine)
         config = EngineConfig(**base)
         spec = self.speculative()
+        if spec is not None and config.batching != "continuous":
+            raise ConfigError("speculative_config", spec.method, "unset: speculative decoding runs with continuous "
+                                                                 "batching only", "as in vLLM")
         if spec is not None and spec.draft_slots_per_seat and config.max_num_scheduled_tokens is None:
             # vLLM takes a draft model's input slots off the budget, for every seat.
             config = replace(config, max_num_scheduled_tokens=(

@@ -152,8 +152,10 @@ class SpeculativeConfig:
         """One line for a run's header."""
         rates = ", ".join(f"{r:.2f}" for r in self.acceptance_rates)
         draft = f" ({self.model})" if self.model else ""
+        share = self.proposal_share
+        proposes = f", drafts proposed on {share:.0%} of steps" if share < 1.0 else ""
         return (f"{self.method}{draft}, K={self.k}; acceptance per position {rates} "
-                f"(mean acceptance length {self.mean_acceptance_length:.2f}; {self.acceptance_source})")
+                f"(mean acceptance length {self.mean_acceptance_length:.2f}{proposes}; {self.acceptance_source})")
 
 
 def _refuse(value, allowed: str, why: str = "") -> ConfigError:

@@ -20,7 +20,7 @@ def serve_dials(setup, config=None) -> dict:
     sc = setup.scenario
     values = {**{k: getattr(sc, k) for k in ("tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization",
                                              "block_size", "num_gpu_blocks_override", "quantization",
-                                             "kv_cache_memory_bytes", "enforce_eager")},
+                                             "kv_cache_memory_bytes", "enforce_eager", "speculative_config")},
               **config.to_dict()}
     if values["kv_cache_dtype"] == "bf16":
         values["kv_cache_dtype"] = "bfloat16"
@@ -37,6 +37,8 @@ def _words(dials: dict) -> list[str]:
     for flag, value in dials.items():
         if isinstance(value, bool):
             words.append(flag if value else "--no-" + flag[2:])
+        elif isinstance(value, str):
+            words += [flag, shlex.quote(value)]  # (a JSON config, quoted for the shell)
         else:
             words += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
     return words

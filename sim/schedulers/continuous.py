@@ -274,6 +274,10 @@ class ContinuousScheduler(Scheduler):
                         ok = False
                         break
                 if not ok:
+                    if cfg.scheduling_policy == "priority":
+                        # It was the lowest priority and preempted itself: the requests after it
+                        # rank higher and may fit in what it freed (vLLM 0.33 goes on with them).
+                        continue
                     break
                 if pool.caching:
                     pool.cache_blocks(req, computed + n)
