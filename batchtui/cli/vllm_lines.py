@@ -3,6 +3,7 @@ real GPU: every dial the simulation assumed, spelled from the engine flag table.
 
 from __future__ import annotations
 
+import json
 import math
 import shlex
 
@@ -52,7 +53,7 @@ def llm_call(setup, config) -> str:
     """The same dials as arguments of vLLM's offline `LLM` class."""
     kwargs = {"model": hf_id(setup.deployment.model)}
     for flag, value in serve_dials(setup, config).items():
-        kwargs[o.dest(flag)] = value
+        kwargs[o.dest(flag)] = json.loads(value) if flag == "--speculative-config" else value  # (a dict there)
     return "LLM(" + ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) + ")"
 
 

@@ -13,6 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sim import speculative
 from sim.cost import CostModel
@@ -21,6 +23,7 @@ from sim.errors import ConfigError
 from sim.scenario import Scenario
 from sim.trace import check_case, load_cases, run_case
 from sim.workload import LengthSpec, WorkloadSpec
+from tests.examples import examples
 
 SPEC_FILE = Path(__file__).resolve().parents[1] / "data" / "vllm-scheduler-cases-spec.json"
 SPEC_CASES = load_cases(SPEC_FILE)
@@ -321,3 +324,58 @@ def test_cli_sim_prints_the_speculative_decoding_section():
     proc = subprocess.run([sys.executable, "-m", "batchtui", "sim", "-sc", '{"method": "ngram", '
                            '"num_speculative_tokens": 2}', "--spec-tokens", "3"], capture_output=True, text=True)
     assert proc.returncode == 2 and "mutually exclusive" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# -- acceptance 0: never faster ------------------------------------------------------------------
+
+@st.composite
+def zero_acceptance(draw):
+    """A scenario and the same with a drafter whose drafts are never accepted."""
+    method = draw(st.sampled_from(["eagle3", "eagle", "ngram", "draft_model"]))
+    k = draw(st.integers(1, 4))
+    config = {"method": method, "num_speculative_tokens": k, "rejection_sample_method": "synthetic",
+              "synthetic_acceptance_rates": [0.0] * k}
+    if method != "ngram":
+        config["model"] = "llama-3.2-1b" if method == "draft_model" else "head"
+    engine = {"async_scheduling": draw(st.booleans()), "max_num_seqs": draw(st.sampled_from([1, 4, 64])),
+              "max_num_batched_tokens": draw(st.sampled_from([256, 2048, 8192])), "max_model_len": 4096,
+              "enable_prefix_caching": draw(st.booleans())}
+    rate = draw(st.sampled_from([1.0, 20.0, math.inf]))
+    workload = WorkloadSpec(request_rate=rate, num_prompts=draw(st.integers(1, 24)),
+                            max_concurrency=draw(st.sampled_from([0, 1, 4])),
+                            input=LengthSpec("uniform", draw(st.sampled_from([16, 300, 1500])), 1,
+                                             2 * 1500),
+                            output=LengthSpec("uniform", draw(st.sampled_from([2, 40, 200])), 1, 400))
+    plain = Scenario(engine=engine, workload=workload, seed=draw(st.integers(0, 100)),
+                     gpu=draw(st.sampled_from(["h100-sxm", "a100-80gb", "l40s"])))
+    return plain, replace(plain, speculative_config=json.dumps(config))
+
+
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(zero_acceptance())
+def test_speculative_decoding_with_acceptance_zero_is_never_faster(pair):
+    """With every draft rejected a step still yields one token a request, but verifies and drafts
+    more. One request at a time (the batches the same with and without), no request's first
+    token, time per output token or end comes sooner, nor the run's end. With requests sharing
+    the engine the drafts also take budget from prefills, so which iterations run differs (a
+    prefill's chunks fall elsewhere): the mean time per output token is still no lower, and no
+    iteration of the same rows is cheaper."""
+    plain_sc, spec_sc = pair
+    one = replace(plain_sc.workload, max_concurrency=1)
+    plain, spec = (Engine(replace(sc, workload=one)).run() for sc in pair)
+    assert spec.metrics["spec_decode_accepted_tokens"] == 0
+    assert spec.metrics["duration"] >= plain.metrics["duration"]
+    by_id = {r.request_id: r for r in plain.records}
+    for r in spec.records:
+        p = by_id[r.request_id]
+        # (a request sent later, its client freed later: the same durations may round apart)
+        assert r.ttft >= p.ttft - 1e-9 and r.e2e >= p.e2e - 1e-9
+        assert r.tpot is None or r.tpot >= p.tpot - 1e-12
+    plain, spec = Engine(plain_sc).run(), Engine(spec_sc).run()
+    assert spec.metrics["completed"] == plain.metrics["completed"]
+    tpot = plain.metrics["mean_tpot_ms"]
+    assert math.isnan(tpot) or spec.metrics["mean_tpot_ms"] >= tpot
+    cost = Engine(spec_sc).cost
+    for rows, verify in ((1, 1), (8, 3), (64, 4), (300, 2)):
+        assert cost.spec_iteration_time(rows, 700 * rows, [(0, 200)], verify * rows, rows + 1) \
+            >= cost.iteration_time(rows, 700 * rows, [(0, 200)])
