@@ -175,6 +175,9 @@ class ModelProfile:
     """The MLP's inner size (0: unknown; a profile from a config.json has it)."""
     aliases: tuple[str, ...] = ()
     """Other Hugging Face ids of the same shape (the base model, older names)."""
+    mtp_layers: int = 0
+    """Multi-token-prediction layers shipped beside the model (config.json's num_nextn_predict_layers):
+    what `--speculative-config`'s method mtp drafts with (0: none)."""
 
     @property
     def embedding_params(self) -> float:
@@ -229,6 +232,12 @@ def _positive_int(value: Any) -> int:
         raise _BadValue("it must be a whole number")
     if value <= 0:
         raise _BadValue("it must be a positive whole number")
+    return value
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _BadValue("must be a whole number >= 0")
     return value
 
 
@@ -300,6 +309,7 @@ _MODEL_KEYS: dict[str, _Checker] = {
     "tie_word_embeddings": _bool,
     "intermediate_size": _positive_int,
     "aliases": _names,
+    "mtp_layers": _count,
     **_EFFICIENCY_KEYS,
     # A model table may instead spell the model as its Hugging Face config.json does.
     **{key: _any for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",

@@ -19,7 +19,6 @@ drafts at exactly those rates, so the simulator and vLLM read the same JSON the 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -377,10 +376,13 @@ class DraftShape:
     bytes_per_param: float
     tensor_parallel_size: int
     passes: int  # K: the first over the step's tokens, the rest over one token per request
+    head_shared: bool = False  # its output head is the target's (read every pass, held once)
 
     @property
     def weight_bytes(self) -> float:
-        return (self.body_params + self.first_params + self.head_params) * self.bytes_per_param
+        """The weights it adds to the GPU's memory (a shared output head is the target's)."""
+        head = 0.0 if self.head_shared else self.head_params
+        return (self.body_params + self.first_params + head) * self.bytes_per_param
 
 
 def draft_shape(config: SpeculativeConfig, target, profiles, tensor_parallel_size: int,
@@ -403,16 +405,17 @@ def draft_shape(config: SpeculativeConfig, target, profiles, tensor_parallel_siz
         mlp = 3 * h * inter
         first = (3 * h * h) if config.method == "eagle3" else (2 * h * h)  # fc: fuses the target's hidden states
         head_vocab = min(EAGLE3_DRAFT_VOCAB, vocab) if config.method == "eagle3" else vocab
+        # (EAGLE-1 heads use the target's output head; EAGLE-3's predicts over its own vocabulary.)
         return DraftShape(config.method, attention + mlp, first, head_vocab * h, 1, q, d, h,
-                          2 * kv * d * kv_dtype_bytes, target.bytes_per_param, tp, config.k)
+                          2 * kv * d * kv_dtype_bytes, target.bytes_per_param, tp, config.k,
+                          head_shared=config.method == "eagle")
     if config.method == "mtp":
-        layers = getattr(target, "mtp_layers", 0)
-        if layers <= 0:
+        if target.mtp_layers <= 0:
             raise _refuse("method: mtp", "a model with MTP layers",
                           f"{target.name} has none (num_nextn_predict_layers in its config.json)")
         layer = (target.params - target.embedding_params) / target.layers if target.layers else 0.0
         return DraftShape("mtp", layer + 2 * h * h, 0.0, vocab * h, 1, q, d, h,
-                          2 * kv * d * kv_dtype_bytes, target.bytes_per_param, tp, config.k)
+                          2 * kv * d * kv_dtype_bytes, target.bytes_per_param, tp, config.k, head_shared=True)
     draft = _draft_model(config, profiles, target)
     head = draft.vocab_size * draft.hidden
     return DraftShape("draft_model", max(0.0, draft.params - head), 0.0, head, draft.layers, draft.q_heads,
@@ -440,8 +443,3 @@ def _draft_model(config: SpeculativeConfig, profiles, target):
                       f"its vocabulary has {found.vocab_size}; vLLM refuses such a pair")
     return found
 
-
-def expected_tokens_per_step(rates: tuple[float, ...], drafts: int) -> float:
-    """Tokens one verification of `drafts` drafts yields on average: 1 + the rates of the first
-    `drafts` positions."""
-    return 1.0 + math.fsum(rates[:drafts])

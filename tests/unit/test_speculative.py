@@ -379,3 +379,23 @@ def test_speculative_decoding_with_acceptance_zero_is_never_faster(pair):
     for rows, verify in ((1, 1), (8, 3), (64, 4), (300, 2)):
         assert cost.spec_iteration_time(rows, 700 * rows, [(0, 200)], verify * rows, rows + 1) \
             >= cost.iteration_time(rows, 700 * rows, [(0, 200)])
+
+
+def test_mtp_drafts_with_the_models_own_layer(tmp_path):
+    """A model that ships MTP layers (a profile's mtp_layers, config.json's num_nextn_predict_layers)
+    drafts with one of its own layers and its own output head (held once)."""
+    path = tmp_path / "profiles.toml"
+    path.write_text('[models."llama-3.1-8b"]\nmtp_layers = 1\n')
+    sc = Scenario(profiles_path=str(path), speculative_config='{"method": "mtp", "num_speculative_tokens": 2}')
+    draft = sc.deployment().draft
+    layer = (8.03e9 - 2 * 128256 * 4096) / 32
+    assert draft.body_params == pytest.approx(layer + 2 * 4096 * 4096) and draft.head_shared
+    assert draft.weight_bytes == pytest.approx((layer + 2 * 4096 * 4096) * 2)
+    m = Engine(replace(sc, workload=_scenario(None, 1, prompts=2).workload)).run().metrics
+    assert m["spec_decode_acceptance_length"] > 1.5 and m["completed"] == 2
+    from sim import hf_config
+
+    assert hf_config.model_values({"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+                                   "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
+                                   "max_position_embeddings": 8192, "num_nextn_predict_layers": 1},
+                                  "config.json")["mtp_layers"] == 1
