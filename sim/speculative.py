@@ -21,8 +21,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-import numpy as np
-
 from .errors import ConfigError
 
 METHODS = ("eagle", "eagle3", "mtp", "ngram", "draft_model")
@@ -293,9 +291,12 @@ def _extend(base: tuple[float, ...], k: int) -> tuple[float, ...]:
     return tuple(rates)
 
 
-def conditional_rates(rates: tuple[float, ...]) -> np.ndarray:
+def conditional_rates(rates: tuple[float, ...]):
     """The chance that draft i is accepted given that the ones before it were: rate[i] /
-    rate[i-1] (the first is its own rate; after a rate of 0 nothing more is accepted)."""
+    rate[i-1] (the first is its own rate; after a rate of 0 nothing more is accepted), as a numpy
+    array."""
+    import numpy as np  # (a config is read by the app's first frame, which loads no numpy)
+
     out = []
     before = 1.0
     for rate in rates:
@@ -310,6 +311,8 @@ class Acceptance:
     whether a drafter proposes at all after a step (n-gram finds no match most of the time)."""
 
     def __init__(self, config: SpeculativeConfig, seed: int) -> None:
+        import numpy as np
+
         self.config = config
         self._conditional = conditional_rates(config.acceptance_rates)
         self._rng = np.random.default_rng([int(seed), 0x5EC])  # (a stream apart from the traffic's)
@@ -322,6 +325,8 @@ class Acceptance:
         and a drafter that found nothing to propose leaves them invalid (none accepted)."""
         if not drafts:
             return []
+        import numpy as np
+
         k = max(drafts)
         passed = self._rng.random((len(drafts), k)) < self._conditional[:k]
         run = np.cumprod(passed, axis=1).sum(axis=1)
