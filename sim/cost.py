@@ -428,7 +428,7 @@ class CostModel:
             weights=cost.t_weights, compute=cost.t_compute, kv_read=cost.t_kv_read,
             prefill_attention=cost.t_prefill_attn, allreduce=cost.t_allreduce,
             overhead=cost.host_share, total=seconds, binding=cost.binding,
-            linear_binding=cost.linear_binding, linear=cost.t_linear,
+            linear_binding=cost.linear_binding, linear=cost.t_linear, draft=cost.t_draft,
             bandwidth_share=cost.bytes_read / seconds / self._bandwidth if seconds > 0 else 0.0,
             tensor_core_share=cost.flops / seconds / self._peak if seconds > 0 else 0.0)
 

@@ -399,3 +399,13 @@ def test_mtp_drafts_with_the_models_own_layer(tmp_path):
                                    "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
                                    "max_position_embeddings": 8192, "num_nextn_predict_layers": 1},
                                   "config.json")["mtp_layers"] == 1
+
+
+def test_an_iteration_report_shows_the_drafters_time():
+    engine = Engine(_scenario(EAGLE3, 2, prompts=2))
+    reports = [engine.step() for _ in range(6)]
+    decode = reports[-1]
+    assert decode.cost.draft > 0
+    assert sum(seconds for _, seconds in decode.cost.terms()) == pytest.approx(decode.duration, rel=1e-12)
+    assert dict(decode.cost.terms())["draft"] == decode.cost.draft
+    assert decode.num_decode_tokens == sum(w.num_tokens for w in decode.scheduled) > len(decode.scheduled)
