@@ -409,3 +409,23 @@ def test_an_iteration_report_shows_the_drafters_time():
     assert sum(seconds for _, seconds in decode.cost.terms()) == pytest.approx(decode.duration, rel=1e-12)
     assert dict(decode.cost.terms())["draft"] == decode.cost.draft
     assert decode.num_decode_tokens == sum(w.num_tokens for w in decode.scheduled) > len(decode.scheduled)
+
+
+def test_a_scenario_file_keeps_its_speculative_config():
+    sc = Scenario(speculative_config=_json(EAGLE3))
+    again = Scenario.from_toml(sc.to_toml())
+    assert again == sc and again.speculative().k == 3
+    assert "speculative_config" not in Scenario().to_dict()  # unset: left out, as older files read
+    from sim import dials
+
+    assert dials.set_value(Scenario(), "speculative_config", _json(NGRAM)).speculative().method == "ngram"
+    with pytest.raises(ConfigError):
+        dials.set_value(Scenario(), "speculative_config", '{"method": "ngram"}')
+
+
+def test_cli_sweep_runs_with_a_drafter():
+    proc = subprocess.run([sys.executable, "-m", "batchtui", "sweep", "--request-rates", "2,8", "--num-prompts", "40",
+                           "--random-input-len", "128", "--random-output-len", "64", "-sc", _json(NGRAM)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "speculative decoding ngram" in proc.stdout and "TPOT p50" in proc.stdout
