@@ -234,8 +234,7 @@ DIALS: tuple[DialSpec, ...] = (
              help="run without CUDA graphs: every iteration pays the host's kernel launches (default off)"),
     DialSpec("speculative_config", "speculative decoding", "text", "restart", "--speculative-config", "serve",
              optional=True,
-             words='a JSON object such as {"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", '
-                   '"num_speculative_tokens": 3}, or unset',
+             words="a JSON object of vLLM's speculative config (method, model, num_speculative_tokens...), or unset",
              help='speculative decoding, as vLLM spells it: {"method": eagle3, eagle, mtp, ngram or draft_model, '
                   '"model": the draft head or model, "num_speculative_tokens": K}; acceptance per draft position '
                   'from published vLLM runs, or your own with "rejection_sample_method": "synthetic" and '

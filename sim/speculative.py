@@ -47,6 +47,7 @@ REFUSED_KEYS = {
     "tensor_parallel_size": "vLLM refuses it in a speculative config: pass draft_tensor_parallel_size",
 }
 MAX_SPECULATIVE_TOKENS = 64
+SPEC_JSON = "a JSON object of vLLM's speculative config: method, model, num_speculative_tokens and the like"
 
 # Per-position acceptance rates (the share of drafts whose first i+1 tokens are accepted) by
 # method, with where each comes from. Positions past a list's end continue at its last
@@ -171,13 +172,12 @@ def parse(text) -> SpeculativeConfig | None:
         try:
             data = json.loads(text)
         except (json.JSONDecodeError, RecursionError):
-            raise _refuse(text, "a JSON object such as {\"method\": \"eagle3\", \"model\": \"...\", "
-                                "\"num_speculative_tokens\": 3}") from None
+            raise _refuse(text, SPEC_JSON) from None
         source = text.strip()
     else:
-        raise _refuse(text, "a JSON object of speculative decoding settings")
+        raise _refuse(text, SPEC_JSON)
     if not isinstance(data, dict):
-        raise _refuse(text, "a JSON object of speculative decoding settings")
+        raise _refuse(text, SPEC_JSON)
     data = {str(key).replace("-", "_"): value for key, value in data.items()}
     for key, why in REFUSED_KEYS.items():
         if key in data and data[key] not in (None, False, [], 0):
