@@ -172,16 +172,23 @@ class Scheduler:
                     gaps[gap] = gaps.get(gap, 0) + 1
                 outputs += 1
                 req.num_output_tokens = outputs
-                if outputs >= req.output_len:
-                    req.finish_reason = "stop"
-                elif req.prompt_len + outputs >= max_model_len:
-                    req.finish_reason = "length"
-                else:
-                    continue
-                result.finished.append(req)
+                if stops(req, outputs, max_model_len):
+                    result.finished.append(req)
         result.num_emitted = len(sampling)
         result.gaps = list(gaps.items())
         return result
+
+
+def stops(req: Request, outputs: int, max_model_len: int) -> bool:
+    """Whether `outputs` tokens end the request, its finish reason set if so: "stop" at its
+    output length, "length" at max_model_len (vLLM's check_stop)."""
+    if outputs >= req.output_len:
+        req.finish_reason = "stop"
+    elif req.prompt_len + outputs >= max_model_len:
+        req.finish_reason = "length"
+    else:
+        return False
+    return True
 
 
 def record_token(req: Request, end: float, first_tokens: list[Request]) -> float | None:

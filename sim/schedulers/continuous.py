@@ -22,7 +22,7 @@ from itertools import accumulate
 
 from ..kv import NO_HIT
 from ..request import FINISHED, PREEMPTED, RUNNING, Request
-from .base import Scheduler, SchedulerOutput, UpdateResult, WorkRow, is_decode, record_token
+from .base import Scheduler, SchedulerOutput, UpdateResult, WorkRow, is_decode, record_token, stops
 from .queues import make_queue
 from .running import RunningSet
 
@@ -518,10 +518,8 @@ class ContinuousScheduler(Scheduler):
             gap = record_token(req, end, result.first_tokens)
             if gap is not None:
                 gap_order.append((running.members.get(req, math.inf), gap, 1))
-            if outputs >= req.output_len:
-                req.finish_reason = "stop"
-            elif req.prompt_len + outputs >= max_model_len:
-                req.finish_reason = "length"
+            if stops(req, outputs, max_model_len):
+                pass
             elif req.status == RUNNING and not self.async_scheduling:
                 running.join(req)
                 output.joined.append(req)
@@ -534,12 +532,7 @@ class ContinuousScheduler(Scheduler):
                 continue
             else:
                 continue
-            if req.status == RUNNING:
-                finished.append((running.remove(req), req))
-            else:
-                # Preempted while its token was in flight: it gets it, and it was its last.
-                stopped_waiting.append(req)
-                finished.append((math.inf, req))
+            self._stopped(req, finished, stopped_waiting)
         if ended:
             finished.extend(ended)
         if (ended or unjoined) and len(finished) > 1:
@@ -638,18 +631,8 @@ class ContinuousScheduler(Scheduler):
             gap = record_token(req, end, result.first_tokens)
             if gap is not None:
                 gaps[gap] = gaps.get(gap, 0) + 1
-            if outputs >= req.output_len:
-                req.finish_reason = "stop"
-            elif req.prompt_len + outputs >= max_model_len:
-                req.finish_reason = "length"
-            else:
-                continue
-            if req.status == RUNNING:
-                finished.append((running.remove(req), req))
-            else:
-                # Preempted while its tokens were in flight: it gets them, and they were its last.
-                stopped_waiting.append(req)
-                finished.append((math.inf, req))
+            if stops(req, outputs, max_model_len):
+                self._stopped(req, finished, stopped_waiting)
         if stopped_waiting:
             self.waiting.remove_requests(stopped_waiting)
         output.finished = finished
@@ -672,6 +655,15 @@ class ContinuousScheduler(Scheduler):
         if finished:
             self._steady_binding = None
         return result
+
+    def _stopped(self, req: Request, finished: list, stopped_waiting: list) -> None:
+        """`req` got its last token: out of the running set (with its admission number), or, if it
+        was preempted while its tokens were in flight, out of the queue."""
+        if req.status == RUNNING:
+            finished.append((self.running.remove(req), req))
+        else:
+            stopped_waiting.append(req)
+            finished.append((math.inf, req))
 
     @staticmethod
     def _move_to_compact(out: SchedulerOutput, joined: list[Request]) -> None:
