@@ -347,11 +347,12 @@ class CostModel:
     def draft_time(self, tokens: int, rows: int, decode_context_tokens: int,
                    prefill_chunks: Sequence[tuple[int, int]] = ()) -> float:
         """The drafter's GPU time in an iteration of `tokens` tokens over `rows` requests (0
-        without a drafter on the GPU: n-gram looks up on the CPU). Its K passes run one after
+        without a drafter on the GPU, n-gram looking up on the CPU, or with no row that could use
+        drafts, `rows` 0). Its K passes run one after
         another: the first over every token the target ran (its own KV for them; prefill chunks
         included), each of the others over one token a request (`_DraftRoofline`)."""
         draft = self._draft
-        if draft is None or tokens == 0:
+        if draft is None or tokens == 0 or rows == 0:  # (no row that could use drafts: none made)
             return 0.0
         return draft.time(tokens, rows, decode_context_tokens, prefill_chunks)
 

@@ -397,7 +397,9 @@ class Engine:
                     verify += n - 1
                 else:
                     chunks.append((before, n))
-            rows = num_decode + len(chunks)
+            # The drafter runs over every row, unless no row can use its drafts (all mid-prefill:
+            # vLLM 0.33's model runner then skips drafting).
+            rows = num_decode + len(chunks) if out.sampling else 0
             seconds = self.cost.spec_iteration_time(num_decode, context, chunks, verify, rows)
             cost = (num_decode, context, chunks, verify, rows)
         else:
