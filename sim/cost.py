@@ -40,7 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.profiles import Deployment
+from sim.profiles import EAGER_LAUNCH_S_PER_LAYER, Deployment
+from sim.speculative import DRAFT_PASS_OVERHEAD_S
 from sim.reports import IterationCostParts
 
 ACTIVATION_BYTES = 2
@@ -90,6 +91,8 @@ class IterationCost:
     t_launch_wait: float = 0.0
     """Without CUDA graphs: how much longer the host's kernel launches take than the GPU's work
     (the GPU idles that long); 0 with graphs, or when the GPU's work is longer."""
+    t_draft: float = 0.0
+    """Speculative decoding: the drafter's passes after the target's forward pass (`draft_time`)."""
 
     @property
     def host_share(self) -> float:
@@ -106,13 +109,16 @@ class IterationCost:
         squares = weights_squared + self.t_compute * self.t_compute
         weights_share = self.t_linear * (weights_squared / squares) if squares else 0.0
         compute_share = self.t_linear - weights_share
-        return [
+        parts = [
             ("weights read", weights_share),
             ("KV read", self.t_kv_read),
             ("compute", compute_share + self.t_prefill_attn),
             ("all-reduce", self.t_allreduce),
             ("overhead", self.host_share + self.t_launch_wait),
         ]
+        if self.t_draft:
+            parts.append(("draft", self.t_draft))
+        return parts
 
 
 _IDLE = IterationCost(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, "idle", "weights")
@@ -169,6 +175,12 @@ class CostModel:
         self._t_overhead = deployment.overhead_s
         self._t_overhead_per_seq = deployment.overhead_per_seq_s
         self._decode_parts: dict[int, tuple[float, float, float]] = {}  # batch -> decode_ends' fixed parts
+        self._draft = _DraftRoofline(self, deployment) if deployment.draft is not None else None
+
+    def graph_tokens(self, tokens: int) -> int:
+        """The tokens a forward pass of `tokens` tokens runs: padded to the CUDA graph captured for
+        the next size up (none above the largest, or without graphs)."""
+        return int(self._pad[tokens]) if tokens <= self._graph_max else tokens
 
     def host_overhead(self, num_seqs):
         """The host's share of one iteration running `num_seqs` sequences (decoding, and
@@ -244,9 +256,10 @@ class CostModel:
         return self._assemble(tokens, 0.0, 0.0, attn_flops, batch)
 
     def _terms(self, tokens: int, t_kv_read: float, attn_flops: float,
-               num_seqs: int) -> tuple[float, float, float, float, float, float]:
+               num_seqs: int, t_draft: float = 0.0) -> tuple[float, float, float, float, float, float]:
         """(t_cmp, t_linear, t_prefill_attn, t_allreduce, t_overhead, total): the one place the
-        time of an iteration is added up (`decode_times` does the same operations on arrays)."""
+        time of an iteration is added up (`decode_times` does the same operations on arrays).
+        `t_draft`: a drafter's passes, run on the GPU after the target's forward pass."""
         run = int(self._pad[tokens]) if tokens <= self._graph_max else tokens  # padded to its graph
         t_cmp = self._t_cmp_per_token * run
         t_linear = math.sqrt(self._t_mem_squared + t_cmp * t_cmp)
@@ -254,20 +267,24 @@ class CostModel:
         t_allreduce = self._t_ar_per_token * run + self._t_ar_fixed
         t_overhead = self.host_overhead(num_seqs)
         gpu = t_linear + t_kv_read + t_prefill_attn + t_allreduce
-        return (t_cmp, t_linear, t_prefill_attn, t_allreduce, t_overhead,
-                self.iteration_total(gpu if gpu >= self._launch else self._launch, t_overhead))
+        if gpu < self._launch:
+            gpu = self._launch
+        if t_draft:
+            gpu += t_draft
+        return (t_cmp, t_linear, t_prefill_attn, t_allreduce, t_overhead, self.iteration_total(gpu, t_overhead))
 
     def _assemble(self, tokens: int, t_kv_read: float, kv_bytes: float,
-                  attn_flops: float, num_seqs: int) -> IterationCost:
+                  attn_flops: float, num_seqs: int, t_draft: float = 0.0) -> IterationCost:
         t_mem = self._t_mem
         t_cmp, t_linear, t_prefill_attn, t_allreduce, t_overhead, total = self._terms(
-            tokens, t_kv_read, attn_flops, num_seqs)
+            tokens, t_kv_read, attn_flops, num_seqs, t_draft)
 
         linear_binding = "weights" if t_mem >= t_cmp else "compute"
         exposed = -1.0
         host = t_overhead
         gpu = t_linear + t_kv_read + t_prefill_attn + t_allreduce
         launch_wait = self._launch - gpu if self._launch > gpu else 0.0
+        gpu += t_draft
         if self.overlap:
             # The host binds only when it takes longer than the whole forward pass it overlaps.
             forward = gpu + launch_wait
@@ -297,7 +314,47 @@ class CostModel:
             linear_binding=linear_binding,
             overhead_exposed=exposed,
             t_launch_wait=launch_wait,
+            t_draft=t_draft,
         )
+
+    # -- speculative decoding ------------------------------------------------------------------
+
+    def spec_iteration(self, num_decode: int, decode_context_tokens: int,
+                       prefill_chunks: Sequence[tuple[int, int]], verify_tokens: int, rows: int) -> IterationCost:
+        """`iteration` with speculative decoding: each decoding row also verifies its drafts
+        (`verify_tokens` in all, linear-layer tokens and attention queries over a context the row
+        reads once, so `decode_context_tokens` counts each row's computed tokens plus all its
+        scheduled ones), and the drafter's passes follow the target's on the GPU (`draft_time`;
+        `rows`: the requests in the batch)."""
+        tokens, attn_flops, num_seqs = self._tokens(num_decode, decode_context_tokens, prefill_chunks)
+        tokens += verify_tokens
+        if tokens == 0:
+            return _IDLE
+        draft = self.draft_time(tokens, rows, decode_context_tokens, prefill_chunks)
+        return self._assemble(tokens, decode_context_tokens * self._t_kv_per_token,
+                              decode_context_tokens * self._kv_bytes_per_token, attn_flops, num_seqs, draft)
+
+    def spec_iteration_time(self, num_decode: int, decode_context_tokens: int,
+                            prefill_chunks: Sequence[tuple[int, int]], verify_tokens: int, rows: int) -> float:
+        """`spec_iteration(...).total`, without building the breakdown."""
+        tokens, attn_flops, num_seqs = self._tokens(num_decode, decode_context_tokens, prefill_chunks)
+        tokens += verify_tokens
+        if tokens == 0:
+            return 0.0
+        draft = self.draft_time(tokens, rows, decode_context_tokens, prefill_chunks)
+        return self._terms(tokens, decode_context_tokens * self._t_kv_per_token, attn_flops, num_seqs, draft)[5]
+
+    def draft_time(self, tokens: int, rows: int, decode_context_tokens: int,
+                   prefill_chunks: Sequence[tuple[int, int]] = ()) -> float:
+        """The drafter's GPU time in an iteration of `tokens` tokens over `rows` requests (0
+        without a drafter on the GPU, n-gram looking up on the CPU, or with no row that could use
+        drafts, `rows` 0). Its K passes run one after
+        another: the first over every token the target ran (its own KV for them; prefill chunks
+        included), each of the others over one token a request (`_DraftRoofline`)."""
+        draft = self._draft
+        if draft is None or tokens == 0 or rows == 0:  # (no row that could use drafts: none made)
+            return 0.0
+        return draft.time(tokens, rows, decode_context_tokens, prefill_chunks)
 
     # -- fast paths for the engine ---------------------------------------------------------------
 
@@ -372,7 +429,7 @@ class CostModel:
             weights=cost.t_weights, compute=cost.t_compute, kv_read=cost.t_kv_read,
             prefill_attention=cost.t_prefill_attn, allreduce=cost.t_allreduce,
             overhead=cost.host_share, total=seconds, binding=cost.binding,
-            linear_binding=cost.linear_binding, linear=cost.t_linear,
+            linear_binding=cost.linear_binding, linear=cost.t_linear, draft=cost.t_draft,
             bandwidth_share=cost.bytes_read / seconds / self._bandwidth if seconds > 0 else 0.0,
             tensor_core_share=cost.flops / seconds / self._peak if seconds > 0 else 0.0)
 
@@ -385,3 +442,57 @@ class CostModel:
         """Share of HBM bandwidth used to read `bytes_read` bytes in `seconds` (for example an
         IterationCost's bytes_read and total)."""
         return bytes_read / seconds / self._bandwidth
+
+
+class _DraftRoofline:
+    """The drafter's passes, on the rooflines `CostModel` prices the target's with (this GPU's
+    bandwidth, peaks and efficiencies, CUDA graph padding, tensor-parallel all-reduces, the
+    kernel-launch floor without graphs), from its `sim.speculative.DraftShape`: a pass streams
+    the drafter's weights once and computes 2 FLOPs per weight per token (its output head only
+    for the rows that sample), and its attention reads its KV of every row's context."""
+
+    def __init__(self, cost: CostModel, deployment: Deployment) -> None:
+        d = deployment.draft
+        gpu = deployment.gpu
+        tp = d.tensor_parallel_size
+        self.passes = d.passes
+        self._cost = cost
+        bandwidth = gpu.hbm_bandwidth * deployment.eta_bw
+        flops = deployment.linear_peak_flops * deployment.eta_mfu
+        self._mem_first = (d.body_params + d.first_params + d.head_params) * d.bytes_per_param / tp / bandwidth
+        self._mem_rest = (d.body_params + d.head_params) * d.bytes_per_param / tp / bandwidth
+        self._cmp_first = 2.0 * (d.body_params + d.first_params) / tp / flops
+        self._cmp_rest = 2.0 * d.body_params / tp / flops
+        self._cmp_head = 2.0 * d.head_params / tp / flops
+        self._kv = d.kv_bytes_per_token / tp / (gpu.hbm_bandwidth * deployment.eta_attn)
+        self._attn_coeff = 4.0 * d.layers * d.q_heads * d.head_dim / tp
+        self._peak = gpu.bf16_peak_flops * deployment.eta_mfu
+        if tp > 1:
+            count = ALLREDUCES_PER_LAYER * d.layers
+            self._ar_per_token = count * 2.0 * (tp - 1) / tp * d.hidden * ACTIVATION_BYTES / gpu.interconnect_bandwidth
+            self._ar_fixed = count * deployment.allreduce_latency_s
+        else:
+            self._ar_per_token = self._ar_fixed = 0.0
+        self._launch = EAGER_LAUNCH_S_PER_LAYER * d.layers if deployment.enforce_eager else 0.0
+
+    def _pass(self, tokens: int, rows: int, kv_tokens: float, attn_flops: float, first: bool) -> float:
+        pad = self._cost.graph_tokens
+        run, heads = pad(tokens), pad(rows)
+        if first:
+            t_mem, t_cmp = self._mem_first, self._cmp_first * run + self._cmp_head * heads
+        else:
+            t_mem, t_cmp = self._mem_rest, self._cmp_rest * run + self._cmp_head * heads
+        gpu = (math.sqrt(t_mem * t_mem + t_cmp * t_cmp) + kv_tokens * self._kv + attn_flops / self._peak
+               + self._ar_per_token * run + self._ar_fixed)
+        return (gpu if gpu >= self._launch else self._launch) + DRAFT_PASS_OVERHEAD_S
+
+    def time(self, tokens: int, rows: int, decode_context: int, chunks: Sequence[tuple[int, int]]) -> float:
+        attn = 0.0
+        context = decode_context
+        for prefix, chunk in chunks:
+            attn += self._attn_coeff * chunk * (prefix + chunk / 2)
+            context += prefix + chunk
+        total = self._pass(tokens, rows, decode_context, attn, True)
+        for step in range(1, self.passes):
+            total += self._pass(rows, rows, context + step * rows, 0.0, False)
+        return total

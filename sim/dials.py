@@ -232,6 +232,13 @@ DIALS: tuple[DialSpec, ...] = (
              help="the KV cache per GPU in bytes, instead of sizing it with --gpu-memory-utilization"),
     DialSpec("enforce_eager", "no CUDA graphs", "bool", "restart", "--enforce-eager", "serve", optional=True,
              help="run without CUDA graphs: every iteration pays the host's kernel launches (default off)"),
+    DialSpec("speculative_config", "speculative decoding", "text", "restart", "--speculative-config", "serve",
+             optional=True,
+             words="a JSON object of vLLM's speculative config (method, model, num_speculative_tokens...), or unset",
+             help='speculative decoding, as vLLM spells it: {"method": eagle3, eagle, mtp, ngram or draft_model, '
+                  '"model": the draft head or model, "num_speculative_tokens": K}; acceptance per draft position '
+                  'from published vLLM runs, or your own with "rejection_sample_method": "synthetic" and '
+                  '"synthetic_acceptance_rates" (default: off)'),
     DialSpec("seed", "random seed", "int", "restart", "--seed", "serve", minimum=0,
              help="random seed (default 0)"),
     # -- the engine: from the next iteration (its structure restarts the run)

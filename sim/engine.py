@@ -36,6 +36,7 @@ from .schedulers.base import SchedulerOutput, UpdateResult
 from .schedulers.continuous import ContinuousScheduler
 from .schedulers.dynamic import DynamicScheduler
 from .schedulers.static import SequentialScheduler, StaticScheduler
+from .speculative import Acceptance
 from .workload import RequestSpec
 
 MAX_SEATS_SHOWN = 1024
@@ -111,6 +112,10 @@ class Engine:
         self.config = config
         self.pool = pool
         self._async = config.runs_async
+        # Speculative decoding (continuous batching only): drafts accepted per position from a
+        # generator seeded by the run's seed (`sim.speculative.Acceptance`).
+        self.speculative = sc.speculative() if config.batching == "continuous" and not self.encoder else None
+        self._acceptance = Acceptance(self.speculative, sc.seed) if self.speculative is not None else None
         self.cost = self._cost_model(config)
         self.rng = np.random.default_rng(sc.seed)
         self.arrivals = Arrivals(sc.workload, self.rng)
@@ -140,7 +145,8 @@ class Engine:
     def _make_scheduler(self, config: EngineConfig, pool: BlockPool):
         lazy = self._lazy_queue
         if config.batching == "continuous":
-            return ContinuousScheduler(config, pool, lazy_queue=lazy)
+            return ContinuousScheduler(config, pool, lazy_queue=lazy, speculative=self.speculative,
+                                       acceptance=self._acceptance)
         if config.batching == "static":
             return StaticScheduler(config, pool, lazy_queue=lazy)
         if config.batching == "sequential":
@@ -378,6 +384,24 @@ class Engine:
         if out.encoder_batch:
             seconds = self.cost.encoder_pass(out.encoder_batch, out.encoder_input_len).total
             cost = ("encoder", out.encoder_batch, out.encoder_input_len)
+        elif self.speculative is not None:
+            # A decode row verifies its drafts: its tokens are linear-layer tokens and attention
+            # queries over a context it reads once.
+            num_decode = verify = 0
+            context = 0
+            chunks = []
+            for _, n, before, decode in out.scheduled:
+                if decode:
+                    num_decode += 1
+                    context += before + n
+                    verify += n - 1
+                else:
+                    chunks.append((before, n))
+            # The drafter runs over every row, unless no row can use its drafts (all mid-prefill:
+            # vLLM 0.33's model runner then skips drafting).
+            rows = num_decode + len(chunks) if out.sampling else 0
+            seconds = self.cost.spec_iteration_time(num_decode, context, chunks, verify, rows)
+            cost = (num_decode, context, chunks, verify, rows)
         else:
             num_decode = out.num_compact + out.padded
             context = out.compact_context + out.padded_context
@@ -463,6 +487,8 @@ class Engine:
         rows = self.scheduler.describe(out)
         if cost[0] == "encoder":
             breakdown = self.cost.encoder_pass(cost[1], cost[2])
+        elif len(cost) == 5:  # (speculative decoding's: verified drafts and rows too)
+            breakdown = self.cost.spec_iteration(*cost)
         else:
             breakdown = self.cost.iteration(*cost)
         # An encoder pass lists no per-request work: each input is one whole pass (the views
@@ -545,6 +571,8 @@ class Engine:
         calling step()."""
         n = 0
         stretch = getattr(self.scheduler, "async_stretch" if self._async else "decode_stretch", None)
+        if self.speculative is not None:
+            stretch = None  # (one iteration at a time: a decoder's tokens per step vary)
         asynchronous = self._async
         arrivals = self.arrivals
         cost = self.cost
@@ -614,6 +642,8 @@ class Engine:
         metrics = self.metrics.summary(duration, **options)
         for key, value in self.prefix_cache_stats().items():
             metrics.setdefault(key, value)
+        for key, value in self.spec_decode_stats().items():
+            metrics.setdefault(key, value)
         return RunSummary(self.scenario, metrics, self.metrics.pool_summary(),
                           self.iteration, self.metrics.records, self.metrics.failed)
 
@@ -630,6 +660,26 @@ class Engine:
             "prefix_cache_hit_rate": hits / queries if queries else 0.0,
             "prefix_cache_preempted_queries": p_queries,
             "prefix_cache_preempted_hits": p_hits,
+        }
+
+    def spec_decode_stats(self) -> dict:
+        """Speculative decoding so far, as `vllm bench serve` reports it from vLLM's
+        vllm:spec_decode_* counters ({} without speculative decoding): drafts (verifications),
+        draft tokens, accepted tokens, the acceptance rate (%, accepted / draft tokens), the mean
+        acceptance length (1 + accepted / drafts) and the acceptance rate per draft position
+        (accepted at that position / drafts). As in vLLM, the padding rows of a request admitted
+        with one token count as drafts (none accepted), and so do an async step's placeholder
+        drafts the drafter found nothing for."""
+        if self.speculative is None:
+            return {}
+        drafts, draft_tokens, accepted, per_position = self.scheduler.spec_stats
+        return {
+            "spec_decode_acceptance_rate": 100.0 * accepted / draft_tokens if draft_tokens else 0.0,
+            "spec_decode_acceptance_length": 1.0 + accepted / drafts if drafts else 1.0,
+            "spec_decode_num_drafts": drafts,
+            "spec_decode_draft_tokens": draft_tokens,
+            "spec_decode_accepted_tokens": accepted,
+            "spec_decode_per_position_acceptance_rates": [n / drafts if drafts else 0.0 for n in per_position],
         }
 
     # -- for the UI

@@ -146,4 +146,13 @@ def model_values(config: Mapping[str, Any], source: str) -> dict[str, Any]:
             "kv_heads": s.num_key_value_heads, "q_heads": s.num_attention_heads, "head_dim": s.head_dim,
             "hidden": s.hidden_size, "max_model_len": s.max_position_embeddings, "bytes_per_param": 2.0,
             "vocab_size": s.vocab_size, "tie_word_embeddings": s.tie_word_embeddings,
-            "intermediate_size": s.intermediate_size}
+            "intermediate_size": s.intermediate_size,
+            "mtp_layers": _mtp_layers(config, source)}
+
+
+def _mtp_layers(config: Mapping[str, Any], source: str) -> int:
+    """The multi-token-prediction layers the checkpoint ships (num_nextn_predict_layers)."""
+    value = config.get("num_nextn_predict_layers", 0) or 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ProfileError(f"{source}: num_nextn_predict_layers must be a whole number >= 0, got {value!r}")
+    return value

@@ -175,6 +175,9 @@ class ModelProfile:
     """The MLP's inner size (0: unknown; a profile from a config.json has it)."""
     aliases: tuple[str, ...] = ()
     """Other Hugging Face ids of the same shape (the base model, older names)."""
+    mtp_layers: int = 0
+    """Multi-token-prediction layers shipped beside the model (config.json's num_nextn_predict_layers):
+    what `--speculative-config`'s method mtp drafts with (0: none)."""
 
     @property
     def embedding_params(self) -> float:
@@ -229,6 +232,12 @@ def _positive_int(value: Any) -> int:
         raise _BadValue("it must be a whole number")
     if value <= 0:
         raise _BadValue("it must be a positive whole number")
+    return value
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _BadValue("must be a whole number >= 0")
     return value
 
 
@@ -300,6 +309,7 @@ _MODEL_KEYS: dict[str, _Checker] = {
     "tie_word_embeddings": _bool,
     "intermediate_size": _positive_int,
     "aliases": _names,
+    "mtp_layers": _count,
     **_EFFICIENCY_KEYS,
     # A model table may instead spell the model as its Hugging Face config.json does.
     **{key: _any for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
@@ -579,6 +589,10 @@ class Deployment:
     enforce_eager: bool | None = None
     """`--enforce-eager`: no CUDA graphs, so the host launches every kernel of every forward pass
     (`eager_launch_s`), and no batch is padded to a graph's size."""
+    draft: Any = None
+    """Speculative decoding's drafter on the GPU (`sim.speculative.DraftShape`), or None: its
+    weights and its KV (kept in the same blocks as the target's) take room from the KV cache, and
+    `sim.cost` prices its passes."""
 
     def __post_init__(self) -> None:
         self._check_dials()
@@ -646,8 +660,20 @@ class Deployment:
 
     @property
     def bytes_per_block(self) -> float:
-        """Size of one KV-cache block on each GPU (the unit the cache is counted in)."""
-        return self.kv_bytes_per_token_per_gpu * self.block_size
+        """Size of one KV-cache block on each GPU (the unit the cache is counted in), the drafter's
+        KV for its tokens included."""
+        return (self.kv_bytes_per_token_per_gpu + self.draft_kv_bytes_per_token_per_gpu) * self.block_size
+
+    @property
+    def draft_weight_bytes_per_gpu(self) -> float:
+        """The drafter's weights on each GPU (all of them at a draft tensor-parallel size of 1)."""
+        d = self.draft
+        return d.weight_bytes / d.tensor_parallel_size if d is not None else 0.0
+
+    @property
+    def draft_kv_bytes_per_token_per_gpu(self) -> float:
+        d = self.draft
+        return d.kv_bytes_per_token / d.tensor_parallel_size if d is not None else 0.0
 
     # -- KV cache size -----------------------------------------------------------------------
 
@@ -658,7 +684,7 @@ class Deployment:
         if self.kv_cache_memory_bytes is not None:
             return float(self.kv_cache_memory_bytes)
         return (self.gpu_memory_utilization * self.gpu.memory_bytes
-                - self.weight_bytes_per_gpu - self.reserve_bytes)
+                - self.weight_bytes_per_gpu - self.draft_weight_bytes_per_gpu - self.reserve_bytes)
 
     @property
     def num_gpu_blocks(self) -> int:
@@ -718,12 +744,14 @@ class Deployment:
     def _blocks_with(self, tensor_parallel_size: int) -> int:
         """KV-cache blocks (floor, as vLLM divides) if the model were split over that many GPUs."""
         m = self.model
-        weights = self.weight_bytes / tensor_parallel_size
+        weights = self.weight_bytes / tensor_parallel_size + self.draft_weight_bytes_per_gpu
         free = self.gpu_memory_utilization * self.gpu.memory_bytes - weights - self.reserve_bytes
         if self.kv_cache_memory_bytes is not None:
             free = self.kv_cache_memory_bytes
         kv_heads = max(1.0, m.kv_heads / tensor_parallel_size)
         block = 2 * m.layers * kv_heads * m.head_dim * self.kv_dtype_bytes * self.block_size
+        if self.draft is not None:  # (a block holds the drafter's KV for its tokens too)
+            block += self.draft_kv_bytes_per_token_per_gpu * self.block_size
         return max(0, math.floor(free / block))
 
     def _heads_split(self, tensor_parallel_size: int) -> bool:
@@ -733,7 +761,7 @@ class Deployment:
         return m.q_heads % tensor_parallel_size == 0 and kv_ok
 
     def _weights_fit(self, tensor_parallel_size: int) -> bool:
-        weights = self.weight_bytes / tensor_parallel_size
+        weights = self.weight_bytes / tensor_parallel_size + self.draft_weight_bytes_per_gpu
         room = self.gpu_memory_utilization * self.gpu.memory_bytes - self.reserve_bytes
         if self.kv_cache_memory_bytes is not None:  # vLLM then places weights, reserve and cache in all of it
             room = self.gpu.memory_bytes - self.reserve_bytes - self.kv_cache_memory_bytes

@@ -52,13 +52,17 @@ class IterationCostParts:
     tensor_core_share: float = 0.0  # FLOPs ÷ (time × dense bf16 peak)
     linear: float = 0.0
     """The linear layers' time, weights and compute overlapped: sqrt(weights² + compute²)."""
+    draft: float = 0.0
+    """Speculative decoding: the drafter's passes after the target's (0 without a drafter)."""
 
     def terms(self) -> tuple[tuple[str, float], ...]:
         """(name, seconds) parts whose sum, in this order, is `total`: the linear layers
-        (weights and compute overlapped), the KV read, prefill attention, all-reduce, overhead."""
-        return (("linear", self.linear), ("kv_read", self.kv_read),
-                ("prefill_attention", self.prefill_attention), ("allreduce", self.allreduce),
-                ("overhead", self.overhead))
+        (weights and compute overlapped), the KV read, prefill attention, all-reduce, overhead,
+        and the drafter's passes when there are any."""
+        parts = (("linear", self.linear), ("kv_read", self.kv_read),
+                 ("prefill_attention", self.prefill_attention), ("allreduce", self.allreduce),
+                 ("overhead", self.overhead))
+        return parts + (("draft", self.draft),) if self.draft else parts
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ class Request:
         "first_token_iteration", "finish_iteration", "finish_reason", "max_gap",
         "num_output_placeholders", "prompt_segments", "output_segment", "named", "num_cached_tokens",
         "kv_run", "kv_shared", "kv_own", "_hashes", "client_queue_time",
+        "num_drafts", "prefill_chunk", "spec_verifications", "spec_scheduled", "spec_accepted", "tokens_sampled",
     )
 
     def __init__(self, request_id: str, arrival_time: float, prompt_len: int, output_len: int,
@@ -70,6 +71,17 @@ class Request:
         self.kv_own = 0
         self.kv_run = None
         self._hashes: list[int] | None = None
+        # Speculative decoding: the drafts offered to the next schedule (vLLM's
+        # len(spec_token_ids)); whether the last batch scheduled left it short of its known
+        # tokens (vLLM's is_prefill_chunk); and its totals: verifications (steps with a
+        # drafter's drafts scheduled), draft tokens scheduled (padding included) and accepted,
+        # tokens sampled before a stop trimmed them.
+        self.num_drafts = 0
+        self.prefill_chunk = False
+        self.spec_verifications = 0
+        self.spec_scheduled = 0
+        self.spec_accepted = 0
+        self.tokens_sampled = 0
 
     def block_hashes(self, block_size: int) -> list[int]:
         """The chained hashes of the full blocks of its named tokens (computed once; named

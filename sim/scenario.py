@@ -16,9 +16,11 @@ from .errors import ConfigError, SimError
 from .workload import WorkloadSpec
 
 DEPLOYMENT_KEYS = ("gpu", "model", "tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization",
-                   "block_size", "num_gpu_blocks_override", "quantization", "kv_cache_memory_bytes", "enforce_eager")
+                   "block_size", "num_gpu_blocks_override", "quantization", "kv_cache_memory_bytes", "enforce_eager",
+                   "speculative_config")
 # Deployment keys a scenario leaves out of its dict while unset (files saved before them read the same).
-_UNSET_LEFT_OUT = ("num_gpu_blocks_override", "quantization", "kv_cache_memory_bytes", "enforce_eager")
+_UNSET_LEFT_OUT = ("num_gpu_blocks_override", "quantization", "kv_cache_memory_bytes", "enforce_eager",
+                   "speculative_config")
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,8 @@ class Scenario:
     quantization: str | None = None  # --quantization: the weight format (None: the model's bf16)
     kv_cache_memory_bytes: int | None = None  # --kv-cache-memory-bytes: the KV cache per GPU
     enforce_eager: bool | None = None  # --enforce-eager: no CUDA graphs
+    # --speculative-config: vLLM's JSON ("" or None: no speculative decoding; `sim.speculative`)
+    speculative_config: str | None = None
     engine: dict = field(default_factory=dict)
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
     seed: int = 0
@@ -63,8 +67,22 @@ class Scenario:
                                                   self.hf_config_path)
         return profiles
 
+    def speculative(self):
+        """The checked `--speculative-config` (a `sim.speculative.SpeculativeConfig`), or None."""
+        from .speculative import parse
+
+        return parse(self.speculative_config)
+
     def deployment(self, profiles=None):
         profiles = profiles or self.profiles()
+        draft = None
+        spec = self.speculative()
+        if spec is not None:
+            from .profiles import KV_CACHE_DTYPE_BYTES
+            from .speculative import draft_shape
+
+            kv_bytes = KV_CACHE_DTYPE_BYTES.get(self.kv_cache_dtype, 2)
+            draft = draft_shape(spec, profiles.model(self.model), profiles, self.tensor_parallel_size, kv_bytes)
         return profiles.deployment(
             self.gpu, self.model,
             tensor_parallel_size=self.tensor_parallel_size,
@@ -75,6 +93,7 @@ class Scenario:
             quantization=self.quantization,
             kv_cache_memory_bytes=self.kv_cache_memory_bytes,
             enforce_eager=self.enforce_eager,
+            draft=draft,
         )
 
     def cost_model(self, profiles=None):
@@ -99,6 +118,18 @@ class Scenario:
                               "a known dial: " + ", ".join(EngineConfig.field_names()))
         base.update(self.engine)
         config = EngineConfig(**base)
+        spec = self.speculative()
+        if spec is not None and config.batching != "continuous":
+            raise ConfigError("speculative_config", spec.method, "unset: speculative decoding runs with continuous "
+                                                                 "batching only", "as in vLLM")
+        if spec is not None and spec.draft_slots_per_seat and config.max_num_scheduled_tokens is None:
+            # vLLM takes a draft model's input slots off the budget, for every seat.
+            config = replace(config, max_num_scheduled_tokens=(
+                config.max_num_batched_tokens - spec.draft_slots_per_seat * config.max_num_seqs))
+            if config.max_num_scheduled_tokens <= 0:
+                raise ConfigError("engine.max_num_batched_tokens", config.max_num_batched_tokens,
+                                  f"more than {{engine.max_num_seqs}} ({config.max_num_seqs})",
+                                  "a draft model takes one slot a seat off the budget, as vLLM does")
         config.validate()
         return config
 

@@ -3,6 +3,10 @@
 A case (see `tests/data/vllm-scheduler-cases.json`) gives a scheduler `config` and `requests`
 that arrive at a given iteration (`arrival_step`, 1-based). Running it here yields the same
 record the reference file keeps under `expected`, so the two can be compared field for field.
+A case with a `speculative_config` runs speculative decoding with each request's `accept`
+pattern as the runner's verdicts (`sim.speculative.PatternAcceptance`) and records the spec
+fields of `tests/data/vllm-scheduler-cases-spec.json` (drafts scheduled and accepted, tokens
+sampled and delivered, drafts held, ...).
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ from pathlib import Path
 from .config import EngineConfig
 from .errors import ConfigError, NotModelled, RequestRejected, SimError
 from .kv import BlockPool
-from .request import Request, check_request, check_segments
+from .request import RUNNING, Request, check_request, check_segments
 from .schedulers.continuous import ContinuousScheduler
+from .speculative import PatternAcceptance
+from .speculative import parse as parse_speculative
 
 CONFIG_KEYS = {
     "block_size", "num_blocks", "usable_blocks", "max_num_batched_tokens", "max_num_seqs",
@@ -23,7 +29,7 @@ CONFIG_KEYS = {
     # vLLM 0.33's (optional: absent is vLLM's default)
     "max_num_scheduled_tokens", "max_num_active_seqs", "long_prefill_token_threshold_adaptive",
 }
-SET_FIELDS = ("emitted_token", "preempted", "finished", "finish_processed_in_this_call")
+SET_FIELDS = ("emitted_token", "preempted", "finished", "finish_processed_in_this_call", "spec_padding")
 FIELD_ALIASES = {
     # Older async cases name three fields by the engine call rather than the step.
     "free_blocks_end_of_call": "free_blocks_end_of_step",
@@ -109,7 +115,13 @@ def run_case(case: dict) -> dict:
     if not isinstance(case["requests"], list) or not all(isinstance(r, dict) for r in case["requests"]):
         raise ConfigError("requests", case["requests"], "a list of request objects")
     config, pool = config_from_case(case["config"])
-    sched = ContinuousScheduler(config, pool, compact_async=False)  # (explicit: the trace lists each request)
+    speculative = parse_speculative(case.get("speculative_config"))
+    acceptance = None
+    if speculative is not None:
+        acceptance = PatternAcceptance({str(r.get("id", i)): _accept_pattern(str(r.get("id", i)), r)
+                                        for i, r in enumerate(case["requests"]) if isinstance(r, dict)})
+    sched = ContinuousScheduler(config, pool, compact_async=False,  # (explicit: the trace lists each request)
+                                speculative=speculative, acceptance=acceptance)
     caching = pool.caching
     asynchronous = config.async_scheduling
     specs = []
@@ -157,9 +169,12 @@ def run_case(case: dict) -> dict:
             # The batch just scheduled samples now; its output is processed in the next call.
             sampled = out.sampling
             for req in sampled:
-                if req.num_output_tokens + req.num_output_placeholders == 1:
+                if req.num_output_tokens + req.num_output_placeholders == 1 + (out.spec or {}).get(req, 0):
                     first_token_step.setdefault(req.request_id, step)
-            last = [req for req in sampled if _last_token_in_flight(req, config.max_model_len)]
+            if speculative is None:
+                last = [req for req in sampled if _last_token_in_flight(req, config.max_model_len)]
+            else:
+                last = [req for req in sampled if _last_token_sampled(req, out, config.max_model_len)]
             processed, in_flight = in_flight, (out if not out.is_empty else None)
             result = sched.update_from_output(processed) if processed is not None else None
             emitted = [req.request_id for req in sampled]
@@ -194,6 +209,8 @@ def run_case(case: dict) -> dict:
             record["prefix_hit_tokens"] = hits
             record["cached_blocks"] = pool.cached
             record["evictable_blocks"] = pool.evictable
+        if speculative is not None:
+            record.update(_spec_fields(sched, out, processed if asynchronous else out, asynchronous))
         steps.append(record)
     trace = {
         "steps": steps,
@@ -204,7 +221,65 @@ def run_case(case: dict) -> dict:
     }
     if caching:
         trace["num_cached_tokens"] = {req.request_id: max(0, req.num_cached_tokens) for req in arrived}
+    if speculative is not None:
+        # (A case's requests ignore EOS: reaching output_len is vLLM's max_tokens, "length".)
+        trace["finish_reason"] = {req.request_id: "length" if req.finish_reason in ("stop", "length")
+                                  else req.finish_reason for req in arrived if req.finish_reason}
+        trace["spec_totals"] = {req.request_id: {
+            "verifications": req.spec_verifications, "spec_tokens_scheduled": req.spec_scheduled,
+            "spec_tokens_accepted": req.spec_accepted, "tokens_sampled": req.tokens_sampled,
+            "num_output_tokens": req.num_output_tokens} for req in arrived}
     return trace
+
+
+def _accept_pattern(rid: str, r: dict) -> list[int]:
+    """A request's acceptance pattern (its 'accept' list: drafts accepted at its v-th verification,
+    repeating); [0] when it has none."""
+    pattern = r.get("accept", [0])
+    if (not isinstance(pattern, list) or not pattern
+            or not all(isinstance(a, int) and not isinstance(a, bool) and a >= 0 for a in pattern)):
+        raise RequestRejected(rid, f"its 'accept' must be a list of whole numbers >= 0, got {pattern!r}")
+    return pattern
+
+
+def _last_token_sampled(req: Request, out, max_model_len: int) -> bool:
+    """Speculative decoding under async scheduling: this batch's tokens (1 + drafts accepted) are
+    the request's last ones, counting every token sampled for it so far."""
+    sampled = req.tokens_sampled
+    this = 1 + (out.accepted or {}).get(req, 0)
+
+    def done(tokens: int) -> bool:
+        return tokens >= req.output_len or req.prompt_len + tokens >= max_model_len
+
+    return done(sampled) and not done(sampled - this)
+
+
+def _spec_fields(sched: ContinuousScheduler, out, processed, asynchronous: bool) -> dict:
+    """A step's speculative decoding fields (the spec file's conventions): of the batch scheduled
+    this call, the drafts scheduled, the padded admissions, the drafts accepted and the tokens
+    sampled; the tokens appended by the batch processed this call; the blocks and drafts each
+    running request holds at the end; and synchronously the drafts proposed after the step, or
+    under async scheduling the tokens in flight."""
+    spec = out.spec or {}
+    accepted = out.accepted or {}
+    running = list(sched.running)
+    fields = {
+        "scheduled_spec_tokens": {req.request_id: n for req, n in spec.items()},
+        "spec_padding": [req.request_id for req in out.spec_padding or ()],
+        "accepted_spec_tokens": {req.request_id: a for req, a in accepted.items()},
+        "sampled_tokens": {req.request_id: 1 + accepted.get(req, 0) for req in out.sampling},
+        "new_tokens_delivered": {req.request_id: n for req, n in
+                                 ((processed.delivered or {}).items() if processed is not None else ())},
+        "blocks_held_end_of_step": {req.request_id: sched.pool.held(req.request_id) for req in running},
+        "draft_tokens_end_of_step": {req.request_id: req.num_drafts for req in running},
+    }
+    if asynchronous:
+        fields["num_output_placeholders_end_of_step"] = {req.request_id: req.num_output_placeholders
+                                                         for req in running}
+    else:
+        fields["drafts_proposed"] = {req.request_id: req.num_drafts for req in out.sampling
+                                     if req.status == RUNNING}
+    return fields
 
 
 def _segments(rid: str, r: dict) -> tuple[tuple[str, int], ...] | None:
@@ -236,8 +311,9 @@ def compare(expected: dict, actual: dict) -> list[str]:
     spelling of the fields older async cases name differently)."""
     expected = _canonical(expected)
     diffs: list[str] = []
-    for key in ("first_token_step", "finish_step", "num_preemptions", "last_step", "num_cached_tokens"):
-        if key == "num_cached_tokens" and key not in expected:
+    for key in ("first_token_step", "finish_step", "num_preemptions", "last_step", "num_cached_tokens",
+                "finish_reason", "spec_totals"):
+        if key in ("num_cached_tokens", "finish_reason", "spec_totals") and key not in expected:
             continue
         if expected.get(key) != actual.get(key):
             diffs.append(f"{key}: expected {expected.get(key)!r}, got {actual.get(key)!r}")

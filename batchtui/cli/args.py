@@ -29,6 +29,11 @@ PREFIX_REPETITION = {
 serve's). The dataset's lengths are exact: its prompts' own part and its answers are fixed."""
 
 
+# vllm serve's shorthands for keys of --speculative-config (vLLM 0.33's EngineArgs.create_speculative_config).
+SPEC_SHORTHANDS = (("--spec-method", "method", str, "NAME"), ("--spec-model", "model", str, "ID"),
+                   ("--spec-tokens", "num_speculative_tokens", int, "K"))
+
+
 def add_setup_args(p: argparse.ArgumentParser) -> None:
     from sim.profiles import BUILTIN_PROFILES
 
@@ -57,6 +62,9 @@ def add_setup_args(p: argparse.ArgumentParser) -> None:
         group.add_argument(f.flag, dest=f.dial, **f.kwargs)
         for short in BY_FLAG[f.flag].aliases if f.flag in BY_FLAG else ():  # -tp, -q: vLLM's short spellings
             group.add_argument(short, dest=f.dial, **{**f.kwargs, "help": argparse.SUPPRESS})
+    for flag, key, kind, meta in SPEC_SHORTHANDS:
+        g.add_argument(flag, type=kind, metavar=meta, dest=o.dest(flag),
+                       help=f"speculative decoding's {key}, merged into --speculative-config as vLLM does")
     e.add_argument("--dtype", choices=DTYPES, metavar="DTYPE",
                    help="weights' and activations' type: auto, half, float16 or bfloat16 (2 bytes, as the "
                         "profiles assume); float32 is refused")

@@ -279,6 +279,8 @@ def dial_type(spec: DialSpec):
 def _metavar(spec: DialSpec) -> str:
     if spec.flag_scale == 1000.0 and spec.unit == "s":
         return "MS"
+    if spec.type == "text":
+        return "JSON"
     return "N" if spec.type == "int" else "F"
 
 

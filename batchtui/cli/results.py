@@ -77,6 +77,9 @@ def setup_text(scenario, deployment, config, swept: str | None = None) -> str:
     traffic = traffic_text(scenario.workload, swept)
     if not model.has_kv_cache:  # an encoder answers in one pass: output lengths do not apply
         traffic = traffic.rsplit(" / ", 1)[0] + " (one pass each)"
+    spec = scenario.speculative() if config.batching == "continuous" else None
+    if spec is not None:
+        dials += f"; speculative decoding {spec.describe()}"
     text = f"Simulated {model.name} on {on}: {dials}; {cache}. Traffic: {traffic}, seed {scenario.seed}."
     return textwrap.fill(text, width=100)
 
@@ -231,6 +234,16 @@ def result_block(summary, config, deployment, *, workload=None, percentile_metri
         out.append(_line(f"Median {short} (ms):", client[f"median_{key}_ms"]))
         for q in percentiles:
             out.append(_line(f"P{pword(q)} {short} (ms):", client[f"p{pword(q)}_{key}_ms"]))
+    if "spec_decode_num_drafts" in m:  # as vllm bench serve prints it from vLLM's counters
+        out += [_header("Speculative Decoding", "-"),
+                _line("Acceptance rate (%):", m["spec_decode_acceptance_rate"]),
+                _line("Acceptance length:", m["spec_decode_acceptance_length"]),
+                _line("Drafts:", m["spec_decode_num_drafts"]),
+                _line("Draft tokens:", m["spec_decode_draft_tokens"]),
+                _line("Accepted tokens:", m["spec_decode_accepted_tokens"]),
+                "Per-position acceptance (%):"]
+        out += [_line(f"  Position {i}:", 100.0 * rate)
+                for i, rate in enumerate(m["spec_decode_per_position_acceptance_rates"])]
     out.append(_header("Simulator", "-"))
     out.extend(simulator_lines(summary, config, deployment))
     out.append("=" * WIDTH)
@@ -378,9 +391,17 @@ def bench_result(run, setup, *, date: str, label: str | None = None, percentiles
         "prefix_cache_queries": m.get("prefix_cache_queries", 0), "prefix_cache_hits": m.get("prefix_cache_hits", 0),
         "prefix_cache_hit_rate": m.get("prefix_cache_hit_rate", 0.0),
     })
+    for key in SPEC_DECODE_KEYS:  # (vllm bench serve's keys, present only with speculative decoding)
+        if key in m:
+            out[key] = m[key]
     if len(run.summary.pools) > 1:
         out["pools"] = run.summary.pools
     return out
+
+
+SPEC_DECODE_KEYS = ("spec_decode_acceptance_rate", "spec_decode_acceptance_length", "spec_decode_num_drafts",
+                    "spec_decode_draft_tokens", "spec_decode_accepted_tokens",
+                    "spec_decode_per_position_acceptance_rates")
 
 
 def dump_json(sink, data: dict, indent: int | None = 2) -> None:
@@ -439,6 +460,9 @@ def flat_metrics(metrics: dict) -> dict:
         if isinstance(v, dict):
             if k == "binding_limit_counts":
                 out.update({f"binding_{name}": v.get(name, 0) for name in BINDING_LIMITS})
+            continue
+        if isinstance(v, list):  # speculative decoding's acceptance by position: a column each
+            out.update({f"{k}_{i}": x for i, x in enumerate(v)})
             continue
         out[k] = v
     return out

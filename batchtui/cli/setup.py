@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import math
 import os
 from dataclasses import replace
@@ -143,6 +144,9 @@ def build_setup(args: argparse.Namespace, *, rate_flag: bool = True, traffic: bo
     where = {f.dial: f.where for f in o.engine_flags()}
     for dial, value in o.given_dials(args).items():
         (changes if where[dial] == "deployment" else engine)[dial] = value
+    shorthands = _spec_shorthands(args, changes.get("speculative_config", sc.speculative_config))
+    if shorthands is not None:
+        changes["speculative_config"] = shorthands
     sc = replace(sc, **changes)
     model = profiles.model(sc.model)
     if model.kind == "encoder" and "batching" not in engine and "batching" not in sc.engine:
@@ -310,6 +314,27 @@ def _check_like_vllm(args, sc: Scenario, profiles, model) -> None:
                             f"allowed: at most {fits:,} blocks fit in GPU memory at "
                             f"--gpu-memory-utilization {sc.gpu_memory_utilization:g} (vLLM would run out "
                             "of memory allocating the cache)")
+
+
+def _spec_shorthands(args, text: str | None) -> str | None:
+    """--speculative-config with --spec-method, --spec-model and --spec-tokens merged in, as vLLM
+    merges them (a key given both ways is refused); None when none is given."""
+    given = [(flag, key, getattr(args, o.dest(flag), None)) for flag, key, _, _ in a.SPEC_SHORTHANDS]
+    given = [(flag, key, value) for flag, key, value in given if value is not None]
+    if not given:
+        return None
+    try:
+        config = json.loads(text) if text else {}
+    except json.JSONDecodeError:
+        config = None
+    if not isinstance(config, dict):
+        raise UserError(f"argument --speculative-config: {text!r} is not a JSON object")
+    for flag, key, value in given:
+        if key in config or key.replace("_", "-") in config:
+            raise UserError(f"argument {flag}: {flag} and --speculative-config['{key}'] are mutually exclusive "
+                            "(as in vLLM)")
+        config[key] = value
+    return json.dumps(config)
 
 
 def _check_serve_flags(args) -> None:

@@ -147,7 +147,7 @@ model_tag (positional) | v | modelled | | the model, as --model
 --async-scheduling | b | modelled | | the next batch is scheduled while this one runs
 --cudagraph-capture-sizes | + | refused | | {_GRAPH_SIZES}
 --max-cudagraph-capture-size | v | refused | | {_GRAPH_SIZES}
---speculative-config,-sc | v | refused | | speculative decoding (draft tokens verified in one pass) is not modelled
+--speculative-config,-sc | v | modelled | | speculative decoding as vLLM 0.33 schedules it (eagle, eagle3, mtp, ngram, draft_model): drafts in the token budget, rejected ones rolled back, the drafter's passes priced, acceptance per draft position from published vLLM runs or the config's synthetic_acceptance_rates; other methods and keys are refused
 --kv-transfer-config | v | refused | | disaggregated prefill and KV transfer between instances are not modelled
 --kv-events-config | v | recorded | | {_LOG}
 --compilation-config,-cc | v | recorded | | torch.compile options: the profiles' efficiencies are those of a compiled model ({_GRAPHS})
@@ -325,7 +325,7 @@ model_tag (positional) | v | modelled | | the model, as --model
 --logging-config | v | recorded | | {_LOG}
 --profiler-config | v | recorded | | {_LOG}
 --watchdog-config | v | recorded | | {_LOG}
---max-num-scheduled-tokens | v | modelled | | the tokens one iteration may schedule: vLLM 0.33's scheduler spends it and --max-num-batched-tokens together (they differ only by speculative decoding's draft slots, which is refused), so the lower binds
+--max-num-scheduled-tokens | v | modelled | | the tokens one iteration may schedule: vLLM 0.33's scheduler spends it and --max-num-batched-tokens together, so the lower binds; unset with a draft model (method draft_model), vLLM sets it one slot a seat below --max-num-batched-tokens
 --max-num-active-seqs | v | modelled | | the most requests admitted to run at once, at most --max-num-seqs (which in vLLM still sizes the runner and its CUDA graphs)
 --long-prefill-token-threshold-adaptive | b | modelled | | the long-prefill cap floored at --max-num-batched-tokens divided by the running and waiting requests, as vLLM 0.33's scheduler does
 --max-num-queued-reqs | v | refused | | vLLM answers HTTP 503 to requests past this many in flight; the simulator rejects no request (its client waits instead: use --max-concurrency)
@@ -334,9 +334,9 @@ model_tag (positional) | v | modelled | | the model, as --model
 --watermark | v | modelled | | share of the KV blocks kept free when admitting waiting or preempted requests, as vLLM's KV cache manager does
 --prefill-schedule-interval | v | refused | 1 | prefill admitted only every N steps (decode-only steps between) is not modelled: only 1 (the default) is accepted
 --stream-interval | v | refused | 1 | tokens sent N at a time change the inter-token latency the client measures, which the simulator does not model: only 1 (the default) is accepted
---spec-method | v | refused | | speculative decoding (draft tokens verified in one pass) is not modelled
---spec-model | v | refused | | speculative decoding (draft tokens verified in one pass) is not modelled
---spec-tokens | v | refused | | speculative decoding (draft tokens verified in one pass) is not modelled
+--spec-method | v | modelled | | the speculative config's method, as vLLM merges it (not beside the same key in --speculative-config)
+--spec-model | v | modelled | | the speculative config's draft head or model, as vLLM merges it
+--spec-tokens | v | modelled | | the speculative config's num_speculative_tokens, as vLLM merges it
 --diffusion-config,-dc | v | refused | | diffusion language models are not modelled
 --ec-transfer-config | v | recorded | | encoder cache transfer: {_MM}
 --ec-manager-config | v | recorded | | encoder cache: {_MM}
@@ -473,10 +473,12 @@ DATASET_REFUSALS = {
     "random-rerank": "reranking requests (scored pairs, no generation) are not modelled",
     "custom_audio": "audio prompts are not modelled: give --dataset-name custom with the text part",
     "custom_image": "image prompts are not modelled: give --dataset-name custom with the text part",
-    "speed_bench": "its prompts come from a downloaded benchmark meant for speculative decoding, which is not "
-                   "modelled: save the prompts as a custom JSON Lines file and give --dataset-name custom",
-    "spec_bench": "Spec-Bench's questions are meant for speculative decoding, which is not modelled: save the "
-                  "questions as a custom JSON Lines file and give --dataset-name custom --dataset-path FILE",
+    "speed_bench": "its prompts are downloaded from the Hugging Face Hub (the simulator reads local files only): save "
+                   "them as a custom JSON Lines file and give --dataset-name custom (how often drafts are accepted on "
+                   "them: the speculative config's synthetic_acceptance_rates)",
+    "spec_bench": "Spec-Bench's questions are downloaded (the simulator reads local files only): save them as a custom "
+                  "JSON Lines file and give --dataset-name custom --dataset-path FILE (how often drafts are accepted "
+                  "on them: the speculative config's synthetic_acceptance_rates)",
 }
 
 # Flags of earlier vLLM releases that vLLM 0.33 no longer has (the V0 engine's among them) and
@@ -503,7 +505,7 @@ OLDER_SERVE_ROWS = f"""
 --lora-extra-vocab-size | v | recorded | | {_LORA}
 --max-num-partial-prefills | v | modelled | | 1 (the default) as vLLM's V1 scheduler runs: any other value is refused as vLLM V1 refuses it (NotImplementedError: Concurrent Partial Prefill is not supported); vLLM 0.27 removed the flag
 --max-long-partial-prefills | v | modelled | | 1 (the default) as vLLM's V1 scheduler runs: any other value is refused as vLLM V1 refuses it; vLLM 0.27 removed the flag
---num-lookahead-slots | v | recorded | | speculative decoding only: not modelled, and 0 otherwise
+--num-lookahead-slots | v | recorded | | gone in vLLM 0.33: the KV slots a drafter needs come from --speculative-config
 --external-parameters | v | recorded | | extra parameters for a custom scheduler class: the simulator runs vLLM's own
 --cuda-graph-sizes | + | refused | | {_GRAPH_SIZES}
 --disable-log-requests | b | recorded | | {_LOG}
@@ -519,8 +521,8 @@ OLDER_SERVE_ROWS = f"""
 --worker-use-ray | b | recorded | | how worker processes are started: changes no timing
 --tokenizer-pool-size | v | recorded | | {_TOK}
 --tokenizer-pool-type | v | recorded | | {_TOK}
---speculative-model | v | refused | | speculative decoding (draft tokens verified in one pass) is not modelled
---num-speculative-tokens | v | refused | | speculative decoding (draft tokens verified in one pass) is not modelled
+--speculative-model | v | refused | | gone in vLLM 0.33: give the draft in --speculative-config (or --spec-model)
+--num-speculative-tokens | v | refused | | gone in vLLM 0.33: give num_speculative_tokens in --speculative-config (or --spec-tokens)
 """
 
 OLDER_BENCH_ROWS = f"""

@@ -3,6 +3,7 @@ real GPU: every dial the simulation assumed, spelled from the engine flag table.
 
 from __future__ import annotations
 
+import json
 import math
 import shlex
 
@@ -20,7 +21,7 @@ def serve_dials(setup, config=None) -> dict:
     sc = setup.scenario
     values = {**{k: getattr(sc, k) for k in ("tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization",
                                              "block_size", "num_gpu_blocks_override", "quantization",
-                                             "kv_cache_memory_bytes", "enforce_eager")},
+                                             "kv_cache_memory_bytes", "enforce_eager", "speculative_config")},
               **config.to_dict()}
     if values["kv_cache_dtype"] == "bf16":
         values["kv_cache_dtype"] = "bfloat16"
@@ -37,6 +38,8 @@ def _words(dials: dict) -> list[str]:
     for flag, value in dials.items():
         if isinstance(value, bool):
             words.append(flag if value else "--no-" + flag[2:])
+        elif isinstance(value, str):
+            words += [flag, shlex.quote(value)]  # (a JSON config, quoted for the shell)
         else:
             words += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
     return words
@@ -50,7 +53,7 @@ def llm_call(setup, config) -> str:
     """The same dials as arguments of vLLM's offline `LLM` class."""
     kwargs = {"model": hf_id(setup.deployment.model)}
     for flag, value in serve_dials(setup, config).items():
-        kwargs[o.dest(flag)] = value
+        kwargs[o.dest(flag)] = json.loads(value) if flag == "--speculative-config" else value  # (a dict there)
     return "LLM(" + ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) + ")"
 
 

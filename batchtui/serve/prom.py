@@ -107,6 +107,16 @@ class _EngineCollector:
                       stats["prefix_cache_hits"])
         yield counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.",
                       engine.metrics.num_preemptions)
+        if engine.speculative is not None:  # vLLM's SpecDecodingProm counters (speculative decoding only)
+            drafts, draft_tokens, accepted, per_position = sched.spec_stats
+            yield counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", drafts)
+            yield counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", draft_tokens)
+            yield counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.", accepted)
+            by_position = CounterMetricFamily("vllm:spec_decode_num_accepted_tokens_per_pos",
+                                              "Accepted tokens per draft position.", labels=[*LABELS, "position"])
+            for position, count in enumerate(per_position):
+                by_position.add_metric([*labels, str(position)], count)
+            yield by_position
         yield gauge("batchtui:time_scale", "Simulated seconds per real second (--time-scale); latencies in "
                     "these metrics are simulated seconds.", m.time_scale)
         yield gauge("batchtui:simulated_time_seconds", "The engine's simulated clock.", engine.time)

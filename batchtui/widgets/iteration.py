@@ -215,7 +215,7 @@ class IterationView(SimView):
         text.append("\n")
         # Line 2: what adds on, and the total.
         adds = [("KV", cost.kv_read, "iteration--kv"), ("attn", cost.prefill_attention, "iteration--compute"),
-                ("other", cost.allreduce + cost.overhead, "iteration--other")]
+                ("other", cost.allreduce + cost.overhead + cost.draft, "iteration--other")]  # (a drafter's passes)
         line = Text()
         for word, seconds, style in adds:
             line.append("+ ")

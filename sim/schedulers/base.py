@@ -21,7 +21,8 @@ class SchedulerOutput:
 
     __slots__ = ("binding_limit", "num_compact", "compact_context", "padded", "padded_context",
                  "padded_prefill_tokens", "encoder_batch", "encoder_input_len", "wake_at", "compact_finished",
-                 "finished", "scheduled", "admitted", "preempted", "sampling", "joined")
+                 "finished", "scheduled", "admitted", "preempted", "sampling", "joined", "spec", "spec_padding",
+                 "accepted", "delivered")
 
     def __init__(self, **fields) -> None:
         self.binding_limit: str = "none"
@@ -41,6 +42,14 @@ class SchedulerOutput:
         self.preempted: list[Request] = []
         self.sampling: list[Request] = []  # of `scheduled`, those that sample a token
         self.joined: list[Request] = []  # explicit requests that became compact (set when processed)
+        # Speculative decoding (None without): the drafts scheduled with each request (those
+        # with >= 1), the requests admitted with one token that vLLM pads to 1 + K rows, the
+        # drafts the runner accepted for each verifying request, and (set when processed) the
+        # tokens appended to each request after a stop trimmed them.
+        self.spec: dict[Request, int] | None = None
+        self.spec_padding: list[Request] | None = None
+        self.accepted: dict[Request, int] | None = None
+        self.delivered: dict[Request, int] | None = None
         if fields:
             for name, value in fields.items():
                 if name not in SchedulerOutput.__slots__:
@@ -163,16 +172,23 @@ class Scheduler:
                     gaps[gap] = gaps.get(gap, 0) + 1
                 outputs += 1
                 req.num_output_tokens = outputs
-                if outputs >= req.output_len:
-                    req.finish_reason = "stop"
-                elif req.prompt_len + outputs >= max_model_len:
-                    req.finish_reason = "length"
-                else:
-                    continue
-                result.finished.append(req)
+                if stops(req, outputs, max_model_len):
+                    result.finished.append(req)
         result.num_emitted = len(sampling)
         result.gaps = list(gaps.items())
         return result
+
+
+def stops(req: Request, outputs: int, max_model_len: int) -> bool:
+    """Whether `outputs` tokens end the request, its finish reason set if so: "stop" at its
+    output length, "length" at max_model_len (vLLM's check_stop)."""
+    if outputs >= req.output_len:
+        req.finish_reason = "stop"
+    elif req.prompt_len + outputs >= max_model_len:
+        req.finish_reason = "length"
+    else:
+        return False
+    return True
 
 
 def record_token(req: Request, end: float, first_tokens: list[Request]) -> float | None:

@@ -22,7 +22,7 @@ from itertools import accumulate
 
 from ..kv import NO_HIT
 from ..request import FINISHED, PREEMPTED, RUNNING, Request
-from .base import Scheduler, SchedulerOutput, UpdateResult, WorkRow, is_decode, record_token
+from .base import Scheduler, SchedulerOutput, UpdateResult, WorkRow, is_decode, record_token, stops
 from .queues import make_queue
 from .running import RunningSet
 
@@ -37,14 +37,26 @@ MAX_STRETCH = 1 << 16
 class ContinuousScheduler(Scheduler):
     name = "continuous"
 
-    def __init__(self, config, pool, lazy_queue: bool = False, compact_async: bool | None = None) -> None:
+    def __init__(self, config, pool, lazy_queue: bool = False, compact_async: bool | None = None,
+                 speculative=None, acceptance=None) -> None:
         super().__init__(config, pool)
         self._lazy_queue = lazy_queue  # the queue may hold runs of requests in compact form
         self.waiting = make_queue(config.scheduling_policy, lazy=lazy_queue)
         self.async_scheduling = bool(getattr(config, "async_scheduling", False))
+        # Speculative decoding (`sim.speculative`): K drafts a step, the KV slots reserved past
+        # the scheduled tokens, and what accepts drafts (`Acceptance`, or a trace's patterns).
+        # Every request is then held explicitly: a decoder's tokens per step vary.
+        self.spec_k = speculative.k if speculative is not None else 0
+        self.spec_lookahead = speculative.lookahead_tokens if speculative is not None else 0
+        self.acceptance = acceptance
+        # vLLM's spec decode counters, of the batches processed: drafts (verifications), draft
+        # tokens, accepted tokens, and accepted tokens by position.
+        self.spec_stats = [0, 0, 0, [0] * self.spec_k]
+        self._spec_in_flight: dict[Request, int] = {}
         # Async scheduling with compact decoders: the batch schedule() made last, which the
         # update that follows (of the batch before it) lets decoders join.
-        self._compact_async = self.async_scheduling and (COMPACT_ASYNC if compact_async is None else compact_async)
+        self._compact_async = self.async_scheduling and not self.spec_k and (
+            COMPACT_ASYNC if compact_async is None else compact_async)
         self._next_out: SchedulerOutput | None = None
         self.running = RunningSet(pool, config.max_model_len, asynchronous=self._compact_async)
         self.watermark_blocks = int(config.watermark * pool.num_blocks)
@@ -122,6 +134,11 @@ class ContinuousScheduler(Scheduler):
         self.pool.free_request(req.request_id)
         req.status = PREEMPTED
         req.num_computed_tokens = 0
+        if self.spec_k:
+            # vLLM 0.33: its tokens in flight become stale output, delivered without touching
+            # the counters a resumption starts from.
+            req.num_drafts = 0
+            req.num_output_placeholders = 0
         req.num_preemptions += 1
         self.waiting.prepend_request(req)
         self._steady_binding = None
@@ -134,10 +151,33 @@ class ContinuousScheduler(Scheduler):
         in_flight = req.num_output_placeholders
         if in_flight and computed + 2 - in_flight >= req.prompt_len + req.output_len:
             return 0
-        n = req.prompt_len + req.num_output_tokens + in_flight - computed
+        n = req.prompt_len + req.num_output_tokens + in_flight + req.num_drafts - computed
         if 0 < threshold < n:
             n = threshold
         return n
+
+    def _slots(self, req: Request, n: int) -> int:
+        """The tokens whose KV slots `n` scheduled tokens need: with a drafter that keeps KV of its
+        own, K lookahead slots more, up to max_model_len (vLLM's allocate_slots)."""
+        total = req.num_computed_tokens + n
+        if self.spec_lookahead:
+            total += self.spec_lookahead
+            if total > self.config.max_model_len:
+                total = self.config.max_model_len
+        return total
+
+    def _take_drafts(self, req: Request, n: int, out: SchedulerOutput) -> None:
+        """A running request got `n` tokens: those past its known ones are its drafts (vLLM's
+        scheduled_spec_decode_tokens, cut by the budget or max_model_len); the drafts it held are
+        used up (new ones come after the step)."""
+        spec = n + req.num_computed_tokens - req.num_tokens - req.num_output_placeholders
+        if spec > 0:
+            if spec > req.num_drafts:
+                spec = req.num_drafts
+            if out.spec is None:
+                out.spec = {}
+            out.spec[req] = spec
+        req.num_drafts = 0
 
     def schedule(self) -> SchedulerOutput:
         cfg = self.config
@@ -173,13 +213,14 @@ class ContinuousScheduler(Scheduler):
             if n <= 0:
                 continue  # (its last token is in flight: the walk would skip it too)
             demand += n
-            blocks += pool.blocks_needed(req.request_id, req.num_computed_tokens + n)
+            blocks += pool.blocks_needed(req.request_id, self._slots(req, n))
             plan.append((req, n))
         if demand > budget:
             plan = None
         if plan is not None and blocks > pool.free and cfg.scheduling_policy == "fcfs":
             plan, blocks = self._preempt_latest(plan, blocks, out)
             decoders, decoder_blocks, decoder_context = running.coming_batch() if running.decoders else (0, 0, 0)
+        spec_k = self.spec_k
         if plan is not None and blocks <= pool.free:
             if decoders:
                 running.take_decode_blocks(decoder_blocks)
@@ -188,9 +229,11 @@ class ContinuousScheduler(Scheduler):
                 budget -= decoders
             caching = pool.caching
             for req, n in plan:
-                pool.try_allocate(req.request_id, req.num_computed_tokens + n)
+                pool.try_allocate(req.request_id, self._slots(req, n))
                 if caching:
                     pool.cache_blocks(req, req.num_computed_tokens + n)
+                if spec_k and req.num_drafts:
+                    self._take_drafts(req, n, out)
                 out.scheduled.append((req, n, req.num_computed_tokens, False))
                 budget -= n
         else:
@@ -211,7 +254,7 @@ class ContinuousScheduler(Scheduler):
                     req_index += 1
                     continue
                 ok = True
-                while not pool.try_allocate(req.request_id, computed + n):
+                while not pool.try_allocate(req.request_id, self._slots(req, n)):
                     if cfg.scheduling_policy == "priority":
                         victim = max(order, key=_victim_key)
                         order.remove(victim)
@@ -219,6 +262,8 @@ class ContinuousScheduler(Scheduler):
                             if work[0] is victim:  # already scheduled this step: it gives its tokens back
                                 del scheduled[i]
                                 budget += work[1]
+                                if out.spec:
+                                    out.spec.pop(victim, None)
                                 req_index -= 1
                                 break
                     else:
@@ -229,17 +274,30 @@ class ContinuousScheduler(Scheduler):
                         ok = False
                         break
                 if not ok:
+                    if cfg.scheduling_policy == "priority":
+                        # It was the lowest priority and preempted itself: the requests after it
+                        # rank higher and may fit in what it freed (vLLM 0.33 goes on with them).
+                        continue
                     break
                 if pool.caching:
                     pool.cache_blocks(req, computed + n)
+                if spec_k and req.num_drafts:
+                    self._take_drafts(req, n, out)
                 scheduled.append((req, n, computed, False))
                 budget -= n
                 req_index += 1
             if req_index < len(order):
                 work_left = True
 
-        # Then admit waiting requests, unless this iteration had to preempt.
+        # Then admit waiting requests, unless this iteration had to preempt. With speculative
+        # decoding, a request admitted with one token to compute, while no running request
+        # scheduled is prefilling and some are (or it has computed tokens: a prefix hit, a
+        # resumption), is padded to 1 + K rows so the batch stays a uniform decode for vLLM's CUDA
+        # graph: if the budget cannot take the padding it is not admitted; near max_model_len it
+        # goes unpadded.
         stop_reason = ""
+        pad = spec_k and not any(work[0].prefill_chunk for work in out.scheduled)
+        running_scheduled = bool(out.scheduled)
         if not out.preempted and waiting:
             members = running.members
             max_num_seqs = cfg.seats
@@ -259,6 +317,13 @@ class ContinuousScheduler(Scheduler):
                     hit = pool.find_cached(req)  # (a preempted request looks again)
                     computed = hit.num_blocks * pool.block_size
                 n = num_tokens - computed
+                padded = False
+                if pad and n == 1 and (running_scheduled or computed) and computed + spec_k + 2 <= max_model_len:
+                    if 1 + spec_k > budget:
+                        stop_reason = "token_budget"
+                        break
+                    n = 1 + spec_k
+                    padded = True
                 if 0 < threshold < n:
                     n = threshold
                 if n > budget:
@@ -276,7 +341,7 @@ class ContinuousScheduler(Scheduler):
                     if need + reserve > pool.free:
                         stop_reason = "kv_cache"
                         break
-                total = computed + n
+                total = computed + n + self.spec_lookahead
                 if total > max_model_len:
                     total = max_model_len
                 if hit is NO_HIT:
@@ -305,6 +370,14 @@ class ContinuousScheduler(Scheduler):
                 out.admitted.append(req)
                 scheduled.append((req, n, computed, False))
                 budget -= n
+                if padded:
+                    if out.spec is None:
+                        out.spec = {}
+                        out.spec_padding = []
+                    elif out.spec_padding is None:
+                        out.spec_padding = []
+                    out.spec[req] = spec_k
+                    out.spec_padding.append(req)
             if waiting and budget <= 0 and not stop_reason:
                 stop_reason = "token_budget"
 
@@ -321,20 +394,70 @@ class ContinuousScheduler(Scheduler):
         # a request whose known tokens are then all computed samples one in this batch (a
         # placeholder until its output is processed).
         scheduled = out.scheduled
-        for i, (req, n, before, _) in enumerate(scheduled):
-            in_flight = req.num_output_placeholders
-            if n == 1 and is_decode(req, n, before, in_flight):
-                scheduled[i] = (req, n, before, True)
-            computed = before + n
-            req.num_computed_tokens = computed
-            if computed >= req.prompt_len + req.num_output_tokens + in_flight:
-                req.num_output_placeholders = in_flight + 1
-                out.sampling.append(req)
+        if spec_k:
+            self._after_schedule_spec(out)
+        else:
+            for i, (req, n, before, _) in enumerate(scheduled):
+                in_flight = req.num_output_placeholders
+                if n == 1 and is_decode(req, n, before, in_flight):
+                    scheduled[i] = (req, n, before, True)
+                computed = before + n
+                req.num_computed_tokens = computed
+                if computed >= req.prompt_len + req.num_output_tokens + in_flight:
+                    req.num_output_placeholders = in_flight + 1
+                    out.sampling.append(req)
         steady = waiting and not scheduled and not out.preempted
         self._steady_binding = out.binding_limit if steady else None
         if self._compact_async:
             self._next_out = out
         return out
+
+    def _after_schedule_spec(self, out: SchedulerOutput) -> None:
+        """`schedule()`'s last part with speculative decoding (vLLM's `_update_after_schedule`, and
+        the runner): the scheduled tokens count as computed, a request whose known tokens are then
+        all computed samples (with its drafts verified; under async scheduling its next K drafts
+        are placeholders from now on), and the runner's verdict on each verification is drawn
+        now. A row of one token plus drafts is a decode (priced as one)."""
+        scheduled = out.scheduled
+        spec = out.spec or {}
+        padding = out.spec_padding or ()
+        asynchronous = self.async_scheduling
+        k = self.spec_k
+        verifying: list[Request] = []
+        drafts: list[int] = []
+        for i, (req, n, before, _) in enumerate(scheduled):
+            in_flight = req.num_output_placeholders
+            drafted = spec.get(req, 0)
+            if n - drafted == 1 and is_decode(req, 1, before, in_flight):
+                scheduled[i] = (req, n, before, True)
+            computed = before + n
+            req.num_computed_tokens = computed
+            if computed >= req.prompt_len + req.num_output_tokens + in_flight:
+                req.num_output_placeholders = in_flight + 1 + (drafted if asynchronous else 0)
+                req.prefill_chunk = False
+                if asynchronous:
+                    req.num_drafts = k  # placeholders: the runner fills in the drafts it proposes
+                out.sampling.append(req)
+                if drafted:
+                    req.spec_scheduled += drafted
+                    if req not in padding:
+                        verifying.append(req)
+                        drafts.append(drafted)
+            else:
+                req.prefill_chunk = True
+        # The tokens of each request the batch holds, until it is processed (vLLM's
+        # num_in_flight_tokens, which async scheduling's update caches blocks short of).
+        self._spec_in_flight = {work[0]: work[1] for work in scheduled} if asynchronous else {}
+        if spec:
+            accepted = dict.fromkeys(padding, 0)
+            if verifying:
+                for req, a in zip(verifying, self.acceptance.accepted(verifying, drafts, asynchronous)):
+                    accepted[req] = a
+                    req.spec_verifications += 1
+                    req.spec_accepted += a
+            out.accepted = accepted
+        for req in out.sampling:
+            req.tokens_sampled += 1 + (out.accepted.get(req, 0) if spec else 0)
 
     def _preempt_latest(self, plan: list[tuple[Request, int]], blocks: int,
                         out: SchedulerOutput) -> tuple[list[tuple[Request, int]], int]:
@@ -354,7 +477,7 @@ class ContinuousScheduler(Scheduler):
                     and victim.num_computed_tokens < self.config.max_model_len - 1 else 0
             else:
                 n = wanted.pop(id(victim), 0)  # (0: its last token is in flight, it wants none)
-            blocks -= pool.blocks_needed(victim.request_id, victim.num_computed_tokens + n)
+            blocks -= pool.blocks_needed(victim.request_id, self._slots(victim, n))
             self._preempt(victim)
             out.preempted.append(victim)
         if len(wanted) < len(plan):
@@ -365,6 +488,8 @@ class ContinuousScheduler(Scheduler):
                            end: float = 0.0) -> UpdateResult:
         """The batch ran from `start` to `end`: every request that sampled in it gets its token,
         those that reached their length finish, and new decoders join the compact form."""
+        if self.spec_k:
+            return self._update_spec(output, end)
         running = self.running
         result = UpdateResult()
         joinable = None
@@ -393,10 +518,8 @@ class ContinuousScheduler(Scheduler):
             gap = record_token(req, end, result.first_tokens)
             if gap is not None:
                 gap_order.append((running.members.get(req, math.inf), gap, 1))
-            if outputs >= req.output_len:
-                req.finish_reason = "stop"
-            elif req.prompt_len + outputs >= max_model_len:
-                req.finish_reason = "length"
+            if stops(req, outputs, max_model_len):
+                pass
             elif req.status == RUNNING and not self.async_scheduling:
                 running.join(req)
                 output.joined.append(req)
@@ -409,12 +532,7 @@ class ContinuousScheduler(Scheduler):
                 continue
             else:
                 continue
-            if req.status == RUNNING:
-                finished.append((running.remove(req), req))
-            else:
-                # Preempted while its token was in flight: it gets it, and it was its last.
-                stopped_waiting.append(req)
-                finished.append((math.inf, req))
+            self._stopped(req, finished, stopped_waiting)
         if ended:
             finished.extend(ended)
         if (ended or unjoined) and len(finished) > 1:
@@ -449,6 +567,103 @@ class ContinuousScheduler(Scheduler):
         if finished or output.joined:
             self._steady_binding = None
         return result
+
+    def _update_spec(self, output: SchedulerOutput, end: float) -> UpdateResult:
+        """`update_from_output` with speculative decoding (every request held explicitly), as
+        vLLM's: a verification's rejected drafts roll back `num_computed_tokens` (their KV blocks
+        stay held); the request gets 1 + accepted tokens, trimmed at its length or max_model_len
+        (the trimmed ones rolled back too); an output for a request that finished meanwhile is
+        dropped. Synchronously the drafter then proposes the next drafts: K, or fewer near
+        max_model_len (the cap of vLLM's n-gram proposer), or none when it finds no match."""
+        running = self.running
+        result = UpdateResult()
+        max_model_len = self.config.max_model_len
+        asynchronous = self.async_scheduling
+        spec = output.spec or {}
+        accepted = output.accepted or {}
+        stats = self.spec_stats
+        per_position = stats[3]
+        delivered: dict[Request, int] = {}
+        gaps: dict[float, int] = {}
+        finished = []  # (admission number, request)
+        stopped_waiting = []
+        caching = self.pool.caching
+        in_flight = self._spec_in_flight
+        for req in output.sampling:
+            if req.status == FINISHED:  # finished or aborted while its batch was in flight
+                continue
+            stale = req.status != RUNNING  # preempted since: delivered, its counters left alone
+            drafted = spec.get(req, 0)
+            got = 1
+            if drafted:
+                took = accepted.get(req, 0)
+                got += took
+                rejected = drafted - took
+                if not stale:
+                    if req.num_computed_tokens > 0:
+                        req.num_computed_tokens -= rejected
+                    if asynchronous and req.num_output_placeholders > 0:
+                        req.num_output_placeholders -= rejected
+                stats[0] += 1  # (vLLM counts a padded row as a draft too, none accepted)
+                stats[1] += drafted
+                stats[2] += took
+                for i in range(took):
+                    per_position[i] += 1
+            outputs = req.num_output_tokens
+            room = req.output_len - outputs
+            if room > max_model_len - req.prompt_len - outputs:
+                room = max_model_len - req.prompt_len - outputs
+            sampled = got
+            if got > room:  # a stop trims the rest, and they are not computed
+                if not stale:
+                    req.num_computed_tokens -= got - room
+                got = room
+            outputs += got
+            req.num_output_tokens = outputs
+            if not asynchronous:
+                req.num_output_placeholders -= 1
+            elif not stale and req.num_output_placeholders > 0:
+                req.num_output_placeholders -= sampled
+            delivered[req] = got
+            if caching and not stale:
+                # Blocks whose tokens are now known and not in flight get their hashes.
+                self.pool.cache_blocks(req, req.num_computed_tokens - in_flight.get(req, 0))
+            gap = record_token(req, end, result.first_tokens)
+            if gap is not None:
+                gaps[gap] = gaps.get(gap, 0) + 1
+            if stops(req, outputs, max_model_len):
+                self._stopped(req, finished, stopped_waiting)
+        if stopped_waiting:
+            self.waiting.remove_requests(stopped_waiting)
+        output.finished = finished
+        output.delivered = delivered
+        for _, req in finished:
+            req.status = FINISHED
+            self.pool.free_request(req.request_id)
+            result.finished.append(req)
+        if not asynchronous:
+            k = self.spec_k
+            acceptance = self.acceptance
+            for req in output.sampling:
+                if req.status == RUNNING:
+                    room = max_model_len - req.num_tokens
+                    req.num_drafts = (k if k <= room else max(room, 0)) if acceptance.proposes(req) else 0
+        result.gaps = list(gaps.items())
+        result.num_emitted = sum(delivered.values())
+        result.num_running = len(running.members)
+        result.num_waiting = len(self.waiting)
+        if finished:
+            self._steady_binding = None
+        return result
+
+    def _stopped(self, req: Request, finished: list, stopped_waiting: list) -> None:
+        """`req` got its last token: out of the running set (with its admission number), or, if it
+        was preempted while its tokens were in flight, out of the queue."""
+        if req.status == RUNNING:
+            finished.append((self.running.remove(req), req))
+        else:
+            stopped_waiting.append(req)
+            finished.append((math.inf, req))
 
     @staticmethod
     def _move_to_compact(out: SchedulerOutput, joined: list[Request]) -> None:

@@ -122,9 +122,21 @@ def scenarios(draw) -> tuple[Scenario, bool]:
     if blocks is not None:
         per_seq = -(-max_model_len // block_size) + 1
         blocks = per_seq + (1 if blocks == "tight" else 4 * per_seq)
+    spec = draw(st.sampled_from([None] * 5 + SPECULATIVE)) if batching == "continuous" else None
     scenario = Scenario(engine=engine, workload=draw(workloads()), block_size=block_size,
-                        num_gpu_blocks_override=blocks, seed=draw(st.integers(0, 1000)))
+                        num_gpu_blocks_override=blocks, seed=draw(st.integers(0, 1000)), speculative_config=spec)
     return scenario, draw(st.booleans())
+
+
+# Speculative decoding (one iteration at a time: the fast path is the stepped one, cut anywhere).
+SPECULATIVE = [
+    '{"method": "ngram", "num_speculative_tokens": 2}',
+    '{"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}',
+    '{"method": "eagle", "model": "e", "num_speculative_tokens": 4, "rejection_sample_method": "synthetic", '
+    '"synthetic_acceptance_rates": [0.9, 0.6, 0.3, 0.1]}',
+    '{"method": "draft_model", "model": "llama-3.2-1b", "num_speculative_tokens": 2, '
+    '"rejection_sample_method": "synthetic", "synthetic_acceptance_length": 2.5}',
+]
 
 
 # Dials that apply from the next iteration (the others restart the run or redraw arrivals).
@@ -250,6 +262,13 @@ def sliced(engine: Engine, dials: list[tuple[int, tuple]], cuts: list[tuple[str,
 @given(scenarios(), st.lists(st.tuples(st.integers(1, 200), st.sampled_from(DIALS)), max_size=3),
        st.lists(st.tuples(st.sampled_from(["time", "time", "iterations", "step"]),
                           st.floats(0.0005, 0.5)), max_size=8))
+# Speculative decoding every run (async, a small cache that preempts, seats cut mid-run).
+@example((Scenario(engine={"max_num_seqs": 8, "max_num_batched_tokens": 64, "max_model_len": 400,
+                           "async_scheduling": True},
+                   workload=WorkloadSpec(request_rate=200.0, num_prompts=12, input=LengthSpec("uniform", 90, 1, 180),
+                                         output=LengthSpec("uniform", 30, 1, 60)),
+                   block_size=4, num_gpu_blocks_override=3 * 101, seed=7, speculative_config=SPECULATIVE[1]), False),
+         [(20, ("engine.max_num_seqs", 1))], [("time", 0.01), ("step", 0.1), ("iterations", 0.2)])
 def test_fast_step_by_step_and_sliced_runs_agree(drawn, dials, cuts):
     scenario, api_server = drawn
     dials = sorted(dials, key=lambda d: d[0])

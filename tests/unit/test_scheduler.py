@@ -23,11 +23,13 @@ def r(rid, step, prompt, output, priority=0):
 class TestPriorityPolicy:
     def test_victim_is_lowest_priority_even_when_it_is_the_request_itself(self):
         # A (priority 1) runs first; B (priority 0) joins. When A needs a third block, A is the
-        # lowest-priority request: it preempts itself and the running phase ends (B waits too).
+        # lowest-priority request: it preempts itself, and B, which ranks higher, goes on in the
+        # blocks A freed (vLLM 0.33's scheduler.py: "The requests after it have higher priority and
+        # may still fit"; no waiting request is admitted after a preemption).
         t = case([r("A", 1, 30, 10, 1), r("B", 2, 30, 10, 0)], policy="priority")
-        assert t["steps"][3]["scheduled_tokens"] == {}
+        assert t["steps"][3]["scheduled_tokens"] == {"B": 1}
         assert t["steps"][3]["preempted"] == ["A"]
-        assert t["finish_step"] == {"B": 12, "A": 19}
+        assert t["finish_step"] == {"B": 11, "A": 18}  # (one iteration sooner than if B waited too)
         # FCFS instead evicts the most recently admitted request.
         t = case([r("A", 1, 30, 10, 1), r("B", 2, 30, 10, 0)], policy="fcfs")
         assert t["steps"][3]["preempted"] == ["B"] and t["steps"][3]["scheduled_tokens"] == {"A": 1}

@@ -337,3 +337,24 @@ async def test_the_tui_shows_the_engine_outside_traffic_drives():
                 assert "1 requests in flight" in str(app.query_one("#status").render())
         await pilot.press("q")
     assert app.served is None  # stopped with the app
+
+
+def test_a_speculative_server_streams_every_token_and_counts_its_drafts():
+    """With --speculative-config a step may bring several tokens: the stream still carries each
+    of them, and /metrics has vLLM's vllm:spec_decode_* counters."""
+    s = Server("--time-scale", "8", "--speculative-config",
+               '{"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}')
+    try:
+        with openai.OpenAI(base_url=s.url + "/v1", api_key="none", max_retries=0, timeout=60) as c:
+            chunks = list(c.completions.create(model=MODEL, prompt=[5] * 32, max_tokens=40, stream=True,
+                                               extra_body={"ignore_eos": True}))
+            r = c.completions.create(model=MODEL, prompt=[6] * 32, max_tokens=40, extra_body={"ignore_eos": True})
+        assert r.usage.completion_tokens == 40
+        assert estimate_tokens("".join(ch.choices[0].text for ch in chunks if ch.choices)) == 40
+        m = s.metrics()
+        drafts, accepted = m["vllm:spec_decode_num_drafts_total"], m["vllm:spec_decode_num_accepted_tokens_total"]
+        assert drafts > 0 and 0 < accepted <= m["vllm:spec_decode_num_draft_tokens_total"] == 3 * drafts
+        assert m["vllm:spec_decode_num_accepted_tokens_per_pos_total"] >= 0
+        assert m["vllm:generation_tokens_total"] == 80
+    finally:
+        s.stop()
