@@ -187,7 +187,7 @@ def add_result_args(p: argparse.ArgumentParser, *, detailed: bool = True):
     r.add_argument("--result-dir", metavar="DIR", help="directory for --save-result (default: here)")
     r.add_argument("--result-filename", metavar="NAME",
                    help="file name for --save-result (default {label}-{rate}qps[-concurrencyN]-{model}-"
-                        "{date}.json)")
+                        "{date}.json, numbered -2, -3 ... when a run of that second has it)")
     r.add_argument("--label", metavar="TEXT", help="label of the result (default batchtui-sim)")
     r.add_argument("--metadata", nargs="*", metavar="KEY=VALUE",
                    help="extra KEY=VALUE pairs stored in the saved result")
