@@ -38,7 +38,8 @@ sweep = fit_evaluations.runs
 def measure(directory: Path, truth: Path, runs) -> list[Path]:
     """Results written by `batchtui sim --save-result` from the truth profile, with async
     scheduling off: each pass then pays the host's costs, which the fit must recover (with it on,
-    vLLM's default, they hide behind the forward pass, and no run of these depends on them)."""
+    vLLM's default, they hide behind the forward pass and the fit bounds them instead:
+    tests/unit/test_calibrate_recipe.py)."""
     paths = []
     for name, rate, n, prompt, output in runs:
         path = directory / f"{name}.json"
