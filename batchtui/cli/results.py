@@ -93,10 +93,14 @@ def _length_text(spec) -> str:
 
 
 def traffic_text(w, swept: str | None = None) -> str:
+    from sim.workload import VLLM_TRACE_BLOCK_TOKENS
+
     if w.arrival == "trace":
         text = f"the trace {w.trace_path}"
         if w.trace_requests:
             text += f" ({w.trace_requests} requests, repeated as needed)"
+        if w.trace_sec_multiplier != 1 or w.hash_block_size != VLLM_TRACE_BLOCK_TOKENS:
+            text += f" (timestamps x {w.trace_sec_multiplier:g} s, {w.hash_block_size}-token hash blocks)"
         if swept == "request_rate":
             return text + " rescaled to the swept rate"
         if w.trace_rate:
