@@ -34,20 +34,19 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.fit_evaluations import truth_profiles  # noqa: E402
+from benchmarks.fit_evaluations import OTHER_TRUTHS, TRUTH, truth_profiles  # noqa: E402
 
 TRUTHS = (
     {"eta_bw": 0.66, "eta_mfu": 0.6, "eta_attn": 0.78, "overhead_s": 0.0003, "overhead_per_seq_s": 0.00003},
-    {"eta_bw": 0.72, "eta_mfu": 0.55, "eta_attn": 0.70, "overhead_s": 0.0004, "overhead_per_seq_s": 0.000025},
-    {"eta_bw": 0.85, "eta_mfu": 0.62, "eta_attn": 0.9, "overhead_s": 0.001, "overhead_per_seq_s": 0.00001},
-    {"eta_bw": 0.6, "eta_mfu": 0.45, "eta_attn": 0.6, "overhead_s": 0.0002, "overhead_per_seq_s": 0.00004},
+    TRUTH, *OTHER_TRUTHS[:2],
     {"eta_bw": 0.95, "eta_mfu": 0.8, "eta_attn": 0.95, "overhead_s": 0.0001, "overhead_per_seq_s": 0.00002},
     {"eta_bw": 0.8, "eta_mfu": 0.68, "eta_attn": 0.85, "overhead_s": 0.0002, "overhead_per_seq_s": 0.00012},
 )
-"""Hidden GPUs, each an H100's data sheet with other efficiencies and host costs. Under async
-scheduling the first five hide their host costs behind the pass (on the fifth, a fast GPU, the
-built-in 50 us a sequence would not hide: the fit keeps less); the last one's 120 us a sequence
-outlasts the pass in the saturated run, which shows it."""
+"""Hidden GPUs, each an H100's data sheet with other efficiencies and host costs (the second to
+fourth are benchmarks/fit_evaluations.py's). Under async scheduling the first five hide their host
+costs behind the pass (on the fifth, a fast GPU, the built-in 50 us a sequence would not hide:
+the fit keeps less); the last one's 120 us a sequence outlasts the pass in the saturated run,
+which shows it."""
 HELD_OUT = (("12", 500, 512, 256), ("20", 500, 512, 256), ("2", 200, 2048, 128), ("6", 300, 1024, 256))
 """(rate, requests, prompt, output) of the runs the fit does not see; the first two are the
 test's."""

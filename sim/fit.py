@@ -489,9 +489,9 @@ class _Search:
                     "figure depends on it. Fit it from runs served with --no-async-scheduling (then the host's work "
                     "adds to every pass), or keep it at the base profile's value with --fix NAME.")
             if aside:
-                # A cost the base values hide may still show at more of it (the runs' host work
-                # outlasting the pass where the base profile's does not): try it before setting
-                # it aside.
+                # Fitted without them; but a cost the base values hide may still show at more of
+                # it (the runs' host work outlasting the pass where the base profile's does not):
+                # when the fit without them misses the runs, try each from these base values.
                 without = self.set_aside(base, params, aside, hidden, binding, 0)
                 shows = {}
                 if without.noise > HIDDEN_SIGMAS:  # it misses the runs: may a host cost show?

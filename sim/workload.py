@@ -56,6 +56,9 @@ MAX_TRACE_SECONDS = 1e7
 # 1). Source: vllm/benchmarks/datasets/datasets.py, `add_dataset_parser` and `TimedTrace`.
 VLLM_TRACE_BLOCK_TOKENS = 16
 VLLM_TRACE_SEC_MULTIPLIER = 1.0
+# vllm bench serve's --num-prompts default (vllm/benchmarks/datasets/datasets.py, DEFAULT_NUM_PROMPTS):
+# how many lines of a timed trace it sends when not told.
+VLLM_NUM_PROMPTS = 1000
 # Mooncake's traces (FAST'25, github.com/kvcache-ai/Mooncake): 512-token blocks, milliseconds;
 # vLLM replays them with --timed-trace-chunk-hash-size 512 --timed-trace-sec-multiplier 0.001
 # (its help: "in the Moonshot traces it is 512"), `--dataset-name mooncake_trace` here.
@@ -224,6 +227,10 @@ class WorkloadSpec:
     # this many seconds (vLLM's defaults: 16 tokens, seconds; Mooncake's traces: 512, ms).
     hash_block_size: int = VLLM_TRACE_BLOCK_TOKENS
     trace_sec_multiplier: float = VLLM_TRACE_SEC_MULTIPLIER
+    # vllm bench serve's --self-timed (on for its timed_trace dataset): a trace in vLLM's timed
+    # layout at its own timing sends its first `trace_requests` lines (0: vLLM's 1,000), never
+    # repeated. A `trace_rate` (a sweep's, a plan's) rescales and repeats it all the same.
+    self_timed: bool = False
 
     def validate(self) -> None:
         if self.arrival not in ARRIVALS:
@@ -625,6 +632,11 @@ def load_trace(path: str | Path, hash_block_size: int = VLLM_TRACE_BLOCK_TOKENS,
       ids would be empty: refused). Mooncake's traces are this layout in milliseconds with
       512-token blocks.
     """
+    return _read_trace(path, hash_block_size, sec_multiplier)[0]
+
+
+def _read_trace(path: str | Path, hash_block_size: int, sec_multiplier: float) -> tuple[list[RequestSpec], bool]:
+    """`load_trace`'s requests, and whether the trace is in vLLM's timed layout."""
     from .userfiles import read_lines
 
     out: list[RequestSpec] = []
@@ -655,7 +667,7 @@ def load_trace(path: str | Path, hash_block_size: int = VLLM_TRACE_BLOCK_TOKENS,
         raise WorkloadError("the trace holds no requests", str(path))
     if not timed:
         out.sort(key=lambda r: r.arrival_time)  # stable: file order breaks ties
-    return out
+    return out, bool(timed)
 
 
 def _timed_line(obj: dict) -> bool:
@@ -756,10 +768,13 @@ def hash_segments(hash_ids, prompt_len: int, block: int, request_id: str, path: 
 
 def trace_requests(spec: WorkloadSpec) -> list[RequestSpec]:
     """The trace of `spec`, rescaled to `trace_rate` (0: its own timing; inf: all at once) and cut
-    or repeated to `trace_requests` requests (0: once, whole). At its own timing the times are
+    or repeated to `trace_requests` requests (0: once, whole); a timed trace `self_timed` at its
+    own timing, its first `trace_requests` lines only (0: 1,000). At its own timing the times are
     the file's (a first request at 5 s is sent 5 s in, as vLLM sends it); rescaled, they start
     from its first arrival; a repeat follows the previous copy one mean gap after its end."""
-    base = load_trace(spec.trace_path, spec.hash_block_size, spec.trace_sec_multiplier)
+    base, timed = _read_trace(spec.trace_path, spec.hash_block_size, spec.trace_sec_multiplier)
+    if spec.self_timed and timed and not spec.trace_rate:  # as vllm bench serve sends it
+        return base[:spec.trace_requests or VLLM_NUM_PROMPTS]
     n = spec.trace_requests or len(base)
     if not spec.trace_requests and not spec.trace_rate:
         return base

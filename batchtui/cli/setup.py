@@ -298,17 +298,17 @@ def _workload(args, w: WorkloadSpec, model, rate_flag: bool, from_file: bool) ->
 
 
 def _trace_workload(args, w: WorkloadSpec, dataset: str, path: str, rate: float | None) -> WorkloadSpec:
-    """The trace at `path` as `dataset` reads it. vLLM's timed layout (`timestamp`,
-    `input_length`, `output_length`, `hash_ids`) is read as `vllm bench serve --dataset-name
-    timed_trace` reads it: its timestamps times --timed-trace-sec-multiplier (1: seconds),
-    --timed-trace-chunk-hash-size tokens per hash id (16), the first --num-prompts lines (1,000)
-    and never more, each sent at its timestamp whatever --request-rate says (vLLM's
-    --self-timed, on for a timed trace). mooncake_trace reads it in milliseconds with 512-token
-    blocks. A trace of ours (`arrival_time`, `prompt_len`, `output_len`) is rescaled by
-    --request-rate and cut or repeated to --num-prompts."""
+    """The trace at `path` as `dataset` reads it (`sim.workload.load_trace`). vLLM's timed layout
+    (`timestamp`, `input_length`, `output_length`, `hash_ids`) is read as `vllm bench serve
+    --dataset-name timed_trace` reads it: its timestamps times --timed-trace-sec-multiplier (1:
+    seconds), --timed-trace-chunk-hash-size tokens per hash id (16), the first --num-prompts lines
+    (1,000) and never more (`self_timed`), each sent at its timestamp whatever --request-rate says.
+    mooncake_trace reads it in milliseconds with 512-token blocks. A trace of ours
+    (`arrival_time`, `prompt_len`, `output_len`) is rescaled by --request-rate and cut or repeated
+    to --num-prompts."""
     import sys
 
-    from sim.workload import (MOONCAKE_BLOCK_TOKENS, MOONCAKE_SEC_MULTIPLIER, is_timed_trace, load_trace)
+    from sim.workload import MOONCAKE_BLOCK_TOKENS, MOONCAKE_SEC_MULTIPLIER, is_timed_trace
 
     block, multiplier = w.hash_block_size, w.trace_sec_multiplier
     if dataset == "mooncake_trace":
@@ -317,16 +317,15 @@ def _trace_workload(args, w: WorkloadSpec, dataset: str, path: str, rate: float 
         block = args.hash_block_size
     if args.trace_sec_multiplier is not None:
         multiplier = args.trace_sec_multiplier
-    w = replace(w, arrival="trace", trace_path=path, dataset="random", dataset_path="", hash_block_size=block,
-                trace_sec_multiplier=multiplier)
-    if not is_timed_trace(path):
-        return replace(w, trace_rate=rate or 0.0, trace_requests=args.num_prompts or 0)
-    if rate is not None:
+    # A pipe (<(zcat trace.gz)) is read once, by the run: its layout is not looked at here, and a
+    # rate given with one rescales it whatever its layout.
+    if rate is not None and os.path.isfile(path) and is_timed_trace(path):
         print(f"batchtui: note: --request-rate {rate:g} is not used: a timed trace is sent at its own timestamps, "
               "as vllm bench serve sends it (--timed-trace-sec-multiplier scales them)", file=sys.stderr)
-    lines = len(load_trace(path, block, multiplier))
-    wanted = args.num_prompts or a.DEFAULT_NUM_PROMPTS
-    return replace(w, trace_rate=0.0, trace_requests=wanted if wanted < lines else 0)
+        rate = None
+    return replace(w, arrival="trace", trace_path=path, dataset="random", dataset_path="", hash_block_size=block,
+                   trace_sec_multiplier=multiplier, self_timed=True, trace_rate=rate or 0.0,
+                   trace_requests=args.num_prompts or 0)
 
 
 def _check_like_vllm(args, sc: Scenario, profiles, model) -> None:
