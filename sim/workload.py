@@ -284,6 +284,8 @@ class WorkloadSpec:
             raise ConfigError("workload.think_time", self.think_time, "seconds >= 0")
         if _not_whole(self.hash_block_size) or self.hash_block_size < 1:
             raise ConfigError("workload.hash_block_size", self.hash_block_size, "a whole number of tokens >= 1")
+        if not isinstance(self.self_timed, bool):
+            raise ConfigError("workload.self_timed", self.self_timed, "true or false")
         if isinstance(self.trace_sec_multiplier, bool) or not isinstance(self.trace_sec_multiplier, (int, float)) \
                 or not 0 < self.trace_sec_multiplier < math.inf:
             raise ConfigError("workload.trace_sec_multiplier", self.trace_sec_multiplier,
