@@ -330,8 +330,16 @@ DIALS: tuple[DialSpec, ...] = (
                   "question (--num-prompts counts conversations)"),
     DialSpec("workload.think_time", "think time", "float", "arrivals", "--think-time", minimum=0, unit="s",
              help="seconds between an answer's last token and the next turn's question"),
-    DialSpec("workload.hash_block_size", "trace hash block", "int", "arrivals", "--hash-block-size", minimum=1,
-             unit="tokens", help="prompt tokens per hash id of a trace (Mooncake's 512)"),
+    DialSpec("workload.hash_block_size", "trace hash block", "int", "arrivals", "--timed-trace-chunk-hash-size",
+             "bench", minimum=1, unit="tokens",
+             help="prompt tokens per hash id of a timed trace (default 16, as vllm bench serve; Mooncake's traces: 512)"),
+    DialSpec("workload.self_timed", "trace self-timed", "bool", "arrivals",
+             help="a timed trace at its own timing sends its first requests lines (0: 1,000) once, as vllm "
+                  "bench serve --self-timed sends it"),
+    DialSpec("workload.trace_sec_multiplier", "trace time unit", "float", "arrivals", "--timed-trace-sec-multiplier",
+             "bench", minimum=0, above=True, unit="s",
+             help="seconds per unit of a timed trace's timestamps (default 1, as vllm bench serve; 0.001 for "
+                  "milliseconds, Mooncake's traces)"),
     *_length_dials("input", "input", "bench"),
     *_length_dials("output", "output", "bench"),
     *_length_dials("batch_input"),

@@ -58,6 +58,9 @@ class Parameter:
     """The measurement that pins it, for the message when the points cannot."""
     loose: float
     """The most uncertainty (one standard error, search units) a fit may leave it with."""
+    overlapped: bool = False
+    """Host work that async scheduling (vLLM's default) runs while the GPU runs the forward pass:
+    a run shows it only where it outlasts the pass."""
 
 
 PARAMETERS: tuple[Parameter, ...] = (
@@ -72,9 +75,10 @@ PARAMETERS: tuple[Parameter, ...] = (
               "one request at a time) for the cost of reading the KV cache", 0.2),
     Parameter("overhead_s", "fixed host cost per iteration", False, 1e-3, 0.3, 0.0, 0.1,
               "a low-load run and a saturated one, to split the fixed cost of an iteration from its "
-              "weight reads", 0.5),
+              "weight reads", 0.5, overlapped=True),
     Parameter("overhead_per_seq_s", "host cost per sequence per iteration", False, 1e-5, 0.3, 0.0, 0.01,
-              "a loaded run (a rate near saturation, or --request-rate inf) for the per-sequence cost", 0.5),
+              "a loaded run (a rate near saturation, or --request-rate inf) for the per-sequence cost", 0.5,
+              overlapped=True),
 )
 PARAMETER_NAMES = tuple(p.name for p in PARAMETERS)
 _BY_NAME = {p.name: p for p in PARAMETERS}
@@ -119,6 +123,18 @@ UNDETERMINED = 0.5
 the runs (168 us ± 416 us says nothing): `fit` keeps it at the base profile's value, fits the
 others without it, and reports it in `FitResult.undetermined`, so it is never written as if
 known."""
+HIDDEN_SIGMAS = 2.0
+"""How much of a host cost the runs do not show they allow: the largest value whose figures stay
+within this many standard errors of the fit's (its cost rises by at most the square, in units of
+the figures' scatter and `FitResult.noise`), a one-sided bound at about 95 %."""
+HIDDEN_GRID = tuple(2.0 ** k for k in range(-4, 13))
+"""The values such a cost is tried at, in multiples of its `scale` (and 0): 62 us to 4 s of the
+fixed cost, 0.6 us to 41 ms a sequence, each cut at the parameter's `high`. Steps of a factor 2:
+where the host's work outlasts the pass in one run only, the costs that fit it can lie within a
+factor 3."""
+HIDDEN_REFINE = 3
+"""Halvings (in log) of the step between the last value tried the runs allow and the first they
+do not."""
 MIN_EFFECT = 1e-3
 """A parameter that moves no fitted metric by this much (log ratio) over a unit search step has
 no measurement to go by."""
@@ -166,6 +182,13 @@ class FitResult:
     """Parameters the runs did not determine (standard error above UNDETERMINED of the value):
     name -> (the value the fit gave, its standard error). They keep their base values in
     `values` and are not in `fitted`."""
+    cost: float = math.nan
+    """The fit's sum of squared residuals, each in units of its figure's scatter."""
+    hidden: dict = dataclasses.field(default_factory=dict)
+    """Host costs no run showed: every run overlapped the host's work with the forward pass
+    (async scheduling) and it never outlasted the pass. name -> the most the runs allow (seconds;
+    inf when no value tried shows). Each keeps its base value in `values`, or that bound if less,
+    and is not in `fitted`."""
 
 
 # -- running the simulator with other parameters ---------------------------------------------------
@@ -252,12 +275,16 @@ class _Problem:
 
     def simulate(self, zs: Sequence[np.ndarray], seed_offset: int = 0) -> list[np.ndarray]:
         """Simulated metrics (points x metrics) for each search vector, all runs in one map."""
-        jobs = [(dataclasses.replace(pt.scenario, seed=pt.scenario.seed + seed_offset), self.values(z))
-                for z in zs for pt in self.points]
+        return self.simulate_values([self.values(z) for z in zs], seed_offset)
+
+    def simulate_values(self, sets: Sequence[dict], seed_offset: int = 0) -> list[np.ndarray]:
+        """Simulated metrics (points x metrics) for each set of every parameter's values."""
+        jobs = [(dataclasses.replace(pt.scenario, seed=pt.scenario.seed + seed_offset), values)
+                for values in sets for pt in self.points]
         results = list(self.mapper(simulate_point, jobs))
-        self.evaluations += len(zs)
+        self.evaluations += len(sets)
         n = len(self.points)
-        return [np.array(results[i * n:(i + 1) * n]) for i in range(len(zs))]
+        return [np.array(results[i * n:(i + 1) * n]) for i in range(len(sets))]
 
     def measure_spread(self, z: np.ndarray, first: np.ndarray) -> None:
         """Each figure's scatter, at least NOISE_FLOOR and at most MAX_SPREAD: how much it moves
@@ -315,36 +342,47 @@ def _jacobian(problem: _Problem, z: np.ndarray, mask: np.ndarray, scale: float =
 
 
 def _inflation(jac: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each column's norm and variance inflation factor (inf when the columns are dependent)."""
+    """Each column's norm and variance inflation factor (inf when the columns are dependent). A
+    column no figure depends on is left out of the others' factors (it stands in for none of
+    them) and has an infinite one itself."""
     norms = np.linalg.norm(jac, axis=0)
-    safe = np.where(norms > 0, norms, 1.0)
-    unit = jac / safe
-    gram = unit.T @ unit
-    try:
-        inv = np.linalg.inv(gram)
-        vif = np.diag(inv).copy()
-    except np.linalg.LinAlgError:
-        vif = np.full(jac.shape[1], np.inf)
-    vif[~(vif > 0)] = np.inf
+    vif = np.full(jac.shape[1], np.inf)
+    live = norms >= MIN_EFFECT
+    if live.any():
+        unit = jac[:, live] / norms[live]
+        try:
+            inv = np.diag(np.linalg.inv(unit.T @ unit)).copy()
+        except np.linalg.LinAlgError:
+            inv = np.full(int(live.sum()), np.inf)
+        inv[~(inv > 0)] = np.inf
+        vif[live] = inv
     return norms, vif
 
 
-def check_identifiable(problem: _Problem, jac: np.ndarray) -> None:
-    """Raise FitError naming the measurement missing for each parameter the points cannot pin:
-    one no figure depends on, one another parameter (or a mix of them) can stand in for
-    (variance inflation above MAX_INFLATION), or one the figures' scatter would leave looser than
-    its `loose` limit."""
+def _unpinned(params: Sequence[Parameter], jac: np.ndarray) -> tuple[list[Parameter], list[Parameter]]:
+    """(silent, tangled): the parameters no figure depends on, and those another parameter (or
+    a mix of them) can stand in for (variance inflation above MAX_INFLATION) or the figures'
+    scatter would leave looser than their `loose` limit."""
     norms, vif = _inflation(jac)
-    try:
-        sd = np.sqrt(np.clip(np.diag(np.linalg.inv(jac.T @ jac)), 0, None))
-    except np.linalg.LinAlgError:
-        sd = np.full(len(norms), np.inf)
-    params = problem.params
+    live = norms >= MIN_EFFECT
+    sd = np.full(len(norms), np.inf)
+    if live.any():
+        try:
+            sd[live] = np.sqrt(np.clip(np.diag(np.linalg.inv(jac[:, live].T @ jac[:, live])), 0, None))
+        except np.linalg.LinAlgError:
+            pass
     # A unit of search (a factor e of an efficiency, `scale` seconds of an overhead) must move
     # some figure by more than its scatter.
     silent = [p for p, n in zip(params, norms) if not n >= MIN_EFFECT]
     tangled = [p for p, v, e in zip(params, vif, sd)
                if p not in silent and not (v <= MAX_INFLATION and e <= p.loose)]
+    return silent, tangled
+
+
+def check_identifiable(problem: _Problem, jac: np.ndarray) -> None:
+    """Raise FitError naming the measurement missing for each parameter the points cannot pin
+    (`_unpinned`)."""
+    silent, tangled = _unpinned(problem.params, jac)
     if not silent and not tangled:
         return
     lines = []
@@ -369,12 +407,10 @@ def fit(points: Sequence[Point], profiles: ProfileSet, gpu_id: str, model_id: st
     Every point's scenario must run `model_id` on `gpu_id` (the profiles it reads are its own
     `profiles_path`'s). `mapper(func, jobs)` runs simulator jobs (the built-in `map`, or a
     process pool's). A parameter the points leave undetermined (`undetermined`) is kept at its
-    base value and the others are fitted again without it."""
-    return _fit_named(points, profiles, gpu_id, model_id, fit, mapper, progress, max_iterations)
-
-
-def _fit_named(points: Sequence[Point], profiles: ProfileSet, gpu_id: str, model_id: str, fit: Sequence[str],
-               mapper: Mapper, progress: Callable[[str], None] | None, max_iterations: int) -> FitResult:
+    base value and the others are fitted again without it. When every run overlapped the host's
+    work with the forward pass (async scheduling), a host cost no run shows is set aside before
+    the fit (`FitResult.hidden`), kept at its base value or at the most the runs allow, if
+    less."""
     if not points:
         raise FitError("no measured runs to fit")
     unknown = [n for n in fit if n not in _BY_NAME]
@@ -387,110 +423,258 @@ def _fit_named(points: Sequence[Point], profiles: ProfileSet, gpu_id: str, model
         if (pt.scenario.gpu, pt.scenario.model) != (gpu_id, model_id):
             raise FitError(f"{pt.label}: runs {pt.scenario.model} on {pt.scenario.gpu}, not {model_id} on {gpu_id}")
     base = parameter_values(profiles, gpu_id, model_id)
-    problem = _Problem(points, base, params, mapper)
-    mask = problem.mask()
-    m = int(mask.sum())
-    if m < len(params) + 1:
-        raise FitError(f"{len(points)} run(s) give {m} measured number(s) to fit {len(params)} parameter(s): "
-                       "add runs at other request rates")
+    overlapped = all(pt.scenario.engine_config(profiles).overlaps_host for pt in points)
+    search = _Search(points, base, mapper, progress, max_iterations, overlapped)
+    return search.run(base, params)
 
-    def say(text: str) -> None:
-        if progress is not None:
-            progress(text)
 
-    z = np.array([_to_search(p, base[p.name]) for p in params])
-    say("simulating every run with the base profile")
-    before = problem.simulate([z])[0]
-    r = problem.residuals(before)
-    bad = [pt.label for pt, row, meas in zip(points, np.isfinite(before), mask) if (meas & ~row).any()]
-    if bad:
-        raise FitError(f"the simulator reports no figure for a measured metric of {bad[0]} (a run with "
-                       "one-token answers has no TPOT): leave that run out")
-    say("measuring how much each figure moves with the traffic's random draws")
-    problem.measure_spread(z, before)
-    r = problem.residuals(before)
-    cost = float(np.sum(r[mask] ** 2))
-    say("measuring how each parameter moves the results")
-    jac, _ = _jacobian(problem, z, mask)
-    check_identifiable(problem, jac)
+class _Search:
+    """One fit: the points, how simulator runs are made, and what every stage shares. `run`
+    fits a set of parameters from a set of base values, and calls itself again without a
+    parameter the runs leave undetermined, with one set aside, or with another kept value."""
 
-    dof = max(1, m - len(params))
-    lam = 1e-2
-    scale = 1.0
-    fresh = True  # `jac` measured by finite differences at `z`, at step scale `scale`
-    iterations = 0
-    current = before
-    while iterations < max_iterations:
-        g = jac.T @ r[mask]
-        h = jac.T @ jac
-        least = (STOP_MOVE * max(1.0, math.sqrt(cost / dof))) ** 2  # a meaningful fall of the cost
-        if _move(params, z, h, g) < least:
-            if fresh:  # what is left to gain is below the figures' scatter
-                break
-            jac, fresh, lam = _jacobian(problem, z, mask, scale)[0], True, 1e-2  # check on a measured one
-            continue
-        iterations += 1
-        measured = fresh
-        gain = 0.0
-        for _ in range(6):
-            step = _bounded_step(params, z, h, g, lam)
-            z_new = _clip(params, z + step)
-            if np.allclose(z_new, z, atol=1e-7, rtol=0):
-                break
-            sim = problem.simulate([z_new])[0]
-            r_new = problem.residuals(sim)
-            cost_new = float(np.sum(r_new[mask] ** 2)) if np.isfinite(r_new[mask]).all() else math.inf
-            if cost_new < cost:
-                if _wide(params, z_new - z, scale):
-                    jac = _broyden(jac, z_new - z, r_new[mask] - r[mask])
-                gain = cost - cost_new
-                z, r, cost, current = z_new, r_new, cost_new, sim
-                fresh = False
-                lam = max(lam / 3, 1e-7)
-                break
-            lam *= 4
-        say(f"iteration {iterations}: rms error {_rms(problem.errors(current), mask):.2%}")
-        if cost < 1e-8:
-            break
-        if gain < least:  # stalled
-            if measured:  # even a measured slope does not lead down: look closer, or stop when close
-                if scale <= MIN_STEP_SCALE:
-                    break
-                scale /= 3
-            jac, fresh, lam = _jacobian(problem, z, mask, scale)[0], True, 1e-2
+    def __init__(self, points: Sequence[Point], base: dict, mapper: Mapper, progress: Callable[[str], None] | None,
+                 max_iterations: int, overlapped: bool) -> None:
+        self.points = list(points)
+        self.profile_base = dict(base)
+        self.mapper = mapper
+        self.progress = progress
+        self.max_iterations = max_iterations
+        self.overlapped = overlapped
+        """Every run overlapped the host's work with the forward pass (async scheduling)."""
+        self.first: tuple[np.ndarray, np.ndarray] | None = None
+        """The figures simulated with the base profile, and each figure's scatter (measured once,
+        by the first stage)."""
 
-    values = problem.values(z)
-    if not (fresh and scale == 1.0):  # the uncertainty is the trend's: wide steps, at the answer
+    def say(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress(text)
+
+    def run(self, base: dict, params: list[Parameter], hidden: tuple[Parameter, ...] = (),
+            binding: frozenset = frozenset()) -> FitResult:
+        """Fit `params` from `base` (every parameter's value; the others are kept). `hidden`:
+        overlapped parameters set aside so far (0 in `base`: the runs do not show them);
+        `binding`: overlapped parameters the runs were found to show after all."""
+        points = self.points
+        problem = _Problem(points, base, params, self.mapper)
+        mask = problem.mask()
+        m = int(mask.sum())
+        if m < len(params) + 1:
+            raise FitError(f"{len(points)} run(s) give {m} measured number(s) to fit {len(params)} parameter(s): "
+                           "add runs at other request rates")
+        say = self.say
+        z = np.array([_to_search(p, base[p.name]) for p in params])
+        say("simulating every run with the base profile")
+        before = problem.simulate([z])[0]
+        bad = [pt.label for pt, row, meas in zip(points, np.isfinite(before), mask) if (meas & ~row).any()]
+        if bad:
+            raise FitError(f"the simulator reports no figure for a measured metric of {bad[0]} (a run with "
+                           "one-token answers has no TPOT): leave that run out")
+        if self.first is None:
+            say("measuring how much each figure moves with the traffic's random draws")
+            problem.measure_spread(z, before)
+            self.first = (before, problem.spread)
+        problem.spread = self.first[1]
+        r = problem.residuals(before)
+        cost = float(np.sum(r[mask] ** 2))
+        say("measuring how each parameter moves the results")
         jac, _ = _jacobian(problem, z, mask)
-    # Residuals are in units of each figure's scatter: a fit no better than that keeps the
-    # scatter as the noise, a worse one scales it up.
-    noise = max(1.0, math.sqrt(cost / dof))
-    try:
-        cov = np.linalg.inv(jac.T @ jac) * noise**2
-        spread = np.sqrt(np.clip(np.diag(cov), 0, None))
-    except np.linalg.LinAlgError:
-        spread = np.full(len(params), np.inf)
-    sigma = {}
-    for p, zi, s in zip(params, z, spread):
-        sigma[p.name] = math.exp(zi) * (math.exp(s) - 1) if p.log else s * p.scale
-    loose = undetermined(params, values, sigma)
-    if loose:
-        if len(loose) == len(params):
-            raise FitError("these runs determine none of the parameters fitted: " + "; ".join(
-                f"{p.name} {_shown(p, values[p.name])} ± {_shown(p, sigma[p.name])}: to pin it, add {p.needs}"
-                for p in params) + ". Or keep parameters at the base profile's values with --fix NAME.")
-        say(f"not determined by these runs: {', '.join(loose)} (standard error above {UNDETERMINED:.0%} of the "
-            "value); fitting the others with it kept at the base profile's value")
-        rest = [p.name for p in params if p.name not in loose]
-        inner = _fit_named(points, profiles, gpu_id, model_id, rest, mapper, progress, max_iterations)
-        return dataclasses.replace(
-            inner, evaluations=inner.evaluations + problem.evaluations,
-            undetermined={**{n: (values[n], sigma[n]) for n in loose}, **inner.undetermined})
-    return FitResult(
-        fitted=tuple(p.name for p in params), base=base, values=values, sigma=sigma,
-        measured=problem.measured, before=before, after=current,
-        rms_before=_rms(problem.errors(before), mask), rms_after=_rms(problem.errors(current), mask),
-        iterations=iterations, evaluations=problem.evaluations, noise=noise, spread=problem.spread)
+        if self.overlapped:
+            silent, tangled = _unpinned(params, jac)
+            aside = [p for p in params if self.hides(p, binding) and (p in silent or p in tangled)]
+            if aside and len(aside) == len(params):
+                raise FitError(
+                    f"these runs cannot fit {', '.join(p.name for p in aside)}: every one ran with async scheduling, "
+                    "under which the host's work overlaps the forward pass, and in none did it take longer, so no "
+                    "figure depends on it. Fit it from runs served with --no-async-scheduling (then the host's work "
+                    "adds to every pass), or keep it at the base profile's value with --fix NAME.")
+            if aside:
+                # Fitted without them; but a cost the base values hide may still show at more of
+                # it (the runs' host work outlasting the pass where the base profile's does not):
+                # when the fit without them misses the runs, try each from these base values.
+                without = self.set_aside(base, params, aside, hidden, binding, 0)
+                shows = {}
+                if without.noise > HIDDEN_SIGMAS:  # it misses the runs: may a host cost show?
+                    dof = max(1, m - len(params))
+                    _, shows = self.bound_hidden(problem, z, aside, max(1.0, math.sqrt(cost / dof)), bound=False)
+                chosen = self.either(without, shows, base, params, hidden, binding)
+                return dataclasses.replace(chosen, evaluations=chosen.evaluations + problem.evaluations)
+        check_identifiable(problem, jac)
+
+        dof = max(1, m - len(params))
+        lam = 1e-2
+        scale = 1.0
+        fresh = True  # `jac` measured by finite differences at `z`, at step scale `scale`
+        iterations = 0
+        current = before
+        while iterations < self.max_iterations:
+            g = jac.T @ r[mask]
+            h = jac.T @ jac
+            least = (STOP_MOVE * max(1.0, math.sqrt(cost / dof))) ** 2  # a meaningful fall of the cost
+            if _move(params, z, h, g) < least:
+                if fresh:  # what is left to gain is below the figures' scatter
+                    break
+                jac, fresh, lam = _jacobian(problem, z, mask, scale)[0], True, 1e-2  # check on a measured one
+                continue
+            iterations += 1
+            measured = fresh
+            gain = 0.0
+            for _ in range(6):
+                step = _bounded_step(params, z, h, g, lam)
+                z_new = _clip(params, z + step)
+                if np.allclose(z_new, z, atol=1e-7, rtol=0):
+                    break
+                sim = problem.simulate([z_new])[0]
+                r_new = problem.residuals(sim)
+                cost_new = float(np.sum(r_new[mask] ** 2)) if np.isfinite(r_new[mask]).all() else math.inf
+                if cost_new < cost:
+                    if _wide(params, z_new - z, scale):
+                        jac = _broyden(jac, z_new - z, r_new[mask] - r[mask])
+                    gain = cost - cost_new
+                    z, r, cost, current = z_new, r_new, cost_new, sim
+                    fresh = False
+                    lam = max(lam / 3, 1e-7)
+                    break
+                lam *= 4
+            say(f"iteration {iterations}: rms error {_rms(problem.errors(current), mask):.2%}")
+            if cost < 1e-8:
+                break
+            if gain < least:  # stalled
+                if measured:  # even a measured slope does not lead down: look closer, or stop when close
+                    if scale <= MIN_STEP_SCALE:
+                        break
+                    scale /= 3
+                jac, fresh, lam = _jacobian(problem, z, mask, scale)[0], True, 1e-2
+
+        values = problem.values(z)
+        if not (fresh and scale == 1.0):  # the uncertainty is the trend's: wide steps, at the answer
+            jac, _ = _jacobian(problem, z, mask)
+        # Residuals are in units of each figure's scatter: a fit no better than that keeps the
+        # scatter as the noise, a worse one scales it up.
+        noise = max(1.0, math.sqrt(cost / dof))
+        try:
+            cov = np.linalg.inv(jac.T @ jac) * noise**2
+            spread = np.sqrt(np.clip(np.diag(cov), 0, None))
+        except np.linalg.LinAlgError:
+            spread = np.full(len(params), np.inf)
+        sigma = {}
+        for p, zi, s in zip(params, z, spread):
+            sigma[p.name] = math.exp(zi) * (math.exp(s) - 1) if p.log else s * p.scale
+        loose = undetermined(params, values, sigma)
+        if loose and self.overlapped:  # a host cost the fit took down to where it stops showing
+            aside = [p for p in params if p.name in loose and self.hides(p, binding)]
+            if aside and len(aside) < len(params):
+                return self.set_aside(values, params, aside, hidden, binding, problem.evaluations)
+        if loose:
+            if len(loose) == len(params):
+                raise FitError("these runs determine none of the parameters fitted: " + "; ".join(
+                    f"{p.name} {_shown(p, values[p.name])} ± {_shown(p, sigma[p.name])}: to pin it, add {p.needs}"
+                    for p in params) + ". Or keep parameters at the base profile's values with --fix NAME.")
+            say(f"not determined by these runs: {', '.join(loose)} (standard error above {UNDETERMINED:.0%} of the "
+                "value); fitting the others with it kept at the base profile's value")
+            rest = [p for p in params if p.name not in loose]
+            inner = self.run(base, rest, hidden, binding)
+            return dataclasses.replace(
+                inner, evaluations=inner.evaluations + problem.evaluations,
+                undetermined={**{n: (values[n], sigma[n]) for n in loose}, **inner.undetermined})
+        bounds, shows = {}, {}
+        if hidden:
+            bounds, shows = self.bound_hidden(problem, z, hidden, noise)
+            # Each kept at the base profile's value, or the most the runs allow if less: the
+            # figures are then the fit's, within HIDDEN_SIGMAS of their scatter.
+            fitted = values
+            values = {**values, **{p.name: min(self.profile_base[p.name], bounds[p.name]) for p in hidden}}
+            current = problem.simulate_values([values])[0]
+        before = self.first[0]
+        result = FitResult(
+            fitted=tuple(p.name for p in params), base=dict(self.profile_base), values=values, sigma=sigma,
+            measured=problem.measured, before=before, after=current,
+            rms_before=_rms(problem.errors(before), mask), rms_after=_rms(problem.errors(current), mask),
+            iterations=iterations, evaluations=problem.evaluations, noise=noise, spread=problem.spread,
+            hidden=bounds, cost=cost)
+        if shows and noise > HIDDEN_SIGMAS:  # the fit misses the runs, and one may show: fit it, keep the better
+            return self.either(result, shows, fitted, params, hidden, binding)
+        return result
+
+    def either(self, without: FitResult, shows: dict, base: dict, params: list[Parameter],
+               hidden: tuple[Parameter, ...], binding: frozenset) -> FitResult:
+        """`without` (a fit with host costs set aside), or the fit with the one of `shows` (name ->
+        (value, cost) of a scan) that fitted best, started from `base` with that value, when it
+        fits the runs better by more than HIDDEN_SIGMAS of their scatter. A host cost can stand in
+        for a slower GPU: the scan of one value alone says it may show, the fits say whether it
+        does. (Asked only when `without` misses the runs by more than HIDDEN_SIGMAS times their
+        scatter: a fit within it leaves nothing for a host cost to explain, and one added then
+        would fit the figures' jitter.)"""
+        if not shows:
+            return without
+        name, (value, _) = min(shows.items(), key=lambda item: item[1][1])
+        names = {p.name for p in params} | {name}
+        self.say(f"fitting again with {name}, which the runs may show")
+        try:
+            shown = self.run({**base, name: value}, [p for p in PARAMETERS if p.name in names],
+                             tuple(p for p in hidden if p.name != name), binding | {name})
+        except FitError:  # it leaves another parameter unmeasured: not this way
+            return without
+        evaluations = without.evaluations + shown.evaluations
+        better = shown.cost < without.cost - HIDDEN_SIGMAS ** 2 * without.noise ** 2
+        return dataclasses.replace(shown if better else without, evaluations=evaluations)
+
+    def hides(self, p: Parameter, binding: frozenset) -> bool:
+        """Whether `p` may be set aside as host work the runs do not show."""
+        return self.overlapped and p.overlapped and p.name not in binding
+
+    def set_aside(self, base: dict, params: list[Parameter], aside: list[Parameter], hidden: tuple[Parameter, ...],
+                  binding: frozenset, evaluations: int) -> FitResult:
+        """Fit the others with the host costs `aside` at 0 (what runs that do not show them say),
+        then bound those (`bound_hidden`)."""
+        self.say(f"not shown by these runs: {', '.join(p.name for p in aside)} (host work that async scheduling "
+                 "overlaps with the forward pass); fitting the others without it")
+        inner = self.run({**base, **{p.name: 0.0 for p in aside}}, [p for p in params if p not in aside],
+                         hidden + tuple(aside), binding)
+        return dataclasses.replace(inner, evaluations=inner.evaluations + evaluations)
+
+    def bound_hidden(self, problem: _Problem, z: np.ndarray, hidden: Sequence[Parameter], noise: float,
+                     bound: bool = True) -> tuple[dict, dict]:
+        """Each host cost in `hidden`, tried at 0 and HIDDEN_GRID's values with every other
+        parameter at `problem.values(z)`: (bounds, shows). The values the runs allow are those
+        whose cost is within HIDDEN_SIGMAS standard errors (`noise` times the figures' scatter)
+        of the least; `shows` holds, for each the runs do show (0 is not allowed: less of it fits
+        worse), the value that fits best and its cost, and `bounds` (with `bound`) the most of
+        each the runs allow (inf when every value tried from the best up is allowed)."""
+        self.say(f"measuring how much of {', '.join(p.name for p in hidden)} the runs allow")
+        allowed = HIDDEN_SIGMAS ** 2 * noise ** 2
+        mask = problem.mask()
+        answer = problem.values(z)
+
+        def costs(p: Parameter, values: Sequence[float]) -> list[float]:
+            out = []
+            for sim in problem.simulate_values([{**answer, p.name: v} for v in values]):
+                r = problem.residuals(sim)[mask]
+                out.append(float(np.sum(r ** 2)) if np.isfinite(r).all() else math.inf)
+            return out
+
+        bounds, shows = {}, {}
+        for p in hidden:
+            grid = [0.0] + sorted({min(p.high, p.scale * f) for f in HIDDEN_GRID})
+            c = costs(p, grid)
+            least, best = min(c), int(np.argmin(c))
+            if c[0] > least + allowed:
+                shows[p.name] = (grid[best], least)
+            if not bound:
+                continue
+            over = next((i for i in range(best, len(c)) if c[i] > least + allowed), None)
+            if over is None:
+                bounds[p.name] = math.inf
+                continue
+            low, high = grid[over - 1], grid[over]
+            for _ in range(HIDDEN_REFINE):  # halve the step, in log where it can
+                mid = math.sqrt(low * high) if low > 0 else high / 2
+                if costs(p, [mid])[0] > least + allowed:
+                    high = mid
+                else:
+                    low = mid
+            bounds[p.name] = low
+        return bounds, shows
 
 
 def undetermined(params: Sequence[Parameter], values: dict, sigma: dict) -> list[str]:

@@ -261,6 +261,12 @@ class RecordTable:
         self._fold()
         return [self._record(int(k)) for k in np.flatnonzero(mask)]
 
+    def id_numbers(self) -> np.ndarray:
+        """Each record's request id as a number (the workloads number their requests in the
+        order they are sent), -1 where the id is not a plain number."""
+        self._fold()
+        return np.frombuffer(self._ids, dtype=np.int64).copy()
+
 
 @dataclass
 class FailedRequest:

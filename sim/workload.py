@@ -19,8 +19,9 @@ start with the same segments share exactly those tokens), never as token lists:
   segment `<id>/q1`); when its answer has finished, the next turn is sent `think_time` seconds
   later with the previous prompt, the answer (`<id>/a1`) and a new question (`<id>/q2`) drawn
   from the same length distributions (`sim.arrivals` sends it: it depends on when the answer ends);
-- a trace's Mooncake `hash_ids`: one segment `h<id>` per block of `hash_block_size` prompt
-  tokens (512, Mooncake's), the last one partial.
+- a trace's `hash_ids`: one segment `h<id>` per block of `hash_block_size` prompt tokens (16,
+  vLLM's `--timed-trace-chunk-hash-size`; Mooncake's traces use 512), a last partial one
+  `h<id>:<n>` (vLLM draws a partial block's tokens apart from the full one's).
 """
 
 from __future__ import annotations
@@ -49,8 +50,22 @@ RAMP_UP_STRATEGIES = ("", "linear", "exponential")
 # A trace spans at most this long (about 116 days): beyond it a float clock loses the
 # sub-microsecond resolution an iteration needs, and such a time is a mistake in the file.
 MAX_TRACE_SECONDS = 1e7
-# Mooncake's traces give one hash id per block of this many prompt tokens.
+# vLLM 0.33's timed traces (`vllm bench serve --dataset-name timed_trace`): one hash id per block
+# of this many prompt tokens (`--timed-trace-chunk-hash-size`, default 16, the Qwen/Alibaba
+# traces' block) and timestamps times this many seconds (`--timed-trace-sec-multiplier`, default
+# 1). Source: vllm/benchmarks/datasets/datasets.py, `add_dataset_parser` and `TimedTrace`.
+VLLM_TRACE_BLOCK_TOKENS = 16
+VLLM_TRACE_SEC_MULTIPLIER = 1.0
+# vllm bench serve's --num-prompts default (vllm/benchmarks/datasets/datasets.py, DEFAULT_NUM_PROMPTS):
+# how many lines of a timed trace it sends when not told.
+VLLM_NUM_PROMPTS = 1000
+# Mooncake's traces (FAST'25, github.com/kvcache-ai/Mooncake): 512-token blocks, milliseconds;
+# vLLM replays them with --timed-trace-chunk-hash-size 512 --timed-trace-sec-multiplier 0.001
+# (its help: "in the Moonshot traces it is 512"), `--dataset-name mooncake_trace` here.
 MOONCAKE_BLOCK_TOKENS = 512
+MOONCAKE_SEC_MULTIPLIER = 0.001
+# A timed trace's fields (vLLM's --timed-trace-label-* defaults).
+TIMED_FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
 PREFIX_SEGMENT = "prefix-{}"  # the name of shared prefix g's segment
 
 
@@ -95,8 +110,8 @@ class RequestSpec:
     priority: int = 0
     pool: str = "chat"
     hash_ids: tuple[int, ...] = ()
-    """Prefix-block ids from a Mooncake-style trace (one per `hash_block_size` prompt tokens), as
-    the file gives them; `prompt_segments` carries what they mean to the prefix cache."""
+    """Prefix-block ids from a timed trace (one per `hash_block_size` prompt tokens), as the file
+    gives them; `prompt_segments` carries what they mean to the prefix cache."""
     prompt_segments: tuple[tuple[str, int], ...] | None = None
     """The prompt's identity for prefix caching: (name, length) segments adding up to
     `prompt_len`; None: one segment named after the request (nothing shared)."""
@@ -208,8 +223,14 @@ class WorkloadSpec:
     # `think_time` seconds after the previous answer's last token.
     turns: int = 1
     think_time: float = 0.0
-    # A trace's hash_ids: one per block of this many prompt tokens (Mooncake's 512).
-    hash_block_size: int = MOONCAKE_BLOCK_TOKENS
+    # A timed trace's hash_ids: one per block of this many prompt tokens; its timestamps: times
+    # this many seconds (vLLM's defaults: 16 tokens, seconds; Mooncake's traces: 512, ms).
+    hash_block_size: int = VLLM_TRACE_BLOCK_TOKENS
+    trace_sec_multiplier: float = VLLM_TRACE_SEC_MULTIPLIER
+    # vllm bench serve's --self-timed (on for its timed_trace dataset): a trace in vLLM's timed
+    # layout at its own timing sends its first `trace_requests` lines (0: vLLM's 1,000), never
+    # repeated. A `trace_rate` (a sweep's, a plan's) rescales and repeats it all the same.
+    self_timed: bool = False
 
     def validate(self) -> None:
         if self.arrival not in ARRIVALS:
@@ -263,6 +284,12 @@ class WorkloadSpec:
             raise ConfigError("workload.think_time", self.think_time, "seconds >= 0")
         if _not_whole(self.hash_block_size) or self.hash_block_size < 1:
             raise ConfigError("workload.hash_block_size", self.hash_block_size, "a whole number of tokens >= 1")
+        if not isinstance(self.self_timed, bool):
+            raise ConfigError("workload.self_timed", self.self_timed, "true or false")
+        if isinstance(self.trace_sec_multiplier, bool) or not isinstance(self.trace_sec_multiplier, (int, float)) \
+                or not 0 < self.trace_sec_multiplier < math.inf:
+            raise ConfigError("workload.trace_sec_multiplier", self.trace_sec_multiplier,
+                              "seconds per unit of a timed trace's timestamps, > 0 (1: seconds, 0.001: ms)")
         if self.arrival == "trace" and (self.prefix_len or self.turns > 1):
             name, value = ("prefix_len", self.prefix_len) if self.prefix_len else ("turns", self.turns)
             raise ConfigError(f"workload.{name}", value, "0" if name == "prefix_len" else "1",
@@ -592,16 +619,30 @@ def generate(spec: WorkloadSpec, rng: np.random.Generator, n: int | None = None,
 
 # -- traces --------------------------------------------------------------------------------------
 
-def load_trace(path: str | Path, hash_block_size: int = MOONCAKE_BLOCK_TOKENS) -> list[RequestSpec]:
-    """Read a JSON Lines trace, one request a line, in either layout:
-    `{"arrival_time": s, "prompt_len": n, "output_len": n}` (optional `"priority"`, `"pool"`,
-    `"request_id"`), or Mooncake's and vLLM's timed traces, `{"timestamp": ms, "input_length": n,
-    "output_length": n, "hash_ids": [...]}`. Either may carry `hash_ids`, one per block of
-    `hash_block_size` prompt tokens: a prompt's segments are `h<id>` for each (the last one
-    partial), then the tokens past the last id, its own."""
+def load_trace(path: str | Path, hash_block_size: int = VLLM_TRACE_BLOCK_TOKENS,
+               sec_multiplier: float = VLLM_TRACE_SEC_MULTIPLIER) -> list[RequestSpec]:
+    """Read a JSON Lines trace, one request a line, in one of two layouts:
+
+    - ours, `{"arrival_time": s, "prompt_len": n, "output_len": n}` (optional `"priority"`,
+      `"pool"`, `"request_id"`, and `"hash_ids"`, one per block of `hash_block_size` leading
+      prompt tokens, the rest the prompt's own), sent in order of arrival;
+    - vLLM's timed trace, `{"timestamp": t, "input_length": n, "output_length": n, "hash_ids":
+      [...]}`, read as `vllm bench serve --dataset-name timed_trace` reads it: in the file's
+      order, each sent at `timestamp x sec_multiplier` seconds (or right after the line before
+      it, when that is later), its prompt built from its hash ids, `hash_block_size` tokens each,
+      up to `input_length` tokens (so a prompt whose ids cover fewer is shorter, and one without
+      ids would be empty: refused). Mooncake's traces are this layout in milliseconds with
+      512-token blocks.
+    """
+    return _read_trace(path, hash_block_size, sec_multiplier)[0]
+
+
+def _read_trace(path: str | Path, hash_block_size: int, sec_multiplier: float) -> tuple[list[RequestSpec], bool]:
+    """`load_trace`'s requests, and whether the trace is in vLLM's timed layout."""
     from .userfiles import read_lines
 
     out: list[RequestSpec] = []
+    timed = None
     for lineno, line in read_lines(path, "trace"):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
@@ -612,27 +653,59 @@ def load_trace(path: str | Path, hash_block_size: int = MOONCAKE_BLOCK_TOKENS) -
                                 lineno) from None
         if not isinstance(obj, dict):
             raise WorkloadError("each line must be a JSON object", str(path), lineno)
-        out.append(_trace_line(obj, len(out), str(path), lineno, hash_block_size))
+        this = _timed_line(obj)
+        if timed is None:
+            timed = this
+        elif this != timed:
+            first = "a timed trace's (timestamp, input_length, ...)" if timed else "ours (arrival_time, prompt_len, ...)"
+            raise WorkloadError(f"a line in the other layout than the first line's, {first}: a trace keeps to one",
+                                str(path), lineno)
+        spec = _trace_line(obj, len(out), str(path), lineno, hash_block_size, sec_multiplier)
+        if timed and out and spec.arrival_time < out[-1].arrival_time:
+            # vllm bench serve sends its lines in order, each after the one before it
+            spec = replace(spec, arrival_time=out[-1].arrival_time)
+        out.append(spec)
     if not out:
         raise WorkloadError("the trace holds no requests", str(path))
-    out.sort(key=lambda r: r.arrival_time)  # stable: file order breaks ties
-    return out
+    if not timed:
+        out.sort(key=lambda r: r.arrival_time)  # stable: file order breaks ties
+    return out, bool(timed)
 
 
-def _trace_line(obj: dict, index: int, path: str, lineno: int, block: int = MOONCAKE_BLOCK_TOKENS) -> RequestSpec:
-    timed = "timestamp" in obj or "input_length" in obj
-    keys = ("timestamp", "input_length", "output_length") if timed else ("arrival_time", "prompt_len", "output_len")
+def _timed_line(obj: dict) -> bool:
+    """Whether a trace line is in vLLM's timed layout (else ours)."""
+    return "timestamp" in obj or "input_length" in obj
+
+
+def is_timed_trace(path: str | Path) -> bool:
+    """Whether the trace at `path` is in vLLM's timed layout (its first request's line says)."""
+    from .userfiles import read_lines
+
+    for lineno, line in read_lines(path, "trace"):
+        if line.strip() and not line.lstrip().startswith("#"):
+            try:
+                obj = json.loads(line)
+            except (json.JSONDecodeError, RecursionError):
+                return False
+            return isinstance(obj, dict) and _timed_line(obj)
+    return False
+
+
+def _trace_line(obj: dict, index: int, path: str, lineno: int, block: int = VLLM_TRACE_BLOCK_TOKENS,
+                sec_multiplier: float = VLLM_TRACE_SEC_MULTIPLIER) -> RequestSpec:
+    timed = _timed_line(obj)
+    keys = TIMED_FIELDS[:3] if timed else ("arrival_time", "prompt_len", "output_len")
     for key in keys:
         if key not in obj:
             raise WorkloadError(f"missing \"{key}\"", path, lineno)
     t, pl, ol = (obj[k] for k in keys)
-    unit = "milliseconds" if timed else "seconds"
-    limit = MAX_TRACE_SECONDS * (1000 if timed else 1)
+    scale = sec_multiplier if timed else 1.0
+    unit = f"units of {sec_multiplier:g} s" if timed and sec_multiplier != 1 else "seconds"
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
         raise WorkloadError(f"{keys[0]} must be a number of {unit} >= 0, got {t!r}", path, lineno)
-    if t > limit:
-        raise WorkloadError(f"{keys[0]} {t!r} is later than a trace may run ({limit:g} {unit}, "
-                            f"about {MAX_TRACE_SECONDS / 86400:.0f} days)", path, lineno)
+    if t * scale > MAX_TRACE_SECONDS:
+        raise WorkloadError(f"{keys[0]} {t!r} is later than a trace may run ({MAX_TRACE_SECONDS / scale:g} "
+                            f"{unit}, about {MAX_TRACE_SECONDS / 86400:.0f} days)", path, lineno)
     for key, v in zip(keys[1:], (pl, ol)):
         if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
             raise WorkloadError(f"{key} must be a whole number of tokens > 0, got {v!r}", path, lineno)
@@ -643,15 +716,41 @@ def _trace_line(obj: dict, index: int, path: str, lineno: int, block: int = MOON
     if not isinstance(hash_ids, list | tuple) or any(isinstance(h, bool) or not isinstance(h, int) for h in hash_ids):
         raise WorkloadError("hash_ids must be a list of whole numbers", path, lineno)
     request_id = str(obj.get("request_id", index))
+    if timed:
+        segments = vllm_prompt_segments(hash_ids, pl, block)
+        if not segments:
+            raise WorkloadError("no hash_ids: vLLM's timed_trace builds a prompt from its hash ids alone, so this "
+                                "one would be empty (its server refuses it); a trace of lengths alone is written "
+                                "as {\"arrival_time\": s, \"prompt_len\": n, \"output_len\": n}", path, lineno)
+        pl = sum(n for _, n in segments)
+    else:
+        segments = hash_segments(hash_ids, pl, block, request_id, path, lineno)
     return RequestSpec(
-        request_id=request_id, arrival_time=float(t) / 1000.0 if timed else float(t), prompt_len=pl, output_len=ol,
-        priority=prio, pool=str(obj.get("pool", "chat")), hash_ids=tuple(hash_ids),
-        prompt_segments=hash_segments(hash_ids, pl, block, request_id, path, lineno))
+        request_id=request_id, arrival_time=float(t) * scale, prompt_len=pl, output_len=ol,
+        priority=prio, pool=str(obj.get("pool", "chat")), hash_ids=tuple(hash_ids), prompt_segments=segments)
+
+
+def vllm_prompt_segments(hash_ids, input_length: int, block: int) -> tuple[tuple[str, int], ...]:
+    """A timed trace's prompt as `vllm bench serve` builds it (`TimedTrace._expand_prompt`):
+    `block` tokens for each hash id, the same tokens for the same id, until `input_length`
+    tokens; a last id with fewer tokens left is a partial block whose tokens vLLM draws apart
+    from the full block's (`h<id>:<n>`). Ids past `input_length` are not read; tokens past the
+    ids are not sent."""
+    segments = []
+    left = input_length
+    for h in hash_ids:
+        if left <= 0:
+            break
+        n = min(block, left)
+        segments.append((f"h{h}" if n == block else f"h{h}:{n}", n))
+        left -= n
+    return tuple(segments)
 
 
 def hash_segments(hash_ids, prompt_len: int, block: int, request_id: str, path: str = "",
                   lineno: int | None = None) -> tuple[tuple[str, int], ...] | None:
-    """A prompt's segments from Mooncake hash ids, one per `block` tokens (None without ids)."""
+    """A prompt of our trace layout as segments: one per hash id, `block` tokens each (the last
+    one partial), then the tokens past the last id, its own (None without ids)."""
     if not hash_ids:
         return None
     blocks = -(-prompt_len // block)
@@ -670,10 +769,14 @@ def hash_segments(hash_ids, prompt_len: int, block: int, request_id: str, path: 
 
 
 def trace_requests(spec: WorkloadSpec) -> list[RequestSpec]:
-    """The trace of `spec`, rescaled to `trace_rate` (its own timing at 0; all at once at inf)
-    and cut or repeated to `trace_requests` requests (0: once, whole). Times start from the
-    trace's first arrival; a repeat follows the previous copy one mean gap after its end."""
-    base = load_trace(spec.trace_path, spec.hash_block_size)
+    """The trace of `spec`, rescaled to `trace_rate` (0: its own timing; inf: all at once) and cut
+    or repeated to `trace_requests` requests (0: once, whole); a timed trace `self_timed` at its
+    own timing, its first `trace_requests` lines only (0: 1,000). At its own timing the times are
+    the file's (a first request at 5 s is sent 5 s in, as vLLM sends it); rescaled, they start
+    from its first arrival; a repeat follows the previous copy one mean gap after its end."""
+    base, timed = _read_trace(spec.trace_path, spec.hash_block_size, spec.trace_sec_multiplier)
+    if spec.self_timed and timed and not spec.trace_rate:  # as vllm bench serve sends it
+        return base[:spec.trace_requests or VLLM_NUM_PROMPTS]
     n = spec.trace_requests or len(base)
     if not spec.trace_requests and not spec.trace_rate:
         return base
@@ -690,11 +793,12 @@ def trace_requests(spec: WorkloadSpec) -> list[RequestSpec]:
         else:
             scale = ((len(base) - 1) / span) / spec.trace_rate
     period = span + gap
+    origin = t0 if spec.trace_rate else 0.0  # (its own timing: the file's times)
     out = []
     for i in range(n):
         copy, j = divmod(i, len(base))
         r = base[j]
-        arrival = (r.arrival_time - t0 + copy * period) * scale
+        arrival = (r.arrival_time - origin + copy * period) * scale
         rid = str(i) if n != len(base) else r.request_id
         segments = r.prompt_segments
         if segments and segments[-1][0] == r.request_id:  # its own tokens follow it to its new id

@@ -12,7 +12,10 @@ from . import options as o
 DEFAULT_INPUT_LEN = 1024
 DEFAULT_OUTPUT_LEN = 128
 DEFAULT_NUM_PROMPTS = 1000
-DATASET_NAMES = ("random", "sharegpt", "custom", "timed_trace", "prefix_repetition")
+DATASET_NAMES = ("random", "sharegpt", "custom", "timed_trace", "prefix_repetition", "mooncake_trace")
+TRACE_DATASETS = ("timed_trace", "mooncake_trace")
+"""A trace file: vLLM's timed_trace (its defaults: seconds, 16-token hash blocks), or, the
+simulator's own name, a Mooncake trace (milliseconds, 512-token blocks)."""
 # vllm serve's --dtype: the 16-bit ones are the profiles' 2-byte weights; fp32 has no tensor-core peak here.
 DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
 # vLLM V1 refuses these above 1 ("Concurrent Partial Prefill is not supported"); 0.27 removed them.
@@ -79,8 +82,9 @@ def add_traffic_args(p: argparse.ArgumentParser, *, rate_flag: bool = True, coun
 
     t.add_argument("--dataset-name", choices=DATASET_NAMES + tuple(DATASET_REFUSALS), default=None,
                    help="where lengths come from: random (default), sharegpt or custom (a file "
-                        "given with --dataset-path), timed_trace (a trace: arrivals too), or "
-                        "prefix_repetition (prompts sharing one of a few prefixes)")
+                        "given with --dataset-path), timed_trace (a trace: arrivals too, read as vllm "
+                        "bench serve reads it), mooncake_trace (a Mooncake trace: timed_trace in ms with "
+                        "512-token hash blocks), or prefix_repetition (prompts sharing one of a few prefixes)")
     t.add_argument("--dataset-path", metavar="FILE",
                    help="the ShareGPT JSON, custom JSON Lines ({\"prompt\": ...} a line) or trace file")
     t.add_argument("--num-prompts", type=o.prompt_count, metavar="N",
@@ -88,7 +92,8 @@ def add_traffic_args(p: argparse.ArgumentParser, *, rate_flag: bool = True, coun
     if rate_flag:
         t.add_argument("--request-rate", type=o.rate, metavar="R",
                        help="requests/s (default inf: every request sent at once, as vllm bench "
-                            "serve); with a trace, rescales its timing to this mean rate")
+                            "serve); rescales a trace of ours to this mean rate (a timed trace is sent at "
+                            "its timestamps: vllm bench serve ignores the rate)")
     t.add_argument("--burstiness", type=o.burstiness, metavar="B",
                    help="gamma shape of the gaps between requests: 1 = Poisson (default), below 1 "
                         "burstier, inf = evenly spaced")
@@ -126,8 +131,8 @@ def add_traffic_args(p: argparse.ArgumentParser, *, rate_flag: bool = True, coun
                        help=f"lognormal shape of {side} lengths (default 0.5)")
     x.add_argument("--workload", metavar="FILE",
                    help="a trace to replay (= --dataset-name timed_trace --dataset-path FILE): JSON "
-                        "Lines of {\"arrival_time\": s, \"prompt_len\": n, \"output_len\": n}, or "
-                        "Mooncake's and vLLM's {\"timestamp\": ms, \"input_length\": n, "
+                        "Lines of ours, {\"arrival_time\": s, \"prompt_len\": n, \"output_len\": n}, or "
+                        "vLLM's timed trace, {\"timestamp\": s, \"input_length\": n, "
                         "\"output_length\": n, \"hash_ids\": [...]}")
     x.add_argument("--seed", type=o.seed, metavar="N", help="random seed (default 0)")
     t.add_argument("--no-oversample", action="store_true",
@@ -167,11 +172,10 @@ def add_sharing_args(p: argparse.ArgumentParser) -> None:
                    help=f"prefix_repetition: answer tokens (default {d['output-len']})")
     s.add_argument("--turns", metavar="N", **dial("workload.turns"))
     s.add_argument("--think-time", metavar="S", **dial("workload.think_time"))
-    s.add_argument("--hash-block-size", metavar="N", **{**dial("workload.hash_block_size"), "help":
-                   dial("workload.hash_block_size")["help"] + " (also spelled --timed-trace-chunk-hash-size, as vllm "
-                   "bench serve, whose default is 16)"})
-    s.add_argument("--timed-trace-chunk-hash-size", dest="hash_block_size", metavar="N",  # vllm bench serve's name
-                   **{**dial("workload.hash_block_size"), "help": argparse.SUPPRESS})
+    s.add_argument("--timed-trace-chunk-hash-size", "--hash-block-size", dest="hash_block_size", metavar="N",
+                   **dial("workload.hash_block_size"))
+    s.add_argument("--timed-trace-sec-multiplier", dest="trace_sec_multiplier", metavar="X",
+                   **dial("workload.trace_sec_multiplier"))
 
 
 def add_result_args(p: argparse.ArgumentParser, *, detailed: bool = True):
@@ -195,7 +199,7 @@ def add_result_args(p: argparse.ArgumentParser, *, detailed: bool = True):
     r.add_argument("--result-dir", metavar="DIR", help="directory for --save-result (default: here)")
     r.add_argument("--result-filename", metavar="NAME",
                    help="file name for --save-result (default {label}-{rate}qps[-concurrencyN]-{model}-"
-                        "{date}.json)")
+                        "{date}.json, numbered -2, -3 ... when a run of that second has it)")
     r.add_argument("--label", metavar="TEXT", help="label of the result (default batchtui-sim)")
     r.add_argument("--metadata", nargs="*", metavar="KEY=VALUE",
                    help="extra KEY=VALUE pairs stored in the saved result")

@@ -174,6 +174,8 @@ def parameter_table(result) -> str:
             spread = ("± " + _value_text(p.name, sigma)) if sigma == sigma and sigma != float("inf") else "undetermined"
         elif p.name in result.undetermined:
             spread = "not determined"
+        elif p.name in result.hidden:
+            spread = "not shown"
         else:
             spread = "(kept)"
         rows.append(f"{p.name:<20} {_value_text(p.name, base):>11} {_value_text(p.name, value):>11}  {spread:>12}")
@@ -187,6 +189,8 @@ def undetermined_lines(result) -> list[str]:
 
     lines = []
     for p in PARAMETERS:
+        if p.name in result.hidden:
+            lines.append(hidden_line(p, result))
         if p.name not in result.undetermined:
             continue
         value, sigma = result.undetermined[p.name]
@@ -195,6 +199,22 @@ def undetermined_lines(result) -> list[str]:
                      f"± {sigma_text}; kept at the base profile's {_value_text(p.name, result.base[p.name])}. "
                      f"To pin it, add {p.needs}.")
     return lines
+
+
+def hidden_line(p, result) -> str:
+    """Why a host cost no run showed is not fitted, what the runs allow of it, and what it is kept
+    at."""
+    bound, base, kept = result.hidden[p.name], result.base[p.name], result.values[p.name]
+    allowed = (f"any value up to {_value_text(p.name, bound)} gives the same figures" if math.isfinite(bound)
+               else "no value tried changes their figures")
+    if kept < base:
+        keep = (f"kept at {_value_text(p.name, kept)}, the most these runs allow (the base profile's "
+                f"{_value_text(p.name, base)} would slow them)")
+    else:
+        keep = f"kept at the base profile's {_value_text(p.name, base)}"
+    return (f"{p.name} ({p.label}) is not shown by these runs: they ran with async scheduling, under which the "
+            f"host's work overlaps the forward pass, and it never took longer than the pass ({allowed}); {keep}. "
+            "To measure it, add runs served with --no-async-scheduling, where the host's work adds to every pass.")
 
 
 def points_table(runs, result) -> str:
@@ -248,6 +268,11 @@ def profile_text(name: str, gpu, model, result, labels: list[str]) -> str:
             value_fit, sigma = result.undetermined[p.name]
             note = (f"  # kept from the base profile: not determined by these runs (the fit gave "
                     f"{_value_text(p.name, value_fit)} ± {_value_text(p.name, sigma)})")
+        elif p.name in result.hidden:
+            bound = result.hidden[p.name]
+            most = f"; they allow up to {_value_text(p.name, bound)}" if math.isfinite(bound) else ""
+            kept = "the most they allow" if value < result.base[p.name] else "kept from the base profile"
+            note = f"  # {kept}: hidden behind the forward pass in these runs (async scheduling{most})"
         else:
             note = "  # kept from the base profile"
         lines.append(f"{p.name} = {float(f'{value:.6g}')!r}{note}")

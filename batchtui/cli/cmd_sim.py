@@ -67,8 +67,17 @@ def result_path(args, setup, date: str) -> str | None:
     else:
         rate = (w.trace_rate or math.inf) if w.arrival == "trace" else w.request_rate
         name = f"{label}-{rate}qps{concurrency}-{model}-{date}.json"
-    name = args.result_filename or name
-    return os.path.join(args.result_dir, name) if args.result_dir else name
+    if args.result_filename:
+        name = args.result_filename
+        return os.path.join(args.result_dir, name) if args.result_dir else name
+    path = os.path.join(args.result_dir, name) if args.result_dir else name
+    # vLLM's name is to the second, and its runs take minutes; a simulated run takes a second, so
+    # two runs of one rate (a recipe's short and long prompts) would share a name: the later one
+    # is numbered instead of replacing the earlier (--append-result adds to the file it names).
+    stem, n = path.removesuffix(".json"), 2
+    while not args.append_result and os.path.exists(path):
+        path, n = f"{stem}-{n}.json", n + 1
+    return path
 
 
 def keep_earlier_results(path: str, sink) -> None:

@@ -187,14 +187,25 @@ def _convert(kind, text: str, key: str, path: str):
 
 
 def _detailed(data: dict, path: str) -> list[tuple[float, int, int]] | None:
-    """(arrival, prompt, output) per served request, when the file has the arrays; None if not."""
+    """(arrival, prompt, output) per served request, when the file has the arrays; None if not.
+
+    A request arrives when it came due at the client: its start time (when it was sent) less the
+    time it waited there for a --max-concurrency slot (`queue_times`, which vllm bench serve
+    records), so a capped run is paced again by the cap on the simulated server, as it was on the
+    measured one. Times count from the benchmark's start: the end of the last request less the
+    run's `duration` (a request at rate inf comes due at 0; one at a finite rate after its first
+    gap, as it was sent), else (a file without them, or with a duration that does not time these
+    requests) from the first request."""
     if not all(isinstance(data.get(k), list) for k in DETAILED):
         return None
     ins, outs, starts = (data[k] for k in DETAILED)
-    errors = data.get("errors") if isinstance(data.get("errors"), list) else [""] * len(ins)
-    if not (len(ins) == len(outs) == len(starts) == len(errors)) or not ins:
+    n = len(ins)
+    errors = data.get("errors") if isinstance(data.get("errors"), list) else [""] * n
+    if not (n == len(outs) == len(starts) == len(errors)) or not ins:
         raise UserError(f"{path}: input_lens, output_lens, start_times and errors have different lengths")
-    rows = []
+    waits = _numbers_list(data.get("queue_times"), n)
+    latencies = _numbers_list(data.get("latencies"), n)
+    rows, ends = [], []
     for i, (n_in, n_out, start, err) in enumerate(zip(ins, outs, starts, errors)):
         if err:
             continue  # refused or failed: it never ran
@@ -203,11 +214,32 @@ def _detailed(data: dict, path: str) -> list[tuple[float, int, int]] | None:
         if not ok or n_in < 1 or n_out < 1:
             raise UserError(f"{path}: request {i} has no usable length or start time "
                             f"({n_in!r} in, {n_out!r} out, start {start!r})")
-        rows.append((float(start), int(n_in), int(n_out)))
+        due = float(start) - (waits[i] if waits and waits[i] >= 0 else 0.0)
+        rows.append((due, int(n_in), int(n_out)))
+        if latencies:
+            ends.append(float(start) + latencies[i])
     if not rows:
         raise UserError(f"{path}: every request failed; nothing to replay")
-    first = min(r[0] for r in rows)
-    return sorted(((s - first, n_in, n_out) for s, n_in, n_out in rows), key=lambda r: r[0])
+    # stable: requests due together keep the order they were sent in (the file's)
+    rows.sort(key=lambda r: r[0])
+    first = rows[0][0]
+    duration = data.get("duration")
+    if ends and isinstance(duration, (int, float)) and not isinstance(duration, bool) and math.isfinite(duration):
+        # The first request came due one gap after the start, as any other after the one before
+        # it: a lead longer than every gap is a duration that does not time these requests.
+        lead = first - (max(ends) - float(duration))
+        if 0 <= lead <= max((b[0] - a[0] for a, b in zip(rows, rows[1:])), default=0.0):
+            first -= lead
+    return [(t - first, n_in, n_out) for t, n_in, n_out in rows]
+
+
+def _numbers_list(value, n: int) -> list[float] | None:
+    """A per-request array of finite numbers of length `n`, or None (absent, or not that)."""
+    if not isinstance(value, list) or len(value) != n:
+        return None
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value):
+        return None
+    return [float(v) for v in value]
 
 
 def file_hardware(data: dict, path: str, base: Scenario, from_file: tuple[str, ...]) -> Scenario:
@@ -289,7 +321,8 @@ def build_run(path: str, label: str, data: dict, base: Scenario, given: dict, tr
     if rows is not None and cap and math.isinf(rate):
         # Every request was due at once and the client sent the next as one finished: its start
         # times are the real server's pace, so the replay queues them all at 0, in the order sent,
-        # and lets the cap pace them on the simulated server.
+        # and lets the cap pace them on the simulated server (what their queue times say too; a
+        # file from before vllm bench serve recorded them has only the start times).
         rows = [(0.0, n_in, n_out) for _, n_in, n_out in rows]
     if rows is not None:
         trace = os.path.join(trace_dir, f"run{index}.jsonl")

@@ -96,10 +96,14 @@ def _length_text(spec) -> str:
 
 
 def traffic_text(w, swept: str | None = None) -> str:
+    from sim.workload import VLLM_TRACE_BLOCK_TOKENS
+
     if w.arrival == "trace":
         text = f"the trace {w.trace_path}"
         if w.trace_requests:
             text += f" ({w.trace_requests} requests, repeated as needed)"
+        if w.trace_sec_multiplier != 1 or w.hash_block_size != VLLM_TRACE_BLOCK_TOKENS:
+            text += f" (timestamps x {w.trace_sec_multiplier:g} s, {w.hash_block_size}-token hash blocks)"
         if swept == "request_rate":
             return text + " rescaled to the swept rate"
         if w.trace_rate:
@@ -341,7 +345,7 @@ def bench_result(run, setup, *, date: str, label: str | None = None, percentiles
     arrivals = recs.column("arrival_time")
     failed = run.failed
     all_arrivals = np.concatenate([arrivals, np.array([f.arrival_time for f in failed], dtype=float)])
-    order = np.argsort(all_arrivals, kind="stable")
+    order = send_order(recs, failed)
     n_ok = len(arrivals)
 
     def by_arrival(ok_values, failed_values, dtype=float):
@@ -402,6 +406,32 @@ def bench_result(run, setup, *, date: str, label: str | None = None, percentiles
 SPEC_DECODE_KEYS = ("spec_decode_acceptance_rate", "spec_decode_acceptance_length", "spec_decode_num_drafts",
                     "spec_decode_draft_tokens", "spec_decode_accepted_tokens",
                     "spec_decode_per_position_acceptance_rates")
+
+
+def send_order(records, failed) -> np.ndarray:
+    """The order `vllm bench serve` lists requests in its per-request arrays: the order it sent
+    them (its tasks in the order made, each when its request came due, before any wait for a
+    --max-concurrency slot), not the order they finished. `records` (finished first, then
+    `failed`) are sorted by the moment each came due (its arrival less its client queue time),
+    then by request id (the workloads number requests in the order they send them), then as
+    they finished; a request at rate inf is due at 0 with all the others, so only the ids order
+    them."""
+    import numpy as np
+
+    due = np.concatenate([records.column("arrival_time") - records.column("client_queue_time"),
+                          np.array([f.arrival_time for f in failed], dtype=float)])
+    numbers = np.concatenate([records.id_numbers(), _id_numbers([f.request_id for f in failed])]).astype(float)
+    numbers[numbers < 0] = np.inf  # an id that is no number: after the numbered ones due with it
+    return np.lexsort((np.arange(len(due)), numbers, due))
+
+
+def _id_numbers(ids: list[str]) -> np.ndarray:
+    """Request ids as numbers where the id is one written plainly (as `RecordTable.id_numbers`
+    reads them), -1 for the others."""
+    import numpy as np
+
+    return np.array([int(i) if i.isascii() and i.isdigit() and str(int(i)) == i else -1 for i in ids],
+                    dtype=np.int64)
 
 
 def dump_json(sink, data: dict, indent: int | None = 2) -> None:

@@ -174,11 +174,12 @@ def _workload(args, w: WorkloadSpec, model, rate_flag: bool, from_file: bool) ->
             raise UserError("argument --workload: not allowed with --dataset-name/--dataset-path "
                             "(--workload FILE is --dataset-name timed_trace --dataset-path FILE)")
         dataset, path = "timed_trace", args.workload
+    files = ("sharegpt", "custom") + a.TRACE_DATASETS
     from .vllm_flag_rows import DATASET_REFUSALS
 
     if dataset in DATASET_REFUSALS:
         raise UserError(f"argument --dataset-name: {dataset} is not simulated: {DATASET_REFUSALS[dataset]}")
-    if dataset in ("sharegpt", "custom", "timed_trace"):
+    if dataset in files:
         for flag in ("--no-oversample", "--disable-shuffle"):
             if getattr(args, o.dest(flag), False):
                 raise UserError(f"argument {flag}: not simulated with a dataset file (its prompts are shuffled "
@@ -186,10 +187,14 @@ def _workload(args, w: WorkloadSpec, model, rate_flag: bool, from_file: bool) ->
     if dataset in ("random", None) and path is not None and dataset is not None:
         raise UserError("argument --dataset-path: not allowed with --dataset-name random (vLLM's rule: "
                         "name the file's kind, sharegpt, custom or timed_trace)")
-    if dataset in ("sharegpt", "custom", "timed_trace") and path is None:
+    if dataset in files and path is None:
         raise UserError(f"argument --dataset-name: {dataset} needs --dataset-path FILE")
     if dataset is None and path is not None:
         raise UserError("argument --dataset-path: give --dataset-name too (sharegpt, custom or timed_trace)")
+    for flag, given in (("--timed-trace-sec-multiplier", args.trace_sec_multiplier),
+                        ("--timed-trace-chunk-hash-size", args.hash_block_size)):
+        if given is not None and dataset not in a.TRACE_DATASETS:
+            raise UserError(f"argument {flag}: needs a trace (--dataset-name timed_trace --dataset-path FILE)")
     if args.ramp_up_strategy is not None:
         if rate is not None:
             raise UserError("argument --request-rate: not allowed with --ramp-up-strategy (the ramp "
@@ -217,7 +222,7 @@ def _workload(args, w: WorkloadSpec, model, rate_flag: bool, from_file: bool) ->
     elif repetition:
         raise UserError(f"argument {repetition[0]}: needs --dataset-name prefix_repetition")
 
-    if dataset == "timed_trace":
+    if dataset in a.TRACE_DATASETS:
         clash = [f for f, v in (("--arrival", args.arrival), ("--burstiness", args.burstiness),
                                 ("--ramp-up-strategy", args.ramp_up_strategy)) if v is not None]
         if clash:
@@ -229,8 +234,7 @@ def _workload(args, w: WorkloadSpec, model, rate_flag: bool, from_file: bool) ->
         if shared:
             raise UserError(f"argument {shared[0]}: not allowed with a trace (its hash_ids say what its "
                             "prompts share; --hash-block-size sets their block)")
-        w = replace(w, arrival="trace", trace_path=path, dataset="random", dataset_path="",
-                    trace_rate=rate or 0.0, trace_requests=args.num_prompts or 0)
+        w = _trace_workload(args, w, dataset, path, rate)
     else:
         if w.arrival == "trace":
             w = replace(w, arrival="gamma")
@@ -277,8 +281,6 @@ def _workload(args, w: WorkloadSpec, model, rate_flag: bool, from_file: bool) ->
             w = replace(w, think_time=args.think_time)
     if args.max_concurrency is not None:
         w = replace(w, max_concurrency=args.max_concurrency)
-    if args.hash_block_size is not None:
-        w = replace(w, hash_block_size=args.hash_block_size)
     for side in ("input", "output"):
         spec = getattr(w, side)
         mean = getattr(args, f"random_{side}_len")
@@ -297,6 +299,37 @@ def _workload(args, w: WorkloadSpec, model, rate_flag: bool, from_file: bool) ->
     if w.num_prompts == 0 and w.arrival != "trace":
         raise UserError("the scenario's traffic is endless (num_prompts = 0); give --num-prompts N")
     return w
+
+
+def _trace_workload(args, w: WorkloadSpec, dataset: str, path: str, rate: float | None) -> WorkloadSpec:
+    """The trace at `path` as `dataset` reads it (`sim.workload.load_trace`). vLLM's timed layout
+    (`timestamp`, `input_length`, `output_length`, `hash_ids`) is read as `vllm bench serve
+    --dataset-name timed_trace` reads it: its timestamps times --timed-trace-sec-multiplier (1:
+    seconds), --timed-trace-chunk-hash-size tokens per hash id (16), the first --num-prompts lines
+    (1,000) and never more (`self_timed`), each sent at its timestamp whatever --request-rate says.
+    mooncake_trace reads it in milliseconds with 512-token blocks. A trace of ours
+    (`arrival_time`, `prompt_len`, `output_len`) is rescaled by --request-rate and cut or repeated
+    to --num-prompts."""
+    import sys
+
+    from sim.workload import MOONCAKE_BLOCK_TOKENS, MOONCAKE_SEC_MULTIPLIER, is_timed_trace
+
+    block, multiplier = w.hash_block_size, w.trace_sec_multiplier
+    if dataset == "mooncake_trace":
+        block, multiplier = MOONCAKE_BLOCK_TOKENS, MOONCAKE_SEC_MULTIPLIER
+    if args.hash_block_size is not None:
+        block = args.hash_block_size
+    if args.trace_sec_multiplier is not None:
+        multiplier = args.trace_sec_multiplier
+    # A pipe (<(zcat trace.gz)) is read once, by the run: its layout is not looked at here, and a
+    # rate given with one rescales it whatever its layout.
+    if rate is not None and os.path.isfile(path) and is_timed_trace(path):
+        print(f"batchtui: note: --request-rate {rate:g} is not used: a timed trace is sent at its own timestamps, "
+              "as vllm bench serve sends it (--timed-trace-sec-multiplier scales them)", file=sys.stderr)
+        rate = None
+    return replace(w, arrival="trace", trace_path=path, dataset="random", dataset_path="", hash_block_size=block,
+                   trace_sec_multiplier=multiplier, self_timed=True, trace_rate=rate or 0.0,
+                   trace_requests=args.num_prompts or 0)
 
 
 def _check_like_vllm(args, sc: Scenario, profiles, model) -> None:

@@ -359,7 +359,7 @@ model_tag (positional) | v | modelled | | the model, as --model
 BENCH_ROWS = f"""
 --seed | v | modelled | | the random seed of the simulated traffic
 --num-prompts | v | modelled | | requests in the run
---dataset-name | v | modelled | | random, sharegpt, custom, prefix_repetition and timed_trace; burstgpt, sonnet, random-mm, random-rerank, hf, custom_mm, custom_audio, custom_image, spec_bench and speed_bench are refused, each with the local alternative
+--dataset-name | v | modelled | | random, sharegpt, custom, prefix_repetition and timed_trace (and the simulator's mooncake_trace: timed_trace in milliseconds with 512-token hash blocks); burstgpt, sonnet, random-mm, random-rerank, hf, custom_mm, custom_audio, custom_image, spec_bench and speed_bench are refused, each with the local alternative
 --no-stream | b | recorded | | how a Hugging Face dataset is read: the hf dataset is refused
 --dataset-path | v | modelled | | the dataset file (ShareGPT JSON, custom JSON Lines, or a trace)
 --no-oversample | b | modelled | | accepted with the random and prefix_repetition datasets (where nothing is oversampled); refused with a dataset file (the simulator oversamples a short file as vLLM does by default)
@@ -451,9 +451,9 @@ BENCH_ROWS = f"""
 --speed-bench-dataset-subset | v | recorded | | the speed_bench dataset is refused
 --speed-bench-output-len | v | recorded | | the speed_bench dataset is refused
 --speed-bench-category | v | recorded | | the speed_bench dataset is refused
---self-timed | b | refused | on | a trace's own timestamps set the arrivals (vLLM's default for timed_trace); --no-self-timed (arrivals drawn from --request-rate instead) is not modelled: --request-rate rescales the trace's timing
---timed-trace-chunk-hash-size | v | modelled | | prompt tokens per hash id of a timed trace (the simulator's --hash-block-size; its default is Mooncake's 512, vLLM's is 16: give it when the trace's producer used another)
---timed-trace-sec-multiplier | v | refused | 0.001 | the simulator reads a timed trace's timestamps in milliseconds (Mooncake's traces), which is vLLM's --timed-trace-sec-multiplier 0.001; other units are not converted: write the timestamps in milliseconds
+--self-timed | b | refused | on | a timed trace's own timestamps set the arrivals (vLLM's default for timed_trace: --request-rate is not used); --no-self-timed (arrivals drawn from --request-rate instead) is not modelled
+--timed-trace-chunk-hash-size | v | modelled | | prompt tokens per hash id of a timed trace (default 16, as vLLM; Mooncake's traces: 512); each prompt is built from its hash ids, as vLLM builds it
+--timed-trace-sec-multiplier | v | modelled | | seconds per unit of a timed trace's timestamps (default 1, as vLLM; Mooncake's milliseconds: 0.001)
 --timed-trace-label-timestamp | v | refused | timestamp | a timed trace's fields are read by their usual names (timestamp, input_length, output_length, hash_ids): rename the fields in the file
 --timed-trace-label-input-length | v | refused | input_length | a timed trace's fields are read by their usual names (timestamp, input_length, output_length, hash_ids): rename the fields in the file
 --timed-trace-label-output-length | v | refused | output_length | a timed trace's fields are read by their usual names (timestamp, input_length, output_length, hash_ids): rename the fields in the file

@@ -57,12 +57,36 @@ def llm_call(setup, config) -> str:
     return "LLM(" + ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) + ")"
 
 
+def _trace_words(w, rate: float) -> list[str]:
+    """vllm bench serve's flags reading a trace as the workload `w` does: its hash block and its
+    time unit, when not vLLM's defaults, the unit scaled to send the trace at `rate` requests/s
+    (0 or inf: at its own timing), as the simulator rescales it."""
+    from sim.workload import VLLM_TRACE_BLOCK_TOKENS, VLLM_TRACE_SEC_MULTIPLIER, load_trace
+
+    multiplier = w.trace_sec_multiplier
+    if rate and math.isfinite(rate):
+        base = load_trace(w.trace_path, w.hash_block_size, w.trace_sec_multiplier)
+        span = base[-1].arrival_time - base[0].arrival_time
+        if span > 0:
+            multiplier *= (len(base) - 1) / span / rate
+    words = []
+    if w.hash_block_size != VLLM_TRACE_BLOCK_TOKENS:
+        words += ["--timed-trace-chunk-hash-size", str(w.hash_block_size)]
+    if multiplier != VLLM_TRACE_SEC_MULTIPLIER:
+        words += ["--timed-trace-sec-multiplier", f"{multiplier:.6g}"]
+    return words
+
+
 def bench_command(setup, rate: float, num_prompts: int, goodput: dict | None = None) -> str:
     """`vllm bench serve` sending this traffic at `rate` to the server `serve_command` starts."""
     w = setup.scenario.workload
     words = ["vllm", "bench", "serve", "--model", hf_id(setup.deployment.model)]
+    from sim.workload import is_timed_trace
+
+    timed = w.arrival == "trace" and is_timed_trace(w.trace_path)
     if w.arrival == "trace":
         words += ["--dataset-name", "timed_trace", "--dataset-path", w.trace_path]
+        words += _trace_words(w, rate if timed else 0.0)
     elif w.dataset != "random":
         words += ["--dataset-name", w.dataset, "--dataset-path", w.dataset_path]
         if w.dataset_output_len:
@@ -78,8 +102,9 @@ def bench_command(setup, rate: float, num_prompts: int, goodput: dict | None = N
             words += ["--random-prefix-len", str(w.prefix_len)]
         if w.input.dist == "uniform" and w.input.mean:
             words += ["--random-range-ratio", f"{(w.input.high - w.input.mean) / w.input.mean:.3g}"]
-    words += ["--num-prompts", str(num_prompts),
-              "--request-rate", "inf" if math.isinf(rate) else f"{rate:.2f}"]
+    words += ["--num-prompts", str(num_prompts)]
+    if not timed:  # (vllm bench serve sends a timed trace at its timestamps, whatever the rate)
+        words += ["--request-rate", "inf" if math.isinf(rate) else f"{rate:.2f}"]
     if w.arrival == "gamma" and w.burstiness != 1:
         words += ["--burstiness", f"{w.burstiness:g}"]
     if w.max_concurrency:

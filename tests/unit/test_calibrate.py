@@ -38,7 +38,8 @@ sweep = fit_evaluations.runs
 def measure(directory: Path, truth: Path, runs) -> list[Path]:
     """Results written by `batchtui sim --save-result` from the truth profile, with async
     scheduling off: each pass then pays the host's costs, which the fit must recover (with it on,
-    vLLM's default, they hide behind the forward pass, and no run of these depends on them)."""
+    vLLM's default, they hide behind the forward pass and the fit bounds them instead:
+    tests/unit/test_calibrate_recipe.py)."""
     paths = []
     for name, rate, n, prompt, output in runs:
         path = directory / f"{name}.json"
@@ -362,7 +363,9 @@ def _analytic_points(truth: dict, noise: list[float]):
 
     points = []
     for i, n in enumerate((1, 2, 4, 8)):
-        sc = Scenario()
+        # The stand-in adds the host's work to every step, as a synchronous engine does (with async
+        # scheduling, vLLM's default, a host cost the runs do not show is set aside instead).
+        sc = Scenario().with_engine(async_scheduling=False)
         sc = replace(sc, workload=replace(sc.workload, num_prompts=n))
         measured = [m * noise[(3 * i + j) % len(noise)] for j, m in enumerate(_analytic_metrics(n, truth))]
         points.append(Point(f"n{n}", sc, dict(zip(METRIC_KEYS, measured))))
@@ -426,3 +429,79 @@ def test_a_fit_that_determines_nothing_is_refused():
                                        r"[\d.]+ us: to pin it, add a loaded run"):
         fit(_analytic_points(truth, noise), load_profiles(), "h100-sxm", "llama-3.1-8b",
             mapper=_analytic_mapper, fit=("overhead_per_seq_s",))
+
+
+# -- runs made with async scheduling ----------------------------------------------------------------
+
+
+def _async_metrics(n: int, values: dict) -> tuple[float, float, float]:
+    """The stand-in GPU with async scheduling: the host's work overlaps the step, which takes the
+    longer of the two."""
+    gpu = 0.006 * 0.8 / values["eta_bw"]
+    step = max(gpu, values["overhead_s"] + n * values["overhead_per_seq_s"])
+    return 1e3 * (0.014 * 0.68 / values["eta_mfu"] + step), 1e3 * step, n / step
+
+
+def _async_fit(truth: dict, base: dict | None = None):
+    """Fit the stand-in's runs of 1 to 8 sequences (async scheduling, as vLLM's default) from the
+    built-in profile, or from `base`'s values."""
+    from dataclasses import replace
+
+    from sim.fit import METRIC_KEYS, Point, fit, with_parameters
+    from sim.scenario import Scenario
+
+    points = []
+    for n in (1, 2, 4, 8):
+        sc = Scenario()
+        sc = replace(sc, workload=replace(sc.workload, num_prompts=n))
+        points.append(Point(f"n{n}", sc, dict(zip(METRIC_KEYS, _async_metrics(n, truth)))))
+    profiles = load_profiles()
+    if base:
+        profiles = with_parameters(profiles, "h100-sxm", "llama-3.1-8b", base)
+    mapper = (lambda func, jobs: [_async_metrics(sc.workload.num_prompts, values) for sc, values in jobs])
+    return fit(points, profiles, "h100-sxm", "llama-3.1-8b", mapper=mapper,
+               fit=("eta_bw", "eta_mfu", "overhead_s", "overhead_per_seq_s"))
+
+
+def test_async_runs_fit_the_gpu_and_bound_the_host_costs_they_do_not_show():
+    """Under async scheduling a host cost shorter than the pass changes no figure: the fit sets it
+    aside, fits the efficiencies, keeps it at the base value and says how much of it the runs
+    allow (the pass of 6.86 ms over the 8 sequences of the largest run, for the per-sequence
+    cost), instead of refusing the runs as unable to pin it."""
+    truth = {**ANALYTIC_TRUTH, "overhead_per_seq_s": 20e-6, "overhead_s": 30e-6}
+    result = _async_fit(truth)
+    assert result.fitted == ("eta_bw", "eta_mfu")
+    for key in result.fitted:
+        assert result.values[key] == pytest.approx(truth[key], rel=0.01)
+    assert set(result.hidden) == {"overhead_s", "overhead_per_seq_s"} and not result.undetermined
+    assert result.values["overhead_per_seq_s"] == result.base["overhead_per_seq_s"] == 50e-6
+    gpu = 0.006 * 0.8 / truth["eta_bw"]
+    assert result.hidden["overhead_per_seq_s"] == pytest.approx(gpu / 8, rel=0.1)
+    assert result.hidden["overhead_s"] == pytest.approx(gpu, rel=0.1)
+
+
+def test_a_base_host_cost_the_runs_would_show_is_lowered_to_what_they_allow():
+    """A base profile whose per-sequence cost would outlast the pass of the largest run (1 ms x 8
+    against 6.86 ms) is kept at the most the runs allow instead, and the efficiencies are fitted
+    as if it were not there (they are not bent to make up for it)."""
+    from batchtui.cli.cmd_calibrate import undetermined_lines
+
+    truth = {**ANALYTIC_TRUTH, "overhead_per_seq_s": 20e-6}
+    result = _async_fit(truth, base={"overhead_per_seq_s": 1e-3})
+    gpu = 0.006 * 0.8 / truth["eta_bw"]
+    assert result.values["overhead_per_seq_s"] == result.hidden["overhead_per_seq_s"] == pytest.approx(gpu / 8, rel=0.1)
+    assert result.values["eta_bw"] == pytest.approx(truth["eta_bw"], rel=0.01)
+    line = next(line for line in undetermined_lines(result) if line.startswith("overhead_per_seq_s"))
+    assert "not shown by these runs: they ran with async scheduling" in line
+    assert "the most these runs allow (the base profile's 1.000 ms would slow them)" in line
+    assert "--no-async-scheduling" in line
+
+
+def test_a_host_cost_that_outlasts_the_pass_is_fitted():
+    """When the runs do show the host's work (1.5 ms x 8 sequences outlasts the 6.86 ms pass), the
+    per-sequence cost is fitted even from a base value that hides it."""
+    truth = {**ANALYTIC_TRUTH, "overhead_per_seq_s": 1.5e-3}
+    result = _async_fit(truth)
+    assert "overhead_per_seq_s" in result.fitted and "overhead_per_seq_s" not in result.hidden
+    assert result.values["overhead_per_seq_s"] == pytest.approx(1.5e-3, rel=0.02)
+    assert result.values["eta_bw"] == pytest.approx(truth["eta_bw"], rel=0.01)

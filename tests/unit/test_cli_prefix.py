@@ -75,14 +75,17 @@ def test_conversations_on_the_command_line(capsys, tmp_path):
 
 
 def test_a_trace_with_hash_ids_and_its_block_size(capsys, tmp_path):
+    """As vLLM builds a timed trace's prompts: from the hash ids, a block each, up to input_length.
+    (Before timed_trace meant what it means in vLLM 0.33, a prompt was input_length tokens, those
+    past its ids its own, and 512-token blocks the default, under which these ids were too many.)"""
     path = tmp_path / "mooncake.jsonl"
-    path.write_text("".join(json.dumps({"timestamp": 200 * i, "input_length": 600, "output_length": 8,
+    path.write_text("".join(json.dumps({"timestamp": 0.2 * i, "input_length": 600, "output_length": 8,
                                         "hash_ids": [1, 2, 3, 10 + i]}) + "\n" for i in range(10)))
-    d = sim_json(capsys, "--workload", path, "--hash-block-size", "128")
-    # ids 1-3 are the same 384 tokens in every prompt; the rest is each one's own
-    assert d["prefix_cache_hits"] == 9 * 384
-    code, _, err = run(capsys, "sim", "--workload", path)
-    assert code == 2 and "is the hash block size right" in err
+    d = sim_json(capsys, "--workload", path, "--timed-trace-chunk-hash-size", "128")
+    # ids 1-3 are the same 384 tokens in every prompt, the fourth 128 of its own; nothing past them
+    assert d["prefix_cache_hits"] == 9 * 384 and d["total_input_tokens"] == 10 * 512
+    d = sim_json(capsys, "--workload", path)  # vLLM's 16-token blocks: 64-token prompts
+    assert d["total_input_tokens"] == 10 * 64 and d["prefix_cache_hits"] == 9 * 48
 
 
 @pytest.mark.parametrize("argv, needle", [

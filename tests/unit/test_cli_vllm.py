@@ -110,10 +110,15 @@ def mooncake(tmp_path, n=60, gap_ms=100):
     return path
 
 
-def test_mooncake_traces_keep_hash_ids_and_read_milliseconds(tmp_path):
-    specs = load_trace(mooncake(tmp_path))
+def test_mooncake_traces_keep_hash_ids_and_read_milliseconds_with_vllms_multiplier(tmp_path):
+    # vLLM 0.33 reads a timed trace in seconds (--timed-trace-sec-multiplier 1); a Mooncake trace's
+    # milliseconds take 0.001, as vLLM's docs give it (this test read milliseconds by default
+    # before timed_trace meant what it means in vLLM).
+    assert load_trace(mooncake(tmp_path))[3].arrival_time == pytest.approx(300)
+    specs = load_trace(mooncake(tmp_path), 512, 0.001)
     assert specs[3].arrival_time == pytest.approx(0.3) and specs[3].hash_ids == (0, 3)
-    spec = WorkloadSpec(arrival="trace", trace_path=str(mooncake(tmp_path)), trace_rate=20.0, trace_requests=150)
+    spec = WorkloadSpec(arrival="trace", trace_path=str(mooncake(tmp_path)), trace_rate=20.0, trace_requests=150,
+                        hash_block_size=512, trace_sec_multiplier=0.001)
     out = trace_requests(spec)
     times = np.array([r.arrival_time for r in out])
     assert len(out) == 150 and (np.diff(times) >= 0).all()

@@ -42,7 +42,8 @@ TRACES = Path(tempfile.mkdtemp(prefix="batchtui-agree-"))
 
 
 def _trace(seed: int, n: int, hash_ids: bool, priorities: bool) -> str:
-    """A small timed trace (Mooncake's format when `hash_ids`: its prompts share blocks)."""
+    """A small trace (vLLM's timed layout when `hash_ids`, in seconds as vLLM reads it by default:
+    its prompts share blocks)."""
     path = TRACES / f"{seed}-{n}-{hash_ids}-{priorities}.jsonl"
     if not path.exists():
         rng = np.random.default_rng(seed)
@@ -54,7 +55,7 @@ def _trace(seed: int, n: int, hash_ids: bool, priorities: bool) -> str:
             line = {"arrival_time": t, "prompt_len": prompt, "output_len": int(rng.integers(1, 60))}
             if hash_ids:
                 blocks = -(-prompt // 16)
-                line = {"timestamp": t * 1000, "input_length": prompt, "output_length": line["output_len"],
+                line = {"timestamp": t, "input_length": prompt, "output_length": line["output_len"],
                         "hash_ids": [int(h) for h in rng.integers(0, 6, size=blocks)]}
             if priorities:
                 line["priority"] = int(rng.integers(0, 3))

@@ -132,32 +132,61 @@ def mooncake(tmp_path, lines) -> str:
     return str(path)
 
 
-def test_mooncake_hash_ids_are_segments_of_the_hash_block_size(tmp_path):
+def test_timed_trace_prompts_are_built_from_their_hash_ids_as_vllm_builds_them(tmp_path):
+    """vLLM's TimedTrace (vllm/benchmarks/datasets/datasets.py): a block of tokens per hash id, the
+    same for the same id, until input_length; a last, partial block has tokens of its own (vLLM
+    draws them apart from the full block's), ids past input_length are not read, and tokens past
+    the ids are not sent. (This test pinned our own rule before: input_length tokens, those past
+    the ids the prompt's own, in 512-token blocks.)"""
     path = mooncake(tmp_path, [
         {"timestamp": 0, "input_length": 1100, "output_length": 10, "hash_ids": [7, 8, 9]},
-        {"timestamp": 5, "input_length": 1300, "output_length": 10, "hash_ids": [7, 8]},  # past its ids: its own
-        {"timestamp": 9, "input_length": 100, "output_length": 10}])
-    a, b, c = load_trace(path)
-    assert a.prompt_segments == (("h7", 512), ("h8", 512), ("h9", 76))
-    assert b.prompt_segments == (("h7", 512), ("h8", 512), ("1", 276))
-    assert c.prompt_segments is None
-    small = load_trace(path, hash_block_size=256)[1]
-    assert small.prompt_segments == (("h7", 256), ("h8", 256), ("1", 788))
-    repeated = trace_requests(WorkloadSpec(arrival="trace", trace_path=path, trace_requests=6))
-    assert repeated[4].prompt_segments == (("h7", 512), ("h8", 512), ("4", 276))  # a copy shares the ids
+        {"timestamp": 5, "input_length": 1300, "output_length": 10, "hash_ids": [7, 8]},  # ids run out: 1024
+        {"timestamp": 9, "input_length": 100, "output_length": 10, "hash_ids": [1, 2, 3]}])  # one is enough
+    a, b, c = load_trace(path, hash_block_size=512)
+    assert a.prompt_segments == (("h7", 512), ("h8", 512), ("h9:76", 76)) and a.prompt_len == 1100
+    assert b.prompt_segments == (("h7", 512), ("h8", 512)) and b.prompt_len == 1024
+    assert c.prompt_segments == (("h1:100", 100),)
+    assert [s.arrival_time for s in (a, b, c)] == [0, 5, 9]  # seconds, vLLM's default
+    default = load_trace(path)[0]  # vLLM's 16-token blocks
+    assert default.prompt_segments == (("h7", 16), ("h8", 16), ("h9", 16)) and default.prompt_len == 48
+    repeated = trace_requests(WorkloadSpec(arrival="trace", trace_path=path, trace_requests=6, hash_block_size=512))
+    assert repeated[4].prompt_segments == b.prompt_segments  # a copy shares the ids
 
 
-def test_too_many_hash_ids_for_the_block_size_are_refused(tmp_path):
-    path = mooncake(tmp_path, [{"timestamp": 0, "input_length": 100, "output_length": 5, "hash_ids": [1, 2, 3]}])
-    with pytest.raises(WorkloadError, match="is the hash block size right"):
+def test_a_timed_trace_line_without_hash_ids_is_refused(tmp_path):
+    """Its prompt would be empty in vLLM (the server refuses it): the line is named instead."""
+    path = mooncake(tmp_path, [{"timestamp": 0, "input_length": 100, "output_length": 5}])
+    with pytest.raises(WorkloadError, match=r"jsonl:1: no hash_ids: vLLM's timed_trace builds a prompt from its"):
         load_trace(path)
+
+
+def test_a_timed_trace_is_sent_in_its_order_at_its_times(tmp_path):
+    """vllm bench serve sends the lines in order, each at its timestamp x the multiplier from the
+    start (not from the first line), or right after the line before when that is later."""
+    path = mooncake(tmp_path, [{"timestamp": t, "input_length": 32, "output_length": 5, "hash_ids": [i]}
+                               for i, t in enumerate((2000, 3000, 2500, 4000))])
+    specs = load_trace(path, sec_multiplier=0.001)
+    assert [s.arrival_time for s in specs] == [2.0, 3.0, 3.0, 4.0]
+    assert [s.hash_ids for s in specs] == [(0,), (1,), (2,), (3,)]
+    assert [s.arrival_time for s in trace_requests(WorkloadSpec(arrival="trace", trace_path=path,
+                                                                trace_sec_multiplier=0.001, trace_requests=2))] == [2.0, 3.0]
+
+
+def test_too_many_hash_ids_for_the_block_size_are_refused_in_our_layout(tmp_path):
+    path = mooncake(tmp_path, [{"arrival_time": 0, "prompt_len": 100, "output_len": 5, "hash_ids": [1, 2, 3]}])
+    with pytest.raises(WorkloadError, match="is the hash block size right"):
+        load_trace(path, hash_block_size=100)
     assert load_trace(path, hash_block_size=40)[0].prompt_segments == (("h1", 40), ("h2", 40), ("h3", 20))
+    path = mooncake(tmp_path, [{"arrival_time": 0, "prompt_len": 100, "output_len": 5, "hash_ids": [1]}])
+    assert load_trace(path, hash_block_size=40)[0].prompt_segments == (("h1", 40), ("0", 60))  # the rest its own
 
 
 def test_requests_sharing_hash_ids_hit_the_cache(tmp_path):
+    """A Mooncake trace: 512-token blocks, milliseconds."""
     lines = [{"timestamp": 1000 * i, "input_length": 1100, "output_length": 8, "hash_ids": [1, 2, 100 + i]}
              for i in range(5)]
-    summary = run_scenario(Scenario(workload=WorkloadSpec(arrival="trace", trace_path=mooncake(tmp_path, lines))),
-                           keep_records=True)
+    w = WorkloadSpec(arrival="trace", trace_path=mooncake(tmp_path, lines), hash_block_size=512,
+                     trace_sec_multiplier=0.001)
+    summary = run_scenario(Scenario(workload=w), keep_records=True)
     cached = {r.request_id: r.num_cached_tokens for r in summary.records}
     assert cached["0"] == 0 and all(cached[str(i)] == 1024 for i in range(1, 5))
