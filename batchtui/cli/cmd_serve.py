@@ -1,8 +1,10 @@
 """`batchtui serve`: vLLM's OpenAI-compatible server with the simulated engine behind it.
 
-Flags are `vllm serve`'s (the same table of dials as `sim`); the server listens on 127.0.0.1
-unless --host says otherwise (with a warning: the simulator answers anyone who can reach it).
-The HTTP side is batchtui.serve (aiohttp and prometheus-client, imported here only).
+Flags are `vllm serve`'s (the same table of dials as `sim`); the server listens on 127.0.0.1,
+and on an address other machines reach only with --expose (`serving.bind`, the rule `batchtui
+web` follows too). Its limits (`serve.guard`): connections open at once, an idle connection's
+timeout, a request body's size and stall. The HTTP side is batchtui.serve (aiohttp and
+prometheus-client, imported here only).
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ import os
 import signal
 import sys
 
+from batchtui.serve import guard
+
 from . import args as a
 from . import options as o
 from .exits import EXIT_OK, UserError
 from .setup import build_setup, user_errors
 
 HELP = "serve vLLM's OpenAI-compatible API from the simulated engine, for real clients"
-LOCALHOST = ("127.0.0.1", "localhost", "::1")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -32,8 +35,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     a.add_setup_args(p)
     s = p.add_argument_group("server")
     s.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1; another one is reachable from elsewhere)")
+                   help="address to listen on (default 127.0.0.1; another than a loopback one needs --expose)")
     s.add_argument("--port", type=_port, default=8000, help="port (default 8000; 0 = any free one)")
+    s.add_argument("--expose", action="store_true",
+                   help="allow an address other machines reach: anyone who reaches the port can send requests")
+    s.add_argument("--limit-concurrency", type=o.positive_int, metavar="N",
+                   help=f"connections open at once (default {guard.CONNECTIONS:,}, fewer if the open-files limit "
+                        "allows fewer): past it a new one replaces the longest idle one, or gets 503 if none is idle")
+    s.add_argument("--timeout-keep-alive", type=o.positive_float, default=guard.KEEP_ALIVE_S, metavar="S",
+                   help=f"seconds a connection may wait for its next request, or for its first one's headers "
+                        f"(default {guard.KEEP_ALIVE_S:g}, vLLM's)")
+    s.add_argument("--max-request-size", type=_bytes, metavar="BYTES",
+                   help=f"the longest request body taken, answered 413 past it (default "
+                        f"{guard.BODY_BYTES_PER_TOKEN} bytes per token of --max-model-len, at least 1M; 1M = "
+                        "1,048,576, 1m = 1,000,000)")
     s.add_argument("--served-model-name", metavar="NAME",
                    help="the model name the API answers to (default: the model's Hugging Face id)")
     s.add_argument("--time-scale", type=o.positive_float, default=1.0, metavar="X",
@@ -52,6 +67,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run)
 
 
+def _bytes(text: str) -> int:
+    from sim.dials import human_number
+
+    value = human_number(text)
+    if value is None or value != int(value) or value < 1024:
+        raise argparse.ArgumentTypeError(f"expected a number of bytes of at least 1024 (64M, 500k), got {text!r}")
+    return int(value)
+
+
 def _port(text: str) -> int:
     try:
         value = int(text)
@@ -68,6 +92,13 @@ def run(args: argparse.Namespace) -> int:
         if args.model is not None and args.model != args.model_tag:
             raise UserError(f"argument --model: {args.model!r} differs from the model given first ({args.model_tag!r})")
         args.model = args.model_tag
+    from batchtui import serving
+
+    try:  # (the exposure rule first: a refused address is said before the engine is built)
+        binding = serving.bind(args.host, args.expose, "the simulated server has no API key")
+    except serving.Refused as exc:
+        raise UserError(f"argument --host: {exc}") from None
+    args.host = binding.host
     setup = build_setup(args, traffic=False)
     if setup.config.batching != "continuous":
         raise UserError(f"argument --batching: vllm serve batches continuously; {setup.config.batching} is "
@@ -79,9 +110,9 @@ def run(args: argparse.Namespace) -> int:
         import prometheus_client  # noqa: F401
     except ImportError as exc:
         raise UserError(f"batchtui serve needs {exc.name}: pip install aiohttp prometheus-client") from None
-    if args.host not in LOCALHOST:
-        print(f"batchtui serve: warning: listening on {args.host}: anyone who can reach this machine can send "
-              "requests", file=sys.stderr, flush=True)
+    if not binding.local:
+        print(serving.exposure("serve", binding.host, args.port, "each can send requests to the simulated "
+                               "engine and read its /metrics"), file=sys.stderr, flush=True)
     if args.tui:
         from batchtui.serve.tui import ServeApp
 
@@ -95,21 +126,43 @@ def run(args: argparse.Namespace) -> int:
 
 
 class Served:
-    """A server listening: its aiohttp runner, the pacer (and its engine) and the pacer's task."""
+    """A server listening: its listening sockets, aiohttp runner and connection guard, the pacer
+    (and its engine) and the pacer's task, and the failure log."""
 
-    def __init__(self, runner, pacer, recorder, line: str) -> None:
+    def __init__(self, listening, runner, connections, pacer, recorder, failures, line: str) -> None:
+        self.listening = listening
         self.runner = runner
+        self.connections = connections
         self.pacer = pacer
         self.recorder = recorder
+        self.failures = failures
         self.line = line
         self.task = asyncio.create_task(pacer.run())
+        self.reporter = asyncio.create_task(self._report())
+
+    async def _report(self) -> None:
+        while True:
+            await asyncio.sleep(self.failures.every)
+            self.failures.flush()
 
     async def stop(self) -> None:
+        self.listening.close()
+        self.reporter.cancel()
         self.pacer.stop()
         await self.task
         await self.runner.cleanup()
         if self.recorder is not None:
             self.recorder.close()
+        self.failures.flush_all()
+        self.failures.restore()
+
+
+def limits_of(args, setup) -> guard.Limits:
+    """The server's limits from its flags (and the descriptors this process may open)."""
+    files = guard.open_files_limit()
+    connections = min(args.limit_concurrency or guard.CONNECTIONS, max(1, files - guard.SPARE_FILES))
+    body = args.max_request_size or guard.body_bytes_for(setup.config.max_model_len)
+    return guard.Limits(connections=connections, keep_alive=args.timeout_keep_alive, body_bytes=body)
 
 
 async def start(args, setup, name: str) -> Served:
@@ -119,6 +172,7 @@ async def start(args, setup, name: str) -> Served:
     from batchtui.serve.api import make_app
     from batchtui.serve.pacer import Pacer, Recorder
     from batchtui.serve.prom import ServerMetrics
+    from batchtui.serving import url_host
     from sim.engine import Engine
 
     engine = Engine(setup.scenario, live=True, keep_records=False, keep_requests=True,
@@ -133,19 +187,27 @@ async def start(args, setup, name: str) -> Served:
     pacer = Pacer(engine, args.time_scale, observer=metrics.observe, recorder=recorder,
                   stream_interval=args.stream_interval)
     metrics.pacer = pacer
-    app = make_app(pacer, metrics, name)
-    runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+    limits = limits_of(args, setup)
+    loop = asyncio.get_running_loop()
+    failures = guard.FailureLog()
+    failures.restore = failures.install(loop)
+    connections = guard.Connections(limits.connections, limits.keep_alive)
+    app = make_app(pacer, metrics, name, limits, connections)
+    runner = web.AppRunner(app, handler_cancellation=True, access_log=None, keepalive_timeout=limits.keep_alive)
     await runner.setup()
-    site = web.TCPSite(runner, args.host, args.port)
+    connections.make_handler = runner.server
     try:
-        await site.start()
+        listening = await loop.create_server(connections, args.host or None, args.port, backlog=guard.BACKLOG,
+                                             reuse_address=True)
     except OSError as exc:
         await runner.cleanup()
+        failures.restore()
         if recorder is not None:
             recorder.file.close()
             os.remove(recorder.part)
-        raise UserError(f"argument --port: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
-    host, port = runner.addresses[0][:2]
+        raise UserError(f"argument --port: cannot listen on {url_host(args.host)}:{args.port}: "
+                        f"{exc.strerror or exc}") from None
+    host, port = listening.sockets[0].getsockname()[:2]
     scale = args.time_scale
     d = setup.deployment
     if scale == 1:
@@ -154,14 +216,14 @@ async def start(args, setup, name: str) -> Served:
         pace = f"{scale:g} times faster than the GPU would be"
     else:
         pace = f"{1 / scale:.3g} times slower than the GPU would be"
-    line = (f"batchtui serve: {name} on {d.gpu.name} (simulated), http://{host}:{port}, time scale {scale:g} "
+    line = (f"batchtui serve: {name} on {d.gpu.name} (simulated), http://{url_host(host)}:{port}, time scale {scale:g} "
             f"({pace}); max_model_len {setup.config.max_model_len}, {engine.pool.usable} KV blocks of "
             f"{engine.pool.block_size} tokens")
     # What start-up made lives as long as the server: out of the collector's sight, a full
     # collection is short and cannot stall deliveries for tens of milliseconds (vLLM freezes too).
     gc.collect()
     gc.freeze()
-    return Served(runner, pacer, recorder, line)
+    return Served(listening, runner, connections, pacer, recorder, failures, line)
 
 
 async def _serve(args, setup, name: str) -> int:

@@ -1,13 +1,18 @@
-"""`batchtui web`: the tutorial in a web page, through textual-serve (the `serve` extra).
+"""`batchtui web`: the tutorial in a web page (textual-serve's page and scripts, served by
+`batchtui.webpage`).
 
-It binds a loopback address (127.0.0.1) unless told otherwise; any other address is refused
-unless `--expose` is given, and then what it exposes is said before serving. Reach a loopback
-server from elsewhere through an SSH tunnel."""
+It listens on a loopback address (127.0.0.1) unless told otherwise; any other address is refused
+unless `--expose` is given, and then what it exposes is said before serving (`serving.bind`, the
+rule `batchtui serve` follows too). Reach a loopback server from elsewhere through an SSH tunnel.
+A session is opened only by the page this server serves, and at most `--max-sessions` at once;
+each ends with its page, and all of them with the command."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import shlex
+import signal
 import sys
 
 from .exits import EXIT_OK, UserError
@@ -15,17 +20,24 @@ from .options import positive_int
 
 HELP = "serve the tutorial in a web page (textual-serve), on this machine only unless --expose"
 
+MAX_SESSIONS = 4
+"""Sessions at once by default: each is a batchtui process of about 67 MB resident (measured on
+step 1; 20 pages took 1.5 GB in issue 38); a learner uses one or two."""
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = ("Serve the tutorial in a web page through textual-serve (python -m pip install textual-serve). "
                      "It has no login: it binds 127.0.0.1, reached from elsewhere through an SSH tunnel "
                      "(ssh -N -L 8000:127.0.0.1:8000 you@host). Each page runs its own batchtui, whose file "
-                     "prompts stay in the state folder.")
+                     "prompts stay in the state folder; only this server's own page opens one.")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; another than a "
                                                         "loopback one needs --expose)")
     p.add_argument("--port", type=positive_int, default=8000, help="port (default 8000)")
     p.add_argument("--expose", action="store_true",
                    help="allow an address other machines reach: anyone who reaches the port gets a session")
+    p.add_argument("--max-sessions", type=positive_int, default=MAX_SESSIONS, metavar="N",
+                   help=f"pages served at once, each its own batchtui process (default {MAX_SESSIONS}); "
+                        "another page is told to wait")
     p.set_defaults(func=run)
 
 
@@ -36,21 +48,48 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= args.port <= 65535:
         raise UserError(f"argument --port: expected a port from 1 to 65535, got {args.port}")
     try:
-        local = serving.loopback(args.host)
-    except (OSError, UnicodeError) as exc:
-        raise UserError(f"argument --host: {args.host} does not resolve ({getattr(exc, 'strerror', None) or exc})") from None
-    if not local and not args.expose:
-        raise UserError(f"argument --host: {args.host} is reachable from other machines, and the served tutorial "
-                        "has no login; keep 127.0.0.1 and use an SSH tunnel, or add --expose to serve it there anyway")
+        binding = serving.bind(args.host, args.expose, "the served tutorial has no login")
+    except serving.Refused as exc:
+        raise UserError(f"argument --host: {exc}") from None
     try:
-        from textual_serve.server import Server
+        import jinja2  # noqa: F401
+        import textual_serve  # noqa: F401
     except ImportError:
         # batchtui is installed from its folder, not an index: the package it lacks is named, for
         # the interpreter that runs it.
         raise UserError(f"serving needs textual-serve, which is not installed: "
                         f"{shlex.quote(sys.executable)} -m pip install textual-serve") from None
-    if not local:
-        print(serving.exposure(args.host, args.port, state_dir()), file=sys.stderr, flush=True)
-    command = f"{shlex.quote(sys.executable)} -m batchtui"
-    Server(command, host=args.host, port=args.port, title="batchtui").serve()
+    if not binding.local:
+        print(serving.web_exposure(binding.host, args.port, state_dir()), file=sys.stderr, flush=True)
+    return asyncio.run(_serve(args, binding))
+
+
+async def _serve(args: argparse.Namespace, binding) -> int:
+    from aiohttp import web
+
+    from batchtui.serving import Origins, url_host
+    from batchtui.webpage import WebTutorial
+
+    tutorial = WebTutorial([sys.executable, "-m", "batchtui"], Origins(binding), args.max_sessions)
+    runner = web.AppRunner(tutorial.app(), access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, binding.host, args.port)
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise UserError(f"argument --port: cannot listen on {url_host(binding.host)}:{args.port}: "
+                        f"{exc.strerror or exc}") from None
+    print(f"batchtui web: the tutorial at http://{url_host(binding.host)}:{args.port}/ (at most "
+          f"{args.max_sessions} pages at once); Ctrl-C stops it", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await tutorial.stop()
+        await runner.cleanup()
+    print("batchtui web: stopped", flush=True)
     return EXIT_OK

@@ -5,6 +5,8 @@
 - `pacer`: one engine for every connection, run on the wall clock (scaled), one iteration at a
   time: each request's tokens are handed out when the simulated GPU would have produced them;
 - `prom`: /metrics in Prometheus text with vLLM's metric names and buckets;
+- `guard`: what keeps it answering when clients misbehave: the connection limit, idle timeouts,
+  body limits, and failures logged once per kind with a count;
 - `api`: the aiohttp application (/v1/completions, /v1/chat/completions, /v1/models, /health,
   /metrics) answering as vLLM answers.
 

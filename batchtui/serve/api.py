@@ -1,11 +1,13 @@
 """The HTTP side: vLLM's OpenAI-compatible routes, answered as vLLM answers them (response
 shapes of vllm/entrypoints/openai/protocol.py; errors as its ErrorResponse).
 
-The prompt is counted (`tokens`), checked against max_model_len with vLLM's messages, and queued
-on the one engine (`pacer`); the answer is filler text whose tokens come out when the simulated
-GPU produces them: streamed over server-sent events, one event per iteration's worth of tokens,
-or whole at the end. A client that goes away (its connection closes) aborts its request: the
-engine frees its blocks.
+A request's body is read within the server's limits (`guard.read_body`: 413, 408), then read as
+a request (`read_request`: JSON, the model, the prompt counted by `tokens`, its prefix-cache
+identity), in a thread when the body is long so that live streams keep flowing; the prompt is
+checked against max_model_len with vLLM's messages and queued on the one engine (`pacer`). The
+answer is filler text whose tokens come out when the simulated GPU produces them: streamed over
+server-sent events, one event per iteration's worth of tokens, or whole at the end. A client that
+goes away (its connection closes) aborts its request: the engine frees its blocks.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import asyncio
 import json
 import time
 import uuid
+from dataclasses import dataclass
 
 from aiohttp import web
 
@@ -21,12 +24,18 @@ from sim.dials import flag_of
 from sim.errors import RequestRejected
 
 from . import tokens
+from .guard import BodyError, Connections, Limits, read_body
 from .pacer import Pacer, Stream, prompt_segments
 from .prom import CONTENT_TYPE, ServerMetrics
 
 PACER = web.AppKey("pacer", Pacer)
 METRICS = web.AppKey("metrics", ServerMetrics)
 MODEL = web.AppKey("model", str)
+LIMITS = web.AppKey("limits", Limits)
+
+THREAD_BODY_BYTES = 1 << 16
+"""A body this long or longer is read as a request in a thread (JSON and token counting), off the
+event loop; a shorter one costs less than the hand-over."""
 
 
 class ApiError(Exception):
@@ -44,11 +53,22 @@ def error_response(exc: ApiError) -> web.Response:
     return web.json_response(body, status=exc.status)
 
 
-def make_app(pacer: Pacer, metrics: ServerMetrics, model: str) -> web.Application:
-    app = web.Application(middlewares=[_errors], client_max_size=64 * 1024 * 1024)
+def make_app(pacer: Pacer, metrics: ServerMetrics, model: str, limits: Limits = Limits(),
+             connections: Connections | None = None) -> web.Application:
+    """The application; `connections` (the guard of its listening socket) hears which connections
+    are in a request."""
+    middlewares = [_errors]
+    if connections is not None:
+        @web.middleware
+        async def in_request(request, handler):
+            return await connections.middleware(request, handler)
+
+        middlewares.insert(0, in_request)
+    app = web.Application(middlewares=middlewares, client_max_size=limits.body_bytes)
     app[PACER] = pacer
     app[METRICS] = metrics
     app[MODEL] = model
+    app[LIMITS] = limits
     app.router.add_get("/health", health)
     app.router.add_get("/ping", health)
     app.router.add_get("/v1/models", models)
@@ -64,6 +84,12 @@ async def _errors(request, handler):
         return await handler(request)
     except ApiError as exc:
         return error_response(exc)
+    except BodyError as exc:
+        kind = "RequestEntityTooLargeError" if exc.status == 413 else "RequestTimeoutError"
+        response = error_response(ApiError(exc.status, str(exc), kind))
+        if exc.status == 408:
+            response.force_close()  # (a stalled body is not waited for again)
+        return response
 
 
 async def health(request: web.Request) -> web.Response:
@@ -83,20 +109,77 @@ async def prometheus(request: web.Request) -> web.Response:
     return web.Response(body=request.app[METRICS].render(), headers={"Content-Type": CONTENT_TYPE})
 
 
-async def _body(request: web.Request) -> dict:
+@dataclass(frozen=True)
+class Prompt:
+    """A request as read: its body, its prompt's tokens and prefix-cache identity, and how it is
+    answered."""
+
+    body: dict
+    tokens: int
+    segments: tuple
+    stream: bool
+    include_usage: bool
+
+
+def read_request(raw: bytes, chat: bool, served_model: str, block_size: int) -> Prompt:
+    """A /v1/completions (or, `chat`, /v1/chat/completions) body as the server takes it. Raises
+    ApiError with vLLM's status and message."""
     try:
-        body = await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
+        body = json.loads(raw)
+    except (ValueError, RecursionError):
         raise ApiError(400, "the request body is not valid JSON") from None
     if not isinstance(body, dict):
         raise ApiError(400, "the request body must be a JSON object")
     model = body.get("model")
-    served = request.app[MODEL]
-    if model is not None and model != served:
+    if model is not None and model != served_model:
         raise ApiError(404, f"The model `{model}` does not exist.", "NotFoundError", "model")
     if body.get("n", 1) not in (1, None):
         raise ApiError(400, "n: only n = 1 is served here", param="n")
-    return body
+    try:
+        stream = bool(tokens.flag(body.get("stream"), "stream"))
+        options = body.get("stream_options")
+        include_usage = False
+        if isinstance(options, dict):  # (vLLM's StreamOptions: include_usage defaults to true)
+            include_usage = tokens.flag(options.get("include_usage", True), "stream_options.include_usage")
+    except tokens.PromptError as exc:
+        raise ApiError(400, str(exc), param=str(exc).split(":")[0]) from None
+    prompt_len, segments = (chat_prompt if chat else completion_prompt)(body, block_size)
+    return Prompt(body, prompt_len, segments, stream, bool(include_usage))
+
+
+def completion_prompt(body: dict, block_size: int) -> tuple[int, tuple]:
+    """A /v1/completions prompt's tokens and prefix-cache identity (ApiError if it has none)."""
+    try:
+        prompt_len = tokens.completion_prompt_tokens(body)
+    except tokens.PromptError as exc:
+        raise ApiError(400, str(exc), param="prompt") from None
+    ids = body.get("prompt_token_ids") or body.get("prompt")
+    if isinstance(ids, list) and len(ids) == 1 and isinstance(ids[0], (list, str)):
+        ids = ids[0]
+    if isinstance(ids, list):
+        return prompt_len, prompt_segments("ids", ids, block_size)
+    return prompt_len, prompt_segments("text", [(ids, prompt_len)], block_size)
+
+
+def chat_prompt(body: dict, block_size: int) -> tuple[int, tuple]:
+    """A chat's tokens once its template formats it, and its prefix-cache identity (ApiError if
+    its messages cannot be counted)."""
+    try:
+        parts = tokens.chat_parts(body)
+    except tokens.PromptError as exc:
+        raise ApiError(400, str(exc), param="messages") from None
+    return sum(n for _, n in parts), prompt_segments("chat", parts, block_size)
+
+
+async def _prompt(request: web.Request, chat: bool) -> Prompt:
+    """The request's body read within the server's limits and read as a request (in a thread when
+    long: its JSON and its tokens do not hold up the streams being written)."""
+    app = request.app
+    raw = await read_body(request, app[LIMITS])
+    block_size = app[PACER].engine.pool.block_size
+    if len(raw) < THREAD_BODY_BYTES:
+        return read_request(raw, chat, app[MODEL], block_size)
+    return await asyncio.to_thread(read_request, raw, chat, app[MODEL], block_size)
 
 
 def _max_tokens(body: dict, names: tuple[str, ...], prompt_len: int, max_model_len: int) -> int:
@@ -117,13 +200,13 @@ def _max_tokens(body: dict, names: tuple[str, ...], prompt_len: int, max_model_l
     return value
 
 
-def _queue(request: web.Request, body: dict, prompt_len: int, output_len: int, segments) -> Stream:
+def _queue(request: web.Request, prompt: Prompt, output_len: int) -> Stream:
     pacer = request.app[PACER]
     try:
-        pacer.check(prompt_len, output_len)
+        pacer.check(prompt.tokens, output_len)
     except RequestRejected as exc:
         raise ApiError(400, f"the simulated server could never serve this request: {exc.spelled_reason(flag_of)}") from None
-    return pacer.submit(prompt_len, output_len, segments, streaming=bool(body.get("stream")))
+    return pacer.submit(prompt.tokens, output_len, prompt.segments, streaming=prompt.stream)
 
 
 def _usage(stream: Stream, caching: bool) -> dict:
@@ -135,45 +218,24 @@ def _usage(stream: Stream, caching: bool) -> dict:
 
 
 async def completions(request: web.Request) -> web.StreamResponse:
-    body = await _body(request)
-    pacer = request.app[PACER]
-    engine = pacer.engine
-    try:
-        prompt_len = tokens.completion_prompt_tokens(body)
-    except tokens.PromptError as exc:
-        raise ApiError(400, str(exc), param="prompt") from None
-    output_len = _max_tokens(body, ("max_tokens",), prompt_len, engine.config.max_model_len)
-    ids = body.get("prompt_token_ids") or body.get("prompt")
-    if isinstance(ids, list) and len(ids) == 1 and isinstance(ids[0], (list, str)):
-        ids = ids[0]
-    if isinstance(ids, list):
-        segments = prompt_segments("ids", ids, engine.pool.block_size)
-    else:
-        segments = prompt_segments("text", [(ids, prompt_len)], engine.pool.block_size)
-    stream = _queue(request, body, prompt_len, output_len, segments)
-    return await _answer(request, body, stream, chat=False)
+    prompt = await _prompt(request, chat=False)
+    output_len = _max_tokens(prompt.body, ("max_tokens",), prompt.tokens,
+                             request.app[PACER].engine.config.max_model_len)
+    return await _answer(request, prompt, _queue(request, prompt, output_len), chat=False)
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
-    body = await _body(request)
-    pacer = request.app[PACER]
-    engine = pacer.engine
-    try:
-        parts = tokens.chat_parts(body)
-    except tokens.PromptError as exc:
-        raise ApiError(400, str(exc), param="messages") from None
-    prompt_len = sum(n for _, n in parts)
-    output_len = _max_tokens(body, ("max_completion_tokens", "max_tokens"), prompt_len,
-                             engine.config.max_model_len)
-    stream = _queue(request, body, prompt_len, output_len, prompt_segments("chat", parts, engine.pool.block_size))
-    return await _answer(request, body, stream, chat=True)
+    prompt = await _prompt(request, chat=True)
+    output_len = _max_tokens(prompt.body, ("max_completion_tokens", "max_tokens"), prompt.tokens,
+                             request.app[PACER].engine.config.max_model_len)
+    return await _answer(request, prompt, _queue(request, prompt, output_len), chat=True)
 
 
-async def _answer(request: web.Request, body: dict, stream: Stream, chat: bool) -> web.StreamResponse:
+async def _answer(request: web.Request, prompt: Prompt, stream: Stream, chat: bool) -> web.StreamResponse:
     pacer = request.app[PACER]
     try:
-        if body.get("stream"):
-            return await _stream(request, body, stream, chat)
+        if prompt.stream:
+            return await _stream(request, prompt, stream, chat)
         while not stream.done:
             stream.changed.clear()
             await stream.changed.wait()
@@ -206,12 +268,12 @@ def _whole(request: web.Request, stream: Stream, chat: bool) -> dict:
             "kv_transfer_params": None}
 
 
-async def _stream(request: web.Request, body: dict, stream: Stream, chat: bool) -> web.StreamResponse:
+async def _stream(request: web.Request, prompt: Prompt, stream: Stream, chat: bool) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream; charset=utf-8",
                                            "Cache-Control": "no-cache"})
     try:
         await response.prepare(request)
-        await _stream_events(request, response, body, stream, chat)
+        await _stream_events(request, response, prompt, stream, chat)
     except ConnectionResetError:
         # The client went away while an event was being written: its request is aborted, and
         # the answer ends here (aiohttp ignores a closed connection at the end of a response;
@@ -220,12 +282,11 @@ async def _stream(request: web.Request, body: dict, stream: Stream, chat: bool) 
     return response
 
 
-async def _stream_events(request: web.Request, response: web.StreamResponse, body: dict, stream: Stream,
+async def _stream_events(request: web.Request, response: web.StreamResponse, prompt: Prompt, stream: Stream,
                          chat: bool) -> None:
     app = request.app
     caching = app[PACER].engine.pool.caching
-    options = body.get("stream_options") or {}
-    include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
+    include_usage = prompt.include_usage
     head = {"id": f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}",
             "object": "chat.completion.chunk" if chat else "text_completion",
             "created": int(time.time()), "model": app[MODEL]}

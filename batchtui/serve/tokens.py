@@ -8,9 +8,15 @@ and end-of-turn marker) and four for the assistant's header the answer follows.
 
 The answer is filler: short words, one token each by the same rule, so a client that counts an
 answer's tokens with it finds the number the server reports.
+
+A long text is counted a piece at a time (`text_tokens`), so that counting it in a thread lets the
+event loop run between pieces: one call of the rule on megabytes holds the interpreter for as
+long as it takes.
 """
 
 from __future__ import annotations
+
+import re
 
 from sim.workload import estimate_tokens
 
@@ -27,8 +33,59 @@ class PromptError(ValueError):
     """A request body whose prompt cannot be counted (the message says why, for a 400)."""
 
 
-def text_tokens(text: str) -> int:
-    return estimate_tokens(text) if text else 0
+PIECE_CHARS = 1 << 16
+"""Characters of text counted at a time (about a millisecond of the rule)."""
+
+# Where a text may be cut without changing its count: a non-space followed by whitespace. No
+# piece of the rule holds both (a word takes one leading space, whitespace runs only whitespace),
+# and the rule looks at nothing before where a piece starts, so the pieces on either side of the
+# cut are the text's own.
+_CUT = re.compile(r"\S(?=\s)")
+
+
+def text_tokens(text: str, piece: int = PIECE_CHARS) -> int:
+    """`estimate_tokens(text)` (0 for no text), counted `piece` characters or so at a time."""
+    if not text:
+        return 0
+    if len(text) <= piece:
+        return estimate_tokens(text)
+    total = 0
+    start = 0
+    while start < len(text):
+        cut = _CUT.search(text, start + piece) if start + piece < len(text) else None
+        end = cut.end() if cut is not None else len(text)
+        part = text[start:end]
+        # The rule counts at least 1 for any text; a part that is all spaces counts 0 in the whole.
+        total += estimate_tokens(part) if (part.strip() or "\n" in part) else 0
+        start = end
+    return max(1, total)
+
+
+_TRUE = frozenset(("1", "on", "t", "true", "y", "yes"))
+_FALSE = frozenset(("0", "off", "f", "false", "n", "no"))
+
+
+def flag(value, name: str) -> bool | None:
+    """A request's boolean field as vLLM's request models read it (pydantic's lax booleans): true,
+    false or null; 0 and 1 (also 0.0 and 1.0); the strings 1/0, on/off, t/f, true/false, y/n,
+    yes/no in any case. Anything else raises PromptError (a 400, as vLLM's validation error)."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        if value == 0 or value == 1:
+            return bool(value)
+        if isinstance(value, float):
+            raise PromptError(f"{name}: Input should be a valid boolean (got {value!r})")
+    elif isinstance(value, str):
+        word = value.lower()
+        if word in _TRUE:
+            return True
+        if word in _FALSE:
+            return False
+    else:
+        raise PromptError(f"{name}: Input should be a valid boolean (got {type(value).__name__})")
+    shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:36]}..."
+    raise PromptError(f"{name}: Input should be a valid boolean, unable to interpret input (got {shown})")
 
 
 def completion_prompt_tokens(body: dict) -> int:

@@ -1,5 +1,6 @@
-"""The browser learner: the tutorial served by textual-serve on 127.0.0.1 and used in a real,
-headless Chromium driven by Playwright, as a person would: read step 1, press n, read step 2.
+"""The browser learner: the tutorial served by `batchtui web` on 127.0.0.1 and used in a real,
+headless Chromium driven by Playwright, as a person would: read step 1, press n, read step 2
+(the browser's own Origin is the one `batchtui web` takes a session from).
 
 Chromium's WebGL is off, so xterm.js draws the terminal as DOM text the test reads. Debian's
 `chromium` package is the browser (Playwright's own download is not used); `.ci/run` installs
@@ -49,29 +50,26 @@ def free_port() -> int:
 
 @pytest.fixture
 def served(tmp_path):
-    """`batchtui` behind textual-serve on a free loopback port; its URL."""
+    """`batchtui web` on a free loopback port; its URL."""
     port = free_port()
     state = tmp_path / "state"
     ProgressStore(state / "batchtui").save(Progress())  # seen the orientation: step 1 in sight
     env = dict(os.environ, XDG_STATE_HOME=str(state))
-    command = f"{sys.executable} -m batchtui --step 1"
     server = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys; from textual_serve.server import Server; "
-         "Server(sys.argv[1], host='127.0.0.1', port=int(sys.argv[2])).serve()", command, str(port)],
-        env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        [sys.executable, "-m", "batchtui", "web", "--port", str(port)], env=env, cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if server.poll() is not None:
-                pytest.fail(f"textual-serve ended: {server.stdout.read().decode(errors='replace')}")
+                pytest.fail(f"batchtui web ended: {server.stdout.read().decode(errors='replace')}")
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 break
             except OSError:
                 time.sleep(0.2)
         else:
-            pytest.fail("textual-serve did not listen within 60 s")
+            pytest.fail("batchtui web did not listen within 60 s")
         yield f"http://127.0.0.1:{port}"
     finally:
         os.killpg(server.pid, 15)

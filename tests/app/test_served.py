@@ -1,11 +1,10 @@
-"""The tutorial served in a web page (issue 22, item 6): `batchtui web` binds this machine only
-unless asked, and says what asking exposes; a served session's file prompts stay in the state
-folder."""
+"""The tutorial served in a web page (issue 22, item 6; issue 38, item 6): `batchtui web` binds
+this machine only unless asked (the rule `batchtui serve` follows too), and says what asking
+exposes; a served session's file prompts stay in the state folder."""
 
 from __future__ import annotations
 
 import sys
-import types
 
 import pytest
 
@@ -16,25 +15,21 @@ from batchtui.widgets.notice_line import NoticeLine
 
 @pytest.fixture
 def server(monkeypatch):
-    """textual-serve's Server, recorded instead of serving."""
+    """`batchtui web`'s server, recorded instead of started: (command line, host, port, sessions).
+    The real one is driven in test_web_sessions.py."""
+    from batchtui.cli import cmd_web
+
     started = []
 
-    class Server:
-        def __init__(self, command, host="localhost", port=8000, title=None, **kwargs):
-            self.args = (command, host, port)
+    async def serve(args, binding):
+        started.append(("-m batchtui", binding.host, args.port, args.max_sessions))
+        return 0
 
-        def serve(self, debug=False):
-            started.append(self.args)
-
-    package = types.ModuleType("textual_serve")
-    module = types.ModuleType("textual_serve.server")
-    module.Server = Server
-    monkeypatch.setitem(sys.modules, "textual_serve", package)
-    monkeypatch.setitem(sys.modules, "textual_serve.server", module)
+    monkeypatch.setattr(cmd_web, "_serve", serve)
     return started
 
 
-@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.7"])
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "[::]", "192.0.2.7"])
 def test_an_address_others_reach_is_refused_without_expose(server, capsys, host):
     assert main(["web", "--host", host]) == 2
     _, err = capsys.readouterr()
@@ -42,20 +37,21 @@ def test_an_address_others_reach_is_refused_without_expose(server, capsys, host)
     assert server == []
 
 
-@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "127.0.0.2"])
-def test_loopback_is_served_quietly(server, capsys, host):
+@pytest.mark.parametrize(("host", "bound"), [("127.0.0.1", "127.0.0.1"), ("localhost", "localhost"),
+                                             ("::1", "::1"), ("[::1]", "::1"), ("127.0.0.2", "127.0.0.2")])
+def test_loopback_is_served_quietly(server, capsys, host, bound):
     assert main(["web", "--host", host, "--port", "8123"]) == 0
     _, err = capsys.readouterr()
     assert err == "" and len(server) == 1
-    command, bound, port = server[0]
-    assert bound == host and port == 8123 and command.endswith("-m batchtui")
+    command, host_bound, port, sessions = server[0]
+    assert host_bound == bound and port == 8123 and sessions == 4
 
 
 def test_expose_serves_and_says_what_it_exposes(server, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
-    assert main(["web", "--host", "0.0.0.0", "--expose"]) == 0
+    assert main(["web", "--host", "0.0.0.0", "--expose", "--max-sessions", "2"]) == 0
     _, err = capsys.readouterr()
-    assert server and server[0][1] == "0.0.0.0"
+    assert server and server[0][1] == "0.0.0.0" and server[0][3] == 2
     assert "anyone who can reach that port" in err and "no login" in err and str(tmp_path / "batchtui") in err
 
 
@@ -72,6 +68,17 @@ def test_without_textual_serve_it_says_how_to_install_it_for_this_interpreter(mo
     _, err = capsys.readouterr()
     assert err.count("\n") == 1 and f"{sys.executable} -m pip install textual-serve" in err
     assert "batchtui[serve]" not in err
+
+
+def test_serve_and_web_refuse_an_exposed_address_by_one_rule(capsys):
+    """One rule for both commands (`serving.bind`): the same refusal, each saying what it lacks."""
+    lines = []
+    for command, lacks in (("serve", "has no API key"), ("web", "has no login")):
+        assert main([command, "--host", "0.0.0.0"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and lacks in err
+        lines.append(err.replace(lacks, "..."))
+    assert lines[0].replace("simulated server", "X") == lines[1].replace("served tutorial", "X")
 
 
 @pytest.fixture(scope="module")

@@ -8,11 +8,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -47,21 +50,30 @@ MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 
 
 class Server:
-    def __init__(self, *flags: str, record: str | None = None) -> None:
+    def __init__(self, *flags: str, record: str | None = None, open_files: int | None = None) -> None:
         cmd = ["timeout", "300", sys.executable, "-m", "batchtui", "serve", "--port", "0", *flags]
         if record:
             cmd += ["--record", record]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        limit = None
+        if open_files is not None:  # the server cannot raise its descriptor limit past this
+            def limit():
+                resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                                     preexec_fn=limit)
         self.line = self.proc.stdout.readline()
-        assert "http://127.0.0.1:" in self.line, self.line + self.proc.stderr.read()
+        assert "http://" in self.line, self.line + self.proc.stderr.read()
         self.url = "http://" + self.line.split("http://")[1].split(",")[0]
+        self.port = int(self.url.rsplit(":", 1)[1])
 
     def stop(self) -> str:
+        return self.stop_and_read_errors(both=True)[0]
+
+    def stop_and_read_errors(self, both: bool = False):
         self.proc.send_signal(signal.SIGTERM)
         out, err = self.proc.communicate(timeout=30)
         # (`timeout`, the server's guard, passes the signal on and dies of it: its code is -15)
         assert "batchtui serve: stopped" in out and "Traceback" not in err, err
-        return out
+        return (out, err) if both else err
 
     def metrics(self) -> dict:
         import urllib.request
@@ -307,10 +319,14 @@ def test_serve_refuses_what_vllm_serve_would(tmp_path):
     with socket.socket() as taken:
         taken.bind(("0.0.0.0", 0))
         port = taken.getsockname()[1]
-        r = run("--host", "0.0.0.0", "--port", str(port))
+        r = run("--host", "0.0.0.0", "--port", str(port))  # the exposure rule batchtui web follows too
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+        assert "argument --host: 0.0.0.0 is reachable from other machines" in r.stderr and "--expose" in r.stderr
+        r = run("--host", "0.0.0.0", "--port", str(port), "--expose")
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
-    assert "warning: listening on 0.0.0.0" in lines[0] and "cannot listen" in lines[1] and len(lines) == 2
+    assert "serving on 0.0.0.0:" in lines[0] and "no login" in lines[0] and "cannot listen" in lines[1]
+    assert len(lines) == 2
 
 
 async def test_the_tui_shows_the_engine_outside_traffic_drives():
@@ -356,5 +372,154 @@ def test_a_speculative_server_streams_every_token_and_counts_its_drafts():
         assert drafts > 0 and 0 < accepted <= m["vllm:spec_decode_num_draft_tokens_total"] == 3 * drafts
         assert m["vllm:spec_decode_num_accepted_tokens_per_pos_total"] >= 0
         assert m["vllm:generation_tokens_total"] == 80
+    finally:
+        s.stop()
+
+
+# -- limits and timeouts (issue 38, item 5); the guard itself: test_serve_guard.py
+
+def _post(url: str, body: bytes) -> tuple[int, bytes, str]:
+    req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, resp.read(), resp.headers.get("Content-Type", "")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read(), exc.headers.get("Content-Type", "")
+
+
+def test_stream_is_read_as_vllm_reads_a_boolean(server):
+    url = server.url + "/v1/completions"
+    status, body, kind = _post(url, json.dumps({"prompt": "hi", "max_tokens": 2, "stream": "false"}).encode())
+    assert status == 200 and kind.startswith("application/json") and json.loads(body)["usage"]["completion_tokens"] == 2
+    status, body, kind = _post(url, json.dumps({"prompt": "hi", "max_tokens": 2, "stream": 1}).encode())
+    assert status == 200 and kind.startswith("text/event-stream") and body.endswith(b"data: [DONE]\n\n")
+    status, body, _ = _post(url, json.dumps({"prompt": "hi", "max_tokens": 2, "stream": "maybe"}).encode())
+    error = json.loads(body)["error"]
+    assert status == 400 and error["type"] == "BadRequestError" and error["param"] == "stream"
+    assert error["message"].startswith("stream: Input should be a valid boolean")
+
+
+def test_a_body_past_the_limit_gets_413(server):
+    # The default limit: 32 bytes a token of max_model_len (131,072 tokens: 4 MiB).
+    body = json.dumps({"prompt": [1] * (2 * 1024 * 1024), "max_tokens": 1}).encode()
+    status, answer, _ = _post(server.url + "/v1/completions", body)
+    error = json.loads(answer)["error"]
+    assert status == 413 and error["code"] == 413 and "4,194,304 bytes" in error["message"]
+    assert urllib.request.urlopen(server.url + "/health", timeout=10).status == 200
+
+
+def _raise_own_open_files(need: int) -> tuple[int, int]:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < need:
+        pytest.skip(f"this test holds {need} sockets; the open-files limit is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, need) if soft != resource.RLIM_INFINITY else soft, hard))
+    return soft, hard
+
+
+def test_two_thousand_idle_connections_leave_health_answering_within_a_second():
+    """At 1,024 descriptors (the soft limit issue 38 saw, here the server's hard one too), 2,000
+    connections that send nothing: /health answers within 1 s throughout, the idle ones are
+    closed after the keep-alive, and standard error stays quiet."""
+    old = _raise_own_open_files(2300)
+    s = Server("--time-scale", "4", "--timeout-keep-alive", "1", open_files=1024)
+    held = []
+    try:
+        slowest = 0.0
+        for i in range(2000):
+            held.append(socket.create_connection(("127.0.0.1", s.port), timeout=10))
+            if i % 200 == 199:
+                start = time.monotonic()
+                assert urllib.request.urlopen(s.url + "/health", timeout=5).status == 200
+                slowest = max(slowest, time.monotonic() - start)
+        assert slowest < 1.0
+        # Each idle one is closed by the server: at the keep-alive, or earlier to make room.
+        deadline = time.monotonic() + 15
+        for sock in held:
+            sock.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                assert sock.recv(1) == b""
+            except ConnectionResetError:
+                pass
+        assert urllib.request.urlopen(s.url + "/health", timeout=5).status == 200
+    finally:
+        for sock in held:
+            sock.close()
+        err = s.stop_and_read_errors()
+        resource.setrlimit(resource.RLIMIT_NOFILE, old)
+    assert len(err.splitlines()) <= 3, err
+
+
+def test_a_slow_client_and_a_huge_prompt_beside_live_streams():
+    """Three streams run while a client sends its headers a byte at a time and another sends a
+    24 MB prompt: the streams' tokens keep coming (their longest gap under 0.6 s; counted on the
+    event loop, the prompt held them 1.5 s), the slow client is cut off after the keep-alive, and
+    the huge prompt gets vLLM's context-length error with its count."""
+    s = Server("--time-scale", "1", "--no-enable-prefix-caching", "--max-request-size", "64M",
+               "--timeout-keep-alive", "1")
+    words = 24 * 1024 * 1024 // 5
+    big = json.dumps({"model": MODEL, "prompt": "word " * words, "max_tokens": 5}).encode()
+
+    async def stream(session, times):
+        body = {"model": MODEL, "prompt": [7] * 100, "max_tokens": 6000, "stream": True}
+        async with session.post(s.url + "/v1/completions", json=body) as resp:
+            async for line in resp.content:
+                if line.startswith(b"data: {"):
+                    times.append(time.monotonic())
+
+    async def slow_client() -> float:
+        reader, writer = await asyncio.open_connection("127.0.0.1", s.port)
+        start = time.monotonic()
+        head = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 200
+        try:
+            for i in range(len(head)):
+                writer.write(head[i:i + 1])
+                await writer.drain()
+                try:
+                    if await asyncio.wait_for(reader.read(1), 0.05) == b"":
+                        break
+                except TimeoutError:
+                    pass
+        except ConnectionError:
+            pass
+        writer.close()
+        return time.monotonic() - start
+
+    async def go():
+        async with aiohttp.ClientSession() as session:
+            times = [[], [], []]
+            streams = [asyncio.create_task(stream(session, t)) for t in times]
+            await asyncio.sleep(1.0)
+            slow = asyncio.create_task(slow_client())
+            start = time.monotonic()
+            async with session.post(s.url + "/v1/completions", data=big,
+                                    headers={"Content-Type": "application/json"}) as resp:
+                answer = resp.status, await resp.json()
+            end = time.monotonic()
+            cut_after = await slow
+            await asyncio.sleep(0.3)
+            for task in streams:
+                task.cancel()
+            gaps = [b - a for ts in times for a, b in zip(ts, ts[1:]) if start - 0.1 <= a <= end]
+            return answer, gaps, cut_after, end - start
+
+    try:
+        (status, answer), gaps, cut_after, took = asyncio.run(go())
+    finally:
+        s.stop()
+    assert status == 400 and f"your request has {words} input tokens" in answer["error"]["message"]
+    assert gaps and max(gaps) < 0.6, (max(gaps), took)
+    assert 0.9 < cut_after < 4.0
+
+
+def test_an_ipv6_loopback_host_in_brackets_is_served():
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    s = Server("--host", "[::1]", "--time-scale", "4")
+    try:
+        assert s.url.startswith("http://[::1]:")
+        assert urllib.request.urlopen(s.url + "/health", timeout=10).status == 200
     finally:
         s.stop()
