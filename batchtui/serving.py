@@ -14,9 +14,12 @@ state folder (`confine`).
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import os
+import signal
 import socket
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -156,6 +159,19 @@ class Origins:
         if not self.answers_to(page.hostname):
             return f"{page.hostname} is not a name this server answers to"
         return None
+
+
+async def serve_until_stopped(command: str, stop: Callable[[], Awaitable[None]]) -> None:
+    """Both servers' lives once listening: until SIGINT or SIGTERM, then `stop()`, then one line."""
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stopping.set)
+    try:
+        await stopping.wait()
+    finally:
+        await stop()
+    print(f"batchtui {command}: stopped", flush=True)
 
 
 def confine(text: str, folder: Path) -> Path:

@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import gc
 import os
-import signal
 import sys
 
 from batchtui.serve import guard
@@ -227,15 +226,9 @@ async def start(args, setup, name: str) -> Served:
 
 
 async def _serve(args, setup, name: str) -> int:
+    from batchtui.serving import serve_until_stopped
+
     served = await start(args, setup, name)
     print(served.line, flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        await served.stop()
-    print("batchtui serve: stopped", flush=True)
+    await serve_until_stopped("serve", served.stop)
     return EXIT_OK

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import shlex
-import signal
 import sys
 
 from .exits import EXIT_OK, UserError
@@ -67,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
 async def _serve(args: argparse.Namespace, binding) -> int:
     from aiohttp import web
 
-    from batchtui.serving import Origins, url_host
+    from batchtui.serving import Origins, serve_until_stopped, url_host
     from batchtui.webpage import WebTutorial
 
     tutorial = WebTutorial([sys.executable, "-m", "batchtui"], Origins(binding), args.max_sessions)
@@ -82,14 +81,10 @@ async def _serve(args: argparse.Namespace, binding) -> int:
                         f"{exc.strerror or exc}") from None
     print(f"batchtui web: the tutorial at http://{url_host(binding.host)}:{args.port}/ (at most "
           f"{args.max_sessions} pages at once); Ctrl-C stops it", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        await stop.wait()
-    finally:
+
+    async def stop() -> None:
         await tutorial.stop()
         await runner.cleanup()
-    print("batchtui web: stopped", flush=True)
+
+    await serve_until_stopped("web", stop)
     return EXIT_OK
