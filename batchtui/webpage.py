@@ -76,10 +76,6 @@ class Session:
         self._stderr_task: asyncio.Task | None = None
         self._ending: asyncio.Future | None = None
 
-    @property
-    def pid(self) -> int | None:
-        return None if self.process is None else self.process.pid
-
     async def start(self, width: int, height: int) -> None:
         env = {**self.env, "COLUMNS": str(width), "ROWS": str(height)}
         self.process = await asyncio.create_subprocess_exec(

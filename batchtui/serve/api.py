@@ -121,15 +121,21 @@ class Prompt:
     include_usage: bool
 
 
-def read_request(raw: bytes, chat: bool, served_model: str, block_size: int) -> Prompt:
-    """A /v1/completions (or, `chat`, /v1/chat/completions) body as the server takes it. Raises
-    ApiError with vLLM's status and message."""
+def json_object(raw: bytes) -> dict:
+    """A request body's JSON object (ApiError 400 if it is none)."""
     try:
         body = json.loads(raw)
     except (ValueError, RecursionError):
         raise ApiError(400, "the request body is not valid JSON") from None
     if not isinstance(body, dict):
         raise ApiError(400, "the request body must be a JSON object")
+    return body
+
+
+def read_request(raw: bytes, chat: bool, served_model: str, block_size: int) -> Prompt:
+    """A /v1/completions (or, `chat`, /v1/chat/completions) body as the server takes it. Raises
+    ApiError with vLLM's status and message."""
+    body = json_object(raw)
     model = body.get("model")
     if model is not None and model != served_model:
         raise ApiError(404, f"The model `{model}` does not exist.", "NotFoundError", "model")
@@ -171,15 +177,18 @@ def chat_prompt(body: dict, block_size: int) -> tuple[int, tuple]:
     return sum(n for _, n in parts), prompt_segments("chat", parts, block_size)
 
 
-async def _prompt(request: web.Request, chat: bool) -> Prompt:
-    """The request's body read within the server's limits and read as a request (in a thread when
-    long: its JSON and its tokens do not hold up the streams being written)."""
-    app = request.app
-    raw = await read_body(request, app[LIMITS])
-    block_size = app[PACER].engine.pool.block_size
+async def read(request: web.Request, reader, *args):
+    """`reader(body, *args)` of the request's body, read within the server's limits: in a thread
+    when the body is long, so that its JSON and its tokens do not hold up the streams being written."""
+    raw = await read_body(request, request.app[LIMITS])
     if len(raw) < THREAD_BODY_BYTES:
-        return read_request(raw, chat, app[MODEL], block_size)
-    return await asyncio.to_thread(read_request, raw, chat, app[MODEL], block_size)
+        return reader(raw, *args)
+    return await asyncio.to_thread(reader, raw, *args)
+
+
+async def _prompt(request: web.Request, chat: bool) -> Prompt:
+    app = request.app
+    return await read(request, read_request, chat, app[MODEL], app[PACER].engine.pool.block_size)
 
 
 def _max_tokens(body: dict, names: tuple[str, ...], prompt_len: int, max_model_len: int) -> int:
