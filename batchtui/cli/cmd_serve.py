@@ -152,8 +152,7 @@ class Served:
         await self.runner.cleanup()
         if self.recorder is not None:
             self.recorder.close()
-        self.failures.flush_all()
-        self.failures.restore()
+        self.failures.uninstall()
 
 
 def limits_of(args, setup) -> guard.Limits:
@@ -189,7 +188,7 @@ async def start(args, setup, name: str) -> Served:
     limits = limits_of(args, setup)
     loop = asyncio.get_running_loop()
     failures = guard.FailureLog()
-    failures.restore = failures.install(loop)
+    failures.install(loop)
     connections = guard.Connections(limits.connections, limits.keep_alive)
     app = make_app(pacer, metrics, name, limits, connections)
     runner = web.AppRunner(app, handler_cancellation=True, access_log=None, keepalive_timeout=limits.keep_alive)
@@ -200,7 +199,7 @@ async def start(args, setup, name: str) -> Served:
                                              reuse_address=True)
     except OSError as exc:
         await runner.cleanup()
-        failures.restore()
+        failures.uninstall()
         if recorder is not None:
             recorder.file.close()
             os.remove(recorder.part)

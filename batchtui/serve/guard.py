@@ -266,6 +266,7 @@ class FailureLog(logging.Handler):
         self.clock = clock
         self.prefix = prefix
         self.kinds: dict[tuple, list] = {}  # kind -> [what, more since last said, when last said]
+        self._restore: Callable[[], None] | None = None
 
     # -- what comes in
     def emit(self, record: logging.LogRecord) -> None:
@@ -319,9 +320,9 @@ class FailureLog(logging.Handler):
         except (OSError, ValueError):
             pass
 
-    def install(self, loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
-        """Take aiohttp's and asyncio's log records, and the loop's unhandled exceptions; returns
-        what puts them back."""
+    def install(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Take aiohttp's and asyncio's log records, and the loop's unhandled exceptions, until
+        `uninstall`."""
         loggers = [logging.getLogger(name) for name in ("aiohttp", "asyncio")]
         saved = [(lg, lg.propagate, lg.level) for lg in loggers]
         for lg in loggers:
@@ -339,7 +340,14 @@ class FailureLog(logging.Handler):
                 lg.setLevel(level)
             loop.set_exception_handler(old_handler)
 
-        return restore
+        self._restore = restore
+
+    def uninstall(self) -> None:
+        """Put back what `install` took (and say the counts not said yet)."""
+        self.flush_all()
+        restore, self._restore = self._restore, None
+        if restore is not None:
+            restore()
 
 
 def _one_line(what: str, exc: BaseException | None) -> str:

@@ -191,6 +191,27 @@ def test_a_failure_is_said_once_then_counted_at_most_every_interval():
         logger.removeHandler(log)
 
 
+async def test_installed_it_takes_aiohttps_and_the_loops_failures_then_puts_them_back():
+    lines = []
+    log = guard.FailureLog(write=lines.append)
+    loop = asyncio.get_running_loop()
+    before = loop.get_exception_handler()
+    log.install(loop)
+    try:
+        for i in range(100):
+            logging.getLogger("aiohttp.server").error("Error handling request", exc_info=ValueError(f"bad {i}"))
+            loop.call_exception_handler({"message": "socket.accept() out of system resource",
+                                         "exception": OSError(24, "Too many open files")})
+    finally:
+        log.uninstall()
+    assert lines == ["batchtui serve: Error handling request (ValueError: bad 0)",
+                     "batchtui serve: socket.accept() out of system resource (OSError: [Errno 24] Too many open files)",
+                     "batchtui serve: 99 more: Error handling request (ValueError: bad 0)",
+                     "batchtui serve: 99 more: socket.accept() out of system resource (OSError: [Errno 24] Too many "
+                     "open files)"]
+    assert loop.get_exception_handler() is before and log not in logging.getLogger("aiohttp").handlers
+
+
 def test_the_kinds_told_apart_are_bounded():
     lines = []
     log = guard.FailureLog(write=lines.append)
