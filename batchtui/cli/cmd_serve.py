@@ -191,7 +191,8 @@ async def start(args, setup, name: str) -> Served:
     failures.install(loop)
     connections = guard.Connections(limits.connections, limits.keep_alive)
     app = make_app(pacer, metrics, name, limits, connections)
-    runner = web.AppRunner(app, handler_cancellation=True, access_log=None, keepalive_timeout=limits.keep_alive)
+    runner = web.AppRunner(app, handler_cancellation=True, access_log=None, keepalive_timeout=limits.keep_alive,
+                           shutdown_timeout=guard.SHUTDOWN_S)
     await runner.setup()
     connections.make_handler = runner.server
     try:

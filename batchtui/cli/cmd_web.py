@@ -24,6 +24,11 @@ MAX_SESSIONS = 4
 step 1; 20 pages took 1.5 GB in issue 38); a learner uses one or two."""
 
 
+SHUTDOWN_S = 3.0
+"""When the server stops (its sessions already ended): how long a page's connection may take to
+close before it is cut."""
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = ("Serve the tutorial in a web page through textual-serve (python -m pip install textual-serve). "
                      "It has no login: it binds 127.0.0.1, reached from elsewhere through an SSH tunnel "
@@ -70,7 +75,7 @@ async def _serve(args: argparse.Namespace, binding) -> int:
     from batchtui.webpage import WebTutorial
 
     tutorial = WebTutorial([sys.executable, "-m", "batchtui"], Origins(binding), args.max_sessions)
-    runner = web.AppRunner(tutorial.app(), access_log=None, handle_signals=False)
+    runner = web.AppRunner(tutorial.app(), access_log=None, handle_signals=False, shutdown_timeout=SHUTDOWN_S)
     await runner.setup()
     site = web.TCPSite(runner, binding.host, args.port)
     try:

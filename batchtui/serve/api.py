@@ -248,6 +248,8 @@ async def _answer(request: web.Request, prompt: Prompt, stream: Stream, chat: bo
         while not stream.done:
             stream.changed.clear()
             await stream.changed.wait()
+        if stream.finish_reason == "abort":  # (the server is stopping)
+            raise ApiError(503, "the server stopped before this request finished", "ServiceUnavailableError")
         return web.json_response(_whole(request, stream, chat))
     except (asyncio.CancelledError, ConnectionResetError):
         pacer.abort(stream)  # the client went away

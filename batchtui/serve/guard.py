@@ -42,6 +42,9 @@ BACKLOG = 128
 SPARE_FILES = BACKLOG + 64
 """Descriptors kept free of connections: the listening socket, standard streams, the record file,
 a burst of accepted connections closed after the loop's next turn."""
+SHUTDOWN_S = 3.0
+"""When the server stops: how long a request still being answered may take to end before it is
+cancelled (aiohttp's default waits a minute, then another)."""
 REPORT_EVERY_S = 10.0
 """How often a failure already reported may say how many more of its kind came."""
 MAX_KINDS = 64

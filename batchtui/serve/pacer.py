@@ -156,8 +156,13 @@ class Pacer:
 
     # -- the loop
     def stop(self) -> None:
+        """End the loop, and every request still in flight (aborted, its handler woken: the
+        server is stopping, and no handler waits for tokens that will not come)."""
         self._stopped = True
         self._wake.set()
+        for stream in list(self.active.values()):
+            self.abort(stream)
+            stream.changed.set()
 
     async def run(self) -> None:
         engine = self.engine

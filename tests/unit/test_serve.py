@@ -537,3 +537,38 @@ def test_an_ipv6_loopback_host_in_brackets_is_served():
         assert urllib.request.urlopen(s.url + "/health", timeout=10).status == 200
     finally:
         s.stop()
+
+
+def test_sigterm_ends_the_requests_in_flight_and_the_server_at_once():
+    """Stopping does not wait for answers that will not come (aiohttp waited a minute, twice, and
+    the server lived on until its clients gave up): a stream ends with [DONE], a whole answer
+    with 503, and the server exits within seconds."""
+    s = Server("--time-scale", "1", "--no-enable-prefix-caching")
+
+    async def go():
+        async with aiohttp.ClientSession() as session:
+            async def streamed():
+                body = {"model": MODEL, "prompt": [7] * 100, "max_tokens": 100000, "stream": True}
+                async with session.post(s.url + "/v1/completions", json=body) as resp:
+                    lines = [line async for line in resp.content if line.strip()]
+                return lines[-1]
+
+            async def whole():
+                body = {"model": MODEL, "prompt": [8] * 100, "max_tokens": 100000}
+                async with session.post(s.url + "/v1/completions", json=body) as resp:
+                    return resp.status, await resp.json()
+
+            tasks = [asyncio.create_task(streamed()), asyncio.create_task(whole())]
+            await asyncio.sleep(1.0)
+            start = time.monotonic()
+            s.proc.send_signal(signal.SIGTERM)
+            last, (status, answer) = await asyncio.wait_for(asyncio.gather(*tasks), 20)
+            return last, status, answer, time.monotonic() - start
+
+    try:
+        last, status, answer, took = asyncio.run(go())
+        s.proc.wait(timeout=20)
+    finally:
+        out = s.stop() if s.proc.poll() is None else s.proc.stdout.read()
+    assert last == b"data: [DONE]\n" and status == 503 and answer["error"]["code"] == 503
+    assert took < 10 and "batchtui serve: stopped" in out
