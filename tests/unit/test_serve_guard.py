@@ -44,7 +44,8 @@ async def _serve(limit: int, keep_alive: float, limits: guard.Limits | None = No
     app = web.Application(middlewares=[in_request])
     app.router.add_get("/slow", slow)
     app.router.add_post("/echo", echo)
-    runner = web.AppRunner(app, access_log=None, keepalive_timeout=keep_alive)
+    runner = web.AppRunner(app, access_log=None, keepalive_timeout=keep_alive, handler_cancellation=True,
+                           shutdown_timeout=guard.SHUTDOWN_S)
     await runner.setup()
     connections.make_handler = runner.server
     server = await asyncio.get_running_loop().create_server(connections, "127.0.0.1", 0)
