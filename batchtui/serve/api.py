@@ -24,7 +24,7 @@ from sim.dials import flag_of
 from sim.errors import RequestRejected
 
 from . import tokens
-from .guard import BodyError, Connections, Limits, read_body
+from .guard import BodyError, Connections, Limits, error_payload, read_body
 from .pacer import Pacer, Stream, prompt_segments
 from .prom import CONTENT_TYPE, ServerMetrics
 
@@ -49,8 +49,7 @@ class ApiError(Exception):
 
 
 def error_response(exc: ApiError) -> web.Response:
-    body = {"error": {"message": str(exc), "type": exc.kind, "param": exc.param, "code": exc.status}}
-    return web.json_response(body, status=exc.status)
+    return web.json_response(error_payload(exc.status, str(exc), exc.kind, exc.param), status=exc.status)
 
 
 def make_app(pacer: Pacer, metrics: ServerMetrics, model: str, limits: Limits = Limits(),

@@ -84,9 +84,9 @@ def open_files_limit() -> int:
     return soft if soft != resource.RLIM_INFINITY else 1 << 20
 
 
-def error_body(status: int, message: str, kind: str) -> bytes:
-    """vLLM's ErrorResponse, as bytes."""
-    return json.dumps({"error": {"message": message, "type": kind, "param": None, "code": status}}).encode()
+def error_payload(status: int, message: str, kind: str, param: str | None = None) -> dict:
+    """vLLM's ErrorResponse (every error the server answers has this shape)."""
+    return {"error": {"message": message, "type": kind, "param": param, "code": status}}
 
 
 BUSY_MESSAGE = "the server has as many connections open as it takes, each in a request; try again shortly"
@@ -120,7 +120,7 @@ class _Refused(asyncio.Protocol):
             self.timer = None
         transport = self.transport
         if transport is not None and not transport.is_closing():
-            body = error_body(503, BUSY_MESSAGE, "ServiceUnavailableError")
+            body = json.dumps(error_payload(503, BUSY_MESSAGE, "ServiceUnavailableError")).encode()
             transport.write(BUSY_RESPONSE % len(body) + body)
             transport.close()
 
