@@ -112,6 +112,19 @@ async def first_screen(ws) -> int:
     return await asyncio.wait_for(read(), START_S)
 
 
+async def seat_free(session, url: str, within: float) -> bool:
+    """The page no longer says every session is in use (a session's seat is free once it has
+    ended: its process, then its pipes)."""
+    deadline = time.monotonic() + within
+    while True:
+        async with session.get(url + "/") as resp:
+            if resp.status == 200:
+                return True
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.05)
+
+
 async def refused(session, url: str, origin: str | None, **kwargs) -> int:
     with pytest.raises(aiohttp.WSServerHandshakeError) as exc:
         ws = await open_session(session, url, origin, **kwargs)
@@ -148,6 +161,7 @@ async def test_only_its_own_page_opens_a_session_and_sessions_are_capped(tmp_pat
             # Its page closes: its process ends, and the seat is free again.
             await first.close()
             assert gone_within([pid], 5.0)
+            assert await seat_free(session, web.url, 5.0)
             second = await open_session(session, web.url, f"http://localhost:{web.port}",
                                         headers={"Host": f"localhost:{web.port}"})
             assert await first_screen(second) > 0

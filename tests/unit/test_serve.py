@@ -461,9 +461,9 @@ def test_two_thousand_idle_connections_leave_health_answering_within_a_second():
 
 def test_a_slow_client_and_a_huge_prompt_beside_live_streams():
     """Three streams run while a client sends its headers a byte at a time and another sends a
-    24 MB prompt: the streams' tokens keep coming (their longest gap under 0.6 s; counted on the
-    event loop, the prompt held them 1.5 s), the slow client is cut off after the keep-alive, and
-    the huge prompt gets vLLM's context-length error with its count."""
+    24 MB prompt: the streams' tokens keep coming (their longest gap a small part of the time the
+    prompt took; counted on the event loop, it held them all that time), the slow client is cut
+    off after the keep-alive, and the huge prompt gets vLLM's context-length error with its count."""
     s = Server("--time-scale", "1", "--no-enable-prefix-caching", "--max-request-size", "64M",
                "--timeout-keep-alive", "1")
     words = 24 * 1024 * 1024 // 5
@@ -521,7 +521,9 @@ def test_a_slow_client_and_a_huge_prompt_beside_live_streams():
     finally:
         s.stop()
     assert status == 400 and f"your request has {words} input tokens" in answer["error"]["message"]
-    assert gaps and max(gaps) < 0.6, (max(gaps), took)
+    # Counted on the event loop, the longest gap was the whole count (2.6 s of 2.7); read in a
+    # thread, a twentieth of it whatever the machine's load (0.07 s of 1.8, 0.62 s of 14.1).
+    assert gaps and max(gaps) < took / 4, (max(gaps), took)
     assert sent < 100 and cut_after < 4.0  # (its whole head is 242 bytes)
 
 
