@@ -2,9 +2,10 @@
 and where a curve bends (its knee). One definition of each, shared by the lessons' curves,
 `batchtui sweep` and `batchtui plan`, so no two screens can disagree about them.
 
-A rate has a steady state only below what the engine sustains. Above it the queue grows for as
-long as requests keep coming: a run's TTFT then measures the run's length, not the rate, so such
-a point is reported as unbounded instead of with a latency that a longer run would contradict.
+A rate has a steady state only up to what the engine sustains: its saturated rate, the highest
+arrival rate at which a long run keeps up (`saturation`). Above it the queue grows for as long as
+requests keep coming: a run's TTFT then measures the run's length, not the rate, so such a point
+is reported as unbounded instead of with a latency that a longer run would contradict.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -22,9 +23,11 @@ from .engine import RunSummary, run_scenario
 from .scenario import Scenario
 
 __all__ = [
-    "BACKLOG_SLOPE", "Columns", "at_rate", "KNEE_LATENCY_FACTOR", "Knee", "RatePoint", "STEADY_MAX_REQUESTS",
-    "STEADY_MIN_REQUESTS", "find_knee", "latency_percentiles", "measure_rate", "rate_sweep",
-    "runner", "saturated_point", "saturated_rate", "steady_point", "steady_window", "Remembered",
+    "BACKLOG_SLOPE", "Columns", "at_rate", "KNEE_LATENCY_FACTOR", "Knee", "OVERLOAD", "OVERLOAD_PROMPTS",
+    "RatePoint", "STEADY_MAX_REQUESTS", "STEADY_MIN_REQUESTS", "SUSTAIN_PRECISION", "SUSTAIN_REQUESTS",
+    "SUSTAIN_SLOPE", "Saturation", "find_knee", "keeps_up", "latency_percentiles", "measure_rate",
+    "overload_prompts", "rate_sweep", "runner", "saturated_point", "saturation", "service_rate",
+    "steady_point", "steady_window", "Remembered",
 ]
 
 # -- the knee ------------------------------------------------------------------------------------
@@ -109,10 +112,20 @@ STEADY_MIN_REQUESTS = 400
 STEADY_MAX_REQUESTS = 20_000
 
 # A replica keeps up when, over the steady window, end-to-end latency does not climb with the
-# arrival time: a least-squares slope of E2E against arrival above BACKLOG_SLOPE (seconds of
-# latency gained per second of arrivals) means requests finish slower than they arrive -- the
-# backlog grows, or the batch is still growing towards a steady state the run never reached.
-# Either way the run cannot vouch for that rate.
+# arrival time. Above what it sustains, each request waits for the backlog the ones before it
+# left, so E2E climbs by (rate / service rate - 1) seconds per second of arrivals: 1 % too much
+# traffic adds 36 s of latency an hour. A least-squares slope of E2E against arrival is judged
+# two ways:
+# - on a run of SUSTAIN_REQUESTS (the horizon the saturated rate is defined over) above
+#   SUSTAIN_SLOPE: the queue grows. Steady 20,000-request runs of chat traffic near saturation
+#   give slopes within +-0.007 (seeds 0-5, 512/256 and lognormal lengths, 256 and 1,024 seats),
+#   runs 1 % past the service rate 0.005-0.011, and runs past a KV-thrash collapse 0.04 and more;
+# - on a shorter run, only when no saturated rate is known, above BACKLOG_SLOPE: such a run may
+#   still be warming up (near saturation the batch takes several E2Es to fill, which a short run
+#   reads as a climb of 0.08 where a long one at the same rate reads 0), so only a steep climb
+#   says the queue grows.
+SUSTAIN_REQUESTS = 20_000
+SUSTAIN_SLOPE = 0.01
 BACKLOG_SLOPE = 0.05
 
 
@@ -211,11 +224,6 @@ def runner(scenario: Scenario, **engine_kwargs) -> RunAt:
     return run_at
 
 
-def saturated_rate(run_at: RunAt, num_prompts: int) -> RunSummary:
-    """The run with every request queued at once; its request throughput is the saturated rate."""
-    return run_at(math.inf, num_prompts)
-
-
 @dataclass
 class RatePoint:
     """A request rate run long enough to judge it: its steady latencies, or why it has none."""
@@ -246,11 +254,14 @@ def measure_rate(run_at: RunAt, rate: float, *, num_prompts: int = 0, saturated:
     """Run `rate` until its steady window holds `min_window` requests (or `max_requests` were
     run) and judge whether it settles.
 
-    A rate at or above `saturated` (the request throughput with everything queued at once) has
-    no steady state; nor has one whose end-to-end latency climbs with the arrival time by more
-    than BACKLOG_SLOPE. `warmup_hint` (a previous point's warm-up, seconds) sizes the first run so
-    it rarely has to be repeated. `enough(summary)` may stop the growing early (the plan stops
-    once the whole run already misses its SLO: a longer run would miss it too)."""
+    A rate above `saturated` (the highest rate the engine sustains, `saturation`) has no steady
+    state, whatever its run shows; at or below it, a run as long as the horizon
+    (SUSTAIN_REQUESTS) whose E2E climbs faster than SUSTAIN_SLOPE has none either (traffic
+    longer than the saturated rate was judged on). Without a saturated rate, a run climbing
+    faster than BACKLOG_SLOPE (SUSTAIN_SLOPE from the horizon on) is unbounded. `warmup_hint`
+    (a previous point's warm-up, seconds) sizes the first run so it rarely has to be repeated.
+    `enough(summary)` may stop the growing early (the plan stops once the whole run already
+    misses its SLO: a longer run would miss it too)."""
 
     def needed(warmup: float) -> int:
         # Arrivals must span the warm-up, the cool-down and the window itself.
@@ -258,7 +269,7 @@ def measure_rate(run_at: RunAt, rate: float, *, num_prompts: int = 0, saturated:
             return max(num_prompts, min_window)
         return math.ceil(1.2 * (rate * 2 * warmup + min_window))
 
-    above = saturated is not None and math.isfinite(rate) and rate >= saturated
+    above = saturated is not None and math.isfinite(rate) and rate > saturated
     n = max(num_prompts, min_window) if above else min(max_requests, max(num_prompts, needed(warmup_hint)))
     while True:
         summary = run_at(rate, n)
@@ -270,15 +281,168 @@ def measure_rate(run_at: RunAt, rate: float, *, num_prompts: int = 0, saturated:
         n = min(max_requests, max(2 * n, needed(warmup)))
     stats = latency_percentiles(window if len(window) else summary.records)
     point = RatePoint(rate, summary, stats, num_prompts=n, extra={"warmup": warmup})
+    limit = SUSTAIN_SLOPE if n >= SUSTAIN_REQUESTS else (BACKLOG_SLOPE if saturated is None else math.inf)
     if above:
         point.bounded = False
-        point.note = (f"{rate:g} req/s is at or above the saturated rate ({saturated:.2f} req/s): "
-                      "the queue grows without bound")
-    elif stats["e2e_slope"] > BACKLOG_SLOPE:
+        point.note = (f"{rate:g} req/s is above the saturated rate ({saturated:.2f} req/s, the most it "
+                      "sustains): the queue grows without bound")
+    elif math.isfinite(rate) and stats["e2e_slope"] > limit:
         point.bounded = False
         point.note = (f"the run does not settle (E2E climbs {stats['e2e_slope'] * 1000:.0f} ms per "
                       "second of arrivals)")
     return point
+
+
+def keeps_up(summary: RunSummary) -> tuple[bool, float]:
+    """Whether a run at a finite rate kept up with its traffic (its steady window's E2E climbs
+    no faster than SUSTAIN_SLOPE), and that slope in seconds per second of arrivals."""
+    window, _ = steady_window(summary.records)
+    slope = latency_percentiles(window if len(window) >= 10 else summary.records)["e2e_slope"]
+    return slope <= SUSTAIN_SLOPE, slope
+
+
+# -- the saturated rate ----------------------------------------------------------------------------
+
+# The saturated rate is the highest request rate a replica keeps up with: a run of
+# SUSTAIN_REQUESTS arriving at that rate (the scenario's own arrival process, at that mean) whose
+# latency does not climb (`keeps_up`). It is not what the engine completes with every request
+# queued at once (vLLM's --request-rate inf, kept as `Saturation.backlog`): such a burst starts
+# every request in step and, once the batch outgrows the KV cache, preempts and recomputes, so it
+# reads lower than rates that sustain (Llama 3.1 8B on an H100, 1,024 seats, 512/256: 33.2 req/s
+# from 1,000 queued at once, while 20,000 requests at 37 req/s keep up).
+#
+# It is found in two steps:
+# 1. Traffic at OVERLOAD times the burst's rate, OVERLOAD_PROMPTS requests: the queue fills and
+#    stays full, arrivals are staggered as in steady traffic, and the middle half of the
+#    completions gives the service rate with a full queue (`service_rate`). If that run never
+#    preempts nor fills the KV cache past KV_FULL, lighter traffic, which holds fewer requests,
+#    cannot either: the service rate is the saturated rate (below it the queue drains, above it
+#    grows). Its error is about 1 % (seeds 0-3: 36.3-36.5 req/s where 20,000-request runs keep
+#    up at 36.0 and climb at 37.0).
+# 2. If the full queue preempts (the KV cache, not the seats, bounds the batch), a full queue
+#    thrashes and serves less than lighter traffic can sustain, and which rates keep up is a
+#    matter of time: a fluctuation that fills the cache tips the replica into the thrashing state,
+#    from which it does not recover while traffic stays above the full queue's rate. The rate is
+#    then searched on runs of the horizon: stepped by SUSTAIN_STEP from the full queue's rate
+#    until one run keeps up and one does not, then bisected to SUSTAIN_PRECISION.
+OVERLOAD = 1.25
+OVERLOAD_PROMPTS = 5000
+KV_FULL = 0.95
+SUSTAIN_STEP = 0.06
+SUSTAIN_PRECISION = 0.01
+SUSTAIN_MAX_RUNS = 16
+
+
+def overload_prompts(scenario: Scenario, least: int) -> int:
+    """Requests of the overloaded run `saturation` makes for this scenario: `least` under
+    continuous batching, whose full queue admits requests one by one as seats free, staggered as
+    steady traffic is (a burst starts them all in step, a pattern steady traffic never shows); 0
+    under static, dynamic or sequential batching, whose batches start together whatever the
+    arrivals, so that a burst's rate is their full queue's."""
+    return least if scenario.engine_config().batching == "continuous" else 0
+
+
+def service_rate(summary: RunSummary) -> float:
+    """Requests/s a run completed over the middle half of its completions (0 when it completed
+    fewer than 8): in an overloaded run, the rate the engine serves with a full queue."""
+    cols = Columns.of(summary.records)
+    if len(cols) < 8:
+        return 0.0
+    finish = np.sort(cols["arrival_time"] + cols["e2e"])
+    lo, hi = len(finish) // 4, 3 * len(finish) // 4
+    span = float(finish[hi] - finish[lo])
+    return (hi - lo) / span if span > 0 else 0.0
+
+
+@dataclass
+class Saturation:
+    """A replica's saturated rate and how it was found (`saturation`)."""
+
+    rate: float
+    """Requests/s: the highest rate found to keep up over `horizon` requests (the service rate
+    with a full queue when that queue never preempts)."""
+    backlog: RunSummary
+    """Every request queued at once: what the engine completes when never short of work, from a
+    standing start (vLLM's --request-rate inf)."""
+    overload: RunSummary
+    """Traffic at OVERLOAD times the backlog's rate, its queue full for most of the run."""
+    full_queue_rate: float
+    """`service_rate` of the overloaded run."""
+    thrashes: bool
+    """The full queue preempts (or fills the KV cache): the rate was searched on long runs."""
+    horizon: int = SUSTAIN_REQUESTS
+    searched: list = field(default_factory=list)
+    """(rate, kept up, E2E slope) of each run of the search, in the order run."""
+    exact: bool = True
+    """False when the search was skipped (`saturation(search=False)` on a thrashing replica):
+    `rate` is then the full queue's rate, a lower bound."""
+
+    @property
+    def above(self) -> float | None:
+        """The lowest rate the search saw fall behind (None without a search)."""
+        missed = [r for r, ok, _ in self.searched if not ok]
+        return min(missed) if missed else None
+
+    @property
+    def output_throughput(self) -> float:
+        """Output tokens/s at the saturated rate (its mean output length from the overloaded run)."""
+        m = self.overload.metrics
+        mean_out = m["output_throughput"] / m["request_throughput"] if m["request_throughput"] else 0.0
+        return self.rate * mean_out
+
+
+def saturation(run_at: RunAt, num_prompts: int, *, overload_prompts: int = OVERLOAD_PROMPTS,
+               horizon: int = SUSTAIN_REQUESTS, search: bool = True) -> Saturation:
+    """The saturated rate of the traffic `run_at` runs: `num_prompts` requests queued at once
+    first (the scale), then `overload_prompts` (at least `num_prompts`) arriving at OVERLOAD times
+    their rate, then, if that full queue preempts and `search`, the search on runs of `horizon`
+    requests (see above). `overload_prompts` 0 (`overload_prompts()` for a scenario whose batches
+    all start together: static, dynamic, sequential): the burst's rate is the saturated rate."""
+    backlog = run_at(math.inf, num_prompts)
+    base = backlog.metrics["request_throughput"]
+    if base <= 0 or not overload_prompts:  # nothing completes (every request refused), or a batch
+        # policy that starts every batch anew, which a burst measures as a full queue does
+        return Saturation(max(base, 0.0), backlog, backlog, max(base, 0.0), False, horizon)
+    offered = OVERLOAD * base
+    n = max(num_prompts, overload_prompts)
+    for _ in range(4):
+        overload = run_at(offered, n)
+        served = service_rate(overload)
+        if served < offered / math.sqrt(OVERLOAD):  # the queue stayed full: served is the engine's
+            break
+        offered *= 2  # it kept up: the burst read far below what the engine serves
+    m = overload.metrics
+    thrashes = bool(m["num_preemptions"]) or m.get("peak_kv_usage", 0.0) > KV_FULL
+    overload = replace(overload, records=[])  # read by figures only through its metrics
+    sat = Saturation(served, backlog, overload, served, thrashes, horizon)
+    if not thrashes:
+        return sat
+    if not search:
+        sat.exact = False
+        return sat
+
+    def tried(rate: float) -> bool:
+        ok, slope = keeps_up(run_at(rate, horizon))
+        sat.searched.append((rate, ok, slope))
+        return ok
+
+    lo = hi = None
+    rate = served
+    while len(sat.searched) < SUSTAIN_MAX_RUNS and (lo is None or hi is None):
+        if tried(rate):
+            lo = rate
+            rate *= 1 + SUSTAIN_STEP
+        else:
+            hi = rate
+            rate /= 1 + SUSTAIN_STEP
+    while lo is not None and hi is not None and hi / lo - 1 > SUSTAIN_PRECISION and len(sat.searched) < SUSTAIN_MAX_RUNS:
+        mid = math.sqrt(lo * hi)
+        if tried(mid):
+            lo = mid
+        else:
+            hi = mid
+    sat.rate = lo if lo is not None else min(r for r, _, _ in sat.searched)
+    return sat
 
 
 class Remembered:
@@ -344,8 +508,8 @@ SWEEPS_REMEMBERED = 8
 """Rate sweeps a process keeps (`rate_sweep`), the most recently used."""
 
 POINTS_REMEMBERED = 16
-"""Steady points and saturated runs a process keeps (`steady_point`, `saturated_point`), each (a
-saturated run of 2,000 requests with its records is about half a megabyte)."""
+"""Steady points and saturations a process keeps (`steady_point`, `saturated_point`), each (a
+saturation keeps its burst of 2,000 requests with their records, about half a megabyte)."""
 
 _swept = Remembered(SWEEPS_REMEMBERED)
 _steady = Remembered(POINTS_REMEMBERED)
@@ -354,7 +518,8 @@ _saturated = Remembered(POINTS_REMEMBERED)
 
 def rate_sweep(scenario: Scenario, rates: Sequence[float], *, num_prompts: int = 0,
                saturation_prompts: int = 2000, **kwargs) -> tuple[float, list[RatePoint]]:
-    """The saturated rate of `scenario` and each of `rates` measured at its steady state.
+    """The saturated rate of `scenario` (`saturated_point` with `saturation_prompts`: the one the
+    lessons' figures read) and each of `rates` measured at its steady state.
 
     A sweep is a pure function of its arguments, and a few seconds of CPU: the process keeps the
     last SWEEPS_REMEMBERED (`Remembered`). A learner who comes back to a step with a curve (or
@@ -369,12 +534,19 @@ def rate_sweep(scenario: Scenario, rates: Sequence[float], *, num_prompts: int =
     return saturated, list(points)
 
 
-def saturated_point(scenario: Scenario, num_prompts: int) -> RunSummary:
-    """`saturated_rate` of the scenario's traffic, `num_prompts` requests queued at once; the
-    process keeps the last POINTS_REMEMBERED (a figure and a drill that read the same scenario,
-    or a lesson opened again, measure it once)."""
-    return _saturated.get(scenario, ("saturated", int(num_prompts)),
-                          lambda: saturated_rate(runner(scenario), int(num_prompts)))
+def saturated_point(scenario: Scenario, num_prompts: int, *, search: bool = True) -> Saturation:
+    """`saturation` of the scenario's traffic, `num_prompts` requests queued at once and as many
+    overloading it (`search`: as `saturation`'s); the process keeps the last POINTS_REMEMBERED (a
+    figure, a curve and a drill that read the same scenario, or a lesson opened again, measure
+    it once; a search is not made again for a saturation found exactly without one)."""
+    def measure(search: bool) -> Saturation:
+        return saturation(runner(scenario), int(num_prompts), search=search,
+                          overload_prompts=overload_prompts(scenario, int(num_prompts)))
+
+    quick = _saturated.get(scenario, ("saturated", int(num_prompts), False), lambda: measure(False))
+    if quick.exact or not search:
+        return quick
+    return _saturated.get(scenario, ("saturated", int(num_prompts), True), lambda: measure(True))
 
 
 def steady_point(scenario: Scenario, rate: float, *, saturated: float | None = None,
@@ -389,7 +561,7 @@ def steady_point(scenario: Scenario, rate: float, *, saturated: float | None = N
 def _rate_sweep(scenario: Scenario, rates: Sequence[float], num_prompts: int, saturation_prompts: int,
                 kwargs: dict) -> tuple[float, list[RatePoint]]:
     run_at = runner(scenario)
-    saturated = saturated_rate(run_at, saturation_prompts).metrics["request_throughput"]
+    saturated = saturated_point(scenario, saturation_prompts).rate
     points = []
     warmup = 0.0
     for rate in rates:

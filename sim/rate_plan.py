@@ -9,23 +9,29 @@ job (so these can be tested with made-up servers).
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from sim.curves import (BACKLOG_SLOPE, KNEE_LATENCY_FACTOR, STEADY_MIN_REQUESTS, Columns, Knee, find_knee,
-                        latency_percentiles, measure_rate, steady_window)
+from sim.curves import (BACKLOG_SLOPE, KNEE_LATENCY_FACTOR, STEADY_MIN_REQUESTS, Columns, Knee, Saturation,
+                        find_knee, latency_percentiles, measure_rate, saturation, steady_window)
 from sim.planning import Slo
 
-__all__ = ["BACKLOG_SLOPE", "KNEE_LATENCY_FACTOR", "Knee", "PLAN_FRACTIONS", "PLAN_NUM_PROMPTS", "PlanPoint",
-           "RatePlan", "STEADY_MIN_REQUESTS", "find_knee", "plan_rate"]
+__all__ = ["BACKLOG_SLOPE", "KNEE_LATENCY_FACTOR", "Knee", "PLAN_CONFIDENCE", "PLAN_FRACTIONS", "PLAN_NUM_PROMPTS",
+           "PlanPoint", "RatePlan", "STEADY_MIN_REQUESTS", "find_knee", "plan_rate", "predicted_p99s"]
 
-# The plan's search, per seed: the saturated rate first (the request throughput with every
-# request queued at once); then a coarse sweep at these fractions of it, upwards until a point
-# first misses; then bisection down to PLAN_PRECISION of it. No rate at or above the saturated
-# rate is ever an answer: there the queue grows for as long as requests keep coming.
+# The plan's search, per seed: the saturated rate first (`sim.curves.saturation` without its
+# long search: the service rate with a full queue); then a coarse sweep at these fractions of
+# it, upwards until a point first misses; then bisection down to PLAN_PRECISION of it. No rate
+# above the saturated rate is ever an answer: there the queue grows for as long as requests keep
+# coming. When the full queue thrashes the KV cache, lighter traffic may sustain more than the
+# full queue serves (`curves.saturation`): the coarse sweep then goes on past it
+# (PLAN_PAST_FRACTIONS), each point judged on its own run, and the confirmation runs, as long as
+# the saturated rate is defined over, say whether the answer keeps up.
 PLAN_FRACTIONS = tuple(round(0.1 * i, 1) for i in range(1, 10))
+PLAN_PAST_FRACTIONS = (1.0, 1.1, 1.2, 1.35, 1.5, 1.75, 2.0)
 PLAN_FLOOR_FRACTION = 0.02  # tried when even 10 % of saturation misses the SLO
 PLAN_PRECISION = 0.01
 PLAN_NUM_PROMPTS = 3000  # requests a point to start from (and the saturation run's)
@@ -39,6 +45,14 @@ PLAN_SEEDS = 3
 PLAN_CONFIRM_PROMPTS = 20_000  # the answer is rerun this long on a seed the search did not use
 PLAN_CONFIRM_TRIES = 6
 PLAN_CONFIRM_NEW_SEEDS = 7  # the answer is confirmed on the search's seeds and this many unused ones
+# An answer holds when every confirmation run meets the SLO and so does the run of a seed not yet
+# tried, predicted with this confidence: each p99 the SLO bounds, over the n confirmation runs,
+# has mean m and standard deviation s, and the next run's stays below m + t(c, n - 1) x s x
+# sqrt(1 + 1/n) with probability c (a one-sided prediction interval for a normal sample). Near the
+# limit a p99 over 20,000 requests differs between seeds by a millisecond or more (lognormal chat
+# lengths: p99 TPOT 21.3-25.5 ms over 20 seeds at one rate), so passing on ten seeds alone left
+# one seed in twenty over the SLO.
+PLAN_CONFIDENCE = 0.99
 # The replicas check: the peak run long enough for every replica to reach its steady state.
 ROUTER_POLICIES = ("round-robin", "least-outstanding-requests")
 ROUTER_MIN_SECONDS = 120.0
@@ -64,7 +78,11 @@ class PlanPoint:
 class RatePlan:
     slo: Slo
     saturated: PlanPoint
+    """Every request queued at once (the table's last row)."""
     saturated_rate: float = 0.0
+    """The saturated rate (`saturation.rate`): exact, or the full queue's rate (a lower bound)
+    when the full queue thrashes the KV cache."""
+    saturation: Saturation | None = None
     points: list[PlanPoint] = field(default_factory=list)
     best: PlanPoint | None = None
     """The highest rate meeting the SLO; None when no rate does."""
@@ -85,6 +103,12 @@ class RatePlan:
         return self.best is not None
 
     @property
+    def cap(self) -> float | None:
+        """The rate no answer may exceed: the saturated rate when known exactly, else None (the
+        confirmation runs judge whether an answer keeps up)."""
+        return self.saturated_rate if self.saturation is None or self.saturation.exact else None
+
+    @property
     def closest(self) -> PlanPoint:
         """When nothing meets the SLO: the point that missed it by least."""
         return min(self.points, key=lambda p: (self.slo.excess(p.window), p.rate))
@@ -100,29 +124,32 @@ def window_needed(rate: float, min_window: int, min_window_s: float) -> int:
 def plan_rate(run_at: Callable[[float, int], object], slo: Slo, num_prompts: int,
               precision: float = PLAN_PRECISION, min_window: int | None = None,
               min_window_s: float | None = None) -> RatePlan:
-    """The highest request rate, below the saturated rate, whose steady-state latency meets `slo`.
+    """The highest request rate, up to the saturated rate, whose steady-state latency meets `slo`.
 
     `run_at(rate, num_prompts)` runs the scenario at that rate (math.inf = all queued at once)
-    and returns its RunSummary. The saturated rate (request throughput with everything queued)
-    sets the scale of the search and caps it. Each rate is measured at its steady state
-    (`sim.curves.measure_rate`) over a window of at least `min_window` requests and
-    `min_window_s` seconds of arrivals; a rate whose run does not settle, or whose window stays
-    too short even at the longest run, counts as a miss (the latter also as a warning).
+    and returns its RunSummary. The saturated rate (`sim.curves.saturation` on `num_prompts`
+    requests, without its long search) sets the scale of the search and caps it. Each rate is
+    measured at its steady state (`sim.curves.measure_rate`) over a window of at least
+    `min_window` requests and `min_window_s` seconds of arrivals; a rate whose run does not
+    settle, or whose window stays too short even at the longest run, counts as a miss (the
+    latter also as a warning).
     """
     min_window = PLAN_MIN_WINDOW if min_window is None else min_window
     min_window_s = PLAN_MIN_WINDOW_S if min_window_s is None else min_window_s
-    sat_summary = run_at(math.inf, num_prompts)
-    sat_rate = sat_summary.metrics["request_throughput"]
+    sat = saturation(run_at, num_prompts, overload_prompts=num_prompts, search=False)
+    sat_summary = sat.backlog
+    sat_rate = sat.rate
     sat_window = latency_percentiles(sat_summary.records)
-    saturation = PlanPoint(math.inf, sat_summary, sat_window, slo.misses(sat_window), "saturation")
-    plan = RatePlan(slo, saturation, saturated_rate=sat_rate)
+    saturation_point = PlanPoint(math.inf, sat_summary, sat_window, slo.misses(sat_window), "saturation")
+    plan = RatePlan(slo, saturation_point, saturated_rate=sat_rate, saturation=sat)
     plan.precision = precision * sat_rate
+    cap = plan.cap
 
     last_warmup = [0.0]  # the previous point's warm-up: sizes the next run so it rarely reruns
 
     def evaluate(rate: float, stage: str) -> PlanPoint:
         need = window_needed(rate, min_window, min_window_s)
-        point = measure_rate(run_at, rate, num_prompts=num_prompts, min_window=need, saturated=sat_rate,
+        point = measure_rate(run_at, rate, num_prompts=num_prompts, min_window=need, saturated=cap,
                              warmup_hint=last_warmup[0], enough=lambda s: bool(slo.misses(s.metrics)))
         last_warmup[0] = point.extra["warmup"]
         misses = slo.misses(point.window)
@@ -137,9 +164,11 @@ def plan_rate(run_at: Callable[[float, int], object], slo: Slo, num_prompts: int
         plan.points.append(p)
         return p
 
+    if sat_rate <= 0:
+        return plan
     lo: PlanPoint | None = None
     hi: PlanPoint | None = None
-    for frac in PLAN_FRACTIONS:
+    for frac in PLAN_FRACTIONS + (() if cap is not None else PLAN_PAST_FRACTIONS):
         p = evaluate(frac * sat_rate, "coarse")
         if p.ok:
             lo = p
@@ -152,9 +181,9 @@ def plan_rate(run_at: Callable[[float, int], object], slo: Slo, num_prompts: int
             return plan
         lo = floor
     if hi is None:  # met up to the top of the sweep: the saturated rate bounds it from above
-        hi = PlanPoint(sat_rate, sat_summary, sat_window,
-                       [f"at the saturated rate ({sat_rate:.2f} req/s) the queue grows without bound"],
-                       "saturation")
+        top = sat_rate if cap is not None else lo.rate
+        hi = PlanPoint(top, sat_summary, sat_window,
+                       [f"above the saturated rate ({top:.2f} req/s) the queue grows without bound"], "saturation")
     while hi.rate - lo.rate > plan.precision:
         p = evaluate((lo.rate + hi.rate) / 2, "bisect")
         if p.ok:
@@ -172,13 +201,53 @@ def plan_rate(run_at: Callable[[float, int], object], slo: Slo, num_prompts: int
 
 # -- several seeds, and the answer confirmed ---------------------------------------------------
 
+def t_quantile(p: float, df: int) -> float:
+    """Student's t quantile: the Cornish-Fisher expansion about the normal quantile (Abramowitz
+    and Stegun 26.7.5), within 1e-3 from 3 degrees of freedom on for p up to 0.99."""
+    z = statistics.NormalDist().inv_cdf(p)
+    terms = ((z ** 3 + z) / 4, (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96,
+             (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384,
+             (79 * z ** 9 + 776 * z ** 7 + 1482 * z ** 5 - 1920 * z ** 3 - 945 * z) / 92160)
+    return z + sum(g / df ** (k + 1) for k, g in enumerate(terms))
+
+
+def predicted_p99s(points, slo: Slo, confidence: float = PLAN_CONFIDENCE) -> dict:
+    """What a run on a seed not yet tried stays within, with `confidence`, from these runs (one a
+    seed): for each p99 the SLO bounds, mean + t x sd x sqrt(1 + 1/n) over the runs' windows
+    (the largest seen, when fewer than three runs make no spread)."""
+    out = {}
+    for key, bound in (("p99_ttft_ms", slo.ttft_p99_ms), ("p99_tpot_ms", slo.tpot_p99_ms)):
+        if bound is None:
+            continue
+        values = [p.window[key] for p in points]
+        n = len(values)
+        if n < 3:
+            out[key] = max(values)
+            continue
+        k = t_quantile(confidence, n - 1) * math.sqrt(1 + 1 / n)
+        out[key] = max(max(values), statistics.fmean(values) + k * statistics.stdev(values))
+    return out
+
+
+def holds(points, slo: Slo, confidence: float = PLAN_CONFIDENCE) -> list[str]:
+    """Why these confirmation runs (one a seed) do not vouch for their rate: a run that misses the
+    SLO, or a seed not yet tried predicted to (`predicted_p99s`); empty when they do."""
+    for p in points:
+        if not p.ok:
+            return list(p.misses)
+    predicted = predicted_p99s(points, slo, confidence)
+    return [m.replace("p99", f"a new seed's p99 ({confidence:.0%} bound)", 1)
+            for m in slo.misses({"p99_ttft_ms": 0.0, "p99_tpot_ms": 0.0, **predicted})]
+
+
 @dataclass
 class SeededPlan:
     """The search run on several seeds: the answer is at most the lowest seed's limit (a rate
     every seed sustained), with the spread between seeds, then confirmed on longer runs of those
-    seeds and of seeds the search did not use (stepped down until every one meets the SLO). Near
-    the limit p99 TPOT differs by a millisecond or more between seeds even over 20,000 requests,
-    so one confirmation run is not enough."""
+    seeds and of seeds the search did not use (stepped down until every one meets the SLO and a
+    seed not yet tried is predicted to, `holds`). Near the limit p99 TPOT differs by a
+    millisecond or more between seeds even over 20,000 requests, so one confirmation run is not
+    enough."""
 
     plans: list[RatePlan]
     seeds: list[int]
@@ -187,13 +256,20 @@ class SeededPlan:
     """(rate, one point per confirmation seed) for each rate tried, the last one the answer."""
 
     @property
+    def slo(self) -> Slo:
+        return self.plans[0].slo
+
+    def holds(self, points) -> list[str]:
+        return holds(points, self.slo)
+
+    @property
     def confirmed(self) -> bool:
-        return any(all(p.ok for p in points) for _, points in self.confirm_tries)
+        return any(not self.holds(points) for _, points in self.confirm_tries)
 
     @property
     def _answer_try(self) -> tuple[float, list[PlanPoint]]:
-        """The highest rate every confirmation run met (the last try when none did)."""
-        met = [t for t in self.confirm_tries if all(p.ok for p in t[1])]
+        """The highest rate the confirmation runs vouch for (the last try when none does)."""
+        met = [t for t in self.confirm_tries if not self.holds(t[1])]
         return max(met, key=lambda t: t[0]) if met else self.confirm_tries[-1]
 
     @property
@@ -216,12 +292,23 @@ class SeededPlan:
         return self._answer_try[1] if self.confirm_tries else []
 
     @property
+    def predicted(self) -> dict:
+        """The answer's predicted p99s for a seed not yet tried (`predicted_p99s`)."""
+        return predicted_p99s(self.confirm_points, self.slo) if self.confirm_tries else {}
+
+    @property
     def spread(self) -> float:
         return max(self.rates) - min(self.rates) if self.rates else 0.0
 
     @property
     def saturated_rate(self) -> float:
         return min(p.saturated_rate for p in self.plans)
+
+    @property
+    def cap(self) -> float | None:
+        """The lowest seed's saturated rate, or None when any seed's is only a lower bound."""
+        caps = [p.cap for p in self.plans]
+        return None if any(c is None for c in caps) else min(caps)
 
     @property
     def limiting(self) -> RatePlan:
@@ -236,9 +323,12 @@ class SeededPlan:
         return [w for p in self.plans for w in p.warnings]
 
 
-def confirm_point(run_at, slo: Slo, rate: float, saturated: float, num_prompts: int = PLAN_CONFIRM_PROMPTS,
-                  min_window: int = PLAN_MIN_WINDOW, min_window_s: float = PLAN_MIN_WINDOW_S) -> PlanPoint:
-    """`rate` run long (`num_prompts` requests, more if its window needs them) and judged."""
+def confirm_point(run_at, slo: Slo, rate: float, saturated: float | None,
+                  num_prompts: int = PLAN_CONFIRM_PROMPTS, min_window: int = PLAN_MIN_WINDOW,
+                  min_window_s: float = PLAN_MIN_WINDOW_S) -> PlanPoint:
+    """`rate` run long (`num_prompts` requests, more if its window needs them) and judged; above
+    `saturated` (None: not known exactly) it misses, and a run as long as the saturated rate's
+    horizon misses if its latency climbs."""
     need = window_needed(rate, min_window, min_window_s)
     point = measure_rate(run_at, rate, num_prompts=num_prompts, saturated=saturated, min_window=need,
                          max_requests=max(num_prompts, 2 * need))
@@ -249,11 +339,16 @@ def confirm_point(run_at, slo: Slo, rate: float, saturated: float, num_prompts: 
 
 
 def confirm_rate(evaluate: Callable[[float], list[PlanPoint]], rate: float, step: float,
-                 tries: int = PLAN_CONFIRM_TRIES, refine: int = 2) -> list[tuple[float, list[PlanPoint]]]:
-    """Judge `rate` on the confirmation runs (`evaluate(rate)`: one point per seed); while any
-    misses, step down by `step`, doubling the step each time; once a rate passes after a miss,
-    bisect between them `refine` times (not finer than `step`). Returns every rate tried with
-    its points; the answer is the highest rate all of whose points met the SLO."""
+                 tries: int = PLAN_CONFIRM_TRIES, refine: int = 2,
+                 holds: Callable[[list[PlanPoint]], list[str]] | None = None) -> list[tuple[float, list[PlanPoint]]]:
+    """Judge `rate` on the confirmation runs (`evaluate(rate)`: one point per seed; they vouch
+    for it when `holds(points)` is empty, by default when every point meets the SLO); while
+    they do not, step down by `step`, doubling the step each time; once a rate passes after a
+    miss, bisect between them `refine` times (not finer than `step`). Returns every rate tried
+    with its points; the answer is the highest rate they vouch for."""
+    if holds is None:
+        def holds(points):
+            return [m for p in points for m in p.misses]
     tried = []
     first_step = step
     bad = None
@@ -262,7 +357,7 @@ def confirm_rate(evaluate: Callable[[float], list[PlanPoint]], rate: float, step
             break
         points = evaluate(rate)
         tried.append((rate, points))
-        if all(p.ok for p in points):
+        if not holds(points):
             break
         bad = rate
         rate -= step
@@ -276,7 +371,7 @@ def confirm_rate(evaluate: Callable[[float], list[PlanPoint]], rate: float, step
             break
         points = evaluate(mid)
         tried.append((mid, points))
-        if all(p.ok for p in points):
+        if not holds(points):
             good = mid
         else:
             bad = mid
@@ -284,15 +379,16 @@ def confirm_rate(evaluate: Callable[[float], list[PlanPoint]], rate: float, step
 
 
 def seeded_plan(scenario, seeds: int, plan_seeds: Callable[[list], list[RatePlan]],
-                confirm_seeds: Callable[[list, float, float], list[PlanPoint]],
+                confirm_seeds: Callable[[list, float, float | None], list[PlanPoint]],
                 new_seeds: int | None = None) -> SeededPlan:
     """`batchtui plan`'s answer for one deployment, which `batchtui search` confirms its best
     points with: the search on `seeds` seeds from the scenario's (`plan_seeds(scenarios)`: a
     `plan_rate` for each), then, if every seed meets the SLO, the lowest seed's answer confirmed
     on longer runs of those seeds and `new_seeds` more (`confirm_seeds(scenarios, rate,
-    saturated)`: a `confirm_point` for each), stepped down by `confirm_rate`. The callers say
-    where the runs happen (plan's pool of jobs, or search's worker). `new_seeds` None:
-    PLAN_CONFIRM_NEW_SEEDS."""
+    saturated)`: a `confirm_point` for each, `saturated` the lowest seed's saturated rate or None
+    when one is only a lower bound), stepped down by `confirm_rate` until the runs vouch for it
+    (`holds`). The callers say where the runs happen (plan's pool of jobs, or search's worker).
+    `new_seeds` None: PLAN_CONFIRM_NEW_SEEDS."""
     if new_seeds is None:
         new_seeds = PLAN_CONFIRM_NEW_SEEDS
     seed_list = [scenario.seed + i for i in range(seeds)]
@@ -300,8 +396,9 @@ def seeded_plan(scenario, seeds: int, plan_seeds: Callable[[list], list[RatePlan
     if all(p.feasible for p in result.plans):
         result.confirm_seeds = [scenario.seed + i for i in range(seeds + new_seeds)]
         confirming = [replace(scenario, seed=s) for s in result.confirm_seeds]
-        result.confirm_tries = confirm_rate(lambda rate: confirm_seeds(confirming, rate, result.saturated_rate),
-                                            min(result.rates), result.limiting.precision or 0.01)
+        result.confirm_tries = confirm_rate(lambda rate: confirm_seeds(confirming, rate, result.cap),
+                                            min(result.rates), result.limiting.precision or 0.01,
+                                            holds=result.holds)
     return result
 
 

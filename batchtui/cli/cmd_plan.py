@@ -69,6 +69,7 @@ def seed_task(task: tuple) -> rate_plan.RatePlan:
                               min_window=min_window, min_window_s=min_window_s)
     for p in [plan.saturated, *plan.points]:
         p.summary = replace(p.summary, records=[])
+    plan.saturation.backlog = plan.saturated.summary
     return plan
 
 
@@ -193,18 +194,39 @@ def run(args: argparse.Namespace) -> int:
 
             replicas, checks = rate_plan.replicas_for_peak(first, check)
 
+    lengths = results.planned_lengths(sc, n)
     serve = vllm_lines.serve_command(setup)
     bench = (vllm_lines.bench_command(setup, result.rate, max(n, rate_plan.PLAN_CONFIRM_PROMPTS // 4), goodput)
              if result.feasible else None)
     if args.json:
         results.dump_json(Sink(sys.stdout, "standard output"), plan_json(result, slo, args, replicas, checks,
-                                                                         serve, bench, cause))
+                                                                         serve, bench, cause, lengths))
         return EXIT_OK if result.feasible else EXIT_FAILURE
     print(results.setup_text(sc, setup.deployment, setup.config, swept="request_rate"))
     print(f"SLO: {slo.text()}.")
+    print(_fill(results.lengths_text(lengths)))
     print()
     print_plan(result, slo, args, replicas, checks, serve, bench, cause, setup)
     return EXIT_OK if result.feasible else EXIT_FAILURE
+
+
+def saturation_text(result) -> str:
+    """The saturated rate the seeds found, and what it bounds."""
+    sats = [p.saturation for p in result.plans]
+    low = min(sats, key=lambda x: x.rate)
+    if result.cap is not None:
+        return (f"Saturated rate: {result.cap:.2f} req/s (lowest of the seeds), what a replica serves with its "
+                "queue full; no answer is above it.")
+    return (f"With its queue full a replica preempts (the KV cache holds fewer requests than the seats admit) "
+            f"and serves {low.full_queue_rate:.2f} req/s (lowest of the seeds); lighter traffic can sustain more, "
+            f"so each answer was checked to keep up over {rate_plan.PLAN_CONFIRM_PROMPTS:,} requests. Above "
+            f"{low.full_queue_rate:.2f} req/s a burst that fills the queue does not drain (fewer --max-num-seqs "
+            "keep the batch within the cache).")
+
+
+def predicted_text(predicted: dict) -> str:
+    names = {"p99_ttft_ms": ("p99 TTFT", "{:.1f}"), "p99_tpot_ms": ("p99 TPOT", "{:.2f}")}
+    return ", ".join(f"{names[k][0]} {names[k][1].format(v)} ms" for k, v in predicted.items())
 
 
 def _seed_list(seeds) -> str:
@@ -230,9 +252,7 @@ def print_plan(result, slo, args, replicas, checks, serve, bench, cause, setup) 
           f"seeds {seeds} searched):")
     print(results.plan_table(limiting))
     print()
-    print(f"Saturated rate ({rate_plan.PLAN_NUM_PROMPTS if not args.num_prompts else args.num_prompts} "
-          f"requests queued at once): {result.saturated_rate:.2f} req/s (lowest of the seeds); no answer "
-          "reaches it.")
+    print(_fill(saturation_text(result)))
     for warning in result.warnings:
         print(f"warning: {warning}")
     if not result.feasible:
@@ -269,6 +289,8 @@ def print_plan(result, slo, args, replicas, checks, serve, bench, cause, setup) 
                  "requests on each met it.")
     else:
         text += f"confirmed on seeds {_seed_list(result.confirm_seeds)} with {runs}+ requests each."
+    text += (f" A seed not yet tried stays within the SLO with {rate_plan.PLAN_CONFIDENCE:.0%} confidence "
+             f"(predicted {predicted_text(result.predicted)}).")
     if limiting.limited_by == "throughput":
         text += (" The replica is near its capacity there: its throughput, not the SLO, sets the limit.")
     elif limiting.first_miss is not None:
@@ -310,12 +332,17 @@ def print_plan(result, slo, args, replicas, checks, serve, bench, cause, setup) 
                     "vllm bench serve sends single requests, so verify with a multi-turn client.)"))
 
 
-def plan_json(result, slo, args, replicas, checks, serve, bench, cause) -> dict:
+def plan_json(result, slo, args, replicas, checks, serve, bench, cause, lengths) -> dict:
     limiting = result.limiting
     return {
         "slo": {"p99_ttft_ms": slo.ttft_p99_ms, "p99_tpot_ms": slo.tpot_p99_ms},
         "feasible": result.feasible,
-        "saturated_rate": result.saturated_rate,
+        "saturated_rate": result.cap,
+        "full_queue_rate": min(p.saturation.full_queue_rate for p in result.plans),
+        "thrashes": any(p.saturation.thrashes for p in result.plans),
+        "lengths": lengths,
+        "confidence": rate_plan.PLAN_CONFIDENCE,
+        "predicted": result.predicted if result.feasible else None,
         "max_rate": result.rate if result.feasible else None,
         "seeds": result.seeds,
         "seed_rates": [p.best.rate if p.feasible else None for p in result.plans],
@@ -323,7 +350,7 @@ def plan_json(result, slo, args, replicas, checks, serve, bench, cause) -> dict:
         "precision": limiting.precision if result.feasible else None,
         "limited_by": limiting.limited_by or None,
         "confirm_seeds": result.confirm_seeds,
-        "confirm_tries": [{"request_rate": rate, "meets_slo": all(p.ok for p in points),
+        "confirm_tries": [{"request_rate": rate, "meets_slo": not result.holds(points),
                            "runs": [results.plan_point_json(p) for p in points]}
                           for rate, points in result.confirm_tries],
         "at_max_rate": (results.plan_point_json(max(result.confirm_points, key=lambda p: p.window["p99_tpot_ms"]))

@@ -1,8 +1,8 @@
 """`batchtui sweep`: the same engine and traffic at several request rates (or max-num-seqs values):
 a table, a chart, and the knee. Each point is one run, judged with `sim.curves.measure_rate`
-(a rate at or above the saturated rate, or one whose latency still climbs, has no steady state
-and is marked unbounded); the knee is `sim.curves.find_knee`'s. Points run in a process pool
-with --jobs, with the same results as one by one."""
+(a rate above the saturated rate, `sim.curves.saturation`, has no steady state and is marked
+unbounded); the knee is `sim.curves.find_knee`'s. Points run in a process pool with --jobs, with
+the same results as one by one."""
 
 from __future__ import annotations
 
@@ -25,16 +25,16 @@ from .setup import build_setup, command_flags, flag_message, given_paths, user_e
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from sim.curves import KNEE_LATENCY_FACTOR
+    from sim.curves import KNEE_LATENCY_FACTOR, SUSTAIN_REQUESTS
 
     p.description = (
         "Run the same engine and traffic at several request rates (or values of max-num-seqs), tabulate "
         "the points and chart throughput against latency (TTFT p99 over rates, TPOT p99 over "
         "max-num-seqs) with the knee marked. The knee is the last point before that latency passes "
         f"{KNEE_LATENCY_FACTOR:g}x its value at the first point, before throughput stops rising, or "
-        "before a point with no steady state (at or above the saturated rate, measured with every "
-        "request queued at once, or with latency still climbing through the run). A trace "
-        "(--workload) is rescaled in time to each rate.")
+        "before a point with no steady state: above the saturated rate, the highest rate whose run of "
+        f"{SUSTAIN_REQUESTS:,} requests keeps up (its latency does not climb). A trace (--workload) is "
+        "rescaled in time to each rate.")
     s = p.add_argument_group("what to sweep (one of)").add_mutually_exclusive_group(required=True)
     s.add_argument("--request-rates", type=o.rate_list, metavar="R,R,...",
                    help="request rates in req/s, such as 2,4,8,16,32,inf")
@@ -61,6 +61,15 @@ class Point:
     note: str
     error: str = ""
     """Why its first failed request failed (the API server's refusal), if any did."""
+
+
+def saturation_task(task: tuple):
+    """The saturated rate of the sweep's traffic (`sim.curves.saturation`): (scenario, requests)."""
+    from sim.curves import OVERLOAD_PROMPTS, overload_prompts, runner, saturation
+
+    scenario, n = task
+    return saturation(runner(scenario, keep_requests=False, api_server=True), n,
+                      overload_prompts=overload_prompts(scenario, max(n, OVERLOAD_PROMPTS)))
 
 
 def point_task(task: tuple) -> Point:
@@ -142,13 +151,15 @@ def run(args: argparse.Namespace) -> int:
 
     with output_file(args.csv, "--csv") as csv_file:
         with Runner(show_progress=show_progress_default(args.json), profiles=setup.profiles) as runner:
-            saturated = None
+            saturated = saturation = None
             if by_rate:
-                runner.expect(n * (len(values) + 1))
-                sat = point_task((sc, "request_rate", math.inf, None, n))
-                _all_failed([sat], n)
-                saturated = sat.metrics["request_throughput"]
-                runner.finished(n)
+                runner.expect(None)
+                runner.update(0, "finding the saturated rate")
+                saturation = saturation_task((sc, n))
+                backlog = saturation.backlog
+                _all_failed([Point(math.inf, backlog.metrics, False, "", backlog.failed[0].error if backlog.failed else "")], n)
+                saturated = saturation.rate
+                runner.expect(n * len(values))
             else:
                 runner.expect(n * len(values))
             tasks = [(sc, swept, v, saturated, n) for v in values]
@@ -166,7 +177,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.json:
         results.dump_json(Sink(sys.stdout, "standard output"), {
-            "swept": swept, "saturated_rate": saturated, "knee_index": knee_index,
+            "swept": swept, "saturated_rate": saturated, "saturation": results.saturation_json(saturation),
+            "knee_index": knee_index,
             "knee_reason": (knee.reason or None) if explain is None else "not_binding",
             "knee_latency": lat_key, "knee_factor": args.knee_factor,
             "points": [{swept: p.value, "bounded": p.bounded, "note": p.note or None, **p.metrics} for p in points],
@@ -178,9 +190,8 @@ def run(args: argparse.Namespace) -> int:
     print(results.sweep_table(swept, [p.value for p in points], points, knee_index,
                              bounded=[p.bounded for p in points]))
     print()
-    if saturated is not None:
-        print(f"Saturated rate ({n} requests queued at once): {saturated:.2f} req/s; a point at or above "
-              "it has no steady state.")
+    if saturation is not None:
+        print(textwrap.fill(results.saturation_text(saturation, n), width=100))
     print(textwrap.fill(explain or knee.explain(values, label, args.knee_factor, lat_name), width=100))
     print()
     chart = scatter([(p.metrics["output_throughput"], p.metrics[lat_key]) for p in points],

@@ -140,6 +140,49 @@ def traffic_text(w, swept: str | None = None) -> str:
     return f"{w.num_prompts} requests, {when}, {lengths}"
 
 
+def planned_lengths(scenario, n: int) -> dict:
+    """The prompt and answer lengths of the traffic a plan ran, as its runs draw them (the first
+    `n` requests on the scenario's seed; a conversation's first turns): for each, how the traffic
+    is described (`dist`) and the drawn lengths' mean, p50, p99, shortest and longest."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from sim.workload import generate, trace_requests
+
+    w = scenario.workload
+    if w.arrival == "trace":
+        specs, source = trace_requests(w)[:n], f"the trace {w.trace_path}"
+    else:
+        specs = generate(replace(w, num_prompts=n), np.random.default_rng(scenario.seed))
+        source = f"the {w.dataset} dataset {w.dataset_path}" if w.dataset != "random" else ""
+    out = {}
+    for side, spec, lengths in (("input", w.input, [s.prompt_len for s in specs]),
+                                ("output", w.output, [s.output_len for s in specs])):
+        a = np.asarray(lengths, dtype=float)
+        out[side] = {"dist": source or spec.dist, "mean": float(a.mean()), "p50": float(np.percentile(a, 50)),
+                     "p99": float(np.percentile(a, 99)), "min": int(a.min()), "max": int(a.max())}
+        if not source and spec.dist == "lognormal":
+            out[side]["sigma"] = spec.sigma
+    return out
+
+
+def lengths_text(lengths: dict) -> str:
+    """What a plan assumed of its traffic's lengths (`planned_lengths`), in a sentence or two."""
+    def one(name: str, d: dict) -> str:
+        if d["min"] == d["max"]:
+            return f"{name} of {d['min']:,} tokens each"
+        how = d["dist"] + (f", sigma {d['sigma']:g}" if "sigma" in d else "")
+        return (f"{name} {how}: mean {d['mean']:,.0f}, p50 {d['p50']:,.0f}, p99 {d['p99']:,.0f} tokens "
+                f"({d['min']:,}-{d['max']:,})")
+
+    text = f"Planned for {one('prompts', lengths['input'])} and {one('answers', lengths['output'])}"
+    if lengths["input"]["min"] == lengths["input"]["max"] and lengths["output"]["min"] == lengths["output"]["max"]:
+        return (text + ": every request alike. The answer holds for these lengths only: if yours vary, "
+                "plan for them (--input-dist/--output-dist, --dataset-name or --workload).")
+    return text + ", as its runs drew them."
+
+
 def _burst_text(w) -> str:
     if w.arrival != "gamma":
         return f" ({w.arrival})"
@@ -530,6 +573,33 @@ def sweep_table(swept: str, values, summaries, knee: int | None, bounded=None) -
     notes = ["<- knee" if i == knee else ("unbounded: the queue grows" if bounded and not bounded[i] else "")
              for i in range(len(rows))]
     return table(headings, rows, notes) + "\n(TTFT and TPOT in ms; running = mean running batch)"
+
+
+def saturation_text(sat, n: int) -> str:
+    """What `sim.curves.saturation` found, in a paragraph: the saturated rate and how it was
+    measured; with a KV-thrashing full queue, what that means for a burst."""
+    backlog = sat.backlog.metrics["request_throughput"]
+    if not sat.exact:
+        return (f"With its queue full the engine preempts and serves {sat.full_queue_rate:.2f} req/s ({n:,} "
+                f"requests queued at once: {backlog:.2f}); lighter traffic may sustain more (not searched).")
+    if not sat.thrashes:
+        return (f"Saturated rate: {sat.rate:.2f} req/s, what the engine serves with its queue full (traffic "
+                f"arriving faster, {sat.overload.metrics['completed']:,} requests); a point above it has no "
+                f"steady state. {n:,} requests queued at once, from a standing start, complete {backlog:.2f} req/s.")
+    tried = ", ".join(f"{r:.2f} {'keeps up' if ok else 'falls behind'}" for r, ok, _ in sorted(sat.searched))
+    return (f"Saturated rate: {sat.rate:.2f} req/s, the highest rate whose run of {sat.horizon:,} requests keeps up "
+            f"(tried {tried}); a point above it has no steady state. With its queue full the engine preempts "
+            f"(the KV cache holds fewer requests than the seats admit) and serves only {sat.full_queue_rate:.2f} "
+            f"req/s ({n:,} queued at once: {backlog:.2f}): at a rate above that, a burst that fills the queue "
+            "does not drain (fewer --max-num-seqs keep the batch within the cache).")
+
+
+def saturation_json(sat) -> dict | None:
+    if sat is None:
+        return None
+    return {"rate": sat.rate, "exact": sat.exact, "backlog_rate": sat.backlog.metrics["request_throughput"],
+            "full_queue_rate": sat.full_queue_rate, "thrashes": sat.thrashes, "horizon": sat.horizon,
+            "searched": [{"request_rate": r, "keeps_up": ok, "e2e_slope": slope} for r, ok, slope in sat.searched]}
 
 
 # -- plans ---------------------------------------------------------------------------------------

@@ -69,7 +69,8 @@ MEASURE_SEED = 0
 """The arrivals every figure is measured on."""
 
 SATURATION_PROMPTS = 2000
-"""Requests queued at once to measure a saturated rate (as `sim.curves.rate_sweep` does)."""
+"""Requests a saturated rate is measured with (`sim.curves.saturated_point`: queued at once, then
+as many overloading the engine), as `sim.curves.rate_sweep` measures it for the curve view."""
 QUICK_SATURATION_PROMPTS = 500
 """The same for policies without the engine's fast path (static batching steps one iteration at
 a time): a quarter of the requests, so the step opens at once. Lessons state saturated rates to
@@ -163,12 +164,21 @@ class Lab:
         return run_scenario(one, keep_records=True).records[0]
 
     @cached_property
-    def saturated_run(self):
-        """The step's traffic all queued at once (`sim.curves.saturated_rate`; the process keeps
-        it, `sim.curves.saturated_point`)."""
+    def saturation(self):
+        """The step's saturated rate and how it was measured (`sim.curves.saturation` without
+        its long search; the process keeps it, `sim.curves.saturated_point`). Exact where a full
+        queue does not preempt, as in every lesson's own traffic but step 14's; where it does (the
+        KV cache, not the seats, bounds the batch: step 14's lesson), the rate the full queue
+        serves, which is what such an engine finishes at most once the cache is full."""
         from sim.curves import saturated_point
 
-        return saturated_point(self.scenario, self.saturation_prompts)
+        return saturated_point(self.scenario, self.saturation_prompts, search=False)
+
+    @property
+    def saturated_run(self):
+        """The step's traffic arriving faster than the engine serves it, its queue full: the
+        engine at saturation (whole-run metrics)."""
+        return self.saturation.overload
 
     @property
     def saturation_prompts(self) -> int:
@@ -177,13 +187,13 @@ class Lab:
 
     @property
     def saturated(self) -> float:
-        """Requests/s the step's engine completes with all its traffic queued at once."""
-        return self.saturated_run.metrics["request_throughput"]
+        """The highest rate the step's engine sustains, requests/s (`sim.curves.saturation`)."""
+        return self.saturation.rate
 
     @property
     def saturated_output(self) -> float:
         """Output tokens/s at the saturated rate."""
-        return self.saturated_run.metrics["output_throughput"]
+        return self.saturation.output_throughput
 
     def steady(self, rate: float):
         """`sim.curves.measure_rate` at `rate`: the steady window of the step's traffic there, or

@@ -57,23 +57,23 @@ def test_the_knee_comes_before_the_first_unbounded_point():
 # -- a process keeps its sweeps ---------------------------------------------------------------------
 
 def _counting(monkeypatch, pause: float = 0.0) -> list[float]:
-    """Every rate `rate_sweep` measures from now on (the saturated run counts as inf)."""
+    """Every rate `rate_sweep` measures from now on (a saturation counts as inf)."""
     from sim import curves
 
     measured: list[float] = []
-    measure, saturated = curves.measure_rate, curves.saturated_rate
+    measure, saturated = curves.measure_rate, curves.saturation
 
     def measure_counted(run_at, rate, **kwargs):
         measured.append(rate)
         return measure(run_at, rate, **kwargs)
 
-    def saturated_counted(run_at, num_prompts):
+    def saturated_counted(run_at, num_prompts, **kwargs):
         measured.append(float("inf"))
         time.sleep(pause)  # (two threads asking at once overlap here)
-        return saturated(run_at, num_prompts)
+        return saturated(run_at, num_prompts, **kwargs)
 
     monkeypatch.setattr(curves, "measure_rate", measure_counted)
-    monkeypatch.setattr(curves, "saturated_rate", saturated_counted)
+    monkeypatch.setattr(curves, "saturation", saturated_counted)
     return measured
 
 
@@ -88,11 +88,12 @@ def test_a_sweep_asked_again_is_the_one_measured(monkeypatch):
     assert again == first and again[1] is not first[1]  # the same points in a list of its own
     again[1].clear()
     assert len(rate_sweep(SMALL, [2.0, 4.0], min_window=50, saturation_prompts=100)[1]) == 2
-    # Anything else is measured: other rates, settings or scenario.
+    # Anything else is measured: other rates, settings or scenario (a scenario's saturation is
+    # kept on its own, `saturated_point`: the lessons' figures read it too).
     rate_sweep(SMALL, [2.0], min_window=50, saturation_prompts=100)
     rate_sweep(SMALL, [2.0, 4.0], min_window=60, saturation_prompts=100)
     rate_sweep(replace(SMALL, seed=424243), [2.0, 4.0], min_window=50, saturation_prompts=100)
-    assert len(measured) == 3 + 2 + 3 + 3
+    assert len(measured) == 3 + 1 + 2 + 3
 
 
 def test_a_sweep_asked_from_two_threads_at_once_is_measured_once(monkeypatch):
@@ -123,11 +124,11 @@ def test_a_failed_sweep_is_not_kept_and_a_callable_setting_is_never_kept(monkeyp
     with pytest.raises(RuntimeError):
         rate_sweep(scenario, [2.0], min_window=50, saturation_prompts=100)
     monkeypatch.setattr(curves, "measure_rate", broken)
-    rate_sweep(scenario, [2.0], min_window=50, saturation_prompts=100)  # measured again
-    assert measured == [float("inf"), 2.0, float("inf"), 2.0]
+    rate_sweep(scenario, [2.0], min_window=50, saturation_prompts=100)  # measured again (its saturation kept)
+    assert measured == [float("inf"), 2.0, 2.0]
     for _ in range(2):
         rate_sweep(scenario, [2.0], min_window=50, saturation_prompts=100, enough=lambda summary: False)
-    assert len(measured) == 4 + 2 + 2
+    assert len(measured) == 3 + 1 + 1
 
 
 def test_a_steady_point_and_a_saturated_run_asked_again_are_the_ones_measured(monkeypatch):

@@ -77,22 +77,26 @@ def small_windows(monkeypatch, requests: int) -> None:
     monkeypatch.setattr(rate_plan, "PLAN_MIN_WINDOW_S", 0.0)
 
 
-def fake_server(capacity: float, tpot_at, sustains: float = math.inf):
-    """A replica whose TPOT (s) depends only on the rate. Below `sustains` req/s every request
-    takes 1 s end to end; above it the backlog grows and so does E2E (and TTFT with it)."""
+def fake_server(capacity: float, tpot_at, sustains: float | None = None, thrash: float | None = None):
+    """A replica whose TPOT (s) depends only on the rate. All queued at once it completes
+    `capacity` req/s; a stream it serves up to `sustains` req/s (default `capacity`: its service
+    rate with a full queue), every request taking 1 s end to end; above that the backlog grows
+    and so do E2E and TTFT, each request finishing 1/sustains s after the one before. `thrash`:
+    above `sustains` the queue fills the KV cache and the replica preempts, serving only that."""
     calls = []
+    sustains = capacity if sustains is None else sustains
 
     def run_at(rate: float, n: int):
         calls.append((rate, n))
         if math.isinf(rate):
-            recs = [Rec(0.0, 0.05, tpot_at(capacity), 1.0) for _ in range(n)]
+            recs = [Rec(0.0, 0.05, tpot_at(capacity), 1.0 + i / capacity) for i in range(n)]
             return FakeSummary({"request_throughput": capacity, "p99_ttft_ms": 50.0,
-                                "p99_tpot_ms": tpot_at(capacity) * 1000}, recs)
-        behind = max(0.0, 1 - sustains / rate)  # the share of arrivals that piles up
-        recs = [Rec(i / rate, 0.02 + behind * i / rate, tpot_at(rate), 1.0 + behind * i / rate)
-                for i in range(n)]
-        return FakeSummary({"request_throughput": min(rate, sustains), "p99_ttft_ms": 20.0,
-                            "p99_tpot_ms": tpot_at(rate) * 1000}, recs)
+                                "p99_tpot_ms": tpot_at(capacity) * 1000, "num_preemptions": 0}, recs)
+        served = rate if rate <= sustains else (thrash or sustains)
+        late = 1 / served - 1 / rate  # each arrival finishes this much later than the last
+        recs = [Rec(i / rate, 0.02 + late * i, tpot_at(rate), 1.0 + late * i) for i in range(n)]
+        return FakeSummary({"request_throughput": served, "p99_ttft_ms": 20.0, "p99_tpot_ms": tpot_at(rate) * 1000,
+                            "num_preemptions": int(thrash is not None and rate > sustains)}, recs)
 
     return run_at, calls
 
@@ -124,28 +128,39 @@ def test_plan_grows_a_run_whose_steady_window_is_too_short(monkeypatch):
     run_at, calls = fake_server(40.0, lambda r: 0.006)
     plan = plan_rate(run_at, Slo(tpot_p99_ms=20.0), num_prompts=50)
     assert all(p.window["count"] >= 100 for p in plan.points)
-    assert calls[1][1] > 50
+    assert any(n > 50 for _, n in calls[2:])  # after the saturation's two runs
     # nothing misses below saturation: the saturated rate bounds the answer from above
     assert plan.limited_by == "throughput"
     assert 0.99 * 40.0 <= plan.best.rate < 40.0 == plan.bracket_high
 
 
-def test_plan_stops_where_the_replica_falls_behind(monkeypatch):
-    # All-at-once measures 40 req/s; a steady stream keeps up only to 30.
+def test_the_saturated_rate_is_what_a_stream_sustains_not_a_burst(monkeypatch):
+    # All-at-once measures 40 req/s; a steady stream keeps up only to 30: the saturated rate is
+    # 30, and no answer is above it.
     small_windows(monkeypatch, 10)
-    run_at, _ = fake_server(40.0, lambda r: 0.006, sustains=30.0)
+    run_at, calls = fake_server(40.0, lambda r: 0.006, sustains=30.0)
     plan = plan_rate(run_at, Slo(tpot_p99_ms=20.0), num_prompts=400)
+    assert plan.saturated_rate == pytest.approx(30.0, rel=0.01) and plan.cap == plan.saturated_rate
     assert plan.limited_by == "throughput"
-    assert plan.best.rate <= 30.0 * (1 + rate_plan.BACKLOG_SLOPE) < plan.bracket_high
-    assert "does not settle" in plan.first_miss.misses[-1]
-
-
-def test_plan_never_answers_at_or_above_the_saturated_rate(monkeypatch):
-    # A steady stream is sustained past the all-at-once rate, but no answer may reach it.
-    small_windows(monkeypatch, 10)
+    assert plan.best.rate <= plan.saturated_rate == plan.bracket_high
+    assert "above the saturated rate" in plan.first_miss.misses[-1]
+    # A stream sustained past the all-at-once rate: answers may pass the burst's rate, never the
+    # stream's.
     run_at, calls = fake_server(40.0, lambda r: 0.006, sustains=46.0)
     plan = plan_rate(run_at, Slo(tpot_p99_ms=20.0), num_prompts=400)
-    assert plan.best.rate < 40.0 and all(rate < 40.0 for rate, _ in calls if math.isfinite(rate))
+    assert 40.0 < plan.best.rate <= plan.saturated_rate
+    assert plan.saturated_rate == pytest.approx(46.0, rel=0.01)
+
+
+def test_a_full_queue_that_preempts_leaves_the_answer_to_the_runs(monkeypatch):
+    # A full queue thrashes the KV cache: its rate (30) is only a lower bound on what a stream
+    # sustains (40), so the coarse sweep goes on past it and each point is judged on its own run.
+    small_windows(monkeypatch, 10)
+    run_at, _ = fake_server(34.0, lambda r: 0.006 + 0.0005 * r, sustains=40.0, thrash=30.0)
+    plan = plan_rate(run_at, Slo(tpot_p99_ms=24.0), num_prompts=400)  # TPOT 24 ms at 36 req/s
+    assert plan.saturation.thrashes and not plan.saturation.exact and plan.cap is None
+    assert plan.best.rate > plan.saturated_rate and plan.limited_by == "slo"
+    assert plan.best.rate <= 36.0 < plan.bracket_high
 
 
 def test_a_window_too_short_to_judge_is_a_miss_and_a_warning(monkeypatch):
