@@ -41,8 +41,11 @@ def finite(step, prompts: int, **workload):
 
 
 def saturated_rate(scenario, prompts: int = 2000) -> float:
-    return run_scenario(scenario.with_workload(request_rate=math.inf, num_prompts=prompts)).metrics[
-        "request_throughput"]
+    """The saturated rate as the lessons state it (`sim.curves.saturation` without its long
+    search, on `prompts` requests): what the engine serves with its queue full."""
+    from sim.curves import saturated_point
+
+    return saturated_point(scenario, prompts, search=False).rate
 
 
 def dominant_limit(metrics) -> str:
@@ -346,10 +349,13 @@ def knee_runs(step):
     return sat, runs
 
 
-def test_08_the_saturated_rate_is_about_35_req_s_and_9000_tokens_s(knee_runs):
+def test_08_the_saturated_rate_is_about_36_req_s_and_9200_tokens_s(knee_runs):
+    # 36.5, not 35 as before issue 36: the saturated rate is what the engine serves with its queue
+    # full, admissions staggered as steady traffic's; 2,000 requests queued at once from a
+    # standing start complete 35.3 req/s (they start in step, and the last ones drain alone).
     sat, runs = knee_runs
-    assert within(sat, 35, 0.05)
-    assert within(runs[1.2]["output_throughput"], 9000, 0.05)
+    assert within(sat, 36.5, 0.03)
+    assert within(runs[1.2]["output_throughput"], 9200, 0.05)
 
 
 def test_08_ttft_p99_at_12x_is_ten_times_its_value_at_07x(knee_runs):
@@ -735,7 +741,7 @@ def test_19_the_cheat_sheet_agrees_with_the_drills_of_steps_9_and_15(step, gpu, 
     prompt, output, rate = sc.workload.input.mean, sc.workload.output.mean, sc.workload.request_rate
     cache = act.CacheBatchDrill().question(dep, prompt, output)
     assert f"≈ **{act.fmt(cache.answer)}**" in md
-    saturated = run_scenario(sc.with_workload(request_rate=math.inf, num_prompts=2000)).metrics["request_throughput"]
+    saturated = saturated_rate(sc)
     if rate < 0.8 * saturated:
         flight = act.InFlightDrill(sc).question(rate, output)
         assert f"≈ **{round(flight.answer)}**" in md and act.fmt(flight.facts["seconds"]) + " s" in md

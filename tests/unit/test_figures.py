@@ -97,13 +97,13 @@ def test_an_unknown_template_names_the_file(tmp_path):
 def test_quick_saturated_rates_read_as_the_full_measure(lesson, number):
     """Static batching is measured on fewer requests so the step opens at once: to the two
     significant figures a lesson states, it is what `sim.curves` measures on 2,000."""
-    from sim.curves import runner, saturated_rate
+    from sim.curves import saturated_point
 
     step = lesson[number]
     scenario = step.compare.scenario if step.compare is not None else step.scenario
     lab = Lab(scenario)
     assert lab.saturation_prompts < figures.SATURATION_PROMPTS
-    full = saturated_rate(runner(scenario), figures.SATURATION_PROMPTS).metrics["request_throughput"]
+    full = saturated_point(lab.scenario, figures.SATURATION_PROMPTS).rate
     assert FIGURES["saturated_rate"].show(lab.saturated) == FIGURES["saturated_rate"].show(full)
 
 
