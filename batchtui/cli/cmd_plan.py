@@ -327,6 +327,9 @@ def print_plan(result, slo, args, replicas, checks, serve, bench, cause, setup) 
     print("  " + serve)
     print("Verify on the real GPU (one replica at the planned rate):")
     print("  " + bench)
+    note = vllm_lines.bench_lengths_note(setup.scenario.workload)
+    if note:
+        print(_fill(f"({note})"))
     if setup.scenario.workload.turns > 1:
         print(_fill(f"(Rates here count new conversations of {setup.scenario.workload.turns} turns a second; "
                     "vllm bench serve sends single requests, so verify with a multi-turn client.)"))

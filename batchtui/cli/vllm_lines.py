@@ -77,6 +77,33 @@ def _trace_words(w, rate: float) -> list[str]:
     return words
 
 
+def _range_ratio(spec) -> float | None:
+    """The --random-range-ratio that draws these lengths (0 fixed), or None when none does."""
+    if spec.dist == "fixed":
+        return 0.0
+    if spec.dist == "uniform" and spec.mean:
+        high = spec.high or max(spec.low, 2 * spec.mean - spec.low)
+        if spec.mean - spec.low == high - spec.mean:
+            return (high - spec.mean) / spec.mean
+    return None
+
+
+def bench_lengths_note(w) -> str | None:
+    """Why the `bench_command` line does not send this traffic's lengths, or None when it does:
+    vllm bench serve's random dataset draws prompts and answers uniform within one
+    --random-range-ratio of their means (the line gives the prompts')."""
+    if w.arrival == "trace" or w.dataset != "random":
+        return None
+    ratio = _range_ratio(w.input)
+    odd = [f"{name} ({spec.dist})" for name, spec in (("prompts", w.input), ("answers", w.output))
+           if _range_ratio(spec) is None or _range_ratio(spec) != ratio]
+    if not odd:
+        return None
+    return (f"vllm bench serve's random dataset draws lengths uniform within one --random-range-ratio, so this "
+            f"line does not send these {' and '.join(odd)}: to verify on this traffic, send your own requests "
+            "(--dataset-name custom with --dataset-path).")
+
+
 def bench_command(setup, rate: float, num_prompts: int, goodput: dict | None = None) -> str:
     """`vllm bench serve` sending this traffic at `rate` to the server `serve_command` starts."""
     w = setup.scenario.workload

@@ -469,6 +469,23 @@ def test_plan_json_is_consistent(capsys, small_plan):
     assert f"--request-rate {rate:.2f}" in d["vllm_bench_command"]
 
 
+def test_plan_states_the_lengths_it_planned_for(capsys, small_plan):
+    code, out, _ = run(capsys, *PLAN, "--tpot-p99", "9")
+    assert code == 0
+    assert ("Planned for prompts of 256 tokens each and answers of 32 tokens each: every request alike. The "
+            "answer holds for these lengths only") in " ".join(out.split())
+    varied = [*PLAN, "--tpot-p99", "9", "--input-dist", "lognormal", "--output-dist", "uniform", "--output-len-min", "8"]
+    code, out, _ = run(capsys, *varied)
+    words = " ".join(out.split())
+    assert "Planned for prompts lognormal, sigma 0.5: mean " in words and "and answers uniform: mean " in words
+    assert "this line does not send these prompts (lognormal) and answers (uniform)" in words
+    d = run_json(capsys, *varied)
+    lengths = d["lengths"]
+    assert lengths["input"]["dist"] == "lognormal" and lengths["input"]["p99"] > 2 * lengths["input"]["p50"]
+    assert lengths["output"]["dist"] == "uniform" and lengths["output"]["min"] >= 8
+    assert d["predicted"]["p99_tpot_ms"] <= 9 and d["confidence"] == rate_plan.PLAN_CONFIDENCE
+
+
 def test_plan_an_slo_no_rate_meets_exits_1_with_the_closest_point(capsys, small_plan):
     code, out, err = run(capsys, *PLAN, "--tpot-p99", "5")  # batch-1 decode alone takes 6 ms
     assert code == 1

@@ -1,0 +1,99 @@
+"""The sweep's steady/unbounded call against long runs (issue 36).
+
+`batchtui sweep` runs each rate with the requests asked for (1,000 by default) and calls a point
+unbounded when its rate is above the saturated rate (`sim.curves.saturation`: the highest rate a
+run of 20,000 requests keeps up with). Whether a rate keeps up is the property of long runs:
+here 20,000-request runs of the same traffic on seeds the sweep did not use say it
+(`sim.curves.keeps_up`: their latency does not climb). Drawn workloads (GPU, model, seats,
+length distributions, means) must get from the sweep, at its default run length, the call the
+long runs make at every rate from half the sweep's knee to 1.3 times saturation. Where long runs
+on two seeds disagree the rate is on the edge of what the replica sustains and either call is
+right (the thorough variant; the default one checks the hardest rates outside that edge, 5 %
+below and above saturation, on one seed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from batchtui.cli import cmd_sweep
+from batchtui.cli.args import DEFAULT_NUM_PROMPTS
+from sim.curves import SUSTAIN_REQUESTS, at_rate, find_knee, keeps_up
+from sim.engine import run_scenario
+from sim.scenario import Scenario
+from sim.workload import LengthSpec, WorkloadSpec
+from tests.examples import examples
+
+FRACTIONS = (0.3, 0.5, 0.7, 0.85, 0.95, 1.05, 1.15, 1.3)
+"""The sweep's rates, as fractions of its saturated rate."""
+
+
+def chat(gpu: str, model: str, seats: int, dist: str, prompt: int, output: int) -> Scenario:
+    workload = WorkloadSpec(arrival="gamma", request_rate=1.0, num_prompts=DEFAULT_NUM_PROMPTS, burstiness=1.0,
+                            input=LengthSpec(mean=prompt, dist=dist), output=LengthSpec(mean=output, dist=dist))
+    return Scenario(gpu=gpu, model=model, workload=workload, seed=0).with_engine(max_num_seqs=seats,
+                                                                                 max_model_len=8192)
+
+
+@st.composite
+def workloads(draw, longest_output: int) -> Scenario:
+    return chat(draw(st.sampled_from(["h100-sxm", "a100-80gb", "l40s"])),
+                draw(st.sampled_from(["llama-3.2-1b", "llama-3.2-3b", "llama-3.1-8b"])),
+                draw(st.sampled_from([32, 64, 128, 256, 1024])),
+                draw(st.sampled_from(["fixed", "uniform", "lognormal"])),
+                draw(st.sampled_from([64, 128, 256, 512, 1024])),
+                draw(st.sampled_from([o for o in (16, 32, 64, 128, 256) if o <= longest_output])))
+
+
+def sweep(scenario: Scenario):
+    """`batchtui sweep` over FRACTIONS of the saturated rate, at its default run length, as the
+    command runs it: (saturated rate, rates, each point's call, the knee's rate)."""
+    n = DEFAULT_NUM_PROMPTS
+    sat = cmd_sweep.saturation_task((scenario, n)).rate
+    rates = [f * sat for f in FRACTIONS]
+    points = [cmd_sweep.point_task((scenario, "request_rate", r, sat, n)) for r in rates]
+    knee = find_knee(rates, [p.metrics["output_throughput"] for p in points], [p.metrics["p99_ttft_ms"] for p in points],
+                     bounded=[p.bounded for p in points])
+    assert knee.index is not None  # a point above saturation bends the curve at the latest
+    return sat, rates, [p.bounded for p in points], rates[knee.index]
+
+
+def long_runs_keep_up(scenario: Scenario, rate: float, seeds) -> list[bool]:
+    """Whether 20,000-request runs at `rate` keep up, one a seed."""
+    return [keeps_up(run_scenario(at_rate(replace(scenario, seed=seed), rate, SUSTAIN_REQUESTS),
+                                  keep_records=True, keep_requests=False, api_server=True))[0] for seed in seeds]
+
+
+ISSUE = chat("h100-sxm", "llama-3.1-8b", 1024, "fixed", 512, 256)
+"""The issue's sweep: vLLM's seats, whose full queue thrashes the KV cache (the long search)."""
+
+
+@settings(max_examples=examples(5), suppress_health_check=list(HealthCheck))
+@given(workloads(longest_output=64))
+@example(ISSUE)
+def test_the_sweeps_call_agrees_with_long_runs(scenario):
+    sat, rates, calls, knee = sweep(scenario)
+    for fraction in (0.95, 1.05):
+        i = FRACTIONS.index(fraction)
+        assert rates[i] >= knee / 2
+        assert long_runs_keep_up(scenario, rates[i], [1]) == [calls[i]], (fraction, rates[i], sat)
+
+
+@pytest.mark.thorough
+@settings(max_examples=examples(5), suppress_health_check=list(HealthCheck))
+@given(workloads(longest_output=256))
+def test_the_sweeps_call_agrees_with_long_runs_at_every_rate(scenario):
+    sat, rates, calls, knee = sweep(scenario)
+    checked = 0
+    for rate, call in zip(rates, calls):
+        if rate < knee / 2:
+            continue
+        truth = long_runs_keep_up(scenario, rate, [1, 2])
+        if len(set(truth)) == 1:  # the long runs agree: the rate is not on the edge
+            assert truth[0] == call, (rate, sat, truth)
+            checked += 1
+    assert checked >= len(rates) - 3
