@@ -220,9 +220,9 @@ def batch_sweep(scenario: Scenario, batch_sizes, context: int = 640) -> SweepRes
 def rate_sweep(scenario: Scenario, rates, num_prompts: int = 1000, slo: float | None = None) -> SweepResult:
     """Each request rate measured at its steady state (`sim.curves.rate_sweep`, the measure the
     command line uses): TTFT p99 and the tokens/s of a steady window holding at least
-    `num_prompts` requests; a rate past saturation (or one that does not settle) has no steady
-    state and is marked unbounded. About a third of a second for step 7's nine rates: run it in
-    a worker."""
+    `num_prompts` requests (more near saturation); a rate above the saturated rate (the highest
+    the engine sustains, `sim.curves.saturation`) has no steady state and is marked unbounded.
+    About a second for step 7's nine rates: run it in a worker."""
     from sim.curves import rate_sweep as measure
 
     saturated, measured = measure(scenario, [float(r) for r in rates], min_window=num_prompts)

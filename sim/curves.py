@@ -273,10 +273,10 @@ def measure_rate(run_at: RunAt, rate: float, *, num_prompts: int = 0, saturated:
     rate, `window_for_load`), or `max_requests` were run, and judge whether it settles.
 
     A rate above `saturated` (the highest rate the engine sustains, `saturation`) has no steady
-    state, whatever its run shows; at or below it, a run as long as the horizon
-    (SUSTAIN_REQUESTS) whose E2E climbs faster than SUSTAIN_SLOPE has none either (traffic
-    longer than the saturated rate was judged on). Without a saturated rate, a run climbing
-    faster than BACKLOG_SLOPE (SUSTAIN_SLOPE from the horizon on) is unbounded. `warmup_hint`
+    state, whatever its run shows; at or below it, only a run as long as the runs the saturated
+    rate is judged on (SUSTAIN_REQUESTS) can say otherwise, if its E2E climbs faster than
+    SUSTAIN_SLOPE. Without a saturated rate, a run climbing faster than BACKLOG_SLOPE
+    (SUSTAIN_SLOPE from SUSTAIN_REQUESTS on) is unbounded. `warmup_hint`
     (a previous point's warm-up, seconds) sizes the first run so it rarely has to be repeated.
     `enough(summary)` may stop the growing early (the plan stops once the whole run already
     misses its SLO: a longer run would miss it too)."""
@@ -334,7 +334,8 @@ def keeps_up(summary: RunSummary) -> tuple[bool, float]:
 # It is found in two steps:
 # 1. Traffic at OVERLOAD times the burst's rate, OVERLOAD_PROMPTS requests: the queue fills and
 #    stays full, arrivals are staggered as in steady traffic, and the middle half of the
-#    completions gives the service rate with a full queue (`service_rate`). If that run never
+#    completions gives the service rate with a full queue (`service_rate`; from 2,000 requests
+#    it wanders by 1 % between seeds, 36.2-36.6 req/s where 5,000 read 36.3-36.5). If that run never
 #    preempts nor fills the KV cache past KV_FULL, lighter traffic, which holds fewer requests,
 #    cannot either: the service rate is the saturated rate (below it the queue drains, above it
 #    grows). Its error is about 1 % (seeds 0-3: 36.3-36.5 req/s where 20,000-request runs keep
@@ -557,13 +558,14 @@ def rate_sweep(scenario: Scenario, rates: Sequence[float], *, num_prompts: int =
 
 
 def saturated_point(scenario: Scenario, num_prompts: int, *, search: bool = True) -> Saturation:
-    """`saturation` of the scenario's traffic, `num_prompts` requests queued at once and as many
-    overloading it (`search`: as `saturation`'s); the process keeps the last POINTS_REMEMBERED (a
-    figure, a curve and a drill that read the same scenario, or a lesson opened again, measure
-    it once; a search is not made again for a saturation found exactly without one)."""
+    """`saturation` of the scenario's traffic, `num_prompts` requests queued at once, then at least
+    OVERLOAD_PROMPTS overloading it (`search`: as `saturation`'s); the process keeps the last
+    POINTS_REMEMBERED (a figure, a curve and a drill that read the same scenario, or a lesson
+    opened again, measure it once; a search is not made again for a saturation found exactly
+    without one)."""
     def measure(search: bool) -> Saturation:
         return saturation(runner(scenario), int(num_prompts), search=search,
-                          overload_prompts=overload_prompts(scenario, int(num_prompts)))
+                          overload_prompts=overload_prompts(scenario, max(int(num_prompts), OVERLOAD_PROMPTS)))
 
     quick = _saturated.get(scenario, ("saturated", int(num_prompts), False), lambda: measure(False))
     if quick.exact or not search:

@@ -586,12 +586,12 @@ def saturation_text(sat, n: int) -> str:
         return (f"Saturated rate: {sat.rate:.2f} req/s, what the engine serves with its queue full (traffic "
                 f"arriving faster, {sat.overload.metrics['completed']:,} requests); a point above it has no "
                 f"steady state. {n:,} requests queued at once, from a standing start, complete {backlog:.2f} req/s.")
-    tried = ", ".join(f"{r:.2f} {'keeps up' if ok else 'falls behind'}" for r, ok, _ in sorted(sat.searched))
-    return (f"Saturated rate: {sat.rate:.2f} req/s, the highest rate whose run of {sat.horizon:,} requests keeps up "
-            f"(tried {tried}); a point above it has no steady state. With its queue full the engine preempts "
-            f"(the KV cache holds fewer requests than the seats admit) and serves only {sat.full_queue_rate:.2f} "
-            f"req/s ({n:,} queued at once: {backlog:.2f}): at a rate above that, a burst that fills the queue "
-            "does not drain (fewer --max-num-seqs keep the batch within the cache).")
+    behind = "" if sat.above is None else f" ({sat.above:.2f} falls behind)"
+    return (f"Saturated rate: {sat.rate:.2f} req/s, the highest rate whose run of {sat.horizon:,} requests keeps up"
+            f"{behind}; a point above it has no steady state. With its queue full the engine preempts (the KV "
+            f"cache holds fewer requests than the seats admit) and serves only {sat.full_queue_rate:.2f} req/s "
+            f"({n:,} queued at once: {backlog:.2f}): above that rate a burst that fills the queue does not drain; "
+            "fewer --max-num-seqs keep the batch within the cache.")
 
 
 def saturation_json(sat) -> dict | None:

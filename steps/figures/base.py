@@ -69,8 +69,9 @@ MEASURE_SEED = 0
 """The arrivals every figure is measured on."""
 
 SATURATION_PROMPTS = 2000
-"""Requests a saturated rate is measured with (`sim.curves.saturated_point`: queued at once, then
-as many overloading the engine), as `sim.curves.rate_sweep` measures it for the curve view."""
+"""Requests queued at once to measure a saturated rate (`sim.curves.saturated_point`, which then
+overloads the engine with `sim.curves.OVERLOAD_PROMPTS`), as `sim.curves.rate_sweep` measures it
+for the curve view."""
 QUICK_SATURATION_PROMPTS = 500
 """The same for policies without the engine's fast path (static batching steps one iteration at
 a time): a quarter of the requests, so the step opens at once. Lessons state saturated rates to

@@ -175,14 +175,14 @@ OVER, FAR = 1.2, 1.5
 
 @figure("over_rate", whole)
 def _over_rate(lab):
-    """1.2 x the saturated rate, whole requests/s."""
-    return round(OVER * lab.saturated)
+    """1.2 x the saturated rate, up to whole requests/s (a load stated as past it stays past it)."""
+    return math.ceil(OVER * lab.saturated)
 
 
 @figure("far_rate", whole)
 def _far_rate(lab):
-    """1.5 x the saturated rate, whole requests/s."""
-    return round(FAR * lab.saturated)
+    """1.5 x the saturated rate, up to whole requests/s."""
+    return math.ceil(FAR * lab.saturated)
 
 
 @figure("full_decode_ms", 3)
