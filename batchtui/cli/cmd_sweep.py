@@ -177,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.json:
         results.dump_json(Sink(sys.stdout, "standard output"), {
-            "swept": swept, "saturated_rate": saturated, "saturation": results.saturation_json(saturation),
+            "swept": swept, "saturated_rate": saturated, "saturation": saturation_json(saturation),
             "knee_index": knee_index,
             "knee_reason": (knee.reason or None) if explain is None else "not_binding",
             "knee_latency": lat_key, "knee_factor": args.knee_factor,
@@ -191,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
                              bounded=[p.bounded for p in points]))
     print()
     if saturation is not None:
-        print(textwrap.fill(results.saturation_text(saturation, n), width=100))
+        print(textwrap.fill(saturation_text(saturation, n), width=100))
     print(textwrap.fill(explain or knee.explain(values, label, args.knee_factor, lat_name), width=100))
     print()
     chart = scatter([(p.metrics["output_throughput"], p.metrics[lat_key]) for p in points],
@@ -201,6 +201,33 @@ def run(args: argparse.Namespace) -> int:
     if args.csv and args.csv != "-":
         print(f"\nPoints written to {args.csv}")
     return EXIT_OK
+
+
+def saturation_text(sat, n: int) -> str:
+    """What `sim.curves.saturation` found, in a paragraph: the saturated rate and how it was
+    measured; with a KV-thrashing full queue, what that means for a burst."""
+    backlog = sat.backlog.metrics["request_throughput"]
+    if not sat.exact:
+        return (f"With its queue full the engine preempts and serves {sat.full_queue_rate:.2f} req/s ({n:,} "
+                f"requests queued at once: {backlog:.2f}); lighter traffic may sustain more (not searched).")
+    if not sat.thrashes:
+        return (f"Saturated rate: {sat.rate:.2f} req/s, what the engine serves with its queue full (traffic "
+                f"arriving faster, {sat.overload.metrics['completed']:,} requests); a point above it has no "
+                f"steady state. {n:,} requests queued at once, from a standing start, complete {backlog:.2f} req/s.")
+    behind = "" if sat.above is None else f" ({sat.above:.2f} falls behind)"
+    return (f"Saturated rate: {sat.rate:.2f} req/s, the highest rate whose run of {sat.horizon:,} requests keeps up"
+            f"{behind}; a point above it has no steady state. With its queue full the engine preempts (the KV "
+            f"cache holds fewer requests than the seats admit) and serves only {sat.full_queue_rate:.2f} req/s "
+            f"({n:,} queued at once: {backlog:.2f}): above that rate a burst that fills the queue does not drain; "
+            "fewer --max-num-seqs keep the batch within the cache.")
+
+
+def saturation_json(sat) -> dict | None:
+    if sat is None:
+        return None
+    return {"rate": sat.rate, "exact": sat.exact, "backlog_rate": sat.backlog.metrics["request_throughput"],
+            "full_queue_rate": sat.full_queue_rate, "thrashes": sat.thrashes, "horizon": sat.horizon,
+            "searched": [{"request_rate": r, "keeps_up": ok, "e2e_slope": slope} for r, ok, slope in sat.searched]}
 
 
 def _seats_bind(values, points, knee) -> tuple[int | None, str | None]:

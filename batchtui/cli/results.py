@@ -575,33 +575,6 @@ def sweep_table(swept: str, values, summaries, knee: int | None, bounded=None) -
     return table(headings, rows, notes) + "\n(TTFT and TPOT in ms; running = mean running batch)"
 
 
-def saturation_text(sat, n: int) -> str:
-    """What `sim.curves.saturation` found, in a paragraph: the saturated rate and how it was
-    measured; with a KV-thrashing full queue, what that means for a burst."""
-    backlog = sat.backlog.metrics["request_throughput"]
-    if not sat.exact:
-        return (f"With its queue full the engine preempts and serves {sat.full_queue_rate:.2f} req/s ({n:,} "
-                f"requests queued at once: {backlog:.2f}); lighter traffic may sustain more (not searched).")
-    if not sat.thrashes:
-        return (f"Saturated rate: {sat.rate:.2f} req/s, what the engine serves with its queue full (traffic "
-                f"arriving faster, {sat.overload.metrics['completed']:,} requests); a point above it has no "
-                f"steady state. {n:,} requests queued at once, from a standing start, complete {backlog:.2f} req/s.")
-    behind = "" if sat.above is None else f" ({sat.above:.2f} falls behind)"
-    return (f"Saturated rate: {sat.rate:.2f} req/s, the highest rate whose run of {sat.horizon:,} requests keeps up"
-            f"{behind}; a point above it has no steady state. With its queue full the engine preempts (the KV "
-            f"cache holds fewer requests than the seats admit) and serves only {sat.full_queue_rate:.2f} req/s "
-            f"({n:,} queued at once: {backlog:.2f}): above that rate a burst that fills the queue does not drain; "
-            "fewer --max-num-seqs keep the batch within the cache.")
-
-
-def saturation_json(sat) -> dict | None:
-    if sat is None:
-        return None
-    return {"rate": sat.rate, "exact": sat.exact, "backlog_rate": sat.backlog.metrics["request_throughput"],
-            "full_queue_rate": sat.full_queue_rate, "thrashes": sat.thrashes, "horizon": sat.horizon,
-            "searched": [{"request_rate": r, "keeps_up": ok, "e2e_slope": slope} for r, ok, slope in sat.searched]}
-
-
 # -- plans ---------------------------------------------------------------------------------------
 
 PLAN_STAGES = {"saturation": "all queued at once (whole run)", "bisect": "bisection",
