@@ -20,6 +20,7 @@ from sim import planning, rate_plan
 from . import args as a
 from . import options as o
 from . import vllm_lines
+from .lengths import lengths_text, planned_lengths
 from .exits import EXIT_FAILURE, EXIT_OK, UserError
 from .output import Sink
 from .setup import Setup, build_setup, user_errors
@@ -196,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
 
             replicas, checks = rate_plan.replicas_for_peak(first, check)
 
-    lengths = results.planned_lengths(sc, n)
+    lengths = planned_lengths(sc, n)
     serve = vllm_lines.serve_command(setup)
     bench = (vllm_lines.bench_command(setup, result.rate, max(n, rate_plan.PLAN_CONFIRM_PROMPTS // 4), goodput)
              if result.feasible else None)
@@ -206,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK if result.feasible else EXIT_FAILURE
     print(results.setup_text(sc, setup.deployment, setup.config, swept="request_rate"))
     print(f"SLO: {slo.text()}.")
-    print(_fill(results.lengths_text(lengths)))
+    print(_fill(lengths_text(lengths)))
     print()
     print_plan(result, slo, args, replicas, checks, serve, bench, cause, setup)
     return EXIT_OK if result.feasible else EXIT_FAILURE

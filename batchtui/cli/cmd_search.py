@@ -24,6 +24,7 @@ from sim import search as s
 from . import args as a
 from . import options as o
 from . import results, vllm_lines
+from .lengths import lengths_text, planned_lengths
 from .executors import EXECUTORS, make_executor
 from .journal import Journal, read_journal
 from .exits import EXIT_FAILURE, EXIT_OK, UserError, WorkerError, stopped_how
@@ -439,7 +440,7 @@ def build_report(args, setup, base, slo, points, screened, confirmed, price, cou
                      "vllm_command": vllm_lines.serve_command(Setup(s.point_scenario(base, r.point), setup.profiles))})
     return {
         "model": setup.scenario.model,
-        "lengths": results.planned_lengths(base, args.offline or base.workload.num_prompts),
+        "lengths": planned_lengths(base, args.offline or base.workload.num_prompts),
         "slo": None if slo is None else {"p99_ttft_ms": slo.ttft_p99_ms, "p99_tpot_ms": slo.tpot_p99_ms},
         "offline": args.offline, "peak_rate": args.peak_rate, "headroom": headroom,
         "points": len(points),
@@ -474,7 +475,7 @@ def print_report(rep: dict, args) -> None:
               (f", peak {rep['peak_rate']:g} req/s with {rep['headroom']:.0%} headroom." if rep["peak_rate"] else "."))
     else:
         print(f"Search for {rep['model']}: the cheapest batch job of {rep['offline']:,} requests.")
-    print(_fill(results.lengths_text(rep["lengths"])))
+    print(_fill(lengths_text(rep["lengths"])))
     print(_fill(
         f"{rep['points']} points: {rep['cannot_run']} cannot run; screened {st['screen']['points']} "
         f"({st['screen']['ran']} ran now, {st['screen']['reused']} from earlier runs)"
