@@ -353,10 +353,13 @@ class MetricsCollector:
             self._sample_itl_max = gap
 
     def on_iteration(self, start: float, end: float, running: int, kv_used: int, binding: str,
-                     tokens: int, completions: int, seats: int = 0, padded: int = 0) -> None:
+                     tokens: int, completions: int, seats: int = 0, padded: int = 0,
+                     seen: float | None = None) -> None:
         """Book one iteration from `start` to `end`: `running` requests in it, `kv_used` blocks
         in use after it, its binding limit, the tokens it emitted and the requests that
-        finished with it, the seats it filled (`padded` of them with padding)."""
+        finished with it, the seats it filled (`padded` of them with padding); `seen`: when its
+        tokens reached their clients (through the API server; None: at `end`), which is when
+        the run's clients count them."""
         dt = end - start
         self.running_integral += running * dt
         self.busy_time += dt
@@ -373,10 +376,12 @@ class MetricsCollector:
             self.padded_seat_iterations += padded
         if tokens:
             self.output_tokens += tokens
-            if end > self.last_token_time:
-                self.last_token_time = end
+            if seen is None:
+                seen = end
+            if seen > self.last_token_time:
+                self.last_token_time = seen
             if self.keep_records:  # counted in its second of the run (see _tokens_per_s)
-                second = int(end - (self.first_arrival or 0.0))
+                second = int(seen - (self.first_arrival or 0.0))
                 if second < 0:
                     second = 0
                 counts = self._tokens_per_s
@@ -395,16 +400,21 @@ class MetricsCollector:
                 self._next_sample += self.series_interval
 
     def on_decode_iterations(self, start: float, ends, gaps, running: int, kv_used: int,
-                             binding: str, completions: int = 0, kv_used_last: int = 0) -> None:
+                             binding: str, completions: int = 0, kv_used_last: int = 0,
+                             seen_ends=None, itl=None) -> None:
         """Book alike decode iterations back to back from `start` (the fast path): iteration j
-        ends at ends[j]; in each, `running` requests each got one token `gaps[j]` after their
-        previous one and nobody finished, but `completions` in the last one (after which
-        `kv_used_last` blocks were in use); `kv_used` is the highest KV use among the others.
-        (With series sampling, the caller books those finished requests before the last
-        iteration, as one iteration at a time would.) Books the same numbers, to the last bit,
-        as one on_gaps and one on_iteration call per iteration: the running integral and busy
-        time are added up one gap at a time, in order (a loop, or numpy's cumsum, which also goes
-        left to right)."""
+        ends at ends[j], `gaps[j]` after the one before; in each, `running` requests each got one
+        token and nobody finished, but `completions` in the last one (after which `kv_used_last`
+        blocks were in use); `kv_used` is the highest KV use among the others. The tokens reached
+        their clients at `seen_ends[j]`, `itl[j]` after their previous ones (through the API
+        server; None: at `ends`, `gaps` after). (With series sampling, the caller books those
+        finished requests before the last iteration, as one iteration at a time would.) Books
+        the same numbers, to the last bit, as one on_gaps and one on_iteration call per
+        iteration: the running integral and busy time are added up one gap at a time, in order
+        (a loop, or numpy's cumsum, which also goes left to right)."""
+        if seen_ends is not None:
+            self._book_seen(start, ends, gaps, running, kv_used, binding, completions, kv_used_last, seen_ends, itl)
+            return
         k = len(ends)
         if gaps.__class__ is not list:
             if isinstance(gaps, np.ndarray) and self.series_interval is None and self.keep_records:
@@ -475,6 +485,64 @@ class MetricsCollector:
         if running and ends_tail[-1] > self.last_token_time:
             self.last_token_time = ends_tail[-1]
         # Kept as given (only the last RECENT_ITERATIONS are ever made into entries).
+        self._recent_booked.append((ends_tail, running, completions))
+        total = self._recent_total = self._recent_total + len(ends_tail)
+        self._recent_ends_at.append(total)
+        if total - self._recent_base > 2 * RECENT_ITERATIONS:
+            self._trim_recent()
+
+    def _book_seen(self, start, ends, gaps, running, kv_used, binding, completions, kv_used_last, seen_ends,
+                   itl) -> None:
+        """`on_decode_iterations` for tokens that reached their clients after the iterations
+        ended: the clients' gaps (`itl`) are the inter-token latencies and their times count the
+        tokens; the engine's (`gaps`) are its busy time. The same numbers as one on_gaps and one
+        on_iteration call per iteration."""
+        k = len(ends)
+        if gaps.__class__ is not list:
+            ends, gaps = ends.tolist(), gaps.tolist()
+        if itl.__class__ is not list:
+            seen_ends, itl = seen_ends.tolist(), itl.tolist()
+        if self.series_interval is not None:
+            prev = start
+            last = k - 1 if completions else k
+            for j in range(k):
+                self.on_gaps(itl[j], running)
+                used = kv_used_last if j == last else kv_used
+                self.on_iteration(prev, ends[j], running, used, binding, running, completions if j == last else 0,
+                                  running, 0, seen_ends[j])
+                prev = ends[j]
+            return
+        if self.keep_records:
+            self.itl_values.fromlist(itl)
+            self.itl_counts.fromlist([running] * k)
+            if running:
+                self._count_tokens_in(seen_ends, running)
+        ri = self.running_integral
+        busy = self.busy_time
+        for gap in gaps:
+            ri += running * gap
+            busy += gap
+        self.running_integral = ri
+        self.busy_time = busy
+        top = max(itl)
+        if top > self.max_itl:
+            self.max_itl = top
+        if running > self.max_running:
+            self.max_running = running
+        if kv_used > self.peak_kv_used:
+            self.peak_kv_used = kv_used
+        if kv_used_last > self.peak_kv_used:
+            self.peak_kv_used = kv_used_last
+        try:
+            self.binding_counts[binding] += k
+        except KeyError:
+            self.binding_counts[binding] = k
+        tokens = running * k
+        self.output_tokens += tokens
+        self.seat_iterations += tokens
+        if running and seen_ends[-1] > self.last_token_time:
+            self.last_token_time = seen_ends[-1]
+        ends_tail = ends if k <= RECENT_ITERATIONS else ends[k - RECENT_ITERATIONS:]
         self._recent_booked.append((ends_tail, running, completions))
         total = self._recent_total = self._recent_total + len(ends_tail)
         self._recent_ends_at.append(total)
