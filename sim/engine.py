@@ -147,6 +147,7 @@ class Engine:
         self._carry_preempted: list[str] = []
         self._seq = 0
         self.aborted = 0  # requests whose client went away (see abort)
+        self._sent: set[str] = set()  # ids submitted and still on their way through the API server
 
     def _make_scheduler(self, config: EngineConfig, pool: BlockPool):
         lazy = self._lazy_queue
@@ -176,9 +177,14 @@ class Engine:
         and its latencies count from when it came)."""
         if self._front:
             # It reaches the engine once the API server has done its job (sent now, or when it
-            # truly reached the server if `arrived`).
+            # truly reached the server if `arrived`); the server answers one it refuses at once.
             if spec.arrival_time < self.time and not arrived:
                 spec = replace(spec, arrival_time=self.time)
+            refusal, duplicate = self._check(spec)
+            if refusal is not None:
+                self._refuse(spec, refusal, duplicate)
+                return
+            self._sent.add(spec.request_id)
             self.arrivals.submit(spec)
             self.done = False
         elif spec.arrival_time <= self.time:
@@ -220,25 +226,11 @@ class Engine:
     def _add(self, spec: RequestSpec, origin=None) -> None:
         """A request arrives: refused (headless: an error; live: a notice) or queued (`origin`:
         where it comes from in an endless workload's stream, for the compact queue)."""
-        refusal = self._refusal(spec)
-        duplicate = False
-        if refusal is None:
-            other = self.requests.get(spec.request_id)
-            if other is not None and other.status != FINISHED:
-                # Two live requests under one id would share one entry of the block pool.
-                refusal = RequestRejected(spec.request_id, "the id is already used by a request being served")
-                duplicate = True
+        if self._sent:
+            self._sent.discard(spec.request_id)
+        refusal, duplicate = self._check(spec)
         if refusal is not None:
-            if self.api_server and not duplicate:
-                # (A served run's failures are the server's words: each dial by its flag.)
-                self.metrics.on_failed(spec.request_id, spec.arrival_time, spec.prompt_len, spec.output_len,
-                                       refusal.spelled_reason(dials.flag_of))
-            elif not self.live:
-                raise refusal
-            else:
-                self.metrics.rejected += 1
-                self.notices.append(str(refusal))
-            self.arrivals.on_done(spec.request_id, self.time, served=False)  # the client hears of it at once
+            self._refuse(spec, refusal, duplicate)
         if self._lazy_queue and origin is not None and not duplicate:
             run = self._tail_run
             if run is not None and run.follows(origin) and self.scheduler.waiting.can_extend(run):
@@ -257,6 +249,30 @@ class Engine:
         if refusal is None:
             self._seq += 1
             self.metrics.on_arrival(spec.arrival_time)
+
+    def _check(self, spec: RequestSpec) -> tuple[RequestRejected | None, bool]:
+        """(Why the request is refused or None, whether for its id): vLLM's checks, and an id that
+        a request being served (or submitted and on its way through the API server) holds."""
+        refusal = self._refusal(spec)
+        if refusal is None:
+            other = self.requests.get(spec.request_id)
+            if (other is not None and other.status != FINISHED) or spec.request_id in self._sent:
+                # Two live requests under one id would share one entry of the block pool.
+                return RequestRejected(spec.request_id, "the id is already used by a request being served"), True
+        return refusal, False
+
+    def _refuse(self, spec: RequestSpec, refusal: RequestRejected, duplicate: bool) -> None:
+        """A refused request: failed (the API server's words), an error (headless) or a notice (live)."""
+        if self.api_server and not duplicate:
+            # (A served run's failures are the server's words: each dial by its flag.)
+            self.metrics.on_failed(spec.request_id, spec.arrival_time, spec.prompt_len, spec.output_len,
+                                   refusal.spelled_reason(dials.flag_of))
+        elif not self.live:
+            raise refusal
+        else:
+            self.metrics.rejected += 1
+            self.notices.append(str(refusal))
+        self.arrivals.on_done(spec.request_id, self.time, served=False)  # the client hears of it at once
 
     def _refusal(self, spec: RequestSpec, config: EngineConfig | None = None) -> RequestRejected | None:
         """Why vLLM would refuse this request (or the simulator could never serve it), if so."""
@@ -364,6 +380,11 @@ class Engine:
                 if until_time is not None and nxt >= until_time:
                     self.time = max(self.time, until_time)
                     return None
+                if self._front and nxt < self.frontend.next_at:
+                    # A request is sent before any reaches the engine: with nothing running, no
+                    # output comes before it, so the API server takes it now.
+                    self.frontend.advance(nxt)
+                    continue
                 if until_time is None and arrivals.endless:
                     idle += 1  # (each jump after the first is past an arrival refused)
                     if idle > MAX_REFUSED_IN_A_ROW:
@@ -482,7 +503,7 @@ class Engine:
                              len(result.finished), seats, out.padded, seen)
         self._last_preempted = preempted
         self._stash = (self.iteration, start, end, cost, out, result, preempted, result.num_running,
-                       result.num_waiting, kv_used)
+                       result.num_waiting, kv_used, seen if self._front else None)
         if not lean:
             self._last = self._report(*self._stash)
             self._stash = None
@@ -508,7 +529,7 @@ class Engine:
             arrivals.on_done(req.request_id, end, answered=req.num_output_tokens)
 
     def _report(self, index, start, end, cost, out, result, preempted, running, waiting,
-                kv_used) -> IterationReport:
+                kv_used, seen=None) -> IterationReport:
         """The one place an IterationReport is made (from what `_process` kept of the
         iteration; dials do not change between the two)."""
         rows = self.scheduler.describe(out)
@@ -540,6 +561,7 @@ class Engine:
             binding_limit=out.binding_limit,
             cost=self.cost.report_parts(breakdown),
             padded_seats=out.padded,
+            seen_time=seen,
         )
 
     @property
@@ -549,19 +571,22 @@ class Engine:
             stash, self._stash = self._stash, None
             if len(stash) == 2:  # (index, the last decode stretch run): its last iteration
                 index, part = stash  # (see sim.schedulers.continuous.DECODE_STRETCH_FIELDS)
-                _, end, last_start, _, _, batch, last_context, _, binding, finished, used_last, running, waiting = part[:13]
+                _, end, last_start, _, _, batch, last_context, _, binding, finished, used_last, running, waiting, \
+                    seen, _ = part
                 out = SchedulerOutput(num_compact=batch, compact_context=last_context, binding_limit=binding,
                                       compact_finished=finished, finished=finished)
                 result = UpdateResult(num_emitted=batch, finished=[req for _, req in finished])
                 stash = (index, last_start, end, (batch, last_context, ()), out, result, (), running, waiting,
-                         used_last)
+                         used_last, None if seen is None else float(seen[-1]))
             self._last = self._report(*stash)
         return self._last
 
     def _frontend_costs(self, config: EngineConfig) -> FrontendCosts:
-        """The API servers' costs as the deployment prices them (all 0: none in front)."""
-        if not self._frontend_wanted:
-            return FrontendCosts(servers=config.api_server_count)
+        """The API servers' costs as the deployment prices them (none in front: 0 servers). vLLM's
+        API server fronts vLLM's engine, continuous batching; the sequential, static and dynamic
+        policies stand for classic servers, whose front is not modelled."""
+        if not self._frontend_wanted or not config.api_server_count or config.batching != "continuous":
+            return FrontendCosts(servers=0)  # (the other policies stand for classic servers)
         d = self.deployment
         return FrontendCosts(d.frontend_request_s, d.frontend_prompt_token_s, d.frontend_output_token_s,
                              config.api_server_count)

@@ -5,17 +5,18 @@ one asyncio process by default, `--api-server-count N` runs N (`EngineConfig.api
 An API server does its work one job at a time, beside the engine core:
 
 - a request's job, when its client sends it: read and check the request, render the chat
-  template, tokenize the prompt, build the engine's request and hand it to the engine core; the
-  same job carries the request's closing work (the last chunk, the usage, `[DONE]`). It costs
-  `request_s` plus `prompt_token_s` for each prompt token. The engine sees the request when the
-  job is done.
+  template, build the engine's request and hand it to the engine core; the same job carries the
+  request's closing work (the last chunk, the usage, `[DONE]`): `request_s`. Its prompt is
+  tokenized on the server's tokenizer thread (vLLM runs the tokenizer on a one-thread executor,
+  so a long prompt does not stall the event loop), one prompt after another, `prompt_token_s` a
+  token. The engine sees the request when both are done.
 - an output job for each engine iteration that sampled tokens, when the engine core sends the
   iteration's outputs: detokenize each new token and stream it to its client as one server-sent
   event, `output_token_s` a token. The tokens reach their clients when the job is done: a
   client's TTFT, ITL, TPOT and E2E count from its send to that moment.
 
-Jobs are served first come, first served by the time they are ready (a request's job before an
-output job ready at the same time), each to the end: an iteration's outputs are one job (vLLM
+The event loop's jobs are served first come, first served by the time they are ready (a
+request's job before an output job ready at the same time), each to the end: an iteration's outputs are one job (vLLM
 splits output processing into chunks of 128 requests and lets other work run between them, PR
 12287; not modelled). With N servers a request's job goes to the servers in turn, and an
 iteration's tokens are shared evenly among them (requests are spread over the servers): the
@@ -33,8 +34,9 @@ The engine core's own host work for an iteration (scheduling, preparing inputs, 
 processes run side by side: the frontend never slows the engine's iterations, only what the
 clients see and when requests reach the engine.
 
-Sources for the costs: sim/data/profiles.toml. With every cost 0 the frontend is off (`on`):
-requests reach the engine when sent and tokens the client when sampled, as before it existed.
+Sources for the costs: sim/data/profiles.toml. With every cost 0, or no API server (an offline
+run, vLLM's LLM class) the frontend is off (`on`): requests reach the engine when sent and tokens
+the client when sampled.
 """
 
 from __future__ import annotations
@@ -60,15 +62,15 @@ class FrontendCosts:
     output_token_s: float = 0.0
     """Detokenizing one output token and streaming it as a server-sent event."""
     servers: int = 1
-    """API server processes (vLLM's --api-server-count)."""
+    """API server processes (vLLM's --api-server-count; 0: none, an offline run)."""
 
     @property
     def on(self) -> bool:
-        return self.request_s > 0 or self.prompt_token_s > 0 or self.output_token_s > 0
+        return self.servers > 0 and (self.request_s > 0 or self.prompt_token_s > 0 or self.output_token_s > 0)
 
-    def job(self, prompt_len: int) -> float:
-        """The time a request's job takes on one server (the one place it is summed)."""
-        return self.request_s + self.prompt_token_s * prompt_len
+    def tokenizing(self, prompt_len: int) -> float:
+        """The tokenizer thread's time for a prompt."""
+        return self.prompt_token_s * prompt_len
 
 
 class Frontend:
@@ -84,7 +86,8 @@ class Frontend:
         self.arrivals = arrivals
         self.costs = costs
         self.on = costs.on
-        self._free = [0.0] * costs.servers  # when each server finishes the jobs it has
+        self._free = [0.0] * costs.servers  # when each server's event loop finishes the jobs it has
+        self._tokenizer = [0.0] * costs.servers  # when each server's tokenizer thread is free
         self._turn = 0  # the server the next request's job goes to
         self._due: deque[tuple[float, RequestSpec, object]] = deque()  # (reaches the engine, spec, origin)
         self._last_due = 0.0
@@ -100,6 +103,7 @@ class Frontend:
             return
         costs = self.costs
         free = self._free
+        tokenizer = self._tokenizer
         servers = len(free)
         due = self._due
         while arrivals.next_at <= t:
@@ -110,8 +114,11 @@ class Frontend:
             self._turn = k + 1 if k + 1 < servers else 0
             sent = spec.arrival_time
             begin = free[k]
-            done = (sent if sent >= begin else begin) + costs.job(spec.prompt_len)
-            free[k] = done
+            handled = (sent if sent >= begin else begin) + costs.request_s
+            free[k] = handled
+            begin = tokenizer[k]
+            done = (handled if handled >= begin else begin) + costs.tokenizing(spec.prompt_len)
+            tokenizer[k] = done
             if done < self._last_due:
                 done = self._last_due  # (its server was quicker than an earlier request's)
             self._last_due = done
@@ -131,18 +138,16 @@ class Frontend:
 
     def horizon(self) -> float:
         """No request not yet at the engine reaches it before this: the next one whose job is
-        done, or the next send plus the least its job can take (its own job on one server; a
-        request's own work with several, where a later one may take a quicker server). Iterations
-        starting before it see no arrival."""
+        done, or the next send plus the least its job and tokenizing can take (its own, on one
+        server: the requests after it come later; its own work alone with several, where a later
+        one may take a quicker server). Iterations starting before it see no arrival."""
         due = self._due[0][0] if self._due else math.inf
         sent = self.arrivals.next_at
         if sent < due:
             costs = self.costs
+            least = sent + costs.request_s  # (summed in the order `advance` sums)
             if len(self._free) == 1:
-                spec = self.arrivals.peek()
-                least = sent + costs.job(spec.prompt_len)
-            else:
-                least = sent + costs.request_s
+                least += costs.tokenizing(self.arrivals.peek().prompt_len)
             if least < due:
                 return least
         return due
