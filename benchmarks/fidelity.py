@@ -192,24 +192,20 @@ def summary(table: list[Row], held_out: bool = True) -> list[KindSummary]:
 
 def summary_table(table: list[Row], markdown: bool = False) -> str:
     """The per-kind summary over held-out runs and over all, in the field's form."""
-    held, every = summary(table), {s.kind: s for s in summary(table, held_out=False)}
+    every = {s.kind: s for s in summary(table, held_out=False)}
+    cells = [(s.kind, f"{s.count}", f"{s.median_abs:.0%}", f"{s.median_signed:+.0%}", f"{s.worst:.0%}",
+              "met" if s.meets_goal else "not met",
+              f"{every[s.kind].median_abs:.0%} / {every[s.kind].median_signed:+.0%} ({every[s.kind].count})")
+             for s in summary(table)]
+    head = ("figure", "held-out points", "median abs. error", "median signed error", "worst", "goal",
+            "all points: median abs. / signed")
     if markdown:
-        lines = ["| figure | held-out points | median abs. error | median signed error | worst | goal | all points: "
-                 "median abs. / signed |", "|---|--:|--:|--:|--:|---|--:|"]
-        for s in held:
-            a = every[s.kind]
-            lines.append(f"| {s.kind} | {s.count} | {s.median_abs:.0%} | {s.median_signed:+.0%} | {s.worst:.0%} | "
-                         f"{'met' if s.meets_goal else 'not met'} | {a.median_abs:.0%} / {a.median_signed:+.0%} "
-                         f"({a.count}) |")
-        return "\n".join(lines)
-    head = (f"{'figure':<13} {'held out':>8} {'median |err|':>12} {'median err':>10} {'worst':>7}  goal     "
-            f"{'all: n':>6} {'median |err|':>12} {'median err':>10}")
-    lines = [head, "-" * len(head)]
-    for s in held:
-        a = every[s.kind]
-        lines.append(f"{s.kind:<13} {s.count:>8} {s.median_abs:>12.1%} {s.median_signed:>+10.1%} {s.worst:>7.1%}  "
-                     f"{'met    ' if s.meets_goal else 'not met'}  {a.count:>6} {a.median_abs:>12.1%} "
-                     f"{a.median_signed:>+10.1%}")
+        return "\n".join(["| " + " | ".join(head) + " |", "|---|--:|--:|--:|--:|---|--:|",
+                          *("| " + " | ".join(row) + " |" for row in cells)])
+    widths = [max(len(row[i]) for row in (head, *cells)) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) if i in (0, 5) else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+             for row in (head, *cells)]
+    lines.insert(1, "-" * len(lines[0]))
     return "\n".join(lines)
 
 
