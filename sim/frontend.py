@@ -12,13 +12,14 @@ An API server does its work one job at a time, beside the engine core:
   token. The engine sees the request when both are done.
 - an output job for each engine iteration that sampled tokens, when the engine core sends the
   iteration's outputs: detokenize each new token and stream it to its client as one server-sent
-  event, `output_token_s` a token. The tokens reach their clients when the job is done: a
-  client's TTFT, ITL, TPOT and E2E count from its send to that moment.
+  event, `output_token_s` a token (with speculative decoding a request's accepted tokens of one
+  iteration go in one event, priced as one). The tokens reach their clients when the job is
+  done: a client's TTFT, ITL, TPOT and E2E count from its send to that moment.
 
 The event loop's jobs are served first come, first served by the time they are ready (a
-request's job before an output job ready at the same time), each to the end: an iteration's outputs are one job (vLLM
-splits output processing into chunks of 128 requests and lets other work run between them, PR
-12287; not modelled). With N servers a request's job goes to the servers in turn, and an
+request's job before an output job ready at the same time), each to the end: an iteration's
+outputs are one job (vLLM splits output processing into chunks of 128 requests and lets other
+work run between them, PR 12287; not modelled). With N servers a request's job goes to the servers in turn, and an
 iteration's tokens are shared evenly among them (requests are spread over the servers): the
 tokens reach their clients when the last server is done with its share. Requests reach the engine
 in the order they were sent (with N servers one may finish its job before an earlier one's; the
