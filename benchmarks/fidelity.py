@@ -37,47 +37,67 @@ if str(ROOT) not in sys.path:
 PUBLISHED = ROOT / "tests" / "data" / "published"
 
 KINDS = {
-    "output_throughput": "throughput",
-    "request_throughput": "throughput",
-    "median_tpot_ms": "TPOT p50",
     "median_ttft_ms": "TTFT p50",
+    "p99_ttft_ms": "TTFT p99",
+    "median_tpot_ms": "TPOT p50",
     "median_itl_ms": "ITL p50",
-    "mean_e2el_ms": "latency",
-    "median_e2el_ms": "latency",
+    "mean_e2el_ms": "E2E",
+    "median_e2el_ms": "E2E",
+    "output_throughput": "output tok/s",
+    "request_throughput": "requests/s",
 }
-"""The kind of each figure a published file may give."""
+"""The kind of each figure a published file may give, in the order the summary lists them."""
 
 TOLERANCE = {
-    "throughput": 0.15,
+    "output tok/s": 0.15,
+    "requests/s": 0.15,
     "TPOT p50": 0.15,
-    "latency": 0.25,
+    "E2E": 0.25,
     "TTFT p50": 0.5,
+    "TTFT p99": 0.5,
     "ITL p50": 0.5,
 }
 """How far (relative) the default profile's figure may be from the published one, by kind: output
 throughput and TPOT p50 within 15 % (issue 24's goal); an offline batch's latency within 25 %;
-TTFT and ITL medians of a loaded run, which hang on every request's length and arrival, within
-50 %."""
+TTFT and ITL of a loaded run, which hang on every request's length and arrival, within 50 %."""
 
-_SHAREGPT = ("replayed at its mean lengths (229 in / 203 out; the source gives only the totals) while ShareGPT's "
-             "answers range from a few tokens to over a thousand: the batch's last seconds, with a few long answers "
-             "running in a small batch, are missing from the replay (its throughput is high), and short answers, "
-             "whose few tokens each carry the prefills they ride along with, are missing from its TPOT median "
-             "(low: ITL p50 25.0 ms against 25.4 measured, with the default 50 us a sequence paid synchronously "
-             "as in that engine)")
+GOAL_MEDIAN = 0.10
+GOAL_WORST = 0.30
+"""Issue 36's goal for each kind of figure over the held-out points: median absolute error at most
+10 %, none beyond 30 %."""
+
+_SHAREGPT = ("with the dials vLLM 0.9 ran on an H100 (1,024 seats, 8,192 tokens, synchronous) the replay admits "
+             "nearly all 1,000 requests at once: TTFT p50 3.3 s (9.5 s measured) and a batch of about 1,000 whose "
+             "host work (50 us a sequence in the engine core, 50 us a token in the API server) puts ITL p50 at "
+             "90 ms (25.4). The measured run decoded about 250 requests at a time (Little's law: 6,583 tok/s x 38.1 "
+             "ms mean ITL), what 256 seats would give: the GPU is not stated, and an A100 ran 256 seats and a "
+             "2,048-token budget in that build (PR 17885); the file cannot tell. Its lengths are only totals "
+             "(replayed at the mean 230 in / 203 out)")
 _SYNC_STEP = ("a synchronous engine's fixed host cost per iteration in that build: {ms} ms a step more than "
               "the forward pass at a batch of 8 (vLLM 0.33 hides it with async scheduling; batchtui's fixed "
               "overhead is 0.02 ms, the lesson's 6.02 ms step)")
+_LOCKSTEP = ("the replay's assumed fixed lengths (512 in / 128 out; the suite draws ShareGPT V3 prompts, lengths not "
+             "given) send each wave of the concurrency together: requests that finish together come back together, the "
+             "API server spreads them by a millisecond or two each, and a prefill of 14 ms a request merges every arrival "
+             "during it, so they are prefilled in groups; with answers that vary (lognormal outputs of the same mean) "
+             "the waves do not form (TTFT p50 26 ms at concurrency 4, 27 ms at 16)")
 KNOWN_MISSES: dict[tuple[str, str], str] = {
     ("vllm-pr18566-sharegpt-inf", "output_throughput"): _SHAREGPT,
+    ("vllm-pr18566-sharegpt-inf", "median_ttft_ms"): _SHAREGPT,
     ("vllm-pr18566-sharegpt-inf", "median_tpot_ms"): _SHAREGPT,
+    ("vllm-pr18566-sharegpt-inf", "median_itl_ms"): _SHAREGPT,
     ("vllm-perf-h200-latency-8b", "mean_e2el_ms"): _SYNC_STEP.format(ms="about 1.8"),
     ("vllm-perf-h200-latency-70b-tp4", "mean_e2el_ms"): _SYNC_STEP.format(ms="about 5.6"),
+    ("inferencebench-h100-c4", "median_ttft_ms"): _LOCKSTEP,
+    ("inferencebench-h100-c4", "p99_ttft_ms"): _LOCKSTEP,
+    ("inferencebench-h100-c16", "median_ttft_ms"): _LOCKSTEP,
+    ("inferencebench-h100-c16", "p99_ttft_ms"): _LOCKSTEP,
+    ("inferencebench-h100-c64", "median_ttft_ms"): _LOCKSTEP,
 }
 """(file stem, key) -> why the default profile misses that figure by more than its kind's
 tolerance (the README's fidelity section lists them)."""
 
-GOAL_KINDS = ("throughput", "TPOT p50")
+GOAL_KINDS = ("output tok/s", "requests/s", "TPOT p50")
 
 
 @dataclass(frozen=True)
@@ -92,6 +112,8 @@ class Row:
     source: str
     aside: str = ""
     """Why the figure is not counted (the file's `set_aside`), or "" when it is."""
+    held_out: bool = True
+    """The defaults were not tuned on this run (its file's `fidelity.held_out`)."""
 
     @property
     def error(self) -> float:
@@ -130,7 +152,7 @@ def rows(paths: list[Path] | None = None, profiles_path: str = "") -> list[Row]:
             aside = meta.get("set_aside") or {}
             for key in meta["measured"]:
                 out.append(Row(path.stem, run.scenario.gpu, run.scenario.model, key, KINDS[key], run.metrics[key],
-                               float(metrics[key]), meta["source"], aside.get(key, "")))
+                               float(metrics[key]), meta["source"], aside.get(key, ""), bool(meta["held_out"])))
     return out
 
 
@@ -140,25 +162,73 @@ def goal_error(table: list[Row]) -> float:
     return statistics.median(errors)
 
 
+@dataclass(frozen=True)
+class KindSummary:
+    """One kind of figure over a group of counted rows, as the field reports accuracy: how many,
+    the median absolute error, the median signed error (the bias), the worst absolute error."""
+
+    kind: str
+    count: int
+    median_abs: float
+    median_signed: float
+    worst: float
+
+    @property
+    def meets_goal(self) -> bool:
+        return self.median_abs <= GOAL_MEDIAN and self.worst <= GOAL_WORST
+
+
+def summary(table: list[Row], held_out: bool = True) -> list[KindSummary]:
+    """Each kind's errors over the counted figures (not set aside): the held-out runs only (the
+    defaults were not tuned on them) if `held_out`, else every run. Kinds in KINDS' order."""
+    out = []
+    for kind in dict.fromkeys(KINDS.values()):
+        errors = [r.error for r in table if r.kind == kind and not r.aside and (r.held_out or not held_out)]
+        if errors:
+            out.append(KindSummary(kind, len(errors), statistics.median(map(abs, errors)),
+                                   statistics.median(errors), max(map(abs, errors))))
+    return out
+
+
+def summary_table(table: list[Row], markdown: bool = False) -> str:
+    """The per-kind summary over held-out runs and over all, in the field's form."""
+    every = {s.kind: s for s in summary(table, held_out=False)}
+    cells = [(s.kind, f"{s.count}", f"{s.median_abs:.0%}", f"{s.median_signed:+.0%}", f"{s.worst:.0%}",
+              "met" if s.meets_goal else "not met",
+              f"{every[s.kind].median_abs:.0%} / {every[s.kind].median_signed:+.0%} ({every[s.kind].count})")
+             for s in summary(table)]
+    head = ("figure", "held-out points", "median abs. error", "median signed error", "worst", "goal",
+            "all points: median abs. / signed")
+    if markdown:
+        return "\n".join(["| " + " | ".join(head) + " |", "|---|--:|--:|--:|--:|---|--:|",
+                          *("| " + " | ".join(row) + " |" for row in cells)])
+    widths = [max(len(row[i]) for row in (head, *cells)) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) if i in (0, 5) else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+             for row in (head, *cells)]
+    lines.insert(1, "-" * len(lines[0]))
+    return "\n".join(lines)
+
+
 def _fmt(value: float) -> str:
     return f"{value:,.0f}" if value >= 1000 else f"{value:,.2f}"
 
 
 def text_table(table: list[Row]) -> str:
-    head = f"{'published run':<36} {'gpu':<9} {'figure':<19} {'published':>10} {'batchtui':>10} {'error':>8}  verdict"
+    head = (f"{'published run':<36} {'gpu':<9} {'figure':<19} {'published':>10} {'batchtui':>10} {'error':>8}  "
+            f"{'held out':<8}  verdict")
     lines = [head, "-" * len(head)]
     for r in table:
         lines.append(f"{r.stem:<36} {r.gpu:<9} {r.key:<19} {_fmt(r.published):>10} {_fmt(r.simulated):>10} "
-                     f"{r.error:>+8.1%}  {r.verdict}")
+                     f"{r.error:>+8.1%}  {'yes' if r.held_out else 'no':<8}  {r.verdict}")
     return "\n".join(lines)
 
 
 def markdown_table(table: list[Row]) -> str:
-    lines = ["| published run | GPU | figure | published | batchtui | error | |",
-             "|---|---|---|--:|--:|--:|---|"]
+    lines = ["| published run | GPU | figure | published | batchtui | error | held out | |",
+             "|---|---|---|--:|--:|--:|---|---|"]
     for r in table:
         lines.append(f"| [{r.stem}]({r.source}) | {r.gpu} | {r.key} | {_fmt(r.published)} | {_fmt(r.simulated)} | "
-                     f"{r.error:+.0%} | {r.verdict} |")
+                     f"{r.error:+.0%} | {'yes' if r.held_out else 'no'} | {r.verdict} |")
     return "\n".join(lines)
 
 
@@ -170,18 +240,13 @@ def main(argv: list[str] | None = None) -> int:
     table = rows(profiles_path=args.profiles)
     print(markdown_table(table) if args.markdown else text_table(table))
     print()
-    by_kind: dict[str, list[float]] = {}
-    for r in table:
-        if r.aside:
-            continue
-        by_kind.setdefault(r.kind, []).append(abs(r.error))
-    for kind, errors in by_kind.items():
-        print(f"{kind:<11} {len(errors):>2} figure(s): median |error| {statistics.median(errors):.1%}, worst "
-              f"{max(errors):.1%} (tolerance {TOLERANCE[kind]:.0%})")
+    print(summary_table(table, markdown=args.markdown))
     counted = [r for r in table if not r.aside]
-    print(f"output throughput and TPOT p50: median |error| {goal_error(table):.1%} over "
-          f"{sum(r.kind in GOAL_KINDS for r in counted)} counted figures ({len(table) - len(counted)} of "
-          f"{len(table)} figures set aside, reasons in their files)")
+    print()
+    print(f"Goal per kind over held-out runs: median |error| <= {GOAL_MEDIAN:.0%}, none beyond {GOAL_WORST:.0%}. "
+          f"{len(table) - len(counted)} of {len(table)} figures set aside (reasons in their files); "
+          f"output throughput and TPOT p50 together: median |error| {goal_error(table):.1%} over "
+          f"{sum(r.kind in GOAL_KINDS for r in counted)} counted figures.")
     return 0
 
 

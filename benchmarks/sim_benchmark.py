@@ -130,14 +130,17 @@ def write_traces(folder: Path) -> list[str]:
 
 
 def run_sweep(engine_class=Engine, profiles=None, caching: bool | None = None,
-              asynchronous: bool | None = None) -> list:
-    """The sweep; `caching` sets this engine's prefix caching (None: the default, on) and
-    `asynchronous` its async scheduling (None: the default, on)."""
+              asynchronous: bool | None = None, api_servers: int | None = None) -> list:
+    """The sweep; `caching` sets this engine's prefix caching (None: the default, on),
+    `asynchronous` its async scheduling (None: the default, on) and `api_servers` the API servers
+    in front of it (None: the default, one; 0: none)."""
     base = sweep_scenario()
     if caching is not None:
         base = base.with_engine(enable_prefix_caching=caching)
     if asynchronous is not None:
         base = base.with_engine(async_scheduling=asynchronous)
+    if api_servers is not None:
+        base = base.with_engine(api_server_count=api_servers)
     return [engine_class(base.with_workload(request_rate=float(rate)), profiles=profiles).run()
             for rate in SWEEP_RATES]
 
@@ -245,18 +248,23 @@ def main(argv=None) -> int:
     print()
 
     # "this" is the engine as it runs by default (prefix caching and async scheduling on, nothing
-    # shared in this traffic); "sync" the same with async scheduling off; "off" with caching off
-    # too, the one compared with the engine before issue 10, which predates both (with caching on,
+    # shared in this traffic, the API server in front); "no front" the same without the API server;
+    # "sync" the default with async scheduling off; "off" with caching and the API server off too,
+    # the one compared with the engine before issue 10, which predates all three (with caching on,
     # requests resumed after a preemption may hit their own blocks, so results may differ where the
-    # sweep preempts; async scheduling changes every timing).
+    # sweep preempts; async scheduling and the API server change every timing).
     baseline, folder = load_baseline()
     previous_sweep, read_traces = baseline_sweep(baseline, write_traces(folder))
     reading = best_of(read_traces, 5)  # what the baseline spends reading its traces, taken off
     def sync_sweep(engine_class, profiles, caching):
-        return run_sweep(engine_class, profiles, caching, asynchronous=False)
+        return run_sweep(engine_class, profiles, caching, asynchronous=False,
+                         api_servers=0 if caching is False else None)
 
-    variants = (("this", run_sweep, None), ("sync", sync_sweep, None), ("off", sync_sweep, False),
-                ("previous", previous_sweep, None))
+    def frontless_sweep(engine_class, profiles, caching):
+        return run_sweep(engine_class, profiles, caching, api_servers=0)
+
+    variants = (("this", run_sweep, None), ("no front", frontless_sweep, None), ("sync", sync_sweep, None),
+                ("off", sync_sweep, False), ("previous", previous_sweep, None))
     for _, sweep, caching in variants:  # warm up (imports, caches)
         sweep(Engine, profiles, caching)
     times = {name: [] for name, _, _ in variants}
@@ -278,12 +286,16 @@ def main(argv=None) -> int:
           f"{len(times['this'])}:")
     print(f"  this engine:     {best:.3f} s (median {statistics.median(times['this']):.3f} s) -> "
           f"{best / ref:.1f}x the reference loop; {verdict} the {SWEEP_TARGET_S:.0f} s target")
+    best_front = min(times["no front"])
+    print(f"  no API server:   {best_front:.3f} s (median {statistics.median(times['no front']):.3f} s): "
+          f"the API server costs {best / best_front:.3f}x (best), "
+          f"{statistics.median(times['this']) / statistics.median(times['no front']):.3f}x (median)")
     best_sync = min(times["sync"])
     print(f"  async off:       {best_sync:.3f} s (median {statistics.median(times['sync']):.3f} s): "
           f"async scheduling costs {best / best_sync:.3f}x (best), "
           f"{statistics.median(times['this']) / statistics.median(times['sync']):.3f}x (median)")
-    print(f"  caching off too: {best_off:.3f} s (median {statistics.median(times['off']):.3f} s): "
-          f"prefix caching on costs {best_sync / best_off:.3f}x (best), "
+    print(f"  caching and API server off too: {best_off:.3f} s (median {statistics.median(times['off']):.3f} s): "
+          f"prefix caching and the API server cost {best_sync / best_off:.3f}x (best), "
           f"{statistics.median(times['sync']) / statistics.median(times['off']):.3f}x (median)")
     print(f"  before issue 10 (commit {BASELINE_COMMIT}, its trace reading of {reading * 1000:.0f} ms taken off): "
           f"{best_previous:.3f} s (median {statistics.median(times['previous']):.3f} s) -> "

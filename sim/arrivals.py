@@ -216,6 +216,13 @@ class Arrivals:
         self.next_at = t
         self._next_from_workload = from_workload
 
+    def peek(self) -> RequestSpec | None:
+        """The request due at `next_at`, left in place (None if none is due); its arrival time
+        may still be its draw's, not when a freed slot sends it."""
+        if self.next_at == math.inf:
+            return None
+        return self._pending[0] if self._next_from_workload else self._submitted[0]
+
     def pop_due(self, now: float) -> RequestSpec | None:
         """The next request that has arrived by `now`, or None. Call until None."""
         t = self.next_at

@@ -40,6 +40,10 @@ class EngineConfig:
     # something is incompatible.
     async_scheduling: bool = True
     enable_prefix_caching: bool = True  # vLLM's automatic prefix caching (continuous batching)
+    # API server processes in front of the engine core (vLLM's --api-server-count, default 1): each
+    # does its share of the requests' and tokens' host work one job at a time (sim/frontend.py); 0:
+    # none, requests reach the engine as sent (vLLM's offline LLM class, or a headless engine).
+    api_server_count: int = 1
 
     def validate(self) -> None:
         """Raise ConfigError for a value vLLM (or this simulator) refuses."""
@@ -51,6 +55,10 @@ class EngineConfig:
         _positive_int("engine.max_num_seqs", self.max_num_seqs)
         _positive_int("engine.max_num_batched_tokens", self.max_num_batched_tokens)
         _positive_int("engine.max_batch_size", self.max_batch_size)
+        if isinstance(self.api_server_count, bool) or not isinstance(self.api_server_count, int) \
+                or self.api_server_count < 0:
+            raise ConfigError("engine.api_server_count", self.api_server_count,
+                              "a whole number of API server processes >= 0 (0: none, an offline run)")
         if self.max_num_scheduled_tokens is not None:
             _positive_int("engine.max_num_scheduled_tokens", self.max_num_scheduled_tokens)
         if self.max_num_active_seqs is not None:

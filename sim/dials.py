@@ -288,6 +288,10 @@ DIALS: tuple[DialSpec, ...] = (
                   "(default on, as in vLLM 0.33; continuous batching only)"),
     DialSpec("engine.enable_prefix_caching", "prefix caching", "bool", "restart", "--enable-prefix-caching",
              "serve", help="reuse the KV of full blocks of a prompt prefix computed before (default on, as vLLM)"),
+    DialSpec("engine.api_server_count", "API servers", "int", "restart", "--api-server-count", "serve", minimum=0,
+             words="a whole number of processes >= 0 (0: none in front, as vLLM's offline LLM class)",
+             help="API server processes in front of the engine (default 1, as vLLM): each tokenizes its share of "
+                  "the requests and streams its share of the tokens, one job at a time; 0: none (an offline run)"),
     DialSpec("engine.max_batch_size", "batch size", "int", "iteration", "--max-batch-size", minimum=1,
              help="batch size for static and dynamic batching (default 64)"),
     DialSpec("engine.max_queue_delay", "batching wait", "float", "iteration", "--max-queue-delay-ms",

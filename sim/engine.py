@@ -27,6 +27,7 @@ from .arrivals import Arrivals, LazyRun
 from .config import EngineConfig, cudagraph_capture_sizes
 from .cost import CostModel
 from .errors import ConfigError, RequestRejected, SimError
+from .frontend import Frontend, FrontendCosts
 from .kv import BlockPool
 from .metrics import MetricsCollector
 from .reports import EngineSnapshot, IterationReport, ScheduledWork, SeatView
@@ -76,7 +77,7 @@ class Engine:
 
     def __init__(self, scenario: Scenario, *, live: bool = False, keep_records: bool | None = None,
                  series_interval: float | None = None, profiles=None, keep_requests: bool | None = None,
-                 api_server: bool = False) -> None:
+                 api_server: bool = False, frontend: bool = True) -> None:
         self.scenario = scenario
         self.live = live
         self._keep_records = (not live) if keep_records is None else keep_records
@@ -86,6 +87,9 @@ class Engine:
         # Requests pass vLLM's OpenAI API server first: one it refuses (a prompt plus requested
         # output longer than max_model_len) fails and is counted, instead of stopping the run.
         self.api_server = api_server
+        # The API server process(es) in front of the engine core (sim.frontend), as the profile
+        # prices them; off for a caller that puts its own server in front (batchtui serve).
+        self._frontend_wanted = frontend
         self._series_interval = series_interval if series_interval is not None else (0.5 if live else None)
         self._profiles = profiles or scenario.profiles()
         self._build()
@@ -119,6 +123,8 @@ class Engine:
         self.cost = self._cost_model(config)
         self.rng = np.random.default_rng(sc.seed)
         self.arrivals = Arrivals(sc.workload, self.rng)
+        self.frontend = Frontend(self.arrivals, self._frontend_costs(config))
+        self._front = self.frontend.on
         # The live engine keeps an endless workload's waiting requests in compact form (see
         # sim.arrivals): under overload its memory does not grow with the queue.
         self._lazy_queue = self.live and self.arrivals.endless
@@ -141,6 +147,7 @@ class Engine:
         self._carry_preempted: list[str] = []
         self._seq = 0
         self.aborted = 0  # requests whose client went away (see abort)
+        self._sent: set[str] = set()  # ids submitted and still on their way through the API server
 
     def _make_scheduler(self, config: EngineConfig, pool: BlockPool):
         lazy = self._lazy_queue
@@ -168,7 +175,19 @@ class Engine:
         when it truly reached the server, kept even if the clock is past it (a server's request
         that came while the iteration just run was on the GPU: it waits for the next schedule,
         and its latencies count from when it came)."""
-        if spec.arrival_time <= self.time:
+        if self._front:
+            # It reaches the engine once the API server has done its job (sent now, or when it
+            # truly reached the server if `arrived`); the server answers one it refuses at once.
+            if spec.arrival_time < self.time and not arrived:
+                spec = replace(spec, arrival_time=self.time)
+            refusal, duplicate = self._check(spec)
+            if refusal is not None:
+                self._refuse(spec, refusal, duplicate)
+                return
+            self._sent.add(spec.request_id)
+            self.arrivals.submit(spec)
+            self.done = False
+        elif spec.arrival_time <= self.time:
             self._add(spec if arrived else replace(spec, arrival_time=self.time))
             if self.scheduler.has_work():
                 self.done = False  # a finished run has work again
@@ -187,7 +206,7 @@ class Engine:
         self.aborted += 1
         if not self._keep_requests:
             self.requests.pop(request_id, None)
-        if not self.scheduler.has_work() and self._in_flight is None and self.arrivals.next_at == math.inf:
+        if not self.scheduler.has_work() and self._in_flight is None and self._next_event() == math.inf:
             self.done = True
         return True
 
@@ -207,25 +226,11 @@ class Engine:
     def _add(self, spec: RequestSpec, origin=None) -> None:
         """A request arrives: refused (headless: an error; live: a notice) or queued (`origin`:
         where it comes from in an endless workload's stream, for the compact queue)."""
-        refusal = self._refusal(spec)
-        duplicate = False
-        if refusal is None:
-            other = self.requests.get(spec.request_id)
-            if other is not None and other.status != FINISHED:
-                # Two live requests under one id would share one entry of the block pool.
-                refusal = RequestRejected(spec.request_id, "the id is already used by a request being served")
-                duplicate = True
+        if self._sent:
+            self._sent.discard(spec.request_id)
+        refusal, duplicate = self._check(spec)
         if refusal is not None:
-            if self.api_server and not duplicate:
-                # (A served run's failures are the server's words: each dial by its flag.)
-                self.metrics.on_failed(spec.request_id, spec.arrival_time, spec.prompt_len, spec.output_len,
-                                       refusal.spelled_reason(dials.flag_of))
-            elif not self.live:
-                raise refusal
-            else:
-                self.metrics.rejected += 1
-                self.notices.append(str(refusal))
-            self.arrivals.on_done(spec.request_id, self.time, served=False)  # the client hears of it at once
+            self._refuse(spec, refusal, duplicate)
         if self._lazy_queue and origin is not None and not duplicate:
             run = self._tail_run
             if run is not None and run.follows(origin) and self.scheduler.waiting.can_extend(run):
@@ -244,6 +249,30 @@ class Engine:
         if refusal is None:
             self._seq += 1
             self.metrics.on_arrival(spec.arrival_time)
+
+    def _check(self, spec: RequestSpec) -> tuple[RequestRejected | None, bool]:
+        """(Why the request is refused or None, whether for its id): vLLM's checks, and an id that
+        a request being served (or submitted and on its way through the API server) holds."""
+        refusal = self._refusal(spec)
+        if refusal is None:
+            other = self.requests.get(spec.request_id)
+            if (other is not None and other.status != FINISHED) or spec.request_id in self._sent:
+                # Two live requests under one id would share one entry of the block pool.
+                return RequestRejected(spec.request_id, "the id is already used by a request being served"), True
+        return refusal, False
+
+    def _refuse(self, spec: RequestSpec, refusal: RequestRejected, duplicate: bool) -> None:
+        """A refused request: failed (the API server's words), an error (headless) or a notice (live)."""
+        if self.api_server and not duplicate:
+            # (A served run's failures are the server's words: each dial by its flag.)
+            self.metrics.on_failed(spec.request_id, spec.arrival_time, spec.prompt_len, spec.output_len,
+                                   refusal.spelled_reason(dials.flag_of))
+        elif not self.live:
+            raise refusal
+        else:
+            self.metrics.rejected += 1
+            self.notices.append(str(refusal))
+        self.arrivals.on_done(spec.request_id, self.time, served=False)  # the client hears of it at once
 
     def _refusal(self, spec: RequestSpec, config: EngineConfig | None = None) -> RequestRejected | None:
         """Why vLLM would refuse this request (or the simulator could never serve it), if so."""
@@ -282,9 +311,12 @@ class Engine:
 
     def _admit_arrivals(self) -> None:
         """Queue every request that has arrived by now, in arrival order (the workload's first
-        among equal times, then submitted ones)."""
-        arrivals = self.arrivals
+        among equal times, then submitted ones); through the API server, those whose job there
+        is done."""
+        arrivals = self.frontend if self._front else self.arrivals
         now = self.time
+        if self._front:
+            arrivals.advance(now)
         while arrivals.next_at <= now and (spec := arrivals.pop_due(now)) is not None:
             self._add(spec, arrivals.origin)
 
@@ -338,16 +370,21 @@ class Engine:
         arrivals = self.arrivals
         guard = idle = 0
         while True:
-            if arrivals.next_at <= self.time:
+            if self._next_event() <= self.time:
                 self._admit_arrivals()
             if not (sched.has_work() or self._in_flight is not None):
-                nxt = arrivals.next_at
+                nxt = self._next_event()
                 if nxt == math.inf:
                     self.done = True
                     return None
                 if until_time is not None and nxt >= until_time:
                     self.time = max(self.time, until_time)
                     return None
+                if self._front and nxt < self.frontend.next_at:
+                    # A request is sent before any reaches the engine: with nothing running, no
+                    # output comes before it, so the API server takes it now.
+                    self.frontend.advance(nxt)
+                    continue
                 if until_time is None and arrivals.endless:
                     idle += 1  # (each jump after the first is past an arrival refused)
                     if idle > MAX_REFUSED_IN_A_ROW:
@@ -369,7 +406,7 @@ class Engine:
                 if guard > 4:
                     raise SimError("the engine cannot schedule anything (a request larger than the cache?)")
                 continue
-            wake = [t for t in (out.wake_at, arrivals.next_at) if t is not None and self.time < t < math.inf]
+            wake = [t for t in (out.wake_at, self._next_event()) if t is not None and self.time < t < math.inf]
             if not wake:
                 raise SimError("the engine has queued work but nothing it can schedule")
             if until_time is not None and min(wake) >= until_time:
@@ -434,7 +471,17 @@ class Engine:
         only when someone asks."""
         sched = self.scheduler
         self.iteration += 1
-        result = sched.update_from_output(out, start, end)
+        if self._front:
+            # The batch's tokens reach their clients once the API server has streamed them: they
+            # are stamped with that time (the scheduler's token times are the clients').
+            frontend = self.frontend
+            tokens = sched.tokens_out(out)
+            before = frontend.last_seen
+            seen = frontend.output(end, tokens) if tokens else before
+            result = sched.update_from_output(out, before, seen)
+        else:
+            seen = end
+            result = sched.update_from_output(out, start, end)
         self.time = end
         metrics = self.metrics
         for gap, count in result.gaps:
@@ -442,7 +489,7 @@ class Engine:
         for req in result.first_tokens:
             req.first_token_iteration = self.iteration
         for req in result.finished:
-            self._finish(req, end)
+            self._finish(req, seen)
         if out.preempted or self._carry_preempted:
             preempted = tuple(self._carry_preempted) + tuple(r.request_id for r in out.preempted)
             self._carry_preempted = []
@@ -453,15 +500,16 @@ class Engine:
         seats = batch + out.padded if not out.encoder_batch else 0
         kv_used = self.pool.usable - self.pool.free
         metrics.on_iteration(start, end, batch, kv_used, out.binding_limit, result.num_emitted,
-                             len(result.finished), seats, out.padded)
+                             len(result.finished), seats, out.padded, seen)
         self._last_preempted = preempted
         self._stash = (self.iteration, start, end, cost, out, result, preempted, result.num_running,
-                       result.num_waiting, kv_used)
+                       result.num_waiting, kv_used, seen if self._front else None)
         if not lean:
             self._last = self._report(*self._stash)
             self._stash = None
 
     def _finish(self, req: Request, end: float) -> None:
+        """`req` finished, its last token reaching its client at `end`."""
         req.finish_time = end
         req.finish_iteration = self.iteration
         arrival = req.arrival_time
@@ -481,7 +529,7 @@ class Engine:
             arrivals.on_done(req.request_id, end, answered=req.num_output_tokens)
 
     def _report(self, index, start, end, cost, out, result, preempted, running, waiting,
-                kv_used) -> IterationReport:
+                kv_used, seen=None) -> IterationReport:
         """The one place an IterationReport is made (from what `_process` kept of the
         iteration; dials do not change between the two)."""
         rows = self.scheduler.describe(out)
@@ -513,6 +561,7 @@ class Engine:
             binding_limit=out.binding_limit,
             cost=self.cost.report_parts(breakdown),
             padded_seats=out.padded,
+            seen_time=seen,
         )
 
     @property
@@ -522,14 +571,29 @@ class Engine:
             stash, self._stash = self._stash, None
             if len(stash) == 2:  # (index, the last decode stretch run): its last iteration
                 index, part = stash  # (see sim.schedulers.continuous.DECODE_STRETCH_FIELDS)
-                _, end, last_start, _, _, batch, last_context, _, binding, finished, used_last, running, waiting = part
+                _, end, last_start, _, _, batch, last_context, _, binding, finished, used_last, running, waiting, \
+                    seen, _ = part
                 out = SchedulerOutput(num_compact=batch, compact_context=last_context, binding_limit=binding,
                                       compact_finished=finished, finished=finished)
                 result = UpdateResult(num_emitted=batch, finished=[req for _, req in finished])
                 stash = (index, last_start, end, (batch, last_context, ()), out, result, (), running, waiting,
-                         used_last)
+                         used_last, None if seen is None else float(seen[-1]))
             self._last = self._report(*stash)
         return self._last
+
+    def _frontend_costs(self, config: EngineConfig) -> FrontendCosts:
+        """The API servers' costs as the deployment prices them (none in front: 0 servers). vLLM's
+        API server fronts vLLM's engine, continuous batching; the sequential, static and dynamic
+        policies stand for classic servers, whose front is not modelled."""
+        if not self._frontend_wanted or not config.api_server_count or config.batching != "continuous":
+            return FrontendCosts(servers=0)  # (the other policies stand for classic servers)
+        d = self.deployment
+        return FrontendCosts(d.frontend_request_s, d.frontend_prompt_token_s, d.frontend_output_token_s,
+                             config.api_server_count)
+
+    def _next_event(self) -> float:
+        """When the next request reaches the engine, or (through the API server) is sent."""
+        return self.frontend.next_event if self._front else self.arrivals.next_at
 
     def _cost_model(self, config) -> CostModel:
         """The iteration times of this deployment under these dials: their CUDA graph capture
@@ -575,6 +639,8 @@ class Engine:
             stretch = None  # (one iteration at a time: a decoder's tokens per step vary)
         asynchronous = self._async
         arrivals = self.arrivals
+        frontend = self.frontend if self._front else None
+        retime = frontend.outputs if frontend is not None else None
         cost = self.cost
         while True:
             if until_time is not None and self.time >= until_time:
@@ -582,17 +648,19 @@ class Engine:
             if max_iterations is not None and n >= max_iterations:
                 break
             if stretch is not None and not self._carry_preempted:
-                if arrivals.next_at <= self.time:
+                if self._next_event() <= self.time:
                     self._admit_arrivals()
-                limit = arrivals.next_at if until_time is None else min(arrivals.next_at, until_time)
+                # (Through the API server: no request reaches the engine before its horizon.)
+                nxt = arrivals.next_at if frontend is None else frontend.horizon()
+                limit = nxt if until_time is None else min(nxt, until_time)
                 calls = MAX_STRETCH if max_iterations is None else max_iterations - n
                 if not asynchronous:
-                    got = stretch(cost, self.time, limit, calls, arrivals.listens)
+                    got = stretch(cost, self.time, limit, calls, arrivals.listens, retime)
                     if got:
                         n += self._book_stretches(got)
                         continue
                 elif self._in_flight is not None:
-                    got = stretch(cost, self._in_flight, limit, calls, arrivals.listens)
+                    got = stretch(cost, self._in_flight, limit, calls, arrivals.listens, retime)
                     if got:
                         # Calls run in bulk, each leaving a batch in flight (the last one's is kept).
                         parts, self._in_flight = got
@@ -612,26 +680,30 @@ class Engine:
         series = metrics.series_interval is not None
         n = 0
         for part in got:  # (see sim.schedulers.continuous.DECODE_STRETCH_FIELDS)
-            start, end, last_start, ends, gaps, batch, _, used, binding, finished, used_last, _, _ = part
+            start, end, last_start, ends, gaps, batch, _, used, binding, finished, used_last, _, _, seen, itl = part
             k = len(ends)
             self.iteration += k
             n += k
             self.time = end
+            # When the last iteration's tokens reached their clients (through the API server).
+            seen_end = end if seen is None else float(seen[-1])
             if not finished:
-                metrics.on_decode_iterations(start, ends, gaps, batch, used, binding)
+                metrics.on_decode_iterations(start, ends, gaps, batch, used, binding, seen_ends=seen, itl=itl)
             elif series:  # the finished are booked before the last iteration's series point
                 if k > 1:
-                    metrics.on_decode_iterations(start, ends[:-1], gaps[:-1], batch, used, binding)
-                metrics.on_gaps(float(gaps[-1]), batch)
+                    metrics.on_decode_iterations(start, ends[:-1], gaps[:-1], batch, used, binding,
+                                                 seen_ends=None if seen is None else seen[:-1],
+                                                 itl=None if itl is None else itl[:-1])
+                metrics.on_gaps(float((gaps if itl is None else itl)[-1]), batch)
                 for _, req in finished:
-                    self._finish(req, end)
+                    self._finish(req, seen_end)
                 metrics.on_iteration(last_start, end, batch, used_last, binding, batch,
-                                     len(finished), batch)
+                                     len(finished), batch, seen=seen_end)
             else:
                 metrics.on_decode_iterations(start, ends, gaps, batch, used, binding, len(finished),
-                                             used_last)
+                                             used_last, seen_ends=seen, itl=itl)
                 for _, req in finished:
-                    self._finish(req, end)
+                    self._finish(req, seen_end)
         self._stash = (self.iteration, part)
         self._last_preempted = ()
         return n

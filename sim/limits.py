@@ -27,6 +27,9 @@ MAX_RATE = 1e9
 MIN_BURSTINESS = 0.01
 MAX_SIGMA = 4.0
 MAX_TURNS = 10_000
+MAX_API_SERVERS = 1024
+"""API server processes (--api-server-count): each is a server the frontend walks for every
+iteration's output; more processes than a host has cores serve nothing faster."""
 
 _LENGTH_FIELDS = ("mean", "low", "high", "long_len")
 
@@ -42,6 +45,8 @@ def check_engine(config) -> None:
         _whole_at_most(f"engine.{name}", getattr(config, name), MAX_TOKENS, "a whole number of tokens")
     for name in ("max_num_seqs", "max_batch_size"):
         _whole_at_most(f"engine.{name}", getattr(config, name), MAX_NUM_PROMPTS, "a whole number of requests")
+    _whole_at_most("engine.api_server_count", config.api_server_count, MAX_API_SERVERS,
+                   "a whole number of API server processes")
     if config.max_queue_delay > MAX_SPAN_S:
         raise ConfigError("engine.max_queue_delay", config.max_queue_delay, f"a wait in seconds up to {MAX_SPAN_S:g}",
                           "longer, a batch's wait spans more simulated time than the simulator holds")

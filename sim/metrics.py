@@ -353,10 +353,13 @@ class MetricsCollector:
             self._sample_itl_max = gap
 
     def on_iteration(self, start: float, end: float, running: int, kv_used: int, binding: str,
-                     tokens: int, completions: int, seats: int = 0, padded: int = 0) -> None:
+                     tokens: int, completions: int, seats: int = 0, padded: int = 0,
+                     seen: float | None = None) -> None:
         """Book one iteration from `start` to `end`: `running` requests in it, `kv_used` blocks
         in use after it, its binding limit, the tokens it emitted and the requests that
-        finished with it, the seats it filled (`padded` of them with padding)."""
+        finished with it, the seats it filled (`padded` of them with padding); `seen`: when its
+        tokens reached their clients (through the API server; None: at `end`), which is when
+        the run's clients count them."""
         dt = end - start
         self.running_integral += running * dt
         self.busy_time += dt
@@ -373,10 +376,12 @@ class MetricsCollector:
             self.padded_seat_iterations += padded
         if tokens:
             self.output_tokens += tokens
-            if end > self.last_token_time:
-                self.last_token_time = end
+            if seen is None:
+                seen = end
+            if seen > self.last_token_time:
+                self.last_token_time = seen
             if self.keep_records:  # counted in its second of the run (see _tokens_per_s)
-                second = int(end - (self.first_arrival or 0.0))
+                second = int(seen - (self.first_arrival or 0.0))
                 if second < 0:
                     second = 0
                 counts = self._tokens_per_s
@@ -395,19 +400,23 @@ class MetricsCollector:
                 self._next_sample += self.series_interval
 
     def on_decode_iterations(self, start: float, ends, gaps, running: int, kv_used: int,
-                             binding: str, completions: int = 0, kv_used_last: int = 0) -> None:
+                             binding: str, completions: int = 0, kv_used_last: int = 0,
+                             seen_ends=None, itl=None) -> None:
         """Book alike decode iterations back to back from `start` (the fast path): iteration j
-        ends at ends[j]; in each, `running` requests each got one token `gaps[j]` after their
-        previous one and nobody finished, but `completions` in the last one (after which
-        `kv_used_last` blocks were in use); `kv_used` is the highest KV use among the others.
-        (With series sampling, the caller books those finished requests before the last
-        iteration, as one iteration at a time would.) Books the same numbers, to the last bit,
-        as one on_gaps and one on_iteration call per iteration: the running integral and busy
-        time are added up one gap at a time, in order (a loop, or numpy's cumsum, which also goes
-        left to right)."""
+        ends at ends[j], `gaps[j]` after the one before; in each, `running` requests each got one
+        token and nobody finished, but `completions` in the last one (after which `kv_used_last`
+        blocks were in use); `kv_used` is the highest KV use among the others. The tokens reached
+        their clients at `seen_ends[j]`, `itl[j]` after their previous ones (through the API
+        server; None: at `ends`, `gaps` after): the clients' gaps are the inter-token latencies
+        and their times count the tokens, the engine's gaps its busy time. (With series sampling,
+        the caller books those finished requests before the last iteration, as one iteration at a
+        time would.) Books the same numbers, to the last bit, as one on_gaps and one on_iteration
+        call per iteration: the running integral and busy time are added up one gap at a time, in
+        order (a loop, or numpy's cumsum, which also goes left to right)."""
         k = len(ends)
+        seen = seen_ends is not None
         if gaps.__class__ is not list:
-            if isinstance(gaps, np.ndarray) and self.series_interval is None and self.keep_records:
+            if not seen and isinstance(gaps, np.ndarray) and self.series_interval is None and self.keep_records:
                 self.itl_values.frombytes(gaps.tobytes())
                 self.itl_counts.frombytes(np.full(k, running, dtype=np.int32).tobytes())
                 self._count_tokens_in(ends, running)
@@ -415,6 +424,7 @@ class MetricsCollector:
                                                                         running * gaps)))[-1])
                 self.busy_time = float(np.cumsum(np.concatenate(((self.busy_time,), gaps)))[-1])
                 top = float(gaps.max())
+                last_seen = float(ends[-1])
                 ends_tail = ends[-RECENT_ITERATIONS:].tolist()
                 gaps = None
             elif isinstance(gaps, np.ndarray):
@@ -422,30 +432,36 @@ class MetricsCollector:
             else:
                 ends, gaps = list(ends), list(gaps)
         if gaps is not None:
+            if not seen:
+                seen_ends, itl = ends, gaps
+            elif itl.__class__ is not list:
+                seen_ends, itl = seen_ends.tolist(), itl.tolist()
             if self.series_interval is not None:
                 prev = start
                 last = k - 1 if completions else k
-                for j, (end, gap) in enumerate(zip(ends, gaps)):
-                    self.on_gaps(gap, running)
+                for j in range(k):
+                    self.on_gaps(itl[j], running)
                     if j == last:
-                        self.on_iteration(prev, end, running, kv_used_last, binding, running, completions, running)
+                        self.on_iteration(prev, ends[j], running, kv_used_last, binding, running, completions, running,
+                                          0, seen_ends[j])
                     else:
-                        self.on_iteration(prev, end, running, kv_used, binding, running, 0, running)
-                    prev = end
+                        self.on_iteration(prev, ends[j], running, kv_used, binding, running, 0, running, 0,
+                                          seen_ends[j])
+                    prev = ends[j]
                 return
             if self.keep_records:
-                self.itl_values.fromlist(gaps)  # (fromlist reads a list faster than extend)
+                self.itl_values.fromlist(itl)  # (fromlist reads a list faster than extend)
                 self.itl_counts.fromlist([running] * k)
                 if running:
                     # Counted in their second of the run as on_iteration counts one (most
                     # stretches lie within one second).
                     t0 = self.first_arrival or 0.0
-                    second = int(ends[0] - t0)
+                    second = int(seen_ends[0] - t0)
                     counts = self._tokens_per_s
-                    if second == int(ends[-1] - t0) and second >= 0:
+                    if second == int(seen_ends[-1] - t0) and second >= 0:
                         counts[second] = counts.get(second, 0) + running * k
                     else:
-                        self._count_tokens_in(ends, running)
+                        self._count_tokens_in(seen_ends, running)
             # The same float additions in the same order as per-iteration booking (dt is the gap).
             ri = self.running_integral
             busy = self.busy_time
@@ -454,7 +470,8 @@ class MetricsCollector:
                 busy += gap
             self.running_integral = ri
             self.busy_time = busy
-            top = max(gaps)
+            top = max(itl)
+            last_seen = seen_ends[-1]
             ends_tail = ends if k <= RECENT_ITERATIONS else ends[k - RECENT_ITERATIONS:]
         # (No series is sampled here: the per-sample figures are left alone.)
         if top > self.max_itl:
@@ -472,8 +489,8 @@ class MetricsCollector:
         tokens = running * k
         self.output_tokens += tokens
         self.seat_iterations += tokens
-        if running and ends_tail[-1] > self.last_token_time:
-            self.last_token_time = ends_tail[-1]
+        if running and last_seen > self.last_token_time:
+            self.last_token_time = last_seen
         # Kept as given (only the last RECENT_ITERATIONS are ever made into entries).
         self._recent_booked.append((ends_tail, running, completions))
         total = self._recent_total = self._recent_total + len(ends_tail)

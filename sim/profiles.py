@@ -110,10 +110,17 @@ class GpuProfile:
     overhead_s: float = 0.00002
     """Fixed cost of every iteration: kernel launches, sampling, scheduling."""
     overhead_per_seq_s: float = 0.00005
-    """Host cost of every iteration for each sequence in it (scheduling, sampling, detokenising,
-    the API server's share): 50 us by default (vLLM V1 before async scheduling, PR 18566; sources
-    in sim/data/profiles.toml), hidden behind the forward pass with async scheduling; fitted by
-    `batchtui calibrate`."""
+    """The engine core's host cost of every iteration for each sequence in it (scheduling,
+    preparing its inputs, sampling, sending its output to the API server): 50 us by default
+    (sources in sim/data/profiles.toml), hidden behind the forward pass with async scheduling;
+    fitted by `batchtui calibrate`. The API server's work is apart (`frontend_*`)."""
+    frontend_request_s: float = 0.0005
+    """The API server's own work for each request (read and check it, render the chat template,
+    hand it to the engine core, close its stream): `sim.frontend`."""
+    frontend_prompt_token_s: float = 0.000002
+    """The API server's time to tokenize one prompt token."""
+    frontend_output_token_s: float = 0.00005
+    """The API server's time to detokenize one output token and stream it to its client."""
     allreduce_latency_s: float = 0.000005
     """Fixed cost of one tensor-parallel all-reduce, on top of its transfer time."""
     nvidia_smi_names: tuple[str, ...] = ()
@@ -167,6 +174,9 @@ class ModelProfile:
     eta_attn: float | None = None
     overhead_s: float | None = None
     overhead_per_seq_s: float | None = None
+    frontend_request_s: float | None = None
+    frontend_prompt_token_s: float | None = None
+    frontend_output_token_s: float | None = None
     vocab_size: int = 0
     """Tokens in the vocabulary (0: unknown, every parameter counted as a linear layer's)."""
     tie_word_embeddings: bool = False
@@ -278,6 +288,9 @@ _EFFICIENCY_KEYS: dict[str, _Checker] = {
     "eta_attn": _efficiency,
     "overhead_s": _non_negative,
     "overhead_per_seq_s": _non_negative,
+    "frontend_request_s": _non_negative,
+    "frontend_prompt_token_s": _non_negative,
+    "frontend_output_token_s": _non_negative,
 }
 _DEFAULTS_KEYS: dict[str, _Checker] = {**_EFFICIENCY_KEYS, "allreduce_latency_s": _non_negative}
 _GPU_KEYS: dict[str, _Checker] = {
@@ -734,6 +747,23 @@ class Deployment:
     def overhead_per_seq_s(self) -> float:
         m = self.model
         return m.overhead_per_seq_s if m.overhead_per_seq_s is not None else self.gpu.overhead_per_seq_s
+
+    def _host(self, name: str) -> float:
+        """A host cost: the model's own value wins over its GPU's."""
+        own = getattr(self.model, name)
+        return own if own is not None else getattr(self.gpu, name)
+
+    @property
+    def frontend_request_s(self) -> float:
+        return self._host("frontend_request_s")
+
+    @property
+    def frontend_prompt_token_s(self) -> float:
+        return self._host("frontend_prompt_token_s")
+
+    @property
+    def frontend_output_token_s(self) -> float:
+        return self._host("frontend_output_token_s")
 
     @property
     def allreduce_latency_s(self) -> float:

@@ -89,6 +89,14 @@ class IterationReport:
     binding_limit: str
     cost: IterationCostParts
     padded_seats: int = 0  # static batching: finished members still holding a seat
+    seen_time: float | None = None
+    """When its tokens reached their clients: after the API server streamed them (sim.frontend),
+    else at `end_time` (None)."""
+
+    @property
+    def tokens_seen_at(self) -> float:
+        """When the iteration's tokens reached their clients."""
+        return self.end_time if self.seen_time is None else self.seen_time
 
     @property
     def duration(self) -> float:

@@ -173,8 +173,10 @@ async def start(args, setup, name: str) -> Served:
     from batchtui.serving import url_host
     from sim.engine import Engine
 
+    # (This server is the API server in front of the engine: its own request handling and
+    # streaming are real, so the simulated one is off.)
     engine = Engine(setup.scenario, live=True, keep_records=False, keep_requests=True,
-                    profiles=setup.profiles)
+                    profiles=setup.profiles, frontend=False)
     metrics = ServerMetrics(name, args.time_scale)
     recorder = None
     if args.record:

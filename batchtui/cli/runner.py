@@ -86,7 +86,7 @@ def run_once(scenario: Scenario, profiles=None, *, percentiles=(50, 90, 99), goo
         token_times = {}
         while (report := engine.step()) is not None:
             for rid in report.emitted:
-                token_times.setdefault(rid, []).append(report.end_time)
+                token_times.setdefault(rid, []).append(report.tokens_seen_at)
             if progress is not None and report.index % 4096 == 0:
                 progress(engine.metrics.completed)
     elif progress is None:

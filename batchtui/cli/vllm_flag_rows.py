@@ -157,7 +157,7 @@ model_tag (positional) | v | modelled | | the model, as --model
 --aggregate-engine-logging | b | recorded | | {_LOG}
 --enable-log-requests | b | recorded | | {_LOG}
 --headless | b | recorded | | {_NET}
---api-server-count,-asc | v | recorded | | API server processes: their host work is part of the per-sequence cost `batchtui calibrate` fits
+--api-server-count,-asc | v | modelled | | API server processes in front of the engine core: each does its share of the requests' work (tokenizing, setting up) and of the tokens' (detokenizing, streaming), one job at a time
 --config | v | refused | | a YAML file of more flags: give them on the command line
 --host | v | recorded | | {_NET}
 --port | v | recorded | | {_NET}

@@ -141,6 +141,12 @@ class Scheduler:
         result.num_waiting = self.num_waiting
         return result
 
+    def tokens_out(self, output: SchedulerOutput) -> int:
+        """How many tokens the batch samples (what `update_from_output` will give out): each
+        scheduled request whose tokens it computes all of."""
+        return sum(1 for req, n, _, _ in output.scheduled
+                   if req.num_computed_tokens + n >= req.prompt_len + req.num_output_tokens)
+
     def describe(self, output: SchedulerOutput) -> list[WorkRow]:
         """The batch whose output was just processed, in scheduled order (valid until the next
         schedule())."""

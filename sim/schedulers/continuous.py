@@ -484,6 +484,10 @@ class ContinuousScheduler(Scheduler):
             plan = [(req, n) for req, n in plan if id(req) in wanted]
         return plan, blocks
 
+    def tokens_out(self, output: SchedulerOutput) -> int:
+        # Every request that samples in a batch is listed in `sampling` when it is scheduled.
+        return output.num_compact + len(output.sampling)
+
     def update_from_output(self, output: SchedulerOutput, start: float = 0.0,
                            end: float = 0.0) -> UpdateResult:
         """The batch ran from `start` to `end`: every request that sampled in it gets its token,
@@ -721,7 +725,7 @@ class ContinuousScheduler(Scheduler):
 
     # -- steady decoding in bulk
     def decode_stretch(self, cost, start: float, limit: float, max_iterations: int,
-                       until_finish: bool = False) -> list[tuple] | tuple:
+                       until_finish: bool = False, retime=None) -> list[tuple] | tuple:
         """Run alike decode iterations in bulk, as many as run before anything changes: every
         running request a compact decoder getting one token, nobody admitted (the queue empty or
         blocked the same way as last time), enough free blocks. Iterations are timed with the
@@ -732,7 +736,9 @@ class ContinuousScheduler(Scheduler):
         client listens for finishes: a finish may send a request, a conversation's next turn or
         one a concurrency cap held back, which must be admitted at the very next iteration). The
         stretches run, in order, as `DECODE_STRETCH_FIELDS` tuples (none if no such iteration is
-        next)."""
+        next). `retime` (`sim.frontend.Frontend.outputs`, or None: tokens reach their clients when
+        sampled) gives when each iteration's tokens reach their clients: the decoders' token times
+        and gaps."""
         running = self.running
         if (self._steady_binding is None and self.waiting) or running.explicit or not running.decoders \
                 or max_iterations <= 0 or self.async_scheduling:
@@ -791,22 +797,23 @@ class ContinuousScheduler(Scheduler):
                 top = max(gaps)
             binding = self._steady_binding or "none"
             last_context = context + batch * (count - 1)
+            seen, itl, seen_end, top = _retimed(retime, ends, batch, end, top)
             if running.tick + count != running.next_finish:  # nobody finishes in it
-                running.advance(count, end, top)
+                running.advance(count, seen_end, top)
                 used = pool.usable - pool.free
                 stretches.append((start, end, last_start, ends, gaps, batch, last_context, used, binding, (), used,
-                                  batch, len(self.waiting)))
+                                  batch, len(self.waiting), seen, itl))
                 break
             # Decoders finish with the last iteration: the blocks in use before it are the
             # stretch's peak (the last takes its own, then the finished give theirs back).
             last_blocks = running.decode_blocks_needed(count - 1)
-            ended = running.advance(count, end, top)
+            ended = running.advance(count, seen_end, top)
             used = pool.usable - pool.free - last_blocks
             for _, req in ended:
                 req.status = FINISHED
                 pool.free_request(req.request_id)
             stretches.append((start, end, last_start, ends, gaps, batch, last_context, used, binding, ended,
-                              pool.usable - pool.free, len(running.members), len(self.waiting)))
+                              pool.usable - pool.free, len(running.members), len(self.waiting), seen, itl))
             self._steady_binding = None
             max_iterations -= count
             if until_finish or self.waiting or not running.decoders or max_iterations <= 0:
@@ -816,7 +823,7 @@ class ContinuousScheduler(Scheduler):
 
 
     def async_stretch(self, cost, flight: tuple, limit: float, max_calls: int,
-                      until_finish: bool = False) -> tuple:
+                      until_finish: bool = False, retime=None) -> tuple:
         """Async scheduling's `decode_stretch`: engine calls run in bulk, each scheduling the next
         batch of decoders while the one in flight runs, then processing the one in flight, with
         the same results as one call at a time. `flight` is the engine's batch in flight, (output,
@@ -829,7 +836,8 @@ class ContinuousScheduler(Scheduler):
         after a call that retires decoders if requests wait or `until_finish` (the client listens).
         Each call leaves a batch in flight, as one call does: the last one is returned with the
         calls run, as (stretches as `DECODE_STRETCH_FIELDS` tuples of the batches processed, the
-        batch now in flight as `flight` is, or None if nothing is); () if no call can run so."""
+        batch now in flight as `flight` is, or None if nothing is); () if no call can run so.
+        `retime` as in `decode_stretch`, for the batches processed."""
         out, start, end, _ = flight
         running = self.running
         decoders = running.decoders
@@ -921,6 +929,7 @@ class ContinuousScheduler(Scheduler):
                 top = float(processed_gaps.max())
             last_start = float(processed_ends[-2]) if calls > 1 else start
             start_next = float(processed_ends[-1])
+            seen, itl, seen_end, top = _retimed(retime, processed_ends, batch, start_next, top)
             if shrinks:
                 next_batch = batch - len(finishing)
                 scheduled_context = next_context + batch * (calls - 1) - sum(final for _, final in finishing)
@@ -938,17 +947,18 @@ class ContinuousScheduler(Scheduler):
             running.flights += calls - (shrinks and not next_batch)
             peak = pool.usable - pool.free
             if not shrinks:
-                running.advance(calls, start_next, top)
+                running.advance(calls, seen_end, top)
                 parts = [(start, start_next, last_start, processed_ends, processed_gaps, batch, last_context, peak,
-                          binding, (), peak, batch, len(self.waiting))]
+                          binding, (), peak, batch, len(self.waiting), seen, itl)]
             else:
                 used = peak - last_need  # before the last call took its blocks
-                ended = running.advance(calls, start_next, top)
+                ended = running.advance(calls, seen_end, top)
                 for _, req in ended:
                     req.status = FINISHED
                     pool.free_request(req.request_id)
                 parts = [(start, start_next, last_start, processed_ends, processed_gaps, batch, last_context, used,
-                          binding, ended, pool.usable - pool.free, len(running.members), len(self.waiting))]
+                          binding, ended, pool.usable - pool.free, len(running.members), len(self.waiting), seen,
+                          itl)]
                 self._steady_binding = None
             if first_binding != binding:
                 # The batch in flight was scheduled apart, with another binding limit: booked apart.
@@ -958,10 +968,14 @@ class ContinuousScheduler(Scheduler):
                     parts = [tuple(whole)]
                 else:
                     head = (start, end, start, [end], [end - start], batch, context, whole[7], first_binding, (),
-                            whole[7], batch, whole[12])
+                            whole[7], batch, whole[12], None if seen is None else [float(seen[0])],
+                            None if itl is None else [float(itl[0])])
                     whole[0] = end
                     whole[3] = processed_ends[1:]
                     whole[4] = processed_gaps[1:]
+                    if seen is not None:
+                        whole[13] = seen[1:]
+                        whole[14] = itl[1:]
                     parts = [head, tuple(whole)]
                 first_binding = binding
             stretches.extend(parts)
@@ -983,13 +997,24 @@ class ContinuousScheduler(Scheduler):
 
 
 DECODE_STRETCH_FIELDS = ("start", "end", "last_start", "ends", "gaps", "batch", "last_context", "kv_blocks_used",
-                         "binding", "finished", "kv_blocks_used_last", "num_running", "num_waiting")
+                         "binding", "finished", "kv_blocks_used_last", "num_running", "num_waiting", "seen", "itl")
 """What `decode_stretch` gives for each stretch, a plain tuple in this order (made tens of
 thousands of times a sweep): when the first iteration starts, the last ends and the last starts,
 when each iteration ended and how long it took (lists or numpy arrays), the batch, the decode context of the last iteration, the blocks used in them (their
 peak), the binding limit they repeat; if decoders finished in the last one, those (as (admission
 number, request), retired; else ()); the blocks used after it, and the requests running and
-waiting then."""
+waiting then; through the API server (`retime`), when each iteration's tokens reached their
+clients and the gaps between those times (the inter-token latencies the clients measure), else
+None and None (the clients see the tokens when sampled: `ends` and `gaps`)."""
+
+
+def _retimed(retime, ends, batch: int, end: float, top: float) -> tuple:
+    """(seen, itl, when the last tokens reached their clients, the largest gap) of a stretch's
+    iterations: through `retime` (`sim.frontend.Frontend.outputs`), or as the engine timed them."""
+    if retime is None:
+        return None, None, end, top
+    seen, itl = retime(ends, batch)
+    return seen, itl, float(seen[-1]), float(max(itl)) if itl.__class__ is list else float(itl.max())
 
 
 def _first(item):

@@ -48,6 +48,10 @@ class DynamicScheduler(StaticScheduler):
             out.binding_limit = "max_num_seqs"
         return out
 
+    def tokens_out(self, output: SchedulerOutput) -> int:
+        # (An encoder pass answers every input of its batch.)
+        return len(output.scheduled) if self.encoder else super().tokens_out(output)
+
     def update_from_output(self, output: SchedulerOutput, start: float = 0.0,
                            end: float = 0.0) -> UpdateResult:
         if not self.encoder:

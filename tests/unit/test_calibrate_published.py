@@ -1,7 +1,8 @@
-"""`calibrate` on three published points predicts the held-out others better than the default
-profile (issue 24): benchmarks/holdout.py fits Llama 3.1 8B on an H100 to InferenceBench's
-concurrency 1 and 4 and vLLM PR 18566's loaded run, and replays every other published run of that
-model on that GPU with both profiles."""
+"""`calibrate` on published points predicts the held-out others better than the default profile
+(issue 24): benchmarks/holdout.py fits Llama 3.1 8B on an H100 to InferenceBench's decode step at
+concurrency 1 and 4, and replays every other published run of that model on that GPU with both
+profiles (vLLM PR 18566's loaded run pinned the host cost per sequence here until its dials were
+set to the 1,024 seats vLLM 0.9 ran on an H100, issue 36: no host cost reproduces it now)."""
 
 from __future__ import annotations
 
@@ -31,12 +32,12 @@ def test_the_calibrated_profile_predicts_the_held_out_runs_better_than_the_defau
     assert s["calibrated_median"] < s["default_median"], holdout.text(*result)
 
 
-def test_the_fit_moved_what_the_three_runs_pin_and_kept_the_rest(result):
+def test_the_fit_moved_what_the_runs_pin_and_kept_the_rest(result):
     _, fitted = result
     from sim.profiles import BUILTIN_PROFILES
 
     base = BUILTIN_PROFILES.gpu(holdout.GPU)
     for name in holdout.FIXED:
         assert fitted[name] == pytest.approx(getattr(base, name))
-    # the loaded synchronous run's host work per sequence is what the default lacks most
-    assert fitted["overhead_per_seq_s"] > 10e-6
+    # the measured decode step (6.48 and 6.59 ms) is slower than the default's 6.02 and 6.10 ms
+    assert fitted["eta_bw"] < 0.95 * base.eta_bw

@@ -1,5 +1,7 @@
 """Engine.abort, Engine.sync and submit(arrived=True): the hooks `batchtui serve` drives the engine
-with (a client that goes away, reading tokens between iterations, arrivals stamped by the server)."""
+with (a client that goes away, reading tokens between iterations, arrivals stamped by the server).
+The engines are made as serve makes them, without the simulated API server in front (serve is the
+API server)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from sim.workload import RequestSpec, WorkloadSpec
 def _engine(async_scheduling: bool = False, **engine) -> Engine:
     sc = Scenario(workload=WorkloadSpec(arrival="all-at-once", num_prompts=0)).with_engine(
         async_scheduling=async_scheduling, **engine)
-    return Engine(sc, live=True, keep_records=False)
+    return Engine(sc, live=True, keep_records=False, frontend=False)  # as batchtui serve makes it
 
 
 @pytest.mark.parametrize("async_scheduling", [False, True])
@@ -78,7 +80,7 @@ def test_arrived_keeps_an_arrival_time_the_clock_has_passed():
 
 def test_release_forgets_finished_requests_only():
     sc = Scenario(workload=WorkloadSpec(arrival="all-at-once", num_prompts=0))
-    e = Engine(sc, live=True, keep_records=False, keep_requests=True)
+    e = Engine(sc, live=True, keep_records=False, keep_requests=True, frontend=False)
     e.submit(RequestSpec("a", 0.0, 100, 1))
     e.submit(RequestSpec("b", 0.0, 100, 50))
     e.advance_until(1e-6, 1)  # a's one token comes with its prefill

@@ -64,6 +64,31 @@ def _trace(seed: int, n: int, hash_ids: bool, priorities: bool) -> str:
     return str(path)
 
 
+# The API server in front of the engine (sim.frontend): the profile's costs, none, or a server so
+# slow that its jobs queue behind each other (output jobs longer than the iterations, requests
+# sent while it is busy), each with one or several API server processes.
+FRONTENDS = {
+    "profile": None,
+    "off": (0.0, 0.0, 0.0),
+    "slow": (0.002, 2e-5, 4e-4),
+    "uneven": (0.0, 1e-4, 3e-5),
+}
+
+
+def _frontend_profile(name: str) -> str:
+    """A profile file setting the API server's costs ("" for the built-in profile's)."""
+    costs = FRONTENDS[name]
+    if costs is None:
+        return ""
+    path = TRACES / f"frontend-{name}.toml"
+    if not path.exists():
+        request, prompt, output = costs
+        lines = [f"[gpus.{gpu}]\nfrontend_request_s = {request!r}\nfrontend_prompt_token_s = {prompt!r}\n"
+                 f"frontend_output_token_s = {output!r}\n" for gpu in ("h100-sxm",)]
+        path.write_text("".join(lines))
+    return str(path)
+
+
 LENGTHS = {
     "short": lambda mean: LengthSpec("fixed", mean),
     "uniform": lambda mean: LengthSpec("uniform", mean, 1, 2 * mean),
@@ -114,6 +139,7 @@ def scenarios(draw) -> tuple[Scenario, bool]:
         "scheduler_reserve_full_isl": draw(st.booleans()),
         "enable_prefix_caching": draw(st.booleans()),
         "async_scheduling": draw(st.booleans()),
+        "api_server_count": draw(st.sampled_from([1, 1, 2, 3])),
         "max_batch_size": draw(st.sampled_from([1, 4, 16])),
         "max_queue_delay": draw(st.sampled_from([0.0, 0.005, 0.05])),
     }
@@ -125,7 +151,8 @@ def scenarios(draw) -> tuple[Scenario, bool]:
         blocks = per_seq + (1 if blocks == "tight" else 4 * per_seq)
     spec = draw(st.sampled_from([None] * 5 + SPECULATIVE)) if batching == "continuous" else None
     scenario = Scenario(engine=engine, workload=draw(workloads()), block_size=block_size,
-                        num_gpu_blocks_override=blocks, seed=draw(st.integers(0, 1000)), speculative_config=spec)
+                        num_gpu_blocks_override=blocks, seed=draw(st.integers(0, 1000)), speculative_config=spec,
+                        profiles_path=_frontend_profile(draw(st.sampled_from(sorted(FRONTENDS)))))
     return scenario, draw(st.booleans())
 
 
@@ -302,9 +329,11 @@ def async_decoding(draw) -> Scenario:
     engine = {"async_scheduling": True, "max_num_seqs": draw(st.sampled_from([2, 4, 8, 64])),
               "max_num_batched_tokens": draw(st.sampled_from([64, 512, 8192])), "max_model_len": max_model_len,
               "enable_prefix_caching": draw(st.booleans()),
-              "scheduling_policy": draw(st.sampled_from(["fcfs", "priority"]))}
+              "scheduling_policy": draw(st.sampled_from(["fcfs", "priority"])),
+              "api_server_count": draw(st.sampled_from([1, 1, 2]))}
     return Scenario(engine=engine, workload=workload, block_size=block_size, num_gpu_blocks_override=blocks,
-                    seed=draw(st.integers(0, 1000)))
+                    seed=draw(st.integers(0, 1000)),
+                    profiles_path=_frontend_profile(draw(st.sampled_from(sorted(FRONTENDS)))))
 
 
 @settings(max_examples=examples(30))

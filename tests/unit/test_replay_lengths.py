@@ -12,7 +12,7 @@ import pytest
 
 from batchtui.cli.measured import load_run
 from sim.engine import run_scenario
-from sim.replay_lengths import IMPLYING_KEYS, Z99, implied_output_ratio, lognormal_around, output_lengths
+from sim.replay_lengths import IMPLYING_KEYS, SPREAD_FLOOR, Z99, implied_output_ratio, lognormal_around, output_lengths
 from sim.scenario import Scenario
 from tests.unit.cli_run import run
 
@@ -70,14 +70,16 @@ def test_the_spread_is_read_back_near_the_one_drawn(varied):
 
 def test_equal_lengths_are_not_given_a_spread(capsys, tmp_path):
     """vLLM's random dataset at its default range ratio 0 sends exact lengths: the percentiles
-    imply none, the replay keeps the mean, and a capped run replays in lockstep as it ran."""
+    imply no spread, the replay keeps the mean, and a capped run replays as it ran. (The waves of
+    equal requests are not all alike since the API server spreads each one's arrivals, so the
+    implied ratio is not exactly 1: below it, TTFT's own spread taken off E2EL's.)"""
     path = _measured(capsys, tmp_path, "fixed")
     data = json.loads(path.read_text())
-    assert implied_output_ratio(data) == pytest.approx(1.0, abs=0.01)
+    assert implied_output_ratio(data) <= 1 + SPREAD_FLOOR
     measured, replay = _replay(path, tmp_path)
     assert measured.scenario.workload.output.dist == "fixed" and measured.scenario.workload.output.mean == 128
-    assert replay["median_ttft_ms"] == pytest.approx(replay["p99_ttft_ms"], rel=1e-9)  # every wave alike
-    assert replay["median_ttft_ms"] == pytest.approx(data["median_ttft_ms"], rel=1e-9)
+    for key in ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms"):
+        assert replay[key] == pytest.approx(data[key], rel=1e-9), key
 
 
 def test_a_file_without_the_percentiles_replays_at_the_mean(varied, tmp_path):

@@ -1,0 +1,242 @@
+"""The API server in front of the engine: vLLM's frontend process, a serial server.
+
+`vllm serve` runs the engine core in one process and its OpenAI-compatible API server in another:
+one asyncio process by default, `--api-server-count N` runs N (`EngineConfig.api_server_count`).
+An API server does its work one job at a time, beside the engine core:
+
+- a request's job, when its client sends it: read and check the request, render the chat
+  template, build the engine's request and hand it to the engine core; the same job carries the
+  request's closing work (the last chunk, the usage, `[DONE]`): `request_s`. Its prompt is
+  tokenized on the server's tokenizer thread (vLLM runs the tokenizer on a one-thread executor,
+  so a long prompt does not stall the event loop), one prompt after another, `prompt_token_s` a
+  token. The engine sees the request when both are done.
+- an output job for each engine iteration that sampled tokens, when the engine core sends the
+  iteration's outputs: detokenize each new token and stream it to its client as one server-sent
+  event, `output_token_s` a token (with speculative decoding a request's accepted tokens of one
+  iteration go in one event, priced as one). The tokens reach their clients when the job is
+  done: a client's TTFT, ITL, TPOT and E2E count from its send to that moment.
+
+The event loop's jobs are served first come, first served by the time they are ready (a
+request's job before an output job ready at the same time), each to the end: an iteration's
+outputs are one job (vLLM splits output processing into chunks of 128 requests and lets other
+work run between them, PR 12287; not modelled). With N servers a request's job goes to the servers in turn, and an
+iteration's tokens are shared evenly among them (requests are spread over the servers): the
+tokens reach their clients when the last server is done with its share. Requests reach the engine
+in the order they were sent (with N servers one may finish its job before an earlier one's; the
+engine reads it after that one: its input stays in order).
+
+This is what dissolves the lockstep of capped clients: a wave of requests that finish together
+is sent again as its answers reach the clients, and reaches the engine spread over the
+frontend's time for the wave's jobs; and at high concurrency the frontend's time per token is a
+delay on every token, and a ceiling on throughput when it is the slower of the two processes.
+
+The engine core's own host work for an iteration (scheduling, preparing inputs, sampling,
+`overhead_per_seq_s`) is not here: it belongs to the engine's iteration (`sim.cost`). The two
+processes run side by side: the frontend never slows the engine's iterations, only what the
+clients see and when requests reach the engine.
+
+Sources for the costs: sim/data/profiles.toml. With every cost 0, or no API server (an offline
+run, vLLM's LLM class) the frontend is off (`on`): requests reach the engine when sent and tokens
+the client when sampled.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .arrivals import Arrivals
+    from .workload import RequestSpec
+
+
+@dataclass(frozen=True)
+class FrontendCosts:
+    """What one API server spends on each job (seconds), and how many servers there are."""
+
+    request_s: float = 0.0
+    """A request's own work: parse, checks, chat template, engine request, the closing chunks."""
+    prompt_token_s: float = 0.0
+    """Tokenizing the prompt, per prompt token."""
+    output_token_s: float = 0.0
+    """Detokenizing one output token and streaming it as a server-sent event."""
+    servers: int = 1
+    """API server processes (vLLM's --api-server-count; 0: none, an offline run)."""
+
+    @property
+    def on(self) -> bool:
+        return self.servers > 0 and (self.request_s > 0 or self.prompt_token_s > 0 or self.output_token_s > 0)
+
+    def tokenizing(self, prompt_len: int) -> float:
+        """The tokenizer thread's time for a prompt."""
+        return self.prompt_token_s * prompt_len
+
+
+class Frontend:
+    """The API servers between the client (`arrivals`, what is sent and when) and the engine:
+    their jobs in order, when each sent request reaches the engine (`next_at`, `pop_due`) and
+    when each iteration's tokens reach their clients (`output`, `outputs`).
+
+    The engine tells it when an iteration's output is ready (`output`, in time order) and when
+    its clock has moved past a time with no output ready before it (`advance`): a request sent
+    by then has its job done first. Requests sent later are not yet taken from `arrivals`."""
+
+    def __init__(self, arrivals: Arrivals, costs: FrontendCosts) -> None:
+        self.arrivals = arrivals
+        self.costs = costs
+        self.on = costs.on
+        self._free = [0.0] * costs.servers  # when each server's event loop finishes the jobs it has
+        self._tokenizer = [0.0] * costs.servers  # when each server's tokenizer thread is free
+        self._turn = 0  # the server the next request's job goes to
+        self._due: deque[tuple[float, RequestSpec, object]] = deque()  # (reaches the engine, spec, origin)
+        self._last_due = 0.0
+        self.origin = None  # where the request last popped came from (see Arrivals.origin)
+        self.last_seen = 0.0
+        """When the tokens of the last output job reached their clients."""
+
+    # -- requests
+    def advance(self, t: float) -> None:
+        """Do the jobs of requests sent by `t` (no output is ready before them)."""
+        arrivals = self.arrivals
+        if arrivals.next_at > t:
+            return
+        costs = self.costs
+        free = self._free
+        tokenizer = self._tokenizer
+        servers = len(free)
+        due = self._due
+        while arrivals.next_at <= t:
+            spec = arrivals.pop_due(t)
+            if spec is None:
+                break
+            k = self._turn
+            self._turn = k + 1 if k + 1 < servers else 0
+            sent = spec.arrival_time
+            begin = free[k]
+            handled = (sent if sent >= begin else begin) + costs.request_s
+            free[k] = handled
+            begin = tokenizer[k]
+            done = (handled if handled >= begin else begin) + costs.tokenizing(spec.prompt_len)
+            tokenizer[k] = done
+            if done < self._last_due:
+                done = self._last_due  # (its server was quicker than an earlier request's)
+            self._last_due = done
+            due.append((done, spec, arrivals.origin))
+
+    @property
+    def next_at(self) -> float:
+        """When the next request whose job is done reaches the engine (inf if none is)."""
+        return self._due[0][0] if self._due else math.inf
+
+    @property
+    def next_event(self) -> float:
+        """When something next happens here: a request reaches the engine, or one is sent."""
+        due = self._due[0][0] if self._due else math.inf
+        sent = self.arrivals.next_at
+        return sent if sent < due else due
+
+    def horizon(self) -> float:
+        """No request not yet at the engine reaches it before this: the next one whose job is
+        done, or the next send plus the least its job and tokenizing can take (its own, on one
+        server: the requests after it come later; its own work alone with several, where a later
+        one may take a quicker server). Iterations starting before it see no arrival."""
+        due = self._due[0][0] if self._due else math.inf
+        sent = self.arrivals.next_at
+        if sent < due:
+            costs = self.costs
+            least = sent + costs.request_s  # (summed in the order `advance` sums)
+            if len(self._free) == 1:
+                least += costs.tokenizing(self.arrivals.peek().prompt_len)
+            if least < due:
+                return least
+        return due
+
+    def pop_due(self, now: float):
+        """The next request that has reached the engine by `now` (its arrival time is when its
+        client sent it), or None. Call until None; `origin` says where it came from."""
+        due = self._due
+        if due and due[0][0] <= now:
+            _, spec, self.origin = due.popleft()
+            return spec
+        return None
+
+    # -- outputs
+    def output(self, ready: float, tokens: int) -> float:
+        """An iteration's `tokens` are ready at `ready`: requests sent by then first, then their
+        output job. Returns when they reach their clients."""
+        self.advance(ready)
+        seen = self._job(ready, tokens)
+        self.last_seen = seen
+        return seen
+
+    def _job(self, ready: float, tokens: int) -> float:
+        free = self._free
+        c = self.costs.output_token_s
+        if len(free) == 1:
+            begin = free[0]
+            done = (ready if ready >= begin else begin) + tokens * c
+            free[0] = done
+            return done
+        share, extra = divmod(tokens, len(free))
+        seen = ready
+        for k, begin in enumerate(free):
+            n = share + 1 if k < extra else share
+            if not n:
+                continue
+            done = (ready if ready >= begin else begin) + n * c
+            free[k] = done
+            if done > seen:
+                seen = done
+        return seen
+
+    def outputs(self, ends, tokens: int):
+        """Output jobs of iterations back to back, ending at `ends` (a list, or a numpy array),
+        each with `tokens` tokens: when each one's tokens reach their clients and the gaps
+        between them (the first from the last output job before), as a list or an array as
+        `ends` is. The same numbers as `output` one at a time."""
+        before = self.last_seen
+        last = ends[-1]
+        free = self._free
+        servers = len(free)
+        quiet = self.arrivals.next_at > last  # no request is sent before the last is ready
+        if quiet:
+            share, extra = divmod(tokens, servers)
+            step = (share + (extra > 0)) * self.costs.output_token_s  # the slowest server's share
+            first = ends[0]
+            # Every server free when each output is ready: each reaches the clients `step` later.
+            idle = all(begin <= first for begin in free)
+            if ends.__class__ is list:
+                if idle:
+                    seen = [e + step for e in ends]
+                    idle = all(nxt >= prev for nxt, prev in zip(ends[1:], seen))
+            else:
+                seen = ends + step
+                idle = idle and bool((ends[1:] >= seen[:-1]).all())
+            if idle:
+                if servers == 1:
+                    free[0] = seen[-1]
+                else:
+                    for k in range(servers):
+                        n = share + 1 if k < extra else share
+                        if n:
+                            free[k] = last + n * self.costs.output_token_s
+        if not quiet or not idle:
+            job = self._job if quiet else self.output
+            seen = [job(e, tokens) for e in ends]
+            if ends.__class__ is not list:
+                import numpy as np
+
+                seen = np.array(seen)
+        self.last_seen = float(seen[-1])
+        if seen.__class__ is list:
+            gaps = [seen[0] - before]
+            gaps += [b - a for a, b in zip(seen, seen[1:])]
+        else:
+            import numpy as np
+
+            gaps = np.empty(len(seen))
+            gaps[0] = seen[0] - before
+            np.subtract(seen[1:], seen[:-1], out=gaps[1:])
+        return seen, gaps

@@ -1,0 +1,121 @@
+"""The API server in front of the engine (sim/frontend.py, issue 36): a serial server whose jobs
+are each request's own work and tokenizing, and each iteration's tokens streamed; what a client
+sees is what it delivers. Checked on headless runs against the costs it is given."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from sim.engine import Engine, run_scenario
+from sim.scenario import Scenario
+from sim.workload import LengthSpec, RequestSpec, WorkloadSpec
+
+
+def _profile(tmp_path, request_s: float, prompt_token_s: float, output_token_s: float) -> str:
+    path = tmp_path / "front.toml"
+    path.write_text(f"[gpus.h100-sxm]\nfrontend_request_s = {request_s!r}\nfrontend_prompt_token_s = {prompt_token_s!r}\n"
+                    f"frontend_output_token_s = {output_token_s!r}\n", encoding="utf-8")
+    return str(path)
+
+
+def _wave(n: int, prompt: int = 512, output: int = 128, **kw) -> Scenario:
+    return Scenario(workload=WorkloadSpec(arrival="all-at-once", request_rate=math.inf, num_prompts=n,
+                                          input=LengthSpec("fixed", prompt), output=LengthSpec("fixed", output)), **kw)
+
+
+def test_a_request_alone_waits_for_the_servers_work_and_its_prefill():
+    """TTFT alone is the API server's job on the request (its own work, its prompt tokenized),
+    the prefill, and the first token streamed; E2E ends when the last token is streamed."""
+    sc = _wave(1)
+    d = sc.deployment()
+    engine = Engine(sc)
+    prefill = engine.step()
+    (rec,) = engine.run().records
+    arrives = d.frontend_request_s + d.frontend_prompt_token_s * 512
+    assert prefill.start_time == pytest.approx(arrives, rel=1e-12)
+    assert rec.ttft == pytest.approx(arrives + prefill.duration + d.frontend_output_token_s, rel=1e-9)
+    alone = run_scenario(_wave(1, engine={"api_server_count": 0})).records[0]
+    assert rec.ttft - alone.ttft == pytest.approx(arrives + d.frontend_output_token_s, rel=1e-6)
+    assert rec.tpot == pytest.approx(alone.tpot, rel=1e-9)  # the same delay on every token
+
+
+def test_a_wave_reaches_the_engine_spread_over_the_servers_time():
+    """Sixteen requests sent at once: without an API server all are prefilled in the first
+    iteration; through one, they reach the engine a tokenizing apart, and the first is prefilled
+    alone."""
+    direct = Engine(_wave(16, engine={"api_server_count": 0}))
+    assert len(direct.step().admitted) == 16
+    served = Engine(_wave(16))
+    first = served.step()
+    assert first.admitted == ("0",)
+    d = served.deployment
+    assert first.start_time == pytest.approx(d.frontend_request_s + d.frontend_prompt_token_s * 512, rel=1e-12)
+    ttfts = sorted(r.ttft for r in served.run().records)
+    assert ttfts[0] < ttfts[-1]
+
+
+def test_a_busy_server_caps_the_tokens_its_clients_see_and_more_servers_lift_it(tmp_path):
+    """With 400 us of work a token, one API server streams at most 2,500 tokens/s whatever the
+    engine makes: every client's gap between tokens is the batch's share of that. Two servers
+    take half the tokens each."""
+    profile = _profile(tmp_path, 0.0, 0.0, 4e-4)
+    one = run_scenario(_wave(64, prompt=64, output=200, profiles_path=profile)).metrics
+    two = run_scenario(_wave(64, prompt=64, output=200, profiles_path=profile, engine={"api_server_count": 2})).metrics
+    engine_only = run_scenario(_wave(64, prompt=64, output=200, engine={"api_server_count": 0})).metrics
+    assert one["output_throughput"] == pytest.approx(2500, rel=0.05)
+    assert one["median_itl_ms"] == pytest.approx(64 * 0.4, rel=0.01)
+    assert two["output_throughput"] == pytest.approx(5000, rel=0.05)
+    assert two["median_itl_ms"] == pytest.approx(32 * 0.4, rel=0.01)
+    assert engine_only["output_throughput"] > 1.2 * two["output_throughput"]
+
+
+def test_tokenizing_a_long_prompt_does_not_stall_the_streams():
+    """The tokenizer has a thread of its own: a 100,000-token prompt takes it 200 ms, during which
+    the event loop keeps streaming the running requests' tokens. Their worst gap is the one the
+    long prompt's prefill makes in the engine, as without an API server, not 200 ms more."""
+
+    def worst_gap(servers: int) -> tuple[float, float]:
+        sc = Scenario(engine={"api_server_count": servers},
+                      workload=WorkloadSpec(arrival="all-at-once", request_rate=math.inf, num_prompts=4,
+                                            input=LengthSpec("fixed", 64), output=LengthSpec("fixed", 200)))
+        engine = Engine(sc)
+        engine.run(until_time=0.3)
+        engine.submit(RequestSpec("long", engine.time, 100_000, 2))
+        engine.run()
+        long = next(r for r in engine.metrics.records if r.request_id == "long")
+        return max(r.max_itl for r in engine.metrics.records if r.request_id != "long"), long.ttft
+
+    served, long_ttft = worst_gap(1)
+    direct, direct_ttft = worst_gap(0)
+    assert long_ttft > direct_ttft + 0.19  # its tokenizing (2 us a token) delays its own first token
+    assert served < direct + 0.005
+
+
+def test_no_api_server_is_zero_costs_and_the_other_policies_have_none(tmp_path):
+    zero = _profile(tmp_path, 0.0, 0.0, 0.0)
+    wave = _wave(8, output=20)
+    assert run_scenario(wave.with_engine(api_server_count=0)).metrics == \
+        run_scenario(Scenario(profiles_path=zero, workload=wave.workload)).metrics
+    for batching in ("sequential", "static"):
+        sc = wave.with_engine(batching=batching)
+        assert run_scenario(sc).metrics == run_scenario(sc.with_engine(api_server_count=0)).metrics
+
+
+def test_a_submitted_request_goes_through_the_server_and_is_refused_at_once():
+    """A request handed to the engine by hand passes the API server too; one vLLM refuses is
+    refused when submitted (the server checks it as it comes in), and so is an id a request on its
+    way still holds."""
+    sc = Scenario(engine={"max_model_len": 4096}, workload=WorkloadSpec(arrival="all-at-once", num_prompts=0))
+    engine = Engine(sc)
+    engine.submit(RequestSpec("a", 0.0, 512, 4))
+    assert "a" not in engine.requests  # on its way
+    with pytest.raises(Exception, match="already used"):
+        engine.submit(RequestSpec("a", 0.0, 512, 4))
+    with pytest.raises(Exception, match="max_model_len"):
+        engine.submit(RequestSpec("b", 0.0, 5000, 4))
+    engine.run()
+    (rec,) = engine.metrics.records
+    d = engine.deployment
+    assert rec.ttft > d.frontend_request_s + d.frontend_prompt_token_s * 512
