@@ -43,7 +43,7 @@ model_tag (positional) | v | modelled | | the model, as --model
 --trust-remote-code | b | recorded | | {_LOAD}
 --dtype | v | modelled | | auto, half, float16, bfloat16: 2-byte weights and activations (as the profiles assume); float32 and float are refused (no fp32 tensor-core peak in the profiles)
 --seed | v | modelled | | the random seed of the simulated traffic
---hf-config-path | v | modelled | | the model's Hugging Face config.json (a file, or a directory holding one): a dense model from its fields
+--hf-config-path | v | modelled | | the model's Hugging Face config.json (a file, or a directory holding one): a dense model, a mixture of experts, MLA or sliding windows from its fields
 --allowed-local-media-path | v | recorded | | {_MM}
 --allowed-media-domains | + | recorded | | {_MM}
 --revision | v | recorded | | {_LOAD}
