@@ -25,9 +25,9 @@ time of freeing, tail blocks first.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
 
 from .errors import ConfigError
+from .profiles import KvLayout
 
 
 class Block:
@@ -90,40 +90,6 @@ def prompt_block_hashes(segments, block_size: int) -> list[int]:
                 pieces = []
                 filled = 0
     return hashes
-
-
-@dataclass(frozen=True)
-class KvLayout:
-    """How the KV cache's blocks are counted, as vLLM 0.33's hybrid KV cache manager groups layers
-    (vllm/v1/core/kv_cache_utils.py, `_get_kv_cache_groups_uniform_page_size`): a block is one
-    group of `group_layers` layers' KV for block_size tokens. A model whose layers all attend to
-    the whole context is one group of every layer: a request holds one block per block_size
-    tokens. With sliding-window layers too (gpt-oss: 18 of 36), the layers of each kind are split
-    into groups of the smaller kind's count (the larger's when it is under 1.5 times it), and a
-    request holds its tokens' blocks in the full-attention group plus, in each of
-    `window_groups` sliding groups, at most `window_blocks` (its window, cdiv(window - 1,
-    block_size) + 1: SlidingWindowManager frees the blocks that fall out of it). Models whose
-    full-attention layers would fill several groups, and those with no full-attention layer, are
-    held as full attention (every token's blocks in every layer), as vLLM does with the hybrid
-    manager disabled."""
-
-    group_layers: int
-    window_groups: int = 0
-    window_blocks: int = 0
-
-    def blocks_for(self, tokens: int, block_size: int) -> int:
-        """Blocks a request holds for `tokens` tokens."""
-        blocks = -(-tokens // block_size)
-        if self.window_groups:
-            blocks += self.window_groups * (blocks if blocks < self.window_blocks else self.window_blocks)
-        return blocks
-
-    def token_capacity(self, blocks: int, block_size: int) -> int:
-        """The most tokens one request can hold in `blocks` blocks."""
-        g, w = self.window_groups, self.window_blocks
-        if not g:
-            return blocks * block_size
-        return (blocks - g * w if blocks >= (1 + g) * w else blocks // (1 + g)) * block_size
 
 
 NO_WINDOWS = KvLayout(0)

@@ -21,7 +21,6 @@ from typing import Any
 
 from sim import hf_config
 from sim.errors import ConfigError, ProfileError
-from sim.kv import KvLayout
 
 DEFAULT_GPU_ID = "h100-sxm"
 DEFAULT_MODEL_ID = "llama-3.1-8b"
@@ -101,6 +100,40 @@ MIXED_INPUT_SHARES: Mapping[str, float] = MappingProxyType({"machete": 1.0, "mar
 # 8.4 ms of launches over 32 layers, about 262 us a layer. Larger batches hide them under the GPU's work.
 EAGER_LAUNCH_S_PER_LAYER = 8.4e-3 / 32
 MAX_BLOCK_SIZE = 256
+
+
+@dataclass(frozen=True)
+class KvLayout:
+    """How the KV cache's blocks are counted, as vLLM 0.33's hybrid KV cache manager groups layers
+    (vllm/v1/core/kv_cache_utils.py, `_get_kv_cache_groups_uniform_page_size`): a block is one
+    group of `group_layers` layers' KV for block_size tokens. A model whose layers all attend to
+    the whole context is one group of every layer: a request holds one block per block_size
+    tokens. With sliding-window layers too (gpt-oss: 18 of 36), the layers of each kind are split
+    into groups of the smaller kind's count (the larger's when it is under 1.5 times it), and a
+    request holds its tokens' blocks in the full-attention group plus, in each of
+    `window_groups` sliding groups, at most `window_blocks` (its window, cdiv(window - 1,
+    block_size) + 1: SlidingWindowManager frees the blocks that fall out of it). Models whose
+    full-attention layers would fill several groups, and those with no full-attention layer, are
+    held as full attention (every token's blocks in every layer), as vLLM does with the hybrid
+    manager disabled."""
+
+    group_layers: int
+    window_groups: int = 0
+    window_blocks: int = 0
+
+    def blocks_for(self, tokens: int, block_size: int) -> int:
+        """Blocks a request holds for `tokens` tokens."""
+        blocks = -(-tokens // block_size)
+        if self.window_groups:
+            blocks += self.window_groups * (blocks if blocks < self.window_blocks else self.window_blocks)
+        return blocks
+
+    def token_capacity(self, blocks: int, block_size: int) -> int:
+        """The most tokens one request can hold in `blocks` blocks."""
+        g, w = self.window_groups, self.window_blocks
+        if not g:
+            return blocks * block_size
+        return (blocks - g * w if blocks >= (1 + g) * w else blocks // (1 + g)) * block_size
 
 
 @dataclass(frozen=True)
