@@ -67,19 +67,18 @@ class ExpertReads:
     top_k of the E experts of every MoE layer, every expert equally likely, tokens independently.
     An expert is then left unread with probability (1 - top_k / E)^T, so an MoE layer reads
     E (1 - (1 - top_k / E)^T) distinct experts on average: top_k for one token, nearly all of them
-    once T is large (for Qwen3-30B-A3B, 128 experts and top 8: 8 at T = 1, 64 at T = 11, 127 at
+    once T is large (for Qwen3-30B-A3B, 128 experts and top 8: 8 at T = 1, 65 at T = 11, 127 at
     T = 75). Real routers are skewed, so a real batch reads somewhat fewer (a sourced calibration
     of that skew is not modelled).
 
     Split over GPUs by tensor parallelism, every GPU reads its slice of each expert read: `per_gpu`
     is `distinct` / TP whole experts. With expert parallelism (EP = TP, whole experts on each GPU)
     the iteration waits for the GPU that reads the most: the largest of EP counts, each the experts
-    read among its E / EP, taken as independent binomials of that probability (exact for one
-    token per layer but for the draw without replacement)."""
+    read among its E / EP, taken as independent binomials of that probability (an approximation:
+    a token's top_k experts are drawn without replacement, so the GPUs' counts are not quite
+    independent)."""
 
     def __init__(self, experts: int, top_k: int, tensor_parallel_size: int, expert_parallel: bool) -> None:
-        import numpy as np
-
         miss = 1.0 - top_k / experts
         cap = 1
         if miss > 0:  # (tokens past which every expert is read, to double precision)

@@ -114,8 +114,9 @@ class KvLayout:
     `window_groups` sliding groups, at most `window_blocks` (its window, cdiv(window - 1,
     block_size) + 1: SlidingWindowManager frees the blocks that fall out of it). Models whose
     full-attention layers would fill several groups, and those with no full-attention layer, are
-    held as full attention (every token's blocks in every layer), as vLLM does with the hybrid
-    manager disabled."""
+    held as full attention (every token's blocks in every layer), as vLLM holds the first with the
+    hybrid manager disabled; for the second (Mistral 7B v0.1) vLLM frees the blocks out of the
+    window, which this leaves out."""
 
     group_layers: int
     window_groups: int = 0
@@ -234,7 +235,7 @@ class ModelProfile:
     """Multi-token-prediction layers shipped beside the model (config.json's num_nextn_predict_layers):
     what `--speculative-config`'s method mtp drafts with (0: none)."""
     description: str = ""
-    """One line on what the model is, for lists of models (`batchtui models`)."""
+    """One line on what the model is, for lists of models (`ProfileSet.catalog`)."""
     expert_count: int = 0
     """Mixture of experts: routed experts in each MoE layer (0: a dense model)."""
     expert_top_k: int = 0
