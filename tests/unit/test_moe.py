@@ -334,3 +334,15 @@ def test_the_readmes_qwen3_table():
     for batch, (moe_ms, experts, dense_ms) in rows.items():
         a, b = moe.iteration(batch, batch * 640), dense.iteration(batch, batch * 640)
         assert (round(a.total * 1e3, 2), round(a.experts_read), round(b.total * 1e3, 2)) == (moe_ms, experts, dense_ms)
+
+
+def test_a_checkpoint_format_the_simulator_does_not_read_is_refused_in_one_line(tmp_path, capsys):
+    config = json.loads(open("tests/data/hf-configs/Qwen--Qwen2.5-7B-Instruct.json").read())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "quantization_config": {"quant_method": "compressed-tensors"}}))
+    code, out, err = run(capsys, "sim", "--model", "x/y", "--hf-config-path", str(path))
+    assert code == 2 and err.count("\n") == 1 and "compressed-tensors" in err and "--quantization" in err, err
+    path.write_text(json.dumps({**config, "quantization_config": {"quant_method": "fp8"}}))
+    code, out, err = run(capsys, "sim", "--model", "x/y", "--hf-config-path", str(path), "--num-prompts", "3",
+                         "--json")
+    assert code == 0, err
