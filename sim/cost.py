@@ -4,9 +4,14 @@ An iteration is one forward pass over one token per decoding sequence plus this 
 chunks. Its time is a sum of per-operator-class rooflines, each on one GPU of the deployment:
 
 - linear layers over all T tokens: weights streamed once (`t_mem`) against GEMM compute
-  (`t_cmp`), joined smoothly as sqrt(t_mem^2 + t_cmp^2);
-- decode attention: every decoding sequence reads its whole KV cache;
-- prefill attention: each chunk attends to its prefix and (causally) to itself;
+  (`t_cmp`), joined smoothly as sqrt(t_mem^2 + t_cmp^2). A mixture of experts reads, besides its
+  always-read weights (attention, dense layers, shared experts, routers, embedding), only the
+  routed experts its T tokens go to (`ExpertReads`), and computes 2 FLOPs per active parameter
+  per token (the router's top-k experts' parameters, not all of them);
+- decode attention: every decoding sequence reads its whole KV cache (a sliding-window layer
+  only its window);
+- prefill attention: each chunk attends to its prefix and (causally) to itself (a sliding-window
+  layer to at most its window);
 - tensor-parallel all-reduces: two per layer, ring algorithm, when split over several GPUs;
 - a host overhead per iteration: a fixed part (launches, scheduling) plus a part for each
   sequence in the iteration (sampling, detokenising, the API server's share), `host_overhead`.
@@ -51,6 +56,49 @@ ALLREDUCES_PER_LAYER = 2
 
 BINDINGS = ("weights", "compute", "kv_read", "prefill_attention", "allreduce", "overhead", "idle")
 """Every value `IterationCost.binding` can take."""
+EXPERT_TABLE_MAX_TOKENS = 8192
+"""Tokens up to which the experts an iteration reads are tabulated; a larger one reads as many as
+this many (under uniform routing every expert is read well before, but for a router of 512+ experts
+and top-1)."""
+
+
+class ExpertReads:
+    """The routed experts one iteration of T tokens reads, under uniform routing: each token goes to
+    top_k of the E experts of every MoE layer, every expert equally likely, tokens independently.
+    An expert is then left unread with probability (1 - top_k / E)^T, so an MoE layer reads
+    E (1 - (1 - top_k / E)^T) distinct experts on average: top_k for one token, nearly all of them
+    once T is large (for Qwen3-30B-A3B, 128 experts and top 8: 8 at T = 1, 65 at T = 11, 127 at
+    T = 75). Real routers are skewed, so a real batch reads somewhat fewer (a sourced calibration
+    of that skew is not modelled).
+
+    Split over GPUs by tensor parallelism, every GPU reads its slice of each expert read: `per_gpu`
+    is `distinct` / TP whole experts. With expert parallelism (EP = TP, whole experts on each GPU)
+    the iteration waits for the GPU that reads the most: the largest of EP counts, each the experts
+    read among its E / EP, taken as independent binomials of that probability (an approximation:
+    a token's top_k experts are drawn without replacement, so the GPUs' counts are not quite
+    independent)."""
+
+    def __init__(self, experts: int, top_k: int, tensor_parallel_size: int, expert_parallel: bool) -> None:
+        miss = 1.0 - top_k / experts
+        cap = 1
+        if miss > 0:  # (tokens past which every expert is read, to double precision)
+            cap = min(EXPERT_TABLE_MAX_TOKENS, max(1, math.ceil(-37.5 / math.log(miss))))
+        tokens = np.arange(cap + 1, dtype=np.float64)
+        read = 1.0 - miss ** tokens
+        self.cap = cap
+        self.distinct = experts * read
+        """Experts an MoE layer reads, by tokens (up to `cap`)."""
+        if expert_parallel:
+            local = -(-experts // tensor_parallel_size)
+            j = np.arange(local + 1)
+            comb = np.array([math.comb(local, int(i)) for i in j], dtype=np.float64)
+            p = read[:, None]
+            pmf = comb * p ** j * (1.0 - p) ** (local - j)
+            below = np.cumsum(pmf, axis=1)[:, :local]  # P(count <= m - 1) for m = 1..local
+            self.per_gpu = np.sum(1.0 - np.minimum(below, 1.0) ** tensor_parallel_size, axis=1)
+        else:
+            self.per_gpu = self.distinct / tensor_parallel_size
+        """Whole experts' worth of weights the busiest GPU reads in an MoE layer, by tokens."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +110,8 @@ class IterationCost:
     t_compute: float
     """Linear layers if compute-bound: 2 FLOPs per parameter per token (t_cmp)."""
     t_linear: float
-    """Linear layers, sqrt(t_weights^2 + t_compute^2)."""
+    """Linear layers, sqrt(t_weights^2 + t_compute^2); a mixture of experts' also pays its expert
+    kernels' fixed cost (`Deployment.moe_latency_s`)."""
     t_kv_read: float
     """Decode attention reading each decoding sequence's KV cache."""
     t_prefill_attn: float
@@ -93,6 +142,9 @@ class IterationCost:
     (the GPU idles that long); 0 with graphs, or when the GPU's work is longer."""
     t_draft: float = 0.0
     """Speculative decoding: the drafter's passes after the target's forward pass (`draft_time`)."""
+    experts_read: float = 0.0
+    """A mixture of experts: the routed experts each MoE layer reads this iteration, on average
+    over uniform routing (`ExpertReads`); 0 for a dense model."""
 
     @property
     def host_share(self) -> float:
@@ -146,21 +198,40 @@ class CostModel:
         self._bandwidth = gpu.hbm_bandwidth
         self._peak = gpu.bf16_peak_flops
         self._weight_bytes = deployment.weight_bytes_per_gpu
-        self._kv_bytes_per_token = deployment.kv_bytes_per_token_per_gpu
+        self._kv_bytes_per_token = deployment.full_kv_bytes_per_token_per_gpu
         self._flops_per_token = 2.0 * deployment.params_per_gpu
         effective_peak = self._peak * deployment.eta_mfu
         self._effective_peak = effective_peak
 
-        # Linear layers: t_mem is the same whatever the batch; t_cmp grows with T.
+        # Linear layers: t_mem is the same whatever the batch (a mixture of experts': by T, below);
+        # t_cmp grows with T.
         self._t_mem = self._weight_bytes / (self._bandwidth * deployment.eta_bw)
         self._t_mem_squared = self._t_mem * self._t_mem
         # The linear layers run at the tensor-core peak of their weight format (fp8 for W8A8).
         self._t_cmp_per_token = self._flops_per_token / (deployment.linear_peak_flops * deployment.eta_mfu)
-        # Decode attention: seconds per token of context read.
+        self._experts = None
+        self._moe_latency = deployment.moe_latency_s
+        if model.expert_count:
+            self._price_experts(deployment)
+        # Decode attention: seconds per token of context read (the layers that attend to all of it),
+        # and per decoding sequence, its window (sliding-window layers: each reads at most its
+        # window; a sequence shorter than the window is charged all of it).
         self._t_kv_per_token = self._kv_bytes_per_token / (self._bandwidth * deployment.eta_attn)
+        window = model.window_tokens if model.window_layers else 0
+        self._kv_window_bytes = deployment.window_kv_bytes_per_token_per_gpu * window
+        self._t_kv_window = self._kv_window_bytes / (self._bandwidth * deployment.eta_attn)
         # Prefill attention: FLOPs = this x chunk x (prefix + chunk / 2). QK^T and PV are two
-        # matmuls of 2 FLOPs per multiply-add; causal masking halves the chunk's own square.
-        self._attn_flops_coeff = 4.0 * model.layers * model.q_heads * model.head_dim / tp
+        # matmuls of 2 FLOPs per multiply-add; causal masking halves the chunk's own square. MLA
+        # prefills with its heads' own widths (nope + rope for QK, v_head_dim for PV).
+        full_layers = model.layers - model.window_layers
+        widths = (model.attn_qk_dim or model.head_dim) + (model.attn_v_dim or model.head_dim)
+        per_layer = 2.0 * model.q_heads * widths / tp
+        if full_layers == model.layers and widths == 2 * model.head_dim:
+            self._attn_flops_coeff = 4.0 * model.layers * model.q_heads * model.head_dim / tp
+        else:
+            self._attn_flops_coeff = per_layer * full_layers
+        self._window = window
+        self._window_attn_coeff = per_layer * model.window_layers if window else 0.0
         # All-reduce: a ring moves 2 (tp - 1) / tp of the buffer each way per GPU; each layer
         # reduces the T x hidden activations twice. Each all-reduce also pays a fixed latency.
         if tp > 1:
@@ -181,6 +252,46 @@ class CostModel:
         """The tokens a forward pass of `tokens` tokens runs: padded to the CUDA graph captured for
         the next size up (none above the largest, or without graphs)."""
         return int(self._pad[tokens]) if tokens <= self._graph_max else tokens
+
+    def _price_experts(self, deployment: Deployment) -> None:
+        """A mixture of experts' weights read and FLOPs: the always-read weights plus the experts
+        the tokens go to (`ExpertReads`), tabulated by tokens so that every path reads the same
+        float; compute is 2 FLOPs per active parameter (top-k experts), the experts at their
+        format's peak."""
+        model, tp = deployment.model, deployment.tensor_parallel_size
+        experts = ExpertReads(model.expert_count, model.expert_top_k, tp, deployment.expert_parallel)
+        self._experts = experts
+        always = (deployment.weight_bytes - deployment.routed_expert_bytes) / tp
+        bytes_read = always + experts.per_gpu * deployment.expert_bytes
+        self._weights_read = bytes_read
+        self._weight_bytes = float(bytes_read[1])  # (one token's: the single-stream ceiling's)
+        t_mem = bytes_read / (self._bandwidth * deployment.eta_bw)
+        self._t_mem_table = t_mem
+        self._t_mem_sq_table = t_mem * t_mem
+        self._t_mem = float(t_mem[1])
+        self._t_mem_squared = self._t_mem * self._t_mem
+        dense = (model.params - model.expert_count * model.expert_params) / tp
+        active = model.expert_top_k * model.expert_params / tp
+        self._flops_per_token = 2.0 * (dense + active)
+        self._t_cmp_per_token = (2.0 * dense / (deployment.linear_peak_flops * deployment.eta_mfu)
+                                 + 2.0 * active / (deployment.expert_peak_flops * deployment.eta_mfu))
+
+    def _expert_index(self, tokens: int) -> int:
+        cap = self._experts.cap
+        return tokens if tokens < cap else cap
+
+    def weights_read(self, tokens: int) -> float:
+        """Bytes of weights one GPU reads in an iteration of `tokens` tokens (all of them for a
+        dense model)."""
+        if self._experts is None:
+            return self.deployment.weight_bytes_per_gpu
+        return float(self._weights_read[self._expert_index(tokens)])
+
+    def experts_read(self, tokens: int) -> float:
+        """Routed experts each MoE layer reads in an iteration of `tokens` tokens (0: dense)."""
+        if self._experts is None or tokens <= 0:
+            return 0.0
+        return float(self._experts.distinct[self._expert_index(tokens)])
 
     def host_overhead(self, num_seqs):
         """The host's share of one iteration running `num_seqs` sequences (decoding, and
@@ -210,8 +321,22 @@ class CostModel:
         tokens, attn_flops, num_seqs = self._tokens(num_decode, decode_context_tokens, prefill_chunks)
         if tokens == 0:
             return _IDLE
-        return self._assemble(tokens, decode_context_tokens * self._t_kv_per_token,
-                              decode_context_tokens * self._kv_bytes_per_token, attn_flops, num_seqs)
+        return self._assemble(tokens, self.kv_read_time(num_decode, decode_context_tokens),
+                              self._kv_read_bytes(num_decode, decode_context_tokens), attn_flops, num_seqs)
+
+    def kv_read_time(self, num_decode: int, decode_context_tokens: int) -> float:
+        """Decode attention's time: every context token's KV in the layers that attend to all of
+        it, and each decoding sequence's window in the sliding-window layers."""
+        t = decode_context_tokens * self._t_kv_per_token
+        if self._window:
+            t += num_decode * self._t_kv_window
+        return t
+
+    def _kv_read_bytes(self, num_decode: int, decode_context_tokens: int) -> float:
+        b = decode_context_tokens * self._kv_bytes_per_token
+        if self._window:
+            b += num_decode * self._kv_window_bytes
+        return b
 
     def iteration_time(self, num_decode: int, decode_context_tokens: int,
                        prefill_chunks: Sequence[tuple[int, int]] = ()) -> float:
@@ -220,7 +345,7 @@ class CostModel:
         tokens, attn_flops, num_seqs = self._tokens(num_decode, decode_context_tokens, prefill_chunks)
         if tokens == 0:
             return 0.0
-        return self._terms(tokens, decode_context_tokens * self._t_kv_per_token, attn_flops, num_seqs)[5]
+        return self._terms(tokens, self.kv_read_time(num_decode, decode_context_tokens), attn_flops, num_seqs)[5]
 
     def _tokens(self, num_decode: int, decode_context_tokens: int,
                 prefill_chunks: Sequence[tuple[int, int]]) -> tuple[int, float, int]:
@@ -237,6 +362,8 @@ class CostModel:
             prefill_tokens += chunk_len
             prefilling += chunk_len > 0
             attn_flops += self._attn_flops_coeff * chunk_len * (prefix_len + chunk_len / 2)
+            if self._window:
+                attn_flops += self._window_attn_coeff * windowed(prefix_len, chunk_len, self._window)
         return num_decode + prefill_tokens, attn_flops, num_decode + prefilling
 
     def encoder_pass(self, batch: int, input_len: int) -> IterationCost:
@@ -262,7 +389,11 @@ class CostModel:
         `t_draft`: a drafter's passes, run on the GPU after the target's forward pass."""
         run = int(self._pad[tokens]) if tokens <= self._graph_max else tokens  # padded to its graph
         t_cmp = self._t_cmp_per_token * run
-        t_linear = math.sqrt(self._t_mem_squared + t_cmp * t_cmp)
+        if self._experts is None:
+            t_linear = math.sqrt(self._t_mem_squared + t_cmp * t_cmp)
+        else:  # (plus the expert kernels' fixed cost)
+            t_linear = (math.sqrt(float(self._t_mem_sq_table[self._expert_index(tokens)]) + t_cmp * t_cmp)
+                        + self._moe_latency)
         t_prefill_attn = attn_flops / self._effective_peak
         t_allreduce = self._t_ar_per_token * run + self._t_ar_fixed
         t_overhead = self.host_overhead(num_seqs)
@@ -275,7 +406,7 @@ class CostModel:
 
     def _assemble(self, tokens: int, t_kv_read: float, kv_bytes: float,
                   attn_flops: float, num_seqs: int, t_draft: float = 0.0) -> IterationCost:
-        t_mem = self._t_mem
+        t_mem = self._t_mem if self._experts is None else float(self._t_mem_table[self._expert_index(tokens)])
         t_cmp, t_linear, t_prefill_attn, t_allreduce, t_overhead, total = self._terms(
             tokens, t_kv_read, attn_flops, num_seqs, t_draft)
 
@@ -308,13 +439,14 @@ class CostModel:
             t_overhead=t_overhead,
             total=total,
             flops=self._flops_per_token * tokens + attn_flops,
-            bytes_read=self._weight_bytes + kv_bytes,
+            bytes_read=self.weights_read(tokens) + kv_bytes,
             tokens=tokens,
             binding=binding,
             linear_binding=linear_binding,
             overhead_exposed=exposed,
             t_launch_wait=launch_wait,
             t_draft=t_draft,
+            experts_read=self.experts_read(tokens),
         )
 
     # -- speculative decoding ------------------------------------------------------------------
@@ -331,8 +463,8 @@ class CostModel:
         if tokens == 0:
             return _IDLE
         draft = self.draft_time(tokens, rows, decode_context_tokens, prefill_chunks)
-        return self._assemble(tokens, decode_context_tokens * self._t_kv_per_token,
-                              decode_context_tokens * self._kv_bytes_per_token, attn_flops, num_seqs, draft)
+        return self._assemble(tokens, self.kv_read_time(num_decode, decode_context_tokens),
+                              self._kv_read_bytes(num_decode, decode_context_tokens), attn_flops, num_seqs, draft)
 
     def spec_iteration_time(self, num_decode: int, decode_context_tokens: int,
                             prefill_chunks: Sequence[tuple[int, int]], verify_tokens: int, rows: int) -> float:
@@ -342,7 +474,8 @@ class CostModel:
         if tokens == 0:
             return 0.0
         draft = self.draft_time(tokens, rows, decode_context_tokens, prefill_chunks)
-        return self._terms(tokens, decode_context_tokens * self._t_kv_per_token, attn_flops, num_seqs, draft)[5]
+        return self._terms(tokens, self.kv_read_time(num_decode, decode_context_tokens), attn_flops, num_seqs,
+                           draft)[5]
 
     def draft_time(self, tokens: int, rows: int, decode_context_tokens: int,
                    prefill_chunks: Sequence[tuple[int, int]] = ()) -> float:
@@ -384,13 +517,14 @@ class CostModel:
             parts = self._decode_parts[batch] = (t_linear, t_allreduce, overhead)
         t_linear, t_allreduce, overhead = parts
         per_token = self._t_kv_per_token
+        window = batch * self._t_kv_window if self._window else 0.0  # (kv_read_time's sum, in its order)
         launch = self._launch
         ends: list[float] = []
         gaps: list[float] = []
         end = start
         join = self._join_floats  # (iteration_total's, on floats)
         for context in range(total_context, total_context + batch * count, batch):
-            gpu = t_linear + context * per_token + t_allreduce
+            gpu = t_linear + (context * per_token + window if window else context * per_token) + t_allreduce
             new = end + join(gpu if gpu >= launch else launch, overhead)
             ends.append(new)
             gaps.append(new - end)
@@ -407,8 +541,14 @@ class CostModel:
         top = self._graph_max
         run = np.where(batch_array <= top, self._pad[np.minimum(batch_array, top).astype(np.int64)], batch_array)
         t_cmp = self._t_cmp_per_token * run
-        t_linear = np.sqrt(self._t_mem_squared + t_cmp * t_cmp)
+        if self._experts is None:
+            t_linear = np.sqrt(self._t_mem_squared + t_cmp * t_cmp)
+        else:
+            tokens = np.minimum(batch_array, self._experts.cap).astype(np.int64)
+            t_linear = np.sqrt(self._t_mem_sq_table[tokens] + t_cmp * t_cmp) + self._moe_latency
         t_kv_read = context * self._t_kv_per_token
+        if self._window:
+            t_kv_read = t_kv_read + batch_array * self._t_kv_window
         t_allreduce = self._t_ar_per_token * run + self._t_ar_fixed
         gpu = np.maximum(t_linear + t_kv_read + t_allreduce, self._launch)
         total = self.iteration_total(gpu, self.host_overhead(batch_array))
@@ -419,7 +559,8 @@ class CostModel:
     @property
     def single_stream_ceiling_tokens_per_s(self) -> float:
         """Tokens/s one sequence could reach if each token only had to stream the weights once
-        at full HBM bandwidth: bandwidth / weight bytes (per GPU)."""
+        at full HBM bandwidth: bandwidth / weight bytes (per GPU; a mixture of experts': those one
+        token reads)."""
         return self._bandwidth / self._weight_bytes
 
     def report_parts(self, cost: IterationCost) -> IterationCostParts:
@@ -430,6 +571,7 @@ class CostModel:
             prefill_attention=cost.t_prefill_attn, allreduce=cost.t_allreduce,
             overhead=cost.host_share, total=seconds, binding=cost.binding,
             linear_binding=cost.linear_binding, linear=cost.t_linear, draft=cost.t_draft,
+            experts_read=cost.experts_read, experts=self.deployment.model.expert_count,
             bandwidth_share=cost.bytes_read / seconds / self._bandwidth if seconds > 0 else 0.0,
             tensor_core_share=cost.flops / seconds / self._peak if seconds > 0 else 0.0)
 
@@ -496,3 +638,15 @@ class _DraftRoofline:
         for step in range(1, self.passes):
             total += self._pass(rows, rows, context + step * rows, 0.0, False)
         return total
+
+
+def windowed(prefix: int, chunk: int, window: int) -> float:
+    """Prefill attention's work in a sliding-window layer, in the units a full layer's is
+    `chunk x (prefix + chunk / 2)`: the chunk's tokens, at positions prefix to prefix + chunk, each
+    attend to at most `window` keys (the integral of min(position, window) over the chunk)."""
+    end = prefix + chunk
+    if end <= window:
+        return chunk * (prefix + chunk / 2)
+    if prefix >= window:
+        return float(window * chunk)
+    return (window * window - prefix * prefix) / 2 + window * (end - window)

@@ -239,6 +239,10 @@ DIALS: tuple[DialSpec, ...] = (
                   '"model": the draft head or model, "num_speculative_tokens": K}; acceptance per draft position '
                   'from published vLLM runs, or your own with "rejection_sample_method": "synthetic" and '
                   '"synthetic_acceptance_rates" (default: off)'),
+    DialSpec("enable_expert_parallel", "expert parallel", "bool", "restart", "--enable-expert-parallel", "serve",
+             optional=True,
+             help="a mixture of experts' routed experts placed whole on the GPUs (EP = TP) instead of a slice of "
+                  "every one on each (default off)"),
     DialSpec("seed", "random seed", "int", "restart", "--seed", "serve", minimum=0,
              help="random seed (default 0)"),
     # -- the engine: from the next iteration (its structure restarts the run)

@@ -65,9 +65,9 @@ class RunSummary:
 
 def _check_max_model_len(config, pool) -> None:
     """vLLM refuses to start a continuous engine whose max_model_len exceeds what its KV cache holds."""
-    if config.batching == "continuous" and config.max_model_len > pool.usable * pool.block_size:
+    if config.batching == "continuous" and config.max_model_len > pool.token_capacity:
         raise ConfigError("engine.max_model_len", config.max_model_len,
-                          f"at most the {pool.usable * pool.block_size} tokens the KV cache holds",
+                          f"at most the {pool.token_capacity} tokens the KV cache holds",
                           "vLLM refuses to start otherwise; lower {engine.max_model_len} or give the cache more "
                           "blocks: {gpu_memory_utilization}, {num_gpu_blocks_override}")
 
@@ -111,7 +111,7 @@ class Engine:
             pool = BlockPool(2**40, 16)  # an encoder keeps no KV cache
         else:
             pool = BlockPool(self.deployment.num_gpu_blocks, self.deployment.block_size,
-                             caching=config.caches_prefixes)
+                             caching=config.caches_prefixes, layout=self.deployment.kv_layout)
             _check_max_model_len(config, pool)
         self.config = config
         self.pool = pool
@@ -290,7 +290,7 @@ class Engine:
                                                            f"the model's {self.model.max_model_len}")
             else:
                 check_request(spec.request_id, spec.prompt_len, spec.output_len, config,
-                              self.pool.usable, self.pool.block_size)
+                              self.pool.usable, self.pool.block_size, self.pool.blocks_for)
                 if spec.prompt_segments is not None:
                     check_segments(spec.request_id, spec.prompt_segments, spec.prompt_len)
         except RequestRejected as exc:

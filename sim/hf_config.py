@@ -1,16 +1,33 @@
-"""A dense transformer from its Hugging Face `config.json`: parameters, weight bytes, KV bytes.
+"""A model from its Hugging Face `config.json`: parameters, experts, attention layout, weight format.
 
-A model is its config's fields: hidden size, layers, attention and KV heads, head dim, MLP
-(intermediate) size, vocabulary, tied embeddings and max positions. From them:
+A model is its config's fields. From them:
 
 - parameters: the embedding (vocabulary x hidden, twice when the output head is not tied to it),
-  and per layer the Q, K, V and O projections (with Q/K/V biases where the architecture has them:
-  Qwen2's), the gated MLP's three matrices (gate, up, down: 3 x hidden x intermediate) and two
-  RMSNorm weights, then the final norm;
-- KV bytes per token: 2 (K and V) x layers x KV heads x head dim x the cache's bytes per element.
+  and per layer the attention projections, the MLP and the norms, then the final norm;
+- attention: grouped-query (Q, K, V and O projections, with the biases the architecture has:
+  Qwen2's on Q/K/V, gpt-oss's on all four, its per-head sinks, Qwen3's Q/K norms), or DeepSeek's
+  multi-head latent attention (MLA: `q_lora_rank`, `kv_lora_rank`, `qk_nope_head_dim`,
+  `qk_rope_head_dim`, `v_head_dim`), whose KV cache holds the compressed latent and the RoPE key,
+  `kv_lora_rank + qk_rope_head_dim` values a token a layer, shared by every head (vLLM's MLA
+  backends cache exactly that);
+- the MLP: gated (gate, up, down: 3 x hidden x intermediate) on dense layers; on a
+  mixture-of-experts layer a router (hidden x experts), the routed experts (each a gated MLP of
+  the expert size) and any shared experts, read for every token. Which layers are MoE follows the
+  architecture's own fields: Mixtral and gpt-oss all of them (`num_local_experts`); Qwen2/3-MoE
+  (`num_experts`, `moe_intermediate_size`) all but `mlp_only_layers`, every `decoder_sparse_step`;
+  DeepSeek V2/V3 (`n_routed_experts`, `n_shared_experts`) from `first_k_dense_replace` on, every
+  `moe_layer_freq`; Llama 4 (`num_local_experts` in `text_config`, one shared expert,
+  `intermediate_size_mlp` on dense layers) every `interleave_moe_layer_step`;
+- sliding-window layers: `layer_types` ("sliding_attention"), Gemma 3's `sliding_window_pattern`,
+  Gemma 2's alternation, or, for a `sliding_window` with no pattern (Mistral 7B v0.1), every layer;
+  Llama 4's chunked local attention (`attention_chunk_size`) is read as full attention (vLLM
+  0.33 disables its hybrid KV cache manager for it by default; within one 8,192-token chunk
+  the two are the same);
+- the weight format the checkpoint ships in (`quantization_config.quant_method`): `mxfp4`
+  (gpt-oss: the experts only, the rest bf16, as vLLM's Mxfp4Config quantizes only MoE layers),
+  `fp8` (DeepSeek-V3's and Qwen3's FP8 checkpoints: 128x128 block scales, every linear layer).
 
-A mixture-of-experts config (num_local_experts, num_experts, n_routed_experts) is refused until MoE
-is modelled. `model_values` turns a config into a model profile table (`sim.profiles`).
+`model_values` turns a config into a model profile table (`sim.profiles`).
 """
 
 from __future__ import annotations
@@ -27,19 +44,31 @@ FIELDS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_va
           "intermediate_size", "vocab_size", "tie_word_embeddings", "max_position_embeddings")
 REQUIRED = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size",
             "max_position_embeddings")
-MOE_FIELDS = ("num_local_experts", "num_experts", "n_routed_experts")
+EXPERT_COUNT_FIELDS = ("num_local_experts", "num_experts", "n_routed_experts")
+EXPERTS_PER_TOKEN_FIELDS = ("num_experts_per_tok", "experts_per_token")
+MOE_FIELDS = (*EXPERT_COUNT_FIELDS, *EXPERTS_PER_TOKEN_FIELDS, "moe_intermediate_size", "n_shared_experts",
+              "shared_expert_intermediate_size", "first_k_dense_replace", "moe_layer_freq", "mlp_only_layers",
+              "decoder_sparse_step", "interleave_moe_layer_step", "intermediate_size_mlp", "moe_layers")
+MLA_FIELDS = ("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+WINDOW_FIELDS = ("sliding_window", "layer_types", "sliding_window_pattern", "use_sliding_window", "max_window_layers")
 # Fields only a config.json has (a model profile's own keys are head_dim, intermediate_size, ...):
 # a [models.*] table with any of them is read as a config.
 CONFIG_ONLY = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-               "max_position_embeddings", "model_type", "attention_bias", *MOE_FIELDS)
+               "max_position_embeddings", "model_type", "attention_bias", "quantization_config",
+               *MOE_FIELDS, *MLA_FIELDS, *WINDOW_FIELDS)
 # Architectures whose Q, K and V projections carry a bias although their config does not say so.
-QKV_BIAS_MODEL_TYPES = ("qwen2",)
+QKV_BIAS_MODEL_TYPES = ("qwen2", "qwen2_moe")
+# Architectures with a per-head RMSNorm on queries and keys (head_dim weights each, per layer).
+QK_NORM_MODEL_TYPES = ("qwen3", "qwen3_moe")
+# The checkpoint formats vLLM reads from quantization_config.quant_method, as `--quantization` spells
+# them (sim.profiles.WEIGHT_FORMATS prices each).
+CHECKPOINT_FORMATS = {"mxfp4": "mxfp4", "fp8": "fp8", "modelopt_fp4": "modelopt_fp4", "awq": "awq", "gptq": "gptq"}
 MAX_CONFIG_BYTES = 4 << 20  # a config.json is a few kB; anything this large is not one
 
 
 @dataclass(frozen=True)
-class DenseShape:
-    """The fields of a dense decoder's config.json that decide its size."""
+class ModelShape:
+    """What a decoder's config.json says about its size, its experts and its KV cache."""
 
     hidden_size: int
     num_hidden_layers: int
@@ -50,26 +79,31 @@ class DenseShape:
     vocab_size: int
     tie_word_embeddings: bool
     max_position_embeddings: int
-    qkv_bias: bool = False
-
-    @property
-    def embedding_params(self) -> int:
-        """The token embedding, and the output head when it is not tied to it."""
-        return self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
-
-    @property
-    def layer_params(self) -> int:
-        h, d = self.hidden_size, self.head_dim
-        q, kv = self.num_attention_heads * d, self.num_key_value_heads * d
-        attention = h * q + 2 * h * kv + q * h + ((q + 2 * kv) if self.qkv_bias else 0)
-        mlp = 3 * h * self.intermediate_size
-        return attention + mlp + 2 * h
-
-    @property
-    def params(self) -> int:
-        return self.embedding_params + self.num_hidden_layers * self.layer_params + self.hidden_size
+    params: int
+    """Every parameter: embedding, output head, attention, MLPs and experts, norms."""
+    num_experts: int = 0
+    """Routed experts in each MoE layer (0: a dense model)."""
+    experts_per_token: int = 0
+    """Routed experts each token goes to (the router's top-k)."""
+    expert_params: int = 0
+    """One routed expert's parameters, added over every MoE layer."""
+    moe_layers: int = 0
+    kv_latent_dim: int = 0
+    """MLA: values cached a token a layer (kv_lora_rank + qk_rope_head_dim), shared by every head."""
+    qk_head_dim: int = 0
+    """Query/key width a head (prefill attention's first matmul); 0: head_dim."""
+    v_head_dim: int = 0
+    """Value width a head (its second matmul); 0: head_dim."""
+    sliding_window: int = 0
+    sliding_layers: int = 0
+    """Layers that attend only to the last `sliding_window` tokens."""
+    quantization: str | None = None
+    """The checkpoint's weight format (a `--quantization` name), None for bf16."""
 
     def kv_bytes_per_token(self, bytes_per_element: float = 2) -> float:
+        """Every layer's KV for one token (all of it, as a cache without windows would hold it)."""
+        if self.kv_latent_dim:
+            return self.num_hidden_layers * self.kv_latent_dim * bytes_per_element
         return 2 * self.num_hidden_layers * self.num_key_value_heads * self.head_dim * bytes_per_element
 
 
@@ -80,23 +114,100 @@ def _whole(config: Mapping[str, Any], key: str, source: str) -> int:
     return value
 
 
-def shape(config: Mapping[str, Any], source: str) -> DenseShape:
-    """The dense shape a config describes; ProfileError naming the field when it is missing, wrong,
-    or describes a mixture of experts."""
-    if not isinstance(config, Mapping):
-        raise ProfileError(f"{source}: a model config must be a JSON object of fields such as hidden_size.")
+def _count(config: Mapping[str, Any], key: str, source: str, default: int = 0) -> int:
+    """A field that may be absent, null or 0."""
+    value = config.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ProfileError(f"{source}: {key} = {value!r} is not allowed: it must be a whole number >= 0.")
+    return value
+
+
+def _layer_list(config: Mapping[str, Any], key: str, source: str, layers: int) -> list[int] | None:
+    value = config.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers
+                                               for i in value):
+        raise ProfileError(f"{source}: {key} must be a list of layer numbers from 0 to {layers - 1}.")
+    return value
+
+
+def text_part(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The language model's fields: a multimodal config's `text_config` (Llama 4, Gemma 3), with the
+    top level's quantization and tied embeddings, or the config itself."""
     text = config.get("text_config")
     if isinstance(text, Mapping) and "hidden_size" not in config:
-        config = {**text, **{k: v for k, v in config.items() if k in ("tie_word_embeddings",)}}
-    experts = [k for k in MOE_FIELDS if config.get(k) not in (None, 0, 1)]
-    if experts:
-        raise ProfileError(f"{source}: a mixture-of-experts model ({experts[0]} = {config[experts[0]]}) is not "
-                           "modelled yet; only dense transformers are.")
+        top = {k: v for k, v in config.items() if k in ("tie_word_embeddings", "quantization_config")}
+        return {**text, **top}
+    return config
+
+
+def _moe_layout(config: Mapping[str, Any], source: str, layers: int, experts: int) -> list[bool]:
+    """Which layers are mixture-of-experts layers, by the architecture's own fields."""
+    if experts == 0:
+        return [False] * layers
+    listed = _layer_list(config, "moe_layers", source, layers)
+    if listed is not None:
+        return [i in listed for i in range(layers)]
+    if "interleave_moe_layer_step" in config:  # Llama 4
+        step = _count(config, "interleave_moe_layer_step", source, 1)
+        return [step > 0 and (i + 1) % step == 0 for i in range(layers)]
+    first = _count(config, "first_k_dense_replace", source)  # DeepSeek V2/V3
+    freq = _count(config, "moe_layer_freq", source, 1) or 1
+    sparse = _count(config, "decoder_sparse_step", source, 1) or 1  # Qwen2/3-MoE
+    dense_only = set(_layer_list(config, "mlp_only_layers", source, layers) or ())
+    return [i >= first and i % freq == 0 and (i + 1) % sparse == 0 and i not in dense_only for i in range(layers)]
+
+
+def _sliding_layout(config: Mapping[str, Any], source: str, layers: int) -> tuple[int, int]:
+    """(window, sliding layers): the layers that attend only to their last `window` tokens."""
+    window = config.get("sliding_window")
+    if window is None or config.get("use_sliding_window") is False:
+        return 0, 0
+    if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
+        raise ProfileError(f"{source}: sliding_window = {window!r} is not allowed: it must be a positive whole "
+                           "number or null.")
+    types = config.get("layer_types")
+    if types is not None:
+        if not isinstance(types, list) or len(types) != layers or not all(isinstance(t, str) for t in types):
+            raise ProfileError(f"{source}: layer_types must list one attention type for each of the {layers} "
+                               "layers.")
+        return window, sum(t == "sliding_attention" for t in types)
+    pattern = config.get("sliding_window_pattern")
+    if pattern is not None:  # Gemma 3: every pattern-th layer is global
+        if isinstance(pattern, bool) or not isinstance(pattern, int) or pattern <= 0:
+            raise ProfileError(f"{source}: sliding_window_pattern = {pattern!r} must be a positive whole number.")
+        return window, sum((i + 1) % pattern != 0 for i in range(layers))
+    if config.get("model_type") == "gemma2":  # even layers slide, odd ones attend to everything
+        return window, (layers + 1) // 2
+    return window, layers  # Mistral 7B v0.1: every layer
+
+
+def _quantization(config: Mapping[str, Any], source: str) -> str | None:
+    q = config.get("quantization_config")
+    if q is None:
+        return None
+    method = q.get("quant_method") if isinstance(q, Mapping) else None
+    if method not in CHECKPOINT_FORMATS:
+        raise ProfileError(f"{source}: quantization_config's quant_method {method!r} is not a weight format the "
+                           f"simulator reads from a config ({', '.join(CHECKPOINT_FORMATS)}): take quantization_config "
+                           "out of the file and give the format with --quantization.")
+    return CHECKPOINT_FORMATS[method]
+
+
+def shape(config: Mapping[str, Any], source: str) -> ModelShape:
+    """The shape a config describes; ProfileError naming the field when it is missing or wrong."""
+    if not isinstance(config, Mapping):
+        raise ProfileError(f"{source}: a model config must be a JSON object of fields such as hidden_size.")
+    config = text_part(config)
     missing = [k for k in REQUIRED if k not in config]
     if missing:
         raise ProfileError(f"{source}: the model config is missing {', '.join(missing)} (a Hugging Face "
-                           "config.json of a dense transformer has them).")
+                           "config.json of a decoder has them).")
     hidden = _whole(config, "hidden_size", source)
+    layers = _whole(config, "num_hidden_layers", source)
     heads = _whole(config, "num_attention_heads", source)
     kv_heads = _whole(config, "num_key_value_heads", source) if "num_key_value_heads" in config else heads
     head_dim = (_whole(config, "head_dim", source) if config.get("head_dim") is not None
@@ -107,12 +218,76 @@ def shape(config: Mapping[str, Any], source: str) -> DenseShape:
     tie = config.get("tie_word_embeddings", False)
     if not isinstance(tie, bool):
         raise ProfileError(f"{source}: tie_word_embeddings = {tie!r} is not allowed: it must be true or false.")
-    bias = config.get("attention_bias")
-    if bias is None:
-        bias = config.get("model_type") in QKV_BIAS_MODEL_TYPES
-    return DenseShape(hidden, _whole(config, "num_hidden_layers", source), heads, kv_heads, head_dim,
-                      _whole(config, "intermediate_size", source), _whole(config, "vocab_size", source), tie,
-                      _whole(config, "max_position_embeddings", source), bool(bias))
+    model_type = config.get("model_type")
+    inter = _whole(config, "intermediate_size", source)
+    vocab = _whole(config, "vocab_size", source)
+
+    # -- attention, one layer
+    kv_latent = qk_dim = v_dim = 0
+    if config.get("kv_lora_rank"):  # DeepSeek's multi-head latent attention
+        for key in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+            if key not in config:
+                raise ProfileError(f"{source}: an MLA config (kv_lora_rank) needs {key}.")
+        rank, nope = _whole(config, "kv_lora_rank", source), _whole(config, "qk_nope_head_dim", source)
+        rope, v_dim = _whole(config, "qk_rope_head_dim", source), _whole(config, "v_head_dim", source)
+        q_rank = _count(config, "q_lora_rank", source)
+        qk_dim = nope + rope
+        q = (hidden * q_rank + q_rank + q_rank * heads * qk_dim) if q_rank else hidden * heads * qk_dim
+        attention = q + hidden * (rank + rope) + rank + rank * heads * (nope + v_dim) + heads * v_dim * hidden
+        kv_latent, kv_heads, head_dim = rank + rope, 1, rank + rope
+    else:
+        qd, kvd = heads * head_dim, kv_heads * head_dim
+        attention = hidden * qd + 2 * hidden * kvd + qd * hidden
+        bias = config.get("attention_bias")
+        if bias is None:
+            bias = model_type in QKV_BIAS_MODEL_TYPES
+        if bias:
+            attention += qd + 2 * kvd
+            if model_type not in QKV_BIAS_MODEL_TYPES:
+                attention += hidden  # Llama's and gpt-oss's attention_bias is on the output projection too
+        if model_type in QK_NORM_MODEL_TYPES:
+            attention += 2 * head_dim
+        if model_type == "gpt_oss":
+            attention += heads  # attention sinks, one a head
+
+    # -- MLPs and experts
+    experts_key = next((k for k in EXPERT_COUNT_FIELDS if config.get(k) not in (None, 0)), None)
+    experts = _count(config, experts_key, source) if experts_key else 0
+    top_k = expert = shared = router = 0
+    if experts:
+        k_key = next((k for k in EXPERTS_PER_TOKEN_FIELDS if config.get(k) is not None), None)
+        if k_key is None:
+            raise ProfileError(f"{source}: a mixture-of-experts config ({experts_key} = {experts}) needs "
+                               "num_experts_per_tok, the experts each token is routed to.")
+        top_k = _whole(config, k_key, source)
+        if top_k > experts:
+            raise ProfileError(f"{source}: {k_key} = {top_k} is more than the {experts} experts.")
+        expert_size = (_whole(config, "moe_intermediate_size", source) if config.get("moe_intermediate_size")
+                       else inter)
+        expert = 3 * hidden * expert_size
+        if model_type == "gpt_oss":
+            expert += 2 * expert_size + hidden  # gate/up and down biases
+        router = hidden * experts + (experts if model_type in ("gpt_oss", "deepseek_v3") else 0)
+        shared = _count(config, "n_shared_experts", source) * 3 * hidden * expert_size
+        if config.get("shared_expert_intermediate_size"):  # Qwen2-MoE: one shared expert and its gate
+            shared += 3 * hidden * _whole(config, "shared_expert_intermediate_size", source) + hidden
+        if model_type in ("llama4_text", "llama4"):
+            shared += 3 * hidden * expert_size  # one shared expert of the expert size
+    is_moe = _moe_layout(config, source, layers, experts)
+    moe_layers = sum(is_moe)
+    dense_inter = (_whole(config, "intermediate_size_mlp", source) if config.get("intermediate_size_mlp")
+                   else inter)
+    norms = 2 * hidden + (config["kv_lora_rank"] + (config.get("q_lora_rank") or 0) if kv_latent else 0)
+    per_layer = layers * (attention + norms) + (layers - moe_layers) * 3 * hidden * dense_inter
+    per_layer += moe_layers * (router + shared + experts * expert)
+    embedding = vocab * hidden * (1 if tie else 2)
+    window, sliding = _sliding_layout(config, source, layers)
+    return ModelShape(hidden, layers, heads, kv_heads, head_dim, inter, vocab, tie,
+                      _whole(config, "max_position_embeddings", source), params=embedding + per_layer + hidden,
+                      num_experts=experts if moe_layers else 0, experts_per_token=top_k if moe_layers else 0,
+                      expert_params=expert * moe_layers, moe_layers=moe_layers, kv_latent_dim=kv_latent,
+                      qk_head_dim=qk_dim, v_head_dim=v_dim, sliding_window=window, sliding_layers=sliding,
+                      quantization=_quantization(config, source))
 
 
 def read(path: str | Path) -> dict:
@@ -140,14 +315,20 @@ def read(path: str | Path) -> dict:
 
 
 def model_values(config: Mapping[str, Any], source: str) -> dict[str, Any]:
-    """The model profile fields (`sim.profiles.ModelProfile`) of a dense config."""
+    """The model profile fields (`sim.profiles.ModelProfile`) of a config."""
     s = shape(config, source)
-    return {"kind": "decoder", "params": float(s.params), "layers": s.num_hidden_layers,
-            "kv_heads": s.num_key_value_heads, "q_heads": s.num_attention_heads, "head_dim": s.head_dim,
-            "hidden": s.hidden_size, "max_model_len": s.max_position_embeddings, "bytes_per_param": 2.0,
-            "vocab_size": s.vocab_size, "tie_word_embeddings": s.tie_word_embeddings,
-            "intermediate_size": s.intermediate_size,
-            "mtp_layers": _mtp_layers(config, source)}
+    values = {"kind": "decoder", "params": float(s.params), "layers": s.num_hidden_layers,
+              "kv_heads": s.num_key_value_heads, "q_heads": s.num_attention_heads, "head_dim": s.head_dim,
+              "hidden": s.hidden_size, "max_model_len": s.max_position_embeddings, "bytes_per_param": 2.0,
+              "vocab_size": s.vocab_size, "tie_word_embeddings": s.tie_word_embeddings,
+              "intermediate_size": s.intermediate_size, "mtp_layers": _mtp_layers(config, source)}
+    optional = {"expert_count": s.num_experts, "expert_top_k": s.experts_per_token,
+                "expert_params": float(s.expert_params), "expert_layers": s.moe_layers,
+                "kv_latent_dim": s.kv_latent_dim, "attn_qk_dim": s.qk_head_dim, "attn_v_dim": s.v_head_dim,
+                "window_tokens": s.sliding_window, "window_layers": s.sliding_layers,
+                "quantization": s.quantization}
+    values.update({k: v for k, v in optional.items() if v})
+    return values
 
 
 def _mtp_layers(config: Mapping[str, Any], source: str) -> int:

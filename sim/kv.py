@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from .errors import ConfigError
+from .profiles import KvLayout
 
 
 class Block:
@@ -91,6 +92,9 @@ def prompt_block_hashes(segments, block_size: int) -> list[int]:
     return hashes
 
 
+NO_WINDOWS = KvLayout(0)
+
+
 class BlockPool:
     """Blocks of `block_size` tokens. Block 0 is reserved (vLLM's null block), so a pool of
     `num_blocks` can hand out `num_blocks - 1`.
@@ -103,12 +107,18 @@ class BlockPool:
 
     `free` counts every block in the free queue, evictable cached ones included (vLLM's
     get_num_free_blocks); `evictable` those of them that hold a hash; `cached` every block that
-    holds a hash, held or not."""
+    holds a hash, held or not.
+
+    With sliding-window layers in groups of their own (`layout`, a `KvLayout`), a request holds,
+    besides one block per `block_size` tokens, at most `window_blocks` in each window group
+    (`blocks_for`); the prefix cache's hashed blocks are those of the full-attention group."""
 
     __slots__ = ("num_blocks", "block_size", "usable", "free", "unattributed", "_held", "caching",
-                 "_evictable", "_cached", "_queue", "_index", "_hashed", "_evicted", "_tail")
+                 "_evictable", "_cached", "_queue", "_index", "_hashed", "_evicted", "_tail",
+                 "layout", "window_groups", "window_blocks")
 
-    def __init__(self, num_blocks: int, block_size: int, caching: bool = False) -> None:
+    def __init__(self, num_blocks: int, block_size: int, caching: bool = False,
+                 layout: KvLayout = NO_WINDOWS) -> None:
         if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size <= 0 \
                 or block_size & (block_size - 1):
             raise ConfigError("block_size", block_size, "a power of two (16 is vLLM's default)")
@@ -116,6 +126,9 @@ class BlockPool:
             raise ConfigError("num_gpu_blocks", num_blocks, "at least 2 (one is reserved)")
         self.num_blocks = num_blocks
         self.block_size = block_size
+        self.layout = layout
+        self.window_groups = layout.window_groups
+        self.window_blocks = layout.window_blocks
         self.usable = num_blocks - 1
         self.free = self.usable
         self.unattributed = 0
@@ -140,20 +153,34 @@ class BlockPool:
         return self.usable - self.free
 
     def blocks_for(self, num_tokens: int) -> int:
-        return -(-num_tokens // self.block_size)
+        """Blocks a request holds for `num_tokens` tokens (its window groups' included)."""
+        return self.layout.blocks_for(num_tokens, self.block_size)
+
+    @property
+    def token_capacity(self) -> int:
+        """The most tokens one request can hold in the whole cache."""
+        return self.layout.token_capacity(self.usable, self.block_size)
+
+    def steady(self, tokens: int) -> bool:
+        """A request of `tokens` computed tokens needs exactly one more block each time its tokens
+        pass a multiple of the block size (its window groups hold their most)."""
+        return not self.window_groups or tokens > (self.window_blocks - 1) * self.block_size
 
     def held(self, request_id: str) -> int:
         return self._held.get(request_id, 0)
 
     def blocks_needed(self, request_id: str, total_tokens: int) -> int:
         """New blocks a sequence needs to hold `total_tokens` tokens."""
-        need = -(-total_tokens // self.block_size) - self._held.get(request_id, 0)
+        need = self.blocks_for(total_tokens) - self._held.get(request_id, 0)
         return need if need > 0 else 0
 
     def try_allocate(self, request_id: str, total_tokens: int, reserve: int = 0) -> bool:
         """Grow a sequence to hold `total_tokens`; fails (taking nothing) unless `reserve` blocks
         would still be free afterwards."""
-        need = -(-total_tokens // self.block_size) - self._held.get(request_id, 0)
+        need = -(-total_tokens // self.block_size)
+        if self.window_groups:
+            need = self.layout.blocks_for(total_tokens, self.block_size)
+        need -= self._held.get(request_id, 0)
         if need <= 0:
             return True
         if need + reserve > self.free:
@@ -174,6 +201,8 @@ class BlockPool:
         With caching its full blocks get their hashes (`cache_blocks`; `known`: as there)."""
         rid = request.request_id
         blocks = -(-tokens // self.block_size)
+        if self.window_groups:
+            blocks = self.layout.blocks_for(tokens, self.block_size)
         self.unattributed -= blocks - self._held.get(rid, 0)
         self._held[rid] = blocks
         if self.caching:
@@ -267,7 +296,7 @@ class BlockPool:
         if self._evicted:
             self._drop_evicted()
         hit_blocks = hit.num_blocks
-        need = -(-total_tokens // self.block_size) - hit_blocks - self._held.get(rid, 0)
+        need = self.blocks_for(total_tokens) - hit_blocks - self._held.get(rid, 0)
         if need < 0:
             need = 0
         if need + hit.evictable + reserve > self.free:

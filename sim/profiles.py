@@ -19,6 +19,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from sim import hf_config
 from sim.errors import ConfigError, ProfileError
 
 DEFAULT_GPU_ID = "h100-sxm"
@@ -41,6 +42,12 @@ class WeightFormat:
     fp8_compute: bool
     """W8A8: the linear layers run at the GPU's fp8 tensor-core peak where it has one (else, as
     vLLM does on Ampere, weight-only fp8 through Marlin kernels at the bf16 peak)."""
+    fp4_compute: bool = False
+    """W4A4: the linear layers run at the GPU's fp4 tensor-core peak where it has one (Blackwell);
+    elsewhere weight-only, dequantized in the GEMM."""
+    experts_only: bool = False
+    """Only the routed experts are stored so (gpt-oss's MXFP4: vLLM's Mxfp4Config quantizes only
+    the MoE layers, and the checkpoint keeps attention, router, embedding and head in bf16)."""
 
 
 # 4-bit group-quantized formats keep one fp16 scale and one 4-bit zero point per 128 weights:
@@ -63,6 +70,14 @@ WEIGHT_FORMATS: Mapping[str, WeightFormat] = MappingProxyType({
     "auto_awq": WeightFormat(_INT4_GROUP128, False),  # vLLM 0.33's names for the same checkpoints
     "auto_gptq": WeightFormat(_INT4_GROUP128, False),
     "bitsandbytes": WeightFormat(4.13 / 8, False),
+    # OCP Microscaling MXFP4 (gpt-oss): 4-bit E2M1 values and one 8-bit E8M0 scale per 32, 4.25 bits a
+    # weight (OCP MX spec v1.0; the gpt-oss model card: "MXFP4 ... 4.25 bits per parameter"). vLLM 0.33
+    # runs its MoE with bf16 activations on Hopper (Marlin or triton matmul_ogs kernels): weight-only.
+    "mxfp4": WeightFormat(4.25 / 8, False, experts_only=True),
+    # NVIDIA's NVFP4 (ModelOpt checkpoints, vLLM's modelopt_fp4): E2M1 values and one FP8 E4M3 scale
+    # per 16, 4.5 bits a weight (NVIDIA's "Introducing NVFP4" blog, 2025); W4A4 on Blackwell's fp4
+    # tensor cores, weight-only (Marlin) elsewhere.
+    "modelopt_fp4": WeightFormat(4.5 / 8, False, fp4_compute=True),
 })
 # Weight-only formats (W4A16 AWQ and GPTQ; fp8 weights on GPUs without fp8 tensor cores) dequantize
 # the weights inside the GEMM, so once compute-bound they run below the bf16 peak. vLLM 0.33 picks the
@@ -85,6 +100,41 @@ MIXED_INPUT_SHARES: Mapping[str, float] = MappingProxyType({"machete": 1.0, "mar
 # 8.4 ms of launches over 32 layers, about 262 us a layer. Larger batches hide them under the GPU's work.
 EAGER_LAUNCH_S_PER_LAYER = 8.4e-3 / 32
 MAX_BLOCK_SIZE = 256
+
+
+@dataclass(frozen=True)
+class KvLayout:
+    """How the KV cache's blocks are counted, as vLLM 0.33's hybrid KV cache manager groups layers
+    (vllm/v1/core/kv_cache_utils.py, `_get_kv_cache_groups_uniform_page_size`): a block is one
+    group of `group_layers` layers' KV for block_size tokens. A model whose layers all attend to
+    the whole context is one group of every layer: a request holds one block per block_size
+    tokens. With sliding-window layers too (gpt-oss: 18 of 36), the layers of each kind are split
+    into groups of the smaller kind's count (the larger's when it is under 1.5 times it), and a
+    request holds its tokens' blocks in the full-attention group plus, in each of
+    `window_groups` sliding groups, at most `window_blocks` (its window, cdiv(window - 1,
+    block_size) + 1: SlidingWindowManager frees the blocks that fall out of it). Models whose
+    full-attention layers would fill several groups, and those with no full-attention layer, are
+    held as full attention (every token's blocks in every layer), as vLLM holds the first with the
+    hybrid manager disabled; for the second (Mistral 7B v0.1) vLLM frees the blocks out of the
+    window, which this leaves out."""
+
+    group_layers: int
+    window_groups: int = 0
+    window_blocks: int = 0
+
+    def blocks_for(self, tokens: int, block_size: int) -> int:
+        """Blocks a request holds for `tokens` tokens."""
+        blocks = -(-tokens // block_size)
+        if self.window_groups:
+            blocks += self.window_groups * (blocks if blocks < self.window_blocks else self.window_blocks)
+        return blocks
+
+    def token_capacity(self, blocks: int, block_size: int) -> int:
+        """The most tokens one request can hold in `blocks` blocks."""
+        g, w = self.window_groups, self.window_blocks
+        if not g:
+            return blocks * block_size
+        return (blocks - g * w if blocks >= (1 + g) * w else blocks // (1 + g)) * block_size
 
 
 @dataclass(frozen=True)
@@ -123,10 +173,16 @@ class GpuProfile:
     """The API server's time to detokenize one output token and stream it to its client."""
     allreduce_latency_s: float = 0.000005
     """Fixed cost of one tensor-parallel all-reduce, on top of its transfer time."""
+    moe_layer_latency_s: float = 0.000025
+    """Fixed cost of one mixture-of-experts layer's expert kernels (routing, sorting tokens by
+    expert, the grouped GEMMs' launches, combining), on top of their weights read and compute
+    (sources in sim/data/profiles.toml)."""
     nvidia_smi_names: tuple[str, ...] = ()
     """The names `nvidia-smi --query-gpu=name` prints for this GPU (what `--gpu auto` matches)."""
     fp8_peak_flops: float = 0.0
     """Dense fp8 tensor-core peak, FLOP/s; 0 where the GPU has no fp8 tensor cores (Ampere)."""
+    fp4_peak_flops: float = 0.0
+    """Dense fp4 tensor-core peak, FLOP/s; 0 where the GPU has none (before Blackwell)."""
     compute_capability: float = 0.0
     """CUDA compute capability (8.0 A100, 8.9 Ada, 9.0 Hopper, 10.0 data-centre Blackwell; 0:
     unknown): which kernels vLLM picks (`mixed_input_compute_share`) and its CUDA graph ceiling."""
@@ -188,6 +244,32 @@ class ModelProfile:
     mtp_layers: int = 0
     """Multi-token-prediction layers shipped beside the model (config.json's num_nextn_predict_layers):
     what `--speculative-config`'s method mtp drafts with (0: none)."""
+    description: str = ""
+    """One line on what the model is, for lists of models (`ProfileSet.catalog`)."""
+    expert_count: int = 0
+    """Mixture of experts: routed experts in each MoE layer (0: a dense model)."""
+    expert_top_k: int = 0
+    """The router's top-k: routed experts each token goes to."""
+    expert_params: float = 0.0
+    """One routed expert's parameters, added over every MoE layer (all experts: expert_count x this);
+    the rest of `params` (attention, dense layers, shared experts, routers, embedding) is read for
+    every iteration."""
+    expert_layers: int = 0
+    kv_latent_dim: int = 0
+    """Multi-head latent attention (DeepSeek): values cached a token a layer, the compressed KV and
+    the RoPE key, shared by every head, so each tensor-parallel GPU holds all of it (0: K and V of
+    kv_heads heads of head_dim)."""
+    attn_qk_dim: int = 0
+    """Query/key width of a head in prefill attention (MLA's nope + rope dims); 0: head_dim."""
+    attn_v_dim: int = 0
+    """Value width of a head in prefill attention; 0: head_dim."""
+    window_tokens: int = 0
+    """Tokens a sliding-window layer attends to (0: none)."""
+    window_layers: int = 0
+    """Layers that attend only within `window_tokens` (gpt-oss: every other one)."""
+    quantization: str | None = None
+    """The checkpoint's own weight format (a WEIGHT_FORMATS key, from its quantization_config):
+    used unless `--quantization` names the same; None: bf16 weights."""
 
     @property
     def embedding_params(self) -> float:
@@ -247,7 +329,13 @@ def _positive_int(value: Any) -> int:
 
 def _count(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _BadValue("must be a whole number >= 0")
+        raise _BadValue("it must be a whole number >= 0")
+    return value
+
+
+def _format(value: Any) -> str:
+    if value not in WEIGHT_FORMATS:
+        raise _BadValue(f"it must be one of {', '.join(WEIGHT_FORMATS)}")
     return value
 
 
@@ -292,7 +380,8 @@ _EFFICIENCY_KEYS: dict[str, _Checker] = {
     "frontend_prompt_token_s": _non_negative,
     "frontend_output_token_s": _non_negative,
 }
-_DEFAULTS_KEYS: dict[str, _Checker] = {**_EFFICIENCY_KEYS, "allreduce_latency_s": _non_negative}
+_DEFAULTS_KEYS: dict[str, _Checker] = {**_EFFICIENCY_KEYS, "allreduce_latency_s": _non_negative,
+                                        "moe_layer_latency_s": _non_negative}
 _GPU_KEYS: dict[str, _Checker] = {
     "name": _text,
     "hbm_bandwidth": _positive,
@@ -300,6 +389,7 @@ _GPU_KEYS: dict[str, _Checker] = {
     "memory_bytes": _positive,
     "interconnect_bandwidth": _positive,
     "fp8_peak_flops": _non_negative,
+    "fp4_peak_flops": _non_negative,
     "compute_capability": _positive,
     "nvidia_smi_names": _names,
     "price_per_hour": _positive,
@@ -323,11 +413,22 @@ _MODEL_KEYS: dict[str, _Checker] = {
     "intermediate_size": _positive_int,
     "aliases": _names,
     "mtp_layers": _count,
+    "description": _text,
+    "expert_count": _count,
+    "expert_top_k": _count,
+    "expert_params": _non_negative,
+    "expert_layers": _count,
+    "kv_latent_dim": _count,
+    "attn_qk_dim": _count,
+    "attn_v_dim": _count,
+    "window_tokens": _count,
+    "window_layers": _count,
+    "quantization": _format,
+    # The model's Hugging Face config.json, a file beside the profile file (a path relative to it).
+    "hf_config": _text,
     **_EFFICIENCY_KEYS,
     # A model table may instead spell the model as its Hugging Face config.json does.
-    **{key: _any for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-                             "head_dim", "num_local_experts", "num_experts", "n_routed_experts",
-                             "max_position_embeddings", "model_type", "attention_bias")},
+    **{key: _any for key in (*hf_config.CONFIG_ONLY, "head_dim")},
 }
 _GPU_REQUIRED = ("name", "hbm_bandwidth", "bf16_peak_flops", "memory_bytes",
                  "interconnect_bandwidth")
@@ -379,7 +480,9 @@ def _read_document(text: str, source: str) -> dict[str, Any]:
         raise ProfileError(f"{where}: the profile file is not valid TOML: {error}.") from None
 
 
-def _check_document(document: Mapping[str, Any], source: str) -> _RawProfiles:
+def _check_document(document: Mapping[str, Any], source: str, base: Path) -> _RawProfiles:
+    """The checked tables of a profile file; `base`: its folder, which a model's `hf_config` path is
+    relative to."""
     raw = _RawProfiles()
     for top_key, value in document.items():
         if top_key == "defaults":
@@ -392,6 +495,8 @@ def _check_document(document: Mapping[str, Any], source: str) -> _RawProfiles:
             for profile_id, table in value.items():
                 label = f"[{top_key}.{profile_id}]"
                 checked = _check_table(table, label, _SECTIONS[top_key], source)
+                if "hf_config" in checked:
+                    checked["hf_config"] = str(base / checked["hf_config"])
                 getattr(raw, top_key)[profile_id] = checked
                 raw.origin[(top_key, profile_id)] = source
         else:
@@ -432,19 +537,28 @@ def _build_gpu(gpu_id: str, values: Mapping[str, Any], defaults: Mapping[str, An
 
 def _build_model(model_id: str, values: Mapping[str, Any], source: str) -> ModelProfile:
     label = f"{source}: [models.{model_id}]"
-    from sim import hf_config
-
+    config_path = values.get("hf_config")
     own = [k for k in values if k in hf_config.CONFIG_ONLY]
-    if own:
-        config = {k: v for k, v in values.items() if k in hf_config.CONFIG_ONLY or k in hf_config.FIELDS}
+    if own or config_path:
+        # Spelled as a config.json (its file, and any of its fields in the table, which win).
+        spelled = {k: v for k, v in values.items() if k in hf_config.CONFIG_ONLY or k in hf_config.FIELDS}
+        config = {**(hf_config.read(config_path) if config_path else {}), **spelled}
         derived = hf_config.model_values(config, label)
-        values = {**derived, **{k: v for k, v in values.items() if k not in config}}
+        values = {**derived, **{k: v for k, v in values.items() if k not in spelled and k != "hf_config"}}
     if "aliases" in values:
         values = {**values, "aliases": tuple(values["aliases"])}
     missing = [key for key in _MODEL_REQUIRED if key not in values]
     if missing:
         raise ProfileError(f"{label} is missing {', '.join(missing)}.")
     model = ModelProfile(id=model_id, **values)
+    if model.expert_count and not 0 < model.expert_top_k <= model.expert_count:
+        raise ProfileError(f"{label} expert_top_k = {model.expert_top_k} must be from 1 to expert_count = "
+                           f"{model.expert_count}.")
+    if model.expert_count * model.expert_params > model.params:
+        raise ProfileError(f"{label} expert_count x expert_params is more than params = {model.params:g}.")
+    if model.window_layers > model.layers or (model.window_layers and not model.window_tokens):
+        raise ProfileError(f"{label} window_layers = {model.window_layers} needs window_tokens and at most "
+                           f"layers = {model.layers}.")
     if model.q_heads % model.kv_heads != 0:
         raise ProfileError(
             f"{label} q_heads = {model.q_heads} must be a multiple of "
@@ -477,7 +591,7 @@ def _builtin_raw() -> _RawProfiles:
     source = "sim/data/profiles.toml"
     # Beside this file (importlib.resources would cost the app's first frame a hundredth of a second).
     text = Path(__file__).with_name("data").joinpath("profiles.toml").read_text(encoding="utf-8")
-    return _check_document(_read_document(text, source), source)
+    return _check_document(_read_document(text, source), source, Path(__file__).with_name("data"))
 
 
 _BUILTIN_RAW = _builtin_raw()
@@ -514,16 +628,19 @@ class ProfileSet:
             ) from None
 
     def with_config_model(self, model_id: str, config: Mapping[str, Any], source: str) -> ProfileSet:
-        """These profiles and one more model (or a replaced one): the dense transformer a Hugging
-        Face config.json describes (`sim.hf_config`), named `model_id` (its Hugging Face id too
-        when it looks like one)."""
-        from sim import hf_config
-
+        """These profiles and one more model (or a replaced one): the model a Hugging Face
+        config.json describes (`sim.hf_config`), named `model_id` (its Hugging Face id too when it
+        looks like one)."""
         values = {**hf_config.model_values(config, source), "name": model_id}
         if "/" in model_id:
             values["hf_id"] = model_id
         model = _build_model(model_id, values, source)
         return ProfileSet(self.gpus, MappingProxyType({**self.models, model_id: model}))
+
+    def catalog(self) -> list[tuple[str, str, str]]:
+        """Every model as (id, Hugging Face id, one line on what it is), in profile order: what a
+        model picker or a cheat sheet lists (`batchtui sim --model ID` takes either id)."""
+        return [(m.id, m.hf_id, m.description or m.name) for m in self.models.values()]
 
     def deployment(
         self, gpu_id: str = DEFAULT_GPU_ID, model_id: str = DEFAULT_MODEL_ID, **dials: Any
@@ -553,7 +670,7 @@ def load_profiles(path: str | Path | None = None) -> ProfileSet:
         text = read_text(path, "profiles")
     except FileRefused as error:
         raise ProfileError(f"{error}.") from None
-    user = _check_document(_read_document(text, source), source)
+    user = _check_document(_read_document(text, source), source, Path(path).parent)
     return _build(_BUILTIN_RAW.merge(user))
 
 
@@ -606,6 +723,9 @@ class Deployment:
     """Speculative decoding's drafter on the GPU (`sim.speculative.DraftShape`), or None: its
     weights and its KV (kept in the same blocks as the target's) take room from the KV cache, and
     `sim.cost` prices its passes."""
+    enable_expert_parallel: bool | None = None
+    """`--enable-expert-parallel`: a mixture of experts' routed experts placed whole on the GPUs
+    (each holds expert_count / TP of them) instead of a slice of every one (`expert_parallel`)."""
 
     def __post_init__(self) -> None:
         self._check_dials()
@@ -614,30 +734,67 @@ class Deployment:
     # -- model memory --------------------------------------------------------------------
 
     @property
+    def weight_format_name(self) -> str | None:
+        """The weight format in force: `--quantization`'s, else the checkpoint's own (None: bf16)."""
+        return self.quantization or self.model.quantization
+
+    @property
     def weight_format(self) -> WeightFormat | None:
-        return WEIGHT_FORMATS[self.quantization] if self.quantization else None
+        """The format of the linear layers other than the routed experts (None: the model's bf16)."""
+        fmt = WEIGHT_FORMATS[self.weight_format_name] if self.weight_format_name else None
+        return None if fmt is None or fmt.experts_only else fmt
+
+    @property
+    def expert_weight_format(self) -> WeightFormat | None:
+        """The routed experts' format (None: the model's bf16)."""
+        return WEIGHT_FORMATS[self.weight_format_name] if self.weight_format_name else None
 
     @property
     def weight_bytes(self) -> float:
-        """All weights, across every GPU: quantized linear layers at their format's bytes, the
-        embedding and output head at the model's own."""
-        m, fmt = self.model, self.weight_format
-        if fmt is None:
+        """All weights, across every GPU: quantized linear layers at their format's bytes (the
+        routed experts at theirs), the embedding and output head at the model's own."""
+        m, fmt, expert_fmt = self.model, self.weight_format, self.expert_weight_format
+        if fmt is None and expert_fmt is None:
             return m.params * m.bytes_per_param
         other = min(m.embedding_params, m.params)
-        return (m.params - other) * fmt.bytes_per_param + other * m.bytes_per_param
+        linear = fmt.bytes_per_param if fmt is not None else m.bytes_per_param
+        if not m.expert_count:
+            return (m.params - other) * linear + other * m.bytes_per_param
+        experts = m.expert_count * m.expert_params
+        return (m.params - other - experts) * linear + self.routed_expert_bytes + other * m.bytes_per_param
+
+    @property
+    def expert_bytes(self) -> float:
+        """One routed expert's weights in every MoE layer, across every GPU (0: a dense model)."""
+        m, fmt = self.model, self.expert_weight_format
+        return m.expert_params * (fmt.bytes_per_param if fmt is not None else m.bytes_per_param)
+
+    @property
+    def routed_expert_bytes(self) -> float:
+        """Every routed expert's weights, across every GPU."""
+        return self.model.expert_count * self.expert_bytes
+
+    def _peak_for(self, fmt: WeightFormat | None) -> float:
+        if fmt is None:
+            return self.gpu.bf16_peak_flops
+        if fmt.fp4_compute and self.gpu.fp4_peak_flops > 0:
+            return self.gpu.fp4_peak_flops
+        if fmt.fp8_compute and self.gpu.fp8_peak_flops > 0:
+            return self.gpu.fp8_peak_flops
+        return self.gpu.bf16_peak_flops * self.gpu.mixed_input_compute_share  # weight-only: dequantized in the GEMM
 
     @property
     def linear_peak_flops(self) -> float:
         """The tensor-core peak the linear layers run at: bf16's for bf16 weights, fp8's for a W8A8
-        format on a GPU with fp8 tensor cores, else (weight-only formats) bf16's times the share the
-        GPU's mixed-input kernel reaches (`GpuProfile.mixed_input_compute_share`)."""
-        fmt = self.weight_format
-        if fmt is None:
-            return self.gpu.bf16_peak_flops
-        if fmt.fp8_compute and self.gpu.fp8_peak_flops > 0:
-            return self.gpu.fp8_peak_flops
-        return self.gpu.bf16_peak_flops * self.gpu.mixed_input_compute_share  # weight-only: dequantized in the GEMM
+        format on a GPU with fp8 tensor cores, fp4's for W4A4 on one with fp4 tensor cores, else
+        (weight-only formats) bf16's times the share the GPU's mixed-input kernel reaches
+        (`GpuProfile.mixed_input_compute_share`)."""
+        return self._peak_for(self.weight_format)
+
+    @property
+    def expert_peak_flops(self) -> float:
+        """The tensor-core peak the routed experts run at (as `linear_peak_flops`, in their format)."""
+        return self._peak_for(self.expert_weight_format)
 
     @property
     def weight_bytes_per_gpu(self) -> float:
@@ -648,6 +805,14 @@ class Deployment:
         return self.model.params / self.tensor_parallel_size
 
     @property
+    def expert_parallel(self) -> bool:
+        """Experts placed whole on the GPUs (`--enable-expert-parallel`, a mixture of experts on
+        several GPUs): EP = TP x DP, and one data-parallel rank is simulated, so EP = TP."""
+        return bool(self.enable_expert_parallel) and self.model.expert_count > 0 and self.tensor_parallel_size > 1
+
+    # -- KV cache per token and per block --------------------------------------------------
+
+    @property
     def kv_dtype_bytes(self) -> int:
         return KV_CACHE_DTYPE_BYTES[self.kv_cache_dtype]
 
@@ -656,26 +821,81 @@ class Deployment:
         # With more GPUs than KV heads, vLLM replicates heads so each GPU still holds one.
         return max(1.0, self.model.kv_heads / self.tensor_parallel_size)
 
+    def _layer_kv_bytes(self, tensor_parallel_size: int) -> float:
+        """One layer's KV for one token on each GPU: K and V of its share of the KV heads, or
+        MLA's latent, which every GPU holds whole (vLLM's MLA backends replicate it)."""
+        m = self.model
+        if m.kv_latent_dim:
+            return m.kv_latent_dim * self.kv_dtype_bytes
+        return 2 * max(1.0, m.kv_heads / tensor_parallel_size) * m.head_dim * self.kv_dtype_bytes
+
     @property
     def kv_bytes_per_token(self) -> int:
-        """K and V for one token over all layers and KV heads, across every GPU; 0 for encoders."""
+        """Every layer's KV for one token, across every GPU (a window's layers counted as full); 0 for
+        encoders."""
         m = self.model
         if not m.has_kv_cache:
             return 0
+        if m.kv_latent_dim:
+            return m.layers * m.kv_latent_dim * self.kv_dtype_bytes
         return 2 * m.layers * m.kv_heads * m.head_dim * self.kv_dtype_bytes
 
     @property
     def kv_bytes_per_token_per_gpu(self) -> float:
+        """Every layer's KV for one token on each GPU."""
         m = self.model
         if not m.has_kv_cache:
             return 0.0
+        if m.kv_latent_dim:
+            return m.layers * m.kv_latent_dim * self.kv_dtype_bytes
         return 2 * m.layers * self.kv_heads_per_gpu * m.head_dim * self.kv_dtype_bytes
 
     @property
+    def full_kv_bytes_per_token_per_gpu(self) -> float:
+        """The KV one context token costs to read on each GPU in the layers that attend to the whole
+        context (every layer but the sliding-window ones)."""
+        m = self.model
+        if not m.window_layers:
+            return self.kv_bytes_per_token_per_gpu
+        return (m.layers - m.window_layers) * self._layer_kv_bytes(self.tensor_parallel_size)
+
+    @property
+    def window_kv_bytes_per_token_per_gpu(self) -> float:
+        """The sliding-window layers' KV for one token on each GPU (0: no window)."""
+        m = self.model
+        return m.window_layers * self._layer_kv_bytes(self.tensor_parallel_size) if m.has_kv_cache else 0.0
+
+    @property
+    def kv_layout(self) -> KvLayout:
+        """How vLLM 0.33's KV cache manager groups the layers into blocks (`KvLayout`)."""
+        m = self.model
+        full, sliding = m.layers - m.window_layers, m.window_layers
+        if not sliding or not full or not m.has_kv_cache:
+            return KvLayout(m.layers)
+        small, large = min(full, sliding), max(full, sliding)
+        group = large if large < 1.5 * small else small  # kv_cache_utils: the n:1 pattern's "1"
+        if -(-full // group) != 1:
+            return KvLayout(m.layers)  # full layers in several groups: held as full attention (see KvLayout)
+        window_blocks = -(-(m.window_tokens - 1) // self.block_size) + 1
+        return KvLayout(group, -(-sliding // group), window_blocks)
+
+    @property
     def bytes_per_block(self) -> float:
-        """Size of one KV-cache block on each GPU (the unit the cache is counted in), the drafter's
-        KV for its tokens included."""
-        return (self.kv_bytes_per_token_per_gpu + self.draft_kv_bytes_per_token_per_gpu) * self.block_size
+        """Size of one KV-cache block on each GPU (the unit the cache is counted in): its group's
+        layers' KV for `block_size` tokens, the drafter's KV for its tokens included."""
+        return self._block_bytes(self.tensor_parallel_size)
+
+    def _block_bytes(self, tensor_parallel_size: int) -> float:
+        m = self.model
+        layers = self.kv_layout.group_layers
+        if layers == m.layers and not m.kv_latent_dim:  # (as it always was: every layer's K and V)
+            kv_heads = max(1.0, m.kv_heads / tensor_parallel_size)
+            block = 2 * m.layers * kv_heads * m.head_dim * self.kv_dtype_bytes * self.block_size
+        else:
+            block = layers * self._layer_kv_bytes(tensor_parallel_size) * self.block_size
+        if self.draft is not None:  # (a block holds the drafter's KV for its tokens too)
+            block += self.draft_kv_bytes_per_token_per_gpu * self.block_size
+        return block
 
     @property
     def draft_weight_bytes_per_gpu(self) -> float:
@@ -715,7 +935,9 @@ class Deployment:
 
     @property
     def kv_cache_tokens(self) -> int:
-        return self.usable_blocks * self.block_size
+        """The most tokens the cache holds for one request (with sliding windows, less each
+        further request's window blocks: `KvLayout.token_capacity`)."""
+        return self.kv_layout.token_capacity(self.usable_blocks, self.block_size)
 
     # -- efficiencies, the model's override winning over the GPU's ---------------------------
 
@@ -769,20 +991,20 @@ class Deployment:
     def allreduce_latency_s(self) -> float:
         return self.gpu.allreduce_latency_s
 
+    @property
+    def moe_latency_s(self) -> float:
+        """The fixed cost of an iteration's mixture-of-experts layers (0 for a dense model)."""
+        return self.model.expert_layers * self.gpu.moe_layer_latency_s if self.model.expert_count else 0.0
+
     # -- checks ------------------------------------------------------------------------------
 
     def _blocks_with(self, tensor_parallel_size: int) -> int:
         """KV-cache blocks (floor, as vLLM divides) if the model were split over that many GPUs."""
-        m = self.model
         weights = self.weight_bytes / tensor_parallel_size + self.draft_weight_bytes_per_gpu
         free = self.gpu_memory_utilization * self.gpu.memory_bytes - weights - self.reserve_bytes
         if self.kv_cache_memory_bytes is not None:
             free = self.kv_cache_memory_bytes
-        kv_heads = max(1.0, m.kv_heads / tensor_parallel_size)
-        block = 2 * m.layers * kv_heads * m.head_dim * self.kv_dtype_bytes * self.block_size
-        if self.draft is not None:  # (a block holds the drafter's KV for its tokens too)
-            block += self.draft_kv_bytes_per_token_per_gpu * self.block_size
-        return max(0, math.floor(free / block))
+        return max(0, math.floor(free / self._block_bytes(tensor_parallel_size)))
 
     def _heads_split(self, tensor_parallel_size: int) -> bool:
         m = self.model
@@ -837,6 +1059,12 @@ class Deployment:
             raise ConfigError("quantization", self.quantization,
                               f"one of {', '.join(WEIGHT_FORMATS)} (a weight format the simulator prices; others "
                               "are not modelled)")
+        own = self.model.quantization
+        if self.quantization is not None and own is not None and self.quantization != own:
+            # vLLM: "Quantization method specified in the model config (...) does not match the
+            # quantization method specified in the `quantization` argument (...)".
+            raise ConfigError("quantization", self.quantization, f"{own} (the checkpoint's own) or unset",
+                              f"{self.model.name}'s config.json gives its weights in {own}")
         kv = self.kv_cache_memory_bytes
         if kv is not None and (isinstance(kv, bool) or not isinstance(kv, (int, float)) or not math.isfinite(kv)
                                or kv <= 0):

@@ -54,6 +54,11 @@ class IterationCostParts:
     """The linear layers' time, weights and compute overlapped: sqrt(weights² + compute²)."""
     draft: float = 0.0
     """Speculative decoding: the drafter's passes after the target's (0 without a drafter)."""
+    experts_read: float = 0.0
+    """A mixture of experts: routed experts each MoE layer read (uniform routing's expectation,
+    `sim.cost.ExpertReads`); 0 for a dense model."""
+    experts: int = 0
+    """A mixture of experts: routed experts in each MoE layer (0: a dense model)."""
 
     def terms(self) -> tuple[tuple[str, float], ...]:
         """(name, seconds) parts whose sum, in this order, is `total`: the linear layers

@@ -114,8 +114,10 @@ class Request:
 
 
 def check_request(req_id: str, prompt_len: int, output_len: int, config: EngineConfig,
-                  usable_blocks: int, block_size: int) -> None:
-    """Refuse, with the limit named, a request that vLLM would refuse or could never serve."""
+                  usable_blocks: int, block_size: int, blocks_for=None) -> None:
+    """Refuse, with the limit named, a request that vLLM would refuse or could never serve
+    (`blocks_for`: the blocks a request of so many tokens holds, `BlockPool.blocks_for`; by default
+    one per `block_size` tokens)."""
     # (Called for every arrival: a plain int is told apart from other numbers with one call.)
     if (type(prompt_len) is not int and not _whole(prompt_len)) or prompt_len <= 0:
         raise RequestRejected(req_id, f"prompt_len must be a whole number > 0, got {prompt_len!r}")
@@ -131,7 +133,7 @@ def check_request(req_id: str, prompt_len: int, output_len: int, config: EngineC
     if peak_tokens >= max_model_len:  # it stops at max_model_len
         peak_tokens = max_model_len - 1
         peak = f"{peak_tokens} tokens: it stops at {{engine.max_model_len}} ({max_model_len}) - 1"
-    peak_blocks = -(-peak_tokens // block_size)
+    peak_blocks = -(-peak_tokens // block_size) if blocks_for is None else blocks_for(peak_tokens)
     if peak_blocks > usable_blocks:
         raise RequestRejected(
             req_id, f"it needs {peak_blocks} KV blocks ({peak}) but the cache has only {usable_blocks} usable "

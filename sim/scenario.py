@@ -17,10 +17,10 @@ from .workload import WorkloadSpec
 
 DEPLOYMENT_KEYS = ("gpu", "model", "tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization",
                    "block_size", "num_gpu_blocks_override", "quantization", "kv_cache_memory_bytes", "enforce_eager",
-                   "speculative_config")
+                   "speculative_config", "enable_expert_parallel")
 # Deployment keys a scenario leaves out of its dict while unset (files saved before them read the same).
 _UNSET_LEFT_OUT = ("num_gpu_blocks_override", "quantization", "kv_cache_memory_bytes", "enforce_eager",
-                   "speculative_config")
+                   "speculative_config", "enable_expert_parallel")
 
 
 @dataclass(frozen=True)
@@ -39,12 +39,13 @@ class Scenario:
     enforce_eager: bool | None = None  # --enforce-eager: no CUDA graphs
     # --speculative-config: vLLM's JSON ("" or None: no speculative decoding; `sim.speculative`)
     speculative_config: str | None = None
+    enable_expert_parallel: bool | None = None  # --enable-expert-parallel: whole experts on each GPU
     engine: dict = field(default_factory=dict)
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
     seed: int = 0
     offline: bool = False  # take vLLM's offline (LLM class) defaults instead of `vllm serve`'s
     profiles_path: str = ""  # a user TOML of extra or overriding GPU and model profiles
-    hf_config_path: str = ""  # a Hugging Face config.json: `model` is the dense model it describes
+    hf_config_path: str = ""  # a Hugging Face config.json: `model` is the model it describes
 
     def with_engine(self, **dials) -> "Scenario":
         merged = dict(self.engine)
@@ -94,6 +95,7 @@ class Scenario:
             kv_cache_memory_bytes=self.kv_cache_memory_bytes,
             enforce_eager=self.enforce_eager,
             draft=draft,
+            enable_expert_parallel=self.enable_expert_parallel,
         )
 
     def cost_model(self, profiles=None):

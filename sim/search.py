@@ -48,25 +48,35 @@ class GridPoint:
     max_num_batched_tokens: int
     kv_cache_dtype: str
     enable_prefix_caching: bool
+    enable_expert_parallel: bool = False
+    """A mixture of experts' experts placed whole on the GPUs (`--enable-expert-parallel`)."""
+
+    @property
+    def parallel(self) -> str:
+        """How the GPUs share the model: "tp8", or "tp8 ep" with expert parallelism."""
+        return f"tp{self.tensor_parallel_size}" + (" ep" if self.enable_expert_parallel else "")
 
     def label(self) -> str:
-        return (f"{self.gpu} tp{self.tensor_parallel_size} seqs {self.max_num_seqs} "
+        return (f"{self.gpu} {self.parallel} seqs {self.max_num_seqs} "
                 f"tokens {self.max_num_batched_tokens} kv {self.kv_cache_dtype} "
                 f"cache {'on' if self.enable_prefix_caching else 'off'}")
 
 
 def grid(gpus: Sequence[str], tensor_parallel_sizes: Sequence[int], max_num_seqs: Sequence[int],
          max_num_batched_tokens: Sequence[int], kv_cache_dtypes: Sequence[str],
-         prefix_caching: Sequence[bool]) -> list[GridPoint]:
-    """Every combination, in the order given (GPU slowest)."""
+         prefix_caching: Sequence[bool], expert_parallel: Sequence[bool] = (False,)) -> list[GridPoint]:
+    """Every combination, in the order given (GPU slowest). Expert parallelism is a choice only
+    for a point of several GPUs (on one, the experts are whole anyway)."""
     return [GridPoint(*combo) for combo in itertools.product(
-        gpus, tensor_parallel_sizes, max_num_seqs, max_num_batched_tokens, kv_cache_dtypes, prefix_caching)]
+        gpus, tensor_parallel_sizes, max_num_seqs, max_num_batched_tokens, kv_cache_dtypes, prefix_caching,
+        expert_parallel) if combo[1] > 1 or not combo[6]]
 
 
 def point_scenario(base, point: GridPoint):
     """The base scenario (workload, model, other dials, seed) deployed as `point` says."""
     sc = replace(base, gpu=point.gpu, tensor_parallel_size=point.tensor_parallel_size,
-                 kv_cache_dtype=point.kv_cache_dtype)
+                 kv_cache_dtype=point.kv_cache_dtype,
+                 enable_expert_parallel=True if point.enable_expert_parallel else None)
     return sc.with_engine(max_num_seqs=point.max_num_seqs, max_num_batched_tokens=point.max_num_batched_tokens,
                           enable_prefix_caching=point.enable_prefix_caching)
 

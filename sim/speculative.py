@@ -418,9 +418,13 @@ def draft_shape(config: SpeculativeConfig, target, profiles, tensor_parallel_siz
         if target.mtp_layers <= 0:
             raise _refuse("method: mtp", "a model with MTP layers",
                           f"{target.name} has none (num_nextn_predict_layers in its config.json)")
-        layer = (target.params - target.embedding_params) / target.layers if target.layers else 0.0
+        # One of the target's layers: for a mixture of experts, what a token reads and computes in one
+        # (its top-k experts, not all of them); MLA's layer caches its latent, not K and V.
+        unread = (target.expert_count - target.expert_top_k) * target.expert_params
+        layer = (target.params - unread - target.embedding_params) / target.layers if target.layers else 0.0
+        kv_bytes = (target.kv_latent_dim or 2 * kv * d) * kv_dtype_bytes
         return DraftShape("mtp", layer + 2 * h * h, 0.0, vocab * h, 1, q, d, h,
-                          2 * kv * d * kv_dtype_bytes, target.bytes_per_param, tp, config.k, head_shared=True)
+                          kv_bytes, target.bytes_per_param, tp, config.k, head_shared=True)
     draft = _draft_model(config, profiles, target)
     head = draft.vocab_size * draft.hidden
     return DraftShape("draft_model", max(0.0, draft.params - head), 0.0, head, draft.layers, draft.q_heads,

@@ -55,8 +55,8 @@ def add_setup_args(p: argparse.ArgumentParser) -> None:
                    help=f"model: a Hugging Face id such as meta-llama/Llama-3.1-8B-Instruct, or one "
                         f"of {models} (default llama-3.1-8b)")
     g.add_argument("--hf-config", "--hf-config-path", dest="hf_config", metavar="FILE",
-                   help="the model's Hugging Face config.json (or a directory holding one): any dense "
-                        "transformer from its fields, named by --model")
+                   help="the model's Hugging Face config.json (or a directory holding one): a dense model, a "
+                        "mixture of experts, MLA or sliding windows from its fields, named by --model")
     e = p.add_argument_group("engine (vllm serve's flags; unset = vLLM 0.33's default for the GPU)")
     from .vllm_flags import BY_FLAG
 

@@ -85,8 +85,8 @@ def _prefix(text: str) -> list[bool]:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = (
-        "Search a grid of deployments (GPUs x tensor-parallel sizes x max-num-seqs x max-num-batched-tokens x "
-        "KV cache dtypes x prefix caching) for the cheapest that meets a latency SLO (or, with --offline N, "
+        "Search a grid of deployments (GPUs x tensor-parallel sizes x expert parallelism x max-num-seqs x "
+        "max-num-batched-tokens x KV cache dtypes x prefix caching) for the cheapest that meets a latency SLO (or, with --offline N, "
         "the cheapest batch job). First a screen: every point gets plan's search on one seed with short runs "
         f"({s.SCREEN_PROMPTS} requests, windows of {s.SCREEN_WINDOW} requests and {s.SCREEN_WINDOW_S:g} s, "
         f"to {s.SCREEN_PRECISION:.0%} of the saturated rate); then the --confirm cheapest and as many points "
@@ -104,6 +104,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--gpus", type=_gpus, metavar="LIST", help="GPUs, comma-separated (profile ids or names)")
     g.add_argument("--tensor-parallel-sizes", type=_list("tensor_parallel_size"), metavar="LIST",
                    help="tensor-parallel sizes, such as 1,2")
+    g.add_argument("--expert-parallel", type=_prefix, metavar="on|off|both",
+                   help="a mixture of experts' experts placed whole on the GPUs (--enable-expert-parallel): on, "
+                        "off or both (points of several GPUs; the table marks them 'ep')"),
     g.add_argument("--max-num-seqs-values", type=_list("max_num_seqs"), metavar="LIST",
                    help="max-num-seqs values, such as 16,32,64")
     g.add_argument("--max-num-batched-tokens-values", type=_list("max_num_batched_tokens"), metavar="LIST",
@@ -246,7 +249,8 @@ def _grid_values(args, setup: Setup) -> dict:
             "max_num_seqs": args.max_num_seqs_values or [cfg.max_num_seqs],
             "max_num_batched_tokens": args.max_num_batched_tokens_values or [cfg.max_num_batched_tokens],
             "kv_cache_dtypes": args.kv_cache_dtypes or [sc.kv_cache_dtype],
-            "prefix_caching": args.prefix_caching or [cfg.enable_prefix_caching]}
+            "prefix_caching": args.prefix_caching or [cfg.enable_prefix_caching],
+            "expert_parallel": args.expert_parallel or [bool(sc.enable_expert_parallel)]}
 
 
 def _check_args(args) -> None:
@@ -259,6 +263,8 @@ def _check_args(args) -> None:
          args.max_num_batched_tokens),
         ("--kv-cache-dtypes", "--kv-cache-dtype", args.kv_cache_dtypes, getattr(args, "kv_cache_dtype", None)),
         ("--prefix-caching", "--enable-prefix-caching", args.prefix_caching, getattr(args, "enable_prefix_caching", None)),
+        ("--expert-parallel", "--enable-expert-parallel", args.expert_parallel,
+         getattr(args, "enable_expert_parallel", None)),
     ) if v1 is not None and v2 is not None]
     if clash:
         raise UserError(f"argument {clash[0][0]}: not allowed with {clash[0][1]} (give the value in the list)")
@@ -305,7 +311,8 @@ def run(args: argparse.Namespace) -> int:
     base = setup.scenario if args.offline is not None else at_rate(setup.scenario, setup.scenario.workload.request_rate, n)
     values = _grid_values(args, setup)
     points = s.grid(values["gpus"], values["tensor_parallel_sizes"], values["max_num_seqs"],
-                    values["max_num_batched_tokens"], values["kv_cache_dtypes"], values["prefix_caching"])
+                    values["max_num_batched_tokens"], values["kv_cache_dtypes"], values["prefix_caching"],
+                    values["expert_parallel"])
     price = prices(args, setup.profiles)
     confirm_settings = {"seeds": args.seeds, "num_prompts": n, "min_window": rate_plan.PLAN_MIN_WINDOW,
                         "min_window_s": rate_plan.PLAN_MIN_WINDOW_S,
@@ -315,6 +322,7 @@ def run(args: argparse.Namespace) -> int:
                        "precision": s.SCREEN_PRECISION}
     # The grid's own dials are the point's; the rest of the scenario is the context.
     context = s.context_key(replace(base, gpu="", tensor_parallel_size=1, kv_cache_dtype="auto",
+                                    enable_expert_parallel=None,
                                     engine={k: v for k, v in base.engine.items()
                                             if k not in ("max_num_seqs", "max_num_batched_tokens", "enable_prefix_caching")}),
                             slo, args.offline, {"screen": screen_settings, "confirm": confirm_settings})
@@ -494,10 +502,11 @@ def print_report(rep: dict, args) -> None:
     rows = rep["ranked"][:SHOWN_ROWS]
     if rows:
         print(f"Cheapest first ({len(rows)} of {len(rep['ranked'])}; * on the Pareto front):")
-        print(f"  {'gpu':<10} {'tp':>2} {'seqs':>5} {'tokens':>6} {'kv':<5} {'cache':<5} {'stage':<8} "
+        print(f"  {'gpu':<10} {'tp':>4} {'seqs':>5} {'tokens':>6} {'kv':<5} {'cache':<5} {'stage':<8} "
               f"{'req/s':>7} {'repl':>4} {'GPUs':>4} {'$/hour':>9} {'$/Mtok':>8} {'tok/s/GPU':>9} {'tok/s/user':>10}")
         for d in rows:
-            print(f"{'*' if d['on_front'] else ' '} {d['gpu']:<10} {d['tensor_parallel_size']:>2} {d['max_num_seqs']:>5} "
+            tp = f"{d['tensor_parallel_size']}{'ep' if d['enable_expert_parallel'] else ''}"
+            print(f"{'*' if d['on_front'] else ' '} {d['gpu']:<10} {tp:>4} {d['max_num_seqs']:>5} "
                   f"{d['max_num_batched_tokens']:>6} {d['kv_cache_dtype']:<5} {'on' if d['enable_prefix_caching'] else 'off':<5} "
                   f"{d['stage']:<8} {d['rate']:>7.2f} {d['replicas']:>4} {d['gpus']:>4} "
                   f"{_money(d['cost_per_hour']):>9} {_money(d['cost_per_million_tokens']):>8} "
@@ -508,7 +517,7 @@ def print_report(rep: dict, args) -> None:
         print("Pareto front (tokens/s per GPU against tokens/s per user)"
               + (f", {len(shown)} of its {len(front)} points spread along it:" if len(shown) < len(front) else ":"))
         for d in shown:
-            print(f"  {d['gpu']} tp{d['tensor_parallel_size']} seqs {d['max_num_seqs']} tokens "
+            print(f"  {d['gpu']} tp{d['tensor_parallel_size']}{' ep' if d['enable_expert_parallel'] else ''} seqs {d['max_num_seqs']} tokens "
                   f"{d['max_num_batched_tokens']} kv {d['kv_cache_dtype']}: {d['tokens_per_gpu']:,.0f} tok/s per GPU, "
                   f"{d['tokens_per_user']:,.1f} tok/s per user ({d['stage']})")
     bad = rep["infeasible"]
@@ -519,7 +528,8 @@ def print_report(rep: dict, args) -> None:
             groups.setdefault(d["reason"].split(":")[0] if d["reason"].startswith("no rate") else d["reason"], []).append(d)
         print(f"Infeasible ({len(bad)} points):")
         for reason, ds in groups.items():
-            where = sorted({f"{d['gpu']} tp{d['tensor_parallel_size']}" for d in ds})
+            where = sorted({f"{d['gpu']} tp{d['tensor_parallel_size']}{' ep' if d['enable_expert_parallel'] else ''}"
+                            for d in ds})
             print(_fill(f"  {len(ds)} on {', '.join(where)}: {reason}"))
     if rep["best"]:
         print()

@@ -379,7 +379,7 @@ def _where(path: str, label: str) -> str:
 
 
 _DEPLOYMENT_DIALS = ("tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization", "block_size",
-                     "num_gpu_blocks_override", "quantization")
+                     "num_gpu_blocks_override", "quantization", "enable_expert_parallel")
 
 
 def load_runs(paths: list[str], base: Scenario, given: dict, trace_dir: str, profiles,

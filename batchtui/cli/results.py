@@ -72,6 +72,11 @@ def setup_text(scenario, deployment, config, swept: str | None = None) -> str:
     if model.has_kv_cache:
         cache = (f"KV cache {deployment.usable_blocks:,} blocks of {deployment.block_size} "
                  f"({deployment.kv_cache_tokens:,} tokens)")
+        layout = deployment.kv_layout
+        if layout.window_groups:  # (vLLM's hybrid KV cache manager: sim.profiles.KvLayout)
+            cache += (f", a block being {layout.group_layers} layers' KV: a request holds its tokens' blocks "
+                      f"and at most {layout.window_groups * layout.window_blocks} more for its sliding window "
+                      f"of {model.window_tokens}")
     else:
         cache = "no KV cache (encoder)"
     traffic = traffic_text(scenario.workload, swept)

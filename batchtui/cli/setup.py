@@ -136,8 +136,8 @@ def build_setup(args: argparse.Namespace, *, rate_flag: bool = True, traffic: bo
         changes["model"] = o.resolve_model(args.model, profiles)
         if changes["model"] not in profiles.models:
             raise UserError(f"argument --model: {args.model} is not a known model (known: "
-                            f"{', '.join(profiles.models)}, their Hugging Face ids and aliases); any dense "
-                            "transformer runs from its Hugging Face config.json: add --hf-config-path FILE")
+                            f"{', '.join(profiles.models)}, their Hugging Face ids and aliases); any other "
+                            "model runs from its Hugging Face config.json: add --hf-config-path FILE")
     if getattr(args, "seed", None) is not None:
         changes["seed"] = args.seed
     engine = {}

@@ -11,18 +11,19 @@ _NET = "server or client plumbing (addresses, security, HTTP, API options): chan
 _LOAD = "how weights are loaded or fetched: done before serving starts"
 _TOK = "tokenizer and text handling: token counts are estimated without the tokenizer"
 _MM = "multimodal inputs: the simulated traffic is text"
-_MOE = "mixture-of-experts only: a dense model has no experts (MoE configs are refused)"
+_MOE = ("how a mixture of experts' experts are balanced, placed or communicated beyond --enable-expert-parallel: "
+        "routing is taken as uniform over the experts (see the README's mixture of experts)")
 _SAMPLE = "a sampling parameter: changes which tokens come out, not how many (the dataset flags set lengths)"
 _LOG = "logging, metrics or tracing: changes no timing"
 _DP = "data-parallel plumbing: one replica is simulated (--data-parallel-size above 1 is refused)"
-_MAMBA = "Mamba and hybrid models only: the dense transformers simulated have none"
+_MAMBA = "Mamba and hybrid state-space models only: the transformers simulated have none"
 _LORA = "LoRA tuning: LoRA itself is refused (--enable-lora)"
 _OUT = "what the API returns with each answer: changes no timing"
 _HF_DATA = ("its dataset is downloaded from the Hugging Face Hub (the simulator reads local files only): "
             "the dataset is refused")
 _KERNEL = ("which kernels run (attention, GEMM, their tuning): the profiles' measured efficiencies price "
            "them, whichever is chosen")
-_OTHER_ARCH = "kernels of model families the dense transformers simulated do not have"
+_OTHER_ARCH = "kernels of model families the simulated transformers do not have"
 _NODES = ("multi-node plumbing: the GPUs are --tensor-parallel-size on one node, their all-reduces priced at the "
           "GPU's interconnect")
 _DCP = "decode context parallelism only: --decode-context-parallel-size above 1 is refused"
@@ -42,7 +43,7 @@ model_tag (positional) | v | modelled | | the model, as --model
 --trust-remote-code | b | recorded | | {_LOAD}
 --dtype | v | modelled | | auto, half, float16, bfloat16: 2-byte weights and activations (as the profiles assume); float32 and float are refused (no fp32 tensor-core peak in the profiles)
 --seed | v | modelled | | the random seed of the simulated traffic
---hf-config-path | v | modelled | | the model's Hugging Face config.json (a file, or a directory holding one): a dense model from its fields
+--hf-config-path | v | modelled | | the model's Hugging Face config.json (a file, or a directory holding one): a dense model, a mixture of experts, MLA or sliding windows from its fields
 --allowed-local-media-path | v | recorded | | {_MM}
 --allowed-media-domains | + | recorded | | {_MM}
 --revision | v | recorded | | {_LOAD}
@@ -88,8 +89,8 @@ model_tag (positional) | v | modelled | | the model, as --model
 --data-parallel-rpc-port,-dpp | v | recorded | | {_DP}
 --data-parallel-backend,-dpb | v | recorded | | {_DP}
 --data-parallel-hybrid-lb,-dph | b | recorded | | {_DP}
---enable-expert-parallel,-ep | b | recorded | | {_MOE}
---all2all-backend | v | recorded | | {_MOE}
+--enable-expert-parallel,-ep | b | modelled | | a mixture of experts' routed experts placed whole on the GPUs (EP = TP, one data-parallel rank): each GPU reads its own experts, and the iteration waits for the one that reads the most; the experts' outputs are all-reduced as under tensor parallelism (vLLM's all-to-all kernels need --data-parallel-size above 1)
+--all2all-backend | v | recorded | | the all-to-all kernels run only with --data-parallel-size above 1, which is refused
 --enable-dbo | b | recorded | | dual-batch overlap hides MoE all-to-all traffic: {_MOE}
 --dbo-decode-token-threshold | v | recorded | | {_MOE}
 --dbo-prefill-token-threshold | v | recorded | | {_MOE}
@@ -224,7 +225,7 @@ model_tag (positional) | v | modelled | | the model, as --model
 --fingerprint-mode | v | recorded | | {_OUT}
 --fingerprint-value | v | recorded | | {_OUT}
 --allow-deprecated-quantization | b | recorded | | {_LOAD}
---enable-return-routed-experts | b | recorded | | {_MOE}
+--enable-return-routed-experts | b | recorded | | {_OUT}
 --return-sampling-mask | b | recorded | | {_OUT}
 --use-fp64-gumbel | b | refused | | fp64 random noise for sampling costs throughput that the simulator does not price (sampling is priced as vLLM's default fp32)
 --enable-trace-replay | b | recorded | | forced token sequences for debugging: the traffic uses none
@@ -344,7 +345,7 @@ model_tag (positional) | v | modelled | | the model, as --model
 --kernel-config | v | recorded | | {_KERNEL}
 --ir-op-priority | v | recorded | | {_KERNEL}
 --enable-flashinfer-autotune | b | recorded | | {_KERNEL}
---moe-backend | v | recorded | | {_MOE}
+--moe-backend | v | recorded | | {_KERNEL}
 --linear-backend | v | recorded | | {_KERNEL}
 --quantization-config | v | refused | | per-layer quantization specs are not modelled: give one weight format with --quantization
 --aux-output-config | v | recorded | | {_OUT}

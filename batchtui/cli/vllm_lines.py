@@ -21,7 +21,8 @@ def serve_dials(setup, config=None) -> dict:
     sc = setup.scenario
     values = {**{k: getattr(sc, k) for k in ("tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization",
                                              "block_size", "num_gpu_blocks_override", "quantization",
-                                             "kv_cache_memory_bytes", "enforce_eager", "speculative_config")},
+                                             "kv_cache_memory_bytes", "enforce_eager", "speculative_config",
+                                             "enable_expert_parallel")},
               **config.to_dict()}
     if values["kv_cache_dtype"] == "bf16":
         values["kv_cache_dtype"] = "bfloat16"

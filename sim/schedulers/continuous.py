@@ -524,11 +524,11 @@ class ContinuousScheduler(Scheduler):
                 gap_order.append((running.members.get(req, math.inf), gap, 1))
             if stops(req, outputs, max_model_len):
                 pass
-            elif req.status == RUNNING and not self.async_scheduling:
+            elif req.status == RUNNING and not self.async_scheduling and running.steady(req):
                 running.join(req)
                 output.joined.append(req)
                 continue
-            elif joinable is not None and req.status == RUNNING and id(req) in joinable:
+            elif joinable is not None and req.status == RUNNING and id(req) in joinable and running.steady(req):
                 # Async: its next token, a plain decode, is in the batch scheduled just now: it
                 # is held compactly from that batch on.
                 running.join(req)

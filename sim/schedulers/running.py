@@ -122,6 +122,12 @@ class RunningSet:
         self.remove(request)
 
     # -- compact decoders
+    def steady(self, request: Request) -> bool:
+        """Whether a decoder can be held compactly: from now on it needs one block each time its
+        tokens pass a multiple of the block size (`BlockPool.steady`: a sliding window's blocks are
+        at their most). Until then it stays explicit."""
+        return self.pool.steady(request.prompt_len + request.num_output_tokens - 1)
+
     def join(self, request: Request) -> None:
         """`request` has just sampled a token and decodes from now on, one token a tick: hold it
         compactly. Its fields are exact as of now."""

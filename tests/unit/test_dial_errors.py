@@ -22,8 +22,10 @@ from sim.workload import WorkloadSpec
 from tests.unit.cli_run import run
 
 # Dials the simulator does not check again below the table: names (a profile id is looked up,
-# a file read), the seed (any whole number seeds the generator) and enforce_eager (a switch).
-NO_CHECK_BELOW = {"gpu", "model", "seed", "enforce_eager", "workload.trace_path", "workload.pool",
+# a file read), the seed (any whole number seeds the generator) and the switches (enforce_eager,
+# enable_expert_parallel).
+NO_CHECK_BELOW = {"gpu", "model", "seed", "enforce_eager", "enable_expert_parallel", "workload.trace_path",
+                  "workload.pool",
                   "workload.dataset_path"}
 
 

@@ -144,13 +144,17 @@ def scenarios(draw) -> tuple[Scenario, bool]:
         "max_queue_delay": draw(st.sampled_from([0.0, 0.005, 0.05])),
     }
     block_size = draw(st.sampled_from([1, 4, 16]))
+    # The lessons' dense model, or a mixture of experts: gpt-oss's sliding-window layers hold their
+    # own blocks (a request's at most its window's), Qwen3-30B-A3B reads experts by tokens.
+    model = draw(st.sampled_from(["llama-3.1-8b"] * 4 + ["gpt-oss-20b", "qwen3-30b-a3b"]))
     # A cache of a few requests' worth preempts often; None is the profile's (large) cache.
     blocks = draw(st.sampled_from([None, None, "tight", "small"]))
     if blocks is not None:
-        per_seq = -(-max_model_len // block_size) + 1
+        layout = Scenario(model=model, block_size=block_size).deployment().kv_layout
+        per_seq = layout.blocks_for(max_model_len, block_size) + 1
         blocks = per_seq + (1 if blocks == "tight" else 4 * per_seq)
     spec = draw(st.sampled_from([None] * 5 + SPECULATIVE)) if batching == "continuous" else None
-    scenario = Scenario(engine=engine, workload=draw(workloads()), block_size=block_size,
+    scenario = Scenario(model=model, engine=engine, workload=draw(workloads()), block_size=block_size,
                         num_gpu_blocks_override=blocks, seed=draw(st.integers(0, 1000)), speculative_config=spec,
                         profiles_path=_frontend_profile(draw(st.sampled_from(sorted(FRONTENDS)))))
     return scenario, draw(st.booleans())

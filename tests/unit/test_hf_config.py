@@ -23,7 +23,9 @@ def config_path(hf_id: str) -> Path:
     return CONFIGS / (hf_id.replace("/", "--") + ".json")
 
 
-BUILTIN_DECODERS = [m for m in BUILTIN_PROFILES.models.values() if m.kind == "decoder"]
+# The built-in models written as profile fields or config fields in profiles.toml (those read from a
+# shipped config.json are their config: tests/unit/test_moe.py).
+BUILTIN_DECODERS = [m for m in BUILTIN_PROFILES.models.values() if m.kind == "decoder" and config_path(m.hf_id).exists()]
 
 
 @pytest.mark.parametrize("model", BUILTIN_DECODERS, ids=lambda m: m.id)
@@ -86,12 +88,12 @@ def test_known_ids_and_their_aliases_resolve(alias, profile):
     assert resolve_model(alias, BUILTIN_PROFILES) == profile
 
 
-def test_a_mixture_of_experts_config_is_refused_in_one_line(capsys):
-    code, out, err = run(capsys, "sim", "--model", "mistralai/Mixtral-8x7B-v0.1", "--hf-config",
-                         str(config_path("mistralai/Mixtral-8x7B-v0.1")))
-    assert code == 2 and err.count("\n") == 1
-    assert "mixture-of-experts" in err and "num_local_experts = 8" in err
-    with pytest.raises(ProfileError, match="num_experts = 128"):
+def test_a_mixture_of_experts_config_runs_and_one_without_its_top_k_is_refused_in_one_line(capsys):
+    code, out, err = run(capsys, "sim", "--model", "my/mixtral", "--hf-config",
+                         str(config_path("mistralai/Mixtral-8x7B-v0.1")), "-tp", "2", "--num-prompts", "5", "--json")
+    assert code == 0, err
+    assert json.loads(out)["model_id"] == "my/mixtral"
+    with pytest.raises(ProfileError, match="num_experts = 128.*num_experts_per_tok"):
         hf_config.shape({**json.loads(config_path("Qwen/Qwen2.5-7B-Instruct").read_text()), "num_experts": 128}, "x")
 
 
@@ -120,8 +122,14 @@ def test_a_profile_table_may_spell_a_model_as_its_config(tmp_path):
     assert (mine.layers, mine.kv_heads, mine.head_dim, mine.hidden) == (base.layers, base.kv_heads, base.head_dim,
                                                                          base.hidden)
     assert mine.params == pytest.approx(base.params, rel=0.001)
-    path.write_text('[models.moe]\nname = "M"\nhidden_size = 64\nnum_local_experts = 8\n')
-    with pytest.raises(ProfileError, match="mixture-of-experts"):
+    mixtral = json.loads(config_path("mistralai/Mixtral-8x7B-v0.1").read_text())
+    body = "\n".join(f"{k} = {json.dumps(mixtral[k])}" for k in (*keep, "num_local_experts", "num_experts_per_tok"))
+    path.write_text(f'[models.moe]\nname = "M"\n{body}\n')
+    moe = load_profiles(path).model("moe")
+    assert (moe.expert_count, moe.expert_top_k) == (8, 2) and moe.params == pytest.approx(46.7e9, rel=0.01)
+    path.write_text(f'[models.moe]\nname = "M"\n{body}\nnum_experts_per_tok = 9\n'.replace(
+        "num_experts_per_tok = 2\n", ""))
+    with pytest.raises(ProfileError, match="num_experts_per_tok = 9 is more than the 8 experts"):
         load_profiles(path)
 
 

@@ -105,4 +105,4 @@ def test_the_refusals_are_the_documented_ones():
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert "several engine replicas behind one server" in readme
-    assert "any dense transformer runs from its Hugging Face config.json" in readme
+    assert "any model runs from its Hugging Face config.json" in readme

@@ -58,6 +58,22 @@ def test_the_grid_is_every_combination_in_order():
     assert len(set(points)) == len(points)
 
 
+def test_expert_parallelism_is_an_axis_of_points_of_several_gpus():
+    from sim.scenario import Scenario
+
+    points = s.grid(["h100-sxm"], [1, 8], [64], [2048], ["auto"], [True], [False, True])
+    assert [(p.tensor_parallel_size, p.enable_expert_parallel) for p in points] == [(1, False), (8, False), (8, True)]
+    ep = points[-1]
+    assert ep.label() == "h100-sxm tp8 ep seqs 64 tokens 2048 kv auto cache on"
+    sc = s.point_scenario(Scenario(model="qwen3-235b-a22b"), ep)
+    assert sc.enable_expert_parallel and sc.deployment().expert_parallel
+    assert s.point_scenario(Scenario(), points[1]).enable_expert_parallel is None
+    # A journal written before the axis existed reads as points without it.
+    old = s.PointResult(points[1], "screen", True, rate=1.0).to_json()
+    del old["point"]["enable_expert_parallel"]
+    assert s.PointResult.from_json(old).point == points[1]
+
+
 def test_the_pareto_front_keeps_only_points_nobody_beats_on_both():
     def r(per_gpu, per_user, seqs):
         p = s.GridPoint("g", 1, seqs, 2048, "auto", True)

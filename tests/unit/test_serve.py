@@ -156,6 +156,23 @@ def test_models_and_health(server, client):
     assert urllib.request.urlopen(server.url + "/health", timeout=10).status == 200
 
 
+def test_a_mixture_of_experts_is_served_under_its_hugging_face_id():
+    """Issue 39: the shipped MoE configs serve by name; /v1/models names the model as vLLM would."""
+    import urllib.request
+
+    moe = Server("--model", "openai/gpt-oss-120b", "--time-scale", "4")
+    try:
+        body = json.loads(urllib.request.urlopen(moe.url + "/v1/models", timeout=10).read())
+        assert [m["id"] for m in body["data"]] == ["openai/gpt-oss-120b"]
+        request = urllib.request.Request(moe.url + "/v1/completions", method="POST", data=json.dumps(
+            {"model": "openai/gpt-oss-120b", "prompt": "hello there", "max_tokens": 3}).encode(),
+            headers={"Content-Type": "application/json"})
+        answer = json.loads(urllib.request.urlopen(request, timeout=30).read())
+        assert answer["usage"]["completion_tokens"] == 3
+    finally:
+        moe.stop()
+
+
 def test_over_long_requests_get_vllms_400(client):
     with pytest.raises(openai.BadRequestError) as exc:
         client.completions.create(model=MODEL, prompt=[1] * 100, max_tokens=131_000)

@@ -1,0 +1,348 @@
+"""Mixture-of-experts, MLA and sliding-window models from their config.json (issue 39): their sizes,
+the experts an iteration reads, their KV caches, and the commands that run them by name."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim import hf_config
+from sim.cost import CostModel, ExpertReads, windowed
+from sim.engine import Engine
+from sim.errors import ConfigError
+from sim.kv import BlockPool, KvLayout
+from sim.profiles import BUILTIN_PROFILES, Deployment
+from sim.scenario import Scenario
+from sim.workload import LengthSpec, WorkloadSpec
+from tests.examples import examples
+from tests.unit.cli_run import run
+
+P = BUILTIN_PROFILES
+
+# Published totals (model cards), in billions: parameters, and active parameters a token. gpt-oss
+# (OpenAI's model card, Aug 2025): 116.83 / 5.13 and 20.91 / 3.61, counting the output head but not
+# the input embedding (a lookup); the others count both: Qwen3 (Qwen's model cards): 30.5 / 3.3,
+# 235 / 22, 32.8 dense; DeepSeek-V3 (its technical report, arXiv 2412.19437): 671 / 37 for the main
+# model; Mixtral 8x7B (Mistral's announcement): 46.7 / 12.9; Llama 4 Scout (Meta's model card):
+# 109 / 17 with its vision encoder, which the shipped text config leaves out (about 1 B of it).
+PUBLISHED = {
+    "gpt-oss-120b": (116.83, 5.13, False), "gpt-oss-20b": (20.91, 3.61, False), "qwen3-30b-a3b": (30.5, 3.3, True),
+    "qwen3-235b-a22b": (235.0, 22.0, True), "qwen3-32b": (32.8, 32.8, True), "deepseek-v3": (671.0, 37.0, True),
+    "mixtral-8x7b": (46.7, 12.9, True), "llama-4-scout": (108.0, 17.0, True),
+}
+
+
+@pytest.mark.parametrize("model_id", PUBLISHED)
+def test_the_shipped_configs_give_the_published_parameter_counts(model_id):
+    total, per_token, with_embedding = PUBLISHED[model_id]
+    m = P.model(model_id)
+    assert m.params / 1e9 == pytest.approx(total, rel=0.01)
+    active = m.params - (m.expert_count - m.expert_top_k) * m.expert_params
+    if not with_embedding:
+        active -= m.vocab_size * m.hidden
+    assert active / 1e9 == pytest.approx(per_token, rel=0.02)
+
+
+def test_checkpoint_formats_give_the_published_checkpoint_sizes():
+    # gpt-oss model card: MXFP4 experts (4.25 bits a parameter), the rest bf16; checkpoints of
+    # 60.8 GiB (120b) and 12.8 GiB (20b).
+    for model_id, gib in (("gpt-oss-120b", 60.8), ("gpt-oss-20b", 12.8)):
+        d = P.deployment("h100-sxm", model_id)
+        assert d.weight_bytes / 2**30 == pytest.approx(gib, rel=0.02), model_id
+        assert d.weight_format is None and d.expert_weight_format.bytes_per_param == 4.25 / 8
+    # DeepSeek-V3: FP8 weights with 128x128 block scales, about a byte a parameter (its 671 B).
+    ds = P.deployment("h200", "deepseek-v3", tensor_parallel_size=8)
+    assert ds.weight_bytes / 1e9 == pytest.approx(671 + 1.85, rel=0.01)  # (+ the bf16 embedding and head)
+    assert ds.linear_peak_flops == ds.gpu.fp8_peak_flops == ds.expert_peak_flops
+
+
+def test_a_checkpoints_own_format_refuses_another_quantization(capsys):
+    with pytest.raises(ConfigError, match="mxfp4"):
+        P.deployment("h100-sxm", "gpt-oss-120b", quantization="fp8")
+    assert P.deployment("h100-sxm", "gpt-oss-120b", quantization="mxfp4").weight_bytes == \
+        P.deployment("h100-sxm", "gpt-oss-120b").weight_bytes
+    code, out, err = run(capsys, "sim", "--model", "openai/gpt-oss-120b", "--quantization", "awq")
+    assert code == 2 and "--quantization" in err and "mxfp4" in err and err.count("\n") == 1, err
+
+
+def test_nvfp4_runs_at_the_fp4_peak_on_blackwell_and_weight_only_before_it():
+    b200 = P.deployment("b200", "qwen3-30b-a3b", quantization="modelopt_fp4")
+    h100 = P.deployment("h100-sxm", "qwen3-30b-a3b", quantization="modelopt_fp4")
+    assert b200.expert_peak_flops == 9000e12 and h100.expert_peak_flops == h100.gpu.bf16_peak_flops
+    bf16 = P.deployment("b200", "qwen3-30b-a3b")
+    embedding = 2 * 151936 * 2048
+    assert b200.weight_bytes == pytest.approx((bf16.model.params - embedding) * 4.5 / 8 + embedding * 2)
+
+
+# -- the KV cache ----------------------------------------------------------------------------------
+
+
+def test_mla_caches_the_compressed_latent_whole_on_every_gpu():
+    """DeepSeek-V3: kv_lora_rank 512 + qk_rope_head_dim 64 values a token a layer, 61 layers, bf16:
+    70,272 bytes a token, the same on each of 8 GPUs (vLLM's MLA backends replicate the latent)."""
+    one = P.deployment("h200", "deepseek-v3", tensor_parallel_size=8)
+    assert one.kv_bytes_per_token == one.kv_bytes_per_token_per_gpu == 61 * 576 * 2
+    assert one.bytes_per_block == 61 * 576 * 2 * 16
+    fp8 = P.deployment("h200", "deepseek-v3", tensor_parallel_size=8, kv_cache_dtype="fp8")
+    assert fp8.kv_bytes_per_token_per_gpu == 61 * 576
+    # Prefill attention with MLA's head widths: (128 + 64) for QK and 128 for PV, 128 heads.
+    cost = CostModel(one)
+    assert cost.iteration(0, 0, [(0, 1000)]).t_prefill_attn * cost.deployment.eta_mfu * 989e12 == \
+        pytest.approx(2 * 128 * (192 + 128) * 61 / 8 * 1000 * 500)
+
+
+def test_gpt_oss_keeps_its_window_layers_in_blocks_of_their_own():
+    """vLLM 0.33's hybrid KV cache manager: 18 sliding (window 128) and 18 full layers, two groups
+    of 18; a request holds its tokens' blocks in the full group and at most cdiv(127, 16) + 1 = 9
+    in the sliding one."""
+    d = P.deployment("h100-sxm", "gpt-oss-120b")
+    assert d.kv_layout == KvLayout(group_layers=18, window_groups=1, window_blocks=9)
+    assert d.bytes_per_block == 18 * 2 * 8 * 64 * 2 * 16
+    layout = d.kv_layout
+    assert [layout.blocks_for(t, 16) for t in (1, 16, 17, 128, 144, 145, 1000)] == [2, 2, 4, 16, 18, 19, 72]
+    # About twice the tokens of a cache without windows, past the window.
+    assert d.kv_cache_tokens == (d.usable_blocks - 9) * 16
+    assert d.kv_cache_tokens > 1.9 * d.usable_blocks * 16 / 2
+    # A layout with more full layers than one group falls back to holding every layer fully.
+    long_window = dataclasses.replace(d.model, window_layers=6)
+    assert Deployment(d.gpu, long_window).kv_layout == KvLayout(36)
+
+
+def test_decoders_that_pass_their_window_hold_exactly_their_tokens_blocks():
+    """Every running request holds `blocks_for` its computed tokens at every iteration, held
+    explicitly while its window fills and compactly after (sync and async scheduling)."""
+    for asynchronous in (False, True):
+        sc = Scenario(model="gpt-oss-20b", engine={"async_scheduling": asynchronous, "enable_prefix_caching": False},
+                      workload=WorkloadSpec(arrival="poisson", request_rate=200.0, num_prompts=40,
+                                            input=LengthSpec("uniform", 60, 1, 200), output=LengthSpec("fixed", 300)))
+        engine = Engine(sc)
+        pool = engine.pool
+        assert pool.window_groups == 1
+        compact = 0
+        while engine.step() is not None:
+            engine.sync()
+            held = 0
+            for req in engine.scheduler.seated():
+                computed = req.num_computed_tokens
+                assert pool.held(req.request_id) == pool.blocks_for(computed), (req, computed)
+                held += pool.held(req.request_id)
+            assert pool.used == held
+            compact = max(compact, len(engine.scheduler.running.decoders))
+        assert compact > 0  # (the compact form was used)
+
+
+def test_a_sliding_window_bounds_prefill_attention_and_decode_reads():
+    assert windowed(0, 100, 128) == 100 * 50  # inside the window: as a full layer
+    assert windowed(500, 100, 128) == 100 * 128  # past it: the window each
+    assert windowed(100, 100, 128) == pytest.approx((128**2 - 100**2) / 2 + 128 * 72)
+    d = P.deployment("h100-sxm", "gpt-oss-120b")
+    cost = CostModel(d)
+    layer = 2 * 8 * 64 * 2
+    read = cost.kv_read_time(4, 4000) * d.gpu.hbm_bandwidth * d.eta_attn
+    assert read == pytest.approx(18 * layer * 4000 + 4 * 18 * layer * 128)
+
+
+# -- the experts an iteration reads -----------------------------------------------------------------
+
+
+def test_expected_experts_read_grow_from_top_k_to_all_of_them():
+    reads = ExpertReads(128, 8, 1, False)
+    assert reads.distinct[1] == pytest.approx(8)
+    assert reads.distinct[11] == pytest.approx(128 * (1 - (120 / 128) ** 11))
+    assert reads.distinct[reads.cap] == 128.0
+    assert np.all(np.diff(reads.distinct) >= 0)
+    # Expert parallel: the busiest of 8 GPUs reads more than the mean, never more than its 16.
+    ep = ExpertReads(128, 8, 8, True)
+    assert np.all(ep.per_gpu[1:] >= reads.distinct[1:] / 8 - 1e-9) and np.all(ep.per_gpu <= 16 + 1e-9)
+    assert ep.per_gpu[1] > 1.5 * reads.distinct[1] / 8  # one token's 8 experts seldom spread evenly
+    assert ep.per_gpu[ep.cap] == pytest.approx(16)
+
+
+def test_qwen3_30b_a3b_decodes_faster_than_dense_qwen3_32b_and_the_gap_narrows_with_the_batch():
+    moe = P.deployment("h100-sxm", "qwen3-30b-a3b").model
+    moe_cost = CostModel(P.deployment("h100-sxm", "qwen3-30b-a3b"), overlap=True)
+    dense_cost = CostModel(P.deployment("h100-sxm", "qwen3-32b"), overlap=True)
+    speedups = [dense_cost.iteration(b, b * 640).total / moe_cost.iteration(b, b * 640).total
+                for b in (1, 8, 64, 256)]
+    # One token reads 8 of 128 experts, about a tenth of the dense model's weights; from batch 64 on
+    # every expert is read, and the MoE's lead is its compute (3.3 B active parameters, not 32.8).
+    assert speedups[0] > 5, speedups
+    assert speedups[0] > speedups[1] > speedups[2] and 1 < speedups[3] < 0.3 * speedups[0], speedups
+    assert moe_cost.iteration(1, 640).experts_read == pytest.approx(8)
+    assert moe_cost.iteration(256, 256 * 640).experts_read == pytest.approx(moe.expert_count)
+
+
+def as_dense(model):
+    return dataclasses.replace(model, expert_count=0, expert_top_k=0, expert_params=0.0, expert_layers=0)
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(batch=st.integers(1, 600), context=st.integers(1, 4000), chunks=st.lists(
+    st.tuples(st.integers(0, 2000), st.integers(1, 600)), max_size=3),
+    tp=st.sampled_from([1, 2]), fmt=st.sampled_from([None, "fp8", "awq"]), overlap=st.booleans())
+def test_one_expert_routed_top_1_prices_as_its_dense_model(batch, context, chunks, tp, fmt, overlap):
+    """A mixture of one expert, each token routed to it, reads and computes what the same model
+    read as dense does, whatever the batch, the prefills and the weight format (the fixed cost of
+    the expert kernels, which a dense layer does not run, set to 0 here)."""
+    config = hf_config.read("tests/data/hf-configs/mistralai--Mixtral-8x7B-v0.1.json")
+    one = {**config, "num_local_experts": 1, "num_experts_per_tok": 1, "num_hidden_layers": 4}
+    profiles = P.with_config_model("one-expert", one, "test")
+    gpu = dataclasses.replace(P.gpu("h100-sxm"), moe_layer_latency_s=0.0)
+    moe = Deployment(gpu, profiles.model("one-expert"), tensor_parallel_size=tp, quantization=fmt)
+    dense = Deployment(gpu, as_dense(moe.model), tensor_parallel_size=tp, quantization=fmt)
+    assert moe.weight_bytes == pytest.approx(dense.weight_bytes, rel=1e-12)
+    a, b = CostModel(moe, overlap=overlap), CostModel(dense, overlap=overlap)
+    x, y = a.iteration(batch, batch * context, chunks), b.iteration(batch, batch * context, chunks)
+    for field in ("t_weights", "t_compute", "t_linear", "total", "flops", "bytes_read"):
+        assert getattr(x, field) == pytest.approx(getattr(y, field), rel=1e-12), field
+    assert x.experts_read == 1.0
+    times = a.decode_times(np.array([batch, 1]), np.array([batch * context, context]))
+    assert times == pytest.approx(b.decode_times(np.array([batch, 1]), np.array([batch * context, context])),
+                                  rel=1e-12)
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(model_id=st.sampled_from(["qwen3-30b-a3b", "gpt-oss-120b", "mixtral-8x7b"]), batch=st.integers(0, 3000),
+       context=st.integers(0, 10**6), ep=st.booleans())
+def test_every_path_prices_a_mixture_of_experts_decode_alike(model_id, batch, context, ep):
+    """The breakdown, the engine's time, the decode stretches and their numpy form read one table."""
+    tp = 2 if model_id != "gpt-oss-120b" or ep else 1
+    cost = CostModel(P.deployment("h100-sxm", model_id, tensor_parallel_size=tp, enable_expert_parallel=ep),
+                     overlap=True, graph_sizes=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512))
+    total = cost.iteration(batch, context).total
+    assert cost.iteration_time(batch, context) == total
+    if batch:
+        assert cost.decode_time(batch, context) == total
+        assert cost.decode_times(batch, np.array([context]))[0] == total
+
+
+def test_each_moe_layer_pays_its_expert_kernels_fixed_cost():
+    """25 us a layer (vLLM's fused-MoE kernel benchmarks at one token, sim/data/profiles.toml):
+    Qwen3-30B-A3B's 48 layers, 1.2 ms an iteration whatever its size; none for a dense model."""
+    d = P.deployment("h100-sxm", "qwen3-30b-a3b")
+    assert d.moe_latency_s == pytest.approx(48 * 25e-6)
+    free = Deployment(dataclasses.replace(d.gpu, moe_layer_latency_s=0.0), d.model)
+    for batch in (1, 64, 1024):
+        a, b = CostModel(d).iteration(batch, batch * 500), CostModel(free).iteration(batch, batch * 500)
+        assert a.t_linear - b.t_linear == pytest.approx(48 * 25e-6)
+    assert P.deployment("h100-sxm", "qwen3-32b").moe_latency_s == 0.0
+
+
+def test_expert_parallel_costs_small_batches_and_holds_the_same_bytes():
+    tp = P.deployment("h100-sxm", "qwen3-235b-a22b", tensor_parallel_size=8)
+    ep = P.deployment("h100-sxm", "qwen3-235b-a22b", tensor_parallel_size=8, enable_expert_parallel=True)
+    assert ep.expert_parallel and ep.weight_bytes_per_gpu == tp.weight_bytes_per_gpu
+    one_tp, one_ep = CostModel(tp).iteration(1, 1000), CostModel(ep).iteration(1, 1000)
+    assert one_ep.t_weights > one_tp.t_weights  # the busiest GPU holds more than its share of 8 experts
+    big_tp, big_ep = CostModel(tp).iteration(512, 512 * 1000), CostModel(ep).iteration(512, 512 * 1000)
+    assert big_ep.total == pytest.approx(big_tp.total, rel=1e-9)  # every expert read on every GPU
+    # The README's figures (Mixture of experts): a step at a 1,000-token context, the engine's pricing.
+    steps = [[round(CostModel(x, overlap=True).iteration(b, b * 1000).total * 1e3, 2) for b in (1, 64)]
+             for x in (tp, ep)]
+    assert steps == [[5.38, 26.35], [7.38, 26.69]]
+    dense = P.deployment("h100-sxm", "llama-3.1-70b", tensor_parallel_size=8, enable_expert_parallel=True)
+    assert not dense.expert_parallel  # (a dense model has no experts to place)
+
+
+# -- by name, on their usual GPUs -------------------------------------------------------------------
+
+
+def test_gpt_oss_120b_runs_by_name_on_one_h100_and_deepseek_v3_on_eight_h200s(capsys):
+    code, out, err = run(capsys, "sim", "--model", "openai/gpt-oss-120b", "--num-prompts", "20", "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["completed"] == 20 and result["model_id"] == "openai/gpt-oss-120b"
+    code, out, err = run(capsys, "sim", "vllm", "serve", "deepseek-ai/DeepSeek-V3", "--gpu", "h200", "-tp", "8",
+                         "--num-prompts", "20", "--json")
+    assert code == 0, err
+    assert json.loads(out)["completed"] == 20
+    code, out, err = run(capsys, "sim", "--model", "deepseek-ai/DeepSeek-V3", "--gpu", "h200", "-tp", "4")
+    assert code == 2 and "does not fit" in err and "--tensor-parallel-size to 8" in err, err
+
+
+def test_every_shipped_model_runs_on_the_gpus_its_description_names():
+    for model_id, gpu, tp in (("gpt-oss-20b", "h100-sxm", 1), ("qwen3-30b-a3b", "h100-sxm", 1),
+                              ("qwen3-235b-a22b", "h100-sxm", 8),
+                              ("qwen3-235b-a22b", "h200", 4), ("mixtral-8x7b", "h100-sxm", 2),
+                              ("llama-4-scout", "h100-sxm", 4)):
+        sc = Scenario(model=model_id, gpu=gpu, tensor_parallel_size=tp,
+                      workload=WorkloadSpec(num_prompts=4, request_rate=math.inf))
+        if model_id == "llama-4-scout":  # (a context of 10M tokens: vLLM asks for --max-model-len)
+            sc = sc.with_engine(max_model_len=131072)
+        assert Engine(sc).run().metrics["completed"] == 4, model_id
+    # Qwen3-32B in bf16 on one H100 leaves 35,360 tokens of cache: its 40,960-token context is
+    # refused, as vLLM refuses it, and a shorter one runs.
+    sc = Scenario(model="qwen3-32b", workload=WorkloadSpec(num_prompts=4, request_rate=math.inf))
+    with pytest.raises(ConfigError, match="35360 tokens"):
+        Engine(sc)
+    assert Engine(sc.with_engine(max_model_len=32768)).run().metrics["completed"] == 4
+
+
+def test_the_catalog_lists_every_model_with_a_line_on_it():
+    catalog = P.catalog()
+    assert [row[0] for row in catalog] == list(P.models)
+    assert all(hf and line for _, hf, line in catalog)
+    assert ("gpt-oss-120b", "openai/gpt-oss-120b") in {row[:2] for row in catalog}
+
+
+def test_the_iteration_report_says_how_many_experts_each_layer_read():
+    sc = Scenario(model="qwen3-30b-a3b", workload=WorkloadSpec(num_prompts=6, request_rate=math.inf,
+                                                             input=LengthSpec("fixed", 64),
+                                                             output=LengthSpec("fixed", 8)))
+    engine = Engine(sc)
+    reports = [r for r in iter(engine.step, None)]
+    parts = [r.cost for r in reports]
+    assert all(p.experts == 128 for p in parts)
+    cost = CostModel(engine.deployment)
+    first = reports[0]
+    assert parts[0].experts_read == pytest.approx(cost.experts_read(first.num_decode_tokens + first.num_prefill_tokens))
+    assert any(p.experts_read < 64 for p in parts) and max(p.experts_read for p in parts) > 100
+    dense = Engine(Scenario(workload=sc.workload)).step()
+    assert dense.cost.experts == 0 and dense.cost.experts_read == 0.0
+
+
+# vLLM PR 24700 (H100, benchmarks/kernels/benchmark_moe.py, Mixtral-8x7B-Instruct at TP 2, the tuned
+# config): the fused-MoE kernel's time for one layer's experts, by tokens, in microseconds.
+MIXTRAL_TP2_H100_KERNEL_US = {1: 144.03, 8: 434.98, 64: 483.14, 256: 536.77, 512: 662.33, 1024: 833.72,
+                              1536: 1122.93}
+
+
+def test_one_layers_experts_price_as_vllms_fused_moe_kernel_measures_them():
+    """The experts' roofline (their weights read at the GPU's bandwidth efficiency, their FLOPs at its
+    tensor-core efficiency) plus the expert kernels' fixed cost, within 15 % of vLLM's kernel
+    benchmark from one token to 1,536 (README, Mixture of experts)."""
+    d = P.deployment("h100-sxm", "mixtral-8x7b", tensor_parallel_size=2)
+    layers = d.model.expert_layers
+    reads = ExpertReads(8, 2, 2, False)
+    for tokens, measured in MIXTRAL_TP2_H100_KERNEL_US.items():
+        mem = reads.per_gpu[min(tokens, reads.cap)] * d.expert_bytes / layers / (d.gpu.hbm_bandwidth * d.eta_bw)
+        cmp = 2 * 2 * d.model.expert_params / layers / 2 * tokens / (d.expert_peak_flops * d.eta_mfu)
+        priced = (math.hypot(mem, cmp) + d.gpu.moe_layer_latency_s) * 1e6
+        assert priced == pytest.approx(measured, rel=0.15), tokens
+
+
+def test_the_readmes_qwen3_table():
+    moe = CostModel(P.deployment("h100-sxm", "qwen3-30b-a3b"), overlap=True)
+    dense = CostModel(P.deployment("h100-sxm", "qwen3-32b"), overlap=True)
+    rows = {1: (3.72, 8, 24.51), 8: (11.25, 52, 24.93), 64: (25.06, 126, 29.00), 256: (29.78, 128, 50.01)}
+    for batch, (moe_ms, experts, dense_ms) in rows.items():
+        a, b = moe.iteration(batch, batch * 640), dense.iteration(batch, batch * 640)
+        assert (round(a.total * 1e3, 2), round(a.experts_read), round(b.total * 1e3, 2)) == (moe_ms, experts, dense_ms)
+
+
+def test_a_checkpoint_format_the_simulator_does_not_read_is_refused_in_one_line(tmp_path, capsys):
+    config = json.loads(open("tests/data/hf-configs/Qwen--Qwen2.5-7B-Instruct.json").read())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "quantization_config": {"quant_method": "compressed-tensors"}}))
+    code, out, err = run(capsys, "sim", "--model", "x/y", "--hf-config-path", str(path))
+    assert code == 2 and err.count("\n") == 1 and "compressed-tensors" in err and "--quantization" in err, err
+    path.write_text(json.dumps({**config, "quantization_config": {"quant_method": "fp8"}}))
+    code, out, err = run(capsys, "sim", "--model", "x/y", "--hf-config-path", str(path), "--num-prompts", "3",
+                         "--json")
+    assert code == 0, err
