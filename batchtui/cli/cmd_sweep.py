@@ -208,8 +208,16 @@ def saturation_text(sat, n: int) -> str:
     measured; with a KV-thrashing full queue, what that means for a burst."""
     backlog = sat.backlog.metrics["request_throughput"]
     if not sat.exact:
-        return (f"With its queue full the engine preempts and serves {sat.full_queue_rate:.2f} req/s ({n:,} "
+        how = "preempts and serves" if sat.thrashes else "serves"
+        return (f"With its queue full the engine {how} {sat.full_queue_rate:.2f} req/s ({n:,} "
                 f"requests queued at once: {backlog:.2f}); lighter traffic may sustain more (not searched).")
+    if sat.degraded:
+        behind = "" if sat.above is None else f" ({sat.above:.2f} falls behind)"
+        return (f"Saturated rate: {sat.rate:.2f} req/s, the highest rate whose run of {sat.horizon:,} requests keeps "
+                f"up{behind}; a point above it has no steady state. With its queue full the replica serves only "
+                f"{sat.full_queue_rate:.2f} req/s, less than {n:,} requests queued at once complete ({backlog:.2f}): "
+                "so an overloaded API server does, taking requests in ahead of the tokens it streams (more "
+                "--api-server-count raise what it serves).")
     if not sat.thrashes:
         return (f"Saturated rate: {sat.rate:.2f} req/s, what the engine serves with its queue full (traffic "
                 f"arriving faster, {sat.overload.metrics['completed']:,} requests); a point above it has no "
@@ -226,7 +234,8 @@ def saturation_json(sat) -> dict | None:
     if sat is None:
         return None
     return {"rate": sat.rate, "exact": sat.exact, "backlog_rate": sat.backlog.metrics["request_throughput"],
-            "full_queue_rate": sat.full_queue_rate, "thrashes": sat.thrashes, "horizon": sat.horizon,
+            "full_queue_rate": sat.full_queue_rate, "thrashes": sat.thrashes, "degraded": sat.degraded,
+            "horizon": sat.horizon,
             "searched": [{"request_rate": r, "keeps_up": ok, "e2e_slope": slope} for r, ok, slope in sat.searched]}
 
 
