@@ -136,13 +136,24 @@ def test_plan_grows_a_run_whose_steady_window_is_too_short(monkeypatch):
 
 
 def test_the_saturated_rate_is_what_a_stream_sustains_not_a_burst(monkeypatch):
-    # All-at-once measures 40 req/s; a steady stream keeps up only to 30: the saturated rate is
-    # 30, and no answer is above it.
+    # All-at-once measures 40 req/s; a full queue is served at 30: the saturated rate is 30. A
+    # full queue serving less than the burst is degraded (`Saturation.degraded`, as an overloaded
+    # API server is), so 30 is only a lower bound: the sweep goes on past it, each point judged on
+    # its own run, and the points that do not settle miss.
     small_windows(monkeypatch, 10)
     run_at, calls = fake_server(40.0, lambda r: 0.006, sustains=30.0)
     plan = plan_rate(run_at, Slo(tpot_p99_ms=20.0), num_prompts=400)
-    assert plan.saturated_rate == pytest.approx(30.0, rel=0.01) and plan.cap == plan.saturated_rate
+    assert plan.saturated_rate == pytest.approx(30.0, rel=0.01)
+    assert plan.saturation.degraded and plan.cap is None
     assert plan.limited_by == "throughput"
+    assert 30.0 <= plan.best.rate < 33.0 and plan.bracket_high < 33.0
+    assert "does not settle" in plan.first_miss.misses[-1]
+    assert any(p.rate == pytest.approx(33.0) and p.misses for p in plan.points)
+    # A full queue served as fast as the burst (here at the rate a stream sustains) is exact: no
+    # answer above it.
+    run_at, calls = fake_server(30.0, lambda r: 0.006, sustains=30.0)
+    plan = plan_rate(run_at, Slo(tpot_p99_ms=20.0), num_prompts=400)
+    assert not plan.saturation.degraded and plan.cap == plan.saturated_rate == pytest.approx(30.0, rel=0.01)
     assert plan.best.rate <= plan.saturated_rate == plan.bracket_high
     assert "above the saturated rate" in plan.first_miss.misses[-1]
     # A stream sustained past the all-at-once rate: answers may pass the burst's rate, never the
