@@ -13,6 +13,7 @@ from textual.scrollbar import ScrollBar, ScrollBarRender
 from . import gc_policy
 from .ending import Ending
 from .glyphs import ascii_text
+from .key_order import KeyOrder
 from .progress import Progress, ProgressStore
 from .screens.help import HelpScreen
 from .screens.navigation import changes_step
@@ -62,6 +63,10 @@ class BatchApp(App):
         self._old_scrollbar = ScrollBar.renderer
         self.ending = Ending(self)
         """How this run ends: the terminal watched, signals, errors nothing caught, the status."""
+        self._whole_frame = False
+        """The next frame is drawn whole (`draw_whole_next_frame`)."""
+        self.key_order = KeyOrder(self, self._act_on_key)
+        """The keys read and not yet acted on: one at a time, in the order typed."""
 
     def on_mount(self) -> None:
         self.theme = THEME
@@ -133,16 +138,21 @@ class BatchApp(App):
         self.panic()  # stop at once, print nothing: `tui.run_app` prints the line
 
     async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.Key):
-            self.keys_read += 1  # a running simulation makes way (`simulation.keys_read`)
-        split = escape_then_key(event)
-        if split is None:
+        if not isinstance(event, (events.Key, events.Paste)) or event.is_forwarded:
             await super().on_event(event)
             return
+        # A key (or a paste) from the terminal: acted on once every key read before it has
+        # been (`key_order.py`).
+        if isinstance(event, events.Key):
+            self.keys_read += 1  # a running simulation makes way (`simulation.keys_read`)
         # Esc and a key that followed it within the escape delay: Textual reads the pair as
         # alt+key, which nothing here binds. They are the two keys the learner pressed.
-        for key in split:
-            await super().on_event(key)
+        for one in escape_then_key(event) or (event,):
+            await self.key_order.arrived(one)
+
+    async def _act_on_key(self, event: events.Event) -> None:
+        """Textual's handling of a key from the terminal (`KeyOrder` hands them out)."""
+        await super().on_event(event)
 
     def get_driver_class(self):
         # On a terminal, a lone Esc answered once its escape delay is up (`key_input.py`).
@@ -156,6 +166,19 @@ class BatchApp(App):
         if self.tutorial is not None and not changes_step(action):
             await self.tutorial.navigation.settle_now()
         return await super().run_action(action, default_namespace, namespaces)
+
+    def draw_whole_next_frame(self) -> None:
+        """Draw the next frame whole, not only the parts Textual has heard have changed (a step
+        change: each widget's repaint reaches the screen in its own time, and a frame drawn in
+        between showed the new step's header and lesson over the old step's views and goal)."""
+        self._whole_frame = True
+
+    def _display(self, screen, renderable) -> None:
+        # Textual's one writer of frames (it writes nothing while a batch update is open).
+        if self._whole_frame and renderable is not None and screen is self.screen and not self._batch_count:
+            self._whole_frame = False
+            renderable = screen._compositor.render_update(full=True, screen_stack=self._background_screens)
+        super()._display(screen, renderable)
 
     def words(self, text: str) -> str:
         """Text as this terminal shows it: plain ASCII under `--ascii`."""

@@ -227,19 +227,27 @@ class TutorialScreen(Screen):
         # while it is drawn, and then this step's own start would start it again over whatever
         # a key did in between (g and m in one read: the chat m loaded was lost).
         self._opening = None
-        # One layout and one frame for the whole change, not one per part.
+        first, self._first_opening = self._first_opening, False
+        # One layout and one frame for the whole change, not one per part, and that frame drawn
+        # whole: the new step's text, dials, activity, goal and keys, and its run's first state
+        # in the views and the status line, never one step's header over another's views. A
+        # step after the first starts its run within the change (the engine is loaded by then:
+        # a run is built in about a millisecond).
         with self.app.batch_update():
             await self._show(step)
-        # The simulation and the sweep start once this step is on screen: the first frame (and
-        # every step change) does not wait for the engine to be imported and built. At launch,
-        # also give Textual's writer thread a moment to put that frame on the terminal:
-        # importing the engine (numpy) holds the GIL (benchmarks/app_benchmark.py).
-        self._opening = opening = object()
-        delay = FIRST_START_DELAY if self._first_opening else 0.0
-        self._first_opening = False
+            if not first:
+                await self._begin_run(draw_now=True)
+        self.app.draw_whole_next_frame()
+        # At launch, the simulation, the sweep and the step's figures start once the first frame
+        # is on the terminal: it does not wait for the engine to be imported and built, and
+        # Textual's writer thread gets a moment to write it (importing the engine, numpy, holds
+        # the GIL: benchmarks/app_benchmark.py).
+        delay = FIRST_START_DELAY if first else 0.0
         if step.figures_pending:
             await self.drafts.fill_later(step, index, delay)
-        await self.settings.clock.later(self, lambda: self._begin(opening), delay)
+        if first:
+            self._opening = opening = object()
+            await self.settings.clock.later(self, lambda: self._begin(opening), delay)
 
     async def _show(self, step) -> None:
         self.stop_simulation()
@@ -275,12 +283,16 @@ class TutorialScreen(Screen):
                 self.say(f"The last step. {others} t opens the table of contents.")
 
     async def _begin(self, opening: object | None) -> None:
-        """Start the step's simulation and sweep, unless another step was opened meanwhile."""
+        """Start the first step's simulation and sweep, unless another step was opened meanwhile."""
         if opening is not self._opening:
             return
         self._opening = None
+        await self._begin_run()
+
+    async def _begin_run(self, draw_now: bool = False) -> None:
+        """Start the step's simulation and sweep; `draw_now`: its first state drawn at once."""
         step = self.step
-        self.start_simulation(step.scenario)
+        self.start_simulation(step.scenario, draw_now=draw_now)
         self.update_keys()
         if self.sweeps.wanted(step):
             await self.sweeps.start(step)
@@ -288,7 +300,9 @@ class TutorialScreen(Screen):
     def on_view_stack_arranged(self, message: ViewStack.Arranged) -> None:
         self.update_keys()
 
-    def start_simulation(self, scenario) -> None:
+    def start_simulation(self, scenario, draw_now: bool = False) -> None:
+        """A run of `scenario` for the step on show; its first state posted as a frame, or with
+        `draw_now` drawn before this returns (a step change draws it with the step)."""
         step = self.step
         try:
             self.sim = self.new_run(scenario, compare=step.compare.scenario if step.compare else None)
@@ -299,7 +313,10 @@ class TutorialScreen(Screen):
         for view in self.stack.views("kv", make="kv" in step.views):  # for snapshots without a block size
             view.block_size = scenario.block_size
         self.settings.clock.start(self, self.sim, running=step.starts_running and not self._held)
-        self.sim.publish()
+        if draw_now:
+            self.draw_frame(self.sim.frame())
+        else:
+            self.sim.publish()
 
     def new_run(self, scenario, compare=None, compare_keeps: tuple[str, ...] = ()) -> LiveSimulation:
         """A run of `scenario` at the app's frame rate and the learner's speed. Raises SimError."""
@@ -327,8 +344,8 @@ class TutorialScreen(Screen):
         self.start_simulation(scenario)
 
     async def begin_now(self) -> None:
-        """A key in the same read as the step change that needs the step's run: start it now
-        rather than after the next refresh."""
+        """A key that needs the step's run before the first step's run has started (it starts a
+        moment after the first frame): start it now."""
         if self.sim is None and self._opening is not None:
             await self._begin(self._opening)
 
@@ -343,6 +360,10 @@ class TutorialScreen(Screen):
             return  # from a step already left
         # The next frame is posted once this one is drawn (after this refresh), not before.
         self.call_after_refresh(frame.origin.frame_shown)
+        self.draw_frame(frame)
+
+    def draw_frame(self, frame: SimulationFrame) -> None:
+        """The views, the activity, the status line and the goal at the state `frame` holds."""
         frames = {"main": frame.snapshot}
         if frame.compare is not None:
             frames["compare"] = frame.compare
@@ -406,7 +427,8 @@ class TutorialScreen(Screen):
         self.update_goal()
         self.update_keys()
 
-    def on_activity_view_run_dials(self, message: ActivityView.RunDials) -> None:
+    async def on_activity_view_run_dials(self, message: ActivityView.RunDials) -> None:
+        await self.begin_now()  # a guess as the first step opens: its run starts now, with it
         self.dials.run(message)
 
     def update_goal(self) -> None:
