@@ -63,8 +63,6 @@ class BatchApp(App):
         self._old_scrollbar = ScrollBar.renderer
         self.ending = Ending(self)
         """How this run ends: the terminal watched, signals, errors nothing caught, the status."""
-        self._whole_frame = False
-        """The next frame is drawn whole (`draw_whole_next_frame`)."""
         self.key_order = KeyOrder(self, self._act_on_key)
         """The keys read and not yet acted on: one at a time, in the order typed."""
 
@@ -145,8 +143,9 @@ class BatchApp(App):
         # been (`key_order.py`).
         if isinstance(event, events.Key):
             self.keys_read += 1  # a running simulation makes way (`simulation.keys_read`)
-        # Esc and a key that followed it within the escape delay: Textual reads the pair as
-        # alt+key, which nothing here binds. They are the two keys the learner pressed.
+        # Esc and a key that followed it within the escape delay, from a driver other than ours
+        # (`key_input.py` reads them as both keys): Textual reads the pair as alt+key, which
+        # nothing here binds. They are the two keys the learner pressed.
         for one in escape_then_key(event) or (event,):
             await self.key_order.arrived(one)
 
@@ -166,19 +165,6 @@ class BatchApp(App):
         if self.tutorial is not None and not changes_step(action):
             await self.tutorial.navigation.settle_now()
         return await super().run_action(action, default_namespace, namespaces)
-
-    def draw_whole_next_frame(self) -> None:
-        """Draw the next frame whole, not only the parts Textual has heard have changed (a step
-        change: each widget's repaint reaches the screen in its own time, and a frame drawn in
-        between showed the new step's header and lesson over the old step's views and goal)."""
-        self._whole_frame = True
-
-    def _display(self, screen, renderable) -> None:
-        # Textual's one writer of frames (it writes nothing while a batch update is open).
-        if self._whole_frame and renderable is not None and screen is self.screen and not self._batch_count:
-            self._whole_frame = False
-            renderable = screen._compositor.render_update(full=True, screen_stack=self._background_screens)
-        super()._display(screen, renderable)
 
     def words(self, text: str) -> str:
         """Text as this terminal shows it: plain ASCII under `--ascii`."""

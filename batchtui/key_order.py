@@ -108,36 +108,31 @@ class KeyOrder:
     # -- rounds
     def _start_round(self, number: int) -> None:
         app = self.app
-        start = app.focused or app.screen
         chain: list[MessagePump] = []
-        node = start
+        node = app.focused or app.screen
         while node is not None and node is not app:
             chain.append(node)
             node = node.parent
-        chain.append(app)
         self._round = _Round(number, chain, (app.screen, app.focused))
         self._check_soon()
         self._hop(self._round)
 
     def _hop(self, round_: _Round) -> None:
-        """Queue the round's call in its next queue (skipping queues that take no more)."""
+        """Queue the round's call in its next queue (passing over queues that take no more), and
+        after the last (the screen's), in the app's own."""
         while round_.at < len(round_.chain):
             node = round_.chain[round_.at]
             round_.since = monotonic()
             if node.call_later(self._arrived_at, round_, round_.at):
                 return
             round_.at += 1
-        self.app.call_later(self._round_done, round_)  # (the app's queue always takes it)
+        self.app.call_later(self._round_done, round_)
 
     def _arrived_at(self, round_: _Round, at: int) -> None:
         """The round's call ran in queue `at`: on to the next."""
-        if round_ is not self._round or round_.at != at:
-            return  # a round given up on, or a queue passed over meanwhile
-        round_.at += 1
-        if round_.at < len(round_.chain):
+        if round_ is self._round and round_.at == at:  # (else given up on, or passed over)
+            round_.at += 1
             self._hop(round_)
-        else:
-            self.app.call_later(self._round_done, round_)
 
     async def _round_done(self, round_: _Round) -> None:
         if round_ is not self._round or round_.finished:
@@ -166,14 +161,14 @@ class KeyOrder:
         if round_ is None or round_.at >= len(round_.chain):
             return
         node = round_.chain[round_.at]
-        gone = node is not self.app and not (node.is_running and node.is_attached)
-        if gone or monotonic() - round_.since > STUCK_S:
+        if not (node.is_running and node.is_attached) or monotonic() - round_.since > STUCK_S:
             round_.at += 1
             self._hop(round_)
 
 
 class _Round:
-    """One round of calls up a chain of message queues (focused widget ... screen, app)."""
+    """One round of calls up a chain of message queues (the focused widget's ... the screen's,
+    then the app's)."""
 
     __slots__ = ("number", "chain", "found", "at", "since", "finished")
 

@@ -55,6 +55,31 @@ class Navigation:
         if index is not None and index != screen.index and screen.is_attached:
             await screen.show_step(index)
 
+    def step_by(self, steps: int) -> None:
+        """n (1) and p (-1): from the step wanted, or the one on show; at either end, says so."""
+        screen = self.screen
+        to = self.at + steps
+        if to >= len(screen.summaries):
+            still_open = screen.app.progress.still_open([s.number for s in screen.summaries])
+            screen.say(f"This is the last step. {still_open or 'Every step is done.'} "
+                       "t opens the table of contents.")
+        elif to < 0:
+            screen.say("This is the first step.")
+        else:
+            self.go(to)
+
+    def contents(self) -> None:
+        """t: the table of contents; the step chosen there is opened."""
+        from .contents import ContentsScreen
+
+        def chosen(number: int | None) -> None:
+            if number is not None:
+                self.step_number(number)
+
+        screen = self.screen
+        completed = screen.app.progress.completed
+        screen.app.push_screen(ContentsScreen(screen.summaries, screen.step.number, completed), chosen)
+
     def step_number(self, number: int) -> None:
         """Open the step numbered `number` (c, g, a contents choice)."""
         for i, summary in enumerate(self.screen.summaries):

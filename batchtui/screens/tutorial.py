@@ -24,7 +24,6 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Input
 
@@ -60,6 +59,7 @@ from .question import Question
 from .reveal import Reveal
 from .sweeps import Sweeps
 from .tutorial_lines import KeysState, footer_keys, status_line
+from .whole_frame import WholeFrameScreen
 
 
 FIRST_START_DELAY = 0.1
@@ -68,7 +68,7 @@ SHORT_BELOW = 24
 """Terminal lines from which the dials keep a help line of their own."""
 
 
-class TutorialScreen(Screen):
+class TutorialScreen(WholeFrameScreen):
     """One step at a time. Owns the live simulation of the step on show."""
 
     CSS_PATH = Path(__file__).with_suffix(".tcss")
@@ -228,20 +228,17 @@ class TutorialScreen(Screen):
         # a key did in between (g and m in one read: the chat m loaded was lost).
         self._opening = None
         first, self._first_opening = self._first_opening, False
-        # One layout and one frame for the whole change, not one per part, and that frame drawn
-        # whole: the new step's text, dials, activity, goal and keys, and its run's first state
-        # in the views and the status line, never one step's header over another's views. A
-        # step after the first starts its run within the change (the engine is loaded by then:
-        # a run is built in about a millisecond).
+        # One layout and one frame, drawn whole, for the whole change: never one step's header
+        # over another's views. After the first step the engine is loaded: the run starts (about
+        # a millisecond) and its first state is drawn within the change.
         with self.app.batch_update():
             await self._show(step)
             if not first:
-                await self._begin_run(draw_now=True)
-        self.app.draw_whole_next_frame()
-        # At launch, the simulation, the sweep and the step's figures start once the first frame
-        # is on the terminal: it does not wait for the engine to be imported and built, and
-        # Textual's writer thread gets a moment to write it (importing the engine, numpy, holds
-        # the GIL: benchmarks/app_benchmark.py).
+                await self._begin(None, draw_now=True)
+        self.draw_whole_next_frame()
+        # At launch, the run, the sweep and the figures start once the first frame is out, given
+        # Textual's writer thread a moment to write it: importing the engine (numpy) holds the
+        # GIL (benchmarks/app_benchmark.py).
         delay = FIRST_START_DELAY if first else 0.0
         if step.figures_pending:
             await self.drafts.fill_later(step, index, delay)
@@ -282,15 +279,12 @@ class TutorialScreen(Screen):
             if others:
                 self.say(f"The last step. {others} t opens the table of contents.")
 
-    async def _begin(self, opening: object | None) -> None:
-        """Start the first step's simulation and sweep, unless another step was opened meanwhile."""
+    async def _begin(self, opening: object | None, draw_now: bool = False) -> None:
+        """Start the step's simulation and sweep, unless another step was opened meanwhile;
+        `draw_now`: its first state drawn at once."""
         if opening is not self._opening:
             return
         self._opening = None
-        await self._begin_run()
-
-    async def _begin_run(self, draw_now: bool = False) -> None:
-        """Start the step's simulation and sweep; `draw_now`: its first state drawn at once."""
         step = self.step
         self.start_simulation(step.scenario, draw_now=draw_now)
         self.update_keys()
@@ -301,8 +295,7 @@ class TutorialScreen(Screen):
         self.update_keys()
 
     def start_simulation(self, scenario, draw_now: bool = False) -> None:
-        """A run of `scenario` for the step on show; its first state posted as a frame, or with
-        `draw_now` drawn before this returns (a step change draws it with the step)."""
+        """A run of `scenario`; its first state posted as a frame, or drawn now (`draw_now`)."""
         step = self.step
         try:
             self.sim = self.new_run(scenario, compare=step.compare.scenario if step.compare else None)
@@ -527,35 +520,16 @@ class TutorialScreen(Screen):
 
     # -- actions (ids in keys.py)
     def action_next_step(self) -> None:
-        at = self.navigation.at
-        if at + 1 >= len(self.summaries):
-            self.say(f"This is the last step. {self.still_open() or 'Every step is done.'} "
-                     "t opens the table of contents.")
-            return
-        self.navigation.go(at + 1)
+        self.navigation.step_by(1)
 
     def action_previous_step(self) -> None:
-        at = self.navigation.at
-        if at == 0:
-            self.say("This is the first step.")
-            return
-        self.navigation.go(at - 1)
+        self.navigation.step_by(-1)
 
     def action_go_to_step(self, number: int) -> None:
         self.navigation.step_number(number)
 
-    def still_open(self) -> str:
-        """The steps not completed yet, in a line ("" if none)."""
-        return self.app.progress.still_open([s.number for s in self.summaries])
-
     def action_contents(self) -> None:
-        from .contents import ContentsScreen
-
-        def chosen(number: int | None) -> None:
-            if number is not None:
-                self.navigation.step_number(number)
-
-        self.app.push_screen(ContentsScreen(self.summaries, self.step.number, self.app.progress.completed), chosen)
+        self.navigation.contents()
 
     def action_hint(self) -> None:
         self.question.next_hint()
