@@ -75,9 +75,14 @@ def launch(tmp_path):
         session.kill()
 
 
-@pytest.mark.parametrize("pace", ["one read", "slowly"])
+SLOWLY = pytest.param("slowly", marks=pytest.mark.thorough)
+"""The same keys one at a time (among the thorough tests): the end states asserted are theirs."""
+
+
+@pytest.mark.parametrize("pace", ["one read", SLOWLY])
 def test_keys_in_one_read_end_where_typing_them_slowly_ends(launch, tmp_path, pace):
-    """The issue's sequences, each in one write, and the same keys one at a time: the same end."""
+    """Sequences that were reordered or lost, each in one write: each ends as the same keys
+    typed one at a time end."""
     session = launch("--step", "2")
     session.press("tab")  # the answer box
     assert session.wait_for("esc leave", timeout=30), session.text()
@@ -119,7 +124,7 @@ def test_keys_in_one_read_end_where_typing_them_slowly_ends(launch, tmp_path, pa
     assert session.proc.poll() is None
 
 
-@pytest.mark.parametrize("pace", ["one read", "slowly"])
+@pytest.mark.parametrize("pace", ["one read", SLOWLY])
 def test_twenty_n_over_the_first_launch_orientation_reach_step_20(launch, pace):
     """The first key closes the orientation; the other nineteen each move a step on."""
     session = launch(first_launch=True)
@@ -178,13 +183,17 @@ def test_a_guess_typed_50_ms_after_the_step_key_is_made_and_answered(launch, tmp
             hog.wait()
 
 
-@pytest.mark.parametrize("load", [0, pytest.param(2, marks=pytest.mark.thorough)], ids=["idle", "two-busy-loops"])
-def test_a_guess_typed_just_after_the_first_frame_is_made_and_answered(launch, tmp_path, load):
+@pytest.mark.parametrize("load, predicts", [
+    (0, (1, 17)),  # the first step and the last prediction (each takes a launch)
+    pytest.param(0, PREDICTS, marks=pytest.mark.thorough),
+    pytest.param(2, PREDICTS, marks=pytest.mark.thorough),
+], ids=["idle-two-steps", "idle", "two-busy-loops"])
+def test_a_guess_typed_just_after_the_first_frame_is_made_and_answered(launch, tmp_path, load, predicts):
     """`batchtui --step N` and the digit 0.1 s after the first frame: before the step's run and
     figures have started."""
     hogs = busy_loops(load)
     try:
-        for n, step in enumerate(PREDICTS):
+        for n, step in enumerate(predicts):
             session = launch("--step", str(step))
             time.sleep(0.1)
             session.press("1")
