@@ -202,7 +202,9 @@ class BatchApp(App):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, (HelpScreen, TooSmallScreen)):
-            self.push_screen(HelpScreen())
+            if not self.is_screen_installed("help"):  # made once, shown again (`HelpScreen`)
+                self.install_screen(HelpScreen(), "help")
+            self.push_screen("help")
 
     def action_glossary(self) -> None:
         from .screens.glossary import GlossaryScreen

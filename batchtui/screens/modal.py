@@ -31,6 +31,9 @@ class OverlayScreen(ModalScreen[ResultType]):
         self.closing = True
         return super().dismiss(result)
 
+    def on_screen_resume(self) -> None:
+        self.closing = False  # shown again (a screen kept installed)
+
     def action_close(self) -> None:
         """Close without a result (the keys each screen binds to `close`)."""
         self.dismiss(None)
