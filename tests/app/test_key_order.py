@@ -1,0 +1,45 @@
+"""Keys posted to the app in a row, as a terminal read delivers them (`batchtui/key_order.py`):
+each takes effect in order, as if typed one at a time. (On a real terminal:
+`test_keys_land.py`.)"""
+
+from __future__ import annotations
+
+import steps
+from textual import events
+
+from batchtui.screens.help import HelpScreen
+from batchtui.widgets.answer_box import AnswerBox
+
+CHARACTERS = {"question_mark": "?", "escape": "\x1b", "backspace": "\x7f", "ctrl+u": "\x15"}
+
+
+def one_read(app, *keys: str) -> None:
+    for key in keys:
+        app.post_message(events.Key(key, CHARACTERS.get(key, key if len(key) == 1 else None)))
+
+
+async def settled(pilot, done, tries: int = 400) -> bool:
+    for _ in range(tries):  # waits on the app's state, not on time
+        await pilot.pause()
+        if done() and not getattr(getattr(pilot.app, "key_order", None), "busy", False):
+            return True
+    return False
+
+
+async def test_keys_in_a_row_land_where_typed(make_app):
+    app = make_app(list(steps.open_lessons()), start_step=2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("tab")
+        box = app.screen.query_one(AnswerBox)
+        assert app.focused is box
+        one_read(app, "1", "2", "backspace", "3")
+        assert await settled(pilot, lambda: box.value == "13"), box.value
+        one_read(app, "9", "9", "ctrl+u", "1", "6", "6")
+        assert await settled(pilot, lambda: box.value == "166"), box.value
+        one_read(app, "c", "escape", "c")
+        assert await settled(pilot, lambda: app.tutorial.step.number == 19), (box.value, app.tutorial.step.number)
+        one_read(app, "question_mark", "escape", "question_mark")
+        assert await settled(pilot, lambda: isinstance(app.screen, HelpScreen))
+        one_read(app, "escape", "t", "enter", "t")
+        assert await settled(pilot, lambda: type(app.screen).__name__ == "ContentsScreen"), type(app.screen)
