@@ -43,3 +43,54 @@ async def test_keys_in_a_row_land_where_typed(make_app):
         assert await settled(pilot, lambda: isinstance(app.screen, HelpScreen))
         one_read(app, "escape", "t", "enter", "t")
         assert await settled(pilot, lambda: type(app.screen).__name__ == "ContentsScreen"), type(app.screen)
+
+
+async def test_keys_go_on_after_a_key_whose_widget_never_answers(monkeypatch):
+    """A round that waits on a queue longer than `STUCK_S` goes on without it: a widget stuck on
+    a key does not keep the keys after it from the app."""
+    import asyncio
+
+    from textual.app import App
+    from textual.binding import Binding
+    from textual.widgets import Input
+
+    import batchtui.key_order as key_order
+
+    monkeypatch.setattr(key_order, "STUCK_S", 0.3)
+
+    class Stuck(Input):
+        async def on_key(self, event) -> None:
+            await asyncio.sleep(60)  # never done while the test runs
+
+    class Bare(App):
+        BINDINGS = [Binding("ctrl+b", "mark", priority=True)]
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.key_order = key_order.KeyOrder(self, self._act_on_key)
+            self.marked = 0
+
+        def compose(self):
+            yield Stuck()
+
+        async def on_event(self, event) -> None:
+            if isinstance(event, events.Key) and not event.is_forwarded:
+                await self.key_order.arrived(event)
+            else:
+                await super().on_event(event)
+
+        async def _act_on_key(self, event) -> None:
+            await super().on_event(event)
+
+        def action_mark(self) -> None:
+            self.marked += 1
+
+    app = Bare()
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        one_read(app, "a", "ctrl+b")
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            if app.marked:
+                break
+        assert app.marked == 1
