@@ -161,9 +161,12 @@ class BatchApp(App):
 
     async def run_action(self, action, default_namespace=None, namespaces=None) -> bool:
         # A key that is not a step key acts on the step the learner asked for: the step keys
-        # read before it are drawn first (`screens/navigation.py`).
+        # read before it are drawn first (`screens/navigation.py`), and its run is started if it
+        # is the first step's, still to start a moment after the first frame (+, space, a guess
+        # or a dial in that moment act on it).
         if self.tutorial is not None and not changes_step(action):
             await self.tutorial.navigation.settle_now()
+            await self.tutorial.begin_now()
         return await super().run_action(action, default_namespace, namespaces)
 
     def words(self, text: str) -> str:

@@ -337,8 +337,8 @@ class TutorialScreen(WholeFrameScreen):
         self.start_simulation(scenario)
 
     async def begin_now(self) -> None:
-        """A key that needs the step's run before the first step's run has started (it starts a
-        moment after the first frame): start it now."""
+        """Start the first step's run now if it is still to start (a moment after the first
+        frame): a key acts on it (`BatchApp.run_action`)."""
         if self.sim is None and self._opening is not None:
             await self._begin(self._opening)
 
@@ -420,8 +420,7 @@ class TutorialScreen(WholeFrameScreen):
         self.update_goal()
         self.update_keys()
 
-    async def on_activity_view_run_dials(self, message: ActivityView.RunDials) -> None:
-        await self.begin_now()  # a guess as the first step opens: its run starts now, with it
+    def on_activity_view_run_dials(self, message: ActivityView.RunDials) -> None:
         self.dials.run(message)
 
     def update_goal(self) -> None:

@@ -94,3 +94,37 @@ async def test_keys_go_on_after_a_key_whose_widget_never_answers(monkeypatch):
             if app.marked:
                 break
         assert app.marked == 1
+
+
+async def test_an_answer_typed_before_the_drills_question_is_drawn_is_kept(make_app):
+    """A drill's first question is drawn beside the app (its numbers may need simulated runs):
+    what the learner typed meanwhile stays in the box (it was cleared when the question came)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from manual_clock import ManualClock
+
+    class HeldClock(ManualClock):
+        """Work beside the app waits until the test lets it finish."""
+
+        def __init__(self) -> None:
+            self.held = []
+
+        async def in_background(self, widget, work, done, delay: float = 0.0, group: str = "background") -> None:
+            self.held.append((work, done))
+
+    clock = HeldClock()
+    app = make_app(list(steps.open_lessons()), start_step=2, clock=clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("tab", "1", "2")
+        box = app.screen.query_one(AnswerBox)
+        assert box.value == "12" and clock.held
+        for work, done in clock.held:
+            await done(work())
+        await pilot.pause()
+        from batchtui.widgets.activities.drill import DrillView
+
+        assert app.screen.query_one(DrillView).question is not None  # the question is in...
+        assert box.value == "12"  # ...and what was typed still is

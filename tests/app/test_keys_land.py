@@ -84,6 +84,7 @@ def test_keys_in_one_read_end_where_typing_them_slowly_ends(launch, tmp_path, pa
     """Sequences that were reordered or lost, each in one write: each ends as the same keys
     typed one at a time end."""
     session = launch("--step", "2")
+    assert session.wait_for("sequence alone on", timeout=60), session.text()  # the drill's question is in
     session.press("tab")  # the answer box
     assert session.wait_for("esc leave", timeout=30), session.text()
 
