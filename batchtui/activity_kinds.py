@@ -65,3 +65,11 @@ def activity_view(step, saved_answer: str | None, done_before: bool, seed: int) 
     view = make(ActivityContext(step, activities.build(step), saved_answer, done_before, seed))
     view.done_before = done_before
     return view
+
+
+async def refill(panel, step) -> bool:
+    """The activity panel's view takes `step`'s activity (its figures filled in) in place,
+    keeping what the learner did: True if it did (`ActivityView.refill`)."""
+    if step.activity.kind not in ACTIVITY_VIEWS:
+        return False
+    return await panel.refill(activities.build(step))

@@ -13,6 +13,7 @@ from textual.scrollbar import ScrollBar, ScrollBarRender
 from . import gc_policy
 from .ending import Ending
 from .glyphs import ascii_text
+from .key_order import KeyOrder
 from .progress import Progress, ProgressStore
 from .screens.help import HelpScreen
 from .screens.navigation import changes_step
@@ -62,6 +63,8 @@ class BatchApp(App):
         self._old_scrollbar = ScrollBar.renderer
         self.ending = Ending(self)
         """How this run ends: the terminal watched, signals, errors nothing caught, the status."""
+        self.key_order = KeyOrder(self, self._act_on_key)
+        """The keys read and not yet acted on: one at a time, in the order typed."""
 
     def on_mount(self) -> None:
         self.theme = THEME
@@ -133,16 +136,22 @@ class BatchApp(App):
         self.panic()  # stop at once, print nothing: `tui.run_app` prints the line
 
     async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.Key):
-            self.keys_read += 1  # a running simulation makes way (`simulation.keys_read`)
-        split = escape_then_key(event)
-        if split is None:
+        if not isinstance(event, (events.Key, events.Paste)) or event.is_forwarded:
             await super().on_event(event)
             return
-        # Esc and a key that followed it within the escape delay: Textual reads the pair as
-        # alt+key, which nothing here binds. They are the two keys the learner pressed.
-        for key in split:
-            await super().on_event(key)
+        # A key (or a paste) from the terminal: acted on once every key read before it has
+        # been (`key_order.py`).
+        if isinstance(event, events.Key):
+            self.keys_read += 1  # a running simulation makes way (`simulation.keys_read`)
+        # Esc and a key that followed it within the escape delay, from a driver other than ours
+        # (`key_input.py` reads them as both keys): Textual reads the pair as alt+key, which
+        # nothing here binds. They are the two keys the learner pressed.
+        for one in escape_then_key(event) or (event,):
+            await self.key_order.arrived(one)
+
+    async def _act_on_key(self, event: events.Event) -> None:
+        """Textual's handling of a key from the terminal (`KeyOrder` hands them out)."""
+        await super().on_event(event)
 
     def get_driver_class(self):
         # On a terminal, a lone Esc answered once its escape delay is up (`key_input.py`).
@@ -152,9 +161,12 @@ class BatchApp(App):
 
     async def run_action(self, action, default_namespace=None, namespaces=None) -> bool:
         # A key that is not a step key acts on the step the learner asked for: the step keys
-        # read before it are drawn first (`screens/navigation.py`).
+        # read before it are drawn first (`screens/navigation.py`), and its run is started if it
+        # is the first step's, still to start a moment after the first frame (+, space, a guess
+        # or a dial in that moment act on it).
         if self.tutorial is not None and not changes_step(action):
             await self.tutorial.navigation.settle_now()
+            await self.tutorial.begin_now()
         return await super().run_action(action, default_namespace, namespaces)
 
     def words(self, text: str) -> str:
@@ -193,7 +205,9 @@ class BatchApp(App):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, (HelpScreen, TooSmallScreen)):
-            self.push_screen(HelpScreen())
+            if not self.is_screen_installed("help"):  # made once, shown again (`HelpScreen`)
+                self.install_screen(HelpScreen(), "help")
+            self.push_screen("help")
 
     def action_glossary(self) -> None:
         from .screens.glossary import GlossaryScreen

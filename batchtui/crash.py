@@ -110,10 +110,17 @@ def _age_key(path: Path) -> tuple[float, str]:
         return (0.0, path.name)
 
 
+PROGRESS_SAVED = "Your progress is saved"
+PROGRESS_NOT_SAVED = "Progress could not be saved"
+PROGRESS_UNTOUCHED = "Nothing was written over your saved progress"
+"""What the line says of the learner's progress: saved (it is, on every change), not saved (the
+file could not be written), or untouched (the error came before it was read)."""
+
+
 def record(directory: Path, error: BaseException, context: Mapping[str, object],
-           progress_saved: bool = True) -> str:
-    """Save a report if possible; returns the one line to show the learner."""
-    kept = "Your progress is saved" if progress_saved else "Progress could not be saved"
+           progress: str = PROGRESS_SAVED) -> str:
+    """Save a report if possible; returns the one line to show the learner, saying `progress`."""
+    kept = progress
     try:
         path = save_report(directory, error, context)
     except Exception as exc:

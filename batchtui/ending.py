@@ -73,14 +73,26 @@ class Ending:
             return
         from . import crash
 
+        self.crash_message = crash.record(self.app.store.directory, error, self._context(),
+                                          self._keep_progress(save=True))
+
+    def _keep_progress(self, save: bool) -> str:
+        """What becomes of the learner's progress as the app stops on an error, in the crash
+        line's words: saved once more (`save`) if it was read, never written if it was not."""
+        from . import crash
+
         app = self.app
-        saved = False
+        store = app.store
+        if not store.loaded:  # what the app holds is a blank default, not the learner's
+            return crash.PROGRESS_UNTOUCHED
         try:
-            app.store.save(app.progress)
-            saved = not (app.store.save_failed or app.store.keep_file)
+            if save:
+                store.save(app.progress)
+            if not (store.save_failed or store.keep_file):
+                return crash.PROGRESS_SAVED
         except Exception:
             pass
-        self.crash_message = crash.record(app.store.directory, error, self._context(), saved)
+        return crash.PROGRESS_NOT_SAVED
 
     def _context(self) -> dict[str, object]:
         app = self.app
@@ -88,7 +100,8 @@ class Ending:
         try:
             context["screens"] = " > ".join(type(screen).__name__ for screen in app.screen_stack)
             context["terminal"] = f"{app.size.width}x{app.size.height}"
-            context["progress"] = f"step {app.progress.current_step}, completed {sorted(app.progress.completed)}"
+            context["progress"] = (f"step {app.progress.current_step}, completed {sorted(app.progress.completed)}"
+                                   if app.store.loaded else "not read yet")
         except Exception as exc:
             context["context"] = f"incomplete ({type(exc).__name__})"
         return context
@@ -104,7 +117,8 @@ class Ending:
             from . import crash
 
             self.crash_message = crash.record(self.app.store.directory, error,
-                                              {"when": "starting or stopping the app"})
+                                              {"when": "starting or stopping the app"},
+                                              self._keep_progress(save=False))
         if self.crash_message is not None:
             print(self.crash_message, file=sys.stderr)
             return 1

@@ -9,6 +9,14 @@ wait for input ends, and it waits up to 0.1 s: a lone Esc took 112-207 ms to ans
 `KeysDriver` (the Linux driver, its input thread written here) waits no longer than that, so a
 lone Esc reaches the app once its escape delay has passed. Escape sequences read as before: the
 same parser reads them, with the same delay.
+
+Esc and the key typed right after it are two keys. Textual reads Esc and a key that came within
+the escape delay (or in the same read) as one key: alt+key, or, for a few, another key
+altogether, as a Mac's option key would type them: Esc ? became ?, Esc b ctrl+left, Esc 1 "¡",
+Esc Backspace ctrl+w: the Esc was lost. batchtui binds no alt key, so `EscapeParser` reads every
+such pair as the Esc key and then the key; only the bytes that begin a terminal's sequences
+(`SEQUENCE_STARTS`: an arrow's `[`, F1's `O`, a report's `]` or `P`) keep the parser waiting
+for the rest.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import selectors
 from codecs import getincrementaldecoder
 from time import monotonic
 
+from textual import events
 from textual._xterm_parser import XTermParser
 from textual.drivers.linux_driver import LinuxDriver
 
@@ -27,8 +36,25 @@ app is stopping)."""
 READ_SIZE = 4096
 
 
+SEQUENCE_STARTS = frozenset("[O]P_^\\")
+"""What follows Esc at the start of a sequence a terminal sends (CSI, SS3, OSC, DCS, APC, PM,
+ST): Esc and one of these wait for the rest; Esc and anything else are two keys."""
+
+
 class EscapeParser(XTermParser):
-    """Textual's terminal parser, saying how long it may wait for more input."""
+    """Textual's terminal parser, saying how long it may wait for more input, and reading Esc
+    and a key after it as both keys."""
+
+    def _sequence_to_key_events(self, sequence: str, alt: bool = False):
+        # Textual's hook from a sequence to its keys: with `alt`, a key that came right after
+        # an Esc; or the sequence itself is Esc and one key (alt+key, or Textual's own reading
+        # of a few such pairs as other keys).
+        if not alt and len(sequence) == 2 and sequence[0] == "\x1b" and sequence[1] not in SEQUENCE_STARTS \
+                and sequence[1] != "\x1b":
+            alt, sequence = True, sequence[1]
+        if alt:
+            yield events.Key("escape", "\x1b")
+        yield from super()._sequence_to_key_events(sequence)
 
     def wait(self, longest: float) -> float:
         """Seconds until the sequence it holds (a lone Esc, so far) must be settled without more

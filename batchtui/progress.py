@@ -188,9 +188,18 @@ class ProgressStore:
         self.keep_file = False
         """Set when a file that could not be used could not be moved aside either: this session
         then never writes over it."""
+        self.loaded = False
+        """`load` has returned: what the app holds is the learner's progress (or a fresh one in
+        place of a file set aside). Until then, nothing may be saved over the file (a crash at
+        start-up saved an empty progress over it)."""
 
     def load(self) -> tuple[Progress, str | None]:
         """The saved progress (or a fresh one) and a one-line notice if the file was set aside."""
+        found = self._load()
+        self.loaded = True
+        return found
+
+    def _load(self) -> tuple[Progress, str | None]:
         remove_stale_temporaries(self.directory)
         try:
             info = self.path.stat()  # (through a symbolic link)

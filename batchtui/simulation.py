@@ -186,9 +186,14 @@ class LiveSimulation:
         self.driver.stop()
 
     # -- frames
-    def _on_snapshot(self, snapshot: EngineSnapshot) -> None:
+    def frame(self, snapshot: EngineSnapshot | None = None) -> SimulationFrame:
+        """The run's state (now, or `snapshot` with the comparison run's now) as a frame, not
+        posted: a step change draws its run's first state itself."""
         compare = self.compare_engine.snapshot() if self.compare_engine is not None else None
-        frame = SimulationFrame(self, snapshot, compare)
+        return SimulationFrame(self, snapshot or self.engine.snapshot(), compare)
+
+    def _on_snapshot(self, snapshot: EngineSnapshot) -> None:
+        frame = self.frame(snapshot)
         if self._in_flight:
             # The app has not drawn the last frame yet (a busy machine): keep only the newest,
             # so frames never queue up ahead of the learner's keys.

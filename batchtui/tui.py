@@ -45,7 +45,8 @@ def run_app(args: argparse.Namespace) -> int:
         from . import crash
         from .progress import state_dir
 
-        print(crash.record(state_dir(), exc, {"when": "starting the tutorial"}), file=sys.stderr)
+        print(crash.record(state_dir(), exc, {"when": "starting the tutorial"}, crash.PROGRESS_UNTOUCHED),
+              file=sys.stderr)
         return 1
 
 

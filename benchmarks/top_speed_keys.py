@@ -1,8 +1,9 @@
 """How soon the tutorial answers a key while its simulation runs at top speed: runs `batchtui`
 on a pseudo-terminal at 80x24, opens a step, presses `+` until the top speed (30x), lets it run,
 then times `?` (the help opens), Escape (it closes), Tab (the answer box or the dials take the
-keys, as the footer says) and Escape (back to the lesson), each from the key's bytes to the
-first frame that shows it. Goal: under 0.1 s each, idle or loaded.
+keys, as the footer says), Escape (back to the lesson), n (the next step's header shows) and,
+with that step at top speed too, p (back), each from the key's bytes to the first frame that
+shows it. Goal: under 0.1 s each, idle or loaded.
 
 With `--load N` (default: a run with none, then one with 2) it starts N busy processes
 (`yes > /dev/null`, as on a shared box) for the loaded run and stops them afterwards. The
@@ -92,8 +93,11 @@ def wait_for_text(app: PtyApp, mark: bytes, timeout: float) -> float | None:
     return None
 
 
-def run(step: int, rounds: int, paused: bool = False) -> tuple[dict[str, list[float | None]], str]:
-    times: dict[str, list[float | None]] = {name: [] for name, _, _ in KEYS}
+STEP_KEYS = ("n: the next step shows", "p: back again")
+
+
+def run(step: int, rounds: int, paused: bool = False, steps_too: bool = True) -> tuple[dict[str, list[float | None]], str]:
+    times: dict[str, list[float | None]] = {name: [] for name in (*[k[0] for k in KEYS], *STEP_KEYS)}
     speed = ""
     with tempfile.TemporaryDirectory() as state:
         ProgressStore(Path(state) / "batchtui").save(Progress(current_step=step))  # no orientation
@@ -124,6 +128,20 @@ def run(step: int, rounds: int, paused: bool = False) -> tuple[dict[str, list[fl
                     app.send(key)
                     times[name].append(wait_for_text(app, mark, timeout=15))
                     app.drain(0.3)
+                if not steps_too:
+                    continue
+                # A step change from a run at top speed (step 20 goes back first), and back.
+                there = step + 1 if step < len(STEPS) else step - 1
+                for key, to in ((b"n" if there > step else b"p", there), (b"p" if there > step else b"n", step)):
+                    name = STEP_KEYS[0] if to == there else STEP_KEYS[1]
+                    app.started = time.perf_counter()
+                    app.send(key)
+                    times[name].append(wait_for_text(app, f"Step {to}/{len(STEPS)}".encode(), timeout=15))
+                    app.drain(1.0)
+                    if to in PREDICTS:
+                        app.send(b"1")
+                    app.send(b"+" * TOP_SPEED_PRESSES if not paused else b" ")
+                    app.drain(2.0)
         finally:
             try:
                 app.close()
@@ -141,16 +159,18 @@ def main() -> int:
     parser.add_argument("--loads", default="0,2", help="busy processes beside it, one run each")
     parser.add_argument("--no-paused", action="store_true",
                         help="skip the yardstick run (the same keys with the run paused)")
+    parser.add_argument("--no-steps", action="store_true", help="time only ?, Esc, Tab and Esc, not n and p")
     args = parser.parse_args()
+    names = [name for name, _, _ in KEYS] + ([] if args.no_steps else list(STEP_KEYS))
     print(f"{'step':<5} {'load':>4} {'sim speed':>22}  {'key':<24} {'median':>8} {'worst':>8}  goal 100 ms")
     for load in (int(n) for n in args.loads.split(",")):
         hogs = busy(load)
         try:
             chosen = [s.number for s in STEPS] if args.steps == "all" else [int(s) for s in args.steps.split(",")]
             for step, paused in ((s, p) for s in chosen for p in (True, False)[args.no_paused:]):
-                times, speed = run(step, args.rounds, paused)
+                times, speed = run(step, args.rounds, paused, steps_too=not args.no_steps)
                 speed = "paused" if paused else speed
-                for name, _, _ in KEYS:
+                for name in names:
                     seen = [t for t in times[name] if t is not None]
                     never = len(times[name]) - len(seen)
                     if not seen:

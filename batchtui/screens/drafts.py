@@ -15,7 +15,7 @@ from textual.widgets import Input
 
 from sim.errors import SimError
 
-from ..activity_kinds import activity_view
+from ..activity_kinds import activity_view, refill
 from ..widgets.activity_panel import ActivityPanel
 from ..widgets.lesson import LessonMarkdown
 
@@ -57,16 +57,20 @@ class Drafts:
             screen.shown = filled
             words = screen.app.words
             panel = screen.query_one(ActivityPanel)
-            updates = [screen.query_one("#lesson", LessonMarkdown).update(words(filled.body_md))]
-            if filled.activity != draft.activity and not isinstance(screen.focused, Input):
-                progress = screen.app.progress
-                view = activity_view(filled, progress.answers.get(filled.number),
-                                     filled.number in progress.completed, seed=filled.number)
-                updates.append(panel.show(view))
-            refill = screen.reveal.refill(filled)
-            if refill is not None:
-                updates.append(refill)
             with screen.app.batch_update():
+                updates = [screen.query_one("#lesson", LessonMarkdown).update(words(filled.body_md))]
+                # The activity with its figures: in the view on show, which keeps what the
+                # learner did (a guess made as the step opened), else in a new view, unless the
+                # learner is typing in it.
+                if filled.activity != draft.activity and not await refill(panel, filled) \
+                        and not isinstance(screen.focused, Input):
+                    progress = screen.app.progress
+                    view = activity_view(filled, progress.answers.get(filled.number),
+                                         filled.number in progress.completed, seed=filled.number)
+                    updates.append(panel.show(view))
+                refill_reveal = screen.reveal.refill(filled)
+                if refill_reveal is not None:
+                    updates.append(refill_reveal)
                 await asyncio.gather(*updates)
             if not screen.is_attached:  # the app closed while the widgets were updated
                 return

@@ -1,10 +1,10 @@
 """The base of every screen shown over the tutorial (contents, help, file prompts): it closes once.
 
-Keys reach a screen through its own message queue, so two keys in one read (SSH and pastes deliver
-them so) can both ask it to close: a queued Enter after a selection, or a close key after Enter.
-Textual's `dismiss` pops whatever screen is on top, so a second call popped the tutorial itself
-(a blank screen, or "Can't pop screen"). Here a screen closes only while it is the one on top,
-and only once; later requests are dropped.
+Textual's `dismiss` pops whatever screen is on top, so a second request to close (a key and a
+message it posted both closing it, or anything acting on a screen already leaving) would pop the
+tutorial itself (a blank screen, or "Can't pop screen"). Here a screen closes only while it is
+the one on top, and only once; later requests are dropped. (Keys from the terminal come one at a
+time, each after the one before has been acted on: `key_order.py`.)
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ class OverlayScreen(ModalScreen[ResultType]):
             return AwaitComplete.nothing()
         self.closing = True
         return super().dismiss(result)
+
+    def on_screen_resume(self) -> None:
+        self.closing = False  # shown again (a screen kept installed)
 
     def action_close(self) -> None:
         """Close without a result (the keys each screen binds to `close`)."""

@@ -1,15 +1,11 @@
 """Changing step on the tutorial screen: n and p, a table-of-contents choice, c and g.
 
 Step keys arriving together (twenty n's in one read, a paste, a key held down) coalesce: each
-moves the step wanted, and the step is drawn once they have all been read, so only the step
+moves the step wanted, and the step is drawn once no key read with them is left to act on
+(`BatchApp.key_order`, which hands the app one key at a time, `after_keys`), so only the step
 they end on is ever mounted. The draw runs in the app's own message loop, as key actions do:
 no other key's action runs while a step's widgets are replaced (a key that is not a step key
 draws the step wanted first, then acts on it: `settle_now`).
-
-How "once they have all been read" is known: a terminal's read reaches the app as a row of key
-messages in its queue. The first step key asks for a settling pass behind them
-(`App.call_later`); a pass that finds the step wanted moved since it was asked for asks for
-another, behind the keys that moved it, so the draw comes after the last step key of the row.
 """
 
 from __future__ import annotations
@@ -34,10 +30,8 @@ class Navigation:
         self.screen = screen
         self.wanted: int | None = None
         """The step (0-based) the keys asked for last, while the change is on its way."""
-        self.moves = 0
-        """Counts the step keys: a settling pass that sees it move waits for another pass."""
         self.pending = False
-        """A settling pass is queued (behind the keys read with the first step key)."""
+        """A draw of the step wanted is to come (once the keys read with it are acted on)."""
 
     @property
     def at(self) -> int:
@@ -47,19 +41,9 @@ class Navigation:
     def go(self, index: int) -> None:
         """Open step `index` once the keys read with this one have been acted on."""
         self.wanted = index
-        self.moves += 1
         if not self.pending:
             self.pending = True
-            self.screen.app.call_later(self.settle, self.moves)
-
-    async def settle(self, seen: int) -> None:
-        """A settling pass: draw the step wanted unless a step key moved it since `seen`."""
-        if not self.pending:
-            return  # drawn already (`settle_now`)
-        if self.moves != seen and self.screen.is_attached:
-            self.screen.app.call_later(self.settle, self.moves)
-            return
-        await self.settle_now()
+            self.screen.app.key_order.after_keys(self.settle_now)
 
     async def settle_now(self) -> None:
         """Draw the step wanted, if one is (before another key's action, or at the end of a
@@ -70,6 +54,31 @@ class Navigation:
         screen = self.screen
         if index is not None and index != screen.index and screen.is_attached:
             await screen.show_step(index)
+
+    def step_by(self, steps: int) -> None:
+        """n (1) and p (-1): from the step wanted, or the one on show; at either end, says so."""
+        screen = self.screen
+        to = self.at + steps
+        if to >= len(screen.summaries):
+            still_open = screen.app.progress.still_open([s.number for s in screen.summaries])
+            screen.say(f"This is the last step. {still_open or 'Every step is done.'} "
+                       "t opens the table of contents.")
+        elif to < 0:
+            screen.say("This is the first step.")
+        else:
+            self.go(to)
+
+    def contents(self) -> None:
+        """t: the table of contents; the step chosen there is opened."""
+        from .contents import ContentsScreen
+
+        def chosen(number: int | None) -> None:
+            if number is not None:
+                self.step_number(number)
+
+        screen = self.screen
+        completed = screen.app.progress.completed
+        screen.app.push_screen(ContentsScreen(screen.summaries, screen.step.number, completed), chosen)
 
     def step_number(self, number: int) -> None:
         """Open the step numbered `number` (c, g, a contents choice)."""

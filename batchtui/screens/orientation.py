@@ -31,7 +31,7 @@ n  p    next, previous step     t  all steps     h  a hint     q  quit
 
 class OrientationScreen(OverlayScreen[None]):
     """Shown over the first step on a first launch. Any key closes it (and does nothing else);
-    several keys in one read close it once (the rest are dropped, as the overlay base does)."""
+    keys read with it act on the tutorial once it has closed (`key_order.py`)."""
 
     CSS_PATH = Path(__file__).with_suffix(".tcss")
 

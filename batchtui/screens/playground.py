@@ -87,7 +87,6 @@ class Playground:
         from steps.activities import helpdesk_switch
 
         screen = self.screen
-        await screen.begin_now()  # in the same read as the step change: start its run now
         if screen.sim is None or not screen.check_action("helpdesk_traffic", ()):
             return
         current = screen.sim.scenario

@@ -24,7 +24,6 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Input
 
@@ -60,6 +59,7 @@ from .question import Question
 from .reveal import Reveal
 from .sweeps import Sweeps
 from .tutorial_lines import KeysState, footer_keys, status_line
+from .whole_frame import WholeFrameScreen
 
 
 FIRST_START_DELAY = 0.1
@@ -68,7 +68,7 @@ SHORT_BELOW = 24
 """Terminal lines from which the dials keep a help line of their own."""
 
 
-class TutorialScreen(Screen):
+class TutorialScreen(WholeFrameScreen):
     """One step at a time. Owns the live simulation of the step on show."""
 
     CSS_PATH = Path(__file__).with_suffix(".tcss")
@@ -227,19 +227,24 @@ class TutorialScreen(Screen):
         # while it is drawn, and then this step's own start would start it again over whatever
         # a key did in between (g and m in one read: the chat m loaded was lost).
         self._opening = None
-        # One layout and one frame for the whole change, not one per part.
+        first, self._first_opening = self._first_opening, False
+        # One layout and one frame, drawn whole, for the whole change: never one step's header
+        # over another's views. After the first step the engine is loaded: the run starts (about
+        # a millisecond) and its first state is drawn within the change.
         with self.app.batch_update():
             await self._show(step)
-        # The simulation and the sweep start once this step is on screen: the first frame (and
-        # every step change) does not wait for the engine to be imported and built. At launch,
-        # also give Textual's writer thread a moment to put that frame on the terminal:
-        # importing the engine (numpy) holds the GIL (benchmarks/app_benchmark.py).
-        self._opening = opening = object()
-        delay = FIRST_START_DELAY if self._first_opening else 0.0
-        self._first_opening = False
+            if not first:
+                await self._begin(None, draw_now=True)
+        self.draw_whole_next_frame()
+        # At launch, the run, the sweep and the figures start once the first frame is out, given
+        # Textual's writer thread a moment to write it: importing the engine (numpy) holds the
+        # GIL (benchmarks/app_benchmark.py).
+        delay = FIRST_START_DELAY if first else 0.0
         if step.figures_pending:
             await self.drafts.fill_later(step, index, delay)
-        await self.settings.clock.later(self, lambda: self._begin(opening), delay)
+        if first:
+            self._opening = opening = object()
+            await self.settings.clock.later(self, lambda: self._begin(opening), delay)
 
     async def _show(self, step) -> None:
         self.stop_simulation()
@@ -274,13 +279,14 @@ class TutorialScreen(Screen):
             if others:
                 self.say(f"The last step. {others} t opens the table of contents.")
 
-    async def _begin(self, opening: object | None) -> None:
-        """Start the step's simulation and sweep, unless another step was opened meanwhile."""
+    async def _begin(self, opening: object | None, draw_now: bool = False) -> None:
+        """Start the step's simulation and sweep, unless another step was opened meanwhile;
+        `draw_now`: its first state drawn at once."""
         if opening is not self._opening:
             return
         self._opening = None
         step = self.step
-        self.start_simulation(step.scenario)
+        self.start_simulation(step.scenario, draw_now=draw_now)
         self.update_keys()
         if self.sweeps.wanted(step):
             await self.sweeps.start(step)
@@ -288,7 +294,8 @@ class TutorialScreen(Screen):
     def on_view_stack_arranged(self, message: ViewStack.Arranged) -> None:
         self.update_keys()
 
-    def start_simulation(self, scenario) -> None:
+    def start_simulation(self, scenario, draw_now: bool = False) -> None:
+        """A run of `scenario`; its first state posted as a frame, or drawn now (`draw_now`)."""
         step = self.step
         try:
             self.sim = self.new_run(scenario, compare=step.compare.scenario if step.compare else None)
@@ -299,7 +306,10 @@ class TutorialScreen(Screen):
         for view in self.stack.views("kv", make="kv" in step.views):  # for snapshots without a block size
             view.block_size = scenario.block_size
         self.settings.clock.start(self, self.sim, running=step.starts_running and not self._held)
-        self.sim.publish()
+        if draw_now:
+            self.draw_frame(self.sim.frame())
+        else:
+            self.sim.publish()
 
     def new_run(self, scenario, compare=None, compare_keeps: tuple[str, ...] = ()) -> LiveSimulation:
         """A run of `scenario` at the app's frame rate and the learner's speed. Raises SimError."""
@@ -327,8 +337,8 @@ class TutorialScreen(Screen):
         self.start_simulation(scenario)
 
     async def begin_now(self) -> None:
-        """A key in the same read as the step change that needs the step's run: start it now
-        rather than after the next refresh."""
+        """Start the first step's run now if it is still to start (a moment after the first
+        frame): a key acts on it (`BatchApp.run_action`)."""
         if self.sim is None and self._opening is not None:
             await self._begin(self._opening)
 
@@ -343,6 +353,10 @@ class TutorialScreen(Screen):
             return  # from a step already left
         # The next frame is posted once this one is drawn (after this refresh), not before.
         self.call_after_refresh(frame.origin.frame_shown)
+        self.draw_frame(frame)
+
+    def draw_frame(self, frame: SimulationFrame) -> None:
+        """The views, the activity, the status line and the goal at the state `frame` holds."""
         frames = {"main": frame.snapshot}
         if frame.compare is not None:
             frames["compare"] = frame.compare
@@ -505,35 +519,16 @@ class TutorialScreen(Screen):
 
     # -- actions (ids in keys.py)
     def action_next_step(self) -> None:
-        at = self.navigation.at
-        if at + 1 >= len(self.summaries):
-            self.say(f"This is the last step. {self.still_open() or 'Every step is done.'} "
-                     "t opens the table of contents.")
-            return
-        self.navigation.go(at + 1)
+        self.navigation.step_by(1)
 
     def action_previous_step(self) -> None:
-        at = self.navigation.at
-        if at == 0:
-            self.say("This is the first step.")
-            return
-        self.navigation.go(at - 1)
+        self.navigation.step_by(-1)
 
     def action_go_to_step(self, number: int) -> None:
         self.navigation.step_number(number)
 
-    def still_open(self) -> str:
-        """The steps not completed yet, in a line ("" if none)."""
-        return self.app.progress.still_open([s.number for s in self.summaries])
-
     def action_contents(self) -> None:
-        from .contents import ContentsScreen
-
-        def chosen(number: int | None) -> None:
-            if number is not None:
-                self.navigation.step_number(number)
-
-        self.app.push_screen(ContentsScreen(self.summaries, self.step.number, self.app.progress.completed), chosen)
+        self.navigation.contents()
 
     def action_hint(self) -> None:
         self.question.next_hint()

@@ -92,6 +92,11 @@ class ActivityPanel(Vertical):
         if self._when_mounted(self.give_up):
             await self.view.give_up()
 
+    async def refill(self, activity) -> bool:
+        """The view on show takes `activity` (the step's, with its figures) in place: True if it
+        did (`ActivityView.refill`)."""
+        return self._ready() and await self.view.refill(activity)
+
     async def new_question(self) -> None:
         if self._when_mounted(self.new_question):
             await self.view.new_question()

@@ -21,9 +21,17 @@ KEY_BYTES = {
     "enter": b"\r", "tab": b"\t", "shift+tab": b"\x1b[Z", "escape": b"\x1b", "space": b" ",
     "up": b"\x1b[A", "down": b"\x1b[B", "right": b"\x1b[C", "left": b"\x1b[D",
     "backspace": b"\x7f", "ctrl+q": b"\x11", "ctrl+n": b"\x0e", "ctrl+p": b"\x10", "ctrl+t": b"\x14",
-    "ctrl+o": b"\x0f", "ctrl+d": b"\x04", "ctrl+r": b"\x12", "f1": b"\x1bOP",
+    "ctrl+o": b"\x0f", "ctrl+d": b"\x04", "ctrl+r": b"\x12", "ctrl+u": b"\x15", "f1": b"\x1bOP",
     "pagedown": b"\x1b[6~", "pageup": b"\x1b[5~", "home": b"\x1b[H", "end": b"\x1b[F",
 }
+
+
+SYNC_QUERY = b"\x1b[?2026$p"
+"""The app asks whether the terminal supports synchronized output..."""
+SYNC_REPLY = b"\x1b[?2026;2$y"
+"""...and a terminal that does says so."""
+SYNC_END = b"\x1b[?2026l"
+"""The end of a frame the app wrote as one."""
 
 
 def key_bytes(*keys: str) -> bytes:
@@ -40,7 +48,10 @@ class PtySession:
 
     def __init__(self, args: list[str], state_home: Path, cols: int = 80, rows: int = 24,
                  env: dict[str, str] | None = None, command: list[str] | None = None,
-                 first_launch: bool = False) -> None:
+                 first_launch: bool = False, synchronized: bool = False) -> None:
+        """`synchronized`: the terminal says it supports synchronized output (as kitty, WezTerm,
+        iTerm2 and foot do), so the app writes each frame between its marks (`frames`)."""
+        self._synchronized = synchronized
         self.master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         environment = dict(os.environ, TERM="xterm-256color", XDG_STATE_HOME=str(state_home))
@@ -86,6 +97,10 @@ class PtySession:
             with self._lock:
                 self.output += chunk
                 self._stream.feed(chunk)
+                asked = self._synchronized and SYNC_QUERY in self.output[-len(chunk) - len(SYNC_QUERY):]
+            if asked:
+                self._synchronized = False
+                os.write(self.master, SYNC_REPLY)
 
     def text(self) -> str:
         with self._lock:
@@ -136,6 +151,25 @@ class PtySession:
             self.proc.kill()
             self.proc.wait(timeout=5)
         self.close_terminal()
+
+    def mark(self) -> int:
+        """Where the output is now (for `frames`)."""
+        with self._lock:
+            return len(self.output)
+
+    def frames(self, since: int) -> list[str]:
+        """The screen after each whole frame written since `since` (a `mark`): with
+        `synchronized`, a frame is what the app writes between the marks."""
+        with self._lock:
+            output = bytes(self.output)
+        screen = pyte.Screen(self.screen.columns, self.screen.lines)
+        stream = pyte.ByteStream(screen)
+        stream.feed(output[:since])
+        shown = []
+        for frame in output[since:].split(SYNC_END)[:-1]:
+            stream.feed(frame + SYNC_END)
+            shown.append("\n".join(screen.display))
+        return shown
 
     def transcript(self) -> str:
         with self._lock:

@@ -68,7 +68,7 @@ def test_the_line_says_where_the_report_is_or_why_there_is_none(tmp_path):
 
     blocker = tmp_path / "file"
     blocker.write_text("")
-    line = crash.record(blocker / "state", raise_and_catch("boom " * 100), {}, progress_saved=False)
+    line = crash.record(blocker / "state", raise_and_catch("boom " * 100), {}, crash.PROGRESS_NOT_SAVED)
     assert "\n" not in line and "no report could be written" in line and "Progress could not be saved" in line
     assert len(line) < 400
 
@@ -82,3 +82,31 @@ def test_a_failed_worker_reports_the_workers_own_traceback():
     except WorkerFailed as exc:
         text = crash.format_report(exc, {})
     assert "WorkerFailed" in text and "The worker's error:" in text and "in dive" in text
+
+
+def test_a_crash_before_the_progress_is_read_writes_nothing_over_it(tmp_path):
+    """The app holds a blank default until the progress file is read: an error before that must
+    not save it over the learner's file, nor say the progress is saved."""
+    from types import SimpleNamespace
+
+    from batchtui.ending import Ending
+    from batchtui.progress import Progress, ProgressStore
+
+    store = ProgressStore(tmp_path)
+    store.save(Progress(current_step=7, completed={1, 2, 3}))
+    before = store.path.read_bytes()
+    app = SimpleNamespace(store=ProgressStore(tmp_path), progress=Progress(), screen_stack=[], size=SimpleNamespace(width=80, height=24))
+    ending = Ending(app)
+    ending.unexpected(raise_and_catch("the theme could not be set"))
+    assert store.path.read_bytes() == before
+    assert crash.PROGRESS_UNTOUCHED in ending.crash_message and "progress is saved" not in ending.crash_message
+    assert "progress: not read yet" in next(tmp_path.glob("crash-*.txt")).read_text()
+
+    # Once read, the progress is saved with the report, as the line says.
+    app = SimpleNamespace(store=ProgressStore(tmp_path), screen_stack=[], size=SimpleNamespace(width=80, height=24))
+    app.progress, _ = app.store.load()
+    app.progress.current_step = 8
+    ending = Ending(app)
+    ending.unexpected(raise_and_catch("later"))
+    assert crash.PROGRESS_SAVED in ending.crash_message
+    assert ProgressStore(tmp_path).load()[0].current_step == 8

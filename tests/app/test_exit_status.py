@@ -97,6 +97,39 @@ def test_an_error_nobody_caught_exits_1_with_one_line_and_a_capped_report(launch
     assert saved["current_step"] == 4
 
 
+# The tutorial with a fault planted where the progress file is read, at start-up.
+FAULTY_START = """
+import sys
+from batchtui.cli import main
+from batchtui.progress import ProgressStore
+
+def broken_load(self):
+    raise RuntimeError("planted fault at start-up")
+
+ProgressStore.load = broken_load
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_an_error_before_the_progress_is_read_writes_nothing_over_it(tmp_path):
+    """The crash path saved the app's blank default over the learner's file and said "Your
+    progress is saved"."""
+    from batchtui.progress import Progress, ProgressStore
+
+    store = ProgressStore(tmp_path / "batchtui")
+    store.save(Progress(current_step=7, completed={1, 2, 3, 4, 5, 6}, answers={2: "167"}))
+    before = store.path.read_bytes()
+    session = PtySession(["--step", "3"], tmp_path, command=[sys.executable, "-c", FAULTY_START])
+    try:
+        assert session.wait_exit(timeout=60) == 1, session.text()
+        lines = [line for line in after_the_app(session).splitlines() if line.strip()]
+        assert len(lines) == 1 and "unexpected error (RuntimeError)" in lines[0], lines
+        assert "Nothing was written over your saved progress" in lines[0] and "is saved" not in lines[0]
+        assert store.path.read_bytes() == before
+    finally:
+        session.kill()
+
+
 @pytest.mark.parametrize("paused", [False, True], ids=["running", "paused"])
 def test_a_terminal_that_goes_away_without_sighup_ends_the_app(launch, paused):
     # The pty is not the app's controlling terminal (see PtySession): closing it sends no

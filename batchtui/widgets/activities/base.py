@@ -158,6 +158,12 @@ class ActivityView(Vertical):
     async def scenario_changed(self, scenario) -> None:
         """A dial changed the live scenario."""
 
+    async def refill(self, activity) -> bool:
+        """The step's figures arrived (`screens/drafts.py`): show `activity`, the same activity
+        with them, in place, keeping what the learner did with this one. False if this view
+        does not: it is then made again from `activity` (unless the learner is typing in it)."""
+        return False
+
     def goal(self) -> Goal | None:
         """What this activity asks now and how far the learner is; None: nothing to ask."""
         return None

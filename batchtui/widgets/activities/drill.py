@@ -38,9 +38,12 @@ class DrillView(ActivityView):
     async def _first_question(self, question) -> None:
         if not self.is_attached or self.question is not None:
             return  # the learner left the step, or asked for another question meanwhile
-        await self._show_question(question)
-        if self.saved_answer:
-            self.query_one(Input).value = self.saved_answer
+        # What the learner typed while the question was drawn stays (it can be for no other
+        # question); else the answer saved on an earlier visit.
+        await self._show_question(question, keep_typed=True)
+        box = self.query_one(Input)
+        if self.saved_answer and not box.value:
+            box.value = self.saved_answer
         self.post_message(self.Updated())
 
     def _draw(self, seed: int):
@@ -55,7 +58,7 @@ class DrillView(ActivityView):
         self.seed = seed
         return question
 
-    async def _show_question(self, question) -> None:
+    async def _show_question(self, question, keep_typed: bool = False) -> None:
         self.question = question
         self.hints = self.question.hints
         unit = self.question.unit
@@ -63,7 +66,8 @@ class DrillView(ActivityView):
             f"{self.question.prompt_md} Answer in **{unit}**, within {self.question.tolerance_text}."))
         self.hide_markdown("drill-derivation")
         self._feedback("", None)
-        self.query_one(Input).value = ""
+        if not keep_typed:
+            self.query_one(Input).value = ""
 
     def _feedback(self, message: str, correct: bool | None) -> None:
         feedback = self.query_one("#drill-feedback", Static)

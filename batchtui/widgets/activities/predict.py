@@ -9,6 +9,7 @@ from functools import partial
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from ..lesson import LessonMarkdown
 from .base import ActivityView, Goal
 
 
@@ -48,12 +49,38 @@ class PredictView(ActivityView):
 
     def compose(self) -> ComposeResult:
         yield Static("Predict, then run", classes="activity-title", markup=False)
-        choices = "\n".join(f"{i}. {c}" for i, c in enumerate(self.predict.choices, 1))
-        yield self.markdown(self.words(f"{self.predict.question_md}\n\n{choices}"), id="predict-question")
+        yield self.markdown(self._question(), id="predict-question")
         earlier = (f"Last time you guessed {self.saved_guess}; guess again. "
                    if self.saved_guess is not None else "")
         yield Static(self.words(f"{earlier}Press the number of your guess; the simulation starts when you do."),
                      id="predict-status", classes="activity-feedback -after-text -info", markup=False)
+
+    def _question(self) -> str:
+        choices = "\n".join(f"{i}. {c}" for i, c in enumerate(self.predict.choices, 1))
+        return self.words(f"{self.predict.question_md}\n\n{choices}")
+
+    def _say_committed(self, message: str) -> None:
+        self._status(f"{message} The answer shows {self.predict.wait_words()}: press + to fast-forward.")
+
+    async def refill(self, predict) -> bool:
+        """The figures arrived: the question with them; the guesses made meanwhile stay made
+        (the run goes on), a result shown meanwhile is told again with them."""
+        made, self.predict = self.predict, predict
+        if made.guess is not None:
+            message = predict.commit(made.guess)
+            for guess in made.tried[1:]:
+                predict.again(guess)
+            if not self.revealed:
+                self._say_committed(message)
+                self.bring_into_view(self.query_one("#predict-status"))  # the text above grew
+        await self.query_one("#predict-question", LessonMarkdown).update(self._question())
+        if self.outcome == "right":
+            self._right(predict.tried[-1])
+        elif self.outcome == "wrong":
+            self._wrong(predict.tried[-1])
+        elif self.outcome == "shown":
+            self._shown()
+        return True
 
     def choose(self, number: int) -> None:
         if self.outcome == "wrong":
@@ -66,7 +93,7 @@ class PredictView(ActivityView):
         except ValueError as exc:
             self._status(str(exc).capitalize() + ".")
             return
-        self._status(f"{message} The answer shows {self.predict.wait_words()}: press + to fast-forward.")
+        self._say_committed(message)
         self.bring_into_view(self.query_one("#predict-status"))
         self.committed_at = None  # set by the next frame: the run starts now
         self.watched = 0.0
@@ -126,11 +153,14 @@ class PredictView(ActivityView):
         if self.outcome != "wrong":
             return
         self.outcome = "shown"
+        self._shown()
+        self.post_message(self.Updated())
+
+    def _shown(self) -> None:
         guesses = ", ".join(map(str, self.predict.tried))
         self._status(f"Your guess{'es' if len(self.predict.tried) > 1 else ''}: {guesses}. "
                      f"{self.predict.verdict(self.predict.tried[-1])}", "-info")
         self._show(self.predict.reveal(*self.reading))
-        self.post_message(self.Updated())
 
     def _status(self, text: str, kind: str | None = None) -> None:
         status = self.query_one("#predict-status", Static)

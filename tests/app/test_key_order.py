@@ -1,0 +1,130 @@
+"""Keys posted to the app in a row, as a terminal read delivers them (`batchtui/key_order.py`):
+each takes effect in order, as if typed one at a time. (On a real terminal:
+`test_keys_land.py`.)"""
+
+from __future__ import annotations
+
+import steps
+from textual import events
+
+from batchtui.screens.help import HelpScreen
+from batchtui.widgets.answer_box import AnswerBox
+
+CHARACTERS = {"question_mark": "?", "escape": "\x1b", "backspace": "\x7f", "ctrl+u": "\x15"}
+
+
+def one_read(app, *keys: str) -> None:
+    for key in keys:
+        app.post_message(events.Key(key, CHARACTERS.get(key, key if len(key) == 1 else None)))
+
+
+async def settled(pilot, done, tries: int = 400) -> bool:
+    for _ in range(tries):  # waits on the app's state, not on time
+        await pilot.pause()
+        if done() and not getattr(getattr(pilot.app, "key_order", None), "busy", False):
+            return True
+    return False
+
+
+async def test_keys_in_a_row_land_where_typed(make_app):
+    app = make_app(list(steps.open_lessons()), start_step=2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("tab")
+        box = app.screen.query_one(AnswerBox)
+        assert app.focused is box
+        one_read(app, "1", "2", "backspace", "3")
+        assert await settled(pilot, lambda: box.value == "13"), box.value
+        one_read(app, "9", "9", "ctrl+u", "1", "6", "6")
+        assert await settled(pilot, lambda: box.value == "166"), box.value
+        one_read(app, "c", "escape", "c")
+        assert await settled(pilot, lambda: app.tutorial.step.number == 19), (box.value, app.tutorial.step.number)
+        one_read(app, "question_mark", "escape", "question_mark")
+        assert await settled(pilot, lambda: isinstance(app.screen, HelpScreen))
+        one_read(app, "escape", "t", "enter", "t")
+        assert await settled(pilot, lambda: type(app.screen).__name__ == "ContentsScreen"), type(app.screen)
+
+
+async def test_keys_go_on_after_a_key_whose_widget_never_answers(monkeypatch):
+    """A round that waits on a queue longer than `STUCK_S` goes on without it: a widget stuck on
+    a key does not keep the keys after it from the app."""
+    import asyncio
+
+    from textual.app import App
+    from textual.binding import Binding
+    from textual.widgets import Input
+
+    import batchtui.key_order as key_order
+
+    monkeypatch.setattr(key_order, "STUCK_S", 0.3)
+
+    class Stuck(Input):
+        async def on_key(self, event) -> None:
+            await asyncio.sleep(60)  # never done while the test runs
+
+    class Bare(App):
+        BINDINGS = [Binding("ctrl+b", "mark", priority=True)]
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.key_order = key_order.KeyOrder(self, self._act_on_key)
+            self.marked = 0
+
+        def compose(self):
+            yield Stuck()
+
+        async def on_event(self, event) -> None:
+            if isinstance(event, events.Key) and not event.is_forwarded:
+                await self.key_order.arrived(event)
+            else:
+                await super().on_event(event)
+
+        async def _act_on_key(self, event) -> None:
+            await super().on_event(event)
+
+        def action_mark(self) -> None:
+            self.marked += 1
+
+    app = Bare()
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        one_read(app, "a", "ctrl+b")
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            if app.marked:
+                break
+        assert app.marked == 1
+
+
+async def test_an_answer_typed_before_the_drills_question_is_drawn_is_kept(make_app):
+    """A drill's first question is drawn beside the app (its numbers may need simulated runs):
+    what the learner typed meanwhile stays in the box (it was cleared when the question came)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from manual_clock import ManualClock
+
+    class HeldClock(ManualClock):
+        """Work beside the app waits until the test lets it finish."""
+
+        def __init__(self) -> None:
+            self.held = []
+
+        async def in_background(self, widget, work, done, delay: float = 0.0, group: str = "background") -> None:
+            self.held.append((work, done))
+
+    clock = HeldClock()
+    app = make_app(list(steps.open_lessons()), start_step=2, clock=clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("tab", "1", "2")
+        box = app.screen.query_one(AnswerBox)
+        assert box.value == "12" and clock.held
+        for work, done in clock.held:
+            await done(work())
+        await pilot.pause()
+        from batchtui.widgets.activities.drill import DrillView
+
+        assert app.screen.query_one(DrillView).question is not None  # the question is in...
+        assert box.value == "12"  # ...and what was typed still is
