@@ -61,6 +61,12 @@ from sim.workload import LengthSpec, WorkloadSpec, generate  # noqa: E402
 BASELINE_COMMIT = "382dd67"
 """The engine before issue 10 (the reference engine once kept under tests/ was frozen from it)."""
 BASELINE_NAME = "sim_before_issue10"
+GOAL_COMMIT = "268552c"
+"""The engine issue 40 measures the default sweep against (before the scheduler was folded into
+one by issue 10; no async scheduling, prefix caching or API server yet)."""
+GOAL_NAME = "sim_at_268552c"
+GOAL_RATIO = 0.5
+"""Issue 40: the default sweep in at most half the time the 268552c engine takes for it."""
 
 SWEEP_RATES = (2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 24, 28, 32, 36, 40, 48)
 SWEEP_PROMPTS = 2000
@@ -95,22 +101,22 @@ def sweep_scenario() -> Scenario:
                     seed=0)
 
 
-def load_baseline(commit: str = BASELINE_COMMIT):
+def load_baseline(commit: str = BASELINE_COMMIT, name: str = BASELINE_NAME):
     """The `sim` package of `commit`, extracted with `git archive` into a temporary folder and
-    imported under another name (its own absolute imports renamed to match)."""
+    imported as `name` (its own absolute imports renamed to match)."""
     repo = Path(__file__).resolve().parent.parent
     archive = subprocess.run(["git", "-C", str(repo), "archive", commit, "sim"], capture_output=True,
                              check=True).stdout
     folder = Path(tempfile.mkdtemp(prefix="batchtui-baseline-"))
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(folder, filter="data")
-    (folder / "sim").rename(folder / BASELINE_NAME)
-    for path in (folder / BASELINE_NAME).rglob("*.py"):
+    (folder / "sim").rename(folder / name)
+    for path in (folder / name).rglob("*.py"):
         text = path.read_text()
-        text = re.sub(r"\b(from|import) sim\b", rf"\1 {BASELINE_NAME}", text)
-        path.write_text(text.replace('files("sim")', f'files("{BASELINE_NAME}")'))
+        text = re.sub(r"\b(from|import) sim\b", rf"\1 {name}", text)
+        path.write_text(text.replace('files("sim")', f'files("{name}")'))
     sys.path.insert(0, str(folder))
-    return importlib.import_module(BASELINE_NAME), folder
+    return importlib.import_module(name), folder
 
 
 def write_traces(folder: Path) -> list[str]:
@@ -148,7 +154,7 @@ def run_sweep(engine_class=Engine, profiles=None, caching: bool | None = None,
 def baseline_sweep(baseline, traces: list[str]):
     """The baseline engine over the traces (the same requests as `run_sweep`'s)."""
     for part in ("scenario", "workload", "engine"):
-        importlib.import_module(f"{BASELINE_NAME}.{part}")
+        importlib.import_module(f"{baseline.__name__}.{part}")
 
     def run(engine_class=None, profiles=None, caching=None) -> list:
         out = []
@@ -226,6 +232,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pin", type=int, metavar="CPU", help="run on this CPU only (sched_setaffinity)")
     ap.add_argument("--repeats", type=int, default=5, help="sweep timings to take the best of (default 5)")
+    ap.add_argument("--goal", action="store_true",
+                    help=f"time only issue 40's pair: the default sweep and the {GOAL_COMMIT} engine's")
     args = ap.parse_args(argv)
     if args.pin is not None:
         os.sched_setaffinity(0, {args.pin})
@@ -235,7 +243,10 @@ def main(argv=None) -> int:
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, running on CPUs {cpus}")
     ref = best_of(reference_loop, 5)
     print(f"reference loop ({REFERENCE_ROUNDS:,} rounds): {ref * 1000:.1f} ms (best of 5)")
+    print(f"load average at the start: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print()
+    if args.goal:
+        return goal(profiles, args.repeats, ref)
 
     print("iterations simulated per second (steady batch; mean running in brackets)")
     print(f"{'batch':>6} {'step()':>18} {'run()':>20}")
@@ -263,8 +274,12 @@ def main(argv=None) -> int:
     def frontless_sweep(engine_class, profiles, caching):
         return run_sweep(engine_class, profiles, caching, api_servers=0)
 
+    at_goal, goal_folder = load_baseline(GOAL_COMMIT, GOAL_NAME)
+    goal_sweep, read_goal_traces = baseline_sweep(at_goal, write_traces(goal_folder))
+    goal_reading = best_of(read_goal_traces, 5)
     variants = (("this", run_sweep, None), ("no front", frontless_sweep, None), ("sync", sync_sweep, None),
-                ("off", sync_sweep, False), ("previous", previous_sweep, None))
+                ("off", sync_sweep, False), ("previous", previous_sweep, None), (GOAL_COMMIT, goal_sweep, None))
+    readings = {"previous": reading, GOAL_COMMIT: goal_reading}
     for _, sweep, caching in variants:  # warm up (imports, caches)
         sweep(Engine, profiles, caching)
     times = {name: [] for name, _, _ in variants}
@@ -274,7 +289,7 @@ def main(argv=None) -> int:
             gc.collect()
             t0 = time.process_time()
             results_of[name] = sweep(Engine, profiles, caching)
-            times[name].append(time.process_time() - t0 - (reading if name == "previous" else 0.0))
+            times[name].append(time.process_time() - t0 - readings.get(name, 0.0))
     mine, previous = results_of["this"], results_of["previous"]
     same = all(agree(a, b) for a, b in zip(results_of["off"], previous))
     best, best_previous = min(times["this"]), min(times["previous"])
@@ -303,6 +318,7 @@ def main(argv=None) -> int:
     print(f"  caching off / before = {best_off / best_previous:.2f} (best), "
           f"{statistics.median(times['off']) / statistics.median(times['previous']):.2f} (median); "
           f"results identical: {same}")
+    print_goal(times["this"], times[GOAL_COMMIT], goal_reading)
     print("  rate  iterations  mean running  p99 TTFT ms  output tok/s")
     for rate, r in zip(SWEEP_RATES, mine):
         m = r.metrics
@@ -319,6 +335,41 @@ def main(argv=None) -> int:
     print(f"peak memory: {maxrss_kib / 1024:.1f} MiB resident (whole process, ru_maxrss); "
           f"{peak / 2**20:.1f} MiB of Python allocations during one sweep (tracemalloc)")
     return 0 if same else 1
+
+
+def print_goal(this: list[float], at_goal: list[float], reading: float) -> float:
+    """Issue 40's ratio: the default sweep's CPU time over the 268552c engine's, best and median."""
+    ratio = min(this) / min(at_goal)
+    verdict = "meets" if ratio <= GOAL_RATIO else "misses"
+    print(f"  the {GOAL_COMMIT} engine (its trace reading of {reading * 1000:.0f} ms taken off): "
+          f"{min(at_goal):.3f} s (median {statistics.median(at_goal):.3f} s)")
+    print(f"  default sweep / {GOAL_COMMIT} = {ratio:.2f} (best), "
+          f"{statistics.median(this) / statistics.median(at_goal):.2f} (median); {verdict} issue 40's "
+          f"{GOAL_RATIO}; load average now {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    return ratio
+
+
+def goal(profiles, repeats: int, ref: float) -> int:
+    """Only issue 40's pair, interleaved: the default sweep and the 268552c engine's."""
+    at_goal, folder = load_baseline(GOAL_COMMIT, GOAL_NAME)
+    sweep_at_goal, read_traces = baseline_sweep(at_goal, write_traces(folder))
+    reading = best_of(read_traces, 5)
+    run_sweep(Engine, profiles)
+    sweep_at_goal()
+    this, before = [], []
+    for _ in range(max(1, repeats)):
+        for times, sweep in ((this, lambda: run_sweep(Engine, profiles)), (before, sweep_at_goal)):
+            gc.collect()
+            t0 = time.process_time()
+            sweep()
+            times.append(time.process_time() - t0)
+        before[-1] -= reading
+    print(f"sweep, 16 rates x {SWEEP_PROMPTS:,} requests, CPU time best of {len(this)}, interleaved:")
+    print(f"  this engine (defaults: async scheduling, prefix caching, the API server): {min(this):.3f} s "
+          f"(median {statistics.median(this):.3f} s) -> {min(this) / ref:.1f}x the reference loop")
+    print_goal(this, before, reading)
+    return 0
+
 
 
 if __name__ == "__main__":

@@ -647,7 +647,9 @@ class Engine:
                 break
             if max_iterations is not None and n >= max_iterations:
                 break
-            if stretch is not None and not self._carry_preempted:
+            if stretch is not None and not self._carry_preempted and (not asynchronous or (
+                    self._in_flight is not None and not self._in_flight[0].scheduled)):
+                # (Async: a stretch starts from a batch in flight of compact decoders only.)
                 if self._next_event() <= self.time:
                     self._admit_arrivals()
                 # (Through the API server: no request reaches the engine before its horizon.)

@@ -191,6 +191,25 @@ class Frontend:
                 seen = done
         return seen
 
+    def _one_by_one(self, ends: list, tokens: int, quiet: bool) -> list:
+        """`output` for each of `ends` in turn (`quiet`: no request is sent before the last), its
+        one-server job written out: the same sums in the same order."""
+        if len(self._free) > 1:
+            job = self._job if quiet else self.output
+            return [job(e, tokens) for e in ends]
+        free = self._free
+        arrivals = self.arrivals
+        work = tokens * self.costs.output_token_s
+        seen = []
+        for e in ends:
+            if not quiet and arrivals.next_at <= e:
+                self.advance(e)
+            begin = free[0]
+            begin = (e if e >= begin else begin) + work
+            free[0] = begin
+            seen.append(begin)
+        return seen
+
     def outputs(self, ends, tokens: int):
         """Output jobs of iterations back to back, ending at `ends` (a list, or a numpy array),
         each with `tokens` tokens: when each one's tokens reach their clients and the gaps
@@ -223,8 +242,7 @@ class Frontend:
                         if n:
                             free[k] = last + n * self.costs.output_token_s
         if not quiet or not idle:
-            job = self._job if quiet else self.output
-            seen = [job(e, tokens) for e in ends]
+            seen = self._one_by_one(ends if ends.__class__ is list else ends.tolist(), tokens, quiet)
             if ends.__class__ is not list:
                 import numpy as np
 

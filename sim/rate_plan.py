@@ -384,7 +384,7 @@ def confirm_rate(evaluate: Callable[[float], list[PlanPoint]], rate: float, step
 
 def seeded_plan(scenario, seeds: int, plan_seeds: Callable[[list], list[RatePlan]],
                 confirm_seeds: Callable[[list, float, float | None], list[PlanPoint]],
-                new_seeds: int | None = None) -> SeededPlan:
+                new_seeds: int | None = None, batch: int | None = None) -> SeededPlan:
     """`batchtui plan`'s answer for one deployment, which `batchtui search` confirms its best
     points with: the search on `seeds` seeds from the scenario's (`plan_seeds(scenarios)`: a
     `plan_rate` for each), then, if every seed meets the SLO, the lowest seed's answer confirmed
@@ -392,7 +392,10 @@ def seeded_plan(scenario, seeds: int, plan_seeds: Callable[[list], list[RatePlan
     saturated)`: a `confirm_point` for each, `saturated` the lowest seed's saturated rate or None
     when one is only a lower bound), stepped down by `confirm_rate` until the runs vouch for it
     (`holds`). The callers say where the runs happen (plan's pool of jobs, or search's worker).
-    `new_seeds` None: PLAN_CONFIRM_NEW_SEEDS."""
+    `new_seeds` None: PLAN_CONFIRM_NEW_SEEDS. `batch`: a rate's confirmation runs are made this
+    many at a time, in seed order, and stop after the first batch holding a run that misses the
+    SLO: the rate fails whatever the other seeds show (`holds` names the first miss in seed
+    order), so the answer is the same as with every run made (None: all at once)."""
     if new_seeds is None:
         new_seeds = PLAN_CONFIRM_NEW_SEEDS
     seed_list = [scenario.seed + i for i in range(seeds)]
@@ -400,8 +403,17 @@ def seeded_plan(scenario, seeds: int, plan_seeds: Callable[[list], list[RatePlan
     if all(p.feasible for p in result.plans):
         result.confirm_seeds = [scenario.seed + i for i in range(seeds + new_seeds)]
         confirming = [replace(scenario, seed=s) for s in result.confirm_seeds]
-        result.confirm_tries = confirm_rate(lambda rate: confirm_seeds(confirming, rate, result.cap),
-                                            min(result.rates), result.limiting.precision or 0.01,
+        size = len(confirming) if batch is None else max(1, batch)
+
+        def evaluate(rate: float) -> list[PlanPoint]:
+            points: list[PlanPoint] = []
+            for first in range(0, len(confirming), size):
+                points += confirm_seeds(confirming[first:first + size], rate, result.cap)
+                if not all(p.ok for p in points):
+                    break
+            return points
+
+        result.confirm_tries = confirm_rate(evaluate, min(result.rates), result.limiting.precision or 0.01,
                                             holds=result.holds)
     return result
 

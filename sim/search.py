@@ -239,7 +239,8 @@ def confirm_point(base, point: GridPoint, slo: Slo, num_prompts: int, seeds: int
     search (`rate_plan.plan_rate`) on `seeds` seeds from the scenario's, with windows of
     `min_window` requests and `min_window_s` seconds; the lowest seed's answer confirmed by
     `rate_plan.confirm_rate` on runs of `confirm_prompts` requests on those seeds and
-    `new_seeds` more (plan's defaults are rate_plan's PLAN_* constants)."""
+    `new_seeds` more (plan's defaults are rate_plan's PLAN_* constants), one at a time: a rate's
+    runs stop at the first that misses (`seeded_plan`'s `batch`)."""
     sc = point_scenario(base, point)
     runs = 0
 
@@ -260,7 +261,7 @@ def confirm_point(base, point: GridPoint, slo: Slo, num_prompts: int, seeds: int
                                                                   min_window, min_window_s))
                 for x in scenarios]
 
-    result = rate_plan.seeded_plan(sc, seeds, plan_seeds, confirm_seeds, new_seeds)
+    result = rate_plan.seeded_plan(sc, seeds, plan_seeds, confirm_seeds, new_seeds, batch=1)
     if not all(p.feasible for p in result.plans):
         bad = result.limiting
         return PointResult(point, "confirm", False, None, result.saturated_rate,

@@ -173,7 +173,8 @@ def run(args: argparse.Namespace) -> int:
             return runner.map(confirm_task, [(x, slo, rate, saturated, rate_plan.PLAN_CONFIRM_PROMPTS, *window)
                                              for x in scenarios], jobs)
 
-        result = rate_plan.seeded_plan(sc, args.seeds, plan_seeds, confirm_seeds)
+        # (a rate's confirmation runs a pool's width at a time: they stop at a batch that misses)
+        result = rate_plan.seeded_plan(sc, args.seeds, plan_seeds, confirm_seeds, batch=jobs)
         cause = None
         if not all(p.feasible for p in result.plans) and setup.config.batching != "continuous":
             cont = setup.with_scenario(replace(sc, engine={k: v for k, v in sc.engine.items()

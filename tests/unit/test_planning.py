@@ -326,3 +326,50 @@ def test_confirmation_steps_down_until_the_runs_vouch_for_the_rate():
     plan = rate_plan.SeededPlan([rate_plan.RatePlan(slo, None)], [0], list(range(10)), tried)
     assert plan.confirmed and plan.rate == pytest.approx(26.2)
     assert plan.predicted["p99_tpot_ms"] <= 25.0
+
+
+def test_confirmation_runs_in_batches_stop_at_a_miss_with_the_same_answer():
+    """seeded_plan's `batch`: a rate's runs are made a batch at a time and stop after a batch
+    with a miss (the rate fails whatever the other seeds show); the rates tried, the answer, its
+    runs and the first miss of each failing rate are those of every run made."""
+    from sim.scenario import Scenario
+
+    slo = Slo(tpot_p99_ms=25.0)
+    # p99 TPOT by seed at each rate: 26.8 and 26.6 miss (on seeds 3 and 9), 26.2 holds.
+    by_rate = {26.8: [22.75, 23.52, 23.63, 25.64, 23.23, 23.59, 22.35, 22.16, 24.01, 25.18],
+               26.6: [22.27, 23.02, 23.1, 22.16, 22.86, 23.08, 21.87, 21.7, 23.5, 25.73],
+               26.2: [21.41, 22.19, 22.17, 21.28, 22.15, 22.01, 21.03, 20.91, 22.5, 23.59],
+               26.4: [21.84, 22.57, 22.6, 21.69, 22.45, 22.57, 21.43, 21.33, 22.95, 24.01]}
+
+    def plan_seeds(scenarios):
+        out = []
+        for _ in scenarios:
+            plan = rate_plan.RatePlan(slo, None, saturated_rate=30.0)
+            plan.best = rate_plan.PlanPoint(26.8, None, {}, [], "bisect")
+            plan.precision = 0.2
+            out.append(plan)
+        return out
+
+    def run(batch):
+        made = []
+
+        def confirm_seeds(scenarios, rate, saturated):
+            made.append(len(scenarios))
+            values = by_rate[round(rate, 1)]
+            return [rate_plan.PlanPoint(rate, None, {"p99_tpot_ms": values[x.seed]},
+                                        slo.misses({"p99_tpot_ms": values[x.seed]}), "confirm") for x in scenarios]
+
+        result = rate_plan.seeded_plan(Scenario(seed=0), 1, plan_seeds, confirm_seeds, new_seeds=9, batch=batch)
+        return result, sum(made)
+
+    every, runs_all = run(None)
+    assert [round(r, 1) for r, _ in every.confirm_tries] == [26.8, 26.6, 26.2] and runs_all == 30
+    for batch in (1, 2, 3, 10):
+        lazy, runs = run(batch)
+        assert lazy.rate == every.rate and lazy.predicted == every.predicted
+        assert [r for r, _ in lazy.confirm_tries] == [r for r, _ in every.confirm_tries]
+        assert lazy.confirm_points == every.confirm_points
+        for (_, mine), (_, full) in zip(lazy.confirm_tries, every.confirm_tries):
+            assert lazy.holds(mine) == every.holds(full)
+        assert runs < runs_all or batch == 10
+    assert run(1)[1] == 4 + 10 + 10  # 26.8 stops at seed 3; 26.6 needs all ten to see seed 9 miss
