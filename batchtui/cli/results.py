@@ -14,6 +14,7 @@ import textwrap
 from sim.reports import BINDING_LIMITS
 
 from ..limit_words import LIMIT_WORDS
+from ..loadgen.measure import pword, stat_keys
 
 WIDTH = 50
 LABEL = 40
@@ -47,8 +48,10 @@ def _line(label: str, value) -> str:
     return f"{label:<{LABEL}} {value}".rstrip()
 
 
-def setup_text(scenario, deployment, config, swept: str | None = None) -> str:
-    """One paragraph saying what was simulated; `swept` names the dial a sweep varies."""
+def setup_text(scenario, deployment, config, swept: str | None = None, *, lead: str = "Simulated",
+               traffic: bool = True) -> str:
+    """One paragraph saying what was simulated (`lead` first); `swept` names the dial a sweep
+    varies; `traffic` False leaves the traffic out."""
     model, gpu = deployment.model, deployment.gpu
     tp = deployment.tensor_parallel_size
     on = f"{tp} x {gpu.name}" if tp > 1 else f"one {gpu.name}"
@@ -79,13 +82,15 @@ def setup_text(scenario, deployment, config, swept: str | None = None) -> str:
                       f"of {model.window_tokens}")
     else:
         cache = "no KV cache (encoder)"
-    traffic = traffic_text(scenario.workload, swept)
-    if not model.has_kv_cache:  # an encoder answers in one pass: output lengths do not apply
-        traffic = traffic.rsplit(" / ", 1)[0] + " (one pass each)"
     spec = scenario.speculative() if config.batching == "continuous" else None
     if spec is not None:
         dials += f"; speculative decoding {spec.describe()}"
-    text = f"Simulated {model.name} on {on}: {dials}; {cache}. Traffic: {traffic}, seed {scenario.seed}."
+    text = f"{lead} {model.name} on {on}: {dials}; {cache}."
+    if traffic:
+        shown = traffic_text(scenario.workload, swept)
+        if not model.has_kv_cache:  # an encoder answers in one pass: output lengths do not apply
+            shown = shown.rsplit(" / ", 1)[0] + " (one pass each)"
+        text += f" Traffic: {shown}, seed {scenario.seed}."
     return textwrap.fill(text, width=100)
 
 
@@ -167,18 +172,12 @@ DEFAULT_PERCENTILE_METRICS = ("ttft", "tpot", "itl")
 DEFAULT_METRIC_PERCENTILES = (99.0,)
 
 
-def pword(q: float) -> str:
-    """A percentile as vLLM names it: 99, 99.9."""
-    return str(int(q)) if int(q) == q else str(q)
-
-
 def client_queue_metrics(records, workload, percentiles=DEFAULT_METRIC_PERCENTILES) -> dict:
     """vllm bench serve's client-side figures over the completed requests, in ms: how long each
     waited at the client for a slot under --max-concurrency (`client_queue_time`) and, at a
     finite rate, its E2E latency with that wait (`e2el_including_client_queue`): mean, median,
-    std and pNN, as vLLM computes them (numpy, linear percentiles). Empty without a cap."""
-    import numpy as np
-
+    std and pNN (p90 and p99 always), as vLLM computes them (numpy, linear percentiles). Empty
+    without a cap."""
     if workload is None or not workload.max_concurrency:
         return {}
     queued = records.column("client_queue_time")
@@ -187,74 +186,133 @@ def client_queue_metrics(records, workload, percentiles=DEFAULT_METRIC_PERCENTIL
         series["e2el_including_client_queue"] = records.column("e2e") + queued
     out = {}
     for key, values in series.items():
-        values = values if len(values) else np.zeros(1)
-        out[f"mean_{key}_ms"] = float(np.mean(values)) * 1000
-        out[f"median_{key}_ms"] = float(np.median(values)) * 1000
-        out[f"std_{key}_ms"] = float(np.std(values)) * 1000
-        for q in sorted(set(percentiles) | {90.0, 99.0}):
-            out[f"p{pword(q)}_{key}_ms"] = float(np.percentile(values, q)) * 1000
+        out.update(stat_keys(key, values, sorted(set(percentiles) | {90.0, 99.0})))
     return out
+
+
+def benchmark_rows(values: dict, *, generates: bool = True, workload=None,
+                   percentile_metrics=DEFAULT_PERCENTILE_METRICS, percentiles=DEFAULT_METRIC_PERCENTILES,
+                   goodput: bool = False) -> list[tuple]:
+    """`vllm bench serve`'s result block as rows, in its order: ("=", title) or ("-", title) for a
+    section's header, and (label, key) for a figure, `key` a key of the result dict (or a
+    function of it). `values` (one run's figures) says which optional sections there are. An
+    encoder (a pooling model, `generates` False) has no generation lines, as vLLM's embedding
+    benchmark."""
+    rows: list[tuple] = [("=", " Serving Benchmark Result "), ("Successful requests:", "completed"),
+                         ("Failed requests:", "failed")]
+    if workload is not None and workload.max_concurrency:
+        rows.append(("Maximum request concurrency:", lambda m: workload.max_concurrency))
+    if (workload is not None and workload.arrival != "trace" and not workload.ramp_up_strategy
+            and math.isfinite(workload.request_rate)):
+        rows.append(("Request rate configured (RPS):", lambda m: float(workload.request_rate)))
+    rows += [("Benchmark duration (s):", "duration"), ("Total input tokens:", "total_input_tokens")]
+    if generates:
+        rows.append(("Total generated tokens:", "total_output_tokens"))
+    rows.append(("Request throughput (req/s):", "request_throughput"))
+    if goodput:
+        rows.append(("Request goodput (req/s):", "request_goodput"))
+    if generates:
+        rows += [("Output token throughput (tok/s):", "output_throughput"),
+                 ("Peak output token throughput (tok/s):", "max_output_tokens_per_s")]
+    rows += [("Peak concurrent requests:", lambda m: float(m["max_concurrent_requests"])),
+             ("Total token throughput (tok/s):", "total_token_throughput")]
+    shown = [k for k in SECTIONS if k in percentile_metrics] if generates else ["e2el"]
+    sections = [(key, *SECTIONS[key]) for key in shown]
+    sections += [(key, short, title) for key, (short, title) in CLIENT_SECTIONS.items()
+                 if key in percentile_metrics and f"mean_{key}_ms" in values]
+    for key, short, title in sections:
+        rows += [("-", title), (f"Mean {short} (ms):", f"mean_{key}_ms"), (f"Median {short} (ms):", f"median_{key}_ms")]
+        rows += [(f"P{pword(q)} {short} (ms):", f"p{pword(q)}_{key}_ms") for q in percentiles]
+    if "spec_decode_num_drafts" in values:  # as vllm bench serve prints it from vLLM's counters
+        rows += [("-", "Speculative Decoding"), ("Acceptance rate (%):", "spec_decode_acceptance_rate"),
+                 ("Acceptance length:", "spec_decode_acceptance_length"), ("Drafts:", "spec_decode_num_drafts"),
+                 ("Draft tokens:", "spec_decode_draft_tokens"), ("Accepted tokens:", "spec_decode_accepted_tokens"),
+                 ("Per-position acceptance (%):", None)]
+        rows += [(f"  Position {i}:", lambda m, i=i: 100.0 * _position(m, i))
+                 for i in range(len(values["spec_decode_per_position_acceptance_rates"]))]
+    return rows
+
+
+def _position(m: dict, i: int) -> float:
+    rates = m.get("spec_decode_per_position_acceptance_rates") or []
+    return rates[i] if i < len(rates) else math.nan
+
+
+def row_value(m: dict, key):
+    """A row's figure in one run's result dict (None when the run has none)."""
+    if key is None:
+        return None
+    if callable(key):
+        return key(m)
+    return m.get(key)
 
 
 def result_block(summary, config, deployment, *, workload=None, percentile_metrics=DEFAULT_PERCENTILE_METRICS,
                  percentiles=DEFAULT_METRIC_PERCENTILES, goodput: bool = False) -> str:
     """`vllm bench serve`'s result block, line for line, then the simulator's own section. An
     encoder (a pooling model) prints no generation lines, as vLLM's embedding benchmark."""
-    m = summary.metrics
-    generates = deployment.model.has_kv_cache
-    out = [_header(" Serving Benchmark Result ", "="),
-           _line("Successful requests:", m["completed"]),
-           _line("Failed requests:", m["failed"])]
-    if workload is not None and workload.max_concurrency:
-        out.append(_line("Maximum request concurrency:", workload.max_concurrency))
-    if (workload is not None and workload.arrival != "trace" and not workload.ramp_up_strategy
-            and math.isfinite(workload.request_rate)):
-        out.append(_line("Request rate configured (RPS):", float(workload.request_rate)))
-    out += [_line("Benchmark duration (s):", m["duration"]),
-            _line("Total input tokens:", m["total_input_tokens"])]
-    if generates:
-        out.append(_line("Total generated tokens:", m["total_output_tokens"]))
-    out.append(_line("Request throughput (req/s):", m["request_throughput"]))
-    if goodput:
-        out.append(_line("Request goodput (req/s):", m["request_goodput"]))
-    if generates:
-        out += [_line("Output token throughput (tok/s):", m["output_throughput"]),
-                _line("Peak output token throughput (tok/s):", m["max_output_tokens_per_s"]),
-                _line("Peak concurrent requests:", float(m["max_concurrent_requests"])),
-                _line("Total token throughput (tok/s):", m["total_token_throughput"])]
-    else:
-        out += [_line("Peak concurrent requests:", float(m["max_concurrent_requests"])),
-                _line("Total token throughput (tok/s):", m["total_token_throughput"])]
-    shown = [k for k in SECTIONS if k in percentile_metrics] if generates else ["e2el"]
-    for key in shown:
-        short, title = SECTIONS[key]
-        out.append(_header(title, "-"))
-        out.append(_line(f"Mean {short} (ms):", m[f"mean_{key}_ms"]))
-        out.append(_line(f"Median {short} (ms):", m[f"median_{key}_ms"]))
-        for q in percentiles:
-            out.append(_line(f"P{pword(q)} {short} (ms):", m[f"p{pword(q)}_{key}_ms"]))
-    client = client_queue_metrics(summary.records, workload, percentiles) if any(
-        k in percentile_metrics for k in CLIENT_SECTIONS) else {}
-    for key, (short, title) in CLIENT_SECTIONS.items():
-        if key not in percentile_metrics or f"mean_{key}_ms" not in client:
-            continue
-        out.append(_header(title, "-"))
-        out.append(_line(f"Mean {short} (ms):", client[f"mean_{key}_ms"]))
-        out.append(_line(f"Median {short} (ms):", client[f"median_{key}_ms"]))
-        for q in percentiles:
-            out.append(_line(f"P{pword(q)} {short} (ms):", client[f"p{pword(q)}_{key}_ms"]))
-    if "spec_decode_num_drafts" in m:  # as vllm bench serve prints it from vLLM's counters
-        out += [_header("Speculative Decoding", "-"),
-                _line("Acceptance rate (%):", m["spec_decode_acceptance_rate"]),
-                _line("Acceptance length:", m["spec_decode_acceptance_length"]),
-                _line("Drafts:", m["spec_decode_num_drafts"]),
-                _line("Draft tokens:", m["spec_decode_draft_tokens"]),
-                _line("Accepted tokens:", m["spec_decode_accepted_tokens"]),
-                "Per-position acceptance (%):"]
-        out += [_line(f"  Position {i}:", 100.0 * rate)
-                for i, rate in enumerate(m["spec_decode_per_position_acceptance_rates"])]
+    m = dict(summary.metrics)
+    if any(k in percentile_metrics for k in CLIENT_SECTIONS):
+        m.update(client_queue_metrics(summary.records, workload, percentiles))
+    out = []
+    for label, key in benchmark_rows(m, generates=deployment.model.has_kv_cache, workload=workload,
+                                     percentile_metrics=percentile_metrics, percentiles=percentiles,
+                                     goodput=goodput):
+        if label in ("=", "-"):
+            out.append(_header(key, label))
+        elif key is None:
+            out.append(label)
+        else:
+            out.append(_line(label, row_value(m, key)))
     out.append(_header("Simulator", "-"))
     out.extend(simulator_lines(summary, config, deployment))
+    out.append("=" * WIDTH)
+    return "\n".join(out)
+
+
+SETTINGS = ("Maximum request concurrency:", "Request rate configured (RPS):")
+"""Rows of `benchmark_rows` that are the traffic's settings, not figures."""
+
+
+def side_by_side_block(rows: list[tuple], measured: dict, simulated: dict | None,
+                       server_rows: list[tuple] = ()) -> str:
+    """`vllm bench serve`'s block (`benchmark_rows`) with a measured run's figures where vLLM
+    prints them, and beside each the simulator's for the same traffic and its error (simulated /
+    measured - 1, as `compare` gives it); then `server_rows` (label, measured, simulated): what
+    the server's /metrics said beside what the simulator saw."""
+    def shown(value) -> str:
+        if value is None:
+            return "-"
+        if isinstance(value, float):
+            return f"{value:.2f}" if math.isfinite(value) else "-"
+        return str(value)
+
+    def line(label: str, meas, sim) -> str:
+        if simulated is None:
+            return _line(label, meas)
+        error = ""
+        if isinstance(meas, (int, float)) and isinstance(sim, (int, float)) and meas and math.isfinite(meas) \
+                and math.isfinite(sim):
+            error = f"{sim / meas - 1:+.1%}"
+        return f"{label:<{LABEL}} {shown(meas):<10} {shown(sim):<10} {error:>7}".rstrip()
+
+    out = []
+    for label, key in rows:
+        if label in SETTINGS:  # the same on both sides: no error to show
+            out.append(_line(label, row_value(measured, key)) if simulated is None else
+                       f"{label:<{LABEL}} {shown(row_value(measured, key)):<10} {shown(row_value(measured, key))}")
+        elif label in ("=", "-"):
+            out.append(_header(key, label))
+            if label == "=" and simulated is not None:
+                out.append(f"{'':<{LABEL}} {'measured':<10} {'simulated':<10} {'error':>7}")
+        elif key is None:
+            out.append(label)
+        else:
+            out.append(line(label, row_value(measured, key),
+                            row_value(simulated, key) if simulated is not None else None))
+    if server_rows:
+        out.append(_header("Server (/metrics)" + (" | Simulator" if simulated is not None else ""), "-"))
+        out += [line(label, meas, sim) for label, meas, sim in server_rows]
     out.append("=" * WIDTH)
     return "\n".join(out)
 
