@@ -16,20 +16,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import functools
 import json
 import math
+import os
 import signal
 import sys
+import textwrap
 import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from . import args as a
 from . import options as o
-from . import results
+from . import report_block, results
 from .cmd_sim import keep_earlier_results, make_result_dir, metadata, result_options, result_path
 from .exits import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, Terminated, UserError
-from .output import Sink, output_file
+from .output import Sink, check_writable, output_file
 from .runner import Runner, expected_requests, show_progress_default
 from .setup import build_setup, user_errors
 
@@ -296,7 +299,13 @@ def run(args: argparse.Namespace) -> int:
     meta = metadata(args)
     meta = {**engine_metadata(args), **meta}
     make_result_dir(args)
+    if args.save_result or args.append_result:  # (refused now, not after the run)
+        named = os.path.join(args.result_dir or "", args.result_filename) if args.result_filename else None
+        check_writable(named, "--result-filename", args.result_dir)
+    elif args.result_dir or args.result_filename:
+        raise UserError("argument --result-filename/--result-dir: needs --save-result")
     show = show_progress_default(json_output=args.json) and not args.disable_tqdm
+    _open_files_to_the_hard_limit()
     stop = _Stop()
     with Runner(show_progress=show) as bar:
         try:
@@ -356,6 +365,21 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _open_files_to_the_hard_limit() -> None:
+    """Every request in flight holds a connection (vllm bench serve's client has no cap but
+    --max-concurrency): the soft limit on open files is raised to the hard one, so a run of a
+    thousand requests at once does not fail for want of file descriptors (the default soft limit
+    is often 1,024)."""
+    import resource
+
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError):  # not allowed here: the connections fail as they would have
+        pass
+
+
 def _result(args, setup, measured, figures: dict, meta: dict, date: str, rate: float) -> dict:
     """The result file: vllm bench serve's keys in its order (setup, --metadata, traffic, the
     figures), then batchtui's own under one key."""
@@ -412,24 +436,25 @@ def _simulated_summary(simulated: dict, setup, opts) -> dict:
 def _report(args, endpoint, setup, measured, figures, simulated, opts, unknown_model) -> None:
     w = setup.scenario.workload
     traffic = measured.traffic
-    print(f"batchtui bench: {endpoint.url}, model {measured.model} ({args.backend}).")
-    print(f"Traffic: {results.traffic_text(w)}, seed {setup.scenario.seed}.")
-    print(f"Prompts: {measured.prompts.rule}.")
+    say = functools.partial(textwrap.fill, width=100)
+    print(say(f"batchtui bench: {endpoint.url}, model {measured.model} ({args.backend})."))
+    print(say(f"Traffic: {results.traffic_text(w)}, seed {setup.scenario.seed}."))
+    print(say(f"Prompts: {measured.prompts.rule}."))
     if measured.time_scale != 1:
         x = measured.time_scale
-        print(f"Time scale {x:g} (the server's batchtui:time_scale): requests were sent {x:g} times "
-              f"{'faster' if x > 1 else 'slower'} than planned and every time measured is multiplied by {x:g}, "
-              f"so the figures are the served GPU's; the client's own delays are multiplied too.")
+        print(say(f"Time scale {x:g} (the server's batchtui:time_scale): requests were sent {x:g} times "
+                  f"{'faster' if x > 1 else 'slower'} than planned and every time measured is multiplied by {x:g}, "
+                  f"so the figures are the served GPU's; the client's own delays are multiplied too."))
     if simulated is not None:
         print(results.setup_text(setup.scenario, setup.deployment, setup.config, lead="Simulated beside it:",
                                  traffic=False))
         if unknown_model:
-            print(f"({unknown_model} is not a known model profile: the simulated column runs "
-                  f"{setup.deployment.model.name}; give --model with a known one, or --hf-config-path FILE.)")
+            print(say(f"({unknown_model} is not a known model profile: the simulated column runs "
+                      f"{setup.deployment.model.name}; give --model with a known one, or --hf-config-path FILE.)"))
     print()
-    rows = results.benchmark_rows(figures, workload=w, percentile_metrics=opts["percentile_metrics"],
+    rows = report_block.benchmark_rows(figures, workload=w, percentile_metrics=opts["percentile_metrics"],
                                   percentiles=opts["percentiles"], goodput=bool(opts["goodput"]))
-    print(results.side_by_side_block(rows, figures, simulated, _server_rows(measured.watch, simulated)))
+    print(report_block.side_by_side_block(rows, figures, simulated, _server_rows(measured.watch, simulated)))
     for line in _notes(traffic, measured, figures):
         print(line)
 

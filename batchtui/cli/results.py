@@ -1,8 +1,8 @@
 """Plain-text and machine-readable output of the headless commands.
 
-The result block is laid out like `vllm bench serve`'s (labels padded to 40 columns, sections
-centred in 50), so numbers can be read side by side with a real benchmark; the simulator's own
-figures follow in a section of their own. No colour and no Rich: the output is meant to be piped.
+The result block is `vllm bench serve`'s (its rows and layout: `report_block`), so numbers can be
+read side by side with a real benchmark; the simulator's own figures follow in a section of their
+own. No colour and no Rich: the output is meant to be piped.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from sim.reports import BINDING_LIMITS
 
 from ..limit_words import LIMIT_WORDS
 from ..loadgen.measure import pword, stat_keys
-
-WIDTH = 50
-LABEL = 40
+from .report_block import (CLIENT_SECTIONS, DEFAULT_METRIC_PERCENTILES, DEFAULT_PERCENTILE_METRICS, WIDTH,
+                           benchmark_rows, figure_line, header_line, row_value)
 
 # Sweep and CSV columns: (metrics key, heading, format)
 SWEEP_COLUMNS = (
@@ -36,16 +35,6 @@ def rate_text(rate: float) -> str:
     if math.isinf(rate):
         return "inf"
     return f"{rate:g}"
-
-
-def _header(title: str, fill: str) -> str:
-    return f"{title:{fill}^{WIDTH}}"
-
-
-def _line(label: str, value) -> str:
-    if isinstance(value, float):
-        value = f"{value:.2f}"
-    return f"{label:<{LABEL}} {value}".rstrip()
 
 
 def setup_text(scenario, deployment, config, swept: str | None = None, *, lead: str = "Simulated",
@@ -160,18 +149,6 @@ def _burst_text(w) -> str:
     return f" (gamma gaps, burstiness {w.burstiness:g})"
 
 
-SECTIONS = {"ttft": ("TTFT", "Time to First Token"),
-            "tpot": ("TPOT", "Time per Output Token (excl. 1st token)"),
-            "itl": ("ITL", "Inter-token Latency"),
-            "e2el": ("E2EL", "End-to-end Latency")}
-CLIENT_SECTIONS = {"client_queue_time": ("Client Queue Time", "Client-side Queueing"),
-                   "e2el_including_client_queue": ("E2EL incl. Client Queue", "Queue-inclusive End-to-end Latency")}
-"""vllm bench serve's client-side metrics, printed (when asked for) under --max-concurrency; the
-queue-inclusive E2EL only at a finite rate."""
-DEFAULT_PERCENTILE_METRICS = ("ttft", "tpot", "itl")
-DEFAULT_METRIC_PERCENTILES = (99.0,)
-
-
 def client_queue_metrics(records, workload, percentiles=DEFAULT_METRIC_PERCENTILES) -> dict:
     """vllm bench serve's client-side figures over the completed requests, in ms: how long each
     waited at the client for a slot under --max-concurrency (`client_queue_time`) and, at a
@@ -190,63 +167,6 @@ def client_queue_metrics(records, workload, percentiles=DEFAULT_METRIC_PERCENTIL
     return out
 
 
-def benchmark_rows(values: dict, *, generates: bool = True, workload=None,
-                   percentile_metrics=DEFAULT_PERCENTILE_METRICS, percentiles=DEFAULT_METRIC_PERCENTILES,
-                   goodput: bool = False) -> list[tuple]:
-    """`vllm bench serve`'s result block as rows, in its order: ("=", title) or ("-", title) for a
-    section's header, and (label, key) for a figure, `key` a key of the result dict (or a
-    function of it). `values` (one run's figures) says which optional sections there are. An
-    encoder (a pooling model, `generates` False) has no generation lines, as vLLM's embedding
-    benchmark."""
-    rows: list[tuple] = [("=", " Serving Benchmark Result "), ("Successful requests:", "completed"),
-                         ("Failed requests:", "failed")]
-    if workload is not None and workload.max_concurrency:
-        rows.append(("Maximum request concurrency:", lambda m: workload.max_concurrency))
-    if (workload is not None and workload.arrival != "trace" and not workload.ramp_up_strategy
-            and math.isfinite(workload.request_rate)):
-        rows.append(("Request rate configured (RPS):", lambda m: float(workload.request_rate)))
-    rows += [("Benchmark duration (s):", "duration"), ("Total input tokens:", "total_input_tokens")]
-    if generates:
-        rows.append(("Total generated tokens:", "total_output_tokens"))
-    rows.append(("Request throughput (req/s):", "request_throughput"))
-    if goodput:
-        rows.append(("Request goodput (req/s):", "request_goodput"))
-    if generates:
-        rows += [("Output token throughput (tok/s):", "output_throughput"),
-                 ("Peak output token throughput (tok/s):", "max_output_tokens_per_s")]
-    rows += [("Peak concurrent requests:", lambda m: float(m["max_concurrent_requests"])),
-             ("Total token throughput (tok/s):", "total_token_throughput")]
-    shown = [k for k in SECTIONS if k in percentile_metrics] if generates else ["e2el"]
-    sections = [(key, *SECTIONS[key]) for key in shown]
-    sections += [(key, short, title) for key, (short, title) in CLIENT_SECTIONS.items()
-                 if key in percentile_metrics and f"mean_{key}_ms" in values]
-    for key, short, title in sections:
-        rows += [("-", title), (f"Mean {short} (ms):", f"mean_{key}_ms"), (f"Median {short} (ms):", f"median_{key}_ms")]
-        rows += [(f"P{pword(q)} {short} (ms):", f"p{pword(q)}_{key}_ms") for q in percentiles]
-    if "spec_decode_num_drafts" in values:  # as vllm bench serve prints it from vLLM's counters
-        rows += [("-", "Speculative Decoding"), ("Acceptance rate (%):", "spec_decode_acceptance_rate"),
-                 ("Acceptance length:", "spec_decode_acceptance_length"), ("Drafts:", "spec_decode_num_drafts"),
-                 ("Draft tokens:", "spec_decode_draft_tokens"), ("Accepted tokens:", "spec_decode_accepted_tokens"),
-                 ("Per-position acceptance (%):", None)]
-        rows += [(f"  Position {i}:", lambda m, i=i: 100.0 * _position(m, i))
-                 for i in range(len(values["spec_decode_per_position_acceptance_rates"]))]
-    return rows
-
-
-def _position(m: dict, i: int) -> float:
-    rates = m.get("spec_decode_per_position_acceptance_rates") or []
-    return rates[i] if i < len(rates) else math.nan
-
-
-def row_value(m: dict, key):
-    """A row's figure in one run's result dict (None when the run has none)."""
-    if key is None:
-        return None
-    if callable(key):
-        return key(m)
-    return m.get(key)
-
-
 def result_block(summary, config, deployment, *, workload=None, percentile_metrics=DEFAULT_PERCENTILE_METRICS,
                  percentiles=DEFAULT_METRIC_PERCENTILES, goodput: bool = False) -> str:
     """`vllm bench serve`'s result block, line for line, then the simulator's own section. An
@@ -259,60 +179,13 @@ def result_block(summary, config, deployment, *, workload=None, percentile_metri
                                      percentile_metrics=percentile_metrics, percentiles=percentiles,
                                      goodput=goodput):
         if label in ("=", "-"):
-            out.append(_header(key, label))
+            out.append(header_line(key, label))
         elif key is None:
             out.append(label)
         else:
-            out.append(_line(label, row_value(m, key)))
-    out.append(_header("Simulator", "-"))
+            out.append(figure_line(label, row_value(m, key)))
+    out.append(header_line("Simulator", "-"))
     out.extend(simulator_lines(summary, config, deployment))
-    out.append("=" * WIDTH)
-    return "\n".join(out)
-
-
-SETTINGS = ("Maximum request concurrency:", "Request rate configured (RPS):")
-"""Rows of `benchmark_rows` that are the traffic's settings, not figures."""
-
-
-def side_by_side_block(rows: list[tuple], measured: dict, simulated: dict | None,
-                       server_rows: list[tuple] = ()) -> str:
-    """`vllm bench serve`'s block (`benchmark_rows`) with a measured run's figures where vLLM
-    prints them, and beside each the simulator's for the same traffic and its error (simulated /
-    measured - 1, as `compare` gives it); then `server_rows` (label, measured, simulated): what
-    the server's /metrics said beside what the simulator saw."""
-    def shown(value) -> str:
-        if value is None:
-            return "-"
-        if isinstance(value, float):
-            return f"{value:.2f}" if math.isfinite(value) else "-"
-        return str(value)
-
-    def line(label: str, meas, sim) -> str:
-        if simulated is None:
-            return _line(label, meas)
-        error = ""
-        if isinstance(meas, (int, float)) and isinstance(sim, (int, float)) and meas and math.isfinite(meas) \
-                and math.isfinite(sim):
-            error = f"{sim / meas - 1:+.1%}"
-        return f"{label:<{LABEL}} {shown(meas):<10} {shown(sim):<10} {error:>7}".rstrip()
-
-    out = []
-    for label, key in rows:
-        if label in SETTINGS:  # the same on both sides: no error to show
-            out.append(_line(label, row_value(measured, key)) if simulated is None else
-                       f"{label:<{LABEL}} {shown(row_value(measured, key)):<10} {shown(row_value(measured, key))}")
-        elif label in ("=", "-"):
-            out.append(_header(key, label))
-            if label == "=" and simulated is not None:
-                out.append(f"{'':<{LABEL}} {'measured':<10} {'simulated':<10} {'error':>7}")
-        elif key is None:
-            out.append(label)
-        else:
-            out.append(line(label, row_value(measured, key),
-                            row_value(simulated, key) if simulated is not None else None))
-    if server_rows:
-        out.append(_header("Server (/metrics)" + (" | Simulator" if simulated is not None else ""), "-"))
-        out += [line(label, meas, sim) for label, meas, sim in server_rows]
     out.append("=" * WIDTH)
     return "\n".join(out)
 
@@ -321,40 +194,40 @@ def simulator_lines(summary, config, deployment) -> list[str]:
     m = summary.metrics
     lines = []
     if deployment.model.has_kv_cache:
-        lines.append(_line("Max ITL (ms):", m["max_itl_ms"]))
-    lines += [_line("Engine iterations:", f"{summary.iterations:,}"),
-             _line("Mean running batch:", m["mean_running"]),
-             _line("Max running batch:", m["max_running"])]
+        lines.append(figure_line("Max ITL (ms):", m["max_itl_ms"]))
+    lines += [figure_line("Engine iterations:", f"{summary.iterations:,}"),
+             figure_line("Mean running batch:", m["mean_running"]),
+             figure_line("Max running batch:", m["max_running"])]
     if deployment.model.has_kv_cache:
         used = round(m["peak_kv_usage"] * deployment.usable_blocks)
-        lines.append(_line("Peak KV cache use (%):",
+        lines.append(figure_line("Peak KV cache use (%):",
                            f"{m['peak_kv_usage'] * 100:.1f}  ({used:,} of {deployment.usable_blocks:,} blocks)"))
-    lines.append(_line("Preemptions:", m["num_preemptions"]))
+    lines.append(figure_line("Preemptions:", m["num_preemptions"]))
     if deployment.model.has_kv_cache and config.caches_prefixes:
         queries, hits = m.get("prefix_cache_queries", 0), m.get("prefix_cache_hits", 0)
-        lines.append(_line("Prefix cache hit rate (%):",
+        lines.append(figure_line("Prefix cache hit rate (%):",
                            f"{m.get('prefix_cache_hit_rate', 0.0) * 100:.1f}  ({hits:,} of {queries:,} prompt tokens)"))
     counts = m["binding_limit_counts"]
     total = sum(counts.values())
     if total:
         top = max(BINDING_LIMITS, key=lambda k: (counts.get(k, 0), k == "none"))
-        lines.append(_line("Binding limit (most often):",
+        lines.append(figure_line("Binding limit (most often):",
                            f"{top}, {counts[top] / total:.0%} of iterations"))
         words = LIMIT_WORDS[top].sentence
         if top == "max_num_seqs" and config.batching != "continuous":
             words = "the batch was full (max_batch_size) or running while requests waited"
         lines.append(f"  ({words})")
-        lines.append(_line("Binding limit counts:",
+        lines.append(figure_line("Binding limit counts:",
                            ", ".join(f"{k} {counts.get(k, 0):,}" for k in BINDING_LIMITS)))
     if config.batching in ("static", "dynamic", "sequential"):
-        lines.append(_line("Padding share of seats (%):", f"{m['padding_share'] * 100:.1f}"))
+        lines.append(figure_line("Padding share of seats (%):", f"{m['padding_share'] * 100:.1f}"))
     if m.get("rejected"):
-        lines.append(_line("Rejected requests:", m["rejected"]))
+        lines.append(figure_line("Rejected requests:", m["rejected"]))
     if len(summary.pools) > 1:
         for name, p in summary.pools.items():
-            lines.append(_line(f"Pool {name} (completed):", p["completed"]))
-            lines.append(_line("  TTFT p50 / p99 (ms):", f"{p['median_ttft_ms']:.2f} / {p['p99_ttft_ms']:.2f}"))
-            lines.append(_line("  TPOT p50 / p99 (ms):", f"{p['median_tpot_ms']:.2f} / {p['p99_tpot_ms']:.2f}"))
+            lines.append(figure_line(f"Pool {name} (completed):", p["completed"]))
+            lines.append(figure_line("  TTFT p50 / p99 (ms):", f"{p['median_ttft_ms']:.2f} / {p['p99_ttft_ms']:.2f}"))
+            lines.append(figure_line("  TPOT p50 / p99 (ms):", f"{p['median_tpot_ms']:.2f} / {p['p99_tpot_ms']:.2f}"))
     return lines
 
 

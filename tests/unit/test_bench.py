@@ -140,10 +140,13 @@ def test_against_batchtui_serve_the_result_file_has_vllms_keys(served, tmp_path,
     code, out, err = run(capsys, *common, "--num-prompts", 6, "--request-rate", 40, "--max-concurrency", 2,
                          "--save-detailed", "--percentile-metrics", "ttft,tpot,itl,e2el,client_queue_time,"
                          "e2el_including_client_queue", "--metric-percentiles", "50,90,99", "--goodput", "ttft:500",
-                         "--metadata", "gpu=h100-sxm", "note=x", "--result-filename", "capped.json")
+                         "--metadata", "gpu=h100-sxm", "note=x", "--max-num-seqs", 256, "--result-filename",
+                         "capped.json")
     assert code == 0, err
     data = result_of(tmp_path / "capped.json")
-    assert_vllm_keys(data, expected_keys(metadata=("gpu", "note"), detailed=True, cap=2,
+    # (the engine flags given describe the server: kept as --metadata entries, which calibrate reads)
+    assert data["max-num-seqs"] == "256"
+    assert_vllm_keys(data, expected_keys(metadata=("max-num-seqs", "gpu", "note"), detailed=True, cap=2,
                                          metrics=("ttft", "tpot", "itl", "e2el", "client_queue_time",
                                                   "e2el_including_client_queue"), percentiles=("50", "90", "99")))
     assert data["max_concurrency"] == 2 and data["request_goodput"] is not None and data["gpu"] == "h100-sxm"
@@ -222,8 +225,9 @@ def test_tokenize_gives_every_prompt_its_planned_length(tmp_path, capsys):
                              "--result-filename", path, "--no-simulate")
         bodies = list(server.bodies)
     assert code == 0, err
-    assert "Prompts: exact: words the server's /tokenize counts as one token each" in out
-    assert "special token the server adds to a prompt counted in" in out
+    said = " ".join(out.split())  # (the lines before the block are wrapped)
+    assert "Prompts: exact: words the server's /tokenize counts as one token each" in said
+    assert "special token the server adds to a prompt counted in" in said
     code, sim_out, _ = run(capsys, "sim", "--num-prompts", 12, "--random-input-len", 100, "--random-output-len", 5,
                            "--random-range-ratio", 0.5, "--save-detailed", "--json")
     planned = json.loads(sim_out)["input_lens"]
@@ -243,7 +247,7 @@ def test_without_tokenize_the_rule_is_said_and_the_servers_counts_recorded(tmp_p
                              "--no-simulate")
         bodies = list(server.bodies)
     assert code == 0, err
-    assert "Prompts: a word a token: the server has no /tokenize route" in out
+    assert "Prompts: a word a token: the server has no /tokenize route" in " ".join(out.split())
     data = result_of(path)
     counted = [toy_tokens(b["prompt"]) + 1 for b in bodies]
     assert sorted(data["input_lens"]) == sorted(counted) and data["total_input_tokens"] == sum(counted)
@@ -342,8 +346,12 @@ def test_chat_backend_sends_messages_and_times_the_first_content(tmp_path, capsy
     assert data["endpoint_type"] == "openai-chat"
 
 
-def test_mistakes_are_one_line(capsys):
-    for argv, words in ((("--backend", "tgi"), "argument --backend: tgi is not one batchtui bench speaks"),
+def test_mistakes_are_one_line(capsys, tmp_path):
+    """Refused before anything is sent (a result that could not be written included)."""
+    for argv, words in ((("--port", 1, "--save-result", "--result-filename", tmp_path),
+                         f"argument --result-filename: cannot write {tmp_path}: it is a directory"),
+                        (("--port", 1, "--result-dir", tmp_path), "argument --result-filename/--result-dir: needs"),
+                        (("--backend", "tgi"), "argument --backend: tgi is not one batchtui bench speaks"),
                         (("--backend", "openai-chat", "--endpoint", "/v1/completions"),
                          "argument --endpoint: --backend openai-chat calls a path ending in chat/completions"),
                         (("--base-url", "localhost:8000"), "argument --base-url: 'localhost:8000' is not an http"),
@@ -386,3 +394,35 @@ def test_peak_concurrency_is_vllms_count(spans):
         for second in range(int(s - first), int(e - first) + 1):
             buckets[second] += 1
     assert peak_concurrency(starts, ends) == max(buckets)
+
+
+@wall_clock
+def test_prompts_carry_what_the_plan_shares(tmp_path, capsys):
+    """A shared prefix is the same text in every prompt (and one run's prompts are not the
+    next's); a conversation's next turn holds the answer the server gave; a dataset's prompts are
+    the file's text."""
+    def prompts(*flags) -> list[dict]:
+        with FakeVllm() as server:
+            code, out, err = run(capsys, "bench", "--base-url", server.url, "--no-simulate", *flags)
+            assert code == 0, err
+            return list(server.bodies)
+
+    shared = ["--num-prompts", 6, "--random-prefix-len", 40, "--random-input-len", 10, "--random-output-len", 3]
+    first, again = prompts(*shared), prompts(*shared)
+    heads = {" ".join(b["prompt"].split()[:39]) for b in first}  # (the BOS is counted in the prefix)
+    assert len(heads) == 1 and len({b["prompt"] for b in first}) == 6
+    assert not heads & {" ".join(b["prompt"].split()[:39]) for b in again}
+
+    chat = prompts("--backend", "openai-chat", "--num-prompts", 2, "--turns", 3, "--think-time", 0.01,
+                   "--random-input-len", 8, "--random-output-len", 4)
+    turns = sorted(((len(b["messages"]), b["messages"]) for b in chat), key=lambda t: t[0])
+    assert [n for n, _ in turns] == [1, 1, 3, 3, 5, 5]
+    for n, messages in turns[2:]:
+        assert [m["role"] for m in messages] == ["user", "assistant"] * (n // 2) + ["user"]
+        assert all(m["content"] == " tok" * 4 for m in messages[1::2])  # the answers as generated
+
+    data = tmp_path / "custom.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"question number {i} about batching"}) + "\n" for i in range(4)))
+    custom = prompts("--dataset-name", "custom", "--dataset-path", data, "--num-prompts", 4, "--custom-output-len", 3)
+    assert sorted(b["prompt"] for b in custom) == sorted(f"question number {i} about batching" for i in range(4))
+    assert all(b["max_tokens"] == 3 and "ignore_eos" not in b for b in custom)  # (vLLM's default for a file)
