@@ -35,7 +35,6 @@ import argparse
 import contextlib
 import glob
 import io
-import json
 import math
 import os
 import shlex
@@ -51,54 +50,17 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-TRUTH = {"eta_bw": 0.66, "eta_mfu": 0.6, "eta_attn": 0.78, "overhead_s": 0.0003, "overhead_per_seq_s": 0.00003}
-"""The served GPU: an H100's data sheet with these efficiencies and host costs."""
+from benchmarks.calibration_recipe import TRUTHS, calibrate, errors, recipe, replay, sent_lines  # noqa: E402
+from benchmarks.fit_evaluations import truth_profiles  # noqa: E402
+
+TRUTH = TRUTHS[0]
+"""The served GPU: an H100's data sheet with other efficiencies and host costs (the hidden GPU of
+tests/unit/test_calibrate_recipe.py, where the recipe is run with `batchtui sim` instead)."""
 HELD_OUT = (("2", 100, 2048, 128), ("12", 500, 512, 256))
 """(rate, requests, prompt, output) of runs the recipe does not make; `--quick` runs the first."""
 QUICK_SHARE = 0.08
 QUICK_MIN = 3
-METRICS = ("median_ttft_ms", "median_tpot_ms", "output_throughput")
-SECTION = "## Calibrate to your GPU"
 SERVE_FLAGS = ("--stream-interval", "16")
-
-
-def truth_profiles(directory: Path) -> Path:
-    path = directory / "truth.toml"
-    lines = ['[gpus.h100-truth]', 'name = "H100 as measured"', "hbm_bandwidth = 3.35e12", "bf16_peak_flops = 989e12",
-             "memory_bytes = 85.0e9", "interconnect_bandwidth = 450e9"]
-    lines += [f"{k} = {v!r}" for k, v in TRUTH.items()]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-def recipe(readme: Path = ROOT / "README.md") -> tuple[str, list[str]]:
-    """The README's recipe: the shell lines that measure (the block that sets `B=`), and the
-    `batchtui calibrate` and `batchtui compare` lines."""
-    text = readme.read_text(encoding="utf-8")
-    section = text[text.index(SECTION):]
-    section = section[:section.index("\n## ", len(SECTION))]
-    blocks, current = [], []
-    for line in section.splitlines() + [""]:
-        if line.startswith("    "):
-            current.append(line[4:])
-        elif current:
-            blocks.append("\n".join(current))
-            current = []
-    measuring = next(b for b in blocks if "B=" in b and "bench" in b)
-    commands = [line for b in blocks for line in b.splitlines()
-                if line.startswith(("batchtui calibrate", "batchtui compare"))]
-    return measuring, commands
-
-
-def sent_lines(script: str, directory: Path) -> list[list[str]]:
-    """The `batchtui bench` (or `vllm bench serve`) command lines `script` runs, as bash expands
-    them: each one's arguments after `bench` (`bench serve`)."""
-    shim = ('batchtui() { [ "$1" = bench ] || { echo "not batchtui bench: $*" >&2; exit 9; }; shift; '
-            'printf "%s\\0" "$@"; printf "\\n"; }\n'
-            'vllm() { [ "$1 $2" = "bench serve" ] || { echo "not vllm bench serve: $*" >&2; exit 9; }; shift 2; '
-            'printf "%s\\0" "$@"; printf "\\n"; }\n')
-    out = subprocess.run(["bash", "-euc", shim + script], cwd=directory, capture_output=True, check=True)
-    return [[a.decode() for a in line.split(b"\0")] for line in out.stdout.split(b"\0\n") if line]
 
 
 def quick(argv: list[str]) -> list[str]:
@@ -110,12 +72,11 @@ def quick(argv: list[str]) -> list[str]:
 
 
 class Server:
-    """`batchtui serve` on the hidden GPU, on a free port of 127.0.0.1, in a process group of its
-    own (ended with it, and by `timeout` whatever happens)."""
+    """`batchtui serve` with these flags, on a free port of 127.0.0.1, in a process group of its
+    own (ended with it, and by `timeout` whatever happens); `url`."""
 
-    def __init__(self, truth: Path, time_scale: float) -> None:
-        cmd = ["timeout", "1800", sys.executable, "-m", "batchtui", "serve", "--port", "0", "--profiles", str(truth),
-               "--gpu", "h100-truth", "--time-scale", f"{time_scale:g}", *SERVE_FLAGS]
+    def __init__(self, *flags: str) -> None:
+        cmd = ["timeout", "1800", sys.executable, "-m", "batchtui", "serve", "--port", "0", *flags]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                                      start_new_session=True)
         line = self.proc.stdout.readline()
@@ -150,40 +111,6 @@ def bench(url: str, argv: list[str], directory: Path) -> None:
         raise RuntimeError(f"batchtui bench {shlex.join(argv)} failed ({code})")
 
 
-def calibrate(directory: Path, jobs: int | None = None) -> tuple[str, object]:
-    """The README's `batchtui calibrate` line in `directory`: its output, and the fit it made."""
-    import sim.fit
-    from batchtui.cli import main
-
-    _, commands = recipe()
-    line = next(c for c in commands if c.startswith("batchtui calibrate"))
-    argv = []
-    for word in shlex.split(line)[1:]:
-        matched = sorted(glob.glob(str(directory / word))) if any(c in word for c in "*?[") else []
-        argv += [str(Path(m).relative_to(directory)) for m in matched] or [word]
-    argv += ["--jobs", str(jobs)] if jobs else []
-    text, err, fits, fit = io.StringIO(), io.StringIO(), [], sim.fit.fit
-
-    def watched(*args, **kwargs):
-        fits.append(fit(*args, **kwargs))
-        return fits[-1]
-
-    sim.fit.fit = watched
-    try:
-        with contextlib.chdir(directory), contextlib.redirect_stdout(text), contextlib.redirect_stderr(err):
-            code = main(argv)
-    finally:
-        sim.fit.fit = fit
-    if code != 0:
-        raise RuntimeError(f"{line} failed: {err.getvalue().strip()}")
-    return text.getvalue(), fits[0]
-
-
-def errors(runs: list[dict]) -> dict[tuple[str, str], float]:
-    """(held-out file, metric) -> simulated / measured - 1."""
-    return {(Path(r["file"]).name, m): r["simulated"][m] / r["measured"][m] - 1 for r in runs for m in METRICS}
-
-
 @dataclass
 class Loop:
     directory: Path
@@ -202,14 +129,15 @@ def run(directory: Path, *, time_scale: float = 2.0, short: bool = True, jobs: i
     """The whole loop in `directory` (see the module's doc); `short`: the quick counts and the
     first held-out run only."""
     directory.mkdir(parents=True, exist_ok=True)
-    truth = truth_profiles(directory)
+    truth = truth_profiles(directory, TRUTH)
     script, _ = recipe()
     lines = sent_lines(script, directory)
     held = [(rate, max(QUICK_MIN, math.ceil(n * QUICK_SHARE * 2)) if short else n, prompt, output)
             for rate, n, prompt, output in (HELD_OUT[:1] if short else HELD_OUT)]
     (directory / "held").mkdir(exist_ok=True)
     seconds = {}
-    with Server(truth, time_scale) as server:
+    with Server("--profiles", str(truth), "--gpu", "h100-truth", "--time-scale", f"{time_scale:g}",
+                *SERVE_FLAGS) as server:
         t = time.perf_counter()
         for argv in lines:
             bench(server.url, quick(argv) if short else argv, directory)
@@ -223,24 +151,9 @@ def run(directory: Path, *, time_scale: float = 2.0, short: bool = True, jobs: i
     t = time.perf_counter()
     output, fit = calibrate(directory, jobs)
     seconds["calibrate"] = time.perf_counter() - t
-    runs = replay(directory, jobs)
+    runs = replay(directory, sorted(glob.glob(str(directory / "held" / "*.json"))), jobs)
     results = sorted(glob.glob(str(directory / "results" / "*.json")))
     return Loop(directory, results, output, fit, runs, seconds)
-
-
-def replay(directory: Path, jobs: int | None = None) -> list[dict]:
-    """The held-out files replayed with the written profile, as the README's compare line does."""
-    from batchtui.cli import main
-
-    _, commands = recipe()
-    line = next(c for c in commands if c.startswith("batchtui compare"))
-    words = shlex.split(line)[1:]
-    options = words[[i for i, w in enumerate(words) if w.startswith("--")][0]:]
-    paths = sorted(glob.glob(str(directory / "held" / "*.json")))
-    text = io.StringIO()
-    with contextlib.chdir(directory), contextlib.redirect_stdout(text):
-        assert main(["compare", *paths, *options, "--json", *(["--jobs", str(jobs)] if jobs else [])]) == 0
-    return json.loads(text.getvalue())["runs"]
 
 
 def main() -> None:

@@ -39,10 +39,10 @@ from .setup import build_setup, user_errors
 LATE_NOTE_S = 0.001
 """Sent later than this after their time (the median), the requests' lateness is said."""
 HELP = "load a real OpenAI-compatible server as vllm bench serve does, with the simulator's figures beside"
-CLIENT_BACKENDS = ("openai", "vllm", "openai-chat")
-IGNORE_EOS_DATASETS = ("random", "timed_trace")
-"""Datasets for which vllm bench serve asks for full-length answers itself (vLLM 0.33 sets
-ignore_eos for its random datasets and for timed traces)."""
+IGNORE_EOS_DATASETS = ("random", "timed_trace", "mooncake_trace")
+"""Datasets for which full-length answers are asked for without --ignore-eos: vLLM 0.33 sets
+ignore_eos for its random datasets and for timed traces (a Mooncake trace is one, read in its
+own units)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -142,8 +142,14 @@ def engine_metadata(args) -> dict:
     flags = {f.dial: f for f in o.engine_flags()}
     for dial, value in o.given_dials(args).items():
         if dial in flags:
-            text = str(value).lower() if isinstance(value, bool) else str(value)
-            out[flags[dial].flag.lstrip("-")] = text
+            f = flags[dial]
+            if isinstance(value, bool):
+                text = str(value).lower()
+            elif isinstance(value, (int, float)) and f.spec.flag_scale != 1:  # in the flag's unit (ms)
+                text = f"{value * f.spec.flag_scale:g}"
+            else:
+                text = str(value)
+            out[f.flag.lstrip("-")] = text
     return out
 
 
@@ -159,7 +165,6 @@ class Measured:
     watch: object
     time_scale: float
     started: datetime
-    models: list[str] | None
 
 
 class _Stop:
@@ -250,7 +255,7 @@ async def _measure(args, endpoint, setup, bar, stop: _Stop) -> Measured:
             stop.sending = False
         finally:
             await watch.stop()
-    return Measured(traffic, endpoint.model, prompts, watch, scale, started, models)
+    return Measured(traffic, endpoint.model, prompts, watch, scale, started)
 
 
 class ServerGone(Exception):

@@ -32,6 +32,10 @@ DEFAULT_ENDPOINTS = {"completions": "/v1/completions", "chat": "/v1/chat/complet
 ENDPOINT_SUFFIX = {"completions": "completions", "chat": "chat/completions"}
 TIMEOUT_S = 6 * 60 * 60
 """A request's total time limit: vllm bench serve's (AIOHTTP_TIMEOUT, six hours)."""
+KEEP_ALIVE_S = 4.0
+"""How long an idle connection is kept for the next request: under the 5 s after which vLLM's
+server (uvicorn's default, `--timeout-keep-alive`) and `batchtui serve` close one, so a request is
+never sent on a connection the server is closing."""
 PROBE_TIMEOUT_S = 30.0
 """Time limit of the short calls made around a run (/v1/models, /tokenize, /metrics)."""
 
@@ -180,7 +184,7 @@ class Client:
         self.where = host.split("/", 1)[0]
 
     async def __aenter__(self) -> Client:
-        connector = aiohttp.TCPConnector(limit=self.limit, limit_per_host=self.limit, keepalive_timeout=60,
+        connector = aiohttp.TCPConnector(limit=self.limit, limit_per_host=self.limit, keepalive_timeout=KEEP_ALIVE_S,
                                          ssl=False if self.endpoint.insecure else None)
         self.session = aiohttp.ClientSession(connector=connector, trust_env=True,
                                              timeout=aiohttp.ClientTimeout(total=TIMEOUT_S))

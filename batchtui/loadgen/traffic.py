@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from sim.workload import answer_segment
 
-from .client import Outcome
+from .client import Outcome, one_line
 
 
 @dataclass
@@ -88,7 +88,8 @@ async def send_traffic(client, arrivals, prompts, *, time_scale: float = 1.0, st
         record = in_flight.pop(task, None)
         if record is None or task.cancelled():
             return
-        out = task.result()
+        error = task.exception()
+        out = task.result() if error is None else Outcome(error=one_line(f"{type(error).__name__}: {error}"))
         record.outcome = out
         finished += 1
         spec = record.spec

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import signal
 import subprocess
@@ -25,6 +24,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from benchmarks.closed_loop import Server
 from tests.unit.cli_run import run
 from tests.unit.fake_vllm import MODEL as FAKE_MODEL
 from tests.unit.fake_vllm import FakeVllm, toy_tokens
@@ -35,30 +35,9 @@ MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 wall_clock = pytest.mark.wall_clock
 
 
-class Served:
-    """`batchtui serve` on a free port of 127.0.0.1 (stopped by the fixture, and by `timeout`
-    whatever happens)."""
-
-    def __init__(self, *flags: str) -> None:
-        cmd = ["timeout", "300", sys.executable, "-m", "batchtui", "serve", "--port", "0", *flags]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                                     start_new_session=True)
-        line = self.proc.stdout.readline()
-        assert "http://127.0.0.1:" in line, line + self.proc.stderr.read()
-        self.url = "http://" + line.split("http://")[1].split(",")[0]
-
-    def stop(self) -> None:
-        os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.communicate()
-
-
 @pytest.fixture(scope="module")
 def served():
-    s = Served("--time-scale", "4", "--stream-interval", "4")
+    s = Server("--time-scale", "4", "--stream-interval", "4")
     yield s
     s.stop()
 
@@ -426,3 +405,19 @@ def test_prompts_carry_what_the_plan_shares(tmp_path, capsys):
     custom = prompts("--dataset-name", "custom", "--dataset-path", data, "--num-prompts", 4, "--custom-output-len", 3)
     assert sorted(b["prompt"] for b in custom) == sorted(f"question number {i} about batching" for i in range(4))
     assert all(b["max_tokens"] == 3 and "ignore_eos" not in b for b in custom)  # (vLLM's default for a file)
+
+
+def test_engine_flags_given_are_kept_as_metadata_calibrate_reads():
+    """The engine flags given to bench describe the server: written as --metadata entries, in
+    the flags' own units, they read back as the dials given (as calibrate and compare read them)."""
+    from batchtui.cli import options as o
+    from batchtui.cli.cmd_bench import engine_metadata
+    from batchtui.cli.measured import metadata_dials
+    from batchtui.cli.parser import parser_for
+
+    args = parser_for("bench").parse_args(["bench", "--max-num-seqs", "256", "--max-queue-delay-ms", "7",
+                                           "--no-async-scheduling", "--kv-cache-dtype", "fp8", "-tp", "2"])
+    written = engine_metadata(args)
+    assert written["max-num-seqs"] == "256" and written["max-queue-delay-ms"] == "7"
+    dials, _ = metadata_dials(written, "result.json")
+    assert dials == o.given_dials(args)
