@@ -155,7 +155,9 @@ def test_the_traffic_is_what_batchtui_sim_runs_and_the_simulated_column_is_sims(
     assert bench["input_lens"] == [sim["input_lens"][i] for i in order]
     assert bench["output_lens"] == [sim["output_lens"][i] for i in order]
     assert bench["completed"] == 10 and bench["batchtui"]["seed"] == 7
-    assert bench["batchtui"]["time_scale"] == 4.0  # read off the server's /metrics
+    assert bench["batchtui"]["time_scale"] == 4.0  # read off the server's /metrics: times are the served GPU's
+    assert bench["median_tpot_ms"] == pytest.approx(sim["median_tpot_ms"], rel=0.1)
+    assert bench["output_throughput"] == pytest.approx(sim["output_throughput"], rel=0.1)
     simulated = bench["batchtui"]["simulated"]
     for key in ("median_ttft_ms", "median_tpot_ms", "output_throughput", "total_input_tokens"):
         assert simulated[key] == pytest.approx(sim[key]), key
