@@ -2,8 +2,8 @@
 and how well the profile it writes predicts rates it did not see.
 
 For each hidden GPU (`TRUTHS`; the first is the test's, tests/unit/test_calibrate_recipe.py), the
-recipe's `vllm bench serve` lines run as written (bash expands its variables and loop), each as
-`batchtui sim --save-result` on that GPU with vLLM's default async scheduling (`--sync`: also with
+recipe's `batchtui bench` lines (or `vllm bench serve`'s) run as written (bash expands its
+variables and loop), each as `batchtui sim --save-result` on that GPU with vLLM's default async scheduling (`--sync`: also with
 `--no-async-scheduling`, the engines before it); then the recipe's `batchtui calibrate` line fits
 from the built-in h100-sxm as the README says. Runs the recipe does not make (`HELD_OUT`: other
 rates and prompt lengths, on the same hidden GPU) are replayed with the written profile. Printed
@@ -67,16 +67,18 @@ def recipe(readme: Path = ROOT / "README.md") -> tuple[str, list[str]]:
         elif current:
             blocks.append("\n".join(current))
             current = []
-    measuring = next(b for b in blocks if "B=" in b and "vllm bench serve" in b)
+    measuring = next(b for b in blocks if "B=" in b and ("batchtui bench" in b or "vllm bench serve" in b))
     commands = [line for b in blocks for line in b.splitlines()
                 if line.startswith(("batchtui calibrate", "batchtui compare"))]
     return measuring, commands
 
 
 def sent_lines(script: str, directory: Path) -> list[list[str]]:
-    """The `vllm bench serve` command lines `script` runs, as bash expands them (each one's
-    arguments after `vllm bench serve`)."""
-    shim = ('vllm() { [ "$1 $2" = "bench serve" ] || { echo "not vllm bench serve: $*" >&2; exit 9; }; shift 2; '
+    """The `batchtui bench` (or `vllm bench serve`) command lines `script` runs, as bash expands
+    them (each one's arguments after `batchtui bench`, or `vllm bench serve`)."""
+    shim = ('batchtui() { [ "$1" = bench ] || { echo "not batchtui bench: $*" >&2; exit 9; }; shift; '
+            'printf "%s\\0" "$@"; printf "\\n"; }\n'
+            'vllm() { [ "$1 $2" = "bench serve" ] || { echo "not vllm bench serve: $*" >&2; exit 9; }; shift 2; '
             'printf "%s\\0" "$@"; printf "\\n"; }\n')
     out = subprocess.run(["bash", "-euc", shim + script], cwd=directory, capture_output=True, check=True)
     return [[a.decode() for a in line.split(b"\0")] for line in out.stdout.split(b"\0\n") if line]
@@ -149,9 +151,17 @@ def held_out(directory: Path, truth: dict, which=HELD_OUT, sync: bool = False, j
         with contextlib.redirect_stdout(io.StringIO()):
             assert main(argv) == 0
         paths.append(str(path))
+    return replay(directory, paths, jobs)
+
+
+def replay(directory: Path, paths: list[str], jobs: int | None = None) -> list[dict]:
+    """Result files replayed with the written profile as the README's `batchtui compare` line
+    replays the recipe's own runs: `compare --json`'s runs."""
+    from batchtui.cli import main
+
     _, commands = recipe()
     line = next(c for c in commands if c.startswith("batchtui compare"))
-    argv = [w for w in _expanded(line, directory) if not w.startswith("results")]  # the held-out runs instead
+    argv = [w for w in _expanded(line, directory) if not w.startswith("results")]  # the given runs instead
     argv = argv[:1] + paths + argv[1:] + ["--json"] + (["--jobs", str(jobs)] if jobs else [])
     text = io.StringIO()
     with contextlib.chdir(directory), contextlib.redirect_stdout(text):

@@ -85,6 +85,14 @@ class Arrivals:
     """The requests still to arrive, and when the next one does (`next_at`, inf if none is due
     until something happens)."""
 
+    @classmethod
+    def for_scenario(cls, scenario) -> Arrivals:
+        """The arrivals of a scenario's traffic, drawn from a generator seeded by its seed: what
+        the engine serves, and what a real client sends (`batchtui bench`)."""
+        import numpy as np
+
+        return cls(scenario.workload, np.random.default_rng(scenario.seed))
+
     def __init__(self, workload: WorkloadSpec, rng: np.random.Generator) -> None:
         self.workload = workload
         self.rng = rng
@@ -111,6 +119,9 @@ class Arrivals:
         # An endless workload's lengths come from a stream of their own, chunk by chunk (a
         # finite one's are drawn in one go: generate_queue seeds that stream itself).
         self._length_seed = int(rng.integers(2**63)) if self.endless else 0
+        self.dataset_prompts: list[str] | None = None
+        """A finite workload's dataset prompts (texts), by request index; None without a dataset
+        file. What a client that sends the traffic (`batchtui bench`) sends."""
         self._listen(workload)
         self._refill(force=True)
         self._update_next()
@@ -123,6 +134,7 @@ class Arrivals:
                 # Arrays made into specs a block at a time: a million requests cost tens of MB.
                 drawn = generate_queue(spec, self.rng)
                 self.generated = len(drawn)
+                self.dataset_prompts = getattr(drawn, "texts", None)
                 self._drawn, self._pending = (None, drawn) if isinstance(drawn, deque) else (drawn, deque())
             if self._drawn is not None:
                 self._pending.extend(self._drawn.take(SPEC_BLOCK))

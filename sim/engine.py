@@ -121,8 +121,8 @@ class Engine:
         self.speculative = sc.speculative() if config.batching == "continuous" and not self.encoder else None
         self._acceptance = Acceptance(self.speculative, sc.seed) if self.speculative is not None else None
         self.cost = self._cost_model(config)
-        self.rng = np.random.default_rng(sc.seed)
-        self.arrivals = Arrivals(sc.workload, self.rng)
+        self.arrivals = Arrivals.for_scenario(sc)
+        self.rng = self.arrivals.rng
         self.frontend = Frontend(self.arrivals, self._frontend_costs(config))
         self._front = self.frontend.on
         # The live engine keeps an endless workload's waiting requests in compact form (see

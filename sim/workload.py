@@ -369,6 +369,19 @@ def _arrival_times(spec: WorkloadSpec, rng: np.random.Generator, n: int, start: 
     return start + np.cumsum(rng.exponential(1.0 / rate, size=n))
 
 
+def request_rates(spec: WorkloadSpec, n: int) -> np.ndarray:
+    """The rate in force when each of `n` requests is sent, as `vllm bench serve` sets it: the
+    request rate, or along a ramp-up from its start to its end rate (linear, or exponential),
+    request i at progress i / (n - 1)."""
+    import numpy as np
+
+    if not spec.ramp_up_strategy:
+        return np.full(n, spec.request_rate)
+    lo, hi = spec.ramp_up_start_rps, spec.ramp_up_end_rps
+    progress = np.arange(n) / max(n - 1, 1)
+    return lo + (hi - lo) * progress if spec.ramp_up_strategy == "linear" else lo * (hi / lo) ** progress
+
+
 def _vllm_bench_delays(spec: WorkloadSpec, rng: np.random.Generator, n: int) -> np.ndarray:
     """When each request is sent, as `vllm bench serve` schedules them: per request a gamma gap
     of shape `burstiness` and mean 1 / rate (a constant gap at burstiness inf, none at rate inf),
@@ -376,12 +389,7 @@ def _vllm_bench_delays(spec: WorkloadSpec, rng: np.random.Generator, n: int) -> 
     import numpy as np
 
     b = spec.burstiness
-    if spec.ramp_up_strategy:
-        lo, hi = spec.ramp_up_start_rps, spec.ramp_up_end_rps
-        progress = np.arange(n) / max(n - 1, 1)
-        rates = lo + (hi - lo) * progress if spec.ramp_up_strategy == "linear" else lo * (hi / lo) ** progress
-    else:
-        rates = np.full(n, spec.request_rate)
+    rates = request_rates(spec, n)
     if math.isinf(spec.request_rate) and not spec.ramp_up_strategy:
         return np.zeros(n)
     if math.isinf(b):
@@ -403,11 +411,13 @@ class RequestQueue:
 
     __slots__ = ("_times", "_prompt", "_output", "_batch", "_pool", "_first_index", "_next", "_count",
                  "_head", "_more", "_prefix_len", "_groups", "_turns", "_block", "_block_start",
-                 "_block_end")
+                 "_block_end", "texts")
     _BLOCK = 1024
 
     def __init__(self, times, prompt, output, batch, pool: str, first_index: int = 0, *, prefix_len: int = 0,
-                 groups=None, turns: int = 1) -> None:
+                 groups=None, turns: int = 1, texts=None) -> None:
+        self.texts = texts
+        """A dataset's prompt texts, request by request from `first_index` (None: drawn lengths)."""
         self._times = times
         self._prompt = prompt  # the prompt after the shared prefix
         self._output = output
@@ -545,8 +555,9 @@ def generate_queue(spec: WorkloadSpec, rng: np.random.Generator, n: int | None =
     sample = length_stream(length_seed, first_index)
     times = _arrival_times(spec, rng, n, start)
     if spec.dataset != "random":
-        prompt, output = dataset_lengths(spec, n, seed=int(sample.integers(2**63)))
-        return RequestQueue(times, prompt, output, None, spec.pool, first_index, **_sharing(spec, sample, n))
+        prompt, output, texts = dataset_sample(spec, n, seed=int(sample.integers(2**63)))
+        return RequestQueue(times, prompt, output, None, spec.pool, first_index, texts=texts,
+                            **_sharing(spec, sample, n))
     prompt = spec.input.draw(sample, n)
     output = spec.output.draw(sample, n)
     pools = None
@@ -888,6 +899,13 @@ def dataset_lengths(spec: WorkloadSpec, n: int, seed: int = 0):
     """(prompt, output) token counts of `n` requests drawn from a dataset file as vllm bench serve
     samples it: conversations shuffled with the seed, the invalid skipped, then oversampled
     (random picks, seeded) when the file holds too few."""
+    prompt, output, _ = dataset_sample(spec, n, seed)
+    return prompt, output
+
+
+def dataset_sample(spec: WorkloadSpec, n: int, seed: int = 0):
+    """`dataset_lengths`, and the prompts' texts (a list, request by request): what a client
+    that sends them (`batchtui bench`) sends."""
     import random
 
     import numpy as np
@@ -903,6 +921,7 @@ def dataset_lengths(spec: WorkloadSpec, n: int, seed: int = 0):
     if spec.dataset == "custom":
         fixed = fixed or CUSTOM_DEFAULT_OUTPUT_LEN
     lengths: list[tuple[int, int]] = []
+    prompts: list[str] = []
     for prompt, answer in texts:
         if len(lengths) >= n:
             break
@@ -911,12 +930,16 @@ def dataset_lengths(spec: WorkloadSpec, n: int, seed: int = 0):
         if spec.dataset == "sharegpt" and not _valid_sharegpt(p, o, bool(fixed)):
             continue
         lengths.append((p, o))
+        prompts.append(prompt)
     if not lengths:
         raise WorkloadError("no request in the dataset passes vllm bench serve's length filter "
                             f"(prompts of {SHAREGPT_MIN_LEN}-{SHAREGPT_MAX_PROMPT_LEN} tokens, prompt + "
                             f"answer at most {SHAREGPT_MAX_TOTAL_LEN})", path)
     if len(lengths) < n:
-        pick, found = random.Random(seed), list(lengths)
-        lengths.extend(pick.choice(found) for _ in range(n - len(found)))
+        pick, found = random.Random(seed), len(lengths)
+        for _ in range(n - found):
+            i = pick.randrange(found)  # (random.choice's own draw: the picks are as they were)
+            lengths.append(lengths[i])
+            prompts.append(prompts[i])
     arr = np.array(lengths, dtype=np.int64)
-    return arr[:, 0], arr[:, 1]
+    return arr[:, 0], arr[:, 1], prompts

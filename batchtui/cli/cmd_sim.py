@@ -51,15 +51,17 @@ def metadata(args) -> dict:
     return out
 
 
-def result_path(args, setup, date: str) -> str | None:
-    """Where --save-result (or --append-result) writes, named as vllm bench serve names it."""
+def result_path(args, setup, date: str, *, model_id: str | None = None, label: str = results.BACKEND) -> str | None:
+    """Where --save-result (or --append-result) writes, named as vllm bench serve names it:
+    `label` (--label, else the default given) and the model's last name (`model_id`, else the
+    simulated model's Hugging Face id)."""
     if not (args.save_result or args.append_result):
         if args.result_dir or args.result_filename:
             raise UserError("argument --result-filename/--result-dir: needs --save-result")
         return None
     w = setup.scenario.workload
-    label = args.label or results.BACKEND
-    model = (setup.deployment.model.hf_id or setup.deployment.model.id).split("/")[-1]
+    label = args.label or label
+    model = (model_id or setup.deployment.model.hf_id or setup.deployment.model.id).split("/")[-1]
     concurrency = f"-concurrency{w.max_concurrency}" if w.max_concurrency else ""
     if w.ramp_up_strategy:
         name = (f"{label}-ramp-up-{w.ramp_up_strategy}-{w.ramp_up_start_rps:g}qps-"
@@ -78,6 +80,15 @@ def result_path(args, setup, date: str) -> str | None:
     while not args.append_result and os.path.exists(path):
         path, n = f"{stem}-{n}.json", n + 1
     return path
+
+
+def make_result_dir(args) -> None:
+    """--result-dir, made if missing (as vllm bench serve makes it)."""
+    if args.result_dir:
+        try:
+            os.makedirs(args.result_dir, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"argument --result-dir: cannot make {args.result_dir}: {exc.strerror or exc}") from None
 
 
 def keep_earlier_results(path: str, sink) -> None:
@@ -106,11 +117,7 @@ def run(args: argparse.Namespace) -> int:
     if setup.recorded:
         meta["recorded_flags"] = dict(setup.recorded)
     path = result_path(args, setup, date)
-    if args.result_dir:
-        try:
-            os.makedirs(args.result_dir, exist_ok=True)
-        except OSError as exc:
-            raise UserError(f"argument --result-dir: cannot make {args.result_dir}: {exc.strerror or exc}") from None
+    make_result_dir(args)
     show = show_progress_default(json_output=args.json)
     with output_file(args.per_request, "--per-request") as csv_file, \
             output_file(path, "--result-filename") as result_file:

@@ -313,7 +313,8 @@ def build_run(path: str, label: str, data: dict, base: Scenario, given: dict, tr
     dials.update(given)
     deployment = {k: dials.pop(k) for k in list(dials) if k in _DEPLOYMENT_DIALS}
     sc = replace(base, **deployment)
-    seed = data.get("seed")
+    own = data.get("batchtui") if isinstance(data.get("batchtui"), dict) else {}
+    seed = data.get("seed", own.get("seed"))  # (batchtui sim's key; batchtui bench keeps it under its own)
     if isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0:
         sc = replace(sc, seed=seed)
     sc = sc.with_engine(**dials)

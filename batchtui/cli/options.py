@@ -87,6 +87,22 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def finite_float(text: str) -> float:
+    """Any finite number (a sampling parameter, passed on as given)."""
+    value = _float(text, "a number")
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def integer(text: str) -> int:
+    """Any whole number (a sampling parameter such as top_k, where -1 means all)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
 def _above_zero(text: str, what: str) -> float:
     """A number > 0, `inf` included."""
     value = _float(text, what)

@@ -113,21 +113,10 @@ def output_file(path: str | None, flag: str) -> Iterator[Sink | None]:
         yield Sink(sys.stdout, "standard output")
         sys.stdout.flush()
         return
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        st = None
-    except OSError as exc:
-        raise _refuse(flag, path, exc.strerror or str(exc)) from None
+    st = _checked(path, flag)
     if st is not None and (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
         yield from _stream(path, flag)
         return
-    if st is not None and stat.S_ISDIR(st.st_mode):
-        raise _refuse(flag, path, "it is a directory")
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        raise _refuse(flag, path, "it is not a regular file (use - for standard output)")
-    if st is not None and (not st.st_mode & 0o222 or not os.access(path, os.W_OK)):
-        raise _refuse(flag, path, "the file is read-only")
     target = Path(os.path.realpath(path))  # through a symbolic link: replace what it points to
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -156,6 +145,46 @@ def output_file(path: str | None, flag: str) -> Iterator[Sink | None]:
                 handle.close()
             with contextlib.suppress(OSError):
                 tmp.unlink()  # ours: made above
+
+
+def _checked(path: str, flag: str):
+    """`path`'s stat (None when it does not exist yet), or a UserError when it cannot be written as
+    an output: a directory, a block device, a read-only file."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _refuse(flag, path, exc.strerror or str(exc)) from None
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
+        return st
+    if stat.S_ISDIR(st.st_mode):
+        raise _refuse(flag, path, "it is a directory")
+    if not stat.S_ISREG(st.st_mode):
+        raise _refuse(flag, path, "it is not a regular file (use - for standard output)")
+    if not st.st_mode & 0o222 or not os.access(path, os.W_OK):
+        raise _refuse(flag, path, "the file is read-only")
+    return st
+
+
+def check_writable(path: str | None, flag: str, directory: str | None = None) -> None:
+    """Refuse, before a long run, an output that could not be written after it: `path` as
+    `output_file` would refuse it, or, when its name is not known yet (None), a `directory` a file
+    cannot be made in."""
+    if path == "-":
+        return
+    if path is not None:
+        st = _checked(path, flag)
+        if st is not None:
+            return
+        directory = os.path.dirname(os.path.realpath(path))
+    directory = directory or "."
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".batchtui-check.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise _refuse(flag, path or directory, exc.strerror or str(exc)) from None
+    os.close(fd)
+    os.unlink(tmp)  # ours: made just above
 
 
 def _stream(path: str, flag: str) -> Iterator[Sink]:

@@ -19,6 +19,7 @@ SUBCOMMANDS = {
     "calibrate": "batchtui.cli.cmd_calibrate",
     "compare": "batchtui.cli.cmd_compare",
     "serve": "batchtui.cli.cmd_serve",
+    "bench": "batchtui.cli.cmd_bench",
     "web": "batchtui.cli.cmd_web",
 }
 HELP = {
@@ -31,6 +32,7 @@ HELP = {
     "calibrate": "fit the GPU profile to measured runs (vllm bench serve, GuideLLM, aiperf) and write it as a profile file",
     "compare": "simulate measured runs (vllm bench serve, GuideLLM, aiperf) and show measured and simulated side by side",
     "serve": "serve vLLM's OpenAI-compatible API from the simulated engine, for real clients",
+    "bench": "load a real OpenAI-compatible server as vllm bench serve does, with the simulator's figures beside",
     "web": "serve the tutorial in a web page (textual-serve), on this machine only unless --expose",
 }
 

@@ -1,8 +1,8 @@
 """Plain-text and machine-readable output of the headless commands.
 
-The result block is laid out like `vllm bench serve`'s (labels padded to 40 columns, sections
-centred in 50), so numbers can be read side by side with a real benchmark; the simulator's own
-figures follow in a section of their own. No colour and no Rich: the output is meant to be piped.
+The result block is `vllm bench serve`'s (its rows and layout: `report_block`), so numbers can be
+read side by side with a real benchmark; the simulator's own figures follow in a section of their
+own. No colour and no Rich: the output is meant to be piped.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import textwrap
 from sim.reports import BINDING_LIMITS
 
 from ..limit_words import LIMIT_WORDS
-
-WIDTH = 50
-LABEL = 40
+from ..loadgen.measure import pword, stat_keys
+from .report_block import (CLIENT_SECTIONS, DEFAULT_METRIC_PERCENTILES, DEFAULT_PERCENTILE_METRICS, WIDTH,
+                           benchmark_rows, figure_line, header_line, row_value)
 
 # Sweep and CSV columns: (metrics key, heading, format)
 SWEEP_COLUMNS = (
@@ -37,18 +37,10 @@ def rate_text(rate: float) -> str:
     return f"{rate:g}"
 
 
-def _header(title: str, fill: str) -> str:
-    return f"{title:{fill}^{WIDTH}}"
-
-
-def _line(label: str, value) -> str:
-    if isinstance(value, float):
-        value = f"{value:.2f}"
-    return f"{label:<{LABEL}} {value}".rstrip()
-
-
-def setup_text(scenario, deployment, config, swept: str | None = None) -> str:
-    """One paragraph saying what was simulated; `swept` names the dial a sweep varies."""
+def setup_text(scenario, deployment, config, swept: str | None = None, *, lead: str = "Simulated",
+               traffic: bool = True) -> str:
+    """One paragraph saying what was simulated (`lead` first); `swept` names the dial a sweep
+    varies; `traffic` False leaves the traffic out."""
     model, gpu = deployment.model, deployment.gpu
     tp = deployment.tensor_parallel_size
     on = f"{tp} x {gpu.name}" if tp > 1 else f"one {gpu.name}"
@@ -79,13 +71,15 @@ def setup_text(scenario, deployment, config, swept: str | None = None) -> str:
                       f"of {model.window_tokens}")
     else:
         cache = "no KV cache (encoder)"
-    traffic = traffic_text(scenario.workload, swept)
-    if not model.has_kv_cache:  # an encoder answers in one pass: output lengths do not apply
-        traffic = traffic.rsplit(" / ", 1)[0] + " (one pass each)"
     spec = scenario.speculative() if config.batching == "continuous" else None
     if spec is not None:
         dials += f"; speculative decoding {spec.describe()}"
-    text = f"Simulated {model.name} on {on}: {dials}; {cache}. Traffic: {traffic}, seed {scenario.seed}."
+    text = f"{lead} {model.name} on {on}: {dials}; {cache}."
+    if traffic:
+        shown = traffic_text(scenario.workload, swept)
+        if not model.has_kv_cache:  # an encoder answers in one pass: output lengths do not apply
+            shown = shown.rsplit(" / ", 1)[0] + " (one pass each)"
+        text += f" Traffic: {shown}, seed {scenario.seed}."
     return textwrap.fill(text, width=100)
 
 
@@ -155,30 +149,12 @@ def _burst_text(w) -> str:
     return f" (gamma gaps, burstiness {w.burstiness:g})"
 
 
-SECTIONS = {"ttft": ("TTFT", "Time to First Token"),
-            "tpot": ("TPOT", "Time per Output Token (excl. 1st token)"),
-            "itl": ("ITL", "Inter-token Latency"),
-            "e2el": ("E2EL", "End-to-end Latency")}
-CLIENT_SECTIONS = {"client_queue_time": ("Client Queue Time", "Client-side Queueing"),
-                   "e2el_including_client_queue": ("E2EL incl. Client Queue", "Queue-inclusive End-to-end Latency")}
-"""vllm bench serve's client-side metrics, printed (when asked for) under --max-concurrency; the
-queue-inclusive E2EL only at a finite rate."""
-DEFAULT_PERCENTILE_METRICS = ("ttft", "tpot", "itl")
-DEFAULT_METRIC_PERCENTILES = (99.0,)
-
-
-def pword(q: float) -> str:
-    """A percentile as vLLM names it: 99, 99.9."""
-    return str(int(q)) if int(q) == q else str(q)
-
-
 def client_queue_metrics(records, workload, percentiles=DEFAULT_METRIC_PERCENTILES) -> dict:
     """vllm bench serve's client-side figures over the completed requests, in ms: how long each
     waited at the client for a slot under --max-concurrency (`client_queue_time`) and, at a
     finite rate, its E2E latency with that wait (`e2el_including_client_queue`): mean, median,
-    std and pNN, as vLLM computes them (numpy, linear percentiles). Empty without a cap."""
-    import numpy as np
-
+    std and pNN (p90 and p99 always), as vLLM computes them (numpy, linear percentiles). Empty
+    without a cap."""
     if workload is None or not workload.max_concurrency:
         return {}
     queued = records.column("client_queue_time")
@@ -187,12 +163,7 @@ def client_queue_metrics(records, workload, percentiles=DEFAULT_METRIC_PERCENTIL
         series["e2el_including_client_queue"] = records.column("e2e") + queued
     out = {}
     for key, values in series.items():
-        values = values if len(values) else np.zeros(1)
-        out[f"mean_{key}_ms"] = float(np.mean(values)) * 1000
-        out[f"median_{key}_ms"] = float(np.median(values)) * 1000
-        out[f"std_{key}_ms"] = float(np.std(values)) * 1000
-        for q in sorted(set(percentiles) | {90.0, 99.0}):
-            out[f"p{pword(q)}_{key}_ms"] = float(np.percentile(values, q)) * 1000
+        out.update(stat_keys(key, values, sorted(set(percentiles) | {90.0, 99.0})))
     return out
 
 
@@ -200,60 +171,20 @@ def result_block(summary, config, deployment, *, workload=None, percentile_metri
                  percentiles=DEFAULT_METRIC_PERCENTILES, goodput: bool = False) -> str:
     """`vllm bench serve`'s result block, line for line, then the simulator's own section. An
     encoder (a pooling model) prints no generation lines, as vLLM's embedding benchmark."""
-    m = summary.metrics
-    generates = deployment.model.has_kv_cache
-    out = [_header(" Serving Benchmark Result ", "="),
-           _line("Successful requests:", m["completed"]),
-           _line("Failed requests:", m["failed"])]
-    if workload is not None and workload.max_concurrency:
-        out.append(_line("Maximum request concurrency:", workload.max_concurrency))
-    if (workload is not None and workload.arrival != "trace" and not workload.ramp_up_strategy
-            and math.isfinite(workload.request_rate)):
-        out.append(_line("Request rate configured (RPS):", float(workload.request_rate)))
-    out += [_line("Benchmark duration (s):", m["duration"]),
-            _line("Total input tokens:", m["total_input_tokens"])]
-    if generates:
-        out.append(_line("Total generated tokens:", m["total_output_tokens"]))
-    out.append(_line("Request throughput (req/s):", m["request_throughput"]))
-    if goodput:
-        out.append(_line("Request goodput (req/s):", m["request_goodput"]))
-    if generates:
-        out += [_line("Output token throughput (tok/s):", m["output_throughput"]),
-                _line("Peak output token throughput (tok/s):", m["max_output_tokens_per_s"]),
-                _line("Peak concurrent requests:", float(m["max_concurrent_requests"])),
-                _line("Total token throughput (tok/s):", m["total_token_throughput"])]
-    else:
-        out += [_line("Peak concurrent requests:", float(m["max_concurrent_requests"])),
-                _line("Total token throughput (tok/s):", m["total_token_throughput"])]
-    shown = [k for k in SECTIONS if k in percentile_metrics] if generates else ["e2el"]
-    for key in shown:
-        short, title = SECTIONS[key]
-        out.append(_header(title, "-"))
-        out.append(_line(f"Mean {short} (ms):", m[f"mean_{key}_ms"]))
-        out.append(_line(f"Median {short} (ms):", m[f"median_{key}_ms"]))
-        for q in percentiles:
-            out.append(_line(f"P{pword(q)} {short} (ms):", m[f"p{pword(q)}_{key}_ms"]))
-    client = client_queue_metrics(summary.records, workload, percentiles) if any(
-        k in percentile_metrics for k in CLIENT_SECTIONS) else {}
-    for key, (short, title) in CLIENT_SECTIONS.items():
-        if key not in percentile_metrics or f"mean_{key}_ms" not in client:
-            continue
-        out.append(_header(title, "-"))
-        out.append(_line(f"Mean {short} (ms):", client[f"mean_{key}_ms"]))
-        out.append(_line(f"Median {short} (ms):", client[f"median_{key}_ms"]))
-        for q in percentiles:
-            out.append(_line(f"P{pword(q)} {short} (ms):", client[f"p{pword(q)}_{key}_ms"]))
-    if "spec_decode_num_drafts" in m:  # as vllm bench serve prints it from vLLM's counters
-        out += [_header("Speculative Decoding", "-"),
-                _line("Acceptance rate (%):", m["spec_decode_acceptance_rate"]),
-                _line("Acceptance length:", m["spec_decode_acceptance_length"]),
-                _line("Drafts:", m["spec_decode_num_drafts"]),
-                _line("Draft tokens:", m["spec_decode_draft_tokens"]),
-                _line("Accepted tokens:", m["spec_decode_accepted_tokens"]),
-                "Per-position acceptance (%):"]
-        out += [_line(f"  Position {i}:", 100.0 * rate)
-                for i, rate in enumerate(m["spec_decode_per_position_acceptance_rates"])]
-    out.append(_header("Simulator", "-"))
+    m = dict(summary.metrics)
+    if any(k in percentile_metrics for k in CLIENT_SECTIONS):
+        m.update(client_queue_metrics(summary.records, workload, percentiles))
+    out = []
+    for label, key in benchmark_rows(m, generates=deployment.model.has_kv_cache, workload=workload,
+                                     percentile_metrics=percentile_metrics, percentiles=percentiles,
+                                     goodput=goodput):
+        if label in ("=", "-"):
+            out.append(header_line(key, label))
+        elif key is None:
+            out.append(label)
+        else:
+            out.append(figure_line(label, row_value(m, key)))
+    out.append(header_line("Simulator", "-"))
     out.extend(simulator_lines(summary, config, deployment))
     out.append("=" * WIDTH)
     return "\n".join(out)
@@ -263,40 +194,40 @@ def simulator_lines(summary, config, deployment) -> list[str]:
     m = summary.metrics
     lines = []
     if deployment.model.has_kv_cache:
-        lines.append(_line("Max ITL (ms):", m["max_itl_ms"]))
-    lines += [_line("Engine iterations:", f"{summary.iterations:,}"),
-             _line("Mean running batch:", m["mean_running"]),
-             _line("Max running batch:", m["max_running"])]
+        lines.append(figure_line("Max ITL (ms):", m["max_itl_ms"]))
+    lines += [figure_line("Engine iterations:", f"{summary.iterations:,}"),
+             figure_line("Mean running batch:", m["mean_running"]),
+             figure_line("Max running batch:", m["max_running"])]
     if deployment.model.has_kv_cache:
         used = round(m["peak_kv_usage"] * deployment.usable_blocks)
-        lines.append(_line("Peak KV cache use (%):",
+        lines.append(figure_line("Peak KV cache use (%):",
                            f"{m['peak_kv_usage'] * 100:.1f}  ({used:,} of {deployment.usable_blocks:,} blocks)"))
-    lines.append(_line("Preemptions:", m["num_preemptions"]))
+    lines.append(figure_line("Preemptions:", m["num_preemptions"]))
     if deployment.model.has_kv_cache and config.caches_prefixes:
         queries, hits = m.get("prefix_cache_queries", 0), m.get("prefix_cache_hits", 0)
-        lines.append(_line("Prefix cache hit rate (%):",
+        lines.append(figure_line("Prefix cache hit rate (%):",
                            f"{m.get('prefix_cache_hit_rate', 0.0) * 100:.1f}  ({hits:,} of {queries:,} prompt tokens)"))
     counts = m["binding_limit_counts"]
     total = sum(counts.values())
     if total:
         top = max(BINDING_LIMITS, key=lambda k: (counts.get(k, 0), k == "none"))
-        lines.append(_line("Binding limit (most often):",
+        lines.append(figure_line("Binding limit (most often):",
                            f"{top}, {counts[top] / total:.0%} of iterations"))
         words = LIMIT_WORDS[top].sentence
         if top == "max_num_seqs" and config.batching != "continuous":
             words = "the batch was full (max_batch_size) or running while requests waited"
         lines.append(f"  ({words})")
-        lines.append(_line("Binding limit counts:",
+        lines.append(figure_line("Binding limit counts:",
                            ", ".join(f"{k} {counts.get(k, 0):,}" for k in BINDING_LIMITS)))
     if config.batching in ("static", "dynamic", "sequential"):
-        lines.append(_line("Padding share of seats (%):", f"{m['padding_share'] * 100:.1f}"))
+        lines.append(figure_line("Padding share of seats (%):", f"{m['padding_share'] * 100:.1f}"))
     if m.get("rejected"):
-        lines.append(_line("Rejected requests:", m["rejected"]))
+        lines.append(figure_line("Rejected requests:", m["rejected"]))
     if len(summary.pools) > 1:
         for name, p in summary.pools.items():
-            lines.append(_line(f"Pool {name} (completed):", p["completed"]))
-            lines.append(_line("  TTFT p50 / p99 (ms):", f"{p['median_ttft_ms']:.2f} / {p['p99_ttft_ms']:.2f}"))
-            lines.append(_line("  TPOT p50 / p99 (ms):", f"{p['median_tpot_ms']:.2f} / {p['p99_tpot_ms']:.2f}"))
+            lines.append(figure_line(f"Pool {name} (completed):", p["completed"]))
+            lines.append(figure_line("  TTFT p50 / p99 (ms):", f"{p['median_ttft_ms']:.2f} / {p['p99_ttft_ms']:.2f}"))
+            lines.append(figure_line("  TPOT p50 / p99 (ms):", f"{p['median_tpot_ms']:.2f} / {p['p99_tpot_ms']:.2f}"))
     return lines
 
 

@@ -1,0 +1,42 @@
+"""The closed loop without a GPU (benchmarks/closed_loop.py): `batchtui serve` runs a GPU the test
+does not tell batchtui (other efficiencies and host costs), `batchtui bench` runs the README's
+calibration recipe against it (each line's requests cut to 6 %, at time scale 1: what a time scale
+does to the client's figures is in the module's doc), `batchtui calibrate` fits, and the profile it
+writes predicts a held-out rate of the served engine within 15 % on TTFT p50, TPOT p50 and output
+throughput. `pytest -m thorough` runs the recipe whole (at time scale 2, on a quiet machine), with
+two held-out runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import closed_loop
+
+pytestmark = pytest.mark.wall_clock
+
+
+def check(loop: closed_loop.Loop, time_scale: float) -> None:
+    # Every run of the recipe was measured by batchtui bench and kept.
+    script, _ = closed_loop.recipe()
+    assert len(loop.results) == len(closed_loop.sent_lines(script, loop.directory)) == 8
+    for path in loop.results:
+        data = json.loads(open(path, encoding="utf-8").read())
+        assert data["backend"] == "openai" and data["batchtui"]["time_scale"] == time_scale and data["failed"] == 0
+    # The fit found the served GPU's weight reads (it is not told them). (Its tensor cores take the
+    # client's share of every TTFT for prefill: how much depends on the machine's load.)
+    assert loop.fit.values["eta_bw"] == pytest.approx(closed_loop.TRUTH["eta_bw"], rel=0.1), loop.fit_output
+    errors = loop.errors
+    assert len(errors) == 3 * len(loop.runs) and loop.runs
+    for (name, metric), error in errors.items():
+        assert abs(error) <= 0.15, (name, metric, error, loop.fit_output)
+
+
+def test_bench_calibrate_and_predict_a_held_out_rate_of_the_served_engine(tmp_path):
+    check(closed_loop.run(tmp_path, time_scale=1.0, short=True, jobs=1), 1.0)
+
+
+@pytest.mark.thorough
+def test_the_recipe_whole(tmp_path):
+    check(closed_loop.run(tmp_path, time_scale=2.0, short=False, jobs=2), 2.0)
