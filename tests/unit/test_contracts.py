@@ -204,6 +204,30 @@ def test_the_loop_check_finds_loops_at_any_depth():
     assert import_loops(import_graph(sources)) == []
 
 
+def dynamic_imports(source: str) -> list[str]:
+    """`line: call` for every import no import statement names (`importlib.import_module`,
+    `__import__`): the walk above cannot see what they load."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            if name in ("import_module", "__import__"):
+                found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_sim_and_steps_load_only_what_their_imports_name():
+    """sim and steps import no module by a name computed at run time, so the walk's checks (the
+    layers, their third-party packages: never textual or rich) hold for everything they can load,
+    at import or when a function runs (`steps.load_steps()` building the twenty lessons too)."""
+    found = [f"{module_name(path)}:{line}" for package in CONTRACTS["third_party"]
+             for path in sorted((ROOT / package).rglob("*.py")) for line in dynamic_imports(path.read_text("utf-8"))]
+    assert found == []
+    assert dynamic_imports("import importlib\ndef f(name):\n    importlib.import_module(name)\n    __import__('rich')\n") \
+        == ["3: importlib.import_module(name)", "4: __import__('rich')"]
+
+
 @pytest.mark.parametrize("module", CONTRACTS["light"]["modules"])
 def test_the_light_modules_load_no_interface_library(module):
     banned = CONTRACTS["light"]["never_loads"]
