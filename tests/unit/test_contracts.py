@@ -6,6 +6,7 @@ what `import sim, steps` loads."""
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 import tomllib
@@ -25,24 +26,37 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+@functools.cache
+def scanned(source: str) -> tuple[list[tuple[ast.AST, bool]], list[ast.Call]]:
+    """One walk of a module's syntax tree, shared by the checks below: its import statements,
+    each with whether it sits under `if TYPE_CHECKING:` (for annotations only: it never runs),
+    and its calls of `import_module` or `__import__`."""
+    imports, dynamic, typing = [], [], set()
+    for node in ast.walk(ast.parse(source)):  # breadth first: an `if` comes before its body
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            typing |= {id(inner) for part in node.body for inner in ast.walk(part)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports.append((node, id(node) in typing))
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            if name in ("import_module", "__import__"):
+                dynamic.append(node)
+    return imports, dynamic
+
+
 def imports_of(source: str, module: str, is_package: bool = False,
                typing_only: bool = True) -> list[tuple[int, str, list[str]]]:
     """(line, absolute module imported, names taken from it) for every import in `source`,
     inside functions too; relative imports resolved against `module`. Without `typing_only`,
     the imports under `if TYPE_CHECKING:` (which never run) are left out."""
-    tree = ast.parse(source)
-    skipped = set()
-    if not typing_only:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
-                skipped |= {id(inner) for part in node.body for inner in ast.walk(part)}
     found = []
-    for node in ast.walk(tree):
-        if id(node) in skipped:
+    for node, for_typing in scanned(source)[0]:
+        if for_typing and not typing_only:
             continue
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name, []) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
+        else:
             if node.level:
                 base = module.split(".")
                 base = base[:len(base) - node.level + (1 if is_package else 0)]
@@ -207,14 +221,7 @@ def test_the_loop_check_finds_loops_at_any_depth():
 def dynamic_imports(source: str) -> list[str]:
     """`line: call` for every import no import statement names (`importlib.import_module`,
     `__import__`): the walk above cannot see what they load."""
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-            if name in ("import_module", "__import__"):
-                found.append(f"{node.lineno}: {ast.unparse(node)}")
-    return found
+    return [f"{node.lineno}: {ast.unparse(node)}" for node in scanned(source)[1]]
 
 
 def test_sim_and_steps_load_only_what_their_imports_name():
