@@ -1,11 +1,11 @@
 """A learner's progress: the step they are on, the activities they finished, their answers.
 
-Kept as one small JSON file in the state folder (`batchtui.state_folder`), written atomically, so
-a crash mid-write never leaves half a file; temporary files a killed run left behind are removed
-at the next start. A file that cannot be read, whatever it holds, is renamed aside and reported
-in one line: losing a bookmark must never stop the tutorial from opening. A file from a newer batchtui is kept aside as
-it is, never overwritten; a version no batchtui has (1e30) is unreadable. A read-only file is
-read and never replaced (one line says so). A folder that cannot be searched (one a `sudo
+Kept as one small JSON file in the state folder (`batchtui.state_folder`), written atomically, so a
+crash mid-write never leaves half a file; temporary files a killed run left behind are removed at
+the next start. A file that cannot be read, whatever it holds, is renamed aside and reported in one
+line: losing a bookmark must never stop the tutorial from opening. A file from a newer batchtui is
+kept aside as it is, never overwritten; a version no batchtui has (1e30) is unreadable. A read-only
+file is read and never replaced (one line says so). A folder that cannot be searched (one a `sudo
 batchtui` left, owned by root) is reported in one line and the session runs without saving. A
 progress file that is a symbolic link (a dotfile manager's) is written through: its target is
 replaced, the link kept; a link whose target's folder is gone fails to save, creating nothing.

@@ -31,12 +31,12 @@ def scanned(source: str) -> tuple[list[tuple[ast.AST, bool]], list[ast.Call]]:
     """One walk of a module's syntax tree, shared by the checks below: its import statements,
     each with whether it sits under `if TYPE_CHECKING:` (for annotations only: it never runs),
     and its calls of `import_module` or `__import__`."""
-    imports, dynamic, typing = [], [], set()
+    imports, dynamic, annotations_only = [], [], set()
     for node in ast.walk(ast.parse(source)):  # breadth first: an `if` comes before its body
         if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
-            typing |= {id(inner) for part in node.body for inner in ast.walk(part)}
+            annotations_only |= {id(inner) for part in node.body for inner in ast.walk(part)}
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            imports.append((node, id(node) in typing))
+            imports.append((node, id(node) in annotations_only))
         elif isinstance(node, ast.Call):
             func = node.func
             name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
@@ -46,13 +46,13 @@ def scanned(source: str) -> tuple[list[tuple[ast.AST, bool]], list[ast.Call]]:
 
 
 def imports_of(source: str, module: str, is_package: bool = False,
-               typing_only: bool = True) -> list[tuple[int, str, list[str]]]:
+               with_typing: bool = True) -> list[tuple[int, str, list[str]]]:
     """(line, absolute module imported, names taken from it) for every import in `source`,
-    inside functions too; relative imports resolved against `module`. Without `typing_only`,
+    inside functions too; relative imports resolved against `module`. Without `with_typing`,
     the imports under `if TYPE_CHECKING:` (which never run) are left out."""
     found = []
     for node, for_typing in scanned(source)[0]:
-        if for_typing and not typing_only:
+        if for_typing and not with_typing:
             continue
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name, []) for alias in node.names]
@@ -130,7 +130,7 @@ def import_graph(sources: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for module, (source, is_package) in sources.items():
         edges = set()
-        for _line, target, names in imports_of(source, module, is_package, typing_only=False):
+        for _line, target, names in imports_of(source, module, is_package, with_typing=False):
             submodules = {f"{target}.{name}" for name in names} & sources.keys()
             edges |= submodules
             if len(submodules) < len(names) or not names:  # a name that is no module, or `import a.b`
