@@ -15,10 +15,8 @@ import traceback
 from collections.abc import Mapping
 from pathlib import Path
 
-from .progress import write_atomically
+from .state_folder import REPORT_PREFIX, REPORT_SUFFIX, write_atomically
 
-REPORT_PREFIX = "crash-"
-REPORT_SUFFIX = ".txt"
 KEEP_REPORTS = 10
 MAX_REPORT_CHARS = 64 * 1024
 MAX_LINE_CHARS = 400

@@ -1,13 +1,11 @@
 """A learner's progress: the step they are on, the activities they finished, their answers.
 
-Kept as one small JSON file under `$XDG_STATE_HOME/batchtui/` (or `~/.local/state/batchtui/`).
-Every write goes to a temporary file first, is synced, and replaces the old one (the directory is
-synced too), so a crash mid-write never leaves half a file; temporary files a killed run left
-behind (named as `write_atomically` names them, nobody else's) are removed at the next start. A
-file that cannot be read, whatever it holds, is renamed aside and reported in one line: losing a
-bookmark must never stop the tutorial from opening. A file from a newer batchtui is kept aside as
-it is, never overwritten; a version no batchtui has (1e30) is unreadable. A read-only file is
-read and never replaced (one line says so). A folder that cannot be searched (one a `sudo
+Kept as one small JSON file in the state folder (`batchtui.state_folder`), written atomically, so a
+crash mid-write never leaves half a file; temporary files a killed run left behind are removed at
+the next start. A file that cannot be read, whatever it holds, is renamed aside and reported in one
+line: losing a bookmark must never stop the tutorial from opening. A file from a newer batchtui is
+kept aside as it is, never overwritten; a version no batchtui has (1e30) is unreadable. A read-only
+file is read and never replaced (one line says so). A folder that cannot be searched (one a `sudo
 batchtui` left, owned by root) is reported in one line and the session runs without saving. A
 progress file that is a symbolic link (a dotfile manager's) is written through: its target is
 replaced, the link kept; a link whose target's folder is gone fails to save, creating nothing.
@@ -17,97 +15,18 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import stat
-import tempfile
-import time
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
-FILE_NAME = "progress.json"
+from .state_folder import PROGRESS_FILE, remove_stale_temporaries, state_dir, sync_directory, write_atomically
+
 FORMAT_VERSION = 1
 MAX_FORMAT_VERSION = 999
 """A larger version is no format number of any batchtui: the file is unreadable, not newer."""
 MAX_FILE_BYTES = 1 << 20
 """A real progress file is a few kilobytes; anything past this is not ours and is not read."""
-STALE_TEMPORARY_S = 60.0
-"""A temporary file older than this belongs to a run that died mid-write (a write takes ms)."""
-TEMPORARY_SUFFIX = ".tmp"
-
-
-def state_dir() -> Path:
-    """Where batchtui keeps state, following the XDG base-directory rules."""
-    xdg = os.environ.get("XDG_STATE_HOME", "")
-    # The spec says a relative path is invalid and must be ignored.
-    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "state"
-    return base / "batchtui"
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Replace `path` with `text` so that a crash at any moment leaves the old file or the new one.
-
-    The text goes to a hidden temporary file beside it (`.NAME-*.tmp`), is synced, renamed over
-    `path`, and the directory is synced so the rename itself survives a power cut. Raises OSError.
-    """
-    Path(path).parent.mkdir(parents=True, exist_ok=True)  # our folder, never a link's target's
-    path = Path(os.path.realpath(path))  # through a symbolic link: its target is replaced
-    directory = path.parent  # (a dangling link's missing folder is an OSError: nothing is created)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=TEMPORARY_SUFFIX, dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as tmp:
-            tmp.write(text)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    _sync_directory(directory)
-
-
-def _sync_directory(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some file systems cannot sync a directory; the rename has still happened
-    finally:
-        os.close(fd)
-
-
-def _our_temporary() -> re.Pattern:
-    """Names `write_atomically` gives the temporaries of the files the app keeps in its state
-    folder (the progress file, crash reports): `.progress-k1ll3d00.tmp`,
-    `.crash-20260101-120000-x1y2z3w4.tmp`."""
-    from .crash import REPORT_PREFIX
-
-    stems = "|".join(re.escape(s) for s in (Path(FILE_NAME).stem,))
-    # mkstemp's part is 8 characters of [a-z0-9_]: a user's `.progress-backup.tmp` is not ours
-    return re.compile(rf"\.(?:{stems}|{re.escape(REPORT_PREFIX)}[0-9-]+)-[a-z0-9_]{{8}}{re.escape(TEMPORARY_SUFFIX)}")
-
-
-def remove_stale_temporaries(directory: Path, now: float | None = None) -> int:
-    """Delete the temporaries `write_atomically` made in `directory` for runs killed mid-write
-    (and only those: a user's own `.notes.tmp` stays); returns how many went."""
-    now = time.time() if now is None else now
-    removed = 0
-    ours = _our_temporary()
-    try:
-        candidates = [p for p in directory.glob(f".*{TEMPORARY_SUFFIX}") if ours.fullmatch(p.name)]
-    except OSError:
-        return 0
-    for candidate in candidates:
-        try:
-            if candidate.is_file() and now - candidate.stat().st_mtime > STALE_TEMPORARY_S:
-                candidate.unlink()
-                removed += 1
-        except OSError:
-            pass  # another run's, or already gone
-    return removed
 
 
 def clean_text(text: str) -> str:
@@ -182,7 +101,7 @@ class ProgressStore:
 
     def __init__(self, directory: Path | None = None) -> None:
         self.directory = directory if directory is not None else state_dir()
-        self.path = self.directory / FILE_NAME
+        self.path = self.directory / PROGRESS_FILE
         self.save_failed = False
         """Set once a save failed, so the app reports it once rather than on every step."""
         self.keep_file = False
@@ -247,7 +166,7 @@ class ProgressStore:
         """No progress saved, not even one set aside as unreadable (--reset-progress starts over,
         orientation included). A folder that cannot be searched is someone's earlier run: no."""
         try:
-            return not self.path.exists() and not any(self.directory.glob(FILE_NAME + ".*"))
+            return not self.path.exists() and not any(self.directory.glob(PROGRESS_FILE + ".*"))
         except OSError:
             return False
 
@@ -289,17 +208,17 @@ class ProgressStore:
 
     def _move_aside(self, label: str) -> tuple[Path, str | None]:
         """Rename the file to `progress.json.LABEL` (or `-2`, `-3`... if taken); (path, error)."""
-        aside = self.path.with_name(f"{FILE_NAME}.{label}")
+        aside = self.path.with_name(f"{PROGRESS_FILE}.{label}")
         n = 1
         try:
             while aside.exists():
                 n += 1
-                aside = self.path.with_name(f"{FILE_NAME}.{label}-{n}")
+                aside = self.path.with_name(f"{PROGRESS_FILE}.{label}-{n}")
             os.replace(self.path, aside)
         except OSError as exc:
             self.keep_file = True
             return aside, _reason(exc)
-        _sync_directory(self.directory)
+        sync_directory(self.directory)
         return aside, None
 
 

@@ -160,9 +160,7 @@ class LiveSimulation:
                 # The run beside starts over with this one, on the same arrivals: it only
                 # advances to the main run's clock, so left ahead it would stand still.
                 self.compare_engine.reset()
-        # Some dials restart the run; the driver's clock must not stay ahead of the new start,
-        # or it would race to catch up.
-        self.driver.sim_clock = min(self.driver.sim_clock, self.engine.time)
+        self.driver.clamp_clock()  # some dials restart the run
         self.publish()
 
     def fast_forward(self, seconds: float) -> None:

@@ -43,7 +43,7 @@ def run_app(args: argparse.Namespace) -> int:
         return _run_app(args)
     except Exception as exc:  # before the app took the terminal: the same report and line
         from . import crash
-        from .progress import state_dir
+        from .state_folder import state_dir
 
         print(crash.record(state_dir(), exc, {"when": "starting the tutorial"}, crash.PROGRESS_UNTOUCHED),
               file=sys.stderr)

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from . import dial_paths
 from .config import BATCHING_POLICIES, SCHEDULING_POLICIES
 from .errors import ConfigError
 from .profiles import KV_CACHE_DTYPE_BYTES, MAX_BLOCK_SIZE, TENSOR_PARALLEL_SIZES, WEIGHT_FORMATS
@@ -355,6 +356,7 @@ DIALS: tuple[DialSpec, ...] = (
 )
 
 BY_PATH: dict[str, DialSpec] = {d.path: d for d in DIALS}
+dial_paths.declare(BY_PATH)  # what a message's `{path}` may name (sim.errors spells them)
 
 
 def flag_of(path: str) -> str | None:

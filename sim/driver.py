@@ -124,8 +124,15 @@ class Driver:
         return self.speed is not None and self.speed < BEHIND * self.time_scale
 
     def restart_clock(self) -> None:
-        """Put the clock back on the engine's time (after a dial restarted the run)."""
+        """Put the clock on the engine's time (before a fast-forward from where the run is)."""
         self.sim_clock = self.engine.time
+
+    def clamp_clock(self) -> None:
+        """After a change that may have put the engine back (a dial that restarted the run): the
+        clock is not left ahead of the engine's time, or the frames after it would race to catch
+        up, and a frame in progress aims at the new start from its next step. A clock behind the
+        engine (waiting for it after an overshoot) stays where it is."""
+        self.sim_clock = min(self.sim_clock, self.engine.time)
 
     def stop(self) -> None:
         self._stopped = True

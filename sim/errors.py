@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import re
 
+from .dial_paths import PATHS
+
 
 class SimError(Exception):
     """Base class of every user-facing simulator error. A message may name a dial as `{path}`
-    (its path in the table of dials, `sim.dials`: `{engine.max_model_len}`): `str()` spells it
-    by its path, which is also the key a scenario file gives it; `spelled(spell)` lets each face
-    spell it its own way (the command line its flag, the app its label). Braces around anything
-    that is no dial's path are left as they are."""
+    (its path in the table of dials, `sim.dials`, which declares its paths in `sim.dial_paths`:
+    `{engine.max_model_len}`): `str()` spells it by its path, which is also the key a scenario
+    file gives it; `spelled(spell)` lets each face spell it its own way (the command line its
+    flag, the app its label). Braces around anything that is no dial's path are left as they are."""
 
     def spelled(self, spell=None) -> str:
         """The message with each dial it names spelled by `spell(path)` (by its path when `spell`
@@ -70,9 +72,7 @@ def _named(text: str, name, dials_only: bool = False) -> str:
     """`text` with each `{path}` replaced by `name(path)`; with `dials_only`, only the paths of
     dials (others, such as a JSON key quoted in a message, keep their braces)."""
     if dials_only:
-        from .dials import BY_PATH  # (the table of dials imports the errors)
-
-        return _REFERENCE.sub(lambda m: name(m.group(1)) if m.group(1) in BY_PATH else m.group(0), text)
+        return _REFERENCE.sub(lambda m: name(m.group(1)) if m.group(1) in PATHS else m.group(0), text)
     return _REFERENCE.sub(lambda m: name(m.group(1)), text)
 
 

@@ -1,8 +1,9 @@
 """Planning arithmetic: the latency SLO a run is judged by, the rate one replica is planned at
 and the replicas a peak needs, the SLO rate read off a rate curve, and the batch an offline job
 holds in its KV cache. Step 16's drill and figures and `batchtui plan` all plan with these (one
-`Slo`, one headroom, one `replicas_needed`); the search for the highest rate meeting an SLO,
-which runs the simulator, is `sim.rate_plan`. Standard library only: the lessons import it.
+`Slo`, one headroom, one `replicas_needed`), and `batchtui plan --offline` plans its job with
+`offline_plan`; the search for the highest rate meeting an SLO, which runs the simulator, is
+`sim.rate_plan`. Standard library only: the lessons import it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["HEADROOM", "Slo", "kv_fit_seats", "mean_peak_blocks", "planned_rate", "replicas_needed", "slo_rate"]
+__all__ = ["HEADROOM", "OfflinePlan", "Slo", "kv_fit_seats", "mean_peak_blocks", "offline_engine", "offline_plan",
+           "planned_rate", "quickest", "replicas_needed", "slo_rate"]
 
 
 # -- the SLO ------------------------------------------------------------------------------------
@@ -105,3 +107,51 @@ def kv_fit_seats(usable_blocks: int, block_size: int, lengths: Sequence[tuple[in
     """How many such requests the KV cache holds at their peak at once: the largest batch that
     runs without preemption."""
     return max(1, math.floor(usable_blocks / mean_peak_blocks(block_size, lengths, max_model_len)))
+
+
+@dataclass(frozen=True)
+class OfflinePlan:
+    """The batch sizes an offline job (every request queued at once, vLLM's `LLM` class) is run
+    with to find its quickest: the largest batch the KV cache holds with every request at its
+    peak (`kv_fit`: it never preempts) and, where it differs, vLLM's default seat count (more
+    seats than the cache holds preempt, yet may finish sooner); or the seats the user gave."""
+
+    requests: int
+    peak_blocks: float
+    """KV blocks a request holds at its peak, on average (`mean_peak_blocks`)."""
+    kv_fit: int
+    """`kv_fit_seats`, at most `requests`."""
+    candidates: tuple[tuple[str, int], ...]
+    """(why, max_num_seqs) for each run."""
+
+
+def offline_plan(lengths: Sequence[tuple[int, int]], usable_blocks: int, block_size: int, max_model_len: int,
+                 default_seats: int, seats: int | None = None) -> OfflinePlan:
+    """The plan for a job of these (prompt, output) lengths: the seats given, else the KV-fit
+    batch and vLLM's `default_seats` (only the first when both run alike: at most as many
+    requests as seats, each holds one either way)."""
+    requests = len(lengths)
+    fit = min(requests, kv_fit_seats(usable_blocks, block_size, lengths, max_model_len))
+    if seats is not None:
+        candidates: tuple[tuple[str, int], ...] = (("as given", seats),)
+    elif min(default_seats, requests) != fit:
+        candidates = (("fits the KV cache", fit), ("vLLM default", default_seats))
+    else:
+        candidates = (("fits the KV cache", fit),)
+    return OfflinePlan(requests, mean_peak_blocks(block_size, lengths, max_model_len), fit, candidates)
+
+
+def offline_engine(seats: int, token_budget: int, budget_given: bool = False) -> dict[str, int]:
+    """The engine dials a run of the plan sets: its seats, and the token budget raised to one token
+    a seat where it is smaller and was not given (vLLM refuses a max_num_batched_tokens below
+    max_num_seqs; `sim.config` refuses it too)."""
+    dials = {"max_num_seqs": seats}
+    if not budget_given and token_budget < seats:
+        dials["max_num_batched_tokens"] = seats
+    return dials
+
+
+def quickest(runs: Sequence[tuple[int, float]]) -> int:
+    """Which of the plan's runs, (max_num_seqs, job time in s) each, to recommend: the shortest
+    job, the fewer seats on a tie."""
+    return min(range(len(runs)), key=lambda i: (runs[i][1], runs[i][0]))

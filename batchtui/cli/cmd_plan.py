@@ -390,26 +390,18 @@ def plan_offline(args: argparse.Namespace) -> int:
         raise UserError("argument --batching: --offline plans vLLM's continuous batching only")
     d, cfg = setup.deployment, setup.config
     specs = generate(sc.workload, np.random.default_rng(sc.seed))
-    per_request = planning.mean_peak_blocks(d.block_size, [(s.prompt_len, s.output_len) for s in specs],
-                                            cfg.max_model_len)
-    kv_fit = min(n, max(1, math.floor(d.usable_blocks / per_request)))
-    if args.max_num_seqs is not None:
-        candidates = [("as given", args.max_num_seqs)]
-    else:
-        candidates = [("fits the KV cache", kv_fit)]
-        if min(cfg.max_num_seqs, n) != kv_fit:  # with more seats than requests, both runs are alike
-            candidates.append(("vLLM default", cfg.max_num_seqs))
+    plan = planning.offline_plan([(s.prompt_len, s.output_len) for s in specs], d.usable_blocks, d.block_size,
+                                 cfg.max_model_len, cfg.max_num_seqs, args.max_num_seqs)
+    kv_fit, per_request = plan.kv_fit, plan.peak_blocks
     runs = []
     with Runner(show_progress=show_progress_default(args.json), profiles=setup.profiles) as runner:
-        runner.expect(n * len(candidates))
-        for why, seats in candidates:
-            dials = {"max_num_seqs": seats}
-            if args.max_num_batched_tokens is None and cfg.max_num_batched_tokens < seats:
-                dials["max_num_batched_tokens"] = seats  # vLLM needs a token per seat
-            run_sc = sc.with_engine(**dials)
+        runner.expect(n * len(plan.candidates))
+        for why, seats in plan.candidates:
+            run_sc = sc.with_engine(**planning.offline_engine(seats, cfg.max_num_batched_tokens,
+                                                              args.max_num_batched_tokens is not None))
             config = run_sc.engine_config(setup.profiles)
             runs.append((why, config, runner.run(run_sc, f"max_num_seqs {seats}").summary))
-    _, config, best = min(runs, key=lambda r: (r[2].metrics["duration"], r[1].max_num_seqs))
+    _, config, best = runs[planning.quickest([(c.max_num_seqs, s.metrics["duration"]) for _, c, s in runs])]
     m = best.metrics
     llm = vllm_lines.llm_call(setup, config)
     if args.json:

@@ -47,7 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from batchtui import serving
-    from batchtui.progress import state_dir
+    from batchtui.state_folder import state_dir
 
     if not 1 <= args.port <= 65535:
         raise UserError(f"argument --port: expected a port from 1 to 65535, got {args.port}")

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from batchtui.progress import Progress, ProgressStore, state_dir
+from batchtui.progress import Progress, ProgressStore
+from batchtui.state_folder import state_dir
 from batchtui.screens.too_small import TooSmallScreen
 from batchtui.screens.tutorial import TutorialScreen
 from batchtui.widgets.notice_line import NoticeLine

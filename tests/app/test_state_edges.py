@@ -17,7 +17,9 @@ import pytest
 
 from batchtui.app import BatchApp
 from batchtui.cli import main
-from batchtui.progress import FILE_NAME, Progress, ProgressStore, write_atomically
+from batchtui.progress import Progress, ProgressStore
+from batchtui.state_folder import PROGRESS_FILE as FILE_NAME
+from batchtui.state_folder import write_atomically
 from batchtui.settings import AppSettings
 from batchtui.widgets.notice_line import NoticeLine
 from batchtui.widgets.step_header import StepHeader

@@ -17,8 +17,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from batchtui.app import BatchApp
-from batchtui.progress import (FILE_NAME, MAX_FILE_BYTES, Progress, ProgressStore, clean_text,
-                               remove_stale_temporaries)
+from batchtui.progress import MAX_FILE_BYTES, Progress, ProgressStore, clean_text
+from batchtui.state_folder import PROGRESS_FILE as FILE_NAME
+from batchtui.state_folder import remove_stale_temporaries
 from batchtui.settings import AppSettings
 from batchtui.widgets.notice_line import NoticeLine
 from batchtui.widgets.step_header import StepHeader

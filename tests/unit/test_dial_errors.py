@@ -235,3 +235,20 @@ def test_braces_that_name_no_dial_are_kept():
     error = SimError("a line must be a JSON object such as {prompt} or {engine.max_num_seqs}")
     assert str(error) == "a line must be a JSON object such as {prompt} or engine.max_num_seqs"
     assert flag_message(error).endswith("{prompt} or --max-num-seqs")
+
+
+def test_a_message_knows_every_dial_whichever_module_was_imported():
+    """The errors never import the table of dials (it imports them): the table declares its paths
+    in `sim.dial_paths`, and the package loads it first, so a process that imported only the
+    errors (or the profiles, which raise errors naming dials) spells them alike."""
+    import subprocess
+    import sys
+
+    from sim import dial_paths
+
+    assert dial_paths.PATHS == set(dials.BY_PATH)
+    code = ("from sim.errors import SimError, RequestRejected\n"
+            "print(SimError('{engine.max_num_seqs} {gpu} {prompt}'))\n"
+            "print(RequestRejected('r', 'over {engine.max_model_len}').spelled_reason(str.upper))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["engine.max_num_seqs gpu {prompt}", "over ENGINE.MAX_MODEL_LEN"]

@@ -204,12 +204,31 @@ def test_a_restart_mid_frame_is_not_raced_after_and_does_not_read_as_a_speed():
     driver.advance(0.1)  # a first frame: 3 simulated seconds in
     work = driver.frame_work(0.1, deadline=now[0] + WORK_SHARE * 0.1, chunk=CHUNK)
     next(work)
+    assert driver.sim_clock > engine.time + 1.0  # the frame aims 3 simulated seconds ahead
     engine.reset()  # a dial restarted the run between two chunks
-    driver.sim_clock = min(driver.sim_clock, engine.time)
+    driver.clamp_clock()  # as the app's set_dial does
+    assert driver.sim_clock == engine.time == 0.0
     for _ in work:
         pass
     assert engine.time <= 0.01
     assert driver.speed is None or driver.speed >= 0
+
+
+def test_the_app_s_dial_that_restarts_the_run_clamps_the_clock_mid_frame():
+    """The app's `set_dial` (batchtui.simulation) puts the clock back with the driver's own clamp."""
+    from batchtui.simulation import LiveSimulation
+
+    sim = LiveSimulation(Scenario(workload=WorkloadSpec(request_rate=50.0, num_prompts=0), seed=1),
+                         post=lambda frame: None, time_scale=30.0)
+    sim.driver.advance(0.1)  # 3 simulated seconds
+    work = sim.driver.frame_work(0.1, chunk=0.0)  # a frame aimed 3 s further, stopped before its work
+    next(work)
+    assert sim.driver.sim_clock > sim.engine.time + 1.0
+    sim.set_dial("seed", 2)  # restarts the run
+    assert sim.engine.time == 0.0 and sim.driver.sim_clock == 0.0
+    work.close()
+    sim.driver.advance(0.1)
+    assert sim.engine.time < 3.5  # one frame's 3 s from the new start, not the old clock's 6
 
 
 def test_the_app_s_turns_between_chunks_do_not_eat_the_engine_s_share():

@@ -1,47 +1,67 @@
-"""No module under batchtui/ or steps/ is over 600 lines unless the README's layout section names
-it and says why (issue 23): a long file is a sign that a second job moved in."""
+"""No module of the project's code is over 600 lines unless `contracts.toml`'s `[lengths.longer]`
+declares it, with the most lines it may have and why it is one job: a long file is a sign that a
+second job moved in. A declared file that shrank under the limit is no longer declared."""
 
 from __future__ import annotations
 
-import re
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-LIMIT = 600
-PACKAGES = ("batchtui", "steps")
+LENGTHS = tomllib.loads((ROOT / "contracts.toml").read_text(encoding="utf-8"))["lengths"]
 
 
-def explained(readme: str) -> set[str]:
-    """The paths the README's "kept under 600 lines" list names, each with its why."""
-    section = readme.split("kept under 600 lines", 1)
-    if len(section) < 2:
-        return set()
-    listed = re.findall(r"^- `([^`]+\.py)` \(about [\d,]+ lines\): \S", section[1].split("\n## ", 1)[0], re.M)
-    return set(listed)
-
-
-def too_long(root: Path, readme: str) -> list[str]:
-    allowed = explained(readme)
+def too_long(root: Path, lengths: dict) -> list[str]:
+    """One line for each module over the limit and not declared (or over its declared most), and
+    for each declaration without a why or of a file no longer over the limit."""
+    limit, declared = lengths["limit"], lengths.get("longer", {})
     out = []
-    for package in PACKAGES:
+    seen = set()
+    for package in lengths["packages"]:
         for path in sorted((root / package).rglob("*.py")):
             lines = len(path.read_text(encoding="utf-8").splitlines())
             name = path.relative_to(root).as_posix()
-            if lines > LIMIT and name not in allowed:
+            seen.add(name)
+            if name in declared:
+                most = declared[name]["at_most"]
+                if lines > most:
+                    out.append(f"{name}: {lines} lines, over the {most} declared")
+                elif lines <= limit:
+                    out.append(f"{name}: {lines} lines, no longer over {limit}: drop its declaration")
+            elif lines > limit:
                 out.append(f"{name}: {lines} lines")
+    for name, entry in declared.items():
+        if name not in seen:
+            out.append(f"{name}: declared, but no such module")
+        elif not str(entry.get("why", "")).strip():
+            out.append(f"{name}: declared without a why")
     return out
 
 
-def test_no_module_is_over_600_lines_unless_the_readme_says_why():
-    long = too_long(ROOT, (ROOT / "README.md").read_text(encoding="utf-8"))
-    assert not long, "split these, or say why in the README's layout section:\n" + "\n".join(long)
+def test_no_module_is_over_600_lines_unless_declared_with_a_why():
+    assert LENGTHS["limit"] == 600
+    assert {"sim", "steps", "batchtui"} <= set(LENGTHS["packages"])
+    long = too_long(ROOT, LENGTHS)
+    assert not long, "split these, or declare why in contracts.toml's [lengths.longer]:\n" + "\n".join(long)
 
 
 def test_the_check_finds_a_long_file(tmp_path):
-    (tmp_path / "steps").mkdir()
-    (tmp_path / "batchtui").mkdir()
-    (tmp_path / "steps" / "long.py").write_text("x = 1\n" * (LIMIT + 1), encoding="utf-8")
-    (tmp_path / "batchtui" / "short.py").write_text("x = 1\n" * LIMIT, encoding="utf-8")
-    assert too_long(tmp_path, "") == [f"steps/long.py: {LIMIT + 1} lines"]
-    readme = "Files are kept under 600 lines; one is longer, and why:\n\n- `steps/long.py` (about 600 lines): a table.\n"
-    assert too_long(tmp_path, readme) == []
+    for package in ("sim", "steps", "batchtui"):
+        (tmp_path / package).mkdir()
+    (tmp_path / "sim" / "long.py").write_text("x = 1\n" * 601, encoding="utf-8")
+    (tmp_path / "steps" / "long.py").write_text("x = 1\n" * 601, encoding="utf-8")
+    (tmp_path / "batchtui" / "short.py").write_text("x = 1\n" * 600, encoding="utf-8")
+    lengths = {"limit": 600, "packages": ["sim", "steps", "batchtui"]}
+    assert too_long(tmp_path, lengths) == ["sim/long.py: 601 lines", "steps/long.py: 601 lines"]
+    lengths["longer"] = {"sim/long.py": {"at_most": 650, "why": "a table"},
+                         "steps/long.py": {"at_most": 600, "why": "a table"}}
+    assert too_long(tmp_path, lengths) == ["steps/long.py: 601 lines, over the 600 declared"]
+    lengths["longer"] = {"sim/long.py": {"at_most": 650, "why": " "},
+                         "batchtui/short.py": {"at_most": 650, "why": "grew once"},
+                         "batchtui/gone.py": {"at_most": 650, "why": "moved"}}
+    assert too_long(tmp_path, lengths) == [
+        "steps/long.py: 601 lines",
+        "batchtui/short.py: 600 lines, no longer over 600: drop its declaration",
+        "sim/long.py: declared without a why",
+        "batchtui/gone.py: declared, but no such module",
+    ]

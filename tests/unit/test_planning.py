@@ -239,6 +239,42 @@ def test_replicas_and_kv_fit():
     assert kv_fit_seats(100, 16, [(100, 10)], 64) == 25  # capped by max_model_len: 63 tokens
 
 
+def test_an_offline_plan_runs_the_kv_fit_batch_and_vllm_s_default():
+    lengths = [(512, 256)] * 300  # 48 blocks each at the peak
+    plan = planning.offline_plan(lengths, 4800, 16, 4096, default_seats=1024)
+    assert (plan.kv_fit, plan.peak_blocks) == (100, 48.0)
+    assert plan.candidates == (("fits the KV cache", 100), ("vLLM default", 1024))
+    # Fewer requests than the cache holds: the KV-fit batch is all of them, and vLLM's default
+    # seats run them alike, so one run.
+    few = planning.offline_plan(lengths[:60], 4800, 16, 4096, default_seats=1024)
+    assert few.kv_fit == 60 and few.candidates == (("fits the KV cache", 60),)
+    assert planning.offline_plan(lengths, 4800, 16, 4096, 1024, seats=7).candidates == (("as given", 7),)
+    assert planning.offline_engine(100, 16384) == {"max_num_seqs": 100}
+    assert planning.offline_engine(1024, 512) == {"max_num_seqs": 1024, "max_num_batched_tokens": 1024}
+    assert planning.offline_engine(1024, 512, budget_given=True) == {"max_num_seqs": 1024}
+    assert planning.quickest([(100, 9.5), (1024, 8.0)]) == 1
+    assert planning.quickest([(1024, 8.0), (100, 8.0)]) == 1  # a tie: fewer seats
+
+
+def test_the_kv_fit_batch_is_the_largest_that_never_preempts():
+    """The plan's KV-fit batch against the engine: with that many seats no request is preempted,
+    with one more the cache runs out before the batch's answers end."""
+    from sim.engine import Engine
+    from sim.scenario import Scenario
+    from sim.workload import LengthSpec, WorkloadSpec
+
+    job = Scenario(offline=True, num_gpu_blocks_override=101,
+                   workload=WorkloadSpec(arrival="all-at-once", num_prompts=40, input=LengthSpec(mean=64),
+                                         output=LengthSpec(mean=32))).with_engine(max_model_len=1024)
+    d, cfg = job.deployment(), job.engine_config()
+    plan = planning.offline_plan([(64, 32)] * 40, d.usable_blocks, d.block_size, cfg.max_model_len,
+                                 cfg.max_num_seqs)
+    assert plan.kv_fit == 16  # 100 blocks / 6 (95 tokens at the peak)
+    preempted = {seats: Engine(job.with_engine(**planning.offline_engine(seats, cfg.max_num_batched_tokens)))
+                 .run().metrics["num_preemptions"] for seats in (plan.kv_fit, plan.kv_fit + 1)}
+    assert preempted[plan.kv_fit] == 0 and preempted[plan.kv_fit + 1] > 0
+
+
 # -- the chart ---------------------------------------------------------------------------------
 
 

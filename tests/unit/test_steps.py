@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import math
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -218,13 +216,6 @@ def test_number_must_match_the_file_name(tmp_path):
     _edit(folder, "03-break-static-batches.md", "number = 3", "number = 4")
     with pytest.raises(StepError, match="03-break-static-batches.md: number = 4 does not match"):
         load_step(folder / "03-break-static-batches.md")
-
-
-def test_importing_steps_loads_no_ui_library():
-    code = "import sys, sim, steps, steps.activities; steps.load_steps(); " \
-           "print(any(m.split('.')[0] in ('textual', 'rich') for m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
 
 
 # -- the app's lazy view of the lessons ----------------------------------------------------------
