@@ -112,7 +112,7 @@ class ServerMetrics(Observer):
         self.model_name = model_name
         self.time_scale = time_scale
         self.pacer = None  # the Pacer (made after this: it reports to this)
-        self.aborted = 0
+        self.aborts = 0  # requests whose client went away
 
         def histogram(name, doc, buckets):
             return Histogram(name, doc, LABELS, buckets=buckets, registry=r).labels(*labels)
@@ -231,7 +231,7 @@ class ServerMetrics(Observer):
             del self._children[group]
 
     def aborted(self, stream) -> None:
-        self.aborted += 1
+        self.aborts += 1
         self._children.pop(stream.group, None)
 
     def render(self) -> bytes:
@@ -292,7 +292,7 @@ class _EngineCollector:
                 by_position.add_metric([*labels, str(position)], count)
             yield by_position
         yield counter("batchtui:aborted_requests", "Requests whose client went away (vLLM counts them in no "
-                      "vllm: metric).", m.aborted)
+                      "vllm: metric).", m.aborts)
         yield gauge("batchtui:time_scale", "Simulated seconds per real second (--time-scale); latencies in "
                     "these metrics are simulated seconds.", m.time_scale)
         yield gauge("batchtui:simulated_time_seconds", "The engine's simulated clock.", engine.time)

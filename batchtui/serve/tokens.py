@@ -263,18 +263,6 @@ def completion_prompts(body: dict) -> list[str | list[int]]:
     return out
 
 
-def completion_prompt_tokens(body: dict, tokenizer: Tokenizer | None = None) -> int:
-    """Tokens of a /v1/completions request's one prompt (token ids count one each; a text as the
-    tokenizer counts it, with its begin-of-text token unless `add_special_tokens` is false)."""
-    prompts = completion_prompts(body)
-    if len(prompts) != 1:
-        raise PromptError("prompt: one prompt was expected, the list has several")
-    tokenizer = tokenizer or Tokenizer(CHATML)
-    p = prompts[0]
-    add = flag(body.get("add_special_tokens", True), "add_special_tokens") is not False
-    return len(p) if isinstance(p, list) else tokenizer.prompt_tokens(p, add)
-
-
 def _is_id(t) -> bool:
     return isinstance(t, int) and not isinstance(t, bool)
 
