@@ -135,7 +135,7 @@ class Request:
 
 
 @dataclass(frozen=True)
-class Served:
+class ServedModel:
     """What a server reads requests with: its model's name, tokenizer, KV block size and context."""
 
     model: str
@@ -161,7 +161,7 @@ def _check_model(body: dict, served_model: str) -> None:
         raise ApiError(404, f"The model `{model}` does not exist.", "NotFoundError", "model")
 
 
-def read_request(raw: bytes, chat: bool, served: Served) -> Request:
+def read_request(raw: bytes, chat: bool, served: ServedModel) -> Request:
     """A /v1/completions (or, `chat`, /v1/chat/completions) body as the server takes it. Raises
     ApiError with vLLM's status and message."""
     body = json_object(raw)
@@ -180,7 +180,7 @@ def read_request(raw: bytes, chat: bool, served: Served) -> Request:
     return Request(body, options, tuple(prompts))
 
 
-def completion_prompt(body: dict, options: Options, served: Served, want_ids: bool = False) -> list[Prompt]:
+def completion_prompt(body: dict, options: Options, served: ServedModel, want_ids: bool = False) -> list[Prompt]:
     """A /v1/completions request's prompts, counted, with their prefix-cache identities."""
     try:
         prompts = tokens.completion_prompts(body)
@@ -199,7 +199,7 @@ def completion_prompt(body: dict, options: Options, served: Served, want_ids: bo
     return out
 
 
-def chat_prompt(body: dict, options: Options, served: Served, want_ids: bool = False) -> Prompt:
+def chat_prompt(body: dict, options: Options, served: ServedModel, want_ids: bool = False) -> Prompt:
     """A chat laid out by the model's template, counted, with its identity (message by message)."""
     tok = served.tokenizer
     template = tok.family.template
@@ -221,7 +221,7 @@ def chat_prompt(body: dict, options: Options, served: Served, want_ids: bool = F
     return Prompt(n, segments, ids)
 
 
-def _truncate(p: Prompt, options: Options, served: Served) -> Prompt:
+def _truncate(p: Prompt, options: Options, served: ServedModel) -> Prompt:
     """vLLM's truncate_prompt_tokens: the prompt's last N tokens (first N, truncation_side right);
     -1 is the context less one token for the answer."""
     limit = options.truncate
@@ -246,9 +246,9 @@ async def read(request: web.Request, reader, *args):
     return await asyncio.to_thread(reader, raw, *args)
 
 
-def _served(app) -> Served:
+def _served(app) -> ServedModel:
     engine = app[PACER].engine
-    return Served(app[MODEL], app[TOKENIZER], engine.pool.block_size, engine.config.max_model_len)
+    return ServedModel(app[MODEL], app[TOKENIZER], engine.pool.block_size, engine.config.max_model_len)
 
 
 def max_tokens(options: Options, prompt_len: int, max_model_len: int) -> int:
@@ -448,6 +448,20 @@ async def _stream_events(request: web.Request, response: web.StreamResponse, req
     async def send(data) -> None:
         await response.write(b"data: " + json.dumps(data).encode() + b"\n\n")
 
+    # A plain chunk in the middle of a choice is the same bytes but its text: made once a choice,
+    # the text put in between (the filler words need no JSON escaping).
+    plain = o.logprobs is None and not o.return_token_ids and not o.continuous_usage
+    frames: dict[int, tuple[bytes, bytes]] = {}
+
+    def frame(index: int) -> tuple[bytes, bytes]:
+        if index not in frames:
+            choice = ({"index": index, "delta": {"content": "\x00"}, "logprobs": None, "finish_reason": None}
+                      if chat else {"index": index, "text": "\x00", "logprobs": None, "finish_reason": None,
+                                    "stop_reason": None})
+            data = ("data: " + json.dumps({**head, "choices": [choice]}) + "\n\n").encode()
+            frames[index] = tuple(data.split(b"\\u0000"))
+        return frames[index]
+
     def usage_of(c: Choice) -> dict:
         return {"prompt_tokens": c.prompt.tokens, "total_tokens": c.prompt.tokens + c.sent,
                 "completion_tokens": c.sent}
@@ -474,6 +488,11 @@ async def _stream_events(request: web.Request, response: web.StreamResponse, req
                 await send(chunk)
             text = c.answer.text(c.sent, n)
             done = s.done
+            if plain and not done and not (chat and first):
+                before, after = frame(c.index)
+                await response.write(before + text.encode() + after)
+                c.sent = n
+                continue
             reason = s.finish_reason if done else None
             logprobs = _logprobs(c, c.sent, n, o, chat, len(c.answer.text(0, c.sent)))
             if chat:
@@ -503,7 +522,7 @@ async def _stream_events(request: web.Request, response: web.StreamResponse, req
 
 # -- /tokenize and /detokenize ------------------------------------------------------------------------
 
-def read_tokenize(raw: bytes, served: Served) -> dict:
+def read_tokenize(raw: bytes, served: ServedModel) -> dict:
     """A /tokenize body (vLLM's TokenizeCompletionRequest: a prompt; TokenizeChatRequest:
     messages) as vLLM's TokenizeResponse."""
     body = json_object(raw)
@@ -535,7 +554,7 @@ def read_tokenize(raw: bytes, served: Served) -> dict:
             "token_strs": tok.token_strs(ids) if strs else None}
 
 
-def read_detokenize(raw: bytes, served: Served) -> dict:
+def read_detokenize(raw: bytes, served: ServedModel) -> dict:
     """A /detokenize body (vLLM's DetokenizeRequest: tokens) as vLLM's DetokenizeResponse."""
     body = json_object(raw)
     _check_model(body, served.model)
