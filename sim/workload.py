@@ -841,6 +841,44 @@ def estimate_tokens(text: str) -> int:
     return max(1, count + text.count("_"))
 
 
+# The same pieces with "_" as one of its own (where _PIECES matches nothing), so that every
+# character of a text lands in a piece.
+_EVERY_PIECE = re.compile(_PIECES.pattern + "|_")
+
+
+def token_pieces(text: str) -> list[str]:
+    """`text` cut into the tokens `estimate_tokens` counts, each a piece of it: as many pieces as
+    it counts (for a non-empty text), and joined they give `text` back. A word past six letters is
+    cut every six letters (a leading space stays with the first), a run of spaces without a line
+    break goes with the token after it (with the last when none follows), and a text with nothing
+    else counted is one token."""
+    out: list[str] = []
+    pending = ""  # spaces that count no token of their own
+    for match in _EVERY_PIECE.finditer(text):  # (a match at a time: a thread reading a long text
+        piece = match.group()                    # lets others run between them)
+        letters = piece.strip()
+        if not letters:
+            if "\n" in piece:
+                out.append(pending + piece)
+                pending = ""
+            else:
+                pending += piece
+            continue
+        if letters[0].isalpha() and len(letters) > LETTERS_PER_TOKEN:
+            lead = piece[:len(piece) - len(letters)]
+            cuts = range(0, len(letters), LETTERS_PER_TOKEN)
+            out.extend((pending + lead if i == 0 else "") + letters[i:i + LETTERS_PER_TOKEN] for i in cuts)
+        else:
+            out.append(pending + piece)
+        pending = ""
+    if pending:
+        if out:
+            out[-1] += pending
+        else:
+            out.append(pending)
+    return out
+
+
 # ShareGPT pruning, as vllm bench serve applies it (a prompt or answer under 4 tokens, a prompt
 # over 1024, or both over 2048 are skipped; with a fixed output length only the prompt counts).
 SHAREGPT_MIN_LEN = 4

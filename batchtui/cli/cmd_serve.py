@@ -169,7 +169,8 @@ async def start(args, setup, name: str) -> Served:
 
     from batchtui.serve.api import make_app
     from batchtui.serve.pacer import Pacer, Recorder
-    from batchtui.serve.prom import ServerMetrics
+    from batchtui.serve.prom import ServerMetrics, cache_info
+    from batchtui.serve.tokens import Tokenizer, family_of
     from batchtui.serving import url_host
     from sim.engine import Engine
 
@@ -177,14 +178,15 @@ async def start(args, setup, name: str) -> Served:
     # streaming are real, so the simulated one is off.)
     engine = Engine(setup.scenario, live=True, keep_records=False, keep_requests=True,
                     profiles=setup.profiles, frontend=False)
-    metrics = ServerMetrics(name, args.time_scale)
+    metrics = ServerMetrics(name, args.time_scale, setup.config.max_model_len,
+                            cache_info(engine, setup.deployment))
     recorder = None
     if args.record:
         try:
             recorder = Recorder(args.record)
         except OSError as exc:
             raise UserError(f"argument --record: cannot write {args.record}: {exc.strerror or exc}") from None
-    pacer = Pacer(engine, args.time_scale, observer=metrics.observe, recorder=recorder,
+    pacer = Pacer(engine, args.time_scale, observer=metrics, recorder=recorder,
                   stream_interval=args.stream_interval)
     metrics.pacer = pacer
     limits = limits_of(args, setup)
@@ -192,7 +194,9 @@ async def start(args, setup, name: str) -> Served:
     failures = guard.FailureLog()
     failures.install(loop)
     connections = guard.Connections(limits.connections, limits.keep_alive)
-    app = make_app(pacer, metrics, name, limits, connections)
+    model = setup.deployment.model
+    tokenizer = Tokenizer(family_of(model.hf_id, *model.aliases, model.id))
+    app = make_app(pacer, metrics, name, limits, connections, tokenizer)
     runner = web.AppRunner(app, handler_cancellation=True, access_log=None, keepalive_timeout=limits.keep_alive,
                            shutdown_timeout=guard.SHUTDOWN_S)
     await runner.setup()

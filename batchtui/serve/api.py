@@ -1,13 +1,15 @@
-"""The HTTP side: vLLM's OpenAI-compatible routes, answered as vLLM answers them (response
-shapes of vllm/entrypoints/openai/protocol.py; errors as its ErrorResponse).
+"""The HTTP side: vLLM's OpenAI-compatible routes, answered as vLLM 0.33 answers them (response
+shapes of vllm/entrypoints/openai/*/protocol.py and serve/tokenize; errors as its ErrorResponse).
 
 A request's body is read within the server's limits (`guard.read_body`: 413, 408), then read as
-a request (`read_request`: JSON, the model, the prompt counted by `tokens`, its prefix-cache
-identity), in a thread when the body is long so that live streams keep flowing; the prompt is
-checked against max_model_len with vLLM's messages and queued on the one engine (`pacer`). The
-answer is filler text whose tokens come out when the simulated GPU produces them: streamed over
-server-sent events, one event per iteration's worth of tokens, or whole at the end. A client that
-goes away (its connection closes) aborts its request: the engine frees its blocks.
+a request (`read_request`: JSON, the model, its options as `fields.read_options` reads them, its
+prompts counted by `tokens` and laid out by `templates`, their prefix-cache identities), in a
+thread when the body is long so that live streams keep flowing; each prompt is checked against
+max_model_len with vLLM's messages and queued on the one engine (`pacer`) once per choice (`n`).
+The answer is filler text whose tokens come out when the simulated GPU produces them: streamed
+over server-sent events, one event per iteration's worth of tokens a choice, or whole at the end.
+A client that goes away (its connection closes) aborts its request: the engine frees its blocks.
+/tokenize and /detokenize speak batchtui's token ids (`tokens.Tokenizer`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from aiohttp import web
 from sim.dials import flag_of
 from sim.errors import RequestRejected
 
-from . import tokens
+from . import templates, tokens
+from .fields import FieldError, Options, read_options
 from .guard import BodyError, Connections, Limits, error_payload, read_body
 from .pacer import Pacer, Stream, prompt_segments
 from .prom import CONTENT_TYPE, ServerMetrics
@@ -32,6 +35,7 @@ PACER = web.AppKey("pacer", Pacer)
 METRICS = web.AppKey("metrics", ServerMetrics)
 MODEL = web.AppKey("model", str)
 LIMITS = web.AppKey("limits", Limits)
+TOKENIZER = web.AppKey("tokenizer", tokens.Tokenizer)
 
 THREAD_BODY_BYTES = 1 << 16
 """A body this long or longer is read as a request in a thread (JSON and token counting), off the
@@ -53,9 +57,9 @@ def error_response(exc: ApiError) -> web.Response:
 
 
 def make_app(pacer: Pacer, metrics: ServerMetrics, model: str, limits: Limits = Limits(),
-             connections: Connections | None = None) -> web.Application:
+             connections: Connections | None = None, tokenizer: tokens.Tokenizer | None = None) -> web.Application:
     """The application; `connections` (the guard of its listening socket) hears which connections
-    are in a request."""
+    are in a request; `tokenizer` counts for the served model's family (ChatML's if not given)."""
     middlewares = [_errors]
     if connections is not None:
         @web.middleware
@@ -68,12 +72,15 @@ def make_app(pacer: Pacer, metrics: ServerMetrics, model: str, limits: Limits = 
     app[METRICS] = metrics
     app[MODEL] = model
     app[LIMITS] = limits
+    app[TOKENIZER] = tokenizer or tokens.Tokenizer(tokens.CHATML)
     app.router.add_get("/health", health)
     app.router.add_get("/ping", health)
     app.router.add_get("/v1/models", models)
     app.router.add_get("/metrics", prometheus)
     app.router.add_post("/v1/completions", completions)
     app.router.add_post("/v1/chat/completions", chat_completions)
+    app.router.add_post("/tokenize", tokenize)
+    app.router.add_post("/detokenize", detokenize)
     return app
 
 
@@ -110,14 +117,31 @@ async def prometheus(request: web.Request) -> web.Response:
 
 @dataclass(frozen=True)
 class Prompt:
-    """A request as read: its body, its prompt's tokens and prefix-cache identity, and how it is
-    answered."""
+    """One prompt as read: its tokens, its prefix-cache identity, and its ids when asked for."""
 
-    body: dict
     tokens: int
     segments: tuple
-    stream: bool
-    include_usage: bool
+    ids: list[int] | None = None
+
+
+@dataclass(frozen=True)
+class Request:
+    """A generation request as read: its body, options and prompts (several for a list of
+    prompts to /v1/completions)."""
+
+    body: dict
+    options: Options
+    prompts: tuple[Prompt, ...]
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """What a server reads requests with: its model's name, tokenizer, KV block size and context."""
+
+    model: str
+    tokenizer: tokens.Tokenizer
+    block_size: int
+    max_model_len: int
 
 
 def json_object(raw: bytes) -> dict:
@@ -131,49 +155,86 @@ def json_object(raw: bytes) -> dict:
     return body
 
 
-def read_request(raw: bytes, chat: bool, served_model: str, block_size: int) -> Prompt:
-    """A /v1/completions (or, `chat`, /v1/chat/completions) body as the server takes it. Raises
-    ApiError with vLLM's status and message."""
-    body = json_object(raw)
+def _check_model(body: dict, served_model: str) -> None:
     model = body.get("model")
     if model is not None and model != served_model:
         raise ApiError(404, f"The model `{model}` does not exist.", "NotFoundError", "model")
-    if body.get("n", 1) not in (1, None):
-        raise ApiError(400, "n: only n = 1 is served here", param="n")
-    try:
-        stream = bool(tokens.flag(body.get("stream"), "stream"))
-        options = body.get("stream_options")
-        include_usage = False
-        if isinstance(options, dict):  # (vLLM's StreamOptions: include_usage defaults to true)
-            include_usage = tokens.flag(options.get("include_usage", True), "stream_options.include_usage")
-    except tokens.PromptError as exc:
-        raise ApiError(400, str(exc), param=str(exc).split(":")[0]) from None
-    prompt_len, segments = (chat_prompt if chat else completion_prompt)(body, block_size)
-    return Prompt(body, prompt_len, segments, stream, bool(include_usage))
 
 
-def completion_prompt(body: dict, block_size: int) -> tuple[int, tuple]:
-    """A /v1/completions prompt's tokens and prefix-cache identity (ApiError if it has none)."""
+def read_request(raw: bytes, chat: bool, served: ServedModel) -> Request:
+    """A /v1/completions (or, `chat`, /v1/chat/completions) body as the server takes it. Raises
+    ApiError with vLLM's status and message."""
+    body = json_object(raw)
+    _check_model(body, served.model)
     try:
-        prompt_len = tokens.completion_prompt_tokens(body)
+        options = read_options(body, chat)
+    except FieldError as exc:
+        raise ApiError(400, str(exc), param=exc.param) from None
+    want_ids = options.return_token_ids or options.truncate is not None
+    if chat:
+        prompts = [chat_prompt(body, options, served, want_ids)]
+    else:
+        prompts = completion_prompt(body, options, served, want_ids)
+    if options.truncate is not None:
+        prompts = [_truncate(p, options, served) for p in prompts]
+    return Request(body, options, tuple(prompts))
+
+
+def completion_prompt(body: dict, options: Options, served: ServedModel, want_ids: bool = False) -> list[Prompt]:
+    """A /v1/completions request's prompts, counted, with their prefix-cache identities."""
+    try:
+        prompts = tokens.completion_prompts(body)
     except tokens.PromptError as exc:
         raise ApiError(400, str(exc), param="prompt") from None
-    ids = body.get("prompt_token_ids") or body.get("prompt")
-    if isinstance(ids, list) and len(ids) == 1 and isinstance(ids[0], (list, str)):
-        ids = ids[0]
-    if isinstance(ids, list):
-        return prompt_len, prompt_segments("ids", ids, block_size)
-    return prompt_len, prompt_segments("text", [(ids, prompt_len)], block_size)
+    out = []
+    tok = served.tokenizer
+    salt = options.cache_salt
+    for p in prompts:
+        if isinstance(p, list):
+            out.append(Prompt(len(p), prompt_segments("ids", p, served.block_size, salt), p if want_ids else None))
+            continue
+        n = tok.prompt_tokens(p, options.add_special_tokens)
+        ids = tok.encode(p, options.add_special_tokens) if want_ids else None
+        out.append(Prompt(n, prompt_segments("text", [(p, n)], served.block_size, salt), ids))
+    return out
 
 
-def chat_prompt(body: dict, block_size: int) -> tuple[int, tuple]:
-    """A chat's tokens once its template formats it, and its prefix-cache identity (ApiError if
-    its messages cannot be counted)."""
+def chat_prompt(body: dict, options: Options, served: ServedModel, want_ids: bool = False) -> Prompt:
+    """A chat laid out by the model's template, counted, with its identity (message by message)."""
+    tok = served.tokenizer
+    template = tok.family.template
+    if template is None:
+        raise ApiError(400, "As of transformers v4.44, default chat template is no longer allowed, so you must "
+                            "provide a chat template if the tokenizer does not define one.")
     try:
-        parts = tokens.chat_parts(body)
+        parts = templates.render(template, body.get("messages"), options.add_generation_prompt,
+                                 options.continue_final_message, options.date_string)
     except tokens.PromptError as exc:
         raise ApiError(400, str(exc), param="messages") from None
-    return sum(n for _, n in parts), prompt_segments("chat", parts, block_size)
+    counted = [(identity, text, tok.count(text)) for identity, text in parts]
+    bos = 1 if options.add_special_tokens and tok.bos_id is not None else 0
+    n = sum(c for _, _, c in counted) + bos
+    segments = prompt_segments("chat", [(identity, c + (bos if i == 0 else 0))
+                                        for i, (identity, _, c) in enumerate(counted)],
+                               served.block_size, options.cache_salt)
+    ids = tok.encode("".join(text for _, text, _ in counted), bool(bos)) if want_ids else None
+    return Prompt(n, segments, ids)
+
+
+def _truncate(p: Prompt, options: Options, served: ServedModel) -> Prompt:
+    """vLLM's truncate_prompt_tokens: the prompt's last N tokens (first N, truncation_side right);
+    -1 is the context less one token for the answer."""
+    limit = options.truncate
+    if limit > served.max_model_len:
+        raise ApiError(400, f"truncate_prompt_tokens={limit} cannot be greater than max_model_len = "
+                            f"{served.max_model_len}. Please request a smaller truncation size.",
+                       param="truncate_prompt_tokens")
+    if limit == -1:
+        limit = served.max_model_len - 1
+    if p.tokens <= limit:
+        return p
+    ids = p.ids[-limit:] if options.truncation_side == "left" else p.ids[:limit]
+    return Prompt(len(ids), prompt_segments("ids", ids, served.block_size, options.cache_salt), ids)
 
 
 async def read(request: web.Request, reader, *args):
@@ -185,157 +246,330 @@ async def read(request: web.Request, reader, *args):
     return await asyncio.to_thread(reader, raw, *args)
 
 
-async def _prompt(request: web.Request, chat: bool) -> Prompt:
-    app = request.app
-    return await read(request, read_request, chat, app[MODEL], app[PACER].engine.pool.block_size)
+def _served(app) -> ServedModel:
+    engine = app[PACER].engine
+    return ServedModel(app[MODEL], app[TOKENIZER], engine.pool.block_size, engine.config.max_model_len)
 
 
-def _max_tokens(body: dict, names: tuple[str, ...], prompt_len: int, max_model_len: int) -> int:
-    """The answer's length: max_tokens (vLLM's check and message), or what the context leaves."""
-    if prompt_len >= max_model_len:
-        raise ApiError(400, f"This model's maximum context length is {max_model_len} tokens. However, your "
-                            f"request has {prompt_len} input tokens. Please reduce the length of the input "
-                            "messages.")
-    value = next((body[n] for n in names if body.get(n) is not None), None)
-    if value is None:
-        return max_model_len - prompt_len
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ApiError(400, f"max_tokens must be at least 1, got {value!r}.", param="max_tokens")
-    if value > max_model_len - prompt_len:
-        raise ApiError(400, f"'max_tokens' or 'max_completion_tokens' is too large: {value}. This model's "
-                            f"maximum context length is {max_model_len} tokens and your request has "
-                            f"{prompt_len} input tokens ({value} > {max_model_len} - {prompt_len}).")
+def max_tokens(options: Options, prompt_len: int, max_model_len: int) -> int:
+    """The answer's longest length, as vLLM 0.33 sets it: the prompt within max_model_len, the
+    asked max_tokens at most max_model_len, then cut to what the context leaves."""
+    if prompt_len > max_model_len:
+        raise ApiError(400, f"This model's maximum context length is {max_model_len} tokens. However, your prompt "
+                            f"contains {prompt_len} input tokens, which exceeds this limit even without any output "
+                            "tokens. Please reduce the length of the input prompt.", param="input_tokens")
+    asked = options.max_tokens
+    if asked is not None and asked > max_model_len:
+        raise ApiError(400, f"{options.max_tokens_param}={asked} cannot be greater than max_model_len="
+                            f"{max_model_len}. Please request fewer output tokens.", param=options.max_tokens_param)
+    value = max_model_len - prompt_len if asked is None else min(asked, max_model_len - prompt_len)
+    if value < 1:
+        raise ApiError(400, f"max_tokens must be at least 1, got {value}.", param="max_tokens")
+    if options.min_tokens > value:
+        raise ApiError(400, f"min_tokens must be less than or equal to max_tokens={value}, got "
+                            f"{options.min_tokens}.", param="min_tokens")
     return value
 
 
-def _queue(request: web.Request, prompt: Prompt, output_len: int) -> Stream:
-    pacer = request.app[PACER]
-    try:
-        pacer.check(prompt.tokens, output_len)
-    except RequestRejected as exc:
-        raise ApiError(400, f"the simulated server could never serve this request: {exc.spelled_reason(flag_of)}") from None
-    return pacer.submit(prompt.tokens, output_len, prompt.segments, streaming=prompt.stream)
+@dataclass
+class Choice:
+    """One choice of a response: its request in the engine and how its answer ends."""
+
+    index: int
+    prompt: Prompt
+    stream: Stream
+    answer: tokens.Answer
+    sent: int = 0  # tokens written to the client so far
 
 
-def _usage(stream: Stream, caching: bool) -> dict:
-    usage = {"prompt_tokens": stream.prompt_len, "total_tokens": stream.prompt_len + stream.tokens,
-             "completion_tokens": stream.tokens, "prompt_tokens_details": None}
-    if caching:
-        usage["prompt_tokens_details"] = {"cached_tokens": stream.cached_tokens}
-    return usage
+def _queue(request: web.Request, req: Request) -> list[Choice]:
+    """Every choice of the request, checked and queued on the engine (all or none)."""
+    app = request.app
+    pacer = app[PACER]
+    engine = pacer.engine
+    o = req.options
+    plans = []
+    for p in req.prompts:
+        limit = max_tokens(o, p.tokens, engine.config.max_model_len)
+        answer = tokens.plan_answer(limit, o.min_tokens, o.stop, o.stop_token_ids, o.include_stop)
+        try:
+            pacer.check(p.tokens, answer.tokens)
+        except RequestRejected as exc:
+            raise ApiError(400, "the simulated server could never serve this request: "
+                                f"{exc.spelled_reason(flag_of)}") from None
+        plans.append((p, limit, answer))
+    priority = o.priority if engine.config.scheduling_policy == "priority" else 0
+    changed = asyncio.Event()
+    choices = []
+    key = uuid.uuid4().hex
+    for i, (p, limit, answer) in enumerate(plans):
+        for j in range(o.n):
+            stream = pacer.submit(p.tokens, answer.tokens, p.segments, streaming=o.stream, priority=priority,
+                                  changed=changed, interval=o.stream_interval, reason=answer.reason,
+                                  stop_reason=answer.stop_reason, max_tokens=limit, n=o.n, group=(key, i))
+            choices.append(Choice(i * o.n + j, p, stream, answer))
+    return choices
+
+
+def _request_id(request: web.Request, options: Options, chat: bool) -> str:
+    rid = request.headers.get("X-Request-Id") or options.request_id or uuid.uuid4().hex
+    return f"{'chatcmpl' if chat else 'cmpl'}-{rid}"
 
 
 async def completions(request: web.Request) -> web.StreamResponse:
-    prompt = await _prompt(request, chat=False)
-    output_len = _max_tokens(prompt.body, ("max_tokens",), prompt.tokens,
-                             request.app[PACER].engine.config.max_model_len)
-    return await _answer(request, prompt, _queue(request, prompt, output_len), chat=False)
+    return await _generate(request, chat=False)
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
-    prompt = await _prompt(request, chat=True)
-    output_len = _max_tokens(prompt.body, ("max_completion_tokens", "max_tokens"), prompt.tokens,
-                             request.app[PACER].engine.config.max_model_len)
-    return await _answer(request, prompt, _queue(request, prompt, output_len), chat=True)
+    return await _generate(request, chat=True)
 
 
-async def _answer(request: web.Request, prompt: Prompt, stream: Stream, chat: bool) -> web.StreamResponse:
+async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
+    req = await read(request, read_request, chat, _served(request.app))
+    choices = _queue(request, req)
     pacer = request.app[PACER]
     try:
-        if prompt.stream:
-            return await _stream(request, prompt, stream, chat)
-        while not stream.done:
-            stream.changed.clear()
-            await stream.changed.wait()
-        if stream.finish_reason == "abort":  # (the server is stopping)
+        if req.options.stream:
+            return await _stream(request, req, choices, chat)
+        changed = choices[0].stream.changed
+        while not all(c.stream.done for c in choices):
+            changed.clear()
+            await changed.wait()
+        if any(c.stream.finish_reason == "abort" for c in choices):  # (the server is stopping)
             raise ApiError(503, "the server stopped before this request finished", "ServiceUnavailableError")
-        return web.json_response(_whole(request, stream, chat))
+        return web.json_response(_whole(request, req, choices, chat))
     except (asyncio.CancelledError, ConnectionResetError):
-        pacer.abort(stream)  # the client went away
+        for c in choices:
+            pacer.abort(c.stream)  # the client went away
         raise
     finally:
-        if not stream.done:
-            pacer.abort(stream)
+        for c in choices:
+            if not c.stream.done:
+                pacer.abort(c.stream)
 
 
-def _whole(request: web.Request, stream: Stream, chat: bool) -> dict:
-    app = request.app
-    text = tokens.filler(0, stream.tokens)
-    caching = app[PACER].engine.pool.caching
-    created = int(time.time())
+def _usage(req: Request, choices: list[Choice], caching: bool) -> dict:
+    """vLLM's usage: each prompt once, every choice's tokens, the prompts' cached tokens."""
+    prompt = sum(p.tokens for p in req.prompts)
+    done = sum(c.stream.tokens for c in choices)
+    usage = {"prompt_tokens": prompt, "total_tokens": prompt + done, "completion_tokens": done,
+             "prompt_tokens_details": None}
+    if caching:
+        n = req.options.n
+        usage["prompt_tokens_details"] = {"cached_tokens": sum(choices[i].stream.cached_tokens
+                                                               for i in range(0, len(choices), n))}
+    return usage
+
+
+def _token_str(tid: int, as_ids: bool) -> str:
+    return f"token_id:{tid}" if as_ids else tokens.id_piece(tid)
+
+
+def _logprobs(c: Choice, start: int, end: int, o: Options, chat: bool, offset: int = 0):
+    """vLLM's logprobs of a choice's tokens `start` to `end`: each the filler's token, logprob
+    0.0 (probability 1), its only alternative itself."""
+    if o.logprobs is None:
+        return None
+    ids = [tokens.WORD_IDS[i % len(tokens.WORDS)] for i in range(start, end)]
+    strs = [_token_str(t, o.as_token_ids) for t in ids]
     if chat:
-        choice = {"index": 0, "message": {"role": "assistant", "content": text, "refusal": None, "annotations": None,
-                                          "audio": None, "function_call": None, "tool_calls": [],
-                                          "reasoning_content": None},
-                  "logprobs": None, "finish_reason": "length", "stop_reason": None}
-        return {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": created,
-                "model": app[MODEL], "choices": [choice], "usage": _usage(stream, caching),
-                "prompt_logprobs": None, "kv_transfer_params": None}
-    choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": "length", "stop_reason": None,
-              "prompt_logprobs": None}
-    return {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": created,
-            "model": app[MODEL], "choices": [choice], "usage": _usage(stream, caching),
-            "kv_transfer_params": None}
+        def entry(s: str) -> dict:
+            return {"token": s, "logprob": 0.0, "bytes": list(s.encode())}
+
+        return {"content": [{**entry(s), "top_logprobs": [entry(s)] if o.logprobs else []} for s in strs]}
+    offsets = []
+    at = offset
+    for i in range(start, end):
+        offsets.append(at)
+        at += len(tokens.filler_word(i))
+    return {"text_offset": offsets, "token_logprobs": [0.0] * len(strs), "tokens": strs,
+            "top_logprobs": [{s: 0.0} for s in strs]}
 
 
-async def _stream(request: web.Request, prompt: Prompt, stream: Stream, chat: bool) -> web.StreamResponse:
+def _whole(request: web.Request, req: Request, choices: list[Choice], chat: bool) -> dict:
+    app = request.app
+    o = req.options
+    caching = app[PACER].engine.pool.caching
+    out = []
+    for c in choices:
+        s = c.stream
+        text = c.answer.text(0, s.tokens)
+        reason = s.finish_reason
+        stop_reason = s.stop_reason if reason == "stop" else None
+        logprobs = _logprobs(c, 0, s.tokens, o, chat)
+        if chat:
+            choice = {"index": c.index, "message": {"role": "assistant", "content": text, "refusal": None,
+                                                    "annotations": None, "audio": None, "function_call": None,
+                                                    "tool_calls": [], "reasoning_content": None},
+                      "logprobs": logprobs, "finish_reason": reason, "stop_reason": stop_reason}
+        else:
+            choice = {"index": c.index, "text": text, "logprobs": logprobs, "finish_reason": reason,
+                      "stop_reason": stop_reason, "prompt_logprobs": None}
+        if o.return_token_ids:
+            choice["token_ids"] = [tokens.WORD_IDS[i % len(tokens.WORDS)] for i in range(s.tokens)]
+            if not chat:
+                choice["prompt_token_ids"] = c.prompt.ids
+        out.append(choice)
+    response = {"id": _request_id(request, o, chat), "object": "chat.completion" if chat else "text_completion",
+                "created": int(time.time()), "model": app[MODEL], "choices": out,
+                "usage": _usage(req, choices, caching)}
+    if chat:
+        response["prompt_logprobs"] = None
+        if o.return_token_ids:
+            response["prompt_token_ids"] = req.prompts[0].ids
+    response["kv_transfer_params"] = None
+    return response
+
+
+async def _stream(request: web.Request, req: Request, choices: list[Choice], chat: bool) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream; charset=utf-8",
                                            "Cache-Control": "no-cache"})
     try:
         await response.prepare(request)
-        await _stream_events(request, response, prompt, stream, chat)
+        await _stream_events(request, response, req, choices, chat)
     except ConnectionResetError:
         # The client went away while an event was being written: its request is aborted, and
         # the answer ends here (aiohttp ignores a closed connection at the end of a response;
         # raised further, the disconnect would be logged as a server error with a traceback).
-        request.app[PACER].abort(stream)
+        for c in choices:
+            request.app[PACER].abort(c.stream)
     return response
 
 
-async def _stream_events(request: web.Request, response: web.StreamResponse, prompt: Prompt, stream: Stream,
-                         chat: bool) -> None:
+async def _stream_events(request: web.Request, response: web.StreamResponse, req: Request,
+                         choices: list[Choice], chat: bool) -> None:
     app = request.app
+    o = req.options
     caching = app[PACER].engine.pool.caching
-    include_usage = prompt.include_usage
-    head = {"id": f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}",
-            "object": "chat.completion.chunk" if chat else "text_completion",
+    head = {"id": _request_id(request, o, chat), "object": "chat.completion.chunk" if chat else "text_completion",
             "created": int(time.time()), "model": app[MODEL]}
+    changed = choices[0].stream.changed
 
     async def send(data) -> None:
         await response.write(b"data: " + json.dumps(data).encode() + b"\n\n")
 
-    # A token's event is the same bytes but its text: made once, the text put in between (the
-    # filler words need no JSON escaping).
-    if chat:
-        ongoing = {**head, "choices": [{"index": 0, "delta": {"content": "\x00"}, "logprobs": None,
-                                        "finish_reason": None}]}
-    else:
-        ongoing = {**head, "choices": [{"index": 0, "text": "\x00", "logprobs": None, "finish_reason": None,
-                                        "stop_reason": None}]}
-    before, after = ("data: " + json.dumps(ongoing) + "\n\n").encode().split(b"\\u0000")
-    sent = 0
-    while True:
-        while stream.tokens == sent and not stream.done:
-            stream.changed.clear()
-            await stream.changed.wait()
-        if stream.finish_reason == "abort":
+    # A plain chunk in the middle of a choice is the same bytes but its text: made once a choice,
+    # the text put in between (the filler words need no JSON escaping).
+    plain = o.logprobs is None and not o.return_token_ids and not o.continuous_usage
+    frames: dict[int, tuple[bytes, bytes]] = {}
+
+    def frame(index: int) -> tuple[bytes, bytes]:
+        if index not in frames:
+            choice = ({"index": index, "delta": {"content": "\x00"}, "logprobs": None, "finish_reason": None}
+                      if chat else {"index": index, "text": "\x00", "logprobs": None, "finish_reason": None,
+                                    "stop_reason": None})
+            data = ("data: " + json.dumps({**head, "choices": [choice]}) + "\n\n").encode()
+            frames[index] = tuple(data.split(b"\\u0000"))
+        return frames[index]
+
+    def usage_of(c: Choice) -> dict:
+        return {"prompt_tokens": c.prompt.tokens, "total_tokens": c.prompt.tokens + c.sent,
+                "completion_tokens": c.sent}
+
+    pending = list(choices)
+    while pending:
+        while not any(c.stream.tokens > c.sent or c.stream.done for c in pending):
+            changed.clear()
+            await changed.wait()
+        if any(c.stream.finish_reason == "abort" for c in pending):
             break
-        n = stream.tokens
-        if chat and sent == 0:
-            await send({**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                             "logprobs": None, "finish_reason": None}]})
-        text = tokens.filler(sent, n - sent)
-        sent = n
-        if not stream.done:
-            await response.write(before + text.encode() + after)
-            continue
-        if chat:
-            choice = {"index": 0, "delta": {"content": text}, "logprobs": None, "finish_reason": "length"}
-        else:
-            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": "length", "stop_reason": None}
-        await send({**head, "choices": [choice]})
-        break
-    if include_usage and stream.done:
-        await send({**head, "choices": [], "usage": _usage(stream, caching)})
+        for c in list(pending):
+            s = c.stream
+            n = s.tokens
+            if n == c.sent and not s.done:
+                continue
+            first = c.sent == 0
+            if chat and first:
+                delta = {"role": "assistant", "content": ""}
+                chunk = {**head, "choices": [{"index": c.index, "delta": delta, "logprobs": None,
+                                              "finish_reason": None}]}
+                if o.return_token_ids:
+                    chunk["prompt_token_ids"] = c.prompt.ids
+                await send(chunk)
+            text = c.answer.text(c.sent, n)
+            done = s.done
+            if plain and not done and not (chat and first):
+                before, after = frame(c.index)
+                await response.write(before + text.encode() + after)
+                c.sent = n
+                continue
+            reason = s.finish_reason if done else None
+            logprobs = _logprobs(c, c.sent, n, o, chat, len(c.answer.text(0, c.sent)))
+            if chat:
+                choice = {"index": c.index, "delta": {"content": text}, "logprobs": logprobs,
+                          "finish_reason": reason}
+                if done:
+                    choice["stop_reason"] = s.stop_reason if reason == "stop" else None
+            else:
+                choice = {"index": c.index, "text": text, "logprobs": logprobs, "finish_reason": reason,
+                          "stop_reason": s.stop_reason if reason == "stop" else None}
+                if o.return_token_ids and first:
+                    choice["prompt_token_ids"] = c.prompt.ids
+            if o.return_token_ids:
+                choice["token_ids"] = [tokens.WORD_IDS[i % len(tokens.WORDS)] for i in range(c.sent, n)]
+            c.sent = n
+            chunk = {**head, "choices": [choice]}
+            if o.continuous_usage:
+                chunk["usage"] = usage_of(c)
+            await send(chunk)
+            if done:
+                pending.remove(c)
+    if o.include_usage and not pending:
+        await send({**head, "choices": [], "usage": _usage(req, choices, caching)})
     await response.write(b"data: [DONE]\n\n")
     await response.write_eof()
+
+
+# -- /tokenize and /detokenize ------------------------------------------------------------------------
+
+def read_tokenize(raw: bytes, served: ServedModel) -> dict:
+    """A /tokenize body (vLLM's TokenizeCompletionRequest: a prompt; TokenizeChatRequest:
+    messages) as vLLM's TokenizeResponse."""
+    body = json_object(raw)
+    _check_model(body, served.model)
+    tok = served.tokenizer
+    try:
+        strs = tokens.flag(body.get("return_token_strs"), "return_token_strs")
+        if "messages" in body:
+            if body.get("tools"):
+                raise ApiError(400, "tools: not served by batchtui's simulated engine: tool calling cannot be "
+                                    "simulated", param="tools")
+            if body.get("chat_template") is not None:
+                raise ApiError(400, "chat_template: not served by batchtui's simulated engine: batchtui lays out "
+                                    "only the templates it knows", param="chat_template")
+            options = read_options({k: body[k] for k in ("add_generation_prompt", "continue_final_message",
+                                                         "add_special_tokens", "chat_template_kwargs")
+                                    if k in body}, chat=True)
+            prompt = chat_prompt(body, options, served, want_ids=True)
+            ids = prompt.ids
+        else:
+            text = body.get("prompt")
+            if not isinstance(text, str):
+                raise ApiError(400, "prompt: Input should be a valid string", param="prompt")
+            add = tokens.flag(body.get("add_special_tokens", True), "add_special_tokens") is not False
+            ids = tok.encode(text, add)
+    except (tokens.PromptError, FieldError) as exc:
+        raise ApiError(400, str(exc), param=getattr(exc, "param", None)) from None
+    return {"count": len(ids), "max_model_len": served.max_model_len, "tokens": ids,
+            "token_strs": tok.token_strs(ids) if strs else None}
+
+
+def read_detokenize(raw: bytes, served: ServedModel) -> dict:
+    """A /detokenize body (vLLM's DetokenizeRequest: tokens) as vLLM's DetokenizeResponse."""
+    body = json_object(raw)
+    _check_model(body, served.model)
+    ids = body.get("tokens")
+    if not isinstance(ids, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in ids):
+        raise ApiError(400, "tokens: Input should be a valid list of integers", param="tokens")
+    try:
+        return {"prompt": served.tokenizer.decode(ids)}
+    except tokens.TokenError as exc:
+        raise ApiError(400, str(exc), param="tokens") from None
+
+
+async def tokenize(request: web.Request) -> web.Response:
+    return web.json_response(await read(request, read_tokenize, _served(request.app)))
+
+
+async def detokenize(request: web.Request) -> web.Response:
+    return web.json_response(await read(request, read_detokenize, _served(request.app)))

@@ -37,13 +37,17 @@ MAX_LEAD = 0.002
 
 class Stream:
     """One request as its HTTP handler follows it: tokens produced so far (`tokens`), and
-    `changed`, set when its first token is out, when `Pacer.stream_interval` more are, and when it
-    has ended."""
+    `changed`, set when its first token is out, when `interval` more are, and when it has ended
+    (the choices of one HTTP request share one event). `reason` and `stop_reason` are how it ends
+    when it runs its whole length (a stop matched in the filler: "stop", else "length")."""
 
     __slots__ = ("request_id", "prompt_len", "output_len", "request", "tokens", "done", "finish_reason",
-                 "cached_tokens", "changed", "last_token_time", "told", "streaming")
+                 "cached_tokens", "changed", "last_token_time", "told", "streaming", "interval", "reason",
+                 "stop_reason", "max_tokens", "n", "group")
 
-    def __init__(self, request_id: str, prompt_len: int, output_len: int, streaming: bool = True) -> None:
+    def __init__(self, request_id: str, prompt_len: int, output_len: int, streaming: bool = True,
+                 changed: asyncio.Event | None = None, interval: int = 1, reason: str = "length",
+                 stop_reason=None, max_tokens: int | None = None, n: int = 1, group=None) -> None:
         self.request_id = request_id
         self.streaming = streaming  # its handler streams the tokens (else it waits for the end)
         self.prompt_len = prompt_len
@@ -52,8 +56,14 @@ class Stream:
         self.tokens = 0
         self.done = False
         self.finish_reason = ""
+        self.reason = reason
+        self.stop_reason = stop_reason
+        self.max_tokens = output_len if max_tokens is None else max_tokens  # (vLLM's max_tokens for it)
+        self.n = n  # its prompt's choices (vLLM's n; the request_params_n histogram)
+        self.group = group if group is not None else request_id  # what its prompt's choices share
         self.cached_tokens = 0
-        self.changed = asyncio.Event()
+        self.changed = changed if changed is not None else asyncio.Event()
+        self.interval = interval
         self.told = 0  # tokens its handler has been told of
         self.last_token_time = 0.0
 
@@ -82,13 +92,34 @@ class Recorder:
         os.replace(self.part, self.path)
 
 
+class Observer:
+    """What a Pacer tells of the requests it serves (`batchtui.serve.prom.ServerMetrics` listens):
+    every method is called with the engine's Request, in simulated seconds."""
+
+    def first_token(self, stream: Stream, req) -> None:
+        """Its first token is out (its prefill done)."""
+
+    def tokens(self, stream: Stream, req, new: int, gap: float | None) -> None:
+        """`new` more tokens came in one iteration, `gap` after its previous ones (None: its first)."""
+
+    def iteration(self, tokens: int) -> None:
+        """An iteration ended with outputs: `tokens` prompt tokens computed for the requests whose
+        prefill ended in it, plus the tokens it generated."""
+
+    def finished(self, stream: Stream, req) -> None:
+        """It ended, its whole length run."""
+
+    def aborted(self, stream: Stream) -> None:
+        """Its client went away."""
+
+
 class Pacer:
     """Runs `engine` on the wall clock (`time_scale` simulated seconds per real second) and
-    hands each request's tokens to its Stream. `observer(stream, event, value)` hears of first
-    tokens ("ttft", seconds), token gaps ("itl") and ends ("finish"), in simulated seconds."""
+    hands each request's tokens to its Stream; `observer` (an `Observer`) hears of first tokens,
+    tokens, iterations and ends."""
 
     def __init__(self, engine: Engine, time_scale: float = 1.0, clock: Callable[[], float] = time.monotonic,
-                 observer: Callable | None = None, recorder: Recorder | None = None,
+                 observer: Observer | None = None, recorder: Recorder | None = None,
                  stream_interval: int = 1) -> None:
         self.engine = engine
         # vLLM's --stream-interval: a handler hears of a request's first token at once, then of
@@ -96,7 +127,7 @@ class Pacer:
         self.stream_interval = stream_interval
         self.time_scale = time_scale
         self.clock = clock
-        self.observer = observer
+        self.observer = observer or Observer()
         self.recorder = recorder
         self.wall0 = clock()
         self.sim0 = engine.time
@@ -123,15 +154,19 @@ class Pacer:
         check_request("request", prompt_len, output_len, e.config, e.pool.usable, e.pool.block_size,
                       e.pool.blocks_for)
 
-    def submit(self, prompt_len: int, output_len: int, segments=None, streaming: bool = True) -> Stream:
-        """Queue a request arriving now (checked with `check` first)."""
+    def submit(self, prompt_len: int, output_len: int, segments=None, streaming: bool = True, *,
+               priority: int = 0, **stream_args) -> Stream:
+        """Queue a request arriving now (checked with `check` first); `stream_args` are the
+        Stream's (`changed`, `interval`, `reason`, `stop_reason`, `max_tokens`, `n`, `group`)."""
         rid = f"r{next(self._ids)}"
-        stream = Stream(rid, prompt_len, output_len, streaming)
+        interval = max(self.stream_interval, stream_args.pop("interval", 1))
+        stream = Stream(rid, prompt_len, output_len, streaming, interval=interval, **stream_args)
         arrival = max(self.sim_now(), 0.0)
         engine = self.engine
         if segments is not None and not engine.pool.caching:
             segments = None
-        engine.submit(RequestSpec(rid, arrival, prompt_len, output_len, prompt_segments=segments), arrived=True)
+        engine.submit(RequestSpec(rid, arrival, prompt_len, output_len, priority=priority,
+                                  prompt_segments=segments), arrived=True)
         stream.request = engine.requests.get(rid)  # (None until it arrives if the clock is behind)
         self.active[rid] = stream
         if self.recorder is not None:
@@ -145,8 +180,7 @@ class Pacer:
             return
         if self.engine.abort(stream.request_id):
             self.aborted += 1
-            if self.observer is not None:
-                self.observer(stream, "abort", 0.0)
+            self.observer.aborted(stream)
             self.engine.release(stream.request_id)
             del self.active[stream.request_id]
         # else it has not reached the engine yet (its arrival is still ahead of the engine's
@@ -201,9 +235,9 @@ class Pacer:
         engine = self.engine
         engine.sync()
         requests = engine.requests
-        observe = self.observer
+        observer = self.observer
         ended = []
-        interval = self.stream_interval
+        computed = 0  # this iteration's tokens as vLLM's iteration_tokens_total counts them
         later = []  # streams with more tokens: told after those with their first (a new
         # request's first token is not queued behind a batch's worth of others' writes)
         for stream in self.active.values():
@@ -215,38 +249,38 @@ class Pacer:
                 if stream.finish_reason == "abort":
                     engine.abort(stream.request_id)
                     self.aborted += 1
-                    if observe is not None:
-                        observe(stream, "abort", 0.0)
+                    observer.aborted(stream)
                     ended.append(stream)
                     continue
             n = req.num_output_tokens
             if n > stream.tokens:
-                if stream.tokens == 0:
-                    stream.cached_tokens = max(req.num_cached_tokens, 0)
-                    if observe is not None:
-                        observe(stream, "ttft", req.first_token_time - req.arrival_time)
-                elif observe is not None:
-                    gap = (req.last_token_time - stream.last_token_time) / (n - stream.tokens)
-                    for _ in range(n - stream.tokens):
-                        observe(stream, "itl", gap)
+                new = n - stream.tokens
                 first = stream.tokens == 0
+                computed += new
+                if first:
+                    stream.cached_tokens = max(req.num_cached_tokens, 0)
+                    computed += stream.prompt_len - stream.cached_tokens
+                    observer.first_token(stream, req)
+                observer.tokens(stream, req, new, None if first else req.last_token_time - stream.last_token_time)
                 stream.tokens = n
                 stream.last_token_time = req.last_token_time
                 if req.status == FINISHED:
                     stream.done = True
-                    stream.finish_reason = req.finish_reason
+                    # (it ran its whole length: the engine's "stop" is its output length reached)
+                    stream.finish_reason = "abort" if req.finish_reason == "abort" else stream.reason
                     ended.append(stream)
-                    if observe is not None:
-                        observe(stream, "finish", req.finish_time - req.arrival_time)
+                    observer.finished(stream, req)
                 if not stream.streaming:  # (its handler waits for the end only)
                     if stream.done:
                         later.append(stream)
                 elif first:
                     stream.told = n
                     stream.changed.set()
-                elif stream.done or n - stream.told >= interval:
+                elif stream.done or n - stream.told >= stream.interval:
                     stream.told = n
                     later.append(stream)
+        if computed:
+            observer.iteration(computed)
         for stream in later:
             stream.changed.set()
         for stream in ended:
@@ -254,21 +288,22 @@ class Pacer:
             engine.release(stream.request_id)
 
 
-def prompt_segments(kind: str, parts, block_size: int):
+def prompt_segments(kind: str, parts, block_size: int, salt: str | None = None):
     """A prompt's identity for the prefix cache, as (name, length) segments: token ids block by
     block (a block is named after every id up to its end, so prompts sharing a head share its
-    blocks), a chat message by message (named after every message up to it), a text whole."""
+    blocks), a chat message by message (named after every message up to it), a text whole. A
+    `salt` (vLLM's cache_salt) goes into every name: only prompts with the same salt share."""
+    h = hashlib.blake2b(digest_size=12)
+    if salt is not None:
+        h.update(b"salt\x00" + salt.encode("utf-8", "surrogatepass") + b"\x00")
+    out = []
     if kind == "ids":
         ids = parts
-        h = hashlib.blake2b(digest_size=12)
-        out = []
         for start in range(0, len(ids), block_size):
             chunk = ids[start:start + block_size]
             h.update(json.dumps(chunk).encode())
             out.append((h.hexdigest(), len(chunk)))
         return tuple(out)
-    h = hashlib.blake2b(digest_size=12)
-    out = []
     for text, length in parts:
         h.update(text.encode("utf-8", "surrogatepass") + b"\x00")
         if length > 0:

@@ -366,6 +366,8 @@ class ContinuousScheduler(Scheduler):
                         req.num_cached_tokens = computed
                 waiting.pop_request()
                 req.status = RUNNING
+                if req.first_scheduled_time is None:  # (vLLM's scheduled_ts: its first scheduling)
+                    req.first_scheduled_time = self.now
                 running.admit(req)
                 out.admitted.append(req)
                 scheduled.append((req, n, computed, False))

@@ -341,13 +341,12 @@ def test_a_block_count_of_zero_in_a_scenario_is_refused_not_unset(capsys, tmp_pa
 
 
 def test_an_empty_token_list_is_an_empty_prompt_not_several():
-    from batchtui.serve.tokens import PromptError, completion_prompt_tokens
+    from batchtui.serve.tokens import PromptError, completion_prompts
 
-    with pytest.raises(PromptError, match="the prompt cannot be empty"):
-        completion_prompt_tokens({"prompt": []})
-    with pytest.raises(PromptError, match="a list of several"):
-        completion_prompt_tokens({"prompt": ["one", "two"]})
-    assert completion_prompt_tokens({"prompt": [1, 2, 3]}) == 3
+    with pytest.raises(PromptError, match="Either prompt or prompt_embeds must be provided and non-empty"):
+        completion_prompts({"prompt": []})
+    assert completion_prompts({"prompt": ["one", "two"]}) == ["one", "two"]
+    assert completion_prompts({"prompt": [1, 2, 3]}) == [[1, 2, 3]]
 
 
 def test_a_case_whose_expected_steps_is_a_string_fails_as_a_case(capsys, tmp_path):
