@@ -23,12 +23,11 @@ from .engine import RunSummary, run_scenario
 from .scenario import Scenario
 
 __all__ = [
-    "BACKLOG_SLOPE", "Columns", "HEAVY_TRAFFIC", "at_rate", "KNEE_LATENCY_FACTOR", "Knee", "OVERLOAD", "OVERLOAD_PROMPTS",
-    "RatePoint", "STEADY_MAX_REQUESTS", "STEADY_MIN_REQUESTS", "SUSTAIN_PRECISION", "SUSTAIN_REQUESTS",
-    "SUSTAIN_SLOPE", "Saturation", "find_knee", "keeps_up", "latency_percentiles", "measure_rate",
-    "overload_prompts", "rate_sweep", "runner", "saturated_point", "saturation", "service_rate",
-    "steady_point", "steady_window", "window_for_load", "Remembered",
-]
+    "BACKLOG_SLOPE", "Columns", "HEAVY_TRAFFIC", "at_rate", "KNEE_LATENCY_FACTOR", "Knee", "OVERLOAD",
+    "OVERLOAD_PROMPTS", "RatePoint", "STEADY_MAX_REQUESTS", "STEADY_MIN_REQUESTS", "SUSTAIN_PRECISION",
+    "SUSTAIN_REQUESTS", "SUSTAIN_SLOPE", "Saturation", "find_knee", "keeps_up", "latency_percentiles",
+    "measure_rate", "overload_prompts", "rate_sweep", "runner", "saturated_point", "saturation", "service_rate",
+    "steady_point", "steady_window", "window_for_load", "Remembered"]
 
 # -- the knee ------------------------------------------------------------------------------------
 
@@ -334,24 +333,19 @@ def keeps_up(summary: RunSummary) -> tuple[bool, float]:
 # It is found in two steps:
 # 1. Traffic at OVERLOAD times the burst's rate, OVERLOAD_PROMPTS requests: the queue fills and
 #    stays full, arrivals are staggered as in steady traffic, and the middle half of the
-#    completions gives the service rate with a full queue (`service_rate`; from 2,000 requests
-#    it wanders by 1 % between seeds, 36.2-36.6 req/s where 5,000 read 36.3-36.5). If that run never
-#    preempts nor fills the KV cache past KV_FULL, lighter traffic, which holds fewer requests,
-#    cannot either: the service rate is the saturated rate (below it the queue drains, above it
-#    grows). Its error is about 1 % (seeds 0-3: 36.3-36.5 req/s where 20,000-request runs keep
-#    up at 36.0 and climb at 37.0).
+#    completions gives the service rate with a full queue (`service_rate`; seeds 0-3 read
+#    36.3-36.5 req/s from 5,000 requests, 36.2-36.6 from 2,000). If that run never preempts nor
+#    fills the KV cache past KV_FULL, lighter traffic cannot either: the service rate is the
+#    saturated rate, within about 1 % (20,000-request runs keep up at 36.0 and climb at 37.0).
 # 2. If the full queue preempts (the KV cache, not the seats, bounds the batch), a full queue
 #    thrashes and serves less than lighter traffic can sustain, and which rates keep up is a
 #    matter of time: a fluctuation that fills the cache tips the replica into the thrashing state,
 #    from which it does not recover while traffic stays above the full queue's rate. The rate is
 #    then searched on runs of the horizon: stepped by SUSTAIN_STEP from the full queue's rate
 #    until one run keeps up and one does not, then bisected to SUSTAIN_PRECISION.
-#    So it is, too, when the full queue serves less than the burst completed from a standing start
-#    (`Saturation.degraded`): something loses work under overload that lighter traffic does not.
-#    The API server does (`sim/frontend.py`): overloaded, it takes requests in as they come and
-#    streams the engine's tokens behind them, so a full queue's completions lag what it sustains
-#    (Llama 3.2 1B on an H100, 32 seats, 64/16: 726 req/s with the queue full, 769 from 1,000
-#    queued at once, and 20,000 requests at 762 req/s keep up; without the server, 1,221 and 995).
+#    So it is when the full queue serves less than the burst (`Saturation.degraded`): overloaded,
+#    the API server (`sim/frontend.py`) takes requests in ahead of the tokens it streams (Llama 3.2
+#    1B, H100, 32 seats, 64/16: full queue 726 req/s, burst 769, 20,000 at 762 keep up).
 OVERLOAD = 1.25
 OVERLOAD_PROMPTS = 5000
 KV_FULL = 0.95
@@ -401,8 +395,8 @@ class Saturation:
     searched: list = field(default_factory=list)
     """(rate, kept up, E2E slope) of each run of the search, in the order run."""
     exact: bool = True
-    """False when the search was skipped (`saturation(search=False)` on a thrashing or degraded
-    replica): `rate` is then the full queue's rate, a lower bound."""
+    """False when the search was skipped (`saturation(search=False)`, thrashing or degraded):
+    `rate` is then the full queue's rate, a lower bound."""
     degraded: bool = False
     """The full queue serves less than the burst completed (by more than SUSTAIN_PRECISION): the
     rate was searched on long runs, as for a thrashing one."""
