@@ -587,9 +587,9 @@ class Engine:
         policies stand for classic servers, whose front is not modelled."""
         if not self._frontend_wanted or not config.api_server_count or config.batching != "continuous":
             return FrontendCosts(servers=0)  # (the other policies stand for classic servers)
-        d = self.deployment
+        d, w = self.deployment, self.scenario.workload
         return FrontendCosts(d.frontend_request_s, d.frontend_prompt_token_s, d.frontend_output_token_s,
-                             config.api_server_count)
+                             config.api_server_count, w.client_request_s, w.client_token_s)
 
     def _next_event(self) -> float:
         """When the next request reaches the engine, or (through the API server) is sent."""

@@ -25,6 +25,14 @@ tokens reach their clients when the last server is done with its share. Requests
 in the order they were sent (with N servers one may finish its job before an earlier one's; the
 engine reads it after that one: its input stays in order).
 
+The client that sends the requests and reads the streams may be one more serial server in front
+(`client_request_s`, `client_token_s`; none by default, the client taken as free, as vllm bench
+serve's one asyncio process nearly is): a load generator whose own work is a real share of what it
+measures, such as a Python client whose threads share one interpreter. It builds and sends each
+request (its clock, TTFT's start, already running) and parses each token's event after the API
+server has streamed it, one job at a time, first come first served: a client sees a token when it
+has parsed it, and a capped client sends its next request then.
+
 This is what dissolves the lockstep of capped clients: a wave of requests that finish together
 is sent again as its answers reach the clients, and reaches the engine spread over the
 frontend's time for the wave's jobs; and at high concurrency the frontend's time per token is a
@@ -64,10 +72,20 @@ class FrontendCosts:
     """Detokenizing one output token and streaming it as a server-sent event."""
     servers: int = 1
     """API server processes (vLLM's --api-server-count; 0: none, an offline run)."""
+    client_request_s: float = 0.0
+    """The client's own work on a request before it is sent (building it, the HTTP call)."""
+    client_token_s: float = 0.0
+    """The client's own work on each streamed token's event (reading and parsing it)."""
 
     @property
     def on(self) -> bool:
-        return self.servers > 0 and (self.request_s > 0 or self.prompt_token_s > 0 or self.output_token_s > 0)
+        return self.servers > 0 and (self.request_s > 0 or self.prompt_token_s > 0 or self.output_token_s > 0
+                                     or self.client)
+
+    @property
+    def client(self) -> bool:
+        """Whether the client is a server of its own (it costs something)."""
+        return self.client_request_s > 0 or self.client_token_s > 0
 
     def tokenizing(self, prompt_len: int) -> float:
         """The tokenizer thread's time for a prompt."""
@@ -90,6 +108,8 @@ class Frontend:
         self._free = [0.0] * costs.servers  # when each server's event loop finishes the jobs it has
         self._tokenizer = [0.0] * costs.servers  # when each server's tokenizer thread is free
         self._turn = 0  # the server the next request's job goes to
+        self._client = costs.client  # the client has work of its own
+        self._client_free = 0.0  # when the client finishes the jobs it has
         self._due: deque[tuple[float, RequestSpec, object]] = deque()  # (reaches the engine, spec, origin)
         self._last_due = 0.0
         self.origin = None  # where the request last popped came from (see Arrivals.origin)
@@ -114,6 +134,10 @@ class Frontend:
             k = self._turn
             self._turn = k + 1 if k + 1 < servers else 0
             sent = spec.arrival_time
+            if self._client:  # the client's own work on it before it leaves
+                begin = self._client_free
+                sent = (sent if sent >= begin else begin) + costs.client_request_s
+                self._client_free = sent
             begin = free[k]
             handled = (sent if sent >= begin else begin) + costs.request_s
             free[k] = handled
@@ -146,6 +170,8 @@ class Frontend:
         sent = self.arrivals.next_at
         if sent < due:
             costs = self.costs
+            if self._client:
+                sent = sent + costs.client_request_s
             least = sent + costs.request_s  # (summed in the order `advance` sums)
             if len(self._free) == 1:
                 least += costs.tokenizing(self.arrivals.peek().prompt_len)
@@ -176,19 +202,23 @@ class Frontend:
         c = self.costs.output_token_s
         if len(free) == 1:
             begin = free[0]
-            done = (ready if ready >= begin else begin) + tokens * c
-            free[0] = done
-            return done
-        share, extra = divmod(tokens, len(free))
-        seen = ready
-        for k, begin in enumerate(free):
-            n = share + 1 if k < extra else share
-            if not n:
-                continue
-            done = (ready if ready >= begin else begin) + n * c
-            free[k] = done
-            if done > seen:
-                seen = done
+            seen = (ready if ready >= begin else begin) + tokens * c
+            free[0] = seen
+        else:
+            share, extra = divmod(tokens, len(free))
+            seen = ready
+            for k, begin in enumerate(free):
+                n = share + 1 if k < extra else share
+                if not n:
+                    continue
+                done = (ready if ready >= begin else begin) + n * c
+                free[k] = done
+                if done > seen:
+                    seen = done
+        if self._client:  # then the client parses them
+            begin = self._client_free
+            seen = (seen if seen >= begin else begin) + tokens * self.costs.client_token_s
+            self._client_free = seen
         return seen
 
     def _one_by_one(self, ends: list, tokens: int, quiet: bool) -> list:
@@ -220,7 +250,8 @@ class Frontend:
         free = self._free
         servers = len(free)
         quiet = self.arrivals.next_at > last  # no request is sent before the last is ready
-        if quiet:
+        idle = False
+        if quiet and not self._client:  # (with a client of its own, one job at a time below)
             share, extra = divmod(tokens, servers)
             step = (share + (extra > 0)) * self.costs.output_token_s  # the slowest server's share
             first = ends[0]

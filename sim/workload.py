@@ -207,6 +207,10 @@ class WorkloadSpec:
     ramp_up_end_rps: float = 0.0
     # vllm bench serve's --max-concurrency: requests the client keeps in flight at most (0 = no cap).
     max_concurrency: int = 0
+    # The client's own work (sim.frontend), in seconds: on each request before it is sent, and on
+    # each streamed token it reads; 0 = a client taken as free (vllm bench serve's, by default).
+    client_request_s: float = 0.0
+    client_token_s: float = 0.0
     # Lengths from a dataset file instead of `input`/`output`: "sharegpt" (JSON) or "custom"
     # (JSON Lines of {"prompt": ...}); `dataset_output_len` > 0 replaces the file's output lengths.
     dataset: str = "random"
@@ -257,6 +261,10 @@ class WorkloadSpec:
                                   f"requests/s, at least the start rate ({self.ramp_up_start_rps:g})")
         if _not_whole(self.max_concurrency) or self.max_concurrency < 0:
             raise ConfigError("workload.max_concurrency", self.max_concurrency, "a whole number >= 0 (0 = no cap)")
+        for name in ("client_request_s", "client_token_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+                raise ConfigError(f"workload.{name}", value, "seconds >= 0 (0: the client is taken as free)")
         if (self.num_prompts == 0 and self.request_rate == math.inf and not self.max_concurrency
                 and self.arrival not in ("trace", "all-at-once")):
             # Endless traffic all arriving at once would be endless requests at one instant.

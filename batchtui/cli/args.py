@@ -134,6 +134,12 @@ def add_traffic_args(p: argparse.ArgumentParser, *, rate_flag: bool = True, coun
                         "Lines of ours, {\"arrival_time\": s, \"prompt_len\": n, \"output_len\": n}, or "
                         "vLLM's timed trace, {\"timestamp\": s, \"input_length\": n, "
                         "\"output_length\": n, \"hash_ids\": [...]}")
+    x.add_argument("--client-request-ms", type=o.non_negative_float, metavar="MS",
+                   help="the client's own work on each request before it is sent, one request at a time "
+                        "(default 0: a free client, as vllm bench serve's is taken)")
+    x.add_argument("--client-token-ms", type=o.non_negative_float, metavar="MS",
+                   help="the client's own work on each streamed token (reading and parsing its event), "
+                        "one at a time (default 0)")
     x.add_argument("--seed", type=o.seed, metavar="N", help="random seed (default 0)")
     t.add_argument("--no-oversample", action="store_true",
                    help="with a dataset file: refused (the simulator oversamples a short file, as vLLM by "

@@ -50,7 +50,8 @@ SHOWN = ("request_throughput", "output_throughput", "mean_ttft_ms", "median_ttft
          "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "median_itl_ms", "p99_itl_ms")
 DETAILED = ("input_lens", "output_lens", "start_times")
 # Metadata keys that are traffic, not engine dials.
-TRAFFIC_METADATA = {"random_range_ratio": o.range_ratio}
+TRAFFIC_METADATA = {"random_range_ratio": o.range_ratio, "client_request_ms": o.non_negative_float,
+                    "client_token_ms": o.non_negative_float}
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,8 @@ def metadata_dials(data: dict, path: str) -> tuple[dict, dict]:
         if not isinstance(value, str):
             continue
         name = key.strip().lstrip("-")
-        if name in TRAFFIC_METADATA:
+        if name.replace("-", "_") in TRAFFIC_METADATA:
+            name = name.replace("-", "_")
             traffic[name] = _convert(TRAFFIC_METADATA[name], value, key, path)
             continue
         f = spellings.get(name) or spellings.get(name.replace("-", "_"))
@@ -360,7 +362,10 @@ def build_run(path: str, label: str, data: dict, base: Scenario, given: dict, tr
             end = _number(data, "ramp_up_end_rps", where)
             workload = replace(workload, ramp_up_strategy=str(strategy), ramp_up_start_rps=start,
                                ramp_up_end_rps=end, request_rate=math.inf)
-    sc = replace(sc, workload=replace(workload, max_concurrency=cap))
+    # The client's own costs, when the file states its client (`--metadata client-token-ms=0.4`).
+    client = {f"client_{k}_s": traffic[f"client_{k}_ms"] / 1000 for k in ("request", "token")
+              if f"client_{k}_ms" in traffic}
+    sc = replace(sc, workload=replace(workload, max_concurrency=cap, **client))
     metrics = {}
     for key, value in data.items():
         if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):

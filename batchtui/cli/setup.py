@@ -281,6 +281,10 @@ def _workload(args, w: WorkloadSpec, model, rate_flag: bool, from_file: bool) ->
             w = replace(w, think_time=args.think_time)
     if args.max_concurrency is not None:
         w = replace(w, max_concurrency=args.max_concurrency)
+    for flag in ("request", "token"):
+        ms = getattr(args, f"client_{flag}_ms", None)
+        if ms is not None:
+            w = replace(w, **{f"client_{flag}_s": ms / 1000})
     for side in ("input", "output"):
         spec = getattr(w, side)
         mean = getattr(args, f"random_{side}_len")

@@ -100,3 +100,20 @@ def test_compare_simulates_a_capped_run_with_the_cap(capsys, tmp_path):
     # four in flight: shorter waits for the first token, fewer requests a second
     assert capped["median_ttft_ms"] < free["median_ttft_ms"]
     assert capped["request_throughput"] < free["request_throughput"]
+
+
+def test_a_client_with_work_of_its_own_from_the_flags_and_from_a_files_metadata(capsys, tmp_path):
+    """--client-request-ms and --client-token-ms put a serial client in front (sim.frontend): one
+    request at a time, its TTFT grows by the client's work on it and on its first token. A result
+    file states its client with `--metadata client-request-ms=... client-token-ms=...` entries,
+    which `compare` replays (the published InferenceBench runs, whose client is LiteLLM)."""
+    free = sim_json(capsys, "--request-rate", "inf", "--max-concurrency", "1")
+    busy = sim_json(capsys, "--request-rate", "inf", "--max-concurrency", "1",
+                    "--client-request-ms", "2.5", "--client-token-ms", "0.4")
+    assert busy["median_ttft_ms"] - free["median_ttft_ms"] == pytest.approx(2.9, rel=1e-3)
+    code, _, err = run(capsys, "sim", *SMALL, "--client-token-ms", "-1")
+    assert code == 2 and "--client-token-ms: expected a number >= 0, got '-1'" in err
+    published = Path(__file__).parent.parent / "data" / "published" / "inferencebench-h100-c4.json"
+    w = load_run(str(published), Scenario(), {}, str(tmp_path), 0).scenario.workload
+    assert (w.client_request_s, w.client_token_s) == (0.0025, 0.0004)
+    assert w.max_concurrency == 4 and w.input.mean == 47 and w.output.mean == 128

@@ -98,14 +98,21 @@ LENGTHS = {
 }
 
 
+# A client with work of its own (sim.frontend): none (vllm bench serve's, taken as free), or one
+# slow enough that its jobs queue (a request's longer than an iteration, a token's a share of one).
+CLIENTS = [(0.0, 0.0), (0.0, 0.0), (0.002, 3e-4), (0.0, 1e-4)]
+
+
 @st.composite
 def workloads(draw) -> WorkloadSpec:
     kind = draw(st.sampled_from(["poisson", "gamma", "constant", "bursts", "inf", "trace", "hash-trace"]))
     n = draw(st.integers(1, 20))
+    client_request_s, client_token_s = draw(st.sampled_from(CLIENTS))
+    client = {"client_request_s": client_request_s, "client_token_s": client_token_s}
     if kind in ("trace", "hash-trace"):
         path = _trace(draw(st.integers(0, 5)), n, kind == "hash-trace", draw(st.booleans()))
         return WorkloadSpec(arrival="trace", trace_path=path, hash_block_size=16,
-                            max_concurrency=draw(st.sampled_from([0, 0, 1, 3])))
+                            max_concurrency=draw(st.sampled_from([0, 0, 1, 3])), **client)
     arrival = "poisson" if kind == "inf" else kind
     rate = math.inf if kind == "inf" else draw(st.sampled_from([2.0, 20.0, 200.0]))
     turns = draw(st.sampled_from([1, 1, 2, 3]))
@@ -118,7 +125,7 @@ def workloads(draw) -> WorkloadSpec:
         output=LENGTHS[draw(st.sampled_from(sorted(LENGTHS)))](draw(st.sampled_from([1, 6, 30]))),
         max_concurrency=draw(st.sampled_from([0, 0, 1, 2, 5])),
         turns=turns, think_time=draw(st.sampled_from([0.0, 0.01, 0.3])) if turns > 1 else 0.0,
-        prefix_len=prefix, num_prefixes=draw(st.sampled_from([1, 3])) if prefix else 1)
+        prefix_len=prefix, num_prefixes=draw(st.sampled_from([1, 3])) if prefix else 1, **client)
 
 
 @st.composite
@@ -301,6 +308,15 @@ def sliced(engine: Engine, dials: list[tuple[int, tuple]], cuts: list[tuple[str,
                                          output=LengthSpec("uniform", 30, 1, 60)),
                    block_size=4, num_gpu_blocks_override=3 * 101, seed=7, speculative_config=SPECULATIVE[1]), False),
          [(20, ("engine.max_num_seqs", 1))], [("time", 0.01), ("step", 0.1), ("iterations", 0.2)])
+# A client with work of its own under Poisson arrivals: decode stretches stop where its requests,
+# sent and built, reach the engine (sim.frontend's horizon), synchronous and async.
+@example((Scenario(workload=WorkloadSpec(request_rate=20.0, num_prompts=20, input=LengthSpec("fixed", 24),
+                                         output=LengthSpec("fixed", 30), client_request_s=0.002,
+                                         client_token_s=3e-4)), False), [], [])
+@example((Scenario(engine={"async_scheduling": True},
+                   workload=WorkloadSpec(request_rate=20.0, num_prompts=20, input=LengthSpec("fixed", 24),
+                                         output=LengthSpec("fixed", 30), client_request_s=0.002,
+                                         client_token_s=3e-4)), False), [], [])
 def test_fast_step_by_step_and_sliced_runs_agree(drawn, dials, cuts):
     scenario, api_server = drawn
     dials = sorted(dials, key=lambda d: d[0])
@@ -329,7 +345,8 @@ def async_decoding(draw) -> Scenario:
         input=LENGTHS[draw(st.sampled_from(["short", "uniform"]))](draw(st.sampled_from([8, 60, 200]))),
         output=LENGTHS[draw(st.sampled_from(sorted(LENGTHS)))](draw(st.sampled_from([20, 60, 120]))),
         max_concurrency=draw(st.sampled_from([0, 0, 3])),
-        turns=draw(st.sampled_from([1, 1, 2])), think_time=draw(st.sampled_from([0.0, 0.05])))
+        turns=draw(st.sampled_from([1, 1, 2])), think_time=draw(st.sampled_from([0.0, 0.05])),
+        **dict(zip(("client_request_s", "client_token_s"), draw(st.sampled_from(CLIENTS)))))
     engine = {"async_scheduling": True, "max_num_seqs": draw(st.sampled_from([2, 4, 8, 64])),
               "max_num_batched_tokens": draw(st.sampled_from([64, 512, 8192])), "max_model_len": max_model_len,
               "enable_prefix_caching": draw(st.booleans()),

@@ -5,6 +5,7 @@ sees is what it delivers. Checked on headless runs against the costs it is given
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -119,3 +120,42 @@ def test_a_submitted_request_goes_through_the_server_and_is_refused_at_once():
     (rec,) = engine.metrics.records
     d = engine.deployment
     assert rec.ttft > d.frontend_request_s + d.frontend_prompt_token_s * 512
+
+
+def _client(n: int, request_s: float, token_s: float, **kw) -> Scenario:
+    sc = _wave(n, **kw)
+    return replace(sc, workload=replace(sc.workload, client_request_s=request_s, client_token_s=token_s))
+
+
+def test_a_client_with_work_of_its_own_is_a_serial_server_in_front():
+    """A client that spends 2 ms on a request before it leaves and 0.4 ms on each token it reads:
+    alone, a request's TTFT is those 2 ms and its first token's 0.4 ms more, its TPOT unchanged
+    (the client keeps up with 6 ms iterations); 64 streams read through it at most 1 / 0.4 ms =
+    2,500 tokens/s, each client's gap the batch's share of that."""
+    free = run_scenario(_wave(1)).records[0]
+    busy = run_scenario(_client(1, 0.002, 4e-4)).records[0]
+    assert busy.ttft - free.ttft == pytest.approx(0.002 + 4e-4, rel=1e-6)
+    assert busy.tpot == pytest.approx(free.tpot, rel=1e-9)
+    many = run_scenario(_client(64, 0.0, 4e-4, prompt=64, output=200)).metrics
+    assert many["output_throughput"] == pytest.approx(2500, rel=0.05)
+    assert many["median_itl_ms"] == pytest.approx(64 * 0.4, rel=0.01)
+    assert run_scenario(_wave(64, prompt=64, output=200)).metrics["output_throughput"] > 3 * 2500
+
+
+def test_a_capped_client_sends_its_next_request_once_it_has_read_the_last_answer():
+    """One request at a time: each is sent when the client has parsed the last token of the one
+    before (its E2E), and reaches the engine its 2 ms of building later."""
+    sc = _client(3, 0.002, 4e-4, output=20)
+    sc = replace(sc, workload=replace(sc.workload, max_concurrency=1))
+    engine = Engine(sc)
+    engine.run()
+    recs = sorted(engine.metrics.records, key=lambda r: r.arrival_time)
+    for before, after in zip(recs, recs[1:]):
+        assert after.arrival_time == pytest.approx(before.arrival_time + before.e2e, rel=1e-9)
+    assert recs[1].ttft == pytest.approx(recs[0].ttft, rel=1e-6)  # the same path each time
+
+
+def test_a_client_costing_nothing_is_no_client():
+    assert run_scenario(_client(8, 0.0, 0.0, output=20)).metrics == run_scenario(_wave(8, output=20)).metrics
+    with pytest.raises(Exception, match="client_token_s"):
+        _client(1, 0.0, -1.0).workload.validate()
