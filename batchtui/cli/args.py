@@ -78,6 +78,8 @@ def add_setup_args(p: argparse.ArgumentParser) -> None:
 
 def add_traffic_args(p: argparse.ArgumentParser, *, rate_flag: bool = True, count_help: str = "") -> None:
     t = p.add_argument_group("traffic (vllm bench serve's flags and defaults)")
+    from sim.dials import find
+
     from .vllm_flag_rows import DATASET_REFUSALS
 
     t.add_argument("--dataset-name", choices=DATASET_NAMES + tuple(DATASET_REFUSALS), default=None,
@@ -134,12 +136,9 @@ def add_traffic_args(p: argparse.ArgumentParser, *, rate_flag: bool = True, coun
                         "Lines of ours, {\"arrival_time\": s, \"prompt_len\": n, \"output_len\": n}, or "
                         "vLLM's timed trace, {\"timestamp\": s, \"input_length\": n, "
                         "\"output_length\": n, \"hash_ids\": [...]}")
-    x.add_argument("--client-request-ms", type=o.non_negative_float, metavar="MS",
-                   help="the client's own work on each request before it is sent, one request at a time "
-                        "(default 0: a free client, as vllm bench serve's is taken)")
-    x.add_argument("--client-token-ms", type=o.non_negative_float, metavar="MS",
-                   help="the client's own work on each streamed token (reading and parsing its event), "
-                        "one at a time (default 0)")
+    for path in ("workload.client_request_s", "workload.client_token_s"):
+        spec = find(path)  # (the flag in ms, the value in seconds: the dial's flag_scale)
+        x.add_argument(spec.flag, type=o.dial_type(spec), metavar="MS", help=spec.help)
     x.add_argument("--seed", type=o.seed, metavar="N", help="random seed (default 0)")
     t.add_argument("--no-oversample", action="store_true",
                    help="with a dataset file: refused (the simulator oversamples a short file, as vLLM by "

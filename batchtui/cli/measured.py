@@ -26,6 +26,7 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from sim.dials import find
 from sim.replay_lengths import lognormal_lengths, output_lengths
 from sim.scenario import Scenario
 from sim.workload import LengthSpec, WorkloadSpec
@@ -50,8 +51,10 @@ SHOWN = ("request_throughput", "output_throughput", "mean_ttft_ms", "median_ttft
          "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "median_itl_ms", "p99_itl_ms")
 DETAILED = ("input_lens", "output_lens", "start_times")
 # Metadata keys that are traffic, not engine dials.
-TRAFFIC_METADATA = {"random_range_ratio": o.range_ratio, "client_request_ms": o.non_negative_float,
-                    "client_token_ms": o.non_negative_float}
+# The client's costs are read as their flags read them (ms written, seconds kept: the dials' flag_scale).
+TRAFFIC_METADATA = {"random_range_ratio": o.range_ratio,
+                    "client_request_ms": o.dial_type(find("workload.client_request_s")),
+                    "client_token_ms": o.dial_type(find("workload.client_token_s"))}
 
 
 @dataclass(frozen=True)
@@ -363,8 +366,7 @@ def build_run(path: str, label: str, data: dict, base: Scenario, given: dict, tr
             workload = replace(workload, ramp_up_strategy=str(strategy), ramp_up_start_rps=start,
                                ramp_up_end_rps=end, request_rate=math.inf)
     # The client's own costs, when the file states its client (`--metadata client-token-ms=0.4`).
-    client = {f"client_{k}_s": traffic[f"client_{k}_ms"] / 1000 for k in ("request", "token")
-              if f"client_{k}_ms" in traffic}
+    client = {f"client_{k}_s": traffic[f"client_{k}_ms"] for k in ("request", "token") if f"client_{k}_ms" in traffic}
     sc = replace(sc, workload=replace(workload, max_concurrency=cap, **client))
     metrics = {}
     for key, value in data.items():

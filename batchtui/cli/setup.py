@@ -281,10 +281,10 @@ def _workload(args, w: WorkloadSpec, model, rate_flag: bool, from_file: bool) ->
             w = replace(w, think_time=args.think_time)
     if args.max_concurrency is not None:
         w = replace(w, max_concurrency=args.max_concurrency)
-    for flag in ("request", "token"):
-        ms = getattr(args, f"client_{flag}_ms", None)
-        if ms is not None:
-            w = replace(w, **{f"client_{flag}_s": ms / 1000})
+    for flag, name in (("client_request_ms", "client_request_s"), ("client_token_ms", "client_token_s")):
+        seconds = getattr(args, flag, None)  # (in seconds: the dial's flag_scale read the ms)
+        if seconds is not None:
+            w = replace(w, **{name: seconds})
     for side in ("input", "output"):
         spec = getattr(w, side)
         mean = getattr(args, f"random_{side}_len")
