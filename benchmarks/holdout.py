@@ -40,7 +40,8 @@ GPU, MODEL = "h100-sxm", "llama-3.1-8b"
 TRAIN = ("inferencebench-h100-c1.json", "inferencebench-h100-c4.json")
 TRAIN_KEYS = ("median_tpot_ms",)
 """The figures of the training runs the fit sees: their decode step (their TTFTs are figures of
-the set too, but a capped wave of fixed lengths replays in lockstep: tests/data/published)."""
+the set too, but they hold the client's and the API server's time, which a fit of the engine's
+efficiencies would fold into them: tests/data/published)."""
 FIXED = ("eta_mfu", "eta_attn", "overhead_s", "overhead_per_seq_s")
 NAME = f"{GPU}-calibrated"
 

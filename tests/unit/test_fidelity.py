@@ -56,6 +56,9 @@ def test_each_file_says_where_it_comes_from_what_it_measured_and_what_is_unknown
         assert isinstance(data[key], (int, float)) and data[key] > 0
     for key in meta.get("set_aside", {}):
         assert key in meta["measured"] and meta["set_aside"][key].strip()
+    # A client with work of its own is replayed only from sourced costs.
+    if "client-request-ms" in data or "client-token-ms" in data:
+        assert "client" in meta and "PR" in meta["client"], "a client's costs need their sources"
 
 
 def test_every_counted_figure_is_within_its_tolerance_or_a_known_miss(table):

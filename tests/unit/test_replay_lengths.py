@@ -16,8 +16,7 @@ from sim.replay_lengths import IMPLYING_KEYS, SPREAD_FLOOR, Z99, implied_output_
 from sim.scenario import Scenario
 from tests.unit.cli_run import run
 
-# The settings of the published InferenceBench point at concurrency 16 (tests/data/published/
-# inferencebench-h100-c16.json: 512 in / 128 out, 320 requests, all due at once, 16 in flight).
+# Issue 36's capped case (item 2): 512 in / 128 out, 320 requests, all due at once, 16 in flight.
 CAPPED = ("--input-len", "512", "--output-len", "128", "--num-prompts", "320", "--max-concurrency", "16",
           "--request-rate", "inf", "--percentile-metrics", "ttft,tpot,itl,e2el", "--seed", "3")
 
@@ -83,8 +82,8 @@ def test_equal_lengths_are_not_given_a_spread(capsys, tmp_path):
 
 
 def test_a_file_without_the_percentiles_replays_at_the_mean(varied, tmp_path):
-    """The published points give no E2EL percentiles: the mean, as before (and the capped
-    InferenceBench point's replay stays in lockstep; README says why)."""
+    """The published points give no E2EL percentiles: the mean, as before (the InferenceBench
+    points replay the fixed lengths their harness sends)."""
     path, data, _ = varied
     for key in IMPLYING_KEYS:
         partial = {k: v for k, v in data.items() if k != key}
