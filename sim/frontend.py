@@ -223,8 +223,8 @@ class Frontend:
 
     def _one_by_one(self, ends: list, tokens: int, quiet: bool) -> list:
         """`output` for each of `ends` in turn (`quiet`: no request is sent before the last), its
-        one-server job written out: the same sums in the same order."""
-        if len(self._free) > 1:
+        one-server job written out (without a client of its own): the same sums in the same order."""
+        if len(self._free) > 1 or self._client:
             job = self._job if quiet else self.output
             return [job(e, tokens) for e in ends]
         free = self._free
