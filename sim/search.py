@@ -27,7 +27,7 @@ from sim.planning import Slo
 
 __all__ = ["GridPoint", "PointResult", "SCREEN_PRECISION", "SCREEN_PROMPTS", "SCREEN_WINDOW", "SCREEN_WINDOW_S",
            "confirm_point", "context_key", "cost", "grid", "pareto_front", "point_key", "point_scenario",
-           "screen_point", "spread", "survivors"]
+           "screen_point", "spec_text", "spec_word", "spread", "survivors"]
 
 # The screen: plan's search (`sim.rate_plan.plan_rate`) on one seed with short runs and a coarse
 # precision; only the points it keeps are searched and confirmed as `plan` does.
@@ -50,33 +50,64 @@ class GridPoint:
     enable_prefix_caching: bool
     enable_expert_parallel: bool = False
     """A mixture of experts' experts placed whole on the GPUs (`--enable-expert-parallel`)."""
+    speculative_config: str = ""
+    """vLLM's `--speculative-config` JSON in one spelling (`spec_text`); "" for none."""
 
     @property
     def parallel(self) -> str:
         """How the GPUs share the model: "tp8", or "tp8 ep" with expert parallelism."""
         return f"tp{self.tensor_parallel_size}" + (" ep" if self.enable_expert_parallel else "")
 
+    @property
+    def spec(self) -> str:
+        """The speculative config in a word: "eagle3 k3", or "none"."""
+        return spec_word(self.speculative_config)
+
     def label(self) -> str:
         return (f"{self.gpu} {self.parallel} seqs {self.max_num_seqs} "
                 f"tokens {self.max_num_batched_tokens} kv {self.kv_cache_dtype} "
-                f"cache {'on' if self.enable_prefix_caching else 'off'}")
+                f"cache {'on' if self.enable_prefix_caching else 'off'}"
+                + (f" spec {self.spec}" if self.speculative_config else ""))
+
+
+def spec_text(config) -> str:
+    """A `--speculative-config` (JSON text or a dict) checked (`sim.speculative.parse`:
+    ConfigError for one vLLM refuses) and spelled one way (keys sorted, no spaces), so that one
+    config is one grid point and one journal key however it was typed; "" for none."""
+    from .speculative import parse
+
+    if parse(config) is None:
+        return ""
+    data = json.loads(config) if isinstance(config, str) else config
+    return json.dumps({str(k).replace("-", "_"): v for k, v in data.items()}, sort_keys=True, separators=(",", ":"))
+
+
+def spec_word(config: str) -> str:
+    """A speculative config in a word for a table: its method and K ("eagle3 k3"), or "none"."""
+    if not config:
+        return "none"
+    data = json.loads(config)
+    return f"{data.get('method') or data.get('model')} k{data.get('num_speculative_tokens')}"
 
 
 def grid(gpus: Sequence[str], tensor_parallel_sizes: Sequence[int], max_num_seqs: Sequence[int],
          max_num_batched_tokens: Sequence[int], kv_cache_dtypes: Sequence[str],
-         prefix_caching: Sequence[bool], expert_parallel: Sequence[bool] = (False,)) -> list[GridPoint]:
-    """Every combination, in the order given (GPU slowest). Expert parallelism is a choice only
-    for a point of several GPUs (on one, the experts are whole anyway)."""
+         prefix_caching: Sequence[bool], expert_parallel: Sequence[bool] = (False,),
+         speculative_configs: Sequence[str] = ("",)) -> list[GridPoint]:
+    """Every combination, in the order given (GPU slowest, speculative config fastest). Expert
+    parallelism is a choice only for a point of several GPUs (on one, the experts are whole
+    anyway). `speculative_configs` are `spec_text` spellings ("" for none)."""
     return [GridPoint(*combo) for combo in itertools.product(
         gpus, tensor_parallel_sizes, max_num_seqs, max_num_batched_tokens, kv_cache_dtypes, prefix_caching,
-        expert_parallel) if combo[1] > 1 or not combo[6]]
+        expert_parallel, speculative_configs) if combo[1] > 1 or not combo[6]]
 
 
 def point_scenario(base, point: GridPoint):
     """The base scenario (workload, model, other dials, seed) deployed as `point` says."""
     sc = replace(base, gpu=point.gpu, tensor_parallel_size=point.tensor_parallel_size,
                  kv_cache_dtype=point.kv_cache_dtype,
-                 enable_expert_parallel=True if point.enable_expert_parallel else None)
+                 enable_expert_parallel=True if point.enable_expert_parallel else None,
+                 speculative_config=point.speculative_config or None)
     return sc.with_engine(max_num_seqs=point.max_num_seqs, max_num_batched_tokens=point.max_num_batched_tokens,
                           enable_prefix_caching=point.enable_prefix_caching)
 
@@ -90,7 +121,12 @@ def context_key(base, slo: Slo | None, offline: int | None, settings: dict) -> s
 
 
 def point_key(point: GridPoint, context: str, stage: str) -> str:
-    return f"{context}:{stage}:" + json.dumps(asdict(point), sort_keys=True, separators=(",", ":"))
+    """A point's result's key in the journal: its context, stage and every setting (a point
+    without speculative decoding keyed as before that axis, so older journals still serve)."""
+    settings = asdict(point)
+    if not point.speculative_config:
+        del settings["speculative_config"]
+    return f"{context}:{stage}:" + json.dumps(settings, sort_keys=True, separators=(",", ":"))
 
 
 # -- what a point yields -------------------------------------------------------------------------

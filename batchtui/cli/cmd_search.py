@@ -83,10 +83,22 @@ def _prefix(text: str) -> list[bool]:
     return choices[text]
 
 
+def _spec(text: str) -> str:
+    """One entry of --speculative-configs: none, or vLLM's --speculative-config JSON (checked)."""
+    if text.strip().lower() == "none":
+        return ""
+    from sim.errors import SimError
+
+    try:
+        return s.spec_text(text)
+    except SimError as exc:
+        raise argparse.ArgumentTypeError(flag_message(exc).removeprefix("--speculative-config = ")) from None
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = (
         "Search a grid of deployments (GPUs x tensor-parallel sizes x expert parallelism x max-num-seqs x "
-        "max-num-batched-tokens x KV cache dtypes x prefix caching) for the cheapest that meets a latency SLO (or, with --offline N, "
+        "max-num-batched-tokens x KV cache dtypes x prefix caching x speculative configs) for the cheapest that meets a latency SLO (or, with --offline N, "
         "the cheapest batch job). First a screen: every point gets plan's search on one seed with short runs "
         f"({s.SCREEN_PROMPTS} requests, windows of {s.SCREEN_WINDOW} requests and {s.SCREEN_WINDOW_S:g} s, "
         f"to {s.SCREEN_PRECISION:.0%} of the saturated rate); then the --confirm cheapest and as many points "
@@ -113,6 +125,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="max-num-batched-tokens values, such as 2048,8192")
     g.add_argument("--kv-cache-dtypes", type=_list("kv_cache_dtype"), metavar="LIST", help="KV cache dtypes, such as auto,fp8")
     g.add_argument("--prefix-caching", type=_prefix, metavar="on|off|both", help="prefix caching on, off or both")
+    g.add_argument("--speculative-configs", type=_spec, nargs="+", metavar="CONFIG",
+                   help="speculative decoding's configs, each none (no drafts) or vLLM's --speculative-config JSON "
+                        "as one word, such as none '{\"method\": \"eagle3\", \"model\": "
+                        "\"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B\", \"num_speculative_tokens\": 3}' (the table's "
+                        "spec column: method and K)")
     g.add_argument("--gpu-price", type=_price, action="append", default=[], metavar="NAME=USD",
                    help="a GPU's price per GPU-hour (overrides its profile's price_per_hour; repeatable)")
     v = p.add_argument_group("service level")
@@ -250,7 +267,8 @@ def _grid_values(args, setup: Setup) -> dict:
             "max_num_batched_tokens": args.max_num_batched_tokens_values or [cfg.max_num_batched_tokens],
             "kv_cache_dtypes": args.kv_cache_dtypes or [sc.kv_cache_dtype],
             "prefix_caching": args.prefix_caching or [cfg.enable_prefix_caching],
-            "expert_parallel": args.expert_parallel or [bool(sc.enable_expert_parallel)]}
+            "expert_parallel": args.expert_parallel or [bool(sc.enable_expert_parallel)],
+            "speculative_configs": list(dict.fromkeys(args.speculative_configs or [s.spec_text(sc.speculative_config)]))}
 
 
 def _check_args(args) -> None:
@@ -265,6 +283,10 @@ def _check_args(args) -> None:
         ("--prefix-caching", "--enable-prefix-caching", args.prefix_caching, getattr(args, "enable_prefix_caching", None)),
         ("--expert-parallel", "--enable-expert-parallel", args.expert_parallel,
          getattr(args, "enable_expert_parallel", None)),
+        ("--speculative-configs", "--speculative-config", args.speculative_configs,
+         getattr(args, "speculative_config", None)),
+        *(("--speculative-configs", flag, args.speculative_configs, getattr(args, o.dest(flag), None))
+          for flag, *_ in a.SPEC_SHORTHANDS),
     ) if v1 is not None and v2 is not None]
     if clash:
         raise UserError(f"argument {clash[0][0]}: not allowed with {clash[0][1]} (give the value in the list)")
@@ -312,7 +334,7 @@ def run(args: argparse.Namespace) -> int:
     values = _grid_values(args, setup)
     points = s.grid(values["gpus"], values["tensor_parallel_sizes"], values["max_num_seqs"],
                     values["max_num_batched_tokens"], values["kv_cache_dtypes"], values["prefix_caching"],
-                    values["expert_parallel"])
+                    values["expert_parallel"], values["speculative_configs"])
     price = prices(args, setup.profiles)
     confirm_settings = {"seeds": args.seeds, "num_prompts": n, "min_window": rate_plan.PLAN_MIN_WINDOW,
                         "min_window_s": rate_plan.PLAN_MIN_WINDOW_S,
@@ -322,7 +344,7 @@ def run(args: argparse.Namespace) -> int:
                        "precision": s.SCREEN_PRECISION}
     # The grid's own dials are the point's; the rest of the scenario is the context.
     context = s.context_key(replace(base, gpu="", tensor_parallel_size=1, kv_cache_dtype="auto",
-                                    enable_expert_parallel=None,
+                                    enable_expert_parallel=None, speculative_config=None,
                                     engine={k: v for k, v in base.engine.items()
                                             if k not in ("max_num_seqs", "max_num_batched_tokens", "enable_prefix_caching")}),
                             slo, args.offline, {"screen": screen_settings, "confirm": confirm_settings})
@@ -427,6 +449,7 @@ def row(r: s.PointResult, c: s.Cost | None, front: set) -> dict:
     d["tokens_per_gpu"] = r.tokens_per_gpu
     d["tokens_per_user"] = r.tokens_per_user
     d["on_front"] = r.point in front
+    d["spec"] = r.point.spec
     if c is not None:
         d.update(replicas=c.replicas, gpus=c.gpus, cost_per_hour=c.per_hour,
                  cost_per_million_tokens=c.per_million_tokens)
@@ -500,15 +523,18 @@ def print_report(rep: dict, args) -> None:
                     "(those points rank after priced ones)."))
     print()
     rows = rep["ranked"][:SHOWN_ROWS]
+    # (a spec column only when the grid searched speculative decoding)
+    spec = any(d["speculative_config"] for d in rep["ranked"] + rep["infeasible"])
     if rows:
         print(f"Cheapest first ({len(rows)} of {len(rep['ranked'])}; * on the Pareto front):")
-        print(f"  {'gpu':<10} {'tp':>4} {'seqs':>5} {'tokens':>6} {'kv':<5} {'cache':<5} {'stage':<8} "
+        print(f"  {'gpu':<10} {'tp':>4} {'seqs':>5} {'tokens':>6} {'kv':<5} {'cache':<5} "
+              + (f"{'spec':<10} " if spec else "") + f"{'stage':<8} "
               f"{'req/s':>7} {'repl':>4} {'GPUs':>4} {'$/hour':>9} {'$/Mtok':>8} {'tok/s/GPU':>9} {'tok/s/user':>10}")
         for d in rows:
             tp = f"{d['tensor_parallel_size']}{'ep' if d['enable_expert_parallel'] else ''}"
             print(f"{'*' if d['on_front'] else ' '} {d['gpu']:<10} {tp:>4} {d['max_num_seqs']:>5} "
                   f"{d['max_num_batched_tokens']:>6} {d['kv_cache_dtype']:<5} {'on' if d['enable_prefix_caching'] else 'off':<5} "
-                  f"{d['stage']:<8} {d['rate']:>7.2f} {d['replicas']:>4} {d['gpus']:>4} "
+                  + (f"{d['spec']:<10} " if spec else "") + f"{d['stage']:<8} {d['rate']:>7.2f} {d['replicas']:>4} {d['gpus']:>4} "
                   f"{_money(d['cost_per_hour']):>9} {_money(d['cost_per_million_tokens']):>8} "
                   f"{d['tokens_per_gpu']:>9,.0f} {d['tokens_per_user']:>10,.1f}")
         print()
@@ -518,7 +544,8 @@ def print_report(rep: dict, args) -> None:
               + (f", {len(shown)} of its {len(front)} points spread along it:" if len(shown) < len(front) else ":"))
         for d in shown:
             print(f"  {d['gpu']} tp{d['tensor_parallel_size']}{' ep' if d['enable_expert_parallel'] else ''} seqs {d['max_num_seqs']} tokens "
-                  f"{d['max_num_batched_tokens']} kv {d['kv_cache_dtype']}: {d['tokens_per_gpu']:,.0f} tok/s per GPU, "
+                  f"{d['max_num_batched_tokens']} kv {d['kv_cache_dtype']}" + (f" spec {d['spec']}" if spec else "")
+                  + f": {d['tokens_per_gpu']:,.0f} tok/s per GPU, "
                   f"{d['tokens_per_user']:,.1f} tok/s per user ({d['stage']})")
     bad = rep["infeasible"]
     if bad:
@@ -529,13 +556,14 @@ def print_report(rep: dict, args) -> None:
         print(f"Infeasible ({len(bad)} points):")
         for reason, ds in groups.items():
             where = sorted({f"{d['gpu']} tp{d['tensor_parallel_size']}{' ep' if d['enable_expert_parallel'] else ''}"
-                            for d in ds})
+                            + (f" spec {d['spec']}" if spec else "") for d in ds})
             print(_fill(f"  {len(ds)} on {', '.join(where)}: {reason}"))
     if rep["best"]:
         print()
         print("vLLM command for each replica of the best deployments:")
         for d in rep["best"]:
-            print(f"  {d['replicas']} x {d['gpu']} tp{d['tensor_parallel_size']}, {_money(d['cost_per_hour'])} an hour "
+            print(f"  {d['replicas']} x {d['gpu']} tp{d['tensor_parallel_size']}" + (f" spec {d['spec']}" if spec else "")
+                  + f", {_money(d['cost_per_hour'])} an hour "
                   f"({BEST_STAGE_WORDS.get(d['stage'], d['stage'] + ' only')}):")
             print("    " + d["vllm_command"])
     else:

@@ -374,3 +374,65 @@ def test_at_a_peak_the_cheaper_per_hour_ranks_first_and_ties_go_to_tokens_per_gp
     # fast and slow both need 3 replicas: the same cost an hour; slow's longer window answers must
     # not make it look cheaper per token
     assert [x.point.max_num_seqs for x in ranked] == [8, 16, 32]
+
+
+# -- speculative decoding as an axis ----------------------------------------------------------------
+
+EAGLE3_K7 = ('{"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", '
+             '"num_speculative_tokens": 7}')
+
+
+def test_speculative_configs_are_an_axis_keyed_and_spelled_one_way():
+    from sim.scenario import Scenario
+
+    eagle = s.spec_text(EAGLE3_K7)
+    assert eagle == s.spec_text(json.loads(EAGLE3_K7.replace("num_speculative_tokens", "num-speculative-tokens")))
+    points = s.grid(["h100-sxm"], [1], [64], [2048], ["auto"], [True], [False], ["", eagle])
+    assert [p.spec for p in points] == ["none", "eagle3 k7"]
+    assert points[1].label().endswith("cache on spec eagle3 k7") and "spec" not in points[0].label()
+    assert s.point_scenario(Scenario(), points[1]).speculative().k == 7
+    assert s.point_scenario(Scenario(speculative_config=EAGLE3_K7), points[0]).speculative() is None
+    keys = {s.point_key(p, "ctx", "screen") for p in points}
+    assert len(keys) == 2
+    # a point without drafts keeps the key it had before the axis (older journals still serve)
+    assert "speculative_config" not in s.point_key(points[0], "ctx", "screen")
+    old = s.PointResult(points[0], "screen", True, rate=1.0).to_json()
+    del old["point"]["speculative_config"]
+    assert s.PointResult.from_json(old).point == points[0]
+    assert s.PointResult.from_json(s.PointResult(points[1], "screen", True).to_json()).point == points[1]
+
+
+def test_a_search_over_none_and_eagle3_picks_drafts_where_they_win_and_not_where_they_lose(
+        capsys, tmp_path, small):
+    """A tight TPOT at a low peak: only a few requests run at once, verifying drafts costs almost
+    nothing and EAGLE-3 (K=7) meets a TPOT plain decoding cannot. A batch job of 1,024 requests
+    at once: at that batch verifying 8 tokens a request is compute, and plain decoding serves more."""
+    grid = ["--speculative-configs", "none", EAGLE3_K7, "--jobs", "1", "--input-len", "256"]
+    code, out, _, low = search(capsys, tmp_path, *grid, "--num-prompts", "60", "--output-len", "64", "--seeds", "2",
+                               "--confirm-prompts", "300", "--tpot-p99", "5", "--ttft-p99", "200",
+                               "--peak-rate", "2", name="low.jsonl")
+    assert code == 0 and low["best"][0]["spec"] == "eagle3 k7"
+    assert "num_speculative_tokens" in low["best"][0]["vllm_command"]
+    assert [d["spec"] for d in low["infeasible"]] == ["none"]
+    assert "spec eagle3 k7" in out and "eagle3 k7  router" in out
+    code, out, _, batch = search(capsys, tmp_path, *grid, "--offline", "1024", "--output-len", "128",
+                                 name="batch.jsonl")
+    assert code == 0 and [d["spec"] for d in batch["ranked"]] == ["none", "eagle3 k7"]
+    plain, eagle = batch["ranked"]
+    assert plain["tokens_per_gpu"] > 1.1 * eagle["tokens_per_gpu"]
+    assert "--speculative-config" not in batch["best"][0]["vllm_command"]
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--speculative-configs", "none", "--speculative-config", EAGLE3_K7],
+     "argument --speculative-configs: not allowed with --speculative-config"),
+    (["--speculative-configs", "none", "--spec-tokens", "3"],
+     "argument --speculative-configs: not allowed with --spec-tokens"),
+    (["--speculative-configs", '{"method": "medusa", "num_speculative_tokens": 2}'],
+     "argument --speculative-configs: "),
+    (["--speculative-configs", "{method"], "argument --speculative-configs: "),
+])
+def test_a_bad_speculative_configs_list_is_refused_in_one_line(capsys, tmp_path, argv, needle):
+    code = main(["search", "--tpot-p99", "9", *argv, "--output", str(tmp_path / "o.jsonl")])
+    err = capsys.readouterr().err
+    assert code == 2 and needle in err and "Traceback" not in err and err.count("\n") == 1, err
