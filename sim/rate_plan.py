@@ -368,7 +368,7 @@ def confirm_rate(evaluate: Callable[[float], list[PlanPoint]], rate: float, step
         step *= 2
     else:
         return tried
-    good = rate
+    good = max(rate, 0.0)  # (stepped to 0 or below: nothing vouched for; bisect above 0, never at it)
     for _ in range(refine if bad is not None else 0):
         mid = (good + bad) / 2
         if mid - good < first_step:

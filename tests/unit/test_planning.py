@@ -8,6 +8,7 @@ import statistics
 from dataclasses import dataclass
 
 import pytest
+from types import SimpleNamespace
 
 from sim import planning, rate_plan
 from sim import curves
@@ -196,6 +197,15 @@ def test_confirm_steps_down_until_a_long_run_meets_the_slo(monkeypatch):
     assert [rate for rate, _ in tried] == [29.5, 29.0, 28.0, 28.5]
     assert [points[0].ok for _, points in tried] == [False, False, True, False]
     assert all(n >= 300 for _, n in calls)
+
+
+def test_a_rate_no_run_vouches_for_is_stepped_down_to_zero_and_never_run_at_or_below_it():
+    """Steps that pass 0 end the descent; the bisection after it stays above 0 (it once ran a
+    rate of -9e-16, which the engine refuses)."""
+    tried = rate_plan.confirm_rate(lambda rate: [SimpleNamespace(misses=["p99 TPOT"])], 0.05, 0.01)
+    rates = [rate for rate, _ in tried]
+    # 0.05, 0.04, 0.02, then -0.02 is not run; the bisection between it and 0.02 fell on ~0
+    assert rates[:3] == pytest.approx([0.05, 0.04, 0.02]) and all(r > 0 for r in rates), rates
 
 
 def test_a_router_spreads_the_peak_and_keeps_true_arrival_times():
