@@ -43,6 +43,9 @@ ROWS = (
     ("p99_itl_ms", "P99 ITL (ms)", "{:,.2f}"),
     ("mean_e2el_ms", "Mean E2EL (ms)", "{:,.2f}"),
     ("median_e2el_ms", "Median E2EL (ms)", "{:,.2f}"),
+    # vllm bench serve's speculative decoding figures, when the run drafted
+    ("spec_decode_acceptance_rate", "Draft acceptance rate (%)", "{:,.2f}"),
+    ("spec_decode_acceptance_length", "Acceptance length", "{:,.2f}"),
 )
 MEASURED, SIMULATED, BOTH = "o", "x", "@"
 
@@ -92,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
             "runs": [{"file": r.path, "run": r.label, "request_rate": r.rate,
                       "gpu": r.scenario.gpu, "model": r.scenario.model,
                       "measured": {k: r.metrics[k] for k, _, _ in ROWS if k in r.metrics},
-                      "simulated": {k: s[k] for k, _, _ in ROWS if k in r.metrics}}
+                      "simulated": {k: s.get(k) for k, _, _ in ROWS if k in r.metrics}}
                      for r, s in zip(runs, simulated)]})
         return EXIT_OK
     mixed = any((r.scenario.gpu, r.scenario.model) != (base.gpu, base.model) for r in runs)
@@ -105,16 +108,19 @@ def run(args: argparse.Namespace) -> int:
         print()
         where = f" ({r.hardware})" if mixed or "not a known profile" in r.hardware else ""
         print(f"{r.label}: {r.describe()}{where}")
+        if "spec_decode_num_drafts" in r.metrics and r.scenario.speculative() is None:
+            print("  (measured with speculative decoding, simulated without: give its --speculative-config, "
+                  "or keep it in the file with --metadata speculative_config=JSON)")
         print(f"{'':<40} {'measured':>11} {'simulated':>11} {'error':>8}")
         for key, label, fmt in ROWS:
             if key not in r.metrics:
                 continue
-            meas, sim = r.metrics[key], s[key]
+            meas, sim = r.metrics[key], s.get(key, math.nan)
             err = sim / meas - 1 if meas > 0 and math.isfinite(sim) else math.nan
             if key in ("median_ttft_ms", "median_tpot_ms", "output_throughput") and err == err:
                 errors.append(abs(err))
             shown = f"{err:+.1%}" if err == err else "-"
-            print(f"{label:<40} {fmt.format(meas):>11} {fmt.format(sim):>11} {shown:>8}")
+            print(f"{label:<40} {fmt.format(meas):>11} {fmt.format(sim) if sim == sim else '-':>11} {shown:>8}")
     # A run whose file gives no output throughput (a figure copied from a report) has no point
     # on the chart, measured or simulated.
     charted = [(r, s) for r, s in zip(runs, simulated) if "output_throughput" in r.metrics]

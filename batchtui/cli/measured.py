@@ -316,7 +316,8 @@ def build_run(path: str, label: str, data: dict, base: Scenario, given: dict, tr
         raise UserError(f"{where}: max_concurrency = {cap!r} is not a whole number of requests (or null: no cap)")
     dials, traffic = metadata_dials(data, where)
     dials.update(given)
-    deployment = {k: dials.pop(k) for k in list(dials) if k in _DEPLOYMENT_DIALS}
+    kinds = {f.dial: f.where for f in o.engine_flags()}
+    deployment = {k: dials.pop(k) for k in list(dials) if kinds[k] == "deployment"}
     sc = replace(base, **deployment)
     own = data.get("batchtui") if isinstance(data.get("batchtui"), dict) else {}
     seed = data.get("seed", own.get("seed"))  # (batchtui sim's key; batchtui bench keeps it under its own)
@@ -384,10 +385,6 @@ def _where(path: str, label: str) -> str:
     """How an error names a run: its file, and a GuideLLM report's benchmark (`report.json#2`)."""
     name = Path(path).name
     return str(path) if label == name else str(path) + label[len(name):].split(" ")[0]
-
-
-_DEPLOYMENT_DIALS = ("tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization", "block_size",
-                     "num_gpu_blocks_override", "quantization", "enable_expert_parallel")
 
 
 def load_runs(paths: list[str], base: Scenario, given: dict, trace_dir: str, profiles,

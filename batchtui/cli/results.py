@@ -334,6 +334,9 @@ def bench_result(run, setup, *, date: str, label: str | None = None, percentiles
     for key in SPEC_DECODE_KEYS:  # (vllm bench serve's keys, present only with speculative decoding)
         if key in m:
             out[key] = m[key]
+    spec = sc.speculative() if config.batching == "continuous" else None
+    if spec is not None:  # as text, the way a --metadata speculative_config=JSON entry holds it
+        out["speculative_config"] = spec.text
     if len(run.summary.pools) > 1:
         out["pools"] = run.summary.pools
     return out

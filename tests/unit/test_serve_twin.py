@@ -560,6 +560,37 @@ def test_a_speculative_servers_metrics_add_vllms_spec_decode_counters():
         s.stop()
 
 
+@pytest.mark.parametrize("flags, model", [
+    (("--model", "deepseek-ai/DeepSeek-V3", "--gpu", "h200", "--tensor-parallel-size", "8",
+      "--speculative-config", '{"method": "deepseek_mtp", "num_speculative_tokens": 1}'), "deepseek-ai/DeepSeek-V3"),
+    (("--model", "openai/gpt-oss-120b", "--gpu", "h100-sxm", "--speculative-config",
+      '{"method": "eagle3", "model": "nvidia/gpt-oss-120b-Eagle3", "num_speculative_tokens": 3}'),
+     "openai/gpt-oss-120b"),
+])
+def test_a_mixture_of_experts_is_served_by_name_with_drafts_and_vllms_spec_decode_counters(flags, model):
+    """The issue's deployments by name (DeepSeek-V3 on eight H200 with MTP, gpt-oss-120b on one
+    H100 with an EAGLE-3 head): answers of the asked length under the model's own name, and
+    /metrics with vLLM 0.33's vllm:spec_decode_* counters, one per position."""
+    s = Served(*flags)
+    try:
+        r = s.post("/v1/completions", {"model": model, "prompt": list(range(40)), "max_tokens": 24,
+                                       "ignore_eos": True})
+        assert r["model"] == model and r["usage"]["completion_tokens"] == 24
+        text = s.metrics()
+        _check_metrics(text, {"served", "served-with --speculative-config"})
+        k = json.loads(flags[-1])["num_speculative_tokens"]
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        drafts = families["vllm:spec_decode_num_drafts"].samples[0].value
+        draft_tokens = families["vllm:spec_decode_num_draft_tokens"].samples[0].value
+        positions = families["vllm:spec_decode_num_accepted_tokens_per_pos"].samples
+        assert drafts > 0 and draft_tokens == k * drafts
+        assert sorted(p.labels["position"] for p in positions) == [str(i) for i in range(k)]
+        accepted = families["vllm:spec_decode_num_accepted_tokens"].samples[0].value
+        assert accepted == sum(p.value for p in positions)
+    finally:
+        s.stop()
+
+
 def _one_two_five(top: int) -> list[int]:
     out, scale = [], 1
     while True:
