@@ -452,3 +452,84 @@ def _draft_model(config: SpeculativeConfig, profiles, target):
                       f"its vocabulary has {found.vocab_size}; vLLM refuses such a pair")
     return found
 
+
+
+# -- acceptance measured: vllm bench serve's spec_decode keys ------------------------------------------
+
+@dataclass(frozen=True)
+class MeasuredDrafts:
+    """One run's speculative decoding counts, as `vllm bench serve` writes them (its
+    `spec_decode_num_drafts`, `spec_decode_accepted_tokens` and, since vLLM 0.11,
+    `spec_decode_per_position_acceptance_rates`: the share of drafts whose position i was accepted)."""
+
+    drafts: int
+    accepted: int
+    per_position: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class AcceptanceFit:
+    """Acceptance per draft position fitted to measured runs, with one standard error each."""
+
+    rates: tuple[float, ...]
+    sigma: tuple[float, ...]
+    drafts: int
+    runs: int
+    per_position: bool
+    """True when the runs gave rates per position; False: fitted from accepted tokens per draft
+    alone, with a constant acceptance at each position (`fit_acceptance`)."""
+
+
+def fit_acceptance(runs: list[MeasuredDrafts], k: int) -> AcceptanceFit:
+    """The acceptance rates per position (K of them) that best explain `runs`.
+
+    With per-position rates: each run's accepted counts at position i are its rate times its
+    drafts; pooled over the runs, rate i = accepted at i / drafts (the maximum-likelihood estimate
+    of a proportion), its standard error the binomial sqrt(p (1 - p) / drafts). The pooled rates
+    never rise, as each run's do. Runs without them (vLLM before 0.11) give only accepted tokens
+    per draft, m = acceptance length - 1: the rates are then a^(i+1), a constant chance a that a
+    draft token is accepted once those before it were (the i.i.d. model of Leviathan et al.,
+    arXiv 2211.17192, section 3.5), with a solved from sum a^(i+1) = m and its error from the
+    binomial-like spread of accepted tokens under that model. ValueError when no run drafted or
+    a run's per-position list is not K long."""
+    used = [r for r in runs if r.drafts > 0]
+    if not used:
+        raise ValueError("no run made a draft")
+    positional = [r for r in used if r.per_position]
+    for r in positional:
+        if len(r.per_position) != k:
+            raise ValueError(f"a run's per-position acceptance has {len(r.per_position)} positions, "
+                             f"its speculative config {k} (num_speculative_tokens)")
+    if positional:
+        drafts = sum(r.drafts for r in positional)
+        rates = tuple(min(1.0, max(0.0, sum(r.per_position[i] * r.drafts for r in positional) / drafts))
+                      for i in range(k))
+        sigma = tuple((p * (1 - p) / drafts) ** 0.5 for p in rates)
+        return AcceptanceFit(rates, sigma, drafts, len(positional), True)
+    drafts = sum(r.drafts for r in used)
+    mean = min(float(k), max(0.0, sum(r.accepted for r in used) / drafts))
+    low, high = 0.0, 1.0
+    for _ in range(60):  # sum a^(i+1) rises with a: bisect
+        mid = (low + high) / 2
+        low, high = (mid, high) if sum(mid ** (i + 1) for i in range(k)) < mean else (low, mid)
+    a = (low + high) / 2
+    variance = sum((2 * i + 1) * a ** (i + 1) for i in range(k)) - mean ** 2  # of accepted per draft
+    slope = sum((i + 1) * a ** i for i in range(k))  # d mean / d a
+    sigma_a = (max(variance, 0.0) / drafts) ** 0.5 / slope if slope > 0 else float("inf")
+    rates = tuple(a ** (i + 1) for i in range(k))
+    sigma = tuple((i + 1) * a ** i * sigma_a for i in range(k))
+    return AcceptanceFit(rates, sigma, drafts, len(used), False)
+
+
+def with_rates(config: SpeculativeConfig, rates: tuple[float, ...]) -> str:
+    """`config`'s JSON with its acceptance pinned to `rates` by vLLM's synthetic rejection sampling
+    (rounded to 4 places, never rising), the form the simulator reads a measured acceptance in."""
+    data = json.loads(config.text) if config.text.startswith("{") else {}
+    data = {str(key).replace("-", "_"): value for key, value in data.items()}
+    data.pop("synthetic_acceptance_length", None)
+    pinned, before = [], 1.0
+    for rate in rates:
+        before = min(before, round(rate, 4))
+        pinned.append(before)
+    data.update(rejection_sample_method="synthetic", synthetic_acceptance_rates=pinned)
+    return json.dumps(data)

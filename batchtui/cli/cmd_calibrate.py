@@ -129,6 +129,9 @@ def run(args: argparse.Namespace) -> int:
     fitted = [n for n in PARAMETER_NAMES if n not in args.fix]
     with tempfile.TemporaryDirectory(prefix="batchtui-calibrate-") as trace_dir:
         runs = load_runs(args.results, base, o.given_dials(args), trace_dir, profiles)
+        runs, spec_lines, spec_notes = fit_acceptance(runs)
+        for line in spec_lines:
+            print(line)
         points = [Point(r.label, r.scenario, r.metrics) for r in runs]
         print(f"Calibrating {profiles.model(base.model).name} on {profiles.gpu(base.gpu).name} ({base.gpu}) "
               f"from {len(runs)} run(s); fitting {', '.join(fitted)}.", flush=True)
@@ -139,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
                              progress=progress_printer(True))
             except FitError as exc:
                 raise UserError(str(exc)) from None
-    text = profile_text(name, profiles.gpu(base.gpu), profiles.model(base.model), result, [r.label for r in runs])
+    text = profile_text(name, profiles.gpu(base.gpu), profiles.model(base.model), result, [r.label for r in runs],
+                        spec_notes)
     write_profile(args.output, name, text)
     print()
     print(parameter_table(result))
@@ -152,6 +156,71 @@ def run(args: argparse.Namespace) -> int:
           f"{base.gpu}'s figures, {result.rms_after:.1%} fitted.")
     print(f"Wrote [gpus.{name}] to {args.output}. Use it with: --profiles {args.output} --gpu {name}")
     return EXIT_OK
+
+
+# -- speculative decoding's acceptance ---------------------------------------------------------------
+
+def fit_acceptance(runs: list) -> tuple[list, list[str], list[str]]:
+    """Speculative decoding's acceptance per draft position fitted, for each drafter (method,
+    model, K), to the runs that carry vllm bench serve's spec_decode keys
+    (`sim.speculative.fit_acceptance`); those runs are then replayed with it (the GPU's fit sees
+    the acceptance they measured), the others keep the acceptance their config gives. Returns
+    (the runs, lines to print, the lines the profile's comment keeps). A run measured with drafts
+    but given no speculative config is refused: replayed without drafts it would skew the GPU's
+    fit."""
+    from sim.speculative import fit_acceptance as fit, with_rates
+
+    groups: dict[tuple, list] = {}
+    for run in runs:
+        spec, counts = run.scenario.speculative(), run.drafts()
+        if spec is None:
+            if counts is not None and counts.drafts > 0:
+                raise UserError(f"{run.label}: measured with speculative decoding ({counts.drafts:,} drafts in its "
+                                "spec_decode keys) but no speculative config is given: add --speculative-config JSON "
+                                "(or --metadata speculative_config=JSON to the run), else it would be replayed "
+                                "without drafts")
+            continue
+        groups.setdefault((spec.method, spec.model, spec.k), []).append(run)
+    out = {id(r): r for r in runs}
+    lines, notes = [], []
+    for (method, model, k), group in groups.items():
+        spec = group[0].scenario.speculative()
+        name = f"{method}{f' ({model})' if model else ''}, K={k}"
+        given = ", ".join(f"{r:.3f}" for r in spec.acceptance_rates)
+        keyed = [r for r in group if r.drafts() is not None and r.drafts().drafts > 0]
+        if not keyed:
+            lines.append(_fill(f"Speculative decoding {name}: no run carries vllm bench serve's spec_decode keys, so "
+                               f"its acceptance is left as given: {given} per position ({spec.acceptance_source})."))
+            continue
+        try:
+            result = fit([r.drafts() for r in keyed], k)
+        except ValueError as exc:
+            raise UserError(f"{keyed[0].label}: {exc}") from None
+        config = with_rates(spec, result.rates)
+        for r in keyed:
+            out[id(r)] = replace(r, scenario=replace(r.scenario, speculative_config=config))
+        how = ("from their per-position rates" if result.per_position else
+               "from accepted tokens per draft alone (no per-position rates): a constant acceptance at each "
+               "position assumed")
+        lines.append(_fill(f"Speculative decoding {name}: acceptance per draft position fitted to {result.drafts:,} "
+                           f"drafts in {result.runs} run(s), {how}; replayed with it:"))
+        lines.append(f"  {'position':<9} {'given':>7} {'fitted':>7}  {'± (1 sigma)':>11}")
+        for i, (rate, sigma) in enumerate(zip(result.rates, result.sigma)):
+            lines.append(f"  {i:<9} {spec.acceptance_rates[i]:>7.3f} {rate:>7.3f}  {'± ' + format(sigma, '.3f'):>11}")
+        rest = [r.label for r in group if all(r is not x for x in keyed)]
+        if rest:
+            lines.append(_fill(f"  Without spec_decode keys, {', '.join(rest)} keep the acceptance given: {given} "
+                               f"({spec.acceptance_source})."))
+        lines.append(f"  Use it with: --speculative-config '{config}'")
+        notes.append(f"speculative decoding {name}: acceptance per position fitted to {result.drafts:,} drafts: "
+                     + ", ".join(f"{r:.4f}" for r in result.rates) + f"; --speculative-config '{config}'")
+    return [out[id(r)] for r in runs], lines, notes
+
+
+def _fill(text: str) -> str:
+    import textwrap
+
+    return textwrap.fill(text, width=100, subsequent_indent="  ")
 
 
 # -- output ---------------------------------------------------------------------------------------
@@ -243,9 +312,10 @@ def _fmt(value: float) -> str:
     return f"{value:,.0f}" if value >= 1000 else f"{value:,.2f}"
 
 
-def profile_text(name: str, gpu, model, result, labels: list[str]) -> str:
+def profile_text(name: str, gpu, model, result, labels: list[str], notes: list[str] = ()) -> str:
     """A complete [gpus.NAME] table: the base GPU's figures and the fitted values, with a comment
-    saying where they came from."""
+    saying where they came from (and `notes`: what else was fitted, such as the acceptance of
+    speculative decoding, which a GPU table does not hold)."""
     from sim.fit import PARAMETERS
 
     date = datetime.now().strftime("%Y-%m-%d %H:%M")
@@ -255,6 +325,7 @@ def profile_text(name: str, gpu, model, result, labels: list[str]) -> str:
     lines += ["#   " + "".join(c if c.isprintable() else "?" for c in label) for label in labels]
     lines.append(f"# RMS error of TTFT p50, TPOT p50 and output throughput: {result.rms_before:.1%} with the "
                  f"base figures, {result.rms_after:.1%} fitted.")
+    lines += ["# " + "".join(c if c.isprintable() else "?" for c in note) for note in notes]
     lines.append(f"[gpus.{_key(name)}]")
     lines.append(f"name = {_toml_string(gpu.name + ' (calibrated)')}")
     for key in ("hbm_bandwidth", "bf16_peak_flops", "memory_bytes", "interconnect_bandwidth"):

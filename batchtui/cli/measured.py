@@ -72,6 +72,21 @@ class MeasuredRun:
     """The configured request rate (inf: all at once)."""
     hardware: str = ""
     """Where it is simulated: the model on the GPU (`describe_hardware`)."""
+    spec_positions: tuple[float, ...] = ()
+    """`spec_decode_per_position_acceptance_rates`, when the file has them."""
+
+    def drafts(self):
+        """Its speculative decoding counts (a `sim.speculative.MeasuredDrafts`), or None when the
+        file has no spec_decode keys."""
+        from sim.speculative import MeasuredDrafts
+
+        m = self.metrics
+        if "spec_decode_num_drafts" not in m:
+            return None
+        accepted = m.get("spec_decode_accepted_tokens")
+        if accepted is None and "spec_decode_acceptance_length" in m:
+            accepted = (m["spec_decode_acceptance_length"] - 1) * m["spec_decode_num_drafts"]
+        return MeasuredDrafts(int(m["spec_decode_num_drafts"]), round(accepted or 0), self.spec_positions)
 
     def describe(self) -> str:
         w = self.scenario.workload
@@ -373,7 +388,13 @@ def build_run(path: str, label: str, data: dict, base: Scenario, given: dict, tr
     for key, value in data.items():
         if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
             metrics[key] = float(value)
-    return MeasuredRun(path, label, sc, metrics, rows is not None, rate, describe_hardware(data, sc))
+    positions = data.get("spec_decode_per_position_acceptance_rates")
+    if positions is not None and (not isinstance(positions, list) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1 for v in positions)):
+        raise UserError(f"{where}: spec_decode_per_position_acceptance_rates = {positions!r} is not a list of "
+                        "rates in [0, 1]")
+    return MeasuredRun(path, label, sc, metrics, rows is not None, rate, describe_hardware(data, sc),
+                       tuple(float(v) for v in positions or ()))
 
 
 def _lognormal(spread: dict) -> LengthSpec:
