@@ -562,6 +562,7 @@ class Engine:
             cost=self.cost.report_parts(breakdown),
             padded_seats=out.padded,
             seen_time=seen,
+            **_spec_counts(result.spec),
         )
 
     @property
@@ -806,7 +807,25 @@ class Engine:
             prefix_cache_queries=prefix["prefix_cache_queries"],
             prefix_cache_hits=prefix["prefix_cache_hits"],
             encoder=self.encoder,
+            **self._spec_totals(),
         )
+
+    def _spec_totals(self) -> dict:
+        """The snapshot's speculative decoding fields (none without it)."""
+        spec = self.speculative
+        if spec is None:
+            return {}
+        drafts, draft_tokens, accepted, _ = self.scheduler.spec_stats
+        return {"spec_method": spec.method, "spec_k": spec.k, "spec_drafts": drafts,
+                "spec_draft_tokens": draft_tokens, "spec_accepted": accepted}
+
+
+def _spec_counts(counts: tuple[int, int, int] | None) -> dict:
+    """An iteration report's speculative decoding fields from what its output counted."""
+    if counts is None:
+        return {}
+    drafts, draft_tokens, accepted = counts
+    return {"spec_drafts": drafts, "spec_draft_tokens": draft_tokens, "spec_accepted": accepted}
 
 
 def run_scenario(scenario: Scenario, **kwargs) -> RunSummary:

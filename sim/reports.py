@@ -97,6 +97,14 @@ class IterationReport:
     seen_time: float | None = None
     """When its tokens reached their clients: after the API server streamed them (sim.frontend),
     else at `end_time` (None)."""
+    spec_drafts: int = 0
+    """Speculative decoding: the verifications this iteration's output counted (vLLM's
+    num_drafts: a request admitted with one token is padded to a draft too); 0 without."""
+    spec_draft_tokens: int = 0
+    """The draft tokens they verified (vLLM's num_draft_tokens)."""
+    spec_accepted: int = 0
+    """Of those, the draft tokens accepted (vLLM's num_accepted_tokens): tokens the iteration
+    gave beyond one a request."""
 
     @property
     def tokens_seen_at(self) -> float:
@@ -188,6 +196,13 @@ class EngineSnapshot:
     prefix_cache_queries: int = 0  # prompt tokens looked up since the run started (vLLM's counters)
     prefix_cache_hits: int = 0  # of those, tokens found cached (hit rate = hits / queries)
     encoder: bool = False  # an encoder's run (an embedder): each request one pass, no tokens generated
+    # Speculative decoding ("" and zeros without): the method, K, and vLLM's spec_decode counters
+    # since the run started (drafts, draft tokens, accepted tokens).
+    spec_method: str = ""
+    spec_k: int = 0
+    spec_drafts: int = 0
+    spec_draft_tokens: int = 0
+    spec_accepted: int = 0
 
 
 RECENT_GAP_POINTS = 60

@@ -102,6 +102,58 @@ EAGLE3_DRAFT_VOCAB = 32000
 config.json: draft_vocab_size 32000 of Llama 3's 128,256)."""
 
 
+EAGLE3_HEADS: dict[str, str] = {
+    # Published EAGLE-3 heads by target (Hugging Face ids), from the EAGLE authors' table of
+    # EAGLE-3 models (SafeAILab/EAGLE README, "EAGLE-3 Models"; official for the Llama 3 heads),
+    # and for gpt-oss-20b Red Hat's speculators release (RedHatAI/gpt-oss-20b-speculator.eagle3).
+    # A model without one here can still run EAGLE-3 from a --speculative-config naming its head.
+    "meta-llama/Llama-3.1-8B-Instruct": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+    "meta-llama/Llama-3.3-70B-Instruct": "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B",
+    "meta-llama/Llama-4-Scout-17B-16E-Instruct": "lmsys/sglang-EAGLE3-Llama-4-Scout-17B-16E-Instruct-v1",
+    "Qwen/Qwen3-30B-A3B": "AngelSlim/Qwen3-a3B_eagle3",
+    "Qwen/Qwen3-32B": "AngelSlim/Qwen3-32B_eagle3",
+    "Qwen/Qwen3-235B-A22B": "nvidia/Qwen3-235B-A22B-Eagle3",
+    "openai/gpt-oss-120b": "nvidia/gpt-oss-120b-Eagle3",
+    "openai/gpt-oss-20b": "RedHatAI/gpt-oss-20b-speculator.eagle3",
+}
+
+PICKED_METHODS = ("eagle3", "ngram", "mtp")
+"""The methods a model picker offers (besides none): EAGLE-3 where a head is published, n-gram
+for every model (it needs no weights), MTP where the model carries MTP layers."""
+PICKED_K = 3
+"""The draft tokens a picker starts from: vLLM's speculative decoding guide runs its EAGLE example
+with "num_speculative_tokens": 3, and the n-gram acceptance above was measured at K=3 (vLLM
+issue 19254)."""
+METHOD_NAMES = {"eagle": "EAGLE", "eagle3": "EAGLE-3", "mtp": "MTP", "ngram": "n-gram", "draft_model": "a draft model"}
+
+
+def method_offered(method: str, model) -> str | None:
+    """Why `method` cannot be picked for `model` (a `ModelProfile`) in one line; None if it can."""
+    if method == "eagle3" and model.hf_id not in EAGLE3_HEADS:
+        return f"no published EAGLE-3 head for {model.name} is listed (a --speculative-config can name one)"
+    if method == "mtp" and model.mtp_layers <= 0:
+        return f"{model.name} has no MTP layers (num_nextn_predict_layers in its config.json)"
+    if method not in PICKED_METHODS:
+        return f"{method} is not offered here: one of " + ", ".join(PICKED_METHODS)
+    return None
+
+
+def picked_config(method: str | None, model, k: int) -> str | None:
+    """The `--speculative-config` JSON for `method` with K = `k` draft tokens on `model` (None:
+    off), as vLLM reads it; ConfigError, in one line, for a method the model cannot take."""
+    if method in (None, "", "none"):
+        return None
+    why = method_offered(method, model)
+    if why is not None:
+        raise _refuse(f"method: {method}", "a method this model offers", why)
+    data = {"method": method, "num_speculative_tokens": k}
+    if method == "eagle3":
+        data["model"] = EAGLE3_HEADS[model.hf_id]
+    text = json.dumps(data)
+    parse(text)  # (K checked as any config's)
+    return text
+
+
 @dataclass(frozen=True)
 class SpeculativeConfig:
     """One `--speculative-config`, checked: the method, K, the draft model (a head's or a small

@@ -14,7 +14,7 @@ from sim.planning import Slo
 from sim.scenario import Scenario
 
 NUM_STEPS = 20
-VIEWS = ("seats", "kv", "iteration", "gauges", "metrics", "sparklines", "curve")
+VIEWS = ("seats", "kv", "iteration", "experts_drafts", "gauges", "metrics", "sparklines", "curve")
 ACTIVITY_KINDS = ("drill", "break_it", "predict", "read", "cheat_sheet", "playground", "none")
 MAX_WORDS = 320  # about two minutes of reading; the pane is small at 80x24
 

@@ -14,6 +14,7 @@ from sim.errors import SimError
 from ..formatting import number
 from ..widgets.compare import CompareView
 from ..widgets.curve import CurveView
+from ..widgets.experts_drafts import ExpertsDraftsView
 from ..widgets.gauges import GaugesView
 from ..widgets.iteration import IterationView
 from ..widgets.kv_cache import KVCacheView
@@ -34,7 +35,8 @@ def _beside(make):
 
 VIEW_KINDS = (
     ViewKind("seats", SeatsView), ViewKind("compare_seats", _beside(SeatsView)), ViewKind("kv", KVCacheView),
-    ViewKind("iteration", IterationView), ViewKind("gauges", GaugesView), ViewKind("metrics", MetricsView),
+    ViewKind("iteration", IterationView), ViewKind("experts_drafts", ExpertsDraftsView),
+    ViewKind("gauges", GaugesView), ViewKind("metrics", MetricsView),
     ViewKind("compare", CompareView), ViewKind("sparklines", SparklinesView), ViewKind("curve", CurveView),
 )
 """Every view the simulation pane can show. A step names those it shows in its `views` list;

@@ -1,5 +1,6 @@
 """The playground's keys on the tutorial screen (step 20): `w` saves the scenario, `o` opens one,
-`m` loads the multi-turn helpdesk's traffic (again: back to single turns).
+`m` loads the multi-turn helpdesk's traffic (again: back to single turns), `l` picks a model on
+the GPUs it needs and speculative decoding (`model_picker.py`).
 
 `Playground` holds what they remember (the file last saved or opened, the traffic `m` replaced)
 and drives the screen through its public members; the screen's actions delegate to it.
@@ -14,7 +15,7 @@ from sim.errors import SimError
 from ..formatting import in_app_words, number
 from .before_after import setting_changes
 
-PLAYGROUND_ACTIONS = ("save_scenario", "load_scenario", "helpdesk_traffic")
+PLAYGROUND_ACTIONS = ("save_scenario", "load_scenario", "helpdesk_traffic", "pick_model")
 """The screen's actions that only the playground takes."""
 
 
@@ -103,6 +104,51 @@ class Playground:
             screen.say(switch_words(switch, screen.step.dials, current, screen.sim.scenario))
         if applied:
             screen.dials_moved(applied)
+        screen.update_keys()
+
+    def pick_model(self) -> None:
+        """`l`: the model picker over the live run's scenario; its choice runs from time zero,
+        or, refused, is said in one line and the run keeps its model."""
+        from .model_picker import ModelPickerScreen
+
+        screen = self.screen
+        if screen.sim is None:
+            return
+        gpu_dial = next((dial for dial in screen.step.dials if dial.name == "gpu"), None)
+        gpus = tuple(gpu_dial.choices) if gpu_dial is not None else (screen.sim.scenario.gpu,)
+        screen.app.push_screen(ModelPickerScreen(screen.sim.scenario, gpus), self.run_picked)
+
+    def run_picked(self, picked) -> None:
+        """The picker's choice (None: kept), checked as a whole before the run restarts on it."""
+        from sim.search import cannot_run
+        from sim.speculative import METHOD_NAMES, picked_config
+
+        screen = self.screen
+        if picked is None or screen.sim is None or not screen.check_action("pick_model", ()):
+            return
+        current = screen.sim.scenario
+        profiles = current.profiles()
+        kept = f"Kept {profiles.model(current.model).name}"
+        model, gpu = profiles.model(picked.model_id), profiles.gpu(picked.gpu)
+        if picked.gpus is None:
+            screen.say(f"{kept}: {model.name} does not fit on 8 × {gpu.name}; ← → in l picks another GPU.",
+                       error=True)
+            return
+        try:
+            spec = picked_config(picked.method, model, picked.k)
+            new = current.replace(gpu=picked.gpu, model=picked.model_id, tensor_parallel_size=picked.gpus,
+                                  speculative_config=spec)
+            why = cannot_run(new, profiles, in_app_words)
+        except SimError as exc:
+            why = in_app_words(exc)
+        if why is not None:
+            screen.say(f"{kept}: {why}", error=True)
+            return
+        screen.restart_with(new)
+        drafts = f"{METHOD_NAMES[picked.method]}, K = {picked.k}" if spec else "no speculative decoding"
+        screen.say(f"{model.name} on {picked.gpus} × {gpu.name}, {drafts}.")
+        screen.dials_moved({"gpu": picked.gpu, "model": picked.model_id,
+                            "tensor_parallel_size": picked.gpus, "speculative_config": spec})
         screen.update_keys()
 
     def files_within(self) -> Path | None:

@@ -451,6 +451,9 @@ class TutorialScreen(WholeFrameScreen):
     async def action_helpdesk_traffic(self) -> None:
         await self.playground.helpdesk_traffic()
 
+    def action_pick_model(self) -> None:
+        self.playground.pick_model()
+
     def action_pin(self) -> None:
         self.before.pin()
 

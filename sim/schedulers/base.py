@@ -68,7 +68,7 @@ class SchedulerOutput:
 class UpdateResult:
     """What processing a batch's output did."""
 
-    __slots__ = ("num_emitted", "first_tokens", "finished", "gaps", "num_running", "num_waiting")
+    __slots__ = ("num_emitted", "first_tokens", "finished", "gaps", "num_running", "num_waiting", "spec")
 
     def __init__(self, num_emitted: int = 0, finished: list[Request] | None = None) -> None:
         self.num_emitted = num_emitted  # requests that sampled a token
@@ -77,6 +77,9 @@ class UpdateResult:
         self.gaps: list[tuple[float, int]] = []  # (gap since the previous token, requests)
         self.num_running = 0  # requests running once the output is processed
         self.num_waiting = 0  # and those waiting
+        # Speculative decoding: what this output added to the scheduler's spec counters (drafts,
+        # draft tokens, accepted tokens); None without speculative decoding.
+        self.spec: tuple[int, int, int] | None = None
 
 
 class WorkRow(NamedTuple):

@@ -589,6 +589,7 @@ class ContinuousScheduler(Scheduler):
         accepted = output.accepted or {}
         stats = self.spec_stats
         per_position = stats[3]
+        counted = stats[0], stats[1], stats[2]
         delivered: dict[Request, int] = {}
         gaps: dict[float, int] = {}
         finished = []  # (admission number, request)
@@ -658,6 +659,7 @@ class ContinuousScheduler(Scheduler):
         result.num_emitted = sum(delivered.values())
         result.num_running = len(running.members)
         result.num_waiting = len(self.waiting)
+        result.spec = (stats[0] - counted[0], stats[1] - counted[1], stats[2] - counted[2])
         if finished:
             self._steady_binding = None
         return result
