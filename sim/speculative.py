@@ -130,9 +130,9 @@ METHOD_NAMES = {"eagle": "EAGLE", "eagle3": "EAGLE-3", "mtp": "MTP", "ngram": "n
 def method_offered(method: str, model) -> str | None:
     """Why `method` cannot be picked for `model` (a `ModelProfile`) in one line; None if it can."""
     if method == "eagle3" and model.hf_id not in EAGLE3_HEADS:
-        return f"no published EAGLE-3 head for {model.name} is listed (a --speculative-config can name one)"
+        return f"no published EAGLE-3 head for {model.name} is listed here"
     if method == "mtp" and model.mtp_layers <= 0:
-        return f"{model.name} has no MTP layers (num_nextn_predict_layers in its config.json)"
+        return f"{model.name} has no MTP layers (no num_nextn_predict_layers in its config.json)"
     if method not in PICKED_METHODS:
         return f"{method} is not offered here: one of " + ", ".join(PICKED_METHODS)
     return None

@@ -121,7 +121,7 @@ class Playground:
     def run_picked(self, picked) -> None:
         """The picker's choice (None: kept), checked as a whole before the run restarts on it."""
         from sim.search import cannot_run
-        from sim.speculative import METHOD_NAMES, picked_config
+        from sim.speculative import METHOD_NAMES, method_offered, picked_config
 
         screen = self.screen
         if picked is None or screen.sim is None or not screen.check_action("pick_model", ()):
@@ -131,8 +131,11 @@ class Playground:
         kept = f"Kept {profiles.model(current.model).name}"
         model, gpu = profiles.model(picked.model_id), profiles.gpu(picked.gpu)
         if picked.gpus is None:
-            screen.say(f"{kept}: {model.name} does not fit on 8 × {gpu.name}; ← → in l picks another GPU.",
-                       error=True)
+            screen.say(f"{kept}: {model.name} does not fit on 8 × {gpu.name}.", error=True)
+            return
+        cannot = method_offered(picked.method, model) if picked.method != "none" else None
+        if cannot is not None:
+            screen.say(f"{kept}: {cannot.split(' (')[0]}.", error=True)
             return
         try:
             spec = picked_config(picked.method, model, picked.k)

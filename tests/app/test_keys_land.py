@@ -18,6 +18,8 @@ import time
 import pytest
 
 from pty_session import PtySession, key_bytes
+from sim.deployments import model_choices
+from sim.scenario import Scenario
 
 pytestmark = pytest.mark.wall_clock  # real terminals and sleeps: started first (tests/conftest.py)
 
@@ -122,6 +124,16 @@ def test_keys_in_one_read_end_where_typing_them_slowly_ends(launch, tmp_path, pa
     send(session, ("ctrl+u", *"mine.toml", "enter"), pace)  # (relative: in its working folder)
     assert settles_on(session, "Step 20/20", absent="ctrl+u clears"), session.text()
     assert (tmp_path / "state-0" / "mine.toml").is_file(), session.text()
+
+    # The model picker takes the keys after l: q closes it (and does not quit), m after it is the
+    # playground's; then ↓ to gpt-oss 120B, s for EAGLE-3 and Enter run it, z after them zooms.
+    send(session, ("l", "q", "m"), pace)
+    assert settles_on(session, "The multi-turn helpdesk"), session.text()
+    row = [c.model_id for c in model_choices(Scenario(engine={"max_model_len": 16384}))].index("gpt-oss-120b")
+    send(session, ("l", "home", *["down"] * row, "s", "enter", "z"), pace)
+    assert settles_on(session, "gpt-oss-120b", absent="Esc keeps"), session.text()
+    assert settles_on(session, "accepted"), session.text()  # the drafts line, in sight zoomed
+    assert "unzoom" in session.text().splitlines()[-1], session.text()
     assert session.proc.poll() is None
 
 
