@@ -40,11 +40,11 @@ class PickedDeployment:
 
 def choice_line(choice: ModelChoice, gpu_name: str, width: int) -> str:
     """One model's row: its name, dense or its experts, MTP if it has it, and the GPUs it needs."""
-    kind = f"MoE {choice.experts_per_token} of {choice.experts}" if choice.experts else "dense"
+    kind = f"MoE {choice.experts_per_token} of {choice.experts} experts" if choice.experts else "dense"
     if choice.mtp_layers:
         kind += ", MTP"
     needs = (f"{choice.gpus} × {gpu_name}" if choice.gpus is not None else "does not fit on 8")
-    left = f"{choice.name:<17} {kind:<17}"
+    left = f"{choice.name:<17} {kind:<25}"
     return f"{left} {needs}"[:width]
 
 

@@ -16,18 +16,21 @@ CHEAT_SHEET_MD = """\
 - {{in_flight_line}}
 - **Cache tokens** = ({{memory_utilization}} × {{gpu_memory_gb}} − {{weights_gb}} − {{reserve_gb}}) GB ÷ {{kv_kib_per_token}} KiB ≈ **{{cache_tokens}}**;
   **cache batch** = {{cache_tokens}} ÷ {{per_sequence}} ≈ **{{cache_batch}}**.
-- **Replicas** = ⌈peak ÷ ({{headroom}} × SLO rate)⌉; saturated at {{saturated_rate}} req/s, a peak of
-  {{cheat_peak}} req/s needs over {{cheat_replicas_floor}}.
-- **Shared prefix**: the helpdesk as a chat ({{helpdesk_prefix}}-token system prompt, {{helpdesk_turns}} turns)
-  finds **{{helpdesk_hit_pct}}%** of its prompt tokens cached: TTFT p50 {{helpdesk_ttft_on_ms}} ms, against
-  {{helpdesk_ttft_off_ms}} ms with caching off.
+- **Replicas** = ⌈peak ÷ ({{headroom}} × SLO rate)⌉; saturated at {{saturated_rate}} req/s: a
+  {{cheat_peak}} req/s peak needs over {{cheat_replicas_floor}}.
+- **Shared prefix**: the helpdesk chat ({{helpdesk_prefix}}-token system prompt, {{helpdesk_turns}} turns)
+  finds **{{helpdesk_hit_pct}}%** of prompt tokens cached: TTFT p50 {{helpdesk_ttft_on_ms}} ms ({{helpdesk_ttft_off_ms}} uncached).
+- **Mixture of experts**: a token runs only its top experts; {{moe_name}} reads {{moe_experts_one}}
+  of {{moe_experts}} a layer for one token, {{moe_experts_batch}} for {{moe_batch}}: weights read grow with the batch.
+- **Speculative decoding** ({{spec_name}}, K = {{spec_k}}): tokens {{spec_speedup_one}}× as fast alone,
+  {{spec_speedup_full}}× with {{seats}} in flight (below one: slower).
 
-**Tuning order**: the token budget (the TPOT you accept), the seats (the batch λ × W needs), then
-the KV cache to hold that batch.
+**Tuning order**: token budget (the TPOT you accept), seats (the batch λ × W needs), KV cache
+to hold them.
 
-**Chat**: {{chat_seats_line}}; a modest budget; watch TTFT p99 and TPOT p99 per pool.
+**Chat**: {{chat_seats_line}}; a modest budget; watch TTFT and TPOT p99 per pool.
 
-**An offline job**: seats up to the cache batch; a large budget; watch tokens/s.
+**Offline**: seats up to the cache batch; a large budget; watch tokens/s.
 """
 """The recap, worked for the live profile by the same figures the lessons state (steps.figures)."""
 

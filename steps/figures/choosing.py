@@ -237,3 +237,108 @@ def _helpdesk_ttft_on_ms(lab):
 @figure("helpdesk_ttft_off_ms", 3)
 def _helpdesk_ttft_off_ms(lab):
     return helpdesk_run(lab, False)["median_ttft_ms"]
+
+
+# -- a mixture of experts and speculative decoding (the cheat sheet) ------------------------------
+
+MOE_MODEL = "qwen3-30b-a3b"
+"""The mixture of experts the cheat sheet reads: Qwen3's, the size of the dense Qwen3 32B."""
+MOE_BATCH = 64
+"""The batch whose experts it counts beside one token's: the in-flight batch of step 9's example."""
+
+
+def _moe_cost(lab: Lab):
+    """The MoE's cost model on the lab's GPU kind, on the fewest of them that hold it."""
+    def made():
+        from sim.deployments import fewest_gpus
+
+        scenario = lab.scenario.replace(model=MOE_MODEL, speculative_config=None)
+        gpus, why = fewest_gpus(scenario)
+        if gpus is None:
+            raise ValueError(why)
+        return scenario.replace(tensor_parallel_size=gpus).cost_model()
+
+    return lab.memo("moe_cost", made)
+
+
+@_text_figure("moe_name")
+def _moe_name(lab):
+    return _moe_cost(lab).deployment.model.name
+
+
+@figure("moe_experts", whole)
+def _moe_experts(lab):
+    """Routed experts in each of the MoE's layers."""
+    return _moe_cost(lab).deployment.model.expert_count
+
+
+@figure("moe_experts_one", whole)
+def _moe_experts_one(lab):
+    """Experts a layer reads for one token (its top k)."""
+    return _moe_cost(lab).experts_read(1)
+
+
+@figure("moe_batch", whole)
+def _moe_batch(lab):
+    return MOE_BATCH
+
+
+@figure("moe_experts_batch", whole)
+def _moe_experts_batch(lab):
+    """Experts a layer reads, expected, for a decode batch of MOE_BATCH tokens (uniform routing)."""
+    return _moe_cost(lab).experts_read(MOE_BATCH)
+
+
+SPEC_OUTPUT = 128
+"""Tokens each request of the speculative decoding runs generates: enough for a steady TPOT."""
+
+
+def _spec_method(lab: Lab) -> str:
+    """EAGLE-3 where the lab's model has a published head, else n-gram (every model takes it)."""
+    from sim.speculative import method_offered
+
+    return "eagle3" if method_offered("eagle3", lab.model) is None else "ngram"
+
+
+def _spec_speedup(lab: Lab, in_flight: int) -> float:
+    """TPOT p50 without speculative decoding over TPOT p50 with it (K = PICKED_K), `in_flight`
+    requests of the lab's prompt length at a time (twice as many sent, all at once)."""
+    def run():
+        from sim.engine import run_scenario
+        from sim.speculative import PICKED_K, picked_config
+        from sim.workload import LengthSpec, WorkloadSpec
+
+        w = lab.scenario.workload
+        traffic = WorkloadSpec(arrival="all-at-once", num_prompts=2 * in_flight, max_concurrency=in_flight,
+                               input=LengthSpec("fixed", w.input.mean), output=LengthSpec("fixed", SPEC_OUTPUT))
+        plain = lab.scenario.replace(workload=traffic, speculative_config=None)
+        spec = plain.replace(speculative_config=picked_config(_spec_method(lab), lab.model, PICKED_K))
+        return run_scenario(plain).metrics["median_tpot_ms"] / run_scenario(spec).metrics["median_tpot_ms"]
+
+    return lab.memo(("spec_speedup", in_flight), run)
+
+
+@_text_figure("spec_name")
+def _spec_name(lab):
+    from sim.speculative import METHOD_NAMES
+
+    return METHOD_NAMES[_spec_method(lab)]
+
+
+@figure("spec_k", whole)
+def _spec_k(lab):
+    from sim.speculative import PICKED_K
+
+    return PICKED_K
+
+
+@figure("spec_speedup_one", 2)
+def _spec_speedup_one(lab):
+    """How many times faster a token comes with speculative decoding, one request in flight."""
+    return _spec_speedup(lab, 1)
+
+
+@figure("spec_speedup_full", 2)
+def _spec_speedup_full(lab):
+    """The same with as many requests in flight as the engine has seats."""
+    return _spec_speedup(lab, lab.seats)

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from sim.deployments import model_choices
+from sim.scenario import Scenario
 from snapshot_steps import advance
 
 SECONDS_SHOWN = 20.0  # simulated seconds run before each screenshot: queues and batches formed
+GPT_OSS_ROW = [c.model_id for c in model_choices(Scenario())].index("gpt-oss-120b")
+"""gpt-oss 120B's row in the playground's model picker (`l`), counted from the top."""
 
 
 @pytest.mark.parametrize("number", range(1, 21))
@@ -117,6 +121,25 @@ class TestSpecialSteps:
             await advance(SECONDS_SHOWN)(pilot)
 
         assert snap_compare(tutorial(20), terminal_size=(80, 24), run_before=run_before)
+
+
+    def test_playground_moe_with_eagle3_at_80x23(self, snap_compare, tutorial):
+        # l, ↓ to gpt-oss 120B (MoE, one H100), s: EAGLE-3, Enter; 20 s later, zoomed: the experts
+        # its batch read and the drafts its last iteration accepted, beside the other views.
+        async def run_before(pilot) -> None:
+            await pilot.pause()
+            await pilot.press("l", "home", *["down"] * GPT_OSS_ROW, "s", "enter")
+            await advance(SECONDS_SHOWN)(pilot)
+            await pilot.press("z")
+            await pilot.pause()
+
+        assert snap_compare(tutorial(20), terminal_size=(80, 23), run_before=run_before)
+
+    def test_model_picker_at_80x23(self, snap_compare, tutorial):
+        # l: every chat model with the fewest H100s that hold it; gpt-oss 120B highlighted, EAGLE-3
+        # chosen (its published head named), DeepSeek-V3 too big for eight.
+        press = ["l", "home", *["down"] * GPT_OSS_ROW, "s"]
+        assert snap_compare(tutorial(20), terminal_size=(80, 23), press=press)
 
 
 class TestAscii:
