@@ -16,6 +16,7 @@ from sim.speculative import PICKED_K, picked_config
 from sim.workload import LengthSpec, WorkloadSpec
 from steps.activities import cheat_sheet_md
 from steps.figures import MEASURE_SEED, fmt
+from steps.figures.choosing import SPEC_OUTPUT
 from tests import shared_steps
 
 
@@ -29,8 +30,9 @@ def line_of(sheet: str, head: str) -> str:
 
 
 def tpot(scenario, spec, in_flight: int) -> float:
-    traffic = WorkloadSpec(arrival="all-at-once", num_prompts=2 * in_flight, max_concurrency=in_flight,
-                           input=LengthSpec("fixed", scenario.workload.input.mean), output=LengthSpec("fixed", 128))
+    traffic = WorkloadSpec(arrival="all-at-once", num_prompts=in_flight, max_concurrency=in_flight,
+                           input=LengthSpec("fixed", scenario.workload.input.mean),
+                           output=LengthSpec("fixed", SPEC_OUTPUT))
     run = scenario.replace(seed=MEASURE_SEED, workload=traffic, speculative_config=spec)
     return run_scenario(run).metrics["median_tpot_ms"]
 
