@@ -30,7 +30,7 @@ to hold them.
 
 **Chat**: {{chat_seats_line}}; a modest budget; watch TTFT and TPOT p99 per pool.
 
-**Offline**: seats up to the cache batch; a large budget; watch tokens/s.
+**An offline job**: seats up to the cache batch; a large budget; watch tokens/s.
 """
 """The recap, worked for the live profile by the same figures the lessons state (steps.figures)."""
 
