@@ -19,6 +19,7 @@ from textual.widgets.option_list import Option
 from sim.deployments import ModelChoice, model_choices
 from sim.speculative import EAGLE3_HEADS, METHOD_NAMES, MAX_SPECULATIVE_TOKENS, PICKED_K, PICKED_METHODS, method_offered
 
+from ..keys import display
 from .modal import OverlayScreen
 
 METHODS = ("none",) + PICKED_METHODS
@@ -91,8 +92,11 @@ class ModelPickerScreen(OverlayScreen[PickedDeployment | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker-body"):
-            yield Static("↑ ↓ model · ← → GPU · s drafts · + - K · Enter runs · Esc keeps", id="picker-title",
-                         markup=False)
+            ascii_only = self.app.settings.ascii_only
+            arrows = [display(name, ascii_only) for name in ("up", "down", "left", "right")]
+            title = (f"{arrows[0]} {arrows[1]} model · {arrows[2]} {arrows[3]} GPU · s drafts · + - K · "
+                     "Enter runs · Esc keeps")
+            yield Static(self.app.words(title), id="picker-title", markup=False)
             yield Static("", id="picker-gpu", markup=False)
             yield Static("", id="picker-method", markup=False)
             yield OptionList(id="picker-list")
