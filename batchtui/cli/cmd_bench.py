@@ -138,9 +138,15 @@ def _sim_args(args) -> tuple[argparse.Namespace, str | None]:
 def engine_metadata(args) -> dict:
     """The engine flags given, as --metadata entries (`max-num-seqs`: "256"): they describe the
     server, so calibrate and compare replay the file with them."""
+    return metadata_entries(o.given_dials(args))
+
+
+def metadata_entries(dials: dict) -> dict:
+    """Engine and deployment dials by name (`max_num_seqs`: 256) as --metadata entries in their
+    flags' spelling and unit; a dial without a vLLM flag is left out."""
     out = {}
     flags = {f.dial: f for f in o.engine_flags()}
-    for dial, value in o.given_dials(args).items():
+    for dial, value in dials.items():
         if dial in flags:
             f = flags[dial]
             if isinstance(value, bool):
