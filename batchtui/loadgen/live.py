@@ -1,11 +1,17 @@
 """A real server driven live beside the simulator (the playground's `--server URL`).
 
 `LiveSession(url)` opens one client to the server (`open`: its model from /v1/models, its time
-scale from /metrics, prompts sized through its /tokenize), then `run(scenario, on_measured,
-stop)` sends the scenario's traffic as `batchtui bench` does (`send_traffic` over
+scale from /metrics, prompts sized through its /tokenize), then `run(scenario, on_measured)`
+sends the scenario's traffic as `batchtui bench` does (`send_traffic` over
 `sim.arrivals.Arrivals.for_scenario`: the arrivals, lengths, client cap and conversations the
-simulated engine serves for the same scenario) until `stop` is set, and hands `on_measured` a
+simulated engine serves for the same scenario) until `stop_run()`, and hands `on_measured` a
 `Measured` every half second of the server's time: what a learner reads beside the simulator.
+
+The client runs on an event loop of its own, in a thread of its own (`open` starts it, `close`
+or `end_now` ends it): in the app's loop its clock would read the answers only when the
+simulation's frame work let it (TTFT came out 60 ms late a request on a busy machine). The
+coroutines called from the app's loop (`open`, `run`, `close`) run there and are awaited here;
+`on_measured` is called on the caller's loop.
 
 What is measured, and how it is made comparable with the simulator's live figures
 (`sim.metrics.MetricsCollector.view` and its series):
@@ -32,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -191,9 +198,66 @@ class LiveSession:
         self.segments: deque[Segment] = deque(maxlen=KEPT_SEGMENTS)
         self.segment: Segment | None = None
         """The segment running now (None between runs)."""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stop: asyncio.Event | None = None
+        self._stop_wanted = False
+
+    # -- the client's own loop and thread
+    async def _call(self, coroutine):
+        """Run `coroutine` on the session's loop and await it here (cancelled with the caller)."""
+        if self._loop is None:
+            loop = self._loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(target=loop.run_forever, name=f"batchtui-live-{self.where}",
+                                            daemon=True)
+            self._thread.start()
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, self._loop))
+
+    def stop_run(self) -> None:
+        """End the run going on (from any thread)."""
+        self._stop_wanted = True
+        loop, stop = self._loop, self._stop
+        if loop is not None and stop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(stop.set)
+
+    async def _shutdown(self) -> None:
+        """On the session's loop: every task there cancelled and awaited, the client closed."""
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self.client is not None:
+            client, self.client = self.client, None
+            await client.__aexit__(None, None, None)
+
+    async def close(self) -> None:
+        """End the session: its requests cancelled (the server aborts them), its loop and thread
+        ended."""
+        if self._loop is not None:
+            await self._call(self._shutdown())
+        self.end_now()
+
+    def end_now(self, timeout: float = 5.0) -> None:
+        """`close`, blocking (the app is closing and its loop may not run again)."""
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        self._loop = self._thread = None
+        if thread.is_alive():
+            try:
+                asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(timeout)
+            except Exception:  # noqa: BLE001 -- ending regardless: a client that would not close
+                pass
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout)
+        if not thread.is_alive():
+            loop.close()
 
     async def open(self) -> None:
         """Reach the server: its model, time scale and prompts. LiveError (one line)."""
+        await self._call(self._open())
+
+    async def _open(self) -> None:
         from .client import Client, ServerUnreachable
         from .prompts import prepare
         from .scrape import TIME_SCALE, Scrape
@@ -214,17 +278,24 @@ class LiveSession:
             self.time_scale = scale if scale and scale > 0 else 1.0
             self.prompts = await prepare(self.client, server="batchtui serve" if scale else "the server")
         except BaseException:
-            await self.close()
-            raise
-
-    async def close(self) -> None:
-        if self.client is not None:
             client, self.client = self.client, None
             await client.__aexit__(None, None, None)
+            raise
 
-    async def run(self, scenario, on_measured: Callable[[Measured], None], stop: asyncio.Event) -> Segment:
-        """Send `scenario`'s traffic until `stop` is set or the server goes away; `on_measured`
-        every half second of the server's time. Returns the segment (also kept in `segments`)."""
+    async def run(self, scenario, on_measured: Callable[[Measured], None]) -> Segment:
+        """Send `scenario`'s traffic until `stop_run()` or the server goes away; `on_measured`
+        (on the caller's loop) every half second of the server's time. Returns the segment (also
+        kept in `segments`)."""
+        caller = asyncio.get_running_loop()
+        self._stop_wanted = False
+
+        def post(measured: Measured) -> None:
+            if not caller.is_closed():
+                caller.call_soon_threadsafe(on_measured, measured)
+
+        return await self._call(self._run(scenario, post))
+
+    async def _run(self, scenario, on_measured: Callable[[Measured], None]) -> Segment:
         from sim.arrivals import Arrivals
 
         from .prompts import Prompts
@@ -237,6 +308,9 @@ class LiveSession:
         # from an earlier one, as the simulated engine, which starts empty, never does.
         prompts = Prompts(p.words, p.specials, p.exact, p.rule, dataset_prompts=arrivals.dataset_prompts)
         x = self.time_scale
+        stop = self._stop = asyncio.Event()
+        if self._stop_wanted:
+            stop.set()
         seg = self.segment = Segment(scenario, x)
         interval = SERIES_INTERVAL_S / x
         watch = seg.watch = ServerWatch(self.endpoint, interval=interval)

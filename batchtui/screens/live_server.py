@@ -90,12 +90,15 @@ class LiveServer:
         self.url = ""
         """The address last typed (the prompt suggests it)."""
         self.measured = None
-        self._stop: asyncio.Event | None = None
+        self._stopping = False
+        """The run going on is to end (the next starts both again)."""
         self._sim = None
         """The simulation the server's traffic runs beside."""
         self._time = 0.0
         self._workload = None
         self.calibrating = False
+        self._proc = None
+        """The calibration's process while it runs."""
 
     @property
     def connected(self) -> bool:
@@ -146,8 +149,7 @@ class LiveServer:
         session, self.session = self.session, None
         if session is None:
             return
-        if self._stop is not None:
-            self._stop.set()
+        self._stop_run(session)
         done = sum(seg.completed for seg in session.segments) + (session.segment.completed if session.segment else 0)
         screen = self.screen
         if words is None:
@@ -191,14 +193,14 @@ class LiveServer:
                 self._sim, self._time = screen.sim, 0.0
                 scenario = screen.sim.scenario
                 self._workload = (scenario.workload, scenario.seed)
-                self._stop = asyncio.Event()
-                await session.run(scenario, self._measured, self._stop)
+                self._stopping = False
+                await session.run(scenario, self._measured)
                 if self.measured is not None and self.measured.gone and self.session is session:
                     self.disconnect(f"The server went away ({self.measured.gone}): the playground goes on "
                                     "simulating; l connects again.", error=True)
                     break
                 # A finite traffic served to its end: the next starts when the run starts over.
-                while self._on(session) and not self._stop.is_set():
+                while self._on(session) and not self._stopping:
                     self._check_run()
                     await asyncio.sleep(POLL_S)
         finally:
@@ -227,17 +229,31 @@ class LiveServer:
         """A run started over, other traffic, or a pause: the server's segment ends (the next
         starts both again)."""
         sim = self.screen.sim
-        if sim is None or self._stop is None:
+        session = self.session
+        if sim is None or session is None:
             return
         now = sim.time
         scenario = sim.scenario
-        if not sim.running and not self._stop.is_set() and not sim.done:
+        if not sim.running and not self._stopping and not sim.done:
             self.screen.say("Paused: the server's traffic stopped too; when the run goes on, both start again "
                             "from the start.")
         if sim is not self._sim or now < self._time or (scenario.workload, scenario.seed) != self._workload \
                 or not sim.running:
-            self._stop.set()
+            self._stop_run(session)
         self._time = now
+
+    def _stop_run(self, session) -> None:
+        self._stopping = True
+        session.stop_run()
+
+    def end(self) -> None:
+        """The screen is going (the app closes): the session's thread and a calibration's process
+        end now, whether or not the loop runs again."""
+        session, self.session = self.session, None
+        if session is not None:
+            session.end_now()
+        if self._proc is not None and self._proc.returncode is None:
+            _kill(self._proc)
 
     def _show_views(self) -> None:
         screen = self.screen
@@ -294,14 +310,15 @@ class LiveServer:
         if scenario.profiles_path:
             cmd += ["--profiles", scenario.profiles_path]
         try:
-            proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE,
-                                                        stderr=asyncio.subprocess.PIPE, start_new_session=True)
+            proc = self._proc = await asyncio.create_subprocess_exec(
+                *cmd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
             try:
                 out, err = await proc.communicate()
             except BaseException:  # the app or the worker ended first: the process goes with it
                 _kill(proc)
-                await proc.wait()
                 raise
+            finally:
+                self._proc = None
         except OSError as exc:
             self.calibrating = False
             screen.say(f"batchtui calibrate could not start: {exc.strerror or exc}.", error=True)

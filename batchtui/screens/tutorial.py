@@ -600,4 +600,5 @@ class TutorialScreen(WholeFrameScreen):
 
     def on_unmount(self) -> None:
         self.stop_simulation()
+        self.live.end()
 
