@@ -66,6 +66,7 @@ class ServerPromptScreen(FilePromptScreen):
         from ..loadgen.live import LiveError, base_url
 
         event.stop()
+        event.prevent_default()  # (the file prompt's own handler is not for an address)
         text = event.value.strip()
         if not text:
             self.dismiss(None)

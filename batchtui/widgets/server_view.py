@@ -81,8 +81,8 @@ class ServerView(SimView):
         self.status = ""
         """What the session is doing when nothing is measured yet ("connecting to ...")."""
         self.measured_face: Callable[[str], str] = _identity
-        """How the measured figures are written (a snapshot test masks their digits: they are the
-        wall clock's, never the same twice)."""
+        """How the measured figures, and the sparklines drawn on their scale, are written (a
+        snapshot test masks them: they are the wall clock's, never the same twice)."""
 
     def update_frame(self, frames) -> None:
         measured = frames.get("server")
@@ -117,7 +117,9 @@ class ServerView(SimView):
             text.append("\n")
             text.append(f"{label:<{LABEL_WIDTH}}", self.style_of("server--label"))
             text.append(f"{'sim':<{TAG_WIDTH}}", dim)
-            text.append(spark_cells(ours, cells, spark, latency, log=latency, scale_of=shared), self.style_of(style))
+            drawn = spark_cells(ours, cells, spark, latency, log=latency, scale_of=shared)
+            # (on the measured row's scale: what it looks like depends on the measured figures)
+            text.append(face(drawn) if theirs else drawn, self.style_of(style))
             text.append(f"{words(sim_value) if sim_value is not None else '-':>{VALUE_WIDTH}}")
             text.append("\n" + " " * LABEL_WIDTH)
             text.append(f"{'real':<{TAG_WIDTH}}", dim)

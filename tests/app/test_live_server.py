@@ -59,9 +59,10 @@ def server_view(app) -> ServerView:
     return app.tutorial.stack.views("server")[0]
 
 
-def our_tasks() -> list[asyncio.Task]:
-    """Tasks still pending whose coroutine is the live session's or its client's."""
-    out = []
+def our_tasks() -> list:
+    """Tasks still pending whose coroutine is the live session's or its client's, in this loop,
+    and the session's thread (its client's loop) while it lives."""
+    out = [t for t in threading.enumerate() if t.name.startswith("batchtui-live-")]
     for task in asyncio.all_tasks():
         code = getattr(task.get_coro(), "cr_code", None)
         where = code.co_filename if code is not None else ""
