@@ -110,6 +110,13 @@ class LiveServer:
         return self.session is not None and Playground.on(step)
 
     # -- keys
+    def act(self, key: str) -> None:
+        """The screen's `live` action: "server" (`l`) or "calibrate" (`f`)."""
+        if key == "calibrate":
+            self.calibrate()
+        else:
+            self.toggle()
+
     def toggle(self) -> None:
         """`l`: ask for an address and connect; connected: disconnect."""
         screen = self.screen
@@ -120,7 +127,7 @@ class LiveServer:
             return
 
         def chosen(url) -> None:
-            if url and screen.check_action("live_server", ()) and self.session is None:
+            if url and screen.check_action("live", ()) and self.session is None:
                 self.connect(url)
 
         suggestion = self.url or screen.settings.server_url or DEFAULT_URL

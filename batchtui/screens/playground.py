@@ -14,7 +14,7 @@ from sim.errors import SimError
 from ..formatting import in_app_words, number
 from .before_after import setting_changes
 
-PLAYGROUND_ACTIONS = ("save_scenario", "load_scenario", "helpdesk_traffic", "live_server", "calibrate_live")
+PLAYGROUND_ACTIONS = ("save_scenario", "load_scenario", "helpdesk_traffic", "live")
 """The screen's actions that only the playground takes."""
 
 

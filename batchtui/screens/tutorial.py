@@ -53,8 +53,8 @@ from ..widgets.view_stack import ViewStack
 from .before_after import VIEW_KINDS, BeforeAfter
 from .dials import Dials
 from .drafts import Drafts
-from .navigation import Navigation
 from .live_server import LiveServer
+from .navigation import Navigation
 from .playground import Playground
 from .question import Question
 from .reveal import Reveal
@@ -119,8 +119,7 @@ class TutorialScreen(WholeFrameScreen):
         """A "before" beside the live run (pinned, or the step's start) and the views showing it."""
         self.playground = Playground(self)
         """The playground's files and traffic switch (its keys delegate to it)."""
-        self.live = LiveServer(self)
-        """The playground beside a real server (`l`, `f`)."""
+        self.live = LiveServer(self)  # the playground beside a real server (its keys delegate to it)
         self.reveal = Reveal(self)
         self.sweeps = Sweeps(self)
         self.dials = Dials(self)
@@ -454,11 +453,8 @@ class TutorialScreen(WholeFrameScreen):
     async def action_helpdesk_traffic(self) -> None:
         await self.playground.helpdesk_traffic()
 
-    def action_live_server(self) -> None:
-        self.live.toggle()
-
-    def action_calibrate_live(self) -> None:
-        self.live.calibrate()
+    def action_live(self, key: str) -> None:
+        self.live.act(key)
 
     def action_pin(self) -> None:
         self.before.pin()
