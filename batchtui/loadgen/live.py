@@ -65,7 +65,9 @@ GONE_AFTER = 3
 """Answers in a row lost to the connection (refused, reset, timed out) that say the server went."""
 STALE_S = 5.0
 """Real seconds without an answer from /metrics (which answered before) that say it went."""
-SCRAPE_TIMEOUT_S = 4.0
+SHUTDOWN_S = 1.0
+"""The most the session's end waits for a thread of its loop (a host name looked up cannot be
+stopped: past this its thread is left to finish alone)."""
 CONNECTION_WORDS = ("cannot connect", "closed the connection", "did not answer in time", "broke off")
 """The client's one-line errors (`loadgen.client.connection_error`) that mean the connection, not
 the request, failed."""
@@ -229,6 +231,9 @@ class LiveSession:
         if self.client is not None:
             client, self.client = self.client, None
             await client.__aexit__(None, None, None)
+        # The loop's threads (a host name being looked up) end too, unless one hangs.
+        await asyncio.wait({asyncio.ensure_future(asyncio.get_running_loop().shutdown_default_executor())},
+                           timeout=SHUTDOWN_S)
 
     async def close(self) -> None:
         """End the session: its requests cancelled (the server aborts them), its loop and thread
@@ -237,7 +242,7 @@ class LiveSession:
             await self._call(self._shutdown())
         self.end_now()
 
-    def end_now(self, timeout: float = 5.0) -> None:
+    def end_now(self, timeout: float = 2 * SHUTDOWN_S) -> None:
         """`close`, blocking (the app is closing and its loop may not run again)."""
         loop, thread = self._loop, self._thread
         if loop is None or thread is None:

@@ -39,9 +39,12 @@ from .playground import Playground
 DEFAULT_URL = "http://127.0.0.1:8000"
 """The prompt's first suggestion: `vllm serve`'s default port on this machine."""
 CALIBRATED_FILE = "calibrated.toml"
+CALIBRATE_LOG = "calibrate.txt"
 MEASURED_FOLDER = "measured"
 POLL_S = 0.1
 """How often a session between runs looks whether the run went on or started over (s)."""
+FAILURE_WORDS = 150
+"""The most of calibrate's refusal the notice line says (its terminal output says all of it)."""
 MOVED_BY = 0.005
 """A parameter that moved less than this share is not said to have moved."""
 
@@ -308,6 +311,8 @@ class LiveServer:
                           exclusive=True)
 
     async def _calibrate(self, files: list[str], scenario, where: str, answers: int) -> None:
+        from ..state_folder import write_atomically
+
         screen = self.screen
         directory = Path(screen.app.store.directory)
         output = directory / CALIBRATED_FILE
@@ -332,10 +337,17 @@ class LiveServer:
             screen.say(f"batchtui calibrate could not start: {exc.strerror or exc}.", error=True)
             return
         self.calibrating = False
+        try:  # (what calibrate printed, whole: the notice line says a line of it)
+            write_atomically(directory / MEASURED_FOLDER / CALIBRATE_LOG, (out + err).decode("utf-8", "replace"))
+        except OSError:
+            pass
         if proc.returncode != 0:
             lines = [line for line in err.decode("utf-8", "replace").splitlines() if line.strip()]
             why = lines[-1].removeprefix("batchtui: error: ") if lines else f"exit status {proc.returncode}"
-            screen.say(f"Calibration failed: {why}", error=True)
+            why = why if len(why) <= FAILURE_WORDS else why[:FAILURE_WORDS - 3].rsplit(" ", 1)[0] + "..."
+            screen.say(f"Calibration failed: {why} Measure more runs (a low rate, a high one: each rate set on "
+                       f"the dial is a run), then f again ({MEASURED_FOLDER}/{CALIBRATE_LOG} in the state folder "
+                       "has calibrate's report).", error=True)
             return
         await self._reopen(scenario, str(output), name, where, answers)
 

@@ -283,3 +283,68 @@ def test_the_gap_is_the_measured_figures_distance_from_the_simulated():
     assert gap_words(110, 100) == "+10%" and gap_words(88, 100) == "-12%"
     assert gap_words(None, 100) == gap_words(5, None) == gap_words(5, 0) == ""
     assert gap_words(1e6, 1) == ">+999%"
+
+
+# -- f: calibrate to what was measured ---------------------------------------------------------------
+
+def test_f_writes_vllm_result_files_and_says_calibrates_answer_in_a_line(tmp_path, served):
+    """One run at one rate: its result file is vllm bench serve's (its keys, the per-request arrays
+    calibrate replays, the playground's engine as --metadata), written into the state folder; what
+    one rate cannot pin calibrate refuses, said in a line, and the playground stays as it was."""
+    from tests.unit.test_bench import assert_vllm_keys, expected_keys
+
+    state = tmp_path / "state"
+    app = playground(state, server_url=served.url)
+
+    async def drive():
+        async with app.run_test(size=(80, 23)) as pilot:
+            await until(pilot, lambda: app.tutorial.live.measured is not None
+                        and app.tutorial.live.measured.completed >= 30, what="answers")
+            await pilot.press("f")
+            await until(pilot, lambda: notice(app).startswith(("Calibration failed", "Calibrated to")),
+                        timeout=120, what="calibrate's answer")
+            return notice(app), app.tutorial.sim.scenario
+    line, scenario = asyncio.run(drive())
+    files = sorted((state / "measured").glob("live-*.json"))
+    assert len(files) == 1
+    data = json.loads(files[0].read_text(encoding="utf-8"))
+    meta = ["batching", "max-num-seqs", "max-num-batched-tokens", "max-model-len"]
+    assert_vllm_keys(data, expected_keys(metadata=meta, detailed=True, metrics=("ttft", "tpot", "itl", "e2el")))
+    assert data["completed"] >= 30 and data["model_id"] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert len(data["input_lens"]) == len(data["start_times"]) == data["completed"] + data["failed"]
+    assert line.startswith("Calibration failed: 1 run(s) give 3 measured number(s) to fit 5 parameter(s)")
+    assert "\n" not in line and scenario.gpu == "h100-sxm"
+    assert "Calibrating" in (state / "measured" / "calibrate.txt").read_text(encoding="utf-8")
+
+
+@pytest.mark.thorough
+def test_f_after_runs_at_two_rates_reopens_the_playground_on_the_fitted_profile(tmp_path):
+    """A low rate, then the playground's own: each rate set on the dial is a run of its own; f fits
+    the GPU's parameters to them and the playground runs on the fitted profile, the line saying
+    what moved."""
+    state = tmp_path / "state"
+    server = Server("--time-scale", str(SCALE), "--stream-interval", "4")
+    app = playground(state, server_url=server.url)
+    try:
+        async def drive():
+            async with app.run_test(size=(80, 23)) as pilot:
+                screen = app.tutorial
+                await until(pilot, lambda: screen.live.measured is not None, what="connected")
+                applied, error = screen.dials.set({"workload.request_rate": 0.5})
+                assert error is None
+                screen.dials_moved(applied)
+                await until(pilot, lambda: screen.live.measured is not None and screen.live.measured.completed >= 20
+                            and screen.sim.scenario.workload.request_rate == 0.5, timeout=120, what="a low rate")
+                applied, error = screen.dials.set({"workload.request_rate": 10.0})
+                screen.dials_moved(applied)
+                await until(pilot, lambda: len(screen.live.session.segments) >= 2
+                            and screen.live.measured.completed >= 100, timeout=120, what="the playground's rate")
+                await pilot.press("f")
+                await until(pilot, lambda: notice(app).startswith(("Calibration failed", "Calibrated to")),
+                            timeout=600, what="calibrate's answer")
+                return notice(app), screen.sim.scenario
+        line, scenario = asyncio.run(drive())
+    finally:
+        server.stop()
+    assert line.startswith("Calibrated to") and "→" in line, line
+    assert scenario.gpu == "h100-sxm-measured" and scenario.profiles_path.endswith("calibrated.toml")
