@@ -118,9 +118,10 @@ def base_url(url: str) -> str:
         raise LiveError(f"{url.strip() or 'an empty address'} is not an http:// or https:// address")
     rest = text.split("://", 1)[1]
     host = rest.split("/", 1)[0]
-    if not host or any(c.isspace() for c in host):
-        raise LiveError(f"{url.strip()} names no server (http://HOST:PORT)")
     port = host.rsplit(":", 1)[1] if ":" in host and not host.endswith("]") else None
+    name = host[:len(host) - len(port) - 1] if port is not None else host
+    if not name or any(c.isspace() for c in host):
+        raise LiveError(f"{url.strip()} names no server (http://HOST:PORT)")
     if port is not None and not (port.isdigit() and 0 < int(port) < 65536):
         raise LiveError(f"{url.strip()}: {port!r} is not a port (1 to 65535)")
     path = rest[len(host):].rstrip("/")

@@ -31,7 +31,7 @@ from tests import shared_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 SCALE = 4
-pytestmark = pytest.mark.wall_clock
+wall_clock = pytest.mark.wall_clock
 
 
 def playground(state: Path, clock=None, **settings) -> BatchApp:
@@ -80,6 +80,7 @@ def served():
 
 # -- the measured pane against the served engine's own record (issue 42, item 4's second test) -----
 
+@wall_clock
 def test_the_measured_pane_reads_what_the_served_engine_recorded(tmp_path):
     """`--server` against `batchtui serve --record`: the requests the server recorded are the
     playground's planned traffic, one for one; the pane's TTFT and TPOT p50 are the served
@@ -150,6 +151,7 @@ bound it never goes under."""
 
 # -- keys, a bad address, a server that goes away ----------------------------------------------------
 
+@wall_clock
 def test_l_asks_for_the_address_and_each_key_lands_where_it_should(tmp_path, served):
     """l opens the prompt; the keys typed at once after it land in the prompt (none reaches the
     playground: `m`, a playground key, is a letter of the address here); Enter connects."""
@@ -178,6 +180,7 @@ def test_l_asks_for_the_address_and_each_key_lands_where_it_should(tmp_path, ser
     asyncio.run(drive())
 
 
+@wall_clock
 def test_nothing_there_is_one_line_and_the_playground_goes_on(tmp_path):
     import socket
 
@@ -194,6 +197,7 @@ def test_nothing_there_is_one_line_and_the_playground_goes_on(tmp_path):
     asyncio.run(drive())
 
 
+@wall_clock
 def test_a_server_that_goes_away_mid_run_is_one_line_and_the_simulation_goes_on(tmp_path):
     server = Server("--time-scale", str(SCALE))
     app = playground(tmp_path / "state", server_url=server.url)
@@ -217,6 +221,7 @@ def test_a_server_that_goes_away_mid_run_is_one_line_and_the_simulation_goes_on(
         server.stop()
 
 
+@wall_clock
 def test_no_task_or_process_outlives_the_app(tmp_path, served):
     """Quitting mid-run (a session sending, a calibration running) ends the session's tasks, its
     connections and the calibration's process."""
@@ -287,6 +292,7 @@ def test_the_gap_is_the_measured_figures_distance_from_the_simulated():
 
 # -- f: calibrate to what was measured ---------------------------------------------------------------
 
+@wall_clock
 def test_f_writes_vllm_result_files_and_says_calibrates_answer_in_a_line(tmp_path, served):
     """One run at one rate: its result file is vllm bench serve's (its keys, the per-request arrays
     calibrate replays, the playground's engine as --metadata), written into the state folder; what
@@ -317,6 +323,7 @@ def test_f_writes_vllm_result_files_and_says_calibrates_answer_in_a_line(tmp_pat
     assert "Calibrating" in (state / "measured" / "calibrate.txt").read_text(encoding="utf-8")
 
 
+@wall_clock
 @pytest.mark.thorough
 def test_f_after_runs_at_two_rates_reopens_the_playground_on_the_fitted_profile(tmp_path):
     """A low rate, then the playground's own: each rate set on the dial is a run of its own; f fits
@@ -348,3 +355,28 @@ def test_f_after_runs_at_two_rates_reopens_the_playground_on_the_fitted_profile(
         server.stop()
     assert line.startswith("Calibrated to") and "→" in line, line
     assert scenario.gpu == "h100-sxm-measured" and scenario.profiles_path.endswith("calibrated.toml")
+
+
+@pytest.mark.parametrize("typed, expected", [
+    ("127.0.0.1:8000", "http://127.0.0.1:8000"), ("http://gpu-box:8000/v1/", "http://gpu-box:8000"),
+    ("https://[::1]:8443", "https://[::1]:8443"),
+])
+def test_an_address_is_read_as_a_learner_types_it(typed, expected):
+    from batchtui.loadgen.live import base_url
+
+    assert base_url(typed) == expected
+
+
+@pytest.mark.parametrize("typed, words", [
+    ("ftp://x:1", "is not an http:// or https:// address"), ("http://:8000", "names no server"),
+    ("http://host:99999", "'99999' is not a port"), ("http://host:8000/v1/completions", "without a path"),
+])
+def test_a_bad_address_is_one_line_in_the_prompt_and_on_the_command_line(typed, words, capsys):
+    from batchtui.loadgen.live import LiveError, base_url
+    from batchtui.tui import main
+
+    with pytest.raises(LiveError, match=words):
+        base_url(typed)
+    assert main(["--server", typed]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("batchtui: --server: ") and words in err and err.count("\n") == 1
