@@ -149,7 +149,9 @@ class LiveServer:
         self.url = url
         self.session = self.last_session = session
         self.measured = None
+        screen.stack.frames.pop("server", None)  # (an earlier session's figures are not this one's)
         for view in screen.stack.views("server"):
+            view.measured = None
             view.status = f"server {session.where}: connecting..."
         if screen.is_mounted:
             self._show_views()
@@ -216,6 +218,11 @@ class LiveServer:
                     await asyncio.sleep(POLL_S)
         finally:
             await session.close()
+            if self.session is session:  # (the playground left between two runs)
+                if screen.is_attached:
+                    self.disconnect()
+                else:
+                    self.session = None
 
     def _on(self, session) -> bool:
         """The session is still the one wanted, beside the playground's run."""

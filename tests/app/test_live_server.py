@@ -169,8 +169,12 @@ def test_l_asks_for_the_address_and_each_key_lands_where_it_should(tmp_path, ser
             await pilot.press("enter")  # refused in one line, the prompt kept
             status = str(prompt.query_one("#file-prompt-status").render())
             assert app.screen is prompt and "'1m' is not a port" in status and "\n" not in status
+            running = app.tutorial.sim.running
             await pilot.press("ctrl+u", *served.url, "enter", "space")
-            assert app.screen is app.tutorial
+            # space landed on the playground (its run paused or ran), not in the prompt
+            assert app.screen is app.tutorial and app.tutorial.sim.running is not running
+            if not app.tutorial.sim.running:
+                await pilot.press("space")  # (paused, the server waits: both start when it runs)
             await until(pilot, lambda: app.tutorial.live.measured is not None, what="a first figure")
             assert app.tutorial.stack.page_names(app.tutorial.stack.page)[0] == "server"
             await pilot.press("l")
@@ -380,3 +384,20 @@ def test_a_bad_address_is_one_line_in_the_prompt_and_on_the_command_line(typed, 
     assert main(["--server", typed]) == 2
     err = capsys.readouterr().err
     assert err.startswith("batchtui: --server: ") and words in err and err.count("\n") == 1
+
+
+@wall_clock
+def test_leaving_the_playground_disconnects(tmp_path, served):
+    app = playground(tmp_path / "state", clock=ManualClock(), server_url=served.url)
+
+    async def drive():
+        async with app.run_test(size=(80, 23)) as pilot:
+            await until(pilot, lambda: app.tutorial.live.measured is not None, what="a first figure")
+            await pilot.press("p")
+            await until(pilot, lambda: not our_tasks(), what="the session's end")
+            assert notice(app).startswith("Disconnected from 127.0.0.1") and not app.tutorial.live.connected
+            assert app.tutorial.step.number == 19 and "server" not in app.tutorial.stack.names
+            await pilot.press("n")
+            await pilot.pause()
+            assert app.tutorial.step.number == 20 and "server" not in app.tutorial.stack.names
+    asyncio.run(drive())
