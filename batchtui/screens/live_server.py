@@ -40,6 +40,8 @@ DEFAULT_URL = "http://127.0.0.1:8000"
 """The prompt's first suggestion: `vllm serve`'s default port on this machine."""
 CALIBRATED_FILE = "calibrated.toml"
 CALIBRATE_LOG = "calibrate.txt"
+CALIBRATE = (sys.executable, "-m", "batchtui", "calibrate")
+"""The command `f` runs (its arguments follow)."""
 MEASURED_FOLDER = "measured"
 POLL_S = 0.1
 """How often a session between runs looks whether the run went on or started over (s)."""
@@ -325,7 +327,7 @@ class LiveServer:
         output = directory / CALIBRATED_FILE
         base = scenario.gpu.removesuffix("-measured")
         name = f"{base}-measured"
-        cmd = [sys.executable, "-m", "batchtui", "calibrate", *files, "--gpu", scenario.gpu, "--model",
+        cmd = [*CALIBRATE, *files, "--gpu", scenario.gpu, "--model",
                scenario.model, "--output", str(output), "--name", name, "--jobs", "1"]
         if scenario.profiles_path:
             cmd += ["--profiles", scenario.profiles_path]

@@ -226,9 +226,12 @@ def test_a_server_that_goes_away_mid_run_is_one_line_and_the_simulation_goes_on(
 
 
 @wall_clock
-def test_no_task_or_process_outlives_the_app(tmp_path, served):
+def test_no_task_or_process_outlives_the_app(tmp_path, served, monkeypatch):
     """Quitting mid-run (a session sending, a calibration running) ends the session's tasks, its
-    connections and the calibration's process."""
+    connections and the calibration's process (here one that would run two minutes)."""
+    from batchtui.screens import live_server
+
+    monkeypatch.setattr(live_server, "CALIBRATE", (sys.executable, "-c", "import time; time.sleep(120)", "calibrate"))
     app = playground(tmp_path / "state", server_url=served.url)
     seen = {}
 
@@ -243,10 +246,10 @@ def test_no_task_or_process_outlives_the_app(tmp_path, served):
             seen["threads"] = set(threading.enumerate())
             await pilot.press("q")
         seen["left"] = our_tasks()
-    before = set(threading.enumerate())
+    before = {t.ident for t in threading.enumerate()}
     asyncio.run(drive())
     assert seen["left"] == []
-    assert set(threading.enumerate()) <= before | {threading.current_thread()}
+    assert {t.ident for t in threading.enumerate()} <= before  # (no thread of the session's left)
     deadline = time.monotonic() + 10
     while any(_alive(pid) for pid in seen["pids"]) and time.monotonic() < deadline:
         time.sleep(0.1)
