@@ -142,11 +142,12 @@ def test_the_measured_pane_reads_what_the_served_engine_recorded(tmp_path):
 TPOT_TOLERANCE = 0.10
 """The gaps between streamed chunks are the engine's, give or take the wall clock's jitter (times 4,
 spread over the 4 tokens of a chunk)."""
-CLIENT_OVERHEAD_S = 0.06
-"""What the client adds to every TTFT in real seconds: sending the request, the server process
-waking to read it, the answer read back in a busy process. Measured 29 ms at load 17 on two cores
-(the pane read 151 ms of server time against the engine's 34); the engine's own TTFT is a lower
-bound it never goes under."""
+CLIENT_OVERHEAD_S = 0.15
+"""What the client may add to every TTFT in real seconds: sending the request, the server process
+waking to read it, the answer read back in a busy process. Measured 29 ms with this test alone at
+load 17 on two cores (the pane read 151 ms of server time against the engine's 34), 101 ms with
+three test processes beside it (461 against 57). The engine's own TTFT is a lower bound the pane
+never goes under; this upper one only catches a pane that reads something else."""
 
 
 # -- keys, a bad address, a server that goes away ----------------------------------------------------
