@@ -409,6 +409,8 @@ class _Figures:
         now = seg.now()
         latest = watch.during[-1].values if watch.during else watch.before.values if watch.before is not None else {}
         tokens = latest.get("vllm:generation_tokens")
+        while seg.ended and seg.ended[0][0] < now - RATE_WINDOW_S:  # (bounded, either way)
+            seg.ended.popleft()
         if tokens is not None:
             since = "metrics"
             counts = self.counts
@@ -421,8 +423,6 @@ class _Figures:
             rate = (tokens - counts[0][1]) / (now - counts[0][0]) if now > counts[0][0] else 0.0
         else:
             since = "answers"
-            while seg.ended and seg.ended[0][0] < now - RATE_WINDOW_S:
-                seg.ended.popleft()
             span = min(now, RATE_WINDOW_S)
             rate = point = sum(n for _, n in seg.ended) / span if span > 0 else 0.0
         recent = list(seg.recent)
