@@ -26,6 +26,7 @@ import os
 import signal
 import sys
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from textual.app import ComposeResult
@@ -158,7 +159,7 @@ class LiveServer:
         if screen.is_mounted:
             self._show_views()
         screen.say(f"Connecting to {session.where}...")
-        screen.run_worker(self._drive(session), group="live-server", exclusive=True)
+        screen.run_worker(partial(self._drive, session), group="live-server", exclusive=True)
 
     def disconnect(self, words: str | None = None, error: bool = False) -> None:
         session, self.session = self.session, None
@@ -316,8 +317,8 @@ class LiveServer:
         answers = sum(seg.completed for seg in segments)
         screen.say(f"Calibrating to {answers:,} answers from {session.where} (batchtui calibrate, in the "
                    "background); the playground reopens on the fitted profile.")
-        screen.run_worker(self._calibrate(files, scenario, session.where, answers), group="live-calibrate",
-                          exclusive=True)
+        screen.run_worker(partial(self._calibrate, files, scenario, session.where, answers),
+                          group="live-calibrate", exclusive=True)
 
     async def _calibrate(self, files: list[str], scenario, where: str, answers: int) -> None:
         from ..state_folder import write_atomically
