@@ -93,6 +93,8 @@ class BatchApp(App):
             self.call_after_refresh(gc_policy.settle_once)
         if self.settings.gpu:
             self.call_after_refresh(self._find_learner_gpu)
+        if self.settings.server_url:  # (`--server`: the playground beside it once drawn)
+            self.call_after_refresh(self.tutorial.live.connect, self.settings.server_url)
 
     def _find_learner_gpu(self) -> None:
         """`--gpu`: ask (nvidia-smi for auto) in a thread, after the first frame."""

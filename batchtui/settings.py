@@ -33,6 +33,8 @@ class AppSettings:
     """Text boxes blink their cursor; tests turn it off so screenshots are stable."""
     served: bool = False
     """Running in a web page (textual-serve): file prompts stay in the state folder."""
+    server_url: str | None = None
+    """`--server URL`: the playground drives this server with its traffic from the start."""
 
     @property
     def glyphs(self) -> Glyphs:

@@ -98,6 +98,11 @@ class LiveSimulation:
         return self.engine.snapshot()
 
     @property
+    def time(self) -> float:
+        """The run's simulated time now (s)."""
+        return self.engine.time
+
+    @property
     def started(self) -> bool:
         """Whether the run has gone an iteration since it (re)started."""
         return self.engine.iteration > 0

@@ -29,6 +29,10 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu", metavar="NAME",
                         help="your GPU: auto (the one nvidia-smi reports) or a profile id such as h100-pcie; "
                              "the header names it, the cheat sheet and playground start on it")
+    parser.add_argument("--server", metavar="URL",
+                        help="a real OpenAI-compatible server (a vLLM, batchtui serve) at http://HOST:PORT: the "
+                             "playground sends it its traffic and shows what it measures beside the simulation "
+                             "(s in the playground does the same)")
     parser.add_argument("--profiles", metavar="FILE",
                         help="a TOML file of extra or calibrated GPU and model profiles (batchtui calibrate "
                              "writes one)")
@@ -92,6 +96,17 @@ def _run_app(args: argparse.Namespace) -> int:
             return 1
         step_list[-1] = replace(playground, scenario=scenario)
         start = playground.number
+    server = getattr(args, "server", None)
+    if server is not None:
+        from .loadgen.live import LiveError, base_url
+
+        try:
+            base_url(server)
+        except LiveError as exc:
+            print(f"batchtui: --server: {exc}", file=sys.stderr)
+            return 2
+        if args.scenario is None:
+            start = numbers[-1]  # the playground
     gpu, profiles_path = getattr(args, "gpu", None), getattr(args, "profiles", None)
     if profiles_path or (gpu and gpu.strip().lower() != "auto"):
         # A named GPU or a profile file is checked now (no nvidia-smi: that waits for `auto`,
@@ -116,7 +131,7 @@ def _run_app(args: argparse.Namespace) -> int:
 
     settings = AppSettings(ascii_only=args.ascii, fps=args.fps, start_step=start,
                            reset_progress=args.reset_progress, scenario_path=args.scenario,
-                           gpu=gpu, profiles_path=profiles_path, served=served())
+                           gpu=gpu, profiles_path=profiles_path, served=served(), server_url=server)
 
     from .app import BatchApp
 

@@ -25,7 +25,7 @@ import sys
 import textwrap
 import uuid
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from . import args as a
 from . import options as o
@@ -138,9 +138,15 @@ def _sim_args(args) -> tuple[argparse.Namespace, str | None]:
 def engine_metadata(args) -> dict:
     """The engine flags given, as --metadata entries (`max-num-seqs`: "256"): they describe the
     server, so calibrate and compare replay the file with them."""
+    return metadata_entries(o.given_dials(args))
+
+
+def metadata_entries(dials: dict) -> dict:
+    """Engine and deployment dials by name (`max_num_seqs`: 256) as --metadata entries in their
+    flags' spelling and unit; a dial without a vLLM flag is left out."""
     out = {}
     flags = {f.dial: f for f in o.engine_flags()}
-    for dial, value in o.given_dials(args).items():
+    for dial, value in dials.items():
         if dial in flags:
             f = flags[dial]
             if isinstance(value, bool):
@@ -386,43 +392,18 @@ def _open_files_to_the_hard_limit() -> None:
 
 
 def _result(args, setup, measured, figures: dict, meta: dict, date: str, rate: float) -> dict:
-    """The result file: vllm bench serve's keys in its order (setup, --metadata, traffic, the
-    figures), then batchtui's own under one key."""
-    from batchtui.loadgen.measure import SECTIONS, rps_change_events
+    """The result file: vllm bench serve's keys in its order, then batchtui's own under one key."""
+    from batchtui.loadgen.measure import result_data
 
-    w = setup.scenario.workload
-    data: dict = {"date": date, "endpoint_type": args.backend, "backend": args.backend, "label": args.label,
-                  "model_id": measured.model, "tokenizer_id": setup.recorded.get("--tokenizer") or measured.model,
-                  "num_prompts": expected_requests(setup.scenario)}
-    data.update(meta)
-    data.update({"request_rate": rate if math.isfinite(rate) else "inf", "burstiness": float(w.burstiness),
-                 "max_concurrency": w.max_concurrency or None})
-    if w.ramp_up_strategy:
-        data.update({"ramp_up_strategy": w.ramp_up_strategy, "ramp_up_start_rps": w.ramp_up_start_rps,
-                     "ramp_up_end_rps": w.ramp_up_end_rps})
-    stats = {k: v for k, v in figures.items() if k.startswith(("mean_", "median_", "std_", "p"))
-             and k.endswith("_ms") and k.split("_", 1)[1].rsplit("_", 1)[0] in SECTIONS}
-    data.update({k: v for k, v in figures.items() if k not in stats})
     traffic = measured.traffic
-    if w.ramp_up_strategy:
-        stamps = [(measured.started + timedelta(seconds=s.sent / measured.time_scale)).isoformat()
-                  for s in traffic.sent]
-        data["rps_change_events"] = rps_change_events(w, stamps)
-    spec = measured.watch.spec_decode()
-    if spec is not None:
-        data.update(spec)
-    data.update(stats)
-    data["batchtui"] = {
-        "prompts": measured.prompts.rule,
-        "seed": setup.scenario.seed,
-        "time_scale": measured.time_scale,
-        "sent": len(traffic.sent),
-        "interrupted": traffic.stopped,
-        "unfinished": traffic.unfinished,
-        "server_metrics": measured.watch.summary(),
-        "recorded_flags": dict(setup.recorded),
-    }
-    return data
+    return result_data(
+        backend=args.backend, label=args.label, model=measured.model,
+        tokenizer=setup.recorded.get("--tokenizer") or measured.model, num_prompts=expected_requests(setup.scenario),
+        meta=meta, workload=setup.scenario.workload, rate=rate, figures=figures, traffic=traffic,
+        started=measured.started, time_scale=measured.time_scale, watch=measured.watch,
+        own={"prompts": measured.prompts.rule, "seed": setup.scenario.seed, "time_scale": measured.time_scale,
+             "sent": len(traffic.sent), "interrupted": traffic.stopped, "unfinished": traffic.unfinished,
+             "server_metrics": measured.watch.summary(), "recorded_flags": dict(setup.recorded)}, date=date)
 
 
 def _simulated_summary(simulated: dict, setup, opts) -> dict:

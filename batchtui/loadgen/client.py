@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import time
 from dataclasses import dataclass, field
 
@@ -98,6 +99,8 @@ def connection_error(exc: BaseException, where: str) -> str:
     """An aiohttp failure in one line, naming `where` (host:port)."""
     if isinstance(exc, aiohttp.ClientConnectorError):
         error = getattr(exc, "os_error", None)
+        if isinstance(error, socket.gaierror):  # (its errno is getaddrinfo's, not one os.strerror knows)
+            return f"cannot connect to {where} (no such host: {one_line(error.strerror or error).lower()})"
         why = (os.strerror(error.errno) if error is not None and error.errno else
                error.strerror if error is not None and error.strerror else str(exc))
         return f"cannot connect to {where} ({one_line(why).lower()})"

@@ -177,3 +177,35 @@ def rps_change_events(workload, sent_times: list[str]) -> list[dict]:
             events += [{"rps": rps, "timestamp": stamp} for rps in range(last + 1, current + 1)]
             last = current
     return events
+
+
+def result_data(*, backend: str, label, model: str, tokenizer: str, num_prompts, meta: dict, workload, rate: float,
+                figures: dict, traffic, started, time_scale: float, watch, own: dict, date: str) -> dict:
+    """A result file as vllm bench serve writes it: its keys in its order (setup, --metadata,
+    traffic, the figures `bench_figures` measured, a ramp-up's events, speculative decoding's
+    counters from `watch`, a `loadgen.scrape.ServerWatch`, then the statistics), and `own`
+    (batchtui's figures) under the one key "batchtui". `started`: the wall-clock datetime the
+    traffic started at; `rate`: the request rate sent (inf for none)."""
+    from datetime import timedelta
+
+    w = workload
+    data: dict = {"date": date, "endpoint_type": backend, "backend": backend, "label": label,
+                  "model_id": model, "tokenizer_id": tokenizer, "num_prompts": num_prompts}
+    data.update(meta)
+    data.update({"request_rate": rate if math.isfinite(rate) else "inf", "burstiness": float(w.burstiness),
+                 "max_concurrency": w.max_concurrency or None})
+    if w.ramp_up_strategy:
+        data.update({"ramp_up_strategy": w.ramp_up_strategy, "ramp_up_start_rps": w.ramp_up_start_rps,
+                     "ramp_up_end_rps": w.ramp_up_end_rps})
+    stats = {k: v for k, v in figures.items() if k.startswith(("mean_", "median_", "std_", "p"))
+             and k.endswith("_ms") and k.split("_", 1)[1].rsplit("_", 1)[0] in SECTIONS}
+    data.update({k: v for k, v in figures.items() if k not in stats})
+    if w.ramp_up_strategy:
+        stamps = [(started + timedelta(seconds=s.sent / time_scale)).isoformat() for s in traffic.sent]
+        data["rps_change_events"] = rps_change_events(w, stamps)
+    spec = watch.spec_decode() if watch is not None else None
+    if spec is not None:
+        data.update(spec)
+    data.update(stats)
+    data["batchtui"] = own
+    return data

@@ -103,7 +103,8 @@ class ServerWatch:
             if scrape is not None:
                 self.during.append(scrape)
 
-    async def stop(self) -> None:
+    async def stop(self, read_after: bool = True) -> None:
+        """The readings end; `read_after` False: without the last one (the app is closing)."""
         if self._task is not None:
             self._task.cancel()
             try:
@@ -111,7 +112,7 @@ class ServerWatch:
             except asyncio.CancelledError:
                 pass
             self._task = None
-        if self.before is not None and self.client is not None:
+        if read_after and self.before is not None and self.client is not None:
             self.after = await self.read()
         await self.close()
 

@@ -68,9 +68,12 @@ class Traffic:
 
 
 async def send_traffic(client, arrivals, prompts, *, time_scale: float = 1.0, stop: asyncio.Event | None = None,
-                       on_finish: Callable[[int], None] | None = None, request_id_prefix: str = "") -> Traffic:
+                       on_finish: Callable[[int], None] | None = None, request_id_prefix: str = "",
+                       on_answer: Callable[[Sent], None] | None = None, keep_sent: bool = True) -> Traffic:
     """Send `arrivals`' requests (a `sim.arrivals.Arrivals`) with `client`, their prompts made by
-    `prompts` (`loadgen.prompts.Prompts`); `on_finish(n)` after each answer (n finished so far)."""
+    `prompts` (`loadgen.prompts.Prompts`); `on_finish(n)` after each answer (n finished so far),
+    `on_answer(sent)` with it. `keep_sent` False: the requests are not kept in the `Traffic`
+    returned (an endless run keeps what it needs through `on_answer`, in bounded memory)."""
     loop = asyncio.get_running_loop()
     stop = stop or asyncio.Event()
     chat = client.endpoint.api == "chat"
@@ -98,6 +101,8 @@ async def send_traffic(client, arrivals, prompts, *, time_scale: float = 1.0, st
         arrivals.on_done(spec.request_id, now(), served=out.success, answered=out.output_tokens or None)
         if on_finish is not None:
             on_finish(finished)
+        if on_answer is not None:
+            on_answer(record)
         wake.set()
 
     stopper = loop.create_task(stop.wait())
@@ -106,7 +111,8 @@ async def send_traffic(client, arrivals, prompts, *, time_scale: float = 1.0, st
             t = now()
             while (spec := arrivals.pop_due(t)) is not None:
                 record = Sent(spec, spec.arrival_time - spec.client_queue_time, t)
-                sent.append(record)
+                if keep_sent:
+                    sent.append(record)
                 task = loop.create_task(client.send(prompts.prompt(spec, chat), spec.output_len,
                                                     request_id_prefix + spec.request_id if request_id_prefix else None))
                 in_flight[task] = record

@@ -20,6 +20,7 @@ from ..widgets.iteration import IterationView
 from ..widgets.kv_cache import KVCacheView
 from ..widgets.metrics import MetricsView
 from ..widgets.seats import SeatsView
+from ..widgets.server_view import ServerView
 from ..widgets.sparklines import SparklinesView
 from ..widgets.view_stack import ViewKind
 
@@ -38,6 +39,7 @@ VIEW_KINDS = (
     ViewKind("iteration", IterationView), ViewKind("experts_drafts", ExpertsDraftsView),
     ViewKind("gauges", GaugesView), ViewKind("metrics", MetricsView),
     ViewKind("compare", CompareView), ViewKind("sparklines", SparklinesView), ViewKind("curve", CurveView),
+    ViewKind("server", ServerView),
 )
 """Every view the simulation pane can show. A step names those it shows in its `views` list;
 "compare" (two runs' metrics in two columns) and "compare_seats" are added for a step with a
@@ -83,6 +85,9 @@ class BeforeAfter:
                 names.append("compare_seats")
         if two_runs and "compare" not in names:
             names.append("compare")
+        live = getattr(self.screen, "live", None)
+        if live is not None and live.shows(step):  # a real server beside: its view first
+            names.insert(0, "server")
         return names
 
     def arrange(self, step) -> None:

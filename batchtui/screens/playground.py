@@ -15,7 +15,7 @@ from sim.errors import SimError
 from ..formatting import in_app_words, number
 from .before_after import setting_changes
 
-PLAYGROUND_ACTIONS = ("save_scenario", "load_scenario", "helpdesk_traffic", "pick_model")
+PLAYGROUND_ACTIONS = ("save_scenario", "load_scenario", "helpdesk_traffic", "pick_model", "live")
 """The screen's actions that only the playground takes."""
 
 

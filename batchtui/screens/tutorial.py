@@ -9,8 +9,8 @@ The screen opens steps and owns the step's live run; each other concern has a co
 own that reads and drives the screen through its public members: `navigation.py` (step keys,
 coalesced), `drafts.py` (a step's figures filled in), `dials.py`, `question.py` (goal line,
 hints), `reveal.py`, `before_after.py` (a pinned or beside run, the views showing it),
-`sweeps.py` (the curve's), `playground.py` (save, open, `m`) and `tutorial_lines.py` (the
-footer's keys, the status line).
+`sweeps.py` (the curve's), `playground.py` (save, open, `m`, `l`), `live_server.py` (`s`, `f`)
+and `tutorial_lines.py` (the footer's keys, the status line).
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ from ..widgets.view_stack import ViewStack
 from .before_after import VIEW_KINDS, BeforeAfter
 from .dials import Dials
 from .drafts import Drafts
+from .live_server import LiveServer
 from .navigation import Navigation
 from .playground import Playground
 from .question import Question
@@ -60,7 +61,6 @@ from .reveal import Reveal
 from .sweeps import Sweeps
 from .tutorial_lines import KeysState, footer_keys, status_line
 from .whole_frame import WholeFrameScreen
-
 
 FIRST_START_DELAY = 0.1
 """Seconds between the first frame and the start of the first step's simulation."""
@@ -72,9 +72,7 @@ class TutorialScreen(WholeFrameScreen):
     """One step at a time. Owns the live simulation of the step on show."""
 
     CSS_PATH = Path(__file__).with_suffix(".tcss")
-    BINDINGS = keys.bindings() + [
-        Binding(str(n), f"choose({n})", show=False) for n in range(1, 10)
-    ]
+    BINDINGS = keys.bindings() + [Binding(str(n), f"choose({n})", show=False) for n in range(1, 10)]
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-medium"), (160, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT_BELOW, "-tall")]
     """Below 24 lines (an 80x24 terminal in tmux is an 80x23 pane) the dials' help line goes
@@ -118,6 +116,7 @@ class TutorialScreen(WholeFrameScreen):
         """A "before" beside the live run (pinned, or the step's start) and the views showing it."""
         self.playground = Playground(self)
         """The playground's files and traffic switch (its keys delegate to it)."""
+        self.live = LiveServer(self)  # the playground beside a real server (its keys delegate to it)
         self.reveal = Reveal(self)
         self.sweeps = Sweeps(self)
         self.dials = Dials(self)
@@ -454,6 +453,9 @@ class TutorialScreen(WholeFrameScreen):
     def action_pick_model(self) -> None:
         self.playground.pick_model()
 
+    def action_live(self, key: str) -> None:
+        self.live.act(key)
+
     def action_pin(self) -> None:
         self.before.pin()
 
@@ -594,4 +596,5 @@ class TutorialScreen(WholeFrameScreen):
 
     def on_unmount(self) -> None:
         self.stop_simulation()
+        self.live.end()
 

@@ -25,18 +25,21 @@ across the middle, not a solid block, and a climb of ten or a thousand times sti
 
 
 def spark_cells(series, width: int, levels: tuple[str, ...], zero_is_missing: bool = False,
-                log: bool = False) -> str:
+                log: bool = False, scale_of=None) -> str:
     """The last `width` values of `series` as level glyphs. Linear from 0 to their maximum, or
     with `log` from their smallest to their largest on a log scale (at least MIN_LOG_SPAN apart,
     centred on the values), so a latency's climb shows whatever its size. Fewer values than
     cells leaves the left side blank; so does a zero when `zero_is_missing` (a latency of 0 means
-    nothing was measured in that window, not an instant answer)."""
+    nothing was measured in that window, not an instant answer). `scale_of`: the values the
+    scale spans, when rows are read against each other (a measured row under a simulated one);
+    by default this row's own."""
     values = list(series)[-width:] if width > 0 else []
     if not values:
         return " " * max(width, 0)
+    scaled = values if scale_of is None else [v for v in scale_of if math.isfinite(v)] or values
     last = len(levels) - 1
     if log:
-        positive = [v for v in values if v > 0]
+        positive = [v for v in scaled if v > 0]
         if not positive:
             return " " * (width - len(values)) + "".join(" " if zero_is_missing else levels[0] for _ in values)
         lo, hi = math.log(min(positive)), math.log(max(positive))
@@ -48,7 +51,7 @@ def spark_cells(series, width: int, levels: tuple[str, ...], zero_is_missing: bo
         def share(v: float) -> float:
             return (math.log(v) - lo) / (hi - lo)
     else:
-        top = max(values)
+        top = max(scaled)
 
         def share(v: float) -> float:
             return v / top if top > 0 else 0.0

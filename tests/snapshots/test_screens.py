@@ -155,3 +155,44 @@ class TestAscii:
 
     def test_ascii_playground(self, snap_compare, tutorial):
         assert snap_compare(tutorial(20, ascii_only=True), terminal_size=(120, 40), run_before=advance(SECONDS_SHOWN))
+
+
+class TestLiveServer:
+    def test_playground_beside_a_served_twin_at_80x23(self, snap_compare, tutorial):
+        # `batchtui --server URL` against `batchtui serve` on a loopback port: the server view
+        # first, simulated over measured. The measured figures are the wall clock's, never the
+        # same twice: their numbers are masked (each number one #, its sign with it, in its
+        # field's width) and their sparklines drawn as ~ (the view's `measured_face`); the simulated ones are the
+        # manual clock's, as in every snapshot. The run then pauses (fast-forwarded), and with it
+        # the server's traffic, said on the notice line.
+        import re
+        import time
+
+        from benchmarks.closed_loop import Server
+
+        def mask(text: str) -> str:
+            masked = re.sub(r"[+-]?[0-9][0-9,.]*", "#", re.sub(r"[▁▂▃▄▅▆▇█]", "~", text))
+            # A right-aligned field (it starts with its padding) keeps its width.
+            return masked.strip().rjust(len(text)) if text.startswith(" ") else masked
+
+        server = Server("--time-scale", "4", "--stream-interval", "4")
+        try:
+            app = tutorial(20, server_url=server.url)
+
+            async def run_before(pilot) -> None:
+                deadline = time.monotonic() + 60
+                live = app.tutorial.live
+                while live.measured is None or live.measured.time < 14 or not live.measured.completed:
+                    assert time.monotonic() < deadline, "no figures from the server"
+                    await pilot.pause(0.1)
+                for view in app.tutorial.stack.views("server"):
+                    view.measured_face = mask
+                await advance(SECONDS_SHOWN)(pilot)
+                while live.session is not None and live.session.segment is not None:
+                    assert time.monotonic() < deadline, "the server's traffic did not stop"
+                    await pilot.pause(0.1)
+                await pilot.pause()
+
+            assert snap_compare(app, terminal_size=(80, 23), run_before=run_before)
+        finally:
+            server.stop()
