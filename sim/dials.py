@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import dial_paths
 from .config import BATCHING_POLICIES, SCHEDULING_POLICIES
-from .errors import ConfigError
+from .errors import ConfigError, spell_dials
 from .profiles import KV_CACHE_DTYPE_BYTES, MAX_BLOCK_SIZE, TENSOR_PARALLEL_SIZES, WEIGHT_FORMATS
 from .workload import ARRIVALS, DATASETS, LENGTH_DISTRIBUTIONS, RAMP_UP_STRATEGIES
 
@@ -373,6 +373,19 @@ def flag_of(path: str) -> str | None:
     `SimError`'s dials with it."""
     spec = BY_PATH.get(path)
     return spec.flag or None if spec is not None else None
+
+
+def spelled(text: str, spell=None) -> str:
+    """Text that names dials as `{path}` (a dial's help or `words`, a message) with each spelled
+    by `spell(path)`: the command line passes `flag_of`, the app the dial's label; a dial `spell`
+    has no name for, and every dial without `spell`, keeps its path."""
+    return spell_dials(text, spell or (lambda path: None))
+
+
+def label_of(path: str) -> str | None:
+    """The app's name for a dial (its label), None for a name that is no dial."""
+    spec = BY_PATH.get(path)
+    return spec.label if spec is not None else None
 
 
 def find(path: str) -> DialSpec:

@@ -68,6 +68,12 @@ class ConfigError(SimError, ValueError):
 _REFERENCE = re.compile(r"\{([a-z_]+(?:\.[a-z_]+)*)\}")
 
 
+def spell_dials(text: str, spell) -> str:
+    """`text` with each `{path}` of a dial spelled by `spell(path)` (by its path when that gives
+    None); braces around anything else are kept."""
+    return _named(text, lambda path: spell(path) or path, dials_only=True)
+
+
 def _named(text: str, name, dials_only: bool = False) -> str:
     """`text` with each `{path}` replaced by `name(path)`; with `dials_only`, only the paths of
     dials (others, such as a JSON key quoted in a message, keep their braces)."""

@@ -19,34 +19,22 @@ from sim.scenario import Scenario
 from sim.workload import LengthSpec, WorkloadSpec
 
 from . import args as a
+from . import flag_table as t
 from . import options as o
 from .exits import UserError
 
 ALLOW_LONG_MAX_MODEL_LEN = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
 
 
-PREFIX_REPETITION_FLAGS = {path: flag for flag, (path, _) in a.PREFIX_REPETITION.items()}
-"""The flags that set these dials with --dataset-name prefix_repetition (which refuses their own)."""
-
-
 def command_flags(args: argparse.Namespace) -> dict[str, str]:
     """How this command line spells the dials it sets by flags other than their own: with
     --dataset-name prefix_repetition, the lengths (given, or the dataset's defaults)."""
-    if getattr(args, "dataset_name", None) == "prefix_repetition":
-        return dict(PREFIX_REPETITION_FLAGS)
-    return {}
+    return t.dataset_rows(getattr(args, "dataset_name", None))
 
 
 def given_paths(args: argparse.Namespace) -> set[str]:
-    """The dials (paths) whose flags this command line gave."""
-    from sim.dials import DIALS
-
-    given = {spec.path for spec in DIALS if spec.flag and getattr(args, o.flag_dest(spec), None) is not None}
-    for path, flag in command_flags(args).items():
-        given.discard(path)
-        if getattr(args, o.dest(flag), None) is not None:
-            given.add(path)
-    return given
+    """The dials (paths) whose flags this command line gave (`flag_table.given_paths`)."""
+    return t.given_paths(args)
 
 
 def flag_message(exc: Exception, given: set[str] = frozenset(), flags: dict[str, str] | None = None) -> str:
@@ -165,144 +153,121 @@ def build_setup(args: argparse.Namespace, *, rate_flag: bool = True, traffic: bo
     return setup
 
 
+def _refuse(text: str) -> None:
+    """A user's mistake whose message names dials as `{path}`, each spelled by its flag."""
+    from sim.dials import spelled
+
+    raise UserError(spelled(text, flag_of))
+
+
 def _workload(args, w: WorkloadSpec, model, rate_flag: bool, from_file: bool) -> WorkloadSpec:
+    """The traffic the flags describe, from `w` (the defaults or the --scenario file's): which
+    dataset, the checks vllm bench serve makes, then the table's one rule (`flag_table.apply_traffic`)
+    and the rules that read several flags at once."""
     rate = getattr(args, "request_rate", None) if rate_flag else None
     dataset = args.dataset_name
     path = args.dataset_path
+    _check_traffic(args, dataset, path, rate)
     if args.workload is not None:
-        if dataset not in (None, "timed_trace") or path is not None:
-            raise UserError("argument --workload: not allowed with --dataset-name/--dataset-path "
-                            "(--workload FILE is --dataset-name timed_trace --dataset-path FILE)")
         dataset, path = "timed_trace", args.workload
-    files = ("sharegpt", "custom") + a.TRACE_DATASETS
+    if dataset in a.TRACE_DATASETS:
+        w = _trace_workload(args, w, dataset, path, rate)
+        w = t.apply_traffic(args, w, dataset, skip=("workload.request_rate", "workload.num_prompts"))
+    else:
+        if w.arrival == "trace":
+            w = replace(w, arrival="gamma")
+        if dataset in ("sharegpt", "custom"):
+            fixed = args.random_output_len or (args.sharegpt_output_len if dataset == "sharegpt" else args.custom_output_len)
+            w = replace(w, dataset=dataset, dataset_path=path, dataset_output_len=fixed or 0)
+        elif dataset in ("random", t.PREFIX_REPETITION):
+            w = replace(w, dataset="random", dataset_path="")
+        arrival = w.arrival
+        w = t.apply_traffic(args, w, dataset)
+        if args.burstiness is not None and args.arrival is None and arrival == "poisson":
+            w = replace(w, arrival="gamma")  # gaps shaped by --burstiness are gamma's
+        if args.ramp_up_strategy is not None:
+            w = replace(w, arrival="gamma")
+        if args.turns is not None and args.turns > 1 and w.dataset != "random":
+            _refuse("argument {workload.turns}: needs the random or prefix_repetition dataset (a next turn's "
+                    "question and answer are drawn from {workload.input.mean} and {workload.output.mean})")
+    if model.kind == "encoder" and args.random_input_len is None and not from_file:
+        w = replace(w, input=replace(w.input, mean=model.input_len))  # an embedder's requests: its fixed input
+    if args.random_range_ratio:
+        r = args.random_range_ratio
+        for side in ("input", "output"):
+            spec = getattr(w, side)
+            low, high = math.floor(spec.mean * (1 - r)), math.ceil(spec.mean * (1 + r))
+            w = replace(w, **{side: replace(spec, dist="uniform", low=max(1, low), high=max(1, high))})
+    if w.num_prompts == 0 and w.arrival != "trace":
+        _refuse("the scenario's traffic is endless (num_prompts = 0); give {workload.num_prompts} N")
+    return w
+
+
+def _check_traffic(args, dataset: str | None, path: str | None, rate: float | None) -> None:
+    """What vllm bench serve refuses in its traffic flags, and the flags the dataset sets itself."""
     from .vllm_flag_rows import DATASET_REFUSALS
 
+    if args.workload is not None:
+        if dataset not in (None, "timed_trace") or path is not None:
+            _refuse("argument {workload.trace_path}: not allowed with {workload.dataset}/{workload.dataset_path} "
+                    "({workload.trace_path} FILE is {workload.dataset} timed_trace {workload.dataset_path} FILE)")
+        dataset, path = "timed_trace", args.workload
+    files = ("sharegpt", "custom") + a.TRACE_DATASETS
     if dataset in DATASET_REFUSALS:
-        raise UserError(f"argument --dataset-name: {dataset} is not simulated: {DATASET_REFUSALS[dataset]}")
+        _refuse(f"argument {{workload.dataset}}: {dataset} is not simulated: {DATASET_REFUSALS[dataset]}")
     if dataset in files:
         for flag in ("--no-oversample", "--disable-shuffle"):
             if getattr(args, o.dest(flag), False):
                 raise UserError(f"argument {flag}: not simulated with a dataset file (its prompts are shuffled "
                                 "with the seed and a short file is oversampled, as vLLM does by default)")
     if dataset in ("random", None) and path is not None and dataset is not None:
-        raise UserError("argument --dataset-path: not allowed with --dataset-name random (vLLM's rule: "
-                        "name the file's kind, sharegpt, custom or timed_trace)")
+        _refuse("argument {workload.dataset_path}: not allowed with {workload.dataset} random (vLLM's rule: "
+                "name the file's kind, sharegpt, custom or timed_trace)")
     if dataset in files and path is None:
-        raise UserError(f"argument --dataset-name: {dataset} needs --dataset-path FILE")
+        _refuse(f"argument {{workload.dataset}}: {dataset} needs {{workload.dataset_path}} FILE")
     if dataset is None and path is not None:
-        raise UserError("argument --dataset-path: give --dataset-name too (sharegpt, custom or timed_trace)")
-    for flag, given in (("--timed-trace-sec-multiplier", args.trace_sec_multiplier),
-                        ("--timed-trace-chunk-hash-size", args.hash_block_size)):
-        if given is not None and dataset not in a.TRACE_DATASETS:
-            raise UserError(f"argument {flag}: needs a trace (--dataset-name timed_trace --dataset-path FILE)")
+        _refuse("argument {workload.dataset_path}: give {workload.dataset} too (sharegpt, custom or timed_trace)")
+    for trace_dial in ("workload.trace_sec_multiplier", "workload.hash_block_size"):
+        if getattr(args, t.row_of(trace_dial).attr) is not None and dataset not in a.TRACE_DATASETS:
+            _refuse(f"argument {{{trace_dial}}}: needs a trace ({{workload.dataset}} timed_trace "
+                    "{workload.dataset_path} FILE)")
     if args.ramp_up_strategy is not None:
         if rate is not None:
-            raise UserError("argument --request-rate: not allowed with --ramp-up-strategy (the ramp "
-                            "sets the rate), as in vllm bench serve")
+            _refuse("argument {workload.request_rate}: not allowed with {workload.ramp_up_strategy} (the ramp "
+                    "sets the rate), as in vllm bench serve")
         if args.ramp_up_start_rps is None or args.ramp_up_end_rps is None:
-            raise UserError("argument --ramp-up-strategy: give both --ramp-up-start-rps and --ramp-up-end-rps")
+            _refuse("argument {workload.ramp_up_strategy}: give both {workload.ramp_up_start_rps} and "
+                    "{workload.ramp_up_end_rps}")
         if args.ramp_up_start_rps > args.ramp_up_end_rps:
-            raise UserError(f"argument --ramp-up-end-rps: {args.ramp_up_end_rps:g} is below the start rate "
-                            f"{args.ramp_up_start_rps:g}")
+            _refuse(f"argument {{workload.ramp_up_end_rps}}: {args.ramp_up_end_rps:g} is below the start rate "
+                    f"{args.ramp_up_start_rps:g}")
     elif args.ramp_up_start_rps is not None or args.ramp_up_end_rps is not None:
-        raise UserError("argument --ramp-up-start-rps: needs --ramp-up-strategy linear or exponential")
+        _refuse("argument {workload.ramp_up_start_rps}: needs {workload.ramp_up_strategy} linear or exponential")
     if args.random_range_ratio and (args.input_dist or args.output_dist):
-        raise UserError("argument --random-range-ratio: not allowed with --input-dist/--output-dist")
-    # (--prefix-repetition-num-prefixes also sets how many prefixes --random-prefix-len shares)
-    repetition = [f for f in a.PREFIX_REPETITION if f != "--prefix-repetition-num-prefixes"
-                  and getattr(args, o.dest(f)) is not None]
-    if dataset == "prefix_repetition":
-        clash = [f for f, v in (("--random-prefix-len", args.random_prefix_len), ("--random-input-len", args.random_input_len),
-                                ("--random-output-len", args.random_output_len), ("--input-dist", args.input_dist),
-                                ("--output-dist", args.output_dist), ("--random-range-ratio", args.random_range_ratio),
-                                ("--dataset-path", path)) if v]
+        _refuse("argument --random-range-ratio: not allowed with {workload.input.dist}/{workload.output.dist}")
+    own = [row for row in t.TRAFFIC_ROWS if row.dataset and row.given(args) is not None]
+    if dataset == t.PREFIX_REPETITION:
+        clash = [row.flag for row in map(t.row_of, ("workload.prefix_len", "workload.input.mean", "workload.output.mean",
+                                                      "workload.input.dist", "workload.output.dist"))
+                 if row.given(args)]
+        clash += [f for f, v in (("--random-range-ratio", args.random_range_ratio), ("--dataset-path", path)) if v]
         if clash:
             raise UserError(f"argument {clash[0]}: not allowed with --dataset-name prefix_repetition (its "
                             "--prefix-repetition-* flags set the lengths)")
-    elif repetition:
-        raise UserError(f"argument {repetition[0]}: needs --dataset-name prefix_repetition")
-
+    elif any(not row.any_dataset for row in own):
+        flag = next(row.flag for row in own if not row.any_dataset)
+        _refuse(f"argument {flag}: needs {{workload.dataset}} prefix_repetition")
     if dataset in a.TRACE_DATASETS:
-        clash = [f for f, v in (("--arrival", args.arrival), ("--burstiness", args.burstiness),
-                                ("--ramp-up-strategy", args.ramp_up_strategy)) if v is not None]
+        clash = [row.flag for row in map(t.row_of, ("workload.arrival", "workload.burstiness",
+                                                      "workload.ramp_up_strategy", "workload.burst_size"))
+                 if row.given(args) is not None]
         if clash:
             raise UserError(f"argument {clash[0]}: not allowed with a trace (the trace sets the arrivals)")
-        shared = [f for f, v in (("--random-prefix-len", args.random_prefix_len), ("--turns", args.turns),
-                                 ("--think-time", args.think_time),
-                                 ("--prefix-repetition-num-prefixes", args.prefix_repetition_num_prefixes))
-                  if v is not None]
+        shared = [row.flag for row in map(t.row_of, ("workload.prefix_len", "workload.turns", "workload.think_time",
+                                                       "workload.num_prefixes")) if row.given(args) is not None]
         if shared:
-            raise UserError(f"argument {shared[0]}: not allowed with a trace (its hash_ids say what its "
-                            "prompts share; --hash-block-size sets their block)")
-        w = _trace_workload(args, w, dataset, path, rate)
-    else:
-        if w.arrival == "trace":
-            w = replace(w, arrival="gamma")
-        if rate is not None:
-            w = replace(w, request_rate=rate)
-        if args.num_prompts is not None:
-            w = replace(w, num_prompts=args.num_prompts)
-        if args.arrival is not None:
-            w = replace(w, arrival=args.arrival)
-        if args.burstiness is not None:
-            w = replace(w, burstiness=args.burstiness)
-            if args.arrival is None and w.arrival == "poisson":
-                w = replace(w, arrival="gamma")
-        if args.ramp_up_strategy is not None:
-            w = replace(w, arrival="gamma", ramp_up_strategy=args.ramp_up_strategy,
-                        ramp_up_start_rps=args.ramp_up_start_rps, ramp_up_end_rps=args.ramp_up_end_rps)
-        if args.burst_size is not None:
-            w = replace(w, burst_size=args.burst_size)
-        if dataset in ("sharegpt", "custom"):
-            fixed = args.random_output_len or (args.sharegpt_output_len if dataset == "sharegpt" else args.custom_output_len)
-            w = replace(w, dataset=dataset, dataset_path=path, dataset_output_len=fixed or 0)
-        elif dataset in ("random", "prefix_repetition"):
-            w = replace(w, dataset="random", dataset_path="")
-        if dataset == "prefix_repetition":
-            for flag, (path, default) in a.PREFIX_REPETITION.items():
-                given = getattr(args, o.dest(flag))
-                field = path.removeprefix("workload.")
-                value = default if given is None else given
-                if field.endswith(".mean"):  # a length: exact (see a.PREFIX_REPETITION)
-                    w = replace(w, **{field.removesuffix(".mean"): LengthSpec(mean=value)})
-                else:
-                    w = replace(w, **{field: value})
-        else:
-            if args.random_prefix_len is not None:
-                w = replace(w, prefix_len=args.random_prefix_len)
-            if args.prefix_repetition_num_prefixes is not None:
-                w = replace(w, num_prefixes=args.prefix_repetition_num_prefixes)
-        if args.turns is not None:
-            if args.turns > 1 and w.dataset != "random":
-                raise UserError("argument --turns: needs the random or prefix_repetition dataset (a next turn's "
-                                "question and answer are drawn from --random-input-len and --random-output-len)")
-            w = replace(w, turns=args.turns)
-        if args.think_time is not None:
-            w = replace(w, think_time=args.think_time)
-    if args.max_concurrency is not None:
-        w = replace(w, max_concurrency=args.max_concurrency)
-    for flag, name in (("client_request_ms", "client_request_s"), ("client_token_ms", "client_token_s")):
-        seconds = getattr(args, flag, None)  # (in seconds: the dial's flag_scale read the ms)
-        if seconds is not None:
-            w = replace(w, **{name: seconds})
-    for side in ("input", "output"):
-        spec = getattr(w, side)
-        mean = getattr(args, f"random_{side}_len")
-        if side == "input" and model.kind == "encoder" and mean is None and not from_file:
-            mean = model.input_len  # an embedder's requests are its fixed input length
-        fields = {"dist": getattr(args, f"{side}_dist"), "mean": mean,
-                  "low": getattr(args, f"{side}_len_min"), "high": getattr(args, f"{side}_len_max"),
-                  "sigma": getattr(args, f"{side}_sigma")}
-        spec = replace(spec, **{k: v for k, v in fields.items() if v is not None})
-        if args.random_range_ratio:
-            r = args.random_range_ratio
-            low = math.floor(spec.mean * (1 - r))
-            high = math.ceil(spec.mean * (1 + r))
-            spec = replace(spec, dist="uniform", low=max(1, low), high=max(1, high))
-        w = replace(w, **{side: spec})
-    if w.num_prompts == 0 and w.arrival != "trace":
-        raise UserError("the scenario's traffic is endless (num_prompts = 0); give --num-prompts N")
-    return w
+            _refuse(f"argument {shared[0]}: not allowed with a trace (its hash_ids say what its prompts share; "
+                    "{workload.hash_block_size} sets their block)")
 
 
 def _trace_workload(args, w: WorkloadSpec, dataset: str, path: str, rate: float | None) -> WorkloadSpec:
@@ -319,17 +284,16 @@ def _trace_workload(args, w: WorkloadSpec, dataset: str, path: str, rate: float 
     from sim.workload import MOONCAKE_BLOCK_TOKENS, MOONCAKE_SEC_MULTIPLIER, is_timed_trace
 
     block, multiplier = w.hash_block_size, w.trace_sec_multiplier
-    if dataset == "mooncake_trace":
+    if dataset == "mooncake_trace":  # (the flags, when given, set them after: `flag_table.apply_traffic`)
         block, multiplier = MOONCAKE_BLOCK_TOKENS, MOONCAKE_SEC_MULTIPLIER
-    if args.hash_block_size is not None:
-        block = args.hash_block_size
-    if args.trace_sec_multiplier is not None:
-        multiplier = args.trace_sec_multiplier
     # A pipe (<(zcat trace.gz)) is read once, by the run: its layout is not looked at here, and a
     # rate given with one rescales it whatever its layout.
     if rate is not None and os.path.isfile(path) and is_timed_trace(path):
-        print(f"batchtui: note: --request-rate {rate:g} is not used: a timed trace is sent at its own timestamps, "
-              "as vllm bench serve sends it (--timed-trace-sec-multiplier scales them)", file=sys.stderr)
+        from sim.dials import spelled
+
+        print(spelled(f"batchtui: note: {{workload.request_rate}} {rate:g} is not used: a timed trace is sent at its "
+                      "own timestamps, as vllm bench serve sends it ({workload.trace_sec_multiplier} scales them)",
+                      flag_of), file=sys.stderr)
         rate = None
     return replace(w, arrival="trace", trace_path=path, dataset="random", dataset_path="", hash_block_size=block,
                    trace_sec_multiplier=multiplier, self_timed=True, trace_rate=rate or 0.0,
