@@ -26,16 +26,18 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"frames per second while the simulation runs (default {DEFAULT_FPS})")
     parser.add_argument("--scenario", type=Path, metavar="FILE",
                         help="open the playground (step 20) on a scenario saved as TOML")
-    parser.add_argument("--gpu", metavar="NAME",
-                        help="your GPU: auto (the one nvidia-smi reports) or a profile id such as h100-pcie; "
-                             "the header names it, the cheat sheet and playground start on it")
+    from .cli.flag_table import GPU, PROFILES, add_rows
+
+    # the commands' --gpu and --profiles; the tutorial's --gpu names its header's GPU (and its help
+    # names no profile: listing them would load the simulator before the first frame)
+    add_rows(parser, (GPU,), group="options", changes={GPU.flag: {
+        "help": "your GPU: auto (the one nvidia-smi reports) or a profile id such as h100-pcie; the header "
+                "names it, the cheat sheet and playground start on it"}})
     parser.add_argument("--server", metavar="URL",
                         help="a real OpenAI-compatible server (a vLLM, batchtui serve) at http://HOST:PORT: the "
                              "playground sends it its traffic and shows what it measures beside the simulation "
                              "(s in the playground does the same)")
-    parser.add_argument("--profiles", metavar="FILE",
-                        help="a TOML file of extra or calibrated GPU and model profiles (batchtui calibrate "
-                             "writes one)")
+    add_rows(parser, (PROFILES,), group="options")
 
 
 def run_app(args: argparse.Namespace) -> int:

@@ -31,10 +31,9 @@ def add_traffic_args(p: argparse.ArgumentParser, *, rate_flag: bool = True, coun
     add_flags(p)
 
 
-def add_slo_args(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+def add_slo_args(p: argparse.ArgumentParser):
     """The service level plan and search are asked for (its group, for a command's own rows)."""
-    add_rows(p, t.SLO_ROWS)
-    return next(g for g in p._action_groups if g.title == t.SERVICE)
+    return add_rows(p, t.SLO_ROWS)[t.SERVICE]
 
 
 # vllm bench serve's sampling flags: each sent in every request's body when given (vLLM 0.33's

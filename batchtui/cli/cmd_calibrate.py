@@ -59,18 +59,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_hardware_args(p: argparse.ArgumentParser, *, gpu_help: str, gpu_required: bool = True) -> None:
     """--profiles, --gpu, --model and the engine flags (calibrate and compare)."""
-    from sim.profiles import BUILTIN_PROFILES
+    from . import flag_table as t
 
-    g = p.add_argument_group("hardware and model")
-    g.add_argument("--profiles", metavar="FILE", help="a TOML file of extra or overriding GPU and model profiles")
-    g.add_argument("--gpu", metavar="NAME", required=gpu_required, help=gpu_help)
-    g.add_argument("--model", metavar="NAME",
-                   help="the model served: a Hugging Face id or one of "
-                        f"{', '.join(BUILTIN_PROFILES.models)} (default: the files' model_id)")
-    e = p.add_argument_group("engine the runs were served with (vllm serve's flags; unset: the file's "
-                             "--metadata KEY=VALUE entries, else vLLM's defaults for the GPU)")
-    for flag in o.engine_flags():
-        e.add_argument(flag.flag, dest=flag.dial, **flag.kwargs)
+    t.add_rows(p, (t.PROFILES, t.GPU, t.MODEL), changes={
+        "--gpu": {"required": gpu_required, "help": gpu_help},
+        "--model": {"help": "the model served: a Hugging Face id or one of {models} (default: the files' model_id)"}})
+    t.add_rows(p, t.engine_rows(), group="engine the runs were served with (vllm serve's flags; unset: the file's "
+                                         "--metadata KEY=VALUE entries, else vLLM's defaults for the GPU)")
 
 
 def _parameter_list(text: str) -> list[str]:

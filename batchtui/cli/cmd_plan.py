@@ -43,17 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "serve line with every dial assumed, and the vllm bench serve line to verify on a GPU. "
         "With --offline N, the settings and job time for N queued requests instead. Exit status 1 "
         "when no rate meets the SLO (the closest point is shown), 2 for a mistake in the command.")
-    g = p.add_argument_group("service level")
-    g.add_argument("--ttft-p99", type=o.positive_float, metavar="MS", help="p99 time to first token, ms")
-    g.add_argument("--tpot-p99", type=o.positive_float, metavar="MS", help="p99 time per output token, ms")
-    g.add_argument("--peak-rate", type=o.positive_float, metavar="R", help="peak traffic to serve, req/s")
-    g.add_argument("--headroom", type=o.headroom, default=planning.HEADROOM, metavar="PCT",
-                   help=f"share of each replica's SLO rate kept spare: a replica is planned at the rest of it "
-                        f"(default {planning.HEADROOM:.0%}, as in step 16)".replace("%", "%%"))
-    g.add_argument("--seeds", type=o.positive_int, default=rate_plan.PLAN_SEEDS, metavar="N",
-                   help=f"seeds the search runs on (default {rate_plan.PLAN_SEEDS}: --seed, --seed + 1, ...)")
-    g.add_argument("--offline", type=o.prompt_count, metavar="N",
-                   help="plan a batch job of N requests queued at once instead of an SLO")
+    a.add_slo_args(p)
     a.add_setup_args(p)
     a.add_traffic_args(p, rate_flag=False,
                        count_help=f"requests a point starts from (default {rate_plan.PLAN_NUM_PROMPTS}, at "

@@ -132,16 +132,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "spec column: method and K)")
     g.add_argument("--gpu-price", type=_price, action="append", default=[], metavar="NAME=USD",
                    help="a GPU's price per GPU-hour (overrides its profile's price_per_hour; repeatable)")
-    v = p.add_argument_group("service level")
-    v.add_argument("--ttft-p99", type=o.positive_float, metavar="MS", help="p99 time to first token, ms")
-    v.add_argument("--tpot-p99", type=o.positive_float, metavar="MS", help="p99 time per output token, ms")
-    v.add_argument("--peak-rate", type=o.positive_float, metavar="R", help="peak traffic to serve, req/s")
-    v.add_argument("--headroom", type=o.headroom, default=planning.HEADROOM, metavar="PCT",
-                   help=f"share of each replica's SLO rate kept spare (default {planning.HEADROOM:.0%})".replace("%", "%%"))
-    v.add_argument("--seeds", type=o.positive_int, default=rate_plan.PLAN_SEEDS, metavar="N",
-                   help=f"seeds the confirmation's search runs on (default {rate_plan.PLAN_SEEDS}, as plan)")
-    v.add_argument("--offline", type=o.prompt_count, metavar="N",
-                   help="search for the cheapest batch job of N requests queued at once instead of an SLO")
+    v = a.add_slo_args(p)
     v.add_argument("--confirm", type=_count, default=s.CONFIRM_BEST, metavar="N",
                    help=f"the cheapest screened points confirmed, and as many spread along the screened Pareto front "
                         f"(default {s.CONFIRM_BEST})")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import weakref
 from dataclasses import dataclass, field, replace
 
 HARDWARE = "hardware and model"
@@ -103,7 +104,7 @@ def _f(spellings, group: str, dial: str = "", **opts) -> Flag:
 # -- hardware and model ------------------------------------------------------------------------------
 
 PROFILES = _f("--profiles", HARDWARE, metavar="FILE",
-              help="a TOML file of extra or overriding GPU and model profiles")
+              help="a TOML file of extra or overriding GPU and model profiles (batchtui calibrate writes one)")
 GPU = _f("--gpu", HARDWARE, "gpu", metavar="NAME",
          help="GPU: {gpus}, or its nvidia-smi name such as \"NVIDIA H100 80GB HBM3\", or auto: the GPU "
               "nvidia-smi reports on this machine (default h100-sxm)")
@@ -235,9 +236,9 @@ SLO_ROWS = (
        help="share of each replica's SLO rate kept spare: a replica is planned at the rest of it "
             "(default {headroom}, as in step 16)"),
     _f("--seeds", SERVICE, type="positive_int", default="PLAN_SEEDS", metavar="N",
-       help="seeds the search runs on (default {seeds}: --seed, --seed + 1, ...)"),
+       help="seeds plan's search for the highest rate runs on (default {seeds}: {seed}, {seed} + 1, ...)"),
     _f("--offline", SERVICE, type="prompt_count", metavar="N",
-       help="a batch job of N requests queued at once instead of an SLO"),
+       help="plan a batch job of N requests queued at once instead of an SLO"),
 )
 
 
@@ -263,17 +264,23 @@ def _values() -> dict:
 
 
 def kwargs(row: Flag, **changes) -> dict:
-    """The argparse keywords of a row (`changes` replacing some: a command's own help, say)."""
-    from sim.dials import find
-
-    from . import options as o
-
+    """The argparse keywords of a row (`changes` replacing some: a command's own help, say). The
+    simulator is imported only for what needs it (the tutorial's rows need nothing of it)."""
     opts = {**row.opts, **changes}
-    if row.dial and find(row.dial).type in ("int", "float") and not {"type", "choices", "action"} & opts.keys():
-        opts["type"] = o.dial_type(find(row.dial))
+    if "." in row.dial and not {"type", "choices", "action"} & opts.keys():
+        from sim.dials import find
+
+        from . import options as o
+
+        if find(row.dial).type in ("int", "float"):
+            opts["type"] = o.dial_type(find(row.dial))
     if row.dial and "help" not in opts:
+        from sim.dials import find
+
         opts["help"] = find(row.dial).help + row.help_more
     if isinstance(opts.get("type"), str):
+        from . import options as o
+
         kind = opts["type"]
         opts["type"] = {"str": str, "int": int}.get(kind) or getattr(o, kind)
     if opts.get("choices") == "datasets":
@@ -294,19 +301,28 @@ def kwargs(row: Flag, **changes) -> dict:
     return opts
 
 
-def add_rows(p: argparse.ArgumentParser, rows, *, omit=(), changes: dict | None = None) -> None:
-    """Put `rows` on the parser, in their order, each in its group (made once per parser); `omit`:
-    flags left out; `changes`: flag -> argparse keywords that differ for this command."""
+_GROUPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""parser -> {title: its argument group}: rows of one group added at several times join it."""
+
+
+def add_rows(p: argparse.ArgumentParser, rows, *, omit=(), changes: dict | None = None,
+             group: str = "") -> dict:
+    """Put `rows` on the parser, in their order, each in its group (made once per parser), or all
+    in `group`; `omit`: flags left out; `changes`: flag -> argparse keywords that differ for this
+    command. Returns the parser's groups by title."""
     changes = changes or {}
-    groups = {g.title: g for g in p._action_groups}
+    groups = _GROUPS.setdefault(p, {})
     for row in rows:
         if row.flag in omit:
             continue
-        group = groups.get(row.group) or groups.setdefault(row.group, p.add_argument_group(row.group))
+        title = group or row.group
+        if title not in groups:
+            groups[title] = p.add_argument_group(title)
         opts = kwargs(row, **changes.get(row.flag, {}))
-        group.add_argument(*row.spellings, dest=row.attr, **opts)
+        groups[title].add_argument(*row.spellings, dest=row.attr, **opts)
         for other in row.hidden:
-            group.add_argument(other, dest=row.attr, **{**opts, "help": argparse.SUPPRESS})
+            groups[title].add_argument(other, dest=row.attr, **{**opts, "help": argparse.SUPPRESS})
+    return groups
 
 
 @functools.cache
