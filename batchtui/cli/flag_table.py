@@ -66,6 +66,8 @@ class Flag:
     any_dataset: bool = False
     help_more: str = ""
     """Added to the dial's help."""
+    literal: bool = False
+    """Its help's braces are its own (a file name's pattern), not dials."""
 
     @property
     def flag(self) -> str:
@@ -96,7 +98,7 @@ class Flag:
 
 def _f(spellings, group: str, dial: str = "", **opts) -> Flag:
     fields = {k: opts.pop(k) for k in ("hidden", "dest", "sets", "dataset", "dataset_default", "any_dataset",
-                                       "help_more") if k in opts}
+                                       "help_more", "literal") if k in opts}
     names = (spellings,) if isinstance(spellings, str) else tuple(spellings)
     return Flag(names, group, dial, opts, **fields)
 
@@ -242,6 +244,69 @@ SLO_ROWS = (
 )
 
 
+# -- vllm bench serve's client (batchtui bench) and results (sim, bench) ---------------------------------
+
+CLIENT = "the server (vllm bench serve's flags)"
+SAMPLING = "sampling parameters (vllm bench serve's; sent when given)"
+BEFORE = "before the run"
+RESULTS = "results (vllm bench serve's flags)"
+# vllm bench serve's sampling flags: each sent in every request's body when given (vLLM 0.33's
+# `sampling parameters` group, vllm/benchmarks/serve.py).
+SAMPLING_FLAGS = (("--top-p", "top_p", float), ("--top-k", "top_k", int), ("--min-p", "min_p", float),
+                  ("--temperature", "temperature", float), ("--frequency-penalty", "frequency_penalty", float),
+                  ("--presence-penalty", "presence_penalty", float),
+                  ("--repetition-penalty", "repetition_penalty", float))
+CLIENT_ROWS = (
+    _f("--base-url", CLIENT, metavar="URL", help="the server, such as http://gpu-box:8000 (default http://--host:--port)"),
+    _f("--host", CLIENT, default="127.0.0.1", help="the server's host when --base-url is not given (default 127.0.0.1)"),
+    _f("--port", CLIENT, type="positive_int", default=8000, help="the server's port (default 8000)"),
+    _f("--endpoint", CLIENT, metavar="PATH",
+       help="the API path (default /v1/completions; /v1/chat/completions with --backend openai-chat)"),
+    _f("--backend", CLIENT, default="openai", metavar="NAME",
+       help="the request format: openai or vllm (completions, the default), openai-chat (chats)"),
+    _f("--served-model-name", CLIENT, metavar="NAME", help="the model name the API answers to, when it is not --model"),
+    _f("--header", CLIENT, nargs="*", metavar="KEY=VALUE", help="HTTP headers sent with every request"),
+    _f("--ignore-eos", CLIENT, action="store_true",
+       help="ask the server to generate every answer to its full length (on by default for the random dataset and "
+            "traces, as vllm bench serve)"),
+    _f("--request-id-prefix", CLIENT, metavar="TEXT",
+       help="prefix of each request's x-request-id header (default bench-<8 hex digits>-)"),
+    _f("--logprobs", CLIENT, type="non_negative_int", metavar="N", help="log probabilities asked per token"),
+    _f("--extra-body", CLIENT, metavar="JSON", help="a JSON object of fields added to every request's body"),
+    *(_f(flag, SAMPLING, type="integer" if kind is int else "finite_float", metavar="X")
+      for flag, _, kind in SAMPLING_FLAGS),
+    _f("--num-warmups", BEFORE, type="non_negative_int", default=0, metavar="N",
+       help="requests sent (the first prompt) before the measured run, not measured (default 0)"),
+    _f("--ready-check-timeout-sec", BEFORE, type="non_negative_int", default=0, metavar="S",
+       help="wait up to S seconds for the server to answer a first request (default 0: no wait)"),
+    _f("--disable-tqdm", BEFORE, action="store_true", help="no progress bar"),
+    _f("--insecure", BEFORE, action="store_true", help="do not check the server's TLS certificate"),
+)
+RESULT_ROWS = (
+    _f("--percentile-metrics", RESULTS, type="metric_list", metavar="LIST",
+       help="metrics whose percentiles are printed: from ttft, tpot, itl, e2el, client_queue_time, "
+            "e2el_including_client_queue (the last two under {workload.max_concurrency}; default ttft,tpot,itl)"),
+    _f("--metric-percentiles", RESULTS, type="percentile_list", metavar="LIST",
+       help="percentiles printed, such as 50,90,99 (default 99)"),
+    _f("--goodput", RESULTS, type="goodput_pair", nargs="+", metavar="KEY:MS",
+       help="service level objectives for request_goodput, such as ttft:200 tpot:25 (keys ttft, tpot, e2el; ms)"),
+    _f("--save-result", RESULTS, action="store_true", help="save the result as JSON in vllm bench serve's layout"),
+    _f("--append-result", RESULTS, action="store_true",
+       help="append the result to the file (a line of JSON), as vllm bench serve does"),
+    _f("--save-detailed", RESULTS, action="store_true",
+       help="with the per-request arrays (input_lens, output_lens, ttfts, itls, errors)"),
+    _f("--result-dir", RESULTS, metavar="DIR", help="directory for --save-result (default: here)"),
+    _f("--result-filename", RESULTS, metavar="NAME", literal=True,
+       help="file name for --save-result (default {label}-{rate}qps[-concurrencyN]-{model}-{date}.json, numbered "
+            "-2, -3 ... when a run of that second has it)"),
+    _f("--label", RESULTS, metavar="TEXT", help="label of the result (default batchtui-sim)"),
+    _f("--metadata", RESULTS, nargs="*", metavar="KEY=VALUE", help="extra KEY=VALUE pairs stored in the saved result"),
+)
+JOBS = _f(("--jobs", "-j"), "", type="positive_int", metavar="N",
+          help="processes to run points in (default: every core this process may use); results are the same for "
+               "any N")
+
+
 # -- onto a parser -------------------------------------------------------------------------------------
 
 def _spell(text: str) -> str:
@@ -291,7 +356,7 @@ def kwargs(row: Flag, **changes) -> dict:
     if isinstance(opts.get("default"), str) and opts["default"].isupper():
         words = _values()
         opts["default"] = words[opts["default"]]
-    if isinstance(opts.get("help"), str) and opts["help"] is not argparse.SUPPRESS:
+    if isinstance(opts.get("help"), str) and opts["help"] is not argparse.SUPPRESS and not row.literal:
         text = opts["help"]
         for word in ("gpus", "models", "headroom", "seeds"):
             if "{" + word + "}" in text:
@@ -316,8 +381,8 @@ def add_rows(p: argparse.ArgumentParser, rows, *, omit=(), changes: dict | None 
         if row.flag in omit:
             continue
         title = group or row.group
-        if title not in groups:
-            groups[title] = p.add_argument_group(title)
+        if title not in groups:  # (no title: the parser's own options)
+            groups[title] = p.add_argument_group(title) if title else p
         opts = kwargs(row, **changes.get(row.flag, {}))
         groups[title].add_argument(*row.spellings, dest=row.attr, **opts)
         for other in row.hidden:
@@ -341,7 +406,8 @@ def engine_rows() -> tuple[Flag, ...]:
 
 def rows() -> tuple[Flag, ...]:
     """Every row of the table."""
-    return (*SETUP_HARDWARE, *engine_rows(), *SETUP_ENGINE_EXTRA, *TRAFFIC_ROWS, *SLO_ROWS)
+    return (*SETUP_HARDWARE, *engine_rows(), *SETUP_ENGINE_EXTRA, *TRAFFIC_ROWS, *SLO_ROWS, *CLIENT_ROWS,
+            *RESULT_ROWS, JOBS)
 
 
 def row_of(path: str) -> Flag:
