@@ -16,14 +16,14 @@ class LimitWords:
     why: str
     """The iteration view's reason (within 34 characters: the view's width at 80 columns)."""
     sentence: str
-    """The command line's report."""
+    """The command line's report, naming a dial as `{path}` (spelled by its flag there)."""
 
 
 LIMIT_WORDS = {
     "token_budget": LimitWords("token budget", "budget", "budget spent, work still waiting",
-                               "token budget (max_num_batched_tokens) spent"),
-    "max_num_seqs": LimitWords("seat cap", "seats", "all seats full, requests waiting",
-                               "every seat (max_num_seqs) taken"),
+                               "token budget ({engine.max_num_batched_tokens}) spent"),
+    "max_num_seqs": LimitWords("seats", "seats", "all seats full, requests waiting",
+                               "every seat ({engine.max_num_seqs}) taken"),
     "kv_cache": LimitWords("KV cache", "KV cache", "no free blocks to admit or grow",
                            "KV cache full (admission blocked or preemption)"),
     "none": LimitWords("nothing", "nothing", "everything waiting was scheduled",

@@ -230,7 +230,7 @@ DIALS: tuple[DialSpec, ...] = (
     DialSpec("kv_cache_memory_bytes", "KV cache bytes", "int", "restart", "--kv-cache-memory-bytes", "serve",
              minimum=1, optional=True, human=True, unit="bytes",
              words="a number of bytes > 0 (1k = 1,000, 1K = 1,024, as vLLM reads them), or unset",
-             help="the KV cache per GPU in bytes, instead of sizing it with --gpu-memory-utilization"),
+             help="the KV cache per GPU in bytes, instead of sizing it with {gpu_memory_utilization}"),
     DialSpec("enforce_eager", "no CUDA graphs", "bool", "restart", "--enforce-eager", "serve", optional=True,
              help="run without CUDA graphs: every iteration pays the host's kernel launches (default off)"),
     DialSpec("speculative_config", "speculative decoding", "text", "restart", "--speculative-config", "serve",
@@ -252,9 +252,9 @@ DIALS: tuple[DialSpec, ...] = (
     DialSpec("engine.max_num_seqs", "seats", "int", "iteration", "--max-num-seqs", "serve", minimum=1,
              help="most requests running at once (H100/H200/B200 1024, A100/L40S 256)"),
     DialSpec("engine.max_num_active_seqs", "active seats", "int", "iteration", "--max-num-active-seqs", "serve",
-             minimum=1, optional=True, words="a whole number of requests > 0 (at most --max-num-seqs), or unset",
-             help="most requests admitted to run at once, at most --max-num-seqs (which still sizes vLLM's "
-                  "runner; vLLM 0.33; default: --max-num-seqs)"),
+             minimum=1, optional=True, words="a whole number of requests > 0 (at most {engine.max_num_seqs}), or unset",
+             help="most requests admitted to run at once, at most {engine.max_num_seqs} (which still sizes vLLM's "
+                  "runner; vLLM 0.33; default: {engine.max_num_seqs})"),
     DialSpec("engine.max_num_batched_tokens", "token budget", "int", "iteration", "--max-num-batched-tokens",
              "serve", minimum=1, unit="tokens", human=True,
              words="a whole number of tokens > 0, such as 8192 or 8K (8,192; 8k is 8,000, as vLLM reads them)",
@@ -336,7 +336,7 @@ DIALS: tuple[DialSpec, ...] = (
              "bench", minimum=1, help="how many different shared prefixes; each request uses one at random"),
     DialSpec("workload.turns", "turns per conversation", "int", "arrivals", "--turns", minimum=1,
              help="turns per conversation: the next prompt is the previous one, its answer and a new "
-                  "question (--num-prompts counts conversations)"),
+                  "question ({workload.num_prompts} counts conversations)"),
     DialSpec("workload.think_time", "think time", "float", "arrivals", "--think-time", minimum=0, unit="s",
              help="seconds between an answer's last token and the next turn's question"),
     DialSpec("workload.client_request_s", "client work a request", "float", "arrivals", "--client-request-ms",

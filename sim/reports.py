@@ -172,7 +172,7 @@ class EngineSnapshot:
     iteration: int
     batching: str
     seats: tuple[SeatView, ...]
-    max_num_seqs: int  # the seat cap (1 for a sequential server, though more seats are drawn)
+    max_num_seqs: int  # the seats (1 for a sequential server, though more seats are drawn)
     queue_len: int
     running: int
     kv_blocks_used: int

@@ -36,6 +36,43 @@ def add_slo_args(p: argparse.ArgumentParser):
     return add_rows(p, t.SLO_ROWS)[t.SERVICE]
 
 
+def check_slo_args(args: argparse.Namespace, command: str) -> None:
+    """What plan and search refuse in the service level and the traffic it is judged on."""
+    from sim import rate_plan
+
+    from .exits import UserError
+
+    if args.max_concurrency is not None:
+        raise UserError(o.flagged(
+            f"argument {{workload.max_concurrency}}: not allowed with {command}: a client that holds requests back "
+            f"hides the queue an SLO is about ({command} sizes a replica for open traffic, and --offline for vLLM's "
+            "LLM class, which has no client); sim and sweep model a capped client"))
+    if args.ramp_up_strategy:
+        raise UserError(o.flagged(f"argument {{workload.ramp_up_strategy}}: not allowed with {command} (it searches "
+                                  "over steady rates)"))
+    if args.turns is not None and args.turns > 1 and (args.offline is not None or args.peak_rate is not None):
+        why = ("--offline: an offline job is single requests queued at once" if args.offline is not None else
+               "--peak-rate: the replicas check routes single requests, not conversations; plan one replica's "
+               "rate without --peak-rate")
+        raise UserError(o.flagged(f"argument {{workload.turns}}: not allowed with {why}"))
+    slo_given = [row.flag for row in t.SLO_ROWS[:3] if row.given(args) is not None]
+    if args.offline is not None:
+        if slo_given:
+            raise UserError(f"argument {slo_given[0]}: not allowed with --offline (an offline job has no latency "
+                            "target)")
+        if args.workload or args.num_prompts is not None:
+            path = "workload.trace_path" if args.workload else "workload.num_prompts"
+            raise UserError(o.flagged(f"argument {{{path}}}: not allowed with --offline (N requests are queued "
+                                      "at once)"))
+    elif args.ttft_p99 is None and args.tpot_p99 is None:
+        raise UserError("give a latency SLO (--ttft-p99 MS and/or --tpot-p99 MS), or --offline N to plan a batch job")
+    if args.num_prompts is not None and args.num_prompts < rate_plan.PLAN_MIN_PROMPTS:
+        raise UserError(o.flagged(
+            f"argument {{workload.num_prompts}}: {args.num_prompts} is too few to judge a rate: a point needs a "
+            f"steady window of {rate_plan.PLAN_MIN_WINDOW} requests and {rate_plan.PLAN_MIN_WINDOW_S:g} s; give "
+            f"at least {rate_plan.PLAN_MIN_PROMPTS} (or leave it out)"))
+
+
 def add_client_args(p: argparse.ArgumentParser) -> None:
     """vllm bench serve's flags for the server it loads and the requests it sends (`batchtui
     bench`), spelled and defaulted as vLLM 0.33 has them. Added before the table's other flags

@@ -105,38 +105,11 @@ def first_replicas(args: argparse.Namespace, slo_rate: float) -> int:
 
 @user_errors
 def run(args: argparse.Namespace) -> int:
-    slo_given = [f for f, v in (("--ttft-p99", args.ttft_p99), ("--tpot-p99", args.tpot_p99),
-                                ("--peak-rate", args.peak_rate)) if v is not None]
-    if args.max_concurrency is not None:
-        raise UserError("argument --max-concurrency: not allowed with plan: a client that holds requests "
-                        "back hides the queue an SLO is about (plan sizes a replica for open traffic, and "
-                        "--offline for vLLM's LLM class, which has no client); sim and sweep model a capped client")
-    if args.turns is not None and args.turns > 1 and (args.offline is not None or args.peak_rate is not None):
-        flag = "--offline" if args.offline is not None else "--peak-rate"
-        raise UserError(f"argument --turns: not allowed with {flag}: "
-                        + ("an offline job is single requests queued at once" if flag == "--offline" else
-                           "the replicas check routes single requests, not conversations; plan one replica's "
-                           "rate without --peak-rate"))
+    a.check_slo_args(args, "plan")
     if args.peak_rate is not None:
         check_peak_rate(args.peak_rate, 1)
     if args.offline is not None:
-        if slo_given:
-            raise UserError(f"argument {slo_given[0]}: not allowed with --offline "
-                            "(an offline job has no latency target)")
-        if args.workload or args.num_prompts is not None:
-            flag = "--workload" if args.workload else "--num-prompts"
-            raise UserError(f"argument {flag}: not allowed with --offline (N requests are queued at once)")
         return plan_offline(args)
-    if args.ttft_p99 is None and args.tpot_p99 is None:
-        raise UserError("give a latency SLO (--ttft-p99 MS and/or --tpot-p99 MS), "
-                        "or --offline N to plan a batch job")
-    if args.ramp_up_strategy:
-        raise UserError("argument --ramp-up-strategy: not allowed with plan (it searches over steady rates)")
-    if args.num_prompts is not None and args.num_prompts < rate_plan.PLAN_MIN_PROMPTS:
-        raise UserError(f"argument --num-prompts: {args.num_prompts} is too few to judge a rate: a point "
-                        f"needs a steady window of {rate_plan.PLAN_MIN_WINDOW} requests and "
-                        f"{rate_plan.PLAN_MIN_WINDOW_S:g} s; give at least {rate_plan.PLAN_MIN_PROMPTS} "
-                        "(or leave it out)")
     setup = build_setup(args, rate_flag=False)
     if setup.config.batching != "continuous":
         print("note: vLLM always batches continuously; the plan models "
@@ -211,11 +184,12 @@ def saturation_text(result) -> str:
     if result.cap is not None:
         return (f"Saturated rate: {result.cap:.2f} req/s (lowest of the seeds), what a replica serves with its "
                 "queue full; no answer is above it.")
-    return (f"With its queue full a replica preempts (the KV cache holds fewer requests than the seats admit) "
-            f"and serves {low.full_queue_rate:.2f} req/s (lowest of the seeds); lighter traffic can sustain more, "
-            f"so each answer was checked to keep up over {rate_plan.PLAN_CONFIRM_PROMPTS:,} requests. Above "
-            f"{low.full_queue_rate:.2f} req/s a burst that fills the queue does not drain (fewer --max-num-seqs "
-            "keep the batch within the cache).")
+    return o.flagged(
+        f"With its queue full a replica preempts (the KV cache holds fewer requests than the seats admit) "
+        f"and serves {low.full_queue_rate:.2f} req/s (lowest of the seeds); lighter traffic can sustain more, "
+        f"so each answer was checked to keep up over {rate_plan.PLAN_CONFIRM_PROMPTS:,} requests. Above "
+        f"{low.full_queue_rate:.2f} req/s a burst that fills the queue does not drain (fewer {{engine.max_num_seqs}} "
+        "keep the batch within the cache).")
 
 
 def predicted_text(predicted: dict) -> str:
@@ -259,11 +233,11 @@ def print_plan(result, slo, args, replicas, checks, serve, bench, cause, setup) 
             if cause is not None:
                 text += (f"The cause is the batching policy ({setup.config.batching}): continuous batching, "
                          f"as vLLM runs, meets this SLO up to {cause.best.rate:.2f} req/s with the same "
-                         "hardware and dials (drop --batching).")
+                         "hardware and dials (drop {engine.batching}).")
             else:
                 text += ("Even a nearly idle replica misses it: lower latency needs a faster GPU, "
-                         "--tensor-parallel-size, --kv-cache-dtype fp8, or a smaller model.")
-            print(_fill(text))
+                         "{tensor_parallel_size}, {kv_cache_dtype} fp8, or a smaller model.")
+            print(_fill(o.flagged(text)))
         else:
             rate, points = result.confirm_tries[-1]
             misses = next(p.misses for p in points if not p.ok)
@@ -377,7 +351,7 @@ def plan_offline(args: argparse.Namespace) -> int:
     sc = replace(setup.scenario, offline=True).with_workload(num_prompts=n, request_rate=math.inf)
     setup = Setup(sc, setup.profiles)
     if setup.config.batching != "continuous":
-        raise UserError("argument --batching: --offline plans vLLM's continuous batching only")
+        raise UserError(o.flagged("argument {engine.batching}: --offline plans vLLM's continuous batching only"))
     d, cfg = setup.deployment, setup.config
     specs = generate(sc.workload, np.random.default_rng(sc.seed))
     plan = planning.offline_plan([(s.prompt_len, s.output_len) for s in specs], d.usable_blocks, d.block_size,

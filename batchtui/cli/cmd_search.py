@@ -117,8 +117,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tensor-parallel-sizes", type=_list("tensor_parallel_size"), metavar="LIST",
                    help="tensor-parallel sizes, such as 1,2")
     g.add_argument("--expert-parallel", type=_prefix, metavar="on|off|both",
-                   help="a mixture of experts' experts placed whole on the GPUs (--enable-expert-parallel): on, "
-                        "off or both (points of several GPUs; the table marks them 'ep')"),
+                   help=o.flagged("a mixture of experts' experts placed whole on the GPUs ({enable_expert_parallel}): "
+                                  "on, off or both (points of several GPUs; the table marks them 'ep')"))
     g.add_argument("--max-num-seqs-values", type=_list("max_num_seqs"), metavar="LIST",
                    help="max-num-seqs values, such as 16,32,64")
     g.add_argument("--max-num-batched-tokens-values", type=_list("max_num_batched_tokens"), metavar="LIST",
@@ -263,44 +263,22 @@ def _grid_values(args, setup: Setup) -> dict:
 
 
 def _check_args(args) -> None:
-    clash = [(list_flag, one) for list_flag, one, v1, v2 in (
-        ("--gpus", "--gpu", args.gpus, args.gpu),
-        ("--tensor-parallel-sizes", "--tensor-parallel-size", args.tensor_parallel_sizes,
-         getattr(args, "tensor_parallel_size", None)),
-        ("--max-num-seqs-values", "--max-num-seqs", args.max_num_seqs_values, args.max_num_seqs),
-        ("--max-num-batched-tokens-values", "--max-num-batched-tokens", args.max_num_batched_tokens_values,
-         args.max_num_batched_tokens),
-        ("--kv-cache-dtypes", "--kv-cache-dtype", args.kv_cache_dtypes, getattr(args, "kv_cache_dtype", None)),
-        ("--prefix-caching", "--enable-prefix-caching", args.prefix_caching, getattr(args, "enable_prefix_caching", None)),
-        ("--expert-parallel", "--enable-expert-parallel", args.expert_parallel,
-         getattr(args, "enable_expert_parallel", None)),
-        ("--speculative-configs", "--speculative-config", args.speculative_configs,
-         getattr(args, "speculative_config", None)),
-        *(("--speculative-configs", flag, args.speculative_configs, getattr(args, o.dest(flag), None))
-          for flag, *_ in a.SPEC_SHORTHANDS),
-    ) if v1 is not None and v2 is not None]
+    from . import flag_table as t
+
+    given = {row.dial or row.flag for row in t.rows() if row.given(args) is not None}
+    clash = [(list_flag, one) for list_flag, one in (
+        ("--gpus", "gpu"), ("--tensor-parallel-sizes", "tensor_parallel_size"),
+        ("--max-num-seqs-values", "engine.max_num_seqs"),
+        ("--max-num-batched-tokens-values", "engine.max_num_batched_tokens"), ("--kv-cache-dtypes", "kv_cache_dtype"),
+        ("--prefix-caching", "engine.enable_prefix_caching"), ("--expert-parallel", "enable_expert_parallel"),
+        ("--speculative-configs", "speculative_config"),
+        *(("--speculative-configs", flag) for flag, *_ in a.SPEC_SHORTHANDS),
+    ) if getattr(args, t.dest(list_flag)) is not None and one in given]
     if clash:
-        raise UserError(f"argument {clash[0][0]}: not allowed with {clash[0][1]} (give the value in the list)")
-    if args.max_concurrency is not None:
-        raise UserError("argument --max-concurrency: not allowed with search (as with plan: a client that holds "
-                        "requests back hides the queue an SLO is about)")
-    if args.ramp_up_strategy:
-        raise UserError("argument --ramp-up-strategy: not allowed with search (it searches over steady rates)")
-    slo_given = [f for f, v in (("--ttft-p99", args.ttft_p99), ("--tpot-p99", args.tpot_p99),
-                                ("--peak-rate", args.peak_rate)) if v is not None]
-    if args.offline is not None:
-        if slo_given:
-            raise UserError(f"argument {slo_given[0]}: not allowed with --offline (an offline job has no latency target)")
-        if args.workload or args.num_prompts is not None:
-            flag = "--workload" if args.workload else "--num-prompts"
-            raise UserError(f"argument {flag}: not allowed with --offline (N requests are queued at once)")
-    elif args.ttft_p99 is None and args.tpot_p99 is None:
-        raise UserError("give a latency SLO (--ttft-p99 MS and/or --tpot-p99 MS), or --offline N")
-    if args.turns is not None and args.turns > 1 and (args.offline is not None or args.peak_rate is not None):
-        raise UserError("argument --turns: not allowed with --offline or --peak-rate (as with plan)")
-    if args.num_prompts is not None and args.num_prompts < rate_plan.PLAN_MIN_PROMPTS:
-        raise UserError(f"argument --num-prompts: {args.num_prompts} is too few to judge a rate; give at least "
-                        f"{rate_plan.PLAN_MIN_PROMPTS} (or leave it out)")
+        list_flag, one = clash[0]
+        one = one if one.startswith("-") else o.flagged("{" + one + "}")  # a dial, or a shorthand's own flag
+        raise UserError(f"argument {list_flag}: not allowed with {one} (give the value in the list)")
+    a.check_slo_args(args, "search")
 
 
 def prices(args, profiles) -> dict[str, float | None]:

@@ -33,13 +33,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "max-num-seqs) with the knee marked. The knee is the last point before that latency passes "
         f"{KNEE_LATENCY_FACTOR:g}x its value at the first point, before throughput stops rising, or "
         "before a point with no steady state: above the saturated rate, the highest rate whose run of "
-        f"{SUSTAIN_REQUESTS:,} requests keeps up (its latency does not climb). A trace (--workload) is "
+        f"{SUSTAIN_REQUESTS:,} requests keeps up (its latency does not climb). A trace ({o.flagged('{workload.trace_path}')}) is "
         "rescaled in time to each rate.")
     s = p.add_argument_group("what to sweep (one of)").add_mutually_exclusive_group(required=True)
     s.add_argument("--request-rates", type=o.rate_list, metavar="R,R,...",
                    help="request rates in req/s, such as 2,4,8,16,32,inf")
     s.add_argument("--max-num-seqs-values", type=o.positive_int_list, metavar="N,N,...",
-                   help="values of --max-num-seqs, such as 16,32,64,128,256")
+                   help=o.flagged("values of {engine.max_num_seqs}, such as 16,32,64,128,256"))
     a.add_setup_args(p)
     a.add_traffic_args(p)
     out = p.add_argument_group("output")
@@ -118,15 +118,16 @@ def run(args: argparse.Namespace) -> int:
 
     by_rate = args.request_rates is not None
     if by_rate and args.request_rate is not None:
-        raise UserError("argument --request-rate: not allowed with --request-rates")
+        raise UserError(o.flagged("argument {workload.request_rate}: not allowed with --request-rates"))
     if not by_rate and args.max_num_seqs is not None:
-        raise UserError("argument --max-num-seqs: not allowed with --max-num-seqs-values")
+        raise UserError(o.flagged("argument {engine.max_num_seqs}: not allowed with --max-num-seqs-values"))
     if by_rate and args.ramp_up_strategy:
-        raise UserError("argument --ramp-up-strategy: not allowed with --request-rates (each point has its rate)")
+        raise UserError(o.flagged("argument {workload.ramp_up_strategy}: not allowed with --request-rates (each "
+                                  "point has its rate)"))
     setup = build_setup(args)
     if not by_rate and setup.config.batching != "continuous":
-        raise UserError("argument --max-num-seqs-values: max_num_seqs is a continuous-batching "
-                        f"dial; {setup.config.batching} batching ignores it (see --max-batch-size)")
+        raise UserError(o.flagged(f"argument --max-num-seqs-values: {{engine.max_num_seqs}} is a continuous-batching "
+                                  f"dial; {setup.config.batching} batching ignores it (see {{engine.max_batch_size}})"))
     swept = "request_rate" if by_rate else "max_num_seqs"
     values = args.request_rates if by_rate else args.max_num_seqs_values
     sc = setup.scenario
@@ -216,8 +217,8 @@ def saturation_text(sat, n: int) -> str:
         return (f"Saturated rate: {sat.rate:.2f} req/s, the highest rate whose run of {sat.horizon:,} requests keeps "
                 f"up{behind}; a point above it has no steady state. With its queue full the replica serves only "
                 f"{sat.full_queue_rate:.2f} req/s, less than {n:,} requests queued at once complete ({backlog:.2f}): "
-                "so an overloaded API server does, taking requests in ahead of the tokens it streams (more "
-                "--api-server-count raise what it serves).")
+                + o.flagged("so an overloaded API server does, taking requests in ahead of the tokens it streams "
+                            "(more {engine.api_server_count} raise what it serves)."))
     if not sat.thrashes:
         return (f"Saturated rate: {sat.rate:.2f} req/s, what the engine serves with its queue full (traffic "
                 f"arriving faster, {sat.overload.metrics['completed']:,} requests); a point above it has no "
@@ -227,7 +228,7 @@ def saturation_text(sat, n: int) -> str:
             f"{behind}; a point above it has no steady state. With its queue full the engine preempts (the KV "
             f"cache holds fewer requests than the seats admit) and serves only {sat.full_queue_rate:.2f} req/s "
             f"({n:,} queued at once: {backlog:.2f}): above that rate a burst that fills the queue does not drain; "
-            "fewer --max-num-seqs keep the batch within the cache.")
+            + o.flagged("fewer {engine.max_num_seqs} keep the batch within the cache."))
 
 
 def saturation_json(sat) -> dict | None:
@@ -248,7 +249,8 @@ def _seats_bind(values, points, knee) -> tuple[int | None, str | None]:
                 return knee.index, None
             return None, (f"No knee: from max_num_seqs {v} on, at most {p.metrics['max_running']} requests "
                           "ran at once, so the seats never filled: the traffic, not max_num_seqs, limits "
-                          "the batch (raise the rate: --request-rate, which also rescales a trace).")
+                          + o.flagged("the batch (raise the rate: {workload.request_rate}, which also rescales a "
+                                      "trace)."))
     return knee.index, None
 
 

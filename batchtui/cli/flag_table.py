@@ -310,12 +310,12 @@ JOBS = _f(("--jobs", "-j"), "", type="positive_int", metavar="N",
 # -- onto a parser -------------------------------------------------------------------------------------
 
 def _spell(text: str) -> str:
-    """Help text with each `{path}` spelled by its dial's flag."""
+    """Help text with each `{path}` spelled by its dial's flag (`options.flagged`)."""
     if "{" not in text:
         return text
-    from sim.dials import flag_of, spelled
+    from .options import flagged
 
-    return spelled(text, flag_of)
+    return flagged(text)
 
 
 def _values() -> dict:

@@ -3,6 +3,8 @@ planned for (an answer holds for those lengths only)."""
 
 from __future__ import annotations
 
+from .options import flagged
+
 
 def planned_lengths(scenario, n: int) -> dict:
     """The prompt and answer lengths of the traffic a plan ran, as its runs draw them (the first
@@ -43,5 +45,6 @@ def lengths_text(lengths: dict) -> str:
     text = f"Planned for {one('prompts', lengths['input'])} and {one('answers', lengths['output'])}"
     if lengths["input"]["min"] == lengths["input"]["max"] and lengths["output"]["min"] == lengths["output"]["max"]:
         return (text + ": every request alike. The answer holds for these lengths only: if yours vary, "
-                "plan for them (--input-dist/--output-dist, --dataset-name or --workload).")
+                + flagged("plan for them ({workload.input.dist}/{workload.output.dist}, {workload.dataset} or "
+                          "{workload.trace_path})."))
     return text + ", as its runs drew them."

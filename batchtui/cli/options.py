@@ -287,9 +287,17 @@ def dial_type(spec: DialSpec):
         try:
             return spec.parse(text)
         except ConfigError:
-            raise argparse.ArgumentTypeError(f"expected {spec.allowed}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"expected {flagged(spec.allowed)}, got {text!r}") from None
     convert.__name__ = spec.path  # argparse names the type in some messages
     return convert
+
+
+def flagged(text: str) -> str:
+    """Text naming dials as `{path}` (`sim.dials`), each spelled by its flag: how the command line
+    names a dial in a message or a help line."""
+    from sim.dials import flag_of, spelled
+
+    return spelled(text, flag_of)
 
 
 def _metavar(spec: DialSpec) -> str:

@@ -14,6 +14,7 @@ import textwrap
 from sim.reports import BINDING_LIMITS
 
 from ..limit_words import LIMIT_WORDS
+from .options import flagged
 from ..loadgen.measure import pword, stat_keys
 from .report_block import (CLIENT_SECTIONS, DEFAULT_METRIC_PERCENTILES, DEFAULT_PERCENTILE_METRICS, WIDTH,
                            benchmark_rows, figure_line, header_line, row_value)
@@ -215,8 +216,8 @@ def simulator_lines(summary, config, deployment) -> list[str]:
                            f"{top}, {counts[top] / total:.0%} of iterations"))
         words = LIMIT_WORDS[top].sentence
         if top == "max_num_seqs" and config.batching != "continuous":
-            words = "the batch was full (max_batch_size) or running while requests waited"
-        lines.append(f"  ({words})")
+            words = "the batch was full ({engine.max_batch_size}) or running while requests waited"
+        lines.append(f"  ({flagged(words)})")
         lines.append(figure_line("Binding limit counts:",
                            ", ".join(f"{k} {counts.get(k, 0):,}" for k in BINDING_LIMITS)))
     if config.batching in ("static", "dynamic", "sequential"):

@@ -123,7 +123,7 @@ def build_setup(args: argparse.Namespace, *, rate_flag: bool = True, traffic: bo
     elif args.model is not None:
         changes["model"] = o.resolve_model(args.model, profiles)
         if changes["model"] not in profiles.models:
-            raise UserError(f"argument --model: {args.model} is not a known model (known: "
+            raise UserError(f"argument {flag_of('model')}: {args.model} is not a known model (known: "
                             f"{', '.join(profiles.models)}, their Hugging Face ids and aliases); any other "
                             "model runs from its Hugging Face config.json: add --hf-config-path FILE")
     if getattr(args, "seed", None) is not None:
@@ -250,10 +250,11 @@ def _check_traffic(args, dataset: str | None, path: str | None, rate: float | No
         clash = [row.flag for row in map(t.row_of, ("workload.prefix_len", "workload.input.mean", "workload.output.mean",
                                                       "workload.input.dist", "workload.output.dist"))
                  if row.given(args)]
-        clash += [f for f, v in (("--random-range-ratio", args.random_range_ratio), ("--dataset-path", path)) if v]
+        clash += [f for f, v in (("--random-range-ratio", args.random_range_ratio),
+                                 (flag_of("workload.dataset_path"), path)) if v]
         if clash:
-            raise UserError(f"argument {clash[0]}: not allowed with --dataset-name prefix_repetition (its "
-                            "--prefix-repetition-* flags set the lengths)")
+            _refuse(f"argument {clash[0]}: not allowed with {{workload.dataset}} prefix_repetition (its "
+                    "--prefix-repetition-* flags set the lengths)")
     elif any(not row.any_dataset for row in own):
         flag = next(row.flag for row in own if not row.any_dataset)
         _refuse(f"argument {flag}: needs {{workload.dataset}} prefix_repetition")
@@ -304,17 +305,16 @@ def _check_like_vllm(args, sc: Scenario, profiles, model) -> None:
     """What `vllm serve` and `vllm bench serve` refuse before serving anything."""
     config = sc.engine_config(profiles)
     if config.max_model_len > model.max_model_len and not _truthy(os.environ.get(ALLOW_LONG_MAX_MODEL_LEN)):
-        flag = "argument --max-model-len: " if args.max_model_len is not None else ""
+        flag = o.flagged("argument {engine.max_model_len}: ") if args.max_model_len is not None else ""
         raise UserError(f"{flag}{config.max_model_len} is longer than {model.name}'s context "
                         f"({model.max_model_len} tokens); vLLM refuses it unless "
                         f"{ALLOW_LONG_MAX_MODEL_LEN}=1 is set")
     if sc.num_gpu_blocks_override is not None and model.has_kv_cache:
         fits = replace(sc, num_gpu_blocks_override=None).deployment(profiles).num_gpu_blocks
         if sc.num_gpu_blocks_override > fits:
-            raise UserError(f"argument --num-gpu-blocks-override: {sc.num_gpu_blocks_override} is not "
-                            f"allowed: at most {fits:,} blocks fit in GPU memory at "
-                            f"--gpu-memory-utilization {sc.gpu_memory_utilization:g} (vLLM would run out "
-                            "of memory allocating the cache)")
+            _refuse(f"argument {{num_gpu_blocks_override}}: {sc.num_gpu_blocks_override} is not allowed: at most "
+                    f"{fits:,} blocks fit in GPU memory at {{gpu_memory_utilization}} {sc.gpu_memory_utilization:g} "
+                    "(vLLM would run out of memory allocating the cache)")
 
 
 def _spec_shorthands(args, text: str | None) -> str | None:
@@ -329,11 +329,10 @@ def _spec_shorthands(args, text: str | None) -> str | None:
     except json.JSONDecodeError:
         config = None
     if not isinstance(config, dict):
-        raise UserError(f"argument --speculative-config: {text!r} is not a JSON object")
+        raise UserError(f"argument {flag_of('speculative_config')}: {text!r} is not a JSON object")
     for flag, key, value in given:
         if key in config or key.replace("_", "-") in config:
-            raise UserError(f"argument {flag}: {flag} and --speculative-config['{key}'] are mutually exclusive "
-                            "(as in vLLM)")
+            _refuse(f"argument {flag}: {flag} and {{speculative_config}}['{key}'] are mutually exclusive (as in vLLM)")
         config[key] = value
     return json.dumps(config)
 

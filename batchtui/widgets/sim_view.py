@@ -201,7 +201,7 @@ def encoder_pass_size(snapshot) -> int:
 
 
 def seat_capacity(snapshot) -> int:
-    """The seats this server can fill: its seat cap (one for a sequential server, whatever cells
+    """The seats this server can fill: its seats (one for a sequential server, whatever cells
     are drawn), or more while a batch formed before the cap was lowered still holds them."""
     if snapshot.batching == "sequential":
         return snapshot.max_num_seqs

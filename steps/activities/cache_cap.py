@@ -38,7 +38,7 @@ class CacheCapChallenge(BreakIt):
             f"**{s.running} sequences running** of {s.max_num_seqs} seats, the cache "
             f"({fmt(cache_tokens)} tokens) {fmt(used * 100)}% full. The batch sits between the "
             f"{fmt(lower)} sequences that fit at full length and the {fmt(upper)} prompts admitted: "
-            "the seat cap never comes into play."))
+            "the seats never bind."))
 
 
 def _build(step) -> CacheCapChallenge:

@@ -304,7 +304,7 @@ async def test_step_13_runs_uncapped_beside_capped(make_app, lessons):
         await run_for(pilot, 20.0, step=2.0)
         table = next(v for v in app.screen.stack.shown() if isinstance(v, CompareView))
         before, now = table.left, table.right
-        assert table.title == "Seats (cap) 256 → 32"
+        assert table.title == "Seats 256 → 32"
         assert before.max_num_seqs == 256 and now.max_num_seqs == 32
         assert now.metrics.tpot_p50 < before.metrics.tpot_p50  # tokens come faster...
         assert now.metrics.ttft_p99 > 10 * before.metrics.ttft_p99  # ...but users wait far longer

@@ -96,7 +96,7 @@ async def test_a_dial_moved_with_arrows_applies_to_the_live_engine(make_app):
         assert engine.scenario.workload.request_rate == 22.0
         await pilot.press("shift+left")
         assert engine.scenario.workload.request_rate == 12.0
-        await pilot.press("down", "end")  # the seat cap, to its maximum
+        await pilot.press("down", "end")  # the seats, to their maximum
         assert engine.config.max_num_seqs == 256
         assert app.screen.focused.value == 256
 

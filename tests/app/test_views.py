@@ -94,7 +94,7 @@ async def test_iteration_view_fits_80_columns_even_with_a_long_prefill():
         first, second = (view.build(34).plain.split("\n") for view.snapshot in
                          (snapshot(last=_report()), snapshot(last=long_prefill)))
         assert first[5] == "time: weights and compute overlap" and first[-2:] == \
-            ["limit: seat cap", "all seats full, requests waiting"]
+            ["limit: seats", "all seats full, requests waiting"]
         assert second[1].startswith("█ decode 40 + ▓ prefill 16,000") and second[-2] == "limit: token budget"
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from batchtui.cli import main
 from batchtui.cli import options as o
+from batchtui.cli.options import flagged
 from batchtui.cli.parser import build_parser
 from sim import dials
 from sim.scenario import DEPLOYMENT_KEYS
@@ -49,7 +50,8 @@ def test_a_bad_number_is_refused_in_the_dials_words(capsys, spec):
         code = exc.code
     err = capsys.readouterr().err
     assert code == 2
-    assert f"argument {spec.flag}: expected {spec.allowed}, got '-5'" in err
+    assert f"argument {spec.flag}: expected {flagged(spec.allowed)}, got '-5'" in err
+    assert "{" not in err  # a dial named in its words is spelled by its flag
 
 
 def run_json(capsys, *argv):
