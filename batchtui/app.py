@@ -10,6 +10,7 @@ from textual.app import App
 from textual.geometry import Size
 from textual.scrollbar import ScrollBar, ScrollBarRender
 
+from .cli.flag_table import GPU
 from . import gc_policy
 from .ending import Ending
 from .glyphs import ascii_text
@@ -107,7 +108,7 @@ class BatchApp(App):
             gpu = find(self.settings.gpu, self.settings.profiles_path or "")
             changed = learner_steps(self.steps, gpu, scenario_given=self.settings.scenario_path is not None)
         except Exception as exc:  # noqa: BLE001 -- said on screen; the lessons go on on their GPU
-            self.call_from_thread(self._learner_gpu_failed, f"--gpu {self.settings.gpu}: {exc}")
+            self.call_from_thread(self._learner_gpu_failed, f"{GPU.flag} {self.settings.gpu}: {exc}")
             return
         self.call_from_thread(self._learner_gpu_found, gpu, changed)
 

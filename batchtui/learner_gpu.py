@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .cli.flag_table import GPU
+
 FOLLOWS_THE_LEARNER = ("cheat_sheet", "playground")
 """Activity kinds whose scenario starts on the learner's GPU."""
 DRILL_ON_THE_LEARNER = "single_stream_ceiling"
@@ -39,7 +41,7 @@ def find(gpu: str, profiles_path: str = "") -> LearnerGpu:
     if gpu.strip().lower() == "auto":
         detection = detect(profiles)
         label = detection.short()
-        return LearnerGpu(detection.profile_id, label, f"--gpu auto: {detection.notice()}", detection.found,
+        return LearnerGpu(detection.profile_id, label, f"{GPU.flag} auto: {detection.notice()}", detection.found,
                           profiles_path)
     gpu_id = gpu if gpu in profiles.gpus else match_profile(gpu, profiles)
     profile = profiles.gpu(gpu_id or gpu)  # ProfileError naming the known GPUs

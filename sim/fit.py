@@ -65,19 +65,19 @@ class Parameter:
 
 PARAMETERS: tuple[Parameter, ...] = (
     Parameter("eta_bw", "weight-read efficiency", True, 1.0, 0.08, 0.02, 1.0,
-              "a low-load run (one request at a time, such as --request-rate 0.2 --num-prompts 20) "
+              "a low-load run (one request at a time, such as {workload.request_rate} 0.2 {workload.num_prompts} 20) "
               "for the cost of one decode step", 0.2),
     Parameter("eta_mfu", "tensor-core efficiency", True, 1.0, 0.08, 0.02, 1.0,
               "a low-load run for the prefill cost (a request's TTFT when it is alone), or a saturated "
-              "one (--request-rate inf) for the compute-bound throughput", 0.2),
+              "one ({workload.request_rate} inf) for the compute-bound throughput", 0.2),
     Parameter("eta_attn", "KV-read efficiency", True, 1.0, 0.08, 0.02, 1.0,
-              "a loaded run with long prompts (such as --random-input-len 4096 at a rate well above "
+              "a loaded run with long prompts (such as {workload.input.mean} 4096 at a rate well above "
               "one request at a time) for the cost of reading the KV cache", 0.2),
     Parameter("overhead_s", "fixed host cost per iteration", False, 1e-3, 0.3, 0.0, 0.1,
               "a low-load run and a saturated one, to split the fixed cost of an iteration from its "
               "weight reads", 0.5, overlapped=True),
     Parameter("overhead_per_seq_s", "host cost per sequence per iteration", False, 1e-5, 0.3, 0.0, 0.01,
-              "a loaded run (a rate near saturation, or --request-rate inf) for the per-sequence cost", 0.5,
+              "a loaded run (a rate near saturation, or {workload.request_rate} inf) for the per-sequence cost", 0.5,
               overlapped=True),
 )
 PARAMETER_NAMES = tuple(p.name for p in PARAMETERS)

@@ -193,7 +193,7 @@ def _quantization(config: Mapping[str, Any], source: str) -> str | None:
     if method not in CHECKPOINT_FORMATS:
         raise ProfileError(f"{source}: quantization_config's quant_method {method!r} is not a weight format the "
                            f"simulator reads from a config ({', '.join(CHECKPOINT_FORMATS)}): take quantization_config "
-                           "out of the file and give the format with --quantization.")
+                           "out of the file and give the format with {quantization}.")
     return CHECKPOINT_FORMATS[method]
 
 

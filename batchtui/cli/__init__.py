@@ -84,7 +84,9 @@ def run_command(func, args) -> int:
         _drop_stdout()
         return EXIT_OK
     except MemoryError:
-        _say("batchtui: error: not enough memory for this run (fewer --num-prompts?)")
+        from .options import flagged
+
+        _say(flagged("batchtui: error: not enough memory for this run (fewer {workload.num_prompts}?)"))
         return EXIT_FAILURE
     except Exception as exc:  # a bug: one line, the traceback on request
         if os.environ.get(TRACEBACK_ENV):

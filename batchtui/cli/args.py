@@ -24,8 +24,9 @@ def add_setup_args(p: argparse.ArgumentParser) -> None:
 def add_traffic_args(p: argparse.ArgumentParser, *, rate_flag: bool = True, count_help: str = "") -> None:
     """Traffic: vllm bench serve's flags, what prompts share, the simulator's own (`flag_table`),
     then every other vLLM flag (recorded or refused, `vllm_flags.add_flags`)."""
-    add_rows(p, t.TRAFFIC_ROWS, omit=() if rate_flag else ("--request-rate",),
-             changes={"--num-prompts": {"help": count_help}} if count_help else None)
+    rate, count = t.row_of("workload.request_rate"), t.row_of("workload.num_prompts")
+    add_rows(p, t.TRAFFIC_ROWS, omit=() if rate_flag else (rate.flag,),
+             changes={count.flag: {"help": count_help}} if count_help else None)
     from .vllm_flags import add_flags
 
     add_flags(p)

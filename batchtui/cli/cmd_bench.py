@@ -49,8 +49,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = (
         "Load an OpenAI-compatible server (a vLLM, batchtui serve, any other) with vllm bench serve's traffic "
         "and flags, write the result file vllm bench serve writes (--save-result), and print its report with "
-        "the simulator's figures for the same traffic beside it (simulated on --gpu, --model and the engine "
-        "flags given; the defaults otherwise).")
+        + o.flagged("the simulator's figures for the same traffic beside it (simulated on {gpu}, {model} and the engine "
+                    "flags given; the defaults otherwise)."))
     a.add_client_args(p)  # (before the table's other flags: these are used, not recorded)
     a.add_setup_args(p)
     a.add_traffic_args(p)
@@ -236,7 +236,7 @@ async def _measure(args, endpoint, setup, bar, stop: _Stop) -> Measured:
             raise ServerGone(str(exc)) from None
         if not endpoint.model:
             if not models:
-                raise UserError("give --model: the server lists no model at /v1/models")
+                raise UserError(o.flagged("give {model}: the server lists no model at /v1/models"))
             endpoint.model = models[0]
         elif models is not None and endpoint.model not in models:
             raise UserError(f"argument --{'served-model-name' if args.served_model_name else 'model'}: the server "
@@ -436,7 +436,8 @@ def _report(args, endpoint, setup, measured, figures, simulated, opts, unknown_m
                                  traffic=False))
         if unknown_model:
             print(say(f"({unknown_model} is not a known model profile: the simulated column runs "
-                      f"{setup.deployment.model.name}; give --model with a known one, or --hf-config-path FILE.)"))
+                      f"{setup.deployment.model.name}; " + o.flagged("give {model} with a known one, or "
+                                                                      "--hf-config-path FILE.)")))
     print()
     rows = report_block.benchmark_rows(figures, workload=w, percentile_metrics=opts["percentile_metrics"],
                                   percentiles=opts["percentiles"], goodput=bool(opts["goodput"]))

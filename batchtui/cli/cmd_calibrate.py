@@ -19,6 +19,8 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
+from sim.dials import flag_of
+
 from .runner import default_jobs
 
 from . import args as a
@@ -38,7 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "Fit the simulator's GPU parameters (efficiencies and host overheads) to measured "
         "`vllm bench serve --save-result` runs (or GuideLLM reports and aiperf profile exports), and write "
         "them as a GPU profile usable everywhere as "
-        "--profiles FILE --gpu NAME. Give runs that pin every parameter: one request at a time (a low "
+        f"--profiles FILE {flag_of('gpu')} NAME. Give runs that pin every parameter: one request at a time (a low "
         "rate), several rates up to saturation, and one with long prompts. Prints the fitted values with "
         "their uncertainty and every run measured, simulated before and after.")
     p.add_argument("results", nargs="+", metavar="RESULT.json", help="result files of vllm bench serve --save-result, GuideLLM reports (benchmarks.json: one run "
@@ -62,8 +64,8 @@ def add_hardware_args(p: argparse.ArgumentParser, *, gpu_help: str, gpu_required
     from . import flag_table as t
 
     t.add_rows(p, (t.PROFILES, t.GPU, t.MODEL), changes={
-        "--gpu": {"required": gpu_required, "help": gpu_help},
-        "--model": {"help": "the model served: a Hugging Face id or one of {models} (default: the files' model_id)"}})
+        t.GPU.flag: {"required": gpu_required, "help": gpu_help},
+        t.MODEL.flag: {"help": "the model served: a Hugging Face id or one of {models} (default: the files' model_id)"}})
     t.add_rows(p, t.engine_rows(), group="engine the runs were served with (vllm serve's flags; unset: the file's "
                                          "--metadata KEY=VALUE entries, else vLLM's defaults for the GPU)")
 
@@ -92,8 +94,8 @@ def base_scenario(args, first_result: dict | None):
         model_name = sc.model
     model = o.resolve_model(model_name, profiles)
     if model not in profiles.models:
-        where = "--model" if args.model else "the result's model_id"
-        raise UserError(f"{where} {model_name!r} is not a known model profile; give --model with one of "
+        where = flag_of("model") if args.model else "the result's model_id"
+        raise UserError(f"{where} {model_name!r} is not a known model profile; give {flag_of('model')} with one of "
                         f"{', '.join(profiles.models)} (or a Hugging Face id of one), or add it with --profiles")
     return replace(sc, gpu=gpu, model=model), profiles
 
@@ -118,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     name = args.name
     if name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
         raise UserError(f"argument --name: {name!r} is not allowed: letters, digits, '-', '_' and '.' "
-                        "(it becomes [gpus.NAME] and --gpu NAME)")
+                        + o.flagged("(it becomes [gpus.NAME] and {gpu} NAME)"))
     base, profiles = base_scenario(args, first_run(args.results[0]))
     name = name or f"{base.gpu}-calibrated"
     fitted = [n for n in PARAMETER_NAMES if n not in args.fix]
@@ -136,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
                 result = fit(points, profiles, base.gpu, base.model, fit=fitted, mapper=workers.map,
                              progress=progress_printer(True))
             except FitError as exc:
-                raise UserError(str(exc)) from None
+                raise UserError(exc.spelled(flag_of)) from None
     text = profile_text(name, profiles.gpu(base.gpu), profiles.model(base.model), result, [r.label for r in runs],
                         spec_notes)
     write_profile(args.output, name, text)
@@ -149,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     print()
     print(f"RMS error of TTFT p50, TPOT p50 and output throughput: {result.rms_before:.1%} with "
           f"{base.gpu}'s figures, {result.rms_after:.1%} fitted.")
-    print(f"Wrote [gpus.{name}] to {args.output}. Use it with: --profiles {args.output} --gpu {name}")
+    print(f"Wrote [gpus.{name}] to {args.output}. Use it with: --profiles {args.output} {flag_of('gpu')} {name}")
     return EXIT_OK
 
 
@@ -261,7 +263,7 @@ def undetermined_lines(result) -> list[str]:
         sigma_text = _value_text(p.name, sigma) if math.isfinite(sigma) else "an unbounded error"
         lines.append(f"{p.name} ({p.label}) is not determined by these runs: the fit gave {_value_text(p.name, value)} "
                      f"± {sigma_text}; kept at the base profile's {_value_text(p.name, result.base[p.name])}. "
-                     f"To pin it, add {p.needs}.")
+                     f"To pin it, add {o.flagged(p.needs)}.")
     return lines
 
 

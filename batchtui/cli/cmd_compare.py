@@ -59,7 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "per benchmark) or aiperf exports (profile_export_aiperf.json), told apart by content")
     add_hardware_args(p, gpu_required=False,
                       gpu_help="the GPU profile to simulate (default h100-sxm; a calibrated one with "
-                               "--profiles FILE --gpu NAME; auto: the GPU nvidia-smi reports)")
+                               + o.flagged("--profiles FILE {gpu} NAME; auto: the GPU nvidia-smi reports)"))
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print every run's measured and simulated figures as JSON")
     a.add_jobs_arg(p)
@@ -100,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     mixed = any((r.scenario.gpu, r.scenario.model) != (base.gpu, base.model) for r in runs)
     if mixed:
-        print("Measured runs, each simulated on the GPU and model its file names (--gpu, --model: one for all).")
+        print(o.flagged("Measured runs, each simulated on the GPU and model its file names ({gpu}, {model}: one for "
+                        "all)."))
     else:
         print(f"Measured runs against {model.name} simulated on {gpu.name} ({gpu.id}).")
     errors = []

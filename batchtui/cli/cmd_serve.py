@@ -30,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      "vllm serve does, answered by the simulated engine on the wall clock: point vllm "
                      "bench serve, an OpenAI client or a router at it. Engine flags are vllm serve's.")
     p.add_argument("model_tag", nargs="?", metavar="MODEL",
-                   help="the model, as vllm serve takes it (the same as --model)")
+                   help=o.flagged("the model, as vllm serve takes it (the same as {model})"))
     a.add_setup_args(p)
     s = p.add_argument_group("server")
     s.add_argument("--host", default="127.0.0.1",
@@ -46,7 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         f"(default {guard.KEEP_ALIVE_S:g}, vLLM's)")
     s.add_argument("--max-request-size", type=_bytes, metavar="BYTES",
                    help=f"the longest request body taken, answered 413 past it (default "
-                        f"{guard.BODY_BYTES_PER_TOKEN} bytes per token of --max-model-len, at least 1M; 1M = "
+                        f"{guard.BODY_BYTES_PER_TOKEN} bytes per token of {o.flagged('{engine.max_model_len}')}, at least 1M; 1M = "
                         "1,048,576, 1m = 1,000,000)")
     s.add_argument("--served-model-name", metavar="NAME",
                    help="the model name the API answers to (default: the model's Hugging Face id)")
@@ -57,9 +57,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="stream a request's tokens N at a time (its first at once, and its last): fewer "
                         "writes for a busy client or machine (default 1)")
     s.add_argument("--record", metavar="FILE.jsonl",
-                   help="write every request served as a trace batchtui sim --workload replays "
+                   help="write every request served as a trace batchtui sim " + o.flagged("{workload.trace_path}") + " replays "
                         "(written when the server stops)")
-    s.add_argument("--seed", type=o.seed, metavar="N", help="random seed (default 0)")
+    from . import flag_table as t
+
+    t.add_rows(p, (t.row_of("seed"),), into=s)
     s.add_argument("--tui", action="store_true",
                    help="watch the engine while outside traffic drives it: seats, KV blocks, sparklines "
                         "and metrics, live (q quits and stops the server)")
@@ -89,7 +91,8 @@ def _port(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.model_tag is not None:
         if args.model is not None and args.model != args.model_tag:
-            raise UserError(f"argument --model: {args.model!r} differs from the model given first ({args.model_tag!r})")
+            raise UserError(f"argument {o.flagged('{model}')}: {args.model!r} differs from the model given first "
+                            f"({args.model_tag!r})")
         args.model = args.model_tag
     from batchtui import serving
 
@@ -100,8 +103,8 @@ def run(args: argparse.Namespace) -> int:
     args.host = binding.host
     setup = build_setup(args, traffic=False)
     if setup.config.batching != "continuous":
-        raise UserError(f"argument --batching: vllm serve batches continuously; {setup.config.batching} is "
-                        "for sim and the tutorial")
+        raise UserError(o.flagged(f"argument {{engine.batching}}: vllm serve batches continuously; "
+                                  f"{setup.config.batching} is for sim and the tutorial"))
     model = setup.deployment.model
     name = args.served_model_name or model.hf_id or model.id
     try:

@@ -371,12 +371,15 @@ _GROUPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def add_rows(p: argparse.ArgumentParser, rows, *, omit=(), changes: dict | None = None,
-             group: str = "") -> dict:
+             group: str = "", into=None) -> dict:
     """Put `rows` on the parser, in their order, each in its group (made once per parser), or all
-    in `group`; `omit`: flags left out; `changes`: flag -> argparse keywords that differ for this
-    command. Returns the parser's groups by title."""
+    in `group` (a title), or `into` (a group the command made); `omit`: flags left out; `changes`:
+    flag -> argparse keywords that differ for this command. Returns the parser's groups by title."""
     changes = changes or {}
     groups = _GROUPS.setdefault(p, {})
+    if into is not None:
+        group = into.title
+        groups[group] = into
     for row in rows:
         if row.flag in omit:
             continue

@@ -59,6 +59,7 @@ from pathlib import Path
 from sim.replay_lengths import Z90
 
 from .exits import UserError
+from .options import flagged
 
 LENGTH_SPREAD = "batchtui_length_spread"
 """The one key of a converted run that vllm bench serve does not write: the lengths' spread the
@@ -265,7 +266,8 @@ def _guidellm_load(strategy: dict, where: str) -> tuple[float, float, int | None
         return rate, (math.inf if kind_ == "constant" else 1.0), cap, f"{kind_}@{rate:g}"
     if kind_ == "trace":
         raise UserError(f"{where}: GuideLLM's trace strategy sends requests at the times of its trace file, which "
-                        "the report does not hold; replay that trace with batchtui sim --workload instead")
+                        + flagged("the report does not hold; replay that trace with batchtui sim {workload.trace_path} "
+                                  "instead"))
     raise UserError(f"{where}: unknown GuideLLM strategy {_shown(kind_)} (config.strategy.type_: synchronous, "
                     "concurrent, throughput, constant or poisson)")
 
@@ -487,7 +489,7 @@ def aiperf_run(data: dict, path: str) -> dict:
     inputs = config.get("input") if isinstance(config.get("input"), dict) else {}
     if inputs.get("fixed_schedule") or inputs.get("custom_dataset_type") in ("mooncake_trace",):
         raise UserError(f"{where}: aiperf replayed a schedule from its input file, which the export does not hold; "
-                        "replay that trace with batchtui sim --workload instead")
+                        + flagged("replay that trace with batchtui sim {workload.trace_path} instead"))
     loadgen = config.get("loadgen")
     command = _aiperf_command(data, config)
     if loadgen is None and command:

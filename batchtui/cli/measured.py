@@ -31,6 +31,8 @@ from sim.replay_lengths import lognormal_lengths, output_lengths
 from sim.scenario import Scenario
 from sim.workload import LengthSpec, WorkloadSpec
 
+from sim.dials import flag_of
+
 from . import options as o
 from .exits import UserError
 from .loadgens import LENGTH_SPREAD, runs
@@ -280,7 +282,7 @@ def file_hardware(data: dict, path: str, base: Scenario, from_file: tuple[str, .
     if "model" in from_file and isinstance(model, str) and model.strip():
         resolved = o.resolve_model(model.strip(), profiles)
         if resolved not in profiles.models:
-            raise UserError(f"{path}: model {model!r} is not a known model profile; give --model with one of "
+            raise UserError(f"{path}: model {model!r} is not a known model profile; give {flag_of('model')} with one of "
                             f"{', '.join(profiles.models)} (or a Hugging Face id of one), or add it with --profiles")
         out = replace(out, model=resolved)
     return out

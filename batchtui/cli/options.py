@@ -217,7 +217,7 @@ def detect_gpu(profiles):
     from sim.detect import detect
 
     detection = detect(profiles)
-    print(f"batchtui: --gpu auto: {detection.notice()}", file=sys.stderr)
+    print(f"batchtui: {flagged('{gpu}')} auto: {detection.notice()}", file=sys.stderr)
     return detection
 
 

@@ -8,6 +8,8 @@ import argparse
 import functools
 import importlib
 
+from .flag_table import MODEL
+
 # name -> (module defining add_arguments(parser) and HELP, one line of help)
 SUBCOMMANDS = {
     "sim": "batchtui.cli.cmd_sim",
@@ -59,7 +61,7 @@ def pasted(argv: list[str]) -> list[str]:
         if word == "vllm" and argv[i + 1:i + 2] == ["serve"]:
             i += 2
             if i < len(argv) and not argv[i].startswith("-"):
-                out += ["--model", argv[i]]
+                out += [MODEL.flag, argv[i]]
                 i += 1
             continue
         if word.startswith("--") and "_" in word.partition("=")[0]:
