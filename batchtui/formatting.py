@@ -66,9 +66,9 @@ def in_app_words(error: BaseException) -> str:
     from sim.errors import SimError
 
     if isinstance(error, SimError):
-        from sim.dials import BY_PATH
+        from sim.dials import label_of
 
-        return error.spelled(lambda path: BY_PATH[path].label if path in BY_PATH else None)
+        return error.spelled(label_of)
     return str(error)
 
 

@@ -55,6 +55,17 @@ def test_every_flag_of_a_dial_is_a_row_of_the_table():
     assert len(names) == len(set(names)), sorted({n for n in names if names.count(n) > 1})
 
 
+def test_every_modelled_vllm_flag_is_a_spelling_of_a_row():
+    """vLLM's table says which of its flags the simulator models; each of their spellings (vLLM's
+    short ones too) is a row's, so the two tables cannot drift apart."""
+    from batchtui.cli.vllm_flags import FLAGS
+
+    spellings = {s for row in t.rows() for s in (*row.spellings, *row.hidden)}
+    missing = [s for row in FLAGS if row.kind == "modelled" and row.flag.startswith("-") for s in row.spellings
+               if s not in spellings]
+    assert missing == []
+
+
 def test_every_traffic_row_that_sets_the_workload_is_checked_below():
     assert sorted(row.flag for row in t.TRAFFIC_ROWS if row.path) == sorted(VALUES)
 
