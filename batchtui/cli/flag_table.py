@@ -181,16 +181,16 @@ TRAFFIC_ROWS = (
        help_more=" (also spelled --common-prefix-len)"),
     _f("--prefix-repetition-prefix-len", SHARING, "workload.prefix_len", metavar="N",
        dataset=PREFIX_REPETITION, dataset_default=256,
-       help="prefix_repetition: tokens of each shared prefix (default 256)"),
+       help="prefix_repetition: tokens of each shared prefix (default {dataset_default})"),
     _f("--prefix-repetition-suffix-len", SHARING, type="positive_int", metavar="N", sets="workload.input.mean",
        dataset=PREFIX_REPETITION, dataset_default=256,
-       help="prefix_repetition: tokens of each prompt's own part (default 256)"),
+       help="prefix_repetition: tokens of each prompt's own part (default {dataset_default})"),
     _f("--prefix-repetition-num-prefixes", SHARING, "workload.num_prefixes", metavar="N",
        dataset=PREFIX_REPETITION, dataset_default=10, any_dataset=True,
-       help="distinct shared prefixes, each request using one at random (prefix_repetition: default 10; with "
+       help="distinct shared prefixes, each request using one at random (prefix_repetition: default {dataset_default}; with "
             "{workload.prefix_len} too: default 1)"),
     _f("--prefix-repetition-output-len", SHARING, type="positive_int", metavar="N", sets="workload.output.mean",
-       dataset=PREFIX_REPETITION, dataset_default=128, help="prefix_repetition: answer tokens (default 128)"),
+       dataset=PREFIX_REPETITION, dataset_default=128, help="prefix_repetition: answer tokens (default {dataset_default})"),
     _f("--turns", SHARING, "workload.turns", metavar="N"),
     _f("--think-time", SHARING, "workload.think_time", metavar="S"),
     _f(("--timed-trace-chunk-hash-size", "--hash-block-size"), SHARING, "workload.hash_block_size",
@@ -357,7 +357,7 @@ def kwargs(row: Flag, **changes) -> dict:
         words = _values()
         opts["default"] = words[opts["default"]]
     if isinstance(opts.get("help"), str) and opts["help"] is not argparse.SUPPRESS and not row.literal:
-        text = opts["help"]
+        text = opts["help"].replace("{dataset_default}", str(row.dataset_default))
         for word in ("gpus", "models", "headroom", "seeds"):
             if "{" + word + "}" in text:
                 words = words or _values()
