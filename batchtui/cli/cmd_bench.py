@@ -29,6 +29,7 @@ from datetime import datetime
 
 from . import args as a
 from . import options as o
+from .flag_table import dest
 from . import report_block, results
 from .cmd_sim import keep_earlier_results, make_result_dir, metadata, result_options, result_path
 from .exits import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, Terminated, UserError
@@ -94,7 +95,7 @@ def endpoint_from(args):
         headers[key.strip()] = value.strip()
     extra = {}
     for flag, name, _ in a.SAMPLING_FLAGS:
-        value = getattr(args, o.dest(flag))
+        value = getattr(args, dest(flag))
         if value is not None:
             extra[name] = value
     if args.logprobs is not None:

@@ -83,7 +83,7 @@ class Flag:
             return rest
         if self.dial and "." not in self.dial:
             return self.dial
-        return self.flag.lstrip("-").replace("-", "_")
+        return dest(self.flag)
 
     @property
     def path(self) -> str:
@@ -94,6 +94,11 @@ class Flag:
 
     def given(self, args: argparse.Namespace):
         return getattr(args, self.attr, None)
+
+
+def dest(flag: str) -> str:
+    """The argparse attribute of a flag."""
+    return flag.lstrip("-").replace("-", "_")
 
 
 def _f(spellings, group: str, dial: str = "", **opts) -> Flag:

@@ -345,20 +345,6 @@ def engine_flags() -> tuple[EngineFlag, ...]:
     return tuple(out)
 
 
-def dest(flag: str) -> str:
-    """The argparse attribute of a flag."""
-    return flag.lstrip("-").replace("-", "_")
-
-
-def flag_dest(spec: DialSpec) -> str:
-    """The argparse attribute a dial's flag sets: an engine or deployment dial's name
-    (`EngineFlag.dial`: --max-queue-delay-ms sets max_queue_delay), else the flag's own (`dest`)."""
-    head, _, rest = spec.path.partition(".")
-    if head == "engine":
-        return rest
-    return spec.path if "." not in spec.path else dest(spec.flag)
-
-
 def given_dials(args) -> dict:
     """Engine and deployment dials set on the command line (they win over files), by dial name."""
     out = {}

@@ -217,7 +217,7 @@ def _check_traffic(args, dataset: str | None, path: str | None, rate: float | No
         _refuse(f"argument {{workload.dataset}}: {dataset} is not simulated: {DATASET_REFUSALS[dataset]}")
     if dataset in files:
         for flag in ("--no-oversample", "--disable-shuffle"):
-            if getattr(args, o.dest(flag), False):
+            if getattr(args, t.dest(flag), False):
                 raise UserError(f"argument {flag}: not simulated with a dataset file (its prompts are shuffled "
                                 "with the seed and a short file is oversampled, as vLLM does by default)")
     if dataset in ("random", None) and path is not None and dataset is not None:
@@ -320,7 +320,7 @@ def _check_like_vllm(args, sc: Scenario, profiles, model) -> None:
 def _spec_shorthands(args, text: str | None) -> str | None:
     """--speculative-config with --spec-method, --spec-model and --spec-tokens merged in, as vLLM
     merges them (a key given both ways is refused); None when none is given."""
-    given = [(flag, key, getattr(args, o.dest(flag), None)) for flag, key, _, _ in a.SPEC_SHORTHANDS]
+    given = [(flag, key, getattr(args, t.dest(flag), None)) for flag, key, _, _ in a.SPEC_SHORTHANDS]
     given = [(flag, key, value) for flag, key, value in given if value is not None]
     if not given:
         return None
@@ -344,7 +344,7 @@ def _check_serve_flags(args) -> None:
         raise UserError(f"argument --dtype: {dtype} is not simulated: 4-byte weights have no tensor-core peak "
                         "in the GPU profiles; give auto, half, float16 or bfloat16")
     for flag in a.PARTIAL_PREFILL_FLAGS:
-        value = getattr(args, o.dest(flag), None)
+        value = getattr(args, t.dest(flag), None)
         if value not in (None, 1):
             raise UserError(f"argument {flag}: {value} is refused, as vLLM's V1 engine refuses it "
                             "(NotImplementedError: Concurrent Partial Prefill is not supported); its scheduler "

@@ -8,6 +8,7 @@ import math
 import shlex
 
 from . import options as o
+from .flag_table import dest
 
 
 def hf_id(model) -> str:
@@ -54,7 +55,7 @@ def llm_call(setup, config) -> str:
     """The same dials as arguments of vLLM's offline `LLM` class."""
     kwargs = {"model": hf_id(setup.deployment.model)}
     for flag, value in serve_dials(setup, config).items():
-        kwargs[o.dest(flag)] = json.loads(value) if flag == "--speculative-config" else value  # (a dict there)
+        kwargs[dest(flag)] = json.loads(value) if flag == "--speculative-config" else value  # (a dict there)
     return "LLM(" + ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) + ")"
 
 
