@@ -27,12 +27,18 @@ def _name(value) -> object:
     return getattr(value, "__name__", None) or type(value).__name__
 
 
+def _vllm_only(action: argparse.Action) -> bool:
+    """One of vLLM's flags the simulator records or refuses (`vllm_flags.add_flags`: hidden, their
+    kinds and notes pinned by that table's own tests): recorded here by its spellings only."""
+    return action.dest.startswith("vllm_") and action.help == argparse.SUPPRESS
+
+
 def describe(parser: argparse.ArgumentParser) -> list[dict]:
     """Every action of `parser`, as a user meets it."""
     titles = {id(a): g.title for g in parser._action_groups for a in g._group_actions}
     out = []
     for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
+        if isinstance(action, argparse._SubParsersAction) or _vllm_only(action):
             continue
         out.append({
             "options": list(action.option_strings), "dest": action.dest, "action": type(action).__name__,
@@ -49,7 +55,9 @@ def record() -> dict:
         top = build_parser(name)
         sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
         parsers[name] = sub.choices[name]
-    return {name: {"description": p.description, "actions": describe(p)} for name, p in parsers.items()}
+    return {name: {"description": p.description, "actions": describe(p),
+                   "vllm_only": [" ".join(a.option_strings) for a in p._actions if _vllm_only(a)]}
+            for name, p in parsers.items()}
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +66,9 @@ def recorded() -> dict:
     if os.environ.get("BATCHTUI_RECORD_PARSERS"):
         lines = ["{"]
         for i, (name, p) in enumerate(now.items()):  # one line a flag: a change reads as a diff
-            lines.append(f" {json.dumps(name)}: {{\"description\": {json.dumps(p['description'])}, \"actions\": [")
+            lines.append(f" {json.dumps(name)}: {{\"description\": {json.dumps(p['description'])},")
+            lines.append(f"  \"vllm_only\": {json.dumps(p['vllm_only'])},")
+            lines.append("  \"actions\": [")
             lines += [f"  {json.dumps(a, sort_keys=True)}," for a in p["actions"]]
             lines[-1] = lines[-1].rstrip(",")
             lines.append(" ]}" + ("," if i < len(now) - 1 else ""))
@@ -72,6 +82,7 @@ def test_every_commands_flags_are_as_recorded(recorded, command):
     wanted = json.loads(RECORD.read_text(encoding="utf-8"))[command]
     now = recorded[command]
     assert now["description"] == wanted["description"]
+    assert now["vllm_only"] == wanted["vllm_only"]
     by_dest = {(tuple(a["options"]), a["dest"]): a for a in now["actions"]}
     for action in wanted["actions"]:
         key = (tuple(action["options"]), action["dest"])
