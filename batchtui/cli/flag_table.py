@@ -124,7 +124,7 @@ SETUP_HARDWARE = (
     PROFILES, GPU, MODEL,
     _f(("--hf-config", "--hf-config-path"), HARDWARE, dest="hf_config", metavar="FILE",
        help="the model's Hugging Face config.json (or a directory holding one): a dense model, a mixture of "
-            "experts, MLA or sliding windows from its fields, named by --model"),
+            "experts, MLA or sliding windows from its fields, named by {model}"),
 )
 
 # vllm serve's shorthands for keys of --speculative-config (vLLM 0.33's EngineArgs.create_speculative_config).
@@ -218,7 +218,7 @@ TRAFFIC_ROWS = (
         _f(f"--{side}-sigma", OWN_TRAFFIC, f"workload.{side}.sigma", type="non_negative_float", metavar="S",
            help=f"lognormal shape of {side} lengths (default 0.5)"))),
     _f("--workload", OWN_TRAFFIC, "workload.trace_path", sets="", metavar="FILE",
-       help="a trace to replay (= --dataset-name timed_trace --dataset-path FILE): JSON Lines of ours, "
+       help="a trace to replay (= {workload.dataset} timed_trace {workload.dataset_path} FILE): JSON Lines of ours, "
             "{\"arrival_time\": s, \"prompt_len\": n, \"output_len\": n}, or vLLM's timed trace, {\"timestamp\": s, "
             "\"input_length\": n, \"output_length\": n, \"hash_ids\": [...]}"),
     # (in ms on the command line, in seconds in the dial: its flag_scale)
@@ -269,7 +269,7 @@ CLIENT_ROWS = (
        help="the API path (default /v1/completions; /v1/chat/completions with --backend openai-chat)"),
     _f("--backend", CLIENT, default="openai", metavar="NAME",
        help="the request format: openai or vllm (completions, the default), openai-chat (chats)"),
-    _f("--served-model-name", CLIENT, metavar="NAME", help="the model name the API answers to, when it is not --model"),
+    _f("--served-model-name", CLIENT, metavar="NAME", help="the model name the API answers to, when it is not {model}"),
     _f("--header", CLIENT, nargs="*", metavar="KEY=VALUE", help="HTTP headers sent with every request"),
     _f("--ignore-eos", CLIENT, action="store_true",
        help="ask the server to generate every answer to its full length (on by default for the random dataset and "
