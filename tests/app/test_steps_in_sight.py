@@ -43,7 +43,7 @@ NEEDS: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {
                                      r"TTFT p99\s+[\d.]+ m?s\s+[\d.]+ m?s")),
     12: (("iteration", "kv", "metrics"), (r"limit: ", r"KV [\d,]+/[\d,]+ blocks", r"TPOT\s+[\d.]+ ms")),
     13: (("seats", "compare", "sparklines"),
-         (r"continuous \d+/32", r"Seats \(cap\) 256 → 32", r"before\s+now", r"queue\s+\d+\s+[1-9]",
+         (r"continuous \d+/32", r"Seats 256 → 32", r"before\s+now", r"queue\s+\d+\s+[1-9]",
           r"TPOT p50\s+[\d.]+ ms\s+[\d.]+ ms")),
     14: (("kv", "seats", "metrics"), (r"KV [\d,]+/28,008 blocks", r"preempted", r"continuous \d+/256")),
     15: (("kv", "metrics"), (r"KV [\d,]+/[\d,]+ blocks",)),
