@@ -173,8 +173,8 @@ def fit_acceptance(runs: list) -> tuple[list, list[str], list[str]]:
         if spec is None:
             if counts is not None and counts.drafts > 0:
                 raise UserError(f"{run.label}: measured with speculative decoding ({counts.drafts:,} drafts in its "
-                                "spec_decode keys) but no speculative config is given: add --speculative-config JSON "
-                                "(or --metadata speculative_config=JSON to the run), else it would be replayed "
+                                "spec_decode keys) but no speculative config is given: add "
+                                f"{flag_of('speculative_config')} JSON (or --metadata speculative_config=JSON to the run), else it would be replayed "
                                 "without drafts")
             continue
         groups.setdefault((spec.method, spec.model, spec.k), []).append(run)
@@ -208,9 +208,9 @@ def fit_acceptance(runs: list) -> tuple[list, list[str], list[str]]:
         if rest:
             lines.append(_fill(f"  Without spec_decode keys, {', '.join(rest)} keep the acceptance given: {given} "
                                f"({spec.acceptance_source})."))
-        lines.append(f"  Use it with: --speculative-config '{config}'")
+        lines.append(f"  Use it with: {flag_of('speculative_config')} '{config}'")
         notes.append(f"speculative decoding {name}: acceptance per position fitted to {result.drafts:,} drafts: "
-                     + ", ".join(f"{r:.4f}" for r in result.rates) + f"; --speculative-config '{config}'")
+                     + ", ".join(f"{r:.4f}" for r in result.rates) + f"; {flag_of('speculative_config')} '{config}'")
     return [out[id(r)] for r in runs], lines, notes
 
 

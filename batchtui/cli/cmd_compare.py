@@ -110,8 +110,8 @@ def run(args: argparse.Namespace) -> int:
         where = f" ({r.hardware})" if mixed or "not a known profile" in r.hardware else ""
         print(f"{r.label}: {r.describe()}{where}")
         if "spec_decode_num_drafts" in r.metrics and r.scenario.speculative() is None:
-            print("  (measured with speculative decoding, simulated without: give its --speculative-config, "
-                  "or keep it in the file with --metadata speculative_config=JSON)")
+            print(o.flagged("  (measured with speculative decoding, simulated without: give its {speculative_config}, "
+                            "or keep it in the file with --metadata speculative_config=JSON)"))
         print(f"{'':<40} {'measured':>11} {'simulated':>11} {'error':>8}")
         for key, label, fmt in ROWS:
             if key not in r.metrics:

@@ -92,7 +92,7 @@ def _spec(text: str) -> str:
     try:
         return s.spec_text(text)
     except SimError as exc:
-        raise argparse.ArgumentTypeError(flag_message(exc).removeprefix("--speculative-config = ")) from None
+        raise argparse.ArgumentTypeError(flag_message(exc).removeprefix(o.flagged("{speculative_config} = "))) from None
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -126,10 +126,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--kv-cache-dtypes", type=_list("kv_cache_dtype"), metavar="LIST", help="KV cache dtypes, such as auto,fp8")
     g.add_argument("--prefix-caching", type=_prefix, metavar="on|off|both", help="prefix caching on, off or both")
     g.add_argument("--speculative-configs", type=_spec, nargs="+", metavar="CONFIG",
-                   help="speculative decoding's configs, each none (no drafts) or vLLM's --speculative-config JSON "
-                        "as one word, such as none '{\"method\": \"eagle3\", \"model\": "
-                        "\"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B\", \"num_speculative_tokens\": 3}' (the table's "
-                        "spec column: method and K)")
+                   help=o.flagged("speculative decoding's configs, each none (no drafts) or vLLM's {speculative_config} "
+                                  "JSON as one word, such as none '{\"method\": \"eagle3\", \"model\": "
+                                  "\"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B\", \"num_speculative_tokens\": 3}' (the "
+                                  "table's spec column: method and K)"))
     g.add_argument("--gpu-price", type=_price, action="append", default=[], metavar="NAME=USD",
                    help="a GPU's price per GPU-hour (overrides its profile's price_per_hour; repeatable)")
     v = a.add_slo_args(p)

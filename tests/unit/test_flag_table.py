@@ -33,6 +33,7 @@ VALUES = {
     "--input-dist": ("lognormal", ()), "--input-len-min": ("10", ()), "--input-len-max": ("2000", ()),
     "--input-sigma": ("0.7", ()), "--output-dist": ("uniform", ("--output-len-min", "10", "--output-len-max", "90")),
     "--output-len-min": ("10", ()), "--output-len-max": ("900", ()), "--output-sigma": ("0.3", ()),
+    "--client-request-ms": ("2.5", ()), "--client-token-ms": ("0.2", ()),
     "--timed-trace-chunk-hash-size": ("32", ("--workload", TRACE)),
     "--timed-trace-sec-multiplier": ("0.5", ("--workload", TRACE)),
     # a dataset's own rows: set only with it
