@@ -30,14 +30,14 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
 
     # the commands' --gpu and --profiles; the tutorial's --gpu names its header's GPU (and its help
     # names no profile: listing them would load the simulator before the first frame)
-    add_rows(parser, (GPU,), group="options", changes={GPU.flag: {
+    add_rows(parser, (GPU,), into=parser, changes={GPU.flag: {
         "help": "your GPU: auto (the one nvidia-smi reports) or a profile id such as h100-pcie; the header "
                 "names it, the cheat sheet and playground start on it"}})
     parser.add_argument("--server", metavar="URL",
                         help="a real OpenAI-compatible server (a vLLM, batchtui serve) at http://HOST:PORT: the "
                              "playground sends it its traffic and shows what it measures beside the simulation "
                              "(s in the playground does the same)")
-    add_rows(parser, (PROFILES,), group="options")
+    add_rows(parser, (PROFILES,), into=parser)
 
 
 def run_app(args: argparse.Namespace) -> int:

@@ -378,23 +378,22 @@ _GROUPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def add_rows(p: argparse.ArgumentParser, rows, *, omit=(), changes: dict | None = None,
              group: str = "", into=None) -> dict:
     """Put `rows` on the parser, in their order, each in its group (made once per parser), or all
-    in `group` (a title), or `into` (a group the command made); `omit`: flags left out; `changes`:
-    flag -> argparse keywords that differ for this command. Returns the parser's groups by title."""
+    in `group` (a title), or `into` (a group the command made, or the parser itself: its own
+    options); `omit`: flags left out; `changes`: flag -> argparse keywords that differ for this
+    command. Returns the parser's groups by title."""
     changes = changes or {}
     groups = _GROUPS.setdefault(p, {})
-    if into is not None:
-        group = into.title
-        groups[group] = into
     for row in rows:
         if row.flag in omit:
             continue
         title = group or row.group
-        if title not in groups:  # (no title: the parser's own options)
+        if into is None and title not in groups:  # (no title: the parser's own options)
             groups[title] = p.add_argument_group(title) if title else p
+        target = into if into is not None else groups[title]
         opts = kwargs(row, **changes.get(row.flag, {}))
-        groups[title].add_argument(*row.spellings, dest=row.attr, **opts)
+        target.add_argument(*row.spellings, dest=row.attr, **opts)
         for other in row.hidden:
-            groups[title].add_argument(other, dest=row.attr, **{**opts, "help": argparse.SUPPRESS})
+            target.add_argument(other, dest=row.attr, **{**opts, "help": argparse.SUPPRESS})
     return groups
 
 

@@ -35,7 +35,7 @@ def _vllm_only(action: argparse.Action) -> bool:
 
 def describe(parser: argparse.ArgumentParser) -> list[dict]:
     """Every action of `parser`, as a user meets it."""
-    titles = {id(a): g.title for g in parser._action_groups for a in g._group_actions}
+    titles = {id(a): f"{i}: {g.title}" for i, g in enumerate(parser._action_groups) for a in g._group_actions}
     out = []
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction) or _vllm_only(action):
