@@ -328,10 +328,12 @@ class LiveServer:
         output = directory / CALIBRATED_FILE
         base = scenario.gpu.removesuffix("-measured")
         name = f"{base}-measured"
-        cmd = [*CALIBRATE, *files, "--gpu", scenario.gpu, "--model",
+        from ..cli.flag_table import GPU, MODEL, PROFILES
+
+        cmd = [*CALIBRATE, *files, GPU.flag, scenario.gpu, MODEL.flag,
                scenario.model, "--output", str(output), "--name", name, "--jobs", "1"]
         if scenario.profiles_path:
-            cmd += ["--profiles", scenario.profiles_path]
+            cmd += [PROFILES.flag, scenario.profiles_path]
         try:
             proc = self._proc = await asyncio.create_subprocess_exec(
                 *cmd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
