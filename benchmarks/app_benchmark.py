@@ -10,7 +10,7 @@ growth over a run.
 
 The yardstick is the smallest Textual app (a Static and a Footer) launched the same way and
 alternating with `batchtui`, so the ratio of the two medians holds on a busy machine where
-absolute times do not. Goals: first frame within 1.5x the yardstick (issue 14), < 30 KB/s at
+absolute times do not. Goals: first frame within 1.5x the yardstick (issue 14; issue 40: 2.0x), < 30 KB/s at
 80x24 and 10 fps in 256 colours, < 25 % of one core animating, about 0 while paused.
 """
 
@@ -127,6 +127,10 @@ class PtyApp:
             self.proc.wait(timeout=3)
         os.close(self.master)
 
+ISSUE_14_RATIO = 1.5
+ISSUE_40_RATIO = 2.0
+"""The first frame's goals, as a ratio to the yardstick's."""
+
 
 def installed_batchtui() -> str:
     """The `batchtui` console script of this interpreter's environment, as a learner runs it."""
@@ -213,7 +217,8 @@ def main() -> int:
           f"({', '.join(f'{t:.2f}' for t in frames['batchtui_all'])})")
     print(f"  yardstick  median {frames['yardstick']:.2f} s   "
           f"({', '.join(f'{t:.2f}' for t in frames['yardstick_all'])})")
-    print(f"  ratio      {frames['ratio']:.2f}x   (goal: at most 1.5x)")
+    print(f"  ratio      {frames['ratio']:.2f}x   (goals: at most {ISSUE_14_RATIO}x, issue 14; at most "
+          f"{ISSUE_40_RATIO}x, issue 40); load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     if args.first_frame_only:
         return 0
 

@@ -17,11 +17,13 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent.parent
-# The command line in a fresh process that reports its own peak resident memory (KB) last.
+# The command line in a fresh process that reports its own peak resident memory (KB) and CPU
+# seconds last.
 CHILD = ("import resource, sys\n"
          "from batchtui.cli import main\n"
          "code = main(sys.argv[1:])\n"
-         "print('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+         "use = resource.getrusage(resource.RUSAGE_SELF)\n"
+         "print('PEAK', use.ru_maxrss, 'CPU', use.ru_utime + use.ru_stime, file=sys.stderr)\n"
          "sys.exit(code)\n")
 BATCHTUI = [sys.executable, "-c", CHILD, "sim", "--json"]
 RUNS = [
