@@ -127,6 +127,7 @@ class PtyApp:
             self.proc.wait(timeout=3)
         os.close(self.master)
 
+
 ISSUE_14_RATIO = 1.5
 ISSUE_40_RATIO = 2.0
 """The first frame's goals, as a ratio to the yardstick's."""
