@@ -73,3 +73,9 @@ async def refill(panel, step) -> bool:
     if step.activity.kind not in ACTIVITY_VIEWS:
         return False
     return await panel.refill(activities.build(step))
+
+
+def view_for(step, progress) -> ActivityView | None:
+    """The view for a step's activity with what `progress` (the learner's) holds of it."""
+    return activity_view(step, progress.answers.get(step.number), step.number in progress.completed,
+                         seed=step.number)

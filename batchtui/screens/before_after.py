@@ -2,14 +2,14 @@
 them a step shows when two runs are read side by side, and the "before" they are read against.
 
 Three things put a second run beside the step's own: the step's `[compare]` run (on the same
-arrivals), the step's start setting run beside a prediction's (`start_beside`), and a run pinned
+arrivals), the step's start setting run beside a prediction's (`beside`), and a run pinned
 with `b` (`pin`). Each shows as the two-column table (`widgets/compare.py`), titled with the dials
 that differ between "before" and "now".
 """
 
 from __future__ import annotations
 
-from sim.errors import SimError
+from collections.abc import Callable
 
 from ..formatting import number
 from ..widgets.compare import CompareView
@@ -22,7 +22,7 @@ from ..widgets.metrics import MetricsView
 from ..widgets.seats import SeatsView
 from ..widgets.server_view import ServerView
 from ..widgets.sparklines import SparklinesView
-from ..widgets.view_stack import ViewKind
+from ..widgets.view_stack import ViewKind, ViewStack
 
 
 def _beside(make):
@@ -49,11 +49,16 @@ MODEL_KIND_WORDS = {"encoder": "embedder", "decoder": "chat LLM"}
 
 
 class BeforeAfter:
-    """The tutorial screen's "before": a pinned run or the step's start run beside, and the views
-    that show it. Reads and drives the screen through its public members."""
+    """The tutorial's "before": a pinned run or the step's start run beside, and the views of
+    `stack` that show it. Given the step and the live run (`LiveSimulation`) on each call."""
 
-    def __init__(self, screen) -> None:
-        self.screen = screen
+    def __init__(self, stack: ViewStack, words: Callable[[str], str],
+                 server_beside: Callable[[object], bool] = lambda step: False) -> None:
+        self.stack = stack
+        self.words = words
+        """The app's words (plain ASCII under `--ascii`)."""
+        self.server_beside = server_beside
+        """Whether a real server runs beside the step (`live_server.py`): its view comes first."""
         self.pinned = None
         """(snapshot, scenario) pinned with `b` as "before"; None when nothing is pinned."""
         self.beside_start = None
@@ -85,33 +90,31 @@ class BeforeAfter:
                 names.append("compare_seats")
         if two_runs and "compare" not in names:
             names.append("compare")
-        live = getattr(self.screen, "live", None)
-        if live is not None and live.shows(step):  # a real server beside: its view first
+        if self.server_beside(step):  # a real server beside: its view first
             names.insert(0, "server")
         return names
 
-    def arrange(self, step) -> None:
+    def arrange(self, step, run) -> None:
         """The step's views, captioned and titled for its runs, the curve waiting for its sweep."""
-        screen = self.screen
-        stack = screen.stack
+        stack = self.stack
         for view in stack.views("seats", make=False):
             view.caption = None
         if step.compare is not None:
             main, beside = step.scenario, step.compare.scenario
             headers, title = compare_headers(main, beside, step.compare.label)
             for view in stack.views("compare"):
-                view.configure("main", "compare", headers, screen.app.words(title))
+                view.configure("main", "compare", headers, self.words(title))
             for view in stack.views("seats"):
                 view.caption = headers[0] if title == "" else None
             for view in stack.views("compare_seats"):
                 view.caption = headers[1] if title == "" else "beside"
-        self.configure()
+        self.configure(step, run)
         pending = "curve" in step.views and step.sweep is not None
         for view in stack.views("curve", make="curve" in step.views):
             view.update_curves((), pending=pending)
         stack.show(self.view_names(step))
 
-    def configure(self) -> None:
+    def configure(self, step, run) -> None:
         """The two-column table of a "before" and the live "now", titled with what changed."""
         if self.beside_start is not None:
             source, before = "compare", self.beside_start
@@ -119,67 +122,63 @@ class BeforeAfter:
             source, before = "pinned", self.pinned[1]
         else:
             return
-        screen = self.screen
-        sim = screen.sim
-        now = sim.scenario if sim is not None else screen.step.scenario
-        changed = setting_changes(screen.step.dials, before, now)
+        now = run.scenario if run is not None else step.scenario
+        changed = setting_changes(step.dials, before, now)
         if changed:
             title = "; ".join(changed)
         elif self.pinned is not None:
             title = f"before: pinned at t {self.pinned[0].time:.1f} s"
         else:
             title = ""
-        for view in screen.stack.views("compare"):
-            view.configure(source, "main", ("before", "now"), screen.app.words(title))
+        for view in self.stack.views("compare"):
+            view.configure(source, "main", ("before", "now"), self.words(title))
 
-    def show_again(self) -> None:
+    def show_again(self, step, run) -> None:
         """The views after a "before" came or went; the page with the table in sight."""
-        self.configure()
-        stack = self.screen.stack
-        names = self.view_names(self.screen.step)
-        stack.show(names, keep_frames=True, page_of="compare" if "compare" in names else None)
-        stack.update_frame(self.frames())
+        self.configure(step, run)
+        names = self.view_names(step)
+        self.stack.show(names, keep_frames=True, page_of="compare" if "compare" in names else None)
+        self.stack.update_frame(self.frames(run))
 
-    def frames(self) -> dict:
+    def frames(self, run) -> dict:
         """The snapshots the views draw now: the live run's and a pinned one."""
         frames = {}
-        sim = self.screen.sim
-        if sim is not None:
-            frames["main"] = sim.snapshot()
+        if run is not None:
+            frames["main"] = run.snapshot()
         if self.pinned is not None:
             frames["pinned"] = self.pinned[0]
         return frames
 
-    def start_beside(self, dials: dict) -> None:
-        """A prediction about a setting: the step's start runs beside it on the same arrivals,
-        keeping `dials` its own (the run has not started, so nothing is lost)."""
-        screen = self.screen
-        start = screen.step.scenario
-        try:
-            sim = screen.new_run(start, compare=start, compare_keeps=tuple(dials))
-        except SimError:
-            return
-        screen.adopt_simulation(sim)
+    def beside(self, start) -> None:
+        """The step's start `start` now runs beside a prediction's setting, as "before"."""
         self.beside_start = start
         self.pinned = None
-        self.show_again()
 
-    def pin(self) -> None:
-        """`b`: pin the run's metrics now as "before", beside the live "now"; again, unpin."""
-        screen = self.screen
-        if screen.sim is None:
-            return
-        if not self.pins(screen.step):
-            screen.say("This step already runs a setting beside this one.")
-            return
+    def pin(self, step, run) -> str:
+        """`b`: pin the run's metrics now as "before", beside the live "now"; again, unpin.
+        Returns what to say."""
+        if not self.pins(step):
+            return "This step already runs a setting beside this one."
         if self.pinned is not None:
             self.pinned = None
-            screen.say("Unpinned.")
+            said = "Unpinned."
         else:
-            self.pinned = (screen.sim.snapshot(), screen.sim.scenario)
-            screen.say("Pinned as before: move a dial and compare.")
-        self.show_again()
-        screen.update_keys()
+            self.pinned = (run.snapshot(), run.scenario)
+            said = "Pinned as before: move a dial and compare."
+        self.show_again(step, run)
+        return said
+
+
+def hold_back_curves(stack: ViewStack, step, answered: bool) -> None:
+    """The curve plots that answer a prediction (step 7's batch curve, the activity's `hides`)
+    wait for its answer."""
+    hidden = step.activity.params.get("hides", ()) if not answered else ()
+    curves = stack.views("curve", make="curve" in step.views)
+    held = [curve.held_back for curve in curves]
+    for curve in curves:
+        curve.hold_back(hidden)
+    if held != [curve.held_back for curve in curves]:
+        stack.check_sizes()  # a plot shown (or held) takes more (or fewer) lines
 
 
 def compare_headers(main, beside, label: str) -> tuple[tuple[str, str], str]:

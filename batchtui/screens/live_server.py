@@ -136,7 +136,7 @@ class LiveServer:
             if url and screen.check_action("live", ()) and self.session is None:
                 self.connect(url)
 
-        suggestion = self.url or screen.settings.server_url or DEFAULT_URL
+        suggestion = self.url or screen.app.settings.server_url or DEFAULT_URL
         screen.app.push_screen(ServerPromptScreen(suggestion), chosen)
 
     def connect(self, url: str) -> None:
@@ -281,7 +281,7 @@ class LiveServer:
         stack = screen.stack
         stack.show(screen.before.view_names(screen.step), keep_frames=True,
                    page_of="server" if self.session is not None else None)
-        stack.update_frame(screen.before.frames())
+        stack.update_frame(screen.before.frames(screen.sim))
         screen.update_keys()
 
     # -- f: calibrate to what was measured

@@ -10,6 +10,8 @@ draws the step wanted first, then acts on it: `settle_now`).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 NAVIGATION_ACTIONS = frozenset({"next_step", "previous_step", "go_to_step"})
 """The screen's actions that change step (and coalesce)."""
 
@@ -24,10 +26,18 @@ def changes_step(action) -> bool:
 
 
 class Navigation:
-    """The step wanted by the learner's step keys, and the one draw that brings it."""
+    """The step wanted by the learner's step keys, and the one draw that brings it.
+    `open_step(index)` draws a step (the screen's); `say(words)` puts a line before the learner."""
 
-    def __init__(self, screen) -> None:
-        self.screen = screen
+    def __init__(self, app, summaries, open_step: Callable[[int], Awaitable[None]],
+                 say: Callable[[str], None]) -> None:
+        self.app = app
+        self.summaries = summaries
+        """Number, title, section and minutes of every step (`step_list.summaries_of`)."""
+        self.open_step = open_step
+        self.say = say
+        self.index = 0
+        """The step on show (0-based), given by the screen as it opens one."""
         self.wanted: int | None = None
         """The step (0-based) the keys asked for last, while the change is on its way."""
         self.pending = False
@@ -36,14 +46,14 @@ class Navigation:
     @property
     def at(self) -> int:
         """The step the next step key moves from: the one wanted, else the one on show."""
-        return self.wanted if self.wanted is not None else self.screen.index
+        return self.wanted if self.wanted is not None else self.index
 
     def go(self, index: int) -> None:
         """Open step `index` once the keys read with this one have been acted on."""
         self.wanted = index
         if not self.pending:
             self.pending = True
-            self.screen.app.key_order.after_keys(self.settle_now)
+            self.app.key_order.after_keys(self.settle_now)
 
     async def settle_now(self) -> None:
         """Draw the step wanted, if one is (before another key's action, or at the end of a
@@ -51,20 +61,18 @@ class Navigation:
         if not self.pending:
             return
         index, self.wanted, self.pending = self.wanted, None, False
-        screen = self.screen
-        if index is not None and index != screen.index and screen.is_attached:
-            await screen.show_step(index)
+        if index is not None and index != self.index:
+            await self.open_step(index)
 
     def step_by(self, steps: int) -> None:
         """n (1) and p (-1): from the step wanted, or the one on show; at either end, says so."""
-        screen = self.screen
         to = self.at + steps
-        if to >= len(screen.summaries):
-            still_open = screen.app.progress.still_open([s.number for s in screen.summaries])
-            screen.say(f"This is the last step. {still_open or 'Every step is done.'} "
-                       "t opens the table of contents.")
+        if to >= len(self.summaries):
+            still_open = self.app.progress.still_open([s.number for s in self.summaries])
+            self.say(f"This is the last step. {still_open or 'Every step is done.'} "
+                     "t opens the table of contents.")
         elif to < 0:
-            screen.say("This is the first step.")
+            self.say("This is the first step.")
         else:
             self.go(to)
 
@@ -76,13 +84,12 @@ class Navigation:
             if number is not None:
                 self.step_number(number)
 
-        screen = self.screen
-        completed = screen.app.progress.completed
-        screen.app.push_screen(ContentsScreen(screen.summaries, screen.step.number, completed), chosen)
+        completed = self.app.progress.completed
+        self.app.push_screen(ContentsScreen(self.summaries, self.summaries[self.index].number, completed), chosen)
 
     def step_number(self, number: int) -> None:
         """Open the step numbered `number` (c, g, a contents choice)."""
-        for i, summary in enumerate(self.screen.summaries):
+        for i, summary in enumerate(self.summaries):
             if summary.number == number:
                 self.go(i)
                 return

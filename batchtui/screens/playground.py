@@ -3,12 +3,14 @@
 the GPUs it needs and speculative decoding (`model_picker.py`).
 
 `Playground` holds what they remember (the file last saved or opened, the traffic `m` replaced)
-and drives the screen through its public members; the screen's actions delegate to it.
+and tells the screen what each key did (`Played`); the screen's actions delegate to it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from sim.errors import SimError
 
@@ -19,11 +21,27 @@ PLAYGROUND_ACTIONS = ("save_scenario", "load_scenario", "helpdesk_traffic", "pic
 """The screen's actions that only the playground takes."""
 
 
-class Playground:
-    """The playground's files and traffic switch, for one tutorial screen."""
+class Played(NamedTuple):
+    """What a playground key did, for the screen to show: a line to say, and the run started
+    again on a scenario opened, the dials it moved, the key a step's goal may wait for."""
 
-    def __init__(self, screen) -> None:
-        self.screen = screen
+    words: str
+    error: bool = False
+    restart: object = None
+    """A scenario to run in place of the live one (a file opened)."""
+    moved: dict | None = None
+    """Dials set on the live run (`m`), path -> value."""
+    key: str | None = None
+
+
+class Playground:
+    """The playground's files and traffic switch. `run()` is the live run while the playground
+    is on show (else None); `done(Played)` shows what a key did (the screen's)."""
+
+    def __init__(self, app, run: Callable[[], object], done: Callable[[Played], None]) -> None:
+        self.app = app
+        self.run = run
+        self.done = done
         self.scenario_file: Path | None = None
         """The playground's file last saved or opened (the prompts suggest it)."""
         self.left_traffic = None
@@ -44,98 +62,90 @@ class Playground:
         from ..scenario_files import save_scenario_file
         from .file_prompt import FilePromptScreen
 
-        screen = self.screen
-
         def chosen(path) -> None:
-            if path is not None and screen.sim is not None and screen.check_action("save_scenario", ()):
+            run = self.run()  # (none if the step changed meanwhile)
+            if path is not None and run is not None:
                 self.scenario_file = path
-                screen.say(save_scenario_file(screen.sim.scenario, path))
-                screen.key_pressed("save_scenario")
+                self.done(Played(save_scenario_file(run.scenario, path), key="save_scenario"))
 
-        if screen.sim is not None:
-            screen.app.push_screen(FilePromptScreen("Save this scenario as", self.suggested_file(), saving=True,
-                                                    own_file=self.scenario_file, within=self.files_within()),
-                                   chosen)
+        if self.run() is not None:
+            self.app.push_screen(FilePromptScreen("Save this scenario as", self.suggested_file(), saving=True,
+                                                  own_file=self.scenario_file, within=self.files_within()),
+                                 chosen)
 
     def load(self) -> None:
         """`o`: the file prompt, then the scenario read from the file chosen runs on the dials."""
         from ..scenario_files import Unusable, read_scenario
         from .file_prompt import FilePromptScreen
 
-        screen = self.screen
-
         def chosen(path) -> None:
-            if path is None or screen.sim is None or not screen.check_action("load_scenario", ()):
+            if path is None or self.run() is None:
                 return  # cancelled, or the step changed meanwhile
             self.scenario_file = path
             try:
                 scenario = read_scenario(path)
             except Unusable as exc:  # (the file by its name: the prompt above showed where)
-                screen.say(f"Kept the current scenario: {str(exc).replace(str(path), path.name)}", error=True)
+                self.done(Played(f"Kept the current scenario: {str(exc).replace(str(path), path.name)}", error=True))
                 return
-            screen.say(f"Loaded the scenario from {path}.")
             self.left_traffic = None
-            screen.restart_with(scenario)
-            screen.key_pressed("load_scenario")
+            self.done(Played(f"Loaded the scenario from {path}.", restart=scenario, key="load_scenario"))
 
-        if screen.sim is not None:
-            screen.app.push_screen(FilePromptScreen("Open a scenario file", self.suggested_file(), saving=False,
-                                                    within=self.files_within()), chosen)
+        if self.run() is not None:
+            self.app.push_screen(FilePromptScreen("Open a scenario file", self.suggested_file(), saving=False,
+                                                  within=self.files_within()), chosen)
 
-    async def helpdesk_traffic(self) -> None:
-        """`m`: the multi-turn helpdesk's traffic set on the dials (hardware, model and engine
-        dials stay as they are); again: back to single turns."""
+    def helpdesk_traffic(self, step, dials) -> None:
+        """`m`: the multi-turn helpdesk's traffic set on the dials (a `DialList` on the live run;
+        hardware, model and engine dials stay as they are); again: back to single turns."""
         from steps.activities import helpdesk_switch
 
-        screen = self.screen
-        if screen.sim is None or not screen.check_action("helpdesk_traffic", ()):
+        run = self.run()
+        if run is None:
             return
-        current = screen.sim.scenario
+        current = run.scenario
         try:
-            switch = helpdesk_switch(screen.step, current, self.left_traffic)
+            switch = helpdesk_switch(step, current, self.left_traffic)
         except SimError as exc:
-            screen.say(f"Kept the traffic as it is: {in_app_words(exc)}", error=True)
+            self.done(Played(f"Kept the traffic as it is: {in_app_words(exc)}", error=True))
             return
-        applied, error = screen.dials.set(switch.settings)
+        applied, error = dials.set(switch.settings)
         if error is not None:
-            screen.say(f"Refused: {in_app_words(error)}", error=True)
+            words, refused = f"Refused: {in_app_words(error)}", True
         else:
             self.left_traffic = current if switch.multi_turn else None
-            screen.say(switch_words(switch, screen.step.dials, current, screen.sim.scenario))
-        if applied:
-            screen.dials_moved(applied)
-        screen.update_keys()
+            words, refused = switch_words(switch, step.dials, current, run.scenario), False
+        self.done(Played(words, refused, moved=applied or None))
 
-    def pick_model(self) -> None:
+    def pick_model(self, step) -> None:
         """`l`: the model picker over the live run's scenario; its choice runs from time zero,
         or, refused, is said in one line and the run keeps its model."""
         from .model_picker import ModelPickerScreen
 
-        screen = self.screen
-        if screen.sim is None:
+        run = self.run()
+        if run is None:
             return
-        gpu_dial = next((dial for dial in screen.step.dials if dial.name == "gpu"), None)
-        gpus = tuple(gpu_dial.choices) if gpu_dial is not None else (screen.sim.scenario.gpu,)
-        screen.app.push_screen(ModelPickerScreen(screen.sim.scenario, gpus), self.run_picked)
+        gpu_dial = next((dial for dial in step.dials if dial.name == "gpu"), None)
+        gpus = tuple(gpu_dial.choices) if gpu_dial is not None else (run.scenario.gpu,)
+        self.app.push_screen(ModelPickerScreen(run.scenario, gpus), self.run_picked)
 
     def run_picked(self, picked) -> None:
         """The picker's choice (None: kept), checked as a whole before the run restarts on it."""
         from sim.search import cannot_run
         from sim.speculative import METHOD_NAMES, method_offered, picked_config
 
-        screen = self.screen
-        if picked is None or screen.sim is None or not screen.check_action("pick_model", ()):
+        run = self.run()  # (none if the step changed meanwhile)
+        if picked is None or run is None:
             return
-        current = screen.sim.scenario
+        current = run.scenario
         profiles = current.profiles()
         kept = f"Kept {profiles.model(current.model).name}"
         model, gpu = profiles.model(picked.model_id), profiles.gpu(picked.gpu)
         if picked.gpus is None:
-            screen.say(f"{kept}: {model.name} does not fit on 8 × {gpu.name}.", error=True)
+            self.done(Played(f"{kept}: {model.name} does not fit on 8 × {gpu.name}.", error=True))
             return
         cannot = method_offered(picked.method, model) if picked.method != "none" else None
         if cannot is not None:
-            screen.say(f"{kept}: {cannot.split(' (')[0]}.", error=True)
+            self.done(Played(f"{kept}: {cannot.split(' (')[0]}.", error=True))
             return
         try:
             spec = picked_config(picked.method, model, picked.k)
@@ -145,23 +155,19 @@ class Playground:
         except SimError as exc:
             why = in_app_words(exc)
         if why is not None:
-            screen.say(f"{kept}: {why}", error=True)
+            self.done(Played(f"{kept}: {why}", error=True))
             return
-        screen.restart_with(new)
         drafts = f"{METHOD_NAMES[picked.method]}, K = {picked.k}" if spec else "no speculative decoding"
-        screen.say(f"{model.name} on {picked.gpus} × {gpu.name}, {drafts}.")
-        screen.dials_moved({"gpu": picked.gpu, "model": picked.model_id,
-                            "tensor_parallel_size": picked.gpus, "speculative_config": spec})
-        screen.update_keys()
+        self.done(Played(f"{model.name} on {picked.gpus} × {gpu.name}, {drafts}.", restart=new,
+                         moved={"gpu": picked.gpu, "model": picked.model_id, "tensor_parallel_size": picked.gpus,
+                                "speculative_config": spec}))
 
     def files_within(self) -> Path | None:
         """Served in a web page, the file prompts stay in the state folder."""
-        screen = self.screen
-        return screen.app.store.directory if screen.settings.served else None
+        return self.app.store.directory if self.app.settings.served else None
 
     def suggested_file(self) -> Path:
-        screen = self.screen
-        return self.scenario_file or screen.settings.scenario_path or screen.app.store.directory / "playground.toml"
+        return self.scenario_file or self.app.settings.scenario_path or self.app.store.directory / "playground.toml"
 
 
 def switch_words(switch, step_dials, before, now) -> str:

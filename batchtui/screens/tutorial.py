@@ -5,12 +5,15 @@ each, the views are given the lines they need and paged (`v`) when they do not a
 beside the step's own is a two-column table rather than a second stack of views, and `z` gives
 the simulation the whole screen (the playground starts that way on small terminals).
 
-The screen opens steps and owns the step's live run; each other concern has a controller of its
-own that reads and drives the screen through its public members: `navigation.py` (step keys,
-coalesced), `drafts.py` (a step's figures filled in), `dials.py`, `question.py` (goal line,
-hints), `reveal.py`, `before_after.py` (a pinned or beside run, the views showing it),
-`sweeps.py` (the curve's), `playground.py` (save, open, `m`, `l`), `live_server.py` (`s`, `f`)
-and `tutorial_lines.py` (the footer's keys, the status line).
+The screen composes, opens steps and owns the step's live run; nothing else. Attributes go
+down, messages come up: the lesson pane (`widgets/question_pane.py`: text, hints, activity,
+reveal) is given the step, the simulation pane (`widgets/sim_pane.py`: status line, dials,
+views) the run, and they post what the learner did (the dial list's `Moved`, an activity's
+`Finished`). The helpers are given what they work on and a callback, never the screen:
+`navigation.py` (step keys, coalesced), `drafts.py` (a step's figures filled in),
+`before_after.py` (a pinned or beside run, the views showing it), `sweeps.py` (the curve's),
+`playground.py` (save, open, `m`, `l`) and `tutorial_lines.py` (the footer's keys).
+`live_server.py` (`s`, `f`: the playground beside a real server) still drives the screen.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import TYPE_CHECKING
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.widget import Widget
 from textual.widgets import Input
 
@@ -33,33 +36,27 @@ if TYPE_CHECKING:
 from sim.errors import SimError
 
 from .. import keys
-from ..activity_kinds import activity_view
+from ..activity_kinds import view_for
+from ..formatting import in_app_words
 from ..goals import StepGoal, goal_for
 from ..step_list import draft_of, summaries_of
 from ..widgets.activities.base import ActivityView
 from ..widgets.activity_panel import ActivityPanel
 from ..widgets.answer_box import AnswerBox
+from ..widgets.bottom_lines import BottomLines
 from ..widgets.dial import DialControl
 from ..widgets.dial_list import DialList
-from ..widgets.goal_bar import GoalBar
-from ..widgets.hint_box import HintBox
-from ..widgets.key_bar import KeyBar
-from ..widgets.lesson import LessonMarkdown
-from ..widgets.notice_line import NoticeLine
-from ..widgets.pane import Pane
-from ..widgets.sim_status import SimStatus
+from ..widgets.question_pane import QuestionPane
+from ..widgets.sim_pane import SimPane
 from ..widgets.step_header import StepHeader
 from ..widgets.view_stack import ViewStack
-from .before_after import VIEW_KINDS, BeforeAfter
-from .dials import Dials
-from .drafts import Drafts
+from .before_after import VIEW_KINDS, BeforeAfter, hold_back_curves
+from .drafts import figures_of, fill_in
 from .live_server import LiveServer
 from .navigation import Navigation
-from .playground import Playground
-from .question import Question
-from .reveal import Reveal
+from .playground import Played, Playground
 from .sweeps import Sweeps
-from .tutorial_lines import KeysState, footer_keys, status_line
+from .tutorial_lines import KeysState, footer_keys
 from .whole_frame import WholeFrameScreen
 
 FIRST_START_DELAY = 0.1
@@ -84,10 +81,9 @@ class TutorialScreen(WholeFrameScreen):
         """A `steps.Lessons` (each step built when first shown) or a plain list of steps."""
         self.summaries = summaries_of(steps)
         """Number, title, section and minutes of every step, without building them."""
-        self.index = start_index
         self.shown = None
         """The step on screen: a draft (`figures_pending`) until its figures are filled."""
-        self.sim: LiveSimulation | None = None
+        self._sim: LiveSimulation | None = None
         self.speed = 1.0
         """The speed the learner chose (`+`, `-`) on this step: a run started again on it (a dial
         that restarts, `r`, a guess) keeps it; the next step starts at 1x."""
@@ -98,11 +94,6 @@ class TutorialScreen(WholeFrameScreen):
         self._first_opening = True
         self._held = False
         """The first launch's orientation is up: the step's run waits for it to close."""
-        self._notice_key = 0
-        """Counts the notices said, so a key press clears only the one it found."""
-        self._standing_notice = ""
-        """A notice that stays through step openings until the learner's first key (what
-        `--gpu` found: the lookup may answer before the first step is drawn)."""
         self.goal: StepGoal | None = None
         """What a step without a question of its own asks (None: its activity says)."""
         self._keys_say_running = False
@@ -110,18 +101,21 @@ class TutorialScreen(WholeFrameScreen):
         self.changing = asyncio.Lock()
         """Held while a step opens or its activity changes: keys and a table-of-contents choice
         arriving together take turns, so none works on widgets another is replacing."""
-        self.navigation = Navigation(self)
-        """The step the step keys want, drawn once a row of them has been read."""
-        self.before = BeforeAfter(self)
-        """A "before" beside the live run (pinned, or the step's start) and the views showing it."""
-        self.playground = Playground(self)
-        """The playground's files and traffic switch (its keys delegate to it)."""
+        app = self.app
+        self.bottom = BottomLines(app.settings.ascii_only, app.settings.glyphs.sep, id="bottom")
+        self.sim_pane = SimPane(VIEW_KINDS, id="sim-column")
+        self.lesson = QuestionPane(ascii_only=app.settings.ascii_only, id="lesson-pane")
+        self.navigation = Navigation(app, self.summaries, self.show_step, self.say)
+        self.navigation.index = start_index
+        self.before = BeforeAfter(self.sim_pane.stack, app.words, lambda step: self.live.shows(step))
+        self.sweeps = Sweeps(self.sim_pane.stack, partial(app.settings.clock.in_background, self))
+        self.playground = Playground(app, lambda: self.sim if self.playground.on(self.step) else None, self._played)
         self.live = LiveServer(self)  # the playground beside a real server (its keys delegate to it)
-        self.reveal = Reveal(self)
-        self.sweeps = Sweeps(self)
-        self.dials = Dials(self)
-        self.question = Question(self)
-        self.drafts = Drafts(self)
+
+    @property
+    def index(self) -> int:
+        """The step on show (0-based)."""
+        return self.navigation.index
 
     @property
     def step(self):
@@ -129,37 +123,28 @@ class TutorialScreen(WholeFrameScreen):
         return self.shown if self.shown is not None else self.steps[self.index]
 
     @property
-    def settings(self):
-        return self.app.settings
+    def sim(self) -> LiveSimulation | None:
+        """The step's live run (the simulation pane and its dials are given it)."""
+        return self._sim
+
+    @sim.setter
+    def sim(self, run: LiveSimulation | None) -> None:
+        self._sim = self.sim_pane.run = run
 
     @property
     def stack(self) -> ViewStack:
-        return self.query_one(ViewStack)
+        return self.sim_pane.stack
 
-    # -- layout
     def compose(self) -> ComposeResult:
         yield StepHeader(id="header")
         with Horizontal(id="body"):
-            with Pane(id="lesson-pane"):
-                yield LessonMarkdown(id="lesson", ascii_only=self.settings.ascii_only)
-                yield HintBox(id="hints")
-                yield ActivityPanel(id="activity")
-                yield LessonMarkdown(id="reveal", ascii_only=self.settings.ascii_only)
-            with Vertical(id="sim-column"):
-                yield SimStatus(id="sim-status")
-                yield DialList(id="dials")
-                yield ViewStack(VIEW_KINDS, id="views")
-        with Vertical(id="bottom"):
-            yield NoticeLine(id="notice")
-            yield GoalBar(id="goal")
-            yield KeyBar(id="keys")
+            yield self.lesson
+            yield self.sim_pane
+        yield self.bottom
 
     async def on_mount(self) -> None:
-        ascii_only = self.settings.ascii_only
-        self.set_class(ascii_only, "-ascii")
-        self.query_one(KeyBar).ascii_only = ascii_only
-        self.query_one(GoalBar).set_marks(ascii_only, self.settings.glyphs.sep)
-        self.query_one(StepHeader).separator = self.settings.glyphs.sep
+        self.set_class(self.app.settings.ascii_only, "-ascii")
+        self.query_one(StepHeader).separator = self.app.settings.glyphs.sep
         first_launch = self.app.store.first_launch()
         # While the orientation is read, the step waits: nothing runs (or redraws) behind it.
         self._held = first_launch
@@ -186,24 +171,19 @@ class TutorialScreen(WholeFrameScreen):
         if self.index in changed:
             await self.show_step(self.index)
         if gpu.notice:
-            self._standing_notice = gpu.notice
+            self.bottom.standing = gpu.notice
             self.say(gpu.notice)
 
     def say(self, message: str, error: bool = False) -> None:
         """Put a line in front of the learner, in place of the goal, until the next key."""
-        self._notice_key += 1
-        self.query_one(NoticeLine).say(self.app.words(message), error)
-        self.query_one(GoalBar).display = not message
+        self.bottom.say(message, error)
 
     def clear_notice(self) -> None:
-        self.say("")
+        self.bottom.say("")
 
     def on_key(self, event: events.Key) -> None:
-        self._standing_notice = ""
-        # The next key after a notice puts the goal back, unless that key said something new.
-        if self.query_one(NoticeLine).message:
-            said = self._notice_key
-            self.call_after_refresh(lambda: self._notice_key == said and self.clear_notice())
+        if (clear := self.bottom.key_arrived()) is not None:
+            self.call_after_refresh(clear)
 
     # -- steps
     async def show_step(self, index: int) -> None:
@@ -215,12 +195,12 @@ class TutorialScreen(WholeFrameScreen):
     async def _show_step(self, index: int) -> None:
         index = max(0, min(len(self.summaries) - 1, index))
         try:
-            step = draft_of(self.steps, index)  # figures "…" until `self.drafts` fills them
+            step = draft_of(self.steps, index)  # figures "…" until `_fill_in` fills them
         except SimError as exc:  # a lesson file broken since the app started
             self.say(f"Step {self.summaries[index].number} cannot be opened: {exc}", error=True)
             return
-        self.index = index
-        self.shown = step
+        self.navigation.index = index
+        self.shown = self.lesson.step = step
         self.speed = 1.0
         # The step before's start, if still to come, is off: it would start this step's run
         # while it is drawn, and then this step's own start would start it again over whatever
@@ -238,45 +218,60 @@ class TutorialScreen(WholeFrameScreen):
         # At launch, the run, the sweep and the figures start once the first frame is out, given
         # Textual's writer thread a moment to write it: importing the engine (numpy) holds the
         # GIL (benchmarks/app_benchmark.py).
-        delay = FIRST_START_DELAY if first else 0.0
+        delay, clock = FIRST_START_DELAY if first else 0.0, self.app.settings.clock
         if step.figures_pending:
-            await self.drafts.fill_later(step, index, delay)
+            await clock.in_background(self, partial(figures_of, self.steps, index),
+                                      partial(self._figures_ready, step), delay=delay, group="figures")
         if first:
             self._opening = opening = object()
-            await self.settings.clock.later(self, lambda: self._begin(opening), delay)
+            await clock.later(self, lambda: self._begin(opening), delay)
 
     async def _show(self, step) -> None:
         self.stop_simulation()
-        self.say(self._standing_notice)
-        minutes_left = sum(s.minutes for s in self.summaries[self.index:])
-        words = self.app.words
-        self.query_one(StepHeader).show_step(words(step.section), step.number, len(self.summaries),
-                                             words(step.title), minutes_left)
+        self.say(self.bottom.standing)
+        words, summaries = self.app.words, self.summaries
+        self.query_one(StepHeader).show_step(words(step.section), step.number, len(summaries), words(step.title),
+                                             sum(s.minutes for s in summaries[self.index:]))
         self._set_zoom(False)  # the playground too: its things to try are in the lesson pane
-        progress = self.app.progress
-        view = activity_view(step, progress.answers.get(step.number), step.number in progress.completed,
-                             seed=step.number)
+        view = view_for(step, self.app.progress)
         # Text, dials and activity at once: each waits on Textual's layout, not on the others.
-        await asyncio.gather(self.query_one(LessonMarkdown).update(words(step.body_md)),
-                             self.dials.mount(step), self.query_one(ActivityPanel).show(view))
-        self.query_one("#lesson-pane").scroll_home(animate=False)
-        self.dials.set_hint()
-        self.question.set_hints()
+        await asyncio.gather(self.lesson.show_step(view), self.sim_pane.show_step(step))
+        self.sim_pane.dials.answer_first(view is not None and view.has_input)
         self.before.forget()
+        self.sweeps.forget()
         self.playground.left_traffic = None
         self.goal = goal_for(step) if view is None or view.goal() is None else None
-        self.reveal.hide()
-        self.before.arrange(step)
+        self.before.arrange(step, self.sim)
         # Saved once the step is drawn: a save waits on the disk (fsync).
         self.call_after_refresh(self.app.remember_step, step.number)
         self._focus_lesson()
         self.update_goal()
         self.update_keys()
-        if self.index == len(self.summaries) - 1:
+        if self.index == len(summaries) - 1:
             # The end: which steps a learner who skipped or missed some can still go back to.
-            others = self.app.progress.still_open([s.number for s in self.summaries if s.number != step.number])
+            others = self.app.progress.still_open([s.number for s in summaries if s.number != step.number])
             if others:
                 self.say(f"The last step. {others} t opens the table of contents.")
+
+    def _figures_ready(self, draft, filled) -> None:
+        """A draft's figures arrived: put them in, once nothing else is changing the step."""
+        if draft is self.shown:
+            self.run_worker(partial(self._fill_in, draft, filled), group="figures-in")
+
+    async def _fill_in(self, draft, filled) -> None:
+        async with self.changing:
+            if draft is not self.shown or not self.is_attached:
+                return
+            if isinstance(filled, SimError):
+                self.say(f"Step {draft.number}'s figures cannot be computed: {filled}", error=True)
+                return
+            self.shown = self.lesson.step = filled
+            with self.app.batch_update():
+                await fill_in(self.lesson, draft, self.app.progress, lambda: isinstance(self.focused, Input))
+            if self.is_attached:  # (not if the app closed while the widgets were updated)
+                self.lesson.set_hints(keep_shown=True)
+                self.update_goal()
+                self.update_keys()
 
     async def _begin(self, opening: object | None, draw_now: bool = False) -> None:
         """Start the step's simulation and sweep, unless another step was opened meanwhile;
@@ -290,9 +285,13 @@ class TutorialScreen(WholeFrameScreen):
         if self.sweeps.wanted(step):
             await self.sweeps.start(step)
 
-    def on_view_stack_arranged(self, message: ViewStack.Arranged) -> None:
-        self.update_keys()
+    async def begin_now(self) -> None:
+        """Start the first step's run now if it is still to start (a moment after the first
+        frame): a key acts on it (`BatchApp.run_action`)."""
+        if self.sim is None and self._opening is not None:
+            await self._begin(self._opening)
 
+    # -- the run
     def start_simulation(self, scenario, draw_now: bool = False) -> None:
         """A run of `scenario`; its first state posted as a frame, or drawn now (`draw_now`)."""
         step = self.step
@@ -304,17 +303,14 @@ class TutorialScreen(WholeFrameScreen):
             return
         for view in self.stack.views("kv", make="kv" in step.views):  # for snapshots without a block size
             view.block_size = scenario.block_size
-        self.settings.clock.start(self, self.sim, running=step.starts_running and not self._held)
-        if draw_now:
-            self.draw_frame(self.sim.frame())
-        else:
-            self.sim.publish()
+        self.app.settings.clock.start(self, self.sim, running=step.starts_running and not self._held)
+        self.draw_frame(self.sim.frame()) if draw_now else self.sim.publish()
 
     def new_run(self, scenario, compare=None, compare_keeps: tuple[str, ...] = ()) -> LiveSimulation:
         """A run of `scenario` at the app's frame rate and the learner's speed. Raises SimError."""
         from ..simulation import LiveSimulation, keys_read
 
-        return LiveSimulation(scenario, self.post_message, fps=self.settings.fps, compare=compare,
+        return LiveSimulation(scenario, self.post_message, fps=self.app.settings.fps, compare=compare,
                               compare_keeps=compare_keeps, time_scale=self.speed, keys=keys_read(self.app))
 
     def stop_simulation(self) -> None:
@@ -322,81 +318,174 @@ class TutorialScreen(WholeFrameScreen):
             self.sim.stop()
             self.sim = None
 
-    def adopt_simulation(self, sim) -> None:
-        """Run `sim` (made elsewhere: the start setting beside a prediction's) in place of the
-        step's run, paused until the activity resumes it."""
-        self.stop_simulation()
-        self.sim = sim
-        self.settings.clock.start(self, sim, running=False)
-
     def restart_with(self, scenario) -> None:
         """A fresh run of `scenario` (the step's start, a file opened), its values on the dials."""
         self.stop_simulation()
-        self.dials.show_values(scenario)
+        self.sim_pane.dials.show_values(scenario)
         self.start_simulation(scenario)
 
-    async def begin_now(self) -> None:
-        """Start the first step's run now if it is still to start (a moment after the first
-        frame): a key acts on it (`BatchApp.run_action`)."""
-        if self.sim is None and self._opening is not None:
-            await self._begin(self._opening)
+    def on_simulation_frame(self, frame: SimulationFrame) -> None:
+        if frame.origin is self.sim:  # (else from a step already left)
+            # The next frame is posted once this one is drawn (after this refresh), not before.
+            self.call_after_refresh(frame.origin.frame_shown)
+            self.draw_frame(frame)
+
+    def draw_frame(self, frame: SimulationFrame) -> None:
+        """The views, the activity, the status line and the goal at the state `frame` holds."""
+        frames = {"main": frame.snapshot, "compare": frame.compare, "pinned": (self.before.pinned or (None,))[0]}
+        self.sim_pane.draw({source: snapshot for source, snapshot in frames.items() if snapshot is not None})
+        self.update_status(check_only=True)
+        self.lesson.activity.update_snapshot(frame.snapshot, frame.compare)
+        # The step's goal watches the run; an activity's goal line says how far the run is.
+        if self.goal.observe(frame.snapshot) if self.goal is not None else self.lesson.activity.view is not None:
+            self.update_goal()
+
+    def update_status(self, check_only: bool = False) -> None:
+        if self.sim is not None:
+            if not check_only:
+                self.sim_pane.show_status()
+            if self.sim.running != self._keys_say_running:
+                self.update_keys()  # run or pause: the footer says what space does now
+
+    # -- what the widgets and the playground tell
+    def on_dial_list_moved(self, message: DialList.Moved) -> None:
+        """The learner moved a dial: the status, the goal, the "before" table's title, the curve
+        (of the dials on show) and the activity follow."""
+        self.clear_notice()
+        self.dials_moved(message.moved)
+
+    def dials_moved(self, moved: dict) -> None:
+        self.update_status()
+        if self.goal is not None and any([self.goal.dial_moved(name, value) for name, value in moved.items()]):
+            self.update_goal()
+        step = self.step
+        self.before.configure(step, self.sim)
+        if self.sweeps.wanted(step) and any(map(step.sweep.invalidated_by, moved)):
+            self.run_worker(partial(self.sweeps.start, step, self.sim.scenario), group="sweep-start")
+        self.run_worker(partial(self.lesson.activity.scenario_changed, self.sim.scenario), group="activity")
+
+    def on_view_stack_arranged(self, message: ViewStack.Arranged) -> None:
+        self.update_keys()
+
+    def on_dial_list_refused(self, message: DialList.Refused) -> None:
+        self.say(message.words, error=True)
+
+    def on_activity_view_updated(self, message: ActivityView.Updated) -> None:
+        """A question arrived, or the activity's state changed (the lesson pane took its hints)."""
+        self.update_goal()
+        self.update_keys()
+
+    def on_activity_view_finished(self, message: ActivityView.Finished) -> None:
+        self.app.record_answer(self.step.number, message.answer, completed=message.completed)
+        self._answered()
+
+    def _answered(self) -> None:
+        """The answer is in: the plain keys (space, +, -, .) go to the simulation again."""
+        if isinstance(self.focused, Input):
+            self._focus_lesson()
+        self.update_goal()
+        self.update_keys()
+
+    def on_activity_view_run_dials(self, message: ActivityView.RunDials) -> None:
+        """Run what an activity asks for (a drill's own numbers, a prediction's, a break-it's)."""
+        if self.sim is None:
+            return
+        step, dials = self.step, self.sim_pane.dials
+        if message.beside_start and message.dials and step.compare is None and not self.sim.started:
+            # A prediction about a setting: run it with the step's start setting beside it, on
+            # the same arrivals, so "before" and "now" read side by side (step 13: uncapped
+            # against capped). The run has not started yet, so nothing is lost.
+            self._run_beside_start(step, tuple(message.dials))
+        settings, words = dials.asked(message.dials, message.from_start, step.scenario, message.words)
+        if (error := dials.set(settings)[1]) is not None:
+            self.say(f"Refused: {in_app_words(error)}", error=True)
+        if message.fresh and self.sim.started:
+            # From time zero with these settings: a mean over the run is this run's alone.
+            scenario = self.sim.scenario
+            self.stop_simulation()
+            self.start_simulation(scenario)
+            if self.sim is None:
+                return
+        self.before.configure(step, self.sim)
+        if words:
+            self.say(words)
+        self.sim.resume()
+        self.update_status()
+        self.update_goal()
+        self.update_keys()
+
+    def _run_beside_start(self, step, keeps: tuple[str, ...]) -> None:
+        try:
+            run = self.new_run(step.scenario, compare=step.scenario, compare_keeps=keeps)
+        except SimError:
+            return
+        self.stop_simulation()
+        self.sim = run  # paused until the activity resumes it
+        self.app.settings.clock.start(self, run, running=False)
+        self.before.beside(step.scenario)
+        self.before.show_again(step, run)
+
+    def _played(self, played: Played) -> None:
+        """What a playground key did (`Playground`)."""
+        self.say(played.words, error=played.error)
+        if played.restart is not None:
+            self.restart_with(played.restart)
+        if played.moved:
+            self.dials_moved(played.moved)
+        if played.key is not None:
+            self.key_pressed(played.key)
+        self.update_keys()
 
     def key_pressed(self, name: str) -> None:
         """A key the step's goal may be waiting for (`goals.StepGoal.key`)."""
         if self.goal is not None and self.goal.key(name):
             self.update_goal()
 
-    # -- frames from the driver
-    def on_simulation_frame(self, frame: SimulationFrame) -> None:
-        if frame.origin is not self.sim:
-            return  # from a step already left
-        # The next frame is posted once this one is drawn (after this refresh), not before.
-        self.call_after_refresh(frame.origin.frame_shown)
-        self.draw_frame(frame)
-
-    def draw_frame(self, frame: SimulationFrame) -> None:
-        """The views, the activity, the status line and the goal at the state `frame` holds."""
-        frames = {"main": frame.snapshot}
-        if frame.compare is not None:
-            frames["compare"] = frame.compare
-        if self.before.pinned is not None:
-            frames["pinned"] = self.before.pinned[0]
-        self.stack.update_frame(frames)
-        panel = self.query_one(ActivityPanel)
-        panel.update_snapshot(frame.snapshot, frame.compare)
-        self.update_status(frame.snapshot)
-        if self.goal is not None:
-            if self.goal.observe(frame.snapshot):
-                self.update_goal()
-        elif panel.view is not None:
-            self.update_goal()  # a challenge's goal line says how far the run is
-
-    def update_status(self, snapshot=None) -> None:
-        sim = self.sim
-        if sim is None:
-            return
-        snapshot = snapshot or sim.snapshot()
-        line, short = status_line(sim, snapshot, self.settings.glyphs.sep)
-        self.query_one(SimStatus).show(line, sim.running, short)
-        if sim.running != self._keys_say_running:
-            self.update_keys()  # run or pause: the footer says what space does now
-
-    # -- dials
-    def on_dial_control_changed(self, message: DialControl.Changed) -> None:
-        self.dials.changed(message.dial, message.value)
-
-    def dials_moved(self, moved: dict) -> None:
-        """What follows dials set on the live run: the status, the goal, the "before" table's
-        title, the curve (of the dials on show) and the activity."""
-        self.update_status()
-        if self.goal is not None and any([self.goal.dial_moved(name, value) for name, value in moved.items()]):
-            self.update_goal()
-        self.before.configure()
+    def update_goal(self) -> None:
+        """The goal line; then the reveal and the curves a prediction hides, which wait for the
+        answer."""
         step = self.step
-        if self.sweeps.wanted(step) and any(map(step.sweep.invalidated_by, moved)):
-            self.run_worker(partial(self.sweeps.start, step, self.sim.scenario), group="sweep-start")
-        self.run_worker(partial(self.query_one(ActivityPanel).scenario_changed, self.sim.scenario),
-                        group="activity")
+        if self.bottom.show_goal(self.lesson.activity.view, self.goal, step.number in self.app.progress.completed):
+            self.app.record_answer(step.number, "done", completed=True)
+        hold_back_curves(self.stack, step, self.lesson.answered)
+        self.lesson.update_reveal()
+
+    # -- keys and focus
+    def _set_zoom(self, zoomed: bool, dials: str = "keep") -> None:
+        """`z`; the simulation pane told its room (`SimPane.fit`: what the `dials` do)."""
+        self.zoomed = zoomed
+        self.set_class(zoomed, "-zoomed")
+        self.sim_pane.fit(zoomed or self.has_class("-wide"), self.has_class("-short"), dials)
+
+    def _focus_lesson(self) -> None:
+        """The lesson takes the keys (↑ ↓ scroll it, ← → change step); zoomed, nothing does."""
+        self.set_focus(None) if self.zoomed else self.lesson.focus()
+
+    def watch_focused(self, focused: Widget | None) -> None:
+        """Focus moved (Textual sets it before the focus and blur events go out): the footer and
+        the dials' help line say so in the frame that shows the move, not a message later."""
+        if self.is_mounted and self.query(DialList):
+            self.sim_pane.dials.update_help()
+            self.sim_pane.place_help()
+            self.update_keys()
+
+    def update_keys(self) -> None:
+        """The footer: the keys that work now, in the words of what they do now."""
+        focused, panel, step, stack, sim = self.focused, self.lesson.activity, self.step, self.stack, self.sim
+        self._keys_say_running = sim is not None and sim.running
+        state = KeysState(
+            focus="typing" if isinstance(focused, Input) else "dial" if isinstance(focused, DialControl) else "lesson",
+            dial_numeric=isinstance(focused, DialControl) and focused.spec.is_numeric,
+            takes_choices=panel.takes_choices, choices=panel.choice_count, has_input=panel.has_input,
+            has_dials=bool(step.dials), playground=self.playground.on(step), pages=stack.page_count,
+            page=stack.page, give_up_label=panel.give_up_label or "", pins=self.before.pins(step),
+            pinned=self.before.pinned is not None, running=self._keys_say_running, zoomed=self.zoomed,
+            multi_turn=(sim.scenario if sim is not None else step.scenario).workload.turns > 1)
+        self.bottom.show_keys(*footer_keys(state))
+
+    def on_resize(self) -> None:
+        # Crossing a width breakpoint can change the dials' shape (two columns when wide).
+        self.call_after_refresh(lambda: self._set_zoom(self.zoomed, "reshape"))
 
     def on_dial_control_leave(self, message: DialControl.Leave) -> None:
         self._focus_lesson()
@@ -404,125 +493,16 @@ class TutorialScreen(WholeFrameScreen):
     def on_answer_box_leave(self, message: AnswerBox.Leave) -> None:
         self._focus_lesson()
 
-    # -- activities
-    def on_activity_view_updated(self, message: ActivityView.Updated) -> None:
-        """A question arrived, or the activity's state changed: its hints, keys and goal."""
-        self.question.set_hints()
-        self.update_goal()
-        self.update_keys()
-
-    def on_activity_view_finished(self, message: ActivityView.Finished) -> None:
-        self.app.record_answer(self.step.number, message.answer, completed=message.completed)
-        # The answer is in: the plain keys (space, +, -, .) go to the simulation again.
-        if isinstance(self.focused, Input):
-            self._focus_lesson()
-        self.update_goal()
-        self.update_keys()
-
-    def on_activity_view_run_dials(self, message: ActivityView.RunDials) -> None:
-        self.dials.run(message)
-
-    def update_goal(self) -> None:
-        self.question.update_goal()
-
-    async def action_give_up(self) -> None:
-        async with self.changing:
-            await self.query_one(ActivityPanel).give_up()
-            if isinstance(self.focused, Input):
-                self._focus_lesson()
-            self.update_goal()
-            self.update_keys()  # a reading answered this way takes no more number keys
-
-    async def action_new_question(self) -> None:
-        async with self.changing:
-            await self.query_one(ActivityPanel).new_question()
-            self.question.set_hints()
-            self.update_goal()
-            self.update_keys()  # a new reading question takes number keys again
-
-    # -- the playground's keys, and b (pin) on every step
-    def action_save_scenario(self) -> None:
-        self.playground.save()
-
-    def action_load_scenario(self) -> None:
-        self.playground.load()
-
-    async def action_helpdesk_traffic(self) -> None:
-        await self.playground.helpdesk_traffic()
-
-    def action_pick_model(self) -> None:
-        self.playground.pick_model()
-
-    def action_live(self, key: str) -> None:
-        self.live.act(key)
-
-    def action_pin(self) -> None:
-        self.before.pin()
-
-    # -- views
-    def action_zoom(self) -> None:
-        self._set_zoom(not self.zoomed)
-        self.run_worker(self.dials.mount_again, group="dials")
-        if self.zoomed and self.focused is self.query_one("#lesson-pane"):
-            self.set_focus(None)
-        elif not self.zoomed and self.focused is None:
-            self._focus_lesson()
-        self.update_keys()
-
-    def unzoom(self) -> None:
-        """The lesson back in sight (a hint shown while zoomed)."""
-        self._set_zoom(False)
-        self.run_worker(self.dials.mount_again, group="dials")
-
-    def _set_zoom(self, zoomed: bool) -> None:
-        self.zoomed = zoomed
-        self.set_class(zoomed, "-zoomed")
-
-    def action_next_views(self) -> None:
-        stack = self.stack
-        if stack.page_count <= 1:
-            self.say("Every view of this step is in sight.")
-            return
-        stack.next_page()
-
-    # -- keys and focus
-    def _focus_lesson(self) -> None:
-        """The lesson takes the keys (↑ ↓ scroll it, ← → change step); zoomed, nothing does."""
-        pane = self.query_one("#lesson-pane")
-        if self.zoomed:
-            self.set_focus(None)
-        else:
-            pane.focus()
-
-    def action_focus_lesson(self) -> None:
-        self._focus_lesson()
-
-    def watch_focused(self, focused: Widget | None) -> None:
-        """Focus moved (Textual sets it before the focus and blur events go out): the footer and
-        the dials' help line say so in the frame that shows the move, not a message later."""
-        if not self.is_mounted or not self.query(DialList):
-            return
-        self.query_one(DialList).update_help()
-        self.dials.place_help()
-        self.update_keys()
-
-    def update_keys(self) -> None:
-        """The footer: the keys that work now, in the words of what they do now."""
-        focused = self.focused
-        panel = self.query_one(ActivityPanel)
-        scenario = self.sim.scenario if self.sim is not None else self.step.scenario
-        self._keys_say_running = self.sim is not None and self.sim.running
-        state = KeysState(
-            focus="typing" if isinstance(focused, Input) else "dial" if isinstance(focused, DialControl) else "lesson",
-            dial_numeric=isinstance(focused, DialControl) and focused.spec.is_numeric,
-            takes_choices=panel.takes_choices, choices=panel.choice_count, has_input=panel.has_input,
-            has_dials=bool(self.step.dials), playground=self.playground.on(self.step),
-            pages=self.stack.page_count, page=self.stack.page, give_up_label=panel.give_up_label or "",
-            pins=self.before.pins(self.step), pinned=self.before.pinned is not None,
-            running=self._keys_say_running, zoomed=self.zoomed, multi_turn=scenario.workload.turns > 1)
-        self.query_one(KeyBar).show_keys(*footer_keys(state))
+    def on_unmount(self) -> None:
+        self.stop_simulation()
+        self.live.end()
 
     # -- actions (ids in keys.py)
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "choose":
+            return self.lesson.activity.takes_choices
+        return self.playground.on(self.step) if self.playground.takes(action) else True
+
     def action_next_step(self) -> None:
         self.navigation.step_by(1)
 
@@ -536,39 +516,56 @@ class TutorialScreen(WholeFrameScreen):
         self.navigation.contents()
 
     def action_hint(self) -> None:
-        self.question.next_hint()
+        words = self.lesson.next_hint()
+        if words:
+            self.say(words)
+        elif self.zoomed:  # the lesson back in sight for the hint
+            self._set_zoom(False, "again")
+
+    def action_zoom(self) -> None:
+        self._set_zoom(not self.zoomed, "again")
+        if self.zoomed and self.focused is self.lesson:
+            self.set_focus(None)
+        elif not self.zoomed and self.focused is None:
+            self._focus_lesson()
+        self.update_keys()
+
+    def action_next_views(self) -> None:
+        if self.stack.page_count <= 1:
+            self.say("Every view of this step is in sight.")
+        else:
+            self.stack.next_page()
+
+    def action_focus_lesson(self) -> None:
+        self._focus_lesson()
 
     def action_run_pause(self) -> None:
-        if self.sim is None:
-            return
-        if self.sim.done:
+        if self.sim is not None and self.sim.done:
             self.say("The workload is finished: r resets the scenario.")
-            return
-        self.sim.run_pause()
-        self.update_status()
-        self.update_keys()
+        elif self.sim is not None:
+            self.sim.run_pause()
+            self.update_status()
+            self.update_keys()
 
     def action_single_iteration(self) -> None:
         if self.sim is not None:
             self.sim.single_iteration()
             self.update_keys()
 
-    def action_faster(self) -> None:
+    def action_faster(self, faster: bool = True) -> None:
         if self.sim is not None:
-            self.speed = self.sim.faster()
+            self.speed = self.sim.faster() if faster else self.sim.slower()
             self.update_status()
 
     def action_slower(self) -> None:
-        if self.sim is not None:
-            self.speed = self.sim.slower()
-            self.update_status()
+        self.action_faster(faster=False)
 
     async def action_reset_scenario(self) -> None:
         step = self.step
         self.stop_simulation()
         if self.before.active:
             self.before.forget()
-            self.before.show_again()
+            self.before.show_again(step, None)
         self.playground.left_traffic = None
         self.restart_with(step.scenario)
         if self.sweeps.wanted(step):
@@ -576,25 +573,37 @@ class TutorialScreen(WholeFrameScreen):
         self.say("Scenario reset to the step's start.")
         self.update_keys()
 
+    async def action_give_up(self) -> None:
+        async with self.changing:
+            await self.lesson.activity.give_up()
+            self._answered()  # (a reading answered this way takes no more number keys)
+
+    async def action_new_question(self) -> None:
+        async with self.changing:
+            await self.lesson.activity.new_question()
+            self.lesson.set_hints()
+            self.update_goal()
+            self.update_keys()  # a new reading question takes number keys again
+
     def action_choose(self, choice: int) -> None:
-        self.query_one(ActivityPanel).choose(choice)
+        self.lesson.activity.choose(choice)
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "choose":
-            return self.query_one(ActivityPanel).takes_choices
-        if self.playground.takes(action):
-            return self.playground.on(self.step)
-        return True
+    def action_pin(self) -> None:
+        if self.sim is not None:
+            self.say(self.before.pin(self.step, self.sim))
+            self.update_keys()
 
-    def on_resize(self) -> None:
-        # Crossing a width breakpoint can change the dials' shape (two columns when wide).
-        self.call_after_refresh(self.dials.reshape)
-        self.call_after_refresh(self.dials.place_help)
+    def action_save_scenario(self) -> None:
+        self.playground.save()
 
-    def on_dial_list_help_changed(self, message: DialList.HelpChanged) -> None:
-        self.dials.place_help()
+    def action_load_scenario(self) -> None:
+        self.playground.load()
 
-    def on_unmount(self) -> None:
-        self.stop_simulation()
-        self.live.end()
+    def action_helpdesk_traffic(self) -> None:
+        self.playground.helpdesk_traffic(self.step, self.sim_pane.dials)
 
+    def action_pick_model(self) -> None:
+        self.playground.pick_model(self.step)
+
+    def action_live(self, key: str) -> None:
+        self.live.act(key)

@@ -1,14 +1,10 @@
-"""Two lines the tutorial screen writes from its state: the footer's keys (the keys that work
-now, in the words of what they do now) and the simulation's status line.
-
-Pure functions of what they are given: the screen passes its state in and shows the result.
+"""The footer's keys on the tutorial screen: the keys that work now, in the words of what they
+do now. A pure function of what it is given: the screen passes its state in and shows the result.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from ..formatting import count, number
 
 DEFAULT_KEYS = ("step.next", "step.previous", "sim.run_pause", "view.zoom", "sim.single_iteration",
                 "step.contents", "step.hint", "app.help", "app.quit")
@@ -82,24 +78,3 @@ def footer_keys(state: KeysState) -> tuple[tuple[str, ...], dict[str, str], dict
         labels["answer.give_up"] = state.give_up_label
     key_text = {"answer.choose": f"1-{state.choices}"} if state.choices else {}
     return ids, labels, key_text
-
-
-def status_line(sim, snapshot, sep: str) -> tuple[str, str]:
-    """The status line over the views, whole and short: the run's state (running at what speed,
-    behind when the machine is busy, paused, finished), its clock and iteration."""
-    if snapshot.finished:
-        state = "finished (r resets)"
-    elif sim.behind:
-        # The frame's share of time ran out before the simulated clock caught up.
-        speed = sim.speed
-        state = f"running {speed:.0f}x (CPU busy)" if speed >= 10 else f"running {speed:.2g}x (CPU busy)"
-    elif sim.running:
-        state = f"running {number(sim.time_scale)}x"
-    else:
-        state = "paused"
-    t = snapshot.time
-    clock = f"t {t:.2f} s" if t < 100 else f"t {t:.1f} s" if t < 1000 else f"t {t:,.0f} s"
-    n = snapshot.iteration
-    short = f"{state}{sep}{clock}"
-    line = f"{short}{sep}iter {n:,}" if n < 10_000 else f"{short}{sep}iter {count(n)}"
-    return line, short

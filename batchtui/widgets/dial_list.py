@@ -2,7 +2,9 @@
 what the focused dial takes (its range, how to type a value) or how to reach the dials.
 
 Its height never changes while a step is open (typing a value takes the place of that line), so
-the views under it never move.
+the views under it never move. The list handles its own controls: a dial the learner moves is
+checked by the lesson's range and set on the live run it is given (`run`), then the list posts
+`Moved` (or `Refused`, with the reason); dials set for the learner (`set`) post nothing.
 """
 
 from __future__ import annotations
@@ -15,9 +17,16 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
 
-from ..formatting import first_fitting
+from sim.errors import SimError
+
+from ..formatting import first_fitting, in_app_words, number
 from ..glyphs import UNICODE
 from .dial import DialControl, DialEntry
+
+DIAL_ROWS = 6
+"""Dial lines in sight at most (in one column); a longer list scrolls as focus moves."""
+DIAL_ROWS_ZOOMED = 4
+"""In two columns, zoomed: the views need the height more."""
 
 
 class DialHelp(Widget):
@@ -63,11 +72,27 @@ class DialList(Vertical):
             self.focused = focused
             """A dial has focus (the text is the dial's range), rather than the resting hint."""
 
+    class Moved(Message):
+        """The learner moved dials, and the live run took the values: `moved`, path -> value."""
+
+        def __init__(self, moved: dict) -> None:
+            super().__init__()
+            self.moved = moved
+
+    class Refused(Message):
+        """A value the learner gave was refused (by the lesson's range or by the run): `words`."""
+
+        def __init__(self, words: str) -> None:
+            super().__init__()
+            self.words = words
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.rest_hint = "tab: the dials (← → turn them)"
         """What the help line says while no dial has focus."""
         self.entry: DialEntry | None = None
+        self.run = None
+        """The live run (`LiveSimulation`) the dials set, given by the screen; None: none runs."""
 
     def compose(self):
         yield VerticalScroll(id="dial-rows", can_focus=False)
@@ -76,6 +101,30 @@ class DialList(Vertical):
     @property
     def dials(self) -> list[DialControl]:
         return list(self.query_one("#dial-rows").query(DialControl))
+
+    @staticmethod
+    def shape(count: int, wide: bool) -> tuple[int, int]:
+        """Columns and lines in sight for `count` dials: two columns on a `wide` pane."""
+        if wide and count > DIAL_ROWS_ZOOMED:
+            return 2, DIAL_ROWS_ZOOMED
+        return 1, DIAL_ROWS
+
+    async def show_step(self, step, wide: bool) -> None:
+        """The step's dials at the values its scenario starts with."""
+        dials = [(spec, spec.value(step.scenario)) for spec in step.dials]
+        columns, rows = self.shape(len(dials), wide)
+        await self.set_dials(dials, rows, columns)
+
+    async def mount_again(self, wide: bool) -> None:
+        """The list in the shape `wide` wants, keeping the dials' values and focus."""
+        dials = self.dials
+        columns, rows = self.shape(len(dials), wide)
+        await self.set_dials([(d.spec, d.value) for d in dials], rows, columns)
+
+    def wants_mount_again(self, wide: bool) -> bool:
+        """After a resize: the list wants the other shape."""
+        columns, _ = self.shape(len(self.dials), wide)
+        return self.query_one("#dial-rows").has_class("-grid") != (columns > 1)
 
     async def set_dials(self, dials: list[tuple[object, object]], visible_rows: int, columns: int = 1) -> None:
         """Show these dials, each (spec, value): a `steps.Dial` and the value in force."""
@@ -98,6 +147,86 @@ class DialList(Vertical):
     def set_rest_hint(self, hint: str) -> None:
         self.rest_hint = hint
         self.update_help()
+
+    def answer_first(self, has_input: bool) -> None:
+        """The resting hint says the answer box comes first in the tab order when there is one."""
+        self.set_rest_hint("tab: answer box, then dials" if has_input else "tab: the dials (← → turn them)")
+
+    @property
+    def focused_help(self) -> tuple[Text, ...] | None:
+        """The help line's forms while a dial has focus (a short screen shows them elsewhere)."""
+        help_line = self.query_one(DialHelp)
+        return help_line.forms if help_line.has_class("-focused") else None
+
+    # -- values
+    def show_values(self, scenario) -> None:
+        """Every dial at its value in `scenario`."""
+        for dial in self.dials:
+            dial.set_value(dial.spec.value(scenario))
+
+    @on(DialControl.Changed)
+    def _changed(self, message: DialControl.Changed) -> None:
+        """The learner moved a dial: checked by the lesson's range, then by the run."""
+        message.stop()
+        dial = message.dial
+        try:
+            value = dial.spec.check(message.value)
+        except ValueError as exc:
+            self.post_message(self.Refused(f"Refused: {in_app_words(exc)}"))
+            return
+        if self.run is None:
+            return
+        try:
+            self.run.set_dial(dial.spec.name, value)
+        except SimError as exc:
+            self.post_message(self.Refused(f"Refused: {in_app_words(exc)}"))
+            return
+        dial.set_value(value)
+        self.post_message(self.Moved({dial.spec.name: value}))
+
+    def set(self, settings: dict) -> tuple[dict, SimError | None]:
+        """Set dials (`sim.dials` paths) on the live run in order, and the dials to the values
+        set; stops at the first one refused. Returns those set and the error."""
+        applied = {}
+        error = None
+        for path, value in settings.items():
+            try:
+                self.run.set_dial(path, value)
+            except SimError as exc:
+                error = exc
+                break
+            applied[path] = value
+        for dial in self.dials:
+            if dial.spec.name in applied:
+                dial.set_value(applied[dial.spec.name])
+        return applied, error
+
+    def asked(self, asked: dict, from_start: bool, start, words: str = "") -> tuple[dict, str]:
+        """The settings to set for the run an activity asks for, and what to say of them.
+        `from_start`: the other dials go back to their value in `start` (the step's scenario)
+        first, so the settings asked for break it from there. `words`: the activity's own."""
+        settings, back = dict(asked), []
+        for control in self.dials if from_start else ():
+            value = control.spec.value(start)
+            if control.spec.name not in settings and control.value != value:
+                back.append(control.spec.label)
+                settings = {control.spec.name: value, **settings}
+        if words:
+            return settings, words + (f" {', '.join(back)} back to the step's start." if back else "")
+        return settings, f"Running with {', '.join(self.words(asked))}." if asked else ""
+
+    def words(self, settings: dict) -> list[str]:
+        """Settings in the dials' own words where the list has that dial (a drill may also set
+        the GPU and model of its question)."""
+        controls = {d.spec.name: d.spec for d in self.dials}
+        said = []
+        for path, value in settings.items():
+            spec = controls.get(path)
+            if spec is None:
+                said.append(f"{path.rsplit('.', 1)[-1].replace('_', ' ')} {number(value)}")
+            else:
+                said.append(f"{spec.label} {number(value)}" + (f" {spec.unit}" if spec.unit else ""))
+        return said
 
     # -- focus moves
     @on(DialControl.Neighbour)

@@ -1,4 +1,6 @@
-"""The line above the keys: what this step asks of the learner, and whether it is still open."""
+"""The line above the keys: what this step asks of the learner, and whether it is still open: the
+activity's own goal when it has one (a prediction, a drill), else the step's checklist
+(`batchtui/goals.py`, given by the screen)."""
 
 from __future__ import annotations
 
@@ -33,6 +35,17 @@ class GoalBar(Widget):
         if ascii_only:
             self.marks = {"open": "[ ]", "answered": "[~]", "done": "[x]"}
 
+    def show_goal(self, view, step_goal, completed: bool) -> bool:
+        """The line for the activity `view` on show (or None) and the step's own goal (or None),
+        given whether the step was `completed` before (`goal_line`). True if the step's goal is
+        done now for the first time (the screen records it)."""
+        line, newly_done = goal_line(view, step_goal, completed)
+        if line is not None:
+            ask, state, note = line
+            words = self.app.words
+            self.show(words(ask), state, words(note))
+        return newly_done
+
     def show(self, ask: str, state: str = "open", note: str = "") -> None:
         if (ask, state, note) != (self.ask, self.state, self.note):
             self.ask, self.state, self.note = ask, state, note
@@ -59,3 +72,23 @@ class GoalBar(Widget):
         text.append(" " * max(2, width - len(label) - len(ask) - len(state)))
         text.append(state, self.get_component_rich_style(f"goal-bar--{self.state}", partial=True))
         return text
+
+
+def goal_line(view, step_goal, completed: bool) -> tuple[tuple[str, str, str] | None, bool]:
+    """The goal line (ask, state, note) for the activity `view` on show (or None) and the step's
+    own goal `step_goal` (or None), given whether the step was `completed` before; and whether
+    the step's goal is done now for the first time (to be recorded). No line: nothing asks."""
+    goal = view.goal() if view is not None else None
+    if goal is not None and goal.ask:
+        state, note = goal.state, goal.note
+        if state == "open" and view.done_before:  # asked again; the table of contents says done
+            state, note = "done", note or "done before"
+        return (goal.ask, state, note), False
+    if step_goal is None:
+        return None, False
+    done = step_goal.done
+    newly_done = done and not completed
+    before = step_goal.completable and (completed or newly_done)
+    state = "done" if done or before else "open"
+    note = step_goal.note() or ("done before" if before else "")
+    return (step_goal.ask, state, note), newly_done

@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.text import Text
 from textual.widget import Widget
 
-from ..formatting import first_fitting
+from ..formatting import count, first_fitting, number
 
 
 class SimStatus(Widget):
@@ -31,6 +31,11 @@ class SimStatus(Widget):
             self.line, self.short = line, short
             self.refresh()
 
+    def show_run(self, sim, snapshot, sep: str) -> None:
+        """The state of `sim` (a `LiveSimulation`) at `snapshot` (`status_line`)."""
+        line, short = status_line(sim, snapshot, sep)
+        self.show(line, sim.running, short)
+
     def show_help(self, texts: tuple[Text, ...] | None) -> None:
         """Show `texts` (a focused dial's range, then shorter forms of it) in place of the
         status, the longest that fits; None: the status again."""
@@ -48,3 +53,24 @@ class SimStatus(Widget):
         width = self.outer_size.width - self.styles.gutter.width
         line = self.line if len(self.line) <= width or not self.short else self.short
         return Text(line, no_wrap=True, overflow="crop")
+
+
+def status_line(sim, snapshot, sep: str) -> tuple[str, str]:
+    """The status line over the views, whole and short: the run's state (running at what speed,
+    behind when the machine is busy, paused, finished), its clock and iteration."""
+    if snapshot.finished:
+        state = "finished (r resets)"
+    elif sim.behind:
+        # The frame's share of time ran out before the simulated clock caught up.
+        speed = sim.speed
+        state = f"running {speed:.0f}x (CPU busy)" if speed >= 10 else f"running {speed:.2g}x (CPU busy)"
+    elif sim.running:
+        state = f"running {number(sim.time_scale)}x"
+    else:
+        state = "paused"
+    t = snapshot.time
+    clock = f"t {t:.2f} s" if t < 100 else f"t {t:.1f} s" if t < 1000 else f"t {t:,.0f} s"
+    n = snapshot.iteration
+    short = f"{state}{sep}{clock}"
+    line = f"{short}{sep}iter {n:,}" if n < 10_000 else f"{short}{sep}iter {count(n)}"
+    return line, short
