@@ -118,3 +118,99 @@ class Screen:
     assert [line.split(":")[0] for line in found] == ["3", "4", "5", "10", "11", "12", "13", "14", "15"], found
     assert reaches("self.sim.set_dial('engine.max_num_seqs', 3)\nself.sim.scenario.engine\nscenario.engine\n",
                    attributes, set()) == []  # a dial's path, a scenario's engine settings
+
+
+# -- the tutorial screen composes; its widgets and helpers never hold it
+TUTORIAL = "batchtui/screens/tutorial.py"
+TUTORIAL_MOST_LINES = 600
+"""The tutorial module's length at most (`contracts.toml`'s general limit today)."""
+
+
+def holds_the_screen(source: str) -> list[str]:
+    """`line: code` for each way a module's classes take or keep a screen: a constructor
+    parameter named or annotated as one (`screen`, `tutorial`, `TutorialScreen`), or an attribute
+    set from such a name or to `self.screen`/`self.app.screen`/`app.tutorial`."""
+    import ast
+
+    names = {"screen", "tutorial"}
+
+    def screenish(node) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id in names
+        if isinstance(node, ast.Attribute):
+            return node.attr in names | {"tutorial"} or screenish(node.value) and node.attr in names
+        return False
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "__init__":
+            for arg in node.args.args + node.args.kwonlyargs:
+                annotation = ast.unparse(arg.annotation) if arg.annotation is not None else ""
+                if arg.arg in names or "Screen" in annotation:
+                    found.append((node.lineno, f"{node.lineno}: __init__({arg.arg})"))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            kept = [t for t in targets if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                    and t.value.id == "self"]
+            if kept and node.value is not None and screenish(node.value):
+                found.append((node.lineno, f"{node.lineno}: {ast.unparse(node)}"))
+    return [text for _, text in sorted(found)]
+
+
+def test_no_widget_or_helper_of_the_app_holds_the_screen():
+    """Attributes down, messages up: a widget or helper is given what it works on (the step,
+    the run, a callback) and posts or returns what happened; none takes the tutorial screen to
+    reach into, and the tutorial module stays one that composes."""
+    from pathlib import Path
+
+    import batchtui
+
+    root = Path(batchtui.__file__).parent
+    found = []
+    for folder in ("screens", "widgets"):
+        for path in sorted((root / folder).rglob("*.py")):
+            name = f"batchtui/{path.relative_to(root).as_posix()}"
+            if name != TUTORIAL:
+                found += [f"{name}:{line}" for line in holds_the_screen(path.read_text(encoding="utf-8"))]
+    assert found == []
+    lines = len((root.parent / TUTORIAL).read_text(encoding="utf-8").splitlines())
+    assert lines <= TUTORIAL_MOST_LINES, f"{TUTORIAL}: {lines} lines"
+
+
+def test_the_holding_check_finds_each_way():
+    source = """
+class Dials:
+    def __init__(self, screen) -> None:
+        self.screen = screen
+
+class Panel:
+    def __init__(self, owner: TutorialScreen, *, tutorial=None) -> None:
+        self.owner = owner
+        self.tutorial = tutorial
+        self.parent_screen = self.app.screen
+        self.tutorial_screen = app.tutorial
+
+class Fine:
+    def __init__(self, stack, say) -> None:
+        self.stack = stack
+        self.say = say
+        self.focused = self.screen.focused
+"""
+    assert [line.split(":")[0] for line in holds_the_screen(source)] == ["3", "4", "7", "7", "9", "10", "11"]
+
+
+async def test_the_live_tutorial_s_helpers_hold_no_screen(make_app):
+    """On a running app: no object the screen holds (a helper, a pane) keeps the screen in an
+    attribute of its own (callbacks it was given are the screen's methods, not the screen)."""
+    from textual.widget import Widget
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("n")
+        screen = app.screen
+        held = {name: value for name, value in vars(screen).items()
+                if type(value).__module__.startswith("batchtui.")}
+        assert {"navigation", "before", "sweeps", "playground", "lesson", "sim_pane", "bottom"} <= set(held)
+        for name, value in held.items():
+            own = {k: v for k, v in vars(value).items() if not (isinstance(value, Widget) and k.startswith("_"))}
+            assert not any(v is screen for v in own.values()), name

@@ -128,3 +128,30 @@ async def test_an_answer_typed_before_the_drills_question_is_drawn_is_kept(make_
 
         assert app.screen.query_one(DrillView).question is not None  # the question is in...
         assert box.value == "12"  # ...and what was typed still is
+
+
+async def test_dial_moves_and_a_reset_in_one_read_land_in_order(make_app):
+    """A dial's move reaches the screen as the dial list's `Moved` (after the run took it): a
+    reset read with the moves acts after them, so the dials and the run end at the step's start
+    and the notice is the reset's (a `Moved` after it would have cleared it)."""
+    from batchtui.widgets.dial import DialControl
+    from batchtui.widgets.notice_line import NoticeLine
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("tab")  # the first dial: request rate 20 req/s, step 1
+        dial = app.focused
+        assert isinstance(dial, DialControl) and dial.value == 20
+        one_read(app, "right", "right", "right")
+        assert await settled(pilot, lambda: app.screen.sim.scenario.workload.request_rate == 23.0)
+        assert dial.value == 23
+        one_read(app, "right", "right", "r")
+        notice = app.screen.query_one(NoticeLine)
+        assert await settled(pilot, lambda: notice.message == "Scenario reset to the step's start."), notice.message
+        for _ in range(20):  # nothing of the moves is still on its way
+            await pilot.pause(0.02)
+        assert notice.message == "Scenario reset to the step's start."
+        assert app.screen.sim.scenario.workload.request_rate == 20.0 and dial.value == 20
+        one_read(app, "left", "left")  # and moves after a reset clear its notice, as typed slowly
+        assert await settled(pilot, lambda: dial.value == 18 and notice.message == ""), (dial.value, notice.message)
+        assert app.screen.sim.scenario.workload.request_rate == 18.0
