@@ -30,13 +30,13 @@ class Navigation:
     `open_step(index)` draws a step (the screen's); `say(words)` puts a line before the learner."""
 
     def __init__(self, app, summaries, open_step: Callable[[int], Awaitable[None]],
-                 say: Callable[[str], None]) -> None:
+                 say: Callable[[str], None], index: int = 0) -> None:
         self.app = app
         self.summaries = summaries
         """Number, title, section and minutes of every step (`step_list.summaries_of`)."""
         self.open_step = open_step
         self.say = say
-        self.index = 0
+        self.index = index
         """The step on show (0-based), given by the screen as it opens one."""
         self.wanted: int | None = None
         """The step (0-based) the keys asked for last, while the change is on its way."""

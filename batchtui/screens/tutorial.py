@@ -23,7 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual import events
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -105,8 +105,7 @@ class TutorialScreen(WholeFrameScreen):
         self.bottom = BottomLines(app.settings.ascii_only, app.settings.glyphs.sep, id="bottom")
         self.sim_pane = SimPane(VIEW_KINDS, id="sim-column")
         self.lesson = QuestionPane(ascii_only=app.settings.ascii_only, id="lesson-pane")
-        self.navigation = Navigation(app, self.summaries, self.show_step, self.say)
-        self.navigation.index = start_index
+        self.navigation = Navigation(app, self.summaries, self.show_step, self.say, index=start_index)
         self.before = BeforeAfter(self.sim_pane.stack, app.words, lambda step: self.live.shows(step))
         self.sweeps = Sweeps(self.sim_pane.stack, partial(app.settings.clock.in_background, self))
         self.playground = Playground(app, lambda: self.sim if self.playground.on(self.step) else None, self._played)
@@ -114,7 +113,6 @@ class TutorialScreen(WholeFrameScreen):
 
     @property
     def index(self) -> int:
-        """The step on show (0-based)."""
         return self.navigation.index
 
     @property
@@ -244,7 +242,7 @@ class TutorialScreen(WholeFrameScreen):
         self.before.arrange(step, self.sim)
         # Saved once the step is drawn: a save waits on the disk (fsync).
         self.call_after_refresh(self.app.remember_step, step.number)
-        self._focus_lesson()
+        self.action_focus_lesson()
         self.update_goal()
         self.update_keys()
         if self.index == len(summaries) - 1:
@@ -382,7 +380,7 @@ class TutorialScreen(WholeFrameScreen):
     def _answered(self) -> None:
         """The answer is in: the plain keys (space, +, -, .) go to the simulation again."""
         if isinstance(self.focused, Input):
-            self._focus_lesson()
+            self.action_focus_lesson()
         self.update_goal()
         self.update_keys()
 
@@ -457,7 +455,7 @@ class TutorialScreen(WholeFrameScreen):
         self.set_class(zoomed, "-zoomed")
         self.sim_pane.fit(zoomed or self.has_class("-wide"), self.has_class("-short"), dials)
 
-    def _focus_lesson(self) -> None:
+    def action_focus_lesson(self) -> None:
         """The lesson takes the keys (↑ ↓ scroll it, ← → change step); zoomed, nothing does."""
         self.set_focus(None) if self.zoomed else self.lesson.focus()
 
@@ -487,11 +485,10 @@ class TutorialScreen(WholeFrameScreen):
         # Crossing a width breakpoint can change the dials' shape (two columns when wide).
         self.call_after_refresh(lambda: self._set_zoom(self.zoomed, "reshape"))
 
-    def on_dial_control_leave(self, message: DialControl.Leave) -> None:
-        self._focus_lesson()
-
-    def on_answer_box_leave(self, message: AnswerBox.Leave) -> None:
-        self._focus_lesson()
+    @on(DialControl.Leave)
+    @on(AnswerBox.Leave)
+    def _left(self) -> None:
+        self.action_focus_lesson()
 
     def on_unmount(self) -> None:
         self.stop_simulation()
@@ -527,17 +524,11 @@ class TutorialScreen(WholeFrameScreen):
         if self.zoomed and self.focused is self.lesson:
             self.set_focus(None)
         elif not self.zoomed and self.focused is None:
-            self._focus_lesson()
+            self.action_focus_lesson()
         self.update_keys()
 
     def action_next_views(self) -> None:
-        if self.stack.page_count <= 1:
-            self.say("Every view of this step is in sight.")
-        else:
-            self.stack.next_page()
-
-    def action_focus_lesson(self) -> None:
-        self._focus_lesson()
+        self.stack.next_page() if self.stack.page_count > 1 else self.say("Every view of this step is in sight.")
 
     def action_run_pause(self) -> None:
         if self.sim is not None and self.sim.done:
