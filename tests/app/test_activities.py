@@ -86,6 +86,30 @@ async def test_predict_waits_for_a_guess_then_reveals_after_the_run(make_app, le
         assert app.progress.completed == {1}
 
 
+async def test_a_reveal_drawn_while_its_step_closes_does_not_crash_the_app(make_app, lessons, monkeypatch):
+    """The reveal is drawn in a worker: a step change while it awaits its Markdown removes the
+    view's parts under it (it crashed the app with NoMatches on #predict-status)."""
+    drawn = PredictView.show_markdown
+
+    async def step_closes_meanwhile(view, id, text):
+        shown = await drawn(view, id, text)
+        await view.query_one("#predict-status").remove()
+        return shown
+
+    monkeypatch.setattr(PredictView, "show_markdown", step_closes_meanwhile)
+    app = make_app(list(lessons), start_step=1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.screen.query_one(PredictView)
+        await pilot.press("2")
+        app.screen.sim.fast_forward(view.predict.watch_seconds + 1.0)
+        for _ in range(5):
+            await pilot.pause()
+        assert view.revealed and app.is_running
+        await pilot.press("n")
+        await pilot.pause()
+        assert app.is_running and app.screen.query_one(StepHeader).number == 2
+
+
 async def test_number_keys_that_come_during_a_step_change_wait_for_the_new_step_s_view(make_app, lessons):
     """A digit in the same read as a step change reached the new step's prediction before its
     parts were mounted: one out of range crashed the app (NoMatches, exit 1; one in twelve runs

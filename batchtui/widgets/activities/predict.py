@@ -173,8 +173,12 @@ class PredictView(ActivityView):
         self.run_worker(partial(self._show_reveal, text), group="reveal")
 
     async def _show_reveal(self, text: str) -> None:
+        if not self.is_attached:
+            return
         await self.show_markdown("predict-reveal", text)
-        self.bring_into_view(self.query_one("#predict-status"), top=True)
+        # A step change while the reveal was drawn removes the view: nothing left to show.
+        for status in self.query("#predict-status"):
+            self.bring_into_view(status, top=True)
 
     def goal(self) -> Goal:
         n = len(self.predict.choices)
