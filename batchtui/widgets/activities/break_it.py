@@ -79,9 +79,13 @@ class BreakItView(ActivityView):
         self.query_one("#break-it-status", Static).update(self.words(text))
 
     async def _show_verdict(self, text: str) -> None:
+        if not self.is_attached:
+            return
         await self.show_markdown("break-it-verdict", text)
-        # The learner is watching the dials and views: bring what happened into the lesson pane.
-        self.bring_into_view(self.query_one("#break-it-status"), top=True)
+        # The learner is watching the dials and views: bring what happened into the lesson pane
+        # (unless a step change removed the view meanwhile).
+        for status in self.query("#break-it-status"):
+            self.bring_into_view(status, top=True)
 
     @property
     def answered(self) -> bool:
