@@ -103,6 +103,8 @@ def test_a_published_command_line_replays(case, capsys, tmp_path, monkeypatch):
 def test_the_refusals_are_the_documented_ones():
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    assert "several engine replicas behind one server" in readme
-    assert "any model runs from its Hugging Face config.json" in readme
+    from tools import docs_tables
+
+    manual = docs_tables.page("vllm-flags.md")
+    assert "several engine replicas behind one server" in manual
+    assert "any model runs from its Hugging Face config.json" in manual
