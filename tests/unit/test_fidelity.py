@@ -67,7 +67,7 @@ def test_every_counted_figure_is_within_its_tolerance_or_a_known_miss(table):
 
 
 def test_a_known_miss_is_still_a_miss(table):
-    """An entry of KNOWN_MISSES the model now meets is stale: the README would list a miss that
+    """An entry of KNOWN_MISSES the model now meets is stale: the manual would list a miss that
     is not one."""
     by_key = {(r.stem, r.key): r for r in table}
     for key in fidelity.KNOWN_MISSES:

@@ -1,6 +1,6 @@
 """Command lines copied unchanged from public benchmark write-ups and vLLM's own documentation
 replay in `batchtui sim` (the lines pasted after it): each runs, or is refused for a reason the
-README documents. Each source's address is given with its lines. A shell loop's variable is
+manual documents. Each source's address is given with its lines. A shell loop's variable is
 written as the shell expands it on one pass; nothing else is changed. Every line runs in well
 under ten seconds here (the longest, 1,280 requests, in about two), so none is shortened."""
 

@@ -125,7 +125,7 @@ def test_tokenize_counts_what_the_completion_counts(server):
     c = server.post("/v1/chat/completions", {**chat, "max_tokens": 1})
     assert c["usage"]["prompt_tokens"] == t["count"]
     hello = server.post("/tokenize", {"messages": [{"role": "user", "content": "Hello"}]})
-    assert hello["count"] == 36  # (the README's figure: 25 for the system turn, 6 the message, 5 the header)
+    assert hello["count"] == 36  # (the manual's figure: 25 for the system turn, 6 the message, 5 the header)
     assert server.post("/detokenize", {"tokens": t["tokens"]})["prompt"].startswith(
         "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\n")
 
