@@ -102,3 +102,94 @@ def test_the_manual_builds_strictly(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     built = (tmp_path / "site" / "flags" / "index.html").read_text(encoding="utf-8")
     assert "--max-num-seqs" in built and "<!-- table:" not in built
+
+
+# A command's output on a page: `<!-- output: ... -->`, a blank line, the indented block whose
+# first line is `$ batchtui ARGS` and whose other lines are the first lines of what it prints.
+OUTPUT_BLOCK = re.compile(r"(<!-- output:[^>]*-->\n\n)((?:    .*\n|\n(?=    ))+)(\n<!-- end output -->)")
+IN_ONE_PROCESS = ("sweep", "plan", "search")  # --jobs 1 gives the same results as a pool
+
+
+def _printed(args: list[str], capsys) -> list[str]:
+    from tests.unit.cli_run import run
+
+    extra = ["--jobs", "1"] if args[0] in IN_ONE_PROCESS else []
+    code, out, err = run(capsys, *args, *extra)
+    assert code == 0, err
+    return out.rstrip("\n").split("\n")
+
+
+def _blocks(name: str):
+    text = (docs_tables.DOCS / name).read_text(encoding="utf-8")
+    for match in OUTPUT_BLOCK.finditer(text):
+        lines = [line[4:] for line in match.group(2).rstrip("\n").split("\n")]  # a blank line stays blank
+        assert lines[0].startswith("$ batchtui "), lines[0]
+        yield match, shlex.split(lines[0][len("$ batchtui "):]), lines[1:]
+
+
+@pytest.mark.parametrize("name", ["commands.md"])
+def test_the_outputs_on_a_page_are_what_the_commands_print(name, capsys):
+    blocks = list(_blocks(name))
+    assert blocks, f"{name} has no command output"
+    for _, args, shown in blocks:
+        printed = _printed(args, capsys)
+        assert len(shown) >= 10 and shown == printed[:len(shown)], (
+            f"{name}: the output of batchtui {shlex.join(args)} is stale: python -m tests.unit.test_docs\n"
+            + "\n".join(printed[:len(shown)]))
+
+
+def _cut(printed: list[str], shown: list[str]) -> list[str]:
+    """The first lines of `printed`, to the last that begins as the block's last line began (a
+    chart after a table is left out), else as many as the block had."""
+    head = shown[-1][:12] if shown else ""
+    end = max((i for i, line in enumerate(printed) if head and line.startswith(head)), default=len(shown) - 1)
+    return printed[:end + 1]
+
+
+def main() -> int:
+    """Write the pages' command outputs again (to where each block ended), each page to a
+    temporary file renamed into place."""
+    import tempfile
+
+    class Capture:  # what capsys gives run(): the text printed since the last read
+        def readouterr(self):
+            out, err = sys.stdout.getvalue(), sys.stderr.getvalue()
+            sys.stdout.seek(0), sys.stdout.truncate(), sys.stderr.seek(0), sys.stderr.truncate()
+            return out, err
+
+    import io
+
+    for name in ("commands.md",):
+        path = docs_tables.DOCS / name
+        text = path.read_text(encoding="utf-8")
+        pieces, last = [], 0
+        for match, args, shown in list(_blocks(name)):
+            real = sys.stdout, sys.stderr
+            sys.stdout, sys.stderr = io.StringIO(), io.StringIO()
+            try:
+                printed = _printed(args, Capture())
+            finally:
+                sys.stdout, sys.stderr = real
+            body = "".join("    " + line + "\n" if line else "\n"
+                           for line in [f"$ batchtui {shlex.join(args)}", *_cut(printed, shown)])
+            pieces += [text[last:match.start(2)], body]
+            last = match.end(2)
+        new = "".join(pieces) + text[last:]
+        if new == text:
+            print(f"{name} is up to date.")
+            continue
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".md", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(new)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        print(f"{name} written again: read the diff before committing.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())
