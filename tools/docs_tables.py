@@ -39,7 +39,8 @@ def _subparser(command: str) -> argparse.ArgumentParser:
 def _groups(command: str) -> list[argparse._ArgumentGroup]:
     """A command's argument groups that hold flags, in the order --help shows them."""
     return [g for g in _subparser(command)._action_groups  # noqa: SLF001 (argparse's own)
-            if any(a.help != argparse.SUPPRESS and not isinstance(a, argparse._HelpAction)  # noqa: SLF001
+            if g.title.startswith(OTHER_VLLM_FLAGS) and g._group_actions  # noqa: SLF001
+            or any(a.help != argparse.SUPPRESS and not isinstance(a, argparse._HelpAction)  # noqa: SLF001
                    for a in g._group_actions)]  # noqa: SLF001
 
 
@@ -81,7 +82,7 @@ def group_table(group: argparse._ArgumentGroup, prog: str) -> str:
 
 
 def _title(group: argparse._ArgumentGroup) -> str:
-    return "flags" if group.title in ("options", "positional arguments") else group.title
+    return {"options": "flags", "positional arguments": "arguments"}.get(group.title, group.title)
 
 
 def command_groups(command: str, start: str = "") -> str:
