@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import argparse
 import html
+import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -173,6 +175,23 @@ def render(markdown: str) -> str:
 def page(name: str) -> str:
     """A page of docs/ as the site shows it (its tables generated): what tests read."""
     return render((DOCS / name).read_text(encoding="utf-8"))
+
+
+def write_again(path: Path, new: str) -> None:
+    """A page (or the README) with its generated parts written again, when they changed: to a
+    temporary file beside it, renamed into place; says which."""
+    if new == path.read_text(encoding="utf-8"):
+        print(f"{path.name} is up to date.")
+        return
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".md", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(new)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    print(f"{path.name} written again: read the diff before committing.")
 
 
 def on_page_markdown(markdown: str, **_) -> str:

@@ -107,23 +107,14 @@ def test_captures_are_the_screens_the_app_draws(tmp_path, monkeypatch, document)
 
 def main() -> int:
     """Write the documents' generated parts again: each to a temporary file, then renamed into place."""
+    from tools import docs_tables
+
     os.environ.pop("NO_COLOR", None)
     for document in DOCUMENTS:
         text = document.read_text(encoding="utf-8")
         with tempfile.TemporaryDirectory() as state:
             new = rendered(text, Path(state))
-        if new == text:
-            print(f"{document.name} is up to date.")
-            continue
-        fd, tmp = tempfile.mkstemp(prefix=f".{document.stem}-", suffix=".md", dir=document.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(new)
-            os.replace(tmp, document)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        print(f"{document.name} written again: read the diff before committing.")
+        docs_tables.write_again(document, new)
     return 0
 
 

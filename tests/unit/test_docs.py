@@ -149,8 +149,6 @@ def _cut(printed: list[str], shown: list[str]) -> list[str]:
 def main() -> int:
     """Write the pages' command outputs again (to where each block ended), each page to a
     temporary file renamed into place."""
-    import tempfile
-
     class Capture:  # what capsys gives run(): the text printed since the last read
         def readouterr(self):
             out, err = sys.stdout.getvalue(), sys.stderr.getvalue()
@@ -174,19 +172,7 @@ def main() -> int:
                            for line in [f"$ batchtui {shlex.join(args)}", *_cut(printed, shown)])
             pieces += [text[last:match.start(2)], body]
             last = match.end(2)
-        new = "".join(pieces) + text[last:]
-        if new == text:
-            print(f"{name} is up to date.")
-            continue
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".md", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(new)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        print(f"{name} written again: read the diff before committing.")
+        docs_tables.write_again(path, "".join(pieces) + text[last:])
     return 0
 
 
