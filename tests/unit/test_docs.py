@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import io
 import os
 import re
 import shlex
@@ -149,13 +150,12 @@ def _cut(printed: list[str], shown: list[str]) -> list[str]:
 def main() -> int:
     """Write the pages' command outputs again (to where each block ended), each page to a
     temporary file renamed into place."""
+
     class Capture:  # what capsys gives run(): the text printed since the last read
         def readouterr(self):
             out, err = sys.stdout.getvalue(), sys.stderr.getvalue()
             sys.stdout.seek(0), sys.stdout.truncate(), sys.stderr.seek(0), sys.stderr.truncate()
             return out, err
-
-    import io
 
     for name in ("commands.md",):
         path = docs_tables.DOCS / name
