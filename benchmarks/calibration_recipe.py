@@ -1,11 +1,11 @@
-"""How well the README's calibration recipe ("Calibrate to your GPU") recovers a GPU it is not told,
+"""How well the manual's calibration recipe (docs/calibration.md) ("Calibrate to your GPU") recovers a GPU it is not told,
 and how well the profile it writes predicts rates it did not see.
 
 For each hidden GPU (`TRUTHS`; the first is the test's, tests/unit/test_calibrate_recipe.py), the
 recipe's `batchtui bench` lines (or `vllm bench serve`'s) run as written (bash expands its
 variables and loop), each as `batchtui sim --save-result` on that GPU with vLLM's default async scheduling (`--sync`: also with
 `--no-async-scheduling`, the engines before it); then the recipe's `batchtui calibrate` line fits
-from the built-in h100-sxm as the README says. Runs the recipe does not make (`HELD_OUT`: other
+from the built-in h100-sxm as the manual says. Runs the recipe does not make (`HELD_OUT`: other
 rates and prompt lengths, on the same hidden GPU) are replayed with the written profile. Printed
 per GPU: each fitted value against the truth, with the profile's comment on it (a host cost the
 runs do not show: the most they allow), and each held-out run's error on TTFT p50, TPOT p50 and
@@ -51,15 +51,15 @@ HELD_OUT = (("12", 500, 512, 256), ("20", 500, 512, 256), ("2", 200, 2048, 128),
 """(rate, requests, prompt, output) of the runs the fit does not see; the first two are the
 test's."""
 METRICS = ("median_ttft_ms", "median_tpot_ms", "output_throughput")
-SECTION = "## Calibrate to your GPU"
+PAGE = ROOT / "docs" / "calibration.md"
+"""The manual's page whose recipe this runs, as written."""
 
 
-def recipe(readme: Path = ROOT / "README.md") -> tuple[str, list[str]]:
-    """The README's recipe: the shell lines that measure (the block that sets `B=`), and the
-    `batchtui calibrate` and `batchtui compare` lines."""
-    text = readme.read_text(encoding="utf-8")
-    section = text[text.index(SECTION):]
-    section = section[:section.index("\n## ", len(SECTION))]
+def recipe(page: Path = PAGE) -> tuple[str, list[str]]:
+    """The manual's recipe: the shell lines that measure (the block that sets `B=`), and the
+    `batchtui calibrate` and `batchtui compare` lines, from the page's text before its first section."""
+    text = page.read_text(encoding="utf-8")
+    section = text.split("\n## ")[0]
     blocks, current = [], []
     for line in section.splitlines() + [""]:
         if line.startswith("    "):
@@ -85,7 +85,7 @@ def sent_lines(script: str, directory: Path) -> list[list[str]]:
 
 
 def measure(directory: Path, truth: dict, sync: bool = False) -> list[str]:
-    """Run the README's measuring lines with `batchtui sim --save-result` on the hidden GPU
+    """Run the manual's measuring lines with `batchtui sim --save-result` on the hidden GPU
     `truth` (in `directory`, as the recipe runs in its folder); the result files written."""
     from batchtui.cli import main
 
@@ -101,7 +101,7 @@ def measure(directory: Path, truth: dict, sync: bool = False) -> list[str]:
 
 
 def calibrate(directory: Path, jobs: int | None = None):
-    """Run the README's `batchtui calibrate` line in `directory` (with `--jobs`, if given): its
+    """Run the manual's `batchtui calibrate` line in `directory` (with `--jobs`, if given): its
     output, and the fit it made (`sim.fit.FitResult`, watched as the command runs)."""
     import sim.fit
     from batchtui.cli import main
@@ -127,7 +127,7 @@ def calibrate(directory: Path, jobs: int | None = None):
 
 
 def _expanded(line: str, directory: Path) -> list[str]:
-    """A README command's arguments after `batchtui`, its globs expanded as a shell would."""
+    """A manual command's arguments after `batchtui`, its globs expanded as a shell would."""
     words = []
     for word in shlex.split(line)[1:]:
         matched = sorted(glob.glob(str(directory / word))) if any(c in word for c in "*?[") else []
@@ -137,7 +137,7 @@ def _expanded(line: str, directory: Path) -> list[str]:
 
 def held_out(directory: Path, truth: dict, which=HELD_OUT, sync: bool = False, jobs: int | None = None) -> list[dict]:
     """Runs the fit did not see, made on the hidden GPU, replayed with the written profile as the
-    README's `batchtui compare` line replays the fitted ones: `compare --json`'s runs."""
+    manual's `batchtui compare` line replays the fitted ones: `compare --json`'s runs."""
     from batchtui.cli import main
 
     (directory / "held").mkdir(exist_ok=True)
@@ -155,7 +155,7 @@ def held_out(directory: Path, truth: dict, which=HELD_OUT, sync: bool = False, j
 
 
 def replay(directory: Path, paths: list[str], jobs: int | None = None) -> list[dict]:
-    """Result files replayed with the written profile as the README's `batchtui compare` line
+    """Result files replayed with the written profile as the manual's `batchtui compare` line
     replays the recipe's own runs: `compare --json`'s runs."""
     from batchtui.cli import main
 

@@ -6,10 +6,10 @@ engine.
    host costs, `--profiles truth.toml --gpu h100-truth`; nothing else is told of it), with vLLM's
    defaults otherwise (async scheduling, prefix caching), at `--time-scale X` and
    `--stream-interval 16`;
-2. the README's calibration recipe ("Calibrate to your GPU": its `B=` block, expanded by bash) runs
+2. the manual's calibration recipe (docs/calibration.md) ("Calibrate to your GPU": its `B=` block, expanded by bash) runs
    with `batchtui bench --base-url` against it, in this process (`--quick`, the test's: each
    line's `--num-prompts` cut to `QUICK_SHARE` of it, at least `QUICK_MIN`);
-3. the README's `batchtui calibrate` line fits, from the built-in h100-sxm as it says;
+3. the manual's `batchtui calibrate` line fits, from the built-in h100-sxm as it says;
 4. `HELD_OUT` runs the recipe does not make are measured the same way and replayed with the
    written profile (`batchtui compare --json`): the error on TTFT p50, TPOT p50 and output
    throughput, simulated / measured - 1.

@@ -12,11 +12,11 @@ tests/data/published/*.json` does, and each measured figure is set against the s
 
 Prints a table of every figure (published, simulated, error, and whether it is within the
 tolerance of its kind, or a known miss and why), then the median absolute error over output
-throughput and TPOT p50, the goal's figures. `--markdown` prints the README's fidelity table.
+throughput and TPOT p50, the goal's figures. `--markdown` prints the manual's fidelity table (docs/accuracy.md).
 
     python benchmarks/fidelity.py [--markdown]
 
-The tolerances are what the model achieves on this set and says it achieves (README, "Fidelity"),
+The tolerances are what the model achieves on this set and says it achieves (the manual's accuracy page, docs/accuracy.md),
 not what would make every point pass; a figure outside its tolerance is listed in KNOWN_MISSES
 with the reason, or it fails tests/unit/test_fidelity.py.
 """
@@ -95,7 +95,7 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
     ("inferencebench-h100-c64", "median_ttft_ms"): _CLIENT_BOUND,
 }
 """(file stem, key) -> why the default profile misses that figure by more than its kind's
-tolerance (the README's fidelity section lists them)."""
+tolerance (the manual's accuracy page lists them)."""
 
 GOAL_KINDS = ("output tok/s", "requests/s", "TPOT p50")
 
@@ -234,7 +234,7 @@ def markdown_table(table: list[Row]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--markdown", action="store_true", help="print the README's table")
+    p.add_argument("--markdown", action="store_true", help="print the manual's table")
     p.add_argument("--profiles", default="", help="a profile file to use instead of the default profiles")
     args = p.parse_args(argv)
     table = rows(profiles_path=args.profiles)

@@ -12,7 +12,7 @@ the calibrated one (`batchtui compare`), and each measured figure is set against
 
 Prints one row per held-out figure (published, default, calibrated, errors) and the mean and
 median absolute error of each profile over those that are not known misses of the fidelity set
-(benchmarks/fidelity.py); `--markdown` prints the README's table.
+(benchmarks/fidelity.py); `--markdown` prints the manual's table (docs/calibration.md).
 
     python benchmarks/holdout.py [--markdown]
 """
@@ -176,7 +176,7 @@ def text(table: list[Row], fitted: dict) -> str:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--markdown", action="store_true", help="print the README's table")
+    p.add_argument("--markdown", action="store_true", help="print the manual's table")
     p.add_argument("--jobs", type=int, default=2)
     args = p.parse_args()
     table, fitted = rows(args.jobs)

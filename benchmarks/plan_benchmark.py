@@ -1,4 +1,4 @@
-"""`batchtui plan` and `batchtui sweep` (the README's examples) against another revision, timed in
+"""`batchtui plan` and `batchtui sweep` (the manual's examples, docs/commands.md) against another revision, timed in
 the same run: each command runs as a fresh process, alternating between this tree and the other
 revision (default `main`, taken with `git archive` into a temporary folder), so both see the same
 load. Prints each run's wall and CPU time, the medians and their ratio, and the answers

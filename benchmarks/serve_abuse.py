@@ -1,4 +1,4 @@
-"""`batchtui serve` under misbehaving clients: the figures of the README's "Limits" paragraph.
+"""`batchtui serve` under misbehaving clients: the figures of the manual's "Limits" paragraph (docs/serve.md).
 
 Two measurements, each on a server of its own (a subprocess on a free loopback port):
 

@@ -12,7 +12,7 @@ _LOAD = "how weights are loaded or fetched: done before serving starts"
 _TOK = "tokenizer and text handling: token counts are estimated without the tokenizer"
 _MM = "multimodal inputs: the simulated traffic is text"
 _MOE = ("how a mixture of experts' experts are balanced, placed or communicated beyond --enable-expert-parallel: "
-        "routing is taken as uniform over the experts (see the README's mixture of experts)")
+        "routing is taken as uniform over the experts (see the manual's mixture of experts)")
 _SAMPLE = "a sampling parameter: changes which tokens come out, not how many (the dataset flags set lengths)"
 _LOG = "logging, metrics or tracing: changes no timing"
 _DP = "data-parallel plumbing: one replica is simulated (--data-parallel-size above 1 is refused)"
@@ -28,9 +28,9 @@ _NODES = ("multi-node plumbing: the GPUs are --tensor-parallel-size on one node,
           "GPU's interconnect")
 _DCP = "decode context parallelism only: --decode-context-parallel-size above 1 is refused"
 _GRAPH_SIZES = ("capture sizes other than vLLM 0.33's defaults are not modelled: the simulator pads an iteration to "
-                "the default sizes (see --enforce-eager in the README)")
+                "the default sizes (see --enforce-eager in the manual)")
 _GRAPHS = ("which batch sizes get CUDA graphs: the simulator pads an iteration to vLLM 0.33's default capture "
-           "sizes (see --enforce-eager in the README)")
+           "sizes (see --enforce-eager in the manual)")
 
 # flag[,alias...] | arity | kind | ok values (comma-separated, refused kind only) | what it does here
 SERVE_ROWS = f"""

@@ -11,8 +11,8 @@ A flag is one of three kinds:
   such as `--pipeline-parallel-size 1`).
 
 The parser accepts every flag of the table (`add_flags`), `build_setup` refuses and records
-(`given`), and the README's flag table is generated from it (`markdown_table`); a test checks the
-README against it and the table against the flags read from vLLM's own argument definitions.
+(`given`), and the manual's flag table is generated from it (`markdown_table`, docs/vllm-flags.md); a test checks the
+page against it and the table against the flags read from vLLM's own argument definitions.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     ones are defined with the dial or option they set)."""
     group = parser.add_argument_group(
         "other vllm serve and vllm bench serve flags (recorded in the result, or refused with the reason; "
-        "see the README's flag table)")
+        "see the manual's vLLM flag table)")
     for row in FLAGS:
         if row.kind == "modelled" or not row.flag.startswith("--"):
             continue
@@ -155,7 +155,7 @@ def recorded_line(recorded: dict[str, str]) -> str:
 
 
 def markdown_table() -> str:
-    """The README's table of every flag, generated from FLAGS."""
+    """The manual's table of every flag (docs/vllm-flags.md), generated from FLAGS."""
     lines = ["| flag | command | kind | what the simulator does with it |", "|---|---|---|---|"]
     for row in FLAGS:
         names = ", ".join(f"`{s}`" for s in row.spellings)
@@ -167,5 +167,5 @@ def markdown_table() -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # python -m batchtui.cli.vllm_flags > table.md: the README's table
+if __name__ == "__main__":  # python -m batchtui.cli.vllm_flags > table.md: the manual's table
     print(markdown_table())

@@ -1,6 +1,6 @@
 """Every field of vLLM 0.33's CompletionRequest and ChatCompletionRequest, and what `batchtui serve`
-does with it: one table (`FIELDS`), read by the server (`read_options`) and printed in the README
-(`markdown_table`; a test checks the README against it, and the table against the field names
+does with it: one table (`FIELDS`), read by the server (`read_options`) and printed in the manual
+(`markdown_table`, docs/serve.md, generated when it is built; a test checks the page against it, and the table against the field names
 of vLLM's request models in tests/data/vllm-request-fields.txt).
 
 A field is one of three kinds:
@@ -170,7 +170,7 @@ def fields_of(route: str) -> list[RequestField]:
 
 
 def markdown_table() -> str:
-    """The README's table of request fields."""
+    """The manual's table of request fields (docs/serve.md)."""
     lines = ["| field | routes | batchtui serve |", "| --- | --- | --- |"]
     for f in FIELDS:
         routes = "both" if len(f.routes) == 2 else ("completions" if f.routes == C else "chat")

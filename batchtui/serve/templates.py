@@ -16,7 +16,7 @@ The layouts are those of the chat_template in each model's tokenizer_config.json
   a line break), a default system turn "You are Qwen, created by Alibaba Cloud. You are a helpful
   assistant." when the chat has none; tool answers as `<tool_response>` blocks in a user turn,
   tool calls as `<tool_call>` blocks; then `<|im_start|>assistant` and a line break.
-- any other model: ChatML turns without a default system turn (said in the README).
+- any other model: ChatML turns without a default system turn (said in the manual, docs/serve.md).
 
 A content given as a list of parts is its text parts joined by line breaks (vLLM's "string"
 content format); the `developer` role is read as `system` (vLLM does so for templates without

@@ -1,6 +1,6 @@
 """Token counts and token ids without the model's tokenizer, and the answer's text.
 
-The rule (stated in the README): a text is `sim.workload.estimate_tokens(text)` tokens (a word
+The rule (stated in the manual, docs/serve.md): a text is `sim.workload.estimate_tokens(text)` tokens (a word
 of up to six letters is one token, longer words one per six letters, a number of up to three
 digits or a run of punctuation one, each `_` one), cut into those tokens by
 `sim.workload.token_pieces`; a prompt sent as token ids is that many tokens. The model's family

@@ -1,13 +1,15 @@
-"""The README's key table and its screen captures are what the app has and shows.
+"""The key table and the screen captures of the README and the manual are what the app has and shows.
 
-Both are written from the app between marker comments in README.md:
+Both are written from the app between marker comments in README.md and docs/tutorial.md:
 
     <!-- keys: written by tests/app/test_readme.py --> ... <!-- end keys -->
     <!-- capture: step=20 keys= --> ... <!-- end capture -->
+    <!-- capture: step=6 keys= size=80x23 --> ... <!-- end capture -->
 
-A capture is the 80x24 screen after the keys given (space-separated Textual key names) and
-SECONDS of simulated time, under the same manual clock as every app test. When the app changes,
-`python tests/app/test_readme.py` writes them again (atomically); then read the diff.
+A capture is the screen (80x24 unless a size is given) after the keys given (space-separated
+Textual key names) and SECONDS of simulated time, under the same manual clock as every app test.
+When the app changes, `python tests/app/test_readme.py` writes them again (atomically); then read
+the diff.
 """
 
 from __future__ import annotations
@@ -19,11 +21,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+DOCUMENTS = (README, ROOT / "docs" / "tutorial.md")
 SECONDS = 20.0
 KEYS_BLOCK = re.compile(r"(<!-- keys: [^>]*-->\n)(.*?)(<!-- end keys -->)", re.S)
-CAPTURE_BLOCK = re.compile(r"(<!-- capture: step=(\d+) keys=([^>]*?) -->\n)(.*?)(<!-- end capture -->)", re.S)
+CAPTURE_BLOCK = re.compile(r"(<!-- capture: step=(\d+) keys=([^>]*?)(?: size=(\d+)x(\d+))? -->\n)(.*?)"
+                           r"(<!-- end capture -->)", re.S)
 
 
 def key_table() -> str:
@@ -41,8 +47,8 @@ def key_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-async def capture(step: int, presses: list[str], state_dir: Path) -> str:
-    """The 80x24 screen of `step` after `presses` and SECONDS of simulated time."""
+async def capture(step: int, presses: list[str], state_dir: Path, size: tuple[int, int] = (80, 24)) -> str:
+    """The screen of `step` at `size` after `presses` and SECONDS of simulated time."""
     sys.path.insert(0, str(Path(__file__).parent))
     from batchtui.app import BatchApp
     from batchtui.progress import Progress, ProgressStore
@@ -54,7 +60,7 @@ async def capture(step: int, presses: list[str], state_dir: Path) -> str:
     ProgressStore(state_dir).save(Progress())
     app = BatchApp(shared_steps.lessons(), AppSettings(clock=ManualClock(), cursor_blink=False,
                                                         state_dir=state_dir, start_step=step))
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=size) as pilot:
         for key in presses:
             await pilot.press(key)
         app.screen.sim.fast_forward(SECONDS)
@@ -64,53 +70,51 @@ async def capture(step: int, presses: list[str], state_dir: Path) -> str:
     return "\n".join(line.rstrip() for line in text.rstrip("\n").split("\n"))
 
 
+def _size(width: str, height: str) -> tuple[int, int]:
+    return (int(width), int(height)) if width else (80, 24)
+
+
 def rendered(text: str, state_dir: Path) -> str:
-    """README.md as the app would write it now."""
+    """A document as the app would write it now."""
     text = KEYS_BLOCK.sub(lambda m: m.group(1) + key_table() + m.group(3), text)
 
     def one(m: re.Match) -> str:
-        shot = asyncio.run(capture(int(m.group(2)), m.group(3).split(), state_dir / f"capture-{m.group(2)}"))
-        return f"{m.group(1)}```text\n{shot}\n```\n{m.group(5)}"
+        shot = asyncio.run(capture(int(m.group(2)), m.group(3).split(), state_dir / f"capture-{m.start()}",
+                                   _size(m.group(4), m.group(5))))
+        return f"{m.group(1)}```text\n{shot}\n```\n{m.group(7)}"
 
     return CAPTURE_BLOCK.sub(one, text)
 
 
-def test_readme_key_table_lists_every_key():
-    text = README.read_text(encoding="utf-8")
+def test_the_manuals_key_table_lists_every_key():
+    text = (ROOT / "docs" / "tutorial.md").read_text(encoding="utf-8")
     block = KEYS_BLOCK.search(text)
-    assert block, "README.md has no generated key table"
-    assert block.group(2) == key_table(), "README key table is stale: python tests/app/test_readme.py"
+    assert block, "docs/tutorial.md has no generated key table"
+    assert block.group(2) == key_table(), "the key table is stale: python tests/app/test_readme.py"
 
 
-def test_readme_captures_are_the_screens_the_app_draws(tmp_path, monkeypatch):
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.name)
+def test_captures_are_the_screens_the_app_draws(tmp_path, monkeypatch, document):
     monkeypatch.delenv("NO_COLOR", raising=False)
-    text = README.read_text(encoding="utf-8")
+    text = document.read_text(encoding="utf-8")
     found = CAPTURE_BLOCK.findall(text)
-    assert found, "README.md has no screen captures"
-    for head, step, presses, body, tail in found:
-        shot = asyncio.run(capture(int(step), presses.split(), tmp_path / f"capture-{step}"))
+    assert found, f"{document.name} has no screen captures"
+    for index, (head, step, presses, width, height, body, tail) in enumerate(found):
+        shot = asyncio.run(capture(int(step), presses.split(), tmp_path / f"capture-{index}", _size(width, height)))
         assert body == f"```text\n{shot}\n```\n", \
-            f"README capture of step {step} is stale: python tests/app/test_readme.py\n{shot}"
+            f"{document.name}: capture of step {step} is stale: python tests/app/test_readme.py\n{shot}"
 
 
 def main() -> int:
-    """Write README.md's generated parts again: to a temporary file, then renamed into place."""
+    """Write the documents' generated parts again: each to a temporary file, then renamed into place."""
+    from tools import docs_tables
+
     os.environ.pop("NO_COLOR", None)
-    text = README.read_text(encoding="utf-8")
-    with tempfile.TemporaryDirectory() as state:
-        new = rendered(text, Path(state))
-    if new == text:
-        print("README.md is up to date.")
-        return 0
-    fd, tmp = tempfile.mkstemp(prefix=".README-", suffix=".md", dir=README.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(new)
-        os.replace(tmp, README)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    print("README.md written again: read the diff before committing.")
+    for document in DOCUMENTS:
+        text = document.read_text(encoding="utf-8")
+        with tempfile.TemporaryDirectory() as state:
+            new = rendered(text, Path(state))
+        docs_tables.write_again(document, new)
     return 0
 
 

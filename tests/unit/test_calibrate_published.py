@@ -41,3 +41,10 @@ def test_the_fit_moved_what_the_runs_pin_and_kept_the_rest(result):
         assert fitted[name] == pytest.approx(getattr(base, name))
     # the measured decode step (6.48 and 6.59 ms) is slower than the default's 6.02 and 6.10 ms
     assert fitted["eta_bw"] < 0.95 * base.eta_bw
+
+
+def test_the_manual_states_the_table_the_benchmark_prints(result):
+    """docs/calibration.md: `python benchmarks/holdout.py --markdown` prints it."""
+    from tools import docs_tables
+
+    assert "\n" + holdout.markdown(*result) + "\n" in (docs_tables.DOCS / "calibration.md").read_text(encoding="utf-8")

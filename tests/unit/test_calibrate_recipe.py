@@ -1,4 +1,4 @@
-"""The README's calibration recipe ("Calibrate to your GPU"), as written, on a GPU the fit is not
+"""The manual's calibration recipe (docs/calibration.md) ("Calibrate to your GPU"), as written, on a GPU the fit is not
 told: its `vllm bench serve` lines run as `batchtui sim --save-result` with async scheduling on
 (vLLM's default and the simulator's), then its `batchtui calibrate` line, then held-out rates
 replayed with the written profile (benchmarks/calibration_recipe.py, which prints the same for

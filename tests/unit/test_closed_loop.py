@@ -1,5 +1,5 @@
 """The closed loop without a GPU (benchmarks/closed_loop.py): `batchtui serve` runs a GPU the test
-does not tell batchtui (other efficiencies and host costs), `batchtui bench` runs the README's
+does not tell batchtui (other efficiencies and host costs), `batchtui bench` runs the manual's
 calibration recipe against it (each line's requests cut to 6 %, at time scale 1: what a time scale
 does to the client's figures is in the module's doc), `batchtui calibrate` fits, and the profile it
 writes predicts a held-out rate of the served engine within 15 % on TTFT p50, TPOT p50 and output

@@ -242,7 +242,7 @@ def test_expert_parallel_costs_small_batches_and_holds_the_same_bytes():
     assert one_ep.t_weights > one_tp.t_weights  # the busiest GPU holds more than its share of 8 experts
     big_tp, big_ep = CostModel(tp).iteration(512, 512 * 1000), CostModel(ep).iteration(512, 512 * 1000)
     assert big_ep.total == pytest.approx(big_tp.total, rel=1e-9)  # every expert read on every GPU
-    # The README's figures (Mixture of experts): a step at a 1,000-token context, the engine's pricing.
+    # The manual's figures (docs/vllm-flags.md, Mixture of experts): a step at a 1,000-token context, the engine's pricing.
     steps = [[round(CostModel(x, overlap=True).iteration(b, b * 1000).total * 1e3, 2) for b in (1, 64)]
              for x in (tp, ep)]
     assert steps == [[5.38, 26.35], [7.38, 26.69]]
@@ -316,7 +316,7 @@ MIXTRAL_TP2_H100_KERNEL_US = {1: 144.03, 8: 434.98, 64: 483.14, 256: 536.77, 512
 def test_one_layers_experts_price_as_vllms_fused_moe_kernel_measures_them():
     """The experts' roofline (their weights read at the GPU's bandwidth efficiency, their FLOPs at its
     tensor-core efficiency) plus the expert kernels' fixed cost, within 15 % of vLLM's kernel
-    benchmark from one token to 1,536 (README, Mixture of experts)."""
+    benchmark from one token to 1,536 (the manual, Mixture of experts)."""
     d = P.deployment("h100-sxm", "mixtral-8x7b", tensor_parallel_size=2)
     layers = d.model.expert_layers
     reads = ExpertReads(8, 2, 2, False)

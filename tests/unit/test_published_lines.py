@@ -1,6 +1,6 @@
 """Command lines copied unchanged from public benchmark write-ups and vLLM's own documentation
 replay in `batchtui sim` (the lines pasted after it): each runs, or is refused for a reason the
-README documents. Each source's address is given with its lines. A shell loop's variable is
+manual documents. Each source's address is given with its lines. A shell loop's variable is
 written as the shell expands it on one pass; nothing else is changed. Every line runs in well
 under ten seconds here (the longest, 1,280 requests, in about two), so none is shortened."""
 
@@ -103,6 +103,8 @@ def test_a_published_command_line_replays(case, capsys, tmp_path, monkeypatch):
 def test_the_refusals_are_the_documented_ones():
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    assert "several engine replicas behind one server" in readme
-    assert "any model runs from its Hugging Face config.json" in readme
+    from tools import docs_tables
+
+    manual = docs_tables.page("vllm-flags.md")
+    assert "several engine replicas behind one server" in manual
+    assert "any model runs from its Hugging Face config.json" in manual

@@ -2,7 +2,7 @@
 shapes, with vLLM's bench client's own prompt alignment; chats counted on the models' templates;
 every vllm: metric vLLM 0.33 exposes that the engine can know, against the list taken from vLLM's
 source (tests/data/vllm-metrics.txt); every field of vLLM's request models honoured or refused
-(the table `batchtui.serve.fields`, against tests/data/vllm-request-fields.txt and the README).
+(the table `batchtui.serve.fields`, against tests/data/vllm-request-fields.txt and the manual).
 
 The servers run in this process, on a thread of their own (an event loop each), on a free port of
 127.0.0.1, at a time scale that answers in milliseconds; the clients are plain HTTP."""
@@ -125,7 +125,7 @@ def test_tokenize_counts_what_the_completion_counts(server):
     c = server.post("/v1/chat/completions", {**chat, "max_tokens": 1})
     assert c["usage"]["prompt_tokens"] == t["count"]
     hello = server.post("/tokenize", {"messages": [{"role": "user", "content": "Hello"}]})
-    assert hello["count"] == 36  # (the README's figure: 25 for the system turn, 6 the message, 5 the header)
+    assert hello["count"] == 36  # (the manual's figure: 25 for the system turn, 6 the message, 5 the header)
     assert server.post("/detokenize", {"tokens": t["tokens"]})["prompt"].startswith(
         "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\n")
 
@@ -396,7 +396,7 @@ def test_prompt_options(server):
     assert server.post("/v1/completions", {"prompt": "x", "max_tokens": 1, "request_id": "abc"})["id"] == "cmpl-abc"
 
 
-def test_every_field_of_vllms_requests_is_in_the_table_and_the_readme():
+def test_every_field_of_vllms_requests_is_in_the_table_and_the_manual():
     rows = {}
     for line in (ROOT / "tests/data/vllm-request-fields.txt").read_text().splitlines():
         if line and not line.startswith("#"):
@@ -405,7 +405,10 @@ def test_every_field_of_vllms_requests_is_in_the_table_and_the_readme():
     assert {f.name for f in fields.fields_of("completions")} == rows["CompletionRequest"]
     assert {f.name for f in fields.fields_of("chat")} == rows["ChatCompletionRequest"]
     assert all(f.kind in fields.KINDS and f.note for f in fields.FIELDS)
-    assert fields.markdown_table() in (ROOT / "README.md").read_text()
+    from tools import docs_tables
+
+    assert "\n<!-- table: request-fields -->\n" in (docs_tables.DOCS / "serve.md").read_text()
+    assert "\n" + fields.markdown_table() + "\n" in docs_tables.page("serve.md")
 
 
 # A value each field takes that is not its default (for the refused: one the simulator cannot honour).

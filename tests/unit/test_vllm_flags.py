@@ -1,5 +1,5 @@
 """Every flag of `vllm serve` and `vllm bench serve` is accepted: modelled, recorded in the result,
-or refused with the reason; the README's table is the table in the code; a pasted command line runs."""
+or refused with the reason; the manual's table is the table in the code; a pasted command line runs."""
 
 from __future__ import annotations
 
@@ -78,11 +78,11 @@ def test_every_row_says_what_the_simulator_does_with_it():
         assert not row.ok or row.kind == "refused"
 
 
-def test_the_readme_table_is_generated_from_the_data():
-    text = (ROOT / "README.md").read_text()
-    body = re.search(r"<!-- vllm-flags:begin -->\n(.*?)\n<!-- vllm-flags:end -->", text, re.S)
-    assert body is not None
-    assert body.group(1) == markdown_table()
+def test_the_manuals_table_is_generated_from_the_data():
+    from tools import docs_tables
+
+    assert "\n<!-- table: vllm-flags -->\n" in (docs_tables.DOCS / "vllm-flags.md").read_text()
+    assert "\n" + markdown_table() + "\n" in docs_tables.page("vllm-flags.md")
     assert markdown_table().count("\n") == len(FLAGS) + 1
 
 
