@@ -58,9 +58,11 @@ async def test_keys_go_on_after_a_key_whose_widget_never_answers(monkeypatch):
 
     monkeypatch.setattr(key_order, "STUCK_S", 0.3)
 
+    released = asyncio.Event()
+
     class Stuck(Input):
         async def on_key(self, event) -> None:
-            await asyncio.sleep(60)  # never done while the test runs
+            await released.wait()  # stuck until the test has its answer (then the app can close)
 
     class Bare(App):
         BINDINGS = [Binding("ctrl+b", "mark", priority=True)]
@@ -93,7 +95,9 @@ async def test_keys_go_on_after_a_key_whose_widget_never_answers(monkeypatch):
             await asyncio.sleep(0.05)
             if app.marked:
                 break
-        assert app.marked == 1
+        marked = app.marked
+        released.set()
+        assert marked == 1
 
 
 async def test_an_answer_typed_before_the_drills_question_is_drawn_is_kept(make_app):
