@@ -17,6 +17,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from sim.deployments import ModelChoice, model_choices
+from sim.profiles import TENSOR_PARALLEL_SIZES
 from sim.speculative import EAGLE3_HEADS, METHOD_NAMES, MAX_SPECULATIVE_TOKENS, PICKED_K, PICKED_METHODS, method_offered
 
 from ..keys import display
@@ -44,8 +45,9 @@ def choice_line(choice: ModelChoice, gpu_name: str, width: int) -> str:
     kind = f"MoE {choice.experts_per_token} of {choice.experts} experts" if choice.experts else "dense"
     if choice.mtp_layers:
         kind += ", MTP"
-    needs = (f"{choice.gpus} × {gpu_name}" if choice.gpus is not None else "does not fit on 8")
-    left = f"{choice.name:<17} {kind:<25}"
+    needs = (f"{choice.gpus} × {gpu_name}" if choice.gpus is not None
+             else f"over {TENSOR_PARALLEL_SIZES[-1]} × {gpu_name}")
+    left = f"{choice.name:<17} {kind:<26}"
     return f"{left} {needs}"[:width]
 
 
