@@ -683,6 +683,14 @@ def undetermined(params: Sequence[Parameter], values: dict, sigma: dict) -> list
     return [p.name for p in params if not sigma[p.name] <= UNDETERMINED * abs(values[p.name])]
 
 
+def value_text(name: str, value: float) -> str:
+    """A parameter's value as a person reads it: overheads (`*_s`) in us below a millisecond,
+    else in ms; efficiencies to three decimals."""
+    if name.endswith("_s"):
+        return f"{value * 1e6:,.1f} us" if value < 1e-3 else f"{value * 1e3:,.3f} ms"
+    return f"{value:.3f}"
+
+
 def _shown(p: Parameter, value: float) -> str:
     """A parameter's value for a message: overheads in microseconds, efficiencies as they are."""
     return f"{value * 1e6:,.1f} us" if not p.log else f"{value:.3f}"

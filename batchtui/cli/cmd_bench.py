@@ -225,7 +225,7 @@ def _run_client(work, stop: _Stop):
 async def _measure(args, endpoint, setup, bar, stop: _Stop) -> Measured:
     from batchtui.loadgen.client import Client, ServerUnreachable
     from batchtui.loadgen.prompts import prepare
-    from batchtui.loadgen.scrape import ServerWatch
+    from batchtui.loadgen.scrape import Scrape, ServerWatch
     from batchtui.loadgen.traffic import send_traffic
     from sim.arrivals import Arrivals
 
@@ -243,7 +243,8 @@ async def _measure(args, endpoint, setup, bar, stop: _Stop) -> Measured:
             raise UserError(f"argument --{'served-model-name' if args.served_model_name else 'model'}: the server "
                             f"serves {', '.join(models)}, not {endpoint.model}")
         arrivals = Arrivals.for_scenario(setup.scenario)
-        server = "batchtui serve" if models is not None else "the server"
+        scrape = Scrape.parse(await client.metrics_text())  # batchtui serve states its time scale there
+        server = "batchtui serve" if scrape is not None and scrape.time_scale else "the server"
         prompts = await prepare(client, arrivals.dataset_prompts, server=server)
         if args.ready_check_timeout_sec or args.num_warmups:
             await _warm_up(client, prompts, setup.scenario, args.ready_check_timeout_sec, args.num_warmups)

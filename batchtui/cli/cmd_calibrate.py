@@ -223,35 +223,29 @@ def _fill(text: str) -> str:
 # -- output ---------------------------------------------------------------------------------------
 
 
-def _value_text(name: str, value: float) -> str:
-    if name.endswith("_s"):
-        return f"{value * 1e6:,.1f} us" if value < 1e-3 else f"{value * 1e3:,.3f} ms"
-    return f"{value:.3f}"
-
-
 def parameter_table(result) -> str:
-    from sim.fit import PARAMETERS
+    from sim.fit import PARAMETERS, value_text
 
     rows = [f"{'parameter':<20} {'base':>11} {'fitted':>11}  {'± (1 sigma)':>12}"]
     for p in PARAMETERS:
         base, value = result.base[p.name], result.values[p.name]
         if p.name in result.fitted:
             sigma = result.sigma[p.name]
-            spread = ("± " + _value_text(p.name, sigma)) if sigma == sigma and sigma != float("inf") else "undetermined"
+            spread = ("± " + value_text(p.name, sigma)) if sigma == sigma and sigma != float("inf") else "undetermined"
         elif p.name in result.undetermined:
             spread = "not determined"
         elif p.name in result.hidden:
             spread = "not shown"
         else:
             spread = "(kept)"
-        rows.append(f"{p.name:<20} {_value_text(p.name, base):>11} {_value_text(p.name, value):>11}  {spread:>12}")
+        rows.append(f"{p.name:<20} {value_text(p.name, base):>11} {value_text(p.name, value):>11}  {spread:>12}")
     return "\n".join(rows)
 
 
 def undetermined_lines(result) -> list[str]:
     """One line for each parameter the runs did not determine: what the fit gave, that the base
     value is kept, and which run would pin it."""
-    from sim.fit import PARAMETERS
+    from sim.fit import PARAMETERS, value_text
 
     lines = []
     for p in PARAMETERS:
@@ -260,9 +254,9 @@ def undetermined_lines(result) -> list[str]:
         if p.name not in result.undetermined:
             continue
         value, sigma = result.undetermined[p.name]
-        sigma_text = _value_text(p.name, sigma) if math.isfinite(sigma) else "an unbounded error"
-        lines.append(f"{p.name} ({p.label}) is not determined by these runs: the fit gave {_value_text(p.name, value)} "
-                     f"± {sigma_text}; kept at the base profile's {_value_text(p.name, result.base[p.name])}. "
+        sigma_text = value_text(p.name, sigma) if math.isfinite(sigma) else "an unbounded error"
+        lines.append(f"{p.name} ({p.label}) is not determined by these runs: the fit gave {value_text(p.name, value)} "
+                     f"± {sigma_text}; kept at the base profile's {value_text(p.name, result.base[p.name])}. "
                      f"To pin it, add {o.flagged(p.needs)}.")
     return lines
 
@@ -270,14 +264,16 @@ def undetermined_lines(result) -> list[str]:
 def hidden_line(p, result) -> str:
     """Why a host cost no run showed is not fitted, what the runs allow of it, and what it is kept
     at."""
+    from sim.fit import value_text
+
     bound, base, kept = result.hidden[p.name], result.base[p.name], result.values[p.name]
-    allowed = (f"any value up to {_value_text(p.name, bound)} gives the same figures" if math.isfinite(bound)
+    allowed = (f"any value up to {value_text(p.name, bound)} gives the same figures" if math.isfinite(bound)
                else "no value tried changes their figures")
     if kept < base:
-        keep = (f"kept at {_value_text(p.name, kept)}, the most these runs allow (the base profile's "
-                f"{_value_text(p.name, base)} would slow them)")
+        keep = (f"kept at {value_text(p.name, kept)}, the most these runs allow (the base profile's "
+                f"{value_text(p.name, base)} would slow them)")
     else:
-        keep = f"kept at the base profile's {_value_text(p.name, base)}"
+        keep = f"kept at the base profile's {value_text(p.name, base)}"
     return (f"{p.name} ({p.label}) is not shown by these runs: they ran with async scheduling, under which the "
             f"host's work overlaps the forward pass, and it never took longer than the pass ({allowed}); {keep}. "
             "To measure it, add runs served with --no-async-scheduling, where the host's work adds to every pass.")
@@ -313,7 +309,7 @@ def profile_text(name: str, gpu, model, result, labels: list[str], notes: list[s
     """A complete [gpus.NAME] table: the base GPU's figures and the fitted values, with a comment
     saying where they came from (and `notes`: what else was fitted, such as the acceptance of
     speculative decoding, which a GPU table does not hold)."""
-    from sim.fit import PARAMETERS
+    from sim.fit import PARAMETERS, value_text
 
     date = datetime.now().strftime("%Y-%m-%d %H:%M")
     lines = [f"# Calibrated by batchtui calibrate on {date}: {model.name} on {gpu.name} ({gpu.id}),",
@@ -331,14 +327,14 @@ def profile_text(name: str, gpu, model, result, labels: list[str], notes: list[s
     for p in PARAMETERS:
         value = result.values[p.name]
         if p.name in result.fitted:
-            note = f"  # fitted, ± {_value_text(p.name, result.sigma[p.name])}"
+            note = f"  # fitted, ± {value_text(p.name, result.sigma[p.name])}"
         elif p.name in result.undetermined:
             value_fit, sigma = result.undetermined[p.name]
             note = (f"  # kept from the base profile: not determined by these runs (the fit gave "
-                    f"{_value_text(p.name, value_fit)} ± {_value_text(p.name, sigma)})")
+                    f"{value_text(p.name, value_fit)} ± {value_text(p.name, sigma)})")
         elif p.name in result.hidden:
             bound = result.hidden[p.name]
-            most = f"; they allow up to {_value_text(p.name, bound)}" if math.isfinite(bound) else ""
+            most = f"; they allow up to {value_text(p.name, bound)}" if math.isfinite(bound) else ""
             kept = "the most they allow" if value < result.base[p.name] else "kept from the base profile"
             note = f"  # {kept}: hidden behind the forward pass in these runs (async scheduling{most})"
         else:

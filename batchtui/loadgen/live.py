@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import statistics
 import threading
 import time
 from collections import deque
@@ -178,11 +179,8 @@ class Segment:
 
 
 def _median(values) -> float | None:
-    values = sorted(v for v in values if v is not None)
-    if not values:
-        return None
-    k = len(values)
-    return values[k // 2] if k % 2 else (values[k // 2 - 1] + values[k // 2]) / 2
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
 
 
 class LiveSession:
@@ -266,7 +264,7 @@ class LiveSession:
     async def _open(self) -> None:
         from .client import Client, ServerUnreachable
         from .prompts import prepare
-        from .scrape import TIME_SCALE, Scrape
+        from .scrape import Scrape
 
         self.client = await Client(self.endpoint).__aenter__()
         try:
@@ -280,8 +278,8 @@ class LiveSession:
                 raise LiveError(f"{self.where} serves no model (its /v1/models is empty)")
             self.model = self.endpoint.model = models[0]
             scrape = Scrape.parse(await self.client.metrics_text())
-            scale = scrape.values.get(TIME_SCALE) if scrape is not None else None
-            self.time_scale = scale if scale and scale > 0 else 1.0
+            scale = scrape.time_scale if scrape is not None else None
+            self.time_scale = scale or 1.0
             self.prompts = await prepare(self.client, server="batchtui serve" if scale else "the server")
         except BaseException:
             client, self.client = self.client, None
@@ -396,7 +394,6 @@ class _Figures:
         if seg.lost_in_a_row >= GONE_AFTER:
             return seg.error
         if len(watch.during) != self.scrapes_seen:
-            self.scrapes_seen = len(watch.during)
             self.last_scrape = time.perf_counter()
             del watch.during[:-2]  # (bounded: the newest is what the view reads, and the result's gauges the last)
             self.scrapes_seen = len(watch.during)

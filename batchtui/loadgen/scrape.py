@@ -32,6 +32,12 @@ class Scrape:
     values: dict[str, float] = field(default_factory=dict)
     per_position: dict[int, float] = field(default_factory=dict)
 
+    @property
+    def time_scale(self) -> float | None:
+        """`batchtui serve`'s time scale (its own metric); None for any other server."""
+        scale = self.values.get(TIME_SCALE)
+        return scale if scale and scale > 0 else None
+
     @classmethod
     def parse(cls, text: str | None) -> Scrape | None:
         """None for no text or text that is not Prometheus's."""
@@ -119,8 +125,7 @@ class ServerWatch:
     @property
     def time_scale(self) -> float:
         """`batchtui serve`'s time scale, 1 for any other server."""
-        scale = self.before.values.get(TIME_SCALE) if self.before is not None else None
-        return scale if scale and scale > 0 else 1.0
+        return (self.before.time_scale if self.before is not None else None) or 1.0
 
     def summary(self) -> dict | None:
         """What the result file keeps (`server_metrics`): vLLM's names, the counters' increase

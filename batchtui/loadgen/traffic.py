@@ -23,17 +23,17 @@ from dataclasses import dataclass
 
 from sim.workload import answer_segment
 
-from .client import Outcome, one_line
+from ..crash import short_error
+from .client import Outcome
 
 
 @dataclass
 class Sent:
-    """One request as sent: its plan, when it came due and when it left (seconds from the start,
-    in the served GPU's time), and what came back (None while in flight)."""
+    """One request as sent: its plan, when it left (seconds from the start, in the served GPU's
+    time), and what came back (None while in flight)."""
 
     spec: object
     """The planned request (`sim.workload.RequestSpec`), its prompt_len and output_len planned."""
-    due: float
     sent: float
     outcome: Outcome | None = None
 
@@ -92,7 +92,7 @@ async def send_traffic(client, arrivals, prompts, *, time_scale: float = 1.0, st
         if record is None or task.cancelled():
             return
         error = task.exception()
-        out = task.result() if error is None else Outcome(error=one_line(f"{type(error).__name__}: {error}"))
+        out = task.result() if error is None else Outcome(error=short_error(error, limit=300))
         record.outcome = out
         finished += 1
         spec = record.spec
@@ -110,7 +110,7 @@ async def send_traffic(client, arrivals, prompts, *, time_scale: float = 1.0, st
         while not stop.is_set():
             t = now()
             while (spec := arrivals.pop_due(t)) is not None:
-                record = Sent(spec, spec.arrival_time - spec.client_queue_time, t)
+                record = Sent(spec, t)
                 if keep_sent:
                     sent.append(record)
                 task = loop.create_task(client.send(prompts.prompt(spec, chat), spec.output_len,

@@ -403,14 +403,13 @@ def _dials(scenario) -> dict:
 
 def moved_words(before, after) -> str:
     """The fitted parameters that moved, "eta_bw 0.80 → 0.74" ("" when none did)."""
-    from sim.fit import PARAMETERS
+    from sim.fit import PARAMETERS, value_text
 
     words = []
     for p in PARAMETERS:
         a, b = getattr(before, p.name), getattr(after, p.name)
         if abs(b - a) > MOVED_BY * max(abs(a), 1e-12):
-            unit = (lambda v: f"{v * 1e3:.3g} ms") if p.name.endswith("_s") else (lambda v: f"{v:.3g}")
-            words.append(f"{p.name} {unit(a)} → {unit(b)}")
+            words.append(f"{p.name} {value_text(p.name, a)} → {value_text(p.name, b)}")
     return ", ".join(words)
 
 

@@ -29,15 +29,14 @@ METHODS = ("none",) + PICKED_METHODS
 
 @dataclass(frozen=True)
 class PickedDeployment:
-    """What the learner picked: a model on `gpus` GPUs of a kind (None: none up to eight hold it,
-    `why_not` says why) and a speculative decoding method ("none" for off) with K draft tokens."""
+    """What the learner picked: a model on `gpus` GPUs of a kind (None: no tensor-parallel size
+    holds it) and a speculative decoding method ("none" for off) with K draft tokens."""
 
     model_id: str
     gpu: str
     gpus: int | None
     method: str
     k: int
-    why_not: str = ""
 
 
 def choice_line(choice: ModelChoice, gpu_name: str, width: int) -> str:
@@ -162,4 +161,4 @@ class ModelPickerScreen(OverlayScreen[PickedDeployment | None]):
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         choice = self.choices[event.option_index]
-        self.dismiss(PickedDeployment(choice.model_id, self.gpu, choice.gpus, self.method, self.k, choice.why_not))
+        self.dismiss(PickedDeployment(choice.model_id, self.gpu, choice.gpus, self.method, self.k))

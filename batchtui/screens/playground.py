@@ -130,6 +130,7 @@ class Playground:
 
     def run_picked(self, picked) -> None:
         """The picker's choice (None: kept), checked as a whole before the run restarts on it."""
+        from sim.profiles import TENSOR_PARALLEL_SIZES
         from sim.search import cannot_run
         from sim.speculative import METHOD_NAMES, method_offered, picked_config
 
@@ -141,7 +142,8 @@ class Playground:
         kept = f"Kept {profiles.model(current.model).name}"
         model, gpu = profiles.model(picked.model_id), profiles.gpu(picked.gpu)
         if picked.gpus is None:
-            self.done(Played(f"{kept}: {model.name} does not fit on 8 × {gpu.name}.", error=True))
+            self.done(Played(f"{kept}: {model.name} does not fit on {TENSOR_PARALLEL_SIZES[-1]} × {gpu.name}.",
+                               error=True))
             return
         cannot = method_offered(picked.method, model) if picked.method != "none" else None
         if cannot is not None:
