@@ -45,6 +45,12 @@ class WeightFormat:
     fp4_compute: bool = False
     """W4A4: the linear layers run at the GPU's fp4 tensor-core peak where it has one (Blackwell);
     elsewhere weight-only, dequantized in the GEMM."""
+    moe_kernels: int = 0
+    """The kernels a mixture-of-experts layer runs with experts in this format, on the GPUs of
+    `moe_kernel_capability` (where vLLM has a kernel path of its own for it); 0, or another GPU:
+    the Triton fused-MoE path's FUSED_MOE_KERNELS."""
+    moe_kernel_capability: tuple[float, float] = (0.0, 0.0)
+    """The compute capabilities, from (inclusive) and below, on which `moe_kernels` applies."""
     experts_only: bool = False
     """Only the routed experts are stored so (gpt-oss's MXFP4: vLLM's Mxfp4Config quantizes only
     the MoE layers, and the checkpoint keeps attention, router, embedding and head in bf16)."""
@@ -73,7 +79,14 @@ WEIGHT_FORMATS: Mapping[str, WeightFormat] = MappingProxyType({
     # OCP Microscaling MXFP4 (gpt-oss): 4-bit E2M1 values and one 8-bit E8M0 scale per 32, 4.25 bits a
     # weight (OCP MX spec v1.0; the gpt-oss model card: "MXFP4 ... 4.25 bits per parameter"). vLLM 0.33
     # runs its MoE with bf16 activations on Hopper (Marlin or triton matmul_ogs kernels): weight-only.
-    "mxfp4": WeightFormat(4.25 / 8, False, experts_only=True),
+    # On compute capability 9.0 to 10.x (where triton_kernels run: vLLM's mxfp4.py) vLLM runs gpt-oss's
+    # experts through OpenAI's triton_kernels: routing metadata in a chain of 14 kernels at small
+    # batches (sort, histogram, gather and scatter indices, prefix sums, block schedule: vLLM PR 39714,
+    # measured on gpt-oss-120b at TP 2 on H100s with vLLM 0.20.1, which fused it into 2 and was not
+    # merged), then the top-k, the two matmul_ogs GEMMs and the output's reduction: 18 kernels a
+    # layer against the fused-MoE path's 6 (Marlin, on Ampere, runs that path's shape).
+    "mxfp4": WeightFormat(4.25 / 8, False, moe_kernels=18, moe_kernel_capability=(9.0, 11.0),
+                          experts_only=True),
     # NVIDIA's NVFP4 (ModelOpt checkpoints, vLLM's modelopt_fp4): E2M1 values and one FP8 E4M3 scale
     # per 16, 4.5 bits a weight (NVIDIA's "Introducing NVFP4" blog, 2025); W4A4 on Blackwell's fp4
     # tensor cores, weight-only (Marlin) elsewhere.
@@ -100,6 +113,13 @@ MIXED_INPUT_SHARES: Mapping[str, float] = MappingProxyType({"machete": 1.0, "mar
 # 8.4 ms of launches over 32 layers, about 262 us a layer. Larger batches hide them under the GPU's work.
 EAGER_LAUNCH_S_PER_LAYER = 8.4e-3 / 32
 MAX_BLOCK_SIZE = 256
+FUSED_MOE_KERNELS = 6
+"""The kernels vLLM's Triton fused-MoE path runs in a mixture-of-experts layer (vllm/model_executor/
+layers/fused_moe/fused_moe.py): the router's top-k (topk_softmax), sorting the tokens by expert
+(moe_align_block_size), the gate-and-up GEMM, the activation, the down GEMM and the sum over each
+token's experts (moe_sum). `GpuProfile.moe_layer_latency_s` is their fixed time, so each small
+kernel costs a sixth of it (about 4 us on Hopper); a format whose path runs more kernels
+(`WeightFormat.moe_kernels`) pays that much for each."""
 
 
 @dataclass(frozen=True)
@@ -174,9 +194,10 @@ class GpuProfile:
     allreduce_latency_s: float = 0.000005
     """Fixed cost of one tensor-parallel all-reduce, on top of its transfer time."""
     moe_layer_latency_s: float = 0.000025
-    """Fixed cost of one mixture-of-experts layer's expert kernels (routing, sorting tokens by
-    expert, the grouped GEMMs' launches, combining), on top of their weights read and compute
-    (sources in sim/data/profiles.toml)."""
+    """Fixed cost of one mixture-of-experts layer's expert kernels on vLLM's Triton fused-MoE path
+    (routing, sorting tokens by expert, the grouped GEMMs, combining: FUSED_MOE_KERNELS kernels),
+    on top of their weights read and compute (sources in sim/data/profiles.toml); a format with a
+    path of more kernels pays in proportion (`Deployment.moe_kernels`)."""
     nvidia_smi_names: tuple[str, ...] = ()
     """The names `nvidia-smi --query-gpu=name` prints for this GPU (what `--gpu auto` matches)."""
     fp8_peak_flops: float = 0.0
@@ -994,7 +1015,20 @@ class Deployment:
     @property
     def moe_latency_s(self) -> float:
         """The fixed cost of an iteration's mixture-of-experts layers (0 for a dense model)."""
-        return self.model.expert_layers * self.gpu.moe_layer_latency_s if self.model.expert_count else 0.0
+        if not self.model.expert_count:
+            return 0.0
+        return self.model.expert_layers * self.gpu.moe_layer_latency_s * self.moe_kernels / FUSED_MOE_KERNELS
+
+    @property
+    def moe_kernels(self) -> int:
+        """The kernels each mixture-of-experts layer runs: its experts' format's own path where it
+        has one on this GPU (`WeightFormat.moe_kernels`), else the Triton fused-MoE path's."""
+        fmt = self.expert_weight_format
+        if fmt is not None and fmt.moe_kernels:
+            low, high = fmt.moe_kernel_capability
+            if low <= self.gpu.compute_capability < high:
+                return fmt.moe_kernels
+        return FUSED_MOE_KERNELS
 
     # -- checks ------------------------------------------------------------------------------
 
