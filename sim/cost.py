@@ -318,53 +318,59 @@ class CostModel:
     ) -> IterationCost:
         """The cost of one iteration: `num_decode` decoding sequences whose contexts sum to
         `decode_context_tokens`, plus prefill chunks given as (prefix_len, chunk_len)."""
-        tokens, attn_flops, num_seqs = self._tokens(num_decode, decode_context_tokens, prefill_chunks)
-        if tokens == 0:
-            return _IDLE
-        return self._assemble(tokens, self.kv_read_time(num_decode, decode_context_tokens),
-                              self._kv_read_bytes(num_decode, decode_context_tokens), attn_flops, num_seqs)
+        return self.spec_iteration(num_decode, decode_context_tokens, prefill_chunks, 0, 0)
 
     def kv_read_time(self, num_decode: int, decode_context_tokens: int) -> float:
         """Decode attention's time: every context token's KV in the layers that attend to all of
         it, and each decoding sequence's window in the sliding-window layers."""
-        t = decode_context_tokens * self._t_kv_per_token
-        if self._window:
-            t += num_decode * self._t_kv_window
-        return t
+        return self._kv_read(num_decode, decode_context_tokens, self._t_kv_per_token, self._t_kv_window)
 
     def _kv_read_bytes(self, num_decode: int, decode_context_tokens: int) -> float:
-        b = decode_context_tokens * self._kv_bytes_per_token
+        """The bytes `kv_read_time` reads."""
+        return self._kv_read(num_decode, decode_context_tokens, self._kv_bytes_per_token, self._kv_window_bytes)
+
+    def _kv_read(self, num_decode: int, decode_context_tokens: int, per_token: float, per_window: float) -> float:
+        """Decode attention's reads, in seconds or bytes (`per_token` and `per_window` in the
+        same unit): each context token in the full-attention layers, each decoding sequence's
+        window in the sliding-window ones."""
+        t = decode_context_tokens * per_token
         if self._window:
-            b += num_decode * self._kv_window_bytes
-        return b
+            t += num_decode * per_window
+        return t
 
     def iteration_time(self, num_decode: int, decode_context_tokens: int,
                        prefill_chunks: Sequence[tuple[int, int]] = ()) -> float:
         """`iteration(...).total`, without building the breakdown (the engine's every
         iteration)."""
-        tokens, attn_flops, num_seqs = self._tokens(num_decode, decode_context_tokens, prefill_chunks)
-        if tokens == 0:
-            return 0.0
-        return self._terms(tokens, self.kv_read_time(num_decode, decode_context_tokens), attn_flops, num_seqs)[5]
+        return self.spec_iteration_time(num_decode, decode_context_tokens, prefill_chunks, 0, 0)
 
     def _tokens(self, num_decode: int, decode_context_tokens: int,
-                prefill_chunks: Sequence[tuple[int, int]]) -> tuple[int, float, int]:
-        """Tokens in the iteration, the FLOPs of its prefill attention, and the sequences it
-        runs (decoding, or prefilling a chunk: each costs the host `overhead_per_seq_s`)."""
+                prefill_chunks: Sequence[tuple[int, int]]) -> tuple[int, float, int, float, int]:
+        """Tokens in the iteration, the FLOPs of its prefill attention, the sequences it runs
+        (decoding, or prefilling a chunk: each costs the host `overhead_per_seq_s`), and for a
+        drafter's first pass (`_DraftRoofline.time`) the chunks' attention in units of
+        chunk x (prefix + chunk / 2) and the tokens they end at (0 and 0 without a drafter)."""
         if num_decode < 0 or decode_context_tokens < 0:
             raise ValueError("num_decode and decode_context_tokens must not be negative")
         prefill_tokens = 0
         prefilling = 0
         attn_flops = 0.0
+        draft_units = 0.0
+        ends = 0
+        drafting = self._draft is not None
         for prefix_len, chunk_len in prefill_chunks:
             if prefix_len < 0 or chunk_len < 0:
                 raise ValueError(f"bad prefill chunk ({prefix_len}, {chunk_len})")
             prefill_tokens += chunk_len
             prefilling += chunk_len > 0
-            attn_flops += self._attn_flops_coeff * chunk_len * (prefix_len + chunk_len / 2)
+            units = chunk_len * (prefix_len + chunk_len / 2)
+            attn_flops += self._attn_flops_coeff * units
             if self._window:
                 attn_flops += self._window_attn_coeff * windowed(prefix_len, chunk_len, self._window)
-        return num_decode + prefill_tokens, attn_flops, num_decode + prefilling
+            if drafting:
+                draft_units += units
+                ends += prefix_len + chunk_len
+        return num_decode + prefill_tokens, attn_flops, num_decode + prefilling, draft_units, ends
 
     def encoder_pass(self, batch: int, input_len: int) -> IterationCost:
         """One forward pass of an encoder over `batch` inputs of `input_len` tokens each.
@@ -458,24 +464,32 @@ class CostModel:
         reads once, so `decode_context_tokens` counts each row's computed tokens plus all its
         scheduled ones), and the drafter's passes follow the target's on the GPU (`draft_time`;
         `rows`: the requests in the batch)."""
-        tokens, attn_flops, num_seqs = self._tokens(num_decode, decode_context_tokens, prefill_chunks)
-        tokens += verify_tokens
+        tokens, attn_flops, num_seqs, draft = self._spec_preamble(num_decode, decode_context_tokens, prefill_chunks,
+                                                                  verify_tokens, rows)
         if tokens == 0:
             return _IDLE
-        draft = self.draft_time(tokens, rows, decode_context_tokens, prefill_chunks)
         return self._assemble(tokens, self.kv_read_time(num_decode, decode_context_tokens),
                               self._kv_read_bytes(num_decode, decode_context_tokens), attn_flops, num_seqs, draft)
 
     def spec_iteration_time(self, num_decode: int, decode_context_tokens: int,
                             prefill_chunks: Sequence[tuple[int, int]], verify_tokens: int, rows: int) -> float:
         """`spec_iteration(...).total`, without building the breakdown."""
-        tokens, attn_flops, num_seqs = self._tokens(num_decode, decode_context_tokens, prefill_chunks)
-        tokens += verify_tokens
+        tokens, attn_flops, num_seqs, draft = self._spec_preamble(num_decode, decode_context_tokens, prefill_chunks,
+                                                                  verify_tokens, rows)
         if tokens == 0:
             return 0.0
-        draft = self.draft_time(tokens, rows, decode_context_tokens, prefill_chunks)
         return self._terms(tokens, self.kv_read_time(num_decode, decode_context_tokens), attn_flops, num_seqs,
                            draft)[5]
+
+    def _spec_preamble(self, num_decode: int, decode_context_tokens: int,
+                       prefill_chunks: Sequence[tuple[int, int]], verify_tokens: int,
+                       rows: int) -> tuple[int, float, int, float]:
+        """What `spec_iteration` and `spec_iteration_time` (and so `iteration`, with no drafts)
+        price: the iteration's tokens with the verified drafts, its prefill attention's FLOPs, its
+        sequences, and the drafter's time (`draft_time`)."""
+        tokens, attn_flops, num_seqs, units, ends = self._tokens(num_decode, decode_context_tokens, prefill_chunks)
+        tokens += verify_tokens
+        return tokens, attn_flops, num_seqs, self._draft_time(tokens, rows, decode_context_tokens, units, ends)
 
     def draft_time(self, tokens: int, rows: int, decode_context_tokens: int,
                    prefill_chunks: Sequence[tuple[int, int]] = ()) -> float:
@@ -484,10 +498,14 @@ class CostModel:
         drafts, `rows` 0). Its K passes run one after
         another: the first over every token the target ran (its own KV for them; prefill chunks
         included), each of the others over one token a request (`_DraftRoofline`)."""
+        units, ends = self._tokens(0, decode_context_tokens, prefill_chunks)[3:]
+        return self._draft_time(tokens, rows, decode_context_tokens, units, ends)
+
+    def _draft_time(self, tokens: int, rows: int, decode_context_tokens: int, units: float, ends: int) -> float:
         draft = self._draft
         if draft is None or tokens == 0 or rows == 0:  # (no row that could use drafts: none made)
             return 0.0
-        return draft.time(tokens, rows, decode_context_tokens, prefill_chunks)
+        return draft.time(tokens, rows, decode_context_tokens, units, ends)
 
     # -- fast paths for the engine ---------------------------------------------------------------
 
@@ -628,13 +646,13 @@ class _DraftRoofline:
                + self._ar_per_token * run + self._ar_fixed)
         return (gpu if gpu >= self._launch else self._launch) + DRAFT_PASS_OVERHEAD_S
 
-    def time(self, tokens: int, rows: int, decode_context: int, chunks: Sequence[tuple[int, int]]) -> float:
-        attn = 0.0
-        context = decode_context
-        for prefix, chunk in chunks:
-            attn += self._attn_coeff * chunk * (prefix + chunk / 2)
-            context += prefix + chunk
-        total = self._pass(tokens, rows, decode_context, attn, True)
+    def time(self, tokens: int, rows: int, decode_context: int, chunk_units: float, chunk_ends: int) -> float:
+        """The K passes' time: the first over the target's `tokens` (its prefill chunks' attention
+        `chunk_units` x (prefix + chunk / 2) summed, as `CostModel._tokens` walks them), the
+        others over one token a row, each row's context `chunk_ends` (the chunks' last
+        positions) plus `decode_context` longer by a token each pass."""
+        context = decode_context + chunk_ends
+        total = self._pass(tokens, rows, decode_context, self._attn_coeff * chunk_units, True)
         for step in range(1, self.passes):
             total += self._pass(rows, rows, context + step * rows, 0.0, False)
         return total
