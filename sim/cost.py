@@ -216,10 +216,10 @@ class CostModel:
         # Decode attention: seconds per token of context read (the layers that attend to all of it),
         # and per decoding sequence, its window (sliding-window layers: each reads at most its
         # window; a sequence shorter than the window is charged all of it).
-        self._t_kv_per_token = self._kv_bytes_per_token / (self._bandwidth * deployment.eta_attn)
+        self._kv_bandwidth = self._bandwidth * deployment.eta_attn
+        self._t_kv_per_token = self._kv_bytes_per_token / self._kv_bandwidth
         window = model.window_tokens if model.window_layers else 0
-        self._kv_window_bytes = deployment.window_kv_bytes_per_token_per_gpu * window
-        self._t_kv_window = self._kv_window_bytes / (self._bandwidth * deployment.eta_attn)
+        self._t_kv_window = deployment.window_kv_bytes_per_token_per_gpu * window / self._kv_bandwidth
         # Prefill attention: FLOPs = this x chunk x (prefix + chunk / 2). QK^T and PV are two
         # matmuls of 2 FLOPs per multiply-add; causal masking halves the chunk's own square. MLA
         # prefills with its heads' own widths (nope + rope for QK, v_head_dim for PV).
@@ -323,54 +323,44 @@ class CostModel:
     def kv_read_time(self, num_decode: int, decode_context_tokens: int) -> float:
         """Decode attention's time: every context token's KV in the layers that attend to all of
         it, and each decoding sequence's window in the sliding-window layers."""
-        return self._kv_read(num_decode, decode_context_tokens, self._t_kv_per_token, self._t_kv_window)
-
-    def _kv_read_bytes(self, num_decode: int, decode_context_tokens: int) -> float:
-        """The bytes `kv_read_time` reads."""
-        return self._kv_read(num_decode, decode_context_tokens, self._kv_bytes_per_token, self._kv_window_bytes)
-
-    def _kv_read(self, num_decode: int, decode_context_tokens: int, per_token: float, per_window: float) -> float:
-        """Decode attention's reads, in seconds or bytes (`per_token` and `per_window` in the
-        same unit): each context token in the full-attention layers, each decoding sequence's
-        window in the sliding-window ones."""
-        t = decode_context_tokens * per_token
+        t = decode_context_tokens * self._t_kv_per_token
         if self._window:
-            t += num_decode * per_window
+            t += num_decode * self._t_kv_window
         return t
 
-    def iteration_time(self, num_decode: int, decode_context_tokens: int,
-                       prefill_chunks: Sequence[tuple[int, int]] = ()) -> float:
-        """`iteration(...).total`, without building the breakdown (the engine's every
-        iteration)."""
-        return self.spec_iteration_time(num_decode, decode_context_tokens, prefill_chunks, 0, 0)
+    def _kv_read_bytes(self, num_decode: int, decode_context_tokens: int) -> float:
+        """The bytes `kv_read_time` reads, at the bandwidth it reads them at."""
+        return self.kv_read_time(num_decode, decode_context_tokens) * self._kv_bandwidth
 
-    def _tokens(self, num_decode: int, decode_context_tokens: int,
-                prefill_chunks: Sequence[tuple[int, int]]) -> tuple[int, float, int, float, int]:
-        """Tokens in the iteration, the FLOPs of its prefill attention, the sequences it runs
-        (decoding, or prefilling a chunk: each costs the host `overhead_per_seq_s`), and for a
-        drafter's first pass (`_DraftRoofline.time`) the chunks' attention in units of
-        chunk x (prefix + chunk / 2) and the tokens they end at (0 and 0 without a drafter)."""
+    def _tokens(self, num_decode: int, decode_context_tokens: int, prefill_chunks: Sequence[tuple[int, int]],
+                verify_tokens: int = 0, rows: int = 0) -> tuple[int, float, int, float]:
+        """What every path that prices an iteration starts from: its tokens (decoding, verifying
+        `verify_tokens` drafts, prefilling), the FLOPs of its prefill attention, the sequences it
+        runs (decoding, or prefilling a chunk: each costs the host `overhead_per_seq_s`), and the
+        drafter's time over `rows` requests (`draft_time`; 0 with no rows or no drafter)."""
         if num_decode < 0 or decode_context_tokens < 0:
             raise ValueError("num_decode and decode_context_tokens must not be negative")
         prefill_tokens = 0
         prefilling = 0
         attn_flops = 0.0
-        draft_units = 0.0
-        ends = 0
-        drafting = self._draft is not None
+        draft = self._draft if rows else None
+        units = 0.0  # (the drafter's first pass: its prefill attention, chunk x (prefix + chunk / 2) summed)
+        ends = 0  # (and the tokens the chunks end at)
         for prefix_len, chunk_len in prefill_chunks:
             if prefix_len < 0 or chunk_len < 0:
                 raise ValueError(f"bad prefill chunk ({prefix_len}, {chunk_len})")
             prefill_tokens += chunk_len
             prefilling += chunk_len > 0
-            units = chunk_len * (prefix_len + chunk_len / 2)
-            attn_flops += self._attn_flops_coeff * units
+            chunk_units = chunk_len * (prefix_len + chunk_len / 2)
+            attn_flops += self._attn_flops_coeff * chunk_units
             if self._window:
                 attn_flops += self._window_attn_coeff * windowed(prefix_len, chunk_len, self._window)
-            if drafting:
-                draft_units += units
+            if draft is not None:
+                units += chunk_units
                 ends += prefix_len + chunk_len
-        return num_decode + prefill_tokens, attn_flops, num_decode + prefilling, draft_units, ends
+        tokens = num_decode + prefill_tokens + verify_tokens
+        seconds = draft.time(tokens, rows, decode_context_tokens, units, ends) if draft is not None and tokens else 0.0
+        return tokens, attn_flops, num_decode + prefilling, seconds
 
     def encoder_pass(self, batch: int, input_len: int) -> IterationCost:
         """One forward pass of an encoder over `batch` inputs of `input_len` tokens each.
@@ -464,48 +454,35 @@ class CostModel:
         reads once, so `decode_context_tokens` counts each row's computed tokens plus all its
         scheduled ones), and the drafter's passes follow the target's on the GPU (`draft_time`;
         `rows`: the requests in the batch)."""
-        tokens, attn_flops, num_seqs, draft = self._spec_preamble(num_decode, decode_context_tokens, prefill_chunks,
-                                                                  verify_tokens, rows)
+        tokens, attn_flops, num_seqs, draft = self._tokens(num_decode, decode_context_tokens, prefill_chunks,
+                                                           verify_tokens, rows)
         if tokens == 0:
             return _IDLE
         return self._assemble(tokens, self.kv_read_time(num_decode, decode_context_tokens),
                               self._kv_read_bytes(num_decode, decode_context_tokens), attn_flops, num_seqs, draft)
 
     def spec_iteration_time(self, num_decode: int, decode_context_tokens: int,
-                            prefill_chunks: Sequence[tuple[int, int]], verify_tokens: int, rows: int) -> float:
-        """`spec_iteration(...).total`, without building the breakdown."""
-        tokens, attn_flops, num_seqs, draft = self._spec_preamble(num_decode, decode_context_tokens, prefill_chunks,
-                                                                  verify_tokens, rows)
+                            prefill_chunks: Sequence[tuple[int, int]] = (), verify_tokens: int = 0,
+                            rows: int = 0) -> float:
+        """`spec_iteration(...).total` (with no drafts, `iteration(...).total`: `iteration_time`,
+        the engine's every iteration), without building the breakdown."""
+        tokens, attn_flops, num_seqs, draft = self._tokens(num_decode, decode_context_tokens, prefill_chunks,
+                                                           verify_tokens, rows)
         if tokens == 0:
             return 0.0
         return self._terms(tokens, self.kv_read_time(num_decode, decode_context_tokens), attn_flops, num_seqs,
                            draft)[5]
 
-    def _spec_preamble(self, num_decode: int, decode_context_tokens: int,
-                       prefill_chunks: Sequence[tuple[int, int]], verify_tokens: int,
-                       rows: int) -> tuple[int, float, int, float]:
-        """What `spec_iteration` and `spec_iteration_time` (and so `iteration`, with no drafts)
-        price: the iteration's tokens with the verified drafts, its prefill attention's FLOPs, its
-        sequences, and the drafter's time (`draft_time`)."""
-        tokens, attn_flops, num_seqs, units, ends = self._tokens(num_decode, decode_context_tokens, prefill_chunks)
-        tokens += verify_tokens
-        return tokens, attn_flops, num_seqs, self._draft_time(tokens, rows, decode_context_tokens, units, ends)
+    iteration_time = spec_iteration_time
 
-    def draft_time(self, tokens: int, rows: int, decode_context_tokens: int,
-                   prefill_chunks: Sequence[tuple[int, int]] = ()) -> float:
-        """The drafter's GPU time in an iteration of `tokens` tokens over `rows` requests (0
-        without a drafter on the GPU, n-gram looking up on the CPU, or with no row that could use
-        drafts, `rows` 0). Its K passes run one after
-        another: the first over every token the target ran (its own KV for them; prefill chunks
-        included), each of the others over one token a request (`_DraftRoofline`)."""
-        units, ends = self._tokens(0, decode_context_tokens, prefill_chunks)[3:]
-        return self._draft_time(tokens, rows, decode_context_tokens, units, ends)
-
-    def _draft_time(self, tokens: int, rows: int, decode_context_tokens: int, units: float, ends: int) -> float:
-        draft = self._draft
-        if draft is None or tokens == 0 or rows == 0:  # (no row that could use drafts: none made)
-            return 0.0
-        return draft.time(tokens, rows, decode_context_tokens, units, ends)
+    def draft_time(self, num_decode: int, decode_context_tokens: int,
+                   prefill_chunks: Sequence[tuple[int, int]], verify_tokens: int, rows: int) -> float:
+        """The drafter's GPU time in the iteration `spec_iteration` prices (0 without a drafter on
+        the GPU, n-gram looking up on the CPU, or with no row that could use drafts, `rows` 0).
+        Its K passes run one after another: the first over every token the target ran (its own
+        KV for them; prefill chunks included), each of the others over one token a request
+        (`_DraftRoofline`)."""
+        return self._tokens(num_decode, decode_context_tokens, prefill_chunks, verify_tokens, rows)[3]
 
     # -- fast paths for the engine ---------------------------------------------------------------
 

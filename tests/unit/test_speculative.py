@@ -238,11 +238,11 @@ def test_spec_pricing_without_drafts_is_the_plain_pricing():
 
 def test_verification_is_almost_free_at_batch_one_and_costs_compute_at_a_large_batch():
     cost = Scenario(speculative_config=_json(EAGLE3)).cost_model()
-    draft = cost.draft_time(4, 1, 1003)
+    draft = cost.draft_time(1, 1003, (), 3, 1)
     one, spec_one = cost.iteration_time(1, 1000), cost.spec_iteration_time(1, 1003, (), 3, 1)
     assert spec_one - draft == pytest.approx(one, rel=0.01)  # memory-bound: 3 more tokens cost ~nothing
     big, spec_big = cost.iteration_time(512, 512_000), cost.spec_iteration_time(512, 513_536, (), 1536, 512)
-    assert spec_big - cost.draft_time(2048, 512, 513_536) > 1.8 * big  # compute-bound: 4x the tokens
+    assert spec_big - cost.draft_time(512, 513_536, (), 1536, 512) > 1.8 * big  # compute-bound: 4x the tokens
     parts = cost.spec_iteration(1, 1003, (), 3, 1)
     assert parts.t_draft == pytest.approx(draft) and dict(parts.parts())["draft"] == pytest.approx(draft)
 
