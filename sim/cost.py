@@ -351,12 +351,11 @@ class CostModel:
                 raise ValueError(f"bad prefill chunk ({prefix_len}, {chunk_len})")
             prefill_tokens += chunk_len
             prefilling += chunk_len > 0
-            chunk_units = chunk_len * (prefix_len + chunk_len / 2)
-            attn_flops += self._attn_flops_coeff * chunk_units
+            attn_flops += self._attn_flops_coeff * chunk_len * (prefix_len + chunk_len / 2)
             if self._window:
                 attn_flops += self._window_attn_coeff * windowed(prefix_len, chunk_len, self._window)
             if draft is not None:
-                units += chunk_units
+                units += chunk_len * (prefix_len + chunk_len / 2)
                 ends += prefix_len + chunk_len
         tokens = num_decode + prefill_tokens + verify_tokens
         seconds = draft.time(tokens, rows, decode_context_tokens, units, ends) if draft is not None and tokens else 0.0
