@@ -3,7 +3,7 @@
 the GPUs it needs and speculative decoding (`model_picker.py`).
 
 `Playground` holds what they remember (the file last saved or opened, the traffic `m` replaced)
-and tells the screen what each key did (`Played`); the screen's actions delegate to it.
+and tells the screen what each key did (`Played`); the keys run its methods (`keys.py` names them).
 """
 
 from __future__ import annotations
@@ -35,12 +35,16 @@ class Played(NamedTuple):
 
 
 class Playground:
-    """The playground's files and traffic switch. `run()` is the live run while the playground
-    is on show (else None); `done(Played)` shows what a key did (the screen's)."""
+    """The playground's files and traffic switch. `step()` is the step on show and `run()` the
+    live run while it is the playground (else None), `dials()` the step's `DialList`;
+    `done(Played)` shows what a key did (the screen's)."""
 
-    def __init__(self, app, run: Callable[[], object], done: Callable[[Played], None]) -> None:
+    def __init__(self, app, step: Callable[[], object], run: Callable[[], object], dials: Callable[[], object],
+                 done: Callable[[Played], None]) -> None:
         self.app = app
+        self.step = step
         self.run = run
+        self.dials = dials
         self.done = done
         self.scenario_file: Path | None = None
         """The playground's file last saved or opened (the prompts suggest it)."""
@@ -94,12 +98,12 @@ class Playground:
             self.app.push_screen(FilePromptScreen("Open a scenario file", self.suggested_file(), saving=False,
                                                   within=self.files_within()), chosen)
 
-    def helpdesk_traffic(self, step, dials) -> None:
-        """`m`: the multi-turn helpdesk's traffic set on the dials (a `DialList` on the live run;
-        hardware, model and engine dials stay as they are); again: back to single turns."""
+    def helpdesk_traffic(self) -> None:
+        """`m`: the multi-turn helpdesk's traffic set on the dials (hardware, model and engine
+        dials stay as they are); again: back to single turns."""
         from steps.activities import helpdesk_switch
 
-        run = self.run()
+        run, step, dials = self.run(), self.step(), self.dials()
         if run is None:
             return
         current = run.scenario
@@ -116,12 +120,12 @@ class Playground:
             words, refused = switch_words(switch, step.dials, current, run.scenario), False
         self.done(Played(words, refused, moved=applied or None))
 
-    def pick_model(self, step) -> None:
+    def pick_model(self) -> None:
         """`l`: the model picker over the live run's scenario; its choice runs from time zero,
         or, refused, is said in one line and the run keeps its model."""
         from .model_picker import ModelPickerScreen
 
-        run = self.run()
+        run, step = self.run(), self.step()
         if run is None:
             return
         gpu_dial = next((dial for dial in step.dials if dial.name == "gpu"), None)

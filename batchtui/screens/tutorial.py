@@ -5,28 +5,29 @@ each, the views are given the lines they need and paged (`v`) when they do not a
 beside the step's own is a two-column table rather than a second stack of views, and `z` gives
 the simulation the whole screen (the playground starts that way on small terminals).
 
-The screen composes, opens steps and owns the step's live run; nothing else. Attributes go
-down, messages come up: the lesson pane (`widgets/question_pane.py`: text, hints, activity,
-reveal) is given the step, the simulation pane (`widgets/sim_pane.py`: status line, dials,
-views) the run, and they post what the learner did (the dial list's `Moved`, an activity's
-`Finished`). The helpers are given what they work on and a callback, never the screen:
-`navigation.py` (step keys, coalesced), `drafts.py` (a step's figures filled in),
-`before_after.py` (a pinned or beside run, the views showing it), `sweeps.py` (the curve's),
-`playground.py` (save, open, `m`, `l`) and `tutorial_lines.py` (the footer's keys).
-`live_server.py` (`s`, `f`: the playground beside a real server) still drives the screen.
+The screen composes, opens steps and owns the step's live run (`sim`, its one holder); nothing
+else. Attributes go down, messages come up: the lesson pane (`widgets/question_pane.py`: text,
+hints, activity, reveal) is given the step, the simulation pane (`widgets/sim_pane.py`: status
+line, dials, views) a way to read the run, and they post what the learner did (the dial list's
+`Moved`, an activity's `Finished`, `RunDials`). The helpers are given what they work on and
+callbacks, never the screen: `navigation.py` (step keys, coalesced), `drafts.py` (a step's
+figures filled in), `before_after.py` (a pinned or beside run, the views showing it),
+`sweeps.py` (the curve's), `playground.py` (save, open, `m`, `l`), `live_server.py` (`s`, `f`:
+a real server beside the playground) and `tutorial_lines.py` (the footer's keys). `keys.py`
+names the part that runs each key's action (`keys.delegate` makes the screen's `action_`s).
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual import events, on
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
 from textual.widget import Widget
 from textual.widgets import Input
 
@@ -39,16 +40,15 @@ from .. import keys
 from ..activity_kinds import view_for
 from ..formatting import in_app_words
 from ..goals import StepGoal, goal_for
+from ..learner_gpu import on_learner_gpu
 from ..step_list import draft_of, summaries_of
 from ..widgets.activities.base import ActivityView
-from ..widgets.activity_panel import ActivityPanel
-from ..widgets.answer_box import AnswerBox
 from ..widgets.bottom_lines import BottomLines
-from ..widgets.dial import DialControl
 from ..widgets.dial_list import DialList
 from ..widgets.question_pane import QuestionPane
 from ..widgets.sim_pane import SimPane
 from ..widgets.step_header import StepHeader
+from ..widgets.tutorial_body import TutorialBody
 from ..widgets.view_stack import ViewStack
 from .before_after import VIEW_KINDS, BeforeAfter, hold_back_curves
 from .drafts import figures_of, fill_in
@@ -65,6 +65,7 @@ SHORT_BELOW = 24
 """Terminal lines from which the dials keep a help line of their own."""
 
 
+@keys.delegate
 class TutorialScreen(WholeFrameScreen):
     """One step at a time. Owns the live simulation of the step on show."""
 
@@ -83,12 +84,11 @@ class TutorialScreen(WholeFrameScreen):
         """Number, title, section and minutes of every step, without building them."""
         self.shown = None
         """The step on screen: a draft (`figures_pending`) until its figures are filled."""
-        self._sim: LiveSimulation | None = None
+        self.sim: LiveSimulation | None = None
+        """The step's live run, held here only: the panes and helpers read it from here."""
         self.speed = 1.0
         """The speed the learner chose (`+`, `-`) on this step: a run started again on it (a dial
         that restarts, `r`, a guess) keeps it; the next step starts at 1x."""
-        self.zoomed = False
-        """The simulation has the whole screen (`z`); the lesson is hidden."""
         self._opening: object | None = None
         """The step whose simulation starts after the next refresh (see `show_step`)."""
         self._first_opening = True
@@ -103,13 +103,17 @@ class TutorialScreen(WholeFrameScreen):
         arriving together take turns, so none works on widgets another is replacing."""
         app = self.app
         self.bottom = BottomLines(app.settings.ascii_only, app.settings.glyphs.sep, id="bottom")
-        self.sim_pane = SimPane(VIEW_KINDS, id="sim-column")
+        self.sim_pane = SimPane(VIEW_KINDS, lambda: self.sim, id="sim-column")
         self.lesson = QuestionPane(ascii_only=app.settings.ascii_only, id="lesson-pane")
+        self.body = TutorialBody(self.lesson, self.sim_pane, id="body")
         self.navigation = Navigation(app, self.summaries, self.show_step, self.say, index=start_index)
-        self.before = BeforeAfter(self.sim_pane.stack, app.words, lambda step: self.live.shows(step))
-        self.sweeps = Sweeps(self.sim_pane.stack, partial(app.settings.clock.in_background, self))
-        self.playground = Playground(app, lambda: self.sim if self.playground.on(self.step) else None, self._played)
-        self.live = LiveServer(self)  # the playground beside a real server (its keys delegate to it)
+        self.before = BeforeAfter(self.stack, app.words, lambda step: self.live.shows(step))
+        self.sweeps = Sweeps(self.stack, partial(app.settings.clock.in_background, self))
+        self.playground = Playground(app, lambda: self.step, self._playground_run, lambda: self.sim_pane.dials,
+                                     self._played)
+        self.live = LiveServer(app, self.stack, self._playground_run, self.say, restart=self.restart_with,
+                               show_views=self._views_again, reopen=self._reopen_on, begin_now=self.begin_now,
+                               worker=self.run_worker)
 
     @property
     def index(self) -> int:
@@ -121,23 +125,12 @@ class TutorialScreen(WholeFrameScreen):
         return self.shown if self.shown is not None else self.steps[self.index]
 
     @property
-    def sim(self) -> LiveSimulation | None:
-        """The step's live run (the simulation pane and its dials are given it)."""
-        return self._sim
-
-    @sim.setter
-    def sim(self, run: LiveSimulation | None) -> None:
-        self._sim = self.sim_pane.run = run
-
-    @property
     def stack(self) -> ViewStack:
         return self.sim_pane.stack
 
     def compose(self) -> ComposeResult:
         yield StepHeader(id="header")
-        with Horizontal(id="body"):
-            yield self.lesson
-            yield self.sim_pane
+        yield self.body
         yield self.bottom
 
     async def on_mount(self) -> None:
@@ -230,7 +223,7 @@ class TutorialScreen(WholeFrameScreen):
         words, summaries = self.app.words, self.summaries
         self.query_one(StepHeader).show_step(words(step.section), step.number, len(summaries), words(step.title),
                                              sum(s.minutes for s in summaries[self.index:]))
-        self._set_zoom(False)  # the playground too: its things to try are in the lesson pane
+        self.body.zoom(False)  # the playground too: its things to try are in the lesson pane
         view = view_for(step, self.app.progress)
         # Text, dials and activity at once: each waits on Textual's layout, not on the others.
         await asyncio.gather(self.lesson.show_step(view), self.sim_pane.show_step(step))
@@ -289,6 +282,16 @@ class TutorialScreen(WholeFrameScreen):
         if self.sim is None and self._opening is not None:
             await self._begin(self._opening)
 
+    async def _reopen_on(self, gpu) -> bool:
+        """The playground opened again on `gpu` (a fitted profile), the run's settings kept;
+        False if the step on show is not the playground (`LiveServer`)."""
+        if not Playground.on(self.step):
+            return False
+        current = self.sim.scenario if self.sim is not None else self.step.scenario
+        self.steps[self.index] = on_learner_gpu(replace(self.step, scenario=current), gpu)
+        await self.show_step(self.index)
+        return True
+
     # -- the run
     def start_simulation(self, scenario, draw_now: bool = False) -> None:
         """A run of `scenario`; its first state posted as a frame, or drawn now (`draw_now`)."""
@@ -316,8 +319,10 @@ class TutorialScreen(WholeFrameScreen):
             self.sim.stop()
             self.sim = None
 
-    def restart_with(self, scenario) -> None:
-        """A fresh run of `scenario` (the step's start, a file opened), its values on the dials."""
+    def restart_with(self, scenario, speed: float | None = None) -> None:
+        """A fresh run of `scenario` (the step's start, a file opened), its values on the dials;
+        at `speed` if given (a real server's pace, `LiveServer`)."""
+        self.speed = self.speed if speed is None else speed
         self.stop_simulation()
         self.sim_pane.dials.show_values(scenario)
         self.start_simulation(scenario)
@@ -345,7 +350,11 @@ class TutorialScreen(WholeFrameScreen):
             if self.sim.running != self._keys_say_running:
                 self.update_keys()  # run or pause: the footer says what space does now
 
-    # -- what the widgets and the playground tell
+    def _playground_run(self) -> LiveSimulation | None:
+        """The live run while the step on show is the playground (its keys', the server's)."""
+        return self.sim if Playground.on(self.step) else None
+
+    # -- what the widgets and the helpers tell
     def on_dial_list_moved(self, message: DialList.Moved) -> None:
         """The learner moved a dial: the status, the goal, the "before" table's title, the curve
         (of the dials on show) and the activity follow."""
@@ -430,14 +439,15 @@ class TutorialScreen(WholeFrameScreen):
             self.restart_with(played.restart)
         if played.moved:
             self.dials_moved(played.moved)
-        if played.key is not None:
-            self.key_pressed(played.key)
+        if played.key is not None and self.goal is not None and self.goal.key(played.key):
+            self.update_goal()  # a key the step's goal may be waiting for (`goals.StepGoal.key`)
         self.update_keys()
 
-    def key_pressed(self, name: str) -> None:
-        """A key the step's goal may be waiting for (`goals.StepGoal.key`)."""
-        if self.goal is not None and self.goal.key(name):
-            self.update_goal()
+    def _views_again(self, page_of: str | None) -> None:
+        """The step's views again (a real server came or went), `page_of`'s page in sight."""
+        if self.is_mounted:
+            self.before.show_again(self.step, self.sim, page_of)
+            self.update_keys()
 
     def update_goal(self) -> None:
         """The goal line; then the reveal and the curves a prediction hides, which wait for the
@@ -449,82 +459,44 @@ class TutorialScreen(WholeFrameScreen):
         self.lesson.update_reveal()
 
     # -- keys and focus
-    def _set_zoom(self, zoomed: bool, dials: str = "keep") -> None:
-        """`z`; the simulation pane told its room (`SimPane.fit`: what the `dials` do)."""
-        self.zoomed = zoomed
-        self.set_class(zoomed, "-zoomed")
-        self.sim_pane.fit(zoomed or self.has_class("-wide"), self.has_class("-short"), dials)
-
-    def action_focus_lesson(self) -> None:
-        """The lesson takes the keys (↑ ↓ scroll it, ← → change step); zoomed, nothing does."""
-        self.set_focus(None) if self.zoomed else self.lesson.focus()
-
     def watch_focused(self, focused: Widget | None) -> None:
         """Focus moved (Textual sets it before the focus and blur events go out): the footer and
         the dials' help line say so in the frame that shows the move, not a message later."""
         if self.is_mounted and self.query(DialList):
-            self.sim_pane.dials.update_help()
-            self.sim_pane.place_help()
+            self.sim_pane.focus_moved()
             self.update_keys()
 
     def update_keys(self) -> None:
         """The footer: the keys that work now, in the words of what they do now."""
-        focused, panel, step, stack, sim = self.focused, self.lesson.activity, self.step, self.stack, self.sim
+        sim = self.sim
         self._keys_say_running = sim is not None and sim.running
-        state = KeysState(
-            focus="typing" if isinstance(focused, Input) else "dial" if isinstance(focused, DialControl) else "lesson",
-            dial_numeric=isinstance(focused, DialControl) and focused.spec.is_numeric,
-            takes_choices=panel.takes_choices, choices=panel.choice_count, has_input=panel.has_input,
-            has_dials=bool(step.dials), playground=self.playground.on(step), pages=stack.page_count,
-            page=stack.page, give_up_label=panel.give_up_label or "", pins=self.before.pins(step),
-            pinned=self.before.pinned is not None, running=self._keys_say_running, zoomed=self.zoomed,
-            multi_turn=(sim.scenario if sim is not None else step.scenario).workload.turns > 1)
+        state = KeysState.of(self.focused, self.lesson.activity, self.step, self.stack, self.before,
+                             self._keys_say_running, self.body.zoomed, sim)
         self.bottom.show_keys(*footer_keys(state))
 
     def on_resize(self) -> None:
         # Crossing a width breakpoint can change the dials' shape (two columns when wide).
-        self.call_after_refresh(lambda: self._set_zoom(self.zoomed, "reshape"))
-
-    @on(DialControl.Leave)
-    @on(AnswerBox.Leave)
-    def _left(self) -> None:
-        self.action_focus_lesson()
+        self.call_after_refresh(lambda: self.body.zoom(self.body.zoomed, "reshape"))
 
     def on_unmount(self) -> None:
         self.stop_simulation()
         self.live.end()
 
-    # -- actions (ids in keys.py)
+    # -- actions (ids in keys.py; an action a part of the screen runs is named there)
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "choose":
             return self.lesson.activity.takes_choices
         return self.playground.on(self.step) if self.playground.takes(action) else True
 
-    def action_next_step(self) -> None:
-        self.navigation.step_by(1)
-
-    def action_previous_step(self) -> None:
-        self.navigation.step_by(-1)
-
-    def action_go_to_step(self, number: int) -> None:
-        self.navigation.step_number(number)
-
-    def action_contents(self) -> None:
-        self.navigation.contents()
+    def action_focus_lesson(self) -> None:
+        self.body.focus_lesson()
 
     def action_hint(self) -> None:
-        words = self.lesson.next_hint()
-        if words:
+        if words := self.body.hint():
             self.say(words)
-        elif self.zoomed:  # the lesson back in sight for the hint
-            self._set_zoom(False, "again")
 
     def action_zoom(self) -> None:
-        self._set_zoom(not self.zoomed, "again")
-        if self.zoomed and self.focused is self.lesson:
-            self.set_focus(None)
-        elif not self.zoomed and self.focused is None:
-            self.action_focus_lesson()
+        self.body.toggle_zoom()
         self.update_keys()
 
     def action_next_views(self) -> None:
@@ -576,25 +548,7 @@ class TutorialScreen(WholeFrameScreen):
             self.update_goal()
             self.update_keys()  # a new reading question takes number keys again
 
-    def action_choose(self, choice: int) -> None:
-        self.lesson.activity.choose(choice)
-
     def action_pin(self) -> None:
         if self.sim is not None:
             self.say(self.before.pin(self.step, self.sim))
             self.update_keys()
-
-    def action_save_scenario(self) -> None:
-        self.playground.save()
-
-    def action_load_scenario(self) -> None:
-        self.playground.load()
-
-    def action_helpdesk_traffic(self) -> None:
-        self.playground.helpdesk_traffic(self.step, self.sim_pane.dials)
-
-    def action_pick_model(self) -> None:
-        self.playground.pick_model(self.step)
-
-    def action_live(self, key: str) -> None:
-        self.live.act(key)
