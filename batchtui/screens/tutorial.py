@@ -38,7 +38,6 @@ from sim.errors import SimError
 
 from .. import keys
 from ..activity_kinds import view_for
-from ..formatting import in_app_words
 from ..goals import StepGoal, goal_for
 from ..learner_gpu import on_learner_gpu
 from ..step_list import draft_of, summaries_of
@@ -55,6 +54,7 @@ from .drafts import figures_of, fill_in
 from .live_server import LiveServer
 from .navigation import Navigation
 from .playground import Played, Playground
+from .step_run import StepRun
 from .sweeps import Sweeps
 from .tutorial_lines import KeysState, footer_keys
 from .whole_frame import WholeFrameScreen
@@ -84,16 +84,9 @@ class TutorialScreen(WholeFrameScreen):
         """Number, title, section and minutes of every step, without building them."""
         self.shown = None
         """The step on screen: a draft (`figures_pending`) until its figures are filled."""
-        self.sim: LiveSimulation | None = None
-        """The step's live run, held here only: the panes and helpers read it from here."""
-        self.speed = 1.0
-        """The speed the learner chose (`+`, `-`) on this step: a run started again on it (a dial
-        that restarts, `r`, a guess) keeps it; the next step starts at 1x."""
         self._opening: object | None = None
         """The step whose simulation starts after the next refresh (see `show_step`)."""
         self._first_opening = True
-        self._held = False
-        """The first launch's orientation is up: the step's run waits for it to close."""
         self.goal: StepGoal | None = None
         """What a step without a question of its own asks (None: its activity says)."""
         self._keys_say_running = False
@@ -103,15 +96,19 @@ class TutorialScreen(WholeFrameScreen):
         arriving together take turns, so none works on widgets another is replacing."""
         app = self.app
         self.bottom = BottomLines(app.settings.ascii_only, app.settings.glyphs.sep, id="bottom")
-        self.sim_pane = SimPane(VIEW_KINDS, lambda: self.sim, id="sim-column")
+        self.sim_pane = SimPane(VIEW_KINDS, lambda: self.run.sim, id="sim-column")
         self.lesson = QuestionPane(ascii_only=app.settings.ascii_only, id="lesson-pane")
         self.body = TutorialBody(self.lesson, self.sim_pane, id="body")
         self.navigation = Navigation(app, self.summaries, self.show_step, self.say, index=start_index)
         self.before = BeforeAfter(self.stack, app.words, lambda step: self.live.shows(step))
         self.sweeps = Sweeps(self.stack, partial(app.settings.clock.in_background, self))
+        self.run = StepRun(app, self.post_message, partial(app.settings.clock.start, self), self.stack,
+                           lambda: self.step, lambda: self.sim_pane.dials, self.before, self.say, self.draw_frame,
+                           self.show_changes)
+        """The step's live run, its one holder (the panes and helpers read it there)."""
         self.playground = Playground(app, lambda: self.step, self._playground_run, lambda: self.sim_pane.dials,
                                      self._played)
-        self.live = LiveServer(app, self.stack, self._playground_run, self.say, restart=self.restart_with,
+        self.live = LiveServer(app, self.stack, self._playground_run, self.say, restart=self.run.restart_with,
                                show_views=self._views_again, reopen=self._reopen_on, begin_now=self.begin_now,
                                worker=self.run_worker)
 
@@ -128,6 +125,11 @@ class TutorialScreen(WholeFrameScreen):
     def stack(self) -> ViewStack:
         return self.sim_pane.stack
 
+    @property
+    def sim(self) -> LiveSimulation | None:
+        """The step's live run (`StepRun.sim`)."""
+        return self.run.sim
+
     def compose(self) -> ComposeResult:
         yield StepHeader(id="header")
         yield self.body
@@ -138,7 +140,7 @@ class TutorialScreen(WholeFrameScreen):
         self.query_one(StepHeader).separator = self.app.settings.glyphs.sep
         first_launch = self.app.store.first_launch()
         # While the orientation is read, the step waits: nothing runs (or redraws) behind it.
-        self._held = first_launch
+        self.run.held = first_launch
         await self.show_step(self.index)
         if self.app.startup_notice:
             self.say(self.app.startup_notice)
@@ -149,7 +151,7 @@ class TutorialScreen(WholeFrameScreen):
 
     def _release(self) -> None:
         """The orientation closed: the step's run starts, as it would have."""
-        self._held = False
+        self.run.held = False
         if self.sim is not None and self.step.starts_running:
             self.sim.resume()
             self.update_status()
@@ -192,7 +194,7 @@ class TutorialScreen(WholeFrameScreen):
             return
         self.navigation.index = index
         self.shown = self.lesson.step = step
-        self.speed = 1.0
+        self.run.speed = 1.0
         # The step before's start, if still to come, is off: it would start this step's run
         # while it is drawn, and then this step's own start would start it again over whatever
         # a key did in between (g and m in one read: the chat m loaded was lost).
@@ -218,7 +220,7 @@ class TutorialScreen(WholeFrameScreen):
             await clock.later(self, lambda: self._begin(opening), delay)
 
     async def _show(self, step) -> None:
-        self.stop_simulation()
+        self.run.stop()
         self.say(self.bottom.standing)
         words, summaries = self.app.words, self.summaries
         self.query_one(StepHeader).show_step(words(step.section), step.number, len(summaries), words(step.title),
@@ -271,7 +273,7 @@ class TutorialScreen(WholeFrameScreen):
             return
         self._opening = None
         step = self.step
-        self.start_simulation(step.scenario, draw_now=draw_now)
+        self.run.start(step.scenario, draw_now=draw_now)
         self.update_keys()
         if self.sweeps.wanted(step):
             await self.sweeps.start(step)
@@ -292,41 +294,7 @@ class TutorialScreen(WholeFrameScreen):
         await self.show_step(self.index)
         return True
 
-    # -- the run
-    def start_simulation(self, scenario, draw_now: bool = False) -> None:
-        """A run of `scenario`; its first state posted as a frame, or drawn now (`draw_now`)."""
-        step = self.step
-        try:
-            self.sim = self.new_run(scenario, compare=step.compare.scenario if step.compare else None)
-        except SimError as exc:
-            self.sim = None
-            self.say(f"This scenario cannot run: {exc}", error=True)
-            return
-        for view in self.stack.views("kv", make="kv" in step.views):  # for snapshots without a block size
-            view.block_size = scenario.block_size
-        self.app.settings.clock.start(self, self.sim, running=step.starts_running and not self._held)
-        self.draw_frame(self.sim.frame()) if draw_now else self.sim.publish()
-
-    def new_run(self, scenario, compare=None, compare_keeps: tuple[str, ...] = ()) -> LiveSimulation:
-        """A run of `scenario` at the app's frame rate and the learner's speed. Raises SimError."""
-        from ..simulation import LiveSimulation, keys_read
-
-        return LiveSimulation(scenario, self.post_message, fps=self.app.settings.fps, compare=compare,
-                              compare_keeps=compare_keeps, time_scale=self.speed, keys=keys_read(self.app))
-
-    def stop_simulation(self) -> None:
-        if self.sim is not None:
-            self.sim.stop()
-            self.sim = None
-
-    def restart_with(self, scenario, speed: float | None = None) -> None:
-        """A fresh run of `scenario` (the step's start, a file opened), its values on the dials;
-        at `speed` if given (a real server's pace, `LiveServer`)."""
-        self.speed = self.speed if speed is None else speed
-        self.stop_simulation()
-        self.sim_pane.dials.show_values(scenario)
-        self.start_simulation(scenario)
-
+    # -- the run's frames
     def on_simulation_frame(self, frame: SimulationFrame) -> None:
         if frame.origin is self.sim:  # (else from a step already left)
             # The next frame is posted once this one is drawn (after this refresh), not before.
@@ -349,6 +317,15 @@ class TutorialScreen(WholeFrameScreen):
                 self.sim_pane.show_status()
             if self.sim.running != self._keys_say_running:
                 self.update_keys()  # run or pause: the footer says what space does now
+
+    def show_changes(self, status: bool = False, goal: bool = False, keys: bool = True) -> None:
+        """What a key or an activity changed: the status line, the goal line, the footer."""
+        if status:
+            self.update_status()
+        if goal:
+            self.update_goal()
+        if keys:
+            self.update_keys()
 
     def _playground_run(self) -> LiveSimulation | None:
         """The live run while the step on show is the playground (its keys', the server's)."""
@@ -394,49 +371,13 @@ class TutorialScreen(WholeFrameScreen):
         self.update_keys()
 
     def on_activity_view_run_dials(self, message: ActivityView.RunDials) -> None:
-        """Run what an activity asks for (a drill's own numbers, a prediction's, a break-it's)."""
-        if self.sim is None:
-            return
-        step, dials = self.step, self.sim_pane.dials
-        if message.beside_start and message.dials and step.compare is None and not self.sim.started:
-            # A prediction about a setting: run it with the step's start setting beside it, on
-            # the same arrivals, so "before" and "now" read side by side (step 13: uncapped
-            # against capped). The run has not started yet, so nothing is lost.
-            self._run_beside_start(step, tuple(message.dials))
-        settings, words = dials.asked(message.dials, message.from_start, step.scenario, message.words)
-        if (error := dials.set(settings)[1]) is not None:
-            self.say(f"Refused: {in_app_words(error)}", error=True)
-        if message.fresh and self.sim.started:
-            # From time zero with these settings: a mean over the run is this run's alone.
-            scenario = self.sim.scenario
-            self.stop_simulation()
-            self.start_simulation(scenario)
-            if self.sim is None:
-                return
-        self.before.configure(step, self.sim)
-        if words:
-            self.say(words)
-        self.sim.resume()
-        self.update_status()
-        self.update_goal()
-        self.update_keys()
-
-    def _run_beside_start(self, step, keeps: tuple[str, ...]) -> None:
-        try:
-            run = self.new_run(step.scenario, compare=step.scenario, compare_keeps=keeps)
-        except SimError:
-            return
-        self.stop_simulation()
-        self.sim = run  # paused until the activity resumes it
-        self.app.settings.clock.start(self, run, running=False)
-        self.before.beside(step.scenario)
-        self.before.show_again(step, run)
+        self.run.run_asked(message)
 
     def _played(self, played: Played) -> None:
         """What a playground key did (`Playground`)."""
         self.say(played.words, error=played.error)
         if played.restart is not None:
-            self.restart_with(played.restart)
+            self.run.restart_with(played.restart)
         if played.moved:
             self.dials_moved(played.moved)
         if played.key is not None and self.goal is not None and self.goal.key(played.key):
@@ -479,7 +420,7 @@ class TutorialScreen(WholeFrameScreen):
         self.call_after_refresh(lambda: self.body.zoom(self.body.zoomed, "reshape"))
 
     def on_unmount(self) -> None:
-        self.stop_simulation()
+        self.run.stop()
         self.live.end()
 
     # -- actions (ids in keys.py; an action a part of the screen runs is named there)
@@ -502,35 +443,14 @@ class TutorialScreen(WholeFrameScreen):
     def action_next_views(self) -> None:
         self.stack.next_page() if self.stack.page_count > 1 else self.say("Every view of this step is in sight.")
 
-    def action_run_pause(self) -> None:
-        if self.sim is not None and self.sim.done:
-            self.say("The workload is finished: r resets the scenario.")
-        elif self.sim is not None:
-            self.sim.run_pause()
-            self.update_status()
-            self.update_keys()
-
-    def action_single_iteration(self) -> None:
-        if self.sim is not None:
-            self.sim.single_iteration()
-            self.update_keys()
-
-    def action_faster(self, faster: bool = True) -> None:
-        if self.sim is not None:
-            self.speed = self.sim.faster() if faster else self.sim.slower()
-            self.update_status()
-
-    def action_slower(self) -> None:
-        self.action_faster(faster=False)
-
     async def action_reset_scenario(self) -> None:
         step = self.step
-        self.stop_simulation()
+        self.run.stop()
         if self.before.active:
             self.before.forget()
             self.before.show_again(step, None)
         self.playground.left_traffic = None
-        self.restart_with(step.scenario)
+        self.run.restart_with(step.scenario)
         if self.sweeps.wanted(step):
             await self.sweeps.start(step)
         self.say("Scenario reset to the step's start.")
@@ -547,8 +467,3 @@ class TutorialScreen(WholeFrameScreen):
             self.lesson.set_hints()
             self.update_goal()
             self.update_keys()  # a new reading question takes number keys again
-
-    def action_pin(self) -> None:
-        if self.sim is not None:
-            self.say(self.before.pin(self.step, self.sim))
-            self.update_keys()

@@ -210,7 +210,7 @@ async def test_the_live_tutorial_s_helpers_hold_no_screen(make_app):
         screen = app.screen
         held = {name: value for name, value in vars(screen).items()
                 if type(value).__module__.startswith("batchtui.")}
-        assert {"navigation", "before", "sweeps", "playground", "live", "lesson", "sim_pane", "body", "bottom"} <= set(held)
+        assert {"navigation", "before", "sweeps", "run", "playground", "live", "lesson", "sim_pane", "body", "bottom"} <= set(held)
         for name, value in held.items():
             own = {k: v for k, v in vars(value).items() if not (isinstance(value, Widget) and k.startswith("_"))}
             assert not any(v is screen for v in own.values()), name
