@@ -9,6 +9,7 @@ an answer also have a chord (`ctrl+...`) bound with priority.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 from textual.binding import Binding
@@ -32,8 +33,8 @@ class Key:
     """False for keys a widget handles itself; listed here so the help screen is complete."""
     handler: str = ""
     """The part of the tutorial screen that runs the action and its method, with fixed arguments
-    first (`navigation.step_by(1)`); the action's own parameters follow them (`delegate`). Empty:
-    the screen's own `action_` method (or the app's) runs it."""
+    first (`navigation.step_by(1)`); the action's own parameters follow them, and a line it
+    returns is said (`delegate`). Empty: the screen's own `action_` method (or the app's) runs it."""
 
 
 GROUPS = ("Steps", "Simulation", "Dials", "Answers", "While typing", "App")
@@ -45,7 +46,8 @@ KEYS: tuple[Key, ...] = (
         handler="navigation.step_by(-1)"),
     Key("step.contents", "t", "contents", "steps", "Table of contents: jump to any step", "Steps",
         handler="navigation.contents"),
-    Key("step.hint", "h", "hint", "hint", "Show the next hint for this step", "Steps"),
+    Key("step.hint", "h", "hint", "hint", "Show the next hint for this step", "Steps",
+        handler="body.hint"),
     Key("step.glossary", "d", "app.glossary", "terms",
         "The glossary: every term, what it means, the step that teaches it", "Steps", footer=False),
     Key("step.cheat_sheet", "c", "go_to_step(19)", "cheat", "Cheat sheet (step 19)", "Steps", footer=False,
@@ -65,8 +67,10 @@ KEYS: tuple[Key, ...] = (
     Key("sim.reset", "r", "reset_scenario", "reset", "Reset the scenario to the step's start", "Simulation", footer=False),
     Key("sim.pin", "b", "pin", "pin", "Pin this run's metrics as \"before\" beside the live \"now\" (b again: unpin)", "Simulation",
         handler="run.pin"),
-    Key("view.zoom", "z", "zoom", "zoom", "Zoom the simulation to the whole screen, and back", "Simulation"),
-    Key("view.next_page", "v", "next_views", "views", "The step's other views, when they do not all fit", "Simulation"),
+    Key("view.zoom", "z", "zoom", "zoom", "Zoom the simulation to the whole screen, and back", "Simulation",
+        handler="body.toggle_zoom"),
+    Key("view.next_page", "v", "next_views", "views", "The step's other views, when they do not all fit", "Simulation",
+        handler="body.next_views"),
     Key("playground.save", "w", "save_scenario", "save", "Playground: write the scenario to a file", "Simulation", footer=False,
         handler="playground.save"),
     Key("playground.load", "o", "load_scenario", "open", "Playground: open the saved scenario", "Simulation", footer=False,
@@ -88,13 +92,16 @@ KEYS: tuple[Key, ...] = (
     Key("dial.move", "up,down", "", "dial", "On a dial: the dial above or below", "Dials", bind=False),
     Key("dial.ends", "home,end", "", "ends", "On a dial: its lowest or highest value", "Dials", bind=False),
     Key("dial.type", "enter", "", "type", "On a dial: type an exact value, Enter to apply, Escape to cancel", "Dials", bind=False),
-    Key("focus.lesson", "escape", "focus_lesson", "lesson", "Back to the lesson (from a dial or the answer box)", "Dials"),
+    Key("focus.lesson", "escape", "focus_lesson", "lesson", "Back to the lesson (from a dial or the answer box)", "Dials",
+        handler="body.focus_lesson"),
     Key("answer.choose", "1,2,3,4,5,6,7,8,9", "choose", "choose", "Pick an answer by its number", "Answers", bind=False,
         handler="lesson.activity.choose"),
     Key("answer.submit", "enter", "", "check", "In the answer box: check the answer", "Answers", bind=False),
     Key("answer.give_up", "ctrl+d", "give_up", "answer",
-        "Show the worked answer; on a break-it, \"show me\": set the dials that break it", "Answers", priority=True),
-    Key("answer.new_question", "ctrl+r", "new_question", "new q", "Another question of the same kind", "Answers", priority=True),
+        "Show the worked answer; on a break-it, \"show me\": set the dials that break it", "Answers", priority=True,
+        handler="lesson.give_up"),
+    Key("answer.new_question", "ctrl+r", "new_question", "new q", "Another question of the same kind", "Answers", priority=True,
+        handler="lesson.new_question"),
     Key("answer.leave", "escape", "", "leave", "Leave the answer box (plain letter keys work again)", "Answers", bind=False),
     Key("chord.next", "ctrl+n", "next_step", "next", "Next step, even while typing", "While typing", priority=True,
         handler="navigation.step_by(1)"),
@@ -102,7 +109,8 @@ KEYS: tuple[Key, ...] = (
         handler="navigation.step_by(-1)"),
     Key("chord.contents", "ctrl+t", "contents", "steps", "Table of contents, even while typing", "While typing", priority=True,
         handler="navigation.contents"),
-    Key("chord.hint", "ctrl+o", "hint", "hint", "Next hint, even while typing", "While typing", priority=True),
+    Key("chord.hint", "ctrl+o", "hint", "hint", "Next hint, even while typing", "While typing", priority=True,
+        handler="body.hint"),
     Key("chord.help", "f1", "app.help", "help", "This help, even while typing", "While typing", priority=True),
     Key("chord.glossary", "ctrl+g", "app.glossary", "terms", "The glossary, even while typing", "While typing",
         footer=False, priority=True),
@@ -125,8 +133,9 @@ def bindings(*groups: str) -> list[Binding]:
 
 def delegate(screen_class):
     """Give `screen_class` an `action_<name>` for every key whose `handler` names the part that
-    runs it (the action's parameters after the handler's own); returns the class. An action named
-    by two keys has one handler."""
+    runs it (the action's parameters after the handler's own; what it returns, awaited if need
+    be, goes to the screen's `acted`); returns the class. An action named by two keys has one
+    handler."""
     from textual.actions import parse
 
     handlers = {}
@@ -142,11 +151,12 @@ def delegate(screen_class):
 def _handler(handler: str):
     path, method, fixed = parse_handler(handler)
 
-    def action(screen, *parameters):
+    async def action(screen, *parameters):
         part = screen
         for name in path:
             part = getattr(part, name)
-        return getattr(part, method)(*fixed, *parameters)
+        result = getattr(part, method)(*fixed, *parameters)
+        screen.acted(await result if inspect.isawaitable(result) else result)
 
     action.__doc__ = f"Runs `{handler}` (keys.py)."
     return action

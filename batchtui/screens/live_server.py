@@ -1,9 +1,9 @@
 """The playground beside a real server (`s`, `batchtui --server URL`), and `f`: calibrate to what
 was measured.
 
-`LiveServer` is given the views (`ViewStack`), the playground's live run as its owner (the
-tutorial screen) holds it, and the screen's callbacks for what only the screen does: start the
-run again at a speed, show the views again, open the playground again on a fitted GPU. It asks
+`LiveServer` is given the step's run (`StepRun`: the run, its views, starting it again at a
+speed) and the screen's callbacks for what only the screen does: show the views again, open the
+playground again on a fitted GPU. It asks
 for the server's address in the file prompts' style (`ServerPromptScreen`), opens a
 `batchtui.loadgen.live.LiveSession` in a worker, starts the simulation again at the server's pace
 (its time scale: 1 for a vLLM) and sends the same traffic to the server from the same moment, so the simulated engine and the server serve the same requests side by side. Every half
@@ -90,25 +90,19 @@ class ServerPromptScreen(FilePromptScreen):
 class LiveServer:
     """The playground's real server, for one tutorial screen; see the module's doc.
 
-    `run()`: the live run while the playground is on show (else None); `say(words, error=)`;
-    `restart(scenario, speed)`: a fresh run of `scenario` at `speed`; `show_views(page_of)`: the
-    step's views again (`BeforeAfter.show_again`), the page of `page_of` in sight; `reopen(gpu)`:
-    the playground opened again on a fitted `LearnerGpu` (False: not on the playground any more);
-    `begin_now()`: the step's run started if it is still to start; `worker(work, group=)`: runs
-    `work` beside the screen (its `run_worker`)."""
+    `step_run`: the step's `StepRun`; `say(words, error=)`; `show_views(page_of)`: the step's
+    views again (`BeforeAfter.show_again`), the page of `page_of` in sight; `reopen(gpu)`: the
+    playground opened again on a fitted `LearnerGpu` (False: not on the playground any more);
+    `worker(work, group=)`: runs `work` beside the screen (its `run_worker`)."""
 
-    def __init__(self, app, stack, run: Callable[[], object], say: Callable[..., None], *,
-                 restart: Callable[[object, float], None], show_views: Callable[[str | None], None],
-                 reopen: Callable[[object], Awaitable[bool]], begin_now: Callable[[], Awaitable[None]],
-                 worker: Callable[..., object]) -> None:
+    def __init__(self, app, step_run, say: Callable[..., None], *, show_views: Callable[[str | None], None],
+                 reopen: Callable[[object], Awaitable[bool]], worker: Callable[..., object]) -> None:
         self.app = app
-        self.stack = stack
-        self.run = run
+        self.step_run = step_run
+        self.stack = step_run.stack
         self.say = say
-        self.restart = restart
         self.show_views = show_views
         self.reopen = reopen
-        self.begin_now = begin_now
         self.worker = worker
         self.ended = False
         """The screen is going (`end`): nothing is drawn or started any more."""
@@ -128,6 +122,10 @@ class LiveServer:
         self.calibrating = False
         self._proc = None
         """The calibration's process while it runs."""
+
+    def run(self):
+        """The live run while the playground is on show, else None."""
+        return self.step_run.sim if Playground.on(self.step_run.step()) else None
 
     @property
     def connected(self) -> bool:
@@ -205,7 +203,7 @@ class LiveServer:
                 return
             if self.session is not session:
                 return
-            await self.begin_now()  # (`--server`: the playground's first run may be still to start)
+            await self.step_run.begin_now()  # (`--server`: the playground's first run may be still to start)
             self.show_views("server")
             scale = session.time_scale
             pace = f" at its time scale {scale:g}" if scale != 1 else ""
@@ -219,7 +217,7 @@ class LiveServer:
                 if not self._on(session):
                     break
                 # Both start together: a fresh run at the server's pace, and the same traffic.
-                self.restart(self.run().scenario, scale)
+                self.step_run.restart_with(self.run().scenario, scale)
                 if (run := self.run()) is None:
                     break
                 self._sim, self._time = run, 0.0

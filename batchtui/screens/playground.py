@@ -35,16 +35,12 @@ class Played(NamedTuple):
 
 
 class Playground:
-    """The playground's files and traffic switch. `step()` is the step on show and `run()` the
-    live run while it is the playground (else None), `dials()` the step's `DialList`;
-    `done(Played)` shows what a key did (the screen's)."""
+    """The playground's files and traffic switch. `step_run` is the step's `StepRun` (the step on
+    show, its run, its dials); `done(Played)` shows what a key did (the screen's)."""
 
-    def __init__(self, app, step: Callable[[], object], run: Callable[[], object], dials: Callable[[], object],
-                 done: Callable[[Played], None]) -> None:
+    def __init__(self, app, step_run, done: Callable[[Played], None]) -> None:
         self.app = app
-        self.step = step
-        self.run = run
-        self.dials = dials
+        self.step_run = step_run
         self.done = done
         self.scenario_file: Path | None = None
         """The playground's file last saved or opened (the prompts suggest it)."""
@@ -55,6 +51,10 @@ class Playground:
     @staticmethod
     def takes(action: str) -> bool:
         return action in PLAYGROUND_ACTIONS
+
+    def live_run(self):
+        """The live run while the step on show is the playground, else None."""
+        return self.step_run.sim if self.on(self.step_run.step()) else None
 
     @staticmethod
     def on(step) -> bool:
@@ -67,12 +67,12 @@ class Playground:
         from .file_prompt import FilePromptScreen
 
         def chosen(path) -> None:
-            run = self.run()  # (none if the step changed meanwhile)
+            run = self.live_run()  # (none if the step changed meanwhile)
             if path is not None and run is not None:
                 self.scenario_file = path
                 self.done(Played(save_scenario_file(run.scenario, path), key="save_scenario"))
 
-        if self.run() is not None:
+        if self.live_run() is not None:
             self.app.push_screen(FilePromptScreen("Save this scenario as", self.suggested_file(), saving=True,
                                                   own_file=self.scenario_file, within=self.files_within()),
                                  chosen)
@@ -83,7 +83,7 @@ class Playground:
         from .file_prompt import FilePromptScreen
 
         def chosen(path) -> None:
-            if path is None or self.run() is None:
+            if path is None or self.live_run() is None:
                 return  # cancelled, or the step changed meanwhile
             self.scenario_file = path
             try:
@@ -94,7 +94,7 @@ class Playground:
             self.left_traffic = None
             self.done(Played(f"Loaded the scenario from {path}.", restart=scenario, key="load_scenario"))
 
-        if self.run() is not None:
+        if self.live_run() is not None:
             self.app.push_screen(FilePromptScreen("Open a scenario file", self.suggested_file(), saving=False,
                                                   within=self.files_within()), chosen)
 
@@ -103,7 +103,7 @@ class Playground:
         dials stay as they are); again: back to single turns."""
         from steps.activities import helpdesk_switch
 
-        run, step, dials = self.run(), self.step(), self.dials()
+        run, step, dials = self.live_run(), self.step_run.step(), self.step_run.dials()
         if run is None:
             return
         current = run.scenario
@@ -125,7 +125,7 @@ class Playground:
         or, refused, is said in one line and the run keeps its model."""
         from .model_picker import ModelPickerScreen
 
-        run, step = self.run(), self.step()
+        run, step = self.live_run(), self.step_run.step()
         if run is None:
             return
         gpu_dial = next((dial for dial in step.dials if dial.name == "gpu"), None)
@@ -138,7 +138,7 @@ class Playground:
         from sim.search import cannot_run
         from sim.speculative import METHOD_NAMES, method_offered, picked_config
 
-        run = self.run()  # (none if the step changed meanwhile)
+        run = self.live_run()  # (none if the step changed meanwhile)
         if picked is None or run is None:
             return
         current = run.scenario

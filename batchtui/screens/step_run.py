@@ -1,9 +1,10 @@
 """The step's live run on the tutorial screen, held in one place: `StepRun.sim`.
 
-The screen makes one `StepRun` and tells it when a step's run starts, stops or starts again;
+The screen makes one `StepRun` and tells it when a step's run starts (at once, or a moment
+after the first frame: `opening`, `begin_now`), stops or starts again;
 the simulation pane, its dials, the playground and the real server read the run from here (a
 getter each), so no copy of it can fall behind. The keys that act on the run (space, `.`, `+`,
-`-`, `b`; `keys.py` names them) and the runs an activity asks for (`ActivityView.RunDials`: a
+`-`, `b`, `r`; `keys.py` names them) and the runs an activity asks for (`ActivityView.RunDials`: a
 drill's numbers, a prediction's setting beside the step's start, a break-it's) are done here.
 Each run posts its frames to the screen (`post`), which draws them; what a key changed is shown
 through `refresh(status=, goal=, keys=)`.
@@ -27,12 +28,12 @@ class StepRun:
 
     `post(message)` takes the run's frames (the screen's); `pace(run, running)` drives a run
     (the app's clock, `Clock.start`, for the screen); `stack` is the simulation pane's
-    `ViewStack`; `step()` is the step on show and `dials()` its `DialList`; `before` the screen's
-    `BeforeAfter`; `say(words, error=)`; `draw(frame)` draws a frame at once; `refresh(status=,
+    `ViewStack`; `step()` is the step on show and `dials()` its `DialList`; `before` and `sweeps`
+    the screen's `BeforeAfter` and `Sweeps`; `say(words, error=)`; `draw(frame)` draws a frame at once; `refresh(status=,
     goal=, keys=)` shows what changed (the status line, the goal line, the footer)."""
 
-    def __init__(self, app, post: Callable, pace: Callable[[object, bool], None], stack, step: Callable[[], object], dials: Callable[[], object], before,
-                 say: Callable[..., None], draw: Callable[[object], None], refresh: Callable[..., None]) -> None:
+    def __init__(self, app, post: Callable, pace: Callable[[object, bool], None], stack, step: Callable[[], object],
+                 dials: Callable[[], object], before, sweeps, say: Callable[..., None], draw: Callable[[object], None], refresh: Callable[..., None]) -> None:
         self.app = app
         self.post = post
         self.pace = pace
@@ -40,6 +41,7 @@ class StepRun:
         self.step = step
         self.dials = dials
         self.before = before
+        self.sweeps = sweeps
         self.say = say
         self.draw = draw
         self.refresh = refresh
@@ -50,6 +52,26 @@ class StepRun:
         that restarts, `r`, a guess) keeps it; the next step starts at 1x."""
         self.held = False
         """The first launch's orientation is up: a run starts paused until it closes."""
+        self.opening: object | None = None
+        """The step whose run starts a moment after the first frame (`TutorialScreen.show_step`)."""
+
+    async def begin(self, opening: object | None, draw_now: bool = False) -> None:
+        """Start the step's run and sweep, unless another step was opened meanwhile (`opening`
+        is not the one to start); `draw_now`: its first state drawn at once."""
+        if opening is not self.opening:
+            return
+        self.opening = None
+        step = self.step()
+        self.start(step.scenario, draw_now=draw_now)
+        self.refresh()
+        if self.sweeps.wanted(step):
+            await self.sweeps.start(step)
+
+    async def begin_now(self) -> None:
+        """Start the first step's run now if it is still to start (a moment after the first
+        frame): a key acts on it (`BatchApp.run_action`)."""
+        if self.sim is None and self.opening is not None:
+            await self.begin(self.opening)
 
     def start(self, scenario, draw_now: bool = False) -> None:
         """A run of `scenario`; its first state posted as a frame, or drawn now (`draw_now`)."""
@@ -77,6 +99,13 @@ class StepRun:
             self.sim.stop()
             self.sim = None
 
+    def release(self) -> None:
+        """The orientation closed: the step's run starts, as it would have."""
+        self.held = False
+        if self.sim is not None and self.step().starts_running:
+            self.sim.resume()
+            self.refresh(status=True)
+
     def restart_with(self, scenario, speed: float | None = None) -> None:
         """A fresh run of `scenario` (the step's start, a file opened), its values on the dials;
         at `speed` if given (a real server's pace, `LiveServer`)."""
@@ -86,6 +115,19 @@ class StepRun:
         self.start(scenario)
 
     # -- keys
+    async def reset(self) -> str:
+        """`r`: the step's run from its start again, nothing pinned or beside, its curve swept
+        again. Returns what to say."""
+        step = self.step()
+        self.stop()
+        if self.before.active:
+            self.before.forget()
+            self.before.show_again(step, None)
+        self.restart_with(step.scenario)
+        if self.sweeps.wanted(step):
+            await self.sweeps.start(step)
+        return "Scenario reset to the step's start."
+
     def run_pause(self) -> None:
         if self.sim is not None and self.sim.done:
             self.say("The workload is finished: r resets the scenario.")

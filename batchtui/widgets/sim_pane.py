@@ -48,9 +48,11 @@ class SimPane(Vertical):
         """The live run (`LiveSimulation`) the pane shows and its dials set; None: none runs."""
         return self.live_run()
 
-    async def show_step(self, step) -> None:
-        """The step's dials at the values its scenario starts with, in the shape the room wants."""
+    async def show_step(self, step, has_input: bool = False) -> None:
+        """The step's dials at the values its scenario starts with, in the shape the room wants;
+        `has_input`: the activity has an answer box, first in the tab order."""
         await self.dials.show_step(step, self.wide)
+        self.dials.answer_first(has_input)
 
     def fit(self, wide: bool, short: bool, dials: str = "keep") -> None:
         """The room changed (`z`, a resize): the dials' help where it fits, and the dials "keep"
