@@ -205,8 +205,8 @@ class TutorialScreen(WholeFrameScreen):
         self.call_after_refresh(self.app.remember_step, step.number)
         self.update_goal()
         self.update_keys()
-        if words := self.navigation.at_the_end():
-            self.say(words)
+        if said := self.navigation.at_the_end():
+            self.say(said)
 
     def _figures_ready(self, draft, filled) -> None:
         """A draft's figures arrived: put them in, once nothing else is changing the step."""

@@ -214,3 +214,25 @@ async def test_the_live_tutorial_s_helpers_hold_no_screen(make_app):
         for name, value in held.items():
             own = {k: v for k, v in vars(value).items() if not (isinstance(value, Widget) and k.startswith("_"))}
             assert not any(v is screen for v in own.values()), name
+
+
+async def test_every_key_s_action_has_a_part_that_runs_it(make_app):
+    """`keys.HANDLERS` names the part of the screen that runs an action: each resolves to a method
+    on the running screen, and every action the tutorial binds is one of them or the screen's own
+    (or the app's)."""
+    from textual.actions import parse
+
+    from batchtui import keys
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)):
+        screen = app.screen
+        for name, handler in keys.HANDLERS.items():
+            path, method, _ = keys.parse_handler(handler)
+            part = screen
+            for attribute in path:
+                part = getattr(part, attribute)
+            assert callable(getattr(part, method, None)), (name, handler)
+        for binding in type(screen).BINDINGS:
+            namespace, name, _ = parse(binding.action)
+            assert namespace == "app" or name in keys.HANDLERS or callable(getattr(screen, f"action_{name}", None)), name
