@@ -1,13 +1,13 @@
 """The step's live run on the tutorial screen, held in one place: `StepRun.sim`.
 
 The screen makes one `StepRun` and tells it when a step's run starts (at once, or a moment
-after the first frame: `opening`, `begin_now`), stops or starts again;
-the simulation pane, its dials, the playground and the real server read the run from here (a
-getter each), so no copy of it can fall behind. The keys that act on the run (space, `.`, `+`,
-`-`, `b`, `r`; `keys.py` names them) and the runs an activity asks for (`ActivityView.RunDials`: a
-drill's numbers, a prediction's setting beside the step's start, a break-it's) are done here.
-Each run posts its frames to the screen (`post`), which draws them; what a key changed is shown
-through `refresh(status=, goal=, keys=)`.
+after the first frame: `opening`, `begin_now`), stops or starts again; the simulation pane, its
+dials, the body, the playground and the real server read the run from here, so no copy of it can
+fall behind. The keys that act on the run (space, `.`, `+`, `-`, `b`, `r`; `keys.HANDLERS` names
+them) and the runs an activity asks for (`ActivityView.RunDials`: a drill's numbers, a
+prediction's setting beside the step's start, a break-it's) are done here. Each run posts its
+frames to the screen (`post`), which draws them; what a key changed is shown through
+`refresh(status=, goal=, keys=)`.
 """
 
 from __future__ import annotations
@@ -29,11 +29,13 @@ class StepRun:
     `post(message)` takes the run's frames (the screen's); `pace(run, running)` drives a run
     (the app's clock, `Clock.start`, for the screen); `stack` is the simulation pane's
     `ViewStack`; `step()` is the step on show and `dials()` its `DialList`; `before` and `sweeps`
-    the screen's `BeforeAfter` and `Sweeps`; `say(words, error=)`; `draw(frame)` draws a frame at once; `refresh(status=,
-    goal=, keys=)` shows what changed (the status line, the goal line, the footer)."""
+    the screen's `BeforeAfter` and `Sweeps`; `say(words, error=)`; `draw(frame)` draws a frame at
+    once; `refresh(status=, goal=, keys=)` shows what changed (the status line, the goal line,
+    the footer)."""
 
-    def __init__(self, app, post: Callable, pace: Callable[[object, bool], None], stack, step: Callable[[], object],
-                 dials: Callable[[], object], before, sweeps, say: Callable[..., None], draw: Callable[[object], None], refresh: Callable[..., None]) -> None:
+    def __init__(self, app, post: Callable, pace: Callable[[object, bool], None], stack,
+                 step: Callable[[], object], dials: Callable[[], object], before, sweeps,
+                 say: Callable[..., None], draw: Callable[[object], None], refresh: Callable[..., None]) -> None:
         self.app = app
         self.post = post
         self.pace = pace

@@ -3,9 +3,9 @@ what the focused dial takes (its range, how to type a value) or how to reach the
 
 Its height never changes while a step is open (typing a value takes the place of that line), so
 the views under it never move. The list handles its own controls: a dial the learner moves is
-checked by the lesson's range and set on the live run (read from its owner through `run`, given
-by the pane), then the list posts
-`Moved` (or `Refused`, with the reason); dials set for the learner (`set`) post nothing.
+checked by the lesson's range and set on the live run (read from its holder through the getter
+the pane gives it), then the list posts `Moved` (or `Refused`, with the reason); dials set for
+the learner (`set`) post nothing.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class DialHelp(Widget):
     DialHelp.-focused { color: $foreground; }
     """
 
-    def __init__(self, run: Callable[[], object] = lambda: None, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.text = Text()
         self.shorter: tuple[Text, ...] = ()
@@ -94,7 +94,7 @@ class DialList(Vertical):
         """What the help line says while no dial has focus."""
         self.entry: DialEntry | None = None
         self.live_run = run
-        """The live run (`LiveSimulation`) the dials set as its owner holds it now, or None."""
+        """The live run (`LiveSimulation`) the dials set, as its holder has it now, or None."""
 
     def compose(self):
         yield VerticalScroll(id="dial-rows", can_focus=False)

@@ -1,11 +1,12 @@
 """The lesson pane: the step's text, its hints (`h`), its activity and the reveal under it.
 
 The screen gives the pane the step on show (`step`: the one place it is held) and the activity
-view to hold; the pane keeps what is its own: which hints are in sight, the answers given (each
-recorded in the learner's progress as the activity posts it, the keys back from the answer box),
-and whether the reveal (the text after `<!-- reveal -->`, `Step.reveal_md`) is shown. The reveal waits for the activity's answer on
-this visit, so nothing answers a question before it is asked; a step revisited asks again with
-its answer hidden.
+view to hold; the pane keeps what is its own: which hints are in sight, a draft's figures filled
+in (`fill_in`), the answers given (each recorded in the learner's progress as the activity posts
+it, the keys back from the answer box; ctrl+d and ctrl+r), and whether the reveal (the text after
+`<!-- reveal -->`, `Step.reveal_md`) is shown. The reveal waits for the activity's answer on this
+visit, so nothing answers a question before it is asked; a step revisited asks again with its
+answer hidden.
 """
 
 from __future__ import annotations

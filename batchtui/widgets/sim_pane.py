@@ -1,7 +1,7 @@
 """The simulation column of the tutorial: the run's status line, the step's dials and the views.
 
-The screen owns the live run and gives the pane a way to read it (`run`, passed on to the
-dials: one owner, no copies to keep in step) and how much room it has (`fit`: wide enough for
+The screen gives the pane a way to read the live run from its one holder (`run`, passed on to
+the dials: `screens/step_run.py`, no copies to keep in step) and how much room it has (`fit`: wide enough for
 the dials in two columns, too short for the dials' help line); the pane draws the run's frames
 and status, keeps the dials in the shape the room wants, and on a short screen shows a focused
 dial's help in the status line (the help line under the dials is hidden there by the screen's
@@ -28,7 +28,7 @@ class SimPane(Vertical):
         self.stack = ViewStack(view_kinds, id="views")
         """The views (made here so the screen's helpers can be given them before it mounts)."""
         self.live_run = run
-        """The live run (`LiveSimulation`) as its owner (the screen) holds it now, or None."""
+        """The live run (`LiveSimulation`) as its holder has it now, or None."""
         self.wide = False
         """Room for the dials in two columns (zoomed, or a wide terminal)."""
         self.short = False
