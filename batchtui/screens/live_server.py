@@ -3,10 +3,11 @@ was measured.
 
 `LiveServer` is given the step's run (`StepRun`: the run, its views, starting it again at a
 speed) and the screen's callbacks for what only the screen does: show the views again, open the
-playground again on a fitted GPU. It asks
-for the server's address in the file prompts' style (`ServerPromptScreen`), opens a
-`batchtui.loadgen.live.LiveSession` in a worker, starts the simulation again at the server's pace
-(its time scale: 1 for a vLLM) and sends the same traffic to the server from the same moment, so the simulated engine and the server serve the same requests side by side. Every half
+playground again on a fitted GPU. It asks for the server's address in the file prompts' style
+(`ServerPromptScreen`), opens a `batchtui.loadgen.live.LiveSession` in a worker, starts the
+simulation again at the server's pace (its time scale: 1 for a vLLM) and sends the same traffic
+to the server from the same moment, so the simulated engine and the server serve the same
+requests side by side. Every half
 second of the server's time the `Measured` figures go down to the views as the frame source
 "server" (`widgets/server_view.py`, shown first while connected). When the simulation starts over
 (a dial that restarts it, `r`, a file opened, a calibration) or its traffic changes, the server's
@@ -123,9 +124,12 @@ class LiveServer:
         self._proc = None
         """The calibration's process while it runs."""
 
+    def on_playground(self) -> bool:
+        return Playground.on(self.step_run.step())
+
     def run(self):
         """The live run while the playground is on show, else None."""
-        return self.step_run.sim if Playground.on(self.step_run.step()) else None
+        return self.step_run.sim if self.on_playground() else None
 
     @property
     def connected(self) -> bool:
@@ -152,7 +156,7 @@ class LiveServer:
             return
 
         def chosen(url) -> None:
-            if url and self.run() is not None and self.session is None:
+            if url and self.on_playground() and self.session is None:
                 self.connect(url)
 
         suggestion = self.url or self.app.settings.server_url or DEFAULT_URL
@@ -208,7 +212,7 @@ class LiveServer:
             scale = session.time_scale
             pace = f" at its time scale {scale:g}" if scale != 1 else ""
             self.say(f"Driving {session.where} ({session.model}){pace} with the playground's traffic, the "
-                       "simulation beside it from the same moment; l disconnects.")
+                     "simulation beside it from the same moment; l disconnects.")
             while self._on(session):
                 # Paused, the server waits too (a real GPU's clock cannot stop): both start again
                 # from the start when the run goes on.
@@ -251,7 +255,7 @@ class LiveServer:
         self.measured = measured
         if self.ended:
             return
-        if self.run() is None:
+        if not self.on_playground():
             self.disconnect()
             return
         self.stack.update_frame({"server": measured})
@@ -268,7 +272,7 @@ class LiveServer:
         scenario = sim.scenario
         if not sim.running and not self._stopping and not sim.done:
             self.say("Paused: the server's traffic stopped too; when the run goes on, both start again "
-                            "from the start.")
+                     "from the start.")
         if sim is not self._sim or now < self._time or (scenario.workload, scenario.seed) != self._workload \
                 or not sim.running:
             self._stop_run(session)
@@ -320,7 +324,7 @@ class LiveServer:
         self.calibrating = True
         answers = sum(seg.completed for seg in segments)
         self.say(f"Calibrating to {answers:,} answers from {session.where} (batchtui calibrate, in the "
-                   "background); the playground reopens on the fitted profile.")
+                 "background); the playground reopens on the fitted profile.")
         self.worker(partial(self._calibrate, files, scenario, session.where, answers),
                     group="live-calibrate", exclusive=True)
 
@@ -361,8 +365,8 @@ class LiveServer:
             why = lines[-1].removeprefix("batchtui: error: ") if lines else f"exit status {proc.returncode}"
             why = why if len(why) <= FAILURE_WORDS else why[:FAILURE_WORDS - 3].rsplit(" ", 1)[0] + "..."
             self.say(f"Calibration failed: {why} Measure more runs (a low rate, a high one: each rate set on "
-                       f"the dial is a run), then f again ({MEASURED_FOLDER}/{CALIBRATE_LOG} in the state folder "
-                       "has calibrate's report).", error=True)
+                     f"the dial is a run), then f again ({MEASURED_FOLDER}/{CALIBRATE_LOG} in the state folder "
+                     "has calibrate's report).", error=True)
             return
         await self._reopen(scenario, str(output), name, where, answers)
 
