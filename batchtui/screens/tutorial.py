@@ -166,7 +166,7 @@ class TutorialScreen(WholeFrameScreen):
             return
         self.navigation.index = index
         first = self.lesson.step is None  # (the app's first step: the engine is still to load)
-        self.lesson.step = step
+        self.lesson.step, self.goal = step, None  # (the step before's goal is not this one's)
         self.run.speed = 1.0
         # The step before's start, if still to come, is off: it would start this step's run
         # while it is drawn, and then this step's own start would start it again over whatever
