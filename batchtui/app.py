@@ -169,7 +169,7 @@ class BatchApp(App):
         # or a dial in that moment act on it).
         if self.tutorial is not None and not changes_step(action):
             await self.tutorial.navigation.settle_now()
-            await self.tutorial.begin_now()
+            await self.tutorial.run.begin_now()
         return await super().run_action(action, default_namespace, namespaces)
 
     def words(self, text: str) -> str:

@@ -1,13 +1,15 @@
 """Every key the tutorial answers to, in one table.
 
 Each entry has a stable id (users can remap it with Textual's keymap, tests refer to it), the keys,
-the action it runs, the short label the footer shows and the line the `?` help screen shows.
+the action it runs, the short label the footer shows and the line the `?` help screen shows;
+`HANDLERS` names the part of the tutorial screen that runs each of the screen's actions.
 Plain letters do nothing while a text input has focus, so the things a learner needs while typing
 an answer also have a chord (`ctrl+...`) bound with priority.
 """
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 from textual.binding import Binding
@@ -99,6 +101,55 @@ def bindings(*groups: str) -> list[Binding]:
         for key in KEYS
         if key.bind and (not groups or key.group in groups)
     ]
+
+
+HANDLERS = {
+    "next_step": "navigation.step_by(1)", "previous_step": "navigation.step_by(-1)",
+    "go_to_step": "navigation.step_number", "contents": "navigation.contents",
+    "hint": "body.hint", "zoom": "body.toggle_zoom", "next_views": "body.next_views",
+    "focus_lesson": "body.focus_lesson",
+    "run_pause": "run.run_pause", "single_iteration": "run.single_iteration", "faster": "run.faster",
+    "slower": "run.faster(False)", "pin": "run.pin",
+    "choose": "lesson.activity.choose", "give_up": "lesson.give_up", "new_question": "lesson.new_question",
+    "save_scenario": "playground.save", "load_scenario": "playground.load",
+    "helpdesk_traffic": "playground.helpdesk_traffic", "pick_model": "playground.pick_model", "live": "live.act",
+}
+"""The part of the tutorial screen that runs each of its actions (by the action's name, as the
+table's `action` names it) and its method, with fixed arguments first (`navigation.step_by(1)`);
+the action's own parameters follow them (`go_to_step(19)`: `navigation.step_number(19)`). An
+action not here is the screen's own `action_` method (`reset_scenario`) or the app's."""
+
+
+def delegate(screen_class):
+    """Give `screen_class` an `action_<name>` for each of `HANDLERS` (the action's parameters
+    after the handler's own; what it returns, awaited if need be, goes to the screen's `acted`);
+    returns the class."""
+    for name, handler in HANDLERS.items():
+        setattr(screen_class, f"action_{name}", _handler(handler))
+    return screen_class
+
+
+def _handler(handler: str):
+    path, method, fixed = parse_handler(handler)
+
+    async def action(screen, *parameters):
+        part = screen
+        for name in path:
+            part = getattr(part, name)
+        result = getattr(part, method)(*fixed, *parameters)
+        screen.acted(await result if inspect.isawaitable(result) else result)
+
+    action.__doc__ = f"Runs `{handler}` (keys.py)."
+    return action
+
+
+def parse_handler(handler: str) -> tuple[tuple[str, ...], str, tuple]:
+    """`lesson.activity.choose` -> the attributes to follow from the screen, the method and the
+    fixed arguments: (("lesson", "activity"), "choose", ())."""
+    from textual.actions import parse
+
+    target, method, fixed = parse(handler)
+    return tuple(target.split(".")) if target else (), method, fixed
 
 
 _KEY_NAMES = {

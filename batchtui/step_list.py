@@ -15,3 +15,15 @@ def draft_of(steps, index: int):
     figures read "…" (`steps.Lessons.draft`); a plain list's steps are filled already."""
     draft = getattr(steps, "draft", None)
     return draft(index) if draft is not None else steps[index]
+
+
+def figures_of(steps, index: int):
+    """Step `index` with its figures computed (in a thread beside the app: the simulator runs),
+    or the `SimError` that stopped them. The first frame does not wait for numpy and the engine,
+    nor a step change for its figures: the lesson pane fills its draft in (`QuestionPane.fill_in`)."""
+    from sim.errors import SimError
+
+    try:
+        return steps[index]
+    except SimError as exc:
+        return exc

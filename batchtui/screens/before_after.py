@@ -133,11 +133,12 @@ class BeforeAfter:
         for view in self.stack.views("compare"):
             view.configure(source, "main", ("before", "now"), self.words(title))
 
-    def show_again(self, step, run) -> None:
-        """The views after a "before" came or went; the page with the table in sight."""
+    def show_again(self, step, run, page_of: str = "compare") -> None:
+        """The views after a "before" (or a real server, `page_of="server"`) came or went; the
+        page with its view in sight, if it is on show."""
         self.configure(step, run)
         names = self.view_names(step)
-        self.stack.show(names, keep_frames=True, page_of="compare" if "compare" in names else None)
+        self.stack.show(names, keep_frames=True, page_of=page_of if page_of in names else None)
         self.stack.update_frame(self.frames(run))
 
     def frames(self, run) -> dict:

@@ -1,11 +1,13 @@
 """The playground beside a real server (`s`, `batchtui --server URL`), and `f`: calibrate to what
 was measured.
 
-`LiveServer` (made by the tutorial screen, driving it through its public members) asks for the
-server's address in the file prompts' style (`ServerPromptScreen`), opens a
-`batchtui.loadgen.live.LiveSession` in a worker of the screen, starts the simulation again at the
-server's pace (its time scale: 1 for a vLLM) and sends the same traffic to the server from the same
-moment, so the simulated engine and the server serve the same requests side by side. Every half
+`LiveServer` is given the step's run (`StepRun`: the run, its views, starting it again at a
+speed) and the screen's callbacks for what only the screen does: show the views again, open the
+playground again on a fitted GPU. It asks for the server's address in the file prompts' style
+(`ServerPromptScreen`), opens a `batchtui.loadgen.live.LiveSession` in a worker, starts the
+simulation again at the server's pace (its time scale: 1 for a vLLM) and sends the same traffic
+to the server from the same moment, so the simulated engine and the server serve the same
+requests side by side. Every half
 second of the server's time the `Measured` figures go down to the views as the frame source
 "server" (`widgets/server_view.py`, shown first while connected). When the simulation starts over
 (a dial that restarts it, `r`, a file opened, a calibration) or its traffic changes, the server's
@@ -25,6 +27,7 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -86,10 +89,24 @@ class ServerPromptScreen(FilePromptScreen):
 
 
 class LiveServer:
-    """The playground's real server, for one tutorial screen; see the module's doc."""
+    """The playground's real server, for one tutorial screen; see the module's doc.
 
-    def __init__(self, screen) -> None:
-        self.screen = screen
+    `step_run`: the step's `StepRun`; `say(words, error=)`; `show_views(page_of)`: the step's
+    views again (`BeforeAfter.show_again`), the page of `page_of` in sight; `reopen(gpu)`: the
+    playground opened again on a fitted `LearnerGpu` (False: not on the playground any more);
+    `worker(work, group=)`: runs `work` beside the screen (its `run_worker`)."""
+
+    def __init__(self, app, step_run, say: Callable[..., None], *, show_views: Callable[[str | None], None],
+                 reopen: Callable[[object], Awaitable[bool]], worker: Callable[..., object]) -> None:
+        self.app = app
+        self.step_run = step_run
+        self.stack = step_run.stack
+        self.say = say
+        self.show_views = show_views
+        self.reopen = reopen
+        self.worker = worker
+        self.ended = False
+        """The screen is going (`end`): nothing is drawn or started any more."""
         self.session = None
         """The `LiveSession` while connected (or connecting)."""
         self.last_session = None
@@ -107,6 +124,13 @@ class LiveServer:
         self._proc = None
         """The calibration's process while it runs."""
 
+    def on_playground(self) -> bool:
+        return Playground.on(self.step_run.step())
+
+    def run(self):
+        """The live run while the playground is on show, else None."""
+        return self.step_run.sim if self.on_playground() else None
+
     @property
     def connected(self) -> bool:
         return self.session is not None
@@ -117,7 +141,7 @@ class LiveServer:
 
     # -- keys
     def act(self, key: str) -> None:
-        """The screen's `live` action: "server" (`s`) or "calibrate" (`f`)."""
+        """The `live` action: "server" (`s`) or "calibrate" (`f`)."""
         if key == "calibrate":
             self.calibrate()
         else:
@@ -125,41 +149,38 @@ class LiveServer:
 
     def toggle(self) -> None:
         """`s`: ask for an address and connect; connected: disconnect."""
-        screen = self.screen
         if self.session is not None:
             self.disconnect()
             return
-        if screen.sim is None:
+        if self.run() is None:
             return
 
         def chosen(url) -> None:
-            if url and screen.check_action("live", ()) and self.session is None:
+            if url and self.on_playground() and self.session is None:
                 self.connect(url)
 
-        suggestion = self.url or screen.app.settings.server_url or DEFAULT_URL
-        screen.app.push_screen(ServerPromptScreen(suggestion), chosen)
+        suggestion = self.url or self.app.settings.server_url or DEFAULT_URL
+        self.app.push_screen(ServerPromptScreen(suggestion), chosen)
 
     def connect(self, url: str) -> None:
         """Drive the server at `url` with the playground's traffic (a bad URL: one line)."""
         from ..loadgen.live import LiveError, LiveSession
 
-        screen = self.screen
         try:
             session = LiveSession(url)
         except LiveError as exc:
-            screen.say(f"Not connected: {exc}.", error=True)
+            self.say(f"Not connected: {exc}.", error=True)
             return
         self.url = url
         self.session = self.last_session = session
         self.measured = None
-        screen.stack.frames.pop("server", None)  # (an earlier session's figures are not this one's)
-        for view in screen.stack.views("server"):
+        self.stack.frames.pop("server", None)  # (an earlier session's figures are not this one's)
+        for view in self.stack.views("server"):
             view.measured = None
             view.status = f"server {session.where}: connecting..."
-        if screen.is_mounted:
-            self._show_views()
-        screen.say(f"Connecting to {session.where}...")
-        screen.run_worker(partial(self._drive, session), group="live-server", exclusive=True)
+        self.show_views("server")
+        self.say(f"Connecting to {session.where}...")
+        self.worker(partial(self._drive, session), group="live-server", exclusive=True)
 
     def disconnect(self, words: str | None = None, error: bool = False) -> None:
         session, self.session = self.session, None
@@ -167,18 +188,16 @@ class LiveServer:
             return
         self._stop_run(session)
         done = sum(seg.completed for seg in session.segments) + (session.segment.completed if session.segment else 0)
-        screen = self.screen
         if words is None:
             words = (f"Disconnected from {session.where}: {done:,} answers measured"
                      + ("; f calibrates the simulator to them." if done else "."))
-        screen.say(words, error=error)
-        self._show_views()
+        self.say(words, error=error)
+        self.show_views(None)
 
     # -- the session
     async def _drive(self, session) -> None:
         from ..loadgen.live import LiveError
 
-        screen = self.screen
         try:
             try:
                 await session.open()
@@ -188,26 +207,25 @@ class LiveServer:
                 return
             if self.session is not session:
                 return
-            await screen.begin_now()  # (`--server`: the playground's first run may be still to start)
-            self._show_views()
+            await self.step_run.begin_now()  # (`--server`: the playground's first run may be still to start)
+            self.show_views("server")
             scale = session.time_scale
             pace = f" at its time scale {scale:g}" if scale != 1 else ""
-            screen.say(f"Driving {session.where} ({session.model}){pace} with the playground's traffic, the "
-                       "simulation beside it from the same moment; l disconnects.")
+            self.say(f"Driving {session.where} ({session.model}){pace} with the playground's traffic, the "
+                     "simulation beside it from the same moment; l disconnects.")
             while self._on(session):
                 # Paused, the server waits too (a real GPU's clock cannot stop): both start again
                 # from the start when the run goes on.
-                while self._on(session) and not screen.sim.running:
+                while self._on(session) and not self.run().running:
                     await asyncio.sleep(POLL_S)
                 if not self._on(session):
                     break
                 # Both start together: a fresh run at the server's pace, and the same traffic.
-                screen.speed = scale
-                screen.restart_with(screen.sim.scenario)
-                if screen.sim is None:
+                self.step_run.restart_with(self.run().scenario, scale)
+                if (run := self.run()) is None:
                     break
-                self._sim, self._time = screen.sim, 0.0
-                scenario = screen.sim.scenario
+                self._sim, self._time = run, 0.0
+                scenario = run.scenario
                 self._workload = (scenario.workload, scenario.seed)
                 self._stopping = False
                 await session.run(scenario, self._measured)
@@ -222,42 +240,39 @@ class LiveServer:
         finally:
             await session.close()
             if self.session is session:  # (the playground left between two runs)
-                if screen.is_attached:
+                if not self.ended:
                     self.disconnect()
                 else:
                     self.session = None
 
     def _on(self, session) -> bool:
         """The session is still the one wanted, beside the playground's run."""
-        screen = self.screen
-        return self.session is session and screen.is_attached and screen.sim is not None \
-            and Playground.on(screen.step)
+        return self.session is session and not self.ended and self.run() is not None
 
     def _measured(self, measured) -> None:
         """The session's figures: down to the views; a new run or traffic starts the server's
         again; leaving the playground disconnects."""
-        screen = self.screen
         self.measured = measured
-        if not screen.is_attached:
+        if self.ended:
             return
-        if not Playground.on(screen.step):
+        if not self.on_playground():
             self.disconnect()
             return
-        screen.stack.update_frame({"server": measured})
+        self.stack.update_frame({"server": measured})
         self._check_run()
 
     def _check_run(self) -> None:
         """A run started over, other traffic, or a pause: the server's segment ends (the next
         starts both again)."""
-        sim = self.screen.sim
+        sim = self.run()
         session = self.session
         if sim is None or session is None:
             return
         now = sim.time
         scenario = sim.scenario
         if not sim.running and not self._stopping and not sim.done:
-            self.screen.say("Paused: the server's traffic stopped too; when the run goes on, both start again "
-                            "from the start.")
+            self.say("Paused: the server's traffic stopped too; when the run goes on, both start again "
+                     "from the start.")
         if sim is not self._sim or now < self._time or (scenario.workload, scenario.seed) != self._workload \
                 or not sim.running:
             self._stop_run(session)
@@ -270,38 +285,31 @@ class LiveServer:
     def end(self) -> None:
         """The screen is going (the app closes): the session's thread and a calibration's process
         end now, whether or not the loop runs again."""
+        self.ended = True
         session, self.session = self.session, None
         if session is not None:
             session.end_now()
         if self._proc is not None and self._proc.returncode is None:
             _kill(self._proc)
 
-    def _show_views(self) -> None:
-        screen = self.screen
-        stack = screen.stack
-        stack.show(screen.before.view_names(screen.step), keep_frames=True,
-                   page_of="server" if self.session is not None else None)
-        stack.update_frame(screen.before.frames(screen.sim))
-        screen.update_keys()
-
     # -- f: calibrate to what was measured
     def calibrate(self) -> None:
-        screen = self.screen
         session = self.session or self.last_session
+        run = self.run()
         if self.calibrating:
-            screen.say("A calibration is running: its result reopens the playground.")
+            self.say("A calibration is running: its result reopens the playground.")
             return
         segments = list(session.segments) + ([session.segment] if session and session.segment else []) \
             if session is not None else []
         segments = [seg for seg in segments if seg.completed]
-        if not segments or screen.sim is None:
-            screen.say("Nothing measured yet: l drives a server with this traffic, then f calibrates to it.")
+        if not segments or run is None:
+            self.say("Nothing measured yet: l drives a server with this traffic, then f calibrates to it.")
             return
         from ..cli.cmd_bench import metadata_entries
         from ..state_folder import write_atomically
 
-        scenario = screen.sim.scenario
-        folder = Path(screen.app.store.directory) / MEASURED_FOLDER
+        scenario = run.scenario
+        folder = Path(self.app.store.directory) / MEASURED_FOLDER
         files = []
         try:
             for k, seg in enumerate(segments):
@@ -311,20 +319,19 @@ class LiveServer:
                 write_atomically(path, json.dumps(data))
                 files.append(str(path))
         except OSError as exc:
-            screen.say(f"The measured results cannot be written: {exc.strerror or exc}.", error=True)
+            self.say(f"The measured results cannot be written: {exc.strerror or exc}.", error=True)
             return
         self.calibrating = True
         answers = sum(seg.completed for seg in segments)
-        screen.say(f"Calibrating to {answers:,} answers from {session.where} (batchtui calibrate, in the "
-                   "background); the playground reopens on the fitted profile.")
-        screen.run_worker(partial(self._calibrate, files, scenario, session.where, answers),
-                          group="live-calibrate", exclusive=True)
+        self.say(f"Calibrating to {answers:,} answers from {session.where} (batchtui calibrate, in the "
+                 "background); the playground reopens on the fitted profile.")
+        self.worker(partial(self._calibrate, files, scenario, session.where, answers),
+                    group="live-calibrate", exclusive=True)
 
     async def _calibrate(self, files: list[str], scenario, where: str, answers: int) -> None:
         from ..state_folder import write_atomically
 
-        screen = self.screen
-        directory = Path(screen.app.store.directory)
+        directory = Path(self.app.store.directory)
         output = directory / CALIBRATED_FILE
         base = scenario.gpu.removesuffix("-measured")
         name = f"{base}-measured"
@@ -346,7 +353,7 @@ class LiveServer:
                 self._proc = None
         except OSError as exc:
             self.calibrating = False
-            screen.say(f"batchtui calibrate could not start: {exc.strerror or exc}.", error=True)
+            self.say(f"batchtui calibrate could not start: {exc.strerror or exc}.", error=True)
             return
         self.calibrating = False
         try:  # (what calibrate printed, whole: the notice line says a line of it)
@@ -357,37 +364,32 @@ class LiveServer:
             lines = [line for line in err.decode("utf-8", "replace").splitlines() if line.strip()]
             why = lines[-1].removeprefix("batchtui: error: ") if lines else f"exit status {proc.returncode}"
             why = why if len(why) <= FAILURE_WORDS else why[:FAILURE_WORDS - 3].rsplit(" ", 1)[0] + "..."
-            screen.say(f"Calibration failed: {why} Measure more runs (a low rate, a high one: each rate set on "
-                       f"the dial is a run), then f again ({MEASURED_FOLDER}/{CALIBRATE_LOG} in the state folder "
-                       "has calibrate's report).", error=True)
+            self.say(f"Calibration failed: {why} Measure more runs (a low rate, a high one: each rate set on "
+                     f"the dial is a run), then f again ({MEASURED_FOLDER}/{CALIBRATE_LOG} in the state folder "
+                     "has calibrate's report).", error=True)
             return
         await self._reopen(scenario, str(output), name, where, answers)
 
     async def _reopen(self, scenario, output: str, name: str, where: str, answers: int) -> None:
         from sim.errors import SimError
 
-        from ..learner_gpu import LearnerGpu, on_learner_gpu
+        from ..learner_gpu import LearnerGpu
 
-        screen = self.screen
         fitted = replace(scenario, gpu=name, profiles_path=output)
         try:
             moved = moved_words(scenario.deployment(), fitted.deployment())
             label = fitted.profiles().gpu(name).name
         except SimError as exc:
-            screen.say(f"The fitted profile cannot be used: {exc}", error=True)
+            self.say(f"The fitted profile cannot be used: {exc}", error=True)
             return
         said = (f"Calibrated to {answers:,} answers from {where}: {moved}. " if moved else
                 f"Calibrated to {answers:,} answers from {where}: nothing moved. ")
-        if not Playground.on(screen.step):
-            screen.say(said + f"The profile is {name} in {output}.")
+        if not await self.reopen(LearnerGpu(name, label, "", True, output)):
+            self.say(said + f"The profile is {name} in {output}.")
             return
-        current = screen.sim.scenario if screen.sim is not None else screen.step.scenario
-        gpu = LearnerGpu(name, label, "", True, output)
-        screen.steps[screen.index] = on_learner_gpu(replace(screen.step, scenario=current), gpu)
-        await screen.show_step(screen.index)
         if self.session is not None:
-            self._show_views()
-        screen.say(said + f"The playground runs on it ({name}, {Path(output).name} in the state folder).")
+            self.show_views("server")
+        self.say(said + f"The playground runs on it ({name}, {Path(output).name} in the state folder).")
 
 
 def _dials(scenario) -> dict:

@@ -76,6 +76,15 @@ class Navigation:
         else:
             self.go(to)
 
+    def at_the_end(self) -> str:
+        """On the last step: which steps a learner who skipped or missed some can still go back
+        to ("" elsewhere, or when none is left)."""
+        if self.index != len(self.summaries) - 1:
+            return ""
+        number = self.summaries[self.index].number
+        others = self.app.progress.still_open([s.number for s in self.summaries if s.number != number])
+        return f"The last step. {others} t opens the table of contents." if others else ""
+
     def contents(self) -> None:
         """t: the table of contents; the step chosen there is opened."""
         from .contents import ContentsScreen

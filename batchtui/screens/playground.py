@@ -3,7 +3,7 @@
 the GPUs it needs and speculative decoding (`model_picker.py`).
 
 `Playground` holds what they remember (the file last saved or opened, the traffic `m` replaced)
-and tells the screen what each key did (`Played`); the screen's actions delegate to it.
+and tells the screen what each key did (`Played`); the keys run its methods (`keys.py` names them).
 """
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ class Played(NamedTuple):
 
 
 class Playground:
-    """The playground's files and traffic switch. `run()` is the live run while the playground
-    is on show (else None); `done(Played)` shows what a key did (the screen's)."""
+    """The playground's files and traffic switch. `step_run` is the step's `StepRun` (the step on
+    show, its run, its dials); `done(Played)` shows what a key did (the screen's)."""
 
-    def __init__(self, app, run: Callable[[], object], done: Callable[[Played], None]) -> None:
+    def __init__(self, app, step_run, done: Callable[[Played], None]) -> None:
         self.app = app
-        self.run = run
+        self.step_run = step_run
         self.done = done
         self.scenario_file: Path | None = None
         """The playground's file last saved or opened (the prompts suggest it)."""
@@ -51,6 +51,10 @@ class Playground:
     @staticmethod
     def takes(action: str) -> bool:
         return action in PLAYGROUND_ACTIONS
+
+    def live_run(self):
+        """The live run while the step on show is the playground, else None."""
+        return self.step_run.sim if self.on(self.step_run.step()) else None
 
     @staticmethod
     def on(step) -> bool:
@@ -63,12 +67,12 @@ class Playground:
         from .file_prompt import FilePromptScreen
 
         def chosen(path) -> None:
-            run = self.run()  # (none if the step changed meanwhile)
+            run = self.live_run()  # (none if the step changed meanwhile)
             if path is not None and run is not None:
                 self.scenario_file = path
                 self.done(Played(save_scenario_file(run.scenario, path), key="save_scenario"))
 
-        if self.run() is not None:
+        if self.live_run() is not None:
             self.app.push_screen(FilePromptScreen("Save this scenario as", self.suggested_file(), saving=True,
                                                   own_file=self.scenario_file, within=self.files_within()),
                                  chosen)
@@ -79,7 +83,7 @@ class Playground:
         from .file_prompt import FilePromptScreen
 
         def chosen(path) -> None:
-            if path is None or self.run() is None:
+            if path is None or self.live_run() is None:
                 return  # cancelled, or the step changed meanwhile
             self.scenario_file = path
             try:
@@ -90,16 +94,16 @@ class Playground:
             self.left_traffic = None
             self.done(Played(f"Loaded the scenario from {path}.", restart=scenario, key="load_scenario"))
 
-        if self.run() is not None:
+        if self.live_run() is not None:
             self.app.push_screen(FilePromptScreen("Open a scenario file", self.suggested_file(), saving=False,
                                                   within=self.files_within()), chosen)
 
-    def helpdesk_traffic(self, step, dials) -> None:
-        """`m`: the multi-turn helpdesk's traffic set on the dials (a `DialList` on the live run;
-        hardware, model and engine dials stay as they are); again: back to single turns."""
+    def helpdesk_traffic(self) -> None:
+        """`m`: the multi-turn helpdesk's traffic set on the dials (hardware, model and engine
+        dials stay as they are); again: back to single turns."""
         from steps.activities import helpdesk_switch
 
-        run = self.run()
+        run, step, dials = self.live_run(), self.step_run.step(), self.step_run.dials()
         if run is None:
             return
         current = run.scenario
@@ -116,12 +120,12 @@ class Playground:
             words, refused = switch_words(switch, step.dials, current, run.scenario), False
         self.done(Played(words, refused, moved=applied or None))
 
-    def pick_model(self, step) -> None:
+    def pick_model(self) -> None:
         """`l`: the model picker over the live run's scenario; its choice runs from time zero,
         or, refused, is said in one line and the run keeps its model."""
         from .model_picker import ModelPickerScreen
 
-        run = self.run()
+        run, step = self.live_run(), self.step_run.step()
         if run is None:
             return
         gpu_dial = next((dial for dial in step.dials if dial.name == "gpu"), None)
@@ -134,7 +138,7 @@ class Playground:
         from sim.search import cannot_run
         from sim.speculative import METHOD_NAMES, method_offered, picked_config
 
-        run = self.run()  # (none if the step changed meanwhile)
+        run = self.live_run()  # (none if the step changed meanwhile)
         if picked is None or run is None:
             return
         current = run.scenario

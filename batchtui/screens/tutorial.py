@@ -5,20 +5,16 @@ each, the views are given the lines they need and paged (`v`) when they do not a
 beside the step's own is a two-column table rather than a second stack of views, and `z` gives
 the simulation the whole screen (the playground starts that way on small terminals).
 
-The screen composes, opens steps and owns the step's live run; nothing else. Attributes go
-down, messages come up: the lesson pane (`widgets/question_pane.py`: text, hints, activity,
-reveal) is given the step, the simulation pane (`widgets/sim_pane.py`: status line, dials,
-views) the run, and they post what the learner did (the dial list's `Moved`, an activity's
-`Finished`). The helpers are given what they work on and a callback, never the screen:
-`navigation.py` (step keys, coalesced), `drafts.py` (a step's figures filled in),
-`before_after.py` (a pinned or beside run, the views showing it), `sweeps.py` (the curve's),
-`playground.py` (save, open, `m`, `l`) and `tutorial_lines.py` (the footer's keys).
-`live_server.py` (`s`, `f`: the playground beside a real server) still drives the screen.
+The screen composes, opens steps and owns the step's run (`StepRun`, its one holder), and shows
+what changed on the bottom lines; nothing else. Its parts are given what they work on and
+callbacks, never the screen, and post what the learner did (`DialList.Moved`, an activity's
+`Finished`); docs/ARCHITECTURE.md maps them. `keys.py` names the part that runs each action.
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,9 +22,7 @@ from typing import TYPE_CHECKING
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
 from textual.widget import Widget
-from textual.widgets import Input
 
 if TYPE_CHECKING:
     from ..simulation import LiveSimulation, SimulationFrame
@@ -37,24 +31,22 @@ from sim.errors import SimError
 
 from .. import keys
 from ..activity_kinds import view_for
-from ..formatting import in_app_words
 from ..goals import StepGoal, goal_for
-from ..step_list import draft_of, summaries_of
+from ..learner_gpu import on_learner_gpu
+from ..step_list import draft_of, figures_of, summaries_of
 from ..widgets.activities.base import ActivityView
-from ..widgets.activity_panel import ActivityPanel
-from ..widgets.answer_box import AnswerBox
 from ..widgets.bottom_lines import BottomLines
-from ..widgets.dial import DialControl
 from ..widgets.dial_list import DialList
 from ..widgets.question_pane import QuestionPane
 from ..widgets.sim_pane import SimPane
 from ..widgets.step_header import StepHeader
+from ..widgets.tutorial_body import TutorialBody
 from ..widgets.view_stack import ViewStack
 from .before_after import VIEW_KINDS, BeforeAfter, hold_back_curves
-from .drafts import figures_of, fill_in
 from .live_server import LiveServer
 from .navigation import Navigation
 from .playground import Played, Playground
+from .step_run import StepRun
 from .sweeps import Sweeps
 from .tutorial_lines import KeysState, footer_keys
 from .whole_frame import WholeFrameScreen
@@ -65,6 +57,7 @@ SHORT_BELOW = 24
 """Terminal lines from which the dials keep a help line of their own."""
 
 
+@keys.delegate
 class TutorialScreen(WholeFrameScreen):
     """One step at a time. Owns the live simulation of the step on show."""
 
@@ -81,35 +74,26 @@ class TutorialScreen(WholeFrameScreen):
         """A `steps.Lessons` (each step built when first shown) or a plain list of steps."""
         self.summaries = summaries_of(steps)
         """Number, title, section and minutes of every step, without building them."""
-        self.shown = None
-        """The step on screen: a draft (`figures_pending`) until its figures are filled."""
-        self._sim: LiveSimulation | None = None
-        self.speed = 1.0
-        """The speed the learner chose (`+`, `-`) on this step: a run started again on it (a dial
-        that restarts, `r`, a guess) keeps it; the next step starts at 1x."""
-        self.zoomed = False
-        """The simulation has the whole screen (`z`); the lesson is hidden."""
-        self._opening: object | None = None
-        """The step whose simulation starts after the next refresh (see `show_step`)."""
-        self._first_opening = True
-        self._held = False
-        """The first launch's orientation is up: the step's run waits for it to close."""
         self.goal: StepGoal | None = None
         """What a step without a question of its own asks (None: its activity says)."""
-        self._keys_say_running = False
-        """The footer's label for space: "pause" while the run was running when it was drawn."""
         self.changing = asyncio.Lock()
         """Held while a step opens or its activity changes: keys and a table-of-contents choice
         arriving together take turns, so none works on widgets another is replacing."""
         app = self.app
         self.bottom = BottomLines(app.settings.ascii_only, app.settings.glyphs.sep, id="bottom")
-        self.sim_pane = SimPane(VIEW_KINDS, id="sim-column")
-        self.lesson = QuestionPane(ascii_only=app.settings.ascii_only, id="lesson-pane")
+        self.sim_pane = SimPane(VIEW_KINDS, lambda: self.run.sim, id="sim-column")
+        self.lesson = QuestionPane(self.changing, ascii_only=app.settings.ascii_only, id="lesson-pane")
         self.navigation = Navigation(app, self.summaries, self.show_step, self.say, index=start_index)
-        self.before = BeforeAfter(self.sim_pane.stack, app.words, lambda step: self.live.shows(step))
-        self.sweeps = Sweeps(self.sim_pane.stack, partial(app.settings.clock.in_background, self))
-        self.playground = Playground(app, lambda: self.sim if self.playground.on(self.step) else None, self._played)
-        self.live = LiveServer(self)  # the playground beside a real server (its keys delegate to it)
+        self.before = BeforeAfter(self.stack, app.words, lambda step: self.live.shows(step))
+        self.sweeps = Sweeps(self.stack, partial(app.settings.clock.in_background, self))
+        self.run = StepRun(app, self.post_message, partial(app.settings.clock.start, self), self.stack,
+                           lambda: self.step, lambda: self.sim_pane.dials, self.before, self.sweeps, self.say,
+                           self.draw_frame, self.show_changes)
+        """The step's live run, its one holder (the panes and helpers read it there)."""
+        self.body = TutorialBody(self.lesson, self.sim_pane, self.run, id="body")
+        self.playground = Playground(app, self.run, self._played)
+        self.live = LiveServer(app, self.run, self.say, show_views=self._views_again, reopen=self._reopen_on,
+                               worker=self.run_worker)
 
     @property
     def index(self) -> int:
@@ -117,27 +101,22 @@ class TutorialScreen(WholeFrameScreen):
 
     @property
     def step(self):
-        """The step on show, as drawn (its figures may still be pending, see `show_step`)."""
-        return self.shown if self.shown is not None else self.steps[self.index]
-
-    @property
-    def sim(self) -> LiveSimulation | None:
-        """The step's live run (the simulation pane and its dials are given it)."""
-        return self._sim
-
-    @sim.setter
-    def sim(self, run: LiveSimulation | None) -> None:
-        self._sim = self.sim_pane.run = run
+        """The step on show, as drawn (its figures may still be pending, see `show_step`): the
+        lesson pane holds it."""
+        return self.lesson.step if self.lesson.step is not None else self.steps[self.index]
 
     @property
     def stack(self) -> ViewStack:
         return self.sim_pane.stack
 
+    @property
+    def sim(self) -> LiveSimulation | None:
+        """The step's live run (`StepRun.sim`)."""
+        return self.run.sim
+
     def compose(self) -> ComposeResult:
         yield StepHeader(id="header")
-        with Horizontal(id="body"):
-            yield self.lesson
-            yield self.sim_pane
+        yield self.body
         yield self.bottom
 
     async def on_mount(self) -> None:
@@ -145,22 +124,14 @@ class TutorialScreen(WholeFrameScreen):
         self.query_one(StepHeader).separator = self.app.settings.glyphs.sep
         first_launch = self.app.store.first_launch()
         # While the orientation is read, the step waits: nothing runs (or redraws) behind it.
-        self._held = first_launch
+        self.run.held = first_launch
         await self.show_step(self.index)
         if self.app.startup_notice:
             self.say(self.app.startup_notice)
         if first_launch:
             from .orientation import OrientationScreen
 
-            self.app.push_screen(OrientationScreen(), lambda _: self._release())
-
-    def _release(self) -> None:
-        """The orientation closed: the step's run starts, as it would have."""
-        self._held = False
-        if self.sim is not None and self.step.starts_running:
-            self.sim.resume()
-            self.update_status()
-            self.update_keys()
+            self.app.push_screen(OrientationScreen(), lambda _: self.run.release())
 
     async def learner_gpu_known(self, gpu, changed: set) -> None:
         """`--gpu` answered: the header names the GPU, the notice says what was found, and the
@@ -169,15 +140,11 @@ class TutorialScreen(WholeFrameScreen):
         if self.index in changed:
             await self.show_step(self.index)
         if gpu.notice:
-            self.bottom.standing = gpu.notice
-            self.say(gpu.notice)
+            self.bottom.stand(gpu.notice)
 
     def say(self, message: str, error: bool = False) -> None:
         """Put a line in front of the learner, in place of the goal, until the next key."""
         self.bottom.say(message, error)
-
-    def clear_notice(self) -> None:
-        self.bottom.say("")
 
     def on_key(self, event: events.Key) -> None:
         if (clear := self.bottom.key_arrived()) is not None:
@@ -198,20 +165,20 @@ class TutorialScreen(WholeFrameScreen):
             self.say(f"Step {self.summaries[index].number} cannot be opened: {exc}", error=True)
             return
         self.navigation.index = index
-        self.shown = self.lesson.step = step
-        self.speed = 1.0
+        first = self.lesson.step is None  # (the app's first step: the engine is still to load)
+        self.lesson.step, self.goal = step, None  # (the step before's goal is not this one's)
+        self.run.speed = 1.0
         # The step before's start, if still to come, is off: it would start this step's run
         # while it is drawn, and then this step's own start would start it again over whatever
         # a key did in between (g and m in one read: the chat m loaded was lost).
-        self._opening = None
-        first, self._first_opening = self._first_opening, False
+        self.run.opening = None
         # One layout and one frame, drawn whole, for the whole change: never one step's header
         # over another's views. After the first step the engine is loaded: the run starts (about
         # a millisecond) and its first state is drawn within the change.
         with self.app.batch_update():
             await self._show(step)
             if not first:
-                await self._begin(None, draw_now=True)
+                await self.run.begin(None, draw_now=True)
         self.draw_whole_next_frame()
         # At launch, the run, the sweep and the figures start once the first frame is out, given
         # Textual's writer thread a moment to write it: importing the engine (numpy) holds the
@@ -221,107 +188,49 @@ class TutorialScreen(WholeFrameScreen):
             await clock.in_background(self, partial(figures_of, self.steps, index),
                                       partial(self._figures_ready, step), delay=delay, group="figures")
         if first:
-            self._opening = opening = object()
-            await clock.later(self, lambda: self._begin(opening), delay)
+            self.run.opening = opening = object()
+            await clock.later(self, lambda: self.run.begin(opening), delay)
 
     async def _show(self, step) -> None:
-        self.stop_simulation()
+        self.run.stop()
         self.say(self.bottom.standing)
         words, summaries = self.app.words, self.summaries
         self.query_one(StepHeader).show_step(words(step.section), step.number, len(summaries), words(step.title),
                                              sum(s.minutes for s in summaries[self.index:]))
-        self._set_zoom(False)  # the playground too: its things to try are in the lesson pane
         view = view_for(step, self.app.progress)
-        # Text, dials and activity at once: each waits on Textual's layout, not on the others.
-        await asyncio.gather(self.lesson.show_step(view), self.sim_pane.show_step(step))
-        self.sim_pane.dials.answer_first(view is not None and view.has_input)
-        self.before.forget()
-        self.sweeps.forget()
+        await self.body.show_step(step, view)
         self.playground.left_traffic = None
         self.goal = goal_for(step) if view is None or view.goal() is None else None
-        self.before.arrange(step, self.sim)
         # Saved once the step is drawn: a save waits on the disk (fsync).
         self.call_after_refresh(self.app.remember_step, step.number)
-        self.action_focus_lesson()
         self.update_goal()
         self.update_keys()
-        if self.index == len(summaries) - 1:
-            # The end: which steps a learner who skipped or missed some can still go back to.
-            others = self.app.progress.still_open([s.number for s in summaries if s.number != step.number])
-            if others:
-                self.say(f"The last step. {others} t opens the table of contents.")
+        if said := self.navigation.at_the_end():
+            self.say(said)
 
     def _figures_ready(self, draft, filled) -> None:
         """A draft's figures arrived: put them in, once nothing else is changing the step."""
-        if draft is self.shown:
+        if draft is self.lesson.step:
             self.run_worker(partial(self._fill_in, draft, filled), group="figures-in")
 
     async def _fill_in(self, draft, filled) -> None:
-        async with self.changing:
-            if draft is not self.shown or not self.is_attached:
-                return
-            if isinstance(filled, SimError):
-                self.say(f"Step {draft.number}'s figures cannot be computed: {filled}", error=True)
-                return
-            self.shown = self.lesson.step = filled
-            with self.app.batch_update():
-                await fill_in(self.lesson, draft, self.app.progress, lambda: isinstance(self.focused, Input))
-            if self.is_attached:  # (not if the app closed while the widgets were updated)
-                self.lesson.set_hints(keep_shown=True)
-                self.update_goal()
-                self.update_keys()
+        said = await self.lesson.fill_in(draft, filled, self.app.progress)
+        if said:
+            self.say(said, error=True)
+        elif said is not None and self.is_attached:
+            self.show_changes(goal=True)
 
-    async def _begin(self, opening: object | None, draw_now: bool = False) -> None:
-        """Start the step's simulation and sweep, unless another step was opened meanwhile;
-        `draw_now`: its first state drawn at once."""
-        if opening is not self._opening:
-            return
-        self._opening = None
-        step = self.step
-        self.start_simulation(step.scenario, draw_now=draw_now)
-        self.update_keys()
-        if self.sweeps.wanted(step):
-            await self.sweeps.start(step)
+    async def _reopen_on(self, gpu) -> bool:
+        """The playground opened again on `gpu` (a fitted profile), the run's settings kept;
+        False if the step on show is not the playground (`LiveServer`)."""
+        if not Playground.on(self.step):
+            return False
+        current = self.sim.scenario if self.sim is not None else self.step.scenario
+        self.steps[self.index] = on_learner_gpu(replace(self.step, scenario=current), gpu)
+        await self.show_step(self.index)
+        return True
 
-    async def begin_now(self) -> None:
-        """Start the first step's run now if it is still to start (a moment after the first
-        frame): a key acts on it (`BatchApp.run_action`)."""
-        if self.sim is None and self._opening is not None:
-            await self._begin(self._opening)
-
-    # -- the run
-    def start_simulation(self, scenario, draw_now: bool = False) -> None:
-        """A run of `scenario`; its first state posted as a frame, or drawn now (`draw_now`)."""
-        step = self.step
-        try:
-            self.sim = self.new_run(scenario, compare=step.compare.scenario if step.compare else None)
-        except SimError as exc:
-            self.sim = None
-            self.say(f"This scenario cannot run: {exc}", error=True)
-            return
-        for view in self.stack.views("kv", make="kv" in step.views):  # for snapshots without a block size
-            view.block_size = scenario.block_size
-        self.app.settings.clock.start(self, self.sim, running=step.starts_running and not self._held)
-        self.draw_frame(self.sim.frame()) if draw_now else self.sim.publish()
-
-    def new_run(self, scenario, compare=None, compare_keeps: tuple[str, ...] = ()) -> LiveSimulation:
-        """A run of `scenario` at the app's frame rate and the learner's speed. Raises SimError."""
-        from ..simulation import LiveSimulation, keys_read
-
-        return LiveSimulation(scenario, self.post_message, fps=self.app.settings.fps, compare=compare,
-                              compare_keeps=compare_keeps, time_scale=self.speed, keys=keys_read(self.app))
-
-    def stop_simulation(self) -> None:
-        if self.sim is not None:
-            self.sim.stop()
-            self.sim = None
-
-    def restart_with(self, scenario) -> None:
-        """A fresh run of `scenario` (the step's start, a file opened), its values on the dials."""
-        self.stop_simulation()
-        self.sim_pane.dials.show_values(scenario)
-        self.start_simulation(scenario)
-
+    # -- the run's frames
     def on_simulation_frame(self, frame: SimulationFrame) -> None:
         if frame.origin is self.sim:  # (else from a step already left)
             # The next frame is posted once this one is drawn (after this refresh), not before.
@@ -330,114 +239,64 @@ class TutorialScreen(WholeFrameScreen):
 
     def draw_frame(self, frame: SimulationFrame) -> None:
         """The views, the activity, the status line and the goal at the state `frame` holds."""
-        frames = {"main": frame.snapshot, "compare": frame.compare, "pinned": (self.before.pinned or (None,))[0]}
-        self.sim_pane.draw({source: snapshot for source, snapshot in frames.items() if snapshot is not None})
-        self.update_status(check_only=True)
-        self.lesson.activity.update_snapshot(frame.snapshot, frame.compare)
+        self.body.draw(frame)
+        self.show_changes(keys=False)
         # The step's goal watches the run; an activity's goal line says how far the run is.
         if self.goal.observe(frame.snapshot) if self.goal is not None else self.lesson.activity.view is not None:
             self.update_goal()
 
-    def update_status(self, check_only: bool = False) -> None:
-        if self.sim is not None:
-            if not check_only:
-                self.sim_pane.show_status()
-            if self.sim.running != self._keys_say_running:
-                self.update_keys()  # run or pause: the footer says what space does now
+    def show_changes(self, status: bool = False, goal: bool = False, keys: bool = True) -> None:
+        """What changed, on the status line (`status`), the goal line (`goal`) and the footer
+        (`keys`; else only if the run started or stopped since it was drawn: space's label)."""
+        sim = self.sim
+        if status and sim is not None:
+            self.sim_pane.show_status()
+        if goal:
+            self.update_goal()
+        if keys or sim is not None and sim.running != self.bottom.says_running:
+            self.update_keys()
 
-    # -- what the widgets and the playground tell
+    # -- what the widgets and the helpers tell
     def on_dial_list_moved(self, message: DialList.Moved) -> None:
-        """The learner moved a dial: the status, the goal, the "before" table's title, the curve
-        (of the dials on show) and the activity follow."""
-        self.clear_notice()
+        """The learner moved a dial (the body had the views and the activity follow)."""
+        self.say("")  # (the notice a key left stands until then)
         self.dials_moved(message.moved)
 
     def dials_moved(self, moved: dict) -> None:
-        self.update_status()
+        """The status line and the step's goal follow dials moved on the run."""
+        self.show_changes(status=True, keys=False)
         if self.goal is not None and any([self.goal.dial_moved(name, value) for name, value in moved.items()]):
             self.update_goal()
-        step = self.step
-        self.before.configure(step, self.sim)
-        if self.sweeps.wanted(step) and any(map(step.sweep.invalidated_by, moved)):
-            self.run_worker(partial(self.sweeps.start, step, self.sim.scenario), group="sweep-start")
-        self.run_worker(partial(self.lesson.activity.scenario_changed, self.sim.scenario), group="activity")
-
-    def on_view_stack_arranged(self, message: ViewStack.Arranged) -> None:
-        self.update_keys()
 
     def on_dial_list_refused(self, message: DialList.Refused) -> None:
         self.say(message.words, error=True)
 
-    def on_activity_view_updated(self, message: ActivityView.Updated) -> None:
-        """A question arrived, or the activity's state changed (the lesson pane took its hints)."""
-        self.update_goal()
-        self.update_keys()
-
-    def on_activity_view_finished(self, message: ActivityView.Finished) -> None:
-        self.app.record_answer(self.step.number, message.answer, completed=message.completed)
-        self._answered()
-
-    def _answered(self) -> None:
-        """The answer is in: the plain keys (space, +, -, .) go to the simulation again."""
-        if isinstance(self.focused, Input):
-            self.action_focus_lesson()
-        self.update_goal()
-        self.update_keys()
-
-    def on_activity_view_run_dials(self, message: ActivityView.RunDials) -> None:
-        """Run what an activity asks for (a drill's own numbers, a prediction's, a break-it's)."""
-        if self.sim is None:
-            return
-        step, dials = self.step, self.sim_pane.dials
-        if message.beside_start and message.dials and step.compare is None and not self.sim.started:
-            # A prediction about a setting: run it with the step's start setting beside it, on
-            # the same arrivals, so "before" and "now" read side by side (step 13: uncapped
-            # against capped). The run has not started yet, so nothing is lost.
-            self._run_beside_start(step, tuple(message.dials))
-        settings, words = dials.asked(message.dials, message.from_start, step.scenario, message.words)
-        if (error := dials.set(settings)[1]) is not None:
-            self.say(f"Refused: {in_app_words(error)}", error=True)
-        if message.fresh and self.sim.started:
-            # From time zero with these settings: a mean over the run is this run's alone.
-            scenario = self.sim.scenario
-            self.stop_simulation()
-            self.start_simulation(scenario)
-            if self.sim is None:
-                return
-        self.before.configure(step, self.sim)
-        if words:
-            self.say(words)
-        self.sim.resume()
-        self.update_status()
-        self.update_goal()
-        self.update_keys()
-
-    def _run_beside_start(self, step, keeps: tuple[str, ...]) -> None:
-        try:
-            run = self.new_run(step.scenario, compare=step.scenario, compare_keeps=keeps)
-        except SimError:
-            return
-        self.stop_simulation()
-        self.sim = run  # paused until the activity resumes it
-        self.app.settings.clock.start(self, run, running=False)
-        self.before.beside(step.scenario)
-        self.before.show_again(step, run)
+    @on(ActivityView.Updated)
+    @on(ActivityView.Finished)
+    @on(ViewStack.Arranged)
+    def _updated(self, message) -> None:
+        """A question arrived, the activity's state changed or it was answered (the lesson pane
+        took its hints, recorded the answer), or the views were arranged again: the goal line
+        and the footer follow."""
+        self.show_changes(goal=not isinstance(message, ViewStack.Arranged))
 
     def _played(self, played: Played) -> None:
         """What a playground key did (`Playground`)."""
         self.say(played.words, error=played.error)
         if played.restart is not None:
-            self.restart_with(played.restart)
+            self.run.restart_with(played.restart)
         if played.moved:
             self.dials_moved(played.moved)
-        if played.key is not None:
-            self.key_pressed(played.key)
+            self.body.dials_moved(played.moved)
+        if played.key is not None and self.goal is not None and self.goal.key(played.key):
+            self.update_goal()  # a key the step's goal may be waiting for (`goals.StepGoal.key`)
         self.update_keys()
 
-    def key_pressed(self, name: str) -> None:
-        """A key the step's goal may be waiting for (`goals.StepGoal.key`)."""
-        if self.goal is not None and self.goal.key(name):
-            self.update_goal()
+    def _views_again(self, page_of: str | None) -> None:
+        """The step's views again (a real server came or went), `page_of`'s page in sight."""
+        if self.is_mounted:
+            self.before.show_again(self.step, self.sim, page_of)
+            self.update_keys()
 
     def update_goal(self) -> None:
         """The goal line; then the reveal and the curves a prediction hides, which wait for the
@@ -449,152 +308,43 @@ class TutorialScreen(WholeFrameScreen):
         self.lesson.update_reveal()
 
     # -- keys and focus
-    def _set_zoom(self, zoomed: bool, dials: str = "keep") -> None:
-        """`z`; the simulation pane told its room (`SimPane.fit`: what the `dials` do)."""
-        self.zoomed = zoomed
-        self.set_class(zoomed, "-zoomed")
-        self.sim_pane.fit(zoomed or self.has_class("-wide"), self.has_class("-short"), dials)
-
-    def action_focus_lesson(self) -> None:
-        """The lesson takes the keys (↑ ↓ scroll it, ← → change step); zoomed, nothing does."""
-        self.set_focus(None) if self.zoomed else self.lesson.focus()
-
     def watch_focused(self, focused: Widget | None) -> None:
         """Focus moved (Textual sets it before the focus and blur events go out): the footer and
         the dials' help line say so in the frame that shows the move, not a message later."""
         if self.is_mounted and self.query(DialList):
-            self.sim_pane.dials.update_help()
-            self.sim_pane.place_help()
+            self.sim_pane.focus_moved()
             self.update_keys()
 
     def update_keys(self) -> None:
         """The footer: the keys that work now, in the words of what they do now."""
-        focused, panel, step, stack, sim = self.focused, self.lesson.activity, self.step, self.stack, self.sim
-        self._keys_say_running = sim is not None and sim.running
-        state = KeysState(
-            focus="typing" if isinstance(focused, Input) else "dial" if isinstance(focused, DialControl) else "lesson",
-            dial_numeric=isinstance(focused, DialControl) and focused.spec.is_numeric,
-            takes_choices=panel.takes_choices, choices=panel.choice_count, has_input=panel.has_input,
-            has_dials=bool(step.dials), playground=self.playground.on(step), pages=stack.page_count,
-            page=stack.page, give_up_label=panel.give_up_label or "", pins=self.before.pins(step),
-            pinned=self.before.pinned is not None, running=self._keys_say_running, zoomed=self.zoomed,
-            multi_turn=(sim.scenario if sim is not None else step.scenario).workload.turns > 1)
-        self.bottom.show_keys(*footer_keys(state))
+        sim = self.sim
+        running = sim is not None and sim.running
+        state = KeysState.of(self.focused, self.lesson.activity, self.step, self.stack, self.before, running,
+                             self.body.zoomed, sim)
+        self.bottom.show_keys(*footer_keys(state), running)
 
     def on_resize(self) -> None:
         # Crossing a width breakpoint can change the dials' shape (two columns when wide).
-        self.call_after_refresh(lambda: self._set_zoom(self.zoomed, "reshape"))
-
-    @on(DialControl.Leave)
-    @on(AnswerBox.Leave)
-    def _left(self) -> None:
-        self.action_focus_lesson()
+        self.call_after_refresh(lambda: self.body.zoom(self.body.zoomed, "reshape"))
 
     def on_unmount(self) -> None:
-        self.stop_simulation()
+        self.run.stop()
         self.live.end()
 
-    # -- actions (ids in keys.py)
+    # -- actions (ids in keys.py, which names the part that runs an action; then `acted`)
+    def acted(self, said) -> None:
+        """An action a part of the screen ran is done: the line it returned said, if any; the
+        goal line and the footer follow what it changed (hints, zoom, an answer, ...)."""
+        if isinstance(said, str) and said:
+            self.say(said)
+        self.show_changes(goal=True)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "choose":
             return self.lesson.activity.takes_choices
         return self.playground.on(self.step) if self.playground.takes(action) else True
 
-    def action_next_step(self) -> None:
-        self.navigation.step_by(1)
-
-    def action_previous_step(self) -> None:
-        self.navigation.step_by(-1)
-
-    def action_go_to_step(self, number: int) -> None:
-        self.navigation.step_number(number)
-
-    def action_contents(self) -> None:
-        self.navigation.contents()
-
-    def action_hint(self) -> None:
-        words = self.lesson.next_hint()
-        if words:
-            self.say(words)
-        elif self.zoomed:  # the lesson back in sight for the hint
-            self._set_zoom(False, "again")
-
-    def action_zoom(self) -> None:
-        self._set_zoom(not self.zoomed, "again")
-        if self.zoomed and self.focused is self.lesson:
-            self.set_focus(None)
-        elif not self.zoomed and self.focused is None:
-            self.action_focus_lesson()
-        self.update_keys()
-
-    def action_next_views(self) -> None:
-        self.stack.next_page() if self.stack.page_count > 1 else self.say("Every view of this step is in sight.")
-
-    def action_run_pause(self) -> None:
-        if self.sim is not None and self.sim.done:
-            self.say("The workload is finished: r resets the scenario.")
-        elif self.sim is not None:
-            self.sim.run_pause()
-            self.update_status()
-            self.update_keys()
-
-    def action_single_iteration(self) -> None:
-        if self.sim is not None:
-            self.sim.single_iteration()
-            self.update_keys()
-
-    def action_faster(self, faster: bool = True) -> None:
-        if self.sim is not None:
-            self.speed = self.sim.faster() if faster else self.sim.slower()
-            self.update_status()
-
-    def action_slower(self) -> None:
-        self.action_faster(faster=False)
-
     async def action_reset_scenario(self) -> None:
-        step = self.step
-        self.stop_simulation()
-        if self.before.active:
-            self.before.forget()
-            self.before.show_again(step, None)
-        self.playground.left_traffic = None
-        self.restart_with(step.scenario)
-        if self.sweeps.wanted(step):
-            await self.sweeps.start(step)
-        self.say("Scenario reset to the step's start.")
+        self.playground.left_traffic = None  # (the traffic `m` replaced is the step's own again)
+        self.say(await self.run.reset())
         self.update_keys()
-
-    async def action_give_up(self) -> None:
-        async with self.changing:
-            await self.lesson.activity.give_up()
-            self._answered()  # (a reading answered this way takes no more number keys)
-
-    async def action_new_question(self) -> None:
-        async with self.changing:
-            await self.lesson.activity.new_question()
-            self.lesson.set_hints()
-            self.update_goal()
-            self.update_keys()  # a new reading question takes number keys again
-
-    def action_choose(self, choice: int) -> None:
-        self.lesson.activity.choose(choice)
-
-    def action_pin(self) -> None:
-        if self.sim is not None:
-            self.say(self.before.pin(self.step, self.sim))
-            self.update_keys()
-
-    def action_save_scenario(self) -> None:
-        self.playground.save()
-
-    def action_load_scenario(self) -> None:
-        self.playground.load()
-
-    def action_helpdesk_traffic(self) -> None:
-        self.playground.helpdesk_traffic(self.step, self.sim_pane.dials)
-
-    def action_pick_model(self) -> None:
-        self.playground.pick_model(self.step)
-
-    def action_live(self, key: str) -> None:
-        self.live.act(key)

@@ -1,10 +1,13 @@
 """The footer's keys on the tutorial screen: the keys that work now, in the words of what they
-do now. A pure function of what it is given: the screen passes its state in and shows the result.
+do now. A pure function of what it is given: the screen passes its parts in (`KeysState.of`) and
+shows the result.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from textual.widgets import Input
 
 DEFAULT_KEYS = ("step.next", "step.previous", "sim.run_pause", "view.zoom", "sim.single_iteration",
                 "step.contents", "step.hint", "app.help", "app.quit")
@@ -39,6 +42,22 @@ class KeysState:
     running: bool = False
     zoomed: bool = False
     multi_turn: bool = False
+
+    @classmethod
+    def of(cls, focused, panel, step, stack, before, running: bool, zoomed: bool, run) -> KeysState:
+        """The state of the tutorial's parts: the focused widget, the activity panel, the step on
+        show, the views (`ViewStack`), the "before" (`BeforeAfter`) and the live run (or None)."""
+        from ..widgets.dial import DialControl
+        from .playground import Playground
+
+        dial = isinstance(focused, DialControl)
+        return cls(focus="typing" if isinstance(focused, Input) else "dial" if dial else "lesson",
+                   dial_numeric=dial and focused.spec.is_numeric, takes_choices=panel.takes_choices,
+                   choices=panel.choice_count, has_input=panel.has_input, has_dials=bool(step.dials),
+                   playground=Playground.on(step), pages=stack.page_count, page=stack.page,
+                   give_up_label=panel.give_up_label or "", pins=before.pins(step), pinned=before.pinned is not None,
+                   running=running, zoomed=zoomed,
+                   multi_turn=(run.scenario if run is not None else step.scenario).workload.turns > 1)
 
 
 def footer_keys(state: KeysState) -> tuple[tuple[str, ...], dict[str, str], dict[str, str]]:

@@ -29,6 +29,8 @@ class BottomLines(Vertical):
         self.standing = ""
         """A notice that stays through step openings until the learner's first key (what
         `--gpu` found: the lookup may answer before the first step is drawn)."""
+        self.says_running = False
+        """The footer's label for space says "pause": the run was running when it was drawn."""
 
     def compose(self):
         yield NoticeLine(id="notice")
@@ -44,6 +46,11 @@ class BottomLines(Vertical):
         self.query_one(NoticeLine).say(self.app.words(message), error)
         self.query_one(GoalBar).display = not message
 
+    def stand(self, message: str) -> None:
+        """Say `message` and keep it through step openings until the learner's first key."""
+        self.standing = message
+        self.say(message)
+
     def key_arrived(self) -> Callable[[], object] | None:
         """A key reached the screen: the standing notice is over. Returns what clears the notice
         on show (to call once the key is acted on: the goal comes back, unless the key said
@@ -58,5 +65,7 @@ class BottomLines(Vertical):
         """The goal line (`GoalBar.show_goal`): True if the step's goal is newly done."""
         return self.query_one(GoalBar).show_goal(view, step_goal, completed)
 
-    def show_keys(self, key_ids, labels, key_text) -> None:
+    def show_keys(self, key_ids, labels, key_text, running: bool) -> None:
+        """The footer's keys (`tutorial_lines.footer_keys`), drawn for a run `running` or not."""
+        self.says_running = running
         self.query_one(KeyBar).show_keys(key_ids, labels, key_text)

@@ -3,12 +3,14 @@ what the focused dial takes (its range, how to type a value) or how to reach the
 
 Its height never changes while a step is open (typing a value takes the place of that line), so
 the views under it never move. The list handles its own controls: a dial the learner moves is
-checked by the lesson's range and set on the live run it is given (`run`), then the list posts
-`Moved` (or `Refused`, with the reason); dials set for the learner (`set`) post nothing.
+checked by the lesson's range and set on the live run (read from its holder through the getter
+the pane gives it), then the list posts `Moved` (or `Refused`, with the reason); dials set for
+the learner (`set`) post nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.text import Text
@@ -86,13 +88,13 @@ class DialList(Vertical):
             super().__init__()
             self.words = words
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, run: Callable[[], object] = lambda: None, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.rest_hint = "tab: the dials (← → turn them)"
         """What the help line says while no dial has focus."""
         self.entry: DialEntry | None = None
-        self.run = None
-        """The live run (`LiveSimulation`) the dials set, given by the screen; None: none runs."""
+        self.live_run = run
+        """The live run (`LiveSimulation`) the dials set, as its holder has it now, or None."""
 
     def compose(self):
         yield VerticalScroll(id="dial-rows", can_focus=False)
@@ -174,10 +176,11 @@ class DialList(Vertical):
         except ValueError as exc:
             self.post_message(self.Refused(f"Refused: {in_app_words(exc)}"))
             return
-        if self.run is None:
+        run = self.live_run()
+        if run is None:
             return
         try:
-            self.run.set_dial(dial.spec.name, value)
+            run.set_dial(dial.spec.name, value)
         except SimError as exc:
             self.post_message(self.Refused(f"Refused: {in_app_words(exc)}"))
             return
@@ -187,11 +190,10 @@ class DialList(Vertical):
     def set(self, settings: dict) -> tuple[dict, SimError | None]:
         """Set dials (`sim.dials` paths) on the live run in order, and the dials to the values
         set; stops at the first one refused. Returns those set and the error."""
-        applied = {}
-        error = None
+        applied, error, run = {}, None, self.live_run()
         for path, value in settings.items():
             try:
-                self.run.set_dial(path, value)
+                run.set_dial(path, value)
             except SimError as exc:
                 error = exc
                 break

@@ -1,10 +1,12 @@
 """The lesson pane: the step's text, its hints (`h`), its activity and the reveal under it.
 
-The screen gives the pane the step on show (`step`) and the activity view to hold; the pane
-keeps what is its own: which hints are in sight, and whether the reveal (the text after
-`<!-- reveal -->`, `Step.reveal_md`) is shown. The reveal waits for the activity's answer on
-this visit, so nothing answers a question before it is asked; a step revisited asks again with
-its answer hidden.
+The screen gives the pane the step on show (`step`: the one place it is held) and the activity
+view to hold; the pane keeps what is its own: which hints are in sight, a draft's figures filled
+in (`fill_in`), the answers given (each recorded in the learner's progress as the activity posts
+it, the keys back from the answer box; ctrl+d and ctrl+r), and whether the reveal (the text after
+`<!-- reveal -->`, `Step.reveal_md`) is shown. The reveal waits for the activity's answer on this
+visit, so nothing answers a question before it is asked; a step revisited asks again with its
+answer hidden.
 """
 
 from __future__ import annotations
@@ -12,6 +14,11 @@ from __future__ import annotations
 import asyncio
 from functools import partial
 
+from textual.widgets import Input
+
+from sim.errors import SimError
+
+from ..activity_kinds import refill, view_for
 from ..keys import BY_ID, display
 from .activities.base import ActivityView
 from .activity_panel import ActivityPanel
@@ -26,11 +33,16 @@ REVEAL_CONTEXT = 6
 class QuestionPane(Pane):
     """Lesson text, hints, the activity panel and the reveal, scrolled as one."""
 
-    def __init__(self, *, ascii_only: bool = False, id: str | None = None) -> None:
+    def __init__(self, changing: asyncio.Lock | None = None, *, ascii_only: bool = False,
+                 id: str | None = None) -> None:
         super().__init__(id=id)
+        self.changing = changing or asyncio.Lock()
+        """Held while the step or its activity changes (the screen's, shared with its step
+        openings): a key and a step change arriving together take turns."""
         self.ascii_only = ascii_only
         self.step = None
-        """The step on show (given by the screen: a draft until its figures are filled in)."""
+        """The step on show (given by the screen: a draft until its figures are filled in;
+        None until the first opens)."""
         self.reveal_shown = False
         """The reveal is shown (or on its way) on this visit of the step."""
 
@@ -66,6 +78,57 @@ class QuestionPane(Pane):
         self.set_hints()
         self.reveal_shown = False
         self.query_one("#reveal").display = False
+
+    # -- a draft's figures
+    async def fill_in(self, draft, filled, progress) -> str | None:
+        """The step on show, `draft` (its figures "…"), becomes `filled` (or the `SimError` that
+        stopped them), once nothing else is changing the step: the lesson text, the activity's
+        wording (in the view on show, which keeps what the learner did: a guess, a hint shown)
+        and the reveal. Returns what to say ("" once filled), or None if `draft` was left."""
+        async with self.changing:
+            if draft is not self.step or not self.is_attached:
+                return None
+            if isinstance(filled, SimError):
+                return f"Step {draft.number}'s figures cannot be computed: {filled}"
+            self.step, panel = filled, self.activity
+            with self.app.batch_update():
+                updates = [self.lesson.update(self.words(filled.body_md))]
+                # In a new view only if the one on show cannot take them, and not while the learner types.
+                if filled.activity != draft.activity and not await refill(panel, filled) \
+                        and not isinstance(self.screen.focused, Input):
+                    updates.append(panel.show(view_for(filled, progress)))
+                if (refill_reveal := self.refill_reveal()) is not None:
+                    updates.append(refill_reveal)
+                await asyncio.gather(*updates)
+            if self.is_attached:  # (not if the app closed while the widgets were updated)
+                self.set_hints(keep_shown=True)
+            return ""
+
+    # -- answers
+    def on_activity_view_finished(self, message: ActivityView.Finished) -> None:
+        """The learner answered: recorded, and the keys back from the answer box; the screen
+        hears of it next (the goal and footer follow)."""
+        self.app.record_answer(self.step.number, message.answer, completed=message.completed)
+        self.keys_back()
+
+    def keys_back(self) -> None:
+        """The answer is in: the plain keys (space, +, -, .) go to the simulation again."""
+        if isinstance(self.screen.focused, Input):
+            self.focus()
+
+    async def give_up(self) -> None:
+        """ctrl+d: the worked answer (a break-it's "show me"); the keys back from the box (a
+        reading answered this way takes no more number keys)."""
+        async with self.changing:
+            await self.activity.give_up()
+            self.keys_back()
+
+    async def new_question(self) -> None:
+        """ctrl+r: another question of the same kind, with its own hints (a reading question
+        takes number keys again)."""
+        async with self.changing:
+            await self.activity.new_question()
+            self.set_hints()
 
     # -- hints
     def on_activity_view_updated(self, message: ActivityView.Updated) -> None:

@@ -122,13 +122,8 @@ class Screen:
 
 # -- the tutorial screen composes; its widgets and helpers never hold it
 TUTORIAL = "batchtui/screens/tutorial.py"
-TUTORIAL_MOST_LINES = 600
-"""The tutorial module's length at most (`contracts.toml`'s general limit today)."""
-STILL_HOLDS = {
-    "batchtui/screens/live_server.py": "the playground beside a real server, merged while the other helpers were "
-                                       "taken off the screen: to be given the run and callbacks in turn",
-}
-"""Modules declared to hold the screen still, each with why (none may be added without one)."""
+TUTORIAL_MOST_LINES = 350
+"""The tutorial module's length at most: it composes, opens steps and owns the run."""
 
 
 def holds_the_screen(source: str) -> list[str]:
@@ -175,11 +170,9 @@ def test_no_widget_or_helper_of_the_app_holds_the_screen():
     for folder in ("screens", "widgets"):
         for path in sorted((root / folder).rglob("*.py")):
             name = f"batchtui/{path.relative_to(root).as_posix()}"
-            if name != TUTORIAL and name not in STILL_HOLDS:
+            if name != TUTORIAL:
                 found += [f"{name}:{line}" for line in holds_the_screen(path.read_text(encoding="utf-8"))]
     assert found == []
-    assert all(why.strip() and holds_the_screen((root.parent / name).read_text(encoding="utf-8"))
-               for name, why in STILL_HOLDS.items()), "a declared module no longer holds the screen: drop it"
     lines = len((root.parent / TUTORIAL).read_text(encoding="utf-8").splitlines())
     assert lines <= TUTORIAL_MOST_LINES, f"{TUTORIAL}: {lines} lines"
 
@@ -216,8 +209,30 @@ async def test_the_live_tutorial_s_helpers_hold_no_screen(make_app):
         await pilot.press("n")
         screen = app.screen
         held = {name: value for name, value in vars(screen).items()
-                if type(value).__module__.startswith("batchtui.") and name != "live"}  # (STILL_HOLDS)
-        assert {"navigation", "before", "sweeps", "playground", "lesson", "sim_pane", "bottom"} <= set(held)
+                if type(value).__module__.startswith("batchtui.")}
+        assert {"navigation", "before", "sweeps", "run", "playground", "live", "lesson", "sim_pane", "body", "bottom"} <= set(held)
         for name, value in held.items():
             own = {k: v for k, v in vars(value).items() if not (isinstance(value, Widget) and k.startswith("_"))}
             assert not any(v is screen for v in own.values()), name
+
+
+async def test_every_key_s_action_has_a_part_that_runs_it(make_app):
+    """`keys.HANDLERS` names the part of the screen that runs an action: each resolves to a method
+    on the running screen, and every action the tutorial binds is one of them or the screen's own
+    (or the app's)."""
+    from textual.actions import parse
+
+    from batchtui import keys
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)):
+        screen = app.screen
+        for name, handler in keys.HANDLERS.items():
+            path, method, _ = keys.parse_handler(handler)
+            part = screen
+            for attribute in path:
+                part = getattr(part, attribute)
+            assert callable(getattr(part, method, None)), (name, handler)
+        for binding in type(screen).BINDINGS:
+            namespace, name, _ = parse(binding.action)
+            assert namespace == "app" or name in keys.HANDLERS or callable(getattr(screen, f"action_{name}", None)), name

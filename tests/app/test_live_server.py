@@ -346,12 +346,12 @@ def test_f_after_runs_at_two_rates_reopens_the_playground_on_the_fitted_profile(
             async with app.run_test(size=(80, 23)) as pilot:
                 screen = app.tutorial
                 await until(pilot, lambda: screen.live.measured is not None, what="connected")
-                applied, error = screen.dials.set({"workload.request_rate": 0.5})
+                applied, error = screen.sim_pane.dials.set({"workload.request_rate": 0.5})
                 assert error is None
                 screen.dials_moved(applied)
                 await until(pilot, lambda: screen.live.measured is not None and screen.live.measured.completed >= 20
                             and screen.sim.scenario.workload.request_rate == 0.5, timeout=120, what="a low rate")
-                applied, error = screen.dials.set({"workload.request_rate": 10.0})
+                applied, error = screen.sim_pane.dials.set({"workload.request_rate": 10.0})
                 screen.dials_moved(applied)
                 await until(pilot, lambda: len(screen.live.session.segments) >= 2
                             and screen.live.measured.completed >= 100, timeout=120, what="the playground's rate")

@@ -164,7 +164,7 @@ async def test_each_step_in_sight_at_every_size_one_value_per_quantity_and_a_les
         if app.size != (80, 24):
             await pilot.resize_terminal(80, 24)
             await pilot.pause()
-        if screen.zoomed:
+        if screen.body.zoomed:
             await pilot.press("z")  # (the playground: as it opens, its things to try beside the views)
             await pilot.pause()
         if step.activity.kind == "predict":

@@ -114,7 +114,7 @@ async def assert_the_proof_is_in_sight_at_every_size(pilot, app) -> None:
     if step.activity.kind == "playground":
         await pilot.press("z")  # it opens on its things to try; z shows every view
     screen.sim.fast_forward(seconds)
-    screen.clear_notice()  # a notice stands in for the goal line until the next key
+    screen.say("")  # a notice stands in for the goal line until the next key
     await pilot.pause()
     await pilot.pause()
     for size in order:

@@ -159,7 +159,7 @@ class ActivityView(Vertical):
         """A dial changed the live scenario."""
 
     async def refill(self, activity) -> bool:
-        """The step's figures arrived (`screens/drafts.py`): show `activity`, the same activity
+        """The step's figures arrived (`QuestionPane.fill_in`): show `activity`, the same activity
         with them, in place, keeping what the learner did with this one. False if this view
         does not: it is then made again from `activity` (unless the learner is typing in it)."""
         return False
