@@ -37,8 +37,12 @@ class Slo:
         return point.bounded and not self.misses(point.window)
 
     def excess(self, metrics: dict) -> float:
-        """The worst ratio of measured to allowed (≤ 1 when met): ranks near misses."""
-        ratios = [1.0]
+        """The worst ratio of measured to allowed, at least 1: ranks near misses."""
+        return max(1.0, self.share(metrics))
+
+    def share(self, metrics: dict) -> float:
+        """The worst ratio of measured to allowed (0 without a bound): how close a run came."""
+        ratios = [0.0]
         if self.ttft_p99_ms:
             ratios.append(metrics["p99_ttft_ms"] / self.ttft_p99_ms)
         if self.tpot_p99_ms:

@@ -9,7 +9,6 @@ job (so these can be tested with made-up servers).
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -17,6 +16,7 @@ import numpy as np
 
 from sim.curves import (BACKLOG_SLOPE, KNEE_LATENCY_FACTOR, STEADY_MIN_REQUESTS, Columns, Knee, Saturation,
                         find_knee, latency_percentiles, measure_rate, saturation, steady_window)
+from sim.confirmation import PLAN_CONFIDENCE, bound_misses, confirm_order, holds, predicted_p99s
 from sim.planning import Slo
 
 __all__ = ["BACKLOG_SLOPE", "KNEE_LATENCY_FACTOR", "Knee", "PLAN_CONFIDENCE", "PLAN_FRACTIONS", "PLAN_NUM_PROMPTS",
@@ -45,14 +45,6 @@ PLAN_SEEDS = 3
 PLAN_CONFIRM_PROMPTS = 20_000  # the answer is rerun this long on a seed the search did not use
 PLAN_CONFIRM_TRIES = 6
 PLAN_CONFIRM_NEW_SEEDS = 7  # the answer is confirmed on the search's seeds and this many unused ones
-# An answer holds when every confirmation run meets the SLO and so does the run of a seed not yet
-# tried, predicted with this confidence: each p99 the SLO bounds, over the n confirmation runs,
-# has mean m and standard deviation s, and the next run's stays below m + t(c, n - 1) x s x
-# sqrt(1 + 1/n) with probability c (a one-sided prediction interval for a normal sample). Near the
-# limit a p99 over 20,000 requests differs between seeds by a millisecond or more (lognormal chat
-# lengths: p99 TPOT 21.3-25.5 ms over 20 seeds at one rate), so passing on ten seeds alone left
-# one seed in twenty over the SLO.
-PLAN_CONFIDENCE = 0.99
 # The replicas check: the peak run long enough for every replica to reach its steady state.
 ROUTER_POLICIES = ("round-robin", "least-outstanding-requests")
 ROUTER_MIN_SECONDS = 120.0
@@ -204,46 +196,6 @@ def plan_rate(run_at: Callable[[float, int], object], slo: Slo, num_prompts: int
 
 # -- several seeds, and the answer confirmed ---------------------------------------------------
 
-def t_quantile(p: float, df: int) -> float:
-    """Student's t quantile: the Cornish-Fisher expansion about the normal quantile (Abramowitz
-    and Stegun 26.7.5); for p up to 0.99 within 0.4 % from 3 degrees of freedom on, 1e-4 from 9
-    (t(0.99, 9) = 2.8214)."""
-    z = statistics.NormalDist().inv_cdf(p)
-    terms = ((z ** 3 + z) / 4, (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96,
-             (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384,
-             (79 * z ** 9 + 776 * z ** 7 + 1482 * z ** 5 - 1920 * z ** 3 - 945 * z) / 92160)
-    return z + sum(g / df ** (k + 1) for k, g in enumerate(terms))
-
-
-def predicted_p99s(points, slo: Slo, confidence: float = PLAN_CONFIDENCE) -> dict:
-    """What a run on a seed not yet tried stays within, with `confidence`, from these runs (one a
-    seed): for each p99 the SLO bounds, mean + t x sd x sqrt(1 + 1/n) over the runs' windows
-    (the largest seen, when fewer than three runs make no spread)."""
-    out = {}
-    for key, bound in (("p99_ttft_ms", slo.ttft_p99_ms), ("p99_tpot_ms", slo.tpot_p99_ms)):
-        if bound is None:
-            continue
-        values = [p.window[key] for p in points]
-        n = len(values)
-        if n < 3:
-            out[key] = max(values)
-            continue
-        k = t_quantile(confidence, n - 1) * math.sqrt(1 + 1 / n)
-        out[key] = max(max(values), statistics.fmean(values) + k * statistics.stdev(values))
-    return out
-
-
-def holds(points, slo: Slo, confidence: float = PLAN_CONFIDENCE) -> list[str]:
-    """Why these confirmation runs (one a seed) do not vouch for their rate: a run that misses the
-    SLO, or a seed not yet tried predicted to (`predicted_p99s`); empty when they do."""
-    for p in points:
-        if not p.ok:
-            return list(p.misses)
-    predicted = predicted_p99s(points, slo, confidence)
-    return [m.replace("p99", f"a new seed's p99 ({confidence:.0%} bound)", 1)
-            for m in slo.misses({"p99_ttft_ms": 0.0, "p99_tpot_ms": 0.0, **predicted})]
-
-
 @dataclass
 class SeededPlan:
     """The search run on several seeds: the answer is at most the lowest seed's limit (a rate
@@ -264,7 +216,7 @@ class SeededPlan:
         return self.plans[0].slo
 
     def holds(self, points) -> list[str]:
-        return holds(points, self.slo)
+        return holds(points, self.slo, runs=len(self.confirm_seeds) or None)
 
     @property
     def confirmed(self) -> bool:
@@ -393,9 +345,15 @@ def seeded_plan(scenario, seeds: int, plan_seeds: Callable[[list], list[RatePlan
     when one is only a lower bound), stepped down by `confirm_rate` until the runs vouch for it
     (`holds`). The callers say where the runs happen (plan's pool of jobs, or search's worker).
     `new_seeds` None: PLAN_CONFIRM_NEW_SEEDS. `batch`: a rate's confirmation runs are made this
-    many at a time, in seed order, and stop after the first batch holding a run that misses the
-    SLO: the rate fails whatever the other seeds show (`holds` names the first miss in seed
-    order), so the answer is the same as with every run made (None: all at once)."""
+    many at a time and stop after the first batch holding a run that misses the SLO, or after
+    which a new seed is predicted to miss whatever the runs not made measure (`bound_misses`): the
+    rate fails whatever the other seeds show, so every rate's verdict, and so the rates tried and
+    the answer, are those of every run made (None: all at once). The seeds that missed on the last
+    rate that ran them run first, then the others by how close they came (`confirm_order`): the
+    rates are tried downwards, so a seed that came close above is the likeliest to miss again. A
+    rate's points are kept in seed order whichever ran first: a rate that holds (every run made)
+    has the points it has with every run made; a rate that fails keeps the runs made, and the
+    miss `holds` names is the first among them."""
     if new_seeds is None:
         new_seeds = PLAN_CONFIRM_NEW_SEEDS
     seed_list = [scenario.seed + i for i in range(seeds)]
@@ -404,14 +362,18 @@ def seeded_plan(scenario, seeds: int, plan_seeds: Callable[[list], list[RatePlan
         result.confirm_seeds = [scenario.seed + i for i in range(seeds + new_seeds)]
         confirming = [replace(scenario, seed=s) for s in result.confirm_seeds]
         size = len(confirming) if batch is None else max(1, batch)
+        last: dict[int, PlanPoint] = {}  # each confirmation seed's run on the last rate that ran it
 
         def evaluate(rate: float) -> list[PlanPoint]:
-            points: list[PlanPoint] = []
-            for first in range(0, len(confirming), size):
-                points += confirm_seeds(confirming[first:first + size], rate, result.cap)
-                if not all(p.ok for p in points):
+            made: dict[int, PlanPoint] = {}
+            order = confirm_order(len(confirming), last, result.slo)
+            for first in range(0, len(order), size):
+                chunk = order[first:first + size]
+                made.update(zip(chunk, confirm_seeds([confirming[i] for i in chunk], rate, result.cap)))
+                if not all(p.ok for p in made.values()) or bound_misses(list(made.values()), result.slo, len(order)):
                     break
-            return points
+            last.update(made)
+            return [made[i] for i in sorted(made)]
 
         result.confirm_tries = confirm_rate(evaluate, min(result.rates), result.limiting.precision or 0.01,
                                             holds=result.holds)

@@ -240,7 +240,7 @@ def print_plan(result, slo, args, replicas, checks, serve, bench, cause, setup) 
             print(_fill(o.flagged(text)))
         else:
             rate, points = result.confirm_tries[-1]
-            misses = next(p.misses for p in points if not p.ok)
+            misses = result.holds(points)  # (a run that missed, or a new seed predicted to)
             print(_fill(f"The seeds' answer ({min(result.rates):.2f} req/s) did not hold on longer runs of "
                         f"seeds {_seed_list(result.confirm_seeds)}: down to {rate:.2f} req/s it still missed "
                         f"({'; '.join(misses)}). Latency at this SLO is too close to the limit to plan on."))
