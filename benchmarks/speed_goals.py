@@ -133,8 +133,10 @@ def main() -> None:
             rev_wall, rev_cpu, _, rev_out = run(other, argv, answer=True)
             this_out, rev_out = json.loads(this_out), json.loads(rev_out)
             same = this_out["max_rate"] == rev_out["max_rate"]
-            print(f"plan's README example, --jobs 2: this tree {this_wall:.1f} s wall, {this_cpu:.1f} s CPU; "
-                  f"{args.rev} {rev_wall:.1f} s wall, {rev_cpu:.1f} s CPU ({this_cpu / rev_cpu:.2f}x the CPU); "
+            runs = [sum(len(t["runs"]) for t in out["confirm_tries"]) for out in (this_out, rev_out)]
+            print(f"plan's README example, --jobs 2: this tree {this_wall:.1f} s wall, {this_cpu:.1f} s CPU, "
+                  f"{runs[0]} confirmation runs; {args.rev} {rev_wall:.1f} s wall, {rev_cpu:.1f} s CPU, {runs[1]} "
+                  f"confirmation runs ({this_cpu / rev_cpu:.2f}x the CPU); "
                   f"{verdict(this_wall <= GOAL_PLAN_S)} issue 40's {GOAL_PLAN_S:g} s (wall); "
                   f"answer {this_out['max_rate']:.4f} req/s, {args.rev}'s {rev_out['max_rate']:.4f} "
                   f"({'the same' if same else 'DIFFERENT'}); {load()}", flush=True)
