@@ -276,7 +276,7 @@ def confirm_point(base, point: GridPoint, slo: Slo, num_prompts: int, seeds: int
     `min_window` requests and `min_window_s` seconds; the lowest seed's answer confirmed by
     `rate_plan.confirm_rate` on runs of `confirm_prompts` requests on those seeds and
     `new_seeds` more (plan's defaults are rate_plan's PLAN_* constants), one at a time: a rate's
-    runs stop at the first that misses (`seeded_plan`'s `batch`)."""
+    runs stop once its verdict is known (`seeded_plan`'s `batch`)."""
     sc = point_scenario(base, point)
     runs = 0
 
