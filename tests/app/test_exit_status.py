@@ -18,7 +18,7 @@ import pytest
 
 from pty_session import PtySession
 
-pytestmark = pytest.mark.wall_clock  # real terminals and sleeps: started first (tests/conftest.py)
+pytestmark = pytest.mark.wall_clock("terminals")  # real terminals and sleeps: started first (tests/conftest.py)
 
 FOOTER_MARK = "next"
 LEAVE_ALTERNATE_SCREEN = "\x1b[?1049l"

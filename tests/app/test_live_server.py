@@ -31,7 +31,7 @@ from tests import shared_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 SCALE = 4
-wall_clock = pytest.mark.wall_clock
+wall_clock = pytest.mark.wall_clock("servers")
 
 
 def playground(state: Path, clock=None, **settings) -> BatchApp:

@@ -32,7 +32,7 @@ from tests.unit.fake_vllm import FakeVllm, toy_tokens
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = ROOT / "tests" / "data" / "vllm-bench-result-keys.txt"
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
-wall_clock = pytest.mark.wall_clock
+wall_clock = pytest.mark.wall_clock("servers")
 
 
 @pytest.fixture(scope="module")
