@@ -142,11 +142,11 @@ def test_against_batchtui_serve_the_result_file_has_vllms_keys(served, tmp_path,
 def test_the_traffic_is_what_batchtui_sim_runs_and_the_simulated_column_is_sims(served, tmp_path, capsys):
     """The same flags, the same requests: bench's detailed lengths (the server's own counts) are
     sim's, request for request in the order sent, and the simulated column beside the measured
-    one is `batchtui sim`'s result for those flags. (64 tokens out: at the server's time scale 4
-    the run lasts about 0.2 s of real time, and a wake-up a few ms late on a busy machine moves
-    the measured TPOT and throughput by a few percent of it; with 12 out they moved up to 6 %
-    at a load average of 6.)"""
-    traffic = ["--num-prompts", 10, "--request-rate", 30, "--random-input-len", 200, "--random-output-len", 64,
+    one is `batchtui sim`'s result for those flags. (128 tokens out: at the server's time scale 4
+    the run lasts about 0.35 s of real time, and a delivery some ms late on a busy machine moves
+    the measured TPOT by that many ms times 4 over the request's 127 gaps; with 12 out TPOT and
+    throughput moved up to 6 % at a load average of 6, with 64 out TPOT 11 % at 15.)"""
+    traffic = ["--num-prompts", 10, "--request-rate", 30, "--random-input-len", 200, "--random-output-len", 128,
                "--random-range-ratio", 0.5, "--seed", 7]
     code, out, err = run(capsys, "bench", "--base-url", served.url, *traffic, "--save-result", "--save-detailed",
                          "--result-filename", tmp_path / "b.json")
