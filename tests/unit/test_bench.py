@@ -426,3 +426,30 @@ def test_engine_flags_given_are_kept_as_metadata_calibrate_reads():
     assert written["max-num-seqs"] == "256" and written["max-queue-delay-ms"] == "7"
     dials, _ = metadata_dials(written, "result.json")
     assert dials == o.given_dials(args)
+
+
+def test_a_long_sessions_answers_are_kept_for_its_last_conversations_only(monkeypatch):
+    """A live session's traffic never ends: the answers later turns send back are kept for the
+    last KEPT_CONVERSATIONS conversations answered, a conversation answered again kept longest."""
+    from batchtui.loadgen import prompts as prompts_module
+    from sim.workload import RequestSpec
+
+    monkeypatch.setattr(prompts_module, "KEPT_CONVERSATIONS", 3)
+    prompts = prompts_module.Prompts(salt="s")
+
+    def turn(conversation: str, number: int) -> RequestSpec:
+        return RequestSpec(f"{conversation}-{number}", 0.0, 8, 4, turn=number, conversation=conversation)
+
+    for conversation in ("c0", "c1", "c2"):
+        prompts.answered(turn(conversation, 1), f"{conversation} one")
+    prompts.answered(turn("c0", 2), "c0 two")  # c0 answered last now
+    prompts.answered(turn("c3", 1), "c3 one")  # c1 answered longest ago: forgotten
+    prompts.answered(RequestSpec("single", 0.0, 8, 4), "no conversation")  # no later turn sends it
+    assert prompts.answers == {"c0/a1": "c0 one", "c0/a2": "c0 two", "c2/a1": "c2 one", "c3/a1": "c3 one"}
+    for _ in range(100):
+        prompts.answered(turn("c9", 1), "again")
+    assert len(prompts.answers) == 4
+    # A turn of a forgotten conversation sends words in its answer's place, as many as planned.
+    third = RequestSpec("c1-3", 0.0, 20, 4, turn=3, conversation="c1", prompt_segments=(("c1/q1", 5), ("c1/a1", 4)))
+    (role, text), = prompts.parts(third)
+    assert role == "user" and len(text.split()) == 9
