@@ -438,15 +438,6 @@ def flat_metrics(metrics: dict) -> dict:
     return out
 
 
-def write_sweep_csv(handle, swept: str, values, summaries, knee: int | None) -> None:
-    """One row per point: the swept value, every scalar metric, and 1 in `knee` at the knee."""
-    rows = [{swept: rate_text(v) if swept == "request_rate" else v, **flat_metrics(s.metrics),
-             "knee": int(i == knee)} for i, (v, s) in enumerate(zip(values, summaries))]
-    writer = csv.DictWriter(handle, fieldnames=list(rows[0]), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-
-
 # -- tables --------------------------------------------------------------------------------------
 
 def table(headings, rows, notes=None) -> str:
