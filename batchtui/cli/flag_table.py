@@ -328,7 +328,7 @@ def _values() -> dict:
     from sim import planning, rate_plan
     from sim.profiles import BUILTIN_PROFILES
 
-    return {"gpus": ", ".join(BUILTIN_PROFILES.gpus), "models": ", ".join(BUILTIN_PROFILES.models),
+    return {"gpus": BUILTIN_PROFILES.gpu_names(), "models": ", ".join(BUILTIN_PROFILES.models),
             "headroom": f"{planning.HEADROOM:.0%}".replace("%", "%%"), "seeds": str(rate_plan.PLAN_SEEDS),
             "HEADROOM": planning.HEADROOM, "PLAN_SEEDS": rate_plan.PLAN_SEEDS}
 

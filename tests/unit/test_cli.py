@@ -308,6 +308,8 @@ def test_bad_flags_are_refused_by_argparse_naming_the_flag(capsys, argv, needle)
      "--max-num-batched-tokens = 2048 is not allowed: at least --max-num-seqs (4096)"),
     (["--no-enable-chunked-prefill"], "--max-num-batched-tokens = 8192 is not allowed: at least --max-model-len"),
     (["--gpu", "tpu-v9"], "unknown GPU profile 'tpu-v9'"),
+    (["--gpu", "a100"], "unknown GPU profile 'a100': it could be a100-80gb, a100-80gb-pcie, a100-40gb or a100-40gb-pcie; "
+                        "name one."),
     (["--model", "llama-3.1-70b"], "Set --tensor-parallel-size to 2"),
     (["--input-dist", "uniform", "--input-len-min", "300", "--input-len-max", "100"],
      "argument --input-len-max: 100 is not allowed"),
