@@ -180,7 +180,14 @@ def test_ctrl_c_keeps_what_finished_and_exits_130(served, tmp_path):
                                  "--save-result", "--result-filename", str(path)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
         try:
-            time.sleep(4)
+            # Once three requests of this run have finished on the server (the command has started
+            # and sent, however slowly a busy machine starts it; the first answer read back by
+            # then), with the rest in flight.
+            finished = served.metric("vllm:request_success_total") + 3
+            deadline = time.monotonic() + 60
+            while served.metric("vllm:request_success_total") < finished and time.monotonic() < deadline:
+                assert proc.poll() is None, proc.communicate()
+                time.sleep(0.1)
             proc.send_signal(sig)
             out, err = proc.communicate(timeout=60)
         finally:
