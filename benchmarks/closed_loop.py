@@ -88,6 +88,13 @@ class Server:
             raise RuntimeError(f"batchtui serve did not start: {line}{self.proc.stderr.read()}")
         self.url = "http://" + line.split("http://")[1].split(",")[0]
 
+    def metric(self, name: str) -> float:
+        """A series of the server's /metrics (vLLM's names), summed over its labels."""
+        import urllib.request
+
+        text = urllib.request.urlopen(self.url + "/metrics", timeout=10).read().decode()
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name + "{"))
+
     def stop(self) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGTERM)

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from .profiles import DEFAULT_GPU_ID, ProfileSet, load_profiles
+from .profiles import DEFAULT_GPU_ID, ProfileSet, folded, load_profiles
 
 NVIDIA_SMI = "nvidia-smi"
 QUERY = ("--query-gpu=name,memory.total", "--format=csv,noheader")
@@ -104,12 +104,6 @@ class Detection:
                 FAILED: "nvidia-smi failed"}[self.outcome]
 
 
-def folded(name: str) -> str:
-    """A GPU name for matching: lower case, letters and digits only ("NVIDIA A100-SXM4-40GB" and
-    "nvidia a100 sxm4 40gb" are the same GPU)."""
-    return re.sub(r"[^0-9a-z]", "", name.lower())
-
-
 def parse_query(text: str) -> list[DetectedGpu]:
     """nvidia-smi's CSV answer (`name, memory.total` a line, no header) as GPUs."""
     gpus = []
@@ -133,8 +127,8 @@ def _memory_bytes(text: str) -> float | None:
 
 
 def match_profile(name: str, profiles: ProfileSet) -> str | None:
-    """The GPU profile whose `nvidia_smi_names` (or id, or display name) is `name`; None if
-    none is."""
+    """The GPU profile whose `nvidia_smi_names` (or id, display name or `aliases`) is `name`;
+    None if none is."""
     wanted = folded(name)
     if not wanted:
         return None
@@ -142,7 +136,7 @@ def match_profile(name: str, profiles: ProfileSet) -> str | None:
         if any(folded(n) == wanted for n in gpu.nvidia_smi_names):
             return gpu_id
     for gpu_id, gpu in profiles.gpus.items():
-        if folded(gpu_id) == wanted or folded(gpu.name) == wanted:
+        if any(folded(n) == wanted for n in (gpu_id, gpu.name, *gpu.aliases)):
             return gpu_id
     return None
 

@@ -379,7 +379,7 @@ def spelled(text: str, spell=None) -> str:
     """Text that names dials as `{path}` (a dial's help or `words`, a message) with each spelled
     by `spell(path)`: the command line passes `flag_of`, the app the dial's label; a dial `spell`
     has no name for, and every dial without `spell`, keeps its path."""
-    return spell_dials(text, spell or (lambda path: None))
+    return spell_dials(text, spell)
 
 
 def label_of(path: str) -> str | None:

@@ -18,8 +18,7 @@ class SimError(Exception):
     def spelled(self, spell=None) -> str:
         """The message with each dial it names spelled by `spell(path)` (by its path when `spell`
         is None or returns None)."""
-        text = str(self.args[0]) if self.args else ""
-        return _named(text, lambda path: (spell(path) if spell is not None else None) or path, dials_only=True)
+        return spell_dials(str(self.args[0]) if self.args else "", spell)
 
     def __str__(self) -> str:
         return self.spelled()
@@ -46,10 +45,7 @@ class ConfigError(SimError, ValueError):
         """The message with each dial named by `spell(path)` (by its path when `spell` is None
         or returns None); `head` in place of "<dial> = <value>" (the command line's
         "argument --flag: value")."""
-
-        def name(path: str) -> str:
-            return (spell(path) if spell is not None else None) or path
-
+        name = _namer(spell)
         if head is None:
             head = f"{name(self.dial)} = {self.value!r}"
         msg = f"{head} is not allowed: {_named(self.allowed, name)}"
@@ -68,10 +64,17 @@ class ConfigError(SimError, ValueError):
 _REFERENCE = re.compile(r"\{([a-z_]+(?:\.[a-z_]+)*)\}")
 
 
-def spell_dials(text: str, spell) -> str:
-    """`text` with each `{path}` of a dial spelled by `spell(path)` (by its path when that gives
-    None); braces around anything else are kept."""
-    return _named(text, lambda path: spell(path) or path, dials_only=True)
+def spell_dials(text: str, spell=None) -> str:
+    """`text` with each `{path}` of a dial spelled by `spell(path)` (by its path when `spell` is
+    None or gives None); braces around anything else are kept."""
+    return _named(text, _namer(spell), dials_only=True)
+
+
+def _namer(spell):
+    """A dial's name: `spell(path)`, or its path when `spell` is None or gives None."""
+    if spell is None:
+        return lambda path: path
+    return lambda path: spell(path) or path
 
 
 def _named(text: str, name, dials_only: bool = False) -> str:
@@ -109,8 +112,7 @@ class RequestRejected(SimError, ValueError):
         super().__init__(f"request {request_id} rejected: {reason}")
 
     def spelled_reason(self, spell=None) -> str:
-        return _named(self.reason, lambda path: (spell(path) if spell is not None else None) or path,
-                      dials_only=True)
+        return spell_dials(self.reason, spell)
 
     def __reduce__(self):
         return (type(self), (self.request_id, self.reason))

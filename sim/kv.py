@@ -177,10 +177,7 @@ class BlockPool:
     def try_allocate(self, request_id: str, total_tokens: int, reserve: int = 0) -> bool:
         """Grow a sequence to hold `total_tokens`; fails (taking nothing) unless `reserve` blocks
         would still be free afterwards."""
-        need = -(-total_tokens // self.block_size)
-        if self.window_groups:
-            need = self.layout.blocks_for(total_tokens, self.block_size)
-        need -= self._held.get(request_id, 0)
+        need = self.layout.blocks_for(total_tokens, self.block_size) - self._held.get(request_id, 0)
         if need <= 0:
             return True
         if need + reserve > self.free:
@@ -200,9 +197,7 @@ class BlockPool:
         those beyond what it was known to hold come out of the blocks handed out with `take`.
         With caching its full blocks get their hashes (`cache_blocks`; `known`: as there)."""
         rid = request.request_id
-        blocks = -(-tokens // self.block_size)
-        if self.window_groups:
-            blocks = self.layout.blocks_for(tokens, self.block_size)
+        blocks = self.layout.blocks_for(tokens, self.block_size)
         self.unattributed -= blocks - self._held.get(rid, 0)
         self._held[rid] = blocks
         if self.caching:

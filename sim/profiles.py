@@ -200,6 +200,9 @@ class GpuProfile:
     path of more kernels pays in proportion (`Deployment.moe_kernels`)."""
     nvidia_smi_names: tuple[str, ...] = ()
     """The names `nvidia-smi --query-gpu=name` prints for this GPU (what `--gpu auto` matches)."""
+    aliases: tuple[str, ...] = ()
+    """Other names `--gpu` takes for it: a vendor's plain name where one form of the GPU is the
+    usual one (sim/data/profiles.toml says why)."""
     fp8_peak_flops: float = 0.0
     """Dense fp8 tensor-core peak, FLOP/s; 0 where the GPU has no fp8 tensor cores (Ampere)."""
     fp4_peak_flops: float = 0.0
@@ -413,6 +416,7 @@ _GPU_KEYS: dict[str, _Checker] = {
     "fp4_peak_flops": _non_negative,
     "compute_capability": _positive,
     "nvidia_smi_names": _names,
+    "aliases": _names,
     "price_per_hour": _positive,
     **_DEFAULTS_KEYS,
 }
@@ -623,6 +627,12 @@ _BUILTIN_RAW = _builtin_raw()
 # --------------------------------------------------------------------------------------------
 
 
+def folded(name: str) -> str:
+    """A GPU name for matching: lower case, letters and digits only ("NVIDIA A100-SXM4-40GB" and
+    "nvidia a100 sxm4 40gb" are the same GPU)."""
+    return re.sub(r"[^0-9a-z]", "", name.lower())
+
+
 @dataclass(frozen=True)
 class ProfileSet:
     """Every GPU and model profile one run can choose from, by id."""
@@ -634,10 +644,22 @@ class ProfileSet:
         try:
             return self.gpus[gpu_id]
         except KeyError:
-            raise ProfileError(
-                f"unknown GPU profile {gpu_id!r}; known GPU profiles are "
-                f"{', '.join(self.gpus)}."
-            ) from None
+            raise ProfileError(self.unknown_gpu(gpu_id)) from None
+
+    def unknown_gpu(self, name: str) -> str:
+        """Why `name` names no GPU profile, naming the choices: the profiles whose id or display
+        name begins with it (a vendor's plain name for several forms, "a100"), else every one."""
+        wanted = folded(name)
+        begun = [gpu_id for gpu_id, gpu in self.gpus.items()
+                 if wanted and any(folded(n).startswith(wanted) for n in (gpu_id, gpu.name))]
+        if len(begun) > 1:
+            return f"unknown GPU profile {name!r}: it could be {', '.join(begun[:-1])} or {begun[-1]}; name one."
+        return f"unknown GPU profile {name!r}; known GPU profiles are {self.gpu_names()}."
+
+    def gpu_names(self) -> str:
+        """The GPU profiles' ids, each with its `aliases` ("h100-sxm (or h100), h100-pcie, ...")."""
+        return ", ".join(f"{gpu_id} (or {', '.join(gpu.aliases)})" if gpu.aliases else gpu_id
+                         for gpu_id, gpu in self.gpus.items())
 
     def model(self, model_id: str = DEFAULT_MODEL_ID) -> ModelProfile:
         try:

@@ -18,6 +18,7 @@ from .config import EngineConfig
 from .errors import ConfigError, NotModelled, RequestRejected, SimError
 from .kv import BlockPool
 from .request import RUNNING, Request, check_request, check_segments
+from .schedulers.base import stop_reason
 from .schedulers.continuous import ContinuousScheduler
 from .speculative import PatternAcceptance
 from .speculative import parse as parse_speculative
@@ -247,11 +248,8 @@ def _last_token_sampled(req: Request, out, max_model_len: int) -> bool:
     the request's last ones, counting every token sampled for it so far."""
     sampled = req.tokens_sampled
     this = 1 + (out.accepted or {}).get(req, 0)
-
-    def done(tokens: int) -> bool:
-        return tokens >= req.output_len or req.prompt_len + tokens >= max_model_len
-
-    return done(sampled) and not done(sampled - this)
+    return (stop_reason(req, sampled, max_model_len) is not None
+            and stop_reason(req, sampled - this, max_model_len) is None)
 
 
 def _spec_fields(sched: ContinuousScheduler, out, processed, asynchronous: bool) -> dict:
@@ -302,8 +300,7 @@ def _batch(sched: ContinuousScheduler, out) -> list[tuple[Request, int]]:
 
 def _last_token_in_flight(req: Request, max_model_len: int) -> bool:
     """The tokens sampled so far, those in flight included, complete the request."""
-    outputs = req.num_output_tokens + req.num_output_placeholders
-    return outputs >= req.output_len or req.prompt_len + outputs >= max_model_len
+    return stop_reason(req, req.num_output_tokens + req.num_output_placeholders, max_model_len) is not None
 
 
 def compare(expected: dict, actual: dict) -> list[str]:

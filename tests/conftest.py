@@ -197,17 +197,29 @@ def pytest_sessionfinish(session):
     gc.freeze()
 
 
+WALL_CLOCK_GROUPS = ("terminals", "servers")
+"""The kinds of wall-clock test (`@pytest.mark.wall_clock(KIND)`): the app on a real terminal or
+in a browser, and servers at a time scale with their clients. Each kind is an xdist group."""
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `wall_clock` (servers at a time scale, real terminals, a browser: they mostly
-    wait) are one `xdist_group`, "wall_clock": under pytest-xdist's `--dist loadgroup` one test
-    process runs them one after another while the others keep both cores busy with CPU-bound
-    tests. (Spread over every process, as the first tests of each, they all waited at once at the
-    start of a run and left a core idle.) A wall-clock module's shared fixture (test_serve.py's
-    server) is then started once, on that process. The groups are dealt out first, the largest
-    first (claims, calibrate, wall_clock), each to a process of its own. Run before xdist reads the
-    groups (its hook is trylast); the order of the tests is kept."""
-    group = pytest.mark.xdist_group("wall_clock")
+    """Tests marked `wall_clock(KIND)` (servers at a time scale, real terminals, a browser: they
+    mostly wait) are grouped by kind, an `xdist_group` each ("wall_clock-terminals",
+    "wall_clock-servers"): under pytest-xdist's `--dist loadgroup` one test process runs a
+    group's tests one after another, and the two groups wait side by side while the other
+    processes keep both cores busy with CPU-bound tests. (All in one group, its 250 s of waiting
+    set the run's length; spread over every process, as the first tests of each, they all
+    waited at once at the start of a run and left a core idle.) A module's shared fixture
+    (test_serve.py's server) is started once, on its group's process. The groups are dealt out
+    first, the largest first (claims, calibrate, the wall-clock groups), each to a process of its
+    own. Run before xdist reads the groups (its hook is trylast); the order of the tests is kept."""
     for item in items:
-        if item.get_closest_marker("wall_clock") is not None:
-            item.add_marker(group)
+        marker = item.get_closest_marker("wall_clock")
+        if marker is None:
+            continue
+        kind = marker.args[0] if marker.args else None
+        if kind not in WALL_CLOCK_GROUPS:
+            raise pytest.UsageError(f"{item.nodeid}: wall_clock takes one of {', '.join(WALL_CLOCK_GROUPS)}, "
+                                    f"not {kind!r}")
+        item.add_marker(pytest.mark.xdist_group(f"wall_clock-{kind}"))

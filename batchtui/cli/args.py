@@ -87,5 +87,11 @@ def add_result_args(p: argparse.ArgumentParser, *, detailed: bool = True, label:
                     changes={"--label": {"help": f"label of the result (default {label})"}})[t.RESULTS]
 
 
+def add_result_json(p: argparse.ArgumentParser):
+    """--json (the result as JSON instead of the report) in the command's output group, returned
+    for the command's other output flags."""
+    return add_rows(p, (t.RESULT_JSON,))[t.OUTPUT]
+
+
 def add_jobs_arg(p: argparse.ArgumentParser) -> None:
     add_rows(p, (t.JOBS,))

@@ -56,9 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     a.add_setup_args(p)
     a.add_traffic_args(p)
     a.add_result_args(p, label="the --backend")
-    out = p.add_argument_group("output")
-    out.add_argument("--json", action="store_true",
-                     help="print the result as JSON (the keys --save-result writes) instead of the report")
+    out = a.add_result_json(p)
     out.add_argument("--no-simulate", action="store_true",
                      help="no simulated column (nothing is simulated)")
     p.set_defaults(func=run)

@@ -364,7 +364,7 @@ def plan_offline(args: argparse.Namespace) -> int:
             run_sc = sc.with_engine(**planning.offline_engine(seats, cfg.max_num_batched_tokens,
                                                               args.max_num_batched_tokens is not None))
             config = run_sc.engine_config(setup.profiles)
-            runs.append((why, config, runner.run(run_sc, f"max_num_seqs {seats}").summary))
+            runs.append((why, config, runner.run(run_sc, results.seats_words(seats)).summary))
     _, config, best = runs[planning.quickest([(c.max_num_seqs, s.metrics["duration"]) for _, c, s in runs])]
     m = best.metrics
     llm = vllm_lines.llm_call(setup, config)
@@ -393,7 +393,7 @@ def plan_offline(args: argparse.Namespace) -> int:
     print(textwrap.fill(f"The KV cache ({d.usable_blocks:,} blocks) holds {fits}.", width=100))
     print(textwrap.fill(
         f"Job time for {n:,} requests: {results.duration_text(m['duration'])} at {m['output_throughput']:,.0f} "
-        f"output tok/s ({m['request_throughput']:.2f} req/s), with max_num_seqs {config.max_num_seqs}.",
+        f"output tok/s ({m['request_throughput']:.2f} req/s), with {results.seats_words(config.max_num_seqs)}.",
         width=100))
     print()
     print("vLLM offline (from vllm import LLM):")

@@ -251,7 +251,7 @@ def _grid_values(args, setup: Setup) -> dict:
     gpus = [o.resolve_gpu(g, profiles) for g in args.gpus] if args.gpus else [sc.gpu]
     for g in gpus:
         if g not in profiles.gpus:
-            raise UserError(f"argument --gpus: unknown GPU {g!r}; known GPU profiles are {', '.join(profiles.gpus)}")
+            raise UserError(f"argument --gpus: {profiles.unknown_gpu(g)}")
     return {"gpus": gpus,
             "tensor_parallel_sizes": args.tensor_parallel_sizes or [sc.tensor_parallel_size],
             "max_num_seqs": args.max_num_seqs_values or [cfg.max_num_seqs],

@@ -26,9 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     a.add_setup_args(p)
     a.add_traffic_args(p)
     a.add_result_args(p)
-    o = p.add_argument_group("output")
-    o.add_argument("--json", action="store_true",
-                   help="print the result as JSON (the keys --save-result writes) instead of text")
+    o = a.add_result_json(p)
     o.add_argument("--per-request", metavar="FILE.csv",
                    help="write one CSV row per request as it finishes (- for standard output)")
     p.set_defaults(func=run)

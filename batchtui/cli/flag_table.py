@@ -255,6 +255,7 @@ CLIENT = "the server (vllm bench serve's flags)"
 SAMPLING = "sampling parameters (vllm bench serve's; sent when given)"
 BEFORE = "before the run"
 RESULTS = "results (vllm bench serve's flags)"
+OUTPUT = "output"
 # vllm bench serve's sampling flags: each sent in every request's body when given (vLLM 0.33's
 # `sampling parameters` group, vllm/benchmarks/serve.py).
 SAMPLING_FLAGS = (("--top-p", "top_p", float), ("--top-k", "top_k", int), ("--min-p", "min_p", float),
@@ -307,6 +308,8 @@ RESULT_ROWS = (
     _f("--label", RESULTS, metavar="TEXT", help="label of the result (default batchtui-sim)"),
     _f("--metadata", RESULTS, nargs="*", metavar="KEY=VALUE", help="extra KEY=VALUE pairs stored in the saved result"),
 )
+RESULT_JSON = _f("--json", OUTPUT, action="store_true",
+                 help="print the result as JSON (the keys --save-result writes) instead of the report")
 JOBS = _f(("--jobs", "-j"), "", type="positive_int", metavar="N",
           help="processes to run points in (default: every core this process may use); results are the same for "
                "any N")
@@ -328,7 +331,7 @@ def _values() -> dict:
     from sim import planning, rate_plan
     from sim.profiles import BUILTIN_PROFILES
 
-    return {"gpus": ", ".join(BUILTIN_PROFILES.gpus), "models": ", ".join(BUILTIN_PROFILES.models),
+    return {"gpus": BUILTIN_PROFILES.gpu_names(), "models": ", ".join(BUILTIN_PROFILES.models),
             "headroom": f"{planning.HEADROOM:.0%}".replace("%", "%%"), "seeds": str(rate_plan.PLAN_SEEDS),
             "HEADROOM": planning.HEADROOM, "PLAN_SEEDS": rate_plan.PLAN_SEEDS}
 
@@ -414,7 +417,7 @@ def engine_rows() -> tuple[Flag, ...]:
 def rows() -> tuple[Flag, ...]:
     """Every row of the table."""
     return (*SETUP_HARDWARE, *engine_rows(), *SETUP_ENGINE_EXTRA, *TRAFFIC_ROWS, *SLO_ROWS, *CLIENT_ROWS,
-            *RESULT_ROWS, JOBS)
+            *RESULT_ROWS, RESULT_JSON, JOBS)
 
 
 def row_of(path: str) -> Flag:

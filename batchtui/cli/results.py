@@ -38,6 +38,18 @@ def rate_text(rate: float) -> str:
     return f"{rate:g}"
 
 
+SEATS = "engine.max_num_seqs"
+
+
+def seats_words(seats) -> str:
+    """A number of seats (or "swept", "as below") as reports say it: the dial's name in the app,
+    vLLM's keyword beside it ("1024 seats (max_num_seqs)")."""
+    from sim.dials import label_of
+
+    label, keyword = label_of(SEATS), SEATS.rsplit(".", 1)[1]
+    return f"{seats} {label} ({keyword})" if isinstance(seats, int) else f"{label} {seats} ({keyword})"
+
+
 def setup_text(scenario, deployment, config, swept: str | None = None, *, lead: str = "Simulated",
                traffic: bool = True) -> str:
     """One paragraph saying what was simulated (`lead` first); `swept` names the dial a sweep
@@ -46,8 +58,7 @@ def setup_text(scenario, deployment, config, swept: str | None = None, *, lead: 
     tp = deployment.tensor_parallel_size
     on = f"{tp} x {gpu.name}" if tp > 1 else f"one {gpu.name}"
     if config.batching == "continuous":
-        seats = {"max_num_seqs": "swept", "offline": "as below"}.get(swept, config.max_num_seqs)
-        dials = (f"continuous batching, max_num_seqs {seats}, "
+        dials = (f"continuous batching, {seats_words({'max_num_seqs': 'swept', 'offline': 'as below'}.get(swept, config.max_num_seqs))}, "
                  f"max_num_batched_tokens {config.max_num_batched_tokens}, chunked prefill "
                  f"{'on' if config.enable_chunked_prefill else 'off'}, prefix caching "
                  f"{'on' if config.caches_prefixes else 'off'}")
@@ -438,15 +449,6 @@ def flat_metrics(metrics: dict) -> dict:
     return out
 
 
-def write_sweep_csv(handle, swept: str, values, summaries, knee: int | None) -> None:
-    """One row per point: the swept value, every scalar metric, and 1 in `knee` at the knee."""
-    rows = [{swept: rate_text(v) if swept == "request_rate" else v, **flat_metrics(s.metrics),
-             "knee": int(i == knee)} for i, (v, s) in enumerate(zip(values, summaries))]
-    writer = csv.DictWriter(handle, fieldnames=list(rows[0]), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-
-
 # -- tables --------------------------------------------------------------------------------------
 
 def table(headings, rows, notes=None) -> str:
@@ -507,8 +509,10 @@ def plan_point_json(p) -> dict:
 
 
 def offline_table(results, best) -> str:
-    """One row per max_num_seqs tried for an offline job."""
-    heads = ("max_num_seqs", "budget", "job time (s)", "out tok/s", "running", "preempt")
+    """One row per number of seats tried for an offline job."""
+    from sim.dials import label_of
+
+    heads = (label_of(SEATS), "budget", "job time (s)", "out tok/s", "running", "preempt")
     rows = [(str(c.max_num_seqs), str(c.max_num_batched_tokens), f"{s.metrics['duration']:.1f}",
              f"{s.metrics['output_throughput']:.0f}", f"{s.metrics['mean_running']:.1f}",
              str(s.metrics["num_preemptions"])) for _, c, s in results]

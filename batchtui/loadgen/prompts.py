@@ -64,8 +64,27 @@ class Prompts:
         """How prompts are made, in a sentence (printed, and kept in the result)."""
         self.dataset_prompts = dataset_prompts
         self.answers: dict[str, str] = {}
-        """A conversation's answers by segment name (`sim.workload.answer_segment`), as generated."""
+        """Conversations' answers by segment name (`sim.workload.answer_segment`), as generated
+        (`answered`): those of the last `KEPT_CONVERSATIONS` conversations answered."""
+        self._answered: dict[str, list[str]] = {}
+        """Each kept conversation's answer names, the one answered longest ago first."""
         self._shared: dict[tuple[str, int], str] = {}
+
+    def answered(self, spec, text: str) -> None:
+        """The server's answer to a conversation's turn: its later turns send it back. A live
+        session's traffic never ends: past `KEPT_CONVERSATIONS` conversations, the one answered
+        longest ago is forgotten (a turn of it that still comes sends words in its answers'
+        place, as many tokens as planned)."""
+        name = spec.output_segment
+        if name is None:
+            return
+        names = self._answered.pop(spec.conversation, [])
+        names.append(name)
+        self._answered[spec.conversation] = names
+        self.answers[name] = text
+        if len(self._answered) > KEPT_CONVERSATIONS:
+            for old in self._answered.pop(next(iter(self._answered))):
+                self.answers.pop(old, None)
 
     def segment(self, name: str, n: int) -> str:
         """`n` words, the same for the same name."""
@@ -119,6 +138,9 @@ RULE_WORDS = ("a word a token: the server has no /tokenize route, so each prompt
 EXACT_WORDS = ("exact: words the server's /tokenize counts as one token each ({words} of them){specials}")
 SHARED_KEPT = 4096
 """Shared segments' texts kept (prefixes, hash blocks); past it the store starts again."""
+KEPT_CONVERSATIONS = 4096
+"""Conversations whose answers are kept (`Prompts.answered`): far more than are ever in flight at
+once (a conversation's turns come a think time apart)."""
 PROBE_CONCURRENCY = 16
 MIN_WORDS = 32
 """Fewer single-token words than this and the rule is used instead."""

@@ -21,8 +21,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sim.workload import answer_segment
-
 from ..crash import short_error
 from .client import Outcome
 
@@ -96,8 +94,8 @@ async def send_traffic(client, arrivals, prompts, *, time_scale: float = 1.0, st
         record.outcome = out
         finished += 1
         spec = record.spec
-        if spec.conversation and out.success:
-            prompts.answers[answer_segment(spec.conversation, spec.turn)] = out.generated_text
+        if out.success:
+            prompts.answered(spec, out.generated_text)
         arrivals.on_done(spec.request_id, now(), served=out.success, answered=out.output_tokens or None)
         if on_finish is not None:
             on_finish(finished)

@@ -100,6 +100,36 @@ def cache_info(engine, deployment) -> dict[str, str]:
     return info
 
 
+HISTOGRAMS = (
+    # the attribute the observer fills, vLLM's name, its help, its buckets (None: a request's
+    # tokens, `request_tokens_buckets` up to the served max_model_len)
+    ("ttft", "vllm:time_to_first_token_seconds", "Time to first token (simulated seconds).", TTFT_BUCKETS),
+    ("itl", "vllm:inter_token_latency_seconds", "Time between a request's outputs (simulated seconds), one per "
+     "iteration.", ITL_BUCKETS),
+    ("tpot", "vllm:request_time_per_output_token_seconds", "A request's decode time over its output tokens less "
+     "one (simulated seconds).", ITL_BUCKETS),
+    ("e2e", "vllm:e2e_request_latency_seconds", "Arrival to last token (simulated seconds).", E2E_BUCKETS),
+    ("queue", "vllm:request_queue_time_seconds", "Arrival to first scheduled (simulated seconds).", E2E_BUCKETS),
+    ("inference", "vllm:request_inference_time_seconds", "First scheduled to last token (simulated seconds).",
+     E2E_BUCKETS),
+    ("prefill", "vllm:request_prefill_time_seconds", "First scheduled to first token (simulated seconds).",
+     E2E_BUCKETS),
+    ("decode", "vllm:request_decode_time_seconds", "First token to last token (simulated seconds).", E2E_BUCKETS),
+    ("preemptions", "vllm:request_num_preemptions", "Times a finished request was preempted.", PREEMPTIONS_BUCKETS),
+    ("prompt_hist", "vllm:request_prompt_tokens", "Prompt tokens of a finished request.", None),
+    ("generation_hist", "vllm:request_generation_tokens", "Tokens a finished request generated.", None),
+    ("kv_computed", "vllm:request_prefill_kv_computed_tokens", "Prompt tokens a finished request computed (less "
+     "those found in the prefix cache).", None),
+    ("max_tokens", "vllm:request_params_max_tokens", "The max_tokens of a finished request.", None),
+    ("params_n", "vllm:request_params_n", "The n of a finished HTTP request.", PARAMS_N_BUCKETS),
+    ("max_generation", "vllm:request_max_num_generation_tokens", "The most tokens a choice of a finished HTTP "
+     "request generated.", None),
+    ("iteration_tokens", "vllm:iteration_tokens_total", "Tokens of an iteration with outputs: prompt tokens of the "
+     "prefills it ended, plus tokens generated.", ITERATION_TOKENS_BUCKETS),
+)
+"""vLLM's histograms, as the server keeps them (`ServerMetrics`)."""
+
+
 class ServerMetrics(Observer):
     """The registry /metrics renders, and the Pacer's observer. `cache_info`: the labels of
     vllm:cache_config_info (vLLM's CacheConfig as strings)."""
@@ -124,37 +154,8 @@ class ServerMetrics(Observer):
             return {v: c.labels(*labels, v) for v in values}
 
         tokens = request_tokens_buckets(max_model_len)
-        self.ttft = histogram("vllm:time_to_first_token_seconds", "Time to first token (simulated seconds).",
-                              TTFT_BUCKETS)
-        self.itl = histogram("vllm:inter_token_latency_seconds", "Time between a request's outputs (simulated "
-                             "seconds), one per iteration.", ITL_BUCKETS)
-        self.tpot = histogram("vllm:request_time_per_output_token_seconds", "A request's decode time over its "
-                              "output tokens less one (simulated seconds).", ITL_BUCKETS)
-        self.e2e = histogram("vllm:e2e_request_latency_seconds", "Arrival to last token (simulated seconds).",
-                             E2E_BUCKETS)
-        self.queue = histogram("vllm:request_queue_time_seconds", "Arrival to first scheduled (simulated "
-                               "seconds).", E2E_BUCKETS)
-        self.inference = histogram("vllm:request_inference_time_seconds", "First scheduled to last token "
-                                   "(simulated seconds).", E2E_BUCKETS)
-        self.prefill = histogram("vllm:request_prefill_time_seconds", "First scheduled to first token "
-                                 "(simulated seconds).", E2E_BUCKETS)
-        self.decode = histogram("vllm:request_decode_time_seconds", "First token to last token (simulated "
-                                "seconds).", E2E_BUCKETS)
-        self.preemptions = histogram("vllm:request_num_preemptions", "Times a finished request was preempted.",
-                                     PREEMPTIONS_BUCKETS)
-        self.prompt_hist = histogram("vllm:request_prompt_tokens", "Prompt tokens of a finished request.", tokens)
-        self.generation_hist = histogram("vllm:request_generation_tokens", "Tokens a finished request "
-                                         "generated.", tokens)
-        self.kv_computed = histogram("vllm:request_prefill_kv_computed_tokens", "Prompt tokens a finished "
-                                     "request computed (less those found in the prefix cache).", tokens)
-        self.max_tokens = histogram("vllm:request_params_max_tokens", "The max_tokens of a finished request.",
-                                    tokens)
-        self.params_n = histogram("vllm:request_params_n", "The n of a finished HTTP request.", PARAMS_N_BUCKETS)
-        self.max_generation = histogram("vllm:request_max_num_generation_tokens", "The most tokens a choice "
-                                        "of a finished HTTP request generated.", tokens)
-        self.iteration_tokens = histogram("vllm:iteration_tokens_total", "Tokens of an iteration with outputs: "
-                                          "prompt tokens of the prefills it ended, plus tokens generated.",
-                                          ITERATION_TOKENS_BUCKETS)
+        for attribute, name, doc, buckets in HISTOGRAMS:
+            setattr(self, attribute, histogram(name, doc, tokens if buckets is None else buckets))
         self.prompt_tokens = counter("vllm:prompt_tokens", "Prompt tokens of the requests whose prefill ended.")
         self.by_source = counter("vllm:prompt_tokens_by_source", "Prompt tokens by where their KV came from.",
                                  "source", PROMPT_SOURCES)

@@ -44,14 +44,14 @@ def _kv_share(snap) -> float | None:
 
 
 ROWS = (
-    # label, snapshot series, measured series, simulated figure, measured figure, its words,
-    # latency (log scale, a zero is "nothing measured"), style
-    ("tok/s", "series_throughput", "series_throughput", lambda s: s.metrics.output_tokens_per_s,
-     lambda m: m.tokens_per_s, count, False, "server--throughput"),
-    ("TTFT", "series_ttft", "series_ttft", lambda s: _latency(s, s.metrics.ttft_p50),
-     lambda m: m.ttft_p50, ms, True, "server--ttft"),
-    ("TPOT", "series_tpot", "series_tpot", lambda s: _latency(s, s.metrics.tpot_p50),
-     lambda m: m.tpot_p50, ms, True, "server--tpot"),
+    # label, series (the snapshot's and the measurement's, of one name), simulated figure,
+    # measured figure, its words, latency (log scale, a zero is "nothing measured"), style
+    ("tok/s", "series_throughput", lambda s: s.metrics.output_tokens_per_s, lambda m: m.tokens_per_s, count,
+     False, "server--throughput"),
+    ("TTFT", "series_ttft", lambda s: _latency(s, s.metrics.ttft_p50), lambda m: m.ttft_p50, ms, True,
+     "server--ttft"),
+    ("TPOT", "series_tpot", lambda s: _latency(s, s.metrics.tpot_p50), lambda m: m.tpot_p50, ms, True,
+     "server--tpot"),
 )
 GAUGES = (
     # label, simulated, measured, words
@@ -108,9 +108,9 @@ class ServerView(SimView):
                              + (f" · {m.failed:,} failed" if m.failed else ""))[:width], dim)
         cells = max(1, width - LABEL_WIDTH - TAG_WIDTH - VALUE_WIDTH - GAP_WIDTH)
         spark = self.glyphs.spark
-        for label, sim_series, real_series, sim_of, real_of, words, latency, style in ROWS:
-            ours = tuple(getattr(snap, sim_series, ())) if snap is not None else ()
-            theirs = tuple(getattr(m, real_series, ())) if m is not None else ()
+        for label, series, sim_of, real_of, words, latency, style in ROWS:
+            ours = tuple(getattr(snap, series, ())) if snap is not None else ()
+            theirs = tuple(getattr(m, series, ())) if m is not None else ()
             shared = ours[-cells:] + theirs[-cells:]
             sim_value = sim_of(snap) if snap is not None else None
             real_value = real_of(m) if m is not None else None

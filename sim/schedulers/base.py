@@ -188,15 +188,22 @@ class Scheduler:
         return result
 
 
-def stops(req: Request, outputs: int, max_model_len: int) -> bool:
-    """Whether `outputs` tokens end the request, its finish reason set if so: "stop" at its
-    output length, "length" at max_model_len (vLLM's check_stop)."""
+def stop_reason(req: Request, outputs: int, max_model_len: int) -> str | None:
+    """Why `outputs` tokens end the request, None if they do not: "stop" at its output length,
+    "length" at max_model_len (vLLM's check_stop)."""
     if outputs >= req.output_len:
-        req.finish_reason = "stop"
-    elif req.prompt_len + outputs >= max_model_len:
-        req.finish_reason = "length"
-    else:
+        return "stop"
+    if req.prompt_len + outputs >= max_model_len:
+        return "length"
+    return None
+
+
+def stops(req: Request, outputs: int, max_model_len: int) -> bool:
+    """Whether `outputs` tokens end the request (`stop_reason`), its finish reason set if so."""
+    reason = stop_reason(req, outputs, max_model_len)
+    if reason is None:
         return False
+    req.finish_reason = reason
     return True
 
 

@@ -112,7 +112,7 @@ class PtySession:
             if words in self.text():
                 return True
             if self.proc.poll() is not None:
-                time.sleep(0.1)  # the last bytes it wrote
+                self._drain()
                 return words in self.text()
             time.sleep(0.02)
         return False
@@ -133,10 +133,22 @@ class PtySession:
         self.proc.send_signal(signal.SIGWINCH)
 
     def wait_exit(self, timeout: float = 10.0) -> int | None:
+        """The app's exit status once it has ended (None if it runs on after `timeout`), with
+        everything it wrote read: `output`, `text` and `transcript` then hold its last bytes."""
         try:
-            return self.proc.wait(timeout=timeout)
+            status = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             return None
+        self._drain()
+        return status
+
+    def _drain(self, timeout: float = 10.0) -> None:
+        """The app has ended: wait until the reader has read what it wrote last. A process's exit
+        does not wait for the terminal to be read; on a busy machine the reader thread ran later
+        than the exit, and a test that read the transcript at once missed the app's last line.
+        The reader ends when the pty reports that no process holds its other end any more."""
+        if self.master >= 0:
+            self._reader.join(timeout=timeout)
 
     def close_terminal(self) -> None:
         """The terminal goes away (an SSH connection dropped): the pty's master is closed."""

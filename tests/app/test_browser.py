@@ -39,7 +39,7 @@ def _missing() -> str | None:
 
 
 pytestmark = [pytest.mark.skipif(_missing() is not None, reason=_missing() or ""),
-              pytest.mark.wall_clock]  # a browser and a server: started first (tests/conftest.py)
+              pytest.mark.wall_clock("terminals")]  # a browser and a server: started first (tests/conftest.py)
 
 
 def free_port() -> int:

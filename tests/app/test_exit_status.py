@@ -18,7 +18,7 @@ import pytest
 
 from pty_session import PtySession
 
-pytestmark = pytest.mark.wall_clock  # real terminals and sleeps: started first (tests/conftest.py)
+pytestmark = pytest.mark.wall_clock("terminals")  # real terminals and sleeps: started first (tests/conftest.py)
 
 FOOTER_MARK = "next"
 LEAVE_ALTERNATE_SCREEN = "\x1b[?1049l"
@@ -60,6 +60,20 @@ def after_the_app(session: PtySession) -> str:
     assert LEAVE_ALTERNATE_SCREEN in transcript, "the terminal was not restored"
     tail = transcript.rsplit(LEAVE_ALTERNATE_SCREEN, 1)[1]
     return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][0-9A-B]|\x1b[=>]", "", tail)
+
+
+def test_the_terminal_has_read_what_a_process_wrote_last_once_it_has_exited(tmp_path):
+    """The harness these tests read the app through: once a process has exited, its last bytes
+    are in the transcript (the exit did not wait for them to be read, and on a busy machine
+    the tests that read the app's closing line at once missed it)."""
+    for _ in range(5):
+        session = PtySession([], tmp_path, first_launch=True, command=[
+            sys.executable, "-c", "import sys; sys.stdout.write('x' * 20000 + 'END'); sys.stdout.flush()"])
+        try:
+            assert session.wait_exit(timeout=20) == 0
+            assert session.transcript().endswith("END")
+        finally:
+            session.kill()
 
 
 def test_q_quits_with_status_zero_and_says_which_steps_are_still_open(launch):

@@ -20,7 +20,7 @@ import pytest
 
 from pty_session import PtySession, key_bytes
 
-pytestmark = pytest.mark.wall_clock  # real terminals and sleeps: started first (tests/conftest.py)
+pytestmark = pytest.mark.wall_clock("terminals")  # real terminals and sleeps: started first (tests/conftest.py)
 
 HELP_TITLE = "Help (close it with"
 FOOTER_MARK = "next"  # the footer's first label: the frame is complete

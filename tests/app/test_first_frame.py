@@ -158,7 +158,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-@pytest.mark.wall_clock
+@pytest.mark.wall_clock("terminals")
 def test_the_app_on_a_terminal_settles_the_collector_after_its_first_frame(tmp_path):
     """The objects of start-up (Textual, the lessons read) are frozen once the step is drawn, so
     no full collection walks them again while keys come in (`batchtui.gc_policy`)."""

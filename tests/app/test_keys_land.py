@@ -21,7 +21,7 @@ from pty_session import PtySession, key_bytes
 from sim.deployments import model_choices
 from sim.scenario import Scenario
 
-pytestmark = pytest.mark.wall_clock  # real terminals and sleeps: started first (tests/conftest.py)
+pytestmark = pytest.mark.wall_clock("terminals")  # real terminals and sleeps: started first (tests/conftest.py)
 
 FOOTER_MARK = "next"
 HELP_OPEN = "Help (close it with"

@@ -31,7 +31,7 @@ from tests import shared_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 SCALE = 4
-wall_clock = pytest.mark.wall_clock
+wall_clock = pytest.mark.wall_clock("servers")
 
 
 def playground(state: Path, clock=None, **settings) -> BatchApp:
@@ -103,7 +103,7 @@ def test_the_measured_pane_reads_what_the_served_engine_recorded(tmp_path):
                 text = shown.build(60).plain
                 await pilot.press("s")  # disconnect
                 await until(pilot, lambda: not our_tasks(), what="the session's end")
-                generated.append(_counter(server.url, "vllm:generation_tokens_total"))
+                generated.append(server.metric("vllm:generation_tokens_total"))
                 generated.append(time.monotonic() - read_at)
                 return m, text
         measured, text = asyncio.run(drive())
@@ -256,7 +256,7 @@ def test_no_task_or_process_outlives_the_app(tmp_path, served, monkeypatch):
     while any(_alive(pid) for pid in seen["pids"]) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(pid) for pid in seen["pids"])
-    running = _gauge(served.url, "vllm:num_requests_running")
+    running = served.metric("vllm:num_requests_running")
     assert running == 0  # the server aborted what was in flight: its connections closed
 
 
@@ -280,17 +280,6 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return "State:\tZ" not in status
-
-
-def _counter(url: str, name: str) -> float:
-    return _gauge(url, name)
-
-
-def _gauge(url: str, name: str) -> float:
-    import urllib.request
-
-    text = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name + "{"))
 
 
 def test_the_gap_is_the_measured_figures_distance_from_the_simulated():

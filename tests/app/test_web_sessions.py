@@ -20,7 +20,7 @@ import pytest
 aiohttp = pytest.importorskip("aiohttp")
 pytest.importorskip("textual_serve")
 
-pytestmark = pytest.mark.wall_clock  # servers and sessions: waited on (tests/conftest.py)
+pytestmark = pytest.mark.wall_clock("terminals")  # servers and sessions: waited on (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 START_S = 60.0

@@ -32,7 +32,7 @@ from tests.unit.fake_vllm import FakeVllm, toy_tokens
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = ROOT / "tests" / "data" / "vllm-bench-result-keys.txt"
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
-wall_clock = pytest.mark.wall_clock
+wall_clock = pytest.mark.wall_clock("servers")
 
 
 @pytest.fixture(scope="module")
@@ -142,8 +142,11 @@ def test_against_batchtui_serve_the_result_file_has_vllms_keys(served, tmp_path,
 def test_the_traffic_is_what_batchtui_sim_runs_and_the_simulated_column_is_sims(served, tmp_path, capsys):
     """The same flags, the same requests: bench's detailed lengths (the server's own counts) are
     sim's, request for request in the order sent, and the simulated column beside the measured
-    one is `batchtui sim`'s result for those flags."""
-    traffic = ["--num-prompts", 10, "--request-rate", 30, "--random-input-len", 200, "--random-output-len", 12,
+    one is `batchtui sim`'s result for those flags. (128 tokens out: at the server's time scale 4
+    the run lasts about 0.35 s of real time, and a delivery some ms late on a busy machine moves
+    the measured TPOT by that many ms times 4 over the request's 127 gaps; with 12 out TPOT and
+    throughput moved up to 6 % at a load average of 6, with 64 out TPOT 11 % at 15.)"""
+    traffic = ["--num-prompts", 10, "--request-rate", 30, "--random-input-len", 200, "--random-output-len", 128,
                "--random-range-ratio", 0.5, "--seed", 7]
     code, out, err = run(capsys, "bench", "--base-url", served.url, *traffic, "--save-result", "--save-detailed",
                          "--result-filename", tmp_path / "b.json")
@@ -177,7 +180,14 @@ def test_ctrl_c_keeps_what_finished_and_exits_130(served, tmp_path):
                                  "--save-result", "--result-filename", str(path)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
         try:
-            time.sleep(4)
+            # Once three requests of this run have finished on the server (the command has started
+            # and sent, however slowly a busy machine starts it; the first answer read back by
+            # then), with the rest in flight.
+            finished = served.metric("vllm:request_success_total") + 3
+            deadline = time.monotonic() + 60
+            while served.metric("vllm:request_success_total") < finished and time.monotonic() < deadline:
+                assert proc.poll() is None, proc.communicate()
+                time.sleep(0.1)
             proc.send_signal(sig)
             out, err = proc.communicate(timeout=60)
         finally:
@@ -423,3 +433,30 @@ def test_engine_flags_given_are_kept_as_metadata_calibrate_reads():
     assert written["max-num-seqs"] == "256" and written["max-queue-delay-ms"] == "7"
     dials, _ = metadata_dials(written, "result.json")
     assert dials == o.given_dials(args)
+
+
+def test_a_long_sessions_answers_are_kept_for_its_last_conversations_only(monkeypatch):
+    """A live session's traffic never ends: the answers later turns send back are kept for the
+    last KEPT_CONVERSATIONS conversations answered, a conversation answered again kept longest."""
+    from batchtui.loadgen import prompts as prompts_module
+    from sim.workload import RequestSpec
+
+    monkeypatch.setattr(prompts_module, "KEPT_CONVERSATIONS", 3)
+    prompts = prompts_module.Prompts(salt="s")
+
+    def turn(conversation: str, number: int) -> RequestSpec:
+        return RequestSpec(f"{conversation}-{number}", 0.0, 8, 4, turn=number, conversation=conversation)
+
+    for conversation in ("c0", "c1", "c2"):
+        prompts.answered(turn(conversation, 1), f"{conversation} one")
+    prompts.answered(turn("c0", 2), "c0 two")  # c0 answered last now
+    prompts.answered(turn("c3", 1), "c3 one")  # c1 answered longest ago: forgotten
+    prompts.answered(RequestSpec("single", 0.0, 8, 4), "no conversation")  # no later turn sends it
+    assert prompts.answers == {"c0/a1": "c0 one", "c0/a2": "c0 two", "c2/a1": "c2 one", "c3/a1": "c3 one"}
+    for _ in range(100):
+        prompts.answered(turn("c9", 1), "again")
+    assert len(prompts.answers) == 4
+    # A turn of a forgotten conversation sends words in its answer's place, as many as planned.
+    third = RequestSpec("c1-3", 0.0, 20, 4, turn=3, conversation="c1", prompt_segments=(("c1/q1", 5), ("c1/a1", 4)))
+    (role, text), = prompts.parts(third)
+    assert role == "user" and len(text.split()) == 9

@@ -84,7 +84,7 @@ def test_sim_prints_a_vllm_bench_serve_result_block(capsys):
     assert lines[[i for i, l in enumerate(lines) if l.startswith("Mean TTFT")][0]][41] != " "
     words = " ".join(out.split())  # the setup paragraph is wrapped
     assert "Llama 3.1 8B on one H100 SXM 80 GB" in words
-    assert "max_num_seqs 1024, max_num_batched_tokens 8192" in words  # vLLM's serve defaults
+    assert "1024 seats (max_num_seqs), max_num_batched_tokens 8192" in words  # vLLM's serve defaults
 
 
 def test_percentile_flags_choose_the_lines(capsys):
@@ -308,6 +308,8 @@ def test_bad_flags_are_refused_by_argparse_naming_the_flag(capsys, argv, needle)
      "--max-num-batched-tokens = 2048 is not allowed: at least --max-num-seqs (4096)"),
     (["--no-enable-chunked-prefill"], "--max-num-batched-tokens = 8192 is not allowed: at least --max-model-len"),
     (["--gpu", "tpu-v9"], "unknown GPU profile 'tpu-v9'"),
+    (["--gpu", "a100"], "unknown GPU profile 'a100': it could be a100-80gb, a100-80gb-pcie, a100-40gb or a100-40gb-pcie; "
+                        "name one."),
     (["--model", "llama-3.1-70b"], "Set --tensor-parallel-size to 2"),
     (["--input-dist", "uniform", "--input-len-min", "300", "--input-len-max", "100"],
      "argument --input-len-max: 100 is not allowed"),
@@ -535,6 +537,11 @@ def test_plan_offline(capsys):
     code, out, _ = run(capsys, *argv)
     assert code == 0
     assert "Job time for 300 requests:" in out
+    # The dial by its one name, vLLM's keyword beside it.
+    words = " ".join(out.split())
+    assert "continuous batching, seats as below (max_num_seqs)," in words
+    assert f"with {d['max_num_seqs']} seats (max_num_seqs)." in words
+    assert any(line.split()[:2] == ["seats", "budget"] for line in out.splitlines() if line.strip())
     assert "LLM(model='meta-llama/Llama-3.1-8B-Instruct', tensor_parallel_size=1" in out
     assert "max_num_seqs=100" in out and "enable_prefix_caching=True" in out
 

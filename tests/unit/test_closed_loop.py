@@ -14,7 +14,7 @@ import pytest
 
 from benchmarks import closed_loop
 
-pytestmark = pytest.mark.wall_clock
+pytestmark = pytest.mark.wall_clock("servers")
 
 
 def check(loop: closed_loop.Loop, time_scale: float) -> None:

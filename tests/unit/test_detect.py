@@ -120,16 +120,17 @@ def test_a_hung_nvidia_smi_times_out(tmp_path, monkeypatch, profiles):
     ("NVIDIA H200", "h200"), ("NVIDIA A100-SXM4-80GB", "a100-80gb"), ("NVIDIA A100 80GB PCIe", "a100-80gb-pcie"),
     ("NVIDIA A100-PCIE-40GB", "a100-40gb-pcie"), ("NVIDIA L40S", "l40s"), ("NVIDIA L40", "l40"),
     ("NVIDIA L4", "l4"), ("NVIDIA B200", "b200"), ("h100-sxm", "h100-sxm"), ("H200 141 GB", "h200"),
+    ("h100", "h100-sxm"), ("H100", "h100-sxm"),  # the vendor's plain name: its usual form (an alias)
 ])
 def test_names_map_to_profiles(profiles, name, gpu_id):
     assert d.match_profile(name, profiles) == gpu_id
 
 
 def test_the_name_map_is_one_to_one(profiles):
-    seen = {}
+    seen = {d.folded(gpu_id): gpu_id for gpu_id in profiles.gpus}
     for gpu in profiles.gpus.values():
-        for name in gpu.nvidia_smi_names:
-            assert d.folded(name) not in seen, (name, seen.get(d.folded(name)))
+        for name in (*gpu.nvidia_smi_names, *gpu.aliases):
+            assert seen.get(d.folded(name), gpu.id) == gpu.id, (name, seen.get(d.folded(name)))
             seen[d.folded(name)] = gpu.id
 
 

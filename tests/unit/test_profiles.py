@@ -95,8 +95,11 @@ def test_profiles_are_frozen(profiles):
 
 
 def test_unknown_ids_list_the_known_ones(profiles):
-    with pytest.raises(ProfileError, match="known GPU profiles are h100-sxm, h100-pcie, h100-nvl, h200"):
+    with pytest.raises(ProfileError, match=r"known GPU profiles are h100-sxm \(or h100\), h100-pcie, h100-nvl, h200"):
         profiles.gpu("h800")
+    # A plain name of several forms names those.
+    with pytest.raises(ProfileError, match="'A100': it could be a100-80gb, a100-80gb-pcie, a100-40gb or a100-40gb-pcie"):
+        profiles.gpu("A100")
     with pytest.raises(ProfileError, match=r"'llama-4'.*llama-3\.1-8b.*bge-large-embedder"):
         profiles.model("llama-4")
 

@@ -271,7 +271,7 @@ def test_a_file_that_is_not_a_journal_is_refused_untouched(capsys, tmp_path, cas
 @pytest.mark.parametrize("argv, needle", [
     (["--max-num-seqs-values", "16", "--max-num-seqs", "8", "--tpot-p99", "9"],
      "argument --max-num-seqs-values: not allowed with --max-num-seqs"),
-    (["--gpus", "nonesuch", "--tpot-p99", "9"], "argument --gpus: unknown GPU 'nonesuch'"),
+    (["--gpus", "nonesuch", "--tpot-p99", "9"], "argument --gpus: unknown GPU profile 'nonesuch'; known GPU profiles are h100-sxm (or h100), "),
     (["--offline", "100", "--tpot-p99", "9"], "argument --tpot-p99: not allowed with --offline"),
     ([], "give a latency SLO"),
     (["--tpot-p99", "9", "--gpu-price", "h100"], "argument --gpu-price: expected NAME=USD_PER_HOUR"),

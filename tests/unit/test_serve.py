@@ -43,8 +43,8 @@ aiohttp = _Imported("aiohttp")
 
 
 # The tests share one server (time scale 4, waiting on the wall clock): as wall-clock tests they
-# are in the "wall_clock" xdist group (tests/conftest.py), so one worker starts it once.
-pytestmark = pytest.mark.wall_clock
+# are in the "wall_clock-servers" xdist group (tests/conftest.py), so one worker starts it once.
+pytestmark = pytest.mark.wall_clock("servers")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"

@@ -62,7 +62,7 @@ async def _closed_by_peer(reader: asyncio.StreamReader, within: float) -> bool:
         return True
 
 
-@pytest.mark.wall_clock
+@pytest.mark.wall_clock("servers")
 async def test_at_the_limit_the_longest_idle_connection_makes_room_and_busy_ones_get_503():
     url, port, connections, server, runner = await _serve(limit=3, keep_alive=30)
     try:
@@ -93,7 +93,7 @@ async def test_at_the_limit_the_longest_idle_connection_makes_room_and_busy_ones
         await runner.cleanup()
 
 
-@pytest.mark.wall_clock
+@pytest.mark.wall_clock("servers")
 async def test_an_idle_connection_and_one_sending_its_headers_slowly_are_closed_after_the_keep_alive():
     url, port, connections, server, runner = await _serve(limit=100, keep_alive=0.3)
     try:
@@ -123,7 +123,7 @@ async def test_an_idle_connection_and_one_sending_its_headers_slowly_are_closed_
         await runner.cleanup()
 
 
-@pytest.mark.wall_clock
+@pytest.mark.wall_clock("servers")
 async def test_bodies_past_the_limit_get_413_and_stalled_ones_408():
     limits = guard.Limits(connections=100, keep_alive=5, body_bytes=4096, body_idle=0.3)
     url, port, _, server, runner = await _serve(100, 5, limits)

@@ -30,7 +30,7 @@ from prometheus_client.parser import text_string_to_metric_families  # noqa: E40
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
-pytestmark = pytest.mark.wall_clock
+pytestmark = pytest.mark.wall_clock("servers")
 
 
 class Served:

@@ -33,7 +33,7 @@ RUNS = ((4.0, 32), (16.0, 64), (40.0, 128))  # (requests/s, requests)
 # tolerances on a quiet machine only (p99 TTFT 66 % off with three other test workers busy, at load
 # 3), so this runs with the thorough tests (BATCHTUI_THOROUGH=1 .ci/run), not as a gate of every
 # run; tests/unit/test_serve.py checks the endpoints themselves in every run.
-pytestmark = [pytest.mark.xdist_group("serve_vs_sim"), pytest.mark.wall_clock, pytest.mark.thorough]
+pytestmark = [pytest.mark.xdist_group("serve_vs_sim"), pytest.mark.wall_clock("servers"), pytest.mark.thorough]
 TOLERANCE = {"median_ttft_ms": 0.05, "p99_ttft_ms": 0.10, "median_tpot_ms": 0.05, "p99_tpot_ms": 0.10,
              "output_throughput": 0.03}
 
