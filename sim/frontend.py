@@ -53,6 +53,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
+from operator import ge, sub
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -231,13 +232,18 @@ class Frontend:
         arrivals = self.arrivals
         work = tokens * self.costs.output_token_s
         seen = []
+        # The next send (only `advance` moves it): inf when quiet.
+        sent = math.inf if quiet else arrivals.next_at
+        begin = free[0]
         for e in ends:
-            if not quiet and arrivals.next_at <= e:
+            if sent <= e:
+                free[0] = begin
                 self.advance(e)
-            begin = free[0]
+                sent = arrivals.next_at
+                begin = free[0]
             begin = (e if e >= begin else begin) + work
-            free[0] = begin
             seen.append(begin)
+        free[0] = begin
         return seen
 
     def outputs(self, ends, tokens: int):
@@ -256,11 +262,11 @@ class Frontend:
             step = (share + (extra > 0)) * self.costs.output_token_s  # the slowest server's share
             first = ends[0]
             # Every server free when each output is ready: each reaches the clients `step` later.
-            idle = all(begin <= first for begin in free)
+            idle = free[0] <= first if servers == 1 else all(begin <= first for begin in free)
             if ends.__class__ is list:
                 if idle:
                     seen = [e + step for e in ends]
-                    idle = all(nxt >= prev for nxt, prev in zip(ends[1:], seen))
+                    idle = all(map(ge, ends[1:], seen))  # (each ready after the one before is seen)
             else:
                 seen = ends + step
                 idle = idle and bool((ends[1:] >= seen[:-1]).all())
@@ -281,7 +287,7 @@ class Frontend:
         self.last_seen = float(seen[-1])
         if seen.__class__ is list:
             gaps = [seen[0] - before]
-            gaps += [b - a for a, b in zip(seen, seen[1:])]
+            gaps += map(sub, seen[1:], seen)
         else:
             import numpy as np
 
