@@ -517,6 +517,18 @@ class CostModel:
         gaps: list[float] = []
         end = start
         join = self._join_floats  # (iteration_total's, on floats)
+        if join is max and not window:  # (the same operations, max written out: the usual case)
+            for context in range(total_context, total_context + batch * count, batch):
+                gpu = t_linear + context * per_token + t_allreduce
+                if gpu < launch:
+                    gpu = launch
+                new = end + (gpu if gpu >= overhead else overhead)
+                ends.append(new)
+                gaps.append(new - end)
+                if new >= limit:
+                    break
+                end = new
+            return ends, gaps
         for context in range(total_context, total_context + batch * count, batch):
             gpu = t_linear + (context * per_token + window if window else context * per_token) + t_allreduce
             new = end + join(gpu if gpu >= launch else launch, overhead)

@@ -24,10 +24,11 @@ class SchedulerOutput:
                  "finished", "scheduled", "admitted", "preempted", "sampling", "joined", "spec", "spec_padding",
                  "accepted", "delivered")
 
-    def __init__(self, **fields) -> None:
-        self.binding_limit: str = "none"
-        self.num_compact = 0  # compactly held decoders, one token each
-        self.compact_context = 0  # the KV tokens their attention reads
+    def __init__(self, num_compact: int = 0, compact_context: int = 0, binding_limit: str = "none",
+                 **fields) -> None:
+        self.binding_limit = binding_limit
+        self.num_compact = num_compact  # compactly held decoders, one token each
+        self.compact_context = compact_context  # the KV tokens their attention reads
         self.padded = 0  # seats running a token that nobody will read (static batching)
         self.padded_context = 0  # KV tokens those padded seats still read
         self.padded_prefill_tokens = 0  # prompt padding when a batch prefills to its longest prompt
