@@ -6,9 +6,12 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sim.cost import BINDINGS, CostModel
 from sim.profiles import load_profiles
+from tests.examples import examples
 
 CONTEXT = 640  # 512 in / 256 out, halfway through the answer
 
@@ -189,6 +192,31 @@ def test_decode_ends_advance_a_clock_one_iteration_at_a_time(cost):
     assert cost.decode_ends(batch, context, start, 50, limit) == (clock[1:22], gaps[:21])
     assert cost.decode_ends(batch, context, start, 50, clock[20]) == (clock[1:21], gaps[:20])  # ends at it
     assert cost.decode_ends(batch, context, start, 0) == ([], [])
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(st.sampled_from(["llama-3.1-8b", "gpt-oss-20b", "qwen3-30b-a3b"]), st.booleans(),
+       st.sampled_from([(), (1, 2, 4, 8, 16, 32)]), st.integers(0, 300), st.integers(0, 4000),
+       st.floats(0.0, 1e4), st.integers(0, 60), st.floats(0.0, 0.5))
+def test_decode_ends_follow_a_clock_on_every_deployment(profiles, model, overlap, graphs, batch, per_seq, start,
+                                                         count, span):
+    """decode_ends (each of its loops: the host overlapped or not, a sliding window or none,
+    CUDA graphs or none, a launch-bound batch) gives exactly the ends and gaps of a clock advanced
+    one iteration at a time by `iteration(...).total`, stopping after the first at or past the
+    limit."""
+    cost = CostModel(profiles.deployment(model_id=model), overlap=overlap, graph_sizes=graphs)
+    context = batch * per_seq
+    clock = [start]
+    for j in range(count):
+        clock.append(clock[-1] + cost.iteration(batch, context + batch * j).total)
+    gaps = [b - a for a, b in zip(clock, clock[1:])]
+    limit = start + span if span else math.inf
+    stop = next((j + 1 for j in range(count) if clock[j + 1] >= limit), count)
+    ends = cost.decode_ends(batch, context, start, count, limit)
+    if start >= limit:
+        assert ends == ([], [])
+    elif batch:
+        assert ends == (clock[1:stop + 1], gaps[:stop])
 
 
 def test_decode_times_with_a_scalar_batch(cost):
