@@ -516,22 +516,12 @@ class CostModel:
         ends: list[float] = []
         gaps: list[float] = []
         end = start
-        join = self._join_floats  # (iteration_total's, on floats)
-        if join is max and not window:  # (the same operations, max written out: the usual case)
-            for context in range(total_context, total_context + batch * count, batch):
-                gpu = t_linear + context * per_token + t_allreduce
-                if gpu < launch:
-                    gpu = launch
-                new = end + (gpu if gpu >= overhead else overhead)
-                ends.append(new)
-                gaps.append(new - end)
-                if new >= limit:
-                    break
-                end = new
-            return ends, gaps
+        overlap = self.overlap  # (iteration_total's join, written out on floats: max or sum)
         for context in range(total_context, total_context + batch * count, batch):
-            gpu = t_linear + (context * per_token + window if window else context * per_token) + t_allreduce
-            new = end + join(gpu if gpu >= launch else launch, overhead)
+            gpu = t_linear + (context * per_token + window) + t_allreduce  # (+ 0.0 without a window)
+            if gpu < launch:
+                gpu = launch
+            new = end + ((gpu if gpu >= overhead else overhead) if overlap else gpu + overhead)
             ends.append(new)
             gaps.append(new - end)
             if new >= limit:
