@@ -129,12 +129,13 @@ def check_request(req_id: str, prompt_len: int, output_len: int, config: EngineC
             req_id, f"its prompt of {prompt_len} tokens is not shorter than {{engine.max_model_len}} "
                     f"({max_model_len})")
     peak_tokens = prompt_len + output_len - 1
-    peak = f"{prompt_len} + {output_len} - 1 = {peak_tokens} tokens"
-    if peak_tokens >= max_model_len:  # it stops at max_model_len
+    stops = peak_tokens >= max_model_len  # it stops at max_model_len
+    if stops:
         peak_tokens = max_model_len - 1
-        peak = f"{peak_tokens} tokens: it stops at {{engine.max_model_len}} ({max_model_len}) - 1"
     peak_blocks = -(-peak_tokens // block_size) if blocks_for is None else blocks_for(peak_tokens)
     if peak_blocks > usable_blocks:
+        peak = (f"{peak_tokens} tokens: it stops at {{engine.max_model_len}} ({max_model_len}) - 1" if stops
+                else f"{prompt_len} + {output_len} - 1 = {peak_tokens} tokens")
         raise RequestRejected(
             req_id, f"it needs {peak_blocks} KV blocks ({peak}) but the cache has only {usable_blocks} usable "
                     f"blocks of {block_size} tokens ({usable_blocks * block_size} tokens); it could never be served")
