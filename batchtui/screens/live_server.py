@@ -240,20 +240,20 @@ class LiveServer:
         finally:
             await session.close()
             if self.session is session:  # (the playground left between two runs)
-                if not self.ended:
+                if not self.gone:
                     self.disconnect()
                 else:
                     self.session = None
 
     def _on(self, session) -> bool:
         """The session is still the one wanted, beside the playground's run."""
-        return self.session is session and not self.ended and self.run() is not None
+        return self.session is session and not self.gone and self.run() is not None
 
     def _measured(self, measured) -> None:
         """The session's figures: down to the views; a new run or traffic starts the server's
         again; leaving the playground disconnects."""
         self.measured = measured
-        if self.ended:
+        if self.gone:
             return
         if not self.on_playground():
             self.disconnect()
@@ -281,6 +281,13 @@ class LiveServer:
     def _stop_run(self, session) -> None:
         self._stopping = True
         session.stop_run()
+
+    @property
+    def gone(self) -> bool:
+        """Nothing is drawn any more: `end` was called, or the app is closing (Textual takes every
+        widget off, children first, before the screen hears of it: the views' stack is then no
+        longer attached, and a line said would find no notice line to say it on)."""
+        return self.ended or not self.stack.is_attached
 
     def end(self) -> None:
         """The screen is going (the app closes): the session's thread and a calibration's process
