@@ -14,6 +14,7 @@ import json
 import random
 import re
 import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -458,14 +459,22 @@ def test_priority_orders_the_queue_under_the_priority_policy(policy):
             s.post("/v1/completions", {"prompt": list(range(50)), "max_tokens": tokens_, "priority": priority})
             order.append(priority)
 
-        first = threading.Thread(target=send, args=(0, 600))
+        def until(condition) -> None:
+            deadline = time.monotonic() + 30
+            while not condition() and time.monotonic() < deadline:
+                threading.Event().wait(0.005)
+
+        scheduler = s.served.pacer.engine.scheduler
+        first = threading.Thread(target=send, args=(0, 2000))
         first.start()
-        while not s.served.pacer.engine.scheduler.running:
-            threading.Event().wait(0.005)
+        until(lambda: scheduler.running)
         late = [threading.Thread(target=send, args=(p, 5)) for p in (5, -5)]
-        for t in late:
+        for queued, t in enumerate(late, 1):
             t.start()
-            threading.Event().wait(0.1)
+            # Each late request is in the queue before the next is sent (a fixed pause let a busy
+            # machine send the second after the long one had ended: the seat went to the first).
+            until(lambda: len(scheduler.waiting) >= queued)
+        assert order == [], "the long request ended before both late ones were queued"
         for t in (first, *late):
             t.join(60)
         assert order.index(-5) < order.index(5) if policy == "priority" else order.index(5) < order.index(-5)
