@@ -1039,7 +1039,7 @@ class Deployment:
         """The fixed cost of an iteration's mixture-of-experts layers (0 for a dense model)."""
         if not self.model.expert_count:
             return 0.0
-        return self.model.expert_layers * self.gpu.moe_layer_latency_s * self.moe_kernels / FUSED_MOE_KERNELS
+        return self.model.expert_layers * self.gpu.moe_layer_latency_s * (self.moe_kernels / FUSED_MOE_KERNELS)
 
     @property
     def moe_kernels(self) -> int:
