@@ -36,6 +36,11 @@ def t_quantile(p: float, df: int) -> float:
     return z + sum(g / df ** (k + 1) for k, g in enumerate(terms))
 
 
+def prediction_factor(confidence: float, n: int) -> float:
+    """k of a prediction bound mean + k x sd over n runs for one run more: t x sqrt(1 + 1/n)."""
+    return t_quantile(confidence, n - 1) * math.sqrt(1 + 1 / n)
+
+
 def predicted_p99s(points, slo: Slo, confidence: float = PLAN_CONFIDENCE) -> dict:
     """What a run on a seed not yet tried stays within, with `confidence`, from these runs (one a
     seed): for each p99 the SLO bounds, mean + t x sd x sqrt(1 + 1/n) over the runs' windows
@@ -49,7 +54,7 @@ def predicted_p99s(points, slo: Slo, confidence: float = PLAN_CONFIDENCE) -> dic
         if n < 3:
             out[key] = max(values)
             continue
-        k = t_quantile(confidence, n - 1) * math.sqrt(1 + 1 / n)
+        k = prediction_factor(confidence, n)
         out[key] = max(max(values), statistics.fmean(values) + k * statistics.stdev(values))
     return out
 
@@ -77,7 +82,7 @@ def bound_misses(points, slo: Slo, runs: int, confidence: float = PLAN_CONFIDENC
     (a run above it misses outright); empty when some values could still hold."""
     if runs < 3 or len(points) >= runs:
         return []
-    k = t_quantile(confidence, runs - 1) * math.sqrt(1 + 1 / runs)
+    k = prediction_factor(confidence, runs)
     out = []
     for key, bound, name in (("p99_ttft_ms", slo.ttft_p99_ms, "TTFT"), ("p99_tpot_ms", slo.tpot_p99_ms, "TPOT")):
         if bound is not None and _always_above([p.window[key] for p in points], runs, k, bound):
