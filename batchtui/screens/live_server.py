@@ -212,7 +212,7 @@ class LiveServer:
             scale = session.time_scale
             pace = f" at its time scale {scale:g}" if scale != 1 else ""
             self.say(f"Driving {session.where} ({session.model}){pace} with the playground's traffic, the "
-                     "simulation beside it from the same moment; l disconnects.")
+                     f"simulation beside it from the same moment; {self._server_key()} disconnects.")
             while self._on(session):
                 # Paused, the server waits too (a real GPU's clock cannot stop): both start again
                 # from the start when the run goes on.
@@ -231,7 +231,7 @@ class LiveServer:
                 await session.run(scenario, self._measured)
                 if self.measured is not None and self.measured.gone and self.session is session:
                     self.disconnect(f"The server went away ({self.measured.gone}): the playground goes on "
-                                    "simulating; s connects again.", error=True)
+                                    f"simulating; {self._server_key()} connects again.", error=True)
                     break
                 # A finite traffic served to its end: the next starts when the run starts over.
                 while self._on(session) and not self._stopping:
@@ -244,6 +244,12 @@ class LiveServer:
                     self.disconnect()
                 else:
                     self.session = None
+
+    def _server_key(self) -> str:
+        """The key that connects and disconnects (`s`; `l` is the model picker's)."""
+        from ..keys import BY_ID, display
+
+        return display(BY_ID["playground.server"].keys, self.app.settings.ascii_only)
 
     def _on(self, session) -> bool:
         """The session is still the one wanted, beside the playground's run."""
@@ -310,7 +316,8 @@ class LiveServer:
             if session is not None else []
         segments = [seg for seg in segments if seg.completed]
         if not segments or run is None:
-            self.say("Nothing measured yet: l drives a server with this traffic, then f calibrates to it.")
+            self.say(f"Nothing measured yet: {self._server_key()} drives a server with this traffic, "
+                     "then f calibrates to it.")
             return
         from ..cli.cmd_bench import metadata_entries
         from ..state_folder import write_atomically
