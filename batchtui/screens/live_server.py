@@ -187,7 +187,7 @@ class LiveServer:
         if session is None:
             return
         self._stop_run(session)
-        done = sum(seg.completed for seg in session.segments) + (session.segment.completed if session.segment else 0)
+        done = sum(seg.completed for seg in _answered(session))
         if words is None:
             words = (f"Disconnected from {session.where}: {done:,} answers measured"
                      + ("; f calibrates the simulator to them." if done else "."))
@@ -312,9 +312,7 @@ class LiveServer:
         if self.calibrating:
             self.say("A calibration is running: its result reopens the playground.")
             return
-        segments = list(session.segments) + ([session.segment] if session and session.segment else []) \
-            if session is not None else []
-        segments = [seg for seg in segments if seg.completed]
+        segments = _answered(session) if session is not None else []
         if not segments or run is None:
             self.say(f"Nothing measured yet: {self._server_key()} drives a server with this traffic, "
                      "then f calibrates to it.")
@@ -404,6 +402,12 @@ class LiveServer:
         if self.session is not None:
             self.show_views("server")
         self.say(said + f"The playground runs on it ({name}, {Path(output).name} in the state folder).")
+
+
+def _answered(session) -> list:
+    """The session's segments with answers: those kept, then the one running."""
+    running = [session.segment] if session.segment is not None else []
+    return [seg for seg in [*session.segments, *running] if seg.completed]
 
 
 def _dials(scenario) -> dict:
