@@ -1,9 +1,10 @@
 """The playground beside a real server (`s`, `batchtui --server URL`), and `f`: calibrate to what
 was measured.
 
-`LiveServer` is given the step's run (`StepRun`: the run, its views, starting it again at a
-speed) and the screen's callbacks for what only the screen does: show the views again, open the
-playground again on a fitted GPU. It asks for the server's address in the file prompts' style
+`LiveServer` is given the playground (its live run) and the step's run through it (`StepRun`:
+the run, its views, starting it again at a speed) and the screen's callbacks for what only the
+screen does: show the views again, open the playground again on a fitted GPU. It asks for the
+server's address in the file prompts' style
 (`ServerPromptScreen`), opens a `batchtui.loadgen.live.LiveSession` in a worker, starts the
 simulation again at the server's pace (its time scale: 1 for a vLLM) and sends the same traffic
 to the server from the same moment, so the simulated engine and the server serve the same
@@ -91,15 +92,18 @@ class ServerPromptScreen(FilePromptScreen):
 class LiveServer:
     """The playground's real server, for one tutorial screen; see the module's doc.
 
-    `step_run`: the step's `StepRun`; `say(words, error=)`; `show_views(page_of)`: the step's
-    views again (`BeforeAfter.show_again`), the page of `page_of` in sight; `reopen(gpu)`: the
-    playground opened again on a fitted `LearnerGpu` (False: not on the playground any more);
+    `playground`: the screen's `Playground` (its live run; its `step_run`: the step's `StepRun`);
+    `say(words, error=)`; `show_views(page_of)`: the step's views again (`BeforeAfter.show_again`),
+    the page of `page_of` in sight; `reopen(gpu)`: the playground opened again on a fitted
+    `LearnerGpu` (False: not on the playground any more);
     `worker(work, group=)`: runs `work` beside the screen (its `run_worker`)."""
 
-    def __init__(self, app, step_run, say: Callable[..., None], *, show_views: Callable[[str | None], None],
+    def __init__(self, app, playground: Playground, say: Callable[..., None], *,
+                 show_views: Callable[[str | None], None],
                  reopen: Callable[[object], Awaitable[bool]], worker: Callable[..., object]) -> None:
         self.app = app
-        self.step_run = step_run
+        self.playground = playground
+        self.step_run = step_run = playground.step_run
         self.stack = step_run.stack
         self.say = say
         self.show_views = show_views
@@ -129,7 +133,7 @@ class LiveServer:
 
     def run(self):
         """The live run while the playground is on show, else None."""
-        return self.step_run.sim if self.on_playground() else None
+        return self.playground.live_run()
 
     @property
     def connected(self) -> bool:
