@@ -1,9 +1,10 @@
 """The playground beside a real server (`s`, `batchtui --server URL`), and `f`: calibrate to what
 was measured.
 
-`LiveServer` is given the step's run (`StepRun`: the run, its views, starting it again at a
-speed) and the screen's callbacks for what only the screen does: show the views again, open the
-playground again on a fitted GPU. It asks for the server's address in the file prompts' style
+`LiveServer` is given the playground (its live run) and the step's run through it (`StepRun`:
+the run, its views, starting it again at a speed) and the screen's callbacks for what only the
+screen does: show the views again, open the playground again on a fitted GPU. It asks for the
+server's address in the file prompts' style
 (`ServerPromptScreen`), opens a `batchtui.loadgen.live.LiveSession` in a worker, starts the
 simulation again at the server's pace (its time scale: 1 for a vLLM) and sends the same traffic
 to the server from the same moment, so the simulated engine and the server serve the same
@@ -91,15 +92,18 @@ class ServerPromptScreen(FilePromptScreen):
 class LiveServer:
     """The playground's real server, for one tutorial screen; see the module's doc.
 
-    `step_run`: the step's `StepRun`; `say(words, error=)`; `show_views(page_of)`: the step's
-    views again (`BeforeAfter.show_again`), the page of `page_of` in sight; `reopen(gpu)`: the
-    playground opened again on a fitted `LearnerGpu` (False: not on the playground any more);
+    `playground`: the screen's `Playground` (its live run; its `step_run`: the step's `StepRun`);
+    `say(words, error=)`; `show_views(page_of)`: the step's views again (`BeforeAfter.show_again`),
+    the page of `page_of` in sight; `reopen(gpu)`: the playground opened again on a fitted
+    `LearnerGpu` (False: not on the playground any more);
     `worker(work, group=)`: runs `work` beside the screen (its `run_worker`)."""
 
-    def __init__(self, app, step_run, say: Callable[..., None], *, show_views: Callable[[str | None], None],
+    def __init__(self, app, playground: Playground, say: Callable[..., None], *,
+                 show_views: Callable[[str | None], None],
                  reopen: Callable[[object], Awaitable[bool]], worker: Callable[..., object]) -> None:
         self.app = app
-        self.step_run = step_run
+        self.playground = playground
+        self.step_run = step_run = playground.step_run
         self.stack = step_run.stack
         self.say = say
         self.show_views = show_views
@@ -129,7 +133,7 @@ class LiveServer:
 
     def run(self):
         """The live run while the playground is on show, else None."""
-        return self.step_run.sim if self.on_playground() else None
+        return self.playground.live_run()
 
     @property
     def connected(self) -> bool:
@@ -187,7 +191,7 @@ class LiveServer:
         if session is None:
             return
         self._stop_run(session)
-        done = sum(seg.completed for seg in session.segments) + (session.segment.completed if session.segment else 0)
+        done = sum(seg.completed for seg in _answered(session))
         if words is None:
             words = (f"Disconnected from {session.where}: {done:,} answers measured"
                      + ("; f calibrates the simulator to them." if done else "."))
@@ -212,7 +216,7 @@ class LiveServer:
             scale = session.time_scale
             pace = f" at its time scale {scale:g}" if scale != 1 else ""
             self.say(f"Driving {session.where} ({session.model}){pace} with the playground's traffic, the "
-                     "simulation beside it from the same moment; l disconnects.")
+                     f"simulation beside it from the same moment; {self._server_key()} disconnects.")
             while self._on(session):
                 # Paused, the server waits too (a real GPU's clock cannot stop): both start again
                 # from the start when the run goes on.
@@ -231,7 +235,7 @@ class LiveServer:
                 await session.run(scenario, self._measured)
                 if self.measured is not None and self.measured.gone and self.session is session:
                     self.disconnect(f"The server went away ({self.measured.gone}): the playground goes on "
-                                    "simulating; s connects again.", error=True)
+                                    f"simulating; {self._server_key()} connects again.", error=True)
                     break
                 # A finite traffic served to its end: the next starts when the run starts over.
                 while self._on(session) and not self._stopping:
@@ -244,6 +248,12 @@ class LiveServer:
                     self.disconnect()
                 else:
                     self.session = None
+
+    def _server_key(self) -> str:
+        """The key that connects and disconnects (`s`; `l` is the model picker's)."""
+        from ..keys import BY_ID, display
+
+        return display(BY_ID["playground.server"].keys, self.app.settings.ascii_only)
 
     def _on(self, session) -> bool:
         """The session is still the one wanted, beside the playground's run."""
@@ -306,11 +316,10 @@ class LiveServer:
         if self.calibrating:
             self.say("A calibration is running: its result reopens the playground.")
             return
-        segments = list(session.segments) + ([session.segment] if session and session.segment else []) \
-            if session is not None else []
-        segments = [seg for seg in segments if seg.completed]
+        segments = _answered(session) if session is not None else []
         if not segments or run is None:
-            self.say("Nothing measured yet: l drives a server with this traffic, then f calibrates to it.")
+            self.say(f"Nothing measured yet: {self._server_key()} drives a server with this traffic, "
+                     "then f calibrates to it.")
             return
         from ..cli.cmd_bench import metadata_entries
         from ..state_folder import write_atomically
@@ -397,6 +406,12 @@ class LiveServer:
         if self.session is not None:
             self.show_views("server")
         self.say(said + f"The playground runs on it ({name}, {Path(output).name} in the state folder).")
+
+
+def _answered(session) -> list:
+    """The session's segments with answers: those kept, then the one running."""
+    running = [session.segment] if session.segment is not None else []
+    return [seg for seg in [*session.segments, *running] if seg.completed]
 
 
 def _dials(scenario) -> dict:

@@ -92,7 +92,7 @@ class TutorialScreen(WholeFrameScreen):
         """The step's live run, its one holder (the panes and helpers read it there)."""
         self.body = TutorialBody(self.lesson, self.sim_pane, self.run, id="body")
         self.playground = Playground(app, self.run, self._played)
-        self.live = LiveServer(app, self.run, self.say, show_views=self._views_again, reopen=self._reopen_on,
+        self.live = LiveServer(app, self.playground, self.say, show_views=self._views_again, reopen=self._reopen_on,
                                worker=self.run_worker)
 
     @property
