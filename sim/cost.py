@@ -507,8 +507,7 @@ class CostModel:
             return [start] * count, [0.0] * count  # an empty batch takes no time
         parts = self._decode_parts.get(batch)
         if parts is None:
-            _, t_linear, _, t_allreduce, overhead, _ = self._terms(batch, 0.0, 0.0, batch)
-            parts = self._decode_parts[batch] = (t_linear, t_allreduce, overhead)
+            parts = self._decode_batch_parts(batch)
         t_linear, t_allreduce, overhead = parts
         per_token = self._t_kv_per_token
         window = batch * self._t_kv_window if self._window else 0.0  # (kv_read_time's sum, in its order)
@@ -529,26 +528,47 @@ class CostModel:
             end = new
         return ends, gaps
 
+    def _decode_batch_parts(self, batch: int) -> tuple[float, float, float]:
+        """(t_linear, t_allreduce, host overhead) of a decode iteration of `batch` sequences, the
+        parts that do not change with the context, from `_terms` (kept by batch size)."""
+        _, t_linear, _, t_allreduce, overhead, _ = self._terms(batch, 0.0, 0.0, batch)
+        parts = self._decode_parts[batch] = (t_linear, t_allreduce, overhead)
+        return parts
+
     def decode_times(self, batch: int | np.ndarray, total_context: np.ndarray) -> np.ndarray:
         """`decode_time` over arrays (numpy broadcasting); 0 where the batch is empty. The same
-        operations in the same order as `_terms`, so each element equals `decode_time`."""
-        batch_array = np.asarray(batch, dtype=np.float64)
+        operations in the same order as `_terms`, so each element equals `decode_time`. A batch
+        given as an int (a decode stretch's) takes the parts that do not change with the context
+        from `_decode_batch_parts`, as `decode_ends` does."""
         context = np.asarray(total_context, dtype=np.float64)
-        top = self._graph_max
-        run = np.where(batch_array <= top, self._pad[np.minimum(batch_array, top).astype(np.int64)], batch_array)
-        t_cmp = self._t_cmp_per_token * run
-        if self._experts is None:
-            t_linear = np.sqrt(self._t_mem_squared + t_cmp * t_cmp)
+        if batch.__class__ is int:
+            if batch <= 0:
+                return np.zeros(context.shape)
+            parts = self._decode_parts.get(batch)
+            if parts is None:
+                parts = self._decode_batch_parts(batch)
+            t_linear, t_allreduce, overhead = parts
+            batch_array = batch
         else:
-            tokens = np.minimum(batch_array, self._experts.cap).astype(np.int64)
-            t_linear = np.sqrt(self._t_mem_sq_table[tokens] + t_cmp * t_cmp) + self._moe_latency
+            batch_array = np.asarray(batch, dtype=np.float64)
+            top = self._graph_max
+            run = np.where(batch_array <= top, self._pad[np.minimum(batch_array, top).astype(np.int64)], batch_array)
+            t_cmp = self._t_cmp_per_token * run
+            if self._experts is None:
+                t_linear = np.sqrt(self._t_mem_squared + t_cmp * t_cmp)
+            else:
+                tokens = np.minimum(batch_array, self._experts.cap).astype(np.int64)
+                t_linear = np.sqrt(self._t_mem_sq_table[tokens] + t_cmp * t_cmp) + self._moe_latency
+            t_allreduce = self._t_ar_per_token * run + self._t_ar_fixed
+            overhead = self.host_overhead(batch_array)
         t_kv_read = context * self._t_kv_per_token
         if self._window:
             t_kv_read = t_kv_read + batch_array * self._t_kv_window
-        t_allreduce = self._t_ar_per_token * run + self._t_ar_fixed
-        gpu = np.maximum(t_linear + t_kv_read + t_allreduce, self._launch)
-        total = self.iteration_total(gpu, self.host_overhead(batch_array))
-        return np.where(batch_array > 0, total, 0.0)
+        gpu = t_linear + t_kv_read + t_allreduce
+        if self._launch:
+            gpu = np.maximum(gpu, self._launch)
+        total = self.iteration_total(gpu, overhead)
+        return total if batch_array.__class__ is int else np.where(batch_array > 0, total, 0.0)
 
     # -- figures the lessons quote -------------------------------------------------------------
 
