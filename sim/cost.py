@@ -191,6 +191,7 @@ class CostModel:
         if self._graph_max:
             sizes = np.array(sorted(set(graph_sizes)), dtype=np.int64)
             self._pad[1:] = sizes[np.searchsorted(sizes, np.arange(1, self._graph_max + 1))]
+        self._pad_ints = self._pad.tolist()  # (the same, as ints: read once an iteration)
         # `iteration_total` on two floats (a C builtin: the stretches call it once an iteration)
         self._join_floats = max if overlap else operator.add
         gpu, model = deployment.gpu, deployment.model
@@ -251,7 +252,7 @@ class CostModel:
     def graph_tokens(self, tokens: int) -> int:
         """The tokens a forward pass of `tokens` tokens runs: padded to the CUDA graph captured for
         the next size up (none above the largest, or without graphs)."""
-        return int(self._pad[tokens]) if tokens <= self._graph_max else tokens
+        return self._pad_ints[tokens] if tokens <= self._graph_max else tokens
 
     def _price_experts(self, deployment: Deployment) -> None:
         """A mixture of experts' weights read and FLOPs: the always-read weights plus the experts
@@ -382,7 +383,7 @@ class CostModel:
         """(t_cmp, t_linear, t_prefill_attn, t_allreduce, t_overhead, total): the one place the
         time of an iteration is added up (`decode_times` does the same operations on arrays).
         `t_draft`: a drafter's passes, run on the GPU after the target's forward pass."""
-        run = int(self._pad[tokens]) if tokens <= self._graph_max else tokens  # padded to its graph
+        run = self._pad_ints[tokens] if tokens <= self._graph_max else tokens  # padded to its graph
         t_cmp = self._t_cmp_per_token * run
         if self._experts is None:
             t_linear = math.sqrt(self._t_mem_squared + t_cmp * t_cmp)
@@ -397,7 +398,8 @@ class CostModel:
             gpu = self._launch
         if t_draft:
             gpu += t_draft
-        return (t_cmp, t_linear, t_prefill_attn, t_allreduce, t_overhead, self.iteration_total(gpu, t_overhead))
+        # (iteration_total's join of two floats)
+        return (t_cmp, t_linear, t_prefill_attn, t_allreduce, t_overhead, self._join_floats(gpu, t_overhead))
 
     def _assemble(self, tokens: int, t_kv_read: float, kv_bytes: float,
                   attn_flops: float, num_seqs: int, t_draft: float = 0.0) -> IterationCost:

@@ -506,7 +506,7 @@ class ContinuousScheduler(Scheduler):
                 unjoined = True
             nxt = self._next_out
             if nxt is not None and nxt is not output and nxt.scheduled and output.sampling:
-                joinable = {id(work[0]): work for work in nxt.scheduled if work[3]}
+                joinable = {id(work[0]) for work in nxt.scheduled if work[3]}
         compact = output.num_compact
         ended = running.advance(1, end, end - start) if compact else ()
         output.compact_finished = ended
