@@ -1,4 +1,6 @@
-"""How the cyclic garbage collector runs in a batchtui process: once, after start-up.
+"""How the cyclic garbage collector runs in a batchtui process: once, after start-up (the app
+after its first frame; a headless command run as the `batchtui` command before its work; a
+worker process before its first task).
 
 Python's collector walks every tracked object on a full collection, and starts one whenever the
 objects that survived young collections have grown by a quarter. batchtui keeps a large heap that
@@ -11,6 +13,8 @@ then waited for it), and in the test suite the collector took ~15 % of the CPU.
 the young generation grow to `THRESHOLDS[0]` objects between collections. Measured over 300 frames
 at 30x on steps 5, 9, 12 and 20 (`benchmarks/gc_pauses.py`): the longest pause 68-83 ms -> 7-12 ms,
 no full collection instead of two or three, the collector's share of the CPU 5-7 % -> under 1 %.
+A headless `batchtui sim` of 100,000 requests: 431 collections taking 0.25-0.36 s of its 4.8 s of
+CPU -> 8 taking 0.03-0.04 s, the same peak memory (67 MB).
 """
 
 from __future__ import annotations

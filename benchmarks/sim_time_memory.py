@@ -19,9 +19,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent
 # The command line in a fresh process that reports its own peak resident memory (KB) and CPU
 # seconds last.
+# (main() reads sys.argv as the `batchtui` command does, and so settles the collector as it does.)
 CHILD = ("import resource, sys\n"
          "from batchtui.cli import main\n"
-         "code = main(sys.argv[1:])\n"
+         "code = main()\n"
          "use = resource.getrusage(resource.RUSAGE_SELF)\n"
          "print('PEAK', use.ru_maxrss, 'CPU', use.ru_utime + use.ru_stime, file=sys.stderr)\n"
          "sys.exit(code)\n")

@@ -30,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     from .parser import chosen_command, parser_for, pasted
 
+    argv_given = argv
     argv = pasted(sys.argv[1:] if argv is None else list(argv))
     parser = parser_for(chosen_command(argv))
     try:
@@ -41,6 +42,12 @@ def _main(argv: list[str] | None) -> int:
         from batchtui.tui import run_app
 
         return run_app(args)
+    if argv_given is None:
+        # The process is this command (not an in-process caller, such as a test): the collector
+        # settles before the work, as the app's does after its first frame (`gc_policy`).
+        from batchtui import gc_policy
+
+        gc_policy.settle_once()
     return run_command(func, args)
 
 

@@ -262,6 +262,9 @@ def run_worker(conn) -> None:
     import threading
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command handles Ctrl-C and ends us
+    from batchtui import gc_policy
+
+    gc_policy.settle()  # (what the fork server imported is frozen: full collections skip it)
     parent = multiprocessing.parent_process()
     if parent is not None:
         threading.Thread(target=_end_with, args=(parent.sentinel,), daemon=True,
