@@ -680,7 +680,9 @@ class MetricsCollector:
         out["median_itl_ms"] = out["p50_itl_ms"]
         if 50 not in qs:
             del out["p50_itl_ms"]
-        del values, weights  # the views must go before the arrays can grow again
+        # The views must go before the arrays can grow again (set, not deleted: the sums'
+        # generators refer to them, and Cython cannot compile deleting those).
+        values = weights = None
         return out
 
     def pool_summary(self) -> dict[str, dict]:
