@@ -219,6 +219,22 @@ def test_decode_ends_follow_a_clock_on_every_deployment(profiles, model, overlap
         assert ends == (clock[1:stop + 1], gaps[:stop])
 
 
+@settings(max_examples=examples(60), deadline=None)
+@given(st.sampled_from(["llama-3.1-8b", "gpt-oss-20b", "qwen3-30b-a3b"]), st.booleans(), st.booleans(),
+       st.sampled_from([(), (1, 2, 4, 8, 16, 32)]), st.integers(0, 300), st.integers(0, 4000), st.integers(1, 40))
+def test_decode_times_of_an_int_batch_equal_each_iteration_on_every_deployment(profiles, model, overlap, eager,
+                                                                               graphs, batch, per_seq, count):
+    """decode_times with a stretch's int batch (its parts kept by batch size, as decode_ends keeps
+    them) and with the batch as an array give exactly `iteration(...).total` of each context: the
+    host overlapped or not, a sliding window or none, a mixture of experts, CUDA graphs or none,
+    eager launches or none."""
+    cost = CostModel(profiles.deployment(model_id=model, enforce_eager=eager), overlap=overlap, graph_sizes=graphs)
+    contexts = batch * per_seq + batch * np.arange(count, dtype=np.int64)
+    expected = [cost.iteration(batch, int(c)).total if batch else 0.0 for c in contexts]
+    assert cost.decode_times(batch, contexts).tolist() == expected
+    assert cost.decode_times(np.full(count, batch), contexts).tolist() == expected
+
+
 def test_decode_times_with_a_scalar_batch(cost):
     contexts = np.array([64 * 100, 64 * 640, 64 * 4000])
     times = cost.decode_times(64, contexts)
