@@ -89,7 +89,8 @@ def bind(host: str, expose: bool, unguarded: str) -> Binding:
 def exposure(command: str, host: str, port: int, gives: str) -> str:
     """What serving `command` on a non-loopback address exposes, in one paragraph; `gives` says
     what each visitor gets."""
-    return (f"batchtui {command}: serving on {url_host(host)}:{port} to anyone who can reach that port, with "
+    where = f"{url_host(host)}:{port}" if port else f"{url_host(host)} (on a free port, said below)"
+    return (f"batchtui {command}: serving on {where} to anyone who can reach that port, with "
             f"no login and no encryption: {gives}. Stop it with Ctrl-C.")
 
 

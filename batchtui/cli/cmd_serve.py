@@ -35,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s = p.add_argument_group("server")
     s.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1; another than a loopback one needs --expose)")
-    s.add_argument("--port", type=_port, default=8000, help="port (default 8000; 0 = any free one)")
+    s.add_argument("--port", type=o.port, default=8000, help="port (default 8000; 0 = any free one)")
     s.add_argument("--expose", action="store_true",
                    help="allow an address other machines reach: anyone who reaches the port can send requests")
     s.add_argument("--limit-concurrency", type=o.positive_int, metavar="N",
@@ -75,16 +75,6 @@ def _bytes(text: str) -> int:
     if value is None or value != int(value) or value < 1024:
         raise argparse.ArgumentTypeError(f"expected a number of bytes of at least 1024 (64M, 500k), got {text!r}")
     return int(value)
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {value}")
-    return value
 
 
 @user_errors

@@ -15,7 +15,7 @@ import shlex
 import sys
 
 from .exits import EXIT_OK, UserError
-from .options import positive_int
+from .options import port, positive_int
 
 HELP = "serve the tutorial in a web page (textual-serve), on this machine only unless --expose"
 
@@ -36,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      "prompts stay in the state folder; only this server's own page opens one.")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; another than a "
                                                         "loopback one needs --expose)")
-    p.add_argument("--port", type=positive_int, default=8000, help="port (default 8000)")
+    p.add_argument("--port", type=port, default=8000, help="port (default 8000; 0 = any free one)")
     p.add_argument("--expose", action="store_true",
                    help="allow an address other machines reach: anyone who reaches the port gets a session")
     p.add_argument("--max-sessions", type=positive_int, default=MAX_SESSIONS, metavar="N",
@@ -49,8 +49,6 @@ def run(args: argparse.Namespace) -> int:
     from batchtui import serving
     from batchtui.state_folder import state_dir
 
-    if not 1 <= args.port <= 65535:
-        raise UserError(f"argument --port: expected a port from 1 to 65535, got {args.port}")
     try:
         binding = serving.bind(args.host, args.expose, "the served tutorial has no login")
     except serving.Refused as exc:
@@ -84,7 +82,8 @@ async def _serve(args: argparse.Namespace, binding) -> int:
         await runner.cleanup()
         raise UserError(f"argument --port: cannot listen on {url_host(binding.host)}:{args.port}: "
                         f"{exc.strerror or exc}") from None
-    print(f"batchtui web: the tutorial at http://{url_host(binding.host)}:{args.port}/ (at most "
+    listening = runner.addresses[0][1]  # the port asked for, or the one the system gave for --port 0
+    print(f"batchtui web: the tutorial at http://{url_host(binding.host)}:{listening}/ (at most "
           f"{args.max_sessions} pages at once); Ctrl-C stops it", flush=True)
 
     async def stop() -> None:

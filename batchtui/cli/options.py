@@ -42,6 +42,12 @@ def non_negative_int(text: str) -> int:
     return _whole(text, 0, "a whole number >= 0")
 
 
+def port(text: str) -> int:
+    """A server's --port: 0 to 65535, where 0 asks the system for any free port (the server says
+    which port it got in its first line)."""
+    return _whole(text, 0, "a port from 0 to 65535 (0 = any free one)", 65535)
+
+
 def prompt_count(text: str) -> int:
     """--num-prompts: 1 to MAX_NUM_PROMPTS."""
     return _whole(text, 1, f"a whole number from 1 to {MAX_NUM_PROMPTS:,}", MAX_NUM_PROMPTS)

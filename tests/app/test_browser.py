@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -42,35 +41,21 @@ pytestmark = [pytest.mark.skipif(_missing() is not None, reason=_missing() or ""
               pytest.mark.wall_clock("terminals")]  # a browser and a server: started first (tests/conftest.py)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def served(tmp_path):
-    """`batchtui web` on a free loopback port; its URL."""
-    port = free_port()
+    """`batchtui web` on a loopback port the system gives it (--port 0: no other test can take it
+    between choosing and binding); its URL, from its first line, said once it listens."""
     state = tmp_path / "state"
     ProgressStore(state / "batchtui").save(Progress())  # seen the orientation: step 1 in sight
     env = dict(os.environ, XDG_STATE_HOME=str(state))
     server = subprocess.Popen(
-        [sys.executable, "-m", "batchtui", "web", "--port", str(port)], env=env, cwd=tmp_path,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        [sys.executable, "-m", "batchtui", "web", "--port", "0"], env=env, cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if server.poll() is not None:
-                pytest.fail(f"batchtui web ended: {server.stdout.read().decode(errors='replace')}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.2)
-        else:
-            pytest.fail("batchtui web did not listen within 60 s")
-        yield f"http://127.0.0.1:{port}"
+        line = server.stdout.readline()  # its first line, or the error it ended with
+        if "batchtui web: the tutorial at http://127.0.0.1:" not in line:
+            pytest.fail(f"batchtui web did not start: {line!r}")
+        yield line.split(" at ")[1].split(" ")[0].rstrip("/")
     finally:
         os.killpg(server.pid, 15)
         try:

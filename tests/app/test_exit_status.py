@@ -231,14 +231,17 @@ def test_through_a_real_textual_serve(tmp_path):
     aiohttp = pytest.importorskip("aiohttp")
     import asyncio
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     # A launcher whose path names this test, so its processes can be found and nothing else.
     launcher = tmp_path / f"batchtui-under-serve-{os.getpid()}.py"
     launcher.write_text("import sys\nfrom batchtui.cli import main\nsys.exit(main(sys.argv[1:]))\n")
     command = f"{sys.executable} {launcher} --step 6"
-    serve = f"from textual_serve.server import Server; Server({command!r}, host='127.0.0.1', port={port}).serve()"
+    # The server listens on a socket this test bound and listens on first (its descriptor passed
+    # down, given to the aiohttp.web.run_app that Server.serve calls): no other test can take the
+    # port in between, and a connection made before the server is up waits in the queue.
+    serve = ("import socket, sys\nfrom aiohttp import web\nfrom textual_serve.server import Server\n"
+             "listening = socket.socket(fileno=int(sys.argv[1]))\nrun_app = web.run_app\n"
+             "web.run_app = lambda app, host, port, **kw: run_app(app, sock=listening, **kw)\n"
+             f"Server({command!r}, host='127.0.0.1').serve()\n")
     env = dict(os.environ, XDG_STATE_HOME=str(tmp_path))
 
     def apps() -> list[int]:
@@ -253,14 +256,9 @@ def test_through_a_real_textual_serve(tmp_path):
                 found.append(int(pid))
         return found
 
-    async def visit(server: subprocess.Popen, leave: str) -> float:
+    async def visit(server: subprocess.Popen, port: int, leave: str) -> float:
         async with aiohttp.ClientSession() as client:
-            for _ in range(100):  # the server takes a moment to listen
-                try:
-                    ws = await client.ws_connect(f"http://127.0.0.1:{port}/ws?width=80&height=24")
-                    break
-                except aiohttp.ClientError:
-                    await asyncio.sleep(0.1)
+            ws = await asyncio.wait_for(client.ws_connect(f"http://127.0.0.1:{port}/ws?width=80&height=24"), 60)
             received = 0
             while received < 2000:
                 message = await ws.receive(timeout=60)
@@ -277,11 +275,13 @@ def test_through_a_real_textual_serve(tmp_path):
             return time.monotonic() - left
 
     for leave in ("close the page", "kill the server"):
-        server = subprocess.Popen([sys.executable, "-c", serve], env=env, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
-        try:
-            took = asyncio.run(visit(server, leave))
-        finally:
-            server.kill()
-            server.wait()
+        with socket.create_server(("127.0.0.1", 0)) as listening:
+            server = subprocess.Popen([sys.executable, "-c", serve, str(listening.fileno())], env=env,
+                                      pass_fds=[listening.fileno()], stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
+            try:
+                took = asyncio.run(visit(server, listening.getsockname()[1], leave))
+            finally:
+                server.kill()
+                server.wait()
         assert not apps(), f"{leave}: the app outlived it ({took:.1f} s)"

@@ -190,17 +190,19 @@ def test_l_asks_for_the_address_and_each_key_lands_where_it_should(tmp_path, ser
 def test_nothing_there_is_one_line_and_the_playground_goes_on(tmp_path):
     import socket
 
+    # A port held bound and never listened on: it refuses connections, and nothing else can
+    # take it and listen there while the test runs.
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    app = playground(tmp_path / "state", clock=ManualClock(), server_url=f"http://127.0.0.1:{port}")
+        app = playground(tmp_path / "state", clock=ManualClock(), server_url=f"http://127.0.0.1:{port}")
 
-    async def drive():
-        async with app.run_test(size=(80, 23)) as pilot:
-            await until(pilot, lambda: "Not connected" in notice(app), what="the refusal")
-            assert notice(app) == f"Not connected: cannot connect to 127.0.0.1:{port} (connection refused)."
-            assert app.tutorial.sim is not None and "server" not in app.tutorial.stack.names
-    asyncio.run(drive())
+        async def drive():
+            async with app.run_test(size=(80, 23)) as pilot:
+                await until(pilot, lambda: "Not connected" in notice(app), what="the refusal")
+                assert notice(app) == f"Not connected: cannot connect to 127.0.0.1:{port} (connection refused)."
+                assert app.tutorial.sim is not None and "server" not in app.tutorial.stack.names
+        asyncio.run(drive())
 
 
 @wall_clock

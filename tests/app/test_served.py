@@ -47,6 +47,24 @@ def test_loopback_is_served_quietly(server, capsys, host, bound):
     assert host_bound == bound and port == 8123 and sessions == 4
 
 
+@pytest.mark.parametrize("command", ["web", "serve"])
+def test_a_port_is_0_to_65535_and_0_is_any_free_one(server, capsys, command):
+    for port in ("65536", "-1", "http"):
+        assert main([command, "--port", port]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "argument --port: expected a port from 0 to 65535 (0 = any free one)" in err
+    assert server == []
+    if command == "web":
+        assert main(["web", "--port", "0"]) == 0 and server[0][2] == 0
+
+
+def test_exposing_any_free_port_says_the_port_comes_below(server, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    assert main(["web", "--host", "0.0.0.0", "--expose", "--port", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "serving on 0.0.0.0 (on a free port, said below) to anyone" in err and ":0" not in err
+
+
 def test_expose_serves_and_says_what_it_exposes(server, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     assert main(["web", "--host", "0.0.0.0", "--expose", "--max-sessions", "2"]) == 0

@@ -2,7 +2,7 @@
 script would: only its own page opens a session (a foreign Origin, none, or a rebound name is
 refused), sessions are capped (the page and the websocket say so), and each session's process
 ends with its page and with the command, however the command ends. Each server is a subprocess
-on a free loopback port; its sessions' processes are found as its children in /proc."""
+on a loopback port the system gives it; its sessions' processes are found as its children in /proc."""
 
 from __future__ import annotations
 
@@ -27,10 +27,13 @@ START_S = 60.0
 """How long a session's app may take to draw its first screen on a loaded machine."""
 
 
-def free_port(family=socket.AF_INET, host="127.0.0.1") -> int:
-    with socket.socket(family) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+def can_bind(family, host: str) -> bool:
+    try:
+        with socket.socket(family) as s:
+            s.bind((host, 0))
+    except OSError:
+        return False
+    return True
 
 
 def children(pid: int) -> set[int]:
@@ -65,18 +68,20 @@ def gone_within(pids, seconds: float) -> bool:
 
 
 class Web:
-    """`batchtui web` on a free port; its sessions' processes killed at the end whatever happens."""
+    """`batchtui web` on a port the system gives it (--port 0: no other test can take it between
+    choosing and binding), read from its first line; its sessions' processes killed at the end
+    whatever happens."""
 
     def __init__(self, tmp_path, *flags: str, host: str = "127.0.0.1") -> None:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self.port = free_port(family, host.strip("[]"))
         env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"))
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "batchtui", "web", "--host", host, "--port", str(self.port), *flags],
+            [sys.executable, "-m", "batchtui", "web", "--host", host, "--port", "0", *flags],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env, start_new_session=True)
         self.line = self.proc.stdout.readline()
         assert "batchtui web: the tutorial at http://" in self.line, self.line + self.proc.stderr.read()
         self.url = self.line.split(" at ")[1].split(" ")[0].rstrip("/")
+        self.port = int(self.url.rsplit(":", 1)[1])
+        assert self.port > 0
         self.sessions_seen: set[int] = set()
 
     def sessions(self) -> set[int]:
@@ -191,9 +196,7 @@ async def test_sessions_end_with_the_command(tmp_path, signum):
 
 
 async def test_an_ipv6_loopback_host_in_brackets_is_served(tmp_path):
-    try:
-        free_port(socket.AF_INET6, "::1")
-    except OSError:
+    if not can_bind(socket.AF_INET6, "::1"):
         pytest.skip("no IPv6 loopback here")
     web = Web(tmp_path, host="[::1]")
     try:

@@ -295,11 +295,12 @@ def test_a_server_that_goes_away_mid_run_fails_the_rest_in_one_line(tmp_path, ca
 def test_a_server_that_is_not_there_is_one_line_and_no_file(tmp_path, capsys):
     import socket
 
-    with socket.socket() as s:  # a free port nothing listens on
+    with socket.socket() as s:  # a port held bound and never listened on: nothing else can listen there
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    path = tmp_path / "r.json"
-    code, out, err = run(capsys, "bench", "--port", port, "--num-prompts", 3, "--save-result", "--result-filename", path)
+        path = tmp_path / "r.json"
+        code, out, err = run(capsys, "bench", "--port", port, "--num-prompts", 3, "--save-result",
+                             "--result-filename", path)
     assert code == 1 and not path.exists()
     assert err.strip() == f"batchtui: error: cannot connect to 127.0.0.1:{port} (connection refused)"
 
