@@ -124,7 +124,13 @@ async def load(base_url: str, model: str, specs, client: str = "aiohttp", seed: 
             return list(results), time.perf_counter() - start
     import aiohttp
 
-    connector = aiohttp.TCPConnector(limit=0)
+    from batchtui.loadgen.client import KEEP_ALIVE_S
+
+    # Idle connections are kept for less than the server keeps them (KEEP_ALIVE_S): a request is
+    # never sent on one the server is closing (with aiohttp's 15 s, the oldest idle connection,
+    # the one reused first, was the one the server closed at 5 s, and a loaded client read the
+    # server's close after sending on it: ServerDisconnected).
+    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEP_ALIVE_S)
     async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=600)) as session:
         await warm_up(session, base_url, len(specs))
         start = time.perf_counter()

@@ -7,7 +7,10 @@
   keep-alive requests, or a client that never sent one), and only when every one is in a request
   is the new one answered 503 (vLLM's error shape) and closed. A connection idle for
   `Limits.keep_alive` seconds is closed, the first request's head included (a client sending its
-  headers a byte at a time is cut off as one that sends none);
+  headers a byte at a time is cut off as one that sends none); a connection is in a request from
+  the moment its request's head has come (read in the order the loop reads it: before the timer
+  that falls due with it), so a request sent before the deadline is answered however late a busy
+  loop reads it;
 - `read_body`: a request's body, refused with 413 past `Limits.body_bytes` (at once when its
   Content-Length says so) and with 408 when the client sends none of it for `Limits.body_idle`;
 - `FailureLog`: one line on standard error for the first failure of each kind (the asyncio loop's
@@ -130,20 +133,36 @@ class _Refused(asyncio.Protocol):
         self.transport = None
 
 
-class _Tracked(asyncio.Protocol):
-    """aiohttp's protocol for one connection, with `Connections` told when it opens and closes."""
+HEAD_END = b"\r\n\r\n"
+"""What ends an HTTP/1.1 request's head (RFC 9112, section 2.1)."""
 
-    __slots__ = ("guard", "handler")
+
+class _Tracked(asyncio.Protocol):
+    """aiohttp's protocol for one connection, with `Connections` told when it opens and closes,
+    and when a request's head has come while it was idle (`tail`: the last bytes of what came
+    while idle, so a head's end split between two reads is seen)."""
+
+    __slots__ = ("guard", "handler", "tail")
 
     def __init__(self, guard: Connections, handler) -> None:
         self.guard = guard
         self.handler = handler
+        self.tail = b""
 
     def connection_made(self, transport) -> None:
         self.guard.opened(self.handler)
         self.handler.connection_made(transport)
 
     def data_received(self, data: bytes) -> None:
+        if self.handler in self.guard.idle:
+            seen = self.tail + data
+            if HEAD_END in seen:
+                self.guard.not_idle(self.handler)
+                self.tail = b""
+            else:
+                self.tail = seen[-(len(HEAD_END) - 1):]
+        else:
+            self.tail = b""
         self.handler.data_received(data)
 
     def eof_received(self):
@@ -199,6 +218,10 @@ class Connections:
     def closed(self, handler) -> None:
         self.open.discard(handler)
         self.evicted.discard(handler)
+        self.not_idle(handler)
+
+    def not_idle(self, handler) -> None:
+        """`handler`'s connection is in a request or closed: no idle timeout, not closed to make room."""
         timer = self.idle.pop(handler, None)
         if timer is not None:
             timer.cancel()
@@ -215,9 +238,7 @@ class Connections:
     async def middleware(self, request, handler):
         """Marks the request's connection busy while it is answered (aiohttp middleware)."""
         connection = request.protocol
-        timer = self.idle.pop(connection, None)
-        if timer is not None:
-            timer.cancel()
+        self.not_idle(connection)
         try:
             return await handler(request)
         finally:

@@ -124,6 +124,45 @@ async def test_an_idle_connection_and_one_sending_its_headers_slowly_are_closed_
 
 
 @pytest.mark.wall_clock("servers")
+async def test_a_request_sent_before_the_keep_alive_ends_is_answered_however_late_the_loop_reads_it():
+    """A busy server's loop reads a request and finds its idle timer due in the same turn: the
+    request came first, so it is answered (the idle timer once fired first, before the request
+    reached the handlers, and the client saw its connection closed: ServerDisconnected)."""
+    import socket
+    import time
+
+    keep_alive = 0.5
+    url, port, connections, server, runner = await _serve(limit=100, keep_alive=keep_alive)
+    client = socket.create_connection(("127.0.0.1", port))
+    client.settimeout(10)
+    try:
+        for _ in range(200):  # the server accepts it: its idle timer runs from then
+            if connections.open:
+                break
+            await asyncio.sleep(0.01)
+        head = b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"
+        # The first after the accept, whole; the next after an answer, its head's end in two reads.
+        for request, parts in (("the first", [head]), ("the next", [head[:-1], head[-1:]])):
+            for part in parts[:-1]:
+                client.sendall(part)
+                await asyncio.sleep(0.05)  # (the loop reads that much)
+            client.sendall(parts[-1])
+            time.sleep(keep_alive + 0.3)  # the loop, busy, reads the rest after its deadline
+            answer = b""
+            while not answer.endswith(b"done"):  # (the whole answer, however it is split)
+                more = await asyncio.to_thread(client.recv, 4096)
+                if not more:
+                    break
+                answer += more
+            assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"done"), (request, answer)
+        assert await asyncio.to_thread(client.recv, 1) == b""  # then idle: closed by the timeout
+    finally:
+        client.close()
+        server.close()
+        await runner.cleanup()
+
+
+@pytest.mark.wall_clock("servers")
 async def test_bodies_past_the_limit_get_413_and_stalled_ones_408():
     limits = guard.Limits(connections=100, keep_alive=5, body_bytes=4096, body_idle=0.3)
     url, port, _, server, runner = await _serve(100, 5, limits)
