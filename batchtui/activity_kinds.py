@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from steps import activities
 
+from .keys import shown
 from .widgets.activities.base import ActivityView
 from .widgets.activities.break_it import BreakItView
 from .widgets.activities.drill import DrillView
@@ -33,13 +34,13 @@ class ActivityContext(NamedTuple):
     seed: int
 
 
-PLAYGROUND_MD = """\
-**Chat**: `m` sets the traffic to the multi-turn helpdesk (the cheat sheet's chat) on the dials;
-`m` again goes back to single turns.
-
-**Files**: `w` writes this scenario to a TOML file in your state folder; `o` opens it again
-(`batchtui --scenario FILE` opens any saved one here).
-"""
+def playground_md() -> str:
+    """The playground's own keys, beside its lesson (each named as keys.py binds it)."""
+    chat, write, load = (shown(key) for key in ("playground.helpdesk", "playground.save", "playground.load"))
+    return (f"**Chat**: `{chat}` sets the traffic to the multi-turn helpdesk (the cheat sheet's chat) on the "
+            f"dials;\n`{chat}` again goes back to single turns.\n\n"
+            f"**Files**: `{write}` writes this scenario to a TOML file in your state folder; `{load}` opens it "
+            "again\n(`batchtui --scenario FILE` opens any saved one here).\n")
 
 ACTIVITY_VIEWS: dict[str, Callable[[ActivityContext], ActivityView]] = {
     "drill": lambda c: DrillView(c.activity, c.seed, c.saved_answer if not c.done_before else None),
@@ -47,7 +48,7 @@ ACTIVITY_VIEWS: dict[str, Callable[[ActivityContext], ActivityView]] = {
     "predict": lambda c: PredictView(c.activity, _earlier_guess(c.saved_answer)),
     "read": lambda c: ReadView(c.activity, c.seed),
     "cheat_sheet": lambda c: TextView(activities.cheat_sheet_md, c.step.scenario, id="cheat-sheet"),
-    "playground": lambda c: TextView(lambda scenario: PLAYGROUND_MD, c.step.scenario, id="playground"),
+    "playground": lambda c: TextView(lambda scenario: playground_md(), c.step.scenario, id="playground"),
 }
 """Activity kind -> its view. A kind missing here ("none") has no activity panel."""
 

@@ -51,18 +51,18 @@ KEYS: tuple[Key, ...] = (
     Key("sim.faster", "plus,equals_sign", "faster", "faster", "Run the simulation faster", "Simulation", footer=False),
     Key("sim.slower", "minus", "slower", "slower", "Run the simulation slower", "Simulation", footer=False),
     Key("sim.reset", "r", "reset_scenario", "reset", "Reset the scenario to the step's start", "Simulation", footer=False),
-    Key("sim.pin", "b", "pin", "pin", "Pin this run's metrics as \"before\" beside the live \"now\" (b again: unpin)", "Simulation"),
+    Key("sim.pin", "b", "pin", "pin", "Pin this run's metrics as \"before\" beside the live \"now\" (again: unpin)", "Simulation"),
     Key("view.zoom", "z", "zoom", "zoom", "Zoom the simulation to the whole screen, and back", "Simulation"),
     Key("view.next_page", "v", "next_views", "views", "The step's other views, when they do not all fit", "Simulation"),
     Key("playground.save", "w", "save_scenario", "save", "Playground: write the scenario to a file", "Simulation", footer=False),
     Key("playground.load", "o", "load_scenario", "open", "Playground: open the saved scenario", "Simulation", footer=False),
     Key("playground.helpdesk", "m", "helpdesk_traffic", "multi-turn",
-        "Playground: the multi-turn helpdesk's traffic; m again: back to single turns", "Simulation", footer=False),
+        "Playground: the multi-turn helpdesk's traffic; again: back to single turns", "Simulation", footer=False),
     Key("playground.model", "l", "pick_model", "model",
         "Playground: a model (mixtures of experts too) on the GPUs it needs, and speculative decoding",
         "Simulation", footer=False),
     Key("playground.server", "s", "live('server')", "server",
-        "Playground: drive a real server (vLLM) with this traffic, measured beside simulated; s again: disconnect",
+        "Playground: drive a real server (vLLM) with this traffic, measured beside simulated; again: disconnect",
         "Simulation", footer=False),
     Key("playground.calibrate", "f", "live('calibrate')", "fit",
         "Playground: calibrate the simulator to what the server measured, and run on the fitted profile",
@@ -183,3 +183,10 @@ def display_keys(key: Key, ascii_only: bool = False, first_only: bool = False) -
     if first_only:
         names = names[:1]
     return "/".join(display(n, ascii_only) for n in names)
+
+
+def shown(key_id: str, ascii_only: bool = False) -> str:
+    """The key of `key_id` as a text names it ("r resets"): its first key, as the footer shows
+    it (`r`, `^r`). A text that names a key takes it from here, so a key bound elsewhere in this
+    table is named so everywhere (tests/app/test_key_texts.py)."""
+    return display_keys(BY_ID[key_id], ascii_only, first_only=True)

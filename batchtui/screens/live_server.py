@@ -194,7 +194,7 @@ class LiveServer:
         done = sum(seg.completed for seg in _answered(session))
         if words is None:
             words = (f"Disconnected from {session.where}: {done:,} answers measured"
-                     + ("; f calibrates the simulator to them." if done else "."))
+                     + (f"; {self._key('playground.calibrate')} calibrates the simulator to them." if done else "."))
         self.say(words, error=error)
         self.show_views(None)
 
@@ -216,7 +216,7 @@ class LiveServer:
             scale = session.time_scale
             pace = f" at its time scale {scale:g}" if scale != 1 else ""
             self.say(f"Driving {session.where} ({session.model}){pace} with the playground's traffic, the "
-                     f"simulation beside it from the same moment; {self._server_key()} disconnects.")
+                     f"simulation beside it from the same moment; {self._key('playground.server')} disconnects.")
             while self._on(session):
                 # Paused, the server waits too (a real GPU's clock cannot stop): both start again
                 # from the start when the run goes on.
@@ -235,7 +235,7 @@ class LiveServer:
                 await session.run(scenario, self._measured)
                 if self.measured is not None and self.measured.gone and self.session is session:
                     self.disconnect(f"The server went away ({self.measured.gone}): the playground goes on "
-                                    f"simulating; {self._server_key()} connects again.", error=True)
+                                    f"simulating; {self._key('playground.server')} connects again.", error=True)
                     break
                 # A finite traffic served to its end: the next starts when the run starts over.
                 while self._on(session) and not self._stopping:
@@ -249,11 +249,12 @@ class LiveServer:
                 else:
                     self.session = None
 
-    def _server_key(self) -> str:
-        """The key that connects and disconnects (`s`; `l` is the model picker's)."""
-        from ..keys import BY_ID, display
+    def _key(self, key_id: str) -> str:
+        """The key of `key_id` (keys.py), as a text names it: `playground.server` connects and
+        disconnects, `playground.calibrate` calibrates."""
+        from ..keys import shown
 
-        return display(BY_ID["playground.server"].keys, self.app.settings.ascii_only)
+        return shown(key_id, self.app.settings.ascii_only)
 
     def _on(self, session) -> bool:
         """The session is still the one wanted, beside the playground's run."""
@@ -318,8 +319,8 @@ class LiveServer:
             return
         segments = _answered(session) if session is not None else []
         if not segments or run is None:
-            self.say(f"Nothing measured yet: {self._server_key()} drives a server with this traffic, "
-                     "then f calibrates to it.")
+            self.say(f"Nothing measured yet: {self._key('playground.server')} drives a server with this traffic, "
+                     f"then {self._key('playground.calibrate')} calibrates to it.")
             return
         from ..cli.cmd_bench import metadata_entries
         from ..state_folder import write_atomically
@@ -381,7 +382,8 @@ class LiveServer:
             why = lines[-1].removeprefix("batchtui: error: ") if lines else f"exit status {proc.returncode}"
             why = why if len(why) <= FAILURE_WORDS else why[:FAILURE_WORDS - 3].rsplit(" ", 1)[0] + "..."
             self.say(f"Calibration failed: {why} Measure more runs (a low rate, a high one: each rate set on "
-                     f"the dial is a run), then f again ({MEASURED_FOLDER}/{CALIBRATE_LOG} in the state folder "
+                     f"the dial is a run), then {self._key('playground.calibrate')} again ({MEASURED_FOLDER}/"
+                     f"{CALIBRATE_LOG} in the state folder "
                      "has calibrate's report).", error=True)
             return
         await self._reopen(scenario, str(output), name, where, answers)

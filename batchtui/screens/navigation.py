@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from ..keys import shown
+
 NAVIGATION_ACTIONS = frozenset({"next_step", "previous_step", "go_to_step"})
 """The screen's actions that change step (and coalesce)."""
 
@@ -70,7 +72,7 @@ class Navigation:
         if to >= len(self.summaries):
             still_open = self.app.progress.still_open([s.number for s in self.summaries])
             self.say(f"This is the last step. {still_open or 'Every step is done.'} "
-                     "t opens the table of contents.")
+                     f"{shown('step.contents')} opens the table of contents.")
         elif to < 0:
             self.say("This is the first step.")
         else:
@@ -83,7 +85,7 @@ class Navigation:
             return ""
         number = self.summaries[self.index].number
         others = self.app.progress.still_open([s.number for s in self.summaries if s.number != number])
-        return f"The last step. {others} t opens the table of contents." if others else ""
+        return f"The last step. {others} {shown('step.contents')} opens the table of contents." if others else ""
 
     def contents(self) -> None:
         """t: the table of contents; the step chosen there is opened."""

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from sim.errors import SimError
 
 from ..formatting import in_app_words
+from ..keys import shown
 
 if TYPE_CHECKING:
     from ..simulation import LiveSimulation
@@ -132,7 +133,7 @@ class StepRun:
 
     def run_pause(self) -> None:
         if self.sim is not None and self.sim.done:
-            self.say("The workload is finished: r resets the scenario.")
+            self.say(f"The workload is finished: {shown('sim.reset')} resets the scenario.")
         elif self.sim is not None:
             self.sim.run_pause()
             self.refresh(status=True)

@@ -6,8 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
+
+from ..keys import BY_ID, shown
 
 MIN_WIDTH, MIN_HEIGHT = 80, 22
 
@@ -17,7 +20,7 @@ class TooSmallScreen(Screen):
     so whatever was open underneath comes back as it was."""
 
     CSS_PATH = Path(__file__).with_suffix(".tcss")
-    BINDINGS = [("q,ctrl+q", "app.quit", "quit")]
+    BINDINGS = [Binding(f"{BY_ID['app.quit'].keys},{BY_ID['chord.quit'].keys}", "app.quit", "quit")]
 
     def compose(self) -> ComposeResult:
         yield Static(id="too-small-message", markup=False)
@@ -35,14 +38,16 @@ class TooSmallScreen(Screen):
 
 def too_small_message(width: int, height: int) -> str:
     """The longest wording whose every line fits `width` cells and whose lines fit `height`:
-    the message is never cut or wrapped, down to a handful of cells (`q` always quits)."""
+    the message is never cut or wrapped, down to a handful of cells (the quit key always quits)."""
     need = f"{MIN_WIDTH}x{MIN_HEIGHT}"
+    quits = f"({shown('app.quit')} quits)"
     wordings = (
         (f"Terminal too small: {width}x{height}.", f"batchtui needs at least {need}:", "please enlarge it.",
-         "(q quits)"),
-        ("Terminal too small:", f"{width}x{height}. batchtui needs", f"at least {need}: please", "enlarge it. (q quits)"),
-        (f"Too small: {width}x{height}.", f"Needs {need}:", "please enlarge.", "(q quits)"),
-        (f"Too small: {width}x{height}.", f"Needs {need}.", "(q quits)"),
+         quits),
+        ("Terminal too small:", f"{width}x{height}. batchtui needs", f"at least {need}: please",
+         f"enlarge it. {quits}"),
+        (f"Too small: {width}x{height}.", f"Needs {need}:", "please enlarge.", quits),
+        (f"Too small: {width}x{height}.", f"Needs {need}.", quits),
         (f"{width}x{height}: too small.", f"Needs {need}."),
         (f"Needs {need}.",),
         (f"{need}+",),

@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.text import Text
 
 from ..formatting import count, ms
+from ..keys import shown
 from ..limit_words import LIMIT_WORDS
 from .sim_view import SimView
 
@@ -82,7 +83,7 @@ class IterationView(SimView):
         text = Text()
         report = snap.last if snap is not None else None
         if report is None:
-            text.append("no iteration yet: . runs one", self.style_of("iteration--dim"))
+            text.append(f"no iteration yet: {shown('sim.single_iteration')} runs one", self.style_of("iteration--dim"))
             return text
         g = self.glyphs
         dim = self.style_of("iteration--dim")

@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from ..formatting import count, first_fitting, number
+from ..keys import shown
 
 
 class SimStatus(Widget):
@@ -59,7 +60,7 @@ def status_line(sim, snapshot, sep: str) -> tuple[str, str]:
     """The status line over the views, whole and short: the run's state (running at what speed,
     behind when the machine is busy, paused, finished), its clock and iteration."""
     if snapshot.finished:
-        state = "finished (r resets)"
+        state = f"finished ({shown('sim.reset')} resets)"
     elif sim.behind:
         # The frame's share of time ran out before the simulated clock caught up.
         speed = sim.speed

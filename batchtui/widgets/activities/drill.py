@@ -6,6 +6,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.widgets import Input, Markdown, Static
 
+from ...keys import shown
 from ..answer_box import AnswerBox
 from .base import ActivityView, Goal
 
@@ -103,7 +104,8 @@ class DrillView(ActivityView):
         if self.question is None or self.question.over:
             return
         self.question.give_up()
-        self._feedback("ctrl+r asks a new question.", None)  # (the worked answer is right under it)
+        # (the worked answer is right under it)
+        self._feedback(f"{shown('answer.new_question')} asks a new question.", None)
         await self._show_derivation()
 
     async def new_question(self) -> None:
