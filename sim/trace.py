@@ -63,8 +63,10 @@ def config_from_case(cfg: dict) -> tuple[EngineConfig, BlockPool]:
         v = cfg.get(key, 0)
         if isinstance(v, bool) or not isinstance(v, int) or v < 0 or v > MAX_CASE_VALUE:
             raise ConfigError(key, v, f"a whole number from 0 to {MAX_CASE_VALUE:,}")
-    if cfg.get("num_blocks", 2) < 2 or cfg.get("block_size", 1) < 1:
-        raise ConfigError("num_blocks", cfg.get("num_blocks"), "at least 2 blocks of at least 1 token")
+    if cfg.get("num_blocks", 2) < 2:
+        raise ConfigError("num_blocks", cfg.get("num_blocks"), "at least 2 blocks")
+    if cfg.get("block_size", 1) < 1:
+        raise ConfigError("block_size", cfg.get("block_size"), "at least 1 token a block")
     if isinstance(cfg.get("watermark", 0.0), bool) or not isinstance(cfg.get("watermark", 0.0), (int, float)):
         raise ConfigError("watermark", cfg.get("watermark"), "a fraction of the blocks in [0, 1)")
     for key in ("max_num_scheduled_tokens", "max_num_active_seqs"):

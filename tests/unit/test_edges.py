@@ -511,6 +511,7 @@ def _case_text(where: str, key: str, text: str) -> str:
 @example(field=("request", "arrival_step"), text="1000000000000000")  # ran 40 s and 1 GB (issue 38)
 @example(field=("request", "output_len"), text="1000000000")
 @example(field=("config", "num_blocks"), text="1000000000000")
+@example(field=("config", "block_size"), text="0")  # was refused as num_blocks' fault
 def test_any_number_in_any_field_of_a_trace_case_is_a_trace_or_one_line_naming_it(capsys, capped_memory, tmp_path_factory,
                                                                                   field, text):
     """The numeric flags' property, for `trace`'s case fields: a trace, or one line that names
