@@ -336,7 +336,14 @@ def keeps_up(summary: RunSummary) -> tuple[bool, float]:
 #    completions gives the service rate with a full queue (`service_rate`; seeds 0-3 read
 #    36.3-36.5 req/s from 5,000 requests, 36.2-36.6 from 2,000). If that run never preempts nor
 #    fills the KV cache past KV_FULL, lighter traffic cannot either: the service rate is the
-#    saturated rate, within about 1 % (20,000-request runs keep up at 36.0 and climb at 37.0).
+#    saturated rate, within about 1 % (20,000-request runs keep up at 36.0 and climb at 37.0),
+#    unless the API server (`sim/frontend.py`) sustains less: no rate above its ceiling
+#    (`RunSummary.api_server_ceiling`, its work per request at the traffic's mix) keeps up, and
+#    the full queue cannot show it. Overloaded, the API server takes requests in ahead of the
+#    tokens it streams (its jobs go first come, first served by when each is ready), so the
+#    overloaded run's completions bunch in a drain where it only streams: Llama 3.2 3B on an
+#    H100, 1,024 seats, lognormal 128/32: full queue 468 req/s, ceiling 432, 20,000 requests at
+#    445 fall behind on seeds 1 and 2 and keep up at 432. The saturated rate is the lesser.
 # 2. If the full queue preempts (the KV cache, not the seats, bounds the batch), a full queue
 #    thrashes and serves less than lighter traffic can sustain, and which rates keep up is a
 #    matter of time: a fluctuation that fills the cache tips the replica into the thrashing state,
@@ -400,6 +407,14 @@ class Saturation:
     degraded: bool = False
     """The full queue serves less than the burst completed (by more than SUSTAIN_PRECISION): the
     rate was searched on long runs, as for a thrashing one."""
+    api_server_rate: float = math.inf
+    """Requests/s the API servers sustain at this traffic's mix (`RunSummary.api_server_ceiling`
+    of the overloaded run; inf with none in front): no rate above it keeps up."""
+
+    @property
+    def api_server_binds(self) -> bool:
+        """The rate is the API servers' ceiling: they, not the engine, bound what keeps up."""
+        return self.rate == self.api_server_rate
 
     @property
     def above(self) -> float | None:
@@ -441,7 +456,10 @@ def saturation(run_at: RunAt, num_prompts: int, *, overload_prompts: int = OVERL
     thrashes = bool(m["num_preemptions"]) or m.get("peak_kv_usage", 0.0) > KV_FULL
     overload = replace(overload, records=[])  # read by figures only through its metrics
     sat = Saturation(served, backlog, overload, served, thrashes, horizon)
+    sat.api_server_rate = overload.api_server_ceiling
     sat.degraded = not thrashes and served * (1 + SUSTAIN_PRECISION) < base
+    if sat.api_server_rate < served:
+        sat.rate = sat.api_server_rate
     if not (thrashes or sat.degraded):
         return sat
     if not search:
@@ -454,7 +472,7 @@ def saturation(run_at: RunAt, num_prompts: int, *, overload_prompts: int = OVERL
         return ok
 
     lo = hi = None
-    rate = served
+    rate = sat.rate
     while len(sat.searched) < SUSTAIN_MAX_RUNS and (lo is None or hi is None):
         if tried(rate):
             lo = rate

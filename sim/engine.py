@@ -58,6 +58,9 @@ class RunSummary:
     records: list = field(default_factory=list)
     failed: list = field(default_factory=list)
     """Requests the API server refused (`FailedRequest`s), in order of arrival."""
+    api_server_ceiling: float = math.inf
+    """Requests/s the API servers in front can sustain at this run's mix of requests
+    (`sim.frontend.Frontend.ceiling`; inf with none in front)."""
 
     def __getitem__(self, key: str):
         return self.metrics[key]
@@ -720,7 +723,7 @@ class Engine:
         for key, value in self.spec_decode_stats().items():
             metrics.setdefault(key, value)
         return RunSummary(self.scenario, metrics, self.metrics.pool_summary(),
-                          self.iteration, self.metrics.records, self.metrics.failed)
+                          self.iteration, self.metrics.records, self.metrics.failed, self.frontend.ceiling())
 
     def prefix_cache_stats(self) -> dict:
         """Prefix cache lookups so far, in tokens, as vLLM's PrefixCacheStats counts them when a

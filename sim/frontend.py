@@ -116,6 +116,32 @@ class Frontend:
         self.origin = None  # where the request last popped came from (see Arrivals.origin)
         self.last_seen = 0.0
         """When the tokens of the last output job reached their clients."""
+        self.taken = 0
+        """Requests whose jobs were done (taken in, tokenized), and their prompt tokens."""
+        self.taken_tokens = 0
+        self.streamed = 0
+        """Tokens streamed by the output jobs so far (events: with speculative decoding a
+        request's tokens of one iteration count once)."""
+
+    def ceiling(self) -> float:
+        """Requests per second these API servers (and the client, when it has work of its own) can
+        take in and stream at the mix of requests they served so far, each serial server busy all
+        the time: the least over the event loops (`request_s` and `output_token_s` a token
+        streamed, per request, shared by the servers), the tokenizer threads and the client
+        (inf when off, or before a request). Traffic faster than this queues in front of the
+        engine without bound, whatever the engine serves: the API server binds (its per-token
+        work at high concurrency, PR 27869). The tokens of an iteration are taken as shared
+        evenly among several servers (one takes a token more when they do not divide)."""
+        if not self.on or not self.taken:
+            return math.inf
+        c, n, servers = self.costs, self.taken, len(self._free)
+        per_token = self.streamed / n
+        works = [(c.request_s + c.output_token_s * per_token) / servers,
+                 c.prompt_token_s * self.taken_tokens / n / servers]
+        if self._client:
+            works.append(c.client_request_s + c.client_token_s * per_token)
+        busiest = max(works)
+        return 1.0 / busiest if busiest > 0 else math.inf
 
     # -- requests
     def advance(self, t: float) -> None:
@@ -149,6 +175,8 @@ class Frontend:
                 done = self._last_due  # (its server was quicker than an earlier request's)
             self._last_due = done
             due.append((done, spec, arrivals.origin))
+            self.taken += 1
+            self.taken_tokens += spec.prompt_len
 
     @property
     def next_at(self) -> float:
@@ -199,6 +227,7 @@ class Frontend:
         return seen
 
     def _job(self, ready: float, tokens: int) -> float:
+        self.streamed += tokens
         free = self._free
         c = self.costs.output_token_s
         if len(free) == 1:
@@ -231,6 +260,7 @@ class Frontend:
         free = self._free
         arrivals = self.arrivals
         work = tokens * self.costs.output_token_s
+        self.streamed += len(ends) * tokens
         seen = []
         # The next send (only `advance` moves it): inf when quiet.
         sent = math.inf if quiet else arrivals.next_at
@@ -271,6 +301,7 @@ class Frontend:
                 seen = ends + step
                 idle = idle and bool((ends[1:] >= seen[:-1]).all())
             if idle:
+                self.streamed += len(ends) * tokens
                 if servers == 1:
                     free[0] = seen[-1]
                 else:

@@ -219,6 +219,12 @@ def saturation_text(sat, n: int) -> str:
                 f"{sat.full_queue_rate:.2f} req/s, less than {n:,} requests queued at once complete ({backlog:.2f}): "
                 + o.flagged("so an overloaded API server does, taking requests in ahead of the tokens it streams "
                             "(more {engine.api_server_count} raise what it serves)."))
+    if sat.api_server_binds and not sat.thrashes:
+        return (f"Saturated rate: {sat.rate:.2f} req/s, what the API server sustains (its work per request "
+                f"at this traffic's lengths); a point above it has no steady state. With its queue full the run "
+                f"completes {sat.full_queue_rate:.2f} req/s, more than that only for a while: overloaded, the API "
+                "server takes requests in ahead of the tokens it streams, and streams them once requests stop "
+                "coming. " + o.flagged("More {engine.api_server_count} raise what it sustains."))
     if not sat.thrashes:
         return (f"Saturated rate: {sat.rate:.2f} req/s, what the engine serves with its queue full (traffic "
                 f"arriving faster, {sat.overload.metrics['completed']:,} requests); a point above it has no "
@@ -236,6 +242,7 @@ def saturation_json(sat) -> dict | None:
         return None
     return {"rate": sat.rate, "exact": sat.exact, "backlog_rate": sat.backlog.metrics["request_throughput"],
             "full_queue_rate": sat.full_queue_rate, "thrashes": sat.thrashes, "degraded": sat.degraded,
+            "api_server_rate": sat.api_server_rate if math.isfinite(sat.api_server_rate) else None,
             "horizon": sat.horizon,
             "searched": [{"request_rate": r, "keeps_up": ok, "e2e_slope": slope} for r, ok, slope in sat.searched]}
 
