@@ -72,6 +72,22 @@ def test_a_busy_server_caps_the_tokens_its_clients_see_and_more_servers_lift_it(
     assert engine_only["output_throughput"] > 1.2 * two["output_throughput"]
 
 
+def test_the_ceiling_is_the_request_rate_a_busy_server_streams(tmp_path):
+    """`RunSummary.api_server_ceiling`: requests/s the servers sustain, each busy all the time,
+    at the run's lengths (1 / (request_s + output_token_s x tokens a request) on one server,
+    twice that on two; the tokenizer thread when it is the slower); a wave the server binds
+    completes at it, and a run with no server in front has none."""
+    profile = _profile(tmp_path, 2e-3, 1e-6, 4e-4)
+    one = run_scenario(_wave(64, prompt=64, output=200, profiles_path=profile))
+    assert one.api_server_ceiling == pytest.approx(1 / (2e-3 + 200 * 4e-4), rel=1e-12)
+    assert one.metrics["request_throughput"] == pytest.approx(one.api_server_ceiling, rel=0.05)
+    two = run_scenario(_wave(64, prompt=64, output=200, profiles_path=profile, engine={"api_server_count": 2}))
+    assert two.api_server_ceiling == pytest.approx(2 * one.api_server_ceiling, rel=1e-12)
+    tokenizing = run_scenario(_wave(8, prompt=4000, output=2, profiles_path=_profile(tmp_path, 1e-4, 1e-5, 0.0)))
+    assert tokenizing.api_server_ceiling == pytest.approx(1 / (4000 * 1e-5), rel=1e-12)
+    assert run_scenario(_wave(8, engine={"api_server_count": 0})).api_server_ceiling == math.inf
+
+
 def test_tokenizing_a_long_prompt_does_not_stall_the_streams():
     """The tokenizer has a thread of its own: a 100,000-token prompt takes it 200 ms, during which
     the event loop keeps streaming the running requests' tokens. Their worst gap is the one the

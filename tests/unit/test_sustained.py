@@ -80,6 +80,20 @@ requests/s): overloaded, the server takes requests in ahead of the tokens it str
 queue serves 726 req/s while 20,000 requests at 762 keep up (`Saturation.degraded`)."""
 
 
+SHORT_AND_MANY = chat("h100-sxm", "llama-3.2-3b", 1024, "lognormal", 128, 32).with_workload(arrival="poisson")
+"""Short requests at 400+ req/s whose API server binds first (434 req/s at 0.5 ms a request and
+50 us a token), while a full queue, its API server taking requests in ahead of the tokens it
+streams, completes 468: the sweep called 446 req/s steady, which 20,000 requests do not keep up
+with (seeds 1 and 2)."""
+
+
+def test_the_saturated_rate_is_what_the_api_server_sustains_when_it_binds():
+    sat = cmd_sweep.saturation_task((SHORT_AND_MANY, DEFAULT_NUM_PROMPTS))
+    assert sat.api_server_binds and sat.full_queue_rate > 1.05 * sat.rate and not sat.searched
+    assert long_runs_keep_up(SHORT_AND_MANY, 0.95 * sat.rate, [1]) == [True]
+    assert long_runs_keep_up(SHORT_AND_MANY, 1.05 * sat.rate, [1]) == [False]
+
+
 @settings(max_examples=examples(5), suppress_health_check=list(HealthCheck))
 @given(workloads(longest_output=64))
 @example(ISSUE)
