@@ -71,6 +71,7 @@ class Rec:
 class FakeSummary:
     metrics: dict
     records: list
+    api_server_ceiling: float = math.inf  # (a made-up replica has no API server in front)
 
 
 def small_windows(monkeypatch, requests: int) -> None:
@@ -342,36 +343,41 @@ def test_an_answer_holds_when_a_seed_not_yet_tried_is_predicted_to_meet_the_slo(
     """p99 TPOT of 20,000-request confirmation runs on ten seeds (plan for lognormal chat
     lengths, 512/256 medians, on an H100): at 26.60 req/s all ten meet 25 ms, but their spread
     puts a new seed above it more often than one time in a hundred (at 26.66 one of twenty new
-    seeds measured 25.46 ms); at 26.41 the bound is met."""
+    seeds measured 25.46 ms). The bound is a Gumbel sample's (`confirmation.prediction_factor`,
+    4.34 standard deviations over ten runs): at 26.41, which a bound for normal spread (Student's
+    t, 2.96) vouched for, a new seed is predicted at 25.85 ms; the same spread 1 ms lower holds."""
     slo = Slo(200, 25.0)
     at_26_60 = _confirmations([22.27, 23.02, 23.1, 22.16, 22.86, 23.08, 21.87, 21.7, 23.5, 24.73], slo)
-    at_26_41 = _confirmations([21.84, 22.57, 22.6, 21.69, 22.45, 22.57, 21.43, 21.33, 22.95, 24.01], slo)
+    at_26_41 = [21.84, 22.57, 22.6, 21.69, 22.45, 22.57, 21.43, 21.33, 22.95, 24.01]
     assert all(p.ok for p in at_26_60)
     bound = rate_plan.predicted_p99s(at_26_60, slo)["p99_tpot_ms"]
     values = [p.window["p99_tpot_ms"] for p in at_26_60]
     mean, sd = sum(values) / 10, statistics.stdev(values)
-    assert bound == pytest.approx(mean + 2.8214 * sd * math.sqrt(1.1), rel=1e-4)  # t(0.99, 9) = 2.8214
+    assert bound == pytest.approx(mean + 4.34 * sd, rel=1e-3)
     assert rate_plan.holds(at_26_60, slo) == [f"a new seed's p99 (99% bound) TPOT {bound:.2f} ms > 25 ms"]
-    assert rate_plan.holds(at_26_41, slo) == []
+    assert rate_plan.holds(_confirmations(at_26_41, slo), slo) == ["a new seed's p99 (99% bound) TPOT 25.85 ms > 25 ms"]
+    assert rate_plan.holds(_confirmations([v - 1.0 for v in at_26_41], slo), slo) == []
     # a run that misses outright is the reason, whatever the bound
     missed = _confirmations([22.0] * 9 + [25.2], slo)
     assert rate_plan.holds(missed, slo) == ["p99 TPOT 25.20 ms > 25 ms"]
 
 
 def test_confirmation_steps_down_until_the_runs_vouch_for_the_rate():
-    slo = Slo(tpot_p99_ms=25.0)
+    """The runs of lognormal chat lengths above against an SLO of 25.5 ms (25 ms, the one they ran
+    for, no rate here meets with a new seed's bound a Gumbel's)."""
+    slo = Slo(tpot_p99_ms=25.5)
     by_rate = {26.8: [22.75, 23.52, 23.63, 22.64, 23.23, 23.59, 22.35, 22.16, 24.01, 25.18],
                26.6: [22.27, 23.02, 23.1, 22.16, 22.86, 23.08, 21.87, 21.7, 23.5, 24.73],
                26.2: [21.41, 22.19, 22.17, 21.28, 22.15, 22.01, 21.03, 20.91, 22.5, 23.59],
                26.4: [21.84, 22.57, 22.6, 21.69, 22.45, 22.57, 21.43, 21.33, 22.95, 24.01]}
     tried = rate_plan.confirm_rate(lambda rate: _confirmations(by_rate[round(rate, 1)], slo), 26.8, 0.2,
                                    holds=lambda points: rate_plan.holds(points, slo))
-    # 26.8 misses on one seed, 26.6 meets on all ten but not for a new one, 26.2 holds (halfway
-    # back, 26.4, is finer than the step)
+    # 26.8 and 26.6 meet on all ten but not for a new one, 26.2 holds (halfway back, 26.4, is
+    # finer than the step)
     assert [round(rate, 1) for rate, _ in tried] == [26.8, 26.6, 26.2]
     plan = rate_plan.SeededPlan([rate_plan.RatePlan(slo, None)], [0], list(range(10)), tried)
     assert plan.confirmed and plan.rate == pytest.approx(26.2)
-    assert plan.predicted["p99_tpot_ms"] <= 25.0
+    assert plan.predicted["p99_tpot_ms"] <= 25.5
 
 
 def test_confirmation_runs_in_batches_stop_at_a_miss_with_the_same_answer():
@@ -380,7 +386,7 @@ def test_confirmation_runs_in_batches_stop_at_a_miss_with_the_same_answer():
     runs and the first miss of each failing rate are those of every run made."""
     from sim.scenario import Scenario
 
-    slo = Slo(tpot_p99_ms=25.0)
+    slo = Slo(tpot_p99_ms=25.5)  # (as above)
     # p99 TPOT by seed at each rate: 26.8 and 26.6 miss (on seeds 3 and 9), 26.2 holds.
     by_rate = {26.8: [22.75, 23.52, 23.63, 25.64, 23.23, 23.59, 22.35, 22.16, 24.01, 25.18],
                26.6: [22.27, 23.02, 23.1, 22.16, 22.86, 23.08, 21.87, 21.7, 23.5, 25.73],
