@@ -11,15 +11,13 @@ is reported as unbounded instead of with a latency that a longer run would contr
 from __future__ import annotations
 
 import math
-import os
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from .engine import RunSummary, run_scenario
+from .remembered import Remembered
 from .scenario import Scenario
 
 __all__ = [
@@ -337,13 +335,9 @@ def keeps_up(summary: RunSummary) -> tuple[bool, float]:
 #    36.3-36.5 req/s from 5,000 requests, 36.2-36.6 from 2,000). If that run never preempts nor
 #    fills the KV cache past KV_FULL, lighter traffic cannot either: the service rate is the
 #    saturated rate, within about 1 % (20,000-request runs keep up at 36.0 and climb at 37.0),
-#    unless the API server (`sim/frontend.py`) sustains less: no rate above its ceiling
-#    (`RunSummary.api_server_ceiling`, its work per request at the traffic's mix) keeps up, and
-#    the full queue cannot show it. Overloaded, the API server takes requests in ahead of the
-#    tokens it streams (its jobs go first come, first served by when each is ready), so the
-#    overloaded run's completions bunch in a drain where it only streams: Llama 3.2 3B on an
-#    H100, 1,024 seats, lognormal 128/32: full queue 468 req/s, ceiling 432, 20,000 requests at
-#    445 fall behind on seeds 1 and 2 and keep up at 432. The saturated rate is the lesser.
+#    capped by what the API server sustains (`RunSummary.api_server_ceiling`): overloaded, it
+#    takes requests in ahead of the tokens it streams, so a full queue's completions bunch and read
+#    more (3B, 128/32 lognormal: 468 req/s; the API server's 434 keep up, 445 fall behind).
 # 2. If the full queue preempts (the KV cache, not the seats, bounds the batch), a full queue
 #    thrashes and serves less than lighter traffic can sustain, and which rates keep up is a
 #    matter of time: a fluctuation that fills the cache tips the replica into the thrashing state,
@@ -408,13 +402,7 @@ class Saturation:
     """The full queue serves less than the burst completed (by more than SUSTAIN_PRECISION): the
     rate was searched on long runs, as for a thrashing one."""
     api_server_rate: float = math.inf
-    """Requests/s the API servers sustain at this traffic's mix (`RunSummary.api_server_ceiling`
-    of the overloaded run; inf with none in front): no rate above it keeps up."""
-
-    @property
-    def api_server_binds(self) -> bool:
-        """The rate is the API servers' ceiling: they, not the engine, bound what keeps up."""
-        return self.rate == self.api_server_rate
+    """What the API servers sustain (the overloaded run's `api_server_ceiling`): the rate's cap."""
 
     @property
     def above(self) -> float | None:
@@ -457,9 +445,8 @@ def saturation(run_at: RunAt, num_prompts: int, *, overload_prompts: int = OVERL
     overload = replace(overload, records=[])  # read by figures only through its metrics
     sat = Saturation(served, backlog, overload, served, thrashes, horizon)
     sat.api_server_rate = overload.api_server_ceiling
+    sat.rate = min(served, sat.api_server_rate)
     sat.degraded = not thrashes and served * (1 + SUSTAIN_PRECISION) < base
-    if sat.api_server_rate < served:
-        sat.rate = sat.api_server_rate
     if not (thrashes or sat.degraded):
         return sat
     if not search:
@@ -488,65 +475,6 @@ def saturation(run_at: RunAt, num_prompts: int, *, overload_prompts: int = OVERL
             hi = mid
     sat.rate = lo if lo is not None else min(r for r, _, _ in sat.searched)
     return sat
-
-
-class Remembered:
-    """The last `size` results of a pure, costly measurement of a scenario, kept per process.
-
-    Keyed by the scenario's repr and the other arguments (a scenario equal to the one kept is
-    required too: two scenarios may print alike) and by the size and modification time of each
-    file the scenario reads (profiles, a model's config, a trace or dataset: one edited since is
-    measured again); a result being measured in another thread is waited for, not measured
-    twice; a failed measurement is not kept. Results are shared: their readers must not change
-    them."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._kept: OrderedDict[tuple, tuple[Scenario, object]] = OrderedDict()
-        self._pending: dict[tuple, threading.Event] = {}
-        self._lock = threading.Lock()
-
-    def get(self, scenario: Scenario, key: tuple, measure: Callable[[], object]):
-        key = (repr(scenario), _files_read(scenario)) + key
-        while True:
-            with self._lock:
-                kept = self._kept.get(key)
-                if kept is not None and kept[0] == scenario:
-                    self._kept.move_to_end(key)
-                    return kept[1]
-                pending = self._pending.get(key)
-                if pending is None:
-                    pending = self._pending[key] = threading.Event()
-                    break
-            pending.wait()  # another thread is measuring it (or one with the same repr): look again
-        try:
-            result = measure()
-            with self._lock:
-                self._kept[key] = (scenario, result)
-                self._kept.move_to_end(key)
-                while len(self._kept) > self.size:
-                    self._kept.popitem(last=False)
-        finally:
-            with self._lock:
-                del self._pending[key]
-            pending.set()
-        return result
-
-
-
-def _files_read(scenario: Scenario) -> tuple:
-    """(path, size, modification time) of each file the scenario reads; None for one missing."""
-    w = scenario.workload
-    out = []
-    for path in (scenario.profiles_path, scenario.hf_config_path, w.trace_path, w.dataset_path):
-        if path:
-            try:
-                st = os.stat(path)
-            except OSError:
-                out.append((path, None))
-            else:
-                out.append((path, st.st_size, st.st_mtime_ns))
-    return tuple(out)
 
 
 SWEEPS_REMEMBERED = 8

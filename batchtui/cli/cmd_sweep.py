@@ -219,7 +219,7 @@ def saturation_text(sat, n: int) -> str:
                 f"{sat.full_queue_rate:.2f} req/s, less than {n:,} requests queued at once complete ({backlog:.2f}): "
                 + o.flagged("so an overloaded API server does, taking requests in ahead of the tokens it streams "
                             "(more {engine.api_server_count} raise what it serves)."))
-    if sat.api_server_binds and not sat.thrashes:
+    if sat.rate == sat.api_server_rate and not sat.thrashes:
         return (f"Saturated rate: {sat.rate:.2f} req/s, what the API server sustains (its work per request "
                 f"at this traffic's lengths); a point above it has no steady state. With its queue full the run "
                 f"completes {sat.full_queue_rate:.2f} req/s, more than that only for a while: overloaded, the API "
