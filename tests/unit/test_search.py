@@ -408,13 +408,13 @@ def test_a_search_over_none_and_eagle3_picks_drafts_where_they_win_and_not_where
         capsys, tmp_path, small):
     """A tight TPOT at a low peak: only a few requests run at once, verifying drafts costs almost
     nothing and EAGLE-3 (K=7) meets a TPOT plain decoding cannot (5.5 ms: plain decoding needs 6.1
-    at 1.65 req/s). Its confirmation runs are 1,000 requests long: a p99 TPOT over 300 drafted
+    at 1.65 req/s). Its confirmation runs are 600 requests long: a p99 TPOT over 300 drafted
     requests varies so much between seeds that a new seed's bound (`confirmation.prediction_factor`)
     exceeds the SLO at every rate the confirmation tries. A batch job of 1,024 requests at once: at
     that batch verifying 8 tokens a request is compute, and plain decoding serves more."""
     grid = ["--speculative-configs", "none", EAGLE3_K7, "--jobs", "1", "--input-len", "256"]
     code, out, _, low = search(capsys, tmp_path, *grid, "--num-prompts", "60", "--output-len", "64", "--seeds", "2",
-                               "--confirm-prompts", "1000", "--tpot-p99", "5.5", "--ttft-p99", "200",
+                               "--confirm-prompts", "600", "--tpot-p99", "5.5", "--ttft-p99", "200",
                                "--peak-rate", "2", name="low.jsonl")
     assert code == 0 and low["best"][0]["spec"] == "eagle3 k7"
     assert "num_speculative_tokens" in low["best"][0]["vllm_command"]
