@@ -27,7 +27,7 @@ from .arrivals import Arrivals, LazyRun
 from .config import EngineConfig, cudagraph_capture_sizes
 from .cost import CostModel
 from .errors import ConfigError, RequestRejected, SimError
-from .frontend import Frontend, FrontendCosts
+from .frontend import TRANSIT_S, Frontend, FrontendCosts
 from .kv import BlockPool
 from .metrics import MetricsCollector
 from .reports import EngineSnapshot, IterationReport, ScheduledWork, SeatView
@@ -593,7 +593,7 @@ class Engine:
             return FrontendCosts(servers=0)  # (the other policies stand for classic servers)
         d, w = self.deployment, self.scenario.workload
         return FrontendCosts(d.frontend_request_s, d.frontend_prompt_token_s, d.frontend_output_token_s,
-                             config.api_server_count, w.client_request_s, w.client_token_s)
+                             config.api_server_count, w.client_request_s, w.client_token_s, TRANSIT_S)
 
     def _next_event(self) -> float:
         """When the next request reaches the engine, or (through the API server) is sent."""

@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from sim.engine import Engine, run_scenario
+from sim.frontend import TRANSIT_S
 from sim.scenario import Scenario
 from sim.workload import LengthSpec, RequestSpec, WorkloadSpec
 
@@ -28,13 +29,14 @@ def _wave(n: int, prompt: int = 512, output: int = 128, **kw) -> Scenario:
 
 def test_a_request_alone_waits_for_the_servers_work_and_its_prefill():
     """TTFT alone is the API server's job on the request (its own work, its prompt tokenized),
-    the prefill, and the first token streamed; E2E ends when the last token is streamed."""
+    the request's transit to the engine core, the prefill, and the first token streamed; E2E ends
+    when the last token is streamed."""
     sc = _wave(1)
     d = sc.deployment()
     engine = Engine(sc)
     prefill = engine.step()
     (rec,) = engine.run().records
-    arrives = d.frontend_request_s + d.frontend_prompt_token_s * 512
+    arrives = d.frontend_request_s + d.frontend_prompt_token_s * 512 + TRANSIT_S
     assert prefill.start_time == pytest.approx(arrives, rel=1e-12)
     assert rec.ttft == pytest.approx(arrives + prefill.duration + d.frontend_output_token_s, rel=1e-9)
     alone = run_scenario(_wave(1, engine={"api_server_count": 0})).records[0]
@@ -52,9 +54,34 @@ def test_a_wave_reaches_the_engine_spread_over_the_servers_time():
     first = served.step()
     assert first.admitted == ("0",)
     d = served.deployment
-    assert first.start_time == pytest.approx(d.frontend_request_s + d.frontend_prompt_token_s * 512, rel=1e-12)
+    assert first.start_time == pytest.approx(d.frontend_request_s + d.frontend_prompt_token_s * 512 + TRANSIT_S,
+                                             rel=1e-12)
     ttfts = sorted(r.ttft for r in served.run().records)
     assert ttfts[0] < ttfts[-1]
+
+
+def test_the_transit_delays_the_engine_not_the_servers_turns():
+    """A wave of sixteen: each request reaches the engine core TRANSIT_S after the API server has
+    done its job on it, yet the server takes the next request at once (the transit is not its
+    turn): the requests stay a job apart, in the order they were sent."""
+    import numpy as np
+
+    from sim.arrivals import Arrivals
+    from sim.frontend import Frontend, FrontendCosts
+
+    def reached(transit: float) -> list[float]:
+        arrivals = Arrivals(_wave(16).workload, np.random.default_rng(0))
+        front = Frontend(arrivals, FrontendCosts(request_s=5e-4, transit_s=transit))
+        front.advance(0.0)
+        times = []
+        while front.next_at < math.inf:
+            times.append(front.next_at)
+            front.pop_due(front.next_at)
+        return times
+
+    plain, late = reached(0.0), reached(TRANSIT_S)
+    assert plain == pytest.approx([5e-4 * (i + 1) for i in range(16)], rel=1e-9)
+    assert late == pytest.approx([t + TRANSIT_S for t in plain], rel=1e-9)
 
 
 def test_a_busy_server_caps_the_tokens_its_clients_see_and_more_servers_lift_it(tmp_path):
