@@ -91,7 +91,8 @@ class Engine:
         # output longer than max_model_len) fails and is counted, instead of stopping the run.
         self.api_server = api_server
         # The API server process(es) in front of the engine core (sim.frontend), as the profile
-        # prices them; off for a caller that puts its own server in front (batchtui serve).
+        # prices them; for a caller that puts its own server in front (batchtui serve) only a
+        # request's transit on to the engine core (sim.frontend.TRANSIT_S).
         self._frontend_wanted = frontend
         self._series_interval = series_interval if series_interval is not None else (0.5 if live else None)
         self._profiles = profiles or scenario.profiles()
@@ -209,7 +210,7 @@ class Engine:
         self.aborted += 1
         if not self._keep_requests:
             self.requests.pop(request_id, None)
-        if not self.scheduler.has_work() and self._in_flight is None and self._next_event() == math.inf:
+        if not self.scheduler.has_work() and self._in_flight is None and self.next_event() == math.inf:
             self.done = True
         return True
 
@@ -373,10 +374,10 @@ class Engine:
         arrivals = self.arrivals
         guard = idle = 0
         while True:
-            if self._next_event() <= self.time:
+            if self.next_event() <= self.time:
                 self._admit_arrivals()
             if not (sched.has_work() or self._in_flight is not None):
-                nxt = self._next_event()
+                nxt = self.next_event()
                 if nxt == math.inf:
                     self.done = True
                     return None
@@ -409,7 +410,7 @@ class Engine:
                 if guard > 4:
                     raise SimError("the engine cannot schedule anything (a request larger than the cache?)")
                 continue
-            wake = [t for t in (out.wake_at, self._next_event()) if t is not None and self.time < t < math.inf]
+            wake = [t for t in (out.wake_at, self.next_event()) if t is not None and self.time < t < math.inf]
             if not wake:
                 raise SimError("the engine has queued work but nothing it can schedule")
             if until_time is not None and min(wake) >= until_time:
@@ -589,14 +590,19 @@ class Engine:
         """The API servers' costs as the deployment prices them (none in front: 0 servers). vLLM's
         API server fronts vLLM's engine, continuous batching; the sequential, static and dynamic
         policies stand for classic servers, whose front is not modelled."""
-        if not self._frontend_wanted or not config.api_server_count or config.batching != "continuous":
+        if not config.api_server_count or config.batching != "continuous":
             return FrontendCosts(servers=0)  # (the other policies stand for classic servers)
+        if not self._frontend_wanted:
+            # batchtui serve: its own request handling and streaming are the API server's work,
+            # done for real; a request's way on to the engine core is not, and costs the same.
+            return FrontendCosts(servers=config.api_server_count, transit_s=TRANSIT_S)
         d, w = self.deployment, self.scenario.workload
         return FrontendCosts(d.frontend_request_s, d.frontend_prompt_token_s, d.frontend_output_token_s,
                              config.api_server_count, w.client_request_s, w.client_token_s, TRANSIT_S)
 
-    def _next_event(self) -> float:
-        """When the next request reaches the engine, or (through the API server) is sent."""
+    def next_event(self) -> float:
+        """When the next request reaches the engine, or (through the API server) is sent: a
+        live caller (batchtui serve's pacer) runs the engine again then."""
         return self.frontend.next_event if self._front else self.arrivals.next_at
 
     def _cost_model(self, config) -> CostModel:
@@ -654,7 +660,7 @@ class Engine:
             if stretch is not None and not self._carry_preempted and (not asynchronous or (
                     self._in_flight is not None and not self._in_flight[0].scheduled)):
                 # (Async: a stretch starts from a batch in flight of compact decoders only.)
-                if self._next_event() <= self.time:
+                if self.next_event() <= self.time:
                     self._admit_arrivals()
                 # (Through the API server: no request reaches the engine before its horizon.)
                 nxt = arrivals.next_at if frontend is None else frontend.horizon()

@@ -102,7 +102,7 @@ class FrontendCosts:
     @property
     def on(self) -> bool:
         return self.servers > 0 and (self.request_s > 0 or self.prompt_token_s > 0 or self.output_token_s > 0
-                                     or self.client)
+                                     or self.transit_s > 0 or self.client)
 
     @property
     def client(self) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from sim.engine import Engine
+from sim.frontend import TRANSIT_S
 from sim.scenario import Scenario
 from sim.workload import RequestSpec, WorkloadSpec
 
@@ -46,7 +47,7 @@ def test_abort_of_a_waiting_request_takes_it_out_of_the_queue():
     e = _engine(max_num_seqs=1)
     e.submit(RequestSpec("a", 0.0, 100, 20))
     e.submit(RequestSpec("b", 0.0, 100, 20))
-    e.advance_until(e.time + 1e-6, 1)
+    e.advance_until(TRANSIT_S + 1e-6, 1)  # (both reach the engine core after their transit)
     assert e.scheduler.num_waiting == 1
     assert e.abort("b")
     assert e.scheduler.num_waiting == 0
@@ -69,11 +70,13 @@ def test_sync_brings_compact_decoders_up_to_date():
 def test_arrived_keeps_an_arrival_time_the_clock_has_passed():
     e = _engine()
     e.submit(RequestSpec("a", 0.0, 2000, 5))
-    e.advance_until(1e-6, 1)  # one prefill iteration: the clock is at its end
+    e.advance_until(TRANSIT_S + 1e-6, 1)  # one prefill iteration: the clock is at its end
     t = e.time
-    assert t > 0.005
+    assert t > TRANSIT_S + 0.005
     e.submit(RequestSpec("b", t / 2, 100, 5), arrived=True)
     e.submit(RequestSpec("c", t / 2, 100, 5))
+    while "b" not in e.requests:  # (they reach the engine core after their transit)
+        e.step()
     assert e.requests["b"].arrival_time == t / 2
     assert e.requests["c"].arrival_time == t  # without it: arrives now
 
@@ -83,8 +86,31 @@ def test_release_forgets_finished_requests_only():
     e = Engine(sc, live=True, keep_records=False, keep_requests=True, frontend=False)
     e.submit(RequestSpec("a", 0.0, 100, 1))
     e.submit(RequestSpec("b", 0.0, 100, 50))
-    e.advance_until(1e-6, 1)  # a's one token comes with its prefill
+    e.advance_until(TRANSIT_S + 1e-6, 1)  # a's one token comes with its prefill, after the transit
     assert e.requests["a"].status == "finished"
     e.release("a")
     e.release("b")  # still running: kept
     assert "a" not in e.requests and "b" in e.requests
+
+
+@pytest.mark.parametrize("async_scheduling", [False, True])
+def test_a_served_request_reaches_the_engine_core_after_its_transit(async_scheduling):
+    """batchtui serve is the API server (its work is real), but its requests still travel on to the
+    engine core as the simulated API server's do: the same sim.frontend.TRANSIT_S, applied by the
+    same Frontend. A request submitted at 1 s is first scheduled TRANSIT_S later, and its TTFT
+    counts from 1 s; with no API server (an offline engine) it is scheduled at once."""
+    from sim.frontend import TRANSIT_S
+
+    e = _engine(async_scheduling)
+    e.advance_until(1.0)
+    e.submit(RequestSpec("a", 1.0, 64, 4), arrived=True)
+    assert e.next_event() == 1.0  # (sent: the pacer runs the engine then, and again when it arrives)
+    first = e.step()
+    assert first.start_time == pytest.approx(1.0 + TRANSIT_S, rel=1e-12)
+    a = e.requests["a"]
+    e.advance_until(10.0)
+    assert a.arrival_time == 1.0 and a.first_token_time - 1.0 > TRANSIT_S + first.duration * 0.99
+    offline = _engine(async_scheduling, api_server_count=0)
+    offline.advance_until(1.0)
+    offline.submit(RequestSpec("a", 1.0, 64, 4), arrived=True)
+    assert offline.step().start_time == pytest.approx(1.0, rel=1e-12)
