@@ -428,6 +428,15 @@ def fit(points: Sequence[Point], profiles: ProfileSet, gpu_id: str, model_id: st
     return search.run(base, params)
 
 
+class _NoBetter(Exception):
+    """A second start (`_Search.above`) that left a parameter undetermined too: given up, after
+    `evaluations` simulator runs."""
+
+    def __init__(self, evaluations: int) -> None:
+        super().__init__(evaluations)
+        self.evaluations = evaluations
+
+
 class _Search:
     """One fit: the points, how simulator runs are made, and what every stage shares. `run`
     fits a set of parameters from a set of base values, and calls itself again without a
@@ -451,10 +460,11 @@ class _Search:
             self.progress(text)
 
     def run(self, base: dict, params: list[Parameter], hidden: tuple[Parameter, ...] = (),
-            binding: frozenset = frozenset()) -> FitResult:
+            binding: frozenset = frozenset(), from_above: bool = False) -> FitResult:
         """Fit `params` from `base` (every parameter's value; the others are kept). `hidden`:
         overlapped parameters set aside so far (0 in `base`: the runs do not show them);
-        `binding`: overlapped parameters the runs were found to show after all."""
+        `binding`: overlapped parameters the runs were found to show after all; `from_above`:
+        this fit is the second start of `above` (it makes none of its own)."""
         points = self.points
         problem = _Problem(points, base, params, self.mapper)
         mask = problem.mask()
@@ -565,6 +575,13 @@ class _Search:
             aside = [p for p in params if p.name in loose and self.hides(p, binding)]
             if aside and len(aside) < len(params):
                 return self.set_aside(values, params, aside, hidden, binding, problem.evaluations)
+        if loose and from_above:  # (this start determines no more than the first did)
+            raise _NoBetter(problem.evaluations)
+        if loose:
+            better, spent = self.above(values, params, loose, hidden, binding, cost)
+            problem.evaluations += spent
+            if better is not None:
+                return dataclasses.replace(better, evaluations=better.evaluations + problem.evaluations)
         if loose:
             if len(loose) == len(params):
                 raise FitError("these runs determine none of the parameters fitted: " + "; ".join(
@@ -595,6 +612,32 @@ class _Search:
         if shows and noise > HIDDEN_SIGMAS:  # the fit misses the runs, and one may show: fit it, keep the better
             return self.either(result, shows, fitted, params, hidden, binding)
         return result
+
+    def above(self, values: dict, params: list[Parameter], loose: list[str], hidden: tuple[Parameter, ...],
+              binding: frozenset, cost: float) -> tuple[FitResult | None, int]:
+        """A second start for a fit that left host costs undetermined near 0. A fixed cost per
+        iteration and the weight reads both add to every decode step: the runs tell them apart
+        only by the few iterations whose time is compute (a prefill alone), so the cost has a
+        long valley between them, and a fit started below the true overhead can stop near 0
+        with the weight reads slowed to make up for it, where its standard error (set by that
+        spot's slopes) is larger than the value. Started again with each such cost at one unit
+        of its search (1 ms, 10 us a sequence), above the valley's other end, the fit that fits
+        the runs better and determines every parameter is kept; None when it does not. With the
+        simulator runs the second start made."""
+        up = [p for p in params if p.name in loose and not p.log and values[p.name] < p.scale]
+        if not up:
+            return None, 0
+        self.say(f"{', '.join(p.name for p in up)} came out near 0: fitting again from "
+                 + ", ".join(f"{p.name} {_shown(p, p.scale)}" for p in up))
+        try:
+            other = self.run({**values, **{p.name: p.scale for p in up}}, params, hidden, binding, from_above=True)
+        except _NoBetter as stop:
+            return None, stop.evaluations
+        except FitError:
+            return None, 0
+        if other.hidden or not other.cost < cost:
+            return None, other.evaluations
+        return other, 0
 
     def either(self, without: FitResult, shows: dict, base: dict, params: list[Parameter],
                hidden: tuple[Parameter, ...], binding: frozenset) -> FitResult:

@@ -106,9 +106,12 @@ def test_the_fit_needs_few_simulator_runs(calibration):
     every point here when this was written, where measuring the Jacobian again at every step, and
     chasing the figures' jitter, took 153 (benchmarks/fit_evaluations.py). Since the API server
     came in front of the engine (issue 36) the loaded runs' requests reach the engine spread over
-    its time, the figures move more unevenly with the parameters, and the fit takes 98."""
+    its time, the figures move more unevenly with the parameters, and the fit takes 98. Since a
+    request's transit to the engine core came in (issue 36, sim.frontend.TRANSIT_S) this fixture's
+    first fit stops with the fixed overhead near 0 and the weight reads slowed to make up for it,
+    and the second start from 1 ms (`sim.fit._Search.above`) finds the truth: 131 in all."""
     *_, result = calibration
-    assert result.evaluations <= 110, (result.evaluations, result.iterations)
+    assert result.evaluations <= 140, (result.evaluations, result.iterations)
     assert result.rms_after < 0.005
 
 
