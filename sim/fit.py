@@ -722,8 +722,11 @@ class _Search:
 
 def undetermined(params: Sequence[Parameter], values: dict, sigma: dict) -> list[str]:
     """Names of the parameters whose standard error is above UNDETERMINED of their value (or
-    not finite): what the runs do not determine."""
-    return [p.name for p in params if not sigma[p.name] <= UNDETERMINED * abs(values[p.name])]
+    not finite), or reaches past an efficiency's ceiling (1: the fit pressed it against what it
+    can be, where its slopes no longer say how well the runs pin it): what the runs do not
+    determine."""
+    return [p.name for p in params if not sigma[p.name] <= UNDETERMINED * abs(values[p.name])
+            or (p.log and values[p.name] + sigma[p.name] > p.high)]
 
 
 def value_text(name: str, value: float) -> str:
