@@ -138,10 +138,18 @@ def test_tokenizing_a_long_prompt_does_not_stall_the_streams():
 
 
 def test_no_api_server_is_zero_costs_and_the_other_policies_have_none(tmp_path):
+    """An API server whose work costs nothing still hands its requests on to the engine core (the
+    transit is not a cost of the profile's): a wave then runs as with no API server, every request
+    TRANSIT_S later, so each TTFT and E2E is TRANSIT_S longer and the rest the same."""
     zero = _profile(tmp_path, 0.0, 0.0, 0.0)
     wave = _wave(8, output=20)
-    assert run_scenario(wave.with_engine(api_server_count=0)).metrics == \
-        run_scenario(Scenario(profiles_path=zero, workload=wave.workload)).metrics
+    direct = run_scenario(wave.with_engine(api_server_count=0)).records
+    served = run_scenario(Scenario(profiles_path=zero, workload=wave.workload)).records
+    assert [r.request_id for r in served] == [r.request_id for r in direct]
+    for a, b in zip(direct, served):
+        assert b.ttft == pytest.approx(a.ttft + TRANSIT_S, rel=1e-9)
+        assert b.e2e == pytest.approx(a.e2e + TRANSIT_S, rel=1e-9)
+        assert (b.tpot, b.max_itl, b.output_len) == pytest.approx((a.tpot, a.max_itl, a.output_len), rel=1e-9)
     for batching in ("sequential", "static"):
         sc = wave.with_engine(batching=batching)
         assert run_scenario(sc).metrics == run_scenario(sc.with_engine(api_server_count=0)).metrics
