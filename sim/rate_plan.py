@@ -43,7 +43,6 @@ PLAN_MIN_WINDOW_S = 60.0
 PLAN_MIN_PROMPTS = 1000  # fewer requests a point than this cannot show a steady state
 PLAN_SEEDS = 3
 PLAN_CONFIRM_PROMPTS = 20_000  # the answer is rerun this long on a seed the search did not use
-PLAN_CONFIRM_TRIES = 6
 PLAN_CONFIRM_NEW_SEEDS = 7  # the answer is confirmed on the search's seeds and this many unused ones
 # The replicas check: the peak run long enough for every replica to reach its steady state.
 ROUTER_POLICIES = ("round-robin", "least-outstanding-requests")
@@ -295,20 +294,23 @@ def confirm_point(run_at, slo: Slo, rate: float, saturated: float | None,
 
 
 def confirm_rate(evaluate: Callable[[float], list[PlanPoint]], rate: float, step: float,
-                 tries: int = PLAN_CONFIRM_TRIES, refine: int = 2,
+                 refine: int = 2,
                  holds: Callable[[list[PlanPoint]], list[str]] | None = None) -> list[tuple[float, list[PlanPoint]]]:
     """Judge `rate` on the confirmation runs (`evaluate(rate)`: one point per seed; they vouch
     for it when `holds(points)` is empty, by default when every point meets the SLO); while
-    they do not, step down by `step`, doubling the step each time; once a rate passes after a
-    miss, bisect between them `refine` times (not finer than `step`). Returns every rate tried
-    with its points; the answer is the highest rate they vouch for."""
+    they do not, step down by `step`, doubling the step each time, until a rate holds or the
+    steps pass 0 (about log2(rate / step) tries: a flat curve, whose short runs put the rate far
+    above what long runs vouch for, is followed down however far; a fixed number of tries once
+    called such a deployment infeasible at any rate); once a rate passes after a miss, bisect
+    between them `refine` times (not finer than `step`). Returns every rate tried with its
+    points; the answer is the highest rate they vouch for."""
     if holds is None:
         def holds(points):
             return [m for p in points for m in p.misses]
     tried = []
     first_step = step
     bad = None
-    for _ in range(tries):
+    while True:
         if rate <= 0:
             break
         points = evaluate(rate)
@@ -318,8 +320,6 @@ def confirm_rate(evaluate: Callable[[float], list[PlanPoint]], rate: float, step
         bad = rate
         rate -= step
         step *= 2
-    else:
-        return tried
     good = max(rate, 0.0)  # (stepped to 0 or below: nothing vouched for; bisect above 0, never at it)
     for _ in range(refine if bad is not None else 0):
         mid = (good + bad) / 2

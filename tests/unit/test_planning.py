@@ -209,6 +209,20 @@ def test_a_rate_no_run_vouches_for_is_stepped_down_to_zero_and_never_run_at_or_b
     assert rates[:3] == pytest.approx([0.05, 0.04, 0.02]) and all(r > 0 for r in rates), rates
 
 
+def test_a_flat_curve_is_followed_down_until_a_rate_holds():
+    """Short runs can put a flat curve's rate far above what long runs vouch for (EAGLE-3 at a low
+    peak: p99 TPOT within a millisecond from 2 to 24 req/s). The descent goes on, its step doubling,
+    until a rate holds: here 33 req/s stepped by 0.25 holds only at 2 req/s or below, which six
+    tries (33 down to 17.25) never reached, calling the deployment infeasible at every rate."""
+    tried = rate_plan.confirm_rate(lambda rate: [SimpleNamespace(misses=[] if rate <= 2.0 else ["p99 TPOT"])],
+                                   33.0, 0.25)
+    rates = [rate for rate, _ in tried]
+    assert rates[:8] == pytest.approx([33.0, 32.75, 32.25, 31.25, 29.25, 25.25, 17.25, 1.25]), rates
+    # then two bisections toward 17.25, 9.25 and 5.25, which miss: the answer is 1.25
+    assert rates[8:] == pytest.approx([9.25, 5.25]), rates
+    assert [rate for rate, points in tried if not points[0].misses] == [1.25]
+
+
 def test_a_router_spreads_the_peak_and_keeps_true_arrival_times():
     from sim.engine import Engine
     from sim.scenario import Scenario
