@@ -91,8 +91,7 @@ class Engine:
         # output longer than max_model_len) fails and is counted, instead of stopping the run.
         self.api_server = api_server
         # The API server process(es) in front of the engine core (sim.frontend), as the profile
-        # prices them; for a caller that puts its own server in front (batchtui serve) only a
-        # request's transit on to the engine core (sim.frontend.TRANSIT_S).
+        # prices them; off for a caller that puts its own server in front (batchtui serve).
         self._frontend_wanted = frontend
         self._series_interval = series_interval if series_interval is not None else (0.5 if live else None)
         self._profiles = profiles or scenario.profiles()
@@ -590,12 +589,12 @@ class Engine:
         """The API servers' costs as the deployment prices them (none in front: 0 servers). vLLM's
         API server fronts vLLM's engine, continuous batching; the sequential, static and dynamic
         policies stand for classic servers, whose front is not modelled."""
-        if not config.api_server_count or config.batching != "continuous":
+        if not self._frontend_wanted or not config.api_server_count or config.batching != "continuous":
+            # (batchtui serve is the API server itself, its request handling and streaming done
+            # for real. It adds no transit either: with the 3.2 ms added, the served closed loop's
+            # calibration (tests/unit/test_closed_loop.py) recovered the hidden eta_bw 0.66 on 5
+            # runs of 10, fitting 0.80-1.0 on the others; without it, on every run tried.)
             return FrontendCosts(servers=0)  # (the other policies stand for classic servers)
-        if not self._frontend_wanted:
-            # batchtui serve: its own request handling and streaming are the API server's work,
-            # done for real; a request's way on to the engine core is not, and costs the same.
-            return FrontendCosts(servers=config.api_server_count, transit_s=TRANSIT_S)
         d, w = self.deployment, self.scenario.workload
         return FrontendCosts(d.frontend_request_s, d.frontend_prompt_token_s, d.frontend_output_token_s,
                              config.api_server_count, w.client_request_s, w.client_token_s, TRANSIT_S)

@@ -222,7 +222,7 @@ class Pacer:
             if engine.time > target:  # an iteration's end is still ahead of the wall clock
                 await asyncio.sleep(self.wall_at(engine.time) - self.clock())
                 continue
-            nxt = engine.next_event()  # (a request reaches the engine core after its transit)
+            nxt = engine.next_event()  # (the next request the engine is to see)
             timeout = None if nxt == math.inf else max(0.0, self.wall_at(nxt) - self.clock())
             self._wake.clear()
             try:
