@@ -85,10 +85,6 @@ _CLIENT_BOUND = ("the client is the bottleneck at 64 threads (throughput flat fr
                  "queues each new request's first token behind every stream's tokens (TTFT p50 four times the measured, "
                  "p99 within 6 %); 64 Python threads taking turns on one interpreter, as the harness runs them, are not "
                  "modelled")
-_LOCKSTEP = ("the lengths are only totals, replayed at the mean 229 in / 217 out, so the four clients' requests "
-             "start and end together and each prefill shares its step with the other three's: four prompts' "
-             "compute over all of gpt-oss's experts, which an A100 reads in about 40 ms (on one H100 the same "
-             "replay is 21 % long); ShareGPT's spread lengths stagger the real ones")
 _MOE_PREFILL = ("the ten clients' fixed 2,048-token prompts and nearly all 1,024-token answers keep them in step, so "
                 "each wave's first tokens wait for several prefills, and each prefill's fused-MoE GEMMs run on Qwen3's "
                 "small experts (768 wide) far below the tensor-core peak the model prices them at (vLLM PR 24700: "
@@ -97,8 +93,6 @@ _MOE_PREFILL = ("the ten clients' fixed 2,048-token prompts and nearly all 1,024
                 "and the measured median TTFT is 2.3 times the simulated one")
 KNOWN_MISSES: dict[tuple[str, str], str] = {
     ("vllm-pr23151-qwen3-30b-a3b-h100-c10", "median_ttft_ms"): _MOE_PREFILL,
-    ("gpustack-gpt-oss-120b-a100-tp1-c4", "median_ttft_ms"): _LOCKSTEP,
-    ("gpustack-gpt-oss-120b-a100-tp1-c4-async", "median_ttft_ms"): _LOCKSTEP,
     ("vllm-pr18566-sharegpt-inf", "output_throughput"): _SHAREGPT,
     ("vllm-pr18566-sharegpt-inf", "median_ttft_ms"): _SHAREGPT,
     ("vllm-pr18566-sharegpt-inf", "median_tpot_ms"): _SHAREGPT,

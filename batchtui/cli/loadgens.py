@@ -63,7 +63,8 @@ from .options import flagged
 
 LENGTH_SPREAD = "batchtui_length_spread"
 """The one key of a converted run that vllm bench serve does not write: the lengths' spread the
-tool's percentiles imply (`spread`), by "input" and "output"."""
+tool's percentiles imply (`spread`), by "input" and "output" (a published file in tests/data
+may state one its source's dataset implies: its `fidelity.unknown` says why)."""
 
 GUIDELLM = "GuideLLM report"
 AIPERF = "aiperf profile export"
