@@ -6,8 +6,9 @@ chunks. Its time is a sum of per-operator-class rooflines, each on one GPU of th
 - linear layers over all T tokens: weights streamed once (`t_mem`) against GEMM compute
   (`t_cmp`), joined smoothly as sqrt(t_mem^2 + t_cmp^2). A mixture of experts reads, besides its
   always-read weights (attention, dense layers, shared experts, routers, embedding), only the
-  routed experts its T tokens go to (`ExpertReads`), and computes 2 FLOPs per active parameter
-  per token (the router's top-k experts' parameters, not all of them);
+  routed experts its T tokens go to (`ExpertReads`), at the share of the weight-read bandwidth
+  their format's MoE kernels reach (`Deployment.moe_read_share`), and computes 2 FLOPs per
+  active parameter per token (the router's top-k experts' parameters, not all of them);
 - decode attention: every decoding sequence reads its whole KV cache (a sliding-window layer
   only its window);
 - prefill attention: each chunk attends to its prefix and (causally) to itself (a sliding-window
@@ -263,10 +264,14 @@ class CostModel:
         experts = ExpertReads(model.expert_count, model.expert_top_k, tp, deployment.expert_parallel)
         self._experts = experts
         always = (deployment.weight_bytes - deployment.routed_expert_bytes) / tp
-        bytes_read = always + experts.per_gpu * deployment.expert_bytes
+        routed = experts.per_gpu * deployment.expert_bytes
+        bytes_read = always + routed
         self._weights_read = bytes_read
         self._weight_bytes = float(bytes_read[1])  # (one token's: the single-stream ceiling's)
-        t_mem = bytes_read / (self._bandwidth * deployment.eta_bw)
+        bandwidth = self._bandwidth * deployment.eta_bw
+        share = deployment.moe_read_share
+        # (the routed experts at their kernels' share of it: one division where that is 1)
+        t_mem = bytes_read / bandwidth if share == 1.0 else always / bandwidth + routed / (bandwidth * share)
         self._t_mem_table = t_mem
         self._t_mem_sq_table = t_mem * t_mem
         self._t_mem = float(t_mem[1])

@@ -51,6 +51,9 @@ class WeightFormat:
     the Triton fused-MoE path's FUSED_MOE_KERNELS."""
     moe_kernel_capability: tuple[float, float] = (0.0, 0.0)
     """The compute capabilities, from (inclusive) and below, on which `moe_kernels` applies."""
+    moe_read_share: float = 1.0
+    """On the GPUs of `moe_kernel_capability`: the share of a weight-streaming GEMM's bandwidth
+    (`eta_bw`) the format's own MoE kernels reach reading the routed experts (1: the same)."""
     experts_only: bool = False
     """Only the routed experts are stored so (gpt-oss's MXFP4: vLLM's Mxfp4Config quantizes only
     the MoE layers, and the checkpoint keeps attention, router, embedding and head in bf16)."""
@@ -84,9 +87,14 @@ WEIGHT_FORMATS: Mapping[str, WeightFormat] = MappingProxyType({
     # batches (sort, histogram, gather and scatter indices, prefix sums, block schedule: vLLM PR 39714,
     # measured on gpt-oss-120b at TP 2 on H100s with vLLM 0.20.1, which fused it into 2 and was not
     # merged), then the top-k, the two matmul_ogs GEMMs and the output's reduction: 18 kernels a
-    # layer against the fused-MoE path's 6 (Marlin, on Ampere, runs that path's shape).
+    # layer against the fused-MoE path's 6 (Marlin, on Ampere, runs that path's shape). Those GEMMs
+    # read the MXFP4 experts at about 54 % of the HBM's peak: Triton PR 10047 benchmarked
+    # triton_kernels' matmul (what vLLM calls matmul_ogs) on gpt-oss-120b's first expert GEMM (2880 x
+    # 5760, 128 experts) at 128 to 512 tokens and measured 48-58 % of a B200's 8 TB/s, 54 % at the
+    # median of its two tables (FP8 activations there, bf16 in vLLM on Hopper; no Hopper figure is
+    # published), against the 80 % a weight-streaming GEMM reaches (`eta_bw`): a share of 0.54 / 0.80.
     "mxfp4": WeightFormat(4.25 / 8, False, moe_kernels=18, moe_kernel_capability=(9.0, 11.0),
-                          experts_only=True),
+                          moe_read_share=0.54 / 0.80, experts_only=True),
     # NVIDIA's NVFP4 (ModelOpt checkpoints, vLLM's modelopt_fp4): E2M1 values and one FP8 E4M3 scale
     # per 16, 4.5 bits a weight (NVIDIA's "Introducing NVFP4" blog, 2025); W4A4 on Blackwell's fp4
     # tensor cores, weight-only (Marlin) elsewhere.
@@ -1041,16 +1049,29 @@ class Deployment:
             return 0.0
         return self.model.expert_layers * self.gpu.moe_layer_latency_s * (self.moe_kernels / FUSED_MOE_KERNELS)
 
-    @property
-    def moe_kernels(self) -> int:
-        """The kernels each mixture-of-experts layer runs: its experts' format's own path where it
-        has one on this GPU (`WeightFormat.moe_kernels`), else the Triton fused-MoE path's."""
+    def _own_moe_path(self) -> WeightFormat | None:
+        """The experts' format where vLLM runs it on a MoE kernel path of its own on this GPU
+        (`WeightFormat.moe_kernel_capability`), else None (the Triton fused-MoE path)."""
         fmt = self.expert_weight_format
         if fmt is not None and fmt.moe_kernels:
             low, high = fmt.moe_kernel_capability
             if low <= self.gpu.compute_capability < high:
-                return fmt.moe_kernels
-        return FUSED_MOE_KERNELS
+                return fmt
+        return None
+
+    @property
+    def moe_kernels(self) -> int:
+        """The kernels each mixture-of-experts layer runs: its experts' format's own path where it
+        has one on this GPU (`WeightFormat.moe_kernels`), else the Triton fused-MoE path's."""
+        own = self._own_moe_path()
+        return own.moe_kernels if own is not None else FUSED_MOE_KERNELS
+
+    @property
+    def moe_read_share(self) -> float:
+        """The share of `eta_bw` the routed experts are read at: their format's own MoE path's
+        (`WeightFormat.moe_read_share`) where it runs on this GPU, else 1."""
+        own = self._own_moe_path()
+        return own.moe_read_share if own is not None else 1.0
 
     # -- checks ------------------------------------------------------------------------------
 

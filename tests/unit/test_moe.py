@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import statistics
 
 import numpy as np
 import pytest
@@ -362,6 +363,32 @@ def test_gpt_oss_experts_pay_the_triton_kernels_paths_eighteen_kernels_on_hopper
     assert a100.moe_kernels == 6 and a100.moe_latency_s == pytest.approx(36 * 45e-6)
     assert P.deployment("h100-sxm", "mixtral-8x7b", tensor_parallel_size=2).moe_kernels == 6
     assert P.deployment("h100-sxm", "gpt-oss-20b").moe_kernels == 18
+
+
+# Triton PR 10047 (B200, 8 TB/s): triton_kernels' matmul, the kernel vLLM runs as matmul_ogs, on
+# gpt-oss-120b's first expert GEMM, its two tables' share of peak bandwidth at 128-512 tokens, in %.
+MATMUL_OGS_GPT_OSS_B200_BANDWIDTH = (51.4, 56.2, 54.9, 55.8, 58.4, 50.4, 49.7, 49.0, 52.1,
+                                     55.7, 55.6, 55.7, 55.7, 55.5, 53.7, 53.5, 53.5, 53.6)
+
+
+@pytest.mark.parametrize("gpu, share", [("h100-sxm", 0.54 / 0.80), ("h200", 0.54 / 0.80), ("a100-80gb", 1.0)])
+def test_gpt_oss_experts_are_read_at_matmul_ogs_bandwidth_where_triton_kernels_run_them(gpu, share):
+    """On compute capability 9.0-10.x gpt-oss's MXFP4 experts are read at the share of the HBM's
+    bandwidth triton_kernels' matmul measures (the median of Triton PR 10047's figures), over the
+    80 % a weight-streaming GEMM reaches; the always-read weights, an A100's Marlin experts and
+    bf16 experts at that 80 %."""
+    assert statistics.median(MATMUL_OGS_GPT_OSS_B200_BANDWIDTH) == pytest.approx(54, abs=0.5)
+    d = P.deployment(gpu, "gpt-oss-120b")
+    assert d.moe_read_share == pytest.approx(share)
+    cost = CostModel(d)
+    bandwidth = d.gpu.hbm_bandwidth * d.eta_bw
+    always = d.weight_bytes - d.routed_expert_bytes
+    for tokens in (1, 8, 64):
+        routed = ExpertReads(128, 4, 1, False).per_gpu[tokens] * d.expert_bytes
+        assert cost.iteration(tokens, tokens * 300).t_weights == pytest.approx(
+            always / bandwidth + routed / (bandwidth * share), rel=1e-12)
+    for model, tp in (("qwen3-30b-a3b", 1), ("mixtral-8x7b", 2)):
+        assert P.deployment(gpu, model, tensor_parallel_size=tp).moe_read_share == 1.0
 
 
 def test_the_readmes_qwen3_table():
