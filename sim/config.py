@@ -192,3 +192,41 @@ def cudagraph_capture_sizes(config: EngineConfig, ceiling: int = 512) -> tuple[i
         sizes.append(tokens)
     sizes += [size for size in decode if size <= tokens]
     return tuple(sorted(set(sizes)))
+
+
+_CAPS = ("max_num_seqs", "max_num_active_seqs", "max_num_batched_tokens", "max_num_scheduled_tokens")
+
+
+def caps_cover(used, ran: EngineConfig, other: EngineConfig, ceiling: int = 512) -> bool:
+    """Whether a continuous-batching run under `ran` whose caps came only as near as `used` says
+    (`sim.schedulers.base.CapsUsed`) runs the same, to the float, under `other`, the scenario
+    otherwise the same and without speculative decoding. The seats enter the scheduler's seat
+    check and the CUDA graph sizes; the token budget the scheduler's cuts and checks, the graph
+    sizes and (`max_num_batched_tokens`) the adaptive long-prefill cap and the async stretch's
+    batch bound; nothing else (KV cache sizing, the API server and the cost model's other terms
+    do not read them). So `other` may differ only in its caps, each either the same or (a cap
+    that never bound) above the run's peak, and its graph sizes must pad every token count up to
+    the run's peak as `ran`'s do. `ceiling` is the GPU's CUDA graph ceiling."""
+    if used is None or ran.batching != "continuous" or ran.replace(**dict.fromkeys(_CAPS)) \
+            != other.replace(**dict.fromkeys(_CAPS)):
+        return False
+    if other.seats != ran.seats and (used.seats_bound or other.seats <= used.peak_running):
+        return False
+    if other.token_budget != ran.token_budget and (used.budget_bound or other.token_budget <= used.peak_tokens):
+        return False
+    if other.max_num_batched_tokens != ran.max_num_batched_tokens and (
+            ran.long_prefill_token_threshold and ran.long_prefill_token_threshold_adaptive):
+        return False
+    if other.max_num_batched_tokens < other.max_num_seqs:
+        return False  # (vLLM refuses it)
+    # An iteration of T tokens runs the graph of the next size up, or none above the largest:
+    # the same for every T up to the peak when the sizes agree up to the first one reaching it.
+    peak = max(used.peak_tokens, used.peak_running)
+    return _sizes_to(cudagraph_capture_sizes(ran, ceiling), peak) == _sizes_to(cudagraph_capture_sizes(other, ceiling),
+                                                                               peak)
+
+
+def _sizes_to(sizes: tuple[int, ...], peak: int) -> tuple[int, ...]:
+    """The sizes below `peak` and the first at or above it (if any)."""
+    below = tuple(s for s in sizes if s < peak)
+    return below + tuple(s for s in sizes if s >= peak)[:1]

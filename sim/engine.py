@@ -61,6 +61,9 @@ class RunSummary:
     api_server_ceiling: float = math.inf
     """Requests/s the API servers in front can sustain at this run's mix of requests
     (`sim.frontend.Frontend.ceiling`; inf with none in front)."""
+    caps: object = None
+    """How near the run came to its seat and token caps (`sim.schedulers.base.CapsUsed`; None
+    for a policy other than continuous batching)."""
 
     def __getitem__(self, key: str):
         return self.metrics[key]
@@ -728,7 +731,8 @@ class Engine:
         for key, value in self.spec_decode_stats().items():
             metrics.setdefault(key, value)
         return RunSummary(self.scenario, metrics, self.metrics.pool_summary(),
-                          self.iteration, self.metrics.records, self.metrics.failed, self.frontend.ceiling())
+                          self.iteration, self.metrics.records, self.metrics.failed, self.frontend.ceiling(),
+                          caps.copy() if (caps := getattr(self.scheduler, "caps", None)) is not None else None)
 
     def prefix_cache_stats(self) -> dict:
         """Prefix cache lookups so far, in tokens, as vLLM's PrefixCacheStats counts them when a

@@ -94,6 +94,34 @@ class WorkRow(NamedTuple):
     sampled: bool
 
 
+class CapsUsed:
+    """How near a run came to its seat and token caps (the continuous scheduler's own record,
+    kept as it schedules): whether the seats (`max_num_seqs`, or `max_num_active_seqs`) ever
+    held a waiting request back, whether the token budget ever cut or held back work (a chunk
+    cut to it, a request it left waiting, running requests wanting more than it), the most
+    requests ever running, and the most tokens an iteration scheduled or its running requests
+    wanted. A run whose cap never bound runs the same under any value of that cap above these
+    peaks, if the cap enters nothing else (`sim.config.caps_cover` says when)."""
+
+    __slots__ = ("seats_bound", "budget_bound", "peak_running", "peak_tokens")
+
+    def __init__(self) -> None:
+        self.seats_bound = False
+        self.budget_bound = False
+        self.peak_running = 0
+        self.peak_tokens = 0
+
+    def copy(self) -> "CapsUsed":
+        other = CapsUsed()
+        other.seats_bound, other.budget_bound = self.seats_bound, self.budget_bound
+        other.peak_running, other.peak_tokens = self.peak_running, self.peak_tokens
+        return other
+
+    def unknown(self) -> None:
+        """The dials changed mid-run: the record no longer vouches for either cap."""
+        self.seats_bound = self.budget_bound = True
+
+
 class Scheduler:
     """Shared plumbing: the block pool, the running list and the bookkeeping after a forward pass.
 

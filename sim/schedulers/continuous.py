@@ -22,7 +22,7 @@ from itertools import accumulate
 
 from ..kv import NO_HIT
 from ..request import FINISHED, PREEMPTED, RUNNING, Request
-from .base import Scheduler, SchedulerOutput, UpdateResult, WorkRow, is_decode, record_token, stops
+from .base import CapsUsed, Scheduler, SchedulerOutput, UpdateResult, WorkRow, is_decode, record_token, stops
 from .queues import make_queue
 from .running import RunningSet
 
@@ -66,6 +66,7 @@ class ContinuousScheduler(Scheduler):
         # Prefix cache lookups of admitted requests, in tokens: queries and hits of first
         # admissions, then of resumptions after a preemption.
         self.prefix_stats = [0, 0, 0, 0]
+        self.caps = CapsUsed()  # how near the run came to its seat and token caps
 
     def set_config(self, config) -> None:
         # The compact form was built with the old dials (max_model_len sets finish ticks).
@@ -76,6 +77,7 @@ class ContinuousScheduler(Scheduler):
         super().set_config(config)
         self.watermark_blocks = int(config.watermark * self.pool.num_blocks)
         self._steady_binding = None
+        self.caps.unknown()
 
     def add_request(self, request) -> None:
         """Queue an arrival (a Request, or with a lazy queue a `LazyRun` of them)."""
@@ -215,8 +217,12 @@ class ContinuousScheduler(Scheduler):
             demand += n
             blocks += pool.blocks_needed(req.request_id, self._slots(req, n))
             plan.append((req, n))
+        caps = self.caps
+        if demand > caps.peak_tokens:
+            caps.peak_tokens = demand
         if demand > budget:
             plan = None
+            caps.budget_bound = True
         if plan is not None and blocks > pool.free and cfg.scheduling_policy == "fcfs":
             plan, blocks = self._preempt_latest(plan, blocks, out)
             decoders, decoder_blocks, decoder_context = running.coming_batch() if running.decoders else (0, 0, 0)
@@ -247,7 +253,7 @@ class ContinuousScheduler(Scheduler):
                 n = self._wanted(req, threshold)
                 if n > budget:
                     n = budget
-                    work_left = True
+                    work_left = caps.budget_bound = True
                 if n > max_model_len - 1 - computed:
                     n = max_model_len - 1 - computed
                 if n <= 0:
@@ -331,7 +337,7 @@ class ContinuousScheduler(Scheduler):
                         stop_reason = "token_budget"
                         break
                     n = budget
-                    work_left = True
+                    work_left = caps.budget_bound = True
                 reserve = self.watermark_blocks if members else 0
                 if reserve_full_isl:
                     # Hit blocks cost nothing, unless they are evictable: touching them takes them
@@ -383,6 +389,14 @@ class ContinuousScheduler(Scheduler):
             if waiting and budget <= 0 and not stop_reason:
                 stop_reason = "token_budget"
 
+        if stop_reason == "max_num_seqs":
+            caps.seats_bound = True
+        elif stop_reason == "token_budget" or (budget <= 0 and (work_left or waiting)):
+            caps.budget_bound = True
+        if len(running.members) > caps.peak_running:
+            caps.peak_running = len(running.members)
+        if cfg.token_budget - budget > caps.peak_tokens:
+            caps.peak_tokens = cfg.token_budget - budget
         if out.preempted or stop_reason == "kv_cache":
             out.binding_limit = "kv_cache"
         elif stop_reason:
