@@ -26,8 +26,9 @@ from sim.errors import SimError
 from sim.planning import Slo
 
 __all__ = ["GridPoint", "PointResult", "SCREEN_PRECISION", "SCREEN_PROMPTS", "SCREEN_WINDOW", "SCREEN_WINDOW_S",
-           "confirm_point", "context_key", "cost", "grid", "pareto_front", "point_key", "point_scenario",
-           "screen_point", "spec_text", "spec_word", "spread", "survivors"]
+           "ScreenProof", "confirm_point", "context_key", "cost", "family", "grid", "loosest_first",
+           "pareto_front", "point_key", "point_scenario", "screen_point", "screen_proved", "spec_text", "spec_word",
+           "spread", "survivors"]
 
 # The screen: plan's search (`sim.rate_plan.plan_rate`) on one seed with short runs and a coarse
 # precision; only the points it keeps are searched and confirmed as `plan` does.
@@ -68,6 +69,13 @@ class GridPoint:
                 f"tokens {self.max_num_batched_tokens} kv {self.kv_cache_dtype} "
                 f"cache {'on' if self.enable_prefix_caching else 'off'}"
                 + (f" spec {self.spec}" if self.speculative_config else ""))
+
+
+def loosest_first(points: Sequence[GridPoint]) -> list[GridPoint]:
+    """The points in the order to screen them so that a `ScreenProof` is most often at hand for
+    the points it covers: the most seats first, then the largest token budget, else as given (the
+    loosest caps are the ones a screen's runs leave unreached, and a point's peak is below them)."""
+    return sorted(points, key=lambda p: (-p.max_num_seqs, -p.max_num_batched_tokens))
 
 
 def spec_text(config) -> str:
@@ -215,15 +223,44 @@ def _from_window(point: GridPoint, stage: str, rate: float, saturated: float, wi
 
 
 class _Counting:
-    """A run_at that counts its runs and drops their records once judged (pool results stay small)."""
+    """A run_at that counts its runs and keeps how near each came to its caps (`RunSummary.caps`)."""
 
     def __init__(self, run_at) -> None:
         self.run_at = run_at
         self.runs = 0
+        self.caps: list = []
 
     def __call__(self, rate: float, num_prompts: int):
         self.runs += 1
-        return self.run_at(rate, num_prompts)
+        summary = self.run_at(rate, num_prompts)
+        self.caps.append(summary.caps)
+        return summary
+
+
+def family(point: GridPoint) -> GridPoint:
+    """What a point shares with the points that differ from it only in their seats and token
+    budget: the point with both set to 0 (a `ScreenProof` serves only its own family)."""
+    return replace(point, max_num_seqs=0, max_num_batched_tokens=0)
+
+
+@dataclass(frozen=True)
+class ScreenProof:
+    """A point's screen, with what proves it for another point of its family: the dials it ran
+    under, how near each of its runs came to the seat and token caps (`RunSummary.caps`, the
+    engine's own record) and the GPU's CUDA graph ceiling. Plan's search is deterministic: when
+    every run would run the same under the other point's dials (`sim.config.caps_cover`), so does
+    the first, hence the rate of the second, and so on: the other point's screen is this one's."""
+
+    result: PointResult
+    config: object  # sim.config.EngineConfig
+    caps: tuple
+    ceiling: int
+
+    def covers(self, point: GridPoint, config) -> bool:
+        from .config import caps_cover
+
+        return family(point) == family(self.result.point) and all(
+            caps_cover(c, self.config, config, self.ceiling) for c in self.caps)
 
 
 def _run_at(scenario):
@@ -252,20 +289,39 @@ def screen_point(base, point: GridPoint, slo: Slo, num_prompts: int = SCREEN_PRO
                  precision: float = SCREEN_PRECISION, say=str) -> PointResult:
     """Plan's search (`rate_plan.plan_rate`) on the base seed with short runs: a rough SLO rate
     (`say`: see `cannot_run`)."""
+    return screen_proved(base, point, slo, num_prompts, min_window, min_window_s, precision, say)[0]
+
+
+def screen_proved(base, point: GridPoint, slo: Slo, num_prompts: int = SCREEN_PROMPTS,
+                  min_window: int = SCREEN_WINDOW, min_window_s: float = SCREEN_WINDOW_S,
+                  precision: float = SCREEN_PRECISION, say=str,
+                  proofs: Sequence[ScreenProof] = ()) -> tuple[PointResult, ScreenProof | None, bool]:
+    """`screen_point`, its `ScreenProof` (None when it ran nothing new, or with speculative
+    decoding), and whether one of `proofs` covered it: that screen is then its screen, not run
+    again (and a point a proof covers covers nothing that proof does not)."""
     sc = point_scenario(base, point)
-    why = cannot_run(sc, sc.profiles(), say)
+    profiles = sc.profiles()
+    why = cannot_run(sc, profiles, say)
     if why is not None:
-        return PointResult(point, "screen", False, reason=why, runnable=False)
+        return PointResult(point, "screen", False, reason=why, runnable=False), None, False
+    config = sc.engine_config(profiles)
+    for proof in proofs if not point.speculative_config else ():
+        if proof.covers(point, config):
+            return replace(proof.result, point=point), None, True
     run_at = _Counting(_run_at(sc))
     plan = rate_plan.plan_rate(run_at, slo, num_prompts, precision=precision, min_window=min_window,
                                min_window_s=min_window_s)
     if not plan.feasible:
         closest = plan.closest
-        return PointResult(point, "screen", False, None, plan.saturated_rate,
-                           "no rate meets the SLO: at " f"{closest.rate:.2f} req/s " + "; ".join(closest.misses),
-                           runs=run_at.runs, seeds=[sc.seed])
-    return _from_window(point, "screen", plan.best.rate, plan.saturated_rate, plan.best.window, run_at.runs,
-                        [sc.seed])
+        result = PointResult(point, "screen", False, None, plan.saturated_rate,
+                             "no rate meets the SLO: at " f"{closest.rate:.2f} req/s " + "; ".join(closest.misses),
+                             runs=run_at.runs, seeds=[sc.seed])
+    else:
+        result = _from_window(point, "screen", plan.best.rate, plan.saturated_rate, plan.best.window, run_at.runs,
+                              [sc.seed])
+    proved = not point.speculative_config and None not in run_at.caps
+    return result, ScreenProof(result, config, tuple(run_at.caps),
+                               sc.deployment(profiles).gpu.cudagraph_ceiling) if proved else None, False
 
 
 def confirm_point(base, point: GridPoint, slo: Slo, num_prompts: int, seeds: int, min_window: int,

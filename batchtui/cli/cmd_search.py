@@ -162,10 +162,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 # -- the tasks (top-level: pool workers and Ray import them) ---------------------------------------
 
 # Every setting a task needs travels in it (workers import the modules afresh).
-def screen_task(task: tuple) -> s.PointResult:
-    base, point, slo, settings = task
-    return s.screen_point(base, point, slo, settings["prompts"], settings["window"], settings["window_s"],
-                          settings["precision"], flag_message)
+def screen_task(task: tuple) -> tuple:
+    """(the point's screen, its `sim.search.ScreenProof` or None). `proofs` are the screens of
+    its family finished when the task was sent (the pool and Ray pickle a task when they send it,
+    so the list the search keeps adding to is read then): one that covers the point is its
+    screen."""
+    base, point, slo, settings, proofs = task
+    return s.screen_proved(base, point, slo, settings["prompts"], settings["window"], settings["window_s"],
+                           settings["precision"], flag_message, proofs)
 
 
 def confirm_task(task: tuple) -> s.PointResult:
@@ -226,9 +230,9 @@ class Progress:
 
 
 def run_stage(executor, func, todo: list, keys: list[str], done: dict, journal: Journal, progress: Progress,
-              description: str) -> int:
+              description: str, each=None) -> int:
     """Run `func` over the tasks not yet done, recording each result as it finishes. Returns how
-    many ran."""
+    many ran. `each(answer)`: the result in a task's answer (the answer itself if not given)."""
     pending = [(k, t) for k, t in zip(keys, todo) if k not in done]
     if not pending:
         return 0
@@ -236,6 +240,8 @@ def run_stage(executor, func, todo: list, keys: list[str], done: dict, journal: 
     count = 0
     for index, result in executor.imap_unordered(func, [t for _, t in pending]):
         key = pending[index][0]
+        if each is not None:
+            result = each(result)
         done[key] = result
         journal.add(key, result)
         count += 1
@@ -327,7 +333,7 @@ def run(args: argparse.Namespace) -> int:
     reused = {"screen": 0, "confirm": 0, "router": 0}
     jobs = args.jobs or default_jobs()
     progress = Progress(show_progress_default(args.json))
-    counts = {"screen": 0, "confirm": 0, "router": 0}
+    counts = {"screen": 0, "confirm": 0, "router": 0, "proved": 0}
     started = time.monotonic()
     try:
         with make_executor(args.executor, jobs) as executor:
@@ -341,8 +347,8 @@ def run(args: argparse.Namespace) -> int:
             else:
                 keys = [s.point_key(p, context, "screen") for p in points]
                 reused["screen"] = sum(k in done for k in keys)
-                counts["screen"] = run_stage(executor, screen_task, [(base, p, slo, screen_settings) for p in points],
-                                             keys, done, journal, progress, "screen")
+                counts["screen"], counts["proved"] = screen_stage(executor, base, slo, screen_settings, points, keys,
+                                                                 done, journal, progress)
                 screened = [done[k] for k in keys]
                 costs = {r.point: s.cost(r, price[r.point.gpu], args.peak_rate, args.headroom)
                          for r in screened if r.feasible}
@@ -377,6 +383,31 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_report(report, args)
     return EXIT_OK if report["best"] else EXIT_FAILURE
+
+
+def screen_stage(executor, base, slo, settings: dict, points: list, keys: list[str], done: dict,
+                 journal: Journal, progress: Progress) -> tuple[int, int]:
+    """The screen: every point not yet done, the loosest caps first (`sim.search.loosest_first`),
+    each task sent with its family's proofs so far (`sim.search.ScreenProof`): a point another's
+    screen covers takes that screen without running it. Returns (points screened, of them taken
+    from a proof)."""
+    proofs: dict = {}  # family -> the proofs of its screens that ran, added to as they finish
+    order = s.loosest_first(points)
+    index = {p: i for i, p in enumerate(points)}
+    taken = 0
+
+    def each(answer: tuple) -> s.PointResult:
+        nonlocal taken
+        result, proof, proved = answer
+        if proof is not None:
+            proofs[s.family(result.point)].append(proof)
+        taken += proved
+        return result
+
+    todo = [(base, p, slo, settings, proofs.setdefault(s.family(p), [])) for p in order]
+    ran = run_stage(executor, screen_task, todo, [keys[index[p]] for p in order], done, journal, progress,
+                    "screen", each)
+    return ran, taken
 
 
 def router_stage(executor, args, base, slo, confirmed: dict, price: dict, context: str, done: dict,
@@ -444,7 +475,8 @@ def build_report(args, setup, base, slo, points, screened, confirmed, price, cou
         "slo": None if slo is None else {"p99_ttft_ms": slo.ttft_p99_ms, "p99_tpot_ms": slo.tpot_p99_ms},
         "offline": args.offline, "peak_rate": args.peak_rate, "headroom": headroom,
         "points": len(points),
-        "stages": {"screen": {"points": len(screened), "ran": counts["screen"], "reused": reused["screen"]},
+        "stages": {"screen": {"points": len(screened), "ran": counts["screen"], "reused": reused["screen"],
+                              "proved": counts["proved"]},
                    "confirm": {"points": len(confirmed), "ran": counts["confirm"], "reused": reused["confirm"]},
                    "router": {"points": sum(r.stage == "router" for r in confirmed.values()), "ran": counts["router"],
                               "reused": reused["router"]}},
@@ -478,7 +510,10 @@ def print_report(rep: dict, args) -> None:
     print(_fill(lengths_text(rep["lengths"])))
     print(_fill(
         f"{rep['points']} points: {rep['cannot_run']} cannot run; screened {st['screen']['points']} "
-        f"({st['screen']['ran']} ran now, {st['screen']['reused']} from earlier runs)"
+        f"({st['screen']['ran']} ran now"
+        + (f", {st['screen']['proved']} of them by the runs of a like point, which never reached the seats or "
+           "token budget they differ in" if st["screen"].get("proved") else "")
+        + f", {st['screen']['reused']} from earlier runs)"
         + ("" if rep["slo"] is None else
            f"; {st['confirm']['points']} confirmed as plan does ({st['confirm']['ran']} ran now, "
            f"{st['confirm']['reused']} from earlier runs)")
