@@ -54,12 +54,37 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def seed_task(task: tuple) -> rate_plan.RatePlan:
-    """One seed's search (a pool worker's job), its runs' per-request records dropped."""
+    """One seed's search in this process, its runs' per-request records dropped."""
     from sim.curves import runner as curve_runner
 
     scenario, slo, n, min_window, min_window_s = task
-    plan = rate_plan.plan_rate(curve_runner(scenario, keep_requests=False, api_server=True), slo, n,
-                              min_window=min_window, min_window_s=min_window_s)
+    return _judged(rate_plan.plan_rate(curve_runner(scenario, keep_requests=False, api_server=True), slo, n,
+                                       min_window=min_window, min_window_s=min_window_s))
+
+
+def seed_chain(task: tuple):
+    """One seed's search as a chain of runs (`Runner.chains`): the search here, each run a pool
+    worker's job (`run_task`); the same search as `seed_task`'s, its records dropped too."""
+    scenario, slo, n, min_window, min_window_s = task
+
+    def chain(run) -> rate_plan.RatePlan:
+        return _judged(rate_plan.plan_rate(lambda rate, count: run((scenario, rate, count)), slo, n,
+                                           min_window=min_window, min_window_s=min_window_s))
+
+    return chain
+
+
+def run_task(task: tuple):
+    """One run of a seed's search (a pool worker's job): the scenario at a rate and length, with
+    its records (the search judges its steady window from them)."""
+    from sim.curves import runner as curve_runner
+
+    scenario, rate, n = task
+    return curve_runner(scenario, keep_requests=False, api_server=True)(rate, n)
+
+
+def _judged(plan: rate_plan.RatePlan) -> rate_plan.RatePlan:
+    """A seed's search with its runs' per-request records dropped (its points are judged)."""
     for p in [plan.saturated, *plan.points]:
         p.summary = replace(p.summary, records=[])
     plan.saturation.backlog = plan.saturated.summary
@@ -128,8 +153,10 @@ def run(args: argparse.Namespace) -> int:
         window = (rate_plan.PLAN_MIN_WINDOW, rate_plan.PLAN_MIN_WINDOW_S)  # passed on: workers import afresh
 
         def plan_seeds(scenarios) -> list[rate_plan.RatePlan]:
-            return runner.map(seed_task, [(x, slo, n, *window) for x in scenarios], jobs,
-                              description=f"searching {len(scenarios)} seeds")
+            # (each seed's runs one after another, the seeds' at once: more seeds than workers
+            # keep them all busy to the end)
+            return runner.chains(run_task, [seed_chain((x, slo, n, *window)) for x in scenarios], jobs,
+                                 description=f"searching {len(scenarios)} seeds")
 
         def confirm_seeds(scenarios, rate: float, saturated: float) -> list[rate_plan.PlanPoint]:
             runner.update(0, f"confirming {rate:.2f} req/s on longer runs")

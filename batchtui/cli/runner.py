@@ -204,3 +204,14 @@ class Runner:
         if self._workers is None:
             self._workers = Workers(jobs)
         return self._workers.map(func, items, each=lambda result: self.finished(requests(result)))
+
+    def chains(self, func: Callable, chains: Sequence, jobs: int, *, description: str = "simulating") -> list:
+        """[chain(run) for chain in chains], the chains at once on up to `jobs` worker processes
+        (`workers.Workers.chains`: each chain's items run one after another, `run(item)` giving
+        `func(item)`, the workers taking whichever chain's item is ready)."""
+        from .workers import Workers
+
+        self.update(0, description)
+        if self._workers is None:
+            self._workers = Workers(jobs)
+        return self._workers.chains(func, chains)

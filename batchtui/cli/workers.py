@@ -131,6 +131,109 @@ class Workers:
             for w in [w for w in self._workers if w.task is not None]:
                 self._end(w)
 
+    def chains(self, func: Callable, chains: Sequence[Callable[[Callable], object]]) -> list:
+        """[chain(run) for chain in chains], the chains at once. A chain makes its work one item
+        after another, each `run(item)` returning `func(item)` from a worker, the next item
+        depending on the answers before it (plan's search of one seed: each rate from the runs
+        before). Each chain runs in a thread of this process and waits only for its own items;
+        the workers take whichever chain's item is ready, so three chains keep two workers busy
+        to the end of the last instead of leaving one idle while it runs alone. A chain's answers
+        depend only on its items: the results are those of the chains run one after another.
+        A chain's exception is raised once every chain has ended; a failed task's, or the
+        pool's (a dead worker, Ctrl-C), at once, the chains waiting for answers ended."""
+        import queue
+        import threading
+
+        wanted: queue.Queue = queue.Queue()  # (chain, item), or (chain, _CHAIN_END) as a chain ends
+        answers = [queue.Queue(maxsize=1) for _ in chains]
+        results: list = [None] * len(chains)
+        errors: list = [None] * len(chains)
+
+        def body(i: int, chain: Callable) -> None:
+            def run(item):
+                wanted.put((i, item))
+                ok, value = answers[i].get()
+                if not ok:
+                    raise _ChainStopped
+                return value
+
+            try:
+                results[i] = chain(run)
+            except BaseException as exc:  # (raised below, once every chain has ended)
+                errors[i] = exc
+            finally:
+                wanted.put((i, _CHAIN_END))
+
+        threads = [threading.Thread(target=body, args=(i, c), name="batchtui-chain", daemon=True)
+                   for i, c in enumerate(chains)]
+        for t in threads:
+            t.start()
+        live = computing = len(chains)  # chains not ended; of them, those neither queued nor running
+        ready: deque = deque()
+        try:
+            while live:
+                while computing:  # every live chain is then queued or running
+                    i, item = _next(wanted)
+                    computing -= 1
+                    if item is _CHAIN_END:
+                        live -= 1
+                    else:
+                        ready.append((i, item))
+                if not live:
+                    break
+                for i, answer in self._run_ready(func, ready, len(chains)):
+                    answers[i].put((True, answer))
+                    computing += 1
+        except BaseException:
+            for w in [w for w in self._workers if w.task is not None]:
+                self._end(w)  # (an answer no longer wanted)
+            for box in answers:
+                if box.empty():
+                    box.put((False, None))  # a chain waiting for one ends (daemon threads: none is awaited)
+            raise
+        finally:
+            self.running = 0
+        for t in threads:
+            t.join()
+        for exc in errors:
+            if exc is not None and not isinstance(exc, _ChainStopped):
+                raise exc
+        return results
+
+    def _run_ready(self, func: Callable, ready: deque, most: int) -> Iterator[tuple[int, object]]:
+        """Hand the ready items to free workers (run here with `jobs` 1) and give back the
+        answers that come before the next free worker (chain, answer)."""
+        if self.jobs == 1:
+            while ready:
+                i, item = ready.popleft()
+                self.running = 1
+                yield i, func(item)
+            return
+        self._start(min(self.jobs, most), func.__module__)
+        while True:
+            for w in self._workers:
+                if w.ready and w.task is None and ready:
+                    i, item = ready.popleft()
+                    self._send(w, (i, func, item))
+            self.running = sum(w.task is not None for w in self._workers)
+            if not self.running and not ready:
+                return
+            answered = False
+            for w in self._answering():
+                message = self._receive(w)
+                if message[0] == _READY:
+                    w.ready = True
+                    continue
+                kind, i, payload = message[:3]
+                w.task = None
+                if kind == _FAILED:
+                    payload.__cause__ = _RemoteTraceback(message[3])
+                    raise payload
+                answered = True
+                yield i, payload
+            if answered:
+                return
+
     # -- the processes
 
     def _start(self, count: int, module: str) -> None:
@@ -241,6 +344,24 @@ def _ending(code: int | None) -> str:
         except ValueError:
             return f"was killed by signal {-code}"
     return f"exited with status {code}"
+
+
+_CHAIN_END = object()  # a chain's last word (`Workers.chains`)
+
+
+class _ChainStopped(Exception):
+    """A chain's wait for an answer that will not come (the pool failed)."""
+
+
+def _next(wanted):
+    """The next word from the chains, waking each second (so Ctrl-C and SIGTERM are seen)."""
+    import queue
+
+    while True:
+        try:
+            return wanted.get(timeout=1.0)
+        except queue.Empty:
+            continue
 
 
 class _RemoteTraceback(Exception):

@@ -357,3 +357,35 @@ def test_a_worker_killed_while_it_waits_for_work_is_seen_at_once(tmp_path):
         killer.join()
         assert time.monotonic() - started < 20
     assert our_workers() == []
+
+
+def _collatz_chain(start: int, steps: int):
+    """A chain whose every item depends on the answer before it (plan's search of one seed)."""
+    def chain(run):
+        seen = [start]
+        for _ in range(steps):
+            seen.append(run((seen[-1], 0.02)))
+        return seen
+
+    return chain
+
+
+def collatz_after(task):
+    value, seconds = task
+    time.sleep(seconds)
+    return value // 2 if value % 2 == 0 else 3 * value + 1
+
+
+def test_chains_share_the_workers_and_give_each_chain_its_own_answers():
+    """Three chains on two workers: each gets the answers of its own items, as run one after
+    another; a task's error is raised as itself and the pool still works after it."""
+    starts = (7, 12, 27)
+    alone = [_collatz_chain(s, 6)(lambda task: collatz_after((task[0], 0))) for s in starts]
+    with Workers(2) as pool:
+        assert pool.chains(collatz_after, [_collatz_chain(s, 6) for s in starts]) == alone
+        with pytest.raises(ValueError, match="three is refused"):
+            pool.chains(fail_on_three, [lambda run: run(1), lambda run: run(3)])
+        assert pool.chains(square, [lambda run: run(run(2))]) == [16]
+    assert our_workers() == []
+    with Workers(1) as pool:  # in this process
+        assert pool.chains(collatz_after, [_collatz_chain(s, 3) for s in starts]) == [a[:4] for a in alone]
