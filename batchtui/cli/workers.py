@@ -108,22 +108,7 @@ class Workers:
         todo = deque(enumerate(items))
         try:
             while todo or any(w.task is not None for w in self._workers):
-                for w in self._workers:
-                    if w.ready and w.task is None and todo:
-                        i, item = todo.popleft()
-                        self._send(w, (i, func, item))
-                self.running = sum(w.task is not None for w in self._workers)
-                for w in self._answering():
-                    message = self._receive(w)
-                    if message[0] == _READY:
-                        w.ready = True
-                        continue
-                    kind, i, payload = message[:3]
-                    w.task = None
-                    if kind == _FAILED:
-                        payload.__cause__ = _RemoteTraceback(message[3])
-                        raise payload
-                    yield i, payload
+                yield from self._round(func, todo)
         finally:
             self.running = 0
             # A task still running is no longer wanted (the caller stopped early, or a task
@@ -210,29 +195,34 @@ class Workers:
                 yield i, func(item)
             return
         self._start(min(self.jobs, most), func.__module__)
-        while True:
-            for w in self._workers:
-                if w.ready and w.task is None and ready:
-                    i, item = ready.popleft()
-                    self._send(w, (i, func, item))
-            self.running = sum(w.task is not None for w in self._workers)
-            if not self.running and not ready:
-                return
+        while ready or any(w.task is not None for w in self._workers):
             answered = False
-            for w in self._answering():
-                message = self._receive(w)
-                if message[0] == _READY:
-                    w.ready = True
-                    continue
-                kind, i, payload = message[:3]
-                w.task = None
-                if kind == _FAILED:
-                    payload.__cause__ = _RemoteTraceback(message[3])
-                    raise payload
+            for answer in self._round(func, ready):
                 answered = True
-                yield i, payload
+                yield answer
             if answered:
                 return
+
+    def _round(self, func: Callable, todo: deque) -> Iterator[tuple[int, object]]:
+        """One round of the pool: the free workers handed items of `todo` ((index, item) pairs),
+        then the answers that come next as (index, answer); a worker saying it is ready is noted,
+        a task's exception raised with the worker's traceback as its cause."""
+        for w in self._workers:
+            if w.ready and w.task is None and todo:
+                i, item = todo.popleft()
+                self._send(w, (i, func, item))
+        self.running = sum(w.task is not None for w in self._workers)
+        for w in self._answering():
+            message = self._receive(w)
+            if message[0] == _READY:
+                w.ready = True
+                continue
+            kind, i, payload = message[:3]
+            w.task = None
+            if kind == _FAILED:
+                payload.__cause__ = _RemoteTraceback(message[3])
+                raise payload
+            yield i, payload
 
     # -- the processes
 
