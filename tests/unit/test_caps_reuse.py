@@ -42,7 +42,7 @@ def _same_run(a: Engine, b: Engine, what: str) -> None:
     assert_agree(x, y, what)
 
 
-@settings(max_examples=examples(120), deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(scenarios(), st.data())
 def test_a_cap_that_never_bound_can_be_any_value_above_the_peak(drawn, data):
     scenario, api_server = drawn
