@@ -96,11 +96,14 @@ BY_ID = {key.id: key for key in KEYS}
 
 def bindings(*groups: str) -> list[Binding]:
     """Textual bindings for the table's entries (optionally only some groups)."""
-    return [
-        Binding(key.keys, key.action, key.label, show=key.footer, id=key.id, priority=key.priority)
-        for key in KEYS
-        if key.bind and (not groups or key.group in groups)
-    ]
+    return [binding(key.id) for key in KEYS if key.bind and (not groups or key.group in groups)]
+
+
+def binding(key_id: str) -> Binding:
+    """The Textual binding of one entry (a screen or app that binds only some of the table's keys,
+    such as `batchtui serve --tui`'s quit)."""
+    key = BY_ID[key_id]
+    return Binding(key.keys, key.action, key.label, show=key.footer, id=key.id, priority=key.priority)
 
 
 HANDLERS = {

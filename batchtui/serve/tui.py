@@ -3,7 +3,8 @@
 The server runs in the app's own event loop (Textual's asyncio loop): the same `Pacer` and HTTP
 application as without `--tui`. Ten times a second the views the playground draws — seats, KV
 blocks, sparklines, metrics — get the engine's snapshot; a status line says where the server
-listens and what it is serving. `q` (or Ctrl-C) quits and stops the server.
+listens and what it is serving. The tutorial's quit key (`keys.py`'s `app.quit`, `q`, bound from
+the table and named on the status line from it), or Textual's ctrl+q, quits and stops the server.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from collections.abc import Awaitable, Callable
 
 from textual.app import App, ComposeResult
 from textual.widgets import Static
+
+from batchtui import keys
 
 from batchtui.widgets.kv_cache import KVCacheView
 from batchtui.widgets.metrics import MetricsView
@@ -29,7 +32,7 @@ class ServeApp(App):
     #status { height: auto; padding: 0 1; }
     SimView { padding: 0 1; margin-top: 1; }
     """
-    BINDINGS = [("q", "quit", "quit")]
+    BINDINGS = [keys.binding("app.quit")]
 
     def __init__(self, start: Callable[[], Awaitable]) -> None:
         super().__init__()
@@ -64,11 +67,16 @@ class ServeApp(App):
         snapshot = pacer.engine.snapshot()
         for view in self.query(SimView):
             view.update_snapshot(snapshot)
-        status = (f"{self.line}\n{len(pacer.active)} requests in flight, {snapshot.queue_len} waiting, "
-                  f"{pacer.aborted} aborted; simulated time {max(snapshot.time, pacer.sim_now()):.1f} s   (q quits)")
-        self.query_one("#status", Static).update(status)
+        self.query_one("#status", Static).update(status_text(self.line, pacer, snapshot))
 
     async def on_unmount(self) -> None:
         if self.served is not None:
             await self.served.stop()
             self.served = None
+
+
+def status_text(line: str, pacer, snapshot) -> str:
+    """The status line: where the server listens, what is in flight, and the key that quits (as
+    keys.py binds it)."""
+    return (f"{line}\n{len(pacer.active)} requests in flight, {snapshot.queue_len} waiting, {pacer.aborted} "
+            f"aborted; simulated time {max(snapshot.time, pacer.sim_now()):.1f} s   ({keys.shown('app.quit')} quits)")

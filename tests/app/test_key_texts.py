@@ -4,8 +4,8 @@ saying the old one ("r resets", "f calibrates", "(q quits)" were typed by hand o
 
 - no string of the tutorial's screens and widgets (docstrings aside) types a key of keys.py by
   hand: as "r resets", "f again", "(q quits)" or `m`;
-- a key a screen binds itself (the model picker's `s`, the served engine's `q`, an input's
-  ctrl+u) is named as that screen binds it;
+- a key a screen binds itself (the model picker's `s`, an input's ctrl+u) is named as that
+  screen binds it; the served engine's screen (`serve --tui`) binds its quit key from keys.py;
 - the lessons' keys are the ones keys.py binds for what the lesson says they do;
 - with keys.py's keys bound elsewhere, the texts name the new keys."""
 
@@ -81,12 +81,6 @@ def _model_picker():
     return ModelPickerScreen
 
 
-def _serve_app():
-    from batchtui.serve.tui import ServeApp
-
-    return ServeApp
-
-
 def _answer_box():
     from batchtui.widgets.answer_box import AnswerBox
 
@@ -96,7 +90,6 @@ def _answer_box():
 OWN_KEYS = [
     # (module, the words, the screen that binds the key itself, its key, its action)
     ("batchtui/screens/model_picker.py", "s drafts", _model_picker, "s", "method"),
-    ("batchtui/serve/tui.py", "q quits", _serve_app, "q", "quit"),
     ("batchtui/screens/file_prompt.py", "ctrl+u clears", _answer_box, "ctrl+u", "delete_left_all"),
     ("batchtui/screens/live_server.py", "ctrl+u clears", _answer_box, "ctrl+u", "delete_left_all"),
 ]
@@ -116,13 +109,16 @@ def test_no_text_of_the_tutorial_types_a_key_of_keys_py_by_hand():
 
 def test_the_help_lines_and_the_too_small_screen_take_their_keys_from_the_table():
     """A help line is shown beside its keys: it names none itself ("b again: unpin" said b after
-    b was bound elsewhere). The too-small screen quits on the app's quit keys."""
+    b was bound elsewhere). The too-small screen and the served engine's screen quit on the app's
+    quit keys."""
     from batchtui.screens.too_small import TooSmallScreen
+    from batchtui.serve.tui import ServeApp
 
     tokens = key_tokens()
     assert [(key.id, words) for key in keys.KEYS for k, words in mentions(key.help) if k in tokens] == []
     for key_id in ("app.quit", "chord.quit"):
         assert bound(TooSmallScreen, keys.BY_ID[key_id].keys, "app.quit"), key_id
+    assert bound(ServeApp, keys.BY_ID["app.quit"].keys, "app.quit")
 
 
 def test_the_check_finds_each_way_of_typing_a_key():
@@ -184,12 +180,15 @@ def rebound(monkeypatch):
 def test_the_status_line_the_too_small_screen_and_the_playground_name_the_keys_bound(rebound):
     from batchtui.activity_kinds import playground_md
     from batchtui.screens.too_small import too_small_message
+    from batchtui.serve.tui import status_text
     from batchtui.widgets.sim_status import status_line
 
     sim = SimpleNamespace(behind=False, running=False, speed=1.0, time_scale=1.0)
     line, short = status_line(sim, SimpleNamespace(finished=True, time=12.5, iteration=300), " | ")
     assert line.startswith("finished (x resets)") and short.startswith("finished (x resets)")
     assert too_small_message(40, 10).endswith("(k quits)")
+    pacer = SimpleNamespace(active={}, aborted=0, sim_now=lambda: 2.0)
+    assert status_text("batchtui serve: ...", pacer, SimpleNamespace(queue_len=0, time=1.0)).endswith("(k quits)")
     assert "`a` sets the traffic" in playground_md() and "`a` again" in playground_md()
     assert "`e` writes" in playground_md() and "`y` opens" in playground_md()
 
