@@ -15,6 +15,7 @@ state folder (`confine`).
 from __future__ import annotations
 
 import asyncio
+import errno
 import ipaddress
 import os
 import signal
@@ -160,6 +161,56 @@ class Origins:
         if not self.answers_to(page.hostname):
             return f"{page.hostname} is not a name this server answers to"
         return None
+
+
+PORT_TRIES = 20
+"""For `--port 0` on a host name with several addresses: how many free ports `listening_sockets`
+tries before it gives up (one of them in use on another address is a race with another program)."""
+
+
+async def listening_sockets(host: str | None, port: int) -> list[socket.socket]:
+    """Sockets bound to every address `host` names (None or "": every interface), all on one port
+    and not yet listening: `port`, or for 0 the port the system gives the first address, bound on
+    the others too (another when one of them has it in use). Bound as asyncio's `create_server`
+    binds (address reused, an IPv6 socket IPv6 only), which on port 0 gives each address a port of
+    its own: `localhost` on a dual-stack machine would listen on two ports, and one URL names one
+    port. Raises OSError (as binding does) or socket.gaierror."""
+    infos = await asyncio.get_running_loop().getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                                         flags=socket.AI_PASSIVE)
+    addresses = list(dict.fromkeys((family, kind, proto, address) for family, kind, proto, _, address in infos))
+    tries = PORT_TRIES if port == 0 else 1
+    for attempt in range(1, tries + 1):
+        try:
+            return _bind_each(addresses, port, host)
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE or attempt == tries:
+                raise
+    return []  # (not reached: the last try returns or raises)
+
+
+def _bind_each(addresses: list[tuple], port: int, host: str | None) -> list[socket.socket]:
+    """A socket bound to each `getaddrinfo` address, all on `port` (0: the one the system gives the
+    first); none left open when one fails."""
+    sockets: list[socket.socket] = []
+    try:
+        for family, kind, proto, address in addresses:
+            try:
+                sock = socket.socket(family, kind, proto)
+            except OSError:  # (a family this machine lacks, as create_server skips it)
+                continue
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, True)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, True)
+            sock.bind((address[0], port, *address[2:]))
+            port = sock.getsockname()[1]
+        if not sockets:
+            raise OSError(f"no address of {host or 'this machine'} can be bound here")
+        return sockets
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
 
 
 async def serve_until_stopped(command: str, stop: Callable[[], Awaitable[None]]) -> None:

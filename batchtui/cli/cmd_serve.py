@@ -118,8 +118,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 class Served:
-    """A server listening: its listening sockets, aiohttp runner and connection guard, the pacer
-    (and its engine) and the pacer's task, and the failure log."""
+    """A server listening: its listening servers (an asyncio Server an address, all on one port),
+    aiohttp runner and connection guard, the pacer (and its engine) and the pacer's task, and the
+    failure log."""
 
     def __init__(self, listening, runner, connections, pacer, recorder, failures, line: str) -> None:
         self.listening = listening
@@ -138,7 +139,8 @@ class Served:
             self.failures.flush()
 
     async def stop(self) -> None:
-        self.listening.close()
+        for server in self.listening:
+            server.close()
         self.reporter.cancel()
         self.pacer.stop()
         await self.task
@@ -164,7 +166,7 @@ async def start(args, setup, name: str) -> Served:
     from batchtui.serve.pacer import Pacer, Recorder
     from batchtui.serve.prom import ServerMetrics, cache_info
     from batchtui.serve.tokens import Tokenizer, family_of
-    from batchtui.serving import url_host
+    from batchtui.serving import listening_sockets, url_host
     from sim.engine import Engine
 
     # (This server is the API server in front of the engine: its own request handling and
@@ -194,10 +196,14 @@ async def start(args, setup, name: str) -> Served:
                            shutdown_timeout=guard.SHUTDOWN_S)
     await runner.setup()
     connections.make_handler = runner.server
+    sockets = []
     try:
-        listening = await loop.create_server(connections, args.host or None, args.port, backlog=guard.BACKLOG,
-                                             reuse_address=True)
+        # (every address of --host on one port, --port 0's too: serving.listening_sockets)
+        sockets = await listening_sockets(args.host or None, args.port)
+        listening = [await loop.create_server(connections, sock=sock, backlog=guard.BACKLOG) for sock in sockets]
     except OSError as exc:
+        for sock in sockets:
+            sock.close()
         await runner.cleanup()
         failures.uninstall()
         if recorder is not None:
@@ -205,7 +211,7 @@ async def start(args, setup, name: str) -> Served:
             os.remove(recorder.part)
         raise UserError(f"argument --port: cannot listen on {url_host(args.host)}:{args.port}: "
                         f"{exc.strerror or exc}") from None
-    host, port = listening.sockets[0].getsockname()[:2]
+    host, port = listening[0].sockets[0].getsockname()[:2]
     scale = args.time_scale
     d = setup.deployment
     if scale == 1:

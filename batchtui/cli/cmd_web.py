@@ -69,20 +69,25 @@ def run(args: argparse.Namespace) -> int:
 async def _serve(args: argparse.Namespace, binding) -> int:
     from aiohttp import web
 
-    from batchtui.serving import Origins, serve_until_stopped, url_host
+    from batchtui.serving import Origins, listening_sockets, serve_until_stopped, url_host
     from batchtui.webpage import WebTutorial
 
     tutorial = WebTutorial([sys.executable, "-m", "batchtui"], Origins(binding), args.max_sessions)
     runner = web.AppRunner(tutorial.app(), access_log=None, handle_signals=False, shutdown_timeout=SHUTDOWN_S)
     await runner.setup()
-    site = web.TCPSite(runner, binding.host, args.port)
+    sockets = []
     try:
-        await site.start()
+        # (every address of --host on one port, --port 0's too: serving.listening_sockets)
+        sockets = await listening_sockets(binding.host, args.port)
+        for sock in sockets:
+            await web.SockSite(runner, sock).start()
     except OSError as exc:
         await runner.cleanup()
+        for sock in sockets:
+            sock.close()
         raise UserError(f"argument --port: cannot listen on {url_host(binding.host)}:{args.port}: "
                         f"{exc.strerror or exc}") from None
-    listening = runner.addresses[0][1]  # the port asked for, or the one the system gave for --port 0
+    listening = sockets[0].getsockname()[1]  # the port asked for, or the one the system gave for --port 0
     print(f"batchtui web: the tutorial at http://{url_host(binding.host)}:{listening}/ (at most "
           f"{args.max_sessions} pages at once); Ctrl-C stops it", flush=True)
 
