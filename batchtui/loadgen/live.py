@@ -37,6 +37,7 @@ the segment with `Measured.gone`, one line; a bad URL or a server that cannot be
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import math
 import statistics
 import threading
@@ -203,6 +204,7 @@ class LiveSession:
         self._thread: threading.Thread | None = None
         self._stop: asyncio.Event | None = None
         self._stop_wanted = False
+        self._shutdown_future: concurrent.futures.Future | None = None
 
     # -- the client's own loop and thread
     async def _call(self, coroutine):
@@ -222,7 +224,8 @@ class LiveSession:
             loop.call_soon_threadsafe(stop.set)
 
     async def _shutdown(self) -> None:
-        """On the session's loop: every task there cancelled and awaited, the client closed."""
+        """On the session's loop, once (`_closing`): every other task there cancelled and awaited,
+        the client closed (aiohttp's own closing task awaited), the loop's threads ended."""
         tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
         for task in tasks:
             task.cancel()
@@ -234,26 +237,46 @@ class LiveSession:
         await asyncio.wait({asyncio.ensure_future(asyncio.get_running_loop().shutdown_default_executor())},
                            timeout=SHUTDOWN_S)
 
+    def _closing(self) -> concurrent.futures.Future | None:
+        """The session's one shutdown, started on its loop by the first of `close` and `end_now`
+        to ask (the app closing while a session disconnects asks both at once: two shutdowns
+        cancelled each other, and the loop stopped under aiohttp's closing task); None when the
+        loop is not running."""
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None or not thread.is_alive() or loop.is_closed():
+            return None
+        if self._shutdown_future is None:
+            self._shutdown_future = asyncio.run_coroutine_threadsafe(self._shutdown(), loop)
+        return self._shutdown_future
+
     async def close(self) -> None:
         """End the session: its requests cancelled (the server aborts them), its loop and thread
-        ended."""
-        if self._loop is not None:
-            await self._call(self._shutdown())
-        self.end_now()
+        ended (also when the caller is cancelled meanwhile)."""
+        closing = self._closing()
+        try:
+            if closing is not None:
+                await asyncio.shield(asyncio.wrap_future(closing))
+        except asyncio.CancelledError:
+            if closing is None or not closing.cancelled():  # (else: `end_now` gave up on it)
+                raise
+        finally:
+            self.end_now()
 
     def end_now(self, timeout: float = 2 * SHUTDOWN_S) -> None:
         """`close`, blocking (the app is closing and its loop may not run again)."""
         loop, thread = self._loop, self._thread
         if loop is None or thread is None:
             return
-        self._loop = self._thread = None
-        if thread.is_alive():
+        closing = self._closing()
+        self._loop = self._thread = self._shutdown_future = None
+        if closing is not None:
             try:
-                asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(timeout)
+                closing.result(timeout)
             except Exception:  # noqa: BLE001 -- ending regardless: a client that would not close
                 pass
             loop.call_soon_threadsafe(loop.stop)
             thread.join(timeout)
+            closing.cancel()  # (a shutdown past `timeout`: a `close` waiting on it returns)
         if not thread.is_alive():
             loop.close()
 

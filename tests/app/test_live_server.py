@@ -262,6 +262,37 @@ def test_no_task_or_process_outlives_the_app(tmp_path, served, monkeypatch):
     assert running == 0  # the server aborted what was in flight: its connections closed
 
 
+@wall_clock
+def test_closing_and_ending_at_once_share_one_shutdown_and_leave_nothing_pending(served):
+    """The app closing while a session disconnects: `close` (the screen's worker) and `end_now`
+    (the screen going) at once. Both wait for one shutdown: `close` returns, the client is closed,
+    and the session's loop is closed with no task left on it (aiohttp's closing task included).
+    (Each once ran a shutdown of its own, which cancelled the other's: `close` never returned.)"""
+    from batchtui.loadgen.live import LiveSession
+
+    async def drive():
+        session = LiveSession(served.url)
+        await session.open()
+        loop, client = session._loop, session.client
+        run = asyncio.create_task(session.run(shared_steps.lessons()[-1].scenario, lambda measured: None))
+        deadline = time.monotonic() + 20
+        while (session.segment is None or session.segment.completed < 3) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        closing = asyncio.create_task(session.close())
+        await asyncio.sleep(0)  # (close has asked for the shutdown)
+        session.end_now()
+        done, pending = await asyncio.wait({closing, run}, timeout=10)
+        for task in pending:  # (hung on a loop that stopped under them: let go, the test fails)
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        return closing in done, loop, client
+
+    closed, loop, client = asyncio.run(drive())
+    assert closed, "close did not return"
+    assert loop.is_closed() and asyncio.all_tasks(loop) == set()
+    assert client.session is None
+
+
 def _calibrate_pids() -> list[int]:
     out = subprocess.run(["pgrep", "-f", f"-P{os.getpid()}", "batchtui calibrate"], capture_output=True, text=True)
     pids = [int(p) for p in out.stdout.split()]
