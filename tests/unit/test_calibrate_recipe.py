@@ -10,6 +10,9 @@ import pytest
 
 from benchmarks import calibration_recipe as recipe
 
+# Every test reads the one module fixture (`calibrated`: its fit is about 13 s of CPU): one worker
+# computes it once. (Spread by pytest-xdist's load scheduling, two workers each fitted it.)
+pytestmark = pytest.mark.xdist_group("calibrate_recipe")
 
 @pytest.fixture(scope="module")
 def calibrated(tmp_path_factory):
