@@ -171,10 +171,10 @@ tries before it gives up (one of them in use on another address is a race with a
 async def listening_sockets(host: str | None, port: int) -> list[socket.socket]:
     """Sockets bound to every address `host` names (None or "": every interface), all on one port
     and not yet listening: `port`, or for 0 the port the system gives the first address, bound on
-    the others too (another when one of them has it in use). Bound as asyncio's `create_server`
-    binds (address reused, an IPv6 socket IPv6 only), which on port 0 gives each address a port of
-    its own: `localhost` on a dual-stack machine would listen on two ports, and one URL names one
-    port. Raises OSError (as binding does) or socket.gaierror."""
+    the others too (another when one of them has it in use). Each is bound as asyncio's
+    `create_server` binds (address reused, an IPv6 socket IPv6 only); that function, given port 0,
+    gives each address a port of its own: `localhost` on a dual-stack machine listened on two
+    ports, and one URL names one. Raises OSError (as binding does) or socket.gaierror."""
     infos = await asyncio.get_running_loop().getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
                                                          flags=socket.AI_PASSIVE)
     addresses = list(dict.fromkeys((family, kind, proto, address) for family, kind, proto, _, address in infos))

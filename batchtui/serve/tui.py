@@ -15,7 +15,6 @@ from textual.app import App, ComposeResult
 from textual.widgets import Static
 
 from batchtui import keys
-
 from batchtui.widgets.kv_cache import KVCacheView
 from batchtui.widgets.metrics import MetricsView
 from batchtui.widgets.seats import SeatsView
