@@ -688,6 +688,19 @@ class ProfileSet:
         model = _build_model(model_id, values, source)
         return ProfileSet(self.gpus, MappingProxyType({**self.models, model_id: model}))
 
+    def with_host_costs(self, model_id: str, overhead_s: float | None = None,
+                        overhead_per_seq_s: float | None = None) -> ProfileSet:
+        """These profiles with the host costs of `model_id`'s engine set (each one given; a
+        model's value wins over its GPU's): the engine core's fixed cost per iteration and its
+        cost per sequence, where a run states its engine's own (an older vLLM build's)."""
+        costs = {k: v for k, v in (("overhead_s", overhead_s), ("overhead_per_seq_s", overhead_per_seq_s))
+                 if v is not None}
+        for key, value in costs.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+                raise ProfileError(f"{key} = {value!r}: a host cost is a number of seconds >= 0.")
+        model = dataclasses.replace(self.model(model_id), **{k: float(v) for k, v in costs.items()})
+        return ProfileSet(self.gpus, MappingProxyType({**self.models, model_id: model}))
+
     def catalog(self) -> list[tuple[str, str, str]]:
         """Every model as (id, Hugging Face id, one line on what it is), in profile order: what a
         model picker or a cheat sheet lists (`batchtui sim --model ID` takes either id)."""

@@ -46,6 +46,11 @@ class Scenario:
     offline: bool = False  # take vLLM's offline (LLM class) defaults instead of `vllm serve`'s
     profiles_path: str = ""  # a user TOML of extra or overriding GPU and model profiles
     hf_config_path: str = ""  # a Hugging Face config.json: `model` is the model it describes
+    # The engine core's host costs in seconds where the run states its engine's own (a replayed
+    # result of an older vLLM build: `overhead-ms`, `overhead-per-seq-us` entries); None: the
+    # profiles' (`ProfileSet.with_host_costs`).
+    overhead_s: float | None = None
+    overhead_per_seq_s: float | None = None
 
     def with_engine(self, **dials) -> "Scenario":
         merged = dict(self.engine)
@@ -66,6 +71,8 @@ class Scenario:
             from . import hf_config
             profiles = profiles.with_config_model(self.model, hf_config.read(self.hf_config_path),
                                                   self.hf_config_path)
+        if self.overhead_s is not None or self.overhead_per_seq_s is not None:
+            profiles = profiles.with_host_costs(self.model, self.overhead_s, self.overhead_per_seq_s)
         return profiles
 
     def speculative(self):
@@ -147,6 +154,9 @@ class Scenario:
             d["profiles_path"] = self.profiles_path
         if self.hf_config_path:
             d["hf_config_path"] = self.hf_config_path
+        for key in ("overhead_s", "overhead_per_seq_s"):
+            if getattr(self, key) is not None:
+                d[key] = getattr(self, key)
         d["engine"] = dict(self.engine)
         d["workload"] = self.workload.to_dict()
         return d
@@ -179,6 +189,10 @@ class Scenario:
                 raise ConfigError(key, v, "a whole number")
         if not isinstance(self.gpu_memory_utilization, (int, float)) or isinstance(self.gpu_memory_utilization, bool):
             raise ConfigError("gpu_memory_utilization", self.gpu_memory_utilization, "a fraction in (0, 1]")
+        for key in ("overhead_s", "overhead_per_seq_s"):
+            v = getattr(self, key)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf):
+                raise ConfigError(key, v, "a host cost in seconds >= 0")
 
     def to_toml(self) -> str:
         return dumps_toml(self.to_dict())
