@@ -134,6 +134,38 @@ def test_the_host_cost_per_sequence_these_synchronous_runs_imply(tmp_path, stem,
     assert simulated == pytest.approx(figure, rel=0.01)
 
 
+def test_vllms_ci_runs_price_the_v0_engines_host_costs_every_step(tmp_path):
+    """vLLM's CI reports ran a V0 build: each file states V0's host costs (0.98 ms an iteration,
+    90 us a sequence; sources in its dials) as metadata entries, and the replay adds them to each
+    of the latency test's 128 steps (a batch of 8) in place of vLLM 0.33's 0.02 ms and 50 us."""
+    from batchtui.cli.exits import UserError
+    from batchtui.cli.measured import load_run
+    from sim.engine import run_scenario
+    from sim.scenario import Scenario
+
+    for path in fidelity.PUBLISHED.glob("vllm-perf-*.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        assert (data["overhead-ms"], data["overhead-per-seq-us"]) == ("0.98", "90"), path.name
+        assert all(str(n) in data["fidelity"]["dials"] for n in (10933, 11078, 11081)), path.name
+    data = json.loads((fidelity.PUBLISHED / "vllm-perf-h100-latency-8b.json").read_text(encoding="utf-8"))
+    e2e = {}
+    for name, entries in (("v0", {}), ("today", None), ("bad", {"overhead-ms": "-1"})):
+        path = tmp_path / f"{name}.json"
+        given = {k: v for k, v in data.items() if entries is not None or not k.startswith("overhead-")}
+        path.write_text(json.dumps({**given, **(entries or {})}), encoding="utf-8")
+        if name == "bad":
+            with pytest.raises(UserError, match="overhead-ms = '-1'"):
+                load_run(str(path), Scenario(), {}, str(tmp_path), 0, ("gpu", "model"))
+            continue
+        measured = load_run(str(path), Scenario(), {}, str(tmp_path), 0, ("gpu", "model"))
+        e2e[name] = run_scenario(measured.scenario, keep_requests=False).metrics["mean_e2el_ms"]
+    assert e2e["v0"] - e2e["today"] == pytest.approx(128 * (0.98 + 8 * 0.090 - 0.02 - 8 * 0.050), rel=1e-6)
+    # The scenario keeps the costs through its own file (a saved replay replays the same).
+    scenario = Scenario(overhead_s=0.98e-3, overhead_per_seq_s=90e-6)
+    assert Scenario.from_toml(scenario.to_toml()) == scenario
+    assert scenario.deployment().overhead_per_seq_s == 90e-6 and Scenario().deployment().overhead_per_seq_s == 50e-6
+
+
 def test_the_tenstorrent_setups_per_step_excess_is_the_same_on_a_dense_model_fifty_times_smaller(tmp_path):
     """tenstorrent-qwen3-30b-a3b-a100-c1's reason: the same report (tt-inference-server issue 340)
     measured Qwen3-0.6B's TPOT on the same A100 setup at 4.2 ms; replayed like the 30B-A3B run,
