@@ -47,8 +47,8 @@ class Scenario:
     profiles_path: str = ""  # a user TOML of extra or overriding GPU and model profiles
     hf_config_path: str = ""  # a Hugging Face config.json: `model` is the model it describes
     # The engine core's host costs in seconds where the run states its engine's own (a replayed
-    # result of an older vLLM build: `overhead-ms`, `overhead-per-seq-us` entries); None: the
-    # profiles' (`ProfileSet.with_host_costs`).
+    # result of an older vLLM build: `overhead-ms`, `overhead-per-seq-us` entries), winning over
+    # the profiles' in its deployment (`ProfileSet.with_host_costs`); None: the profiles'.
     overhead_s: float | None = None
     overhead_per_seq_s: float | None = None
 
@@ -71,8 +71,6 @@ class Scenario:
             from . import hf_config
             profiles = profiles.with_config_model(self.model, hf_config.read(self.hf_config_path),
                                                   self.hf_config_path)
-        if self.overhead_s is not None or self.overhead_per_seq_s is not None:
-            profiles = profiles.with_host_costs(self.model, self.overhead_s, self.overhead_per_seq_s)
         return profiles
 
     def speculative(self):
@@ -83,6 +81,9 @@ class Scenario:
 
     def deployment(self, profiles=None):
         profiles = profiles or self.profiles()
+        if self.overhead_s is not None or self.overhead_per_seq_s is not None:
+            # the run's own engine's host costs win over any profiles' (a fit's candidates too)
+            profiles = profiles.with_host_costs(self.model, self.overhead_s, self.overhead_per_seq_s)
         draft = None
         spec = self.speculative()
         if spec is not None:

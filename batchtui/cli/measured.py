@@ -11,7 +11,9 @@ is replayed with the same cap: the simulated client holds requests back until on
 detailed run at rate inf queues them all at 0 in the order they were sent). Engine dials come from the command line's flags, else from
 `--metadata KEY=VALUE` entries in the file (keys as the flags or dials are spelled:
 `max-num-seqs=256`, `max_num_batched_tokens=8192`, `random_range_ratio=0.1`), else from the
-simulator's own `engine` table (files `batchtui sim` wrote), else vLLM's defaults for the GPU.
+simulator's own `engine` table (files `batchtui sim` wrote), else vLLM's defaults for the GPU. A
+file of an older vLLM build may state its engine's host costs (`overhead-ms=0.98`,
+`overhead-per-seq-us=90`: `HOST_METADATA`), which the replay prices instead of the profiles'.
 
 A GuideLLM report or an aiperf profile export is read the same way, once `loadgens` has turned it
 into vllm bench serve's keys (a GuideLLM sweep gives one run per benchmark).
