@@ -692,12 +692,10 @@ class ProfileSet:
                         overhead_per_seq_s: float | None = None) -> ProfileSet:
         """These profiles with the host costs of `model_id`'s engine set (each one given; a
         model's value wins over its GPU's): the engine core's fixed cost per iteration and its
-        cost per sequence, where a run states its engine's own (an older vLLM build's)."""
+        cost per sequence, where a run states its engine's own (an older vLLM build's; checked as
+        a scenario's, `Scenario.validate_types`)."""
         costs = {k: v for k, v in (("overhead_s", overhead_s), ("overhead_per_seq_s", overhead_per_seq_s))
                  if v is not None}
-        for key, value in costs.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
-                raise ProfileError(f"{key} = {value!r}: a host cost is a number of seconds >= 0.")
         model = dataclasses.replace(self.model(model_id), **{k: float(v) for k, v in costs.items()})
         return ProfileSet(self.gpus, MappingProxyType({**self.models, model_id: model}))
 

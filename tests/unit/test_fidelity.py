@@ -141,6 +141,7 @@ def test_vllms_ci_runs_price_the_v0_engines_host_costs_every_step(tmp_path):
     from batchtui.cli.exits import UserError
     from batchtui.cli.measured import load_run
     from sim.engine import run_scenario
+    from sim.errors import ConfigError
     from sim.scenario import Scenario
 
     for path in fidelity.PUBLISHED.glob("vllm-perf-*.json"):
@@ -163,6 +164,8 @@ def test_vllms_ci_runs_price_the_v0_engines_host_costs_every_step(tmp_path):
     # The scenario keeps the costs through its own file (a saved replay replays the same).
     scenario = Scenario(overhead_s=0.98e-3, overhead_per_seq_s=90e-6)
     assert Scenario.from_toml(scenario.to_toml()) == scenario
+    with pytest.raises(ConfigError, match="a host cost in seconds >= 0"):
+        Scenario.from_dict({"overhead_per_seq_s": -1e-6})
     assert scenario.deployment().overhead_per_seq_s == 90e-6 and Scenario().deployment().overhead_per_seq_s == 50e-6
 
 
