@@ -688,15 +688,10 @@ class ProfileSet:
         model = _build_model(model_id, values, source)
         return ProfileSet(self.gpus, MappingProxyType({**self.models, model_id: model}))
 
-    def with_host_costs(self, model_id: str, overhead_s: float | None = None,
-                        overhead_per_seq_s: float | None = None) -> ProfileSet:
-        """These profiles with the host costs of `model_id`'s engine set (each one given; a
-        model's value wins over its GPU's): the engine core's fixed cost per iteration and its
-        cost per sequence, where a run states its engine's own (an older vLLM build's; checked as
-        a scenario's, `Scenario.validate_types`)."""
-        costs = {k: v for k, v in (("overhead_s", overhead_s), ("overhead_per_seq_s", overhead_per_seq_s))
-                 if v is not None}
-        model = dataclasses.replace(self.model(model_id), **{k: float(v) for k, v in costs.items()})
+    def with_host_costs(self, model_id: str, **costs: float | None) -> ProfileSet:
+        """These profiles with `model_id`'s `overhead_s` and `overhead_per_seq_s` set where given
+        (not None; checked as a scenario's): a run's own engine's host costs, winning over its GPU's."""
+        model = dataclasses.replace(self.model(model_id), **{k: float(v) for k, v in costs.items() if v is not None})
         return ProfileSet(self.gpus, MappingProxyType({**self.models, model_id: model}))
 
     def catalog(self) -> list[tuple[str, str, str]]:

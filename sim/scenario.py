@@ -83,7 +83,8 @@ class Scenario:
         profiles = profiles or self.profiles()
         if self.overhead_s is not None or self.overhead_per_seq_s is not None:
             # the run's own engine's host costs win over any profiles' (a fit's candidates too)
-            profiles = profiles.with_host_costs(self.model, self.overhead_s, self.overhead_per_seq_s)
+            profiles = profiles.with_host_costs(self.model, overhead_s=self.overhead_s,
+                                                 overhead_per_seq_s=self.overhead_per_seq_s)
         draft = None
         spec = self.speculative()
         if spec is not None:
