@@ -594,9 +594,12 @@ class Engine:
         policies stand for classic servers, whose front is not modelled."""
         if not self._frontend_wanted or not config.api_server_count or config.batching != "continuous":
             # (batchtui serve is the API server itself, its request handling and streaming done
-            # for real. It adds no transit either: with the 3.2 ms added, the served closed loop's
-            # calibration (tests/unit/test_closed_loop.py) recovered the hidden eta_bw 0.66 on 5
-            # runs of 10, fitting 0.80-1.0 on the others; without it, on every run tried.)
+            # for real. It adds no transit either: its real way in (the client's HTTP, the
+            # server's parsing, the event loop) already takes what the transit and the request's
+            # job price, 4-5 ms from the client to the engine and back in the served closed loop
+            # (benchmarks/closed_loop.py), so the transit added would count that way twice: its
+            # calibration then fitted overhead_s 7.5 ms and left eta_bw undetermined, where it
+            # recovers the hidden 0.66 without.)
             return FrontendCosts(servers=0)  # (the other policies stand for classic servers)
         d, w = self.deployment, self.scenario.workload
         return FrontendCosts(d.frontend_request_s, d.frontend_prompt_token_s, d.frontend_output_token_s,
