@@ -212,7 +212,7 @@ class Engine:
         self.aborted += 1
         if not self._keep_requests:
             self.requests.pop(request_id, None)
-        if not self.scheduler.has_work() and self._in_flight is None and self.next_event() == math.inf:
+        if not self.scheduler.has_work() and self._in_flight is None and self._next_arrival() == math.inf:
             self.done = True
         return True
 
@@ -376,10 +376,10 @@ class Engine:
         arrivals = self.arrivals
         guard = idle = 0
         while True:
-            if self.next_event() <= self.time:
+            if self._next_arrival() <= self.time:
                 self._admit_arrivals()
             if not (sched.has_work() or self._in_flight is not None):
-                nxt = self.next_event()
+                nxt = self._next_arrival()
                 if nxt == math.inf:
                     self.done = True
                     return None
@@ -412,7 +412,7 @@ class Engine:
                 if guard > 4:
                     raise SimError("the engine cannot schedule anything (a request larger than the cache?)")
                 continue
-            wake = [t for t in (out.wake_at, self.next_event()) if t is not None and self.time < t < math.inf]
+            wake = [t for t in (out.wake_at, self._next_arrival()) if t is not None and self.time < t < math.inf]
             if not wake:
                 raise SimError("the engine has queued work but nothing it can schedule")
             if until_time is not None and min(wake) >= until_time:
@@ -606,8 +606,15 @@ class Engine:
                              config.api_server_count, w.client_request_s, w.client_token_s, TRANSIT_S)
 
     def next_event(self) -> float:
-        """When the next request reaches the engine, or (through the API server) is sent: a
-        live caller (batchtui serve's pacer) runs the engine again then."""
+        """When the engine next has a request to take in (inf if none will come): a live caller
+        (batchtui serve's pacer) runs the engine again then. Never before the clock: a request
+        already due (one stamped with when it truly came, behind the clock) is due now."""
+        t = self._next_arrival()
+        return t if t > self.time else self.time
+
+    def _next_arrival(self) -> float:
+        """When the next request reaches the engine, or (through the API server) is sent; behind
+        the clock if one is already due (the engine's own loops take those first)."""
         return self.frontend.next_event if self._front else self.arrivals.next_at
 
     def _cost_model(self, config) -> CostModel:
@@ -665,7 +672,7 @@ class Engine:
             if stretch is not None and not self._carry_preempted and (not asynchronous or (
                     self._in_flight is not None and not self._in_flight[0].scheduled)):
                 # (Async: a stretch starts from a batch in flight of compact decoders only.)
-                if self.next_event() <= self.time:
+                if self._next_arrival() <= self.time:
                     self._admit_arrivals()
                 # (Through the API server: no request reaches the engine before its horizon.)
                 nxt = arrivals.next_at if frontend is None else frontend.horizon()

@@ -106,3 +106,22 @@ def test_a_served_request_is_scheduled_when_submitted(async_scheduling):
         e.submit(RequestSpec("a", 1.0, 64, 4), arrived=True)
         assert e.next_event() == math.inf or e.next_event() <= 1.0
         assert e.step().start_time == pytest.approx(1.0, rel=1e-12)
+
+
+def test_next_event_is_never_behind_the_clock():
+    """A request stamped with when it truly came (behind the clock, through the simulated API
+    server) is due now: next_event, the pacer's wake time, is the clock, not a time already past,
+    and the engine still takes it with its own arrival time."""
+    sc = Scenario(workload=WorkloadSpec(arrival="all-at-once", num_prompts=0)).with_engine(
+        api_server_count=1)
+    e = Engine(sc, live=True, keep_records=True, frontend=True)
+    assert e.next_event() == math.inf
+    e.submit(RequestSpec("x", 0.0, 600, 50))
+    e.advance_until(0.2, 1)
+    now = e.time
+    assert now > 0
+    e.submit(RequestSpec("a", now / 2, 64, 4), arrived=True)
+    assert e.next_event() == now
+    e.advance_until(100.0)
+    assert e.requests["a"].arrival_time == now / 2
+    assert e.requests["a"].num_output_tokens == 4
