@@ -347,6 +347,9 @@ def keeps_up(summary: RunSummary) -> tuple[bool, float]:
 #    So it is when the full queue serves less than the burst (`Saturation.degraded`): overloaded,
 #    the API server (`sim/frontend.py`) takes requests in ahead of the tokens it streams (Llama 3.2
 #    1B, H100, 32 seats, 64/16: full queue 726 req/s, burst 769, 20,000 at 762 keep up).
+#    The search starts from the API server's ceiling where that caps the full queue's rate, and
+#    is made all the same: a thrashing replica can fall behind at the ceiling (the 3B, 128/32
+#    above with 3,000 KV blocks: full queue 455 req/s, ceiling 434, 428 fall behind, 425 keep up).
 OVERLOAD = 1.25
 OVERLOAD_PROMPTS = 5000
 KV_FULL = 0.95

@@ -94,6 +94,19 @@ def test_the_saturated_rate_is_what_the_api_server_sustains_when_it_binds():
     assert long_runs_keep_up(SHORT_AND_MANY, 1.05 * sat.rate, [1]) == [False]
 
 
+@pytest.mark.thorough
+def test_the_search_runs_when_the_api_server_binds_a_thrashing_queue():
+    """With its KV cache cut to 3,000 blocks, SHORT_AND_MANY's full queue preempts and completes
+    more than the API server's ceiling, which caps the rate the overloaded run gives: the long-run
+    search still decides the rate (2 % below the ceiling: thrashing, the replica falls behind at
+    the ceiling), so it is not skipped when the ceiling binds."""
+    scenario = replace(SHORT_AND_MANY, num_gpu_blocks_override=3000)
+    sat = cmd_sweep.saturation_task((scenario, DEFAULT_NUM_PROMPTS))
+    assert sat.thrashes and sat.full_queue_rate > sat.api_server_rate and sat.searched
+    assert sat.searched[0][0] == sat.api_server_rate and not sat.searched[0][1]
+    assert sat.rate < 0.99 * sat.api_server_rate
+
+
 @settings(max_examples=examples(5), suppress_health_check=list(HealthCheck))
 @given(workloads(longest_output=64))
 @example(ISSUE)
