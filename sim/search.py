@@ -27,7 +27,7 @@ from sim.planning import Slo
 
 __all__ = ["GridPoint", "PointResult", "SCREEN_PRECISION", "SCREEN_PROMPTS", "SCREEN_WINDOW", "SCREEN_WINDOW_S",
            "ScreenProof", "confirm_point", "context_key", "cost", "family", "grid", "loosest_first",
-           "pareto_front", "point_key", "point_scenario", "screen_point", "screen_proved", "spec_text", "spec_word",
+           "pareto_front", "point_key", "point_scenario", "screen_proved", "spec_text", "spec_word",
            "spread", "survivors"]
 
 # The screen: plan's search (`sim.rate_plan.plan_rate`) on one seed with short runs and a coarse
@@ -284,19 +284,12 @@ def cannot_run(scenario, profiles, say=str) -> str | None:
     return None
 
 
-def screen_point(base, point: GridPoint, slo: Slo, num_prompts: int = SCREEN_PROMPTS,
-                 min_window: int = SCREEN_WINDOW, min_window_s: float = SCREEN_WINDOW_S,
-                 precision: float = SCREEN_PRECISION, say=str) -> PointResult:
-    """Plan's search (`rate_plan.plan_rate`) on the base seed with short runs: a rough SLO rate
-    (`say`: see `cannot_run`)."""
-    return screen_proved(base, point, slo, num_prompts, min_window, min_window_s, precision, say)[0]
-
-
 def screen_proved(base, point: GridPoint, slo: Slo, num_prompts: int = SCREEN_PROMPTS,
                   min_window: int = SCREEN_WINDOW, min_window_s: float = SCREEN_WINDOW_S,
                   precision: float = SCREEN_PRECISION, say=str,
                   proofs: Sequence[ScreenProof] = ()) -> tuple[PointResult, ScreenProof | None, bool]:
-    """`screen_point`, its `ScreenProof` (None when it ran nothing new, or with speculative
+    """Plan's search (`rate_plan.plan_rate`) on the base seed with short runs: a rough SLO rate
+    (`say`: see `cannot_run`); its `ScreenProof` (None when it ran nothing new, or with speculative
     decoding), and whether one of `proofs` covered it: that screen is then its screen, not run
     again (and a point a proof covers covers nothing that proof does not)."""
     sc = point_scenario(base, point)

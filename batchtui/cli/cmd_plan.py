@@ -54,12 +54,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def seed_task(task: tuple) -> rate_plan.RatePlan:
-    """One seed's search in this process, its runs' per-request records dropped."""
-    from sim.curves import runner as curve_runner
-
-    scenario, slo, n, min_window, min_window_s = task
-    return _judged(rate_plan.plan_rate(curve_runner(scenario, keep_requests=False, api_server=True), slo, n,
-                                       min_window=min_window, min_window_s=min_window_s))
+    """One seed's search in this process (`seed_chain`, each run made here), its runs'
+    per-request records dropped."""
+    return seed_chain(task)(run_task)
 
 
 def seed_chain(task: tuple):
