@@ -30,10 +30,10 @@ the server's texts name flags and fields, not keys."""
 
 _KEY = r"(?:ctrl\+|\^)?[a-z.?+\-]"
 MENTION = re.compile(
-    rf"(?<![\w'’/.+^`-])(?P<plain>{_KEY})(?![\w'’/+`-])\s+(?:again\b|[a-z]+s\b)"  # r resets, f again
+    rf"(?<![\w'’/.+^`-])(?P<plain>{_KEY})(?![\w'’/+`-])\s+(?:again\b|for\b|[a-z]+s\b)"  # r resets, f again, ^d for
     rf"|`(?P<quoted>{_KEY})`")                                                     # `m`
 """A key named in a text: a lone key before a verb ("r resets", "(q quits)", "ctrl+r asks", "f
-again"), or a key in backquotes."""
+again", "^d for the answer"), or a key in backquotes."""
 
 
 def key_tokens() -> set[str]:

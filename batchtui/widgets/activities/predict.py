@@ -9,6 +9,7 @@ from functools import partial
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from ...keys import shown
 from ..lesson import LessonMarkdown
 from .base import ActivityView, Goal
 
@@ -132,7 +133,7 @@ class PredictView(ActivityView):
     def _wrong(self, guess: int) -> None:
         self.outcome = "wrong"
         self._status(f"Your guess: {guess}. {self.predict.wrong_words(guess)}", "-wrong")
-        again = "Press another number to guess again, or ctrl+d for the answer."
+        again = f"Press another number to guess again, or {shown('answer.give_up')} for the answer."
         reading = self.predict.reading(*self.reading)
         self._show(f"{reading}\n\n{again}" if reading else again)
 
@@ -196,6 +197,7 @@ class PredictView(ActivityView):
             tries = len(self.predict.tried)
             return Goal("Predict, then watch the run", "done", "right" if tries == 1 else f"right on try {tries}")
         if self.outcome == "wrong":
-            return Goal(f"Predict: not {self.predict.tried[-1]}; guess again or ^d for the answer", "open",
+            return Goal(f"Predict: not {self.predict.tried[-1]}; guess again or {shown('answer.give_up')} for the answer",
+                        "open",
                         "tried " + ", ".join(map(str, self.predict.tried)))
         return Goal("Predict, then watch the run", "answered", f"it was {self.predict.answer}")
