@@ -84,8 +84,8 @@ _TP_STEP = ("with the V0 engine's host costs priced (0.98 ms an iteration and 90
 _CLIENT_BOUND = ("the client is the bottleneck at 64 threads (throughput flat from 16 to 64 at 1,312-1,384 tok/s while TPOT "
                  "grows 4.3x): the replay's client, first come first served at the 0.4 ms a chunk LiteLLM's sources give, "
                  "queues each new request's first token behind every stream's tokens (TTFT p50 four times the measured, "
-                 "p99 within 6 %); 64 Python threads taking turns on one interpreter, as the harness runs them, are not "
-                 "modelled")
+                 "p99 within 6 %); LiteLLM's 64 threads take turns on one interpreter, which benchmarks/client_costs.py "
+                 "measures (a new request's first chunk read after 18 % of the chunks queued before it), not modelled")
 _MOE_PREFILL = ("the ten clients' fixed 2,048-token prompts and nearly all 1,024-token answers keep them in step, so "
                 "each wave's first tokens wait for several prefills, and each prefill's fused-MoE GEMMs run on Qwen3's "
                 "small experts (768 wide) far below the tensor-core peak the model prices them at (vLLM PR 24700: "

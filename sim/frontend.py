@@ -31,7 +31,10 @@ serve's one asyncio process nearly is): a load generator whose own work is a rea
 measures, such as a Python client whose threads share one interpreter. It builds and sends each
 request (its clock, TTFT's start, already running) and parses each token's event after the API
 server has streamed it, one job at a time, first come first served: a client sees a token when it
-has parsed it, and a capped client sends its next request then.
+has parsed it, and a capped client sends its next request then. (The threads of a Python client
+take turns instead: benchmarks/client_costs.py measures LiteLLM's threads reading a new request's
+first chunk after a fifth of the chunks queued before it. Not modelled: the engine stamps an
+iteration's tokens with one time.)
 
 This is what dissolves the lockstep of capped clients: a wave of requests that finish together
 is sent again as its answers reach the clients, and reaches the engine spread over the
