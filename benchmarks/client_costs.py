@@ -52,6 +52,7 @@ import asyncio
 import bisect
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -178,7 +179,9 @@ class StubServer:
         asyncio.get_running_loop().create_task(self.ticker())
         Path(port_file + ".tmp").write_text(str(port))
         os.replace(port_file + ".tmp", port_file)
-        await asyncio.Event().wait()
+        parent = os.getppid()
+        while os.getppid() == parent:  # (it ends with the process that started it, however that ends)
+            await asyncio.sleep(0.5)
 
 
 # -- the client (run in the LiteLLM interpreter) ------------------------------------------------
@@ -335,7 +338,7 @@ def measure(python: str, threads: int, max_tokens: int, seconds: float, warmup: 
     with tempfile.TemporaryDirectory() as tmp:
         log, port_file = os.path.join(tmp, "stub.jsonl"), os.path.join(tmp, "port")
         stub = subprocess.Popen([sys.executable, __file__, "--stub", "--tick-ms", str(tick_s * 1e3), "--log", log,
-                                 "--port-file", port_file], start_new_session=True)
+                                 "--port-file", port_file])
         try:
             for _ in range(200):
                 if os.path.exists(port_file):
@@ -389,6 +392,7 @@ def main(argv=None) -> int:
                          a.switch_ms / 1e3 if a.switch_ms else None)
         Path(a.out).write_text(json.dumps(res))
         return 0
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # (the stub is ended on the way out)
     if not (os.path.exists(a.python) and _has_litellm(a.python)):
         print(f"client_costs: no litellm in {a.python}: nothing measured (install it as this file's text says)")
         return 0
