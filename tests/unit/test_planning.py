@@ -80,12 +80,14 @@ def small_windows(monkeypatch, requests: int) -> None:
     monkeypatch.setattr(rate_plan, "PLAN_MIN_WINDOW_S", 0.0)
 
 
-def fake_server(capacity: float, tpot_at, sustains: float | None = None, thrash: float | None = None):
+def fake_server(capacity: float, tpot_at, sustains: float | None = None, thrash: float | None = None,
+                ceiling: float = math.inf):
     """A replica whose TPOT (s) depends only on the rate. All queued at once it completes
     `capacity` req/s; a stream it serves up to `sustains` req/s (default `capacity`: its service
     rate with a full queue), every request taking 1 s end to end; above that the backlog grows
     and so do E2E and TTFT, each request finishing 1/sustains s after the one before. `thrash`:
-    above `sustains` the queue fills the KV cache and the replica preempts, serving only that."""
+    above `sustains` the queue fills the KV cache and the replica preempts, serving only that.
+    `ceiling`: what its API server sustains, as `RunSummary.api_server_ceiling` reports it."""
     calls = []
     sustains = capacity if sustains is None else sustains
 
@@ -94,12 +96,12 @@ def fake_server(capacity: float, tpot_at, sustains: float | None = None, thrash:
         if math.isinf(rate):
             recs = [Rec(0.0, 0.05, tpot_at(capacity), 1.0 + i / capacity) for i in range(n)]
             return FakeSummary({"request_throughput": capacity, "p99_ttft_ms": 50.0,
-                                "p99_tpot_ms": tpot_at(capacity) * 1000, "num_preemptions": 0}, recs)
+                                "p99_tpot_ms": tpot_at(capacity) * 1000, "num_preemptions": 0}, recs, ceiling)
         served = rate if rate <= sustains else (thrash or sustains)
         late = 1 / served - 1 / rate  # each arrival finishes this much later than the last
         recs = [Rec(i / rate, 0.02 + late * i, tpot_at(rate), 1.0 + late * i) for i in range(n)]
         return FakeSummary({"request_throughput": served, "p99_ttft_ms": 20.0, "p99_tpot_ms": tpot_at(rate) * 1000,
-                            "num_preemptions": int(thrash is not None and rate > sustains)}, recs)
+                            "num_preemptions": int(thrash is not None and rate > sustains)}, recs, ceiling)
 
     return run_at, calls
 
@@ -164,6 +166,24 @@ def test_the_saturated_rate_is_what_a_stream_sustains_not_a_burst(monkeypatch):
     plan = plan_rate(run_at, Slo(tpot_p99_ms=20.0), num_prompts=400)
     assert 40.0 < plan.best.rate <= plan.saturated_rate
     assert plan.saturated_rate == pytest.approx(46.0, rel=0.01)
+
+
+def test_the_searched_rate_is_never_above_what_the_api_server_sustains():
+    # The API server sustains 30 req/s and binds: past it the queue in front of the engine grows by
+    # (rate - 30) requests a second, E2E climbing (rate / 30 - 1) s a second, under SUSTAIN_SLOPE
+    # up to 30.3, so a long run 0.7 % past the ceiling reads as keeping up. The full queue serves
+    # 30 and the burst 40 (degraded): the rate is searched, from the ceiling, which keeps up; the
+    # search stops there (it once stepped to 31.8, then bisected to 30.22, above the ceiling).
+    run_at, calls = fake_server(40.0, lambda r: 0.006, sustains=30.0, ceiling=30.0)
+    sat = curves.saturation(run_at, 400, overload_prompts=400)
+    assert sat.degraded and sat.api_server_rate == 30.0
+    assert sat.rate == 30.0 and sat.searched == [(30.0, True, pytest.approx(0.0, abs=1e-9))]
+    assert curves.keeps_up(run_at(30.2, curves.SUSTAIN_REQUESTS))[0]  # (what the long runs alone would pass)
+    # Where the engine binds first (at 28), the search brackets and bisects below the ceiling.
+    run_at, _ = fake_server(40.0, lambda r: 0.006, sustains=28.0, ceiling=30.0)
+    sat = curves.saturation(run_at, 400, overload_prompts=400)
+    assert 28.0 <= sat.rate < 28.0 * (1 + curves.SUSTAIN_SLOPE) and sat.above < 30.0
+    assert max(r for r, _, _ in sat.searched) <= 30.0
 
 
 def test_a_full_queue_that_preempts_leaves_the_answer_to_the_runs(monkeypatch):

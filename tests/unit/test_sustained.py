@@ -107,6 +107,17 @@ def test_the_search_runs_when_the_api_server_binds_a_thrashing_queue():
     assert sat.rate < 0.99 * sat.api_server_rate
 
 
+@pytest.mark.thorough
+def test_the_search_stops_at_the_api_servers_ceiling():
+    """Llama 3.2 1B, 32 seats, 64/24: the full queue serves 563 req/s, less than the burst
+    (degraded), and the API server sustains 588.2. 20,000 requests at 588.6 climb 0.0097 s a
+    second, within SUSTAIN_SLOPE: the search once settled there, above the ceiling. No rate above
+    it is tried, and the rate is the ceiling."""
+    sat = cmd_sweep.saturation_task((chat("h100-sxm", "llama-3.2-1b", 32, "fixed", 64, 24), DEFAULT_NUM_PROMPTS))
+    assert sat.degraded and sat.searched and max(r for r, _, _ in sat.searched) <= sat.api_server_rate
+    assert sat.rate == sat.api_server_rate
+
+
 @settings(max_examples=examples(5), suppress_health_check=list(HealthCheck))
 @given(workloads(longest_output=64))
 @example(ISSUE)
