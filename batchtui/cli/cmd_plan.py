@@ -202,18 +202,28 @@ def run(args: argparse.Namespace) -> int:
 
 
 def saturation_text(result) -> str:
-    """The saturated rate the seeds found, and what it bounds."""
+    """The saturated rate the seeds found, and what it bounds; where a full queue's rate is only a
+    guide (it thrashes the KV cache, or serves less than the burst), what it says beside the answer."""
     sats = [p.saturation for p in result.plans]
     low = min(sats, key=lambda x: x.rate)
     if result.cap is not None:
         return (f"Saturated rate: {result.cap:.2f} req/s (lowest of the seeds), what a replica serves with its "
                 "queue full; no answer is above it.")
-    return o.flagged(
-        f"With its queue full a replica preempts (the KV cache holds fewer requests than the seats admit) "
-        f"and serves {low.full_queue_rate:.2f} req/s (lowest of the seeds); lighter traffic can sustain more, "
-        f"so each answer was checked to keep up over {rate_plan.PLAN_CONFIRM_PROMPTS:,} requests. Above "
-        f"{low.full_queue_rate:.2f} req/s a burst that fills the queue does not drain (fewer {{engine.max_num_seqs}} "
-        "keep the batch within the cache).")
+    fq = low.full_queue_rate
+    checked = (f"what steady traffic sustains may be more or less than that (not searched), so each answer was "
+               f"checked to keep up over {rate_plan.PLAN_CONFIRM_PROMPTS:,} requests.")
+    if not low.thrashes:
+        return o.flagged(
+            f"With its queue full a replica serves {fq:.2f} req/s (lowest of the seeds), less than the requests "
+            f"queued at once complete ({low.backlog.metrics['request_throughput']:.2f}): so an overloaded API server "
+            f"does, taking requests in ahead of the tokens it streams (more {{engine.api_server_count}} raise what "
+            f"it serves); {checked}")
+    text = (f"With its queue full a replica preempts (the KV cache holds fewer requests than the seats admit) and "
+            f"serves {fq:.2f} req/s (lowest of the seeds); {checked}")
+    if result.feasible and result.rate > fq:
+        text += (f" The answer is above it: at that rate a burst that fills the queue does not drain (fewer "
+                 "{engine.max_num_seqs} keep the batch within the cache).")
+    return o.flagged(text)
 
 
 def predicted_text(predicted: dict) -> str:

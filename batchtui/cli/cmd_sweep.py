@@ -204,37 +204,63 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+_API_SUSTAINS = "what the API server sustains (its work per request at this traffic's lengths)"
+_AHEAD = ("overloaded, the API server takes requests in ahead of the tokens it streams, and streams them once "
+          "requests stop coming")
+
+
 def saturation_text(sat, n: int) -> str:
     """What `sim.curves.saturation` found, in a paragraph: the saturated rate and how it was
-    measured; with a KV-thrashing full queue, what that means for a burst."""
+    measured; with a KV-thrashing or degraded full queue, what that queue's rate means beside it
+    (below the saturated rate: a burst above it does not drain; above it: a full queue completes
+    more than steady traffic keeps up with, for a while)."""
     backlog = sat.backlog.metrics["request_throughput"]
+    fq = sat.full_queue_rate
     if not sat.exact:
         how = "preempts and serves" if sat.thrashes else "serves"
-        return (f"With its queue full the engine {how} {sat.full_queue_rate:.2f} req/s ({n:,} "
+        return (f"With its queue full the engine {how} {fq:.2f} req/s ({n:,} "
                 f"requests queued at once: {backlog:.2f}); lighter traffic may sustain more (not searched).")
-    if sat.degraded:
-        behind = "" if sat.above is None else f" ({sat.above:.2f} falls behind)"
-        return (f"Saturated rate: {sat.rate:.2f} req/s, the highest rate whose run of {sat.horizon:,} requests keeps "
-                f"up{behind}; a point above it has no steady state. With its queue full the replica serves only "
-                f"{sat.full_queue_rate:.2f} req/s, less than {n:,} requests queued at once complete ({backlog:.2f}): "
+    if sat.thrashes or sat.degraded:
+        return _searched_text(sat, n, backlog)
+    if sat.rate == sat.api_server_rate:
+        return (f"Saturated rate: {sat.rate:.2f} req/s, {_API_SUSTAINS}; a point above it has no steady state. "
+                f"With its queue full the run completes {fq:.2f} req/s, more than that only for a while: {_AHEAD}. "
+                + o.flagged("More {engine.api_server_count} raise what it sustains."))
+    return (f"Saturated rate: {sat.rate:.2f} req/s, what the engine serves with its queue full (traffic "
+            f"arriving faster, {sat.overload.metrics['completed']:,} requests); a point above it has no "
+            f"steady state. {n:,} requests queued at once, from a standing start, complete {backlog:.2f} req/s.")
+
+
+def _searched_text(sat, n: int, backlog: float) -> str:
+    """`saturation_text` for a rate searched on long runs (the full queue thrashes or is degraded)."""
+    fq = sat.full_queue_rate
+    if sat.rate == sat.api_server_rate:
+        head = (f"Saturated rate: {sat.rate:.2f} req/s, {_API_SUSTAINS}: its run of {sat.horizon:,} requests keeps "
+                "up and no faster traffic can; a point above it has no steady state.")
+    else:
+        above = "" if sat.above is None else f" ({sat.above:.2f} falls behind)"
+        head = (f"Saturated rate: {sat.rate:.2f} req/s, the highest rate whose run of {sat.horizon:,} requests "
+                f"keeps up{above}; a point above it has no steady state.")
+    m = sat.overload.metrics["completed"]
+    behind = "" if sat.above is None else f"; a run of {sat.horizon:,} at {sat.above:.2f} falls behind"
+    if sat.thrashes:
+        preempts = "With its queue full the engine preempts (the KV cache holds fewer requests than the seats admit)"
+        fewer = o.flagged("fewer {engine.max_num_seqs} keep the batch within the cache.")
+        if fq <= sat.rate:
+            return (f"{head} {preempts} and serves only {fq:.2f} req/s ({n:,} queued at once: {backlog:.2f}): above "
+                    f"that rate a burst that fills the queue does not drain; {fewer}")
+        why = f": {_AHEAD}" if fq > sat.api_server_rate else behind
+        return (f"{head} {preempts} and completes {fq:.2f} req/s over {m:,} requests ({n:,} queued at once: "
+                f"{backlog:.2f}), more than it sustains{why}; {fewer}")
+    if fq <= sat.rate:
+        return (f"{head} With its queue full the replica serves only {fq:.2f} req/s, less than {n:,} requests "
+                f"queued at once complete ({backlog:.2f}): "
                 + o.flagged("so an overloaded API server does, taking requests in ahead of the tokens it streams "
                             "(more {engine.api_server_count} raise what it serves)."))
-    if sat.rate == sat.api_server_rate and not sat.thrashes:
-        return (f"Saturated rate: {sat.rate:.2f} req/s, what the API server sustains (its work per request "
-                f"at this traffic's lengths); a point above it has no steady state. With its queue full the run "
-                f"completes {sat.full_queue_rate:.2f} req/s, more than that only for a while: overloaded, the API "
-                "server takes requests in ahead of the tokens it streams, and streams them once requests stop "
-                "coming. " + o.flagged("More {engine.api_server_count} raise what it sustains."))
-    if not sat.thrashes:
-        return (f"Saturated rate: {sat.rate:.2f} req/s, what the engine serves with its queue full (traffic "
-                f"arriving faster, {sat.overload.metrics['completed']:,} requests); a point above it has no "
-                f"steady state. {n:,} requests queued at once, from a standing start, complete {backlog:.2f} req/s.")
-    behind = "" if sat.above is None else f" ({sat.above:.2f} falls behind)"
-    return (f"Saturated rate: {sat.rate:.2f} req/s, the highest rate whose run of {sat.horizon:,} requests keeps up"
-            f"{behind}; a point above it has no steady state. With its queue full the engine preempts (the KV "
-            f"cache holds fewer requests than the seats admit) and serves only {sat.full_queue_rate:.2f} req/s "
-            f"({n:,} queued at once: {backlog:.2f}): above that rate a burst that fills the queue does not drain; "
-            + o.flagged("fewer {engine.max_num_seqs} keep the batch within the cache."))
+    return (f"{head} With its queue full the replica completes {fq:.2f} req/s over {m:,} requests, less than {n:,} "
+            f"queued at once ({backlog:.2f}) yet more than it sustains{behind}: "
+            + o.flagged("so an overloaded API server does for a while, taking requests in ahead of the tokens it "
+                        "streams (more {engine.api_server_count} raise what it sustains)."))
 
 
 def saturation_json(sat) -> dict | None:

@@ -459,3 +459,67 @@ def test_confirmation_runs_in_batches_stop_at_a_miss_with_the_same_answer():
             assert lazy.holds(mine) == every.holds(full)
         assert runs < runs_all or batch == 10
     assert run(1)[1] == 4 + 10 + 10  # 26.8 stops at seed 3; 26.6 needs all ten to see seed 9 miss
+
+
+# -- what the sweep and the plan say of a full queue's rate --------------------------------------
+
+
+def _saturation(rate: float, full_queue: float, *, thrashes: bool, ceiling: float = math.inf,
+                searched=(), burst: float = 40.0, exact: bool = True) -> curves.Saturation:
+    backlog = FakeSummary({"request_throughput": burst, "completed": 1000}, [])
+    overload = FakeSummary({"request_throughput": full_queue, "completed": 5000}, [])
+    return curves.Saturation(rate, backlog, overload, full_queue, thrashes, searched=list(searched), exact=exact,
+                             degraded=not thrashes and full_queue < burst, api_server_rate=ceiling)
+
+
+def test_the_sweep_says_serves_only_where_the_full_queue_is_below_the_saturated_rate():
+    """A thrashing full queue below the searched rate: lighter traffic sustains more, and a burst above
+    the full queue's rate does not drain. Above it (here the API server's doing: the full queue
+    completes 45.5, the search's runs at 43.4 fall behind and 42.5 keep up), the full queue
+    completes more than the replica sustains, for a while: "serves only" would be false."""
+    from batchtui.cli.cmd_sweep import saturation_text
+
+    below = saturation_text(_saturation(37.46, 35.59, thrashes=True, burst=35.32,
+                                        searched=[(35.59, True, 0.0), (37.73, False, 0.02)]), 2000)
+    assert "37.46 req/s, the highest rate whose run of 20,000 requests keeps up (37.73 falls behind)" in below
+    assert "serves only 35.59 req/s" in below and "a burst that fills the queue does not drain" in below
+    above = saturation_text(_saturation(42.45, 45.51, thrashes=True, ceiling=43.39, burst=44.0,
+                                        searched=[(43.39, False, 0.02), (40.93, True, 0.0), (42.45, True, 0.003)]), 1000)
+    assert "only" not in above.replace("only for a while", "") and "does not drain" not in above
+    assert "completes 45.51 req/s over 5,000 requests (1,000 queued at once: 44.00), more than it sustains" in above
+    assert "takes requests in ahead of the tokens it streams" in above
+    # Thrashing, the engine's doing: the rate above it that fell behind says so.
+    engine = saturation_text(_saturation(30.0, 31.0, thrashes=True, burst=30.5,
+                                         searched=[(31.0, False, 0.02), (29.2, True, 0.0), (30.0, True, 0.0)]), 1000)
+    assert "more than it sustains; a run of 20,000 at 31.00 falls behind" in engine
+    # Degraded (less than the burst), below and above the searched rate.
+    below = saturation_text(_saturation(33.0, 30.0, thrashes=False, searched=[(30.0, True, 0.0)]), 1000)
+    assert "serves only 30.00 req/s, less than 1,000 requests queued at once complete (40.00)" in below
+    above = saturation_text(_saturation(28.0, 30.0, thrashes=False,
+                                        searched=[(30.0, False, 0.02), (28.0, True, 0.0)]), 1000)
+    assert "serves only" not in above
+    assert "completes 30.00 req/s over 5,000 requests, less than 1,000 queued at once (40.00) yet more than it " \
+           "sustains; a run of 20,000 at 30.00 falls behind" in above
+    # Stopped at the API server's ceiling: what binds is said.
+    capped = saturation_text(_saturation(30.0, 29.0, thrashes=False, ceiling=30.0, searched=[(29.0, True, 0.0),
+                                                                                             (30.0, True, 0.009)]), 1000)
+    assert capped.startswith("Saturated rate: 30.00 req/s, what the API server sustains")
+
+
+def test_the_plan_says_what_a_full_queue_that_is_only_a_guide_means_beside_its_answer():
+    from batchtui.cli.cmd_plan import saturation_text
+
+    def result(sat, answer):
+        plan = SimpleNamespace(saturation=sat)
+        return SimpleNamespace(plans=[plan], cap=None, feasible=answer is not None, rate=answer)
+
+    thrash = _saturation(34.55, 34.55, thrashes=True, exact=False, burst=34.0)
+    below = saturation_text(result(thrash, 29.03))
+    assert "preempts" in below and "may be more or less than that" in below and "does not drain" not in below
+    assert "lighter traffic can sustain more" not in below
+    above = saturation_text(result(thrash, 36.0))
+    assert "The answer is above it: at that rate a burst that fills the queue does not drain" in above
+    assert "does not drain" not in saturation_text(result(thrash, None))
+    degraded = saturation_text(result(_saturation(30.0, 30.0, thrashes=False, exact=False), 31.0))
+    assert "preempts" not in degraded and "less than the requests queued at once complete (40.00)" in degraded
+    assert "--api-server-count" in degraded
