@@ -138,8 +138,24 @@ def test_the_measured_pane_reads_what_the_served_engine_recorded(tmp_path):
     assert answered <= counted <= sum(r["output_len"] for r in rows)
     average = counted / (measured.time + generated[1] * SCALE)
     series = measured.series_throughput
-    assert abs(measured.tokens_per_s / average - 1) < 0.25, (measured.tokens_per_s, average)
     assert abs(sum(series) / len(series) / average - 1) < 0.25, (sum(series) / len(series), average)
+    missed = measured.tokens_per_s / average - 1
+    machine = []  # the checks the machine, not the pane, missed, in words
+    if abs(missed) >= TOKENS_TOLERANCE:
+        # The pane's window is the last 10 s: what the served engine generated there is the traffic
+        # that reached it then, which the record holds (each request's arrival on the server's
+        # clock). Replayed, the record and the plan give the engine's tokens/s over that window for
+        # the traffic that came and for the traffic sent on time.
+        end = measured.time - planned[0].arrival_time  # (the record's clock starts at the first arrival)
+        came = _window_tokens_per_s(tmp_path / "came.jsonl", rows, end)
+        sent = _window_tokens_per_s(tmp_path / "sent.jsonl", [
+            {"arrival_time": p.arrival_time - planned[0].arrival_time, "prompt_len": p.prompt_len,
+             "output_len": p.output_len} for p in planned], end)
+        assert machine_explains_tokens(measured.tokens_per_s, average, came, sent), (
+            measured.tokens_per_s, average, came, sent)
+        machine.append(f"the requests reached the served engine so late that over the pane's window it generated "
+                       f"{came:,.0f} tokens/s (the traffic sent on time: {sent:,.0f}), and the pane read "
+                       f"{measured.tokens_per_s:,.0f} against the run's {average:,.0f}")
     # What the client added to the engine's TTFT p50: a request carried to the engine and its first
     # token carried back. How late the machine carried the requests there is in the record: each
     # one's arrival on the server's clock against the plan's (less the earliest's offset).
@@ -147,11 +163,53 @@ def test_the_measured_pane_reads_what_the_served_engine_recorded(tmp_path):
     if added > CLIENT_OVERHEAD_S * SCALE:
         offsets = [r["arrival_time"] - (p.arrival_time - planned[0].arrival_time) for r, p in zip(rows, planned)]
         late = statistics.median(offsets) - min(offsets)
-        if added <= 2 * late:
-            pytest.skip(f"the machine could not keep pace: the requests reached the served engine {late * 1000:.0f} ms "
-                        f"(its time) later than planned on median, and the pane's TTFT p50 is {added * 1000:.0f} ms "
-                        f"over the engine's (at most {CLIENT_OVERHEAD_S * SCALE * 1000:.0f} checked)")
-    assert added <= CLIENT_OVERHEAD_S * SCALE, (measured.ttft_p50, ttft)
+        assert added <= 2 * late, (measured.ttft_p50, ttft, late)
+        machine.append(f"the requests reached the served engine {late * 1000:.0f} ms (its time) later than planned on "
+                       f"median, and the pane's TTFT p50 is {added * 1000:.0f} ms over the engine's (at most "
+                       f"{CLIENT_OVERHEAD_S * SCALE * 1000:.0f} checked)")
+    if machine:
+        pytest.skip("the machine could not keep pace: " + "; ".join(machine))
+
+
+def machine_explains_tokens(pane: float, average: float, came: float, sent: float) -> bool:
+    """Whether the machine explains the pane's tokens/s straying from the run's `average`: the
+    served engine generated over the pane's window, for the traffic that reached it (`came`, the
+    record replayed), what the pane read, within TOKENS_TOLERANCE, and the traffic sent on time
+    (`sent`, the plan replayed) would have brought back at least half the miss."""
+    missed = pane / average - 1
+    return abs(pane / came - 1) < TOKENS_TOLERANCE and (came - sent) / average / missed >= 0.5
+
+
+TOKENS_TOLERANCE = 0.25
+"""How far the pane's tokens/s (the server's counter over the last 10 s of its time) may stray from
+the counter's rate over the whole run: traffic of one rate, its first seconds lower. Measured -14 %
+with sixteen busy loops beside the test. A machine that delivered the requests to the engine so
+late or bunched that the engine itself generated, over the pane's window, what the pane read
+(within this tolerance), while the traffic sent on time would have brought at least half the miss
+back, skips the check, saying so: the record, replayed, holds what the engine generated; a pane
+that reads something else, or a served engine off its profile, still fails."""
+
+
+def _window_tokens_per_s(path: Path, rows: list[dict], end: float) -> float:
+    """Output tokens/s the served engine generated over the RATE_WINDOW_S before `end` (seconds on
+    the record's clock), for the traffic `rows` (a record: arrival, prompt and output lengths)
+    replayed by the simulator, each request's tokens after its first spread evenly to its end."""
+    from sim.engine import run_scenario
+    from sim.reports import RATE_WINDOW_S
+    from sim.scenario import Scenario
+    from sim.workload import WorkloadSpec
+
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    scenario = Scenario(workload=WorkloadSpec(arrival="trace", trace_path=str(path), num_prompts=len(rows)))
+    records = run_scenario(scenario.with_engine(api_server_count=0), keep_records=True).records
+    start, tokens = end - RATE_WINDOW_S, 0.0
+    for r in records:
+        first, last = r.arrival_time + r.ttft, r.arrival_time + r.e2e
+        tokens += start <= first < end
+        if r.output_len > 1 and last > first:
+            tokens += (r.output_len - 1) * max(0.0, min(last, end) - max(first, start)) / (last - first)
+    return tokens / RATE_WINDOW_S
+
 
 TPOT_TOLERANCE = 0.10
 """The gaps between streamed chunks are the engine's, give or take the wall clock's jitter (times 4,
@@ -329,6 +387,18 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return "State:\tZ" not in status
+
+
+def test_only_traffic_the_machine_delivered_late_excuses_a_tokens_per_s_miss():
+    """The pane read 1,700 tokens/s against the run's 2,356 (-28 %). The machine explains it when
+    the served engine, replayed on the record, generated about that over the window while the
+    plan, sent on time, brought about the average; not when the engine generated the average
+    (the pane reads something else), nor when the plan itself was that low there."""
+    assert machine_explains_tokens(1700, 2356, came=1750, sent=2300)
+    assert machine_explains_tokens(3000, 2356, came=2900, sent=2350)  # (bunched: more, not less)
+    assert not machine_explains_tokens(1700, 2356, came=2224, sent=2231)
+    assert not machine_explains_tokens(1700, 2356, came=1750, sent=1760)
+    assert not machine_explains_tokens(1700, 2356, came=2900, sent=2300)  # (late the other way)
 
 
 def test_the_gap_is_the_measured_figures_distance_from_the_simulated():
