@@ -221,7 +221,7 @@ def saturation_text(result) -> str:
     text = (f"With its queue full a replica preempts (the KV cache holds fewer requests than the seats admit) and "
             f"serves {fq:.2f} req/s (lowest of the seeds); {checked}")
     if result.feasible and result.rate > fq:
-        text += (f" The answer is above it: at that rate a burst that fills the queue does not drain (fewer "
+        text += (" The answer is above it: at that rate a burst that fills the queue does not drain (fewer "
                  "{engine.max_num_seqs} keep the batch within the cache).")
     return o.flagged(text)
 
