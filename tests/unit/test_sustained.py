@@ -122,9 +122,9 @@ WAVES = chat("h100-sxm", "llama-3.1-8b", 64, "fixed", 64, 16)
 """Known to fail (a draw of this test found it): the saturated rate reads 358 req/s where
 20,000 requests at 376 keep up (at 394 they fall behind). All queued at once the requests start
 and end in waves (330 req/s); the overloaded run at 1.25 times that offers 412, only 7 % above
-what the engine serves, so its queue stands only late in the run and the middle half of its
-completions reads 358 (offered 450, a standing queue reads 390): `saturation` takes it as the
-full queue's rate, as it is below the offer by more than its margin."""
+what the engine serves, and the middle half of its completions reads 358 (offered 450, they read
+390): `saturation` takes that as the full queue's rate, as it is below the offer by more than its
+margin (1 / sqrt(OVERLOAD))."""
 
 
 EARLIER_DRAWS = int("14716865528427367190200712132509367015373748619233990901267060184543533889177845501058936521878788809"
