@@ -22,6 +22,12 @@ def ms(seconds: float) -> str:
     return f"{value:.2f} ms"
 
 
+def latency(snap, value: float) -> str:
+    """A latency percentile of a run's snapshot as the views print it: a dash until a request
+    has finished (the percentile reads 0 before that, which is no measurement)."""
+    return ms(value) if snap.metrics.completed and value > 0 else "-"
+
+
 def count(value: float) -> str:
     """A count or rate with a k/M suffix once it gets long: 950, 7.8k, 12k, 1.2M."""
     if value is None or not math.isfinite(value):

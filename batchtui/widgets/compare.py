@@ -11,7 +11,7 @@ from rich.text import Text
 
 from sim.reports import recent_worst_gap
 
-from ..formatting import count, exact_count, ms, percent
+from ..formatting import count, exact_count, latency, ms, percent
 from .sim_view import SimView, encoder_pass_size, seat_capacity
 
 LABEL_WIDTH = 9
@@ -27,8 +27,7 @@ class Row(NamedTuple):
 
 def _latency(attribute: str) -> Callable[[object], str]:
     def cell(snap) -> str:
-        value = getattr(snap.metrics, attribute)
-        return ms(value) if snap.metrics.completed and value > 0 else "-"
+        return latency(snap, getattr(snap.metrics, attribute))
     return cell
 
 

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from sim.reports import recent_worst_gap
 
-from ..formatting import count, ms
+from ..formatting import count, latency, ms
 from .sim_view import SimView
 
 LABEL_WIDTH = 6
@@ -85,8 +85,8 @@ class SparklinesView(SimView):
         # worst recent gap): one value per quantity on a screen, whichever views show it.
         ("tok/s", "series_throughput", "sparklines--throughput",
          lambda s: count(s.metrics.output_tokens_per_s), False),
-        ("TTFT", "series_ttft", "sparklines--ttft", lambda s: _latency(s, s.metrics.ttft_p50), True),
-        ("TPOT", "series_tpot", "sparklines--tpot", lambda s: _latency(s, s.metrics.tpot_p50), True),
+        ("TTFT", "series_ttft", "sparklines--ttft", lambda s: latency(s, s.metrics.ttft_p50), True),
+        ("TPOT", "series_tpot", "sparklines--tpot", lambda s: latency(s, s.metrics.tpot_p50), True),
         ("gap", "series_itl", "sparklines--itl", _gap, True),
     )
 
@@ -110,8 +110,3 @@ class SparklinesView(SimView):
             text.append(spark_cells(series, cells, self.glyphs.spark, latency, log=latency), self.style_of(style))
             text.append(f"{figure(snap):>{VALUE_WIDTH}}")
         return text
-
-
-def _latency(snap, value: float) -> str:
-    """A latency percentile as the metrics line prints it; a dash before anything finished."""
-    return ms(value) if snap.metrics.completed and value > 0 else "-"

@@ -202,6 +202,20 @@ async def test_a_break_it_goal_says_how_far_the_run_is(make_app, lessons):
         assert goal(app).note.startswith("now ") and goal(app).state == "open"
 
 
+async def test_a_break_it_goal_reads_a_dash_until_a_request_finishes(make_app, lessons):
+    """Step 3's first seconds: nothing has finished, the metrics read "-", and so does the goal
+    line (it read "now 0.00 ms", a TTFT nobody had measured); once requests finish it reads
+    the TTFT p99 the metrics show."""
+    app = make_app(list(lessons), start_step=3)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_for(pilot, 0.5)
+        assert app.screen.sim.snapshot().metrics.completed == 0
+        assert goal(app).note == "now -"
+        await run_for(pilot, 8.0)
+        metrics = app.screen.sim.snapshot().metrics
+        assert metrics.completed > 0 and goal(app).note != "now -"
+
+
 async def test_step_12_is_done_when_each_of_its_limits_binds(make_app, lessons):
     app = make_app(list(lessons), start_step=12)
     async with app.run_test(size=(80, 24)) as pilot:

@@ -7,7 +7,7 @@ from functools import partial
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from ...formatting import ms, percent
+from ...formatting import latency, percent
 from .base import ActivityView, Goal
 
 
@@ -109,9 +109,9 @@ def _ratio(s) -> str:
 SHORT_GOALS = {
     # challenge name -> (the goal in a line, how far the live run is)
     "static_peak": (lambda c: f"Break it: TTFT p99 past {c.goal:g} s with static batches",
-                    lambda s: f"now {ms(s.metrics.ttft_p99)}"),
+                    lambda s: f"now {latency(s, s.metrics.ttft_p99)}"),
     "past_knee": (lambda c: f"Break it: TTFT p99 past {c.goal:g} s, {c.min_queue}+ waiting",
-                  lambda s: f"now {ms(s.metrics.ttft_p99)}, {s.queue_len:,} waiting"),
+                  lambda s: f"now {latency(s, s.metrics.ttft_p99)}, {s.queue_len:,} waiting"),
     "long_prompt_stall": (lambda c: f"Break it: a token gap over {c.ratio:g}x TPOT p50", _ratio),
     "cache_cap": (lambda c: "Break it: a preemption with seats still free",
                   lambda s: f"KV {percent(s.kv_blocks_used / max(1, s.kv_blocks_usable))} full"),
