@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from batchtui.clock import call
 from batchtui.screens.help import HelpScreen
 from batchtui.widgets.activities.drill import DrillView
 from batchtui.widgets.activities.predict import PredictView
 from batchtui.widgets.answer_box import AnswerBox
 from batchtui.widgets.step_header import StepHeader
+from manual_clock import ManualClock
 from screen_text import screen_text
 from steps import lesson_files, read_lesson
 from tests import shared_steps
@@ -239,3 +241,46 @@ async def test_show_me_on_a_break_it_sets_dials_that_break_it_and_the_verdict_fo
         assert view.verdict is not None, f"step {number}: show me did not break it in 180 simulated s"
         assert number in app.progress.completed
         assert "show me" not in screen_text(app).split("\n")[-1]
+
+
+class QuestionsHeld(ManualClock):
+    """A manual clock that holds each drill question being drawn until `release`: the seconds a
+    slow draw (step 16 sweeps a curve first) takes on a loaded machine."""
+
+    def __init__(self) -> None:
+        self.held = []
+
+    async def in_background(self, widget, work, done, delay: float = 0.0, group: str = "background") -> None:
+        if group == "question":
+            self.held.append((work, done))
+            return
+        await super().in_background(widget, work, done, delay, group)
+
+    async def release(self, pilot) -> None:
+        held, self.held = self.held, []
+        for work, done in held:
+            await call(done, work())
+        await pilot.pause()
+
+
+async def test_an_answer_entered_while_its_question_is_drawn_is_checked_once_it_shows(make_app, lessons):
+    """Keys in one burst: tab, a number and Enter before the question is drawn. The Enter was
+    dropped (the number stayed in the box, unchecked); now it is checked when the question
+    shows. Likewise after ctrl+r: what is typed while the new question is drawn is for it."""
+    clock = QuestionsHeld()
+    app = make_app(list(lessons), start_step=2, clock=clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        drill = app.screen.query_one(DrillView)
+        await pilot.press("tab", "1", "2", "3", "enter")
+        assert drill.question is None and app.screen.focused.value == "123"
+        assert "still being drawn" in str(drill.query_one("#drill-feedback").render())
+        await clock.release(pilot)
+        assert drill.question.attempts == 1
+        assert "123" in str(drill.query_one("#drill-feedback").render())
+        first = drill.question
+        await pilot.press("ctrl+r", "4", "5", "enter")
+        assert drill.question is first and first.attempts == 1  # not checked against the old one
+        await clock.release(pilot)
+        assert drill.question is not first and drill.question.attempts == 1
+        assert app.screen.focused.value == "45"
+        assert "45" in str(drill.query_one("#drill-feedback").render())

@@ -23,6 +23,10 @@ class DrillView(ActivityView):
         self.saved_answer = saved_answer
         self.question = None
         self.last_wrong = False
+        self.drawing = True
+        """A question is being drawn (the first, or one ctrl+r asked for): Enter waits for it."""
+        self.enter_waiting = False
+        """Enter came while a question was drawn: the box is checked once it shows."""
 
     def compose(self) -> ComposeResult:
         yield Static(self.words(f"Drill: {self.drill.title}"), classes="activity-title", markup=False)
@@ -43,9 +47,9 @@ class DrillView(ActivityView):
         # question); else the answer saved on an earlier visit.
         await self._show_question(question, keep_typed=True)
         box = self.query_one(Input)
-        if self.saved_answer and not box.value:
+        if self.saved_answer and not box.value and not self.enter_waiting:
             box.value = self.saved_answer
-        self.post_message(self.Updated())
+        await self._drawn()
 
     def _draw(self, seed: int):
         """A question for `seed`, or the next seed's if it reads the same as the one on show."""
@@ -82,14 +86,32 @@ class DrillView(ActivityView):
     @on(Input.Submitted, "#drill-answer")
     async def _check(self, event: Input.Submitted) -> None:
         event.stop()
+        if self.drawing:
+            # Keys arrive in bursts: an answer typed and entered before its question shows is
+            # checked once it does, not dropped.
+            self.enter_waiting = True
+            self._feedback("The question is still being drawn: your answer is checked once it shows.", None)
+            return
+        await self._check_answer(event.value)
+
+    async def _check_answer(self, value: str) -> None:
         if self.question is None or self.question.over:
             return
-        feedback = self.question.check(event.value)
+        feedback = self.question.check(value)
         self._feedback(feedback.message, feedback.correct)
         self.last_wrong = not feedback.correct
         if feedback.show_derivation:
             await self._show_derivation()
-            self.post_message(self.Finished(event.value, completed=bool(self.question.solved)))
+            self.post_message(self.Finished(value, completed=bool(self.question.solved)))
+        else:
+            self.post_message(self.Updated())
+
+    async def _drawn(self) -> None:
+        """A question is on show: check an answer entered while it was drawn."""
+        self.drawing = False
+        if self.enter_waiting:
+            self.enter_waiting = False
+            await self._check_answer(self.query_one(Input).value)
         else:
             self.post_message(self.Updated())
 
@@ -111,15 +133,18 @@ class DrillView(ActivityView):
     async def new_question(self) -> None:
         self.seed += 1
         self.last_wrong = False
+        # The old answer goes now; what is typed while the new question is drawn is for it.
+        self.query_one(Input).value = ""
+        self.drawing, self.enter_waiting = True, False
         # Drawn in a thread like the first: some drills measure runs or sweep a curve first.
         await self.prepare(lambda: self._draw(self.seed), self._next_question)
 
     async def _next_question(self, question) -> None:
         if not self.is_attached:
             return
-        await self._show_question(question)
+        await self._show_question(question, keep_typed=True)
         self.query_one(Input).focus()
-        self.post_message(self.Updated())
+        await self._drawn()
 
     @property
     def answered(self) -> bool:
