@@ -154,10 +154,11 @@ class StepRun:
             self.refresh()
 
     # -- what an activity asks for
-    def run_asked(self, asked) -> None:
-        """Run what an activity asks for (`ActivityView.RunDials`)."""
+    def run_asked(self, asked) -> dict:
+        """Run what an activity asks for (`ActivityView.RunDials`); returns the dial settings
+        made (the body has the curve and the activity follow them, as after a dial move)."""
         if self.sim is None:
-            return
+            return {}
         step, dials = self.step(), self.dials()
         if asked.beside_start and asked.dials and step.compare is None and not self.sim.started:
             # A prediction about a setting: run it with the step's start setting beside it, on
@@ -165,7 +166,8 @@ class StepRun:
             # against capped). The run has not started yet, so nothing is lost.
             self._beside_start(step, tuple(asked.dials))
         settings, words = dials.asked(asked.dials, asked.from_start, step.scenario, asked.words)
-        if (error := dials.set(settings)[1]) is not None:
+        applied, error = dials.set(settings)
+        if error is not None:
             self.say(f"Refused: {in_app_words(error)}", error=True)
         if asked.fresh and self.sim.started:
             # From time zero with these settings: a mean over the run is this run's alone.
@@ -173,12 +175,13 @@ class StepRun:
             self.stop()
             self.start(scenario)
             if self.sim is None:
-                return
+                return {}
         self.before.configure(step, self.sim)
         if words:
             self.say(words)
         self.sim.resume()
         self.refresh(status=True, goal=True)
+        return applied
 
     def _beside_start(self, step, keeps: tuple[str, ...]) -> None:
         try:

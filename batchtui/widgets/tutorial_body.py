@@ -5,7 +5,7 @@ hidden), what that leaves the dials (`SimPane.fit`: two columns when wide or zoo
 line in the status line on a short screen, read from the screen's breakpoint classes), and where
 the keys go back to when a dial or the answer box is left (the lesson, or nothing while zoomed).
 It opens a step in both panes, draws the run's frames in the views and the activity, runs what
-an activity asks for (`ActivityView.RunDials`, on the step's run), and when the learner moves a
+an activity asks for (`ActivityView.RunDials`, on the step's run, followed as a dial move), and when the learner moves a
 dial (`DialList.Moved`, which then goes on up to the screen) has the "before" table's title, the
 curve's sweep and the activity follow. It is given the step's run (`StepRun`, with the screen's
 "before" and sweeps, which work on the simulation pane's views); it reads the step from the
@@ -99,7 +99,10 @@ class TutorialBody(Horizontal):
         self.lesson.activity.update_snapshot(frame.snapshot, frame.compare)
 
     def on_activity_view_run_dials(self, message: ActivityView.RunDials) -> None:
-        self.step_run.run_asked(message)
+        # Dials an activity set (a worked answer's, "show me"'s) are followed like the learner's:
+        # step 16's curve swept the old seats beside a worked answer for the new ones.
+        if moved := self.step_run.run_asked(message):
+            self.dials_moved(moved)
 
     def on_dial_list_moved(self, message: DialList.Moved) -> None:
         self.dials_moved(message.moved)

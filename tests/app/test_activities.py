@@ -284,3 +284,20 @@ async def test_an_answer_entered_while_its_question_is_drawn_is_checked_once_it_
         assert drill.question is not first and drill.question.attempts == 1
         assert app.screen.focused.value == "45"
         assert "45" in str(drill.query_one("#drill-feedback").render())
+
+
+async def test_a_worked_answer_s_seats_are_the_seats_the_curve_sweeps(make_app, lessons):
+    """Step 16: ctrl+d sets the seats of the question (128) beside its worked answer; the curve
+    went on showing the 256-seat sweep (knee and saturated rate of the old seats) while the
+    answer read the SLO rate off the 128-seat one."""
+    app = make_app(list(lessons), start_step=16)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        drill = app.screen.query_one(DrillView)
+        seats = drill.question.run_dials["engine.max_num_seqs"]
+        assert app.screen.sweeps.swept.engine["max_num_seqs"] != seats
+        await pilot.press("ctrl+d")
+        for _ in range(3):
+            await pilot.pause()
+        assert app.screen.run.sim.scenario.engine["max_num_seqs"] == seats
+        assert app.screen.sweeps.swept.engine["max_num_seqs"] == seats
