@@ -5,9 +5,9 @@ hidden), what that leaves the dials (`SimPane.fit`: two columns when wide or zoo
 line in the status line on a short screen, read from the screen's breakpoint classes), and where
 the keys go back to when a dial or the answer box is left (the lesson, or nothing while zoomed).
 It opens a step in both panes, draws the run's frames in the views and the activity, runs what
-an activity asks for (`ActivityView.RunDials`, on the step's run, followed as a dial move), and when the learner moves a
-dial (`DialList.Moved`, which then goes on up to the screen) has the "before" table's title, the
-curve's sweep and the activity follow. It is given the step's run (`StepRun`, with the screen's
+an activity asks for (`ActivityView.RunDials`, on the step's run), and when the learner or an
+activity moves a dial (`DialList.Moved`, which then goes on up to the screen) has the "before"
+table's title, the curve's sweep and the activity follow. It is given the step's run (`StepRun`, with the screen's
 "before" and sweeps, which work on the simulation pane's views); it reads the step from the
 lesson pane.
 """
