@@ -7,9 +7,9 @@ the keys go back to when a dial or the answer box is left (the lesson, or nothin
 It opens a step in both panes, draws the run's frames in the views and the activity, runs what
 an activity asks for (`ActivityView.RunDials`, on the step's run), and when the learner or an
 activity moves a dial (`DialList.Moved`, which then goes on up to the screen) has the "before"
-table's title, the curve's sweep and the activity follow. It is given the step's run (`StepRun`, with the screen's
-"before" and sweeps, which work on the simulation pane's views); it reads the step from the
-lesson pane.
+table's title, the curve's sweep and the activity follow. It is given the step's run
+(`StepRun`, with the screen's "before" and sweeps, which work on the simulation pane's views); it
+reads the step from the lesson pane.
 """
 
 from __future__ import annotations
