@@ -19,6 +19,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
 
+from sim.dials import BY_PATH as DIAL_SPECS
 from sim.errors import SimError
 
 from ..formatting import first_fitting, in_app_words, number
@@ -223,7 +224,9 @@ class DialList(Vertical):
         controls = {d.spec.name: d.spec for d in self.dials}
         said = []
         for path, value in settings.items():
-            spec = controls.get(path)
+            # Not on the list: the simulator's own name for the dial ("output length 384 tokens",
+            # not the path's last word, "mean 384").
+            spec = controls.get(path) or DIAL_SPECS.get(path)
             if spec is None:
                 said.append(f"{path.rsplit('.', 1)[-1].replace('_', ' ')} {number(value)}")
             else:

@@ -301,3 +301,16 @@ async def test_a_worked_answer_s_seats_are_the_seats_the_curve_sweeps(make_app, 
             await pilot.pause()
         assert app.screen.run.sim.scenario.engine["max_num_seqs"] == seats
         assert app.screen.sweeps.swept.engine["max_num_seqs"] == seats
+
+
+async def test_a_setting_not_on_the_step_s_dials_is_named_as_the_simulator_names_it(make_app, lessons):
+    """Step 9's worked answer runs its question's traffic: the line said "Running with Traffic
+    12 req/s, mean 384." (the last word of workload.output.mean); it names the output length."""
+    app = make_app(list(lessons), start_step=9)
+    async with app.run_test(size=(80, 24)) as pilot:
+        drill = app.screen.query_one(DrillView)
+        output = drill.question.run_dials["workload.output.mean"]
+        await pilot.press("ctrl+d")
+        await pilot.pause()
+        text = " ".join(screen_text(app).split())
+        assert f"output length {output} tokens" in text and f"mean {output}" not in text
