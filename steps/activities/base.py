@@ -57,6 +57,14 @@ def parse_number(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def typed(value: float) -> str:
+    """A number the learner typed, said back: as prose writes it, or in powers of ten when far
+    from any answer ("1e+99", not a hundred digits; "1e-12", not a dozen zeros)."""
+    if value == 0 or 1e-3 <= abs(value) < 1e9:
+        return fmt(value, 4)
+    return f"{value:.3g}"
+
+
 # ---------------------------------------------------------------------------------------------
 # Drills
 # ---------------------------------------------------------------------------------------------
@@ -139,9 +147,9 @@ class Question:
             if self.accepted:
                 mine = "" if value == self.answer else f" for your reading of the curve (its last point " \
                                                       f"inside the SLO gives {fmt(self.answer)})"
-                return Feedback(True, f"Right{mine}: {fmt(value, 4)} {self.unit}.", value, show_derivation=True)
+                return Feedback(True, f"Right{mine}: {typed(value)} {self.unit}.", value, show_derivation=True)
             return Feedback(True, f"Right: {fmt(self.answer)} {self.unit} "
-                                  f"(you typed {fmt(value, 4)}; within {self.tolerance_text}).",
+                                  f"(you typed {typed(value)}; within {self.tolerance_text}).",
                             value, show_derivation=True)
         if _MS_UNIT.search(text) and self.unit != "ms":
             return Feedback(False, f"That is a time in ms; the question asks for {self.unit}.", value)
@@ -150,7 +158,7 @@ class Question:
         if matched:
             return Feedback(False, " Or: ".join(matched[:2]), value)
         direction = "high" if value > self.answer else "low"
-        return Feedback(False, f"Not quite: {fmt(value, 4)} is too {direction} "
+        return Feedback(False, f"Not quite: {typed(value)} is too {direction} "
                                f"(needed within {self.tolerance_text}). Try again or take a hint.", value)
 
     def hint(self, n: int) -> str:

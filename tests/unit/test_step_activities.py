@@ -48,6 +48,13 @@ def test_garbage_is_not_a_number(text):
     assert act.parse_number(text) is None
 
 
+@pytest.mark.parametrize("text,said", [("1e99", "1e+99"), ("-5", "-5"), ("1e-12", "1e-12"), ("2090", "2,090")])
+def test_a_wild_answer_is_said_back_short(text, said):
+    """1e99 was said back as a hundred digits over five lines of the lesson pane."""
+    message = act.SingleStreamCeilingDrill().new_question(3).check(text).message
+    assert f"Not quite: {said} is too" in message and len(message) < 100
+
+
 # -- step 2: the single-stream ceiling --------------------------------------------------------------
 
 
