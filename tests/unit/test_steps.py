@@ -282,3 +282,20 @@ def test_step_15_says_why_an_80_gb_h100_has_85_gb(all_steps):
     gb, gib = f"{gpu.memory_bytes / 1e9:.3g}", f"{gpu.memory_bytes / 2**30:.3g}"
     assert re.search(rf"{gb} GB is what CUDA reports|CUDA's count: the {re.escape(gpu.name)}'s {gib} GiB", text), text
     assert "80 GB" in gpu.name and f"× {gb} " in text
+
+
+def test_step_6_says_which_of_its_limits_are_set_small(all_steps):
+    """Step 6 shrinks the token budget and the seats below vLLM's defaults, not the KV cache
+    (about 28,000 blocks, the whole cache): its text said all three limits were set small.
+    Its hint names the limit as the panel does ("seats", not max_num_seqs)."""
+    import re
+
+    step = all_steps[5]
+    engine, dep = step.scenario.engine_config(), step.scenario.deployment()
+    vllm = step.scenario.replace(engine={"batching": "continuous"}).engine_config()
+    assert engine.max_num_batched_tokens < vllm.max_num_batched_tokens and engine.max_num_seqs < vllm.max_num_seqs
+    assert step.scenario.gpu_memory_utilization is None or step.scenario.gpu_memory_utilization >= 0.9
+    assert dep.kv_cache_tokens > 100 * step.scenario.workload.input.mean
+    text = " ".join(step.body_md.split())
+    assert re.search(r"Three limits decide what fits; the first two are set small", text), text
+    assert "limit becomes seats" in step.hints[1]
