@@ -61,8 +61,10 @@ class TutorialBody(Horizontal):
             self.focus_lesson()
 
     def focus_lesson(self) -> None:
-        """The lesson takes the keys (↑ ↓ scroll it, ← → change step); zoomed, nothing does."""
-        self.screen.set_focus(None) if self.zoomed else self.lesson.focus()
+        """The lesson takes the keys (↑ ↓ scroll it, ← → change step); zoomed, nothing does.
+        At once, not queued as `Widget.focus` does: a tab read with the step key that opened
+        the step is acted on next and must find the lesson, not have it take the keys back."""
+        self.screen.set_focus(None if self.zoomed else self.lesson)
 
     @on(DialControl.Leave)
     @on(AnswerBox.Leave)

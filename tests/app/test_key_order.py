@@ -159,3 +159,23 @@ async def test_dial_moves_and_a_reset_in_one_read_land_in_order(make_app):
         one_read(app, "left", "left")  # and moves after a reset clear its notice, as typed slowly
         assert await settled(pilot, lambda: dial.value == 18 and notice.message == ""), (dial.value, notice.message)
         assert app.screen.sim.scenario.workload.request_rate == 18.0
+
+
+async def test_tab_read_with_step_keys_reaches_the_new_step_s_dials(make_app):
+    """n n n tab in one read (or t, Down, Enter, tab): the tab moved the focus to the new step's
+    first dial, then the step's own "the lesson takes the keys", queued behind it, took it back:
+    the tab was lost. A step key then tab, and shift+tab after, land where typed slowly."""
+    from batchtui.widgets.dial import DialControl
+
+    app = make_app(list(steps.open_lessons()), start_step=5)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        one_read(app, "n", "n", "n", "tab")
+        assert await settled(pilot, lambda: app.tutorial.step.number == 8)
+        assert isinstance(app.focused, DialControl), app.focused
+        one_read(app, "escape", "t", "down", "enter", "tab")
+        assert await settled(pilot, lambda: app.tutorial.step.number == 9)
+        assert isinstance(app.focused, AnswerBox), app.focused
+        one_read(app, "ctrl+n", "tab", "shift+tab")
+        assert await settled(pilot, lambda: app.tutorial.step.number == 10)
+        assert app.focused is app.tutorial.lesson, app.focused
