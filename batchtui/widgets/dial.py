@@ -23,6 +23,13 @@ MAX_TRACK = 24
 """Cells of track at most: on a wide pane the value stays near its label."""
 
 
+def track_cells(width: int, label: str, value: str) -> int:
+    """Cells of track a dial line `width` wide has room for beside its label and value (and the
+    focus mark and two spaces); 0 when fewer than five fit: the line shows no track."""
+    cells = min(MAX_TRACK, width - 1 - len(label) - len(value) - 2)
+    return cells if cells >= 5 else 0
+
+
 def _unit_for(value: Any, unit: str) -> str:
     """"1 request", "2 requests": a plural unit word loses its s for exactly one."""
     if value == 1 and unit.isalpha() and unit.endswith("s") and len(unit) > 2:
@@ -177,8 +184,8 @@ class DialControl(Widget, can_focus=True):
         room = max(1, width - 1 - len(value) - 1)
         label = self.spec.label if len(self.spec.label) <= room else self.spec.label[: max(1, room - 1)] + "."
         text.append(label, self.get_component_rich_style("dial--label", partial=True))
-        track_width = min(MAX_TRACK, width - 1 - len(label) - len(value) - 2)
-        if track_width >= 5:
+        track_width = track_cells(width, label, value)
+        if track_width:
             knob_at = round(self.share() * (track_width - 1))
             track = self.get_component_rich_style("dial--track", partial=True)
             text.append(" ")
@@ -186,8 +193,6 @@ class DialControl(Widget, can_focus=True):
             text.append(g.dial_knob, self.get_component_rich_style("dial--knob", partial=True))
             text.append(g.dial_track * (track_width - knob_at - 1), track)
             text.append(" ")
-        else:
-            track_width = 0
         used = 1 + len(label) + len(value) + (track_width + 2 if track_width else 0)
         text.append(" " * max(0 if track_width else 1, width - used))
         text.append(value, self.get_component_rich_style("dial--value", partial=True))

@@ -351,3 +351,29 @@ async def test_an_embedder_s_throughput_reads_as_requests_not_tokens(make_app):
         assert rows()["tokens/s"][0] == "-" and rows()["tokens/s"][1] != "-"
         both.max_lines = 5  # (step 4 at 80x23): throughput as req/s, and the padding it is about
         assert {"req/s", "padding"} <= set(rows()) and "tokens/s" not in rows()
+
+
+async def test_every_lesson_dial_shows_its_track_at_80_columns(make_app):
+    """A dial whose label and value leave fewer than five cells shows no track: step 10's "Long
+    prompt length 16,000 tokens" did at 80 columns, so the learner could not see where in its
+    range it sat. Every dial of steps 1-19, at either end of its range (each choice of a choice
+    dial), has room for its track at the width the simulation pane gives a dial at 80x23. (The
+    playground's many dials name their policy, "Seats (continuous)", and show values only.)"""
+    from batchtui.widgets.dial import DialControl, track_cells
+    from tests import shared_steps
+
+    lessons = shared_steps.lessons()
+    app = make_app(list(lessons), start_step=10)
+    async with app.run_test(size=(80, 23)) as pilot:
+        await pilot.pause()
+        on_screen = list(app.screen.query(DialControl))
+        assert on_screen and all("●" in dial.render().plain for dial in on_screen)
+        width = on_screen[0].outer_size.width - on_screen[0].styles.gutter.width
+    crowded = []
+    for step in lessons[:19]:
+        for spec in step.dials:
+            for value in spec.choices or (spec.min, spec.max):
+                words = DialControl(spec, value).value_words()
+                if not track_cells(width, spec.label, words):
+                    crowded.append((step.number, spec.label, words))
+    assert not crowded
