@@ -243,15 +243,17 @@ async def test_show_me_on_a_break_it_sets_dials_that_break_it_and_the_verdict_fo
         assert "show me" not in screen_text(app).split("\n")[-1]
 
 
-class QuestionsHeld(ManualClock):
-    """A manual clock that holds each drill question being drawn until `release`: the seconds a
-    slow draw (step 16 sweeps a curve first) takes on a loaded machine."""
+class Held(ManualClock):
+    """A manual clock that holds the background work of `group` until `release`: a drill
+    question being drawn (the seconds a slow draw, step 16 sweeps a curve first, takes on a
+    loaded machine), or a curve's rate sweep (not run at all unless released)."""
 
-    def __init__(self) -> None:
+    def __init__(self, group: str = "question") -> None:
+        self.group = group
         self.held = []
 
     async def in_background(self, widget, work, done, delay: float = 0.0, group: str = "background") -> None:
-        if group == "question":
+        if group == self.group:
             self.held.append((work, done))
             return
         await super().in_background(widget, work, done, delay, group)
@@ -267,7 +269,7 @@ async def test_an_answer_entered_while_its_question_is_drawn_is_checked_once_it_
     """Keys in one burst: tab, a number and Enter before the question is drawn. The Enter was
     dropped (the number stayed in the box, unchecked); now it is checked when the question
     shows. Likewise after ctrl+r: what is typed while the new question is drawn is for it."""
-    clock = QuestionsHeld()
+    clock = Held("question")
     app = make_app(list(lessons), start_step=2, clock=clock)
     async with app.run_test(size=(80, 24)) as pilot:
         drill = app.screen.query_one(DrillView)
@@ -290,7 +292,7 @@ async def test_a_worked_answer_s_seats_are_the_seats_the_curve_sweeps(make_app, 
     """Step 16: ctrl+d sets the seats of the question (128) beside its worked answer; the curve
     went on showing the 256-seat sweep (knee and saturated rate of the old seats) while the
     answer read the SLO rate off the 128-seat one."""
-    app = make_app(list(lessons), start_step=16)
+    app = make_app(list(lessons), start_step=16, clock=Held("sweep"))  # (what is swept, not run)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         drill = app.screen.query_one(DrillView)
