@@ -14,9 +14,10 @@ flight, booking, and the arrivals admitted before the next call). The kinds:
   or finding it cannot (a request waits to be admitted).
 
 The plain run is timed first, without the hooks, so the hooks' own cost shows (about 0.5 us a
-call). Usage:
+call). `--sweep` does the same for each rate of the default sweep (`sim_benchmark.py`'s, 2,000
+requests each), one line a rate: where its CPU goes, and the iterations a stretch runs. Usage:
 
-    python benchmarks/call_costs.py [--rate 30] [--requests 20000]
+    python benchmarks/call_costs.py [--rate 30] [--requests 20000] [--sweep]
 """
 
 from __future__ import annotations
@@ -101,11 +102,43 @@ def timed_run(rate: float, requests: int) -> tuple[float, Counter, Counter, int]
     return total, calls, spent, summary.iterations
 
 
+SHORT = {"admits, decoders in flight": "admits", "first decode": "1st dec", "admits, a prefill in flight": "both",
+         "other explicit": "other", "stretch": "stretch", "stretch refused": "refused"}
+
+
+def sweep() -> int:
+    """One line per rate of the default sweep: CPU a request (plain run), iterations, iterations a
+    stretch, and each kind's share of the hooked run's time."""
+    from sim_benchmark import SWEEP_PROMPTS, SWEEP_RATES
+
+    n = SWEEP_PROMPTS
+    print(f"the default sweep's rates, {n:,} requests of 512/256 each; shares of each hooked run's CPU")
+    print(f"{'req/s':>5s} {'ms':>6s} {'us/req':>7s} {'iterations':>10s} {'it/stretch':>10s} "
+          + " ".join(f"{SHORT[kind]:>7s}" for kind in KINDS))
+    whole = 0.0
+    for rate in SWEEP_RATES:
+        t0 = time.process_time()
+        engine(rate, n).run()
+        plain_s = time.process_time() - t0
+        whole += plain_s
+        total, calls, spent, iterations = timed_run(rate, n)
+        explicit = calls["admits, decoders in flight"] + calls["first decode"] + calls["admits, a prefill in flight"] \
+            + calls["other explicit"]
+        per_stretch = (iterations - explicit) / calls["stretch"] if calls["stretch"] else 0.0
+        print(f"{rate:5g} {plain_s * 1e3:6.1f} {plain_s / n * 1e6:7.1f} {iterations:10,d} {per_stretch:10.1f} "
+              + " ".join(f"{100 * spent[kind] / total:6.1f}%" for kind in KINDS))
+    print(f"sweep {whole:.3f} s CPU (plain runs); load average " + " ".join(f"{x:.1f}" for x in os.getloadavg()))
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=30.0, help="requests/s (default 30)")
     parser.add_argument("--requests", type=int, default=20_000, help="requests in the run (default 20,000)")
+    parser.add_argument("--sweep", action="store_true", help="each rate of the default sweep, one line each")
     args = parser.parse_args()
+    if args.sweep:
+        return sweep()
     t0 = time.process_time()
     plain = engine(args.rate, args.requests).run()
     plain_s = time.process_time() - t0
