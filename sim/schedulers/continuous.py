@@ -22,7 +22,8 @@ from itertools import accumulate
 
 from ..kv import NO_HIT
 from ..request import FINISHED, PREEMPTED, RUNNING, Request
-from .base import CapsUsed, Scheduler, SchedulerOutput, UpdateResult, WorkRow, is_decode, record_token, stops
+from .base import (CapsUsed, Scheduler, SchedulerOutput, UpdateResult, WorkRow, is_decode, record_token, stop_reason,
+                   stops)
 from .queues import make_queue
 from .running import RunningSet
 
@@ -204,6 +205,8 @@ class ContinuousScheduler(Scheduler):
         # compact decoders one token each, the others their chunk. The plan: each explicit one
         # with its tokens, and the new blocks they all need (None if the budget falls short, or a
         # request waits this iteration).
+        if self._compact_async and running.explicit:
+            self._join_first_decoders()
         decoders, decoder_blocks, decoder_context = running.coming_batch() if running.decoders else (0, 0, 0)
         blocks = decoder_blocks
         plan = []
@@ -428,6 +431,19 @@ class ContinuousScheduler(Scheduler):
             self._next_out = out
         return out
 
+    def _join_first_decoders(self) -> None:
+        """Async: a request whose whole prompt is in the batch in flight, sampling its first
+        token, decodes from the batch made now on, one token at a time: held compactly from now
+        (`RunningSet.join_first`) instead of joining once that token is processed (see
+        update_from_output), where it would join with its next token scheduled as a plain decode
+        and it steady. (A walk or a preemption that follows makes it explicit again.)"""
+        running = self.running
+        max_model_len = self.config.max_model_len
+        for req in [r for r in running.explicit if r.num_output_placeholders == 1 and not r.num_output_tokens]:
+            if (req.num_computed_tokens == req.prompt_len and req.status == RUNNING
+                    and stop_reason(req, 1, max_model_len) is None and running.steady(req, 1)):
+                running.join_first(req)
+
     def _after_schedule_spec(self, out: SchedulerOutput) -> None:
         """`schedule()`'s last part with speculative decoding (vLLM's `_update_after_schedule`, and
         the runner): the scheduled tokens count as computed, a request whose known tokens are then
@@ -522,7 +538,8 @@ class ContinuousScheduler(Scheduler):
             if nxt is not None and nxt is not output and nxt.scheduled and output.sampling:
                 joinable = {id(work[0]) for work in nxt.scheduled if work[3]}
         compact = output.num_compact
-        ended = running.advance(1, end, end - start) if compact else ()
+        fresh = running.fresh  # (decoders whose first token is this batch's: see _join_first_decoders)
+        ended = running.advance(1, end, end - start) if compact or fresh else ()
         output.compact_finished = ended
         max_model_len = self.config.max_model_len
         gap_order = []  # (admission number, gap, requests) for the ITL log, in scheduled order
@@ -531,6 +548,11 @@ class ContinuousScheduler(Scheduler):
         for req in output.sampling:
             if req.status == FINISHED:  # aborted while its batch was in flight
                 req.num_output_placeholders -= 1
+                continue
+            if fresh and req in fresh:  # a compact decoder now, its first token this batch's row's
+                running.took_first_token(req)
+                record_token(req, end, result.first_tokens)
+                output.joined.append(req)
                 continue
             outputs = req.num_output_tokens + 1
             req.num_output_tokens = outputs

@@ -28,7 +28,9 @@ is processed, and the scheduler takes the next batch's blocks before the tick th
 one in flight. `flights` counts the batches in flight that hold the decoders' tokens (1 between
 engine calls, 2 from schedule() to the update); a decoder whose last token is in flight is not
 in the next batch (`coming_batch`). A decoder that stops being held compactly while its token is
-in flight is listed in `left`, so that the update processes that token explicitly.
+in flight is listed in `left`, so that the update processes that token explicitly. A new request
+joins when its first decode is scheduled, its first token still its prefill row's in the batch in
+flight (`join_first`): it is `fresh` until that row is processed (`took_first_token`).
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ class RunningSet:
         self._clear_compact_state()
 
     def _clear_compact_state(self) -> None:
+        # async: decoders joined with their first token in flight as another batch's row (`join_first`)
+        self.fresh: set[Request] = set()
         self._crossing = [0] * self.block_size  # decoders by the tick residue at which they need a block
         self._context = 0  # S
         # tick -> decoders that finish with it, as (request, its tick minus its outputs when it
@@ -122,11 +126,14 @@ class RunningSet:
         self.remove(request)
 
     # -- compact decoders
-    def steady(self, request: Request) -> bool:
-        """Whether a decoder can be held compactly: from now on it needs one block each time its
-        tokens pass a multiple of the block size (`BlockPool.steady`: a sliding window's blocks are
-        at their most). Until then it stays explicit."""
-        return self.pool.steady(request.prompt_len + request.num_output_tokens - 1)
+    def steady(self, request: Request, outputs: int | None = None) -> bool:
+        """Whether a decoder can be held compactly (with `outputs` tokens; by default those it
+        has): from then on it needs one block each time its tokens pass a multiple of the block
+        size (`BlockPool.steady`: a sliding window's blocks are at their most). Until then it
+        stays explicit."""
+        if outputs is None:
+            outputs = request.num_output_tokens
+        return self.pool.steady(request.prompt_len + outputs - 1)
 
     def join(self, request: Request) -> None:
         """`request` has just sampled a token and decodes from now on, one token a tick: hold it
@@ -155,6 +162,22 @@ class RunningSet:
             # with a token in flight under async, has its entry here already: one, or it would
             # be counted twice as finishing)
             slot.append((request, tick - outputs))
+
+    def join_first(self, request: Request) -> None:
+        """Async: `request`'s whole prompt is in the batch in flight, sampling its first token, and
+        it decodes from the batch scheduled next: hold it compactly now, as if it had joined once
+        that token was processed (the same block, context and finish counts). Its first token is
+        its row's in that batch, not a compact one: `took_first_token` when it is processed."""
+        self.join(request)
+        self.fresh.add(request)
+
+    def took_first_token(self, request: Request) -> None:
+        """A decoder joined with `join_first` has had its first token processed (this tick): its
+        fields are exact as of now, so that no gap before it counts as its own."""
+        self.fresh.discard(request)
+        since = self.decoders[request]
+        request.num_output_tokens = self._outputs(request, since)
+        self.decoders[request] = self.tick
 
     def context(self, request: Request) -> int:
         """A decoder's context now, its token in flight not counted (what `sync()` would make its
@@ -218,7 +241,9 @@ class RunningSet:
         becomes explicit (or, if not `explicit`, leaves the compact form only: the caller takes
         it out of the set)."""
         self._bring_up_to_date(request, since)
-        if explicit and self.asynchronous and request.num_output_placeholders:
+        if request in self.fresh:  # (its token in flight is its own row's: processed as such)
+            self.fresh.discard(request)
+        elif explicit and self.asynchronous and request.num_output_placeholders:
             self.left.append((request, request.num_computed_tokens - 1))
         tick = self.decoders.pop(request)
         outputs = request.num_output_tokens
@@ -244,9 +269,10 @@ class RunningSet:
         """Hold every request explicitly; returns them in admission order."""
         if self.decoders:
             asynchronous = self.asynchronous
+            fresh = self.fresh
             for request, since in self.decoders.items():
                 self._bring_up_to_date(request, since)
-                if asynchronous and request.num_output_placeholders:
+                if asynchronous and request.num_output_placeholders and request not in fresh:
                     self.left.append((request, request.num_computed_tokens - 1))
             self.decoders = {}
             self._clear_compact_state()
