@@ -173,10 +173,12 @@ class RunningSet:
 
     def took_first_token(self, request: Request) -> None:
         """A decoder joined with `join_first` has had its first token processed (this tick): its
-        fields are exact as of now, so that no gap before it counts as its own."""
+        outputs are counted as of now, so that no gap before it counts as its own, and the token
+        is no longer in flight (one placeholder fewer, as for an explicit request)."""
         self.fresh.discard(request)
         since = self.decoders[request]
         request.num_output_tokens = self._outputs(request, since)
+        request.num_output_placeholders -= 1
         self.decoders[request] = self.tick
 
     def context(self, request: Request) -> int:
