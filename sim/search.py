@@ -27,7 +27,7 @@ from sim.planning import Slo
 
 __all__ = ["GridPoint", "PointResult", "SCREEN_PRECISION", "SCREEN_PROMPTS", "SCREEN_WINDOW", "SCREEN_WINDOW_S",
            "ScreenProof", "confirm_point", "context_key", "cost", "family", "grid", "loosest_first",
-           "pareto_front", "point_key", "point_scenario", "screen_proved", "spec_text", "spec_word",
+           "pareto_front", "point_key", "point_scenario", "run_unit", "screen_proved", "spec_text", "spec_word",
            "spread", "survivors"]
 
 # The screen: plan's search (`sim.rate_plan.plan_rate`) on one seed with short runs and a coarse
@@ -317,34 +317,62 @@ def screen_proved(base, point: GridPoint, slo: Slo, num_prompts: int = SCREEN_PR
                                sc.deployment(profiles).gpu.cudagraph_ceiling) if proved else None, False
 
 
+def run_unit(unit: tuple):
+    """One unit of a point's confirmation or router check (`confirm_point`, `router_point`), by
+    its first word: ("run", scenario, rate, n), the scenario's run at that rate and length with
+    its per-request records (plan's search judges each rate's steady window from them);
+    ("confirm", scenario, slo, rate, saturated, n, min_window, min_window_s),
+    `rate_plan.confirm_point` on the scenario, its per-request records dropped (the rate is judged),
+    and the runs it made; ("router", scenario, policy, replicas, peak_rate, slo, n),
+    `rate_plan.check_router`. A unit's answer depends only on the unit: where it runs (this
+    process, or a worker `batchtui search` hands it to) changes nothing."""
+    kind, scenario, *rest = unit
+    if kind == "run":
+        rate, n = rest
+        return _run_at(scenario)(rate, n)
+    if kind == "confirm":
+        slo, rate, saturated, n, min_window, min_window_s = rest
+        run_at = _Counting(_run_at(scenario))
+        point = rate_plan.confirm_point(run_at, slo, rate, saturated, n, min_window, min_window_s)
+        return replace(point, summary=replace(point.summary, records=[])), run_at.runs
+    if kind == "router":
+        policy, replicas, peak_rate, slo, n = rest
+        return rate_plan.check_router(scenario, scenario.profiles(), policy, replicas, peak_rate, slo, n)
+    raise ValueError(f"unknown unit {kind!r}")
+
+
 def confirm_point(base, point: GridPoint, slo: Slo, num_prompts: int, seeds: int, min_window: int,
                   min_window_s: float, confirm_prompts: int,
-                  new_seeds: int = rate_plan.PLAN_CONFIRM_NEW_SEEDS) -> PointResult:
-    """A screened point searched and confirmed as `batchtui plan` does it, in this process: plan's
-    search (`rate_plan.plan_rate`) on `seeds` seeds from the scenario's, with windows of
-    `min_window` requests and `min_window_s` seconds; the lowest seed's answer confirmed by
-    `rate_plan.confirm_rate` on runs of `confirm_prompts` requests on those seeds and
-    `new_seeds` more (plan's defaults are rate_plan's PLAN_* constants), one at a time: a rate's
-    runs stop once its verdict is known (`seeded_plan`'s `batch`)."""
+                  new_seeds: int = rate_plan.PLAN_CONFIRM_NEW_SEEDS, run=run_unit) -> PointResult:
+    """A screened point searched and confirmed as `batchtui plan` does it: plan's search
+    (`rate_plan.plan_rate`) on `seeds` seeds from the scenario's, with windows of `min_window`
+    requests and `min_window_s` seconds; the lowest seed's answer confirmed by
+    `rate_plan.confirm_rate` on runs of `confirm_prompts` requests on those seeds and `new_seeds`
+    more (plan's defaults are rate_plan's PLAN_* constants), one at a time: a rate's runs stop
+    once its verdict is known (`seeded_plan`'s `batch`). Each run of the search and each
+    confirmation run is a unit (`run_unit`) made by `run`: in this process by default, by a worker
+    when the command hands them out one by one (the same units, so the same answer)."""
     sc = point_scenario(base, point)
     runs = 0
 
-    def counted(scenario, measure):
-        nonlocal runs
-        run_at = _Counting(_run_at(scenario))
-        out = measure(run_at)
-        runs += run_at.runs
-        return out
-
     def plan_seeds(scenarios) -> list:
-        return [counted(x, lambda run_at: rate_plan.plan_rate(run_at, slo, num_prompts, min_window=min_window,
-                                                              min_window_s=min_window_s))
-                for x in scenarios]
+        nonlocal runs
+        plans = []
+        for x in scenarios:
+            run_at = _Counting(lambda rate, n, x=x: run(("run", x, rate, n)))
+            plans.append(rate_plan.plan_rate(run_at, slo, num_prompts, min_window=min_window,
+                                             min_window_s=min_window_s))
+            runs += run_at.runs
+        return plans
 
     def confirm_seeds(scenarios, rate: float, saturated: float) -> list:
-        return [counted(x, lambda run_at: rate_plan.confirm_point(run_at, slo, rate, saturated, confirm_prompts,
-                                                                  min_window, min_window_s))
-                for x in scenarios]
+        nonlocal runs
+        points = []
+        for x in scenarios:
+            p, made = run(("confirm", x, slo, rate, saturated, confirm_prompts, min_window, min_window_s))
+            points.append(p)
+            runs += made
+        return points
 
     result = rate_plan.seeded_plan(sc, seeds, plan_seeds, confirm_seeds, new_seeds, batch=1)
     if not all(p.feasible for p in result.plans):
@@ -362,11 +390,15 @@ def confirm_point(base, point: GridPoint, slo: Slo, num_prompts: int, seeds: int
 
 
 def router_point(base, result: PointResult, slo: Slo, peak_rate: float, headroom: float,
-                 min_seconds: float, min_per_replica: int, max_extra: int) -> PointResult:
+                 min_seconds: float, min_per_replica: int, max_extra: int, run=run_unit,
+                 run_all=None) -> PointResult:
     """A confirmed point's replicas for the peak checked as `batchtui plan` checks them
     (`rate_plan.replicas_for_peak`: from `sim.planning.replicas_needed` up, the peak spread over
     them by every router policy must meet the SLO): the result with `replicas` set, or infeasible
-    when even `max_extra` more replicas miss. A peak too large to simulate is left unchecked."""
+    when even `max_extra` more replicas miss. A peak too large to simulate is left unchecked. Each
+    check is a unit (`run_unit`) made by `run` (see `confirm_point`), a count's checks (one for
+    each router policy, independent) by `run_all(units)` when given (a list of their answers, in
+    order: workers may make them side by side)."""
     from .limits import MAX_NUM_PROMPTS
 
     sc = point_scenario(base, result.point)
@@ -374,12 +406,11 @@ def router_point(base, result: PointResult, slo: Slo, peak_rate: float, headroom
     checked = replace(result, stage="router")
     if rate_plan.router_prompts(peak_rate, first + max_extra, min_seconds, min_per_replica) > MAX_NUM_PROMPTS:
         return replace(checked, reason="the peak is too large to check behind a router")
-    profiles = sc.profiles()
 
     def check(count: int) -> list:
         n = rate_plan.router_prompts(peak_rate, count, min_seconds, min_per_replica)
-        return [rate_plan.check_router(sc, profiles, policy, count, peak_rate, slo, n)
-                for policy in rate_plan.ROUTER_POLICIES]
+        units = [("router", sc, policy, count, peak_rate, slo, n) for policy in rate_plan.ROUTER_POLICIES]
+        return run_all(units) if run_all is not None else [run(u) for u in units]
 
     replicas, checks = rate_plan.replicas_for_peak(first, check, max_extra)
     runs = result.runs + sum(len(c) for c in checks)

@@ -355,13 +355,15 @@ def run(args: argparse.Namespace) -> int:
                 keep = s.survivors(screened, costs, args.confirm)
                 ckeys = [s.point_key(r.point, context, "confirm") for r in keep]
                 reused["confirm"] = sum(k in done for k in ckeys)
-                counts["confirm"] = run_stage(
-                    executor, confirm_task, [(base, r.point, slo, n, confirm_settings) for r in keep], ckeys, done,
-                    journal, progress, "confirm")
+                # (every point confirmed is checked behind a router when they are --best or fewer:
+                # each then straight after its confirmation)
+                router = None if args.peak_rate is None or len(keep) > args.best else (args, context)
+                counts["confirm"], checked = confirm_stage(executor, base, slo, n, confirm_settings, keep, ckeys,
+                                                           done, journal, progress, router)
                 confirmed = {r.point: done[k] for r, k in zip(keep, ckeys)}
                 if args.peak_rate is not None:
                     counts["router"], reused["router"] = router_stage(
-                        executor, args, base, slo, confirmed, price, context, done, journal, progress)
+                        executor, args, base, slo, confirmed, price, context, done, journal, progress, checked)
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the executor has ended the workers
         progress.stop()
         word, status = stopped_how(exc)
@@ -410,17 +412,28 @@ def screen_stage(executor, base, slo, settings: dict, points: list, keys: list[s
     return ran, taken
 
 
+def router_settings() -> dict:
+    """The replicas check's settings (passed on in each task: workers import afresh)."""
+    return {"min_seconds": rate_plan.ROUTER_MIN_SECONDS, "min_per_replica": rate_plan.ROUTER_MIN_PER_REPLICA,
+            "max_extra": rate_plan.ROUTER_MAX_EXTRA}
+
+
+def router_key(args, context: str, point: s.GridPoint) -> str:
+    """A point's replicas check's key in the journal: the peak, the headroom and the settings."""
+    stage = "router:" + json.dumps({"peak_rate": args.peak_rate, "headroom": args.headroom, **router_settings()},
+                                   sort_keys=True)
+    return s.point_key(point, context, stage)
+
+
 def router_stage(executor, args, base, slo, confirmed: dict, price: dict, context: str, done: dict,
-                 journal: Journal, progress: Progress) -> tuple[int, int]:
+                 journal: Journal, progress: Progress, checked: frozenset = frozenset()) -> tuple[int, int]:
     """The replicas of the --best cheapest confirmed points checked behind a router, as plan
     checks them (`sim.search.router_point`). A check can only add replicas, so a checked point
     may cost more than an unchecked one ranked below it: the points are ranked again and checked
-    until the --best cheapest are all checked. `confirmed` takes the checked results. Returns
-    (checks run, checks reused from the journal)."""
-    settings = {"min_seconds": rate_plan.ROUTER_MIN_SECONDS, "min_per_replica": rate_plan.ROUTER_MIN_PER_REPLICA,
-                "max_extra": rate_plan.ROUTER_MAX_EXTRA}  # passed on: workers import afresh
-    stage = "router:" + json.dumps({"peak_rate": args.peak_rate, "headroom": args.headroom, **settings},
-                                   sort_keys=True)
+    until the --best cheapest are all checked. `confirmed` takes the checked results. `checked`:
+    the keys of checks the confirmation made already (`confirm_stage`), run now though in the
+    journal. Returns (checks run, checks reused from the journal)."""
+    settings = router_settings()
     ran = reused = 0
     while True:
         ok = [r for r in confirmed.values() if r.feasible]
@@ -428,12 +441,69 @@ def router_stage(executor, args, base, slo, confirmed: dict, price: dict, contex
         todo = [r for r in ranked[:args.best] if r.stage != "router"]
         if not todo:
             return ran, reused
-        keys = [s.point_key(r.point, context, stage) for r in todo]
-        reused += sum(k in done for k in keys)
+        keys = [router_key(args, context, r.point) for r in todo]
+        ran += sum(k in checked for k in keys)
+        reused += sum(k in done and k not in checked for k in keys)
         ran += run_stage(executor, router_task, [(base, r, slo, args.peak_rate, args.headroom, settings) for r in todo],
                          keys, done, journal, progress, "replicas behind a router")
         for r, k in zip(todo, keys):
             confirmed[r.point] = done[k]
+
+
+def confirm_stage(executor, base, slo, n: int, settings: dict, keep: list, keys: list[str], done: dict,
+                  journal: Journal, progress: Progress, router=None) -> tuple[int, frozenset]:
+    """The confirmation: each point of `keep` not yet done searched and confirmed as plan does
+    (`sim.search.confirm_point`). With worker processes (`Workers.chains`) each point is a chain
+    of its own in this process, each run of it (`sim.search.run_unit`) handed to a worker as it
+    comes, so the workers stay busy to the last point's last run (a point a task alone left one
+    idle while the longest ran); with `router` ((args, context): every feasible point confirmed
+    is to be checked) a point's replicas are checked behind a router in its chain as soon as it is
+    confirmed. The units are the same wherever they run, so are the results. Each result goes to
+    the journal as it comes. Returns (points confirmed, the keys of the router checks made)."""
+    pending = [(r, k) for r, k in zip(keep, keys) if k not in done]
+    if router is not None:
+        args, context = router
+        pending += [(r, k) for r, k in zip(keep, keys) if k in done]
+    chains = getattr(executor, "chains", None)
+    if chains is None or not pending:  # (Ray: a point a task)
+        return run_stage(executor, confirm_task, [(base, r.point, slo, n, settings) for r in keep], keys, done,
+                         journal, progress, "confirm"), frozenset()
+    import threading
+
+    lock = threading.Lock()
+    counts = {"confirmed": 0, "ended": 0}
+    checked = set()
+    progress.start("confirm", len(pending))
+
+    def record(key: str, result: s.PointResult, count: str | None = None) -> None:
+        with lock:
+            done[key] = result
+            journal.add(key, result)
+            if count is not None:
+                counts[count] += 1
+
+    def chain_of(r: s.PointResult, key: str):
+        def chain(run) -> None:
+            result = done.get(key)
+            if result is None:
+                result = s.confirm_point(base, r.point, slo, n, settings["seeds"], settings["min_window"],
+                                         settings["min_window_s"], settings["confirm_prompts"],
+                                         settings["new_seeds"], run=run)
+                record(key, result, "confirmed")
+            if router is not None and result.feasible:
+                rkey = router_key(args, context, r.point)
+                if rkey not in done:
+                    rs = router_settings()
+                    checked.add(rkey)
+                    record(rkey, s.router_point(base, result, slo, args.peak_rate, args.headroom, rs["min_seconds"],
+                                                rs["min_per_replica"], rs["max_extra"], run=run, run_all=run.all))
+            with lock:
+                counts["ended"] += 1
+                progress.update(counts["ended"], executor.running, len(pending))
+        return chain
+
+    chains(s.run_unit, [chain_of(r, k) for r, k in pending])
+    return counts["confirmed"], frozenset(checked)
 
 
 # -- the answer ------------------------------------------------------------------------------------------

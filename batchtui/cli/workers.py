@@ -122,26 +122,36 @@ class Workers:
         depending on the answers before it (plan's search of one seed: each rate from the runs
         before). Each chain runs in a thread of this process and waits only for its own items;
         the workers take whichever chain's item is ready, so three chains keep two workers busy
-        to the end of the last instead of leaving one idle while it runs alone. A chain's answers
-        depend only on its items: the results are those of the chains run one after another.
-        A chain's exception is raised once every chain has ended; a failed task's, or the
-        pool's (a dead worker, Ctrl-C), at once, the chains waiting for answers ended."""
+        to the end of the last instead of leaving one idle while it runs alone. `run.all(items)`
+        hands out several independent items at once and returns their answers in order (the
+        workers may take them side by side). A chain's answers depend only on its items: the
+        results are those of the chains run one after another. A chain's exception is raised
+        once every chain has ended; a failed task's, or the pool's (a dead worker, Ctrl-C), at
+        once, the chains waiting for answers ended."""
         import queue
         import threading
 
-        wanted: queue.Queue = queue.Queue()  # (chain, item), or (chain, _CHAIN_END) as a chain ends
+        # (chain, [items]) as a chain asks for answers, or (chain, _CHAIN_END) as it ends
+        wanted: queue.Queue = queue.Queue()
         answers = [queue.Queue(maxsize=1) for _ in chains]
         results: list = [None] * len(chains)
         errors: list = [None] * len(chains)
 
         def body(i: int, chain: Callable) -> None:
-            def run(item):
-                wanted.put((i, item))
-                ok, value = answers[i].get()
+            def run_all(items) -> list:
+                items = list(items)
+                if not items:
+                    return []
+                wanted.put((i, items))
+                ok, values = answers[i].get()
                 if not ok:
                     raise _ChainStopped
-                return value
+                return values
 
+            def run(item):
+                return run_all([item])[0]
+
+            run.all = run_all
             try:
                 results[i] = chain(run)
             except BaseException as exc:  # (raised below, once every chain has ended)
@@ -154,21 +164,27 @@ class Workers:
         for t in threads:
             t.start()
         live = computing = len(chains)  # chains not ended; of them, those neither queued nor running
-        ready: deque = deque()
+        ready: deque = deque()  # ((chain, its item's place), item)
+        got: dict[int, list] = {}  # chain -> the answers to its items so far
+        left: dict[int, int] = {}  # chain -> its items not yet answered
         try:
             while live:
                 while computing:  # every live chain is then queued or running
-                    i, item = _next(wanted)
+                    i, items = _next(wanted)
                     computing -= 1
-                    if item is _CHAIN_END:
+                    if items is _CHAIN_END:
                         live -= 1
                     else:
-                        ready.append((i, item))
+                        got[i], left[i] = [None] * len(items), len(items)
+                        ready.extend(((i, k), item) for k, item in enumerate(items))
                 if not live:
                     break
-                for i, answer in self._run_ready(func, ready, len(chains)):
-                    answers[i].put((True, answer))
-                    computing += 1
+                for (i, k), answer in self._run_ready(func, ready, max(len(chains), len(ready))):
+                    got[i][k] = answer
+                    left[i] -= 1
+                    if not left[i]:
+                        answers[i].put((True, got.pop(i)))
+                        computing += 1
         except BaseException:
             for w in [w for w in self._workers if w.task is not None]:
                 self._end(w)  # (an answer no longer wanted)

@@ -366,6 +366,43 @@ def test_a_pool_of_two_gives_the_same_results_as_one_process(capsys, tmp_path, s
     assert same_answers(two) == same_answers(one)
 
 
+def test_chained_confirmations_give_the_results_of_a_point_a_task(capsys, tmp_path, small, monkeypatch):
+    """With worker processes each confirmed point is a chain of units (`sim.search.run_unit`),
+    its router check straight after it; with an executor without chains (Ray's) a point is a
+    task and the router checks a stage of their own. The same journal, field for field, the same
+    table and the same counts; and a search resumed with a peak after one without (the
+    confirmations in the journal) checks them behind a router in their chains."""
+    from batchtui.cli.workers import Workers
+
+    grid = [*SMALL, "--max-num-seqs-values", "16,64", "--tensor-parallel-sizes", "1,2", "--confirm", "2",
+            "--best", "4", "--jobs", "2"]
+
+    def journal(name: str) -> dict:
+        lines = (tmp_path / name).read_text().splitlines()
+        return {d["key"]: d["result"] for d in map(json.loads, lines)}
+
+    code, _, _, chained = search(capsys, tmp_path, *grid, name="chained.jsonl")
+    assert code == 0 and chained["stages"]["router"]["ran"] >= 2
+
+    class Tasks(Workers):
+        chains = None  # (a point a task, as on Ray)
+
+    real = cmd_search.make_executor
+    monkeypatch.setattr(cmd_search, "make_executor", lambda name, jobs: Tasks(jobs))
+    code, _, _, tasks = search(capsys, tmp_path, *grid, name="tasks.jsonl")
+    assert code == 0
+    assert same_answers(chained) == same_answers(tasks) and chained["stages"] == tasks["stages"]
+    assert journal("chained.jsonl") == journal("tasks.jsonl")
+    monkeypatch.setattr(cmd_search, "make_executor", real)
+    no_peak = [a for a in grid if a not in ("--peak-rate", "100")]
+    assert search(capsys, tmp_path, *no_peak, name="resumed.jsonl")[0] == 0
+    code, _, _, resumed = search(capsys, tmp_path, *grid, name="resumed.jsonl")
+    assert code == 0 and same_answers(resumed) == same_answers(chained)
+    st = resumed["stages"]
+    assert st["confirm"]["ran"] == 0 and st["confirm"]["reused"] == chained["stages"]["confirm"]["ran"]
+    assert st["router"] == chained["stages"]["router"]
+
+
 def test_at_a_peak_the_cheaper_per_hour_ranks_first_and_ties_go_to_tokens_per_gpu():
     def r(seqs, rate, out_len):
         return s.PointResult(s.GridPoint("g", 1, seqs, 2048, "auto", True), "screen", True, rate=rate,

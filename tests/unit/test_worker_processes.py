@@ -386,6 +386,11 @@ def test_chains_share_the_workers_and_give_each_chain_its_own_answers():
         with pytest.raises(ValueError, match="three is refused"):
             pool.chains(fail_on_three, [lambda run: run(1), lambda run: run(3)])
         assert pool.chains(square, [lambda run: run(run(2))]) == [16]
+        # several items of a chain at once, their answers in order, beside a chain of one at a time
+        assert pool.chains(collatz_after, [lambda run: run.all([(s, 0.02) for s in starts] + [(6, 0.0)]),
+                                           _collatz_chain(7, 3)]) == [[22, 6, 82, 3], alone[0][:4]]
+        assert pool.chains(square, [lambda run: run.all([])]) == [[]]
     assert our_workers() == []
     with Workers(1) as pool:  # in this process
         assert pool.chains(collatz_after, [_collatz_chain(s, 3) for s in starts]) == [a[:4] for a in alone]
+        assert pool.chains(square, [lambda run: run.all([1, 2, 3])]) == [[1, 4, 9]]
