@@ -47,15 +47,40 @@ def _point(scenario) -> tuple:
             scenario.kv_cache_dtype)
 
 
+SCREEN_RUNS: list[tuple] = []
+"""Each run of the screen: (the point's family, seed, rate, requests, its engine config, CUDA
+graph ceiling, `RunSummary.caps`)."""
+
+
 def _instrument() -> None:
-    screen, unit = cmd_search.screen_task, s.run_unit
+    screen, unit, run_at = cmd_search.screen_task, s.run_unit, s._run_at
+    screening = [False]
 
     def timed_screen(task):
         start = time.thread_time()
-        out = screen(task)
+        screening[0] = True
+        try:
+            out = screen(task)
+        finally:
+            screening[0] = False
         SCREEN.append(time.thread_time() - start)
         PROVED.append(out[2])
         return out
+
+    def kept_run_at(scenario):
+        run = run_at(scenario)
+        if not screening[0]:
+            return run
+        config = scenario.engine_config()
+        family = s.family(s.GridPoint(scenario.gpu, scenario.tensor_parallel_size, 0, 0, scenario.kv_cache_dtype,
+                                      config.enable_prefix_caching))
+        ceiling = scenario.deployment().gpu.cudagraph_ceiling
+
+        def kept(rate, n):
+            summary = run(rate, n)
+            SCREEN_RUNS.append((family, scenario.seed, rate, n, config, ceiling, summary.caps))
+            return summary
+        return kept
 
     def timed_unit(item):
         start = time.thread_time()
@@ -67,6 +92,21 @@ def _instrument() -> None:
 
     cmd_search.screen_task = timed_screen
     s.run_unit = timed_unit
+    s._run_at = kept_run_at
+
+
+def covered_runs() -> int:
+    """The screen's runs that an earlier run of another point of the family, at the same seed,
+    rate and length, covers (`sim.config.caps_cover`): those a run-by-run proof would take."""
+    from sim.config import caps_cover
+
+    seen: dict[tuple, list] = defaultdict(list)
+    count = 0
+    for family, seed, rate, n, config, ceiling, caps in SCREEN_RUNS:
+        like = seen[(family, seed, rate, n)]
+        count += any(other != config and caps_cover(used, other, config, ceiling) for other, used in like)
+        like.append((config, caps))
+    return count
 
 
 def chains_wall(chains: list[list[list[float]]], workers: int = 2) -> float:
@@ -107,7 +147,10 @@ def main() -> None:
     print(f"{cpu:.1f} s CPU in all (load average {load:.1f} before, {os.getloadavg()[0]:.1f} after)")
     screen = tasks_wall(SCREEN)
     print(f"screen: {len(SCREEN)} points, {sum(PROVED)} proved from a like point's; {sum(SCREEN):.1f} s; "
-          f"two idle workers {screen:.1f} s ({2 * screen - sum(SCREEN):.1f} worker seconds idle)")
+          f"two idle workers {screen:.1f} s ({2 * screen - sum(SCREEN):.1f} worker seconds idle); "
+          f"{len(SCREEN_RUNS):,} runs ({sum(r[3] == s.SCREEN_PROMPTS for r in SCREEN_RUNS):,} of "
+          f"{s.SCREEN_PROMPTS} requests), {covered_runs()} of them covered by a like point's run at the same "
+          "rate and length")
     confirm = {p: [t for k, t, _, _ in u if k != "router"] for p, u in UNITS.items()}
     router = {p: [t for k, t, _, _ in u if k == "router"] for p, u in UNITS.items()}
     for p, u in UNITS.items():
