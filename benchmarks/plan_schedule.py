@@ -56,19 +56,23 @@ def _instrument() -> None:
     workers_module.Workers.__init__ = lambda self, jobs: one(self, 1)  # every task here, one at a time
 
 
-def chains_wall(chains: list[list[float]], workers: int = 2) -> float:
-    """Each chain's items one after another, a free worker taking the item ready first."""
+def chains_wall(chains: list[list[list[float]]], workers: int = 2) -> float:
+    """Each chain's groups one after another, a group's items side by side, a free worker taking
+    the item ready first (the earliest ready, then the chain first given)."""
     free = [0.0] * workers
     ready = [(0.0, i, 0) for i in range(len(chains)) if chains[i]]
     heapq.heapify(ready)
     end = 0.0
     while ready:
-        at, i, k = heapq.heappop(ready)
-        w = min(range(workers), key=free.__getitem__)
-        free[w] = max(at, free[w]) + chains[i][k]
-        end = max(end, free[w])
-        if k + 1 < len(chains[i]):
-            heapq.heappush(ready, (free[w], i, k + 1))
+        at, i, g = heapq.heappop(ready)
+        done = at
+        for seconds in chains[i][g]:
+            w = min(range(workers), key=free.__getitem__)
+            free[w] = max(at, free[w]) + seconds
+            done = max(done, free[w])
+        end = max(end, done)
+        if g + 1 < len(chains[i]):
+            heapq.heappush(ready, (done, i, g + 1))
     return end
 
 
@@ -97,7 +101,7 @@ def main() -> None:
     print(f"the seeds' searches: {sum(map(len, chains))} runs, {sum(map(sum, chains)):.1f} s; then "
           + ", ".join(f"{k} x {v}" for k, v in counts.items())
           + f" in {len(BATCHES)} pool calls, {sum(sum(s) for _, s in BATCHES):.1f} s")
-    whole, chained = tasks_wall([sum(c) for c in chains]), chains_wall(chains)
+    whole, chained = tasks_wall([sum(c) for c in chains]), chains_wall([[[run] for run in c] for c in chains])
     print(f"two idle workers: the seeds as whole tasks {whole:.1f} s, as chains {chained:.1f} s; the rest "
           f"{rest:.1f} s; the plan {whole + rest:.1f} s before, {chained + rest:.1f} s now")
 

@@ -17,7 +17,6 @@ than with two).
 
 from __future__ import annotations
 
-import heapq
 import io
 import json
 import os
@@ -27,7 +26,7 @@ from collections import defaultdict
 from contextlib import redirect_stdout
 from pathlib import Path
 
-from plan_schedule import tasks_wall
+from plan_schedule import chains_wall, tasks_wall
 from search_benchmark import GRID
 
 from batchtui import gc_policy
@@ -107,26 +106,6 @@ def covered_runs() -> int:
         count += any(other != config and caps_cover(used, other, config, ceiling) for other, used in like)
         like.append((config, caps))
     return count
-
-
-def chains_wall(chains: list[list[list[float]]], workers: int = 2) -> float:
-    """Each chain's groups one after another, a group's items side by side, a free worker taking
-    the item ready first (the earliest ready, then the chain first given)."""
-    free = [0.0] * workers
-    ready = [(0.0, i, 0) for i in range(len(chains)) if chains[i]]
-    heapq.heapify(ready)
-    end = 0.0
-    while ready:
-        at, i, g = heapq.heappop(ready)
-        done = at
-        for seconds in chains[i][g]:
-            w = min(range(workers), key=free.__getitem__)
-            free[w] = max(at, free[w]) + seconds
-            done = max(done, free[w])
-        end = max(end, done)
-        if g + 1 < len(chains[i]):
-            heapq.heappush(ready, (done, i, g + 1))
-    return end
 
 
 def _groups(units: list) -> list[list[float]]:
