@@ -31,7 +31,7 @@ from search_benchmark import GRID
 
 from batchtui import gc_policy
 from batchtui.cli import cmd_search, main as batchtui
-from sim import search as s
+from sim import curves, search as s
 
 SCREEN: list[float] = []  # each screen task's seconds, in the order run
 PROVED: list[bool] = []
@@ -52,7 +52,7 @@ graph ceiling, `RunSummary.caps`)."""
 
 
 def _instrument() -> None:
-    screen, unit, run_at = cmd_search.screen_task, s.run_unit, s._run_at
+    screen, unit, runner = cmd_search.screen_task, s.run_unit, curves.runner
     screening = [False]
 
     def timed_screen(task):
@@ -66,8 +66,8 @@ def _instrument() -> None:
         PROVED.append(out[2])
         return out
 
-    def kept_run_at(scenario):
-        run = run_at(scenario)
+    def kept_runner(scenario, **options):
+        run = runner(scenario, **options)
         if not screening[0]:
             return run
         config = scenario.engine_config()
@@ -91,7 +91,7 @@ def _instrument() -> None:
 
     cmd_search.screen_task = timed_screen
     s.run_unit = timed_unit
-    s._run_at = kept_run_at
+    curves.runner = kept_runner  # (what the screen's runs are made with)
 
 
 def covered_runs() -> int:
