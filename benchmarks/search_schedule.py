@@ -30,7 +30,7 @@ from plan_schedule import chains_wall, tasks_wall
 from search_benchmark import GRID
 
 from batchtui import gc_policy
-from batchtui.cli import cmd_search, main as batchtui
+from batchtui.cli import main as batchtui, search_stages
 from sim import curves, search as s
 
 SCREEN: list[float] = []  # each screen task's seconds, in the order run
@@ -52,7 +52,7 @@ graph ceiling, `RunSummary.caps`)."""
 
 
 def _instrument() -> None:
-    screen, unit, runner = cmd_search.screen_task, s.run_unit, curves.runner
+    screen, unit, runner = search_stages.screen_task, s.run_unit, curves.runner
     screening = [False]
 
     def timed_screen(task):
@@ -89,7 +89,7 @@ def _instrument() -> None:
         units.append((item[0], time.thread_time() - start, runs, item[3] if item[0] == "router" else len(units)))
         return out
 
-    cmd_search.screen_task = timed_screen
+    search_stages.screen_task = timed_screen
     s.run_unit = timed_unit
     curves.runner = kept_runner  # (what the screen's runs are made with)
 

@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from batchtui.cli import cmd_search, main
+from batchtui.cli import cmd_search, main, search_stages
 from batchtui.cli.exits import EXIT_INTERRUPTED
 from sim import planning, rate_plan
 from sim import search as s
@@ -171,7 +171,7 @@ def test_an_interrupted_search_resumed_gives_the_uninterrupted_answer(capsys, tm
             "--jobs", "1"]
     code, _, _, whole = search(capsys, tmp_path, *grid, name="whole.jsonl")
     assert code == 0
-    real = cmd_search.screen_task
+    real = search_stages.screen_task
     calls = []
 
     def interrupted(task):
@@ -180,12 +180,12 @@ def test_an_interrupted_search_resumed_gives_the_uninterrupted_answer(capsys, tm
         calls.append(task)
         return real(task)
 
-    monkeypatch.setattr(cmd_search, "screen_task", interrupted)
+    monkeypatch.setattr(search_stages, "screen_task", interrupted)
     code, _, err, table = search(capsys, tmp_path, *grid, name="cut.jsonl")
     assert code == EXIT_INTERRUPTED and table is None
     assert "interrupted" in err and "run the same command again" in err
     assert len((tmp_path / "cut.jsonl").read_text().splitlines()) == 3
-    monkeypatch.setattr(cmd_search, "screen_task", real)
+    monkeypatch.setattr(search_stages, "screen_task", real)
     code, _, _, resumed = search(capsys, tmp_path, *grid, name="cut.jsonl")
     assert code == 0
     assert resumed["stages"]["screen"]["reused"] == 3 and resumed["stages"]["screen"]["ran"] == 3
