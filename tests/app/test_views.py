@@ -353,27 +353,57 @@ async def test_an_embedder_s_throughput_reads_as_requests_not_tokens(make_app):
         assert {"req/s", "padding"} <= set(rows()) and "tokens/s" not in rows()
 
 
+def _dial_values(spec):
+    """Every value a dial takes by its keys: each choice, or each notch from min to max (the
+    dial's own steps: the widest value may sit inside the range, "0.095 s")."""
+    from batchtui.widgets.dial import DialControl
+
+    if spec.choices:
+        return list(spec.choices)
+    dial, values = DialControl(spec, spec.min), [spec.min]
+    while (value := dial.moved(1)) != dial.value:
+        dial.value = value
+        values.append(value)
+    return values
+
+
+def _crowded(width, dials, extra=()):
+    """(label, value) of each dial value that leaves its dial no room for a track."""
+    from batchtui.widgets.dial import DialControl, track_cells
+
+    crowded = []
+    for spec in dials:
+        for value in [*_dial_values(spec), *dict(extra).get(spec.name, ())]:
+            words = DialControl(spec, value).value_words()
+            if not track_cells(width, spec.label, words):
+                crowded.append((spec.label, words))
+    return crowded
+
+
 async def test_every_lesson_dial_shows_its_track_at_80_columns(make_app):
     """A dial whose label and value leave fewer than five cells shows no track: step 10's "Long
-    prompt length 16,000 tokens" did at 80 columns, so the learner could not see where in its
-    range it sat. Every dial of steps 1-19, at either end of its range (each choice of a choice
-    dial), has room for its track at the width the simulation pane gives a dial at 80x23. (The
-    playground's many dials name their policy, "Seats (continuous)", and show values only.)"""
-    from batchtui.widgets.dial import DialControl, track_cells
+    prompt length 16,000 tokens" did at 80 columns, and the playground's "Seats (continuous)
+    1,024 sequences" and five more, so the learner could not see where in its range the dial
+    sat. Every dial of steps 1-19, and every dial of the playground (with any model or GPU of the
+    built-in profiles, which `l` and --gpu put on its dials), at every value its keys reach, has
+    room for its track at the width the simulation pane gives a dial at 80x23."""
+    from batchtui.widgets.dial import DialControl
+    from sim.profiles import BUILTIN_GPUS, BUILTIN_MODELS
     from tests import shared_steps
 
     lessons = shared_steps.lessons()
-    app = make_app(list(lessons), start_step=10)
-    async with app.run_test(size=(80, 23)) as pilot:
-        await pilot.pause()
-        on_screen = list(app.screen.query(DialControl))
-        assert on_screen and all("●" in dial.render().plain for dial in on_screen)
-        width = on_screen[0].outer_size.width - on_screen[0].styles.gutter.width
-    crowded = []
-    for step in lessons[:19]:
-        for spec in step.dials:
-            for value in spec.choices or (spec.min, spec.max):
-                words = DialControl(spec, value).value_words()
-                if not track_cells(width, spec.label, words):
-                    crowded.append((step.number, spec.label, words))
+    widths = {}
+    for start in (10, 20):
+        app = make_app(list(lessons), start_step=start)
+        async with app.run_test(size=(80, 23)) as pilot:
+            await pilot.pause()
+            on_screen = list(app.screen.query(DialControl))
+            assert on_screen and all("●" in dial.render().plain for dial in on_screen)
+            widths[start] = on_screen[0].outer_size.width - on_screen[0].styles.gutter.width
+    crowded = [(step.number, *where) for step in lessons[:19]
+               for where in _crowded(widths[10], step.dials)]
+    playground = lessons[19]
+    assert playground.title == "Playground"
+    crowded += [(20, *where) for where in _crowded(
+        widths[20], playground.dials, {"model": BUILTIN_MODELS, "gpu": BUILTIN_GPUS})]
     assert not crowded
