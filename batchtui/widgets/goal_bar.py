@@ -13,8 +13,9 @@ STATES = ("open", "answered", "done")
 
 
 class GoalBar(Widget):
-    """`show(ask, state, note)`: the ask on the left ("Predict: ..."), the state on the right
-    with a mark that reads without colour (`[ ]` open, `[~]` answered, `[x]` done)."""
+    """`show(ask, state, note, shorter)`: the ask on the left ("Predict: ..."; a shorter form of
+    it where the line is narrow), the state on the right with a mark that reads without colour
+    (`[ ]` open, `[~]` answered, `[x]` done)."""
 
     DEFAULT_CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
     COMPONENT_CLASSES = {"goal-bar--label", "goal-bar--open", "goal-bar--answered", "goal-bar--done"}
@@ -25,6 +26,8 @@ class GoalBar(Widget):
         self.state = "open"
         self.note = ""
         """A few words after the state ("2 of 3", "right", "wrong")."""
+        self.shorter: tuple[str, ...] = ()
+        """Shorter forms of the ask, longest first (`Goal.shorter`)."""
         self.marks = {"open": "○", "answered": "◐", "done": "✓"}
         self.sep = " · "
         """Between the ask and its note."""
@@ -41,49 +44,62 @@ class GoalBar(Widget):
         done now for the first time (the screen records it)."""
         line, newly_done = goal_line(view, step_goal, completed)
         if line is not None:
-            ask, state, note = line
+            ask, state, note, shorter = line
             words = self.app.words
-            self.show(words(ask), state, words(note))
+            self.show(words(ask), state, words(note), tuple(map(words, shorter)))
         return newly_done
 
-    def show(self, ask: str, state: str = "open", note: str = "") -> None:
-        if (ask, state, note) != (self.ask, self.state, self.note):
-            self.ask, self.state, self.note = ask, state, note
+    def show(self, ask: str, state: str = "open", note: str = "", shorter: tuple[str, ...] = ()) -> None:
+        if (ask, state, note, shorter) != (self.ask, self.state, self.note, self.shorter):
+            self.ask, self.state, self.note, self.shorter = ask, state, note, shorter
             self.set_class(state == "done", "-done")
             self.refresh()
 
     def render(self) -> Text:
-        width = self.content_size.width
         text = Text(no_wrap=True, overflow="ellipsis")
         if not self.ask:
             return text
-        label = "Goal "
-        joint = " " if self.ask.endswith(":") else self.sep  # a checklist follows its colon
-        ask = f"{self.ask}{joint}{self.note}" if self.note else self.ask
-        # The ask in full where it fits: the state's word goes first, then the ask is cut.
-        for state in (f"{self.marks[self.state]} {self.state}", self.marks[self.state]):
-            if len(label) + len(ask) + 2 + len(state) <= width:
-                break
-        room = width - len(label) - len(state) - 2
-        if len(ask) > room:
-            ask = ask[: max(0, room - 3)] + "..."
+        label, ask, gap, state = self.parts(self.content_size.width)
         text.append(label, self.get_component_rich_style("goal-bar--label", partial=True))
-        text.append(ask)
-        text.append(" " * max(2, width - len(label) - len(ask) - len(state)))
+        text.append(ask + gap)
         text.append(state, self.get_component_rich_style(f"goal-bar--{self.state}", partial=True))
         return text
 
+    def parts(self, width: int) -> tuple[str, str, str, str]:
+        """The line `width` wide: its label, the ask with its note, the gap, the state."""
+        label = "Goal "
+        asks = [self.line(form) for form in (self.ask, *self.shorter)]
+        # The longest form of the ask that fits with the note and the state's word; where none
+        # does, the shortest form: the state's word goes first, then the ask is cut.
+        for state in (f"{self.marks[self.state]} {self.state}", self.marks[self.state]):
+            fits = [ask for ask in asks if len(label) + len(ask) + 2 + len(state) <= width]
+            if fits:
+                ask = fits[0]
+                break
+        else:
+            ask = asks[-1]
+        room = width - len(label) - len(state) - 2
+        if len(ask) > room:
+            ask = ask[: max(0, room - 3)] + "..."
+        return label, ask, " " * max(2, width - len(label) - len(ask) - len(state)), state
 
-def goal_line(view, step_goal, completed: bool) -> tuple[tuple[str, str, str] | None, bool]:
-    """The goal line (ask, state, note) for the activity `view` on show (or None) and the step's
-    own goal `step_goal` (or None), given whether the step was `completed` before; and whether
-    the step's goal is done now for the first time (to be recorded). No line: nothing asks."""
+    def line(self, ask: str) -> str:
+        """One form of the ask with the note after it."""
+        joint = " " if ask.endswith(":") else self.sep  # a checklist follows its colon
+        return f"{ask}{joint}{self.note}" if self.note else ask
+
+
+def goal_line(view, step_goal, completed: bool) -> tuple[tuple[str, str, str, tuple[str, ...]] | None, bool]:
+    """The goal line (ask, state, note, shorter forms of the ask) for the activity `view` on show
+    (or None) and the step's own goal `step_goal` (or None), given whether the step was
+    `completed` before; and whether the step's goal is done now for the first time (to be
+    recorded). No line: nothing asks."""
     goal = view.goal() if view is not None else None
     if goal is not None and goal.ask:
         state, note = goal.state, goal.note
         if state == "open" and view.done_before:  # asked again; the table of contents says done
             state, note = "done", note or "done before"
-        return (goal.ask, state, note), False
+        return (goal.ask, state, note, goal.shorter), False
     if step_goal is None:
         return None, False
     done = step_goal.done
@@ -91,4 +107,4 @@ def goal_line(view, step_goal, completed: bool) -> tuple[tuple[str, str, str] | 
     before = step_goal.completable and (completed or newly_done)
     state = "done" if done or before else "open"
     note = step_goal.note() or ("done before" if before else "")
-    return (step_goal.ask, state, note), newly_done
+    return (step_goal.ask, state, note, ()), newly_done

@@ -179,19 +179,53 @@ async def test_each_wrong_choice_gets_its_own_line_and_ctrl_d_shows_the_answer(m
         assert goal(app).state == "answered"
 
 
+def goal_on_screen(app) -> str:
+    return next(line for line in screen_text(app).split("\n") if line.startswith(" Goal "))
+
+
 async def test_a_drill_goes_from_try_again_to_done(make_app, lessons):
+    """At 80 columns the goal line keeps the drill's keys, its note and its state's word: a
+    shorter form of the ask goes in (the note "try again" was cut and "open" dropped)."""
     from batchtui.widgets.activities.drill import DrillView
 
     app = make_app(list(lessons), start_step=2)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(80, 23)) as pilot:
         drill = app.screen.query_one(DrillView)
         await pilot.press("tab", "1", "enter")
         assert (goal(app).state, goal(app).note) == ("open", "try again")
+        line = goal_on_screen(app)
+        assert "(tab), Enter · try again" in line and line.rstrip().endswith("○ open")
         await pilot.press("ctrl+a", "ctrl+k", *f"{drill.question.answer:.1f}", "enter")
         await pilot.pause()
         assert (goal(app).state, goal(app).note) == ("done", "right")
         await pilot.press("escape")  # the next key puts the goal line back in place of the notice
-        assert any(line.startswith(" Goal Drill") and line.rstrip().endswith("✓") for line in screen_text(app).split("\n"))
+        line = goal_on_screen(app)
+        assert "(tab), Enter · right" in line and line.rstrip().endswith("✓ done")
+
+
+def test_the_goal_line_keeps_a_drill_s_keys_and_state_at_80_columns():
+    """The widest drill and reading goals (answers in sequences, a worked answer shown, under
+    --ascii) still show their keys, their note and their state's word on a goal line 80 columns
+    wide."""
+    from types import SimpleNamespace
+
+    from batchtui.widgets.activities.drill import DrillView
+    from batchtui.widgets.activities.read import ReadView
+    from batchtui.widgets.goal_bar import GoalBar
+
+    question = SimpleNamespace(unit="sequences", over=True, solved=False, choices=(1, 2, 3))
+    goals = {"(tab), Enter": DrillView.goal(SimpleNamespace(question=question, last_wrong=False)),
+             "press 1-3": ReadView.goal(SimpleNamespace(question=question, outcome="shown"))}
+    for keys, goal in goals.items():
+        assert goal.state == "answered"
+        for ascii_only, sep, mark in ((False, " · ", "◐"), (True, " | ", "[~]")):
+            bar = GoalBar()
+            bar.set_marks(ascii_only, sep)
+            bar.show(*goal)
+            width = 78  # 80 columns less the line's padding
+            line = "".join(bar.parts(width))
+            assert len(line) <= width and line.endswith(f"{mark} answered"), line
+            assert f"{keys}{sep}{goal.note}" in line, line
 
 
 async def test_a_break_it_goal_says_how_far_the_run_is(make_app, lessons):

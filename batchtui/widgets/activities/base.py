@@ -18,6 +18,8 @@ class Goal(NamedTuple):
     state: str = "open"
     """"open", "answered" (a wrong prediction, a worked answer shown) or "done"."""
     note: str = ""
+    shorter: tuple[str, ...] = ()
+    """Shorter forms of `ask`, longest first, for a narrow line: each still names the keys."""
 
 
 class ActivityView(Vertical):

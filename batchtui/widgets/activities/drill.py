@@ -153,8 +153,9 @@ class DrillView(ActivityView):
     def goal(self) -> Goal:
         unit = f" in {self.question.unit}" if self.question is not None else ""
         ask = f"Drill: type your answer{unit} in the box (tab), Enter"
+        shorter = (f"Drill: answer{unit} (tab), Enter", "Drill: answer (tab), Enter")
         if self.question is None or not self.question.over:
-            return Goal(ask, "open", "try again" if self.last_wrong else "")
+            return Goal(ask, "open", "try again" if self.last_wrong else "", shorter)
         if self.question.solved:
-            return Goal(ask, "done", "right")
-        return Goal(ask, "answered", "worked answer shown")
+            return Goal(ask, "done", "right", shorter)
+        return Goal(ask, "answered", "worked answer shown", shorter)

@@ -91,8 +91,9 @@ class ReadView(ActivityView):
     def goal(self) -> Goal:
         n = len(self.question.choices) if self.question is not None else 3
         ask = f"Read the table: press 1-{n} for what it tells you"
+        shorter = (f"Read the table: press 1-{n}",)
         if self.outcome == "right":
-            return Goal(ask, "done", "right")
+            return Goal(ask, "done", "right", shorter)
         if self.outcome == "shown":
-            return Goal(ask, "answered", "answer shown")
-        return Goal(ask, "open", "try again" if self.outcome == "wrong" else "")
+            return Goal(ask, "answered", "answer shown", shorter)
+        return Goal(ask, "open", "try again" if self.outcome == "wrong" else "", shorter)
