@@ -29,7 +29,12 @@ __all__ = ["BACKLOG_SLOPE", "KNEE_LATENCY_FACTOR", "Knee", "PLAN_CONFIDENCE", "P
 # coming. When the full queue thrashes the KV cache, lighter traffic may sustain more than the
 # full queue serves (`curves.saturation`): the coarse sweep then goes on past it
 # (PLAN_PAST_FRACTIONS), each point judged on its own run, and the confirmation runs, as long as
-# the saturated rate is defined over, say whether the answer keeps up.
+# the saturated rate is defined over, say whether the answer keeps up. It goes no higher than the
+# API server's ceiling (`Saturation.api_server_rate`), the rule `sim.curves.saturation`'s search
+# keeps (see its comment above OVERLOAD): traffic past it queues in front of the engine without
+# bound, yet a run 1 % past it climbs within SUSTAIN_SLOPE, so neither a sweep point nor a
+# confirmation run can be trusted to show it; the sweep stops at the ceiling once that meets the
+# SLO (`RatePlan.ceiling`).
 PLAN_FRACTIONS = tuple(round(0.1 * i, 1) for i in range(1, 10))
 PLAN_PAST_FRACTIONS = (1.0, 1.1, 1.2, 1.35, 1.5, 1.75, 2.0)
 PLAN_FLOOR_FRACTION = 0.02  # tried when even 10 % of saturation misses the SLO
@@ -100,6 +105,12 @@ class RatePlan:
         return self.saturated_rate if self.saturation is None or self.saturation.exact else None
 
     @property
+    def ceiling(self) -> float:
+        """The highest rate the search tries: what the API server sustains (math.inf without one),
+        as `sim.curves.saturation` caps its own search; the cap, when known, is at most this."""
+        return self.saturation.api_server_rate if self.saturation is not None else math.inf
+
+    @property
     def closest(self) -> PlanPoint:
         """When nothing meets the SLO: the point that missed it by least."""
         return min(self.points, key=lambda p: (self.slo.excess(p.window), p.rate))
@@ -115,7 +126,8 @@ def window_needed(rate: float, min_window: int, min_window_s: float) -> int:
 def plan_rate(run_at: Callable[[float, int], object], slo: Slo, num_prompts: int,
               precision: float = PLAN_PRECISION, min_window: int | None = None,
               min_window_s: float | None = None) -> RatePlan:
-    """The highest request rate, up to the saturated rate, whose steady-state latency meets `slo`.
+    """The highest request rate, up to the saturated rate and never above the API server's ceiling
+    (`RatePlan.ceiling`), whose steady-state latency meets `slo`.
 
     `run_at(rate, num_prompts)` runs the scenario at that rate (math.inf = all queued at once)
     and returns its RunSummary. The saturated rate (`sim.curves.saturation` on `num_prompts`
@@ -159,12 +171,14 @@ def plan_rate(run_at: Callable[[float, int], object], slo: Slo, num_prompts: int
         return plan
     lo: PlanPoint | None = None
     hi: PlanPoint | None = None
+    ceiling = plan.ceiling
     for frac in PLAN_FRACTIONS + (() if cap is not None else PLAN_PAST_FRACTIONS):
-        p = evaluate(frac * sat_rate, "coarse")
-        if p.ok:
-            lo = p
-        else:
+        p = evaluate(min(frac * sat_rate, ceiling), "coarse")
+        if not p.ok:
             hi = p
+            break
+        lo = p
+        if p.rate >= ceiling:
             break
     if lo is None:
         floor = evaluate(PLAN_FLOOR_FRACTION * sat_rate, "floor")
@@ -172,7 +186,11 @@ def plan_rate(run_at: Callable[[float, int], object], slo: Slo, num_prompts: int
             return plan
         lo = floor
     if hi is None:  # met up to the top of the sweep: the saturated rate bounds it from above
-        if cap is not None:
+        if cap is None and lo.rate >= ceiling:
+            hi = PlanPoint(ceiling, sat_summary, sat_window,
+                           [f"above the API server's ceiling ({ceiling:.2f} req/s, the most it sustains) the "
+                            "queue grows without bound"], "saturation")
+        elif cap is not None:
             hi = PlanPoint(sat_rate, sat_summary, sat_window,
                            [f"above the saturated rate ({sat_rate:.2f} req/s) the queue grows without bound"],
                            "saturation")
@@ -186,8 +204,8 @@ def plan_rate(run_at: Callable[[float, int], object], slo: Slo, num_prompts: int
             hi = p
     plan.best, plan.bracket_high = lo, hi.rate
     last = hi.misses[-1] if hi.misses else ""
-    plan.limited_by = ("throughput" if (last.startswith("the run does not settle") or "saturated rate" in last)
-                       else "slo")
+    plan.limited_by = ("throughput" if (last.startswith("the run does not settle") or "saturated rate" in last
+                                        or "API server's ceiling" in last) else "slo")
     plan.precision = hi.rate - lo.rate
     plan.first_miss = hi
     return plan

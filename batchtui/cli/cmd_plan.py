@@ -226,6 +226,20 @@ def saturation_text(result) -> str:
     return o.flagged(text)
 
 
+def limit_text(limiting) -> str:
+    """What sets the limit of the seed's plan that set the answer (a sentence, with its leading
+    space; empty when nothing above it was seen to miss)."""
+    if limiting.limited_by == "throughput" and limiting.best.rate >= limiting.ceiling:
+        return o.flagged(f" That is the most the API server sustains ({limiting.ceiling:.2f} req/s; faster traffic "
+                         "queues in front of the engine without bound): it, not the SLO, sets the limit (more "
+                         "{engine.api_server_count} raise it).")
+    if limiting.limited_by == "throughput":
+        return " The replica is near its capacity there: its throughput, not the SLO, sets the limit."
+    if limiting.first_miss is not None:
+        return f" Just above ({limiting.bracket_high:.2f} req/s): {'; '.join(limiting.first_miss.misses)}."
+    return ""
+
+
 def predicted_text(predicted: dict) -> str:
     names = {"p99_ttft_ms": ("p99 TTFT", "{:.1f}"), "p99_tpot_ms": ("p99 TPOT", "{:.2f}")}
     return ", ".join(f"{names[k][0]} {names[k][1].format(v)} ms" for k, v in predicted.items())
@@ -293,11 +307,7 @@ def print_plan(result, slo, args, replicas, checks, serve, bench, cause, setup) 
         text += f"confirmed on seeds {_seed_list(result.confirm_seeds)} with {runs}+ requests each."
     text += (f" A seed not yet tried stays within the SLO with {rate_plan.PLAN_CONFIDENCE:.0%} confidence "
              f"(predicted {predicted_text(result.predicted)}).")
-    if limiting.limited_by == "throughput":
-        text += (" The replica is near its capacity there: its throughput, not the SLO, sets the limit.")
-    elif limiting.first_miss is not None:
-        text += f" Just above ({limiting.bracket_high:.2f} req/s): {'; '.join(limiting.first_miss.misses)}."
-    print(_fill(text))
+    print(_fill(text + limit_text(limiting)))
     print(_fill(f"  At that rate (the worst confirmation run): p99 TTFT {w['p99_ttft_ms']:.1f} ms, p99 TPOT "
                 f"{w['p99_tpot_ms']:.2f} ms, about {result.rate * w['mean_output_len']:,.0f} output tok/s, "
                 f"{result.rate * w['mean_e2e_ms'] / 1000:.0f} requests running."))

@@ -186,6 +186,35 @@ def test_the_searched_rate_is_never_above_what_the_api_server_sustains():
     assert max(r for r, _, _ in sat.searched) <= 30.0
 
 
+def test_the_plan_never_tries_a_rate_above_what_the_api_server_sustains(monkeypatch):
+    # The plan skips the long search, so a full queue that serves less than the burst (degraded)
+    # or thrashes gives only a lower bound, and the sweep goes on past it: as far as the API
+    # server's ceiling, as `curves.saturation`'s search (the test above), never beyond. Here the
+    # API server sustains 30 req/s and binds (a full queue serves 30, the burst 40): runs past 30
+    # climb (rate / 30 - 1) s a second, within BACKLOG_SLOPE up to 31.5, so the sweep once went on
+    # to 33 and the bisection settled at 31.3, above the ceiling. It stops at the ceiling, which
+    # meets the SLO: the answer, limited by throughput.
+    small_windows(monkeypatch, 10)
+    run_at, _ = fake_server(40.0, lambda r: 0.006, sustains=30.0, ceiling=30.0)
+    plan = plan_rate(run_at, Slo(tpot_p99_ms=20.0), num_prompts=400)
+    assert max(p.rate for p in plan.points) == 30.0 == plan.best.rate == plan.bracket_high
+    assert plan.saturation.degraded and plan.cap is None and plan.ceiling == 30.0
+    assert plan.limited_by == "throughput" and "API server's ceiling" in plan.first_miss.misses[-1]
+    from batchtui.cli import cmd_plan
+    said = cmd_plan.limit_text(plan)
+    assert "the most the API server sustains (30.00 req/s" in said and "--api-server-count" in said
+    # A thrashing full queue (30) below an engine that sustains 40 behind an API server that
+    # sustains 36: the sweep stops at 36 (it once bisected up to 39.9).
+    run_at, _ = fake_server(34.0, lambda r: 0.006, sustains=40.0, thrash=30.0, ceiling=36.0)
+    plan = plan_rate(run_at, Slo(tpot_p99_ms=20.0), num_prompts=400)
+    assert plan.saturation.thrashes and plan.cap is None
+    assert max(p.rate for p in plan.points) == 36.0 == plan.best.rate
+    # Where the SLO binds first, the ceiling changes nothing (TPOT 24 ms at 36 req/s, ceiling 38).
+    run_at, _ = fake_server(34.0, lambda r: 0.006 + 0.0005 * r, sustains=40.0, thrash=30.0, ceiling=38.0)
+    plan = plan_rate(run_at, Slo(tpot_p99_ms=24.0), num_prompts=400)
+    assert plan.limited_by == "slo" and plan.best.rate <= 36.0 < plan.bracket_high <= 38.0
+
+
 def test_a_full_queue_that_preempts_leaves_the_answer_to_the_runs(monkeypatch):
     # A full queue thrashes the KV cache: its rate (30) is only a lower bound on what a stream
     # sustains (40), so the coarse sweep goes on past it and each point is judged on its own run.
