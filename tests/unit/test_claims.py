@@ -424,15 +424,36 @@ def test_09_example_twenty_requests_per_second_spend_about_2_4_s_so_about_48_in_
     assert f"**{round(20 * w_lesson)}** sequences" in step(9).body_md  # the lesson's sum, as it states it
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2, 3])
-def test_09_after_answering_the_running_batch_matches_little_s_law(step, seed):
-    drill = act.build(step(9))
-    q = drill.new_question(seed)
+def running_batch_settles(drill, q, until: float = 150.0) -> None:
+    """The worked answer's promise, on the question's traffic as the app runs it (from the start):
+    the mean running batch (averaged since the start, as the metrics view shows it) is below the
+    answer at first, then within drill.SETTLED of it every 5 s from SETTLED_AFTER_S to `until`;
+    and it is rate x the mean time in the engine."""
     rate = q.run_dials["workload.request_rate"]
-    sc = drill.traffic(rate, q.run_dials["workload.output.mean"])
-    m = Engine(sc).run(until_time=150.0).metrics
-    assert within(m["mean_running"], q.answer, 0.15)
+    engine = Engine(drill.traffic(rate, q.run_dials["workload.output.mean"]))
+    assert engine.run(until_time=10.0).metrics["mean_running"] < q.answer
+    for t in np.arange(drill.SETTLED_AFTER_S, until + 1, 5.0):
+        m = engine.run(until_time=float(t)).metrics
+        assert within(m["mean_running"], q.answer, drill.SETTLED), (t, m["mean_running"], q.answer)
     assert within(m["mean_running"], rate * m["mean_e2el_ms"] / 1000, 0.05)
+    assert (f"starts below {q.derivation_md.split('**')[1].split()[0]}" in q.derivation_md
+            and f"after about {drill.SETTLED_AFTER_S:g} s it stays within {drill.SETTLED:.0%} of it" in q.derivation_md)
+
+
+# The questions whose batch is furthest off: at 20 s (12/s, 384 out: 11.7 % low), from 60 s on
+# (20/s, 128 out: 5.4 % low at 65 s) and the first question asked (24/s, 256 out: 5.2 % low).
+@pytest.mark.parametrize("rate, output", [(12.0, 384), (20.0, 128), (24.0, 256)])
+def test_09_after_answering_the_running_batch_matches_little_s_law(step, rate, output):
+    drill = act.build(step(9))
+    assert (rate, output) in drill.cases
+    running_batch_settles(drill, drill.question(rate, output))
+
+
+@pytest.mark.thorough
+def test_09_the_running_batch_settles_on_every_question_the_drill_asks(step):
+    drill = act.build(step(9))
+    for rate, output in drill.cases:
+        running_batch_settles(drill, drill.question(rate, output), until=300.0)
 
 
 # ================================================================================================
