@@ -77,9 +77,9 @@ class InFlightDrill(Drill):
                  f"{fmt(rate)} requests/s × {fmt(w_s)} s" + (" (convert ms to s first)" if in_ms else "") + ".")
         derivation = (f"- in flight = λ × W = {fmt(rate)} requests/s × {fmt(w_s)} s ≈ "
                       f"**{fmt(answer)} sequences**\n"
-                      f"- run the traffic: the mean running batch starts below {fmt(answer)} while the "
-                      f"first requests fill the seats; after about {self.SETTLED_AFTER_S:g} s it stays "
-                      f"within {self.SETTLED:.0%} of it.")
+                      f"- run the traffic: the mean running batch starts low while seats fill, then, "
+                      f"after about {self.SETTLED_AFTER_S:g} s, stays within {self.SETTLED:.0%} of "
+                      f"{fmt(answer)}.")
         slips = (
             Slip(rate / w_s, "You divided the rate by the time; multiply them instead."),
             Slip(w_s / rate, "You divided the time by the rate; multiply them instead."),
