@@ -440,8 +440,8 @@ def running_batch_settles(drill, q, until: float = 150.0) -> None:
             f"{drill.SETTLED:.0%} of {q.derivation_md.split('**')[1].split()[0]}." in q.derivation_md)
 
 
-# The questions whose batch is furthest off: at 20 s (12/s, 384 out: 11.7 % low), from 60 s on
-# (20/s, 128 out: 5.4 % low at 65 s) and the first question asked (24/s, 256 out: 5.2 % low).
+# The questions whose batch is furthest off: at 20 s (12/s, 384 out: 11.7 % low; the app's first
+# question), and from 60 s on (20/s, 128 out: 5.4 % low; 24/s, 256 out: 5.2 %, new_question(0)).
 @pytest.mark.parametrize("rate, output", [(12.0, 384), (20.0, 128), (24.0, 256)])
 def test_09_after_answering_the_running_batch_matches_little_s_law(step, rate, output):
     drill = act.build(step(9))
