@@ -90,6 +90,16 @@ class Slip:
     message: str
 
 
+QUANTITY_OF_UNIT = {
+    "tokens/s": "a rate", "req/s": "a rate", "requests/s": "a rate",
+    "sequences": "a count of sequences", "replicas": "a count of replicas", "requests": "a count of requests",
+    "ms": "a time", "s": "a time",
+}
+"""What a drill's answer is, by its unit: every one is a rate, a count or a time, none of which
+can be negative. A question's unit must be here (`Question` refuses another), so a new drill
+says what its quantity is once, where its unit is."""
+
+
 class Question:
     """One drill question. Mutable: it counts attempts and remembers whether it is over."""
 
@@ -97,6 +107,8 @@ class Question:
                  hints: tuple[str, ...], derivation_md: str, slips: tuple[Slip, ...] = (),
                  whole_number: bool = False, run_dials: dict | None = None,
                  facts: dict | None = None, accepted: tuple[float, ...] = ()) -> None:
+        if unit not in QUANTITY_OF_UNIT:
+            raise ValueError(f"a drill's unit must be one of {', '.join(QUANTITY_OF_UNIT)}, not {unit!r}")
         self.prompt_md = prompt_md
         self.answer = answer
         self.unit = unit
@@ -151,6 +163,10 @@ class Question:
             return Feedback(True, f"Right: {fmt(self.answer)} {self.unit} "
                                   f"(you typed {typed(value)}; within {self.tolerance_text}).",
                             value, show_derivation=True)
+        if value < 0:  # no rate, count or time is below zero: not "too low", impossible
+            quantity = QUANTITY_OF_UNIT[self.unit]
+            return Feedback(False, f"{quantity[0].upper()}{quantity[1:]} cannot be negative (you typed "
+                                   f"{typed(value)} {self.unit}). Try again or take a hint.", value)
         if _MS_UNIT.search(text) and self.unit != "ms":
             return Feedback(False, f"That is a time in ms; the question asks for {self.unit}.", value)
         # Two slips can land on the same number; name both rather than guess.

@@ -48,11 +48,26 @@ def test_garbage_is_not_a_number(text):
     assert act.parse_number(text) is None
 
 
-@pytest.mark.parametrize("text,said", [("1e99", "1e+99"), ("-5", "-5"), ("1e-12", "1e-12"), ("2090", "2,090")])
+@pytest.mark.parametrize("text,said", [("1e99", "1e+99"), ("1e-12", "1e-12"), ("2090", "2,090")])
 def test_a_wild_answer_is_said_back_short(text, said):
     """1e99 was said back as a hundred digits over five lines of the lesson pane."""
     message = act.SingleStreamCeilingDrill().new_question(3).check(text).message
     assert f"Not quite: {said} is too" in message and len(message) < 100
+
+
+@pytest.mark.parametrize("number,quantity", [(2, "A rate"), (9, "A count of sequences"), (15, "A count of sequences"),
+                                             (16, "A count of replicas")])
+def test_a_negative_answer_is_impossible_not_too_low(lesson, number, quantity):
+    """A rate, a count or a time is never below zero: "-209" was told it was "too low". Each
+    drill's quantity is read off its unit, so a drill says it without a line of its own."""
+    q = act.build(lesson[number]).new_question(0)
+    for text in ("-5", f"-{q.answer:.0f}", "\u22123"):
+        fb = q.check(text)
+        assert not fb.correct and fb.message.startswith(f"{quantity} cannot be negative"), (text, fb.message)
+        assert "too low" not in fb.message and q.unit in fb.message
+    assert "cannot be negative" not in q.check(f"{q.answer / 3:.3f}").message  # a positive miss: measured
+    with pytest.raises(ValueError, match="unit"):
+        act.Question("?", 1.0, "furlongs", 0.03, ("a", "b"), "")
 
 
 # -- step 2: the single-stream ceiling --------------------------------------------------------------
