@@ -183,6 +183,20 @@ class LengthSpec:
         return np.where(longs, self.long_len, self.mean).astype(np.int64)
 
 
+BATCH_POOL = "batch"
+"""The pool `WorkloadSpec.batch_pool_share` mixes into the traffic: batch jobs beside the chat."""
+
+POOL_LABELS = {BATCH_POOL: "jobs"}
+"""A pool's name where a face shows it, where its own name is a metric's too: the batch-jobs pool
+under the metrics pane's TTFT sat above "batch 59" (the running batch), which read as the same
+thing. The metrics pane and step 18's table both name pools with `pool_label`."""
+
+
+def pool_label(pool: str) -> str:
+    """A pool as the learner reads it: "jobs" for the batch-jobs pool, any other by its name."""
+    return POOL_LABELS.get(pool, pool)
+
+
 @dataclass(frozen=True, slots=True)
 class WorkloadSpec:
     """The traffic of one scenario."""
@@ -482,7 +496,7 @@ class RequestQueue:
                 # (Positional, every field given: one is made for every request. RequestSpec(request_id,
                 # arrival_time, prompt_len, output_len, priority, pool, hash_ids, prompt_segments, turn,
                 # conversation).)
-                append(RequestSpec(rid, times[k], prompt, outputs[k], priority, "batch" if batch else own_pool,
+                append(RequestSpec(rid, times[k], prompt, outputs[k], priority, BATCH_POOL if batch else own_pool,
                                    hash_ids, segments, turn, rid if talk else ""))
             i = stop
         return specs

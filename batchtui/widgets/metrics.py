@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.text import Text
 
 from sim.reports import RATE_WINDOW_S, recent_worst_gap
+from sim.workload import pool_label
 
 from ..formatting import count, exact_count, ms, percent
 from .sim_view import SimView, encoder_pass_size
@@ -43,7 +44,7 @@ class MetricsView(SimView):
         pools = m.pools if self.max_lines is None or self.max_lines >= self.LINES + 2 * len(m.pools) else ()
         for name, key in (("TTFT", "ttft"), ("TPOT", "tpot")):
             rows = [(name, m.completed, getattr(m, f"{key}_p50"), getattr(m, f"{key}_p99"), label)]
-            rows += [(f" {POOL_LABELS.get(pool.pool, pool.pool)}", pool.completed, getattr(pool, f"{key}_p50"), getattr(pool, f"{key}_p99"),
+            rows += [(f" {pool_label(pool.pool)}", pool.completed, getattr(pool, f"{key}_p50"), getattr(pool, f"{key}_p99"),
                       self.style_of("metrics--dim")) for pool in pools]
             for row_name, completed, p50, p99, style in rows:
                 text.append(f"{row_name:8}", style)
@@ -97,9 +98,3 @@ class MetricsView(SimView):
                 text.append("\n")
             text.append_text(Text("  ").join(pieces))
         return text
-
-
-POOL_LABELS = {"batch": "jobs"}
-"""A pool's row label where its name is a metric's too: the batch-jobs pool sat above "batch 59"
-(the running batch), which read as the same thing."""
-

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from sim.scenario import Scenario
+from sim.workload import BATCH_POOL, pool_label
 
 from ..figures import fmt
 from .base import Feedback, Kind, seeded_rng
@@ -102,7 +103,7 @@ class PercentileReading:
         before, after = run_scenario(before_sc).pools, run_scenario(after_sc).pools
         rows = []
         figures = {}
-        for pool in ("chat", "batch"):
+        for pool in ("chat", BATCH_POOL):
             if pool not in before and pool not in after:
                 continue
             for key, label in (("median_ttft_ms", "TTFT p50"), ("p99_ttft_ms", "TTFT p99"),
@@ -110,7 +111,7 @@ class PercentileReading:
                 b = before.get(pool, {}).get(key)
                 a = after.get(pool, {}).get(key)
                 figures[(pool, key)] = (b, a)
-                rows.append(f"| {pool} {label} | {_ms_cell(b)} | {_ms_cell(a)} |")
+                rows.append(f"| {pool_label(pool)} {label} | {_ms_cell(b)} | {_ms_cell(a)} |")
         # Runs of their own, not the live pane's: said above the table, so no figure in it reads
         # as a second value for one the panes show.
         table = ("Another server (not the live pane), before and after a change:\n\n"

@@ -438,6 +438,10 @@ def test_reading_exercise(lesson):
     r = reading.new_question(4)
     assert r.table_md.startswith("Another server (not the live pane), before and after") and "\n| ms | before | after |" in r.table_md
     assert "chat TTFT p99" in r.table_md and "chat TPOT p99" in r.table_md
+    # Each pool is named as the live metrics pane names it (sim.workload.pool_label): the batch
+    # jobs are "jobs" in both, not "batch" (the running batch's name) in the table.
+    assert "| jobs TTFT p50 |" in r.table_md and "| batch " not in r.table_md
+    assert {pool for pool, _ in r.figures} == {"chat", "batch"}
     assert r.choices == act.READ_CHOICES
     wrong = 1 if r.answer != 1 else 2
     fb = r.check(wrong)
