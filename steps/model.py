@@ -79,12 +79,31 @@ class ActivitySpec:
         return self.params.get(key, default)
 
 
+MODEL_KIND_WORDS = {"encoder": "embedder", "decoder": "chat LLM"}
+
+
 @dataclass(frozen=True)
 class Comparison:
     """A second scenario run beside the step's own on the same arrivals."""
 
     label: str
     scenario: Scenario
+
+    def names(self, main: Scenario) -> tuple[str, tuple[str, str]] | None:
+        """The step's run (`main`) and this one named by what differs between them, and what
+        that is: ("batching", ("continuous", "static")), ("model", ("embedder", "chat LLM")) or
+        ("seats", ("512 seats", "64 seats")); None when it is none of these. The compare
+        table's columns and the seat panes' captions are these names, and a prediction's
+        reading names each run the same way."""
+        a, b = main.engine_config(), self.scenario.engine_config()
+        if a.batching != b.batching:
+            return "batching", (a.batching, b.batching)
+        kinds = main.deployment().model.kind, self.scenario.deployment().model.kind
+        if kinds[0] != kinds[1]:
+            return "model", (MODEL_KIND_WORDS.get(kinds[0], kinds[0]), MODEL_KIND_WORDS.get(kinds[1], kinds[1]))
+        if a.max_num_seqs != b.max_num_seqs and a.batching == "continuous":
+            return "seats", (f"{a.max_num_seqs:,} seats", f"{b.max_num_seqs:,} seats")
+        return None
 
 
 @dataclass(frozen=True)

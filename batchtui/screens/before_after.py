@@ -45,8 +45,6 @@ VIEW_KINDS = (
 "compare" (two runs' metrics in two columns) and "compare_seats" are added for a step with a
 run beside its own."""
 
-MODEL_KIND_WORDS = {"encoder": "embedder", "decoder": "chat LLM"}
-
 
 class BeforeAfter:
     """The tutorial's "before": a pinned run or the step's start run beside, and the views of
@@ -100,8 +98,7 @@ class BeforeAfter:
         for view in stack.views("seats", make=False):
             view.caption = None
         if step.compare is not None:
-            main, beside = step.scenario, step.compare.scenario
-            headers, title = compare_headers(main, beside, step.compare.label)
+            headers, title = compare_headers(step.scenario, step.compare)
             for view in stack.views("compare"):
                 view.configure("main", "compare", headers, self.words(title))
             for view in stack.views("seats"):
@@ -182,19 +179,14 @@ def hold_back_curves(stack: ViewStack, step, answered: bool) -> None:
         stack.check_sizes()  # a plot shown (or held) takes more (or fewer) lines
 
 
-def compare_headers(main, beside, label: str) -> tuple[tuple[str, str], str]:
-    """Column headers for two runs in the words of what differs between them: the batching
-    policy, the kind of model, or the seats; else generic ones and the comparison's label as a
-    title line."""
-    a, b = main.engine_config(), beside.engine_config()
-    if a.batching != b.batching:
-        return (a.batching, b.batching), ""
-    kinds = main.deployment().model.kind, beside.deployment().model.kind
-    if kinds[0] != kinds[1]:
-        return (MODEL_KIND_WORDS.get(kinds[0], kinds[0]), MODEL_KIND_WORDS.get(kinds[1], kinds[1])), ""
-    if a.max_num_seqs != b.max_num_seqs and a.batching == "continuous":
-        return (f"{a.max_num_seqs:,} seats", f"{b.max_num_seqs:,} seats"), ""
-    return ("here", "beside"), f"beside: {label}"
+def compare_headers(main, comparison) -> tuple[tuple[str, str], str]:
+    """Column headers for two runs in the words of what differs between them
+    (`steps.model.Comparison.names`: the batching policy, the kind of model, or the seats); else
+    generic ones and the comparison's label as a title line."""
+    names = comparison.names(main)
+    if names is not None:
+        return names[1], ""
+    return ("here", "beside"), f"beside: {comparison.label}"
 
 
 def setting_changes(dials, before, now) -> list[str]:

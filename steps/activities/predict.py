@@ -37,7 +37,7 @@ class Predict:
     def __init__(self, question_md: str, choices: tuple[str, ...], answer: int, explain: str,
                  show: tuple[str, ...] = (), compute: str = "", scenario: Scenario | None = None,
                  run_dials: dict | None = None, watch_seconds: float = 20.0, compare_label: str = "",
-                 run_note: str = "", feedback: tuple[str, ...] = ()) -> None:
+                 run_note: str = "", feedback: tuple[str, ...] = (), own_label: str = "") -> None:
         self.question_md = question_md
         self.choices = choices
         self.answer = answer
@@ -55,6 +55,9 @@ class Predict:
         """Simulated seconds the run goes on after the guess before the answer is revealed."""
         self.compare_label = compare_label
         """What the step's side-by-side run is called, if it has one."""
+        self.own_label = own_label or "the run here"
+        """What the step's own run is called beside that one: what differs ("continuous
+        batching"), as the seat pane's caption and the compare table's column name it."""
         self.run_note = run_note
         """The run's settings in words ("Token budget 512 tokens"), said with the numbers."""
         self.guess: int | None = None
@@ -99,7 +102,7 @@ class Predict:
         text = figures(snapshot) if snapshot is not None else ""
         if text and other is not None and self.compare_label:
             # A side-by-side step: the answer is in the difference, so give both runs.
-            text = f"this server: {text}; {self.compare_label[0].lower()}{self.compare_label[1:]}: {figures(other)}"
+            text = f"{self.own_label}: {text}; {self.compare_label[0].lower()}{self.compare_label[1:]}: {figures(other)}"
         if self.compute == "offline_gain" and snapshot is not None and other is not None:
             # Job against job: requests done by the same moment (tokens/s over the last seconds
             # of a job that is ending would mislead). Best read when this job has finished.
@@ -203,12 +206,22 @@ def _dial_words(step, settings: dict) -> str:
     return ", ".join(words)
 
 
+def _own_label(step) -> str:
+    """The step's own run named beside its comparison's, by what differs ("continuous
+    batching", "512 seats"); "" without a comparison or a difference the names say."""
+    names = step.compare.names(step.scenario) if step.compare else None
+    if names is None:
+        return ""
+    what, (own, _) = names
+    return f"{own} batching" if what == "batching" else own
+
+
 def _build(step) -> Predict:
     p = step.activity.params
     return Predict(p["question"], tuple(p["choices"]), p["answer"], p["explain"],
                    tuple(p.get("show", ())), p.get("compute", ""), step.scenario, p.get("run"),
                    float(p.get("watch_s", 20.0)), step.compare.label if step.compare else "",
-                   _dial_words(step, p.get("run", {})), tuple(p.get("feedback", ())))
+                   _dial_words(step, p.get("run", {})), tuple(p.get("feedback", ())), _own_label(step))
 
 
 KIND = Kind("predict", "", frozenset({"question", "choices", "answer", "explain", "show", "compute", "run",

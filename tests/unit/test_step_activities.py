@@ -417,7 +417,9 @@ def test_predict_runs_at_the_setting_it_asks_about_and_says_so(lesson):
 def test_predict_beside_a_comparison_gives_both_runs(lesson):
     p = act.build(lesson[5])
     text = p.reveal(snap(requests_per_s=8.1, ttft_p50=0.018), snap(requests_per_s=7.9, ttft_p50=1.2))
-    assert "this server: requests/s 8.1, TTFT p50 18 ms" in text
+    # The step's own run is named as its seat pane's caption names it, not "this server".
+    assert "continuous batching: requests/s 8.1, TTFT p50 18 ms" in text and "this server" not in text
+    assert lesson[5].compare.names(lesson[5].scenario) == ("batching", ("continuous", "static"))
     assert "static batches of 64: requests/s 7.9, TTFT p50 1.2 s" in text
 
 
