@@ -1,56 +1,15 @@
-"""Numbers as the views print them: times in ms, big counts with k/M, short and fixed width; and
-the simulator's errors in the app's words (`in_app_words`)."""
+"""Numbers as the views print them: times in ms, big counts with k/M, short and fixed width
+(`steps.numbers`, whose rule a lesson's reading of a live run shares), a dial's value, a
+latency or a dash; and the simulator's errors in the app's words (`in_app_words`)."""
 
 from __future__ import annotations
 
 import math
 
+from steps.numbers import count, exact_count, latency, ms, percent, worst_gap
 
-def ms(seconds: float) -> str:
-    """A duration given in seconds, shown in ms (or s when long)."""
-    if seconds is None or not math.isfinite(seconds):
-        return "-"
-    value = seconds * 1000
-    if value >= 10_000:
-        return f"{seconds:.1f} s"
-    if value >= 999.5:  # "1.23 s" reads faster than "1234 ms"
-        return f"{seconds:.2f} s"
-    if value >= 100:
-        return f"{value:.0f} ms"
-    if value >= 10:
-        return f"{value:.1f} ms"
-    return f"{value:.2f} ms"
-
-
-def latency(snap, value: float) -> str:
-    """A latency percentile of a run's snapshot as the views print it: a dash until a request
-    has finished (the percentile reads 0 before that, which is no measurement)."""
-    return ms(value) if snap.metrics.completed and value > 0 else "-"
-
-
-def count(value: float) -> str:
-    """A count or rate with a k/M suffix once it gets long: 950, 7.8k, 12k, 1.2M."""
-    if value is None or not math.isfinite(value):
-        return "inf" if value == math.inf else "-"
-    magnitude = abs(value)
-    if magnitude >= 1_000_000:
-        return f"{value / 1_000_000:.1f}M"
-    if magnitude >= 10_000:
-        return f"{value / 1000:.0f}k"
-    if magnitude >= 1000:
-        return f"{value / 1000:.1f}k"
-    if magnitude >= 100 or float(value).is_integer():
-        return f"{value:.0f}"
-    return f"{value:.1f}"
-
-
-def exact_count(n: int) -> str:
-    """A count exact while short ("8,466"), then rounded ("12k"), so a metrics line fits 80 columns."""
-    return f"{n:,}" if n < 10_000 else count(n)
-
-
-def percent(share: float) -> str:
-    return f"{share * 100:.0f}%" if share >= 0.1 or share == 0 else f"{share * 100:.1f}%"
+__all__ = ["count", "exact_count", "first_fitting", "in_app_words", "latency", "ms", "number", "percent",
+           "worst_gap", "wrap_words"]
 
 
 def number(value: float) -> str:

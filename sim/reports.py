@@ -130,6 +130,20 @@ class SeatView:
     blocks: int = 0
 
 
+BATCH_POOL = "batch"
+"""The pool `WorkloadSpec.batch_pool_share` mixes into the traffic: batch jobs beside the chat."""
+
+POOL_LABELS = {BATCH_POOL: "jobs"}
+"""A pool's name where a face shows it, where its own name is a metric's too: the batch-jobs pool
+under the metrics pane's TTFT sat above "batch 59" (the running batch), which read as the same
+thing. The metrics pane and step 18's table both name pools with `pool_label`."""
+
+
+def pool_label(pool: str) -> str:
+    """A pool as the learner reads it: "jobs" for the batch-jobs pool, any other by its name."""
+    return POOL_LABELS.get(pool, pool)
+
+
 @dataclass(frozen=True, slots=True)
 class PoolView:
     """TTFT and TPOT percentiles of one pool of traffic (chat, batch) over the recent window."""

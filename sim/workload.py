@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import ConfigError, WorkloadError
+from .reports import BATCH_POOL
 
 if TYPE_CHECKING:
     import numpy as np
@@ -181,20 +182,6 @@ class LengthSpec:
         # mixed
         longs = rng.random(n) < self.long_share
         return np.where(longs, self.long_len, self.mean).astype(np.int64)
-
-
-BATCH_POOL = "batch"
-"""The pool `WorkloadSpec.batch_pool_share` mixes into the traffic: batch jobs beside the chat."""
-
-POOL_LABELS = {BATCH_POOL: "jobs"}
-"""A pool's name where a face shows it, where its own name is a metric's too: the batch-jobs pool
-under the metrics pane's TTFT sat above "batch 59" (the running batch), which read as the same
-thing. The metrics pane and step 18's table both name pools with `pool_label`."""
-
-
-def pool_label(pool: str) -> str:
-    """A pool as the learner reads it: "jobs" for the batch-jobs pool, any other by its name."""
-    return POOL_LABELS.get(pool, pool)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,9 +9,7 @@ from typing import NamedTuple
 
 from rich.text import Text
 
-from sim.reports import recent_worst_gap
-
-from ..formatting import count, exact_count, latency, ms, percent
+from ..formatting import count, exact_count, latency, percent, worst_gap
 from .sim_view import SimView, encoder_pass_size, seat_capacity
 
 LABEL_WIDTH = 9
@@ -31,11 +29,6 @@ def _latency(attribute: str) -> Callable[[object], str]:
     return cell
 
 
-def _recent_gap(snap) -> str:
-    gap = recent_worst_gap(snap)
-    return ms(gap) if gap > 0 else "-"
-
-
 def _pads(a, b) -> bool:
     return any(s.batching in ("static", "dynamic") or s.metrics.padding_share for s in (a, b))
 
@@ -50,7 +43,7 @@ ROWS: dict[str, Row] = {
     "TTFT p99": Row("TTFT p99", _latency("ttft_p99")),
     "TPOT p50": Row("TPOT p50", _latency("tpot_p50")),
     "TPOT p99": Row("TPOT p99", _latency("tpot_p99")),
-    "gap max": Row("gap max", _recent_gap),
+    "gap max": Row("gap max", worst_gap),
     "padding": Row("padding", lambda s: percent(s.metrics.padding_share), _pads),
     "preempted": Row("preempted", lambda s: f"{s.metrics.num_preemptions:,}",
                      lambda a, b: bool(a.metrics.num_preemptions or b.metrics.num_preemptions)),

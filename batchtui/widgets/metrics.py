@@ -7,10 +7,9 @@ from pathlib import Path
 
 from rich.text import Text
 
-from sim.reports import RATE_WINDOW_S, recent_worst_gap
-from sim.workload import pool_label
+from sim.reports import RATE_WINDOW_S, pool_label
 
-from ..formatting import count, exact_count, ms, percent
+from ..formatting import count, exact_count, ms, percent, worst_gap
 from .sim_view import SimView, encoder_pass_size
 
 
@@ -61,7 +60,6 @@ class MetricsView(SimView):
 
         # Fixed lines (cropped when narrow) rather than a flow: a steady height means a frame
         # redraws only the lines that changed, not the whole pane.
-        gap = recent_worst_gap(snap)
         throughput = [item("req/s", count(m.requests_per_s))]
         if not snap.encoder:  # an encoder (an embedder) generates no tokens
             throughput.insert(0, item("tokens/s", count(m.output_tokens_per_s)))
@@ -70,7 +68,7 @@ class MetricsView(SimView):
             [item("batch", f"{snap.running or encoder_pass_size(snap):,}"),
              item("queue", exact_count(snap.queue_len), alarm=snap.queue_len > max(8, snap.running)),
              item("done", exact_count(m.completed))],
-            [item("gap max", ms(gap) if gap > 0 else "-")],
+            [item("gap max", worst_gap(snap))],
         ]
         if snap.batching in ("static", "dynamic") or m.padding_share:
             lines[2].append(item("padding", percent(m.padding_share), alarm=m.padding_share > 0.3))

@@ -10,9 +10,7 @@ from pathlib import Path
 
 from rich.text import Text
 
-from sim.reports import recent_worst_gap
-
-from ..formatting import count, latency, ms
+from ..formatting import count, latency, worst_gap
 from .sim_view import SimView
 
 LABEL_WIDTH = 6
@@ -64,11 +62,6 @@ def spark_cells(series, width: int, levels: tuple[str, ...], zero_is_missing: bo
     return " " * (width - len(values)) + "".join(cell(v) for v in values)
 
 
-def _gap(snap) -> str:
-    gap = recent_worst_gap(snap)
-    return ms(gap) if gap > 0 else "-"
-
-
 class SparklinesView(SimView):
     """One row per series: its name, the recent history, and the metrics line's figure for it."""
 
@@ -87,7 +80,7 @@ class SparklinesView(SimView):
          lambda s: count(s.metrics.output_tokens_per_s), False),
         ("TTFT", "series_ttft", "sparklines--ttft", lambda s: latency(s, s.metrics.ttft_p50), True),
         ("TPOT", "series_tpot", "sparklines--tpot", lambda s: latency(s, s.metrics.tpot_p50), True),
-        ("gap", "series_itl", "sparklines--itl", _gap, True),
+        ("gap", "series_itl", "sparklines--itl", worst_gap, True),
     )
 
     def build(self, width: int) -> Text:

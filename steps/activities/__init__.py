@@ -39,7 +39,7 @@ from .long_prompt_stall import LongPromptStallChallenge
 from .past_knee import PastKneeChallenge
 from .percentiles import READ_CHOICES, PercentileReading, Read
 from .playground import WorkloadSwitch, helpdesk_switch, save_scenario
-from .predict import PREDICT_COMPUTE, PREDICT_SHOW, RECENT_GAP_SAMPLES, Predict, recent_worst_gap
+from .predict import PREDICT_COMPUTE, PREDICT_SHOW, RECENT_GAP_SAMPLES, Predict
 from .replicas import ReplicasDrill
 from .single_stream_ceiling import SingleStreamCeilingDrill
 from .static_peak import StaticPeakChallenge
@@ -50,7 +50,7 @@ __all__ = ["BreakIt", "CHEAT_SHEET_MD", "CacheBatchDrill", "CacheCapChallenge", 
            "PREDICT_SHOW", "PastKneeChallenge", "PercentileReading", "Predict", "Question", "READ_CHOICES",
            "RECENT_GAP_SAMPLES", "Read", "ReplicasDrill", "ShowMe", "SingleStreamCeilingDrill", "Slip",
            "StaticPeakChallenge", "Verdict", "WorkloadSwitch", "build", "cheat_sheet_md", "dial_setting", "fmt",
-           "helpdesk_switch", "ms", "parse_number", "recent_worst_gap", "save_scenario", "validate_spec"]
+           "helpdesk_switch", "ms", "parse_number", "save_scenario", "validate_spec"]
 
 KINDS: tuple[Kind, ...] = (
     single_stream_ceiling.KIND,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 
+from sim.reports import BATCH_POOL, pool_label
 from sim.scenario import Scenario
-from sim.workload import BATCH_POOL, pool_label
 
 from ..figures import fmt
+from ..numbers import ms
 from .base import Feedback, Kind, seeded_rng
 
 
@@ -115,13 +116,13 @@ class PercentileReading:
         # Runs of their own, not the live pane's: said above the table, so no figure in it reads
         # as a second value for one the panes show.
         table = ("Another server (not the live pane), before and after a change:\n\n"
-                 "| ms | before | after |\n|---|---|---|\n" + "\n".join(rows))
+                 "| per pool | before | after |\n|---|---|---|\n" + "\n".join(rows))
         answer = {"queueing": 1, "heavier": 2, "steady": 3}[case]
         ttft = figures[("chat", "p99_ttft_ms")]
         tpot = figures[("chat", "p99_tpot_ms")]
         explanation = (f"What happened: {change}. Chat TTFT p99 went from {_ms_cell(ttft[0])} to "
-                       f"{_ms_cell(ttft[1])} ms, TPOT p99 from {_ms_cell(tpot[0])} to "
-                       f"{_ms_cell(tpot[1])} ms: ")
+                       f"{_ms_cell(ttft[1])}, TPOT p99 from {_ms_cell(tpot[0])} to "
+                       f"{_ms_cell(tpot[1])}: ")
         explanation += {
             1: "requests wait for a seat, the batch already as big as it gets.",
             2: "every iteration carries more, a bigger batch or long prefills.",
@@ -131,7 +132,9 @@ class PercentileReading:
 
 
 def _ms_cell(value: float | None) -> str:
-    return "–" if value is None else fmt(value, 3)
+    """A latency in ms (as `vllm bench serve` reports it) as the metrics pane prints one: its
+    unit and three digits kept, "11.0 ms" beside "12.5 ms", "1.46 s"."""
+    return "–" if value is None else ms(value / 1000.0)
 
 
 KIND = Kind("read", "percentiles", frozenset(), lambda step: PercentileReading(step.scenario))

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from sim.reports import RECENT_GAP_POINTS, EngineSnapshot, recent_worst_gap
+from sim.reports import RECENT_GAP_POINTS, EngineSnapshot
 from sim.scenario import Scenario
 
-from ..figures import fmt, ms
+from ..figures import fmt
+from ..numbers import count, exact_count, latency, percent, worst_gap
 from .base import Kind
 
 
@@ -14,19 +15,21 @@ RECENT_GAP_SAMPLES = RECENT_GAP_POINTS
 
 
 _SHOW = {
-    "queue_len": ("queue", lambda s: f"{s.queue_len}"),
-    "running": ("running", lambda s: f"{s.running}"),
-    "requests_per_s": ("requests/s", lambda s: fmt(s.metrics.requests_per_s)),
-    "output_tokens_per_s": ("tokens/s", lambda s: fmt(s.metrics.output_tokens_per_s)),
-    "ttft_p50": ("TTFT p50", lambda s: ms(s.metrics.ttft_p50)),
-    "ttft_p99": ("TTFT p99", lambda s: ms(s.metrics.ttft_p99)),
-    "tpot_p50": ("TPOT p50", lambda s: ms(s.metrics.tpot_p50)),
-    "tpot_p99": ("TPOT p99", lambda s: ms(s.metrics.tpot_p99)),
-    "itl_max": ("worst gap", lambda s: ms(recent_worst_gap(s))),
-    "e2e_p50": ("end-to-end p50", lambda s: ms(s.metrics.e2e_p50)),
-    "padding_share": ("padding", lambda s: f"{fmt(s.metrics.padding_share * 100)}%"),
-    "mean_running": ("mean running", lambda s: fmt(s.metrics.mean_running)),
-    "num_preemptions": ("preemptions", lambda s: f"{s.metrics.num_preemptions}"),
+    # Each figure as the panes print it (`steps.numbers`): the compare table beside the reveal
+    # reads "8.00 ms" where the reading said "8 ms".
+    "queue_len": ("queue", lambda s: exact_count(s.queue_len)),
+    "running": ("running", lambda s: f"{s.running:,}"),
+    "requests_per_s": ("requests/s", lambda s: count(s.metrics.requests_per_s)),
+    "output_tokens_per_s": ("tokens/s", lambda s: count(s.metrics.output_tokens_per_s)),
+    "ttft_p50": ("TTFT p50", lambda s: latency(s, s.metrics.ttft_p50)),
+    "ttft_p99": ("TTFT p99", lambda s: latency(s, s.metrics.ttft_p99)),
+    "tpot_p50": ("TPOT p50", lambda s: latency(s, s.metrics.tpot_p50)),
+    "tpot_p99": ("TPOT p99", lambda s: latency(s, s.metrics.tpot_p99)),
+    "itl_max": ("worst gap", worst_gap),
+    "e2e_p50": ("end-to-end p50", lambda s: latency(s, s.metrics.e2e_p50)),
+    "padding_share": ("padding", lambda s: percent(s.metrics.padding_share)),
+    "mean_running": ("mean running", lambda s: count(s.metrics.mean_running)),
+    "num_preemptions": ("preemptions", lambda s: f"{s.metrics.num_preemptions:,}"),
 }
 
 

@@ -28,7 +28,7 @@ QUANTITIES: tuple[tuple[str, str, Callable], ...] = (
     ("TPOT p99", rf"TPOT p99 (?:was |is |of )?(?:only )?{TIME}", lambda s: s.metrics.tpot_p99),
     ("TPOT p50", rf"TPOT p50 (?:was |is |of )?{TIME}", lambda s: s.metrics.tpot_p50),
     ("end-to-end p50", rf"end-to-end p50 {TIME}", lambda s: s.metrics.e2e_p50),
-    ("queue", rf"(?:{COUNT} requests (?:waiting|queued)|\bqueue {COUNT})", lambda s: s.queue_len),
+    ("queue", rf"(?:{COUNT} requests (?:waiting|queued)|\bqueue {RATE})", lambda s: s.queue_len),  # 12k past 10,000
     ("tokens/s", rf"{RATE} tokens/s", lambda s: s.metrics.output_tokens_per_s),
     ("requests/s", rf"(?:requests/s {RATE}|{RATE} requests/s finished)", lambda s: s.metrics.requests_per_s),
     ("preemptions", rf"{COUNT} preemptions?\b", lambda s: s.metrics.num_preemptions),

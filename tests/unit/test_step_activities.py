@@ -14,6 +14,7 @@ from sim.profiles import BUILTIN_PROFILES
 from sim.reports import EngineSnapshot, MetricsView
 from sim.scenario import Scenario
 from steps import activities as act
+from steps import numbers
 
 from batchtui.scenario_files import Unusable, read_scenario
 from tests import shared_steps
@@ -376,7 +377,7 @@ def test_predict_commit_and_reveal(lesson):
         p.commit(9)
     assert p.verdict() == "You called it."
     text = p.reveal(snap(tpot_p50=0.0081, ttft_p99=25.0, e2e_p50=28.0, requests_per_s=15.2))
-    assert text.startswith(p.explain) and "8.1 ms" in text and "15.2" in text
+    assert text.startswith(p.explain) and "TPOT p50 8.10 ms" in text and "15.2" in text
     assert p.verdict(1).startswith("The answer is 2: Tokens come faster")
 
 
@@ -411,16 +412,35 @@ def test_predict_runs_at_the_setting_it_asks_about_and_says_so(lesson):
     gaps = snap(itl_max=0.273)
     gaps = EngineSnapshot(**{**{f: getattr(gaps, f) for f in gaps.__dataclass_fields__},
                              "series_itl": (0.27,) + (0.02,) * act.RECENT_GAP_SAMPLES})
-    assert re.search(r"with Token budget 512 tokens at t [\d.]+ s: worst gap 20 ms", budget.reveal(gaps))  # not the stall before
+    assert re.search(r"with Token budget 512 tokens at t [\d.]+ s: worst gap 20.0 ms", budget.reveal(gaps))  # not the stall before
 
 
 def test_predict_beside_a_comparison_gives_both_runs(lesson):
     p = act.build(lesson[5])
     text = p.reveal(snap(requests_per_s=8.1, ttft_p50=0.018), snap(requests_per_s=7.9, ttft_p50=1.2))
     # The step's own run is named as its seat pane's caption names it, not "this server".
-    assert "continuous batching: requests/s 8.1, TTFT p50 18 ms" in text and "this server" not in text
+    assert "continuous batching: requests/s 8.1, TTFT p50 18.0 ms" in text and "this server" not in text
     assert lesson[5].compare.names(lesson[5].scenario) == ("batching", ("continuous", "static"))
-    assert "static batches of 64: requests/s 7.9, TTFT p50 1.2 s" in text
+    assert "static batches of 64: requests/s 7.9, TTFT p50 1.20 s" in text
+
+
+def test_a_reveal_reads_each_figure_as_the_compare_table_beside_it(lesson):
+    """Step 13's reveal said "TPOT p50 8 ms" beside the compare table's "8.00 ms": a reading
+    of the run prints each figure with the panes' own rule (steps.numbers)."""
+    from batchtui.widgets.compare import ROWS
+
+    rows = {"queue_len": "queue", "requests_per_s": "req/s", "output_tokens_per_s": "tokens/s",
+            "ttft_p50": "TTFT p50", "ttft_p99": "TTFT p99", "tpot_p50": "TPOT p50", "tpot_p99": "TPOT p99",
+            "itl_max": "gap max", "padding_share": "padding", "num_preemptions": "preempted"}
+    s = snap(queue_len=12_345, tpot_p50=0.008, tpot_p99=0.0110, ttft_p50=0.0125, ttft_p99=2.5, requests_per_s=16.0,
+             output_tokens_per_s=3812.4, padding_share=0.508, num_preemptions=1234, itl_max=0.027)
+    s = EngineSnapshot(**{**{f: getattr(s, f) for f in s.__dataclass_fields__}, "series_itl": (0.027,)})
+    p = act.build(lesson[13])
+    for key, row in rows.items():
+        label = act.predict._SHOW[key][0]
+        reading = act.Predict("?", ("a", "b"), 1, "", show=(key,)).reading(s)
+        assert reading.endswith(f": {label} {ROWS[row].value(s)}."), (key, reading)
+    assert "TPOT p50 8.00 ms" in p.reveal(s)
 
 
 def test_predict_offline_gain_uses_both_panes(lesson):
@@ -438,12 +458,21 @@ def test_predict_offline_gain_uses_both_panes(lesson):
 def test_reading_exercise(lesson):
     reading = act.build(lesson[18])
     r = reading.new_question(4)
-    assert r.table_md.startswith("Another server (not the live pane), before and after") and "\n| ms | before | after |" in r.table_md
+    assert r.table_md.startswith("Another server (not the live pane), before and after")
+    assert "\n| per pool | before | after |" in r.table_md
     assert "chat TTFT p99" in r.table_md and "chat TPOT p99" in r.table_md
     # Each pool is named as the live metrics pane names it (sim.workload.pool_label): the batch
     # jobs are "jobs" in both, not "batch" (the running batch's name) in the table.
     assert "| jobs TTFT p50 |" in r.table_md and "| batch " not in r.table_md
     assert {pool for pool, _ in r.figures} == {"chat", "batch"}
+    # Every cell as the metrics pane prints a latency, three digits kept: "11.0 ms" beside
+    # "12.5 ms", not "11"; the explanation quotes the same cells.
+    cells = re.findall(r"\| ([^|]+) \| ([^|]+) \|$", r.table_md, re.M)[1:]
+    shown = {v for pair in cells for v in pair}
+    assert shown == {numbers.ms(v / 1000) for pair in r.figures.values() for v in pair if v is not None}
+    assert all(re.fullmatch(r"(\d\.\d\d|\d\d\.\d|\d{3}) m?s|\d+\.\d s", v) for v in shown), shown
+    for b, a in (r.figures[("chat", "p99_ttft_ms")], r.figures[("chat", "p99_tpot_ms")]):
+        assert f"from {numbers.ms(b / 1000)} to {numbers.ms(a / 1000)}" in r.explanation
     assert r.choices == act.READ_CHOICES
     wrong = 1 if r.answer != 1 else 2
     fb = r.check(wrong)
