@@ -15,8 +15,8 @@ RECENT_GAP_SAMPLES = RECENT_GAP_POINTS
 
 
 _SHOW = {
-    # Each figure as the panes print it (`steps.numbers`): the compare table beside the reveal
-    # reads "8.00 ms" where the reading said "8 ms".
+    # Each figure as the panes print it (`steps.numbers`), so a reading and the compare table
+    # beside it agree digit for digit ("TPOT p50 8.00 ms" in both).
     "queue_len": ("queue", lambda s: exact_count(s.queue_len)),
     "running": ("running", lambda s: f"{s.running:,}"),
     "requests_per_s": ("requests/s", lambda s: count(s.metrics.requests_per_s)),
