@@ -7,6 +7,7 @@ examples (the same every run); the `thorough` and `dev` profiles draw more (test
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -309,7 +310,8 @@ def test_any_command_line_exits_0_1_or_2_with_one_line_and_keeps_every_file(
     paths["journal"] = d / "search.jsonl"
     before = {p: p.read_bytes() for p in d.iterdir()}
     argv = [a.format(**{k: str(v) for k, v in paths.items()}) if a.startswith("{") else a for a in argv]
-    code, out, err = run(capsys, *argv)
+    with contextlib.chdir(d):  # a file written where the command runs (--save-result's) lands here
+        code, out, err = run(capsys, *argv)
     event(f"{argv[0]} exit {code}")
     assert "Traceback" not in err and "Traceback" not in out
     if code == 0:
@@ -326,6 +328,8 @@ def test_any_command_line_exits_0_1_or_2_with_one_line_and_keeps_every_file(
             continue  # asked to replace it, and the command succeeded
         assert p.exists() and p.read_bytes() == data, (argv, p)
     made = {paths["out"], paths["journal"], d / "search.json"}  # what the command was asked to write
+    if "--save-result" in argv:  # vLLM's name for the result, in the folder the command ran in
+        made |= set(d.glob("batchtui-*.json"))
     leftovers = [p.name for p in d.iterdir() if p not in before and p not in made]
     assert not leftovers, (argv, leftovers)  # no temporary file left behind
 
