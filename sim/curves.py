@@ -358,6 +358,16 @@ def keeps_up(summary: RunSummary) -> tuple[bool, float]:
 #    the bisection settle above the ceiling (Llama 3.2 1B, H100, 32 seats, 64/24: ceiling 588.2
 #    req/s, a full queue 563.4; 20,000 requests at 588.6 climb 0.0097 s a second and passed). The
 #    saturated rate is at most the ceiling, searched or not.
+# 3. So it is, too, when two overloaded runs disagree (`Saturation.lockstep`): the first offer read
+#    a service rate too near it (the margin above) and the one offered twice as much, its queue
+#    deeper, serves less than the first completed (by more than SUSTAIN_PRECISION). A full queue's
+#    rate is then a property of how deep the queue stands, not of the engine, and steady traffic,
+#    whose queue stays shallow, can sustain more than the deep one serves. With fixed lengths and
+#    the seats binding, a deep queue refills every seat the step it frees: the requests admitted
+#    together finish together, so admissions come in waves that steady traffic never locks into
+#    (Llama 3.1 8B, H100, 64 seats, 64/16: offered 412 req/s, the middle half of the completions
+#    reads 386.6 with 4.0 first tokens a step that has any (at most 9); offered 824, 358.3 with 7.1
+#    (up to 15); 20,000 requests at 376 keep up with 3.7 a step, at 394 they fall behind).
 OVERLOAD = 1.25
 OVERLOAD_PROMPTS = 5000
 KV_FULL = 0.95
@@ -407,11 +417,14 @@ class Saturation:
     searched: list = field(default_factory=list)
     """(rate, kept up, E2E slope) of each run of the search, in the order run."""
     exact: bool = True
-    """False when the search was skipped (`saturation(search=False)`, thrashing or degraded):
+    """False when the search was skipped (`saturation(search=False)`, thrashing, degraded or lockstep):
     `rate` is then the full queue's rate, a lower bound."""
     degraded: bool = False
     """The full queue serves less than the burst completed (by more than SUSTAIN_PRECISION): the
     rate was searched on long runs, as for a thrashing one."""
+    lockstep: bool = False
+    """A deeper full queue served less than a shallower one (the overloaded run offered twice as
+    much as a first that read a rate too near its offer): the rate was searched on long runs."""
     api_server_rate: float = math.inf
     """What the API servers sustain (the overloaded run's `api_server_ceiling`): the rate's cap."""
 
@@ -443,14 +456,16 @@ def saturation(run_at: RunAt, num_prompts: int, *, overload_prompts: int = OVERL
         return Saturation(max(base, 0.0), backlog, backlog, max(base, 0.0), False, horizon)
     offered = OVERLOAD * base
     n = max(num_prompts, overload_prompts)
+    shallower = 0.0  # what the last offer too near the service rate completed
     for _ in range(3):
         overload = run_at(offered, n)
         served = service_rate(overload)
         if served < offered / math.sqrt(OVERLOAD):  # the queue stayed full: served is the engine's
             break
+        shallower = served
         offered *= 2  # it kept up: the burst read far below what the engine serves
     else:  # too few requests to keep a queue standing: the burst is all there is to go by
-        served = base
+        served = shallower = base
     m = overload.metrics
     thrashes = bool(m["num_preemptions"]) or m.get("peak_kv_usage", 0.0) > KV_FULL
     overload = replace(overload, records=[])  # read by figures only through its metrics
@@ -458,7 +473,8 @@ def saturation(run_at: RunAt, num_prompts: int, *, overload_prompts: int = OVERL
     sat.api_server_rate = overload.api_server_ceiling
     sat.rate = min(served, sat.api_server_rate)
     sat.degraded = not thrashes and served * (1 + SUSTAIN_PRECISION) < base
-    if not (thrashes or sat.degraded):
+    sat.lockstep = not (thrashes or sat.degraded) and served * (1 + SUSTAIN_PRECISION) < shallower
+    if not (thrashes or sat.degraded or sat.lockstep):
         return sat
     if not search:
         sat.exact = False

@@ -139,7 +139,7 @@ derandomized seed, the digest of its source then): other draws reach WAVES, whic
 @given(workloads(longest_output=64))
 @example(ISSUE)
 @example(FRONTEND_BOUND)
-@example(WAVES).xfail(raises=AssertionError, reason="an overload that is not one reads the full queue's rate low")
+@example(WAVES)
 def test_the_sweeps_call_agrees_with_long_runs(scenario):
     """The long runs at the two hardest rates, 5 % below and above saturation, vouch for every
     rate the claim covers (from half the knee to 1.3 times saturation): a replica that keeps up
