@@ -212,6 +212,10 @@ def saturation_text(result) -> str:
     fq = low.full_queue_rate
     checked = (f"what steady traffic sustains may be more or less than that (not searched), so each answer was "
                f"checked to keep up over {rate_plan.PLAN_CONFIRM_PROMPTS:,} requests.")
+    if low.lockstep:
+        return (f"With a deep queue a replica serves {fq:.2f} req/s (lowest of the seeds), less than a shallower "
+                "queue completes: it refills every seat the step it frees, so the requests it admits together "
+                f"finish together, in waves that steady traffic does not lock into; {checked}")
     if not low.thrashes:
         return o.flagged(
             f"With its queue full a replica serves {fq:.2f} req/s (lowest of the seeds), less than the requests "

@@ -220,7 +220,7 @@ def saturation_text(sat, n: int) -> str:
         how = "preempts and serves" if sat.thrashes else "serves"
         return (f"With its queue full the engine {how} {fq:.2f} req/s ({n:,} "
                 f"requests queued at once: {backlog:.2f}); lighter traffic may sustain more (not searched).")
-    if sat.thrashes or sat.degraded:
+    if sat.thrashes or sat.degraded or sat.lockstep:
         return _searched_text(sat, n, backlog)
     if sat.rate == sat.api_server_rate:
         return (f"Saturated rate: {sat.rate:.2f} req/s, {_API_SUSTAINS}; a point above it has no steady state. "
@@ -232,7 +232,8 @@ def saturation_text(sat, n: int) -> str:
 
 
 def _searched_text(sat, n: int, backlog: float) -> str:
-    """`saturation_text` for a rate searched on long runs (the full queue thrashes or is degraded)."""
+    """`saturation_text` for a rate searched on long runs (the full queue thrashes, is degraded or
+    serves less the deeper it stands)."""
     fq = sat.full_queue_rate
     if sat.rate == sat.api_server_rate:
         head = (f"Saturated rate: {sat.rate:.2f} req/s, {_API_SUSTAINS}: its run of {sat.horizon:,} requests keeps "
@@ -252,6 +253,10 @@ def _searched_text(sat, n: int, backlog: float) -> str:
         why = f": {_AHEAD}" if fq > sat.api_server_rate else behind
         return (f"{head} {preempts} and completes {fq:.2f} req/s over {m:,} requests ({n:,} queued at once: "
                 f"{backlog:.2f}), more than it sustains{why}; {fewer}")
+    if sat.lockstep:
+        return (f"{head} With a deep queue (traffic offered far faster than it serves) the replica serves only "
+                f"{fq:.2f} req/s, less than a shallower queue completes: it refills every seat the step it frees, so "
+                "the requests it admits together finish together, in waves that steady traffic does not lock into.")
     if fq <= sat.rate:
         return (f"{head} With its queue full the replica serves only {fq:.2f} req/s, less than {n:,} requests "
                 f"queued at once complete ({backlog:.2f}): "
@@ -268,6 +273,7 @@ def saturation_json(sat) -> dict | None:
         return None
     return {"rate": sat.rate, "exact": sat.exact, "backlog_rate": sat.backlog.metrics["request_throughput"],
             "full_queue_rate": sat.full_queue_rate, "thrashes": sat.thrashes, "degraded": sat.degraded,
+            "lockstep": sat.lockstep,
             "api_server_rate": sat.api_server_rate if math.isfinite(sat.api_server_rate) else None,
             "horizon": sat.horizon,
             "searched": [{"request_rate": r, "keeps_up": ok, "e2e_slope": slope} for r, ok, slope in sat.searched]}

@@ -170,7 +170,10 @@ class Lab:
         its long search; the process keeps it, `sim.curves.saturated_point`). Exact where a full
         queue does not preempt, as in every lesson's own traffic but step 14's; where it does (the
         KV cache, not the seats, bounds the batch: step 14's lesson), the rate the full queue
-        serves, which is what such an engine finishes at most once the cache is full."""
+        serves, which is what such an engine finishes at most once the cache is full. So it is,
+        too, where a deep queue serves less than a shallower one (`Saturation.lockstep`: the cheat
+        sheet's 512/256 on a B200 or with Llama 3.2 3B, whose waves of fixed lengths a deep queue
+        locks into): the deep queue's rate, a few percent below what steady traffic sustains."""
         from sim.curves import saturated_point
 
         return saturated_point(self.scenario, self.saturation_prompts, search=False)
