@@ -494,11 +494,12 @@ def test_confirmation_runs_in_batches_stop_at_a_miss_with_the_same_answer():
 
 
 def _saturation(rate: float, full_queue: float, *, thrashes: bool, ceiling: float = math.inf,
-                searched=(), burst: float = 40.0, exact: bool = True) -> curves.Saturation:
+                searched=(), burst: float = 40.0, exact: bool = True, lockstep: bool = False) -> curves.Saturation:
     backlog = FakeSummary({"request_throughput": burst, "completed": 1000}, [])
     overload = FakeSummary({"request_throughput": full_queue, "completed": 5000}, [])
     return curves.Saturation(rate, backlog, overload, full_queue, thrashes, searched=list(searched), exact=exact,
-                             degraded=not thrashes and full_queue < burst, api_server_rate=ceiling)
+                             degraded=not thrashes and full_queue < burst, api_server_rate=ceiling,
+                             lockstep=lockstep)
 
 
 def test_the_sweep_says_serves_only_where_the_full_queue_is_below_the_saturated_rate():
@@ -533,6 +534,12 @@ def test_the_sweep_says_serves_only_where_the_full_queue_is_below_the_saturated_
     capped = saturation_text(_saturation(30.0, 29.0, thrashes=False, ceiling=30.0, searched=[(29.0, True, 0.0),
                                                                                              (30.0, True, 0.009)]), 1000)
     assert capped.startswith("Saturated rate: 30.00 req/s, what the API server sustains")
+    # A deep queue serving less than a shallower one (waves): neither the burst nor the API server.
+    waves = saturation_text(_saturation(391.0, 358.27, thrashes=False, burst=329.73, lockstep=True,
+                                        searched=[(358.27, True, 0.0), (402.56, False, 0.04), (391.0, True, 0.0)]), 1000)
+    assert waves.startswith("Saturated rate: 391.00 req/s, the highest rate whose run of 20,000 requests keeps up")
+    assert "serves only 358.27 req/s, less than a shallower queue completes" in waves and "waves" in waves
+    assert "API server" not in waves and "queued at once" not in waves
 
 
 def test_the_plan_says_what_a_full_queue_that_is_only_a_guide_means_beside_its_answer():
@@ -552,3 +559,7 @@ def test_the_plan_says_what_a_full_queue_that_is_only_a_guide_means_beside_its_a
     degraded = saturation_text(result(_saturation(30.0, 30.0, thrashes=False, exact=False), 31.0))
     assert "preempts" not in degraded and "less than the requests queued at once complete (40.00)" in degraded
     assert "--api-server-count" in degraded
+    waves = saturation_text(result(_saturation(358.27, 358.27, thrashes=False, burst=329.73, exact=False,
+                                               lockstep=True), 370.0))
+    assert "With a deep queue a replica serves 358.27 req/s (lowest of the seeds), less than a shallower" in waves
+    assert "waves" in waves and "API server" not in waves and "may be more or less than that" in waves
