@@ -81,13 +81,15 @@ def small_windows(monkeypatch, requests: int) -> None:
 
 
 def fake_server(capacity: float, tpot_at, sustains: float | None = None, thrash: float | None = None,
-                ceiling: float = math.inf):
+                ceiling: float = math.inf, waves: float | None = None):
     """A replica whose TPOT (s) depends only on the rate. All queued at once it completes
     `capacity` req/s; a stream it serves up to `sustains` req/s (default `capacity`: its service
     rate with a full queue), every request taking 1 s end to end; above that the backlog grows
     and so do E2E and TTFT, each request finishing 1/sustains s after the one before. `thrash`:
     above `sustains` the queue fills the KV cache and the replica preempts, serving only that.
-    `ceiling`: what its API server sustains, as `RunSummary.api_server_ceiling` reports it."""
+    `ceiling`: what its API server sustains, as `RunSummary.api_server_ceiling` reports it.
+    `waves`: offered more than 1.5 times `sustains`, its queue deep, it serves only that (without
+    preempting), as fixed lengths admitted in waves do."""
     calls = []
     sustains = capacity if sustains is None else sustains
 
@@ -98,6 +100,8 @@ def fake_server(capacity: float, tpot_at, sustains: float | None = None, thrash:
             return FakeSummary({"request_throughput": capacity, "p99_ttft_ms": 50.0,
                                 "p99_tpot_ms": tpot_at(capacity) * 1000, "num_preemptions": 0}, recs, ceiling)
         served = rate if rate <= sustains else (thrash or sustains)
+        if waves is not None and rate > 1.5 * sustains:
+            served = waves
         late = 1 / served - 1 / rate  # each arrival finishes this much later than the last
         recs = [Rec(i / rate, 0.02 + late * i, tpot_at(rate), 1.0 + late * i) for i in range(n)]
         return FakeSummary({"request_throughput": served, "p99_ttft_ms": 20.0, "p99_tpot_ms": tpot_at(rate) * 1000,
@@ -213,6 +217,24 @@ def test_the_plan_never_tries_a_rate_above_what_the_api_server_sustains(monkeypa
     run_at, _ = fake_server(34.0, lambda r: 0.006 + 0.0005 * r, sustains=40.0, thrash=30.0, ceiling=38.0)
     plan = plan_rate(run_at, Slo(tpot_p99_ms=24.0), num_prompts=400)
     assert plan.limited_by == "slo" and plan.best.rate <= 36.0 < plan.bracket_high <= 38.0
+
+
+def test_a_deep_queue_serving_less_than_a_shallower_one_leaves_the_rate_to_the_long_runs():
+    # The burst completes 30 req/s; offered 37.5 the replica serves 36, too near the offer, so the
+    # overload is offered twice as much, 75: a queue that deep serves only 32 (waves). The two
+    # full queues disagree (`Saturation.lockstep`): the rate is searched and finds what a stream
+    # sustains, 36; without the search it is 32, a lower bound.
+    run_at, calls = fake_server(30.0, lambda r: 0.006, sustains=36.0, waves=32.0)
+    sat = curves.saturation(run_at, 400, overload_prompts=400)
+    assert [r for r, _ in calls[1:3]] == [37.5, 75.0] and sat.full_queue_rate == 32.0
+    assert sat.lockstep and not (sat.thrashes or sat.degraded) and sat.searched
+    assert 36.0 / (1 + curves.SUSTAIN_PRECISION) <= sat.rate < 36.0 * (1 + curves.SUSTAIN_SLOPE) < sat.above
+    quick = curves.saturation(run_at, 400, overload_prompts=400, search=False)
+    assert quick.lockstep and not quick.exact and quick.rate == 32.0
+    # Both full queues agreeing (the deep one serves 36 too): one overloaded rate, no search.
+    run_at, _ = fake_server(30.0, lambda r: 0.006, sustains=36.0)
+    sat = curves.saturation(run_at, 400, overload_prompts=400)
+    assert not sat.lockstep and not sat.searched and sat.exact and sat.rate == pytest.approx(36.0)
 
 
 def test_a_full_queue_that_preempts_leaves_the_answer_to_the_runs(monkeypatch):
