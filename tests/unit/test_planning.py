@@ -235,6 +235,11 @@ def test_a_deep_queue_serving_less_than_a_shallower_one_leaves_the_rate_to_the_l
     run_at, _ = fake_server(30.0, lambda r: 0.006, sustains=36.0)
     sat = curves.saturation(run_at, 400, overload_prompts=400)
     assert not sat.lockstep and not sat.searched and sat.exact and sat.rate == pytest.approx(36.0)
+    # A first offer that kept up (38 sustained) completes its offer, not a full queue's rate: the
+    # deep queue's 32 is not set against it.
+    run_at, _ = fake_server(30.0, lambda r: 0.006, sustains=38.0, waves=32.0)
+    sat = curves.saturation(run_at, 400, overload_prompts=400)
+    assert not sat.lockstep and not sat.searched and sat.rate == pytest.approx(32.0)
 
 
 def test_a_full_queue_that_preempts_leaves_the_answer_to_the_runs(monkeypatch):
