@@ -576,7 +576,15 @@ class Engine:
         """The report of the last iteration run (headless runs make it only when asked)."""
         if self._stash is not None:
             stash, self._stash = self._stash, None
-            if len(stash) == 2:  # (index, the last decode stretch run): its last iteration
+            if len(stash) == 2 and len(stash[1]) == 12:  # (index, a first decode call's batch)
+                index, (req, start, end, used, binding, batch, seen, itl, out, cost, running, waiting) = stash
+                result = UpdateResult(num_emitted=batch)
+                result.first_tokens.append(req)
+                result.gaps = [(itl, batch - 1)] if batch > 1 else []
+                result.num_running, result.num_waiting = running, waiting
+                stash = (index, start, end, cost, out, result, (), running, waiting, used,
+                         seen if self._front else None)
+            elif len(stash) == 2:  # (index, the last decode stretch run): its last iteration
                 index, part = stash  # (see sim.schedulers.continuous.DECODE_STRETCH_FIELDS)
                 _, end, last_start, _, _, batch, last_context, _, binding, finished, used_last, running, waiting, \
                     seen, _ = part
@@ -670,8 +678,9 @@ class Engine:
             if max_iterations is not None and n >= max_iterations:
                 break
             if stretch is not None and not self._carry_preempted and (not asynchronous or (
-                    self._in_flight is not None and not self._in_flight[0].scheduled)):
-                # (Async: a stretch starts from a batch in flight of compact decoders only.)
+                    self._in_flight is not None and len(self._in_flight[0].scheduled) < 2)):
+                # (Async: a stretch starts from a batch in flight of compact decoders only, or
+                # with one admitted request's prompt besides: see async_stretch.)
                 if self._next_arrival() <= self.time:
                     self._admit_arrivals()
                 # (Through the API server: no request reaches the engine before its horizon.)
@@ -704,6 +713,16 @@ class Engine:
         series = metrics.series_interval is not None
         n = 0
         for part in got:  # (see sim.schedulers.continuous.DECODE_STRETCH_FIELDS)
+            if len(part) == 12:  # a request's first decode call's batch (FIRST_DECODE_FIELDS)
+                req, start, end, used, binding, batch, seen, itl = part[:8]
+                self.iteration += 1
+                n += 1
+                self.time = end
+                if batch > 1:
+                    metrics.on_gaps(itl, batch - 1)  # (the decoders': the request's first token is no gap)
+                req.first_token_iteration = self.iteration
+                metrics.on_iteration(start, end, batch, used, binding, batch, 0, batch, 0, seen)
+                continue
             start, end, last_start, ends, gaps, batch, _, used, binding, finished, used_last, _, _, seen, itl = part
             k = len(ends)
             self.iteration += k

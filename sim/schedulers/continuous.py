@@ -437,12 +437,23 @@ class ContinuousScheduler(Scheduler):
         (`RunningSet.join_first`) instead of joining once that token is processed (see
         update_from_output), where it would join with its next token scheduled as a plain decode
         and it steady. (A walk or a preemption that follows makes it explicit again.)"""
-        running = self.running
-        max_model_len = self.config.max_model_len
-        for req in [r for r in running.explicit if r.num_output_placeholders == 1 and not r.num_output_tokens]:
-            if (req.num_computed_tokens == req.prompt_len and req.status == RUNNING
-                    and stop_reason(req, 1, max_model_len) is None and running.steady(req, 1)):
-                running.join_first(req)
+        for req in list(self.running.explicit):
+            self._join_first(req)
+
+    def _join_first(self, req: Request) -> bool:
+        """`_join_first_decoders` for one explicit request: whether it joined."""
+        if (req.num_output_placeholders == 1 and not req.num_output_tokens
+                and req.num_computed_tokens == req.prompt_len and req.status == RUNNING
+                and stop_reason(req, 1, self.config.max_model_len) is None and self.running.steady(req, 1)):
+            self.running.join_first(req)
+            return True
+        return False
+
+    def _took_first_token(self, req: Request, end: float, first_tokens: list[Request]) -> None:
+        """A decoder that joined with its first decode (`_join_first_decoders`) got its first
+        token at `end`, its prefill row's in the batch processed."""
+        self.running.took_first_token(req)
+        record_token(req, end, first_tokens)
 
     def _after_schedule_spec(self, out: SchedulerOutput) -> None:
         """`schedule()`'s last part with speculative decoding (vLLM's `_update_after_schedule`, and
@@ -550,8 +561,7 @@ class ContinuousScheduler(Scheduler):
                 req.num_output_placeholders -= 1
                 continue
             if fresh and req in fresh:  # a compact decoder now, its first token this batch's row's
-                running.took_first_token(req)
-                record_token(req, end, result.first_tokens)
+                self._took_first_token(req, end, result.first_tokens)
                 output.joined.append(req)
                 continue
             outputs = req.num_output_tokens + 1
@@ -877,13 +887,32 @@ class ContinuousScheduler(Scheduler):
         Each call leaves a batch in flight, as one call does: the last one is returned with the
         calls run, as (stretches as `DECODE_STRETCH_FIELDS` tuples of the batches processed, the
         batch now in flight as `flight` is, or None if nothing is); () if no call can run so.
-        `retime` as in `decode_stretch`, for the batches processed."""
+        `retime` as in `decode_stretch`, for the batches processed.
+
+        The batch in flight may also hold one request's whole prompt besides every decoder (the
+        call after its admission), if nobody waits, no decoder finishes with it and the batch
+        after it starts before `limit`: the request joins the decoders as `schedule()` would have
+        it join (`_join_first_decoders`), and the first call, its first decode call, processes its
+        first token with the decoders' tokens. That batch is given apart, as
+        `FIRST_DECODE_FIELDS` (the request's first token is no inter-token gap)."""
         out, start, end, _ = flight
         running = self.running
         decoders = running.decoders
         waiting = bool(self.waiting)
-        if (not self._compact_async or max_calls <= 0 or start >= limit or running.explicit or not decoders
-                or running.left or out.scheduled or out.preempted or out.admitted
+        fresh = None  # the request whose first token the batch in flight samples
+        if out.scheduled:
+            # (A decoder finishing with the batch in flight, or the next batch starting at the limit:
+            # one call at a time.)
+            if (end >= limit or waiting or len(out.sampling) != 1 or running.next_finish - running.tick < 2
+                    or not self._compact_async or max_calls <= 0 or running.left or out.preempted
+                    or len(out.scheduled) != 1 or out.num_compact != len(decoders)):
+                return ()
+            # It joins as schedule() would have it join first (`_join_first_decoders`).
+            fresh = out.sampling[0]
+            if len(running.explicit) != 1 or fresh not in running.explicit or not self._join_first(fresh):
+                return ()
+        elif (not self._compact_async or max_calls <= 0 or start >= limit or running.explicit or not decoders
+                or running.left or out.preempted or out.admitted
                 or out.num_compact != len(decoders) or (waiting and self._steady_binding is None)):
             return ()
         pool = self.pool
@@ -891,7 +920,7 @@ class ContinuousScheduler(Scheduler):
         block_size = running.block_size
         binding = self._steady_binding or "none"
         first_binding = out.binding_limit
-        batch = out.num_compact
+        batch = len(decoders)  # (with `fresh`, one more than the batch in flight's)
         context = out.compact_context  # of the batch in flight
         stretches = []
         while True:
@@ -910,7 +939,7 @@ class ContinuousScheduler(Scheduler):
                 break
             # Batches scheduled by the calls before the finishing one: all decoders, one tick on.
             pure = calls if calls < to_finish else to_finish - 1
-            next_context = context + batch  # the first of them
+            next_context = context + batch if fresh is None else running.coming_batch()[2]  # the first of them
             if pure >= NUMPY_STRETCH:
                 import numpy as np
 
@@ -982,17 +1011,30 @@ class ContinuousScheduler(Scheduler):
                 end_next = cost.decode_ends(next_batch, scheduled_context, start_next, 1)[0][0]
             else:
                 end_next = start_next
-            last_context = context + batch * (calls - 1)
+            last_context = next_context + batch * (calls - 2)  # (of the last batch processed)
             pool.take(taken)
             running.flights += calls - (shrinks and not next_batch)
             peak = pool.usable - pool.free
+            if fresh is not None:
+                # Its first token is the first batch's: processed apart (its gap is no ITL).
+                first_end = float(processed_ends[0] if seen is None else seen[0])
+                first_gap = float(processed_gaps[0] if itl is None else itl[0])
+                running.advance(1, first_end, first_gap)
+                self._took_first_token(fresh, first_end, [])
+                out.joined.append(fresh)  # (as update_from_output marks it, for the batch's report)
+                first_running = len(running.members)
+                if calls > 1:
+                    rest = processed_gaps[1:] if itl is None else itl[1:]
+                    top = max(rest) if rest.__class__ is list else float(rest.max())
+                self._steady_binding = None
             if not shrinks:
-                running.advance(calls, seen_end, top)
+                if fresh is None or calls > 1:
+                    running.advance(calls - (fresh is not None), seen_end, top)
                 parts = [(start, start_next, last_start, processed_ends, processed_gaps, batch, last_context, peak,
                           binding, (), peak, batch, len(self.waiting), seen, itl)]
             else:
                 used = peak - last_need  # before the last call took its blocks
-                ended = running.advance(calls, seen_end, top)
+                ended = running.advance(calls - (fresh is not None), seen_end, top)
                 for _, req in ended:
                     req.status = FINISHED
                     pool.free_request(req.request_id)
@@ -1000,7 +1042,14 @@ class ContinuousScheduler(Scheduler):
                           binding, ended, pool.usable - pool.free, len(running.members), len(self.waiting), seen,
                           itl)]
                 self._steady_binding = None
-            if first_binding != binding:
+            if fresh is not None:
+                whole = list(parts[0])
+                head = (fresh, start, end, whole[7], first_binding, batch, first_end, first_gap, out, flight[3],
+                        first_running, whole[12])
+                parts = [head, _after_first(whole, processed_ends, processed_gaps, seen, itl)] if calls > 1 else [head]
+                first_binding = binding
+                fresh = None
+            elif first_binding != binding:
                 # The batch in flight was scheduled apart, with another binding limit: booked apart.
                 whole = list(parts[0])
                 if calls == 1:
@@ -1010,13 +1059,7 @@ class ContinuousScheduler(Scheduler):
                     head = (start, end, start, [end], [end - start], batch, context, whole[7], first_binding, (),
                             whole[7], batch, whole[12], None if seen is None else [float(seen[0])],
                             None if itl is None else [float(itl[0])])
-                    whole[0] = end
-                    whole[3] = processed_ends[1:]
-                    whole[4] = processed_gaps[1:]
-                    if seen is not None:
-                        whole[13] = seen[1:]
-                        whole[14] = itl[1:]
-                    parts = [head, tuple(whole)]
+                    parts = [head, _after_first(whole, processed_ends, processed_gaps, seen, itl)]
                 first_binding = binding
             stretches.extend(parts)
             max_calls -= calls
@@ -1035,6 +1078,16 @@ class ContinuousScheduler(Scheduler):
             return ()
         return stretches, flight
 
+
+FIRST_DECODE_FIELDS = ("request", "start", "end", "kv_blocks_used", "binding", "batch", "seen", "itl", "output",
+                       "cost", "num_running", "num_waiting")
+"""What `async_stretch` gives for the batch it processes in a request's first decode call, a plain
+tuple in this order: the request (its first token this batch's), when the batch started and
+ended, the blocks used, its binding limit, how many requests sampled in it (the decoders and the
+request), when its tokens reached their clients and how long after the ones before (`end` and the
+batch's time without the API server): the decoders' gaps are inter-token latencies, the request's
+first token is none; then the batch as scheduled (its `SchedulerOutput`) and priced (the engine's
+cost tuple), and the requests running and waiting after it, for its report."""
 
 DECODE_STRETCH_FIELDS = ("start", "end", "last_start", "ends", "gaps", "batch", "last_context", "kv_blocks_used",
                          "binding", "finished", "kv_blocks_used_last", "num_running", "num_waiting", "seen", "itl")
@@ -1055,6 +1108,17 @@ def _retimed(retime, ends, batch: int, end: float, top: float) -> tuple:
         return None, None, end, top
     seen, itl = retime(ends, batch)
     return seen, itl, float(seen[-1]), float(max(itl)) if itl.__class__ is list else float(itl.max())
+
+
+def _after_first(whole: list, ends, gaps, seen, itl) -> tuple:
+    """A stretch (`whole`, DECODE_STRETCH_FIELDS as a list) without its first iteration."""
+    whole[0] = ends[0]
+    whole[3] = ends[1:]
+    whole[4] = gaps[1:]
+    if seen is not None:
+        whole[13] = seen[1:]
+        whole[14] = itl[1:]
+    return tuple(whole)
 
 
 def _first(item):

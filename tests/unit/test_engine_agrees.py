@@ -395,6 +395,22 @@ def test_stretches_timed_with_numpy_agree(drawn, numpy_from):
     assert_agree(a, b, "numpy-timed stretches against step by step")
 
 
+@pytest.mark.parametrize("api_server", [False, True])
+def test_first_decode_calls_run_alone_report_as_one_step(api_server):
+    """Async: a request's first decode call run in bulk on its own (an iteration limit of one,
+    as the driver asks) reports what step() reports for it, iteration by iteration."""
+    scenario = Scenario(engine={"async_scheduling": True},
+                        workload=WorkloadSpec(request_rate=40.0, num_prompts=8, input=LengthSpec("fixed", 24),
+                                              output=LengthSpec("fixed", 30)))
+    fast, slow = Engine(scenario, api_server=api_server), Engine(scenario, api_server=api_server)
+    firsts = 0
+    while (report := slow.step()) is not None:
+        assert fast.advance_until(math.inf, max_iterations=1) == 1
+        assert fast.last == report
+        firsts += len(report.first_tokens)
+    assert firsts == 8
+
+
 def test_the_issue_table_agrees():
     """Issue 20's table: eight requests in flight, rate inf (the fast path gave TTFT p50 647 ms,
     step by step 14.9 ms)."""
