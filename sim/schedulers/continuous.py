@@ -437,7 +437,9 @@ class ContinuousScheduler(Scheduler):
         (`RunningSet.join_first`) instead of joining once that token is processed (see
         update_from_output), where it would join with its next token scheduled as a plain decode
         and it steady. (A walk or a preemption that follows makes it explicit again.)"""
-        for req in list(self.running.explicit):
+        # (A first look at the requests sampling their first token, those `_join_first` can join:
+        # a method call for each explicit request would cost a walk's schedule() microseconds.)
+        for req in [r for r in self.running.explicit if r.num_output_placeholders == 1 and not r.num_output_tokens]:
             self._join_first(req)
 
     def _join_first(self, req: Request) -> bool:
