@@ -7,7 +7,7 @@ flight, booking, and the arrivals admitted before the next call). The kinds:
 - "admits, decoders in flight": an explicit call that schedules an arrival's prefill while a batch
   of compact decoders is processed (the first of the two calls an arrival takes);
 - "first decode": an explicit call that schedules a new request's first decode while its prefill is
-  processed (the second);
+  processed (the second; when a stretch can follow it, it is the stretch's first call instead);
 - "admits, a prefill in flight": both at once (an arrival while another's prefill is in flight);
 - "other explicit": any other explicit call (preemptions, a waiting queue held back);
 - "stretch" / "stretch refused": `async_stretch` running decode calls in bulk (with their booking)
