@@ -901,21 +901,22 @@ class ContinuousScheduler(Scheduler):
         running = self.running
         decoders = running.decoders
         waiting = bool(self.waiting)
+        if (not self._compact_async or max_calls <= 0 or running.left or out.preempted
+                or out.num_compact != len(decoders)):
+            return ()
         fresh = None  # the request whose first token the batch in flight samples
         if out.scheduled:
             # (A decoder finishing with the batch in flight, or the next batch starting at the limit:
             # one call at a time.)
-            if (end >= limit or waiting or len(out.sampling) != 1 or running.next_finish - running.tick < 2
-                    or not self._compact_async or max_calls <= 0 or running.left or out.preempted
-                    or len(out.scheduled) != 1 or out.num_compact != len(decoders)):
+            if (end >= limit or waiting or len(out.sampling) != 1 or len(out.scheduled) != 1
+                    or running.next_finish - running.tick < 2):
                 return ()
             # It joins as schedule() would have it join first (`_join_first_decoders`).
             fresh = out.sampling[0]
             if len(running.explicit) != 1 or fresh not in running.explicit or not self._join_first(fresh):
                 return ()
-        elif (not self._compact_async or max_calls <= 0 or start >= limit or running.explicit or not decoders
-                or running.left or out.preempted or out.admitted
-                or out.num_compact != len(decoders) or (waiting and self._steady_binding is None)):
+        elif (start >= limit or running.explicit or not decoders or out.admitted
+                or (waiting and self._steady_binding is None)):
             return ()
         pool = self.pool
         budget = self.config.max_num_batched_tokens
