@@ -8,7 +8,8 @@ chunks. Its time is a sum of per-operator-class rooflines, each on one GPU of th
   always-read weights (attention, dense layers, shared experts, routers, embedding), only the
   routed experts its T tokens go to (`ExpertReads`), at the share of the weight-read bandwidth
   their format's MoE kernels reach (`Deployment.moe_read_share`), and computes 2 FLOPs per
-  active parameter per token (the router's top-k experts' parameters, not all of them);
+  active parameter per token (the router's top-k experts' parameters, not all of them), the
+  experts' at the share of `eta_mfu` their kernels reach (`Deployment.expert_compute_share`);
 - decode attention: every decoding sequence reads its whole KV cache (a sliding-window layer
   only its window);
 - prefill attention: each chunk attends to its prefix and (causally) to itself (a sliding-window
@@ -259,7 +260,7 @@ class CostModel:
         """A mixture of experts' weights read and FLOPs: the always-read weights plus the experts
         the tokens go to (`ExpertReads`), tabulated by tokens so that every path reads the same
         float; compute is 2 FLOPs per active parameter (top-k experts), the experts at their
-        format's peak."""
+        format's peak and the share of `eta_mfu` their kernels reach (`Deployment.expert_compute_share`)."""
         model, tp = deployment.model, deployment.tensor_parallel_size
         experts = ExpertReads(model.expert_count, model.expert_top_k, tp, deployment.expert_parallel)
         self._experts = experts
@@ -280,7 +281,8 @@ class CostModel:
         active = model.expert_top_k * model.expert_params / tp
         self._flops_per_token = 2.0 * (dense + active)
         self._t_cmp_per_token = (2.0 * dense / (deployment.linear_peak_flops * deployment.eta_mfu)
-                                 + 2.0 * active / (deployment.expert_peak_flops * deployment.eta_mfu))
+                                 + 2.0 * active / (deployment.expert_peak_flops * deployment.eta_mfu
+                                                   * deployment.expert_compute_share))
 
     def _expert_index(self, tokens: int) -> int:
         cap = self._experts.cap
