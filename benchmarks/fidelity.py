@@ -86,14 +86,7 @@ _CLIENT_BOUND = ("the client is the bottleneck at 64 threads (throughput flat fr
                  "queues each new request's first token behind every stream's tokens (TTFT p50 four times the measured, "
                  "p99 within 6 %); LiteLLM's 64 threads take turns on one interpreter, which benchmarks/client_costs.py "
                  "measures (a new request's first chunk read after 18 % of the chunks queued before it), not modelled")
-_MOE_PREFILL = ("the ten clients' fixed 2,048-token prompts and nearly all 1,024-token answers keep them in step, so "
-                "each wave's first tokens wait for several prefills, and each prefill's fused-MoE GEMMs run on Qwen3's "
-                "small experts (768 wide) far below the tensor-core peak the model prices them at (vLLM PR 24700: "
-                "Qwen3-30B-A3B's FP8 experts at 188 TFLOP/s with 4,096 tokens on an H100, without a tuned config for "
-                "the shape, as this run had none); the simulated prefill of 2,048 tokens beside nine decodes takes 36 ms, "
-                "and the measured median TTFT is 2.3 times the simulated one")
 KNOWN_MISSES: dict[tuple[str, str], str] = {
-    ("vllm-pr23151-qwen3-30b-a3b-h100-c10", "median_ttft_ms"): _MOE_PREFILL,
     ("vllm-pr18566-sharegpt-inf", "output_throughput"): _SHAREGPT,
     ("vllm-pr18566-sharegpt-inf", "median_ttft_ms"): _SHAREGPT,
     ("vllm-pr18566-sharegpt-inf", "median_tpot_ms"): _SHAREGPT,
