@@ -9,7 +9,7 @@ chunks. Its time is a sum of per-operator-class rooflines, each on one GPU of th
   routed experts its T tokens go to (`ExpertReads`), at the share of the weight-read bandwidth
   their format's MoE kernels reach (`Deployment.moe_read_share`), and computes 2 FLOPs per
   active parameter per token (the router's top-k experts' parameters, not all of them), the
-  experts' at the share of `eta_mfu` their kernels reach (`Deployment.expert_compute_share`);
+  experts' at the share of `eta_mfu` their kernels reach (`expert_compute_share`);
 - decode attention: every decoding sequence reads its whole KV cache (a sliding-window layer
   only its window);
 - prefill attention: each chunk attends to its prefix and (causally) to itself (a sliding-window
@@ -62,6 +62,26 @@ EXPERT_TABLE_MAX_TOKENS = 8192
 """Tokens up to which the experts an iteration reads are tabulated; a larger one reads as many as
 this many (under uniform routing every expert is read well before, but for a router of 512+ experts
 and top-1)."""
+
+
+def fused_moe_compute_share(hidden: float, width: float, tile_overhead_k: float) -> float:
+    """The share of `eta_mfu` the Triton fused-MoE kernel's two GEMMs reach on experts `width` wide
+    (on one GPU) over a hidden size of `hidden`: each reducing over K (the gate-and-up GEMM, two
+    thirds of the FLOPs, over `hidden`; the down GEMM over `width`) at K / (K + `tile_overhead_k`)."""
+    return 1.0 / (1.0 + tile_overhead_k * (2.0 / (3.0 * hidden) + 1.0 / (3.0 * width)))
+
+
+def expert_compute_share(deployment: Deployment) -> float:
+    """The share of `eta_mfu` a deployment's routed experts' FLOPs run at: bf16 experts on the
+    Triton fused-MoE path, by their width on one GPU (a slice with tensor parallelism, whole with
+    expert parallelism) and the GPU's `moe_tile_overhead_k`; 1 for other formats (kernels of their
+    own, or not measured) and a dense model."""
+    m, k0 = deployment.model, deployment.gpu.moe_tile_overhead_k
+    if not m.expert_count or deployment.expert_weight_format is not None or not k0:
+        return 1.0
+    width = m.expert_params / (3.0 * m.hidden * m.expert_layers)  # (gate, up and down: 3 matrices)
+    return fused_moe_compute_share(m.hidden, width if deployment.expert_parallel
+                                   else width / deployment.tensor_parallel_size, k0)
 
 
 class ExpertReads:
@@ -260,7 +280,7 @@ class CostModel:
         """A mixture of experts' weights read and FLOPs: the always-read weights plus the experts
         the tokens go to (`ExpertReads`), tabulated by tokens so that every path reads the same
         float; compute is 2 FLOPs per active parameter (top-k experts), the experts at their
-        format's peak and the share of `eta_mfu` their kernels reach (`Deployment.expert_compute_share`)."""
+        format's peak and the share of `eta_mfu` their kernels reach (`expert_compute_share`)."""
         model, tp = deployment.model, deployment.tensor_parallel_size
         experts = ExpertReads(model.expert_count, model.expert_top_k, tp, deployment.expert_parallel)
         self._experts = experts
@@ -282,7 +302,7 @@ class CostModel:
         self._flops_per_token = 2.0 * (dense + active)
         self._t_cmp_per_token = (2.0 * dense / (deployment.linear_peak_flops * deployment.eta_mfu)
                                  + 2.0 * active / (deployment.expert_peak_flops * deployment.eta_mfu
-                                                   * deployment.expert_compute_share))
+                                                   * expert_compute_share(deployment)))
 
     def _expert_index(self, tokens: int) -> int:
         cap = self._experts.cap

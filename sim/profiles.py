@@ -128,14 +128,6 @@ layers/fused_moe/fused_moe.py): the router's top-k (topk_softmax), sorting the t
 token's experts (moe_sum). `GpuProfile.moe_layer_latency_s` is their fixed time, so each small
 kernel costs a sixth of it (about 4 us on Hopper); a format whose path runs more kernels
 (`WeightFormat.moe_kernels`) pays that much for each."""
-def fused_moe_compute_share(hidden: float, width: float, tile_overhead_k: float) -> float:
-    """The share of `eta_mfu` the Triton fused-MoE kernel's grouped GEMMs reach on experts of
-    `width` (the expert's intermediate size on one GPU) over a hidden size of `hidden`: the
-    gate-and-up GEMM (two thirds of the FLOPs, a reduction over `hidden`) and the down GEMM (a
-    reduction over `width`), each at K / (K + `tile_overhead_k`), `GpuProfile.moe_tile_overhead_k`
-    (sources in sim/data/profiles.toml); 1 where that is 0."""
-    k0 = tile_overhead_k
-    return 1.0 / (1.0 + k0 * (2.0 / (3.0 * hidden) + 1.0 / (3.0 * width)))
 
 
 @dataclass(frozen=True)
@@ -215,9 +207,7 @@ class GpuProfile:
     on top of their weights read and compute (sources in sim/data/profiles.toml); a format with a
     path of more kernels pays in proportion (`Deployment.moe_kernels`)."""
     moe_tile_overhead_k: float = 0.0
-    """The fixed part of each output tile of the Triton fused-MoE kernel's grouped GEMMs, in
-    elements of their reduction loop: compute-bound, a GEMM reducing over K runs at `eta_mfu` x
-    K / (K + this) (`fused_moe_compute_share`; sources in sim/data/profiles.toml); 0: at `eta_mfu`."""
+    """A fused-MoE GEMM tile's fixed part, in elements of its reduction (`sim.cost.expert_compute_share`)."""
     nvidia_smi_names: tuple[str, ...] = ()
     """The names `nvidia-smi --query-gpu=name` prints for this GPU (what `--gpu auto` matches)."""
     aliases: tuple[str, ...] = ()
@@ -425,8 +415,7 @@ _EFFICIENCY_KEYS: dict[str, _Checker] = {
     "frontend_output_token_s": _non_negative,
 }
 _DEFAULTS_KEYS: dict[str, _Checker] = {**_EFFICIENCY_KEYS, "allreduce_latency_s": _non_negative,
-                                        "moe_layer_latency_s": _non_negative,
-                                        "moe_tile_overhead_k": _non_negative}
+                                        "moe_layer_latency_s": _non_negative, "moe_tile_overhead_k": _non_negative}
 _GPU_KEYS: dict[str, _Checker] = {
     "name": _text,
     "hbm_bandwidth": _positive,
@@ -1091,20 +1080,6 @@ class Deployment:
         (`WeightFormat.moe_read_share`) where it runs on this GPU, else 1."""
         own = self._own_moe_path()
         return own.moe_read_share if own is not None else 1.0
-
-    @property
-    def expert_compute_share(self) -> float:
-        """The share of `eta_mfu` the routed experts' FLOPs run at: bf16 experts on the Triton
-        fused-MoE path, by their width on one GPU (sliced by tensor parallelism, whole with expert
-        parallelism) and the GPU's `moe_tile_overhead_k` (`fused_moe_compute_share`); 1 for other
-        formats (their own kernels, or not measured) and for a dense model."""
-        m = self.model
-        if not m.expert_count or self.expert_weight_format is not None or not self.gpu.moe_tile_overhead_k:
-            return 1.0
-        width = m.expert_params / (3.0 * m.hidden * m.expert_layers)  # (gate, up and down: 3 matrices)
-        if not self.expert_parallel:
-            width /= self.tensor_parallel_size
-        return fused_moe_compute_share(m.hidden, width, self.gpu.moe_tile_overhead_k)
 
     # -- checks ------------------------------------------------------------------------------
 
