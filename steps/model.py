@@ -82,6 +82,11 @@ class ActivitySpec:
 MODEL_KIND_WORDS = {"encoder": "embedder", "decoder": "chat LLM"}
 
 
+def seat_names(own: int, other: int) -> tuple[str, str]:
+    """Two continuous-batching runs named by their seats: ("512 seats", "64 seats")."""
+    return f"{own:,} seats", f"{other:,} seats"
+
+
 @dataclass(frozen=True)
 class Comparison:
     """A second scenario run beside the step's own on the same arrivals."""
@@ -102,7 +107,7 @@ class Comparison:
         if kinds[0] != kinds[1]:
             return "model", (MODEL_KIND_WORDS.get(kinds[0], kinds[0]), MODEL_KIND_WORDS.get(kinds[1], kinds[1]))
         if a.max_num_seqs != b.max_num_seqs and a.batching == "continuous":
-            return "seats", (f"{a.max_num_seqs:,} seats", f"{b.max_num_seqs:,} seats")
+            return "seats", seat_names(a.max_num_seqs, b.max_num_seqs)
         return None
 
 

@@ -6,6 +6,7 @@ from sim.reports import RECENT_GAP_POINTS, EngineSnapshot
 from sim.scenario import Scenario
 
 from ..figures import fmt
+from ..model import seat_names
 from ..numbers import count, exact_count, latency, percent, worst_gap
 from .base import Kind
 
@@ -40,7 +41,8 @@ class Predict:
     def __init__(self, question_md: str, choices: tuple[str, ...], answer: int, explain: str,
                  show: tuple[str, ...] = (), compute: str = "", scenario: Scenario | None = None,
                  run_dials: dict | None = None, watch_seconds: float = 20.0, compare_label: str = "",
-                 run_note: str = "", feedback: tuple[str, ...] = (), own_label: str = "") -> None:
+                 run_note: str = "", feedback: tuple[str, ...] = (), own_label: str = "",
+                 names: tuple[str, tuple[str, str]] | None = None) -> None:
         self.question_md = question_md
         self.choices = choices
         self.answer = answer
@@ -61,6 +63,8 @@ class Predict:
         self.own_label = own_label or "the run here"
         """What the step's own run is called beside that one: what differs ("continuous
         batching"), as the seat pane's caption and the compare table's column name it."""
+        self.names = names
+        """The two runs named by what differs (`steps.model.Comparison.names`), or None."""
         self.run_note = run_note
         """The run's settings in words ("Token budget 512 tokens"), said with the numbers."""
         self.guess: int | None = None
@@ -111,10 +115,20 @@ class Predict:
             # of a job that is ending would mislead). Best read when this job has finished.
             a, b = snapshot.metrics.completed, other.metrics.completed
             if a and b:
+                own, beside = self.run_names(snapshot, other)
                 ended = "finished its" if snapshot.finished else "had done"
-                text = (f"this setting {ended} {a:,} requests, the other {b:,}: at its pace the same work "
-                        f"takes about {fmt(snapshot.time * a / b)} s, {fmt(a / b)} times as long")
+                text = (f"{own} {ended} {a:,} requests while {beside} did {b:,}: at that pace {beside} take "
+                        f"about {fmt(snapshot.time * a / b)} s for the same work, {fmt(a / b)} times as long")
         return text
+
+    def run_names(self, snapshot: EngineSnapshot, other: EngineSnapshot) -> tuple[str, str]:
+        """The two runs as the seat panes and the compare table name them; seats as each run
+        has them now (the seats dial may have moved since the step began)."""
+        if self.names is None:
+            return "this run", "the run beside"
+        if self.names[0] == "seats":
+            return seat_names(snapshot.max_num_seqs, other.max_num_seqs)
+        return self.names[1]
 
     def reading(self, snapshot: EngineSnapshot | None = None, other: EngineSnapshot | None = None) -> str:
         """The run's figures as a sentence dated by the moment they were read ("" if none)."""
@@ -224,7 +238,8 @@ def _build(step) -> Predict:
     return Predict(p["question"], tuple(p["choices"]), p["answer"], p["explain"],
                    tuple(p.get("show", ())), p.get("compute", ""), step.scenario, p.get("run"),
                    float(p.get("watch_s", 20.0)), step.compare.label if step.compare else "",
-                   _dial_words(step, p.get("run", {})), tuple(p.get("feedback", ())), _own_label(step))
+                   _dial_words(step, p.get("run", {})), tuple(p.get("feedback", ())), _own_label(step),
+                   step.compare.names(step.scenario) if step.compare else None)
 
 
 KIND = Kind("predict", "", frozenset({"question", "choices", "answer", "explain", "show", "compute", "run",

@@ -448,12 +448,19 @@ def test_a_reveal_reads_each_figure_as_the_compare_table_beside_it(lesson):
 
 
 def test_predict_offline_gain_uses_both_panes(lesson):
+    """Step 17's reveal names each run as its seat pane's caption does ("512 seats", "64
+    seats"), not "this setting ... the other"; with the seats the run has when read."""
     p = act.build(lesson[17])
-    done = snap(completed=2000)
+    assert lesson[17].compare.names(lesson[17].scenario) == ("seats", ("512 seats", "64 seats"))
+    done = snap(completed=2000, max_num_seqs=512)
     done = EngineSnapshot(**{**{f: getattr(done, f) for f in done.__dataclass_fields__}, "finished": True})
-    text = p.reveal(done, snap(completed=1152))
-    assert "at t 10 s: this setting finished its 2,000 requests, the other 1,152" in text
-    assert "about 17.4 s, 1.74 times as long" in text
+    text = p.reveal(done, snap(completed=1152, max_num_seqs=64))
+    assert "at t 10 s: 512 seats finished its 2,000 requests while 64 seats did 1,152" in text
+    assert "64 seats take about 17.4 s for the same work, 1.74 times as long" in text
+    assert "this setting" not in text and "the other" not in text
+    # The learner moved the seats dial to 1,024 before guessing: the reading says so.
+    moved = p.reveal(snap(completed=2000, max_num_seqs=1024), snap(completed=1152, max_num_seqs=64))
+    assert "1,024 seats had done 2,000 requests while 64 seats did 1,152" in moved
 
 
 # -- step 18: reading percentiles ------------------------------------------------------------------
