@@ -96,6 +96,28 @@ def test_every_scenario_runs_and_every_dial_resolves(all_steps):
             assert view in steps.VIEWS
 
 
+def test_a_playground_dial_some_policies_ignore_names_those_that_read_it(all_steps):
+    """The playground offers every batching policy, and its seat, batch and wait dials each act
+    on some of them only: the label says which ("Seats", shortened to fit 80 columns, had
+    stopped saying that only continuous batching reads it). Which policy reads a dial is found
+    by running a short job with the dial at two values (about 50 ms in all)."""
+    from sim.engine import run_scenario
+    from sim.workload import LengthSpec
+
+    policies = ("sequential", "static", "dynamic", "continuous")
+    playground = all_steps[19]
+    job = playground.scenario.with_workload(num_prompts=24, request_rate=40.0, input=LengthSpec("fixed", 64),
+                                            output=LengthSpec("fixed", 16))
+    dials = {d.name: d for d in playground.dials}
+    for path, values in (("engine.max_num_seqs", (4, 16)), ("engine.max_batch_size", (4, 16)),
+                         ("engine.max_queue_delay", (0.0, 0.05))):
+        runs = {policy: [run_scenario(job.with_engine(batching=policy, **{path.split(".")[1]: v})).metrics
+                         for v in values] for policy in policies}
+        readers = [policy for policy, (a, b) in runs.items() if a != b]
+        label = dials[path].label
+        assert readers and [p for p in policies if p in label] == readers, (label, readers)
+
+
 def test_live_scenarios_are_endless_except_the_offline_job(all_steps):
     for s in all_steps:
         if s.number == 17:
