@@ -54,7 +54,8 @@ class StepGoal:
     def completable(self) -> bool:
         return False
 
-    def note(self) -> str:
+    def note(self, short: bool = False) -> str:
+        """What is still open, in a few words (`short`: fewer, for a narrow line)."""
         return ""
 
     # What the screen passes on; each returns True if the goal's state changed.
@@ -72,6 +73,8 @@ class Checklist(StepGoal):
     """Done when every item is ticked; the note lists them, ticked or open."""
 
     items: dict[str, str] = {}
+    short_items: dict[str, str] = {}
+    """Fewer words for some items, for a narrow goal line (each keeps its key)."""
 
     def __init__(self, step) -> None:
         super().__init__(step)
@@ -91,8 +94,9 @@ class Checklist(StepGoal):
             return True
         return False
 
-    def note(self) -> str:
-        return " ".join(f"{words} {'✓' if item in self.ticked else '○'}" for item, words in self.items.items())
+    def note(self, short: bool = False) -> str:
+        words = {**self.items, **self.short_items} if short else self.items
+        return " ".join(f"{said} {'✓' if item in self.ticked else '○'}" for item, said in words.items())
 
 
 class BindingLimits(Checklist):
@@ -122,6 +126,7 @@ class KeepUp(Checklist):
     keeps up. A setting counts once it has run SETTLE_S simulated seconds."""
 
     items = {"behind": "a batch size falls behind", "keeps_up": "a bigger one keeps up"}
+    short_items = {"behind": "a size falls behind"}
 
     def __init__(self, step) -> None:
         super().__init__(step)
@@ -180,6 +185,7 @@ class OtherHardware(Checklist):
 
 class Playground(Checklist):
     items = {"dial": "move a dial", "save": "save it (w)", "open": "open it again (o)"}
+    short_items = {"save": "save (w)", "open": "reopen (o)"}
 
     @property
     def ask(self) -> str:

@@ -13,9 +13,9 @@ STATES = ("open", "answered", "done")
 
 
 class GoalBar(Widget):
-    """`show(ask, state, note, shorter)`: the ask on the left ("Predict: ..."; a shorter form of
-    it where the line is narrow), the state on the right with a mark that reads without colour
-    (`[ ]` open, `[~]` answered, `[x]` done)."""
+    """`show(ask, state, note, shorter, shorter_notes)`: the ask on the left ("Predict: ..."; a
+    shorter form of it, or of its note, where the line is narrow), the state on the right with a
+    mark that reads without colour (`[ ]` open, `[~]` answered, `[x]` done)."""
 
     DEFAULT_CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
     COMPONENT_CLASSES = {"goal-bar--label", "goal-bar--open", "goal-bar--answered", "goal-bar--done"}
@@ -28,6 +28,8 @@ class GoalBar(Widget):
         """A few words after the state ("2 of 3", "right", "wrong")."""
         self.shorter: tuple[str, ...] = ()
         """Shorter forms of the ask, longest first (`Goal.shorter`)."""
+        self.shorter_notes: tuple[str, ...] = ()
+        """Shorter forms of the note, longest first (`Goal.shorter_notes`)."""
         self.marks = {"open": "○", "answered": "◐", "done": "✓"}
         self.sep = " · "
         """Between the ask and its note."""
@@ -44,14 +46,16 @@ class GoalBar(Widget):
         done now for the first time (the screen records it)."""
         line, newly_done = goal_line(view, step_goal, completed)
         if line is not None:
-            ask, state, note, shorter = line
+            ask, state, note, shorter, shorter_notes = line
             words = self.app.words
-            self.show(words(ask), state, words(note), tuple(map(words, shorter)))
+            self.show(words(ask), state, words(note), tuple(map(words, shorter)), tuple(map(words, shorter_notes)))
         return newly_done
 
-    def show(self, ask: str, state: str = "open", note: str = "", shorter: tuple[str, ...] = ()) -> None:
-        if (ask, state, note, shorter) != (self.ask, self.state, self.note, self.shorter):
-            self.ask, self.state, self.note, self.shorter = ask, state, note, shorter
+    def show(self, ask: str, state: str = "open", note: str = "", shorter: tuple[str, ...] = (),
+             shorter_notes: tuple[str, ...] = ()) -> None:
+        line = (ask, state, note, shorter, shorter_notes)
+        if line != (self.ask, self.state, self.note, self.shorter, self.shorter_notes):
+            self.ask, self.state, self.note, self.shorter, self.shorter_notes = line
             self.set_class(state == "done", "-done")
             self.refresh()
 
@@ -68,9 +72,11 @@ class GoalBar(Widget):
     def parts(self, width: int) -> tuple[str, str, str, str]:
         """The line `width` wide: its label, the ask with its note, the gap, the state."""
         label = "Goal "
-        asks = [self.line(form) for form in (self.ask, *self.shorter)]
-        # The longest form of the ask that fits with the note and the state's word; where none
-        # does, the shortest form: the state's word goes first, then the ask is cut.
+        # The ask's forms with the whole note, then with each shorter note: the first that fits
+        # with the state's word; where none does, the shortest: the state's word goes first,
+        # then the ask is cut.
+        asks = [self.line(form, note) for note in (self.note, *self.shorter_notes)
+                for form in (self.ask, *self.shorter)]
         for state in (f"{self.marks[self.state]} {self.state}", self.marks[self.state]):
             fits = [ask for ask in asks if len(label) + len(ask) + 2 + len(state) <= width]
             if fits:
@@ -83,14 +89,14 @@ class GoalBar(Widget):
             ask = ask[: max(0, room - 3)] + "..."
         return label, ask, " " * max(2, width - len(label) - len(ask) - len(state)), state
 
-    def line(self, ask: str) -> str:
-        """One form of the ask with the note after it."""
+    def line(self, ask: str, note: str) -> str:
+        """One form of the ask with a form of the note after it."""
         joint = " " if ask.endswith(":") else self.sep  # a checklist follows its colon
-        return f"{ask}{joint}{self.note}" if self.note else ask
+        return f"{ask}{joint}{note}" if note else ask
 
 
-def goal_line(view, step_goal, completed: bool) -> tuple[tuple[str, str, str, tuple[str, ...]] | None, bool]:
-    """The goal line (ask, state, note, shorter forms of the ask) for the activity `view` on show
+def goal_line(view, step_goal, completed: bool) -> tuple[tuple | None, bool]:
+    """The goal line (ask, state, note, shorter forms of the ask, of the note) for the activity `view` on show
     (or None) and the step's own goal `step_goal` (or None), given whether the step was
     `completed` before; and whether the step's goal is done now for the first time (to be
     recorded). No line: nothing asks."""
@@ -99,7 +105,7 @@ def goal_line(view, step_goal, completed: bool) -> tuple[tuple[str, str, str, tu
         state, note = goal.state, goal.note
         if state == "open" and view.done_before:  # asked again; the table of contents says done
             state, note = "done", note or "done before"
-        return (goal.ask, state, note, goal.shorter), False
+        return (goal.ask, state, note, goal.shorter, goal.shorter_notes if note == goal.note else ()), False
     if step_goal is None:
         return None, False
     done = step_goal.done
@@ -107,4 +113,5 @@ def goal_line(view, step_goal, completed: bool) -> tuple[tuple[str, str, str, tu
     before = step_goal.completable and (completed or newly_done)
     state = "done" if done or before else "open"
     note = step_goal.note() or ("done before" if before else "")
-    return (step_goal.ask, state, note, ()), newly_done
+    shorter_notes = (step_goal.note(short=True),) if note == step_goal.note() else ()
+    return (step_goal.ask, state, note, (), tuple(n for n in shorter_notes if n != note)), newly_done

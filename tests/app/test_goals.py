@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from functools import partial
 
 import pytest
 
@@ -226,6 +227,72 @@ def test_the_goal_line_keeps_a_drill_s_keys_and_state_at_80_columns():
             line = "".join(bar.parts(width))
             assert len(line) <= width and line.endswith(f"{mark} answered"), line
             assert f"{keys}{sep}{goal.note}" in line, line
+
+
+def _goal_lines(lessons):
+    """(what, view or None, step goal or None, keys the line must keep) for the widest goal line
+    of each prediction, break-it and checklist step, in each state a learner meets."""
+    from types import SimpleNamespace
+
+    from batchtui import goals
+    from batchtui.keys import shown
+    from batchtui.widgets.activities.break_it import BreakItView
+    from steps import activities as act
+
+    wide = SimpleNamespace(time=10.0, queue_len=12_345, kv_blocks_used=28_008, kv_blocks_usable=28_008,
+                           metrics=SimpleNamespace(ttft_p99=123.4, itl_max=9.99, tpot_p50=0.008, completed=99))
+    for step in lessons:
+        kind = step.activity.kind
+        if kind == "predict":
+            n = len(step.activity.params["choices"])
+            for state in ("guess", "waiting", "wrong", "right", "shown"):
+                p = act.build(step)
+                if state != "guess":
+                    p.commit(1)
+                    for guess in range(2, n):
+                        p.again(guess)
+                view = SimpleNamespace(predict=p, revealed=state not in ("guess", "waiting"), watched=0.0,
+                                       outcome=state if state in ("wrong", "right", "shown") else "",
+                                       done_before=False)
+                view.goal = partial(PredictView.goal, view)
+                keys = {"guess": (f"1-{n}",), "waiting": ("+",), "wrong": (shown("answer.give_up"),)}
+                yield f"{step.number} {state}", view, None, keys.get(state, ())
+        elif kind == "break_it":
+            view = BreakItView(act.build(step))
+            view.snapshot = wide
+            yield f"{step.number} open", view, None, ()
+            view = BreakItView(act.build(step), done_before=True)
+            yield f"{step.number} done before", view, None, ()
+        else:
+            goal = goals.goal_for(step)
+            if isinstance(goal, goals.Checklist):
+                keys = tuple(re.findall(r"\(\w\)", " ".join(goal.items.values())))
+                yield f"{step.number} checklist", None, goal, keys
+
+
+def test_every_goal_line_keeps_its_keys_and_state_at_80_columns(lessons):
+    """Predictions, break-it challenges and checklists had no shorter forms: at 80 columns, under
+    --ascii, a wrong guess's line lost its state's word, step 17's wait was cut to "...", step 8's
+    note pushed "open" off, the playground's checklist too. Each line now fits whole: its
+    state's word at the end, the keys it names kept, a note (or its shorter form) after the ask."""
+    from batchtui.glyphs import ascii_text
+    from batchtui.widgets.goal_bar import goal_line
+
+    checked = 0
+    for what, view, step_goal, keys in _goal_lines(lessons):
+        (ask, state, note, shorter, shorter_notes), _ = goal_line(view, step_goal, False)
+        for ascii_only, sep in ((False, " · "), (True, " | ")):
+            words = ascii_text if ascii_only else (lambda text: text)
+            bar = GoalBar()
+            bar.set_marks(ascii_only, sep)
+            bar.show(words(ask), state, words(note), tuple(map(words, shorter)), tuple(map(words, shorter_notes)))
+            width = 78  # 80 columns less the line's padding
+            line = "".join(bar.parts(width))
+            assert len(line) <= width and line.endswith(f"{bar.marks[state]} {state}"), (what, line)
+            assert "..." not in line and all(key in line for key in keys), (what, line)
+            assert not note or any(words(f) in line for f in (note, *shorter_notes)), (what, line)
+            checked += 1
+    assert checked >= 2 * (5 * 6 + 2 * 4 + 4), checked  # six predictions, four break-its, four checklists
 
 
 async def test_a_break_it_goal_says_how_far_the_run_is(make_app, lessons):

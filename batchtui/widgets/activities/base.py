@@ -20,6 +20,9 @@ class Goal(NamedTuple):
     note: str = ""
     shorter: tuple[str, ...] = ()
     """Shorter forms of `ask`, longest first, for a narrow line: each still names the keys."""
+    shorter_notes: tuple[str, ...] = ()
+    """Shorter forms of `note`, longest first, tried after every form of `ask` with the whole
+    note."""
 
 
 class ActivityView(Vertical):

@@ -97,7 +97,7 @@ class BreakItView(ActivityView):
         if self.verdict is not None:
             return Goal(ask, "done", "broken")
         if short and self.snapshot is not None:
-            return Goal(ask, "open", short[1](self.snapshot))
+            return Goal(ask, "open", short[1](self.snapshot), (), tuple(say(self.snapshot) for say in short[2:]))
         return Goal(ask, "open", "done before" if self.done_before else "")
 
 
@@ -111,9 +111,11 @@ SHORT_GOALS = {
     "static_peak": (lambda c: f"Break it: TTFT p99 past {c.goal:g} s with static batches",
                     lambda s: f"now {latency(s, s.metrics.ttft_p99)}"),
     "past_knee": (lambda c: f"Break it: TTFT p99 past {c.goal:g} s, {c.min_queue}+ waiting",
-                  lambda s: f"now {latency(s, s.metrics.ttft_p99)}, {s.queue_len:,} waiting"),
+                  lambda s: f"now {latency(s, s.metrics.ttft_p99)}, {s.queue_len:,} waiting",
+                  lambda s: f"now {latency(s, s.metrics.ttft_p99)}, {s.queue_len:,}"),
     "long_prompt_stall": (lambda c: f"Break it: a token gap over {c.ratio:g}x TPOT p50", _ratio),
     "cache_cap": (lambda c: "Break it: a preemption with seats still free",
                   lambda s: f"KV {percent(s.kv_blocks_used / max(1, s.kv_blocks_usable))} full"),
 }
-"""The challenges this app knows, said in a line (the lesson pane has each goal in full)."""
+"""The challenges this app knows, said in a line (the lesson pane has each goal in full): (the
+goal, how far the live run is, and shorter forms of that for a narrow line)."""

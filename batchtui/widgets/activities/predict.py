@@ -184,20 +184,26 @@ class PredictView(ActivityView):
     def goal(self) -> Goal:
         n = len(self.predict.choices)
         if self.predict.guess is None:
-            return Goal(f"Predict: press 1-{n} for your guess; the run starts when you do")
+            return Goal(f"Predict: press 1-{n} for your guess; the run starts when you do", "open", "",
+                        (f"Predict: press 1-{n} for your guess",))
         if not self.revealed:
+            guess = f"guess {self.predict.guess}"
             if self.predict.ends_with_job:
                 return Goal(f"Predict: the answer comes {self.predict.wait_words()}; + fast-forwards",
-                            "open", f"guess {self.predict.guess}")
+                            "open", guess, ("Predict: answer when the job ends; + fast-forwards",))
             # The seconds left count down on every frame, with the key that shortens them.
             left = max(0.0, self.predict.watch_seconds - (self.watched or 0.0))
-            return Goal(f"Predict: answer in {left:.0f} simulated s; + fast-forwards",
-                        "open", f"guess {self.predict.guess}")
+            return Goal(f"Predict: answer in {left:.0f} simulated s; + fast-forwards", "open", guess,
+                        (f"Predict: answer in {left:.0f} s; + fast-forwards",))
         if self.outcome == "right":
             tries = len(self.predict.tried)
             return Goal("Predict, then watch the run", "done", "right" if tries == 1 else f"right on try {tries}")
         if self.outcome == "wrong":
-            return Goal(f"Predict: not {self.predict.tried[-1]}; guess again or {shown('answer.give_up')} for the answer",
-                        "open",
-                        "tried " + ", ".join(map(str, self.predict.tried)))
+            give_up = shown("answer.give_up")
+            tried = self.predict.tried
+            return Goal(f"Predict: not {tried[-1]}; guess again or {give_up} for the answer", "open",
+                        "tried " + ", ".join(map(str, tried)),
+                        (f"Predict: guess again (1-{n}) or {give_up} for the answer",
+                         f"Predict: 1-{n} again or {give_up} for the answer"),
+                        (f"{len(tried)} tried",))
         return Goal("Predict, then watch the run", "answered", f"it was {self.predict.answer}")
