@@ -101,6 +101,28 @@ def test_ceiling_answer_is_bandwidth_over_weight_bytes():
         assert len(q.hints) == 2
 
 
+def test_ceiling_worked_answer_gives_the_token_time_the_run_beside_shows():
+    """Once answered, the run beside decodes the question's GPU and model: the worked answer's
+    "one token every ... ms" said the ceiling's time (2.01 ms on a B200) beside a TPOT of
+    2.52 ms. It now ends on a real server's time, which the run's TPOT matches within 3%."""
+    from sim.engine import run_scenario
+    from tests import shared_steps
+
+    step = shared_steps.by_number()[2]
+    drill = act.SingleStreamCeilingDrill()
+    seen = set()
+    for seed in range(12):
+        q = drill.new_question(seed)
+        said = float(re.findall(r"([\d.]+) ms: about the TPOT beside", q.derivation_md)[-1])
+        key = (q.facts["gpu"], q.facts["model"])
+        if key in seen:
+            continue
+        seen.add(key)
+        run = run_scenario(step.scenario.replace(**q.run_dials).with_workload(num_prompts=1))
+        assert said == pytest.approx(run.records[0].tpot * 1000, rel=0.03), (key, q.derivation_md)
+    assert len(seen) >= 5
+
+
 def fmt_in(value: float, text: str) -> bool:
     return act.fmt(value, 4) in text
 
