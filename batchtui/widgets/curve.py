@@ -124,8 +124,8 @@ class CurveView(SimView):
                 text.append("\n\n")
             if panel.load_label in self.held_back:
                 text.append(f"{panel.load_range}: {panel.latency_label}", self.style_of("curve--title"))
-                text.append("\n(shows with your guess's result)",
-                            self.style_of("curve--dim"))
+                # Held until the answer is out: a wrong guess's result does not show it.
+                text.append("\n(shows with the answer)", self.style_of("curve--dim"))
                 continue
             self._build_panel(text, panel, width, rows)
         if self.pending:

@@ -483,15 +483,24 @@ async def test_a_plot_that_answers_a_prediction_shows_only_with_its_result(make_
         await pilot.pause()
         await pilot.pause()
         text = screen_text(app)
-        assert "shows with your guess's result" in text and "knee: batch" not in text, text
+        assert "shows with the answer" in text and "knee: batch" not in text, text
         assert "TTFT p99 vs req/s" in text  # the rate curve answers nothing asked: it stays
-        await pilot.press(str(step.activity.params["answer"]))
+        answer = step.activity.params["answer"]
+        wrong = 1 if answer != 1 else 2
+        await pilot.press(str(wrong))
         await pilot.pause()
         await pilot.pause()
         assert "knee: batch" not in screen_text(app)  # guessed: the result is not in yet
         await result_in(pilot)
+        # A wrong guess's result is in, the answer is not: the plot waits, and says for what
+        # (it said "shows with your guess's result", which had just come).
         text = screen_text(app)
-        assert "knee: batch" in text and "shows with your guess's result" not in text
+        assert "knee: batch" not in text and "shows with the answer" in text, text
+        await pilot.press(str(answer))
+        await pilot.pause()
+        await pilot.pause()
+        text = screen_text(app)
+        assert "knee: batch" in text and "shows with the answer" not in text
 
 
 @pytest.mark.parametrize("number", [1, 5, 7, 11, 13, 17])
