@@ -72,7 +72,7 @@ for _budget, _row in STEP_11_ROWS.items():
 @choices(11, rel=0.0)
 def _choices_11(lab):
     """The budget, of the choices, whose worst gap is smallest."""
-    budgets = [int(c) for c in lab.activity["choices"]]
+    budgets = [int(c.replace(",", "")) for c in lab.activity["choices"]]
     return min(budgets, key=lambda b: _budget_row(lab, b)[1])
 
 

@@ -429,6 +429,18 @@ def test_every_prediction_tells_each_wrong_choice_why_it_tempts_and_fails(lesson
         assert all(line.strip() for line in wrong) and len(set(wrong)) == len(wrong), step.number
 
 
+def test_a_prediction_writes_numbers_as_the_panes_beside_it(lesson):
+    """Step 11 offered "2048" and "8192" beside a table of "2,048" and "8,192": every number of
+    four digits or more in a prediction's question, choices, explanation and feedback has its
+    thousands separated, as the panes print it."""
+    bare = re.compile(r"(?<![\d.,])\d{4,}(?![\d,])")
+    for step in lesson.values():
+        if step.activity.kind == "predict":
+            p = act.build(step)
+            for text in (p.question_md, *p.choices, p.explain, *p.feedback):
+                assert not bare.search(text), (step.number, text)
+
+
 def test_predict_runs_at_the_setting_it_asks_about_and_says_so(lesson):
     p = act.build(lesson[1])
     assert p.run_dials == {"workload.request_rate": 1.0} and p.watch_seconds == 60
