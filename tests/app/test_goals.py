@@ -143,6 +143,26 @@ async def test_a_guess_counts_when_made_and_a_wrong_one_guesses_again_in_place(m
         assert 1 in app.progress.completed and app.progress.answers[1] == str(activity["answer"])
 
 
+async def test_step_17_names_its_runs_by_the_seats_the_dial_holds(make_app, lessons):
+    """Step 17's table columns and seat captions said "512 seats" after the learner turned the
+    seats dial to 640 (the pane beside it read "512 seats 0/640 busy"); keys that turn the dial
+    land on it, and the names follow it."""
+    app = make_app(list(lessons), start_step=17)
+    async with app.run_test(size=(80, 23)) as pilot:
+        await run_for(pilot, 1.0)
+        assert re.search(r"512 seats\s+64 seats", screen_text(app))
+        await pilot.press("tab", "right", "right")  # the seats dial: 512 -> 640
+        await pilot.pause()
+        assert app.screen.sim.scenario.engine_config().max_num_seqs == 640
+        await run_for(pilot, 1.0)
+        text = screen_text(app)
+        table = app.screen.query_one(CompareView)
+        assert table.headers == ("640 seats", "64 seats"), table.headers
+        assert re.search(r"640 seats\s+64 seats", text) and re.search(r"640 seats \d+/640 busy", text), text
+        seat_panes = [view.caption for view in app.screen.query(SeatsView) if view.display]
+        assert "640 seats" in seat_panes and "512 seats" not in seat_panes, seat_panes
+
+
 async def test_each_wrong_choice_gets_its_own_line_and_ctrl_d_shows_the_answer(make_app, lessons):
     """Step 17's four choices: each wrong one, guessed in turn, is told why it tempts and why it
     is wrong (its own line from the lesson); ctrl+d ("answer" in the footer) then shows the
