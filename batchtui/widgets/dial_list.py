@@ -166,6 +166,7 @@ class DialList(Vertical):
         """Every dial at its value in `scenario`."""
         for dial in self.dials:
             dial.set_value(dial.spec.value(scenario))
+        self.update_help()
 
     @on(DialControl.Changed)
     def _changed(self, message: DialControl.Changed) -> None:
@@ -186,6 +187,7 @@ class DialList(Vertical):
             self.post_message(self.Refused(f"Refused: {in_app_words(exc)}"))
             return
         dial.set_value(value)
+        self.update_help()  # a choice dial's place ("2 of 5") moved with it
         self.post_message(self.Moved({dial.spec.name: value}))
 
     def set(self, settings: dict) -> tuple[dict, SimError | None]:
@@ -202,6 +204,7 @@ class DialList(Vertical):
         for dial in self.dials:
             if dial.spec.name in applied:
                 dial.set_value(applied[dial.spec.name])
+        self.update_help()
         return applied, error
 
     def asked(self, asked: dict, from_start: bool, start, words: str = "") -> tuple[dict, str]:

@@ -96,6 +96,26 @@ async def test_arrows_never_fall_out_of_the_dials_into_a_step_change(make_app):
         assert app.screen.query_one(StepHeader).number == 1
 
 
+async def test_a_choice_dial_s_help_line_follows_the_dial(make_app, lessons):
+    """At 80x23 (the help in the status line) and 80x24: the focused choice dial's place moves
+    with each key ("2 of 5" once the GPU dial is turned to the H200); it stayed at "1 of 5"
+    until focus moved."""
+    for size in ((80, 23), (80, 24)):
+        app = make_app(list(lessons), start_step=19)
+        async with app.run_test(size=size) as pilot:
+            await pilot.press("tab")  # the GPU dial, at the first of its five GPUs
+            await pilot.pause()
+            assert "1 of 5" in screen_text(app)
+            await pilot.press("right")
+            await pilot.pause()
+            text = screen_text(app)
+            assert "h200" in text and "2 of 5" in text and "1 of 5" not in text, text
+            await pilot.press("right", "right", "left")  # in a burst: each lands on the dial
+            await pilot.pause()
+            text = screen_text(app)
+            assert "3 of 5" in text and app.screen.sim.scenario.gpu == "a100-80gb", text
+
+
 async def test_the_focused_dial_and_pane_are_marked_without_colour(make_app):
     for ascii_only, mark, bar in ((False, "▸", "▎"), (True, ">", "|")):
         app = make_app(ascii_only=ascii_only)
