@@ -75,11 +75,7 @@ class SingleStreamCeilingDrill(Drill):
         # The time a token takes on a real server: the TPOT the run beside shows (it runs this
         # question's GPU and model once answered), not the ceiling's, which no run reaches.
         real = ceiling * share
-        if realistic:
-            lines.append(f"- one token every 1000 ÷ {fmt(real)} ≈ {fmt(1000 / real)} ms: about the TPOT beside")
-        else:
-            lines.append(f"- one token every 1000 ÷ {fmt(ceiling)} ≈ {fmt(1000 / ceiling)} ms at the ceiling; "
-                         f"at {pct}%, {fmt(1000 / real)} ms: about the TPOT beside")
+        lines.append(f"- one token every 1000 ÷ {fmt(real)} ≈ {fmt(1000 / real)} ms: about the TPOT beside")
         gib = (f"GB and GiB got mixed: {fmt(weights / 1e9)} GB is {fmt(weights / GIB)} GiB, and "
                "TB/s is decimal too. Keep both in decimal units.")
         pairs = [
