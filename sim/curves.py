@@ -380,6 +380,13 @@ SUSTAIN_PRECISION = 0.01
 SUSTAIN_MAX_RUNS = 16
 
 
+def within_ceiling(rate: float, ceiling: float) -> float:
+    """`rate`, or the API server's `ceiling` (`Saturation.api_server_rate`) when it is above it:
+    no rate above the ceiling is sustained (2. above), so no search tries one, the saturated
+    rate's (`saturation`) and the plan's (`sim.rate_plan.plan_rate`) alike."""
+    return min(rate, ceiling)
+
+
 def overload_prompts(scenario: Scenario, least: int) -> int:
     """Requests of the overloaded run `saturation` makes for this scenario: `least` under
     continuous batching, whose full queue admits requests one by one as seats free, staggered as
@@ -476,7 +483,7 @@ def saturation(run_at: RunAt, num_prompts: int, *, overload_prompts: int = OVERL
     overload = replace(overload, records=[])  # read by figures only through its metrics
     sat = Saturation(served, backlog, overload, served, thrashes, horizon)
     sat.api_server_rate = overload.api_server_ceiling
-    sat.rate = min(served, sat.api_server_rate)
+    sat.rate = within_ceiling(served, sat.api_server_rate)
     sat.degraded = not thrashes and served * (1 + SUSTAIN_PRECISION) < base
     sat.lockstep = not (thrashes or sat.degraded) and served * (1 + SUSTAIN_PRECISION) < shallower
     if not (thrashes or sat.degraded or sat.lockstep):
@@ -498,7 +505,7 @@ def saturation(run_at: RunAt, num_prompts: int, *, overload_prompts: int = OVERL
             lo = rate
             if rate >= ceiling:  # no rate above the API server's ceiling is sustained (see above)
                 break
-            rate = min(rate * (1 + SUSTAIN_STEP), ceiling)
+            rate = within_ceiling(rate * (1 + SUSTAIN_STEP), ceiling)
         else:
             hi = rate
             rate /= 1 + SUSTAIN_STEP

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from sim.curves import (BACKLOG_SLOPE, KNEE_LATENCY_FACTOR, STEADY_MIN_REQUESTS, Columns, Knee, Saturation,
-                        find_knee, latency_percentiles, measure_rate, saturation, steady_window)
+                        find_knee, latency_percentiles, measure_rate, saturation, steady_window, within_ceiling)
 from sim.confirmation import PLAN_CONFIDENCE, bound_misses, confirm_order, holds, predicted_p99s
 from sim.planning import Slo
 
@@ -64,6 +64,10 @@ class PlanPoint:
     window: dict  # latency_percentiles of the steady window (the whole run at rate inf)
     misses: list[str]
     stage: str  # "saturation", "coarse", "floor" or "bisect"
+    falls_behind: bool = False
+    """The replica falls behind its traffic here (its run does not settle, or the rate is above
+    the saturated rate or the API server's ceiling): its last miss says so, and a plan whose first
+    miss this is is limited by throughput, not by its SLO."""
 
     @property
     def ok(self) -> bool:
@@ -163,7 +167,7 @@ def plan_rate(run_at: Callable[[float, int], object], slo: Slo, num_prompts: int
                           f"not the {need} needed")
             plan.warnings.append(f"at {rate:.2f} req/s even {point.num_prompts:,} requests leave a steady "
                                  f"window of only {point.window['count']} (want {need})")
-        p = PlanPoint(rate, point.summary, point.window, misses, stage)
+        p = PlanPoint(rate, point.summary, point.window, misses, stage, falls_behind=not point.bounded)
         plan.points.append(p)
         return p
 
@@ -173,7 +177,7 @@ def plan_rate(run_at: Callable[[float, int], object], slo: Slo, num_prompts: int
     hi: PlanPoint | None = None
     ceiling = plan.ceiling
     for frac in PLAN_FRACTIONS + (() if cap is not None else PLAN_PAST_FRACTIONS):
-        p = evaluate(min(frac * sat_rate, ceiling), "coarse")
+        p = evaluate(within_ceiling(frac * sat_rate, ceiling), "coarse")
         if not p.ok:
             hi = p
             break
@@ -189,11 +193,11 @@ def plan_rate(run_at: Callable[[float, int], object], slo: Slo, num_prompts: int
         if cap is None and lo.rate >= ceiling:
             hi = PlanPoint(ceiling, sat_summary, sat_window,
                            [f"above the API server's ceiling ({ceiling:.2f} req/s, the most it sustains) the "
-                            "queue grows without bound"], "saturation")
+                            "queue grows without bound"], "saturation", falls_behind=True)
         elif cap is not None:
             hi = PlanPoint(sat_rate, sat_summary, sat_window,
                            [f"above the saturated rate ({sat_rate:.2f} req/s) the queue grows without bound"],
-                           "saturation")
+                           "saturation", falls_behind=True)
         else:  # twice what a thrashing full queue serves met it: not searched further
             hi = PlanPoint(lo.rate, sat_summary, sat_window, [f"not tried past {lo.rate:.2f} req/s"], "saturation")
     while hi.rate - lo.rate > plan.precision:
@@ -203,9 +207,7 @@ def plan_rate(run_at: Callable[[float, int], object], slo: Slo, num_prompts: int
         else:
             hi = p
     plan.best, plan.bracket_high = lo, hi.rate
-    last = hi.misses[-1] if hi.misses else ""
-    plan.limited_by = ("throughput" if (last.startswith("the run does not settle") or "saturated rate" in last
-                                        or "API server's ceiling" in last) else "slo")
+    plan.limited_by = "throughput" if hi.falls_behind else "slo"
     plan.precision = hi.rate - lo.rate
     plan.first_miss = hi
     return plan
@@ -308,7 +310,7 @@ def confirm_point(run_at, slo: Slo, rate: float, saturated: float | None,
     misses = slo.misses(point.window)
     if not point.bounded:
         misses.append(point.note)
-    return PlanPoint(rate, point.summary, point.window, misses, "confirm")
+    return PlanPoint(rate, point.summary, point.window, misses, "confirm", falls_behind=not point.bounded)
 
 
 def confirm_rate(evaluate: Callable[[float], list[PlanPoint]], rate: float, step: float,
