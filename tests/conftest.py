@@ -213,7 +213,8 @@ def pytest_collection_modifyitems(config, items):
     waited at once at the start of a run and left a core idle.) A module's shared fixture
     (test_serve.py's server) is started once, on its group's process. The groups are dealt out
     first, the largest first (claims, calibrate, the wall-clock groups), each to a process of its
-    own. Run before xdist reads the groups (its hook is trylast); the order of the tests is kept."""
+    own; then the tests marked `heavy`, then the rest. Run before xdist reads the groups (its hook
+    is trylast); the order of the tests is otherwise kept."""
     for item in items:
         marker = item.get_closest_marker("wall_clock")
         if marker is None:
@@ -223,3 +224,9 @@ def pytest_collection_modifyitems(config, items):
             raise pytest.UsageError(f"{item.nodeid}: wall_clock takes one of {', '.join(WALL_CLOCK_GROUPS)}, "
                                     f"not {kind!r}")
         item.add_marker(pytest.mark.xdist_group(f"wall_clock-{kind}"))
+    # Heavy tests first (the order is otherwise kept): pytest-xdist deals the tests out in this
+    # order, after the groups, as processes run short of work, so the long ones start while the
+    # others still have work beside them. Last in the collection (tests/unit/test_sustained.py's
+    # 40-70 s test, dealt out as one of the last tests), one left a single process working for
+    # the last minute of the run while the other three had finished.
+    items[:] = sorted(items, key=lambda item: item.get_closest_marker("heavy") is None)

@@ -169,6 +169,7 @@ async def test_help_opens_from_the_overlays(make_app, overlay, key):
         assert app.screen is screen  # back where help was asked
 
 
+@pytest.mark.heavy
 async def test_the_playgrounds_refusal_fits_two_lines_at_80x24(make_app, tmp_path):
     import steps
     from batchtui.widgets.goal_bar import GoalBar
@@ -204,6 +205,7 @@ def test_fit_drops_asides_then_cuts():
     assert cut.endswith("...") and len(cut) <= 40
 
 
+@pytest.mark.heavy
 async def test_step_keys_in_one_write_draw_only_the_step_they_end_on(make_app, monkeypatch):
     """Twenty step changes in one read: only the step they end on is drawn (counted by what the
     step header is told to show); a key that is not a step key, read with step keys, acts on

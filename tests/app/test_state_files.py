@@ -236,6 +236,7 @@ def run_app_on(state_dir: Path, size=(80, 24)) -> tuple[int, str]:
     return asyncio.run(run())
 
 
+@pytest.mark.heavy
 @settings(max_examples=examples(12), deadline=None, suppress_health_check=SLOW_OK)
 @given(progress_like | json_values)
 def test_the_app_opens_on_any_progress_file(data):

@@ -128,6 +128,7 @@ def _blocks(name: str):
         yield match, shlex.split(lines[0][len("$ batchtui "):]), lines[1:]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", ["commands.md"])
 def test_the_outputs_on_a_page_are_what_the_commands_print(name, capsys):
     blocks = list(_blocks(name))

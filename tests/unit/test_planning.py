@@ -399,6 +399,7 @@ def test_scatter_skips_what_it_cannot_draw():
 # -- step 16 and `batchtui plan` plan alike ----------------------------------------------------
 
 
+@pytest.mark.heavy
 def test_step_16_and_batchtui_plan_count_the_same_replicas():
     """Step 16's drill and `batchtui plan --peak-rate` (with its default headroom) turn the same
     SLO rate into the same replicas, on step 16's own curve."""

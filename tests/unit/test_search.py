@@ -166,6 +166,7 @@ def test_search_matches_plan_on_the_point_they_share(capsys, tmp_path, small):
     assert best["replicas"] == plan["replicas"]
 
 
+@pytest.mark.heavy
 def test_an_interrupted_search_resumed_gives_the_uninterrupted_answer(capsys, tmp_path, small, monkeypatch):
     grid = [*SMALL, "--max-num-seqs-values", "8,16,64", "--tensor-parallel-sizes", "1,2", "--confirm", "1",
             "--jobs", "1"]
@@ -358,6 +359,7 @@ def test_survivors_are_the_cheapest_and_a_few_points_spread_along_the_front():
     assert s.spread([1, 2], 5) == [1, 2] and s.spread([1, 2, 3], 0) == []
 
 
+@pytest.mark.heavy
 def test_a_pool_of_two_gives_the_same_results_as_one_process(capsys, tmp_path, small, monkeypatch):
     """Two worker processes, each confirmed point a chain of units (`sim.search.run_unit`) with
     its router check straight after it, against one process running a point a task and the
@@ -435,6 +437,7 @@ def test_speculative_configs_are_an_axis_keyed_and_spelled_one_way():
     assert s.PointResult.from_json(s.PointResult(points[1], "screen", True).to_json()).point == points[1]
 
 
+@pytest.mark.heavy
 def test_a_search_over_none_and_eagle3_picks_drafts_where_they_win_and_not_where_they_lose(
         capsys, tmp_path, small):
     """A tight TPOT at a low peak: only a few requests run at once, verifying drafts costs almost

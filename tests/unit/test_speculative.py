@@ -351,6 +351,7 @@ def zero_acceptance(draw):
     return plain, replace(plain, speculative_config=json.dumps(config))
 
 
+@pytest.mark.heavy
 @settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(zero_acceptance())
 def test_speculative_decoding_with_acceptance_zero_is_never_faster(pair):
@@ -423,6 +424,7 @@ def test_a_scenario_file_keeps_its_speculative_config():
         dials.set_value(Scenario(), "speculative_config", '{"method": "ngram"}')
 
 
+@pytest.mark.heavy
 def test_cli_sweep_runs_with_a_drafter():
     proc = subprocess.run([sys.executable, "-m", "batchtui", "sweep", "--request-rates", "2,8", "--num-prompts", "40",
                            "--random-input-len", "128", "--random-output-len", "64", "-sc", _json(NGRAM)],
