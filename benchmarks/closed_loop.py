@@ -8,7 +8,9 @@ engine.
    `--stream-interval 16`;
 2. the manual's calibration recipe (docs/calibration.md) ("Calibrate to your GPU": its `B=` block, expanded by bash) runs
    with `batchtui bench --base-url` against it, in this process (`--quick`, the test's: each
-   line's `--num-prompts` cut to `QUICK_SHARE` of it, at least `QUICK_MIN`);
+   line's `--num-prompts` cut to `QUICK_SHARE` of it, at least `QUICK_MIN`), its simulated column
+   on the served GPU: what the served engine gives the traffic sent, with no machine in the way
+   (`Loop.moved`, `Loop.machine_free_fit`);
 3. the manual's `batchtui calibrate` line fits, from the built-in h100-sxm as it says;
 4. `HELD_OUT` runs the recipe does not make are measured the same way and replayed with the
    written profile (`batchtui compare --json`): the error on TTFT p50, TPOT p50 and output
@@ -57,7 +59,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.calibration_recipe import TRUTHS, calibrate, errors, recipe, replay, sent_lines  # noqa: E402
+from benchmarks.calibration_recipe import METRICS, TRUTHS, calibrate, errors, recipe, replay, sent_lines  # noqa: E402
 from benchmarks.fit_evaluations import truth_profiles  # noqa: E402
 
 TRUTH = TRUTHS[0]
@@ -115,12 +117,15 @@ class Server:
         self.stop()
 
 
-def bench(url: str, argv: list[str], directory: Path) -> None:
-    """One `batchtui bench` line against the server, in this process (its report discarded)."""
+def bench(url: str, argv: list[str], directory: Path, truth: Path) -> None:
+    """One `batchtui bench` line against the server, in this process (its report discarded), its
+    simulated column on the served GPU (`truth`, the served engine's profiles): the figures the
+    served engine gives the traffic sent, with no machine in the way (`machine_free`)."""
     from batchtui.cli import main
 
     with contextlib.chdir(directory), contextlib.redirect_stdout(io.StringIO()):
-        code = main(["bench", "--base-url", url, "--no-simulate", "--disable-tqdm", *argv])
+        code = main(["bench", "--base-url", url, "--profiles", str(truth), "--gpu", "h100-truth", "--disable-tqdm",
+                     *argv])
     if code != 0:
         raise RuntimeError(f"batchtui bench {shlex.join(argv)} failed ({code})")
 
@@ -136,11 +141,36 @@ class Loop:
     added: dict[str, float]
     """What the client added to the served engine's TTFT, on average over a run's requests (its
     mean TTFT less the server's own, vllm:time_to_first_token_seconds over the same requests, in
-    the server's seconds): "recipe" over the recipe's runs, and each held-out run's by its file's stem."""
+    the server's seconds): "recipe" over the recipe's runs, and each run's by its file's stem."""
+    jobs: int | None = None
 
     @property
     def errors(self) -> dict[tuple[str, str], float]:
         return errors(self.runs)
+
+    def moved(self) -> dict[tuple[str, str], float]:
+        """(recipe run, metric) -> measured / served - 1: how far the machine (the client's and the
+        server's delays on the wall clock) moved each figure the fit reads from what the served
+        engine gives the same traffic (the result file's simulated column, on the served GPU)."""
+        out = {}
+        for path in self.results:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            served = data["batchtui"]["simulated"]
+            out.update({(Path(path).stem, k): data[k] / served[k] - 1 for k in METRICS})
+        return out
+
+    def machine_free_fit(self):
+        """The recipe's fit again, from its result files with every TTFT figure (the one the
+        machine's delays land on) as the served engine gives the traffic sent (`moved`): the fit
+        the same runs make with the machine taken out of TTFT."""
+        folder = self.directory / "machine-free"
+        (folder / "results").mkdir(parents=True, exist_ok=True)
+        for path in self.results:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            served = data["batchtui"]["simulated"]
+            data.update({k: served[k] for k in data if "ttft" in k and k in served})
+            (folder / "results" / Path(path).name).write_text(json.dumps(data), encoding="utf-8")
+        return calibrate(folder, self.jobs)[1]
 
 
 def run(directory: Path, *, time_scale: float = 1.0, short: bool = True, jobs: int | None = None) -> Loop:
@@ -158,10 +188,13 @@ def run(directory: Path, *, time_scale: float = 1.0, short: bool = True, jobs: i
     with Server("--profiles", str(truth), "--gpu", "h100-truth", "--time-scale", f"{time_scale:g}",
                 *SERVE_FLAGS) as server:
         t = time.perf_counter()
-        before = server_ttft(server)
+        first = server_ttft(server)
         for argv in lines:
-            bench(server.url, quick(argv) if short else argv, directory)
-        added["recipe"] = client_ttft(glob.glob(str(directory / "results" / "*.json"))) - per_request(before, server)
+            known, before = set(glob.glob(str(directory / "results" / "*.json"))), server_ttft(server)
+            bench(server.url, quick(argv) if short else argv, directory, truth)
+            for path in set(glob.glob(str(directory / "results" / "*.json"))) - known:
+                added[Path(path).stem] = client_ttft([path]) - per_request(before, server)
+        added["recipe"] = client_ttft(glob.glob(str(directory / "results" / "*.json"))) - per_request(first, server)
         seconds["recipe"] = time.perf_counter() - t
         t = time.perf_counter()
         for rate, n, prompt, output in held:  # measured now, on the same server; replayed after the fit
@@ -169,7 +202,7 @@ def run(directory: Path, *, time_scale: float = 1.0, short: bool = True, jobs: i
             name = f"held-{rate}-{prompt}"
             bench(server.url, ["--model", "meta-llama/Llama-3.1-8B-Instruct", "--request-rate", rate, "--num-prompts",
                                str(n), "--random-input-len", str(prompt), "--random-output-len", str(output),
-                               "--save-result", "--result-filename", f"held/{name}.json"], directory)
+                               "--save-result", "--result-filename", f"held/{name}.json"], directory, truth)
             added[name] = client_ttft([str(directory / "held" / f"{name}.json")]) - per_request(before, server)
         seconds["held-out"] = time.perf_counter() - t
     t = time.perf_counter()
@@ -177,7 +210,7 @@ def run(directory: Path, *, time_scale: float = 1.0, short: bool = True, jobs: i
     seconds["calibrate"] = time.perf_counter() - t
     runs = replay(directory, sorted(glob.glob(str(directory / "held" / "*.json"))), jobs)
     results = sorted(glob.glob(str(directory / "results" / "*.json")))
-    return Loop(directory, results, output, fit, runs, seconds, added)
+    return Loop(directory, results, output, fit, runs, seconds, added, jobs)
 
 
 def server_ttft(server: Server) -> tuple[float, float]:
