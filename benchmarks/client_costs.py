@@ -326,11 +326,48 @@ def analyse(run: dict, stub: dict) -> dict:
         backlog = [t for _, t in before if t > w0]
         if len(backlog) >= 4:
             ahead.append(sum(1 for t in backlog if t < first_t) / len(backlog))
+    handover = _handover_ranks(run["records"], stub, t_start, t_end)
     return {"n": len(ttft), "ttft_p50": _q(ttft, .5), "ttft_p99": _q(ttft, .99),
             "in_p50": _q(way_in, .5), "in_p99": _q(way_in, .99), "out_p50": _q(way_out, .5), "out_p99": _q(way_out, .99),
             "tpot_p50": _q(tpot, .5), "stub_tpot_p50": _q(stub_tpot, .5), "lag_p50": _q(lag, .5), "lag_p99": _q(lag, .99),
             "run_mean": statistics.fmean(runs) if runs else float("nan"),
-            "fifo_share_p50": _q(ahead, .5), "fifo_cases": len(ahead)}
+            "fifo_share_p50": _q(ahead, .5), "fifo_cases": len(ahead),
+            "handover_rank": statistics.fmean(handover) if handover else float("nan"), "handovers": len(handover)}
+
+
+def _handover_ranks(records, stub, t_start, t_end) -> list[float]:
+    """Who reads next when a thread stops reading: at each read by another thread than the read
+    before it, the threads with a chunk written and unread are ranked by how long each has waited
+    (since its oldest unread chunk was written, or since its own last read if later); the reader's
+    rank among them over their number less one: 0 when the longest waiter always reads next (first
+    come first served among the waiting threads), 0.5 on average when the next is any of them."""
+    chunks: dict = {}  # thread -> [(read, write)] in read order
+    for r in records:
+        s = stub.get(r["tag"])
+        if s is None:
+            continue
+        chunks.setdefault(r["thread"], []).extend((t, s["writes"][k]) for t, k in r["seen"] if k < len(s["writes"]))
+    threads = {}
+    for th, pairs in chunks.items():
+        pairs.sort()
+        threads[th] = ([t for t, _ in pairs], [w for _, w in pairs])
+    reads = sorted((t, th) for th, (ts, _) in threads.items() for t in ts if t_start <= t < t_end)
+    ranks = []
+    for i in range(1, len(reads)):
+        t, th = reads[i]
+        if th == reads[i - 1][1]:
+            continue
+        waits = {}
+        for other, (ts, ws) in threads.items():
+            if other == reads[i - 1][1]:
+                continue
+            k = bisect.bisect_left(ts, t)  # its oldest chunk not read before t
+            if k < len(ts) and ws[k] < t:
+                waits[other] = max(ws[k], ts[k - 1]) if k else ws[k]
+        if th in waits and len(waits) > 1:
+            mine = waits[th]
+            ranks.append(sum(1 for w in waits.values() if w < mine) / (len(waits) - 1))
+    return ranks
 
 
 def measure(python: str, threads: int, max_tokens: int, seconds: float, warmup: float, tick_s: float,
@@ -401,7 +438,8 @@ def main(argv=None) -> int:
     print(f"load average before: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} "
           f"(2 shared cores); stub tick {a.tick_ms} ms")
     print(f"{'C':>3} {'rep':>3} {'us/req':>7} {'us/tok':>7} {'x C=1':>6} {'TTFT p50':>8} {'p99':>6} {'in p50':>6} "
-          f"{'out p50':>7} {'p99':>6} {'TPOT':>6} {'stub':>5} {'lag p50':>7} {'p99':>6} {'run':>5} {'fifo':>5} {'load':>5}")
+          f"{'out p50':>7} {'p99':>6} {'TPOT':>6} {'stub':>5} {'lag p50':>7} {'p99':>6} {'run':>5} {'fifo':>5} {'next':>5} "
+          f"{'load':>5}")
     base_tok = None
     for rep in range(a.repeat):
         for c in [int(x) for x in a.threads.split(",")]:
@@ -427,13 +465,15 @@ def main(argv=None) -> int:
                   f"{row['ratio_to_c1']:>6.2f} {st['ttft_p50']:>8.2f} {st['ttft_p99']:>6.1f} {st['in_p50']:>6.2f} "
                   f"{st['out_p50']:>7.2f} {st['out_p99']:>6.1f} {st['tpot_p50']:>6.2f} {st['stub_tpot_p50']:>5.2f} "
                   f"{st['lag_p50']:>7.2f} {st['lag_p99']:>6.1f} {st['run_mean']:>5.2f} {st['fifo_share_p50']:>5.2f} "
-                  f"{load:>5.2f}", flush=True)
+                  f"{st['handover_rank']:>5.2f} {load:>5.2f}", flush=True)
     print(f"litellm {rows[0]['litellm'] if rows else '?'}, Python {sys.version.split()[0]}; "
           "us/req, us/tok: the client process's CPU (all threads) per request and per token; TTFT: the thread's; "
           "in: its call to the stub's read; out: the first token's chunk from the stub's write to the thread; "
           "lag: every token's; TPOT: the thread's, stub: the stub's own over the same tokens; run: tokens a thread "
           "reads in a row; fifo: the median share of a first token's backlog (tokens written before it, unread then) "
-          "read before it, 1 for first come first served; all in ms but the CPU")
+          "read before it, 1 for first come first served; next: the mean rank, by how long each has waited, of the "
+          "thread that reads next among those waiting (0: the longest waiter always, 0.5: any of them); all in ms "
+          "but the CPU")
     if a.json:
         tmp = a.json + ".tmp"
         Path(tmp).write_text(json.dumps(rows, indent=1))
