@@ -58,7 +58,7 @@ TOKEN_S = 0.00057
 """The client's CPU a streamed token (client_costs.py, median at 16 and 64 threads: 0.48-0.78 ms)."""
 HANDOVER_RANK = 0.2
 """Who takes the lock when a thread stops reading: the mean rank, by how long each has waited, of the
-next reader among the waiting threads (client_costs.py's `next`: 0.18 at 16 threads, 0.23 at 64; 0 if
+next reader among the waiting threads (client_costs.py's `next`, two runs each: 0.18 and 0.20 at 16 threads, 0.23 and 0.20 at 64; 0 if
 the longest waiter always took it, 0.5 if any did)."""
 LONGEST = 1.0 - 2.0 * HANDOVER_RANK
 """How often the lock goes to the longest waiter, the rest of the time to any waiter (drawn): the
@@ -205,20 +205,30 @@ def main(argv=None) -> int:
     p.add_argument("--threads", default="1,4,16,64")
     p.add_argument("--seconds", type=float, default=20.0)
     p.add_argument("--warmup", type=float, default=3.0)
+    p.add_argument("--tick-ms", default=str(TICK_S * 1e3),
+                   help="the stub's step, ms; one a thread count (comma-separated) or one for all")
+    p.add_argument("--way-ms", type=float, default=0.0, help="from the send to the stub's read, ms (0: the stub's)")
+    p.add_argument("--first-ticks", type=int, default=1,
+                   help="the ticks after the read that write the first token (1: the stub's; 2: a prefill step first)")
     a = p.parse_args(argv)
+    counts = [int(x) for x in a.threads.split(",")]
+    ticks = [float(x) / 1e3 for x in a.tick_ms.split(",")]
+    ticks = ticks * len(counts) if len(ticks) == 1 else ticks
     readers = (("turns", PER_TURN, LONGEST), ("longest", PER_TURN, 1.0), ("any", PER_TURN, 0.0), ("fcfs", 0, 1.0))
     print(f"{'C':>3} {'reader':>8} {'TTFT p50':>8} {'p99':>6} {'in p50':>6} {'out p50':>7} {'p99':>6} {'TPOT':>6} "
           f"{'lag p50':>7} {'run':>5} {'fifo':>5} {'next':>5}")
-    for c in [int(x) for x in a.threads.split(",")]:
+    for c, tick in zip(counts, ticks):
         for name, per_turn, longest in readers:
-            st = analyse(*replay(c, a.seconds, a.warmup, per_turn, longest))
+            st = analyse(*replay(c, a.seconds, a.warmup, per_turn, longest, tick, way_s=a.way_ms / 1e3,
+                                 first_ticks=a.first_ticks))
             print(f"{c:>3} {name:>8} {st['ttft_p50']:>8.2f} {st['ttft_p99']:>6.1f} {st['in_p50']:>6.2f} "
                   f"{st['out_p50']:>7.2f} {st['out_p99']:>6.1f} {st['tpot_p50']:>6.2f} {st['lag_p50']:>7.1f} "
                   f"{st['run_mean']:>5.2f} {st['fifo_share_p50']:>5.2f} {st['handover_rank']:>5.2f}", flush=True)
     print(f"model: {BUILD_S * 1e3:g} ms build, {REQUEST_S * 1e3:g} ms a request, {TOKEN_S * 1e3:g} ms a token, "
           f"{PER_TURN} chunks a turn; turns: the lock to the longest waiter {LONGEST:.0%} of the time, else to any "
           "waiter; longest: always; any: always any; fcfs: one first-come-first-served reader (the simulator's "
-          f"client); stub tick {TICK_S * 1e3:g} ms; all in ms, columns as client_costs.py's")
+          f"client); stub tick {a.tick_ms} ms, way in {a.way_ms:g} ms, first token {a.first_ticks} tick(s) after the read; "
+          "all in ms, columns as client_costs.py's")
     return 0
 
 

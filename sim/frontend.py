@@ -33,8 +33,9 @@ request (its clock, TTFT's start, already running) and parses each token's event
 server has streamed it, one job at a time, first come first served: a client sees a token when it
 has parsed it, and a capped client sends its next request then. (The threads of a Python client
 take turns instead: benchmarks/client_costs.py measures LiteLLM's threads reading a new request's
-first chunk after a fifth of the chunks queued before it. Not modelled: the engine stamps an
-iteration's tokens with one time.)
+first chunk after a fifth of the chunks queued before it, and benchmarks/client_turns.py models
+them. Not modelled here: a client of turns sees each request's tokens at its own time, while the
+engine stamps an iteration's tokens with one.)
 
 This is what dissolves the lockstep of capped clients: a wave of requests that finish together
 is sent again as its answers reach the clients, and reaches the engine spread over the
