@@ -81,18 +81,12 @@ _TP_STEP = ("with the V0 engine's host costs priced (0.98 ms an iteration and 90
             "the 70B at tensor parallel 4 still takes about 4.4 ms a step more than priced on the H200 (3.3 on the "
             "H100) where the 8B at tensor parallel 1 is within 9 % on both: what V0 did per step for its four workers "
             "(sending each step's inputs to them) has no sourced figure here, and the build's version is unknown")
-_CLIENT_BOUND = ("the client is the bottleneck at 64 threads (throughput flat from 16 to 64 at 1,312-1,384 tok/s while TPOT "
-                 "grows 4.3x): the replay's client, first come first served at the 0.4 ms a chunk LiteLLM's sources give, "
-                 "queues each new request's first token behind every stream's tokens (TTFT p50 four times the measured, "
-                 "p99 within 6 %); LiteLLM's 64 threads take turns on one interpreter, which benchmarks/client_costs.py "
-                 "measures (a new request's first chunk read after 18 % of the chunks queued before it), not modelled")
 KNOWN_MISSES: dict[tuple[str, str], str] = {
     ("vllm-pr18566-sharegpt-inf", "output_throughput"): _SHAREGPT,
     ("vllm-pr18566-sharegpt-inf", "median_ttft_ms"): _SHAREGPT,
     ("vllm-pr18566-sharegpt-inf", "median_tpot_ms"): _SHAREGPT,
     ("vllm-pr18566-sharegpt-inf", "median_itl_ms"): _SHAREGPT,
     ("vllm-perf-h200-latency-70b-tp4", "mean_e2el_ms"): _TP_STEP,
-    ("inferencebench-h100-c64", "median_ttft_ms"): _CLIENT_BOUND,
 }
 """(file stem, key) -> why the default profile misses that figure by more than its kind's
 tolerance (the manual's accuracy page lists them)."""

@@ -341,12 +341,13 @@ DIALS: tuple[DialSpec, ...] = (
              help="seconds between an answer's last token and the next turn's question"),
     DialSpec("workload.client_request_s", "client work a request", "float", "arrivals", "--client-request-ms",
              minimum=0, unit="s", flag_scale=1000.0,
-             help="the client's own work on each request before it is sent, ms, one request at a time "
-                  "(default 0: a free client, as vllm bench serve's is taken)"),
+             help="the client's own work on each request before it is sent, ms, on the one core its threads "
+                  "share, one thread a request in flight, taking turns (default 0: a free client, as vllm bench "
+                  "serve's is taken)"),
     DialSpec("workload.client_token_s", "client work a token", "float", "arrivals", "--client-token-ms",
              minimum=0, unit="s", flag_scale=1000.0,
-             help="the client's own work on each streamed token (reading and parsing its event), ms, one at "
-                  "a time (default 0)"),
+             help="the client's own work on each streamed token (reading and parsing its event), ms, by the "
+                  "request's thread in its turn (default 0)"),
     DialSpec("workload.hash_block_size", "trace hash block", "int", "arrivals", "--timed-trace-chunk-hash-size",
              "bench", minimum=1, unit="tokens",
              help="prompt tokens per hash id of a timed trace (default 16, as vllm bench serve; Mooncake's traces: 512)"),

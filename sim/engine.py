@@ -129,8 +129,11 @@ class Engine:
         self.cost = self._cost_model(config)
         self.arrivals = Arrivals.for_scenario(sc)
         self.rng = self.arrivals.rng
-        self.frontend = Frontend(self.arrivals, self._frontend_costs(config))
+        self.frontend = Frontend(self.arrivals, self._frontend_costs(config), sc.seed)
         self._front = self.frontend.on
+        self._threads = self.frontend.threads is not None  # a client of threads reads the streams
+        if self._threads:
+            self.frontend.on_read = self._client_read
         # The live engine keeps an endless workload's waiting requests in compact form (see
         # sim.arrivals): under overload its memory does not grow with the queue.
         self._lazy_queue = self.live and self.arrivals.endless
@@ -383,6 +386,11 @@ class Engine:
                 if nxt == math.inf:
                     self.done = True
                     return None
+                if self._threads and nxt < self.frontend.next_at:
+                    # The client's threads read and send while the engine waits (no chunk comes
+                    # before its next iteration), whatever the horizon: the clock does not move.
+                    self.frontend.advance(nxt)
+                    continue
                 if until_time is not None and nxt >= until_time:
                     self.time = max(self.time, until_time)
                     return None
@@ -485,17 +493,24 @@ class Engine:
             before = frontend.last_seen
             seen = frontend.output(end, tokens) if tokens else before
             result = sched.update_from_output(out, before, seen)
+            if self._threads and (tokens or result.finished):
+                # Its client's threads read each request's chunk in their turns (`_client_read`).
+                requests = self.requests
+                frontend.stream(seen, [requests[r.request_id] for r in sched.describe(out) if r.sampled],
+                                result.finished)
         else:
             seen = end
             result = sched.update_from_output(out, start, end)
         self.time = end
         metrics = self.metrics
-        for gap, count in result.gaps:
-            metrics.on_gaps(gap, count)
+        if not self._threads:  # (else each read is booked as the client's threads read it)
+            for gap, count in result.gaps:
+                metrics.on_gaps(gap, count)
         for req in result.first_tokens:
             req.first_token_iteration = self.iteration
-        for req in result.finished:
-            self._finish(req, seen)
+        if not self._threads:
+            for req in result.finished:
+                self._finish(req, seen)
         if out.preempted or self._carry_preempted:
             preempted = tuple(self._carry_preempted) + tuple(r.request_id for r in out.preempted)
             self._carry_preempted = []
@@ -513,6 +528,20 @@ class Engine:
         if not lean:
             self._last = self._report(*self._stash)
             self._stash = None
+
+    def _client_read(self, req: Request, when: float, gap: float | None, longest: float | None) -> None:
+        """The client's thread read a chunk of `req` at `when` (`sim.frontend.Frontend.on_read`):
+        its first token is seen then, or a gap of its ITL ends; the last ends the request."""
+        metrics = self.metrics
+        if gap is None:
+            req.first_token_time = when
+        else:
+            metrics.on_gaps(gap, 1)
+        if when > metrics.last_token_time:
+            metrics.last_token_time = when
+        if longest is not None:
+            req.max_gap = longest
+            self._finish(req, when)
 
     def _finish(self, req: Request, end: float) -> None:
         """`req` finished, its last token reaching its client at `end`."""
@@ -665,8 +694,10 @@ class Engine:
         calling step()."""
         n = 0
         stretch = getattr(self.scheduler, "async_stretch" if self._async else "decode_stretch", None)
-        if self.speculative is not None:
-            stretch = None  # (one iteration at a time: a decoder's tokens per step vary)
+        if self.speculative is not None or self._threads:
+            # (One iteration at a time: a decoder's tokens per step vary; a client's threads read
+            # each request's tokens at its own time.)
+            stretch = None
         asynchronous = self._async
         arrivals = self.arrivals
         frontend = self.frontend if self._front else None

@@ -25,17 +25,15 @@ tokens reach their clients when the last server is done with its share. Requests
 in the order they were sent (with N servers one may finish its job before an earlier one's; the
 engine reads it after that one: its input stays in order).
 
-The client that sends the requests and reads the streams may be one more serial server in front
+The client that sends the requests and reads the streams may have work of its own
 (`client_request_s`, `client_token_s`; none by default, the client taken as free, as vllm bench
 serve's one asyncio process nearly is): a load generator whose own work is a real share of what it
-measures, such as a Python client whose threads share one interpreter. It builds and sends each
-request (its clock, TTFT's start, already running) and parses each token's event after the API
-server has streamed it, one job at a time, first come first served: a client sees a token when it
-has parsed it, and a capped client sends its next request then. (The threads of a Python client
-take turns instead: benchmarks/client_costs.py measures LiteLLM's threads reading a new request's
-first chunk after a fifth of the chunks queued before it, and benchmarks/client_turns.py models
-them. Not modelled here: a client of turns sees each request's tokens at its own time, while the
-engine stamps an iteration's tokens with one.)
+measures, a Python client whose threads share one interpreter (`threads`, `sim.client`). A thread
+builds and sends each request (its clock, TTFT's start, already running) and reads each chunk of
+its stream after the API server has streamed it, in its turn on the one core: a client sees a
+token when its thread has read it, and a capped client sends its next request then. The engine
+queues each iteration's chunks (`stream`), runs the threads to its own clock (`advance`) and
+hears of each read (`on_read`).
 
 This is what dissolves the lockstep of capped clients: a wave of requests that finish together
 is sent again as its answers reach the clients, and reaches the engine spread over the
@@ -65,6 +63,8 @@ from collections import deque
 from dataclasses import dataclass
 from operator import ge, sub
 from typing import TYPE_CHECKING
+
+from .client import ThreadedClient
 
 if TYPE_CHECKING:
     from .arrivals import Arrivals
@@ -127,15 +127,22 @@ class Frontend:
     its clock has moved past a time with no output ready before it (`advance`): a request sent
     by then has its job done first. Requests sent later are not yet taken from `arrivals`."""
 
-    def __init__(self, arrivals: Arrivals, costs: FrontendCosts) -> None:
+    def __init__(self, arrivals: Arrivals, costs: FrontendCosts, seed: int = 0) -> None:
         self.arrivals = arrivals
         self.costs = costs
         self.on = costs.on
         self._free = [0.0] * costs.servers  # when each server's event loop finishes the jobs it has
         self._tokenizer = [0.0] * costs.servers  # when each server's tokenizer thread is free
         self._turn = 0  # the server the next request's job goes to
-        self._client = costs.client  # the client has work of its own
-        self._client_free = 0.0  # when the client finishes the jobs it has
+        # The client, when it has work of its own: threads taking turns (sim.client), whose
+        # reads the engine hears of through `on_read`.
+        self.threads = ThreadedClient(seed=seed) if costs.client and self.on else None
+        self.on_read = None
+        """Called as the client reads a chunk: (request, when, the gap since its last chunk or None
+        for its first, the request's longest gap if this chunk was its last, else None)."""
+        self._thread_of: dict[str, int] = {}
+        self._last_read: dict[str, float] = {}
+        self._longest_gap: dict[str, float] = {}
         self._due: deque[tuple[float, RequestSpec, object]] = deque()  # (reaches the engine, spec, origin)
         self._last_due = 0.0
         self.origin = None  # where the request last popped came from (see Arrivals.origin)
@@ -163,7 +170,7 @@ class Frontend:
         per_token = self.streamed / n
         works = [(c.request_s + c.output_token_s * per_token) / servers,
                  c.prompt_token_s * self.taken_tokens / n / servers]
-        if self._client:
+        if c.client:
             works.append(c.client_request_s + c.client_token_s * per_token)
         busiest = max(works)
         return 1.0 / busiest if busiest > 0 else math.inf
@@ -171,38 +178,92 @@ class Frontend:
     # -- requests
     def advance(self, t: float) -> None:
         """Do the jobs of requests sent by `t` (no output is ready before them)."""
-        arrivals = self.arrivals
-        if arrivals.next_at > t:
+        if self.threads is not None:  # (the client's threads decide what is sent by then)
+            self.threads.run(t, self._read, self._send)
             return
-        costs = self.costs
-        free = self._free
-        tokenizer = self._tokenizer
-        servers = len(free)
-        due = self._due
+        arrivals = self.arrivals
         while arrivals.next_at <= t:
             spec = arrivals.pop_due(t)
             if spec is None:
                 break
-            k = self._turn
-            self._turn = k + 1 if k + 1 < servers else 0
-            sent = spec.arrival_time
-            if self._client:  # the client's own work on it before it leaves
-                begin = self._client_free
-                sent = (sent if sent >= begin else begin) + costs.client_request_s
-                self._client_free = sent
-            begin = free[k]
-            handled = (sent if sent >= begin else begin) + costs.request_s
-            free[k] = handled
-            begin = tokenizer[k]
-            done = (handled if handled >= begin else begin) + costs.tokenizing(spec.prompt_len)
-            tokenizer[k] = done
-            done += costs.transit_s
-            if done < self._last_due:
-                done = self._last_due  # (its server was quicker than an earlier request's)
-            self._last_due = done
-            due.append((done, spec, arrivals.origin))
-            self.taken += 1
-            self.taken_tokens += spec.prompt_len
+            self._take(spec, arrivals.origin, spec.arrival_time)
+
+    def _take(self, spec: RequestSpec, origin, sent: float) -> None:
+        """The API server's job for a request that left its client at `sent`."""
+        costs = self.costs
+        free = self._free
+        tokenizer = self._tokenizer
+        k = self._turn
+        self._turn = k + 1 if k + 1 < len(free) else 0
+        begin = free[k]
+        handled = (sent if sent >= begin else begin) + costs.request_s
+        free[k] = handled
+        begin = tokenizer[k]
+        done = (handled if handled >= begin else begin) + costs.tokenizing(spec.prompt_len)
+        tokenizer[k] = done
+        done += costs.transit_s
+        if done < self._last_due:
+            done = self._last_due  # (its server was quicker than an earlier request's)
+        self._last_due = done
+        self._due.append((done, spec, origin))
+        self.taken += 1
+        self.taken_tokens += spec.prompt_len
+
+    # -- the client's threads
+    def _send(self, now: float) -> float:
+        """Requests due to be sent by `now` go to a thread each, to build and send; returns when
+        the next is due."""
+        arrivals = self.arrivals
+        threads = self.threads
+        while arrivals.next_at <= now:
+            spec = arrivals.pop_due(now)
+            if spec is None:
+                break
+            thread = threads.thread()
+            self._thread_of[spec.request_id] = thread
+            threads.add(thread, spec.arrival_time, self.costs.client_request_s, ("build", spec, arrivals.origin))
+        return arrivals.next_at
+
+    def _read(self, tag, thread: int, when: float) -> None:
+        kind, what, last = tag
+        if kind == "build":  # sent: over to the API server
+            self._take(what, last, when)
+            return
+        rid = what.request_id
+        before = self._last_read.get(rid)
+        gap = None
+        if kind == "token":
+            self._last_read[rid] = when
+            if before is not None:
+                gap = when - before
+                if gap > self._longest_gap.get(rid, 0.0):
+                    self._longest_gap[rid] = gap
+        longest = None
+        if last:
+            longest = self._longest_gap.pop(rid, 0.0)
+            self._last_read.pop(rid, None)
+            self.threads.release(thread)
+        self.on_read(what, when, gap, longest)
+
+    def stream(self, seen: float, emitted, finished) -> None:
+        """An iteration's chunks reach the client at `seen`: one for each of the `emitted`
+        requests still streaming (the last for those `finished`)."""
+        threads = self.threads
+        cost = self.costs.client_token_s
+        thread_of = self._thread_of
+        ended = {r.request_id for r in finished}
+        for req in emitted:
+            rid = req.request_id
+            thread = thread_of.get(rid)
+            if thread is not None:
+                last = rid in ended
+                threads.add(thread, seen, cost, ("token", req, last))
+                if last:
+                    del thread_of[rid]
+        for req in finished:  # (one that ended without a token: its stream closes)
+            thread = thread_of.pop(req.request_id, None)
+            if thread is not None:
+                threads.add(thread, seen, 0.0, ("end", req, True))
 
     @property
     def next_at(self) -> float:
@@ -214,6 +275,8 @@ class Frontend:
         """When something next happens here: a request reaches the engine, or one is sent."""
         due = self._due[0][0] if self._due else math.inf
         sent = self.arrivals.next_at
+        if self.threads is not None:
+            sent = self.threads.next_time(sent)
         return sent if sent < due else due
 
     def horizon(self) -> float:
@@ -221,12 +284,12 @@ class Frontend:
         done, or the next send plus the least its job and tokenizing can take (its own, on one
         server: the requests after it come later; its own work alone with several, where a later
         one may take a quicker server). Iterations starting before it see no arrival."""
+        if self.threads is not None:
+            return self.next_event
         due = self._due[0][0] if self._due else math.inf
         sent = self.arrivals.next_at
         if sent < due:
             costs = self.costs
-            if self._client:
-                sent = sent + costs.client_request_s
             least = sent + costs.request_s  # (summed in the order `advance` sums)
             if len(self._free) == 1:
                 least += costs.tokenizing(self.arrivals.peek().prompt_len)
@@ -247,7 +310,8 @@ class Frontend:
     # -- outputs
     def output(self, ready: float, tokens: int) -> float:
         """An iteration's `tokens` are ready at `ready`: requests sent by then first, then their
-        output job. Returns when they reach their clients."""
+        output job. Returns when they reach their clients (with a client of threads: when they
+        reach the client, whose threads read them later, `stream`)."""
         self.advance(ready)
         seen = self._job(ready, tokens)
         self.last_seen = seen
@@ -272,16 +336,12 @@ class Frontend:
                 free[k] = done
                 if done > seen:
                     seen = done
-        if self._client:  # then the client parses them
-            begin = self._client_free
-            seen = (seen if seen >= begin else begin) + tokens * self.costs.client_token_s
-            self._client_free = seen
         return seen
 
     def _one_by_one(self, ends: list, tokens: int, quiet: bool) -> list:
         """`output` for each of `ends` in turn (`quiet`: no request is sent before the last), its
-        one-server job written out (without a client of its own): the same sums in the same order."""
-        if len(self._free) > 1 or self._client:
+        one-server job written out: the same sums in the same order."""
+        if len(self._free) > 1:
             job = self._job if quiet else self.output
             return [job(e, tokens) for e in ends]
         free = self._free
@@ -314,7 +374,7 @@ class Frontend:
         servers = len(free)
         quiet = self.arrivals.next_at > last  # no request is sent before the last is ready
         idle = False
-        if quiet and not self._client:  # (with a client of its own, one job at a time below)
+        if quiet:
             share, extra = divmod(tokens, servers)
             step = (share + (extra > 0)) * self.costs.output_token_s  # the slowest server's share
             first = ends[0]

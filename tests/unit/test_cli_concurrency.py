@@ -103,7 +103,7 @@ def test_compare_simulates_a_capped_run_with_the_cap(capsys, tmp_path):
 
 
 def test_a_client_with_work_of_its_own_from_the_flags_and_from_a_files_metadata(capsys, tmp_path):
-    """--client-request-ms and --client-token-ms put a serial client in front (sim.frontend): one
+    """--client-request-ms and --client-token-ms put a client of threads in front (sim.client): one
     request at a time, its TTFT grows by the client's work on it and on its first token. A result
     file states its client with `--metadata client-request-ms=... client-token-ms=...` entries,
     which `compare` replays (the published InferenceBench runs, whose client is LiteLLM)."""
@@ -115,5 +115,7 @@ def test_a_client_with_work_of_its_own_from_the_flags_and_from_a_files_metadata(
     assert code == 2 and "--client-token-ms: expected a number >= 0, got '-1'" in err
     published = Path(__file__).parent.parent / "data" / "published" / "inferencebench-h100-c4.json"
     w = load_run(str(published), Scenario(), {}, str(tmp_path), 0).scenario.workload
-    assert (w.client_request_s, w.client_token_s) == (0.0025, 0.0004)
+    # (0.57 ms a chunk: benchmarks/client_costs.py's median at 16 and 64 threads, the files' source since the
+    # client became threads taking turns; LiteLLM's sources gave 0.4)
+    assert (w.client_request_s, w.client_token_s) == (0.0025, 0.00057)
     assert w.max_concurrency == 4 and w.input.mean == 47 and w.output.mean == 128
