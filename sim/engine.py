@@ -529,13 +529,14 @@ class Engine:
             self._last = self._report(*self._stash)
             self._stash = None
 
-    def _client_read(self, req: Request, when: float, gap: float | None, longest: float | None) -> None:
+    def _client_read(self, req: Request, when: float, first: bool, gap: float | None,
+                     longest: float | None) -> None:
         """The client's thread read a chunk of `req` at `when` (`sim.frontend.Frontend.on_read`):
         its first token is seen then, or a gap of its ITL ends; the last ends the request."""
         metrics = self.metrics
-        if gap is None:
+        if first:
             req.first_token_time = when
-        else:
+        elif gap is not None:
             metrics.on_gaps(gap, 1)
         if when > metrics.last_token_time:
             metrics.last_token_time = when

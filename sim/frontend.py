@@ -138,8 +138,9 @@ class Frontend:
         # reads the engine hears of through `on_read`.
         self.threads = ThreadedClient(seed=seed) if costs.client and self.on else None
         self.on_read = None
-        """Called as the client reads a chunk: (request, when, the gap since its last chunk or None
-        for its first, the request's longest gap if this chunk was its last, else None)."""
+        """Called as the client reads a chunk: (request, when, whether it is the request's first, the
+        gap since its last chunk (None for none), the request's longest gap if this chunk was its
+        last, else None)."""
         self._thread_of: dict[str, int] = {}
         self._last_read: dict[str, float] = {}
         self._longest_gap: dict[str, float] = {}
@@ -230,11 +231,14 @@ class Frontend:
             self._take(what, last, when)
             return
         rid = what.request_id
-        before = self._last_read.get(rid)
+        first = False
         gap = None
         if kind == "token":
+            before = self._last_read.get(rid)
             self._last_read[rid] = when
-            if before is not None:
+            if before is None:
+                first = True
+            else:
                 gap = when - before
                 if gap > self._longest_gap.get(rid, 0.0):
                     self._longest_gap[rid] = gap
@@ -243,7 +247,7 @@ class Frontend:
             longest = self._longest_gap.pop(rid, 0.0)
             self._last_read.pop(rid, None)
             self.threads.release(thread)
-        self.on_read(what, when, gap, longest)
+        self.on_read(what, when, first, gap, longest)
 
     def stream(self, seen: float, emitted, finished) -> None:
         """An iteration's chunks reach the client at `seen`: one for each of the `emitted`
