@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..kv import BlockPool
-from ..request import FINISHED, Request
+from ..request import Request
+
+
+OUTPUT_FIELDS = ("binding_limit", "num_compact", "compact_context", "padded", "padded_context",
+                 "padded_prefill_tokens", "encoder_batch", "encoder_input_len", "wake_at", "compact_finished",
+                 "finished", "scheduled", "admitted", "preempted", "sampling", "joined", "spec", "spec_padding",
+                 "accepted", "delivered")
+"""A `SchedulerOutput`'s fields (its slots)."""
 
 
 class SchedulerOutput:
@@ -19,10 +26,7 @@ class SchedulerOutput:
     Made once an iteration, with slots (every field an instance's own: a default read through
     the class costs several times a slot's read); keyword arguments set fields at once."""
 
-    __slots__ = ("binding_limit", "num_compact", "compact_context", "padded", "padded_context",
-                 "padded_prefill_tokens", "encoder_batch", "encoder_input_len", "wake_at", "compact_finished",
-                 "finished", "scheduled", "admitted", "preempted", "sampling", "joined", "spec", "spec_padding",
-                 "accepted", "delivered")
+    __slots__ = OUTPUT_FIELDS
 
     def __init__(self, num_compact: int = 0, compact_context: int = 0, binding_limit: str = "none",
                  **fields) -> None:
@@ -36,8 +40,9 @@ class SchedulerOutput:
         self.encoder_input_len = 0  # tokens per input in that pass (padded to the longest)
         self.wake_at: float | None = None  # nothing to run until this time (dynamic batching's wait)
         # Set when the batch's output is processed (continuous batching):
-        self.compact_finished: list[tuple[int, Request]] | tuple = ()  # (admission number, request)
-        self.finished: list[tuple[int, Request]] | tuple = ()  # (admission number, request)
+        # (admission number, request; the number inf for a request preempted with its token in flight)
+        self.compact_finished: list[tuple[int, Request]] | tuple = ()
+        self.finished: list[tuple[float, Request]] | tuple = ()
         self.scheduled: list[tuple[Request, int, int, bool]] = []
         self.admitted: list[Request] = []
         self.preempted: list[Request] = []
@@ -53,7 +58,7 @@ class SchedulerOutput:
         self.delivered: dict[Request, int] | None = None
         if fields:
             for name, value in fields.items():
-                if name not in SchedulerOutput.__slots__:
+                if name not in OUTPUT_FIELDS:
                     raise TypeError(f"SchedulerOutput has no field {name!r}")
                 setattr(self, name, value)
 
@@ -123,18 +128,18 @@ class CapsUsed:
 
 
 class Scheduler:
-    """Shared plumbing: the block pool, the running list and the bookkeeping after a forward pass.
+    """Shared plumbing: the block pool, the dials and sampling the tokens of a forward pass.
 
-    Subclasses decide who runs (`schedule`). Token times are set when a batch's output is
-    processed (`update_from_output(output, start, end)`): a token's time is the end of the
-    iteration that sampled it."""
+    Subclasses hold the running requests (`running`: a list for static batching, a
+    `RunningSet` for continuous batching) and decide who runs (`schedule`). Token times are set
+    when a batch's output is processed (`update_from_output(output, start, end)`): a token's time
+    is the end of the iteration that sampled it."""
 
     name = "base"
 
     def __init__(self, config, pool: BlockPool) -> None:
         self.config = config
         self.pool = pool
-        self.running: list[Request] = []
         self.now = 0.0  # the engine's clock when it asks for a batch (dynamic batching waits on it)
 
     # -- queue interface, overridden where the order differs
@@ -146,7 +151,7 @@ class Scheduler:
         raise NotImplementedError
 
     def has_work(self) -> bool:
-        return bool(self.running) or self.num_waiting > 0
+        raise NotImplementedError
 
     def schedule(self) -> SchedulerOutput:
         raise NotImplementedError
@@ -160,18 +165,13 @@ class Scheduler:
 
     def seated(self) -> list[Request]:
         """The requests holding a seat, in seat order (for the view)."""
-        return list(self.running)
+        raise NotImplementedError
 
     def update_from_output(self, output: SchedulerOutput, start: float = 0.0,
                            end: float = 0.0) -> UpdateResult:
         """The batch ran from `start` to `end`: advance computed counts, sample a token for every
         request whose tokens are all computed, and retire those that reached their length."""
-        result = self._sample(output, end)
-        if result.finished:
-            self._retire(result.finished)
-        result.num_running = len(self.running)
-        result.num_waiting = self.num_waiting
-        return result
+        raise NotImplementedError
 
     def tokens_out(self, output: SchedulerOutput) -> int:
         """How many tokens the batch samples (what `update_from_output` will give out): each
@@ -185,14 +185,6 @@ class Scheduler:
         sampled = set(map(id, output.sampling))
         return [WorkRow(req.request_id, n, not decode, before + n, id(req) in sampled)
                 for req, n, before, decode in output.scheduled]
-
-    def _retire(self, finished: list[Request]) -> None:
-        """Finished requests leave the running list; their blocks return to the pool."""
-        done = set(map(id, finished))
-        self.running = [r for r in self.running if id(r) not in done]
-        for req in finished:
-            req.status = FINISHED
-            self.pool.free_request(req.request_id)
 
     def _sample(self, output: SchedulerOutput, end: float) -> UpdateResult:
         result = UpdateResult()

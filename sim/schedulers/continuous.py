@@ -52,7 +52,7 @@ class ContinuousScheduler(Scheduler):
         self.acceptance = acceptance
         # vLLM's spec decode counters, of the batches processed: drafts (verifications), draft
         # tokens, accepted tokens, and accepted tokens by position.
-        self.spec_stats = [0, 0, 0, [0] * self.spec_k]
+        self.spec_stats: list = [0, 0, 0, [0] * self.spec_k]
         self._spec_in_flight: dict[Request, int] = {}
         # Async scheduling with compact decoders: the batch schedule() made last, which the
         # update that follows (of the batch before it) lets decoders join.
@@ -209,6 +209,7 @@ class ContinuousScheduler(Scheduler):
             self._join_first_decoders()
         decoders, decoder_blocks, decoder_context = running.coming_batch() if running.decoders else (0, 0, 0)
         blocks = decoder_blocks
+        plan: list[tuple[Request, int]] | None
         plan = []
         demand = decoders
         for req in running.explicit:
@@ -502,7 +503,7 @@ class ContinuousScheduler(Scheduler):
                     req.spec_accepted += a
             out.accepted = accepted
         for req in out.sampling:
-            req.tokens_sampled += 1 + (out.accepted.get(req, 0) if spec else 0)
+            req.tokens_sampled += 1 + (accepted.get(req, 0) if spec else 0)
 
     def _preempt_latest(self, plan: list[tuple[Request, int]], blocks: int,
                         out: SchedulerOutput) -> tuple[list[tuple[Request, int]], int]:
@@ -556,8 +557,8 @@ class ContinuousScheduler(Scheduler):
         output.compact_finished = ended
         max_model_len = self.config.max_model_len
         gap_order = []  # (admission number, gap, requests) for the ITL log, in scheduled order
-        finished = []  # (admission number, request)
-        stopped_waiting = []
+        finished: list[tuple[float, Request]] = []  # (admission number, or inf out of the running set; request)
+        stopped_waiting: list[Request] = []
         for req in output.sampling:
             if req.status == FINISHED:  # aborted while its batch was in flight
                 req.num_output_placeholders -= 1
@@ -617,7 +618,9 @@ class ContinuousScheduler(Scheduler):
         result.num_running = len(running.members)
         result.num_waiting = len(self.waiting)
         if output.joined and joinable is not None:
-            self._move_to_compact(self._next_out, output.joined)
+            nxt = self._next_out
+            assert nxt is not None  # (joinable is read from it)
+            self._move_to_compact(nxt, output.joined)
         if finished or output.joined:
             self._steady_binding = None
         return result
@@ -640,8 +643,8 @@ class ContinuousScheduler(Scheduler):
         counted = stats[0], stats[1], stats[2]
         delivered: dict[Request, int] = {}
         gaps: dict[float, int] = {}
-        finished = []  # (admission number, request)
-        stopped_waiting = []
+        finished: list[tuple[float, Request]] = []  # (admission number, or inf out of the running set; request)
+        stopped_waiting: list[Request] = []
         caching = self.pool.caching
         in_flight = self._spec_in_flight
         for req in output.sampling:
@@ -763,12 +766,12 @@ class ContinuousScheduler(Scheduler):
         running = self.running
         joined = set(map(id, output.joined))
         decoders = running.decoders
-        numbered = [(n, WorkRow(r.request_id, 1, False, running.context(r), True))
+        numbered: list[tuple[float, WorkRow]] = [(n, WorkRow(r.request_id, 1, False, running.context(r), True))
                     for r, n in running.members.items() if r in decoders and id(r) not in joined]
         numbered += [(n, WorkRow(r.request_id, 1, False, r.num_computed_tokens - r.num_output_placeholders, True))
                      for n, r in output.compact_finished]
         for (req, _, _, _), row in zip(output.scheduled, rows):
-            number = running.members.get(req)
+            number: float | None = running.members.get(req)
             if number is None:
                 number = next((n for n, r in output.finished if r is req), math.inf)
             numbered.append((number, row))
@@ -798,7 +801,7 @@ class ContinuousScheduler(Scheduler):
         pool = self.pool
         budget = self.config.token_budget
         block_size = running.block_size
-        stretches = []
+        stretches: list[tuple] = []
         while True:
             batch = len(running.decoders)
             if batch > budget:
@@ -925,7 +928,8 @@ class ContinuousScheduler(Scheduler):
         first_binding = out.binding_limit
         batch = len(decoders)  # (with `fresh`, one more than the batch in flight's)
         context = out.compact_context  # of the batch in flight
-        stretches = []
+        stretches: list[tuple] = []
+        in_flight: tuple | None = flight
         while True:
             tick = running.tick
             if batch > budget:
@@ -1030,6 +1034,8 @@ class ContinuousScheduler(Scheduler):
                     rest = processed_gaps[1:] if itl is None else itl[1:]
                     top = max(rest) if rest.__class__ is list else float(rest.max())
                 self._steady_binding = None
+            parts: list[tuple]
+            head: tuple
             if not shrinks:
                 if fresh is None or calls > 1:
                     running.advance(calls - (fresh is not None), seen_end, top)
@@ -1069,17 +1075,17 @@ class ContinuousScheduler(Scheduler):
             if next_batch:
                 out = SchedulerOutput(num_compact=next_batch, compact_context=scheduled_context,
                                       binding_limit=binding)
-                flight = (out, start_next, end_next, (next_batch, scheduled_context, []))
+                in_flight = (out, start_next, end_next, (next_batch, scheduled_context, []))
             else:
                 out = None
-                flight = None
+                in_flight = None
             self._next_out = out
             if not shrinks or until_finish or waiting or not next_batch or max_calls <= 0 or start_next >= limit:
                 break
             start, end, batch, context = start_next, end_next, next_batch, scheduled_context
         if not stretches:
             return ()
-        return stretches, flight
+        return stretches, in_flight
 
 
 FIRST_DECODE_FIELDS = ("request", "start", "end", "kv_blocks_used", "binding", "batch", "seen", "itl", "output",

@@ -47,6 +47,21 @@ class RequestQueue:
         """What it holds, in admission order (requests, and runs of them in the lazy variants)."""
         return list(self)
 
+    # (The queue classes get these from the builtin they extend, or define them.)
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[Request]:
+        raise NotImplementedError
+
+    def can_extend(self, run) -> bool:
+        """Whether `run` (a lazy queue's run of requests) is its last item and may grow."""
+        raise NotImplementedError
+
+    def extended(self, run, accepted: bool) -> None:
+        """`run` grew by one request (`accepted`: not refused)."""
+        raise NotImplementedError
+
 
 class FCFSQueue(deque, RequestQueue):
     policy = "fcfs"

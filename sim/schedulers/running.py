@@ -38,13 +38,17 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from ..kv import BlockPool
 from ..request import Request
 
 GAP_LOG_LIMIT = 4096
 """Entries in the gap log before every decoder is brought up to date and the log cleared."""
+
+
+NO_FINISH = 1 << 60
+"""`RunningSet.next_finish` with no decoder: a tick no run reaches (an int, as ticks are)."""
 
 
 class RunningSet:
@@ -77,7 +81,7 @@ class RunningSet:
         # joined: the same for as long as it stays compact, and the finish tick follows from it)
         self._calendar: dict[int, list[tuple[Request, int]]] = {}
         self._finish_ticks: list[int] = []  # heap of the calendar's ticks
-        self.next_finish = math.inf  # no decoder finishes before this tick
+        self.next_finish = NO_FINISH  # no decoder finishes before this tick
         self._gap_ticks: list[int] = []
         self._gap_values: list[float] = []  # strictly decreasing: largest gap from that tick on
 
@@ -97,7 +101,7 @@ class RunningSet:
     def admission_number(self, request: Request) -> int:
         return self.members[request]
 
-    def first_decoder_number(self, exclude: list[Request] = ()) -> float:
+    def first_decoder_number(self, exclude: Iterable[Request] = ()) -> float:
         """Admission number of the earliest admitted decoder not in `exclude` (inf if none)."""
         decoders = self.decoders
         skip = set(map(id, exclude))
@@ -382,7 +386,7 @@ class RunningSet:
         heap = self._finish_ticks
         while heap and heap[0] <= tick:
             heapq.heappop(heap)
-        self.next_finish = heap[0] if heap else math.inf
+        self.next_finish = heap[0] if heap else NO_FINISH
         if len(finished) > 1:
             finished.sort(key=_first)
         if overflow:

@@ -8,7 +8,7 @@ Sequential serving is the same policy with a batch of one.
 from __future__ import annotations
 
 from ..request import FINISHED, RUNNING, Request
-from .base import Scheduler, SchedulerOutput, is_decode
+from .base import Scheduler, SchedulerOutput, UpdateResult, is_decode
 from .queues import make_queue
 
 
@@ -19,6 +19,7 @@ class StaticScheduler(Scheduler):
         super().__init__(config, pool)
         self.waiting = make_queue("fcfs", lazy=lazy_queue)  # first come, first served
         self.batch: list[Request] = []  # members, finished ones included (they are padding)
+        self.running: list[Request] = []  # members not finished
 
     @property
     def batch_size(self) -> int:
@@ -85,6 +86,15 @@ class StaticScheduler(Scheduler):
             # Arrivals wait for the whole batch: the seats are what holds them back.
             out.binding_limit = "max_num_seqs"
         return out
+
+    def update_from_output(self, output: SchedulerOutput, start: float = 0.0,
+                           end: float = 0.0) -> UpdateResult:
+        result = self._sample(output, end)
+        if result.finished:
+            self._retire(result.finished)
+        result.num_running = len(self.running)
+        result.num_waiting = self.num_waiting
+        return result
 
     def _retire(self, finished: list[Request]) -> None:
         for req in finished:
