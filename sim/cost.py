@@ -232,7 +232,7 @@ class CostModel:
         self._t_mem_squared = self._t_mem * self._t_mem
         # The linear layers run at the tensor-core peak of their weight format (fp8 for W8A8).
         self._t_cmp_per_token = self._flops_per_token / (deployment.linear_peak_flops * deployment.eta_mfu)
-        self._experts = None
+        self._experts: ExpertReads | None = None
         self._moe_latency = deployment.moe_latency_s
         if model.expert_count:
             self._price_experts(deployment)
@@ -305,7 +305,9 @@ class CostModel:
                                                    * expert_compute_share(deployment)))
 
     def _expert_index(self, tokens: int) -> int:
-        cap = self._experts.cap
+        experts = self._experts
+        assert experts is not None  # (a mixture of experts' only)
+        cap = experts.cap
         return tokens if tokens < cap else cap
 
     def weights_read(self, tokens: int) -> float:
@@ -489,11 +491,11 @@ class CostModel:
         return self._assemble(tokens, self.kv_read_time(num_decode, decode_context_tokens),
                               self._kv_read_bytes(num_decode, decode_context_tokens), attn_flops, num_seqs, draft)
 
-    def spec_iteration_time(self, num_decode: int, decode_context_tokens: int,
-                            prefill_chunks: Sequence[tuple[int, int]] = (), verify_tokens: int = 0,
-                            rows: int = 0) -> float:
-        """`spec_iteration(...).total` (with no drafts, `iteration(...).total`: `iteration_time`,
-        the engine's every iteration), without building the breakdown."""
+    def iteration_time(self, num_decode: int, decode_context_tokens: int,
+                       prefill_chunks: Sequence[tuple[int, int]] = (), verify_tokens: int = 0,
+                       rows: int = 0) -> float:
+        """`spec_iteration(...).total` (with no drafts, `iteration(...).total`: the engine's every
+        iteration), without building the breakdown."""
         tokens, attn_flops, num_seqs, draft = self._tokens(num_decode, decode_context_tokens, prefill_chunks,
                                                            verify_tokens, rows)
         if tokens == 0:
@@ -501,7 +503,11 @@ class CostModel:
         return self._terms(tokens, self.kv_read_time(num_decode, decode_context_tokens), attn_flops, num_seqs,
                            draft)[5]
 
-    iteration_time = spec_iteration_time
+    def spec_iteration_time(self, num_decode: int, decode_context_tokens: int,
+                            prefill_chunks: Sequence[tuple[int, int]] = (), verify_tokens: int = 0,
+                            rows: int = 0) -> float:
+        """`iteration_time` of an iteration verifying drafts (the same sum)."""
+        return self.iteration_time(num_decode, decode_context_tokens, prefill_chunks, verify_tokens, rows)
 
     def draft_time(self, num_decode: int, decode_context_tokens: int,
                    prefill_chunks: Sequence[tuple[int, int]], verify_tokens: int, rows: int) -> float:
@@ -570,6 +576,10 @@ class CostModel:
         given as an int (a decode stretch's) takes the parts that do not change with the context
         from `_decode_batch_parts`, as `decode_ends` does."""
         context = np.asarray(total_context, dtype=np.float64)
+        batch_array: int | np.ndarray
+        t_linear: float | np.ndarray
+        t_allreduce: float | np.ndarray
+        overhead: float | np.ndarray
         if batch.__class__ is int:
             if batch <= 0:
                 return np.zeros(context.shape)
