@@ -29,11 +29,11 @@ from .cost import CostModel
 from .errors import ConfigError, RequestRejected, SimError
 from .frontend import TRANSIT_S, Frontend, FrontendCosts
 from .kv import BlockPool
-from .metrics import MetricsCollector
+from .metrics import MetricsCollector, RecordTable
 from .reports import EngineSnapshot, IterationReport, ScheduledWork, SeatView
 from .request import FINISHED, Request, check_request, check_segments
 from .scenario import Scenario
-from .schedulers.base import SchedulerOutput, UpdateResult
+from .schedulers.base import CapsUsed, SchedulerOutput, UpdateResult
 from .schedulers.continuous import ContinuousScheduler
 from .schedulers.dynamic import DynamicScheduler
 from .schedulers.static import SequentialScheduler, StaticScheduler
@@ -55,13 +55,13 @@ class RunSummary:
     metrics: dict
     pools: dict
     iterations: int
-    records: list = field(default_factory=list)
+    records: RecordTable | list = field(default_factory=list)
     failed: list = field(default_factory=list)
     """Requests the API server refused (`FailedRequest`s), in order of arrival."""
     api_server_ceiling: float = math.inf
     """Requests/s the API servers in front can sustain at this run's mix of requests
     (`sim.frontend.Frontend.ceiling`; inf with none in front)."""
-    caps: object = None
+    caps: CapsUsed | None = None
     """How near the run came to its seat and token caps (`sim.schedulers.base.CapsUsed`; None
     for a policy other than continuous batching)."""
 
@@ -137,7 +137,7 @@ class Engine:
         # The live engine keeps an endless workload's waiting requests in compact form (see
         # sim.arrivals): under overload its memory does not grow with the queue.
         self._lazy_queue = self.live and self.arrivals.endless
-        self._tail_run = None  # the run the next arrival of the workload may join
+        self._tail_run: LazyRun | None = None  # the run the next arrival of the workload may join
         self.scheduler = self._make_scheduler(config, pool)
         self.time = 0.0
         self.iteration = 0
@@ -150,8 +150,8 @@ class Engine:
         self._last: IterationReport | None = None
         # A lean iteration's parts, made into `last` on demand: what `_report` takes, or (index, the
         # last decode stretch run).
-        self._stash = None
-        self._in_flight = None  # async scheduling: (batch, start, end, cost) running on the GPU
+        self._stash: tuple | None = None
+        self._in_flight: tuple[SchedulerOutput, float, float, tuple] | None = None  # async scheduling: (batch, start, end, cost) running on the GPU
         self._last_preempted: tuple[str, ...] = ()
         self._carry_preempted: list[str] = []
         self._seq = 0
@@ -322,10 +322,13 @@ class Engine:
         """Queue every request that has arrived by now, in arrival order (the workload's first
         among equal times, then submitted ones); through the API server, those whose job there
         is done."""
-        arrivals = self.frontend if self._front else self.arrivals
         now = self.time
+        arrivals: Frontend | Arrivals
         if self._front:
+            arrivals = self.frontend
             arrivals.advance(now)
+        else:
+            arrivals = self.arrivals
         while arrivals.next_at <= now and (spec := arrivals.pop_due(now)) is not None:
             self._add(spec, arrivals.origin)
 
@@ -432,6 +435,7 @@ class Engine:
         """Price a scheduled batch (the cost model, once) and process the batch whose output is
         due: this one, or with async scheduling the one in flight (this one then runs on the GPU
         after it). True if a batch's output was processed (an iteration ran)."""
+        cost: tuple
         if out.encoder_batch:
             seconds = self.cost.encoder_pass(out.encoder_batch, out.encoder_input_len).total
             cost = ("encoder", out.encoder_batch, out.encoder_input_len)
@@ -550,7 +554,9 @@ class Engine:
         req.finish_iteration = self.iteration
         arrival = req.arrival_time
         outputs = req.num_output_tokens
-        ttft = req.first_token_time - arrival
+        first = req.first_token_time
+        assert first is not None  # (it finished, so it sampled a token)
+        ttft = first - arrival
         e2e = end - arrival
         tpot = (e2e - ttft) / (outputs - 1) if outputs > 1 else None
         cached = req.num_cached_tokens
