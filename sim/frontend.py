@@ -67,7 +67,9 @@ from typing import TYPE_CHECKING
 from .client import ThreadedClient
 
 if TYPE_CHECKING:
-    from .arrivals import Arrivals
+    import numpy as np
+
+    from .arrivals import Arrivals, Chunk
     from .workload import RequestSpec
 
 
@@ -144,9 +146,9 @@ class Frontend:
         self._thread_of: dict[str, int] = {}
         self._last_read: dict[str, float] = {}
         self._longest_gap: dict[str, float] = {}
-        self._due: deque[tuple[float, RequestSpec, object]] = deque()  # (reaches the engine, spec, origin)
+        self._due: deque[tuple[float, RequestSpec, tuple[Chunk, int] | None]] = deque()  # (reaches the engine, spec, origin)
         self._last_due = 0.0
-        self.origin = None  # where the request last popped came from (see Arrivals.origin)
+        self.origin: tuple[Chunk, int] | None = None  # where the request last popped came from (see Arrivals.origin)
         self.last_seen = 0.0
         """When the tokens of the last output job reached their clients."""
         self.taken = 0
@@ -296,7 +298,9 @@ class Frontend:
             costs = self.costs
             least = sent + costs.request_s  # (summed in the order `advance` sums)
             if len(self._free) == 1:
-                least += costs.tokenizing(self.arrivals.peek().prompt_len)
+                head = self.arrivals.peek()
+                assert head is not None  # (one is due: next_at is finite)
+                least += costs.tokenizing(head.prompt_len)
             least += costs.transit_s
             if least < due:
                 return least
@@ -373,15 +377,16 @@ class Frontend:
         between them (the first from the last output job before), as a list or an array as
         `ends` is. The same numbers as `output` one at a time."""
         before = self.last_seen
-        last = ends[-1]
+        last = float(ends[-1])  # (a Python float: ends may be an array)
         free = self._free
         servers = len(free)
         quiet = self.arrivals.next_at > last  # no request is sent before the last is ready
         idle = False
+        seen: list[float] | np.ndarray
         if quiet:
             share, extra = divmod(tokens, servers)
             step = (share + (extra > 0)) * self.costs.output_token_s  # the slowest server's share
-            first = ends[0]
+            first = float(ends[0])
             # Every server free when each output is ready: each reaches the clients `step` later.
             idle = free[0] <= first if servers == 1 else all(begin <= first for begin in free)
             if ends.__class__ is list:
@@ -407,7 +412,8 @@ class Frontend:
 
                 seen = np.array(seen)
         self.last_seen = float(seen[-1])
-        if seen.__class__ is list:
+        gaps: list[float] | np.ndarray
+        if isinstance(seen, list):
             gaps = [seen[0] - before]
             gaps += map(sub, seen[1:], seen)
         else:
