@@ -237,7 +237,7 @@ class RecordTable:
         except TypeError:
             return NotImplemented
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # (unhashable, as a list)
 
     def column(self, name: str) -> np.ndarray:
         """A copy of one column: a RequestRecord field (tpot is NaN for one-token answers)."""
@@ -328,7 +328,7 @@ class MetricsCollector:
         self.series_ttft: deque[float] = deque(maxlen=self.series_len)
         self.series_tpot: deque[float] = deque(maxlen=self.series_len)
         self.series_itl: deque[float] = deque(maxlen=self.series_len)
-        self._next_sample = None
+        self._next_sample: float | None = None
         self._sample_tokens = 0
         self._sample_itl_max = 0.0
         # Output tokens per second of the run (second k counts tokens sampled in [t0 + k, t0 + k + 1)
@@ -393,11 +393,14 @@ class MetricsCollector:
             self._trim_recent()
         if self.series_interval is not None:
             self._sample_tokens += tokens
-            if self._next_sample is None:
-                self._next_sample = start + self.series_interval
-            while end >= self._next_sample:
+            interval = self.series_interval
+            next_sample = self._next_sample
+            if next_sample is None:
+                next_sample = start + interval
+            while end >= next_sample:
                 self._push_series()
-                self._next_sample += self.series_interval
+                next_sample += interval
+            self._next_sample = next_sample
 
     def on_decode_iterations(self, start: float, ends, gaps, running: int, kv_used: int,
                              binding: str, completions: int = 0, kv_used_last: int = 0,
@@ -561,7 +564,9 @@ class MetricsCollector:
                 i = j
 
     def _push_series(self) -> None:
-        self.series_throughput.append(self._sample_tokens / self.series_interval)
+        interval = self.series_interval
+        assert interval is not None  # (called only when series are sampled)
+        self.series_throughput.append(self._sample_tokens / interval)
         self._sample_tokens = 0
         recent = self._recent_records(32)
         self.series_ttft.append(float(np.median([r.ttft for r in recent])) if recent else 0.0)
@@ -682,7 +687,7 @@ class MetricsCollector:
             del out["p50_itl_ms"]
         # The views must go before the arrays can grow again (set, not deleted: the sums'
         # generators refer to them, and Cython cannot compile deleting those).
-        values = weights = None
+        values = weights = None  # type: ignore[assignment]
         return out
 
     def pool_summary(self) -> dict[str, dict]:

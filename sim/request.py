@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .errors import RequestRejected
-from .kv import prompt_block_hashes
+from .kv import Block, Run, prompt_block_hashes
+
+if TYPE_CHECKING:
+    from .config import EngineConfig
 
 WAITING = "waiting"
 RUNNING = "running"
@@ -67,9 +72,9 @@ class Request:
         # The prefix cache's state of it (sim.kv.BlockPool's): while it holds blocks, its hashed
         # head (shared Blocks, then a count of blocks only it can hit); once freed, its hashed
         # blocks only it can hit (a Run), while cached.
-        self.kv_shared = None
+        self.kv_shared: list[Block] | None = None
         self.kv_own = 0
-        self.kv_run = None
+        self.kv_run: Run | None = None
         self._hashes: list[int] | None = None
         # Speculative decoding: the drafts offered to the next schedule (vLLM's
         # len(spec_token_ids)); whether the last batch scheduled left it short of its known
