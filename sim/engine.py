@@ -322,13 +322,10 @@ class Engine:
         """Queue every request that has arrived by now, in arrival order (the workload's first
         among equal times, then submitted ones); through the API server, those whose job there
         is done."""
+        arrivals: Frontend | Arrivals = self.frontend if self._front else self.arrivals
         now = self.time
-        arrivals: Frontend | Arrivals
         if self._front:
-            arrivals = self.frontend
-            arrivals.advance(now)
-        else:
-            arrivals = self.arrivals
+            self.frontend.advance(now)
         while arrivals.next_at <= now and (spec := arrivals.pop_due(now)) is not None:
             self._add(spec, arrivals.origin)
 
@@ -435,10 +432,9 @@ class Engine:
         """Price a scheduled batch (the cost model, once) and process the batch whose output is
         due: this one, or with async scheduling the one in flight (this one then runs on the GPU
         after it). True if a batch's output was processed (an iteration ran)."""
-        cost: tuple
         if out.encoder_batch:
             seconds = self.cost.encoder_pass(out.encoder_batch, out.encoder_input_len).total
-            cost = ("encoder", out.encoder_batch, out.encoder_input_len)
+            cost: tuple = ("encoder", out.encoder_batch, out.encoder_input_len)
         elif self.speculative is not None:
             # A decode row verifies its drafts: its tokens are linear-layer tokens and attention
             # queries over a context it reads once.
@@ -554,9 +550,7 @@ class Engine:
         req.finish_iteration = self.iteration
         arrival = req.arrival_time
         outputs = req.num_output_tokens
-        first = req.first_token_time
-        assert first is not None  # (it finished, so it sampled a token)
-        ttft = first - arrival
+        ttft = req.first_token_time - arrival  # type: ignore[operator]  # (set: it sampled)
         e2e = end - arrival
         tpot = (e2e - ttft) / (outputs - 1) if outputs > 1 else None
         cached = req.num_cached_tokens
