@@ -63,7 +63,7 @@ def extensions() -> list:
         return []
     paths = [str(native.source_path(Path("sim"), m)) for m in native.MODULES]
     try:
-        return mypycify(["--ignore-missing-imports", "--follow-imports=silent", *paths],
+        return mypycify([*native.MYPY_OPTIONS, *paths],
                         opt_level="3", group_name="sim")
     except SystemExit as error:  # (mypyc exits on a type error in the modules)
         print(f"batchtui: mypyc refused the simulator's core ({error}); installing the pure modules",

@@ -55,10 +55,9 @@ MYPYC_BUILD = """
 import sys
 from setuptools import setup
 from mypyc.build import mypycify
-name, modules = sys.argv[1], sys.argv[2:]
-# (the modules they import type-checked too, their errors not reported: they stay interpreted)
-setup(ext_modules=mypycify(["--ignore-missing-imports", "--follow-imports=silent",
-                            *(name + "/" + m + ".py" for m in modules)], opt_level="3"),
+name, options = sys.argv[1], sys.argv[2].split()
+modules = sys.argv[3:]
+setup(ext_modules=mypycify([*options, *(name + "/" + m + ".py" for m in modules)], opt_level="3"),
       script_args=["build_ext", "--inplace", "--quiet"])
 """
 
@@ -86,7 +85,9 @@ def build(folder: Path, compiler: str = "cython") -> tuple[object, float]:
         text = re.sub(r"\b(from|import) sim\b", rf"\1 {NAME}", text)
         path.write_text(text.replace('files("sim")', f'files("{NAME}")'))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = subprocess.run([sys.executable, "-c", script, NAME, *modules], cwd=folder, capture_output=True, text=True)
+    options = [" ".join(native.MYPY_OPTIONS)] if compiler == "mypyc" else []
+    done = subprocess.run([sys.executable, "-c", script, NAME, *options, *modules], cwd=folder, capture_output=True,
+                          text=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         sys.exit(f"compiling failed: {(done.stderr or done.stdout).strip().splitlines()[-1:]}")

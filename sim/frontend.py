@@ -414,8 +414,7 @@ class Frontend:
         self.last_seen = float(seen[-1])
         gaps: list[float] | np.ndarray
         if isinstance(seen, list):
-            gaps = [seen[0] - before]
-            gaps += map(sub, seen[1:], seen)
+            gaps = [seen[0] - before, *map(sub, seen[1:], seen)]
         else:
             import numpy as np
 

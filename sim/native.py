@@ -27,8 +27,13 @@ MODULES = ("engine", "cost", "metrics", "frontend", "kv", "request", "schedulers
            "schedulers.continuous", "schedulers.running", "schedulers.static", "schedulers.dynamic")
 """The modules compiled (dotted, under `sim`): where the sampled profile finds the sweep's time,
 and the other policies (an interpreted class cannot subclass a compiled one: they subclass the
-scheduler's base). Each must be type-clean (`mypy --follow-imports=silent` on them finds no
-error); arrivals and the queues (subclasses of deque and list) stay interpreted."""
+scheduler's base). Each must be type-clean (`mypy` with MYPY_OPTIONS on them finds no error);
+arrivals and the queues (subclasses of deque and list) stay interpreted."""
+
+MYPY_OPTIONS = ("--ignore-missing-imports", "--follow-imports=silent", "--no-site-packages")
+"""How mypyc type-checks MODULES: the modules they import checked but their errors not reported
+(they stay interpreted), and numpy, like any installed package, not read (its types are Any to
+mypyc either way): the same check whatever the build's environment holds."""
 
 STAMP = "native.json"
 """Beside this file in a build: {module: the sha256 of the source it was compiled from}."""
