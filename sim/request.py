@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from .errors import RequestRejected
 from .kv import Block, Run, prompt_block_hashes
@@ -118,11 +118,12 @@ class Request:
                 f"{self.output_len}, c={self.num_computed_tokens}, {self.status})")
 
 
-def check_request(req_id: str, prompt_len: int, output_len: int, config: EngineConfig,
+def check_request(req_id: str, prompt_len: object, output_len: object, config: EngineConfig,
                   usable_blocks: int, block_size: int, blocks_for=None) -> None:
     """Refuse, with the limit named, a request that vLLM would refuse or could never serve
     (`blocks_for`: the blocks a request of so many tokens holds, `BlockPool.blocks_for`; by default
-    one per `block_size` tokens)."""
+    one per `block_size` tokens). The lengths may be anything a file held (typed `object`: the
+    compiled core checks an annotation before the body runs)."""
     # (Called for every arrival: a plain int is told apart from other numbers with one call.)
     if (type(prompt_len) is not int and not _whole(prompt_len)) or prompt_len <= 0:
         raise RequestRejected(req_id, f"prompt_len must be a whole number > 0, got {prompt_len!r}")
@@ -146,7 +147,7 @@ def check_request(req_id: str, prompt_len: int, output_len: int, config: EngineC
                     f"blocks of {block_size} tokens ({usable_blocks * block_size} tokens); it could never be served")
 
 
-def _whole(value) -> bool:
+def _whole(value: object) -> TypeGuard[int]:
     """An int that is not a bool (True is not a token count)."""
     return isinstance(value, int) and not isinstance(value, bool)
 

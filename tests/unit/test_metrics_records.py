@@ -1,5 +1,6 @@
 """The record table and the recent window: what comes in as rows reads back as the records."""
 
+import dataclasses
 import itertools
 import math
 import random
@@ -66,7 +67,7 @@ def test_a_finish_sink_sees_each_record_once():
     seen = []
     metrics = MetricsCollector(finish_sink=seen.append)
     metrics.on_finish(_record(1))
-    metrics.on_finish_row(tuple(vars(_record(2)).values()))
+    metrics.on_finish_row(dataclasses.astuple(_record(2)))
     assert seen == [_record(1), _record(2)]
     assert list(metrics.records) == seen and metrics.completed == 2
     assert metrics.prompt_tokens == 101 + 102
