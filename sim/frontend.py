@@ -67,9 +67,12 @@ from typing import TYPE_CHECKING
 from .client import ThreadedClient
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import numpy as np
 
     from .arrivals import Arrivals, Chunk
+    from .request import Request
     from .workload import RequestSpec
 
 
@@ -139,7 +142,7 @@ class Frontend:
         # The client, when it has work of its own: threads taking turns (sim.client), whose
         # reads the engine hears of through `on_read`.
         self.threads = ThreadedClient(seed=seed) if costs.client and self.on else None
-        self.on_read = None
+        self.on_read: Callable[[Request, float, bool, float | None, float | None], None] | None = None
         """Called as the client reads a chunk: (request, when, whether it is the request's first, the
         gap since its last chunk (None for none), the request's longest gap if this chunk was its
         last, else None)."""
@@ -218,6 +221,7 @@ class Frontend:
         the next is due."""
         arrivals = self.arrivals
         threads = self.threads
+        assert threads is not None  # (called with a client of threads only)
         while arrivals.next_at <= now:
             spec = arrivals.pop_due(now)
             if spec is None:
@@ -248,13 +252,18 @@ class Frontend:
         if last:
             longest = self._longest_gap.pop(rid, 0.0)
             self._last_read.pop(rid, None)
-            self.threads.release(thread)
-        self.on_read(what, when, first, gap, longest)
+            threads = self.threads
+            assert threads is not None  # (a read is a thread's)
+            threads.release(thread)
+        on_read = self.on_read
+        assert on_read is not None  # (the engine listens to a client of threads)
+        on_read(what, when, first, gap, longest)
 
     def stream(self, seen: float, emitted, finished) -> None:
         """An iteration's chunks reach the client at `seen`: one for each of the `emitted`
         requests still streaming (the last for those `finished`)."""
         threads = self.threads
+        assert threads is not None  # (called with a client of threads only)
         cost = self.costs.client_token_s
         thread_of = self._thread_of
         ended = {r.request_id for r in finished}
