@@ -278,6 +278,12 @@ def bench_result(run, setup, *, date: str, label: str | None = None, percentiles
         "model_id": d.model.hf_id or d.model.id, "tokenizer_id": d.model.hf_id or d.model.id,
         "num_prompts": m["completed"] + m["failed"],
     }
+    # The client's own work, when it has any, in the entries `compare` replays a file's client
+    # from (`--metadata client-request-ms=...`, as --client-request-ms writes them: ms), so a
+    # simulated file replays with the client it ran; the user's own entries below win.
+    for key, seconds in (("client-request-ms", w.client_request_s), ("client-token-ms", w.client_token_s)):
+        if seconds:
+            out[key] = f"{seconds * 1e3:.12g}"
     out.update(metadata or {})
     out.update({"request_rate": rate if math.isfinite(rate) else "inf",
                 "burstiness": w.burstiness if w.arrival == "gamma" else (1.0 if w.arrival == "poisson" else None),
