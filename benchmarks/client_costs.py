@@ -187,6 +187,28 @@ class StubServer:
 # -- the client (run in the LiteLLM interpreter) ------------------------------------------------
 
 
+def closed_loop(threads: int, keep_going, one) -> tuple[list[threading.Thread], list[dict]]:
+    """`threads` threads, started, each calling `one(number)` (the requests numbered from 0 in the
+    order taken) while `keep_going()`: the threads and the list their records go to."""
+    lock = threading.Lock()
+    counter = [0]
+    records: list[dict] = []
+
+    def worker() -> None:
+        while keep_going():
+            with lock:
+                number = counter[0]
+                counter[0] += 1
+            rec = one(number)
+            with lock:
+                records.append(rec)
+
+    pool = [threading.Thread(target=worker, daemon=True) for _ in range(threads)]
+    for w in pool:
+        w.start()
+    return pool, records
+
+
 def client_run(base: str, threads: int, seconds: float, warmup: float, max_tokens: int,
                switch_s: float | None = None) -> dict:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -195,9 +217,6 @@ def client_run(base: str, threads: int, seconds: float, warmup: float, max_token
     import litellm  # noqa: F401  (what the harness imports)
 
     stop = threading.Event()
-    counter = [0]
-    lock = threading.Lock()
-    records: list[dict] = []
 
     def one(tag: str) -> dict:
         t0 = time.perf_counter()
@@ -234,18 +253,7 @@ def client_run(base: str, threads: int, seconds: float, warmup: float, max_token
         return {"tag": tag, "t0": t0, "first": first, "end": end, "seen": seen, "finish": finish,
                 "usage": usage_out, "cost": cost, "thread": threading.get_ident()}
 
-    def worker() -> None:
-        while not stop.is_set():
-            with lock:
-                counter[0] += 1
-                tag = f"r{counter[0]}"
-            rec = one(tag)
-            with lock:
-                records.append(rec)
-
-    pool = [threading.Thread(target=worker, daemon=True) for _ in range(threads)]
-    for w in pool:
-        w.start()
+    pool, records = closed_loop(threads, lambda: not stop.is_set(), lambda number: one(f"r{number + 1}"))
     time.sleep(warmup)
     cpu0, t_start = time.process_time(), time.perf_counter()
     time.sleep(seconds)
@@ -370,8 +378,9 @@ def _handover_ranks(records, stub, t_start, t_end) -> list[float]:
     return ranks
 
 
-def measure(python: str, threads: int, max_tokens: int, seconds: float, warmup: float, tick_s: float,
-            switch_ms: float | None = None) -> tuple[dict, dict]:
+def with_stub(tick_s: float, client) -> tuple[dict, dict]:
+    """The stub in a process of its own, ended on the way out: `client(base_url, out_path)` runs the
+    client against it and writes its run to `out_path`; returns (that run, the stub's log by prompt)."""
     with tempfile.TemporaryDirectory() as tmp:
         log, port_file = os.path.join(tmp, "stub.jsonl"), os.path.join(tmp, "port")
         stub = subprocess.Popen([sys.executable, __file__, "--stub", "--tick-ms", str(tick_s * 1e3), "--log", log,
@@ -383,9 +392,7 @@ def measure(python: str, threads: int, max_tokens: int, seconds: float, warmup: 
                 time.sleep(0.05)
             port = Path(port_file).read_text()
             out = os.path.join(tmp, "run.json")
-            subprocess.run([python, __file__, "--client", f"http://127.0.0.1:{port}/v1", "--threads", str(threads),
-                            "--seconds", str(seconds), "--warmup", str(warmup), "--max-tokens", str(max_tokens),
-                            "--out", out] + (["--switch-ms", str(switch_ms)] if switch_ms else []), check=True)
+            client(f"http://127.0.0.1:{port}/v1", out)
             run = json.loads(Path(out).read_text())
         finally:
             stub.terminate()
@@ -395,6 +402,16 @@ def measure(python: str, threads: int, max_tokens: int, seconds: float, warmup: 
             d = json.loads(line)
             stubs[d["prompt"]] = d
     return run, stubs
+
+
+def measure(python: str, threads: int, max_tokens: int, seconds: float, warmup: float, tick_s: float,
+            switch_ms: float | None = None) -> tuple[dict, dict]:
+    def client(base: str, out: str) -> None:
+        subprocess.run([python, __file__, "--client", base, "--threads", str(threads),
+                        "--seconds", str(seconds), "--warmup", str(warmup), "--max-tokens", str(max_tokens),
+                        "--out", out] + (["--switch-ms", str(switch_ms)] if switch_ms else []), check=True)
+
+    return with_stub(tick_s, client)
 
 
 def _has_litellm(python: str) -> bool:

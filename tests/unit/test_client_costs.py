@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from benchmarks import client_costs
+from benchmarks import client_costs, client_sweep
 
 
 @pytest.mark.wall_clock("servers")
@@ -82,9 +82,10 @@ def test_the_reading_tells_first_come_first_served_from_turns():
     assert taking["out_p50"] < first["out_p50"]
 
 
-def test_without_litellm_it_measures_nothing_and_says_so(tmp_path, capsys):
+@pytest.mark.parametrize("module", [client_costs, client_sweep])
+def test_without_litellm_it_measures_nothing_and_says_so(tmp_path, capsys, module):
     python = tmp_path / "python"
     python.write_text("#!/bin/sh\nexit 1\n")
     python.chmod(0o755)
-    assert client_costs.main(["--python", str(python)]) == 0
+    assert module.main(["--python", str(python)]) == 0
     assert "nothing measured" in capsys.readouterr().out
