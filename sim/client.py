@@ -7,8 +7,9 @@ client is one CPU the threads share; what each thread sees, and when, is set by 
 take it in. `ThreadedClient` is that order:
 
 - Each thread does its own work in order: build and send a request (`sim.frontend` prices it,
-  `client_request_s`), then read each chunk of its stream once the chunk has arrived
-  (`client_token_s` a chunk).
+  `client_request_s`, the mean: each build's own time is drawn around it from `BUILD_SPREAD`, what
+  one call costs against another as measured), then read each chunk of its stream once the chunk
+  has arrived (`client_token_s` a chunk).
 - A thread holding the lock does its arrived work until it has none (it blocks on its socket and
   releases the lock) or it has read `PER_TURN` chunks in a row and another thread waits: a socket
   read hands the lock on. Building the next request goes on in the turn that read the last chunk
@@ -36,7 +37,7 @@ import heapq
 import math
 import random
 from collections import deque
-from typing import Callable
+from typing import Callable, Iterator
 
 PER_TURN = 2
 """Chunks a thread reads in a row before a waiting thread takes the lock (measured 1.6-3.6 at 16 and
@@ -49,6 +50,39 @@ LONGEST = 1.0 - 2.0 * HANDOVER_RANK
 is HANDOVER_RANK."""
 
 
+BUILD_SPREAD = ((0.0, 0.65), (0.1, 0.81), (0.2, 0.88), (0.3, 0.91), (0.4, 0.95), (0.5, 0.98), (0.6, 1.01),
+                (0.7, 1.06), (0.8, 1.11), (0.9, 1.21), (0.95, 1.28), (0.99, 1.49), (1.0, 2.24))
+"""A build's time over the mean, by quantile: the thread's own CPU in `litellm.completion(stream=True)`
+until it returns the stream (time.thread_time, so not the time it waits for the lock), over the mean
+of its run, pooled over 897 calls at 1, 4, 16 and 64 threads (benchmarks/client_sweep.py, LiteLLM
+1.84.0 against client_costs.py's stub, Python 3.11, two shared cores of an Intel Xeon at load 2.9-7.4,
+2026-12-06; the mean 3.9-4.9 ms by run). At one thread alone (34 calls) p99 is 1.28. Drawn by
+straight lines between the quantiles, whose mean is 1.0005 (divided out: `client_request_s` stays
+the mean, as LiteLLM PR 13990's 2.5 ms is: 10,000 calls in 25.1 s)."""
+
+
+def spread_mean(table) -> float:
+    """The mean of a quantile table drawn by straight lines between its rows."""
+    return sum((q1 - q0) * (v0 + v1) / 2 for (q0, v0), (q1, v1) in zip(table, table[1:]))
+
+
+def draw_spread(table, u: float) -> float:
+    """The value at quantile `u` (0 <= u < 1) of a quantile table, by straight lines between its rows."""
+    for (q0, v0), (q1, v1) in zip(table, table[1:]):
+        if u < q1:
+            return v0 + (v1 - v0) * (u - q0) / (q1 - q0)
+    return table[-1][1]
+
+
+def build_factors(seed: int, table=BUILD_SPREAD) -> Iterator[float]:
+    """Each build's time over the mean, in the order a client of this seed builds: drawn from
+    `table`, mean 1 (a stream of its own, so the turns draw as they would without it)."""
+    rng = random.Random(f"builds-{seed}")
+    mean = spread_mean(table)
+    while True:
+        yield draw_spread(table, rng.random()) / mean
+
+
 class ThreadedClient:
     """The threads' work and turns. `add(thread, at, cost, tag)` queues an item for a thread,
     available from `at` (a thread's items in the order they become available); `run(until, done,
@@ -56,10 +90,12 @@ class ThreadedClient:
     (it may add work) and `feed(now)` before each decision (it adds the work that arrived by `now`
     from outside and returns when the next such work comes, inf if none)."""
 
-    def __init__(self, per_turn: int = PER_TURN, longest: float = LONGEST, seed: int = 0) -> None:
+    def __init__(self, per_turn: int = PER_TURN, longest: float = LONGEST, seed: int = 0,
+                 spread=BUILD_SPREAD) -> None:
         self.per_turn = per_turn
         self.longest = longest
         self._rng = random.Random(seed)
+        self._factors = build_factors(seed, spread) if spread else None
         self.work: list[deque] = []
         self.now = 0.0  # the client's clock: when its next decision is made
         self._ready: deque[int] = deque()  # threads waiting for the lock, longest first
@@ -81,6 +117,8 @@ class ThreadedClient:
         self._idle.append(thread)
 
     def add(self, thread: int, at: float, cost: float, tag) -> None:
+        if self._factors is not None and tag[0] == "build":
+            cost *= next(self._factors)
         q = self.work[thread]
         self._order += 1
         q.append((at, cost, tag, self._order))

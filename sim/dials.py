@@ -341,7 +341,8 @@ DIALS: tuple[DialSpec, ...] = (
              help="seconds between an answer's last token and the next turn's question"),
     DialSpec("workload.client_request_s", "client work a request", "float", "arrivals", "--client-request-ms",
              minimum=0, unit="s", flag_scale=1000.0,
-             help="the client's own work on each request before it is sent, ms, on the one core its threads "
+             help="the client's own work on each request before it is sent, ms on average (each request's "
+                  "drawn around it, as LiteLLM's calls vary), on the one core its threads "
                   "share, one thread a request in flight, taking turns (default 0: a free client, as vllm bench "
                   "serve's is taken)"),
     DialSpec("workload.client_token_s", "client work a token", "float", "arrivals", "--client-token-ms",

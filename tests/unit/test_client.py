@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -70,3 +71,34 @@ def test_a_new_first_chunk_waits_for_a_turn_not_the_backlog():
     reads = []
     client.run(math.inf, lambda tag, thread, when: reads.append(tag[1]), lambda now: math.inf)
     assert reads[:5] == [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("c", 0)]
+
+
+def test_each_build_takes_its_own_time_drawn_around_the_mean():
+    """Issue 36: a LiteLLM call's own CPU is not the same each time (benchmarks/client_sweep.py:
+    p10 0.81, p50 0.98, p99 1.49 of the mean over 897 calls), so a client's builds are drawn from
+    BUILD_SPREAD around `client_request_s`, the mean; the same seed draws the same builds."""
+    from itertools import islice
+
+    from sim.client import BUILD_SPREAD, build_factors, draw_spread, spread_mean
+
+    draws = sorted(islice(build_factors(7), 20000))
+    assert sum(draws) / len(draws) == pytest.approx(1.0, abs=0.01)
+    assert draws[len(draws) // 2] == pytest.approx(0.98 / spread_mean(BUILD_SPREAD), abs=0.01)
+    assert draws[int(0.95 * len(draws))] == pytest.approx(1.28 / spread_mean(BUILD_SPREAD), abs=0.01)
+    assert draws[0] >= 0.65 / spread_mean(BUILD_SPREAD) and draws[-1] <= 2.24 / spread_mean(BUILD_SPREAD)
+    assert list(islice(build_factors(7), 50)) == list(islice(build_factors(7), 50))
+    assert list(islice(build_factors(7), 50)) != list(islice(build_factors(8), 50))
+    assert draw_spread(BUILD_SPREAD, 0.0) == 0.65 and draw_spread(BUILD_SPREAD, 0.95) == 1.28
+    assert draw_spread(BUILD_SPREAD, 0.05) == pytest.approx((0.65 + 0.81) / 2)
+
+    def builds(spread):
+        client = ThreadedClient(seed=7, spread=spread)
+        ends = []
+        for _ in range(5):
+            client.add(client.thread(), 0.0, 2.5e-3, ("build", None, 0))
+        client.run(math.inf, lambda tag, thread, when: ends.append(when), lambda now: math.inf)
+        return [b - a for a, b in zip([0.0] + ends, ends)]
+
+    factors = list(islice(build_factors(7), 5))
+    assert builds(BUILD_SPREAD) == pytest.approx([2.5e-3 * f for f in factors], abs=1e-15)
+    assert builds(None) == pytest.approx([2.5e-3] * 5, abs=1e-15)  # (no spread: every build the mean)

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from sim.client import build_factors
 from sim.engine import Engine, run_scenario
 from sim.frontend import TRANSIT_S
 from sim.scenario import Scenario
@@ -180,13 +181,15 @@ def _client(n: int, request_s: float, token_s: float, **kw) -> Scenario:
 
 
 def test_a_client_with_work_of_its_own_is_one_core_its_threads_share():
-    """A client that spends 2 ms on a request before it leaves and 0.4 ms on each token it reads:
-    alone, a request's TTFT is those 2 ms and its first token's 0.4 ms more, its TPOT unchanged
-    (the client keeps up with 6 ms iterations); 64 streams read by its threads on one core at most
-    1 / 0.4 ms = 2,500 tokens/s, each stream's TPOT the 64 streams' reads, 25.6 ms."""
+    """A client that spends 2 ms on a request before it leaves (on average: each build's own time
+    drawn around it, sim/client.py's BUILD_SPREAD) and 0.4 ms on each token it reads: alone, a
+    request's TTFT is its build and its first token's 0.4 ms more, its TPOT unchanged (the client
+    keeps up with 6 ms iterations); 64 streams read by its threads on one core at most 1 / 0.4 ms =
+    2,500 tokens/s, each stream's TPOT the 64 streams' reads, 25.6 ms."""
     free = run_scenario(_wave(1)).records[0]
-    busy = run_scenario(_client(1, 0.002, 4e-4)).records[0]
-    assert busy.ttft - free.ttft == pytest.approx(0.002 + 4e-4, rel=1e-6)
+    sc = _client(1, 0.002, 4e-4)
+    busy = run_scenario(sc).records[0]
+    assert busy.ttft - free.ttft == pytest.approx(0.002 * next(build_factors(sc.seed)) + 4e-4, rel=1e-6)
     assert busy.tpot == pytest.approx(free.tpot, rel=1e-9)
     many = run_scenario(_client(64, 0.0, 4e-4, prompt=64, output=200)).metrics
     assert many["output_throughput"] == pytest.approx(2500, rel=0.05)
@@ -214,7 +217,7 @@ def test_a_client_of_threads_reads_a_new_first_token_after_a_turn_of_the_others(
 
 def test_a_capped_client_sends_its_next_request_once_it_has_read_the_last_answer():
     """One request at a time: each is sent when the client has parsed the last token of the one
-    before (its E2E), and reaches the engine its 2 ms of building later."""
+    before (its E2E), and reaches the engine its build later (2 ms on average, each its own)."""
     sc = _client(3, 0.002, 4e-4, output=20)
     sc = replace(sc, workload=replace(sc.workload, max_concurrency=1))
     engine = Engine(sc)
@@ -222,7 +225,11 @@ def test_a_capped_client_sends_its_next_request_once_it_has_read_the_last_answer
     recs = sorted(engine.metrics.records, key=lambda r: r.arrival_time)
     for before, after in zip(recs, recs[1:]):
         assert after.arrival_time == pytest.approx(before.arrival_time + before.e2e, rel=1e-9)
-    assert recs[1].ttft == pytest.approx(recs[0].ttft, rel=1e-6)  # the same path each time
+    # the same path each time but for the builds' own times
+    f = build_factors(sc.seed)
+    first, second = next(f), next(f)
+    assert recs[1].ttft - recs[0].ttft == pytest.approx(0.002 * (second - first), abs=1e-9)
+    assert second != first
 
 
 def test_a_client_costing_nothing_is_no_client():
