@@ -414,7 +414,7 @@ def measure(python: str, threads: int, max_tokens: int, seconds: float, warmup: 
     return with_stub(tick_s, client)
 
 
-def _has_litellm(python: str) -> bool:
+def has_litellm(python: str) -> bool:
     return subprocess.run([python, "-c", "import litellm"], capture_output=True,
                           env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}).returncode == 0
 
@@ -447,7 +447,7 @@ def main(argv=None) -> int:
         Path(a.out).write_text(json.dumps(res))
         return 0
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # (the stub is ended on the way out)
-    if not (os.path.exists(a.python) and _has_litellm(a.python)):
+    if not (os.path.exists(a.python) and has_litellm(a.python)):
         print(f"client_costs: no litellm in {a.python}: nothing measured (install it as this file's text says)")
         return 0
     tick = a.tick_ms / 1e3

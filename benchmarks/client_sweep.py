@@ -41,7 +41,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.client_costs import MODEL, TICK_S, _has_litellm, closed_loop, with_stub  # noqa: E402
+from benchmarks.client_costs import MODEL, TICK_S, closed_loop, has_litellm, with_stub  # noqa: E402
 
 DISCARD = 3
 """Samples dropped by request number (chatbot-short.yaml's warmup.discard_runs)."""
@@ -162,7 +162,7 @@ def main(argv=None) -> int:
         Path(a.out).write_text(json.dumps(res))
         return 0
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    if not (os.path.exists(a.python) and _has_litellm(a.python)):
+    if not (os.path.exists(a.python) and has_litellm(a.python)):
         print(f"client_sweep: no litellm in {a.python}: nothing measured (install it as client_costs.py says)")
         return 0
     load0 = os.getloadavg()
