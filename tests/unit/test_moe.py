@@ -18,7 +18,7 @@ from sim.cost import CostModel, ExpertReads, expert_compute_share, fused_moe_com
 from sim.engine import Engine
 from sim.errors import ConfigError
 from sim.kv import BlockPool, KvLayout
-from sim.profiles import BUILTIN_PROFILES, Deployment
+from sim.profiles import BUILTIN_PROFILES, MXFP4_MARLIN_READ_SHARE, Deployment
 from sim.scenario import Scenario
 from sim.workload import LengthSpec, WorkloadSpec
 from tests.examples import examples
@@ -423,12 +423,13 @@ MATMUL_OGS_GPT_OSS_B200_BANDWIDTH = (51.4, 56.2, 54.9, 55.8, 58.4, 50.4, 49.7, 4
                                      55.7, 55.6, 55.7, 55.7, 55.5, 53.7, 53.5, 53.5, 53.6)
 
 
-@pytest.mark.parametrize("gpu, share", [("h100-sxm", 0.54 / 0.80), ("h200", 0.54 / 0.80), ("a100-80gb", 1.0)])
+@pytest.mark.parametrize("gpu, share", [("h100-sxm", 0.54 / 0.80), ("h200", 0.54 / 0.80),
+                                        ("a100-80gb", MXFP4_MARLIN_READ_SHARE)])
 def test_gpt_oss_experts_are_read_at_matmul_ogs_bandwidth_where_triton_kernels_run_them(gpu, share):
     """On compute capability 9.0-10.x gpt-oss's MXFP4 experts are read at the share of the HBM's
     bandwidth triton_kernels' matmul measures (the median of Triton PR 10047's figures), over the
-    80 % a weight-streaming GEMM reaches; the always-read weights, an A100's Marlin experts and
-    bf16 experts at that 80 %."""
+    80 % a weight-streaming GEMM reaches; an A100's, which Marlin reads, at Marlin's share (below);
+    the always-read weights and bf16 experts at that 80 %."""
     assert statistics.median(MATMUL_OGS_GPT_OSS_B200_BANDWIDTH) == pytest.approx(54, abs=0.5)
     d = P.deployment(gpu, "gpt-oss-120b")
     assert d.moe_read_share == pytest.approx(share)
@@ -441,6 +442,36 @@ def test_gpt_oss_experts_are_read_at_matmul_ogs_bandwidth_where_triton_kernels_r
             always / bandwidth + routed / (bandwidth * share), rel=1e-12)
     for model, tp in (("qwen3-30b-a3b", 1), ("mixtral-8x7b", 2)):
         assert P.deployment(gpu, model, tensor_parallel_size=tp).moe_read_share == 1.0
+
+
+def test_marlins_mxfp4_experts_replay_vllm_pr_27523s_marlin_latency(tmp_path, monkeypatch):
+    """vLLM PR 27523 measured gpt-oss-120b's offline latency on an H100 through Marlin
+    (VLLM_MXFP4_USE_MARLIN=1): 1.17 s. Replayed on an H100 that runs Marlin (the profile's compute
+    capability moved off 9.0-10.x, where vLLM picks Marlin), with Marlin reading the experts at
+    MXFP4_MARLIN_READ_SHARE of eta_bw: within 0.5 % (1.165-1.175 s, what 1.17 s rounds); at
+    eta_bw, the fused-MoE path's pricing before, 11 % short. Marlin's path runs the fused-MoE
+    path's six kernels; the file's own figure (triton_kernels, 1.58 s) is not Marlin's."""
+    import sim.profiles
+    from batchtui.cli.measured import load_run
+    from benchmarks.fidelity import PUBLISHED
+    from sim.engine import run_scenario
+
+    assert MXFP4_MARLIN_READ_SHARE == pytest.approx(0.845)
+    profile = tmp_path / "marlin.toml"
+    profile.write_text("[gpus.h100-sxm]\ncompute_capability = 8.9\n", encoding="utf-8")
+    path = str(PUBLISHED / "vllm-pr27523-gpt-oss-120b-h100-latency.json")
+
+    def latency() -> float:
+        replay = load_run(path, Scenario(profiles_path=str(profile)), {}, str(tmp_path), 0, ("gpu", "model"))
+        d = replay.scenario.deployment()
+        assert d.moe_kernels == 6 and d.gpu.compute_capability == 8.9
+        return run_scenario(replay.scenario, keep_requests=False).metrics["mean_e2el_ms"]
+
+    assert latency() == pytest.approx(1170, rel=0.005)
+    formats = dict(sim.profiles.WEIGHT_FORMATS)
+    formats["mxfp4"] = dataclasses.replace(formats["mxfp4"], marlin_read_share=1.0)
+    monkeypatch.setattr(sim.profiles, "WEIGHT_FORMATS", formats)
+    assert latency() == pytest.approx(1046, rel=0.005)
 
 
 def test_the_readmes_qwen3_table():
