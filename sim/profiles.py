@@ -55,29 +55,20 @@ class WeightFormat:
     """On the GPUs of `moe_kernel_capability`: the share of a weight-streaming GEMM's bandwidth
     (`eta_bw`) the format's own MoE kernels reach reading the routed experts (1: the same)."""
     marlin_read_share: float = 1.0
-    """Off `moe_kernel_capability`, where vLLM runs the format's experts through Marlin's MoE kernels
-    (the fused-MoE path's six kernels, `moe_wna16_marlin_gemm` for the two GEMMs): the share of
-    `eta_bw` they read the routed experts at (1: the same; measured for MXFP4 only,
-    MXFP4_MARLIN_READ_SHARE)."""
+    """Off `moe_kernel_capability`, where vLLM runs these experts through Marlin's MoE kernels (the
+    fused-MoE path's six): the share of `eta_bw` they read them at (MXFP4_MARLIN_READ_SHARE)."""
     experts_only: bool = False
     """Only the routed experts are stored so (gpt-oss's MXFP4: vLLM's Mxfp4Config quantizes only
     the MoE layers, and the checkpoint keeps attention, router, embedding and head in bf16)."""
 
 
 MXFP4_MARLIN_READ_SHARE = 0.845
-"""The share of `eta_bw` Marlin's MoE kernels read gpt-oss's MXFP4 experts at, where vLLM runs them
-through Marlin (get_mxfp4_backend in vllm/model_executor/layers/quantization/mxfp4.py: off compute
-capability 9.0-10.x, and on an H100 with VLLM_MXFP4_USE_MARLIN=1). Source: vLLM PR 27523 measured
-gpt-oss-120b's offline latency on one H100 (vllm bench latency's defaults: a batch of 8 prompts of
-32 tokens, 128 out) at 1.17 s through Marlin, where the fused-MoE path's pricing (its six kernels,
-which fused_marlin_moe.py runs: moe_align_block_size, two moe_wna16_marlin_gemm, the activation, the
-sum, after the top-k) with the experts read at `eta_bw` gives 1.046 s: the 0.12 s beyond are the
-GEMMs', about 0.97 ms on each of the run's 128 steps against the 5.1 ms that reading a step's routed
-experts (about 29 of 128 a layer at 8 tokens) takes at `eta_bw`: 0.845 of it (1.165-1.175 s, what
-the PR's 1.17 s rounds, give 0.839-0.849). Checked on another GPU and load: GPUStack's gpt-oss-120b
-at 4 clients on one A100 (vLLM 0.11.0, Marlin), TPOT -18 and -16 % at `eta_bw`, -10 and -7 % at this
-share, TTFT -16 % both, -4 and -5 % (tests/data/published). Other formats' experts on Marlin (AWQ,
-GPTQ) keep `eta_bw`: not measured."""
+"""The share of `eta_bw` Marlin's MoE kernels read MXFP4 experts at (vLLM runs them so off compute
+capability 9.0-10.x: mxfp4.py's get_mxfp4_backend). vLLM PR 27523: gpt-oss-120b's offline latency
+on an H100 through Marlin, 1.17 s, where six kernels with the experts at `eta_bw` give 1.046 s; the
+excess, 0.97 ms on each of 128 steps against 5.1 ms of expert reads, is this share (1.165-1.175 s:
+0.839-0.849). Checked on GPUStack's A100 runs; AWQ and GPTQ experts on Marlin keep `eta_bw` (not
+measured). docs/accuracy.md, Mixtures of experts."""
 
 # 4-bit group-quantized formats keep one fp16 scale and one 4-bit zero point per 128 weights:
 # 0.5 + 2.5 / 128 bytes a weight. bitsandbytes' NF4 with double quantization: about 4.13 bits.
@@ -113,7 +104,6 @@ WEIGHT_FORMATS: Mapping[str, WeightFormat] = MappingProxyType({
     # 5760, 128 experts) at 128 to 512 tokens and measured 48-58 % of a B200's 8 TB/s, 54 % at the
     # median of its two tables (FP8 activations there, bf16 in vLLM on Hopper; no Hopper figure is
     # published), against the 80 % a weight-streaming GEMM reaches (`eta_bw`): a share of 0.54 / 0.80.
-    # Elsewhere (an A100, Ada) vLLM runs them through Marlin: MXFP4_MARLIN_READ_SHARE below.
     "mxfp4": WeightFormat(4.25 / 8, False, moe_kernels=18, moe_kernel_capability=(9.0, 11.0),
                           moe_read_share=0.54 / 0.80, marlin_read_share=MXFP4_MARLIN_READ_SHARE,
                           experts_only=True),
@@ -1101,11 +1091,8 @@ class Deployment:
         """The share of `eta_bw` the routed experts are read at: their format's own MoE path's
         (`WeightFormat.moe_read_share`) where it runs on this GPU, else their format's on Marlin
         (`WeightFormat.marlin_read_share`; 1 for bf16 experts and formats not measured)."""
-        own = self._own_moe_path()
-        if own is not None:
-            return own.moe_read_share
-        fmt = self.expert_weight_format
-        return fmt.marlin_read_share if fmt is not None else 1.0
+        own, fmt = self._own_moe_path(), self.expert_weight_format
+        return own.moe_read_share if own is not None else fmt.marlin_read_share if fmt is not None else 1.0
 
     # -- checks ------------------------------------------------------------------------------
 
