@@ -551,8 +551,10 @@ class CostModel:
         gaps: list[float] = []
         end = start
         overlap = self.overlap  # (iteration_total's join, written out on floats: max or sum)
-        for context in range(total_context, total_context + batch * count, batch):
+        context = total_context
+        for _ in range(count):
             gpu = t_linear + (context * per_token + window) + t_allreduce  # (+ 0.0 without a window)
+            context += batch
             if gpu < launch:
                 gpu = launch
             new = end + ((gpu if gpu >= overhead else overhead) if overlap else gpu + overhead)

@@ -615,7 +615,7 @@ class Engine:
                 stash = (index, start, end, cost, out, result, (), running, waiting, used,
                          seen if self._front else None)
             elif len(stash) == 2:  # (index, the last decode stretch run): its last iteration
-                index, part = stash  # (see sim.schedulers.continuous.DECODE_STRETCH_FIELDS)
+                index, part = stash  # (see sim.schedulers.base.DECODE_STRETCH_FIELDS)
                 _, end, last_start, _, _, batch, last_context, _, binding, finished, used_last, running, waiting, \
                     seen, _ = part
                 out = SchedulerOutput(num_compact=batch, compact_context=last_context, binding_limit=binding,
@@ -744,7 +744,7 @@ class Engine:
         metrics = self.metrics
         series = metrics.series_interval is not None
         n = 0
-        for part in got:  # (see sim.schedulers.continuous.DECODE_STRETCH_FIELDS)
+        for part in got:  # (see sim.schedulers.base.DECODE_STRETCH_FIELDS)
             if len(part) == 12:  # a request's first decode call's batch (FIRST_DECODE_FIELDS)
                 req, start, end, used, binding, batch, seen, itl = part[:8]
                 self.iteration += 1

@@ -61,7 +61,6 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
-from operator import ge, sub
 from typing import TYPE_CHECKING
 
 from .client import ThreadedClient
@@ -355,17 +354,18 @@ class Frontend:
                     seen = done
         return seen
 
-    def _one_by_one(self, ends: list, tokens: int, quiet: bool) -> list:
+    def _one_by_one(self, ends: list[float], tokens: int, quiet: bool) -> list[float]:
         """`output` for each of `ends` in turn (`quiet`: no request is sent before the last), its
         one-server job written out: the same sums in the same order."""
         if len(self._free) > 1:
-            job = self._job if quiet else self.output
-            return [job(e, tokens) for e in ends]
+            if quiet:
+                return [self._job(e, tokens) for e in ends]
+            return [self.output(e, tokens) for e in ends]
         free = self._free
         arrivals = self.arrivals
         work = tokens * self.costs.output_token_s
         self.streamed += len(ends) * tokens
-        seen = []
+        seen: list[float] = []
         # The next send (only `advance` moves it): inf when quiet.
         sent = math.inf if quiet else arrivals.next_at
         begin = free[0]
@@ -385,49 +385,86 @@ class Frontend:
         each with `tokens` tokens: when each one's tokens reach their clients and the gaps
         between them (the first from the last output job before), as a list or an array as
         `ends` is. The same numbers as `output` one at a time."""
+        if ends.__class__ is list:
+            return self._outputs_of_list(ends, tokens)
+        import numpy as np
+
         before = self.last_seen
-        last = float(ends[-1])  # (a Python float: ends may be an array)
+        last = float(ends[-1])  # (a Python float: ends is an array)
         free = self._free
         servers = len(free)
         quiet = self.arrivals.next_at > last  # no request is sent before the last is ready
         idle = False
-        seen: list[float] | np.ndarray
+        seen: np.ndarray
         if quiet:
             share, extra = divmod(tokens, servers)
             step = (share + (extra > 0)) * self.costs.output_token_s  # the slowest server's share
             first = float(ends[0])
             # Every server free when each output is ready: each reaches the clients `step` later.
             idle = free[0] <= first if servers == 1 else all(begin <= first for begin in free)
-            if ends.__class__ is list:
-                if idle:
-                    seen = [e + step for e in ends]
-                    idle = all(map(ge, ends[1:], seen))  # (each ready after the one before is seen)
-            else:
-                seen = ends + step
-                idle = idle and bool((ends[1:] >= seen[:-1]).all())
+            seen = ends + step
+            idle = idle and bool((ends[1:] >= seen[:-1]).all())
             if idle:
-                self.streamed += len(ends) * tokens
-                if servers == 1:
-                    free[0] = seen[-1]
-                else:
-                    for k in range(servers):
-                        n = share + 1 if k < extra else share
-                        if n:
-                            free[k] = last + n * self.costs.output_token_s
+                self._streamed_idle(len(ends), tokens, last, float(seen[-1]))
         if not quiet or not idle:
-            seen = self._one_by_one(ends if ends.__class__ is list else ends.tolist(), tokens, quiet)
-            if ends.__class__ is not list:
-                import numpy as np
-
-                seen = np.array(seen)
+            seen = np.array(self._one_by_one(ends.tolist(), tokens, quiet))
         self.last_seen = float(seen[-1])
-        gaps: list[float] | np.ndarray
-        if isinstance(seen, list):
-            gaps = [seen[0] - before, *map(sub, seen[1:], seen)]
-        else:
-            import numpy as np
-
-            gaps = np.empty(len(seen))
-            gaps[0] = seen[0] - before
-            np.subtract(seen[1:], seen[:-1], out=gaps[1:])
+        gaps = np.empty(len(seen))
+        gaps[0] = seen[0] - before
+        np.subtract(seen[1:], seen[:-1], out=gaps[1:])
         return seen, gaps
+
+    def _outputs_of_list(self, ends: list[float], tokens: int) -> tuple[list[float], list[float]]:
+        """`outputs` of a list of ends (a short stretch's): one pass over them, typed for the
+        compiled core (floats unboxed), the same sums in the same order."""
+        before = self.last_seen
+        last = ends[-1]
+        free = self._free
+        servers = len(free)
+        seen: list[float] = []
+        gaps: list[float] = []
+        quiet = self.arrivals.next_at > last  # no request is sent before the last is ready
+        idle = False
+        if quiet:
+            share, extra = divmod(tokens, servers)
+            step = (share + (extra > 0)) * self.costs.output_token_s  # the slowest server's share
+            first = ends[0]
+            # Every server free when each output is ready: each reaches the clients `step` later,
+            # if each is ready after the one before reached them.
+            idle = free[0] <= first if servers == 1 else all(begin <= first for begin in free)
+            if idle:
+                previous = before
+                for e in ends:
+                    if e < previous and seen:
+                        idle = False
+                        break
+                    s = e + step
+                    seen.append(s)
+                    gaps.append(s - previous)
+                    previous = s
+            if idle:
+                self._streamed_idle(len(ends), tokens, last, seen[-1])
+        if not quiet or not idle:
+            seen = self._one_by_one(ends, tokens, quiet)
+            gaps = []
+            previous = before
+            for s in seen:
+                gaps.append(s - previous)
+                previous = s
+        self.last_seen = seen[-1]
+        return seen, gaps
+
+    def _streamed_idle(self, iterations: int, tokens: int, last: float, last_seen: float) -> None:
+        """`outputs`' iterations were streamed each on free servers (`last`: when the last was
+        ready, `last_seen`: when it reached its clients)."""
+        free = self._free
+        servers = len(free)
+        self.streamed += iterations * tokens
+        if servers == 1:
+            free[0] = last_seen
+        else:
+            share, extra = divmod(tokens, servers)
+            for k in range(servers):
+                n = share + 1 if k < extra else share
+                if n:
+                    free[k] = last + n * self.costs.output_token_s

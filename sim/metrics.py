@@ -33,6 +33,25 @@ RECENT_ITERATIONS = 4096
 """Iterations the live rates look back over at most."""
 
 
+def largest(values: list[float]) -> float:
+    """max() of a non-empty list of floats, in one typed pass (the compiled core compares them
+    unboxed)."""
+    top = values[0]
+    for value in values:
+        if value > top:
+            top = value
+    return top
+
+
+def _integrated(integral: float, busy: float, running: int, gaps: list[float]) -> tuple[float, float]:
+    """The running integral and busy time after iterations of `running` requests lasting `gaps`,
+    added one gap at a time, in order (as per-iteration booking adds them)."""
+    for gap in gaps:
+        integral += running * gap
+        busy += gap
+    return integral, busy
+
+
 def weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
     """numpy.percentile(np.repeat(values, weights), q) without building the repeated array (nor
     sorting all of `values`: a weighted selection narrows to the two ranks it needs)."""
@@ -466,14 +485,8 @@ class MetricsCollector:
                     else:
                         self._count_tokens_in(seen_ends, running)
             # The same float additions in the same order as per-iteration booking (dt is the gap).
-            ri = self.running_integral
-            busy = self.busy_time
-            for gap in gaps:
-                ri += running * gap
-                busy += gap
-            self.running_integral = ri
-            self.busy_time = busy
-            top = max(itl)
+            self.running_integral, self.busy_time = _integrated(self.running_integral, self.busy_time, running, gaps)
+            top = largest(itl)
             last_seen = seen_ends[-1]
             ends_tail = ends if k <= RECENT_ITERATIONS else ends[k - RECENT_ITERATIONS:]
         # (No series is sampled here: the per-sample figures are left alone.)

@@ -248,3 +248,25 @@ def is_decode(req: Request, n: int, before: int, in_flight: int = 0) -> bool:
     has sampled before (`in_flight`: tokens sampled but not yet processed, async scheduling)."""
     outputs = req.num_output_tokens + in_flight
     return n == 1 and outputs > 0 and req.prompt_len + outputs - before == 1
+
+
+FIRST_DECODE_FIELDS = ("request", "start", "end", "kv_blocks_used", "binding", "batch", "seen", "itl", "output",
+                       "cost", "num_running", "num_waiting")
+"""What `ContinuousScheduler.async_stretch` gives for the batch it processes in a request's first
+decode call, a plain tuple in this order: the request (its first token this batch's), when the batch started and
+ended, the blocks used, its binding limit, how many requests sampled in it (the decoders and the
+request), when its tokens reached their clients and how long after the ones before (`end` and the
+batch's time without the API server): the decoders' gaps are inter-token latencies, the request's
+first token is none; then the batch as scheduled (its `SchedulerOutput`) and priced (the engine's
+cost tuple), and the requests running and waiting after it, for its report."""
+
+DECODE_STRETCH_FIELDS = ("start", "end", "last_start", "ends", "gaps", "batch", "last_context", "kv_blocks_used",
+                         "binding", "finished", "kv_blocks_used_last", "num_running", "num_waiting", "seen", "itl")
+"""What `ContinuousScheduler.decode_stretch` (and `async_stretch`) gives for each stretch, a plain
+tuple in this order (made tens of thousands of times a sweep): when the first iteration starts, the last ends and the last starts,
+when each iteration ended and how long it took (lists or numpy arrays), the batch, the decode context of the last iteration, the blocks used in them (their
+peak), the binding limit they repeat; if decoders finished in the last one, those (as (admission
+number, request), retired; else ()); the blocks used after it, and the requests running and
+waiting then; through the API server (`retime`), when each iteration's tokens reached their
+clients and the gaps between those times (the inter-token latencies the clients measure), else
+None and None (the clients see the tokens when sampled: `ends` and `gaps`)."""

@@ -21,6 +21,7 @@ from bisect import bisect_right
 from itertools import accumulate
 
 from ..kv import NO_HIT
+from ..metrics import largest
 from ..request import FINISHED, PREEMPTED, RUNNING, Request
 from .base import (CapsUsed, Scheduler, SchedulerOutput, UpdateResult, WorkRow, is_decode, record_token, stop_reason,
                    stops)
@@ -996,9 +997,7 @@ class ContinuousScheduler(Scheduler):
             # The batch the last call schedules (now in flight after it).
             # The batches processed: the one in flight, then those the calls before the last scheduled.
             if ends.__class__ is list:
-                processed_ends = [end] + ends[:calls - 1]
-                processed_gaps = [end - start] + gaps[:calls - 1]
-                top = max(processed_gaps)
+                processed_ends, processed_gaps, top = _processed(end, end - start, ends, gaps, calls - 1)
             else:
                 processed_ends = timeline[:calls]
                 processed_gaps = np.concatenate(((end - start,), gaps[:calls - 1]))
@@ -1032,7 +1031,7 @@ class ContinuousScheduler(Scheduler):
                 first_running = len(running.members)
                 if calls > 1:
                     rest = processed_gaps[1:] if itl is None else itl[1:]
-                    top = max(rest) if rest.__class__ is list else float(rest.max())
+                    top = largest(rest) if rest.__class__ is list else float(rest.max())
                 self._steady_binding = None
             parts: list[tuple]
             head: tuple
@@ -1088,35 +1087,27 @@ class ContinuousScheduler(Scheduler):
         return stretches, in_flight
 
 
-FIRST_DECODE_FIELDS = ("request", "start", "end", "kv_blocks_used", "binding", "batch", "seen", "itl", "output",
-                       "cost", "num_running", "num_waiting")
-"""What `async_stretch` gives for the batch it processes in a request's first decode call, a plain
-tuple in this order: the request (its first token this batch's), when the batch started and
-ended, the blocks used, its binding limit, how many requests sampled in it (the decoders and the
-request), when its tokens reached their clients and how long after the ones before (`end` and the
-batch's time without the API server): the decoders' gaps are inter-token latencies, the request's
-first token is none; then the batch as scheduled (its `SchedulerOutput`) and priced (the engine's
-cost tuple), and the requests running and waiting after it, for its report."""
-
-DECODE_STRETCH_FIELDS = ("start", "end", "last_start", "ends", "gaps", "batch", "last_context", "kv_blocks_used",
-                         "binding", "finished", "kv_blocks_used_last", "num_running", "num_waiting", "seen", "itl")
-"""What `decode_stretch` gives for each stretch, a plain tuple in this order (made tens of
-thousands of times a sweep): when the first iteration starts, the last ends and the last starts,
-when each iteration ended and how long it took (lists or numpy arrays), the batch, the decode context of the last iteration, the blocks used in them (their
-peak), the binding limit they repeat; if decoders finished in the last one, those (as (admission
-number, request), retired; else ()); the blocks used after it, and the requests running and
-waiting then; through the API server (`retime`), when each iteration's tokens reached their
-clients and the gaps between those times (the inter-token latencies the clients measure), else
-None and None (the clients see the tokens when sampled: `ends` and `gaps`)."""
-
-
 def _retimed(retime, ends, batch: int, end: float, top: float) -> tuple:
     """(seen, itl, when the last tokens reached their clients, the largest gap) of a stretch's
     iterations: through `retime` (`sim.frontend.Frontend.outputs`), or as the engine timed them."""
     if retime is None:
         return None, None, end, top
     seen, itl = retime(ends, batch)
-    return seen, itl, float(seen[-1]), float(max(itl)) if itl.__class__ is list else float(itl.max())
+    return seen, itl, float(seen[-1]), largest(itl) if itl.__class__ is list else float(itl.max())
+
+
+def _processed(end: float, gap: float, ends: list[float], gaps: list[float], n: int) -> tuple:
+    """([end] + ends[:n], [gap] + gaps[:n], the largest of those gaps) in one typed pass."""
+    out_ends = [end]
+    out_gaps = [gap]
+    top = gap
+    for j in range(min(n, len(ends))):
+        out_ends.append(ends[j])
+        g = gaps[j]
+        out_gaps.append(g)
+        if g > top:
+            top = g
+    return out_ends, out_gaps, top
 
 
 def _after_first(whole: list, ends, gaps, seen, itl) -> tuple:
