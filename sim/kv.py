@@ -153,8 +153,12 @@ class BlockPool:
         return self.usable - self.free
 
     def blocks_for(self, num_tokens: int) -> int:
-        """Blocks a request holds for `num_tokens` tokens (its window groups' included)."""
-        return self.layout.blocks_for(num_tokens, self.block_size)
+        """Blocks a request holds for `num_tokens` tokens (its window groups' included: the
+        layout's rule; without them one per `block_size` tokens, worked out here, as this is asked
+        for every request at every schedule)."""
+        if self.window_groups:
+            return self.layout.blocks_for(num_tokens, self.block_size)
+        return -(-num_tokens // self.block_size)
 
     @property
     def token_capacity(self) -> int:
@@ -177,7 +181,7 @@ class BlockPool:
     def try_allocate(self, request_id: str, total_tokens: int, reserve: int = 0) -> bool:
         """Grow a sequence to hold `total_tokens`; fails (taking nothing) unless `reserve` blocks
         would still be free afterwards."""
-        need = self.layout.blocks_for(total_tokens, self.block_size) - self._held.get(request_id, 0)
+        need = self.blocks_for(total_tokens) - self._held.get(request_id, 0)
         if need <= 0:
             return True
         if need + reserve > self.free:
@@ -197,7 +201,7 @@ class BlockPool:
         those beyond what it was known to hold come out of the blocks handed out with `take`.
         With caching its full blocks get their hashes (`cache_blocks`; `known`: as there)."""
         rid = request.request_id
-        blocks = self.layout.blocks_for(tokens, self.block_size)
+        blocks = self.blocks_for(tokens)
         self.unattributed -= blocks - self._held.get(rid, 0)
         self._held[rid] = blocks
         if self.caching:

@@ -31,7 +31,7 @@ from .running import RunningSet
 COMPACT_ASYNC = True
 """Under async scheduling, decoders are held compactly too (False: every request explicitly, one
 by one, the form the vLLM traces were first checked with; tests compare the two)."""
-NUMPY_STRETCH = 96
+NUMPY_STRETCH = 1024
 """Decode stretches at least this long are timed with numpy arrays."""
 MAX_STRETCH = 1 << 16
 
@@ -67,7 +67,7 @@ class ContinuousScheduler(Scheduler):
         self._steady_binding: str | None = None
         # Prefix cache lookups of admitted requests, in tokens: queries and hits of first
         # admissions, then of resumptions after a preemption.
-        self.prefix_stats = [0, 0, 0, 0]
+        self.prefix_stats: list[int] = [0, 0, 0, 0]
         self.caps = CapsUsed()  # how near the run came to its seat and token caps
 
     def set_config(self, config) -> None:
@@ -189,16 +189,17 @@ class ContinuousScheduler(Scheduler):
         running = self.running
         waiting = self.waiting
         out = SchedulerOutput()
-        budget = cfg.token_budget
-        threshold = cfg.long_prefill_token_threshold
+        budget: int = cfg.token_budget  # (the dials typed: the compiled core compares them unboxed)
+        threshold: int = cfg.long_prefill_token_threshold
         # The long-prefill cap only matters when a request shares the engine with others.
+        budget_given = budget
         eligible = len(running.members) + len(waiting)
         if threshold > 0 and eligible <= 1:
             threshold = 0
         elif threshold > 0 and cfg.long_prefill_token_threshold_adaptive:
             # vLLM 0.33's adaptive cap: never below a fair share of the token budget.
             threshold = max(threshold, cfg.max_num_batched_tokens // eligible)
-        max_model_len = cfg.max_model_len
+        max_model_len: int = cfg.max_model_len
         work_left = False  # a request got fewer tokens than it wanted
 
         # First, the running requests, in admission order. If all of them fit the budget and the
@@ -311,7 +312,7 @@ class ContinuousScheduler(Scheduler):
         running_scheduled = bool(out.scheduled)
         if not out.preempted and waiting:
             members = running.members
-            max_num_seqs = cfg.seats
+            max_num_seqs: int = cfg.seats
             caching = pool.caching
             chunked = cfg.enable_chunked_prefill
             reserve_full_isl = cfg.scheduler_reserve_full_isl
@@ -400,8 +401,8 @@ class ContinuousScheduler(Scheduler):
             caps.budget_bound = True
         if len(running.members) > caps.peak_running:
             caps.peak_running = len(running.members)
-        if cfg.token_budget - budget > caps.peak_tokens:
-            caps.peak_tokens = cfg.token_budget - budget
+        if budget_given - budget > caps.peak_tokens:
+            caps.peak_tokens = budget_given - budget
         if out.preempted or stop_reason == "kv_cache":
             out.binding_limit = "kv_cache"
         elif stop_reason:
@@ -901,7 +902,9 @@ class ContinuousScheduler(Scheduler):
         it join (`_join_first_decoders`), and the first call, its first decode call, processes its
         first token with the decoders' tokens. That batch is given apart, as
         `FIRST_DECODE_FIELDS` (the request's first token is no inter-token gap)."""
-        out, start, end, _ = flight
+        out: SchedulerOutput = flight[0]
+        start: float = flight[1]
+        end: float = flight[2]
         running = self.running
         decoders = running.decoders
         waiting = bool(self.waiting)
@@ -923,7 +926,7 @@ class ContinuousScheduler(Scheduler):
                 or (waiting and self._steady_binding is None)):
             return ()
         pool = self.pool
-        budget = self.config.max_num_batched_tokens
+        budget: int = self.config.max_num_batched_tokens
         block_size = running.block_size
         binding = self._steady_binding or "none"
         first_binding = out.binding_limit
@@ -1071,14 +1074,10 @@ class ContinuousScheduler(Scheduler):
                 first_binding = binding
             stretches.extend(parts)
             max_calls -= calls
-            if next_batch:
-                out = SchedulerOutput(num_compact=next_batch, compact_context=scheduled_context,
-                                      binding_limit=binding)
-                in_flight = (out, start_next, end_next, (next_batch, scheduled_context, []))
-            else:
-                out = None
-                in_flight = None
-            self._next_out = out
+            next_out = SchedulerOutput(num_compact=next_batch, compact_context=scheduled_context,
+                                       binding_limit=binding) if next_batch else None
+            in_flight = (next_out, start_next, end_next, (next_batch, scheduled_context, [])) if next_batch else None
+            self._next_out = next_out
             if not shrinks or until_finish or waiting or not next_batch or max_calls <= 0 or start_next >= limit:
                 break
             start, end, batch, context = start_next, end_next, next_batch, scheduled_context
