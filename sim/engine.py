@@ -700,6 +700,7 @@ class Engine:
             # each request's tokens at its own time.)
             stretch = None
         asynchronous = self._async
+        continuous = self.scheduler if isinstance(self.scheduler, ContinuousScheduler) else None  # (called directly)
         arrivals = self.arrivals
         frontend = self.frontend if self._front else None
         retime = frontend.outputs if frontend is not None else None
@@ -724,8 +725,8 @@ class Engine:
                     if got:
                         n += self._book_stretches(got)
                         continue
-                elif self._in_flight is not None:
-                    got = stretch(cost, self._in_flight, limit, calls, arrivals.listens, retime)
+                elif self._in_flight is not None and continuous is not None:
+                    got = continuous.async_stretch(cost, self._in_flight, limit, calls, arrivals.listens, retime)
                     if got:
                         # Calls run in bulk, each leaving a batch in flight (the last one's is kept).
                         parts, self._in_flight = got

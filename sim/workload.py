@@ -32,6 +32,7 @@ import math
 import re
 from collections import deque
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -467,6 +468,13 @@ class RequestQueue:
             stop = min(end, self._block_end)
             first = self._first_index + base
             times, prompts, outputs, batches, groups = self._block
+            if batches is None and not prefix_len and not talks:  # (the usual block: made at C speed)
+                a, b = i - base, stop - base
+                specs += map(RequestSpec, map(str, range(first + a, first + b)), times[a:b], prompts[a:b],
+                             outputs[a:b], repeat(priority), repeat(own_pool), repeat(hash_ids), repeat(None),
+                             repeat(turn), repeat(""))
+                i = stop
+                continue
             for k in range(i - base, stop - base):
                 rid = str(first + k)
                 batch = batches is not None and batches[k]
