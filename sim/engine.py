@@ -298,8 +298,9 @@ class Engine:
                     raise RequestRejected(spec.request_id, f"its input of {spec.prompt_len} tokens is longer than "
                                                            f"the model's {self.model.max_model_len}")
             else:
-                check_request(spec.request_id, spec.prompt_len, spec.output_len, config,
-                              self.pool.usable, self.pool.block_size, self.pool.blocks_for)
+                pool = self.pool  # (its blocks_for only with window groups: else check_request's own count)
+                check_request(spec.request_id, spec.prompt_len, spec.output_len, config, pool.usable,
+                              pool.block_size, pool.blocks_for if pool.window_groups else None)
                 if spec.prompt_segments is not None:
                     check_segments(spec.request_id, spec.prompt_segments, spec.prompt_len)
         except RequestRejected as exc:
@@ -492,7 +493,7 @@ class Engine:
             tokens = sched.tokens_out(out)
             before = frontend.last_seen
             seen = frontend.output(end, tokens) if tokens else before
-            result = sched.update_from_output(out, before, seen)
+            result: UpdateResult = sched.update_from_output(out, before, seen)
             if self._threads and (tokens or result.finished):
                 # Its client's threads read each request's chunk in their turns (`_client_read`).
                 requests = self.requests
