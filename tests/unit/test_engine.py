@@ -189,6 +189,27 @@ def test_weighted_percentile_equals_numpy_on_the_expanded_list():
             assert weighted_percentile(v, w, q) == pytest.approx(np.percentile(np.repeat(v, w), q), abs=1e-12)
 
 
+def test_weighted_percentiles_sorted_once_are_the_selected_ones(monkeypatch):
+    """A summary's ITL percentiles from one sort of the gaps (up to metrics.SORT_ALL of them) are
+    the weighted selection's to the float: the same ranks of the same multiset (many gaps, ties
+    among them, as a run's iteration times repeat)."""
+    from sim import metrics
+
+    rng = np.random.default_rng(1)
+    qs = [50, 90, 99, 0, 100, 37.5]
+    for n, most in ((1, 3), (7, 3), (5000, 3), (20000, 3), (20000, 300)):
+        v = np.round(rng.gamma(4.0, 0.002, size=n), 6)
+        w = rng.integers(1, most, size=n).astype(np.int32)
+        monkeypatch.setattr(metrics, "SORT_ALL", 1 << 30)
+        sorted_once = metrics.weighted_percentiles(v, w, qs)
+        monkeypatch.setattr(metrics, "SORT_ALL", 0)
+        selected = metrics.weighted_percentiles(v, w, qs)
+        assert sorted_once == selected
+        assert [weighted_percentile(v, w, q) for q in qs] == selected
+        expanded = np.repeat(v, w)
+        assert sorted_once == pytest.approx([np.percentile(expanded, q) for q in qs], abs=1e-12)
+
+
 def test_driver_paces_pauses_and_single_steps():
     engine = Engine(Scenario(workload=WorkloadSpec(request_rate=10, num_prompts=0)), live=True)
     t = [0.0]

@@ -256,3 +256,38 @@ def test_a_capped_fixed_length_replay_staggers_through_the_api_server():
     alone = run_scenario(capped(engine={"api_server_count": 0})).metrics
     assert alone["median_ttft_ms"] == pytest.approx(alone["p99_ttft_ms"], rel=1e-9)
     assert alone["median_ttft_ms"] == pytest.approx(197, abs=0.5)
+
+
+@pytest.mark.parametrize("servers", [1, 2])
+@pytest.mark.parametrize("step_s", [0.006, 1e-4])
+def test_output_jobs_in_bulk_are_the_jobs_one_at_a_time(servers, step_s):
+    """`outputs` (a stretch's iterations: a list of ends, or an array for a long one) gives the
+    numbers `output` gives one iteration at a time, to the float: when each iteration's tokens
+    reach their clients, the gaps between them, and the servers' state after (the next job's
+    time). Stretches among arrivals (requests sent while they run) and past them, iterations
+    quicker than the servers' work (`step_s` 0.1 ms: the servers are busy) and slower."""
+    import numpy as np
+
+    from sim.arrivals import Arrivals
+    from sim.frontend import Frontend, FrontendCosts
+
+    workload = WorkloadSpec(request_rate=50.0, num_prompts=40)
+    costs = FrontendCosts(request_s=5e-4, prompt_token_s=1e-6, output_token_s=2e-5, servers=servers,
+                          transit_s=TRANSIT_S)
+    for start, count in ((0.0, 5), (0.05, 40), (0.3, 200), (2.0, 30)):
+        ends = [start + step_s * (j + 1) for j in range(count)]
+        fronts = [Frontend(Arrivals(workload, np.random.default_rng(0)), costs) for _ in range(3)]
+        for front in fronts:
+            front.output(start, 7)  # (a job before: the first gap starts at it)
+        one = fronts[0]
+        before = one.last_seen
+        seen = [one.output(e, 7) for e in ends]
+        gaps = [b - a for a, b in zip([before, *seen], seen)]
+        listed = fronts[1].outputs(ends, 7)
+        arrayed = fronts[2].outputs(np.array(ends), 7)
+        assert listed == (seen, gaps)
+        assert arrayed[0].tolist() == seen and arrayed[1].tolist() == gaps
+        nxt = ends[-1] + 1e-3
+        assert one.output(nxt, 3) == fronts[1].output(nxt, 3) == fronts[2].output(nxt, 3)
+        assert one.streamed == fronts[1].streamed == fronts[2].streamed
+        assert one.taken == fronts[1].taken == fronts[2].taken
