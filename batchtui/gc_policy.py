@@ -15,6 +15,12 @@ at 30x on steps 5, 9, 12 and 20 (`benchmarks/gc_pauses.py`): the longest pause 6
 no full collection instead of two or three, the collector's share of the CPU 5-7 % -> under 1 %.
 A headless `batchtui sim` of 100,000 requests: 431 collections taking 0.25-0.36 s of its 4.8 s of
 CPU -> 8 taking 0.03-0.04 s, the same peak memory (67 MB).
+
+Before that, `hold()` (the `batchtui` command's first act, `batchtui.start`) keeps the collector
+off: start-up allocates objects by the hundred thousand (the imports, Textual's first screen) and
+keeps nearly all of them, so Python's ~200 collections before the first frame found next to
+nothing to free and cost 20-60 ms of the tutorial's first frame (`benchmarks/app_benchmark.py`;
+docs/performance.md). `settle()` turns it back on.
 """
 
 from __future__ import annotations
@@ -28,13 +34,21 @@ before the next is collected (CPython's defaults: 700, 10, 10)."""
 _settled = False
 
 
+def hold() -> None:
+    """No collection until `settle()` (start-up's garbage, what little there is, waits for its
+    first collection)."""
+    gc.disable()
+
+
 def settle() -> None:
-    """Collect, freeze what is alive, and set `THRESHOLDS`. Objects made before this that become
-    cyclic garbage later are never collected (there are few: they are start-up's)."""
+    """Collect, freeze what is alive, set `THRESHOLDS` and collect from now on (after a `hold()`
+    too). Objects made before this that become cyclic garbage later are never collected (there
+    are few: they are start-up's)."""
     global _settled
     gc.collect()
     gc.freeze()
     gc.set_threshold(*THRESHOLDS)
+    gc.enable()
     _settled = True
 
 

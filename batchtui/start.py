@@ -4,7 +4,9 @@ Importing it is the first thing the command does after Python's own start-up, an
 thing it does is take Ctrl-C: until the command has been imported (the command line's modules,
 then the app's or a subcommand's, which `batchtui.cli.main` catches itself), SIGINT ends the
 process at once with one line and status 130, never an import's traceback. It imports nothing
-but `os` and `signal` (the console script has imported `re`, hence `signal`'s own needs, already).
+but `os` and `signal` (the console script has imported `re`, hence `signal`'s own needs, already)
+before that, and then `batchtui.gc_policy` (`gc` alone) to hold the collector off until start-up is
+over: the first frame, or a headless command's work (`gc_policy.hold`).
 """
 
 import os
@@ -22,6 +24,10 @@ def interrupted(signum, frame) -> None:
 
 
 signal.signal(signal.SIGINT, interrupted)
+
+from batchtui import gc_policy  # noqa: E402 -- after Ctrl-C is taken
+
+gc_policy.hold()
 
 
 def main() -> int:
