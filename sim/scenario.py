@@ -75,6 +75,8 @@ class Scenario:
 
     def speculative(self):
         """The checked `--speculative-config` (a `sim.speculative.SpeculativeConfig`), or None."""
+        if self.speculative_config in (None, ""):  # none set (not imported for it: a step's first frame)
+            return None
         from .speculative import parse
 
         return parse(self.speculative_config)

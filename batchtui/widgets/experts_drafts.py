@@ -7,8 +7,6 @@ from pathlib import Path
 
 from rich.text import Text
 
-from sim.speculative import METHOD_NAMES
-
 from .sim_view import SimView
 
 
@@ -28,6 +26,8 @@ def drafts_words(report, snapshot, sep: str = " · ") -> list[str]:
     of those verified, then the run's mean acceptance length (vLLM's: 1 + accepted / drafts)."""
     if not snapshot.spec_method:
         return ["no speculative decoding (l: pick one)", "no speculative decoding"]
+    from sim.speculative import METHOD_NAMES  # (once a run drafts: not before the first frame)
+
     method = METHOD_NAMES.get(snapshot.spec_method, snapshot.spec_method)
     this = f"accepted {report.spec_accepted} of {report.spec_draft_tokens} drafts"
     if not snapshot.spec_drafts:
