@@ -49,7 +49,7 @@ from .playground import Played, Playground
 from .step_run import StepRun
 from .sweeps import Sweeps
 from .tutorial_lines import KeysState, footer_keys
-from .whole_frame import WholeFrameScreen
+from .whole_frame import StyledOnceScreen, WholeFrameScreen
 
 FIRST_START_DELAY = 0.1
 """Seconds between the first frame and the start of the first step's simulation."""
@@ -58,7 +58,7 @@ SHORT_BELOW = 24
 
 
 @keys.delegate
-class TutorialScreen(WholeFrameScreen):
+class TutorialScreen(WholeFrameScreen, StyledOnceScreen):
     """One step at a time. Owns the live simulation of the step on show."""
 
     CSS_PATH = Path(__file__).with_suffix(".tcss")

@@ -191,3 +191,38 @@ def test_the_app_on_a_terminal_settles_the_collector_after_its_first_frame(tmp_p
         assert session.wait_exit(timeout=20) == 0
     finally:
         session.kill()
+
+
+def _styles(screen) -> dict:
+    """Every node's styles from the stylesheet, its parts' (component classes) too."""
+    return {id(node): (repr(node._css_styles.get_rules()),
+                       repr({name: part.get_rules() for name, part in node._component_styles.items()}))
+            for node in screen.walk_children(with_self=True)}
+
+
+@pytest.mark.parametrize("start_step, first_launch", [(1, True), (6, False), (16, False), (20, False)],
+                         ids=["first-launch", "step-6", "step-16", "step-20"])
+async def test_the_tutorial_is_styled_once_before_its_first_frame(make_app, monkeypatch, start_step, first_launch):
+    """Textual restyles a screen's every node when the screen is resumed; the tutorial's first
+    resume, just after its mount styled each node, is told not to (`TutorialScreen.on_screen_resume`):
+    no restyle of the whole screen comes before the first frame, and one after it changes nothing."""
+    from textual.css.stylesheet import Stylesheet
+
+    restyled = []
+    real = Stylesheet.update_nodes
+
+    def update_nodes(self, nodes, animate=False):
+        nodes = list(nodes)
+        if len(nodes) > 1 and isinstance(nodes[0], TutorialScreen):  # the screen and all in it
+            restyled.append(len(nodes))
+        return real(self, nodes, animate)
+
+    monkeypatch.setattr(Stylesheet, "update_nodes", update_nodes)
+    app = make_app(steps.open_lessons(), first_launch=first_launch, start_step=start_step)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = app.tutorial
+        assert screen.step.number == start_step and restyled == []
+        before = _styles(screen)
+        screen.update_node_styles(animate=False)
+        assert restyled and _styles(screen) == before
