@@ -16,6 +16,7 @@ each leaving a batch in flight as one call does), with the same results as one i
 
 from __future__ import annotations
 
+import gc
 import math
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -678,9 +679,22 @@ class Engine:
         return self._seat_cap()
 
     def run(self, until_time: float | None = None, max_iterations: int | None = None) -> RunSummary:
-        """Run headless until the workload is done (or a time or iteration limit)."""
-        self._advance(until_time, max_iterations)
-        return self.summary()
+        """Run headless until the workload is done (or a time or iteration limit).
+
+        The cyclic garbage collector is paused for the run (and resumed after, if it was on): the
+        loop makes no reference cycles (a sweep's 16 runs with it off leave nothing for
+        `gc.collect()` to find), so reference counting frees all it frees and memory is the same,
+        while its young collections (121 in the default sweep) only traverse the live requests
+        and records: 4 % of the sweep's time (docs/performance.md). Any cycle made meanwhile
+        elsewhere in the process is collected once it resumes."""
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self._advance(until_time, max_iterations)
+            return self.summary()
+        finally:
+            if enabled:
+                gc.enable()
 
     def advance_until(self, time: float, max_iterations: int | None = None) -> int:
         """Run iterations while the clock is before `time` (at most `max_iterations`), as many

@@ -513,3 +513,32 @@ def test_a_report_lists_each_decoder_s_context_as_its_settled_fields_say(async_s
             decoders_seen += 1
             assert work.context_len == req.num_computed_tokens - req.num_output_placeholders, (report.index, work)
     assert decoders_seen > 20000 and engine.metrics.num_preemptions > 20
+
+
+def test_a_run_pauses_the_cyclic_collector_and_makes_no_cycles():
+    """run() turns the cyclic garbage collector off for the loop and back on after (left off if
+    it was off); that frees no less, as a run makes no reference cycles: a run with the
+    collector off leaves nothing for gc.collect() to find."""
+    sc = Scenario(workload=WorkloadSpec(arrival="poisson", request_rate=20.0, num_prompts=200,
+                                        input=LengthSpec("fixed", 64), output=LengthSpec("fixed", 32)),
+                  seed=3)
+    seen = []
+    Engine(sc).run()  # (the first run in a process may make module-level caches)
+    gc.collect()
+    assert gc.isenabled()
+    thresholds = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)  # (CPython's defaults: the suite runs under batchtui.gc_policy's)
+    gc.callbacks.append(lambda phase, info: seen.append(info["generation"]))
+    try:
+        Engine(sc).run()
+    finally:
+        gc.callbacks.pop()
+        gc.set_threshold(*thresholds)
+    assert seen == [] and gc.isenabled()
+    gc.disable()
+    try:
+        Engine(sc).run()
+        assert not gc.isenabled()
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
