@@ -679,16 +679,9 @@ class Engine:
         return self._seat_cap()
 
     def run(self, until_time: float | None = None, max_iterations: int | None = None) -> RunSummary:
-        """Run headless until the workload is done (or a time or iteration limit).
-
-        The cyclic garbage collector is paused for the run (and resumed after, if it was on): the
-        loop makes no reference cycles (a sweep's 16 runs with it off leave nothing for
-        `gc.collect()` to find), so reference counting frees all it frees and memory is the same,
-        while its young collections (121 in the default sweep) only traverse the live requests
-        and records: 4 % of the sweep's time (docs/performance.md). Any cycle made meanwhile
-        elsewhere in the process is collected once it resumes."""
+        """Run headless until the workload is done (or a time or iteration limit)."""
         enabled = gc.isenabled()
-        gc.disable()
+        gc.disable()  # (a run makes no reference cycles: docs/performance.md, "The collector paused")
         try:
             self._advance(until_time, max_iterations)
             return self.summary()
