@@ -217,9 +217,10 @@ class DialList(Vertical):
             if control.spec.name not in settings and control.value != value:
                 back.append(control.spec.label)
                 settings = {control.spec.name: value, **settings}
-        if words:
-            return settings, words + (f" {', '.join(back)} back to the step's start." if back else "")
-        return settings, f"Running with {', '.join(self.words(asked))}." if asked else ""
+        said = [words] if words else [f"Running with {', '.join(self.words(asked))}."] if asked else []
+        if back:
+            said.append(f"{', '.join(back)} back to the step's start.")
+        return settings, " ".join(said)
 
     def words(self, settings: dict) -> list[str]:
         """Settings in the dials' own words where the list has that dial (a drill may also set

@@ -316,3 +316,29 @@ async def test_a_setting_not_on_the_step_s_dials_is_named_as_the_simulator_names
         await pilot.pause()
         text = " ".join(screen_text(app).split())
         assert f"output length {output} tokens" in text and f"mean {output}" not in text
+
+
+async def test_a_prediction_runs_the_setting_its_question_asks_about(make_app, lessons):
+    """Step 17 asks how much sooner the job ends with its 512 seats than with 64. With the seats
+    dial turned up before the guess, the job ran at 1,024 seats and the reading the answer came
+    with (1.56 times as long) was another question's. The guess puts the dials back at the
+    step's start and, a job being timed from its start, starts the job over."""
+    step = next(s for s in lessons if s.number == 17)
+    asked = step.scenario.engine_config().max_num_seqs
+    app = make_app(list(lessons), start_step=17)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        await pilot.press("space")  # run before guessing: allowed
+        screen.sim.fast_forward(2.0)
+        await pilot.press("tab", "right", "right", "escape")
+        await pilot.pause()
+        assert screen.sim.scenario.engine_config().max_num_seqs != asked
+        screen.sim.fast_forward(2.0)
+        await pilot.pause()
+        assert screen.sim.time > 0
+        await pilot.press("2")
+        for _ in range(3):
+            await pilot.pause()
+        assert screen.sim.scenario.engine_config().max_num_seqs == asked
+        assert screen.sim.time == 0.0 and screen.sim.running
+        assert "Seats back to the step's start." in " ".join(screen_text(app).split())

@@ -102,8 +102,12 @@ class PredictView(ActivityView):
         # stays for the result.
         self.post_message(self.Finished(str(number), completed=number == self.predict.answer))
         self.post_message(self.Updated())
-        # Run with the setting the question is about (step 1 asks about 1 request/s), or as is.
-        self.post_message(self.RunDials(self.predict.run_dials, beside_start=True))
+        # Run with the setting the question is about: the step's own, the dials moved since put
+        # back (step 17 asks about its 512 seats, whatever the seats dial reads), and the
+        # prediction's `run` (step 1 asks about 1 request/s). A job is timed from its start, so
+        # a job already under way starts over.
+        self.post_message(self.RunDials(self.predict.run_dials, beside_start=True, from_start=True,
+                                        fresh=self.predict.ends_with_job))
 
     def update_snapshot(self, snapshot, compare=None) -> None:
         if self.predict.guess is None or self.revealed:
