@@ -202,9 +202,13 @@ class BatchApp(App):
         small = width < MIN_WIDTH or height < MIN_HEIGHT
         showing = isinstance(self.screen, TooSmallScreen)
         if small and not showing:
+            if self.tutorial is not None:
+                self.tutorial.run.hide()  # the run waits unseen, and goes on once shown again
             self.push_screen(TooSmallScreen())
         elif not small and showing:
             self.pop_screen()
+            if self.tutorial is not None:
+                self.tutorial.run.show()
 
     def action_help(self) -> None:
         if not isinstance(self.screen, (HelpScreen, TooSmallScreen)):

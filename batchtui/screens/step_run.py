@@ -57,6 +57,11 @@ class StepRun:
         """The first launch's orientation is up: a run starts paused until it closes."""
         self.opening: object | None = None
         """The step whose run starts a moment after the first frame (`TutorialScreen.show_step`)."""
+        self.hidden = False
+        """The terminal is too small to show the run (`BatchApp`'s too-small screen is up): the
+        run waits where it is, and a run started meanwhile starts paused."""
+        self.resume_when_shown = False
+        """The run was running (or a run started meanwhile would have run) when hidden."""
 
     async def begin(self, opening: object | None, draw_now: bool = False) -> None:
         """Start the step's run and sweep, unless another step was opened meanwhile (`opening`
@@ -87,7 +92,10 @@ class StepRun:
             return
         for view in self.stack.views("kv", make="kv" in step.views):  # for snapshots without a block size
             view.block_size = scenario.block_size
-        self.pace(self.sim, step.starts_running and not self.held)
+        running = step.starts_running and not self.held
+        if self.hidden:
+            self.resume_when_shown, running = running, False
+        self.pace(self.sim, running)
         self.draw(self.sim.frame()) if draw_now else self.sim.publish()
 
     def new_run(self, scenario, compare=None, compare_keeps: tuple[str, ...] = ()) -> LiveSimulation:
@@ -108,6 +116,26 @@ class StepRun:
         if self.sim is not None and self.step().starts_running:
             self.sim.resume()
             self.refresh(status=True)
+
+    def hide(self) -> None:
+        """The terminal became too small to show the run: it pauses where it is (nothing the
+        learner cannot see goes by), to go on as it was once `show` is called."""
+        if self.hidden:
+            return
+        self.hidden = True
+        self.resume_when_shown = self.sim is not None and self.sim.running
+        if self.resume_when_shown:
+            self.sim.pause()
+
+    def show(self) -> None:
+        """The terminal is big enough again: a run paused by `hide` goes on from where it was."""
+        if not self.hidden:
+            return
+        self.hidden = False
+        if self.resume_when_shown and self.sim is not None:
+            self.sim.resume()
+            self.refresh(status=True)
+        self.resume_when_shown = False
 
     def restart_with(self, scenario, speed: float | None = None) -> None:
         """A fresh run of `scenario` (the step's start, a file opened), its values on the dials;

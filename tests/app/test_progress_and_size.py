@@ -74,11 +74,42 @@ async def test_below_80x22_a_plain_message_then_everything_comes_back(make_app):
         assert app.screen.query_one(StepHeader).number == 2
 
 
+async def test_the_run_waits_while_the_terminal_is_too_small_and_goes_on_after(make_app):
+    """The simulation went on behind the too-small message (t 1.96 s -> 6.25 s in 4 s at 60x20,
+    unseen); it pauses there, resumes where it was, and a run paused by the learner stays so."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        run = app.screen.run
+        assert run.sim.running
+        run.sim.fast_forward(1.0)
+        run.sim.resume()
+        at = run.sim.time
+        await pilot.resize_terminal(70, 20)
+        await pilot.pause()
+        assert isinstance(app.screen, TooSmallScreen) and not run.sim.running
+        await pilot.resize_terminal(80, 22)
+        await pilot.pause()
+        assert isinstance(app.screen, TutorialScreen) and run.sim.running and run.sim.time == at
+        await pilot.press("space")  # paused by the learner: still paused after a resize
+        assert not run.sim.running
+        await pilot.resize_terminal(70, 20)
+        await pilot.pause()
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert not run.sim.running
+
+
 async def test_starting_in_a_small_terminal_shows_the_message(make_app):
     app = make_app()
     async with app.run_test(size=(60, 20)) as pilot:
         await pilot.pause()
         assert isinstance(app.screen, TooSmallScreen)
+        await app.tutorial.run.begin_now()  # the step's run, started unseen, waits
+        assert not app.tutorial.run.sim.running
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert isinstance(app.screen, TutorialScreen) and app.tutorial.run.sim.running
 
 
 # -- the store on its own
