@@ -542,3 +542,32 @@ def test_a_run_pauses_the_cyclic_collector_and_makes_no_cycles():
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("async_scheduling", [True, False])
+def test_a_seat_is_drawn_as_it_stands_when_the_last_iteration_ends(async_scheduling):
+    """Step 14's traffic at 5 req/s (8,192-token prompts, each nearly the whole budget): a seat
+    reads "prefill" exactly while its prompt is not all computed by the end of the last
+    iteration (the frame's moment; its report, a second path, says what it computed). With
+    async scheduling the seats read the batch already scheduled for the next iteration instead,
+    when there was one: a prompt with 7 tokens to go drew as decoding, and the seats pane's
+    "prefilling 1" came and went between frames of iterations that all prefilled."""
+    prompt = 8192
+    base = scenario(max_num_seqs=256, async_scheduling=async_scheduling)
+    live = replace(base, seed=14, workload=replace(base.workload, request_rate=5.0, num_prompts=0,
+                                                   input=LengthSpec("fixed", prompt),
+                                                   output=LengthSpec("fixed", 1024)))
+    engine = Engine(live, live=True)
+    checked = 0
+    for k in range(1, 61):
+        engine.advance_until(0.1 * k)
+        snap = engine.snapshot()
+        seats = {s.request_id: s for s in snap.seats if s.request_id}
+        for work in snap.last.scheduled:
+            if work.is_prefill and work.request_id in seats:
+                seat, unfinished = seats[work.request_id], work.context_len < prompt
+                assert (seat.state == "prefill") == unfinished, (k, work, seat)
+                if unfinished:
+                    assert seat.progress == pytest.approx(work.context_len / prompt)
+                checked += 1
+    assert checked > 30
