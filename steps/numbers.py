@@ -10,6 +10,7 @@ A lesson's own prose figures, computed for the step, are `steps.figures`' ("abou
 from __future__ import annotations
 
 import math
+from numbers import Integral
 
 from sim.reports import recent_worst_gap
 
@@ -31,7 +32,11 @@ def ms(seconds: float) -> str:
 
 
 def count(value: float) -> str:
-    """A count or rate with a k/M suffix once it gets long: 950, 7.8k, 12k, 1.2M."""
+    """A count or rate with a k/M suffix once it gets long: 950, 7.8k, 12k, 1.2M.
+
+    Its digits follow its size, never whether it happens to be whole: a measured figure (a
+    float) below 100 keeps one decimal, so 16.0 req/s reads "16.0" beside "30.4" (it read "16"
+    beside "30.4" in the same column); a count of things (an int) reads whole ("16" seats)."""
     if value is None or not math.isfinite(value):
         return "inf" if value == math.inf else "-"
     magnitude = abs(value)
@@ -41,7 +46,7 @@ def count(value: float) -> str:
         return f"{value / 1000:.0f}k"
     if magnitude >= 1000:
         return f"{value / 1000:.1f}k"
-    if magnitude >= 100 or float(value).is_integer():
+    if magnitude >= 100 or isinstance(value, Integral) or value == 0:
         return f"{value:.0f}"
     return f"{value:.1f}"
 

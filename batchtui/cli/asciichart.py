@@ -31,7 +31,7 @@ def _y_labels(y_lo: float, y_hi: float, height: int, log_y: bool) -> dict[int, s
     for v in values:
         r = row_of(v)
         if all(abs(r - other) > 1 for other in labels):
-            labels[r] = count(v)
+            labels[r] = count(int(v) if float(v).is_integer() else v)  # a decade's tick: 10, not 10.0
     return labels if len(labels) >= 2 else {}
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 from rich.text import Text
 
-from ..formatting import count, ms
+from ..formatting import count, ms, number
 from .sim_view import SimView
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class CurvePanel(NamedTuple):
 
     @property
     def load_range(self) -> str:
-        lo, hi = count(self.points[0].load), count(self.points[-1].load)
+        lo, hi = number(self.points[0].load), number(self.points[-1].load)  # settings swept, as the dials read
         return f"batch {lo}-{hi}" if not self.by_rate else f"{lo}-{hi} {self.load_label}"
 
     def x(self, point: CurvePoint) -> float:
@@ -218,7 +218,8 @@ class CurveView(SimView):
         g = self.glyphs
         if panel.knee.index is not None:
             k = panel.points[panel.knee.index]
-            load = f"{count(k.load)} {panel.load_label}" if panel.by_rate else f"batch {count(k.load)}"
+            # A rate as the saturated rate below it reads (a measured figure's digits); a batch whole.
+            load = f"{count(k.load)} {panel.load_label}" if panel.by_rate else f"batch {count(int(k.load))}"
             full = f" knee: {load}, {count(k.tokens_per_s)} tok/s, {ms(k.latency)}"
             short = f" knee: {load}, {ms(k.latency)}"
             text.append("\n")

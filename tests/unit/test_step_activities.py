@@ -481,6 +481,22 @@ def test_a_reveal_reads_each_figure_as_the_compare_table_beside_it(lesson):
     assert "TPOT p50 8.00 ms" in p.reveal(s)
 
 
+def test_figures_of_one_kind_keep_one_number_of_decimals_whole_or_not():
+    """Step 13's compare table read "req/s 26.8" beside "16" (a rate of 16.0 printed as a count),
+    and its reveal "requests/s 16."; a measured figure's digits follow its size, a count of
+    things (an int, numpy's too) reads whole."""
+    import numpy as np
+
+    from batchtui.widgets.compare import ROWS
+
+    assert [numbers.count(v) for v in (16.0, 30.4, 9.0, 1.0, 0.5)] == ["16.0", "30.4", "9.0", "1.0", "0.5"]
+    assert [numbers.count(v) for v in (16, np.int64(16), 0, 0.0, 150.0, 1000.0)] == ["16", "16", "0", "0", "150", "1.0k"]
+    whole, not_whole = snap(requests_per_s=16.0), snap(requests_per_s=30.4)
+    assert [ROWS["req/s"].value(s) for s in (whole, not_whole)] == ["16.0", "30.4"]
+    reading = act.Predict("?", ("a", "b"), 1, "", show=("requests_per_s",)).reading(whole)
+    assert reading.endswith("requests/s 16.0.")
+
+
 def test_predict_offline_gain_uses_both_panes(lesson):
     """Step 17's reveal names each run as its seat pane's caption does ("512 seats", "64
     seats"), not "this setting ... the other"; with the seats the run has when read."""
