@@ -164,6 +164,13 @@ class CurveView(SimView):
                     + ([here[1]] if here and not panel.by_rate else [])) or 1.0
         top = 1 if panel.by_rate else 0
         scale = rows - top
+        slo = panel.slo
+        above_slo = bool(slo) and scale > 2 and any(p.latency > slo for p in steady)
+        if above_slo:
+            # A point above the SLO is drawn above its line: the line is put a row below the
+            # top at least. (Step 16 at 64 seats drew 565 ms on the 500 ms line, labelled
+            # "565 ms", the point the SLO rate stops before looking inside it.)
+            y_max = max(y_max, slo * (scale - 1) / (scale - 2))
         y_label = ms(y_max)
         axis = len(y_label) + 1
         plot_w = max(4, width - axis)
@@ -172,15 +179,24 @@ class CurveView(SimView):
         def col(x: float) -> int:
             return min(plot_w - 1, max(0, round(x / x_max * (plot_w - 1))))
 
-        def row(y: float) -> int:
+        def at(y: float) -> int:
             if not math.isfinite(y) or y > y_max * (1 + 0.5 / scale):
                 return 0
             return rows - 1 - min(scale - 1, max(0, round(y / y_max * (scale - 1))))
 
+        slo_row = at(slo) if slo else None
+
+        def row(y: float) -> int:
+            """The row of a latency; on the SLO's side of its line, whatever the rounding."""
+            r = at(y)
+            if slo_row is None or r == 0:
+                return r
+            return min(r, slo_row - 1) if above_slo and y > slo else max(r, slo_row) if y <= slo else r
+
         # Lines first (SLO across, saturated rate up), then the segments between steady points,
         # then the points, the unbounded arrows, the knee and the live marker on top.
-        if panel.slo:
-            grid[row(panel.slo)] = [(g.line_h, "curve--line")] * plot_w
+        if slo_row is not None:
+            grid[slo_row] = [(g.line_h, "curve--line")] * plot_w
         if panel.saturated and panel.by_rate:
             c = col(panel.saturated)
             for r in range(rows):

@@ -102,3 +102,21 @@ def test_the_app_sweeps_step_7_at_steady_states():
     assert all(not ok for rate, ok in by_rate.items() if rate >= result.saturated)
     assert all(ok for rate, ok in by_rate.items() if rate <= 0.9 * result.saturated)
     assert len(batch_sweep(step.scenario, step.sweep.batch_sizes, step.sweep.context).points) == 10
+
+
+async def test_a_point_above_the_slo_is_drawn_above_its_line():
+    """Step 16 at 64 seats: the 22 req/s point (TTFT p99 565 ms) was drawn on the 500 ms SLO
+    line, that row labelled "565 ms", so the point the SLO rate stops before read as inside it."""
+    over = SweepResult(((4, 1000, 0.03), (16, 4000, 0.07), (20, 5000, 0.2), (22, 5500, 0.565), (26, 5600, 2.0)),
+                       "TTFT p99", "ttft_p99", "req/s", bounded=(True, True, True, True, False), saturated=24.0,
+                       slo=0.5)
+    view = CurveView()
+    async with ViewApp(view).run_test(size=(34, 20)) as pilot:
+        view.update_curves([over])
+        await pilot.pause()
+        plot = view.render().plain.split("\n")[1:7]
+        line = next(i for i, row in enumerate(plot) if "╌" in row)
+        above = [row.split("│", 1)[1] for row in plot[1:line]]
+        assert line > 1 and any(mark in row for row in above for mark in "•◆"), "\n".join(plot)
+        below = [row.split("│", 1)[1] for row in plot[line:]]
+        assert sum(row.count("•") + row.count("◆") for row in below) == 3, "\n".join(plot)  # 4, 16, 20 req/s
