@@ -5,7 +5,7 @@ from __future__ import annotations
 from sim.errors import SimError
 from sim.profiles import BUILTIN_PROFILES, Deployment, ProfileSet
 
-from ..figures import fmt
+from ..figures import fmt, gigabytes
 from .base import DRILL_TOLERANCE, GIB, Drill, Kind, Question, Slip, seeded_rng
 
 
@@ -65,12 +65,12 @@ class CacheBatchDrill(Drill):
         hints = (
             "KV memory = utilisation × GPU memory − weights − reserve; KV bytes per token = "
             "2 × layers × KV heads × head dim × 2 bytes.",
-            f"Here {util:g} × {fmt(gpu.memory_bytes / 1e9)} GB − {fmt(weights / 1e9)} GB − "
+            f"Here {util:g} × {fmt(gpu.memory_bytes / 1e9)} GB − {gigabytes(weights)} GB − "
             f"{fmt(dep.reserve_bytes / 1e9)} GB ≈ {fmt(kv_mem / 1e9)} GB, and {kv_per_token:,} bytes "
             f"per token; divide, then divide by {per_seq:,}.",
         )
         derivation = "\n".join([
-            f"- KV memory = {util:g} × {fmt(gpu.memory_bytes / 1e9)} GB − {fmt(weights / 1e9)} GB − "
+            f"- KV memory = {util:g} × {fmt(gpu.memory_bytes / 1e9)} GB − {gigabytes(weights)} GB − "
             f"{fmt(dep.reserve_bytes / 1e9)} GB ≈ **{fmt(kv_mem / 1e9)} GB**",
             f"- KV per token = 2 × {model.layers} × {model.kv_heads} × {model.head_dim} × 2 B = "
             f"**{kv_per_token:,} B**",
@@ -88,7 +88,7 @@ class CacheBatchDrill(Drill):
             Slip(batch(util * gpu.memory_bytes, reserve=0.0),
                  f"Remember the reserve: {fmt(dep.reserve_bytes / 1e9)} GB stays outside the cache."),
             Slip(batch(util * gpu.memory_bytes, w=0.0),
-                 f"The weights ({fmt(weights / 1e9)} GB) take their share of memory first."),
+                 f"The weights ({gigabytes(weights)} GB) take their share of memory first."),
             Slip(batch(util * gpu.memory_bytes, tokens=prompt),
                  "You divided by the prompt only; a sequence ends holding prompt + output tokens."),
             Slip(answer * 2.0, "Twice too many: KV per token counts both K and V, each 2 bytes in bf16."),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sim.profiles import BUILTIN_PROFILES, ProfileSet, load_profiles
 
-from ..figures import fmt
+from ..figures import fmt, gigabytes
 from .base import (DRILL_TOLERANCE, GIB, Drill, Kind, Question, Slip, article, fits, ratio_slips,
                    seeded_rng)
 
@@ -58,14 +58,14 @@ class SingleStreamCeilingDrill(Drill):
         hints = (
             "Each token needs one full read of the weights: tokens/s = bandwidth ÷ weight bytes"
             + (f", then take {pct}% of that." if realistic else "."),
-            f"Weights = {fmt(model.params / 1e9)} B × {fmt(model.bytes_per_param)} bytes = {fmt(weights / 1e9)} GB. "
+            f"Weights = {fmt(model.params / 1e9)} B × {fmt(model.bytes_per_param)} bytes = {gigabytes(weights)} GB. "
             f"Divide {fmt(gpu.hbm_bandwidth / 1e9, 4)} GB/s by it.",
         )
         lines = [
             f"- weights = {fmt(model.params / 1e9)} B parameters × {fmt(model.bytes_per_param)} bytes (bf16) = "
-            f"**{fmt(weights / 1e9)} GB**",
-            f"- ceiling = {fmt(bw_tb, 4)} TB/s ÷ {fmt(weights / 1e9)} GB = "
-            f"{fmt(gpu.hbm_bandwidth / 1e9, 4)} GB/s ÷ {fmt(weights / 1e9)} GB ≈ "
+            f"**{gigabytes(weights)} GB**",
+            f"- ceiling = {fmt(bw_tb, 4)} TB/s ÷ {gigabytes(weights)} GB = "
+            f"{fmt(gpu.hbm_bandwidth / 1e9, 4)} GB/s ÷ {gigabytes(weights)} GB ≈ "
             f"**{fmt(ceiling)} tokens/s**",
         ]
         if realistic:
@@ -76,13 +76,13 @@ class SingleStreamCeilingDrill(Drill):
         # question's GPU and model once answered), not the ceiling's, which no run reaches.
         real = ceiling * share
         lines.append(f"- one token every 1000 ÷ {fmt(real)} ≈ {fmt(1000 / real)} ms: about the TPOT beside")
-        gib = (f"GB and GiB got mixed: {fmt(weights / 1e9)} GB is {fmt(weights / GIB)} GiB, and "
+        gib = (f"GB and GiB got mixed: {gigabytes(weights)} GB is {fmt(weights / GIB)} GiB, and "
                "TB/s is decimal too. Keep both in decimal units.")
         pairs = [
             (GIB / 1e9, gib),
             (1e12 / 2**40, gib),
             (2.0, "Twice too high: bf16 takes 2 bytes per parameter, so the weights are "
-                  f"{fmt(weights / 1e9)} GB, not {fmt(model.params / 1e9)} GB."),
+                  f"{gigabytes(weights)} GB, not {fmt(model.params / 1e9)} GB."),
             (0.5, "Half the answer: bf16 is 2 bytes per parameter, not 4."),
             (1000.0, "Off by a factor of 1,000: check TB/s (10¹²) against GB (10⁹)."),
             (0.001, "Off by a factor of 1,000: check TB/s (10¹²) against GB (10⁹)."),

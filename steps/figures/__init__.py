@@ -25,12 +25,13 @@ from . import alone, batching, prefill_and_cache, choosing  # noqa: F401, I001
 from .base import (CHOICES, FIGURES, MEASURE_SEED, NOT_FIGURES, NUMBER, PENDING, PINNED, QUICK_SATURATION_PROMPTS,
                    SATURATION_PROMPTS, STEADY_WINDOW, TEMPLATE, Choices, Figure, FigureError, Lab, Pinned, choices,
                    figure, fill, fmt, kilo, ms, names_in, pending, pinned, sig, stray_numbers, whole, wording)
+from .alone import gigabytes
 from .batching import in_flight
 from .choosing import CHEAT_PEAK, HELPDESK_CONVERSATIONS, helpdesk_run
 
 __all__ = [
     "CHEAT_PEAK", "CHOICES", "FIGURES", "HELPDESK_CONVERSATIONS", "MEASURE_SEED", "NOT_FIGURES", "NUMBER", "PENDING",
     "PINNED", "QUICK_SATURATION_PROMPTS", "SATURATION_PROMPTS", "STEADY_WINDOW", "TEMPLATE", "Choices", "Figure",
-    "FigureError", "Lab", "Pinned", "choices", "figure", "fill", "fmt", "helpdesk_run", "in_flight", "kilo", "ms",
+    "FigureError", "Lab", "Pinned", "choices", "figure", "fill", "fmt", "gigabytes", "helpdesk_run", "in_flight", "kilo", "ms",
     "names_in", "pending", "pinned", "sig", "stray_numbers", "whole", "wording",
 ]

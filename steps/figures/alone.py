@@ -5,7 +5,7 @@ Each figure is registered by the step that first states it; `lab` is that step's
 
 from __future__ import annotations
 
-from .base import figure, whole
+from .base import figure, fmt, whole
 
 
 # -- settings of the step's scenario, stated in the text ----------------------------------------
@@ -74,7 +74,14 @@ def _bytes_per_param(lab):
     return lab.model.bytes_per_param
 
 
-@figure("weights_gb", 4)
+def gigabytes(size_bytes: float) -> str:
+    """A size of weights in GB as the lessons and their drills write it,
+    one rule: four significant figures, "16.06 GB" (step 2's worked answer read "16.1 GB"
+    beside its lesson's "16.06 GB", and divided 8,000 GB/s by it into "≈ 498")."""
+    return fmt(size_bytes / 1e9, 4)
+
+
+@figure("weights_gb", lambda gb: gigabytes(gb * 1e9))
 def _weights_gb(lab):
     """Bytes of weights, GB."""
     return lab.deployment.weight_bytes / 1e9

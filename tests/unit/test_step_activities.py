@@ -658,3 +658,13 @@ def test_every_activity_file_declares_one_kind_and_the_registry_lists_it():
     assert sorted(declared, key=id) == sorted(act.KINDS, key=id)
     assert len({(k.kind, k.name) for k in act.KINDS}) == len(act.KINDS)
     assert {k.kind for k in act.KINDS} == set(ACTIVITY_KINDS) - {"none"}
+
+
+def test_a_drill_writes_a_model_s_weights_as_its_lesson_does(lesson):
+    """Step 2's worked answer read "16.1 GB" beside its lesson's "16.06 GB" (and 8,000 GB/s ÷
+    16.1 GB "≈ 498"); step 15's sum, "16.1 GB" beside "0.92 × 85 − 16.06 − 3.4"."""
+    assert "16.06 GB" in lesson[2].body_md
+    for number in (2, 15):
+        drill = act.build(lesson[number])
+        said = [q.derivation_md for q in (drill.new_question(seed) for seed in range(40)) if "Llama 3.1 8B" in q.prompt_md]
+        assert said and all("16.06 GB" in text and "16.1 GB" not in text for text in said), number
