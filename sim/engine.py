@@ -846,24 +846,16 @@ class Engine:
         last = self.last
         seats: list[SeatView] = []
         held = self.pool.held
-        # Each seat as it stands at the snapshot's moment, the end of the last iteration (the
-        # iteration view's): with async scheduling the next batch is already scheduled, and a
-        # request's own counts include its tokens. Read from those, the seats were one iteration
-        # ahead whenever the next chunk was scheduled and not otherwise: step 14 at 5 req/s
-        # showed "prefilling 1" on a third of its frames and "idle" on the rest, every one of
-        # them an iteration that prefilled a prompt. So a request in that batch counts the
-        # tokens it had computed before it.
-        ahead: dict[str, int] = {}
-        if self._in_flight is not None:
-            for req, _, before, _ in self._in_flight[0].scheduled:
-                ahead[req.request_id] = before
+        # Seats as they stand when the last iteration ends: a batch already scheduled (async) counts tokens before it.
+        ahead: dict[str, int] = {} if self._in_flight is None else {
+            req.request_id: before for req, _, before, _ in self._in_flight[0].scheduled}
         for req in sched.seated():
             done = ahead.get(req.request_id, req.num_computed_tokens)
             if req.status == FINISHED:
                 seats.append(SeatView("padded", req.request_id, 1.0, held(req.request_id)))
             elif req.num_tokens - done > 1 or req.num_output_tokens == 0:  # Request.is_prefilling, then
-                total = max(1, req.num_tokens)
-                seats.append(SeatView("prefill", req.request_id, min(1.0, done / total), held(req.request_id)))
+                seats.append(SeatView("prefill", req.request_id, min(1.0, done / max(1, req.num_tokens)),
+                                      held(req.request_id)))
             else:
                 seats.append(SeatView("decode", req.request_id, req.num_output_tokens / max(1, req.output_len),
                                       held(req.request_id)))

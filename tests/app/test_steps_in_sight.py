@@ -35,7 +35,7 @@ NEEDS: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {
         (r"continuous\s+static", r"padding\s+0%\s+[1-9]\d*%", r"TTFT p99\s+[\d.]+ ms\s+[\d.]+ m?s",
          r"tokens/s\s+[\d.]+k?\s+[\d.]+k?")),
     6: (("iteration", "seats"), (r"decode \d+ \+ ▓ prefill \d+", r"limit: ", r"seats \d+/64", r"= [\d.]+ ms")),
-    7: (("curve",), (r"batch 1-\d+: time/token", r"TTFT p99 vs req/s", r"◆ knee: batch", r"◆ knee: \d+ req/s")),
+    7: (("curve",), (r"batch 1-\d+: time/token", r"TTFT p99 vs req/s", r"◆ knee: batch", r"◆ knee: [\d.]+ req/s")),
     8: (("metrics", "sparklines", "seats"), (r"TTFT\s+[\d.]+ m?s", r"tokens/s [\d.]+k", r"queue \d+")),
     9: (("seats", "metrics"), (r"continuous \d+/256", r"mean batch [\d.]+")),
     10: (("sparklines", "iteration", "metrics"), (r"gap\s+\S+\s+[\d.]+ m?s", r"gap max [\d.]+ m?s", r"limit: ")),
