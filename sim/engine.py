@@ -853,7 +853,7 @@ class Engine:
             done = ahead.get(req.request_id, req.num_computed_tokens)
             if req.status == FINISHED:
                 seats.append(SeatView("padded", req.request_id, 1.0, held(req.request_id)))
-            elif req.num_tokens - done > 1 or req.num_output_tokens == 0:  # Request.is_prefilling, then
+            elif req.prefilling_at(done, 0):
                 seats.append(SeatView("prefill", req.request_id, min(1.0, done / max(1, req.num_tokens)),
                                       held(req.request_id)))
             else:

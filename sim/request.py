@@ -109,9 +109,12 @@ class Request:
     def is_prefilling(self) -> bool:
         """More than one token behind: the next work is a prefill chunk (or a recompute). Tokens
         sampled but not yet processed (async scheduling) count as known."""
-        in_flight = self.num_output_placeholders
-        return (self.num_tokens + in_flight - self.num_computed_tokens > 1
-                or self.num_output_tokens + in_flight == 0)
+        return self.prefilling_at(self.num_computed_tokens, self.num_output_placeholders)
+
+    def prefilling_at(self, computed: int, in_flight: int) -> bool:
+        """`is_prefilling` had `computed` tokens been computed with `in_flight` sampled but not yet
+        processed (a snapshot asks it of the tokens before a batch already scheduled)."""
+        return self.num_tokens + in_flight - computed > 1 or self.num_output_tokens + in_flight == 0
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return (f"Request({self.request_id!r}, p={self.prompt_len}, o={self.num_output_tokens}/"
