@@ -52,6 +52,10 @@ import time
 import tracemalloc
 from pathlib import Path
 
+# tarfile's "data" filter (refuses links and paths out of the folder) where this Python has it
+# (3.11.4 and newer; Debian 12's python3 is 3.11.2); the archive is git archive of this repository.
+SAFE_EXTRACT = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sim.engine import Engine  # noqa: E402
@@ -109,7 +113,7 @@ def load_baseline(commit: str = BASELINE_COMMIT, name: str = BASELINE_NAME):
                              check=True).stdout
     folder = Path(tempfile.mkdtemp(prefix="batchtui-baseline-"))
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(folder, filter="data")
+        tar.extractall(folder, **SAFE_EXTRACT)
     (folder / "sim").rename(folder / name)
     for path in (folder / name).rglob("*.py"):
         text = path.read_text()
