@@ -28,11 +28,11 @@ from __future__ import annotations
 import bisect
 import math
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .workload import RequestSpec, WorkloadSpec, generate, generate_queue, next_turn
+from .workload import RequestQueue, RequestSpec, WorkloadSpec, generate, generate_queue, next_turn
 
 if TYPE_CHECKING:
     import numpy as np
@@ -51,7 +51,7 @@ class Chunk:
     """One draw of an endless workload: enough to draw it again, identically."""
 
     workload: WorkloadSpec
-    state: dict  # the generator's state before the draw
+    state: Mapping[str, Any]  # the generator's state before the draw
     first_index: int
     start: float  # the arrival before its first one
     n: int
@@ -104,7 +104,7 @@ class Arrivals:
         self._pending: deque[RequestSpec] = deque()
         # A finite workload's requests not yet in _pending (a RequestQueue: arrays, made into
         # specs a block at a time as _pending runs low), or None.
-        self._drawn = None
+        self._drawn: RequestQueue | None = None
         self._submitted: list[RequestSpec] = []  # in arrival order (bisect keeps it sorted)
         self._last_arrival = 0.0
         self._in_flight: set[str] = set()  # workload requests sent and not yet finished (cap > 0)
@@ -287,7 +287,7 @@ class LazyRun:
         self._offset = offset  # where its next request is in the chunk
         self._seq = seq  # the submission number of its next request
         self._drawn: list[RequestSpec] | None = None
-        self._rng = None
+        self._rng: np.random.Generator | None = None
         self._head: Request | None = None
         self._accept = accept
         self._make = make
@@ -330,24 +330,27 @@ class LazyRun:
 
     def _next(self) -> Request:
         while True:
-            if self._drawn is None or self._offset >= len(self._drawn):
-                self._draw()
-            spec = self._drawn[self._offset]
+            drawn = self._drawn
+            if drawn is None or self._offset >= len(drawn):
+                drawn = self._draw()
+            spec = drawn[self._offset]
             self._offset += 1
             if self._accept(spec):
                 request = self._make(spec, self._seq)
                 self._seq += 1
                 return request
 
-    def _draw(self) -> None:
+    def _draw(self) -> list[RequestSpec]:
         import numpy as np
 
+        rng = self._rng
+        if rng is None:
+            rng = self._rng = np.random.default_rng()
         if self._drawn is not None:  # this chunk is used up: the next one in the stream
-            self._chunk = self._chunk.following(self._rng, self._drawn)
+            self._chunk = self._chunk.following(rng, self._drawn)
             self._offset = 0
-        if self._rng is None:
-            self._rng = np.random.default_rng()
-        self._drawn = self._chunk.draw(self._rng)
+        drawn = self._drawn = self._chunk.draw(rng)
+        return drawn
 
 
 def _arrival_key(spec: RequestSpec) -> float:

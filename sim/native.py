@@ -23,12 +23,12 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-MODULES = ("engine", "cost", "metrics", "frontend", "kv", "request", "schedulers.base",
+MODULES = ("engine", "cost", "metrics", "frontend", "kv", "request", "arrivals", "schedulers.base",
            "schedulers.continuous", "schedulers.running", "schedulers.static", "schedulers.dynamic")
 """The modules compiled (dotted, under `sim`): where the sampled profile finds the sweep's time,
 and the other policies (an interpreted class cannot subclass a compiled one: they subclass the
 scheduler's base). Each must be type-clean (`mypy` with MYPY_OPTIONS on them finds no error);
-arrivals and the queues (subclasses of deque and list) stay interpreted."""
+the queues (subclasses of deque and list) and the workload's draws stay interpreted."""
 
 MYPY_OPTIONS = ("--ignore-missing-imports", "--follow-imports=silent")
 """How mypyc type-checks MODULES: the modules they import checked but their errors not reported

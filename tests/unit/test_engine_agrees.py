@@ -447,6 +447,21 @@ def live_state(engine: Engine) -> dict:
     return state
 
 
+def endless(scenario: Scenario) -> Scenario:
+    """`scenario` with an endless workload (its traffic, up to 60 req/s) that a live engine holds
+    in its lazy queue, every request servable: a live engine whose every arrival is refused never
+    runs an iteration, and step() would wait for one forever."""
+    workload = dataclasses.replace(scenario.workload, num_prompts=0, max_concurrency=0, turns=1,
+                                   arrival="poisson" if scenario.workload.arrival == "trace"
+                                   else scenario.workload.arrival,
+                                   request_rate=min(scenario.workload.request_rate, 60.0))
+    blocks = scenario.num_gpu_blocks_override
+    if blocks is not None:
+        blocks = max(blocks, -(-2048 // scenario.block_size) + 2)
+    return dataclasses.replace(scenario.with_engine(max_model_len=2048), workload=workload,
+                               num_gpu_blocks_override=blocks)
+
+
 LIVE_DIALS = DIALS + [("workload.request_rate", 7.0), ("workload.request_rate", 90.0)]
 
 
@@ -458,18 +473,7 @@ def test_the_lazy_queue_shows_what_the_eager_queue_holds(drawn, slices):
     stream, drawn again at the head of the queue; an engine made headless (with the same series
     sampling) holds them as Requests. Both show the same, after every slice, dial change and
     submitted request."""
-    scenario, _ = drawn
-    workload = dataclasses.replace(scenario.workload, num_prompts=0, max_concurrency=0, turns=1,
-                                   arrival="poisson" if scenario.workload.arrival == "trace"
-                                   else scenario.workload.arrival,
-                                   request_rate=min(scenario.workload.request_rate, 60.0))
-    # Every request servable: a live engine whose every arrival is refused never runs an
-    # iteration, and step() would wait for one forever.
-    blocks = scenario.num_gpu_blocks_override
-    if blocks is not None:
-        blocks = max(blocks, -(-2048 // scenario.block_size) + 2)
-    scenario = dataclasses.replace(scenario.with_engine(max_model_len=2048), workload=workload,
-                                   num_gpu_blocks_override=blocks)
+    scenario = endless(drawn[0])
     try:
         lazy = Engine(scenario, live=True, keep_records=True)
         eager = Engine(scenario, live=False, keep_records=True, series_interval=0.5)

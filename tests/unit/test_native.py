@@ -31,17 +31,20 @@ from sim import native
 from sim.engine import Engine
 from sim.errors import ConfigError, RequestRejected
 from tests.examples import examples
-from tests.unit.test_engine_agrees import _same, outcome, scenarios
+from tests.unit.test_engine_agrees import _same, endless, outcome, scenarios
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def plain(scenario, stepped: bool) -> dict:
-    """A run of `scenario` (whole, or one step() at a time), as plain values (no class of `sim`):
-    what `outcome` gives, or the refusal (a scenario the engine refuses, a request it rejects)."""
+def plain(scenario, stepped: bool, until: float | None = None) -> dict:
+    """A run of `scenario` (whole, or one step() at a time; or, `until` given, a live engine run
+    to that time), as plain values (no class of `sim`): what `outcome` gives (and a live engine's
+    queue), or the refusal (a scenario the engine refuses, a request it rejects)."""
     try:
-        engine = Engine(scenario)
-        if stepped:
+        engine = Engine(scenario) if until is None else Engine(scenario, live=True, keep_records=True)
+        if until is not None:
+            engine.run(until_time=until)
+        elif stepped:
             while engine.step() is not None:
                 pass
         else:
@@ -49,6 +52,9 @@ def plain(scenario, stepped: bool) -> dict:
     except (ConfigError, RequestRejected) as error:
         return {"refused": f"{type(error).__name__}: {error}"}
     got = outcome(engine)
+    if until is not None:
+        got["queue"] = [(r.request_id, r.arrival_time, r.prompt_len, r.output_len)
+                        for r in engine.scheduler.waiting]
     got["failed"] = [dataclasses.astuple(f) for f in got["failed"]]
     return got
 
@@ -59,8 +65,8 @@ from sim import native
 from tests.unit.test_native import plain
 assert native.state(native.ROOT) != "compiled"
 for line in sys.stdin:
-    scenario, stepped = pickle.loads(base64.b64decode(line))
-    result = plain(scenario, stepped)
+    scenario, stepped, until = pickle.loads(base64.b64decode(line))
+    result = plain(scenario, stepped, until)
     sys.stdout.write(base64.b64encode(pickle.dumps(result)).decode() + "\\n")
     sys.stdout.flush()
 """
@@ -72,8 +78,8 @@ def pure():
     child = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              text=True, cwd=ROOT, env={**os.environ, native.PURE_ENV: "1", "PYTHONPATH": str(ROOT)})
 
-    def ask(scenario, stepped: bool) -> dict:
-        child.stdin.write(base64.b64encode(pickle.dumps((scenario, stepped))).decode() + "\n")
+    def ask(scenario, stepped: bool, until: float | None = None) -> dict:
+        child.stdin.write(base64.b64encode(pickle.dumps((scenario, stepped, until))).decode() + "\n")
         child.stdin.flush()
         line = child.stdout.readline()
         assert line, "the pure process ended"
@@ -102,6 +108,20 @@ def test_compiled_core_gives_the_pure_modules_results(pure, drawn):
     scenario, stepped = drawn
     ours = plain(scenario, stepped)
     theirs = pure(scenario, stepped)
+    assert ours.keys() == theirs.keys()
+    for key in theirs:
+        assert _same(ours[key], theirs[key]), key
+
+
+@needs_compiled
+@settings(max_examples=examples(6), deadline=None)
+@given(scenarios())
+def test_compiled_arrivals_give_the_pure_modules_endless_traffic(pure, drawn):
+    """A live engine on endless traffic (drawn a chunk at a time, the waiting requests held as
+    lazy runs: `sim.arrivals`' Chunk and LazyRun) gives the pure modules' results."""
+    scenario = endless(drawn[0])
+    ours = plain(scenario, False, until=20.0)
+    theirs = pure(scenario, False, until=20.0)
     assert ours.keys() == theirs.keys()
     for key in theirs:
         assert _same(ours[key], theirs[key]), key
