@@ -497,9 +497,11 @@ class Engine:
             result: UpdateResult = sched.update_from_output(out, before, seen)
             if self._threads and (tokens or result.finished):
                 # Its client's threads read each request's chunk in their turns (`_client_read`).
+                # (A request that finished an iteration before and is forgotten, its stream closed,
+                # may still be in this batch, scheduled before that iteration's outputs: no chunk.)
                 requests = self.requests
-                frontend.stream(seen, [requests[r.request_id] for r in sched.describe(out) if r.sampled],
-                                result.finished)
+                emitted = [requests.get(r.request_id) for r in sched.describe(out) if r.sampled]
+                frontend.stream(seen, [req for req in emitted if req is not None], result.finished)
         else:
             seen = end
             result = sched.update_from_output(out, start, end)

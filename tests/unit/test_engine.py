@@ -571,3 +571,26 @@ def test_a_seat_is_drawn_as_it_stands_when_the_last_iteration_ends(async_schedul
                     assert seat.progress == pytest.approx(work.context_len / prompt)
                 checked += 1
     assert checked > 30
+
+
+def test_a_live_run_that_forgets_finished_requests_streams_as_one_that_keeps_them():
+    """A live engine (records not kept) forgets a request once it finishes; with async scheduling
+    and drafts the batch already scheduled may still hold it. Its client of threads then read no
+    chunk of it (its stream closed), where the engine looked it up and stopped on a KeyError."""
+    base = Scenario()
+    sc = replace(base, block_size=4, seed=514,
+                 speculative_config='{"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", '
+                                    '"num_speculative_tokens": 3}',
+                 engine={**base.engine, "max_num_seqs": 64, "max_num_batched_tokens": 512, "max_model_len": 2048,
+                         "long_prefill_token_threshold": 16, "scheduling_policy": "priority",
+                         "enable_prefix_caching": False},
+                 workload=replace(base.workload, arrival="poisson", request_rate=4.0, num_prompts=0,
+                                  input=LengthSpec("fixed", 512), output=LengthSpec("fixed", 256),
+                                  client_token_s=0.0001))
+    runs = []
+    for keep in (None, True):
+        engine = Engine(sc, live=True, keep_records=keep)
+        engine.run(until_time=20.0)
+        runs.append((engine.iteration, engine.time, engine.metrics.summary(engine.time)))
+    assert runs[0][:2] == runs[1][:2] and runs[0][0] > 2000
+    assert runs[0][2]["completed"] == runs[1][2]["completed"] > 50
