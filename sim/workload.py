@@ -135,6 +135,22 @@ class RequestSpec:
 _SPEC_DEFAULTS = {f.name: f.default for f in fields(RequestSpec) if f.default is not MISSING}
 """RequestSpec's defaults, read off its fields (a drawn request's priority, hash ids and turn)."""
 
+_POSITIONAL_FIELDS = ("request_id", "arrival_time", "prompt_len", "output_len", "priority", "pool", "hash_ids",
+                      "prompt_segments", "turn", "conversation")
+"""The fields `RequestQueue._make` passes by position, in the order it passes them (one RequestSpec is
+made for every request, and keywords cost more): checked against the dataclass's own order when the
+module loads, so a reordered or inserted field stops the import instead of filling the wrong field."""
+
+
+def check_positional_fields(cls: type) -> None:
+    """Raise TypeError unless `cls`'s fields begin with `_POSITIONAL_FIELDS`, in that order."""
+    if tuple(f.name for f in fields(cls))[:len(_POSITIONAL_FIELDS)] != _POSITIONAL_FIELDS:
+        raise TypeError(f"{cls.__name__}'s fields no longer begin {_POSITIONAL_FIELDS}: RequestQueue._make "
+                        "passes them by position")
+
+
+check_positional_fields(RequestSpec)
+
 
 @dataclass(frozen=True, slots=True)
 class LengthSpec:
@@ -468,7 +484,7 @@ class RequestQueue:
             stop = min(end, self._block_end)
             first = self._first_index + base
             times, prompts, outputs, batches, groups = self._block
-            if batches is None and not prefix_len and not talks:  # (the usual block: made at C speed)
+            if batches is None and not prefix_len and not talks:  # (the usual block: made at C speed, by position)
                 a, b = i - base, stop - base
                 specs += map(RequestSpec, map(str, range(first + a, first + b)), times[a:b], prompts[a:b],
                              outputs[a:b], repeat(priority), repeat(own_pool), repeat(hash_ids), repeat(None),
@@ -488,9 +504,7 @@ class RequestQueue:
                         group = 0 if groups is None else groups[k]
                         segments = ((PREFIX_SEGMENT.format(group), prefix_len), own)
                         prompt += prefix_len
-                # (Positional, every field given: one is made for every request. RequestSpec(request_id,
-                # arrival_time, prompt_len, output_len, priority, pool, hash_ids, prompt_segments, turn,
-                # conversation).)
+                # (Positional, in the order of _POSITIONAL_FIELDS: one is made for every request.)
                 append(RequestSpec(rid, times[k], prompt, outputs[k], priority, BATCH_POOL if batch else own_pool,
                                    hash_ids, segments, turn, rid if talk else ""))
             i = stop

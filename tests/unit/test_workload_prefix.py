@@ -190,3 +190,26 @@ def test_requests_sharing_hash_ids_hit_the_cache(tmp_path):
     summary = run_scenario(Scenario(workload=w), keep_records=True)
     cached = {r.request_id: r.num_cached_tokens for r in summary.records}
     assert cached["0"] == 0 and all(cached[str(i)] == 1024 for i in range(1, 5))
+
+
+def test_the_queue_s_positional_fields_are_checked_against_the_dataclass():
+    """RequestQueue._make builds each RequestSpec by position (one per request, keywords cost more);
+    a field inserted or moved in RequestSpec must stop the import, not fill the wrong field."""
+    from dataclasses import dataclass
+
+    from sim.workload import RequestSpec, check_positional_fields
+
+    check_positional_fields(RequestSpec)
+
+    @dataclass
+    class Reordered:
+        request_id: str
+        prompt_len: int
+        arrival_time: float
+
+    with pytest.raises(TypeError, match="by position"):
+        check_positional_fields(Reordered)
+    # and every field the queue fills keyword-free lands where a keyword would put it
+    spec = generate(WorkloadSpec(num_prompts=3), np.random.default_rng(1))[1]
+    assert spec == RequestSpec(request_id=spec.request_id, arrival_time=spec.arrival_time,
+                               prompt_len=spec.prompt_len, output_len=spec.output_len)
