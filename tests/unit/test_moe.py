@@ -29,12 +29,13 @@ P = BUILTIN_PROFILES
 # Published totals (model cards), in billions: parameters, and active parameters a token. gpt-oss
 # (OpenAI's model card, Aug 2025): 116.83 / 5.13 and 20.91 / 3.61, counting the output head but not
 # the input embedding (a lookup); the others count both: Qwen3 (Qwen's model cards): 30.5 / 3.3,
-# 235 / 22, 32.8 dense; DeepSeek-V3 (its technical report, arXiv 2412.19437): 671 / 37 for the main
+# 235 / 22, 32.8 and 8.2 dense; DeepSeek-V3 (its technical report, arXiv 2412.19437): 671 / 37 for the main
 # model; Mixtral 8x7B (Mistral's announcement): 46.7 / 12.9; Llama 4 Scout (Meta's model card):
 # 109 / 17 with its vision encoder, which the shipped text config leaves out (about 1 B of it).
 PUBLISHED = {
     "gpt-oss-120b": (116.83, 5.13, False), "gpt-oss-20b": (20.91, 3.61, False), "qwen3-30b-a3b": (30.5, 3.3, True),
-    "qwen3-235b-a22b": (235.0, 22.0, True), "qwen3-32b": (32.8, 32.8, True), "deepseek-v3": (671.0, 37.0, True),
+    "qwen3-235b-a22b": (235.0, 22.0, True), "qwen3-32b": (32.8, 32.8, True), "qwen3-8b": (8.2, 8.2, True),
+    "deepseek-v3": (671.0, 37.0, True),
     "mixtral-8x7b": (46.7, 12.9, True), "llama-4-scout": (108.0, 17.0, True),
 }
 

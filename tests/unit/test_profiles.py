@@ -41,7 +41,8 @@ def test_builtin_ids_and_defaults():
     assert list(BUILTIN_MODELS) == [
         "llama-3.1-8b", "llama-3.2-3b", "qwen2.5-14b", "llama-3.1-70b", "qwen2.5-7b", "llama-3.3-70b",
         "qwen2.5-1.5b", "llama-3.2-1b", "llama-2-7b", "gpt-oss-120b", "gpt-oss-20b", "qwen3-30b-a3b",
-        "qwen3-32b", "qwen3-235b-a22b", "mixtral-8x7b", "deepseek-v3", "llama-4-scout", "bge-large-embedder",
+        "qwen3-32b", "qwen3-8b", "qwen3-235b-a22b", "mixtral-8x7b", "deepseek-v3", "llama-4-scout",
+        "bge-large-embedder",
     ]
     assert DEFAULT_GPU_ID == "h100-sxm" and DEFAULT_MODEL_ID == "llama-3.1-8b"
 
