@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import fcntl
 import os
+import re
 import select
 import shutil
 import signal
@@ -34,6 +35,10 @@ import time
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 FIRST_FRAME_MARK = b"next"  # the footer's first key label: the last thing a full frame draws
 YARDSTICK_MARK = b"yardstick"
+RUN_STATE = re.compile(rb"(running|paused|finished)[^\x1b\r\n]*? t [0-9.,]+ s")
+"""The status line over the views (`widgets/sim_status.status_line`): the run's state, then its
+clock ("running 1x \xc2\xb7 t 1.28 s", "paused \xc2\xb7 t 20.00 s"). A lesson's own words ("the
+run starts paused: press .") are not followed by a clock."""
 YARDSTICK = """
 from textual.app import App
 from textual.widgets import Footer, Static
@@ -78,7 +83,7 @@ class PtyApp:
                 except OSError:
                     break
                 got += len(chunk)
-                self.buffer = (self.buffer + chunk)[-4096:]
+                self.buffer = (self.buffer + chunk)[-65536:]
         self.received += got
         return got
 
@@ -98,6 +103,11 @@ class PtyApp:
 
     def send(self, keys: bytes) -> None:
         os.write(self.master, keys)
+
+    def run_state(self) -> str | None:
+        """The run's state as the status line last showed it ("running", "paused", "finished"),
+        or None if no status line has been written since the buffer was last cleared."""
+        return run_state(self.buffer)
 
     def cpu_all_threads(self) -> float:
         """CPU seconds the process has run so far, every thread's (the scheduler's count, to the
@@ -144,6 +154,26 @@ class PtyApp:
 ISSUE_14_RATIO = 1.5
 ISSUE_40_RATIO = 2.0
 """The first frame's goals, as a ratio to the yardstick's."""
+
+
+def run_state(output: bytes) -> str | None:
+    """The run's state the last status line in `output` shows (None: no status line in it)."""
+    states = RUN_STATE.findall(output)
+    return states[-1].decode() if states else None
+
+
+def set_running(app: PtyApp, running: bool, settle: float) -> str | None:
+    """Space (run or pause, `keys.py`) until the status line says the run is `running` or paused;
+    returns the state it then shows. A step may open either way: step 6 opens paused, so a space
+    pressed to pause it would start it instead."""
+    wanted = "running" if running else "paused"
+    for _ in range(2):
+        if app.run_state() == wanted:
+            break
+        app.buffer = b""
+        app.send(b" ")
+        app.drain(settle)
+    return app.run_state()
 
 
 def installed_batchtui() -> str:
@@ -196,23 +226,32 @@ def run(command: list[str], cols: int, rows: int, duration: float, window: float
             # A fresh state folder is a first launch: the orientation overlays the step, and the
             # step's run waits until it closes (any key closes it; this one goes no further).
             app.drain(1.0)
+            app.buffer = b""
             app.send(b" ")
-            app.drain(2.0)  # settle: the step's simulation starts running once it has closed
+            app.drain(2.0)  # settle: the step's simulation starts once it has closed (or waits paused)
             for key in keys:  # `--keys z`: zoomed, for example
                 app.send(key.encode())
                 app.drain(0.3)
+            # Each figure is measured in the state its label names, whichever way the step opens.
+            if set_running(app, True, settle=1.0) != "running":
+                raise SystemExit(f"the run did not start; status: {app.run_state()}")
             rss_start = app.rss_mb()
+            app.buffer = b""
             bytes_anim, cpu_anim = app.measure(window)
+            anim_state = app.run_state()
             app.drain(max(0.0, duration - window))
             rss_end = app.rss_mb()
-            app.send(b" ")  # pause
-            app.drain(1.0)
+            if set_running(app, False, settle=1.0) != "paused":
+                raise SystemExit(f"the run did not pause; status: {app.run_state()}")
+            app.buffer = b""
             bytes_idle, cpu_idle = app.measure(min(window, 5.0))
+            paused_state = app.run_state()  # (None: nothing redrawn while paused)
         finally:
             app.close()
     return {"size": f"{cols}x{rows}", "first_frame_s": first, "anim_bytes_per_s": bytes_anim,
             "anim_cpu": cpu_anim, "paused_bytes_per_s": bytes_idle, "paused_cpu": cpu_idle,
-            "rss_start_mb": rss_start, "rss_end_mb": rss_end, "duration_s": duration}
+            "rss_start_mb": rss_start, "rss_end_mb": rss_end, "duration_s": duration,
+            "anim_state": anim_state, "paused_state": paused_state}
 
 
 def main() -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -321,3 +322,18 @@ def test_step_6_says_which_of_its_limits_are_set_small(all_steps):
     text = " ".join(step.body_md.split())
     assert re.search(r"Three limits decide what fits; the first two are set small", text), text
     assert "limit becomes seats" in step.hints[1]
+
+
+def test_a_lesson_that_points_at_another_steps_table_points_at_one_that_step_shows():
+    """"step N's table" names a table step N's lesson shows as it opens (a table in its text
+    before the reveal): step 8 once cited "step 7's table" for a figure, where step 7 shows
+    curves and its table only once its question is answered."""
+    files = {int(p.name.split("-")[0]): p for p in steps.lesson_files()}
+    shown_tables = {}
+    for number, path in files.items():
+        body = path.read_text(encoding="utf-8").split("+++")[-1]
+        before_reveal = re.split(r"^[ \t]*<!-- reveal -->[ \t]*$", body, flags=re.M)[0]
+        shown_tables[number] = bool(re.search(r"^\|[-:| ]+\|$", before_reveal, flags=re.M))
+    cited = [(number, int(n)) for number, path in files.items()
+             for n in re.findall(r"[Ss]tep (\d+)'s table", path.read_text(encoding="utf-8"))]
+    assert [(number, n) for number, n in cited if not shown_tables.get(n)] == []
