@@ -8,16 +8,15 @@ now beside it (the build writes each source's hash to STAMP): an edited source, 
 install, or BATCHTUI_PURE=1 in the environment, loads every module of MODULES from its source
 instead (all or none: compiled modules call each other directly, so one left compiled would not
 see the others' pure versions). No C compiler, or no mypyc, at install time: no compiled modules,
-nothing to choose.
+nothing to choose. The choice is made when the first of MODULES is imported, not with `sim`:
+the tutorial's first frame imports none of them, and choosing (hashlib, which loads OpenSSL, and
+the sources read and hashed) cost it 4-5 ms of CPU.
 
 Kept free of other `sim` imports: setup.py reads MODULES from this file alone."""
 
 from __future__ import annotations
 
-import hashlib
 import importlib.machinery
-import importlib.util
-import json
 import os
 import sys
 from collections.abc import Mapping
@@ -51,6 +50,8 @@ def source_path(root: Path, module: str) -> Path:
 
 def source_hashes(root: Path) -> dict[str, str]:
     """The sha256 of each of MODULES' sources under the package folder `root`."""
+    import hashlib
+
     return {m: hashlib.sha256(source_path(root, m).read_bytes()).hexdigest() for m in MODULES}
 
 
@@ -70,6 +71,8 @@ def state(root: Path, environ: Mapping[str, str] = os.environ) -> str:
         return "none"
     if environ.get(PURE_ENV, "") not in ("", "0"):
         return "forced pure"
+    import json
+
     try:
         stamp = json.loads((root / STAMP).read_text())
     except (OSError, ValueError):
@@ -79,28 +82,35 @@ def state(root: Path, environ: Mapping[str, str] = os.environ) -> str:
     return "compiled"
 
 
-class _SourceFinder:
-    """Finds MODULES' sources ahead of their extension modules (which the import system would
-    otherwise prefer)."""
+class _Chooser:
+    """On the sys.meta_path ahead of the import system's own finders: at the first import of one
+    of MODULES it asks `state`; where the compiled modules must not be used, it finds MODULES'
+    sources from then on (the import system would otherwise prefer their extension modules), else
+    it finds nothing and the compiled modules load."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.names = {f"{__package__}.{m}": m for m in MODULES}
+        self.state: str | None = None
+        """`state(root)` once asked (at the first import of one of MODULES)."""
 
     def find_spec(self, fullname: str, path=None, target=None):
         module = self.names.get(fullname)
         if module is None:
             return None
+        if self.state is None:
+            self.state = state(self.root)
+        if self.state not in ("forced pure", "stale"):
+            return None
+        import importlib.util
+
         return importlib.util.spec_from_file_location(fullname, source_path(self.root, module))
 
 
-def choose() -> str:
-    """Called once, as `sim` is imported (before any module of MODULES): where the compiled
-    modules must not be used, the sources are found first. Returns `state`."""
-    now = state(ROOT)
-    if now in ("forced pure", "stale"):
-        sys.meta_path.insert(0, _SourceFinder(ROOT))
-    return now
+def choose() -> None:
+    """Called once, as `sim` is imported (before any module of MODULES): the choice between the
+    compiled modules and their sources is made at the first import of one of them (`_Chooser`)."""
+    sys.meta_path.insert(0, _Chooser(ROOT))
 
 
 def in_use() -> bool:

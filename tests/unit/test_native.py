@@ -173,3 +173,17 @@ def test_the_compiled_modules_are_used_only_as_built(tmp_path):
     assert native.state(_package(tmp_path / "unstamped", every, stamped=False), {}) == "stale"
     native.source_path(built, "engine").write_text("# engine, edited\n")
     assert native.state(built, {}) == "stale"
+
+
+def test_the_choice_waits_for_the_first_of_the_modules():
+    """`import sim` (the tutorial's first frame) neither hashes the sources nor loads hashlib
+    (OpenSSL): the choice is made when the first of MODULES is imported, and it is the same."""
+    code = ("import sys, sim\nfrom sim import native\nassert 'hashlib' not in sys.modules\n"
+            "import sim.engine\nprint(native.in_use(), native.state(native.ROOT), sep=',')")
+    for environ in ({}, {native.PURE_ENV: "1"}):
+        env = {k: v for k, v in os.environ.items() if k != native.PURE_ENV}
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                              env={**env, **environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+        assert done.returncode == 0, done.stderr
+        in_use, state = done.stdout.strip().split(",")
+        assert in_use == str(state == "compiled")
