@@ -337,3 +337,17 @@ def test_a_lesson_that_points_at_another_steps_table_points_at_one_that_step_sho
     cited = [(number, int(n)) for number, path in files.items()
              for n in re.findall(r"[Ss]tep (\d+)'s table", path.read_text(encoding="utf-8"))]
     assert [(number, n) for number, n in cited if not shown_tables.get(n)] == []
+
+
+def test_open_lessons_reads_only_the_top_level_keys_the_summaries_need(tmp_path):
+    """Before the app's first frame only each front matter's top-level keys are read (a fifth of
+    its text): a table broken is named when its step is opened, like any other mistake in it."""
+    folder = _copy_lessons(tmp_path)
+    _edit(folder, "05-continuous-batching.md", "[activity]", "[activity]\nkind = = 'oops'")
+    lessons = steps.open_lessons(folder)
+    assert [s.title for s in lessons.summaries] == OUTLINE_TITLES
+    with pytest.raises(StepError, match="05-continuous-batching.md.*not valid TOML"):
+        lessons.draft(4)
+    # A line opening with "[" inside a top-level value: the whole front matter is read instead.
+    _edit(folder, "06-inside-one-iteration.md", "minutes = ", 'note = """\n[not a table]\n"""\nminutes = ')
+    assert steps.open_lessons(folder).summaries[5].title == OUTLINE_TITLES[5]
