@@ -28,11 +28,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    from .parser import chosen_command, parser_for, pasted
+    from .parser import parser_for_line, pasted
 
     argv_given = argv
     argv = pasted(sys.argv[1:] if argv is None else list(argv))
-    parser = parser_for(chosen_command(argv))
+    parser = parser_for_line(argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, or a mistake argparse found (already printed, one line)

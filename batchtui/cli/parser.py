@@ -77,14 +77,18 @@ def chosen_command(argv: list[str]) -> str | None:
     return next((word for word in argv if word in SUBCOMMANDS), None)
 
 
-def build_parser(populate: str | None = None) -> Parser:
-    """The whole parser; only `populate`'s subcommand gets its flags (the others only their help)."""
+def build_parser(populate: str | None = None, subcommands: bool = True) -> Parser:
+    """The whole parser; only `populate`'s subcommand gets its flags (the others only their help).
+    Without `subcommands`, the tutorial's options alone (what parsing no words at all needs)."""
     parser = Parser(prog="batchtui",
                     description="Learn how LLM inference servers batch requests, on a live simulation. "
                                 "With no command, opens the tutorial.")
     from batchtui.tui import add_app_arguments
 
     add_app_arguments(parser)
+    if not subcommands:
+        parser.set_defaults(command=None)  # (as the subcommands' `dest` would)
+        return parser
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=HELP[name], description=HELP[name])
@@ -101,3 +105,17 @@ def parser_for(command: str | None) -> Parser:
     of `main` in a process: a command line costs one build (about 5 ms), a test process running
     thousands of them builds each command's once."""
     return build_parser(command)
+
+
+def parser_for_line(argv: list[str]) -> Parser:
+    """The parser for a command line: `batchtui` alone (the tutorial, launched as a learner does)
+    needs no subcommand's parser, and building the eleven cost its first frame about 3 ms of CPU;
+    any word on the line (--help, a mistake, a command) gets the whole parser."""
+    if not argv:
+        return _bare_parser()
+    return parser_for(chosen_command(argv))
+
+
+@functools.cache
+def _bare_parser() -> Parser:
+    return build_parser(subcommands=False)

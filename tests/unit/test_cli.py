@@ -669,3 +669,14 @@ def test_one_built_parser_serves_every_command_line_of_a_process():
         assert parser_for("search").parse_args(argv) == build_parser("search").parse_args(argv)
     assert parser_for("search").parse_args(["search"]).gpu_price == []
     assert parser_for("search").parse_args(["search"]).resume == []
+
+
+def test_batchtui_alone_is_parsed_without_the_subcommands_parsers():
+    """No words at all (the tutorial as a learner launches it): the tutorial's options alone are
+    built, and they give what the whole parser gives; any word gets the whole parser."""
+    from batchtui.cli.parser import build_parser, parser_for_line
+
+    bare = parser_for_line([])
+    assert "COMMAND" not in bare.format_usage() and bare is parser_for_line([])
+    assert bare.parse_args([]) == build_parser().parse_args([])
+    assert "COMMAND" in parser_for_line(["--step", "3"]).format_usage()
