@@ -7,6 +7,7 @@ growth over a run.
     python benchmarks/app_benchmark.py --duration 600      # ten minutes: does memory grow?
     python benchmarks/app_benchmark.py --first-frame-only  # just the launches
     python benchmarks/app_benchmark.py --step 20 --keys z  # the playground, zoomed
+    python benchmarks/app_benchmark.py --against OTHER/bin/batchtui  # first frames of two installs, alternating
 
 The yardstick is the smallest Textual app (a Static and a Footer) launched the same way and
 alternating with `batchtui`, so the ratio of the two medians holds on a busy machine where
@@ -216,6 +217,25 @@ def compare_first_frames(command: list[str], launches: int) -> dict:
             "cpu_ratio": cpu["batchtui_cpu"] / cpu["yardstick_cpu"]}
 
 
+def compare_installs(ours: list[str], theirs: list[str], launches: int) -> dict:
+    """Alternate launches of two `batchtui` commands (two installs: before and after a change) to
+    their first frames; the medians and fastest of each, and the ratios of ours to theirs."""
+    first_frame(ours, FIRST_FRAME_MARK)  # warm-up, as `compare_first_frames`
+    first_frame(theirs, FIRST_FRAME_MARK)
+    a, b = [], []
+    for _ in range(launches):
+        a.append(first_frame(ours, FIRST_FRAME_MARK))
+        b.append(first_frame(theirs, FIRST_FRAME_MARK))
+    out = {}
+    for name, runs in (("ours", a), ("theirs", b)):
+        out[f"{name}_s"] = statistics.median(t for t, _ in runs)
+        out[f"{name}_cpu"] = statistics.median(c for _, c in runs)
+        out[f"{name}_cpu_min"] = min(c for _, c in runs)
+    out["cpu_ratio"] = out["ours_cpu"] / out["theirs_cpu"]
+    out["wall_ratio"] = out["ours_s"] / out["theirs_s"]
+    return out
+
+
 def run(command: list[str], cols: int, rows: int, duration: float, window: float, keys: str = "") -> dict:
     with tempfile.TemporaryDirectory() as state:
         app = PtyApp(command, cols, rows, state)
@@ -265,8 +285,20 @@ def main() -> int:
     parser.add_argument("--launches", type=int, default=7, help="launches of each app for the first frame (default 7)")
     parser.add_argument("--keys", default="", help="keys to press once the step runs, one by one (z: zoomed)")
     parser.add_argument("--first-frame-only", action="store_true")
+    parser.add_argument("--against", metavar="BATCHTUI",
+                        help="only the first frame, against another install's batchtui command (before a change, "
+                             "say), launches alternating")
     args = parser.parse_args()
     batchtui = installed_batchtui()
+    if args.against:
+        both = compare_installs([batchtui], [args.against], args.launches)
+        print(f"first frame at 80x24, {args.launches} launches each, alternating; load average "
+              f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+        for name, command in (("ours", batchtui), ("theirs", args.against)):
+            print(f"  {name:<7} {command}: median {both[f'{name}_s']:.3f} s, CPU median {both[f'{name}_cpu']:.3f} s "
+                  f"(fastest {both[f'{name}_cpu_min']:.3f} s)")
+        print(f"  ours / theirs: CPU {both['cpu_ratio']:.3f}x, time {both['wall_ratio']:.3f}x")
+        return 0
 
     print(f"first frame at 80x24: `{batchtui}` (first launch, step 1) against the yardstick, "
           f"{args.launches} launches each, alternating")

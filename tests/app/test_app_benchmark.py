@@ -28,3 +28,11 @@ def test_step_6_which_opens_paused_is_measured_animating_then_paused():
     assert result["anim_bytes_per_s"] > 1000  # every frame redraws the status line's clock
     assert result["paused_bytes_per_s"] == 0  # not a byte while paused
     assert result["anim_state"] == "running" and result["paused_state"] is None
+
+
+@pytest.mark.heavy
+def test_two_installs_first_frames_are_compared_launch_by_launch():
+    batchtui = [app_benchmark.installed_batchtui()]
+    both = app_benchmark.compare_installs(batchtui, batchtui, launches=1)
+    assert both["ours_cpu"] > 0 and both["theirs_cpu"] > 0 and both["ours_cpu_min"] <= both["ours_cpu"]
+    assert both["cpu_ratio"] == both["ours_cpu"] / both["theirs_cpu"]
