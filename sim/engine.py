@@ -19,6 +19,7 @@ from __future__ import annotations
 import gc
 import math
 from collections import deque
+from typing import Any
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -34,7 +35,7 @@ from .metrics import MetricsCollector, RecordTable
 from .reports import EngineSnapshot, IterationReport, ScheduledWork, SeatView
 from .request import FINISHED, Request, check_request, check_segments
 from .scenario import Scenario
-from .schedulers.base import CapsUsed, SchedulerOutput, UpdateResult
+from .schedulers.base import CapsUsed, Scheduler, SchedulerOutput, UpdateResult
 from .schedulers.continuous import ContinuousScheduler
 from .schedulers.dynamic import DynamicScheduler
 from .schedulers.static import SequentialScheduler, StaticScheduler
@@ -139,7 +140,7 @@ class Engine:
         # sim.arrivals): under overload its memory does not grow with the queue.
         self._lazy_queue = self.live and self.arrivals.endless
         self._tail_run: LazyRun | None = None  # the run the next arrival of the workload may join
-        self.scheduler = self._make_scheduler(config, pool)
+        self.scheduler: Scheduler = self._make_scheduler(config, pool)  # (typed: its calls are direct)
         self.time = 0.0
         self.iteration = 0
         self.done = False
@@ -159,7 +160,13 @@ class Engine:
         self.aborted = 0  # requests whose client went away (see abort)
         self._sent: set[str] = set()  # ids submitted and still on their way through the API server
 
-    def _make_scheduler(self, config: EngineConfig, pool: BlockPool):
+    def _policy(self) -> Any:
+        """The scheduler as its own class, for what only some policies hold (their running
+        requests, speculative decoding's counts): `scheduler` is typed as the base class, whose
+        methods the loop calls directly."""
+        return self.scheduler
+
+    def _make_scheduler(self, config: EngineConfig, pool: BlockPool) -> Scheduler:
         lazy = self._lazy_queue
         if config.batching == "continuous":
             return ContinuousScheduler(config, pool, lazy_queue=lazy, speculative=self.speculative,
@@ -243,12 +250,13 @@ class Engine:
             self._refuse(spec, refusal, duplicate)
         if self._lazy_queue and origin is not None and not duplicate:
             run = self._tail_run
-            if run is not None and run.follows(origin) and self.scheduler.waiting.can_extend(run):
-                self.scheduler.extend_run(run, refusal is None)  # (a refused one stays skipped)
+            lazy = self._policy()  # (its queue of runs, which the base does not declare)
+            if run is not None and run.follows(origin) and lazy.waiting.can_extend(run):
+                lazy.extend_run(run, refusal is None)  # (a refused one stays skipped)
             elif refusal is None:
                 run = LazyRun(origin[0], origin[1], self._seq, self._accepts(), self._request)
                 run.extend(True)
-                self.scheduler.add_request(run)
+                lazy.add_request(run)
                 self._tail_run = run
         elif refusal is None:
             req = self._request(spec, self._seq)
@@ -473,7 +481,8 @@ class Engine:
             return True
         in_flight, self._in_flight = self._in_flight, None
         if in_flight is not None:
-            self._process(*in_flight, lean)
+            batch, start, end, priced = in_flight  # (unpacked: a typed call, not a call with *args)
+            self._process(batch, start, end, priced, lean)
         if out.is_empty:  # costs nothing; its preemptions show in the next report
             self._carry_preempted.extend(r.request_id for r in out.preempted)
             self.metrics.num_preemptions += len(out.preempted)
@@ -831,7 +840,7 @@ class Engine:
         drafts the drafter found nothing for."""
         if self.speculative is None:
             return {}
-        drafts, draft_tokens, accepted, per_position = self.scheduler.spec_stats
+        drafts, draft_tokens, accepted, per_position = self._policy().spec_stats
         return {
             "spec_decode_acceptance_rate": 100.0 * accepted / draft_tokens if draft_tokens else 0.0,
             "spec_decode_acceptance_length": 1.0 + accepted / drafts if drafts else 1.0,
@@ -874,7 +883,7 @@ class Engine:
             seats=tuple(seats),
             max_num_seqs=self._seat_cap(),
             queue_len=sched.num_waiting,
-            running=len(sched.running),
+            running=len(self._policy().running),
             kv_blocks_used=self.pool.used,
             kv_blocks_usable=self.pool.usable,
             kv_blocks_by_request=tuple(sorted(self.pool.holdings().items(), key=lambda kv: -kv[1])[:256]),
@@ -902,7 +911,7 @@ class Engine:
         spec = self.speculative
         if spec is None:
             return {}
-        drafts, draft_tokens, accepted, _ = self.scheduler.spec_stats
+        drafts, draft_tokens, accepted, _ = self._policy().spec_stats
         return {"spec_method": spec.method, "spec_k": spec.k, "spec_drafts": drafts,
                 "spec_draft_tokens": draft_tokens, "spec_accepted": accepted}
 
