@@ -722,7 +722,6 @@ class Engine:
         continuous = self.scheduler if isinstance(self.scheduler, ContinuousScheduler) else None  # (called directly)
         arrivals = self.arrivals
         frontend = self.frontend if self._front else None
-        retime = frontend.outputs if frontend is not None else None
         cost = self.cost
         while True:
             if until_time is not None and self.time >= until_time:
@@ -740,12 +739,12 @@ class Engine:
                 limit = nxt if until_time is None else min(nxt, until_time)
                 calls = MAX_STRETCH if max_iterations is None else max_iterations - n
                 if not asynchronous:
-                    got = stretch(cost, self.time, limit, calls, arrivals.listens, retime)
+                    got = stretch(cost, self.time, limit, calls, arrivals.listens, frontend)
                     if got:
                         n += self._book_stretches(got)
                         continue
                 elif self._in_flight is not None and continuous is not None:
-                    got = continuous.async_stretch(cost, self._in_flight, limit, calls, arrivals.listens, retime)
+                    got = continuous.async_stretch(cost, self._in_flight, limit, calls, arrivals.listens, frontend)
                     if got:
                         # Calls run in bulk, each leaving a batch in flight (the last one's is kept).
                         parts, self._in_flight = got

@@ -267,6 +267,6 @@ tuple in this order (made tens of thousands of times a sweep): when the first it
 when each iteration ended and how long it took (lists or numpy arrays), the batch, the decode context of the last iteration, the blocks used in them (their
 peak), the binding limit they repeat; if decoders finished in the last one, those (as (admission
 number, request), retired; else ()); the blocks used after it, and the requests running and
-waiting then; through the API server (`retime`), when each iteration's tokens reached their
+waiting then; through the API server (`frontend`), when each iteration's tokens reached their
 clients and the gaps between those times (the inter-token latencies the clients measure), else
 None and None (the clients see the tokens when sampled: `ends` and `gaps`)."""

@@ -19,7 +19,10 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from itertools import accumulate
+from typing import Any
 
+from ..cost import CostModel
+from ..frontend import Frontend
 from ..kv import NO_HIT
 from ..metrics import largest
 from ..request import FINISHED, PREEMPTED, RUNNING, Request
@@ -781,8 +784,8 @@ class ContinuousScheduler(Scheduler):
         return [row for _, row in numbered]
 
     # -- steady decoding in bulk
-    def decode_stretch(self, cost, start: float, limit: float, max_iterations: int,
-                       until_finish: bool = False, retime=None) -> list[tuple] | tuple:
+    def decode_stretch(self, cost: CostModel, start: float, limit: float, max_iterations: int,
+                       until_finish: bool = False, frontend: Frontend | None = None) -> list[tuple] | tuple:
         """Run alike decode iterations in bulk, as many as run before anything changes: every
         running request a compact decoder getting one token, nobody admitted (the queue empty or
         blocked the same way as last time), enough free blocks. Iterations are timed with the
@@ -793,8 +796,8 @@ class ContinuousScheduler(Scheduler):
         client listens for finishes: a finish may send a request, a conversation's next turn or
         one a concurrency cap held back, which must be admitted at the very next iteration). The
         stretches run, in order, as `DECODE_STRETCH_FIELDS` tuples (none if no such iteration is
-        next). `retime` (`sim.frontend.Frontend.outputs`, or None: tokens reach their clients when
-        sampled) gives when each iteration's tokens reach their clients: the decoders' token times
+        next). `frontend` (the API server in front, or None: tokens reach their clients when
+        sampled; its `outputs`) gives when each iteration's tokens reach their clients: the decoders' token times
         and gaps."""
         running = self.running
         if (self._steady_binding is None and self.waiting) or running.explicit or not running.decoders \
@@ -823,6 +826,8 @@ class ContinuousScheduler(Scheduler):
             # needed only when that bound does not fit (and then the first tick that does not
             # fit is found).
             enough_blocks = batch * (k // block_size + 1) <= free or running.decode_blocks_over(k) <= free
+            ends: Any  # (a numpy array or a list, as the stretch is long or not)
+            gaps: Any
             if k >= NUMPY_STRETCH:
                 import numpy as np
 
@@ -854,7 +859,7 @@ class ContinuousScheduler(Scheduler):
                 top = max(gaps)
             binding = self._steady_binding or "none"
             last_context = context + batch * (count - 1)
-            seen, itl, seen_end, top = _retimed(retime, ends, batch, end, top)
+            seen, itl, seen_end, top = _retimed(frontend, ends, batch, end, top)
             if running.tick + count != running.next_finish:  # nobody finishes in it
                 running.advance(count, seen_end, top)
                 used = pool.usable - pool.free
@@ -879,8 +884,8 @@ class ContinuousScheduler(Scheduler):
         return stretches
 
 
-    def async_stretch(self, cost, flight: tuple, limit: float, max_calls: int,
-                      until_finish: bool = False, retime=None) -> tuple:
+    def async_stretch(self, cost: CostModel, flight: tuple, limit: float, max_calls: int,
+                      until_finish: bool = False, frontend: Frontend | None = None) -> tuple:
         """Async scheduling's `decode_stretch`: engine calls run in bulk, each scheduling the next
         batch of decoders while the one in flight runs, then processing the one in flight, with
         the same results as one call at a time. `flight` is the engine's batch in flight, (output,
@@ -894,7 +899,7 @@ class ContinuousScheduler(Scheduler):
         Each call leaves a batch in flight, as one call does: the last one is returned with the
         calls run, as (stretches as `DECODE_STRETCH_FIELDS` tuples of the batches processed, the
         batch now in flight as `flight` is, or None if nothing is); () if no call can run so.
-        `retime` as in `decode_stretch`, for the batches processed.
+        `frontend` as in `decode_stretch`, for the batches processed.
 
         The batch in flight may also hold one request's whole prompt besides every decoder (the
         call after its admission), if nobody waits, no decoder finishes with it and the batch
@@ -951,6 +956,8 @@ class ContinuousScheduler(Scheduler):
             # Batches scheduled by the calls before the finishing one: all decoders, one tick on.
             pure = calls if calls < to_finish else to_finish - 1
             next_context = context + batch if fresh is None else running.coming_batch()[2]  # the first of them
+            ends: Any  # (a numpy array or a list, as the stretch is long or not)
+            gaps: Any
             if pure >= NUMPY_STRETCH:
                 import numpy as np
 
@@ -1007,7 +1014,7 @@ class ContinuousScheduler(Scheduler):
                 top = float(processed_gaps.max())
             last_start = float(processed_ends[-2]) if calls > 1 else start
             start_next = float(processed_ends[-1])
-            seen, itl, seen_end, top = _retimed(retime, processed_ends, batch, start_next, top)
+            seen, itl, seen_end, top = _retimed(frontend, processed_ends, batch, start_next, top)
             if shrinks:
                 next_batch = batch - len(finishing)
                 scheduled_context = next_context + batch * (calls - 1) - sum(final for _, final in finishing)
@@ -1086,12 +1093,13 @@ class ContinuousScheduler(Scheduler):
         return stretches, in_flight
 
 
-def _retimed(retime, ends, batch: int, end: float, top: float) -> tuple:
+def _retimed(frontend: Frontend | None, ends, batch: int, end: float, top: float) -> tuple:
     """(seen, itl, when the last tokens reached their clients, the largest gap) of a stretch's
-    iterations: through `retime` (`sim.frontend.Frontend.outputs`), or as the engine timed them."""
-    if retime is None:
+    iterations: through the API server in front (`sim.frontend.Frontend.outputs`), or as the
+    engine timed them."""
+    if frontend is None:
         return None, None, end, top
-    seen, itl = retime(ends, batch)
+    seen, itl = frontend.outputs(ends, batch)
     return seen, itl, float(seen[-1]), largest(itl) if itl.__class__ is list else float(itl.max())
 
 
