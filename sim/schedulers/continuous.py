@@ -72,6 +72,21 @@ class ContinuousScheduler(Scheduler):
         # admissions, then of resumptions after a preemption.
         self.prefix_stats: list[int] = [0, 0, 0, 0]
         self.caps = CapsUsed()  # how near the run came to its seat and token caps
+        self._read_dials(config)
+
+    def _read_dials(self, config) -> None:
+        """The dials schedule() reads, as this scheduler's own typed fields (read from the
+        frozen config once, not on every call: an EngineConfig is an interpreted object, its
+        `token_budget` and `seats` properties calls)."""
+        self._budget: int = config.token_budget
+        self._threshold: int = config.long_prefill_token_threshold
+        self._adaptive = config.long_prefill_token_threshold_adaptive
+        self._batched_tokens: int = config.max_num_batched_tokens
+        self._max_model_len: int = config.max_model_len
+        self._scheduling_policy: str = config.scheduling_policy
+        self._seats: int = config.seats
+        self._chunked = config.enable_chunked_prefill
+        self._reserve_full_isl = config.scheduler_reserve_full_isl
 
     def set_config(self, config) -> None:
         # The compact form was built with the old dials (max_model_len sets finish ticks).
@@ -80,6 +95,7 @@ class ContinuousScheduler(Scheduler):
         if config.scheduling_policy != self.waiting.policy:
             self.waiting = make_queue(config.scheduling_policy, self.waiting.items(), lazy=self._lazy_queue)
         super().set_config(config)
+        self._read_dials(config)
         self.watermark_blocks = int(config.watermark * self.pool.num_blocks)
         self._steady_binding = None
         self.caps.unknown()
@@ -169,8 +185,8 @@ class ContinuousScheduler(Scheduler):
         total = req.num_computed_tokens + n
         if self.spec_lookahead:
             total += self.spec_lookahead
-            if total > self.config.max_model_len:
-                total = self.config.max_model_len
+            if total > self._max_model_len:
+                total = self._max_model_len
         return total
 
     def _take_drafts(self, req: Request, n: int, out: SchedulerOutput) -> None:
@@ -187,22 +203,22 @@ class ContinuousScheduler(Scheduler):
         req.num_drafts = 0
 
     def schedule(self) -> SchedulerOutput:
-        cfg = self.config
         pool = self.pool
         running = self.running
         waiting = self.waiting
         out = SchedulerOutput()
-        budget: int = cfg.token_budget  # (the dials typed: the compiled core compares them unboxed)
-        threshold: int = cfg.long_prefill_token_threshold
+        budget = self._budget  # (the dials typed: the compiled core compares them unboxed)
+        threshold = self._threshold
         # The long-prefill cap only matters when a request shares the engine with others.
         budget_given = budget
         eligible = len(running.members) + len(waiting)
         if threshold > 0 and eligible <= 1:
             threshold = 0
-        elif threshold > 0 and cfg.long_prefill_token_threshold_adaptive:
+        elif threshold > 0 and self._adaptive:
             # vLLM 0.33's adaptive cap: never below a fair share of the token budget.
-            threshold = max(threshold, cfg.max_num_batched_tokens // eligible)
-        max_model_len: int = cfg.max_model_len
+            threshold = max(threshold, self._batched_tokens // eligible)
+        max_model_len = self._max_model_len
+        policy = self._scheduling_policy
         work_left = False  # a request got fewer tokens than it wanted
 
         # First, the running requests, in admission order. If all of them fit the budget and the
@@ -232,7 +248,7 @@ class ContinuousScheduler(Scheduler):
         if demand > budget:
             plan = None
             caps.budget_bound = True
-        if plan is not None and blocks > pool.free and cfg.scheduling_policy == "fcfs":
+        if plan is not None and blocks > pool.free and policy == "fcfs":
             plan, blocks = self._preempt_latest(plan, blocks, out)
             decoders, decoder_blocks, decoder_context = running.coming_batch() if running.decoders else (0, 0, 0)
         spec_k = self.spec_k
@@ -270,7 +286,7 @@ class ContinuousScheduler(Scheduler):
                     continue
                 ok = True
                 while not pool.try_allocate(req.request_id, self._slots(req, n)):
-                    if cfg.scheduling_policy == "priority":
+                    if policy == "priority":
                         victim = max(order, key=_victim_key)
                         order.remove(victim)
                         for i, work in enumerate(scheduled):
@@ -289,7 +305,7 @@ class ContinuousScheduler(Scheduler):
                         ok = False
                         break
                 if not ok:
-                    if cfg.scheduling_policy == "priority":
+                    if policy == "priority":
                         # It was the lowest priority and preempted itself: the requests after it
                         # rank higher and may fit in what it freed (vLLM 0.33 goes on with them).
                         continue
@@ -315,10 +331,10 @@ class ContinuousScheduler(Scheduler):
         running_scheduled = bool(out.scheduled)
         if not out.preempted and waiting:
             members = running.members
-            max_num_seqs: int = cfg.seats
+            max_num_seqs = self._seats
             caching = pool.caching
-            chunked = cfg.enable_chunked_prefill
-            reserve_full_isl = cfg.scheduler_reserve_full_isl
+            chunked = self._chunked
+            reserve_full_isl = self._reserve_full_isl
             scheduled = out.scheduled
             while waiting and budget > 0:
                 if len(members) >= max_num_seqs:  # ">=": a live dial may drop below the running count
@@ -452,7 +468,7 @@ class ContinuousScheduler(Scheduler):
         """`_join_first_decoders` for one explicit request: whether it joined."""
         if (req.num_output_placeholders == 1 and not req.num_output_tokens
                 and req.num_computed_tokens == req.prompt_len and req.status == RUNNING
-                and stop_reason(req, 1, self.config.max_model_len) is None and self.running.steady(req, 1)):
+                and stop_reason(req, 1, self._max_model_len) is None and self.running.steady(req, 1)):
             self.running.join_first(req)
             return True
         return False
@@ -525,7 +541,7 @@ class ContinuousScheduler(Scheduler):
                 running.make_explicit(victim)
                 # (async: a decoder whose last token is in flight was not in the coming batch)
                 n = 1 if not victim.num_output_placeholders or self._wanted(victim, 0) > 0 \
-                    and victim.num_computed_tokens < self.config.max_model_len - 1 else 0
+                    and victim.num_computed_tokens < self._max_model_len - 1 else 0
             else:
                 n = wanted.pop(id(victim), 0)  # (0: its last token is in flight, it wants none)
             blocks -= pool.blocks_needed(victim.request_id, self._slots(victim, n))
@@ -560,7 +576,7 @@ class ContinuousScheduler(Scheduler):
         fresh = running.fresh  # (decoders whose first token is this batch's: see _join_first_decoders)
         ended = running.advance(1, end, end - start) if compact or fresh else ()
         output.compact_finished = ended
-        max_model_len = self.config.max_model_len
+        max_model_len = self._max_model_len
         gap_order = []  # (admission number, gap, requests) for the ITL log, in scheduled order
         finished: list[tuple[float, Request]] = []  # (admission number, or inf out of the running set; request)
         stopped_waiting: list[Request] = []
@@ -639,7 +655,7 @@ class ContinuousScheduler(Scheduler):
         max_model_len (the cap of vLLM's n-gram proposer), or none when it finds no match."""
         running = self.running
         result = UpdateResult()
-        max_model_len = self.config.max_model_len
+        max_model_len = self._max_model_len
         asynchronous = self.async_scheduling
         spec = output.spec or {}
         accepted = output.accepted or {}
@@ -804,7 +820,7 @@ class ContinuousScheduler(Scheduler):
                 or max_iterations <= 0 or self.async_scheduling:
             return ()
         pool = self.pool
-        budget = self.config.token_budget
+        budget = self._budget
         block_size = running.block_size
         stretches: list[tuple] = []
         while True:
@@ -931,7 +947,7 @@ class ContinuousScheduler(Scheduler):
                 or (waiting and self._steady_binding is None)):
             return ()
         pool = self.pool
-        budget: int = self.config.max_num_batched_tokens
+        budget: int = self._batched_tokens
         block_size = running.block_size
         binding = self._steady_binding or "none"
         first_binding = out.binding_limit
