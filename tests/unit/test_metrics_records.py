@@ -6,6 +6,9 @@ import math
 import random
 
 import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sim.engine import Engine
 from sim.metrics import RECENT_ITERATIONS, MetricsCollector, RecordTable, RequestRecord
@@ -130,3 +133,24 @@ def test_each_percentile_is_numpys_of_its_column_alone():
         values = values[~np.isnan(values)] * 1000.0
         for q, word in ((50, "50"), (75, "75"), (95, "95"), (99.9, "99.9")):
             assert summary[f"p{word}_{name}_ms"] == float(np.percentile(values, q)), (name, q)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True) | st.integers(-2**31, 2**31 - 1) | st.none(),
+                max_size=40),
+       st.lists(st.integers(-2**40, 2**40) | st.booleans(), max_size=40))
+def test_packed_columns_are_the_arrays_array_makes(floats, ints):
+    """_packed (struct) gives the bytes array(code, values) gives, or raises the error it raises."""
+    from array import array
+
+    from sim.metrics import _packed
+
+    for code, values in (("d", tuple(floats)), ("i", tuple(ints))):
+        try:
+            expected = array(code, values)
+        except (TypeError, OverflowError) as error:
+            with pytest.raises(type(error)):
+                _packed(code, values)
+        else:
+            got = _packed(code, values)
+            assert got.typecode == code and got.tobytes() == expected.tobytes()
