@@ -43,7 +43,9 @@ from .speculative import Acceptance
 from .workload import RequestSpec
 
 MAX_SEATS_SHOWN = 1024
-MAX_STRETCH = 1 << 62  # no iteration limit
+# No iteration limit: the largest int the compiled core holds unboxed (2^62 - 1; at 2^62 each
+# comparison and subtraction with it went through Python ints, allocating).
+MAX_STRETCH = (1 << 62) - 1
 # Arrivals of an endless stream refused one after another, with nothing to run, after which an
 # unpaced step() or run() gives up and returns (every arrival refused: it would never return).
 MAX_REFUSED_IN_A_ROW = 10_000
