@@ -66,19 +66,12 @@ def extensions() -> list:
         # opt_level 1 (gcc -O1): measured with build_ext --inplace on an idle machine, the build took
         # 28 s against 39 s at 3, and 100,000 requests ran in 1.74 s against 1.84 s (opt_level 0:
         # 21 s, but 3.2 s to run). The compile is CI's and every install's cost; 3 buys nothing.
-        built = mypycify([*native.MYPY_OPTIONS, *paths], opt_level="1", group_name="sim")
+        return mypycify([*native.MYPY_OPTIONS, *paths],
+                        opt_level="1", group_name="sim")
     except SystemExit as error:  # (mypyc exits on a type error in the modules)
         print(f"batchtui: mypyc refused the simulator's core ({error}); installing the pure modules",
               file=sys.stderr)
         return []
-    if not sys.platform.startswith("win"):  # (gcc and clang; MSVC takes other flags)
-        # At -O1 gcc leaves the headers' small inline helpers (Py_INCREF, Py_DECREF, mypyc's
-        # tagged-int operations) as calls in every compiled function; inlining the small ones
-        # (as -O2 does) ran the default sweep in 0.95-0.98x the time (three alternating pairs,
-        # Debian's python3 3.11.2, load 9.5-10.5) for a build of 55 s of CPU against 45 s.
-        for ext in built:
-            ext.extra_compile_args.append("-finline-small-functions")
-    return built
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})
