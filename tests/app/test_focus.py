@@ -184,26 +184,39 @@ async def test_help_lists_every_key_of_the_table(make_app):
             assert app.words(key.help)[:30] in text, key.id
 
 
+async def settled(pilot, done, tries: int = 400) -> None:
+    """Waits on the app's state, not on time: Textual's `pause` returns once the process seems
+    idle (it used under a twentieth of the wall clock for 20 ms), which on a busy machine, the
+    process waiting for a core, it seems before the layout a key asked for is done (the view
+    stack's resize, which sets its columns, is handled after it)."""
+    for _ in range(tries):
+        if done():
+            return
+        await pilot.pause()
+
+
 async def test_zoom_gives_the_simulation_the_screen_and_v_pages_the_views(make_app):
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("n", "n", "n")  # the stand-in step that shows every view
         screen = app.screen
         stack = screen.stack
+        await settled(pilot, lambda: "views 1/" in footer(app))
         assert stack.page_count > 1
         first = [v.view_name for v in stack.shown()]
         assert "views 1/" in footer(app)
         await pilot.press("v")
+        await settled(pilot, lambda: "views 2/" in footer(app))
         second = [v.view_name for v in stack.shown()]
         assert second and not set(first) & set(second)
         assert "views 2/" in footer(app)
         await pilot.press("z")
-        await pilot.pause()
+        await settled(pilot, lambda: stack.has_class("-two-columns") and "unzoom" in footer(app))
         assert not screen.query_one("#lesson-pane").display
         assert stack.has_class("-two-columns")
         assert "unzoom" in footer(app)
         await pilot.press("z")
-        await pilot.pause()
+        await settled(pilot, lambda: not stack.has_class("-two-columns"))
         assert screen.query_one("#lesson-pane").display and not stack.has_class("-two-columns")
 
 
