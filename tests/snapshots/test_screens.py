@@ -178,14 +178,16 @@ class TestLiveServer:
         import re
         import time
 
+        from batchtui.widgets.server_view import VALUE_WIDTH
         from benchmarks.closed_loop import Server
 
         def mask(text: str) -> str:
             if text.strip() and set(text) <= set("▁▂▃▄▅▆▇█ "):  # a sparkline, however many cells drawn yet
                 return "~" * len(text)
             masked = re.sub(r"[<>]?[+-]?[0-9][0-9,.]*(?:[kM]|\s?m?s\b)?", "#", text)
-            # A right-aligned field (it starts with its padding) keeps its width.
-            return masked.strip().rjust(len(text)) if text.startswith(" ") else masked
+            # A figure's field (right-aligned, VALUE_WIDTH or GAP_WIDTH wide, full when the gap reads
+            # ">+999%") keeps its width; the longer line above them is as long as it reads.
+            return masked.strip().rjust(len(text)) if len(text) <= VALUE_WIDTH else masked
 
         server = Server("--time-scale", "4", "--stream-interval", "4")
         try:
