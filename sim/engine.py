@@ -812,7 +812,7 @@ class Engine:
             metrics.setdefault(key, value)
         for key, value in self.spec_decode_stats().items():
             metrics.setdefault(key, value)
-        return RunSummary(self.scenario, metrics, self.metrics.pool_summary(),
+        return RunSummary(self.scenario, metrics, self.metrics.pool_summary(metrics),
                           self.iteration, self.metrics.records, self.metrics.failed, self.frontend.ceiling(),
                           caps.copy() if (caps := getattr(self.scheduler, "caps", None)) is not None else None)
 

@@ -30,6 +30,8 @@ import numpy as np
 from .reports import BINDING_LIMITS, RATE_WINDOW_S, MetricsView, PoolView
 
 PERCENTILES = (50, 90, 99)
+# A pool's figures (`pool_summary`), under the run's key names (`summary`).
+_POOL_KEYS = ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms")
 RECENT_ITERATIONS = 4096
 """Iterations the live rates look back over at most."""
 
@@ -693,12 +695,11 @@ class MetricsCollector:
                 arr = arr[~np.isnan(arr)]
             arr *= 1000.0
             d[f"mean_{name}_ms"] = float(arr.mean()) if len(arr) else 0.0
-            d[f"median_{name}_ms"] = float(np.median(arr)) if len(arr) else 0.0
+            median, values = _median_and_percentiles(arr, qs)
+            d[f"median_{name}_ms"] = median
             d[f"std_{name}_ms"] = float(arr.std()) if len(arr) else 0.0
-            # (All of them in one call: one partition of the column, the same values as one call each.)
-            values = np.percentile(arr, qs) if len(arr) else np.zeros(len(qs))
             for q, value in zip(qs, values):
-                d[f"p{_pword(q)}_{name}_ms"] = float(value)
+                d[f"p{_pword(q)}_{name}_ms"] = value
             del arr
         d.update(self._itl_stats(qs))
         d["max_itl_ms"] = self.max_itl * 1000.0
@@ -744,27 +745,28 @@ class MetricsCollector:
         values = weights = None  # type: ignore[assignment]
         return out
 
-    def pool_summary(self) -> dict[str, dict]:
-        """TTFT and TPOT percentiles per pool (chat, batch, ...)."""
+    def pool_summary(self, summary: dict | None = None) -> dict[str, dict]:
+        """TTFT and TPOT percentiles per pool (chat, batch, ...). `summary`, this collector's
+        `summary` of the same records, gives a lone pool's figures: they are the run's, computed
+        once."""
         recs = self.records
         if not len(recs):
             return {}
         codes, names = recs.pool_codes()
+        if summary is not None and len(names) == 1:
+            return {names[0]: {"completed": len(recs), **{key: summary[key] for key in _POOL_KEYS}}}
         ttft_all = recs.column("ttft") * 1000.0
         tpot_all = recs.column("tpot") * 1000.0
         out = {}
         for code, name in sorted(enumerate(names), key=lambda cn: cn[1]):
             mask = codes == code
-            ttft = ttft_all[mask]
             tpot = tpot_all[mask]
-            tpot = tpot[~np.isnan(tpot)]
-            out[name] = {
-                "completed": int(mask.sum()),
-                "median_ttft_ms": float(np.median(ttft)) if len(ttft) else 0.0,
-                "p99_ttft_ms": float(np.percentile(ttft, 99)) if len(ttft) else 0.0,
-                "median_tpot_ms": float(np.median(tpot)) if len(tpot) else 0.0,
-                "p99_tpot_ms": float(np.percentile(tpot, 99)) if len(tpot) else 0.0,
-            }
+            figures: dict = {"completed": int(mask.sum())}
+            for column, arr in (("ttft", ttft_all[mask]), ("tpot", tpot[~np.isnan(tpot)])):
+                median, (p99,) = _median_and_percentiles(arr, (99,))
+                figures[f"median_{column}_ms"] = median
+                figures[f"p99_{column}_ms"] = p99
+            out[name] = figures
         return out
 
     def view(self, now: float, window_s: float = RATE_WINDOW_S) -> MetricsView:
@@ -814,6 +816,14 @@ def _pool_views(records) -> tuple[PoolView, ...]:
             name, len(recs), float(np.median(ttft)), float(np.percentile(ttft, 99)),
             float(np.median(tpot)) if tpot else 0.0, float(np.percentile(tpot, 99)) if tpot else 0.0))
     return tuple(views)
+
+
+def _median_and_percentiles(arr: np.ndarray, qs) -> tuple[float, list[float]]:
+    """The median of `arr` and each of its `qs` percentiles (numpy's linear interpolation), 0 for
+    an empty `arr`. (The percentiles in one call: one partition, the same values as one call each.)"""
+    if not len(arr):
+        return 0.0, [0.0 for _ in qs]
+    return float(np.median(arr)), [float(value) for value in np.percentile(arr, qs)]
 
 
 def _pword(q: float) -> str:

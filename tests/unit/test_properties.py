@@ -127,3 +127,14 @@ def test_engine_serves_every_request_and_is_deterministic(scenario):
         replay.append((rep.index, rep.end_time, tuple((w.request_id, w.num_tokens) for w in rep.scheduled),
                        rep.preempted, rep.kv_blocks_used))
     assert replay == reports
+
+
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_a_lone_pools_figures_from_the_summary_are_those_computed_per_pool(scenario):
+    """A run's summary gives its lone pool's median and p99 TTFT and TPOT (`pool_summary` reads
+    them off it): the same figures, to the bit, as `pool_summary` computes for each pool alone."""
+    engine = Engine(scenario)
+    pools = engine.run().pools
+    assert list(pools) == ["chat"]
+    assert pools == engine.metrics.pool_summary()
