@@ -30,8 +30,7 @@ import numpy as np
 from .reports import BINDING_LIMITS, RATE_WINDOW_S, MetricsView, PoolView
 
 PERCENTILES = (50, 90, 99)
-# A pool's figures (`pool_summary`), under the run's key names (`summary`).
-_POOL_KEYS = ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms")
+_POOL_KEYS = ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms")  # `pool_summary`'s, as `summary` names them
 RECENT_ITERATIONS = 4096
 """Iterations the live rates look back over at most."""
 
@@ -746,26 +745,21 @@ class MetricsCollector:
         return out
 
     def pool_summary(self, summary: dict | None = None) -> dict[str, dict]:
-        """TTFT and TPOT percentiles per pool (chat, batch, ...). `summary`, this collector's
-        `summary` of the same records, gives a lone pool's figures: they are the run's, computed
-        once."""
+        """TTFT and TPOT percentiles per pool (chat, batch, ...); a lone pool's are the run's, read
+        off `summary` (this collector's `summary` of the same records) when it is given."""
         recs = self.records
         if not len(recs):
             return {}
         codes, names = recs.pool_codes()
         if summary is not None and len(names) == 1:
             return {names[0]: {"completed": len(recs), **{key: summary[key] for key in _POOL_KEYS}}}
-        ttft_all = recs.column("ttft") * 1000.0
-        tpot_all = recs.column("tpot") * 1000.0
+        ttft_all, tpot_all = recs.column("ttft") * 1000.0, recs.column("tpot") * 1000.0
         out = {}
         for code, name in sorted(enumerate(names), key=lambda cn: cn[1]):
             mask = codes == code
-            tpot = tpot_all[mask]
             figures: dict = {"completed": int(mask.sum())}
-            for column, arr in (("ttft", ttft_all[mask]), ("tpot", tpot[~np.isnan(tpot)])):
-                median, (p99,) = _median_and_percentiles(arr, (99,))
-                figures[f"median_{column}_ms"] = median
-                figures[f"p99_{column}_ms"] = p99
+            for column, arr in (("ttft", ttft_all[mask]), ("tpot", tpot_all[mask & ~np.isnan(tpot_all)])):
+                figures[f"median_{column}_ms"], (figures[f"p99_{column}_ms"],) = _median_and_percentiles(arr, (99,))
             out[name] = figures
         return out
 
@@ -819,8 +813,7 @@ def _pool_views(records) -> tuple[PoolView, ...]:
 
 
 def _median_and_percentiles(arr: np.ndarray, qs) -> tuple[float, list[float]]:
-    """The median of `arr` and each of its `qs` percentiles (numpy's linear interpolation), 0 for
-    an empty `arr`. (The percentiles in one call: one partition, the same values as one call each.)"""
+    """`arr`'s median and `qs` percentiles (0 if empty; the percentiles in one partition, as one call each)."""
     if not len(arr):
         return 0.0, [0.0 for _ in qs]
     return float(np.median(arr)), [float(value) for value in np.percentile(arr, qs)]
