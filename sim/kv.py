@@ -25,9 +25,13 @@ time of freeing, tail blocks first.
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 from .errors import ConfigError
 from .profiles import KvLayout
+
+if TYPE_CHECKING:  # (sim.request imports this module; typed, the compiled core reads its fields directly)
+    from .request import Request
 
 
 class Block:
@@ -48,7 +52,7 @@ class Run:
 
     __slots__ = ("owner", "start", "count")
 
-    def __init__(self, owner, start: int, count: int) -> None:
+    def __init__(self, owner: Request | None, start: int, count: int) -> None:
         self.owner = owner
         self.start = start
         self.count = count
@@ -142,7 +146,7 @@ class BlockPool:
         # pool-owned state on the Request: `kv_shared` Blocks (None: none), then `kv_own`
         # counted ones; the rest of what it holds has no hash yet. A request nobody can share
         # with keeps only a count, so caching costs it a few integer updates.
-        self._hashed: dict = {}
+        self._hashed: dict[str, Request] = {}
         # Blocks at the front of `_queue` already taken (counted out of `evictable` and `cached`)
         # that the queue and the index still list: they are let go of before either is read.
         self._evicted = 0
@@ -196,7 +200,7 @@ class BlockPool:
         self.free -= blocks
         self.unattributed += blocks
 
-    def settle(self, request, tokens: int, known: int | None = None) -> None:
+    def settle(self, request: Request, tokens: int, known: int | None = None) -> None:
         """`request` holds the blocks for `tokens` computed tokens (those scheduled included):
         those beyond what it was known to hold come out of the blocks handed out with `take`.
         With caching its full blocks get their hashes (`cache_blocks`; `known`: as there)."""
@@ -256,7 +260,7 @@ class BlockPool:
         return dict(self._held)
 
     # -- the prefix cache
-    def find_cached(self, request) -> Hit:
+    def find_cached(self, request: Request) -> Hit:
         """The longest run of cached full blocks from the start of `request`'s tokens, capped so
         that its last token is computed (vLLM's get_computed_blocks); nothing is taken."""
         if not self.caching or (request.kv_run is None and not request.named):
@@ -286,7 +290,7 @@ class BlockPool:
             return NO_HIT
         return Hit(blocks, own, evictable)
 
-    def admit(self, request, hit: Hit, total_tokens: int, reserve: int = 0) -> bool:
+    def admit(self, request: Request, hit: Hit, total_tokens: int, reserve: int = 0) -> bool:
         """A waiting request takes its cache hit and grows to `total_tokens` (hit included);
         fails, taking nothing, unless `reserve` blocks would still be free afterwards (the hit
         blocks that are evictable leave the free queue too)."""
@@ -312,6 +316,7 @@ class BlockPool:
             request.kv_shared.extend(hit.blocks)
         if hit.own:
             run = request.kv_run
+            assert run is not None  # (find_cached gives `own` only from the request's own Run)
             if hit.own == run.count:
                 del queue[run]
             else:  # the rest of the run stays, as blocks nobody can hit any more
@@ -324,7 +329,7 @@ class BlockPool:
         self._held[rid] = self._held.get(rid, 0) + hit_blocks
         return self.try_allocate(rid, total_tokens)
 
-    def cache_blocks(self, request, tokens: int, known: int | None = None) -> None:
+    def cache_blocks(self, request: Request, tokens: int, known: int | None = None) -> None:
         """The request's first `tokens` tokens are scheduled: its full blocks among those known
         get their hashes (vLLM's cache_blocks; with async scheduling tokens in flight are not
         known yet, so their block is hashed a call later). A block of its named tokens
