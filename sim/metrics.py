@@ -33,6 +33,8 @@ PERCENTILES = (50, 90, 99)
 _POOL_KEYS = ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms")  # `pool_summary`'s, as `summary` names them
 RECENT_ITERATIONS = 4096
 """Iterations the live rates look back over at most."""
+ITL_BATCH = 4096
+"""Gaps between tokens held as lists before they are packed into the collector's arrays."""
 
 
 def largest(values: list[float]) -> float:
@@ -168,13 +170,27 @@ def _id_numbers(rids) -> list[int]:
     except (ValueError, TypeError):  # some are not numbers: which, one at a time
         return [_id_numbers((rid,))[0] for rid in rids] if len(rids) > 1 else [-1]
     # The usual batch (every id a number, written plainly) is told whole, at C speed.
-    if numbers and min(numbers) >= 0 and max(numbers) < 1 << 63 and list(map(str, numbers)) == list(rids):
+    if numbers and max(numbers) < 1 << 63 and _written_plainly(rids):
         return numbers
     return [n if 0 <= n < 1 << 63 and text == rid else -1
             for n, text, rid in zip(numbers, map(str, numbers), rids)]
 
 
-def _packed(code: str, values: tuple) -> array:
+def _written_plainly(rids) -> bool:
+    """Whether each id is a number as str() writes it: ASCII digits only, the first not 0 unless
+    the id is "0" (told with C-speed string methods: "," + a plain id + "," starts ",0" only when
+    it is ",0,", each id between separators of its own)."""
+    try:
+        digits = "".join(rids)
+    except TypeError:
+        return False
+    if not (digits.isascii() and digits.isdigit()):
+        return False
+    framed = ",," + ",,".join(rids) + ",,"
+    return framed.count(",0") == framed.count(",0,")
+
+
+def _packed(code: str, values: tuple | list) -> array:
     """array(code, values) for the float ("d") and int ("i") columns, packed by struct: it reads
     each number without the argument parsing array does per item (2,000 floats 13 us against 88,
     ints 26 against 130, Debian's python3 3.11.2; both read a number the same way). A value struct
@@ -352,6 +368,8 @@ class MetricsCollector:
     records: RecordTable = field(default_factory=RecordTable)
     itl_values: array = field(default_factory=lambda: array("d"))
     itl_counts: array = field(default_factory=lambda: array("i"))
+    """The gaps between tokens and how many requests had each, in booking order: read them
+    through `itl()`, which first adds those still held as lists (`_itl_gaps`, `_itl_weights`)."""
     failed: list[FailedRequest] = field(default_factory=list)
     finish_sink: Callable[[RequestRecord], None] | None = None
     """Called with each finished request's record as it finishes (a CSV written as the run goes)."""
@@ -396,6 +414,11 @@ class MetricsCollector:
         # seconds in which a token was sampled are held (a dict), so memory follows the iterations
         # run, not the simulated time they span (a day of think time between turns costs nothing).
         self._tokens_per_s: dict[int, int] = {}
+        # Gaps booked and their counts not yet in itl_values and itl_counts: a list takes a
+        # stretch's gaps for a copy of pointers, where an array parses each item as a call
+        # argument; they are packed into the arrays ITL_BATCH at a time (`_fold_itl`).
+        self._itl_gaps: list[float] = []
+        self._itl_weights: list[int] = []
 
     # -- recording
     def on_arrival(self, t: float) -> None:
@@ -405,8 +428,11 @@ class MetricsCollector:
     def on_gaps(self, gap: float, count: int) -> None:
         """`count` requests got a token `gap` seconds after their previous one."""
         if self.keep_records:
-            self.itl_values.append(gap)
-            self.itl_counts.append(count)
+            gaps = self._itl_gaps
+            gaps.append(gap)
+            self._itl_weights.append(count)
+            if len(gaps) >= ITL_BATCH:
+                self._fold_itl()
         if gap > self.max_itl:
             self.max_itl = gap
         if gap > self._sample_itl_max:
@@ -480,6 +506,7 @@ class MetricsCollector:
         seen = seen_ends is not None
         if gaps.__class__ is not list:
             if not seen and isinstance(gaps, np.ndarray) and self.series_interval is None and self.keep_records:
+                self._fold_itl()  # (the gaps held as lists go first: the arrays keep booking order)
                 self.itl_values.frombytes(gaps.tobytes())
                 self.itl_counts.frombytes(np.full(k, running, dtype=np.int32).tobytes())
                 self._count_tokens_in(ends, running)
@@ -513,8 +540,11 @@ class MetricsCollector:
                     prev = ends[j]
                 return
             if self.keep_records:
-                self.itl_values.fromlist(itl)  # (fromlist reads a list faster than extend)
-                self.itl_counts.fromlist([running] * k)
+                held = self._itl_gaps
+                held += itl
+                self._itl_weights += [running] * k
+                if len(held) >= ITL_BATCH:
+                    self._fold_itl()
                 if running:
                     # Counted in their second of the run as on_iteration counts one (most
                     # stretches lie within one second).
@@ -712,15 +742,30 @@ class MetricsCollector:
         d["rejected"] = self.rejected
         return d
 
+    def _fold_itl(self) -> None:
+        """The gaps and counts held as lists into itl_values and itl_counts, in order."""
+        gaps = self._itl_gaps
+        if gaps:
+            self.itl_values.extend(_packed("d", gaps))
+            self.itl_counts.extend(_packed("i", self._itl_weights))
+            gaps.clear()
+            self._itl_weights.clear()
+
+    def itl(self) -> tuple[array, array]:
+        """(itl_values, itl_counts) with every gap booked so far."""
+        self._fold_itl()
+        return self.itl_values, self.itl_counts
+
     def _itl_stats(self, qs) -> dict:
         """Mean, median, std and percentiles of the pooled gaps, in ms. The stored gaps are read in
         place and in slices: a million-request run holds millions of them, and copies of the whole
         array would cost more memory than the run itself."""
         out = {"mean_itl_ms": 0.0, "median_itl_ms": 0.0, "std_itl_ms": 0.0, **{f"p{_pword(q)}_itl_ms": 0.0 for q in qs}}
-        if not len(self.itl_values):
+        itl_values, itl_counts = self.itl()
+        if not len(itl_values):
             return out
-        values = np.frombuffer(self.itl_values, dtype=np.float64)
-        weights = np.frombuffer(self.itl_counts, dtype=np.int32)
+        values = np.frombuffer(itl_values, dtype=np.float64)
+        weights = np.frombuffer(itl_counts, dtype=np.int32)
         total = int(weights.sum(dtype=np.int64))
         if not total:
             return out

@@ -154,3 +154,24 @@ def test_packed_columns_are_the_arrays_array_makes(floats, ints):
         else:
             got = _packed(code, values)
             assert got.typecode == code and got.tobytes() == expected.tobytes()
+
+
+_ID_TEXTS = st.integers(0, 2**64).map(str) | st.sampled_from(
+    ["0", "00", "007", "-3", "+4", " 4", "4 ", "1_0", "\u0663", "x", "", "12.5", "9" * 19, "9" * 18, "0,", ",0"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_ID_TEXTS, min_size=1, max_size=30))
+def test_id_numbers_are_the_ids_that_str_writes_back(rids):
+    """A batch's ids as numbers, told whole: each is its number exactly where str() of that number
+    gives the id back (and it fits the column), else -1, as told one id at a time."""
+    from sim.metrics import _id_numbers
+
+    def one(rid):
+        try:
+            n = int(rid)
+        except ValueError:
+            return -1
+        return n if 0 <= n < 1 << 63 and str(n) == rid else -1
+
+    assert _id_numbers(rids) == [one(rid) for rid in rids]
