@@ -1120,17 +1120,14 @@ def _retimed(frontend: Frontend | None, ends, batch: int, end: float, top: float
 
 
 def _processed(end: float, gap: float, ends: list[float], gaps: list[float], n: int) -> tuple:
-    """([end] + ends[:n], [gap] + gaps[:n], the largest of those gaps) in one typed pass."""
+    """([end] + ends[:n], [gap] + gaps[:n], the largest of those gaps): the lists' own floats,
+    sliced (read one by one, the compiled core would unbox each and box it again)."""
     out_ends = [end]
     out_gaps = [gap]
-    top = gap
-    for j in range(min(n, len(ends))):
-        out_ends.append(ends[j])
-        g = gaps[j]
-        out_gaps.append(g)
-        if g > top:
-            top = g
-    return out_ends, out_gaps, top
+    if n > 0:
+        out_ends += ends[:n]
+        out_gaps += gaps[:n]
+    return out_ends, out_gaps, largest(out_gaps)
 
 
 def _after_first(whole: list, ends, gaps, seen, itl) -> tuple:
