@@ -96,15 +96,19 @@ _DEEPSEEK_STEP = ("DeepSeek-R1 on eight H200s (vLLM 0.11.0, four clients): the r
                   "sourced per-kernel figure is at hand. The TTFT, ITL and throughput follow from the same step")
 _QWEN3_8B_TTFT = ("GPUStack's Qwen3-8B on one H100 (vLLM 0.11.0, ShareGPT prompts of 233 tokens on average) measured a TTFT "
                   "of about 60 ms at every concurrency from 1 to 8 (median 60.4, 64.8, 60.3, 60.8 ms), where the replay's "
-                  "is 13-16 ms (the client's way, the API server, 3.2 ms of transit, a 233-token prefill of about 9 ms): "
-                  "some 45 ms a request that does not grow with the load. SGLang on the same page, client and prompts "
-                  "measured 27 ms at four clients, so the client and the network take at most about 15 ms of it; what "
-                  "vLLM 0.11.0 spent on the rest (its API server's chat template for Qwen3, the first token's way back) "
-                  "is not published. The same lab's gpt-oss-120b TTFTs replay within 3-13 %: either the 45 ms is "
-                  "Qwen3's, or those prefills are priced that much too long")
+                  "is 13-16 ms: some 45 ms a request that does not grow with the load. Not the client (vLLM 0.11.0's times "
+                  "the role chunk the chat server sends with the engine's first output, and sends greedy requests), the "
+                  "endpoint or Qwen3's thinking. The runs' own means put it in vLLM's API server, once a request: mean ITL "
+                  "exceeds mean TPOT by 5 and 11 % at 4 and 8 clients (0.99 of it for SGLang and TensorRT-LLM on the same "
+                  "prompts), the tokens that piled up during a stall of some 30-40 ms at each arrival streamed as one event. "
+                  "vLLM 0.11.0 parses the chat template again on every chat request (resolve_chat_template_kwargs; 11-13 ms "
+                  "of CPU here, 6-8 ms in vLLM PR 20065), a quarter to a third of it; no source gives the rest, and the "
+                  "replay prices 0.5 ms a request (docs/accuracy.md). The same lab's gpt-oss-120b runs show no such stall "
+                  "(vLLM's harmony path skips the chat template) and their prefills leave no room for it")
 _QWEN3_8B_RATE = ("GPUStack's Qwen3-8B on one H100: each client's rate is one request a (TTFT + answer x TPOT), and the replay "
                   "has the TTFT some 45 ms short (the TTFT's reason) and the TPOT 12-14 % short (7.22-7.67 ms measured, "
-                  "6.20-6.76 replayed, within that kind's 15 %), so its output throughput comes out 17-22 % high")
+                  "6.20-6.76 replayed, within that kind's 15 %; SGLang and TensorRT-LLM measured 7.14 and 7.58 ms at four "
+                  "clients on the same GPU: the GPU's step, not vLLM's), so its output throughput comes out 17-22 % high")
 KNOWN_MISSES: dict[tuple[str, str], str] = {
     **{(f"gpustack-qwen3-8b-h100-c{c}", key): _QWEN3_8B_TTFT for c in (1, 2, 4, 8)
        for key in ("median_ttft_ms", "p99_ttft_ms")},
