@@ -326,9 +326,11 @@ class Engine:
     def _request(self, spec: RequestSpec, seq: int) -> Request:
         # (Positional: one is made for every arrival. Request(request_id, arrival_time, prompt_len,
         # output_len, priority, pool, seq, prompt_segments, output_segment, client_queue_time).)
+        # (A request of no conversation has no output segment: the property is asked only for a
+        # turn, as reading it costs an interpreted call.)
         return Request(spec.request_id, spec.arrival_time, spec.prompt_len, 1 if self.encoder else spec.output_len,
-                       spec.priority, spec.pool, seq, spec.prompt_segments, spec.output_segment,
-                       spec.client_queue_time)
+                       spec.priority, spec.pool, seq, spec.prompt_segments,
+                       spec.output_segment if spec.conversation else None, spec.client_queue_time)
 
     def _admit_arrivals(self) -> None:
         """Queue every request that has arrived by now, in arrival order (the workload's first
