@@ -324,10 +324,8 @@ class Engine:
         return lambda spec: self._refusal(spec, config) is None
 
     def _request(self, spec: RequestSpec, seq: int) -> Request:
-        # (Positional: one is made for every arrival. Request(request_id, arrival_time, prompt_len,
-        # output_len, priority, pool, seq, prompt_segments, output_segment, client_queue_time).)
-        # (A request of no conversation has no output segment: the property is asked only for a
-        # turn, as reading it costs an interpreted call.)
+        # (Positional: one is made for every arrival, as Request's parameters; the output segment
+        # asked only of a conversation's turn: the property is an interpreted call.)
         return Request(spec.request_id, spec.arrival_time, spec.prompt_len, 1 if self.encoder else spec.output_len,
                        spec.priority, spec.pool, seq, spec.prompt_segments,
                        spec.output_segment if spec.conversation else None, spec.client_queue_time)
