@@ -309,9 +309,7 @@ class Engine:
                     raise RequestRejected(spec.request_id, f"its input of {spec.prompt_len} tokens is longer than "
                                                            f"the model's {self.model.max_model_len}")
             else:
-                pool = self.pool  # (its blocks_for only with window groups: else check_request's own count)
-                check_request(spec.request_id, spec.prompt_len, spec.output_len, config, pool.usable,
-                              pool.block_size, pool.blocks_for if pool.window_groups else None)
+                check_request(spec.request_id, spec.prompt_len, spec.output_len, config, self.pool)
                 if spec.prompt_segments is not None:
                     check_segments(spec.request_id, spec.prompt_segments, spec.prompt_len)
         except RequestRejected as exc:

@@ -99,6 +99,17 @@ def prompt_block_hashes(segments, block_size: int) -> list[int]:
 NO_WINDOWS = KvLayout(0)
 
 
+def blocks_for(tokens: int, block_size: int, window_groups: int = 0, window_blocks: int = 0) -> int:
+    """Blocks a request holds for `tokens` tokens: one for each `block_size` tokens begun (vLLM's
+    cdiv) in the full-attention group, plus, in each of `window_groups` sliding-window groups, as
+    many up to `window_blocks` (`KvLayout`). The one count of it: the pool's (`BlockPool.blocks_for`,
+    which `sim.request.check_request` asks of a request's peak) is this."""
+    blocks = -(-tokens // block_size)
+    if window_groups:
+        blocks += window_groups * (blocks if blocks < window_blocks else window_blocks)
+    return blocks
+
+
 class BlockPool:
     """Blocks of `block_size` tokens. Block 0 is reserved (vLLM's null block), so a pool of
     `num_blocks` can hand out `num_blocks - 1`.
@@ -157,12 +168,9 @@ class BlockPool:
         return self.usable - self.free
 
     def blocks_for(self, num_tokens: int) -> int:
-        """Blocks a request holds for `num_tokens` tokens (its window groups' included: the
-        layout's rule; without them one per `block_size` tokens, worked out here, as this is asked
-        for every request at every schedule)."""
-        if self.window_groups:
-            return self.layout.blocks_for(num_tokens, self.block_size)
-        return -(-num_tokens // self.block_size)
+        """Blocks a request holds for `num_tokens` tokens, its window groups' included (the
+        module's `blocks_for`)."""
+        return blocks_for(num_tokens, self.block_size, self.window_groups, self.window_blocks)
 
     @property
     def token_capacity(self) -> int:

@@ -156,18 +156,11 @@ class KvLayout:
     full-attention layers would fill several groups, and those with no full-attention layer, are
     held as full attention (every token's blocks in every layer), as vLLM holds the first with the
     hybrid manager disabled; for the second (Mistral 7B v0.1) vLLM frees the blocks out of the
-    window, which this leaves out."""
+    window, which this leaves out. The blocks a request holds are counted by `sim.kv.blocks_for`."""
 
     group_layers: int
     window_groups: int = 0
     window_blocks: int = 0
-
-    def blocks_for(self, tokens: int, block_size: int) -> int:
-        """Blocks a request holds for `tokens` tokens."""
-        blocks = -(-tokens // block_size)
-        if self.window_groups:
-            blocks += self.window_groups * (blocks if blocks < self.window_blocks else self.window_blocks)
-        return blocks
 
     def token_capacity(self, blocks: int, block_size: int) -> int:
         """The most tokens one request can hold in `blocks` blocks."""

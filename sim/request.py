@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypeGuard
 
 from .errors import RequestRejected
-from .kv import Block, Run, prompt_block_hashes
+from .kv import Block, BlockPool, Run, prompt_block_hashes
 
 if TYPE_CHECKING:
     from .config import EngineConfig
@@ -122,11 +122,10 @@ class Request:
 
 
 def check_request(req_id: str, prompt_len: object, output_len: object, config: EngineConfig,
-                  usable_blocks: int, block_size: int, blocks_for=None) -> None:
-    """Refuse, with the limit named, a request that vLLM would refuse or could never serve
-    (`blocks_for`: the blocks a request of so many tokens holds, `BlockPool.blocks_for`; by default
-    one per `block_size` tokens). The lengths may be anything a file held (typed `object`: the
-    compiled core checks an annotation before the body runs)."""
+                  pool: BlockPool) -> None:
+    """Refuse, with the limit named, a request that vLLM would refuse or `pool` could never hold
+    (the blocks it holds at its peak: `BlockPool.blocks_for`). The lengths may be anything a file
+    held (typed `object`: the compiled core checks an annotation before the body runs)."""
     # (Called for every arrival: a plain int is told apart from other numbers with one call.)
     if (type(prompt_len) is not int and not _whole(prompt_len)) or prompt_len <= 0:
         raise RequestRejected(req_id, f"prompt_len must be a whole number > 0, got {prompt_len!r}")
@@ -141,7 +140,8 @@ def check_request(req_id: str, prompt_len: object, output_len: object, config: E
     stops = peak_tokens >= max_model_len  # it stops at max_model_len
     if stops:
         peak_tokens = max_model_len - 1
-    peak_blocks = -(-peak_tokens // block_size) if blocks_for is None else blocks_for(peak_tokens)
+    peak_blocks = pool.blocks_for(peak_tokens)
+    usable_blocks, block_size = pool.usable, pool.block_size
     if peak_blocks > usable_blocks:
         peak = (f"{peak_tokens} tokens: it stops at {{engine.max_model_len}} ({max_model_len}) - 1" if stops
                 else f"{prompt_len} + {output_len} - 1 = {peak_tokens} tokens")

@@ -138,7 +138,7 @@ def run_case(case: dict) -> dict:
         if isinstance(step, bool) or not isinstance(step, int) or not 1 <= step <= MAX_STEPS:
             raise RequestRejected(rid, f"arrival_step must be a whole number from 1 to {MAX_STEPS:,} (the most "
                                        f"iterations a case runs), got {step!r}")
-        check_request(rid, r.get("prompt_len"), r.get("output_len"), config, pool.usable, pool.block_size)
+        check_request(rid, r.get("prompt_len"), r.get("output_len"), config, pool)
         prio = r.get("priority", 0)
         if isinstance(prio, bool) or not isinstance(prio, int):
             raise RequestRejected(rid, f"priority must be a whole number, got {prio!r}")

@@ -151,8 +151,7 @@ class Pacer:
     def check(self, prompt_len: int, output_len: int) -> None:
         """Raise sim's RequestRejected if the engine could never serve this request."""
         e = self.engine
-        check_request("request", prompt_len, output_len, e.config, e.pool.usable, e.pool.block_size,
-                      e.pool.blocks_for)
+        check_request("request", prompt_len, output_len, e.config, e.pool)
 
     def submit(self, prompt_len: int, output_len: int, segments=None, streaming: bool = True, *,
                priority: int = 0, **stream_args) -> Stream:

@@ -208,7 +208,7 @@ def test_a_request_refusal_names_the_limit_in_each_faces_spelling():
     with pytest.raises(RequestRejected) as refused:
         from sim.request import check_request
 
-        check_request("huge", 400, 10, engine.config, 10_000, 16)
+        check_request("huge", 400, 10, engine.config, engine.pool)
     error = refused.value
     assert "not shorter than engine.max_model_len (300)" in str(error)
     assert "not shorter than --max-model-len (300)" in flag_message(error)

@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 
 from sim.engine import Engine
 from sim.errors import ConfigError, RequestRejected
+from sim.kv import blocks_for
 from sim.scenario import Scenario
 from sim.schedulers import continuous
 from sim.workload import LengthSpec, RequestSpec, WorkloadSpec
@@ -158,7 +159,7 @@ def scenarios(draw) -> tuple[Scenario, bool]:
     blocks = draw(st.sampled_from([None, None, "tight", "small"]))
     if blocks is not None:
         layout = Scenario(model=model, block_size=block_size).deployment().kv_layout
-        per_seq = layout.blocks_for(max_model_len, block_size) + 1
+        per_seq = blocks_for(max_model_len, block_size, layout.window_groups, layout.window_blocks) + 1
         blocks = per_seq + (1 if blocks == "tight" else 4 * per_seq)
     spec = draw(st.sampled_from([None] * 5 + SPECULATIVE)) if batching == "continuous" else None
     scenario = Scenario(model=model, engine=engine, workload=draw(workloads()), block_size=block_size,

@@ -17,7 +17,7 @@ from sim import hf_config
 from sim.cost import CostModel, ExpertReads, expert_compute_share, fused_moe_compute_share, windowed
 from sim.engine import Engine
 from sim.errors import ConfigError
-from sim.kv import BlockPool, KvLayout
+from sim.kv import BlockPool, KvLayout, blocks_for
 from sim.profiles import BUILTIN_PROFILES, MXFP4_MARLIN_READ_SHARE, Deployment
 from sim.scenario import Scenario
 from sim.workload import LengthSpec, WorkloadSpec
@@ -107,13 +107,45 @@ def test_gpt_oss_keeps_its_window_layers_in_blocks_of_their_own():
     assert d.kv_layout == KvLayout(group_layers=18, window_groups=1, window_blocks=9)
     assert d.bytes_per_block == 18 * 2 * 8 * 64 * 2 * 16
     layout = d.kv_layout
-    assert [layout.blocks_for(t, 16) for t in (1, 16, 17, 128, 144, 145, 1000)] == [2, 2, 4, 16, 18, 19, 72]
+    assert [blocks_for(t, 16, layout.window_groups, layout.window_blocks)
+            for t in (1, 16, 17, 128, 144, 145, 1000)] == [2, 2, 4, 16, 18, 19, 72]
     # About twice the tokens of a cache without windows, past the window.
     assert d.kv_cache_tokens == (d.usable_blocks - 9) * 16
     assert d.kv_cache_tokens > 1.9 * d.usable_blocks * 16 / 2
     # A layout with more full layers than one group falls back to holding every layer fully.
     long_window = dataclasses.replace(d.model, window_layers=6)
     assert Deployment(d.gpu, long_window).kv_layout == KvLayout(36)
+
+
+layouts = st.one_of(st.just(KvLayout(32)), st.builds(KvLayout, st.integers(1, 64), st.integers(1, 4), st.integers(1, 40)))
+
+
+@given(layout=layouts, block_size=st.sampled_from([1, 2, 16, 64]), blocks=st.integers(0, 5000))
+def test_a_layouts_token_capacity_is_the_most_tokens_its_blocks_hold(layout, block_size, blocks):
+    """`KvLayout.token_capacity` (sim.profiles) reads `sim.kv.blocks_for` the other way: the tokens
+    of so many blocks are the most whole blocks' worth that blocks_for fits in them."""
+    tokens = layout.token_capacity(blocks, block_size)
+    count = BlockPool(2, block_size, layout=layout).blocks_for
+    assert tokens % block_size == 0 and count(tokens) <= blocks < count(tokens + 1)
+
+
+@given(layout=layouts, block_size=st.sampled_from([1, 16]), prompt=st.integers(1, 3000), output=st.integers(1, 3000),
+       short=st.booleans())
+def test_a_request_is_refused_for_the_blocks_the_pool_would_hold_for_it(layout, block_size, prompt, output, short):
+    """`check_request` counts a request's blocks at its peak (prompt + output - 1 tokens, its
+    window groups' included) as the pool holds them: a cache of exactly that many takes it, one
+    block fewer refuses it, naming the count."""
+    from sim.config import EngineConfig
+    from sim.errors import RequestRejected
+    from sim.request import check_request
+
+    config = EngineConfig(max_model_len=8192)
+    need = BlockPool(2, block_size, layout=layout).blocks_for(prompt + output - 1)
+    if not short:
+        check_request("r", prompt, output, config, BlockPool(need + 1, block_size, layout=layout))
+    elif need > 1:
+        with pytest.raises(RequestRejected, match=f"it needs {need} KV blocks "):
+            check_request("r", prompt, output, config, BlockPool(need, block_size, layout=layout))
 
 
 def test_decoders_that_pass_their_window_hold_exactly_their_tokens_blocks():
