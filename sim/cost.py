@@ -9,7 +9,8 @@ chunks. Its time is a sum of per-operator-class rooflines, each on one GPU of th
   routed experts its T tokens go to (`ExpertReads`), at the share of the weight-read bandwidth
   their format's MoE kernels reach (`Deployment.moe_read_share`), and computes 2 FLOPs per
   active parameter per token (the router's top-k experts' parameters, not all of them), the
-  experts' at the share of `eta_mfu` their kernels reach (`expert_compute_share`);
+  experts' at the share of `eta_mfu` their kernels reach (`expert_compute_share`); plus fixed
+  times: expert kernels' and block-scaled FP8 GEMMs' (`moe_latency_s`, `block_fp8_gemms_s`);
 - decode attention: every decoding sequence reads its whole KV cache (a sliding-window layer
   only its window);
 - prefill attention: each chunk attends to its prefix and (causally) to itself (a sliding-window
@@ -132,8 +133,8 @@ class IterationCost:
     t_compute: float
     """Linear layers if compute-bound: 2 FLOPs per parameter per token (t_cmp)."""
     t_linear: float
-    """Linear layers, sqrt(t_weights^2 + t_compute^2); a mixture of experts' also pays its expert
-    kernels' fixed cost (`Deployment.moe_latency_s`)."""
+    """Linear layers, sqrt(t_weights^2 + t_compute^2), plus the fixed time of a mixture of experts'
+    kernels and of block-scaled FP8 GEMMs (`Deployment.moe_latency_s`, `block_fp8_gemms_s`)."""
     t_kv_read: float
     """Decode attention reading each decoding sequence's KV cache."""
     t_prefill_attn: float
@@ -233,7 +234,7 @@ class CostModel:
         # The linear layers run at the tensor-core peak of their weight format (fp8 for W8A8).
         self._t_cmp_per_token = self._flops_per_token / (deployment.linear_peak_flops * deployment.eta_mfu)
         self._experts: ExpertReads | None = None
-        self._moe_latency = deployment.moe_latency_s
+        self._linear_fixed = deployment.moe_latency_s + deployment.block_fp8_gemms_s  # (0.0: adds nothing)
         if model.expert_count:
             self._price_experts(deployment)
         # Decode attention: seconds per token of context read (the layers that attend to all of it),
@@ -415,10 +416,10 @@ class CostModel:
         run = self._pad_ints[tokens] if tokens <= self._graph_max else tokens  # padded to its graph
         t_cmp = self._t_cmp_per_token * run
         if self._experts is None:
-            t_linear = math.sqrt(self._t_mem_squared + t_cmp * t_cmp)
-        else:  # (plus the expert kernels' fixed cost)
+            t_linear = math.sqrt(self._t_mem_squared + t_cmp * t_cmp) + self._linear_fixed
+        else:  # (the experts read by T)
             t_linear = (math.sqrt(float(self._t_mem_sq_table[self._expert_index(tokens)]) + t_cmp * t_cmp)
-                        + self._moe_latency)
+                        + self._linear_fixed)
         t_prefill_attn = attn_flops / self._effective_peak
         t_allreduce = self._t_ar_per_token * run + self._t_ar_fixed
         t_overhead = self.host_overhead(num_seqs)
@@ -596,10 +597,10 @@ class CostModel:
             run = np.where(batch_array <= top, self._pad[np.minimum(batch_array, top).astype(np.int64)], batch_array)
             t_cmp = self._t_cmp_per_token * run
             if self._experts is None:
-                t_linear = np.sqrt(self._t_mem_squared + t_cmp * t_cmp)
+                t_linear = np.sqrt(self._t_mem_squared + t_cmp * t_cmp) + self._linear_fixed
             else:
                 tokens = np.minimum(batch_array, self._experts.cap).astype(np.int64)
-                t_linear = np.sqrt(self._t_mem_sq_table[tokens] + t_cmp * t_cmp) + self._moe_latency
+                t_linear = np.sqrt(self._t_mem_sq_table[tokens] + t_cmp * t_cmp) + self._linear_fixed
             t_allreduce = self._t_ar_per_token * run + self._t_ar_fixed
             overhead = self.host_overhead(batch_array)
         t_kv_read = context * self._t_kv_per_token

@@ -99,6 +99,16 @@ class ModelShape:
     """Layers that attend only to the last `sliding_window` tokens."""
     quantization: str | None = None
     """The checkpoint's weight format (a `--quantization` name), None for bf16."""
+    fp8_block_scales: bool = False
+    """The checkpoint's fp8 weights carry block scales (`quantization_config.weight_block_size`:
+    DeepSeek-V3's 128 x 128), which vLLM multiplies with its block-scaled FP8 GEMMs."""
+    linear_gemms: int = 0
+    """GEMMs one forward pass runs through the linear layers outside the routed experts: per layer
+    the attention's (Q/K/V fused and the output; MLA's fused Q-and-KV down-projection, Q
+    up-projection and output, its K/V up-projection folded into bf16 batched matmuls in decode) and
+    the dense or shared-expert MLP's (gate-and-up fused, down). Not counted: the router and the
+    output head (kept in bf16 by vLLM's FP8 checkpoints' loaders) and the routed experts (the
+    fused-MoE kernels, `moe_layer_latency_s`)."""
 
     def kv_bytes_per_token(self, bytes_per_element: float = 2) -> float:
         """Every layer's KV for one token (all of it, as a cache without windows would hold it)."""
@@ -197,6 +207,12 @@ def _quantization(config: Mapping[str, Any], source: str) -> str | None:
     return CHECKPOINT_FORMATS[method]
 
 
+def _block_scaled(config: Mapping[str, Any]) -> bool:
+    """The checkpoint's fp8 weights carry block scales (quantization_config.weight_block_size)."""
+    q = config.get("quantization_config")
+    return isinstance(q, Mapping) and q.get("quant_method") == "fp8" and bool(q.get("weight_block_size"))
+
+
 def shape(config: Mapping[str, Any], source: str) -> ModelShape:
     """The shape a config describes; ProfileError naming the field when it is missing or wrong."""
     if not isinstance(config, Mapping):
@@ -281,13 +297,19 @@ def shape(config: Mapping[str, Any], source: str) -> ModelShape:
     per_layer = layers * (attention + norms) + (layers - moe_layers) * 3 * hidden * dense_inter
     per_layer += moe_layers * (router + shared + experts * expert)
     embedding = vocab * hidden * (1 if tie else 2)
+    # GEMMs a forward pass runs outside the routed experts (ModelShape.linear_gemms): MLA's three in
+    # vLLM's deepseek_v2.py (fused_qkv_a_proj, q_b_proj and o_proj; without a q_lora_rank q_proj,
+    # kv_a_proj_with_mqa and o_proj), else QKV and O; two for each dense MLP and for shared experts.
+    attention_gemms = 3 if kv_latent else 2
+    gemms = layers * attention_gemms + (layers - moe_layers) * 2 + (moe_layers * 2 if shared else 0)
     window, sliding = _sliding_layout(config, source, layers)
     return ModelShape(hidden, layers, heads, kv_heads, head_dim, inter, vocab, tie,
                       _whole(config, "max_position_embeddings", source), params=embedding + per_layer + hidden,
                       num_experts=experts if moe_layers else 0, experts_per_token=top_k if moe_layers else 0,
                       expert_params=expert * moe_layers, moe_layers=moe_layers, kv_latent_dim=kv_latent,
                       qk_head_dim=qk_dim, v_head_dim=v_dim, sliding_window=window, sliding_layers=sliding,
-                      quantization=_quantization(config, source))
+                      quantization=_quantization(config, source), fp8_block_scales=_block_scaled(config),
+                      linear_gemms=gemms)
 
 
 def read(path: str | Path) -> dict:
@@ -326,7 +348,8 @@ def model_values(config: Mapping[str, Any], source: str) -> dict[str, Any]:
                 "expert_params": float(s.expert_params), "expert_layers": s.moe_layers,
                 "kv_latent_dim": s.kv_latent_dim, "attn_qk_dim": s.qk_head_dim, "attn_v_dim": s.v_head_dim,
                 "window_tokens": s.sliding_window, "window_layers": s.sliding_layers,
-                "quantization": s.quantization}
+                "quantization": s.quantization, "fp8_block_scales": s.fp8_block_scales,
+                "linear_gemms": s.linear_gemms}
     values.update({k: v for k, v in optional.items() if v})
     return values
 

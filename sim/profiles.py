@@ -60,6 +60,9 @@ class WeightFormat:
     experts_only: bool = False
     """Only the routed experts are stored so (gpt-oss's MXFP4: vLLM's Mxfp4Config quantizes only
     the MoE layers, and the checkpoint keeps attention, router, embedding and head in bf16)."""
+    block_scaled: bool = False
+    """FP8 with 128 x 128 block scales, multiplied by vLLM's block-scaled FP8 GEMMs (each with a
+    fixed time of its own on Hopper, `GpuProfile.block_fp8_gemm_s`)."""
 
 
 MXFP4_MARLIN_READ_SHARE = 0.845
@@ -82,7 +85,7 @@ WEIGHT_FORMATS: Mapping[str, WeightFormat] = MappingProxyType({
     # output channel or 128x128 block: a negligible share of the bytes).
     "fp8_per_tensor": WeightFormat(1.0, True),
     "fp8_per_channel": WeightFormat(1.0, True),
-    "fp8_per_block": WeightFormat(1.0, True),
+    "fp8_per_block": WeightFormat(1.0, True, block_scaled=True),
     "awq": WeightFormat(_INT4_GROUP128, False),
     "awq_marlin": WeightFormat(_INT4_GROUP128, False),
     "gptq": WeightFormat(_INT4_GROUP128, False),
@@ -213,6 +216,9 @@ class GpuProfile:
     path of more kernels pays in proportion (`Deployment.moe_kernels`)."""
     moe_tile_overhead_k: float = 0.0
     """A fused-MoE GEMM tile's fixed part, in elements of its reduction (`sim.cost.expert_compute_share`)."""
+    block_fp8_gemm_s: float = 0.0
+    """Fixed time of one block-scaled FP8 GEMM of the linear layers, beyond reading and multiplying
+    its weights (sources in sim/data/profiles.toml); 0 where no benchmark gives it."""
     nvidia_smi_names: tuple[str, ...] = ()
     """The names `nvidia-smi --query-gpu=name` prints for this GPU (what `--gpu auto` matches)."""
     aliases: tuple[str, ...] = ()
@@ -309,6 +315,17 @@ class ModelProfile:
     quantization: str | None = None
     """The checkpoint's own weight format (a WEIGHT_FORMATS key, from its quantization_config):
     used unless `--quantization` names the same; None: bf16 weights."""
+    fp8_block_scales: bool = False
+    """The checkpoint's fp8 weights carry block scales (its quantization_config's weight_block_size):
+    vLLM multiplies them with block-scaled FP8 GEMMs (`Deployment.block_fp8_gemms_s`)."""
+    linear_gemms: int = 0
+    """GEMMs a forward pass runs through the linear layers outside the routed experts, router and
+    output head (`sim.hf_config.ModelShape.linear_gemms`); 0: four a layer, a dense model's."""
+
+    @property
+    def gemms_per_pass(self) -> int:
+        """`linear_gemms`, or four a layer where it is not given."""
+        return self.linear_gemms or 4 * self.layers
 
     @property
     def embedding_params(self) -> float:
@@ -420,7 +437,8 @@ _EFFICIENCY_KEYS: dict[str, _Checker] = {
     "frontend_output_token_s": _non_negative,
 }
 _DEFAULTS_KEYS: dict[str, _Checker] = {**_EFFICIENCY_KEYS, "allreduce_latency_s": _non_negative,
-                                        "moe_layer_latency_s": _non_negative, "moe_tile_overhead_k": _non_negative}
+                                        "moe_layer_latency_s": _non_negative, "moe_tile_overhead_k": _non_negative,
+                                        "block_fp8_gemm_s": _non_negative}
 _GPU_KEYS: dict[str, _Checker] = {
     "name": _text,
     "hbm_bandwidth": _positive,
@@ -464,6 +482,8 @@ _MODEL_KEYS: dict[str, _Checker] = {
     "window_tokens": _count,
     "window_layers": _count,
     "quantization": _format,
+    "fp8_block_scales": _bool,
+    "linear_gemms": _count,
     # The model's Hugging Face config.json, a file beside the profile file (a path relative to it).
     "hf_config": _text,
     **_EFFICIENCY_KEYS,
@@ -1054,6 +1074,17 @@ class Deployment:
     @property
     def allreduce_latency_s(self) -> float:
         return self.gpu.allreduce_latency_s
+
+    @property
+    def block_fp8_gemms_s(self) -> float:
+        """`GpuProfile.block_fp8_gemm_s` for each of the model's `gemms_per_pass` when its linear layers
+        are FP8 with block scales (the checkpoint's, or fp8_per_block) on fp8 tensor cores; else 0."""
+        fmt = self.weight_format
+        if fmt is None or not fmt.fp8_compute or self.gpu.fp8_peak_flops <= 0:
+            return 0.0
+        m = self.model
+        scaled = fmt.block_scaled or (m.fp8_block_scales and self.weight_format_name == m.quantization)
+        return self.model.gemms_per_pass * self.gpu.block_fp8_gemm_s if scaled else 0.0
 
     @property
     def moe_latency_s(self) -> float:
