@@ -285,7 +285,8 @@ class CostModel:
         model, tp = deployment.model, deployment.tensor_parallel_size
         experts = ExpertReads(model.expert_count, model.expert_top_k, tp, deployment.expert_parallel)
         self._experts = experts
-        always = (deployment.weight_bytes - deployment.routed_expert_bytes) / tp
+        whole, kept = deployment.replicated_bytes, model.replicated_params  # (whole on every GPU)
+        always = (deployment.weight_bytes - deployment.routed_expert_bytes - whole) / tp + whole
         routed = experts.per_gpu * deployment.expert_bytes
         bytes_read = always + routed
         self._weights_read = bytes_read
@@ -298,7 +299,7 @@ class CostModel:
         self._t_mem_sq_table = t_mem * t_mem
         self._t_mem = float(t_mem[1])
         self._t_mem_squared = self._t_mem * self._t_mem
-        dense = (model.params - model.expert_count * model.expert_params) / tp
+        dense = (model.params - model.expert_count * model.expert_params - kept) / tp + kept
         active = model.expert_top_k * model.expert_params / tp
         self._flops_per_token = 2.0 * (dense + active)
         self._t_cmp_per_token = (2.0 * dense / (deployment.linear_peak_flops * deployment.eta_mfu)

@@ -99,6 +99,10 @@ class ModelShape:
     """Layers that attend only to the last `sliding_window` tokens."""
     quantization: str | None = None
     """The checkpoint's weight format (a `--quantization` name), None for bf16."""
+    replicated_params: int = 0
+    """Weights every tensor-parallel GPU holds whole: MLA's down-projections, which vLLM's
+    deepseek_v2.py builds unsplit (fused_qkv_a_proj with disable_tp=True; kv_a_proj_with_mqa as a
+    ReplicatedLinear without a q_lora_rank)."""
     fp8_block_scales: bool = False
     """The checkpoint's fp8 weights carry block scales (`quantization_config.weight_block_size`:
     DeepSeek-V3's 128 x 128), which vLLM multiplies with its block-scaled FP8 GEMMs."""
@@ -239,7 +243,7 @@ def shape(config: Mapping[str, Any], source: str) -> ModelShape:
     vocab = _whole(config, "vocab_size", source)
 
     # -- attention, one layer
-    kv_latent = qk_dim = v_dim = 0
+    kv_latent = qk_dim = v_dim = replicated = 0
     if config.get("kv_lora_rank"):  # DeepSeek's multi-head latent attention
         for key in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
             if key not in config:
@@ -250,6 +254,7 @@ def shape(config: Mapping[str, Any], source: str) -> ModelShape:
         qk_dim = nope + rope
         q = (hidden * q_rank + q_rank + q_rank * heads * qk_dim) if q_rank else hidden * heads * qk_dim
         attention = q + hidden * (rank + rope) + rank + rank * heads * (nope + v_dim) + heads * v_dim * hidden
+        replicated = layers * hidden * (q_rank + rank + rope)  # (the down-projections, unsplit)
         kv_latent, kv_heads, head_dim = rank + rope, 1, rank + rope
     else:
         qd, kvd = heads * head_dim, kv_heads * head_dim
@@ -308,6 +313,7 @@ def shape(config: Mapping[str, Any], source: str) -> ModelShape:
                       num_experts=experts if moe_layers else 0, experts_per_token=top_k if moe_layers else 0,
                       expert_params=expert * moe_layers, moe_layers=moe_layers, kv_latent_dim=kv_latent,
                       qk_head_dim=qk_dim, v_head_dim=v_dim, sliding_window=window, sliding_layers=sliding,
+                      replicated_params=replicated,
                       quantization=_quantization(config, source), fp8_block_scales=_block_scaled(config),
                       linear_gemms=gemms)
 
@@ -348,6 +354,7 @@ def model_values(config: Mapping[str, Any], source: str) -> dict[str, Any]:
                 "expert_params": float(s.expert_params), "expert_layers": s.moe_layers,
                 "kv_latent_dim": s.kv_latent_dim, "attn_qk_dim": s.qk_head_dim, "attn_v_dim": s.v_head_dim,
                 "window_tokens": s.sliding_window, "window_layers": s.sliding_layers,
+                "replicated_params": float(s.replicated_params),
                 "quantization": s.quantization, "fp8_block_scales": s.fp8_block_scales,
                 "linear_gemms": s.linear_gemms}
     values.update({k: v for k, v in optional.items() if v})

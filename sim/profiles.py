@@ -315,6 +315,8 @@ class ModelProfile:
     quantization: str | None = None
     """The checkpoint's own weight format (a WEIGHT_FORMATS key, from its quantization_config):
     used unless `--quantization` names the same; None: bf16 weights."""
+    replicated_params: float = 0.0
+    """Parameters every tensor-parallel GPU holds whole (MLA's down-projections); the rest split."""
     fp8_block_scales: bool = False
     """The checkpoint's fp8 weights carry block scales (its quantization_config's weight_block_size):
     vLLM multiplies them with block-scaled FP8 GEMMs (`Deployment.block_fp8_gemms_s`)."""
@@ -484,6 +486,7 @@ _MODEL_KEYS: dict[str, _Checker] = {
     "quantization": _format,
     "fp8_block_scales": _bool,
     "linear_gemms": _count,
+    "replicated_params": _non_negative,
     # The model's Hugging Face config.json, a file beside the profile file (a path relative to it).
     "hf_config": _text,
     **_EFFICIENCY_KEYS,
@@ -881,12 +884,24 @@ class Deployment:
         return self._peak_for(self.expert_weight_format)
 
     @property
+    def replicated_bytes(self) -> float:
+        """The weights every GPU holds whole (`ModelProfile.replicated_params`, linear layers)."""
+        fmt = self.weight_format
+        return self.model.replicated_params * (fmt.bytes_per_param if fmt is not None else self.model.bytes_per_param)
+
+    def weight_bytes_on(self, tensor_parallel_size: int) -> float:
+        """One GPU's weights split that many ways: its share, and the replicated ones whole."""
+        whole = self.replicated_bytes
+        return (self.weight_bytes - whole) / tensor_parallel_size + whole
+
+    @property
     def weight_bytes_per_gpu(self) -> float:
-        return self.weight_bytes / self.tensor_parallel_size
+        return self.weight_bytes_on(self.tensor_parallel_size)
 
     @property
     def params_per_gpu(self) -> float:
-        return self.model.params / self.tensor_parallel_size
+        whole = self.model.replicated_params
+        return (self.model.params - whole) / self.tensor_parallel_size + whole
 
     @property
     def expert_parallel(self) -> bool:
@@ -1122,7 +1137,7 @@ class Deployment:
 
     def _blocks_with(self, tensor_parallel_size: int) -> int:
         """KV-cache blocks (floor, as vLLM divides) if the model were split over that many GPUs."""
-        weights = self.weight_bytes / tensor_parallel_size + self.draft_weight_bytes_per_gpu
+        weights = self.weight_bytes_on(tensor_parallel_size) + self.draft_weight_bytes_per_gpu
         free = self.gpu_memory_utilization * self.gpu.memory_bytes - weights - self.reserve_bytes
         if self.kv_cache_memory_bytes is not None:
             free = self.kv_cache_memory_bytes
@@ -1135,7 +1150,7 @@ class Deployment:
         return m.q_heads % tensor_parallel_size == 0 and kv_ok
 
     def _weights_fit(self, tensor_parallel_size: int) -> bool:
-        weights = self.weight_bytes / tensor_parallel_size + self.draft_weight_bytes_per_gpu
+        weights = self.weight_bytes_on(tensor_parallel_size) + self.draft_weight_bytes_per_gpu
         room = self.gpu_memory_utilization * self.gpu.memory_bytes - self.reserve_bytes
         if self.kv_cache_memory_bytes is not None:  # vLLM then places weights, reserve and cache in all of it
             room = self.gpu.memory_bytes - self.reserve_bytes - self.kv_cache_memory_bytes

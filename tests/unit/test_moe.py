@@ -99,6 +99,20 @@ def test_mla_caches_the_compressed_latent_whole_on_every_gpu():
         pytest.approx(2 * 128 * (192 + 128) * 61 / 8 * 1000 * 500)
 
 
+def test_mlas_down_projections_are_held_and_read_whole_on_every_gpu():
+    """vLLM's deepseek_v2.py builds fused_qkv_a_proj (hidden x (q_lora_rank + kv_lora_rank +
+    qk_rope_head_dim)) with disable_tp=True: each of eight GPUs holds all 15.1 M weights a layer."""
+    ds = P.deployment("h200", "deepseek-v3", tensor_parallel_size=8)
+    whole = 61 * 7168 * (1536 + 512 + 64)
+    assert ds.model.replicated_params == whole and ds.replicated_bytes == whole * 1.0  # (FP8)
+    assert ds.weight_bytes_per_gpu == pytest.approx((ds.weight_bytes - whole) / 8 + whole, rel=1e-12)
+    split = Deployment(ds.gpu, dataclasses.replace(ds.model, replicated_params=0.0), tensor_parallel_size=8)
+    assert CostModel(ds).weights_read(4) - CostModel(split).weights_read(4) == pytest.approx(whole * 7 / 8)
+    assert ds.kv_memory_bytes_per_gpu == pytest.approx(split.kv_memory_bytes_per_gpu - whole * 7 / 8)
+    dense = P.deployment("h100-sxm", "llama-3.1-8b", tensor_parallel_size=2)
+    assert dense.replicated_bytes == 0.0 and dense.weight_bytes_per_gpu == dense.weight_bytes / 2
+
+
 def test_gpt_oss_keeps_its_window_layers_in_blocks_of_their_own():
     """vLLM 0.33's hybrid KV cache manager: 18 sliding (window 128) and 18 full layers, two groups
     of 18; a request holds its tokens' blocks in the full group and at most cdiv(127, 16) + 1 = 9
