@@ -15,7 +15,7 @@ import argparse
 import math
 import re
 import tempfile
-from dataclasses import replace
+from dataclasses import fields, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -305,6 +305,10 @@ def _fmt(value: float) -> str:
     return f"{value:,.0f}" if value >= 1000 else f"{value:,.2f}"
 
 
+_NOT_COPIED = ("id", "name", "nvidia_smi_names", "aliases")
+"""GpuProfile fields a calibrated table does not copy from its base GPU."""
+
+
 def profile_text(name: str, gpu, model, result, labels: list[str], notes: list[str] = ()) -> str:
     """A complete [gpus.NAME] table: the base GPU's figures and the fitted values, with a comment
     saying where they came from (and `notes`: what else was fitted, such as the acceptance of
@@ -321,9 +325,16 @@ def profile_text(name: str, gpu, model, result, labels: list[str], notes: list[s
     lines += ["# " + "".join(c if c.isprintable() else "?" for c in note) for note in notes]
     lines.append(f"[gpus.{_key(name)}]")
     lines.append(f"name = {_toml_string(gpu.name + ' (calibrated)')}")
-    for key in ("hbm_bandwidth", "bf16_peak_flops", "memory_bytes", "interconnect_bandwidth"):
-        lines.append(f"{key} = {getattr(gpu, key)!r}")
-    lines.append(f"allreduce_latency_s = {gpu.allreduce_latency_s!r}")
+    fitted_here = {p.name for p in PARAMETERS}
+    for field in fields(gpu):
+        # Every figure of the base GPU but those fitted (below) and its names: `--gpu auto` and
+        # the base's aliases keep finding the base. What a file cannot say is left out: an
+        # unknown price (None) or compute capability (0).
+        value = getattr(gpu, field.name)
+        if field.name in fitted_here or field.name in _NOT_COPIED or value is None \
+                or (field.name == "compute_capability" and not value):
+            continue
+        lines.append(f"{field.name} = {value!r}")
     for p in PARAMETERS:
         value = result.values[p.name]
         if p.name in result.fitted:

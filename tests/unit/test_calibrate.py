@@ -517,3 +517,29 @@ def test_a_host_cost_that_outlasts_the_pass_is_fitted():
     assert "overhead_per_seq_s" in result.fitted and "overhead_per_seq_s" not in result.hidden
     assert result.values["overhead_per_seq_s"] == pytest.approx(1.5e-3, rel=0.02)
     assert result.values["eta_bw"] == pytest.approx(truth["eta_bw"], rel=0.01)
+
+
+@pytest.mark.parametrize("gpu_id", sorted(load_profiles().gpus))
+def test_a_calibrated_table_keeps_every_figure_of_its_base_gpu(tmp_path, gpu_id):
+    """The [gpus.NAME] table calibrate writes, nothing fitted, reads back as its base GPU: every
+    figure the fit does not touch is copied (fp8 and fp4 peaks, compute capability, the API
+    server's and the MoE kernels' costs, block-scaled FP8's, the price), only the names differ."""
+    import dataclasses
+
+    import numpy as np
+
+    from batchtui.cli.cmd_calibrate import profile_text
+    from sim.fit import PARAMETERS, FitResult
+
+    profiles = load_profiles()
+    gpu = profiles.gpu(gpu_id)
+    base = {p.name: getattr(gpu, p.name) for p in PARAMETERS}
+    empty = np.zeros((1, 3))
+    result = FitResult(fitted=(), base=base, values=dict(base), sigma={}, measured=empty, before=empty,
+                       after=empty, rms_before=0.0, rms_after=0.0, iterations=0, evaluations=0, noise=1.0,
+                       spread=empty)
+    path = tmp_path / "calibrated.toml"
+    path.write_text(profile_text("cal", gpu, profiles.model("llama-3.1-8b"), result, ["a.json"]))
+    back = load_profiles(path).gpu("cal")
+    names = ("id", "name", "nvidia_smi_names", "aliases")
+    assert dataclasses.replace(back, **{n: getattr(gpu, n) for n in names}) == gpu
