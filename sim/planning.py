@@ -94,23 +94,28 @@ def slo_rate(points: Sequence, slo: Slo) -> tuple[object | None, object | None]:
 
 # -- offline planning ---------------------------------------------------------------------------
 
-def mean_peak_blocks(block_size: int, lengths: Sequence[tuple[int, int]], max_model_len: int) -> float:
+def mean_peak_blocks(block_size: int, lengths: Sequence[tuple[int, int]], max_model_len: int,
+                     window_groups: int = 0, window_blocks: int = 0) -> float:
     """KV blocks a request of these (prompt, output) lengths holds at its peak, on average: the
-    last output token is sampled but never written, and max_model_len cuts an answer short."""
+    engine's own counts (`sim.request.peak_tokens`, `sim.kv.blocks_for`: a sliding-window layout's
+    `window_groups` groups hold up to `window_blocks` each besides)."""
+    from .kv import blocks_for  # (here, not at the top: the tutorial imports this module, not the core)
+    from .request import peak_tokens
+
     if not lengths:
         return 1.0
     total = 0
     for prompt, output in lengths:
-        peak = min(prompt + output - 1, max_model_len - 1)
-        total += -(-peak // block_size)
+        total += blocks_for(peak_tokens(prompt, output, max_model_len), block_size, window_groups, window_blocks)
     return total / len(lengths)
 
 
 def kv_fit_seats(usable_blocks: int, block_size: int, lengths: Sequence[tuple[int, int]],
-                 max_model_len: int) -> int:
+                 max_model_len: int, window_groups: int = 0, window_blocks: int = 0) -> int:
     """How many such requests the KV cache holds at their peak at once: the largest batch that
     runs without preemption."""
-    return max(1, math.floor(usable_blocks / mean_peak_blocks(block_size, lengths, max_model_len)))
+    peak = mean_peak_blocks(block_size, lengths, max_model_len, window_groups, window_blocks)
+    return max(1, math.floor(usable_blocks / peak))
 
 
 @dataclass(frozen=True)
@@ -130,19 +135,22 @@ class OfflinePlan:
 
 
 def offline_plan(lengths: Sequence[tuple[int, int]], usable_blocks: int, block_size: int, max_model_len: int,
-                 default_seats: int, seats: int | None = None) -> OfflinePlan:
+                 default_seats: int, seats: int | None = None, window_groups: int = 0,
+                 window_blocks: int = 0) -> OfflinePlan:
     """The plan for a job of these (prompt, output) lengths: the seats given, else the KV-fit
     batch and vLLM's `default_seats` (only the first when both run alike: at most as many
-    requests as seats, each holds one either way)."""
+    requests as seats, each holds one either way). `window_groups`, `window_blocks`: the
+    deployment's `KvLayout`'s."""
     requests = len(lengths)
-    fit = min(requests, kv_fit_seats(usable_blocks, block_size, lengths, max_model_len))
+    windows = (window_groups, window_blocks)
+    fit = min(requests, kv_fit_seats(usable_blocks, block_size, lengths, max_model_len, *windows))
     if seats is not None:
         candidates: tuple[tuple[str, int], ...] = (("as given", seats),)
     elif min(default_seats, requests) != fit:
         candidates = (("fits the KV cache", fit), ("vLLM default", default_seats))
     else:
         candidates = (("fits the KV cache", fit),)
-    return OfflinePlan(requests, mean_peak_blocks(block_size, lengths, max_model_len), fit, candidates)
+    return OfflinePlan(requests, mean_peak_blocks(block_size, lengths, max_model_len, *windows), fit, candidates)
 
 
 def offline_engine(seats: int, token_budget: int, budget_given: bool = False) -> dict[str, int]:

@@ -121,6 +121,14 @@ class Request:
                 f"{self.output_len}, c={self.num_computed_tokens}, {self.status})")
 
 
+def peak_tokens(prompt_len: int, output_len: int, max_model_len: int) -> int:
+    """The most tokens a request holds in the KV cache: its last output token is sampled but never
+    written, and it stops at max_model_len (the blocks it holds at its peak are the pool's
+    `blocks_for` of this; `sim.planning` sizes a batch by it too)."""
+    peak = prompt_len + output_len - 1
+    return peak if peak < max_model_len else max_model_len - 1
+
+
 def check_request(req_id: str, prompt_len: object, output_len: object, config: EngineConfig,
                   pool: BlockPool) -> None:
     """Refuse, with the limit named, a request that vLLM would refuse or `pool` could never hold
@@ -136,17 +144,15 @@ def check_request(req_id: str, prompt_len: object, output_len: object, config: E
         raise RequestRejected(
             req_id, f"its prompt of {prompt_len} tokens is not shorter than {{engine.max_model_len}} "
                     f"({max_model_len})")
-    peak_tokens = prompt_len + output_len - 1
-    stops = peak_tokens >= max_model_len  # it stops at max_model_len
-    if stops:
-        peak_tokens = max_model_len - 1
-    peak_blocks = pool.blocks_for(peak_tokens)
+    peak = peak_tokens(prompt_len, output_len, max_model_len)
+    stops = peak < prompt_len + output_len - 1  # it stops at max_model_len
+    peak_blocks = pool.blocks_for(peak)
     usable_blocks, block_size = pool.usable, pool.block_size
     if peak_blocks > usable_blocks:
-        peak = (f"{peak_tokens} tokens: it stops at {{engine.max_model_len}} ({max_model_len}) - 1" if stops
-                else f"{prompt_len} + {output_len} - 1 = {peak_tokens} tokens")
+        held = (f"{peak} tokens: it stops at {{engine.max_model_len}} ({max_model_len}) - 1" if stops
+                else f"{prompt_len} + {output_len} - 1 = {peak} tokens")
         raise RequestRejected(
-            req_id, f"it needs {peak_blocks} KV blocks ({peak}) but the cache has only {usable_blocks} usable "
+            req_id, f"it needs {peak_blocks} KV blocks ({held}) but the cache has only {usable_blocks} usable "
                     f"blocks of {block_size} tokens ({usable_blocks * block_size} tokens); it could never be served")
 
 

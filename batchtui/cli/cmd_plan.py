@@ -402,8 +402,10 @@ def plan_offline(args: argparse.Namespace) -> int:
         raise UserError(o.flagged("argument {engine.batching}: --offline plans vLLM's continuous batching only"))
     d, cfg = setup.deployment, setup.config
     specs = generate(sc.workload, np.random.default_rng(sc.seed))
+    layout = d.kv_layout
     plan = planning.offline_plan([(s.prompt_len, s.output_len) for s in specs], d.usable_blocks, d.block_size,
-                                 cfg.max_model_len, cfg.max_num_seqs, args.max_num_seqs)
+                                 cfg.max_model_len, cfg.max_num_seqs, args.max_num_seqs, layout.window_groups,
+                                 layout.window_blocks)
     kv_fit, per_request = plan.kv_fit, plan.peak_blocks
     runs = []
     with Runner(show_progress=show_progress_default(args.json), profiles=setup.profiles) as runner:

@@ -591,3 +591,43 @@ def test_the_plan_says_what_a_full_queue_that_is_only_a_guide_means_beside_its_a
                                                lockstep=True), 370.0))
     assert "With a deep queue a replica serves 358.27 req/s (lowest of the seeds), less than a shallower" in waves
     assert "waves" in waves and "API server" not in waves and "may be more or less than that" in waves
+
+
+def test_an_offline_plan_counts_a_sliding_window_layouts_blocks_as_the_engine_does():
+    """gpt-oss-120b on an H100 (a window group of up to 9 blocks beside the full group): the
+    KV-fit batch holds what the engine's pool counts at each request's peak, not one block per
+    16 tokens alone (which made 84 seats of 2,048 + 1,024 tokens "fit" where 81 do)."""
+    from sim.kv import BlockPool
+    from sim.profiles import load_profiles
+    from sim.request import peak_tokens
+    from sim.scenario import Scenario
+
+    profiles = load_profiles()
+    scenario = Scenario(model="gpt-oss-120b", gpu="h100-sxm")
+    deployment, config = scenario.deployment(profiles), scenario.engine_config(profiles)
+    layout = deployment.kv_layout
+    assert layout.window_groups
+    pool = BlockPool(deployment.usable_blocks + 1, deployment.block_size, layout=layout)
+    lengths = [(2048, 1024)] * 100
+    plan = planning.offline_plan(lengths, deployment.usable_blocks, deployment.block_size, config.max_model_len,
+                                 config.max_num_seqs, None, layout.window_groups, layout.window_blocks)
+    peak = pool.blocks_for(peak_tokens(2048, 1024, config.max_model_len))
+    assert plan.peak_blocks == peak
+    assert plan.kv_fit == deployment.usable_blocks // peak == 81
+
+
+@pytest.mark.parametrize("prompt, output, max_model_len", [(100, 10, 4096), (50, 30, 64), (63, 1, 64), (17, 1, 4096)])
+def test_the_peak_a_plan_sizes_is_the_one_the_engine_refuses_by(prompt, output, max_model_len):
+    """check_request refuses a request one block short of its peak and takes it at its peak:
+    the peak `mean_peak_blocks` counts."""
+    from types import SimpleNamespace
+
+    from sim.errors import RequestRejected
+    from sim.kv import BlockPool
+    from sim.request import check_request
+
+    blocks = planning.mean_peak_blocks(16, [(prompt, output)], max_model_len)
+    config = SimpleNamespace(max_model_len=max_model_len)
+    check_request("r", prompt, output, config, BlockPool(int(blocks) + 1, 16))
+    with pytest.raises(RequestRejected):
+        check_request("r", prompt, output, config, BlockPool(int(blocks), 16))
