@@ -86,14 +86,15 @@ _MARLIN_TPOT = ("four streams' output rate is about four over their mean TPOT, a
                 "layer that no sourced A100 figure prices; see the file's unknowns), so its output throughput comes "
                 "out 14 % high from that alone and 17 % with the run's last requests; the async run's mean TPOT is "
                 "10 % short and its throughput 13 % high")
-_DEEPSEEK_STEP = ("DeepSeek-R1 on eight H200s (vLLM 0.11.0, four clients): the replay's decode step of four is 5.5 ms "
-                  "(3.2 ms of weights, 1.45 ms of fused-MoE kernels at 25 us a layer, 0.64 ms of all-reduces, 0.22 ms "
-                  "of host) where the measured TPOT is 19.1 ms, about 13.4 ms (220 us on each of 58 MoE and 3 dense "
-                  "layers) that nothing here prices; other vLLM runs of this model at one request put a step at "
-                  "16.1 ms (DeepSeek-R1-0528 AWQ on 8 H100s, tt-inference-server issue 356), so the step, not this "
-                  "run, is what the model misses. Its MLA attention's and FP8 block quantization's own kernels "
-                  "(several small GEMMs, norms and per-token-group quantizations a layer) are the likely place; no "
-                  "sourced per-kernel figure is at hand. The TTFT, ITL and throughput follow from the same step")
+_DEEPSEEK_STEP = ("DeepSeek-R1 on eight H200s (vLLM 0.11.0, four clients): the replay's decode step of four is 8.45 ms "
+                  "(3.4 ms of weights, 2.75 ms of block-scaled FP8 GEMMs' fixed time at 9 us each, 1.45 ms of fused-MoE "
+                  "kernels at 25 us a layer, 0.64 ms of all-reduces, 0.22 ms of host) where the run took 18.8 ms, about "
+                  "10.4 ms (170 us on each of 61 layers) that nothing here prices; other vLLM runs of this model at one "
+                  "request put a step at 16.1 ms (DeepSeek-R1-0528 AWQ on 8 H100s, tt-inference-server issue 356), so "
+                  "the step, not this run, is what the model misses. MLA's decode attention (43-56 us a layer in vLLM PR "
+                  "27363, not known to be the kernels' alone) and its other small kernels, the grouped top-k routing "
+                  "and the per-token quantization before each GEMM are the likely place; none has a sourced kernel "
+                  "time (docs/accuracy.md). The TTFT, ITL and throughput follow from the same step")
 _QWEN3_8B_TTFT = ("GPUStack's Qwen3-8B on one H100 (vLLM 0.11.0, ShareGPT prompts of 233 tokens on average) measured a TTFT "
                   "of about 60 ms at every concurrency from 1 to 8 (median 60.4, 64.8, 60.3, 60.8 ms), where the replay's "
                   "is 13-16 ms: some 45 ms a request that does not grow with the load. Not the client (vLLM 0.11.0's times "
