@@ -106,14 +106,9 @@ _QWEN3_8B_TTFT = ("GPUStack's Qwen3-8B on one H100 (vLLM 0.11.0, ShareGPT prompt
                   "11-13 ms of CPU here, 6-8 ms in vLLM PR 20065), a quarter to a third of it; no source gives the rest, and "
                   "the replay prices 0.5 ms a request (docs/accuracy.md). The same lab's gpt-oss-120b runs show no such stall "
                   "(vLLM's harmony path skips the chat template) and their prefills leave no room for it")
-_QWEN3_8B_RATE = ("GPUStack's Qwen3-8B on one H100: each client's rate is one request a (TTFT + answer x TPOT), and the replay "
-                  "has the TTFT some 45 ms short (the TTFT's reason) and the TPOT 12-14 % short (7.22-7.67 ms measured, "
-                  "6.20-6.76 replayed, within that kind's 15 %; SGLang and TensorRT-LLM measured 7.14 and 7.58 ms at four "
-                  "clients on the same GPU: the GPU's step, not vLLM's), so its output throughput comes out 17-22 % high")
 KNOWN_MISSES: dict[tuple[str, str], str] = {
     **{(f"gpustack-qwen3-8b-h100-c{c}", key): _QWEN3_8B_TTFT for c in (1, 2, 4, 8)
        for key in ("median_ttft_ms", "p99_ttft_ms")},
-    **{(f"gpustack-qwen3-8b-h100-c{c}", "output_throughput"): _QWEN3_8B_RATE for c in (1, 2, 4, 8)},
     **{("gpustack-deepseek-r1-h200-tp8-c4", key): _DEEPSEEK_STEP
        for key in ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "median_itl_ms", "output_throughput")},
     ("gpustack-gpt-oss-120b-a100-tp1-c4", "output_throughput"): _MARLIN_TPOT,

@@ -10,7 +10,8 @@ chunks. Its time is a sum of per-operator-class rooflines, each on one GPU of th
   their format's MoE kernels reach (`Deployment.moe_read_share`), and computes 2 FLOPs per
   active parameter per token (the router's top-k experts' parameters, not all of them), the
   experts' at the share of `eta_mfu` their kernels reach (`expert_compute_share`); plus fixed
-  times: expert kernels' and block-scaled FP8 GEMMs' (`moe_latency_s`, `block_fp8_gemms_s`);
+  times: expert kernels', block-scaled FP8 GEMMs' and per-head query and key norms' small kernels
+  (`moe_latency_s`, `block_fp8_gemms_s`, `qk_norm_s`);
 - decode attention: every decoding sequence reads its whole KV cache (a sliding-window layer
   only its window);
 - prefill attention: each chunk attends to its prefix and (causally) to itself (a sliding-window
@@ -134,7 +135,8 @@ class IterationCost:
     """Linear layers if compute-bound: 2 FLOPs per parameter per token (t_cmp)."""
     t_linear: float
     """Linear layers, sqrt(t_weights^2 + t_compute^2), plus the fixed time of a mixture of experts'
-    kernels and of block-scaled FP8 GEMMs (`Deployment.moe_latency_s`, `block_fp8_gemms_s`)."""
+    kernels, of block-scaled FP8 GEMMs and of per-head query and key norms (`Deployment.moe_latency_s`,
+    `block_fp8_gemms_s`, `qk_norm_s`)."""
     t_kv_read: float
     """Decode attention reading each decoding sequence's KV cache."""
     t_prefill_attn: float
@@ -234,7 +236,8 @@ class CostModel:
         # The linear layers run at the tensor-core peak of their weight format (fp8 for W8A8).
         self._t_cmp_per_token = self._flops_per_token / (deployment.linear_peak_flops * deployment.eta_mfu)
         self._experts: ExpertReads | None = None
-        self._linear_fixed = deployment.moe_latency_s + deployment.block_fp8_gemms_s  # (0.0: adds nothing)
+        # (0.0 adds nothing: a model without them prices to the bit as before)
+        self._linear_fixed = deployment.moe_latency_s + deployment.block_fp8_gemms_s + deployment.qk_norm_s
         if model.expert_count:
             self._price_experts(deployment)
         # Decode attention: seconds per token of context read (the layers that attend to all of it),

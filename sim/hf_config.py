@@ -58,7 +58,10 @@ CONFIG_ONLY = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_k
                *MOE_FIELDS, *MLA_FIELDS, *WINDOW_FIELDS)
 # Architectures whose Q, K and V projections carry a bias although their config does not say so.
 QKV_BIAS_MODEL_TYPES = ("qwen2", "qwen2_moe")
-# Architectures with a per-head RMSNorm on queries and keys (head_dim weights each, per layer).
+# Architectures with a per-head RMSNorm on queries and keys (head_dim weights each, per layer), which
+# vLLM runs as small kernels of their own (sim.profiles.QK_NORM_KERNELS): config.json's model_type
+# for vLLM's Qwen3ForCausalLM and Qwen3MoeForCausalLM (vllm/model_executor/models/qwen3.py and
+# qwen3_moe.py: q_norm and k_norm on each head's view of q and k, then rotary_emb).
 QK_NORM_MODEL_TYPES = ("qwen3", "qwen3_moe")
 # The checkpoint formats vLLM reads from quantization_config.quant_method, as `--quantization` spells
 # them (sim.profiles.WEIGHT_FORMATS prices each).
@@ -106,6 +109,8 @@ class ModelShape:
     fp8_block_scales: bool = False
     """The checkpoint's fp8 weights carry block scales (`quantization_config.weight_block_size`:
     DeepSeek-V3's 128 x 128), which vLLM multiplies with its block-scaled FP8 GEMMs."""
+    qk_norm: bool = False
+    """Queries and keys normalised per head before the rotary embedding (QK_NORM_MODEL_TYPES)."""
     linear_gemms: int = 0
     """GEMMs one forward pass runs through the linear layers outside the routed experts: per layer
     the attention's (Q/K/V fused and the output; MLA's fused Q-and-KV down-projection, Q
@@ -244,6 +249,7 @@ def shape(config: Mapping[str, Any], source: str) -> ModelShape:
 
     # -- attention, one layer
     kv_latent = qk_dim = v_dim = replicated = 0
+    qk_norm = False
     if config.get("kv_lora_rank"):  # DeepSeek's multi-head latent attention
         for key in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
             if key not in config:
@@ -266,7 +272,8 @@ def shape(config: Mapping[str, Any], source: str) -> ModelShape:
             attention += qd + 2 * kvd
             if model_type not in QKV_BIAS_MODEL_TYPES:
                 attention += hidden  # Llama's and gpt-oss's attention_bias is on the output projection too
-        if model_type in QK_NORM_MODEL_TYPES:
+        qk_norm = model_type in QK_NORM_MODEL_TYPES
+        if qk_norm:
             attention += 2 * head_dim
         if model_type == "gpt_oss":
             attention += heads  # attention sinks, one a head
@@ -315,7 +322,7 @@ def shape(config: Mapping[str, Any], source: str) -> ModelShape:
                       qk_head_dim=qk_dim, v_head_dim=v_dim, sliding_window=window, sliding_layers=sliding,
                       replicated_params=replicated,
                       quantization=_quantization(config, source), fp8_block_scales=_block_scaled(config),
-                      linear_gemms=gemms)
+                      qk_norm=qk_norm, linear_gemms=gemms)
 
 
 def read(path: str | Path) -> dict:
@@ -356,7 +363,7 @@ def model_values(config: Mapping[str, Any], source: str) -> dict[str, Any]:
                 "window_tokens": s.sliding_window, "window_layers": s.sliding_layers,
                 "replicated_params": float(s.replicated_params),
                 "quantization": s.quantization, "fp8_block_scales": s.fp8_block_scales,
-                "linear_gemms": s.linear_gemms}
+                "linear_gemms": s.linear_gemms, "qk_norm": s.qk_norm}
     values.update({k: v for k, v in optional.items() if v})
     return values
 

@@ -141,8 +141,39 @@ FUSED_MOE_KERNELS = 6
 layers/fused_moe/fused_moe.py): the router's top-k (topk_softmax), sorting the tokens by expert
 (moe_align_block_size), the gate-and-up GEMM, the activation, the down GEMM and the sum over each
 token's experts (moe_sum). `GpuProfile.moe_layer_latency_s` is their fixed time, so each small
-kernel costs a sixth of it (about 4 us on Hopper); a format whose path runs more kernels
-(`WeightFormat.moe_kernels`) pays that much for each."""
+kernel costs a sixth of it (about 4 us on Hopper: `GpuProfile.small_kernel_s`); a format whose path
+runs more kernels (`WeightFormat.moe_kernels`) pays that much for each."""
+QK_NORM_KERNELS = 1
+"""The small kernels each layer of a model whose attention normalises queries and keys per head
+(`ModelProfile.qk_norm`: Qwen3's q_norm and k_norm, RMSNorms over each head's 128 values before the
+rotary embedding) runs beyond a Llama layer in today's vLLM, each priced `GpuProfile.small_kernel_s`
+(`Deployment.qk_norm_s`). vLLM compiles both with torch.compile and leaves RMSNorm and RoPE to
+Inductor (custom ops are off under Inductor by default, vllm/config/compilation.py `custom_ops`), so
+what runs between the QKV projection and attention is what Inductor generates:
+
+- today: vLLM PR 26682 (opened 2025-10-13, merged) turns on Inductor's combo kernels (`combo_kernels`,
+  with `benchmark_combo_kernel`) in `CompilationConfig.__post_init__` wherever torch is 2.9 or newer,
+  to fuse kernels of different shapes side by side: on Qwen3-0.6B's trace it cut the kernels after
+  the QKV projection from 5 to 2, "1 for qk-norm and 1 for qk-rope". A Llama layer runs the second
+  alone (its q-rope and k-rope, one kernel of two shapes by the same means), so a Qwen3 layer runs 1
+  more; vLLM PR 38621 (March 2026) lists Qwen3's path as the same two Triton kernels (QK-norm,
+  RoPE) and the KV-cache write. vLLM's fused QK-norm-and-RoPE pass (`enable_qk_norm_rope_fusion`,
+  PR 27165) would make them one, as Llama's, but is off by default: a 2026 build's configuration
+  dump (community-scripts/ProxmoxVED issue 2047) shows it off and combo kernels on.
+- builds before it (torch 2.8 and older: vLLM 0.11.0 and every earlier V1 release; vLLM 0.11.0
+  does not run on torch 2.9, vLLM issue 27228, whose support came with 0.11.1): Qwen3 ran 5 kernels
+  after the QKV projection (PR 26682's trace before it), Llama 2, its RoPE on queries and keys
+  apart because their head counts differ (vLLM issue 22293, 2025-08: Inductor makes one RoPE kernel
+  only when the query and KV head counts are equal; PyTorch PR 161420 tried to fuse Llama 3's two):
+  3 more. A result file of such a build states it (`qk-norm-kernels`, tests/data/published). Not
+  sourced: what the fifth of those kernels was (PR 26682's trace after it also has vLLM PR 26680's
+  change in it); were it one a Llama layer runs too, the count would be 2.
+
+Cross-check (not a fit): vLLM PR 27018 (October 2025, H20, Qwen3-30B-A3B FP8 at tensor parallel 2,
+8 clients) fused Q-norm, K-norm and RoPE into one CUDA kernel and measured TPOT 10.29 -> 9.93 ms,
+7.5 us a layer over 48 layers; its baseline trace shows vLLM's three CUDA ops for them (the trace
+PR 27165 labels "No Inductor, all custom op"), so two kernels saved, 3.75 us each, where
+`small_kernel_s` is 4.2 us on Hopper."""
 
 
 @dataclass(frozen=True)
@@ -235,6 +266,13 @@ class GpuProfile:
     """USD per GPU-hour, on demand (what `batchtui search` costs a deployment at); None: unknown."""
 
     @property
+    def small_kernel_s(self) -> float:
+        """The fixed time of one small kernel of a forward pass (a few kilobytes at decode sizes, so
+        its launch and tail, not its bytes): a sixth of `moe_layer_latency_s`, whose six fused-MoE
+        kernels (FUSED_MOE_KERNELS) measured it; about 4 us on Hopper, 7.5 us on the A100s."""
+        return self.moe_layer_latency_s / FUSED_MOE_KERNELS
+
+    @property
     def cudagraph_ceiling(self) -> int:
         """vLLM 0.33's default ceiling on CUDA graph capture sizes, in tokens: 1024 on data-centre
         Blackwell (compute capability 10.x), else 512 (vllm/config/vllm.py, `_set_cudagraph_sizes`)."""
@@ -323,6 +361,10 @@ class ModelProfile:
     linear_gemms: int = 0
     """GEMMs a forward pass runs through the linear layers outside the routed experts, router and
     output head (`sim.hf_config.ModelShape.linear_gemms`); 0: four a layer, a dense model's."""
+    qk_norm: bool = False
+    """Its attention normalises queries and keys per head (an RMSNorm over each head, before the
+    rotary embedding: Qwen3's q_norm and k_norm, `sim.hf_config.QK_NORM_MODEL_TYPES`), which vLLM
+    runs as small kernels of their own (`Deployment.qk_norm_s`)."""
 
     @property
     def gemms_per_pass(self) -> int:
@@ -486,6 +528,7 @@ _MODEL_KEYS: dict[str, _Checker] = {
     "quantization": _format,
     "fp8_block_scales": _bool,
     "linear_gemms": _count,
+    "qk_norm": _bool,
     "replicated_params": _non_negative,
     # The model's Hugging Face config.json, a file beside the profile file (a path relative to it).
     "hf_config": _text,
@@ -813,6 +856,10 @@ class Deployment:
     enable_expert_parallel: bool | None = None
     """`--enable-expert-parallel`: a mixture of experts' routed experts placed whole on the GPUs
     (each holds expert_count / TP of them) instead of a slice of every one (`expert_parallel`)."""
+    qk_norm_kernels: int | None = None
+    """The small kernels each layer of a model with per-head query and key norms
+    (`ModelProfile.qk_norm`) runs beyond a Llama layer in the vLLM build served (`qk_norm_s`);
+    None: today's, QK_NORM_KERNELS (a result file of an older build states its own)."""
 
     def __post_init__(self) -> None:
         self._check_dials()
@@ -1103,10 +1150,21 @@ class Deployment:
 
     @property
     def moe_latency_s(self) -> float:
-        """The fixed cost of an iteration's mixture-of-experts layers (0 for a dense model)."""
+        """The fixed cost of an iteration's mixture-of-experts layers (0 for a dense model): each
+        layer's `moe_kernels` small kernels (`GpuProfile.small_kernel_s`)."""
         if not self.model.expert_count:
             return 0.0
-        return self.model.expert_layers * self.gpu.moe_layer_latency_s * (self.moe_kernels / FUSED_MOE_KERNELS)
+        return self.model.expert_layers * self.gpu.small_kernel_s * self.moe_kernels
+
+    @property
+    def qk_norm_s(self) -> float:
+        """The fixed cost of an iteration's per-head query and key norms (`ModelProfile.qk_norm`; 0
+        for a model without them): every layer's `qk_norm_kernels` (QK_NORM_KERNELS unless given)
+        small kernels (`GpuProfile.small_kernel_s`)."""
+        if not self.model.qk_norm:
+            return 0.0
+        kernels = QK_NORM_KERNELS if self.qk_norm_kernels is None else self.qk_norm_kernels
+        return self.model.layers * kernels * self.gpu.small_kernel_s
 
     def _own_moe_path(self) -> WeightFormat | None:
         """The experts' format where vLLM runs it on a MoE kernel path of its own on this GPU
@@ -1202,6 +1260,9 @@ class Deployment:
             # quantization method specified in the `quantization` argument (...)".
             raise ConfigError("quantization", self.quantization, f"{own} (the checkpoint's own) or unset",
                               f"{self.model.name}'s config.json gives its weights in {own}")
+        kernels = self.qk_norm_kernels
+        if kernels is not None and (isinstance(kernels, bool) or not isinstance(kernels, int) or kernels < 0):
+            raise ConfigError("qk_norm_kernels", kernels, "unset, or a whole number of kernels >= 0")
         kv = self.kv_cache_memory_bytes
         if kv is not None and (isinstance(kv, bool) or not isinstance(kv, (int, float)) or not math.isfinite(kv)
                                or kv <= 0):

@@ -51,6 +51,10 @@ class Scenario:
     # the profiles' in its deployment (`ProfileSet.with_host_costs`); None: the profiles'.
     overhead_s: float | None = None
     overhead_per_seq_s: float | None = None
+    # The small kernels a layer of a per-head query-and-key-norm model (Qwen3) runs beyond a Llama
+    # layer in the run's vLLM build, where it states its own (a replayed result of a build before
+    # vLLM PR 26682: a `qk-norm-kernels` entry); None: today's (`Deployment.qk_norm_kernels`).
+    qk_norm_kernels: int | None = None
 
     def with_engine(self, **dials) -> "Scenario":
         merged = dict(self.engine)
@@ -107,6 +111,7 @@ class Scenario:
             enforce_eager=self.enforce_eager,
             draft=draft,
             enable_expert_parallel=self.enable_expert_parallel,
+            qk_norm_kernels=self.qk_norm_kernels,
         )
 
     def cost_model(self, profiles=None):
@@ -158,7 +163,7 @@ class Scenario:
             d["profiles_path"] = self.profiles_path
         if self.hf_config_path:
             d["hf_config_path"] = self.hf_config_path
-        for key in ("overhead_s", "overhead_per_seq_s"):
+        for key in ("overhead_s", "overhead_per_seq_s", "qk_norm_kernels"):
             if getattr(self, key) is not None:
                 d[key] = getattr(self, key)
         d["engine"] = dict(self.engine)
@@ -197,6 +202,9 @@ class Scenario:
             v = getattr(self, key)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf):
                 raise ConfigError(key, v, "a host cost in seconds >= 0")
+        v = self.qk_norm_kernels
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+            raise ConfigError("qk_norm_kernels", v, "unset, or a whole number of kernels >= 0")
 
     def to_toml(self) -> str:
         return dumps_toml(self.to_dict())

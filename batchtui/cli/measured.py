@@ -13,7 +13,8 @@ detailed run at rate inf queues them all at 0 in the order they were sent). Engi
 `max-num-seqs=256`, `max_num_batched_tokens=8192`, `random_range_ratio=0.1`), else from the
 simulator's own `engine` table (files `batchtui sim` wrote), else vLLM's defaults for the GPU. A
 file of an older vLLM build may state its engine's host costs (`overhead-ms=0.98`,
-`overhead-per-seq-us=90`: `HOST_METADATA`), which the replay prices instead of the profiles'.
+`overhead-per-seq-us=90`: `HOST_METADATA`), which the replay prices instead of the profiles', and
+the small kernels its per-head query and key norms ran (`qk-norm-kernels=3`: `BUILD_METADATA`).
 
 A GuideLLM report or an aiperf profile export is read the same way, once `loadgens` has turned it
 into vllm bench serve's keys (a GuideLLM sweep gives one run per benchmark).
@@ -64,6 +65,11 @@ TRAFFIC_METADATA = {"random_range_ratio": o.range_ratio,
 # source): the engine core's fixed cost per iteration in ms and its cost per sequence in us, kept
 # in seconds as the scenario's `overhead_s` and `overhead_per_seq_s`.
 HOST_METADATA = {"overhead_ms": ("overhead_s", 1e-3), "overhead_per_seq_us": ("overhead_per_seq_s", 1e-6)}
+# Likewise the kernels the measured build ran where the profiles' count for today's vLLM does not
+# describe it (tests/data/published gives each its source): a layer's extra small kernels for a
+# model's per-head query and key norms, kept as the scenario's `qk_norm_kernels`
+# (`sim.profiles.QK_NORM_KERNELS`).
+BUILD_METADATA = {"qk_norm_kernels": "qk_norm_kernels"}
 
 
 @dataclass(frozen=True)
@@ -172,7 +178,7 @@ def _number(data: dict, key: str, path: str, *, allow_inf: bool = False) -> floa
 def metadata_dials(data: dict, path: str) -> tuple[dict, dict]:
     """Engine dials and the run's other settings from `--metadata` entries (strings) or, for a
     file `batchtui sim` wrote, from its `engine` table: (dials by name, traffic and the measured
-    engine's host costs by name: `TRAFFIC_METADATA`, `HOST_METADATA`)."""
+    engine's host costs and kernels by name: `TRAFFIC_METADATA`, `HOST_METADATA`, `BUILD_METADATA`)."""
     flags = {f.dial: f for f in o.engine_flags()}
     spellings = {}
     for f in flags.values():
@@ -198,6 +204,9 @@ def metadata_dials(data: dict, path: str) -> tuple[dict, dict]:
         if name.replace("-", "_") in HOST_METADATA:
             field, scale = HOST_METADATA[name.replace("-", "_")]
             traffic[field] = _convert(o.non_negative_float, value, key, path) * scale
+            continue
+        if name.replace("-", "_") in BUILD_METADATA:
+            traffic[BUILD_METADATA[name.replace("-", "_")]] = _convert(o.non_negative_int, value, key, path)
             continue
         f = spellings.get(name) or spellings.get(name.replace("-", "_"))
         if f is None:
@@ -398,7 +407,8 @@ def build_run(path: str, label: str, data: dict, base: Scenario, given: dict, tr
     # The client's own costs, when the file states its client (`--metadata client-token-ms=0.4`).
     client = {f"client_{k}_s": traffic[f"client_{k}_ms"] for k in ("request", "token") if f"client_{k}_ms" in traffic}
     sc = replace(sc, workload=replace(workload, max_concurrency=cap, **client),
-                 **{field: traffic[field] for field, _ in HOST_METADATA.values() if field in traffic})
+                 **{field: traffic[field] for field, _ in HOST_METADATA.values() if field in traffic},
+                 **{field: traffic[field] for field in BUILD_METADATA.values() if field in traffic})
     metrics = {}
     for key, value in data.items():
         if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
