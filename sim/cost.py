@@ -134,9 +134,8 @@ class IterationCost:
     t_compute: float
     """Linear layers if compute-bound: 2 FLOPs per parameter per token (t_cmp)."""
     t_linear: float
-    """Linear layers, sqrt(t_weights^2 + t_compute^2), plus the fixed time of a mixture of experts'
-    kernels, of block-scaled FP8 GEMMs and of per-head query and key norms (`Deployment.moe_latency_s`,
-    `block_fp8_gemms_s`, `qk_norm_s`)."""
+    """Linear layers, sqrt(t_weights^2 + t_compute^2), plus the fixed times of expert kernels, block-scaled
+    FP8 GEMMs and per-head q/k norms (`Deployment.moe_latency_s`, `block_fp8_gemms_s`, `qk_norm_s`)."""
     t_kv_read: float
     """Decode attention reading each decoding sequence's KV cache."""
     t_prefill_attn: float
@@ -236,8 +235,8 @@ class CostModel:
         # The linear layers run at the tensor-core peak of their weight format (fp8 for W8A8).
         self._t_cmp_per_token = self._flops_per_token / (deployment.linear_peak_flops * deployment.eta_mfu)
         self._experts: ExpertReads | None = None
-        # (0.0 adds nothing: a model without them prices to the bit as before)
-        self._linear_fixed = deployment.moe_latency_s + deployment.block_fp8_gemms_s + deployment.qk_norm_s
+        self._linear_fixed = (deployment.moe_latency_s + deployment.block_fp8_gemms_s  # (0.0: adds nothing)
+                              + deployment.qk_norm_s)
         if model.expert_count:
             self._price_experts(deployment)
         # Decode attention: seconds per token of context read (the layers that attend to all of it),

@@ -145,35 +145,17 @@ kernel costs a sixth of it (about 4 us on Hopper: `GpuProfile.small_kernel_s`); 
 runs more kernels (`WeightFormat.moe_kernels`) pays that much for each."""
 QK_NORM_KERNELS = 1
 """The small kernels each layer of a model whose attention normalises queries and keys per head
-(`ModelProfile.qk_norm`: Qwen3's q_norm and k_norm, RMSNorms over each head's 128 values before the
-rotary embedding) runs beyond a Llama layer in today's vLLM, each priced `GpuProfile.small_kernel_s`
-(`Deployment.qk_norm_s`). vLLM compiles both with torch.compile and leaves RMSNorm and RoPE to
-Inductor (custom ops are off under Inductor by default, vllm/config/compilation.py `custom_ops`), so
-what runs between the QKV projection and attention is what Inductor generates:
-
-- today: vLLM PR 26682 (opened 2025-10-13, merged) turns on Inductor's combo kernels (`combo_kernels`,
-  with `benchmark_combo_kernel`) in `CompilationConfig.__post_init__` wherever torch is 2.9 or newer,
-  to fuse kernels of different shapes side by side: on Qwen3-0.6B's trace it cut the kernels after
-  the QKV projection from 5 to 2, "1 for qk-norm and 1 for qk-rope". A Llama layer runs the second
-  alone (its q-rope and k-rope, one kernel of two shapes by the same means), so a Qwen3 layer runs 1
-  more; vLLM PR 38621 (March 2026) lists Qwen3's path as the same two Triton kernels (QK-norm,
-  RoPE) and the KV-cache write. vLLM's fused QK-norm-and-RoPE pass (`enable_qk_norm_rope_fusion`,
-  PR 27165) would make them one, as Llama's, but is off by default: a 2026 build's configuration
-  dump (community-scripts/ProxmoxVED issue 2047) shows it off and combo kernels on.
-- builds before it (torch 2.8 and older: vLLM 0.11.0 and every earlier V1 release; vLLM 0.11.0
-  does not run on torch 2.9, vLLM issue 27228, whose support came with 0.11.1): Qwen3 ran 5 kernels
-  after the QKV projection (PR 26682's trace before it), Llama 2, its RoPE on queries and keys
-  apart because their head counts differ (vLLM issue 22293, 2025-08: Inductor makes one RoPE kernel
-  only when the query and KV head counts are equal; PyTorch PR 161420 tried to fuse Llama 3's two):
-  3 more. A result file of such a build states it (`qk-norm-kernels`, tests/data/published). Not
-  sourced: what the fifth of those kernels was (PR 26682's trace after it also has vLLM PR 26680's
-  change in it); were it one a Llama layer runs too, the count would be 2.
-
-Cross-check (not a fit): vLLM PR 27018 (October 2025, H20, Qwen3-30B-A3B FP8 at tensor parallel 2,
-8 clients) fused Q-norm, K-norm and RoPE into one CUDA kernel and measured TPOT 10.29 -> 9.93 ms,
-7.5 us a layer over 48 layers; its baseline trace shows vLLM's three CUDA ops for them (the trace
-PR 27165 labels "No Inductor, all custom op"), so two kernels saved, 3.75 us each, where
-`small_kernel_s` is 4.2 us on Hopper."""
+(`ModelProfile.qk_norm`: Qwen3's q_norm and k_norm, before the rotary embedding) runs beyond a Llama
+layer in today's vLLM, each `GpuProfile.small_kernel_s` (`Deployment.qk_norm_s`). Inductor compiles
+both norms and RoPE (custom ops are off under it). vLLM PR 26682 turns on Inductor's combo kernels
+wherever torch is 2.9 or newer (`CompilationConfig.__post_init__`): Qwen3-0.6B's kernels after the
+QKV projection went from 5 to 2, one for the q and k norms, one for their RoPE, which is all a Llama
+layer runs there (one kernel of both shapes): 1 more (vLLM PR 38621, March 2026, the same; the fused
+pass `enable_qk_norm_rope_fusion`, PR 27165, off by default in a 2026 build's config dump,
+community-scripts/ProxmoxVED issue 2047). Builds before it (torch 2.8 and older: vLLM 0.11.0 and
+earlier, issue 27228) ran 5 against Llama's RoPE in 2 (q and k head counts differ: vLLM issue 22293):
+3 more, which their result files state (`qk-norm-kernels`). Cross-check, not a fit: vLLM PR 27018
+saved 3.75 us a kernel fusing the norms and RoPE (H20). Sources and caveats: docs/accuracy.md, Qwen3-8B."""
 
 
 @dataclass(frozen=True)
