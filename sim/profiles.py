@@ -154,8 +154,9 @@ layer runs there (one kernel of both shapes): 1 more (vLLM PR 38621, March 2026,
 pass `enable_qk_norm_rope_fusion`, PR 27165, off by default in a 2026 build's config dump,
 community-scripts/ProxmoxVED issue 2047). Builds before it (torch 2.8 and older: vLLM 0.11.0 and
 earlier, issue 27228) ran 5 against Llama's RoPE in 2 (q and k head counts differ: vLLM issue 22293;
-V1 runs RoPE through Inductor, issue 22453): 3 more, which their result files state (`qk-norm-kernels`). Cross-check, not a fit: vLLM PR 27018
-saved 3.75 us a kernel fusing the norms and RoPE (H20). Sources and caveats: docs/accuracy.md, Qwen3-8B."""
+V1 runs RoPE through Inductor, issue 22453): 3 more, which their result files state
+(`qk-norm-kernels`). Cross-check, not a fit: vLLM PR 27018 saved 3.75 us a kernel fusing the norms
+and RoPE (H20). Sources and caveats: docs/accuracy.md, Qwen3-8B."""
 
 
 @dataclass(frozen=True)
