@@ -49,9 +49,10 @@ def parse_number(text: str) -> float | None:
     match = _NUMBER.search(cleaned)
     if not match:
         return None
-    value = float(match.group("num").replace(",", ""))
-    if match.group("exp"):
-        value *= 10.0 ** int(match.group("exp"))
+    number = match.group("num").replace(",", "")
+    if match.group("exp"):  # read whole, as float() reads "1e400" (inf) or "1e-400" (0)
+        number += "e" + match.group("exp")
+    value = float(number)
     if match.group("suffix"):
         value *= 1000.0
     return value if math.isfinite(value) else None

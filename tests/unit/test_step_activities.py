@@ -49,6 +49,17 @@ def test_garbage_is_not_a_number(text):
     assert act.parse_number(text) is None
 
 
+@pytest.mark.parametrize("text", ["1e400", "2.5E+309", "1e" + "9" * 5000], ids=["1e400", "2.5E+309", "1e9999..."])
+def test_an_exponent_past_a_float_is_not_a_crash(text):
+    """"1e400" typed in a drill's box stopped the app (10.0 ** 400: OverflowError), and an
+    exponent of 5,000 digits did too (int()'s digit limit): both are read as float() reads
+    them, too large to be an answer, and the learner is asked for a number."""
+    assert act.parse_number(text) is None
+    fb = act.SingleStreamCeilingDrill().new_question(3).check(text)
+    assert not fb.correct and fb.message.startswith("Type a number")
+    assert act.parse_number("1e-400") == 0.0 and act.parse_number("1e" + "-" + "9" * 5000) == 0.0
+
+
 @pytest.mark.parametrize("text,said", [("1e99", "1e+99"), ("1e-12", "1e-12"), ("2090", "2,090")])
 def test_a_wild_answer_is_said_back_short(text, said):
     """1e99 was said back as a hundred digits over five lines of the lesson pane."""
