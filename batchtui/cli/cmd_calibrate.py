@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
+import stat
 import tempfile
 from dataclasses import fields, replace
 from datetime import datetime
@@ -26,7 +28,7 @@ from .runner import default_jobs
 from . import args as a
 from . import options as o
 from .exits import EXIT_OK, UserError
-from .output import output_file
+from .output import check_writable, output_file
 from .setup import user_errors
 from .workers import Workers
 
@@ -123,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
                         + o.flagged("(it becomes [gpus.NAME] and {gpu} NAME)"))
     base, profiles = base_scenario(args, first_run(args.results[0]))
     name = name or f"{base.gpu}-calibrated"
+    check_output(args.output, name)
     fitted = [n for n in PARAMETER_NAMES if n not in args.fix]
     with tempfile.TemporaryDirectory(prefix="batchtui-calibrate-") as trace_dir:
         runs = load_runs(args.results, base, o.given_dials(args), trace_dir, profiles)
@@ -370,22 +373,30 @@ def _table_header(line: str) -> str | None:
     return ".".join(part.strip().strip('"').strip("'") for part in m.group(1).split("."))
 
 
+def check_output(path: str, name: str) -> None:
+    """Before the fit: refuse an --output its table could not be written into afterwards (a
+    missing folder, a directory, a read-only file, a file that is not a profile file), as
+    `write_profile` would refuse it, so that the fit's minutes are not spent first."""
+    check_writable(path, "--output")
+    _profile_file(path, name, "")
+
+
 def write_profile(path: str, name: str, table: str) -> None:
     """Put `table` into the profile file at `path`: replace a [gpus.NAME] table already there
     (with the comment lines just above it), or append; every other line stays as it was. The
     result is checked as a profile file before it replaces the old one."""
+    text = _profile_file(path, name, table)
+    with output_file(path, "--output") as sink:
+        sink.write(text)
+
+
+def _profile_file(path: str, name: str, table: str) -> str:
+    """The text `write_profile` writes, checked as a profile file read from where `path` is (a
+    model's `hf_config` is relative to its file's folder); `table` empty: the file without it."""
     from sim.errors import ProfileError
     from sim.profiles import load_profiles
 
-    target = Path(path)
-    old = ""
-    if target.exists():
-        from sim.userfiles import FileRefused, read_text
-
-        try:
-            old = read_text(target, "profiles")  # bounded, as every file a user names
-        except FileRefused as exc:
-            raise UserError(f"argument --output: {exc}") from None
+    old = _old_text(path)
     lines = old.splitlines()
     start = next((i for i, line in enumerate(lines) if _table_header(line) == f"gpus.{name}"), None)
     if start is None:
@@ -399,15 +410,41 @@ def write_profile(path: str, name: str, table: str) -> None:
             first -= 1
         text = "\n".join(lines[:first]) + ("\n" if first else "") + table + (
             "\n" + "\n".join(lines[end:]) + "\n" if end < len(lines) else "")
-    check = Path(tempfile.mkstemp(prefix=".calibrated.", suffix=".toml")[1])
+    try:
+        fd, name_ = tempfile.mkstemp(prefix=".calibrated.", suffix=".toml", dir=Path(path).parent if old else None)
+    except OSError as exc:
+        raise UserError(f"argument --output: cannot write {path}: {exc.strerror or exc}") from None
+    os.close(fd)
+    check = Path(name_)
     try:
         check.write_text(text, encoding="utf-8")
         try:
-            load_profiles(check).gpu(name)
+            checked = load_profiles(check)
+            if table:
+                checked.gpu(name)
         except ProfileError as exc:
             raise UserError(f"argument --output: {path} would not be a valid profile file: "
                             f"{str(exc).replace(str(check), path)}") from None
     finally:
         check.unlink()
-    with output_file(path, "--output") as sink:
-        sink.write(text)
+    return text
+
+
+def _old_text(path: str) -> str:
+    """What the profile file at `path` holds now: "" when there is none, or when it is standard
+    output or a stream (/dev/null, a pipe), written to and never read."""
+    if path == "-":
+        return ""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return ""
+    except FileNotFoundError:
+        return ""
+    except OSError:
+        pass  # read_text says why, in the words every file a user names gets
+    from sim.userfiles import FileRefused, read_text
+
+    try:
+        return read_text(Path(path), "profiles")  # bounded, as every file a user names
+    except FileRefused as exc:
+        raise UserError(f"argument --output: {exc}") from None
