@@ -217,7 +217,9 @@ def prices(args, profiles) -> dict[str, float | None]:
 @user_errors
 def run(args: argparse.Namespace) -> int:
     _check_args(args)
-    setup = build_setup(args, rate_flag=False)
+    # Not deployed: every point is deployed on its own GPU and TP size (one that cannot run is
+    # listed as such); the default H100 at TP 1 refused Llama 3.1 70B on --tensor-parallel-sizes 2,4.
+    setup = build_setup(args, rate_flag=False, deployed=False)
     slo = None if args.offline is not None else planning.Slo(args.ttft_p99, args.tpot_p99)
     n = args.num_prompts or rate_plan.PLAN_NUM_PROMPTS
     from sim.curves import at_rate

@@ -79,10 +79,12 @@ def user_errors(func):
 class Setup:
     """A scenario built from flags, resolved against the profiles: what the engine will run."""
 
-    def __init__(self, scenario: Scenario, profiles, recorded: dict | None = None) -> None:
+    def __init__(self, scenario: Scenario, profiles, recorded: dict | None = None, *, deployed: bool = True) -> None:
+        """`deployed` False: the scenario's own GPU and TP size are not deployed (`search`, whose
+        grid sets them point by point, and says of each point whether it fits)."""
         self.scenario = scenario
         self.profiles = profiles
-        self.deployment = scenario.deployment(profiles)
+        self.deployment = scenario.deployment(profiles) if deployed else None
         self.config = scenario.engine_config(profiles)
         self.recorded = dict(recorded or {})
         """vLLM flags given that the simulator keeps in the result but does not model."""
@@ -99,9 +101,10 @@ def default_workload() -> WorkloadSpec:
                         burstiness=1.0)
 
 
-def build_setup(args: argparse.Namespace, *, rate_flag: bool = True, traffic: bool = True) -> Setup:
+def build_setup(args: argparse.Namespace, *, rate_flag: bool = True, traffic: bool = True,
+                deployed: bool = True) -> Setup:
     """`traffic` False: a server's setup (`batchtui serve`), whose requests come from outside: the
-    workload is empty and no traffic flag is read."""
+    workload is empty and no traffic flag is read. `deployed`: as `Setup` takes it."""
     from . import vllm_flags
 
     recorded = vllm_flags.check(args)  # refuses what the simulator cannot give, before any work
@@ -145,7 +148,7 @@ def build_setup(args: argparse.Namespace, *, rate_flag: bool = True, traffic: bo
     else:
         sc = replace(sc, workload=WorkloadSpec(arrival="all-at-once", num_prompts=0))
     _check_like_vllm(args, sc, profiles, model)
-    setup = Setup(sc, profiles, recorded)
+    setup = Setup(sc, profiles, recorded, deployed=deployed)
     if recorded:
         import sys
 

@@ -286,6 +286,20 @@ def test_search_bad_input(capsys, tmp_path, argv, needle):
     assert code == 2 and needle in err and "Traceback" not in err
 
 
+def test_a_model_the_default_gpu_cannot_hold_is_searched_on_the_grid_that_can(capsys, tmp_path):
+    """Llama 3.1 70B on --tensor-parallel-sizes 1,4 was refused whole, in the words of the default
+    H100 at TP 1 ("does not fit on one H100 SXM 80 GB ... Set --tensor-parallel-size to 2"), a
+    flag search refuses beside the list: the base scenario was deployed though every point is
+    deployed on its own. Now TP 4 runs and TP 1 is listed as infeasible, with that reason."""
+    code, out, err, table = search(capsys, tmp_path, "--offline", "16", "--input-len", "64", "--output-len", "8",
+                                   "--model", "llama-3.1-70b", "--gpus", "h100-sxm",
+                                   "--tensor-parallel-sizes", "1,4", "--jobs", "1")
+    assert code == 0, err
+    assert [r["tensor_parallel_size"] for r in table["ranked"]] == [4]
+    assert [(d["tensor_parallel_size"], d["reason"].split(":")[0]) for d in table["infeasible"]] == [
+        (1, "Llama 3.1 70B does not fit on one H100 SXM 80 GB")]
+
+
 def test_offline_search_ranks_batch_jobs(capsys, tmp_path):
     code, out, _, table = search(capsys, tmp_path, "--offline", "200", "--input-len", "256", "--output-len", "32",
                                  "--max-num-seqs-values", "8,64", "--jobs", "1")
