@@ -119,6 +119,11 @@ def router_task(task: tuple) -> rate_plan.RouterCheck:
     return rate_plan.check_router(scenario, scenario.profiles(), policy, replicas, peak, slo, n)
 
 
+def _served(summary) -> tuple[dict, str]:
+    """A run's metrics and its first failure's error, for `results.refuse_unserved`."""
+    return summary.metrics, summary.failed[0].error if summary.failed else ""
+
+
 def first_replicas(args: argparse.Namespace, slo_rate: float) -> int:
     """The replicas proposed for --peak-rate when one replica meets the SLO up to `slo_rate`
     (then checked behind a router): `sim.planning.replicas_needed`, as step 16 counts them."""
@@ -162,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
 
         # (a rate's confirmation runs a pool's width at a time: they stop at a batch that misses)
         result = rate_plan.seeded_plan(sc, args.seeds, plan_seeds, confirm_seeds, batch=jobs)
+        results.refuse_unserved([_served(p.saturated.summary) for p in result.plans], n)
         cause = None
         if not all(p.feasible for p in result.plans) and setup.config.batching != "continuous":
             cont = setup.with_scenario(replace(sc, engine={k: v for k, v in sc.engine.items()
@@ -415,6 +421,7 @@ def plan_offline(args: argparse.Namespace) -> int:
                                                               args.max_num_batched_tokens is not None))
             config = run_sc.engine_config(setup.profiles)
             runs.append((why, config, runner.run(run_sc, results.seats_words(seats)).summary))
+    results.refuse_unserved([_served(summary) for _, _, summary in runs], n)
     _, config, best = runs[planning.quickest([(c.max_num_seqs, s.metrics["duration"]) for _, c, s in runs])]
     m = best.metrics
     llm = vllm_lines.llm_call(setup, config)

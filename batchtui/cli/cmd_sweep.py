@@ -105,12 +105,6 @@ def _whole_trace_point(scenario, value) -> Point:
     return Point(value, summary.metrics, bounded, note, summary.failed[0].error if summary.failed else "")
 
 
-def _all_failed(points, n: int) -> None:
-    """Every request of every point failed: nothing was measured, and the reason is the user's."""
-    if points and all(p.metrics["completed"] == 0 and p.error for p in points):
-        raise UserError(f"every one of the {n} requests failed, so no point can be measured: {points[0].error}")
-
-
 @user_errors
 def run(args: argparse.Namespace) -> int:
     from sim.curves import find_knee
@@ -158,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
                 runner.update(0, "finding the saturated rate")
                 saturation = saturation_task((sc, n))
                 backlog = saturation.backlog
-                _all_failed([Point(math.inf, backlog.metrics, False, "", backlog.failed[0].error if backlog.failed else "")], n)
+                results.refuse_unserved([(backlog.metrics, backlog.failed[0].error if backlog.failed else "")], n)
                 saturated = saturation.rate
                 runner.expect(n * len(values))
             else:
@@ -166,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
             tasks = [(sc, swept, v, saturated, n) for v in values]
             points = runner.map(point_task, tasks, jobs, description=f"sweeping {swept}",
                                 requests=lambda p: p.metrics["completed"])
-            _all_failed(points, n)
+            results.refuse_unserved([(p.metrics, p.error) for p in points], n)
         knee = find_knee(values, [p.metrics["output_throughput"] for p in points],
                          [p.metrics[lat_key] for p in points], factor=args.knee_factor,
                          latency_name=lat_name, bounded=[p.bounded for p in points])

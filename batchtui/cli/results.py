@@ -14,6 +14,7 @@ import textwrap
 from sim.reports import BINDING_LIMITS
 
 from ..limit_words import LIMIT_WORDS
+from .exits import UserError
 from .options import flagged
 from ..loadgen.measure import pword, stat_keys
 from .report_block import (CLIENT_SECTIONS, DEFAULT_METRIC_PERCENTILES, DEFAULT_PERCENTILE_METRICS, WIDTH,
@@ -30,6 +31,14 @@ SWEEP_COLUMNS = (
     ("mean_running", "running", "{:.1f}"),
     ("num_preemptions", "preempt", "{:d}"),
 )
+
+
+def refuse_unserved(runs: list[tuple[dict, str]], n: int) -> None:
+    """Every request of every run failed (each run its metrics and its first failure's error):
+    nothing was measured, and the reason is the user's (prompts longer than --max-model-len, say),
+    said in one line as a mistake, as `sweep` and `plan` say it."""
+    if runs and all(metrics["completed"] == 0 and error for metrics, error in runs):
+        raise UserError(f"every one of the {n} requests failed, so nothing can be measured: {runs[0][1]}")
 
 
 def rate_text(rate: float) -> str:

@@ -32,3 +32,17 @@ def test_a_sweep_whose_every_request_fails_says_so(capsys):
     assert code == 2
     assert "every one of the 20 requests failed" in err and "2048" in err
     assert "unbounded" not in out + err and "Traceback" not in err
+
+
+def test_a_plan_whose_every_request_fails_says_so(capsys):
+    """`plan` on requests all longer than --max-model-len stopped on an internal error
+    (ValueError: min() arg is an empty sequence, after printing a table of one 'meets' row of 0
+    requests), and `plan --offline` answered a job time of 0.0 s at 0 output tok/s, exit 0: both
+    now say, as `sweep` does, that every request failed and why."""
+    too_long = ["--input-len", "3000", "--output-len", "64", "--max-model-len", "2048", "--jobs", "1"]
+    for words in (["--num-prompts", "1000", "--seeds", "1", "--ttft-p99", "500", "--tpot-p99", "50"],
+                  ["--offline", "20"]):
+        code, out, err = run(capsys, "plan", *words, *too_long)
+        assert code == 2, (words, err)
+        assert err.startswith("batchtui: error: every one of the") and "2048" in err and err.count("\n") == 1, err
+        assert "internal error" not in err and "Job time" not in out
