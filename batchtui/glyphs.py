@@ -132,6 +132,10 @@ _ASCII_TEXT = str.maketrans({
     "\u00a0": " ", "\u202f": " ", "\u2009": " ",
     # A checklist's marks, as the goal bar's own under --ascii ("?" would read as the help key).
     "○": "[ ]", "◐": "[~]", "✓": "[x]",
+    # The arrow keys as the key bar spells them, the lessons' formulas, and a plot's marks as
+    # its ASCII drawing shows them (step 7's knee and "now").
+    "↑": "up", "↓": "down", "±": "+/-", "λ": "lambda", "⌈": "ceil(", "⌉": ")",
+    UNICODE.root: ASCII.root, UNICODE.knee: ASCII.knee, UNICODE.here: ASCII.here,
 })
 _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
 _SUPERSCRIPT_RUN = re.compile("[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+")

@@ -41,6 +41,27 @@ def test_lesson_symbols_are_spelled_out_in_ascii():
     assert ascii_text("a ☃ b") == "a ? b"
 
 
+def test_every_symbol_the_lessons_write_is_spelled_out_in_ascii():
+    """Under --ascii the orientation said "? ? PgUp PgDn scroll it", a drill "within ?3%", step
+    16 "replicas = ? peak / (0.8 x SLO rate) ?" and step 9 "? x W": the arrows, the plus-minus,
+    the ceiling brackets and lambda had no ASCII spelling, and "?" reads as the help key. Every
+    character of the lessons, the glossary, the orientation and the activities' and figures'
+    texts has one now."""
+    from pathlib import Path
+
+    import batchtui.screens.orientation
+    import steps
+
+    root = Path(steps.__file__).parent
+    files = [*root.glob("lessons/*.md"), root / "glossary.toml", *root.glob("activities/*.py"),
+             *root.glob("figures/*.py"), Path(batchtui.screens.orientation.__file__)]
+    unspelled = {(ch, path.name) for path in files for ch in set(path.read_text(encoding="utf-8"))
+                 if not ch.isascii() and "?" in ascii_text(ch)}
+    assert not unspelled, sorted(unspelled)
+    assert ascii_text("↑ ↓ PgUp PgDn; within ±3%; ⌈9.26⌉ = 10; λ × W") == \
+        "up down PgUp PgDn; within +/-3%; ceil(9.26) = 10; lambda x W"
+
+
 async def test_footer_shows_typing_chords_while_an_input_has_focus(make_app):
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
