@@ -19,8 +19,8 @@ class AnswerBox(Input):
         padding: 0 1;
         background: $boost;
         &:focus { border: none; border-left: wide $accent; background: $primary-muted; }
+        &.-ascii:focus { border-left: ascii $accent; }
     }
-    .-ascii AnswerBox:focus { border-left: ascii $accent; }
     """
     BINDINGS = [Binding("escape", "leave", "leave", show=False)]
 
@@ -31,6 +31,8 @@ class AnswerBox(Input):
         settings = getattr(self.app, "settings", None)
         if settings is not None:
             self.cursor_blink = settings.cursor_blink
+            # (its own class: DEFAULT_CSS is scoped to the box, so a screen's `.-ascii` cannot reach it)
+            self.set_class(settings.ascii_only, "-ascii")
 
     def action_leave(self) -> None:
         self.post_message(self.Leave())

@@ -80,6 +80,22 @@ async def test_no_color_is_honoured(make_app, monkeypatch):
         assert app.no_color  # Textual drops colour; our views still differ by glyph
 
 
+@pytest.mark.parametrize("step,keys", [(2, ("tab",)), (3, ("tab", "enter")), (20, ("w",))])
+async def test_under_ascii_a_focused_box_is_marked_in_ascii(make_app, step, keys):
+    """The drill's answer box, a dial's entry box and the playground's file prompt drew their
+    focus bar as "▎" under --ascii: the rule meant to make it "|" sat in the box's scoped
+    DEFAULT_CSS behind a screen's class, which scoping never matches."""
+    from batchtui.widgets.answer_box import AnswerBox
+    from tests import shared_steps
+
+    app = make_app(shared_steps.lessons(), start_step=step, ascii_only=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(*keys)
+        await pilot.pause()
+        assert isinstance(app.focused, AnswerBox)
+        assert non_ascii(screen_text(app)) == set()
+
+
 async def test_under_ascii_a_checklist_s_open_item_is_not_a_question_mark(make_app):
     from batchtui.widgets.goal_bar import GoalBar
     from tests import shared_steps
