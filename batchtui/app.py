@@ -102,11 +102,15 @@ class BatchApp(App):
         self.run_worker(self._look_up_learner_gpu, thread=True, group="learner-gpu", exit_on_error=False)
 
     def _look_up_learner_gpu(self) -> None:
+        from dataclasses import replace
+
         from .learner_gpu import find, learner_steps
 
         try:
             gpu = find(self.settings.gpu, self.settings.profiles_path or "")
-            changed = learner_steps(self.steps, gpu, scenario_given=self.settings.scenario_path is not None)
+            changed, kept = learner_steps(self.steps, gpu, scenario_given=self.settings.scenario_path is not None)
+            if kept:  # (said with what was found)
+                gpu = replace(gpu, notice=f"{gpu.notice} {kept}".strip())
         except Exception as exc:  # noqa: BLE001 -- said on screen; the lessons go on on their GPU
             self.call_from_thread(self._learner_gpu_failed, f"{GPU.flag} {self.settings.gpu}: {exc}")
             return

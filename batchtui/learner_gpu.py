@@ -55,7 +55,9 @@ def _follows(activity: dict) -> bool:
 
 def on_learner_gpu(step, gpu: LearnerGpu | None, *, scenario_given: bool = False):
     """`step` as it opens for a learner on `gpu`: the cheat sheet and playground on it, the
-    single-stream drill offering it (its question on the learner's GPU comes first)."""
+    single-stream drill offering it (its question on the learner's GPU comes first). A step that
+    cannot run there keeps the lesson's GPU, the learner's offered first on its GPU dial (turned
+    to, the dial says why)."""
     if gpu is None or not _follows({"kind": step.activity.kind, **step.activity.params}):
         return step
     if step.activity.kind == "drill":
@@ -68,16 +70,31 @@ def on_learner_gpu(step, gpu: LearnerGpu | None, *, scenario_given: bool = False
     # The GPU dial offers the learner's GPU first, beside the lesson's others.
     dials = tuple(replace(d, choices=(gpu.profile_id, *(c for c in d.choices if c != gpu.profile_id)))
                   if d.name == "gpu" and d.choices else d for d in step.dials)
+    if not_here(step, gpu) is not None:  # the lesson's GPU runs it; the dial says why on the learner's
+        return replace(step, scenario=replace(step.scenario, profiles_path=scenario.profiles_path), dials=dials)
     return replace(step, scenario=scenario, dials=dials)
 
 
-def learner_steps(steps, gpu: LearnerGpu, *, scenario_given: bool = False) -> dict:
-    """{index: step} for the steps that change on the learner's GPU. With `steps.Lessons`, only
-    those steps are built (their front matter says which); a plain list is looked through."""
+def not_here(step, gpu: LearnerGpu) -> str | None:
+    """Why the cheat sheet or playground cannot run its scenario on the learner's GPU (its model
+    does not fit, or its max_model_len is more than the KV cache holds: Llama 3.1 8B's 131,072
+    tokens on a 24 GB L4), or None when it can."""
+    from .formatting import in_app_words
+    from .scenario_files import cannot_run
+
+    return cannot_run(replace(step.scenario, gpu=gpu.profile_id,
+                              profiles_path=gpu.profiles_path or step.scenario.profiles_path), in_app_words)
+
+
+def learner_steps(steps, gpu: LearnerGpu, *, scenario_given: bool = False) -> tuple[dict, str]:
+    """{index: step} for the steps that change on the learner's GPU, and a line naming those
+    that keep the lesson's GPU because they cannot run on the learner's, and why ("" if none).
+    With `steps.Lessons`, only those steps are built (their front matter says which); a plain
+    list is looked through."""
     from steps import read_lesson
 
     summaries = getattr(steps, "summaries", None)
-    out = {}
+    out, kept = {}, []
     for index in range(len(steps)):
         if summaries is not None and getattr(summaries[index], "path", None) is not None:
             activity = read_lesson(summaries[index].path)[0].get("activity", {})
@@ -87,4 +104,7 @@ def learner_steps(steps, gpu: LearnerGpu, *, scenario_given: bool = False) -> di
         changed = on_learner_gpu(step, gpu, scenario_given=scenario_given)
         if changed is not step:
             out[index] = changed
-    return out
+            if changed.scenario.gpu != gpu.profile_id and changed.activity.kind != "drill":
+                kept.append(f"step {step.number} keeps the lesson's {step.scenario.gpu} "
+                            f"({not_here(step, gpu)})")
+    return out, (f"On your {gpu.label}, " + "; ".join(kept) + ".") if kept else ""

@@ -40,7 +40,7 @@ def read_scenario(path: Path):
         raise Unusable(f"{path} cannot run ({exc})") from None
     except Exception as exc:  # what the checks did not expect
         raise Unusable(f"{path} cannot be used ({_short(exc)})") from None
-    problem = _cannot_run(scenario)
+    problem = cannot_run(scenario)
     if problem:
         raise Unusable(f"{path} cannot run ({problem})")
     return scenario
@@ -50,16 +50,17 @@ class Unusable(Exception):
     """A scenario file that cannot be used; the message says why, in one line."""
 
 
-def _cannot_run(scenario) -> str | None:
+def cannot_run(scenario, spell=str) -> str | None:
     """Build the scenario's engine once: settings the format accepts may still be refused there
-    (a negative seed, a fractional number of prompts)."""
+    (a negative seed, a fractional number of prompts). A refusal is said by `spell` (str: with
+    the file's keys)."""
     from sim.engine import Engine
     from sim.errors import SimError
 
     try:
         Engine(scenario, live=True)
     except SimError as exc:
-        return str(exc)
+        return spell(exc)
     except (ArithmeticError, LookupError, MemoryError, TypeError, ValueError) as exc:
         return _short(exc)
     return None

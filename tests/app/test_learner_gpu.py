@@ -43,6 +43,23 @@ async def test_cheat_sheet_and_playground_start_on_the_learners_gpu(make_app, tm
         assert gpu_dial.choices[0] == "h100-pcie"
 
 
+async def test_a_step_that_cannot_run_on_the_learners_gpu_keeps_the_lessons_and_says_why(make_app, tmp_path,
+                                                                                             monkeypatch):
+    """On an L4 (or an A10), `--gpu auto` stopped the app on an unexpected error at step 19: the
+    cheat sheet's Llama 3.1 8B keeps its 131,072-token context, which vLLM refuses where the KV
+    cache holds 17,856 tokens. The sheet now stays on the lesson's H100, the notice says why, and
+    the GPU dial offers the L4 first; the playground (16,384 tokens) runs on the L4."""
+    fake_nvidia_smi(tmp_path, monkeypatch, "NVIDIA L4, 23034 MiB")
+    app = make_app(steps.open_lessons(), start_step=19, gpu="auto")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        assert app.learner_gpu.profile_id == "l4" and app.screen.step.scenario.gpu == "h100-sxm"
+        assert next(d for d in app.screen.step.dials if d.name == "gpu").choices[0] == "l4"
+        notice = str(app.screen.query_one("#notice").render())
+        assert "step 19 keeps the lesson's h100-sxm" in notice and "step 20" not in notice, notice
+        assert app.steps[19].scenario.gpu == "l4"
+
+
 async def test_step_2_asks_the_learners_gpu_first(make_app, tmp_path, monkeypatch):
     fake_nvidia_smi(tmp_path, monkeypatch, "NVIDIA L4, 23034 MiB")
     app = make_app(steps.open_lessons(), start_step=2, gpu="auto")
