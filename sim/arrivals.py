@@ -81,6 +81,12 @@ class Chunk:
                      drawn[-1].arrival_time, self.n, self.segment, self.length_seed)
 
 
+def is_endless(workload: WorkloadSpec) -> bool:
+    """Whether a workload's requests never end: no number of them, and arrivals spread in time
+    (a trace ends with its file; all at once with no number is none at all)."""
+    return workload.num_prompts == 0 and workload.arrival not in ("trace", "all-at-once")
+
+
 class Arrivals:
     """The requests still to arrive, and when the next one does (`next_at`, inf if none is due
     until something happens)."""
@@ -96,7 +102,7 @@ class Arrivals:
     def __init__(self, workload: WorkloadSpec, rng: np.random.Generator) -> None:
         self.workload = workload
         self.rng = rng
-        self.endless = workload.num_prompts == 0 and workload.arrival not in ("trace", "all-at-once")
+        self.endless = is_endless(workload)
         self.cap = workload.max_concurrency
         self.generated = 0
         self.next_at = math.inf

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from . import dials
-from .arrivals import Arrivals, LazyRun
+from .arrivals import Arrivals, LazyRun, is_endless
 from .config import EngineConfig, cudagraph_capture_sizes
 from .cost import CostModel
 from .errors import ConfigError, RequestRejected, SimError
@@ -357,11 +357,16 @@ class Engine:
             self.cost = self._cost_model(config)  # its CUDA graph sizes follow the seats and budget
             self.scheduler.set_config(config)
             self._tail_run = None  # later arrivals are checked with the new dials
-        elif self.arrivals.endless:
+        elif self.arrivals.endless and is_endless(new.workload):
             self.scenario = new
             self.arrivals.set_workload(new.workload, self.time)  # arrivals not yet due are drawn again
+        elif self.arrivals.endless and new.workload.arrival == "all-at-once" and not new.workload.num_prompts:
+            # (the stream would go on drawing requests, every one due at this instant, for ever)
+            raise ConfigError("workload.arrival", new.workload.arrival, "poisson, constant, bursts or gamma for "
+                              "endless traffic ({workload.num_prompts} 0)",
+                              "every request of an endless stream would arrive at the same instant")
         else:
-            self.reset(new)
+            self.reset(new)  # a finite workload: the run starts again with it
 
     # -- the loop
     def step(self) -> IterationReport | None:

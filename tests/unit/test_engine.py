@@ -461,6 +461,48 @@ def test_max_concurrency_with_paced_arrivals_sends_late_ones_when_a_slot_frees()
     assert min(r.ttft for r in records) > 0 and engine.metrics.completed == 40
 
 
+_ALL_AT_ONCE_LIVE = """
+import pytest
+from sim.engine import Engine
+from sim.errors import ConfigError
+from sim.scenario import Scenario
+from sim.workload import WorkloadSpec
+
+def running(engine, steps=20):
+    before = engine.iteration
+    for _ in range(steps):
+        engine.step()
+    assert engine.iteration == before + steps
+
+engine = Engine(Scenario(workload=WorkloadSpec(request_rate=8.0, num_prompts=0)), live=True)
+running(engine)
+with pytest.raises(ConfigError) as refused:
+    engine.set_dial("workload.arrival", "all-at-once")
+assert refused.value.dial == "workload.arrival" and "num_prompts" in str(refused.value), refused.value
+assert engine.scenario.workload.arrival == "poisson"
+running(engine)
+engine.set_dial("workload.num_prompts", 30)
+engine.set_dial("workload.arrival", "all-at-once")  # a finite burst: the run starts again
+engine.run()
+assert engine.done and engine.metrics.completed == 30, engine.metrics.completed
+"""
+
+
+def test_endless_traffic_turned_to_all_at_once_is_refused_and_to_a_count_is_that_count():
+    """The playground's Arrivals dial turned to all-at-once froze the app, its memory growing
+    about 80 MB a second: the live endless stream kept drawing requests, all at one instant, for
+    ever. That is refused as a live dial (the run goes on with its traffic), as an infinite rate
+    is; and a count of requests set on a live endless run restarts it with that count (the
+    stream went on for ever, the count ignored). Run in a process of its own, its memory capped
+    (2 GiB) and its time bounded: the old code grows past both."""
+    code = "import resource; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n" + _ALL_AT_ONCE_LIVE
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the live run hung")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
 def test_endless_traffic_at_an_infinite_rate_is_refused_naming_the_dial():
     """Endless traffic (num_prompts 0) all arriving at once would be endless requests at one
     instant (the admission loop never ended): refused at load time and as a live dial, and a
