@@ -10,6 +10,7 @@ still cannot run.
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
@@ -32,6 +33,7 @@ def read_scenario(path: Path):
         raise Unusable(f"{path} is nested too deeply to be a scenario") from None
     except Exception as exc:  # what the format's own checks did not expect
         raise Unusable(f"{path} cannot be used ({_short(exc)})") from None
+    _regular_files_named(scenario, path)
     try:  # well formed, but settings the engine refuses together
         scenario.deployment()
         scenario.engine_config()
@@ -44,6 +46,26 @@ def read_scenario(path: Path):
     if problem:
         raise Unusable(f"{path} cannot run ({problem})")
     return scenario
+
+
+def _regular_files_named(scenario, path: Path) -> None:
+    """Refuse a file the scenario names (its profiles, a model's config, a trace, a dataset) that
+    is a named pipe or a device: reading one waits for a writer that may never come, and the app
+    would stop answering keys (one that does not exist is said by the checks that read it)."""
+    named = (("profiles_path", scenario.profiles_path), ("hf_config_path", scenario.hf_config_path),
+             ("workload.trace_path", scenario.workload.trace_path),
+             ("workload.dataset_path", scenario.workload.dataset_path))
+    for key, name in named:
+        if not name:
+            continue
+        try:
+            info = os.stat(name)
+            if key == "hf_config_path" and stat.S_ISDIR(info.st_mode):  # a folder holding config.json
+                info = os.stat(os.path.join(name, "config.json"))
+        except (OSError, ValueError):
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            raise Unusable(f"{path}: {key} {name} is not a regular file (the app reads regular files only)")
 
 
 class Unusable(Exception):

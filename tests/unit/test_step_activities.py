@@ -604,6 +604,33 @@ def test_playground_bad_file_keeps_the_current_scenario(tmp_path, lesson, conten
     assert phrase in str(refused.value)
 
 
+@pytest.mark.parametrize("key", ["profiles_path", "hf_config_path", "workload.trace_path",
+                                 "workload.dataset_path"])
+def test_a_scenario_naming_a_pipe_is_refused_not_waited_on(tmp_path, key):
+    """A scenario file whose trace, dataset, profiles or model config was a named pipe hung
+    read_scenario (the playground's o, --scenario) on the pipe's open for ever, the app
+    answering no key: the app reads regular files only. Checked in a process of its own, its
+    time bounded, since the old code never returns."""
+    import os
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    table, _, name = key.rpartition(".")
+    extra = {"workload.trace_path": 'arrival = "trace"\n', "workload.dataset_path": 'dataset = "sharegpt"\n'}
+    text = (f'{name} = "{fifo}"\n' if not table else f'[{table}]\n{extra[key]}{name} = "{fifo}"\n')
+    path = tmp_path / "piped.toml"
+    path.write_text(text, encoding="utf-8")
+    code = ("import sys; from pathlib import Path; from batchtui.scenario_files import Unusable, read_scenario\n"
+            "try:\n    read_scenario(Path(sys.argv[1]))\nexcept Unusable as e:\n    print(e)\n")
+    try:
+        proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("read_scenario waited on the pipe")
+    assert proc.returncode == 0 and f"{key} {fifo} is not a regular file" in proc.stdout, proc.stdout + proc.stderr
+
+
 def test_playground_missing_file(tmp_path, lesson):
     with pytest.raises(Unusable, match="cannot be read"):
         read_scenario(tmp_path / "nope.toml")
