@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from .errors import ConfigError
 from .workload import RequestQueue, RequestSpec, WorkloadSpec, generate, generate_queue, next_turn
 
 if TYPE_CHECKING:
@@ -85,6 +86,15 @@ def is_endless(workload: WorkloadSpec) -> bool:
     """Whether a workload's requests never end: no number of them, and arrivals spread in time
     (a trace ends with its file; all at once with no number is none at all)."""
     return workload.num_prompts == 0 and workload.arrival not in ("trace", "all-at-once")
+
+
+def refuse_at_once(endless: bool, workload: WorkloadSpec) -> None:
+    """ConfigError for an endless live run turned to all-at-once arrivals with no number of
+    requests: its stream would go on drawing requests, every one due at the same instant."""
+    if endless and workload.arrival == "all-at-once" and not workload.num_prompts:
+        raise ConfigError("workload.arrival", workload.arrival, "poisson, constant, bursts or gamma for "
+                          "endless traffic ({workload.num_prompts} 0)",
+                          "every request of an endless stream would arrive at the same instant")
 
 
 class Arrivals:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from . import dials
-from .arrivals import Arrivals, LazyRun, is_endless
+from .arrivals import Arrivals, LazyRun, is_endless, refuse_at_once
 from .config import EngineConfig, cudagraph_capture_sizes
 from .cost import CostModel
 from .errors import ConfigError, RequestRejected, SimError
@@ -360,13 +360,9 @@ class Engine:
         elif self.arrivals.endless and is_endless(new.workload):
             self.scenario = new
             self.arrivals.set_workload(new.workload, self.time)  # arrivals not yet due are drawn again
-        elif self.arrivals.endless and new.workload.arrival == "all-at-once" and not new.workload.num_prompts:
-            # (the stream would go on drawing requests, every one due at this instant, for ever)
-            raise ConfigError("workload.arrival", new.workload.arrival, "poisson, constant, bursts or gamma for "
-                              "endless traffic ({workload.num_prompts} 0)",
-                              "every request of an endless stream would arrive at the same instant")
-        else:
-            self.reset(new)  # a finite workload: the run starts again with it
+        else:  # a finite workload: the run starts again with it
+            refuse_at_once(self.arrivals.endless, new.workload)
+            self.reset(new)
 
     # -- the loop
     def step(self) -> IterationReport | None:
