@@ -32,6 +32,8 @@ class ActivityContext(NamedTuple):
     saved_answer: str | None
     done_before: bool
     seed: int
+    draft: str = ""
+    """What the learner typed in its answer box and did not enter (`Progress.drafts`)."""
 
 
 def playground_md() -> str:
@@ -43,7 +45,7 @@ def playground_md() -> str:
             "again\n(`batchtui --scenario FILE` opens any saved one here).\n")
 
 ACTIVITY_VIEWS: dict[str, Callable[[ActivityContext], ActivityView]] = {
-    "drill": lambda c: DrillView(c.activity, c.seed, c.saved_answer if not c.done_before else None),
+    "drill": lambda c: DrillView(c.activity, c.seed, c.saved_answer if not c.done_before else None, c.draft),
     "break_it": lambda c: BreakItView(c.activity, c.done_before),
     "predict": lambda c: PredictView(c.activity, _earlier_guess(c.saved_answer)),
     "read": lambda c: ReadView(c.activity, c.seed),
@@ -58,12 +60,13 @@ def _earlier_guess(saved: str | None) -> int | None:
     return int(saved) if saved is not None and saved.isdigit() else None
 
 
-def activity_view(step, saved_answer: str | None, done_before: bool, seed: int) -> ActivityView | None:
+def activity_view(step, saved_answer: str | None, done_before: bool, seed: int,
+                  draft: str = "") -> ActivityView | None:
     """The view for a step's activity, or None when the step has none."""
     make = ACTIVITY_VIEWS.get(step.activity.kind)
     if make is None:
         return None
-    view = make(ActivityContext(step, activities.build(step), saved_answer, done_before, seed))
+    view = make(ActivityContext(step, activities.build(step), saved_answer, done_before, seed, draft))
     view.done_before = done_before
     return view
 
@@ -79,4 +82,4 @@ async def refill(panel, step) -> bool:
 def view_for(step, progress) -> ActivityView | None:
     """The view for a step's activity with what `progress` (the learner's) holds of it."""
     return activity_view(step, progress.answers.get(step.number), step.number in progress.completed,
-                         seed=step.number)
+                         seed=step.number, draft=progress.drafts.get(step.number, ""))

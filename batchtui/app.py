@@ -187,9 +187,17 @@ class BatchApp(App):
 
     def record_answer(self, number: int, answer: str, completed: bool) -> None:
         self.progress.answers[number] = answer
+        self.progress.keep_draft(number, "")  # (entered: an answer now, no longer a draft)
         if completed:
             self.progress.completed.add(number)
         self.save_progress()
+
+    def exit(self, result=None, return_code: int = 0, message=None) -> None:
+        # Every way out (q, ctrl+q, SIGTERM, SIGINT, a lost terminal) keeps what is typed in the
+        # answer box and not entered yet.
+        if self.tutorial is not None and self.store.loaded and self.tutorial.keep_draft():
+            self.save_progress()
+        super().exit(result, return_code, message)
 
     def save_progress(self) -> None:
         notice = self.store.save(self.progress)

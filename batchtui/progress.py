@@ -1,4 +1,5 @@
-"""A learner's progress: the step they are on, the activities they finished, their answers.
+"""A learner's progress: the step they are on, the activities they finished, their answers, and
+what they typed in an answer box without entering it yet (`drafts`).
 
 Kept as one small JSON file in the state folder (`batchtui.state_folder`), written atomically, so a
 crash mid-write never leaves half a file; temporary files a killed run left behind are removed at
@@ -9,6 +10,11 @@ file is read and never replaced (one line says so). A folder that cannot be sear
 batchtui` left, owned by root) is reported in one line and the session runs without saving. A
 progress file that is a symbolic link (a dotfile manager's) is written through: its target is
 replaced, the link kept; a link whose target's folder is gone fails to save, creating nothing.
+
+The format is version 1 throughout: `drafts` came later as an optional field. A file without it
+reads as having none, and an older batchtui reading a file with it ignores it (a version bump
+would make that older batchtui set the whole file aside). A malformed `drafts`, or an entry of it,
+is dropped and the rest read: a draft is worth less than the progress beside it.
 """
 
 from __future__ import annotations
@@ -27,6 +33,10 @@ MAX_FORMAT_VERSION = 999
 """A larger version is no format number of any batchtui: the file is unreadable, not newer."""
 MAX_FILE_BYTES = 1 << 20
 """A real progress file is a few kilobytes; anything past this is not ours and is not read."""
+MAX_DRAFT_CHARS = 4096
+"""A draft kept is cut to this many characters (an answer is a number and a unit; a paste can be
+anything): twenty steps' drafts, each character written as a 12-byte JSON escape at worst, stay
+under `MAX_FILE_BYTES`, so a draft can never make the file unreadable."""
 
 
 def clean_text(text: str) -> str:
@@ -47,6 +57,20 @@ class Progress:
     """Numbers of the steps whose activity the learner finished."""
     answers: dict[int, str] = field(default_factory=dict)
     """The last answer typed or chosen on each step, as the learner gave it."""
+    drafts: dict[int, str] = field(default_factory=dict)
+    """Text in a step's answer box not entered (Enter) as an answer yet, as the learner left the
+    step or quit: the box shows it again. Never an answer: it completes nothing."""
+
+    def keep_draft(self, number: int, text: str) -> bool:
+        """Keep `text` as step `number`'s draft ("" forgets it); True if that changed it."""
+        text = clean_text(text[:MAX_DRAFT_CHARS])
+        if text == self.drafts.get(number, ""):
+            return False
+        if text:
+            self.drafts[number] = text
+        else:
+            del self.drafts[number]
+        return True
 
     def still_open(self, numbers) -> str:
         """One line naming the steps (of `numbers`) not completed yet, runs joined ("1, 5,
@@ -69,6 +93,7 @@ class Progress:
             "current_step": self.current_step,
             "completed": sorted(self.completed),
             "answers": {str(k): v for k, v in sorted(self.answers.items())},
+            "drafts": {str(k): v for k, v in sorted(self.drafts.items())},
         }
 
     @classmethod
@@ -89,7 +114,23 @@ class Progress:
             answers_by_step = {int(k): clean_text(v) for k, v in answers.items()}
         except ValueError:
             raise ValueError("answers are not keyed by step number") from None
-        return cls(current_step=step, completed=set(completed), answers=answers_by_step)
+        return cls(current_step=step, completed=set(completed), answers=answers_by_step,
+                   drafts=_drafts(data.get("drafts")))
+
+
+def _drafts(found: object) -> dict[int, str]:
+    """The drafts a file holds: what is not a step number's text is dropped, not refused."""
+    drafts: dict[int, str] = {}
+    if not isinstance(found, dict):
+        return drafts
+    for key, text in found.items():
+        try:
+            number = int(key)
+        except ValueError:
+            continue
+        if number >= 1 and isinstance(text, str) and (text := clean_text(text[:MAX_DRAFT_CHARS])):
+            drafts[number] = text
+    return drafts
 
 
 def _is_int(value: object) -> bool:

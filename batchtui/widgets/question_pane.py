@@ -96,6 +96,7 @@ class QuestionPane(Pane):
                 # In a new view only if the one on show cannot take them, and not while the learner types.
                 if filled.activity != draft.activity and not await refill(panel, filled) \
                         and not isinstance(self.screen.focused, Input):
+                    self.keep_draft(progress)  # (the new view shows it again)
                     updates.append(panel.show(view_for(filled, progress)))
                 if (refill_reveal := self.refill_reveal()) is not None:
                     updates.append(refill_reveal)
@@ -110,6 +111,14 @@ class QuestionPane(Pane):
         hears of it next (the goal and footer follow)."""
         self.app.record_answer(self.step.number, message.answer, completed=message.completed)
         self.keys_back()
+
+    def keep_draft(self, progress) -> bool:
+        """What is typed in the answer box and not entered kept in `progress` (the learner's) as
+        the step's draft, before the view goes (a step change, a quit): True if that changed it."""
+        view, step = self.activity.view, self.step
+        if view is None or step is None or (text := view.draft) is None:
+            return False
+        return progress.keep_draft(step.number, text)
 
     def keys_back(self) -> None:
         """The answer is in: the plain keys (space, +, -, .) go to the simulation again."""

@@ -169,6 +169,12 @@ class ActivityView(Vertical):
         does not: it is then made again from `activity` (unless the learner is typing in it)."""
         return False
 
+    @property
+    def draft(self) -> str | None:
+        """What is typed in this view's answer box and not entered as an answer yet ("": nothing);
+        None if the view has no box, or cannot tell."""
+        return None
+
     def goal(self) -> Goal | None:
         """What this activity asks now and how far the learner is; None: nothing to ask."""
         return None

@@ -16,11 +16,14 @@ class DrillView(ActivityView):
 
     has_input = True
 
-    def __init__(self, drill, seed: int, saved_answer: str | None = None) -> None:
+    def __init__(self, drill, seed: int, saved_answer: str | None = None, draft: str = "") -> None:
         super().__init__(id="drill")
         self.drill = drill
         self.seed = seed
         self.saved_answer = saved_answer
+        self.typed_before = draft
+        """What the learner had typed in the box, not entered, when they last left the step (or
+        quit): in the box from the start, and typing goes on from it."""
         self.question = None
         self.last_wrong = False
         self.drawing = True
@@ -31,7 +34,7 @@ class DrillView(ActivityView):
     def compose(self) -> ComposeResult:
         yield Static(self.words(f"Drill: {self.drill.title}"), classes="activity-title", markup=False)
         yield self.markdown("", id="drill-prompt")
-        yield AnswerBox(placeholder="your answer, then Enter", id="drill-answer")
+        yield AnswerBox(self.typed_before, placeholder="your answer, then Enter", id="drill-answer")
         yield Static("", id="drill-feedback", classes="activity-feedback", markup=False)
 
     async def on_mount(self) -> None:
@@ -43,8 +46,8 @@ class DrillView(ActivityView):
     async def _first_question(self, question) -> None:
         if not self.is_attached or self.question is not None:
             return  # the learner left the step, or asked for another question meanwhile
-        # What the learner typed while the question was drawn stays (it can be for no other
-        # question); else the answer saved on an earlier visit.
+        # What the learner typed (on an earlier visit, or while the question was drawn) stays:
+        # it can be for no other question; else the answer saved on an earlier visit.
         await self._show_question(question, keep_typed=True)
         box = self.query_one(Input)
         if self.saved_answer and not box.value and not self.enter_waiting:
@@ -149,6 +152,13 @@ class DrillView(ActivityView):
     @property
     def answered(self) -> bool:
         return self.question is not None and self.question.over
+
+    @property
+    def draft(self) -> str | None:
+        if self.answered:
+            return ""  # (what the box holds was entered)
+        found = self.query("#drill-answer")
+        return found.first(Input).value if found else None
 
     def goal(self) -> Goal:
         unit = f" in {self.question.unit}" if self.question is not None else ""
