@@ -63,7 +63,7 @@ class Progress:
 
     def keep_draft(self, number: int, text: str) -> bool:
         """Keep `text` as step `number`'s draft ("" forgets it); True if that changed it."""
-        text = clean_text(text[:MAX_DRAFT_CHARS])
+        text = _draft_text(text)
         if text == self.drafts.get(number, ""):
             return False
         if text:
@@ -128,9 +128,14 @@ def _drafts(found: object) -> dict[int, str]:
             number = int(key)
         except ValueError:
             continue
-        if number >= 1 and isinstance(text, str) and (text := clean_text(text[:MAX_DRAFT_CHARS])):
+        if number >= 1 and isinstance(text, str) and (text := _draft_text(text)):
             drafts[number] = text
     return drafts
+
+
+def _draft_text(text: str) -> str:
+    """A draft as kept: cut to `MAX_DRAFT_CHARS`, shown again as any answer is (`clean_text`)."""
+    return clean_text(text[:MAX_DRAFT_CHARS])
 
 
 def _is_int(value: object) -> bool:

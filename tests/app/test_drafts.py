@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from batchtui.progress import Progress, ProgressStore
+from batchtui.progress import MAX_DRAFT_CHARS, MAX_FILE_BYTES, Progress, ProgressStore
 from manual_clock import ManualClock
 from batchtui.widgets.activities.drill import DrillView
 from batchtui.widgets.step_header import StepHeader
@@ -128,3 +128,16 @@ def test_malformed_drafts_are_dropped_and_the_rest_read(tmp_path, drafts, kept):
     progress, notice = ProgressStore(tmp_path).load()
     assert notice is None
     assert progress == Progress(current_step=4, completed={1}, answers={1: "2"}, drafts=kept)
+
+
+def test_a_pasted_page_is_kept_cut_and_twenty_such_drafts_still_load(tmp_path):
+    """Cut to `MAX_DRAFT_CHARS`, so drafts alone (each character at its widest JSON escape, an
+    emoji's twelve bytes) never make the file too large to read (`MAX_FILE_BYTES`)."""
+    progress = Progress()
+    assert progress.keep_draft(2, "9" * (MAX_DRAFT_CHARS + 10)) and progress.drafts[2] == "9" * MAX_DRAFT_CHARS
+    assert not progress.keep_draft(2, "9" * (MAX_DRAFT_CHARS + 20))  # (the same draft, as kept)
+    for number in range(1, 21):
+        progress.keep_draft(number, "\U0001F600" * MAX_DRAFT_CHARS)
+    store = ProgressStore(tmp_path)
+    assert store.save(progress) is None and store.path.stat().st_size < MAX_FILE_BYTES
+    assert ProgressStore(tmp_path).load() == (progress, None)
