@@ -195,7 +195,7 @@ class BatchApp(App):
     def exit(self, result=None, return_code: int = 0, message=None) -> None:
         # Every way out (q, ctrl+q, SIGTERM, SIGINT, a lost terminal) keeps what is typed in the
         # answer box and not entered yet.
-        if self.tutorial is not None and self.store.loaded and self.tutorial.keep_draft():
+        if self.tutorial is not None and self.store.loaded and self.tutorial.lesson.keep_draft(self.progress):
             self.save_progress()
         super().exit(result, return_code, message)
 

@@ -164,7 +164,6 @@ class TutorialScreen(WholeFrameScreen, StyledOnceScreen):
         except SimError as exc:  # a lesson file broken since the app started
             self.say(f"Step {self.summaries[index].number} cannot be opened: {exc}", error=True)
             return
-        self.keep_draft()  # (saved with the step, `_show`)
         self.navigation.index = index
         first = self.lesson.step is None  # (the app's first step: the engine is still to load)
         self.lesson.step, self.goal = step, None  # (the step before's goal is not this one's)
@@ -208,11 +207,6 @@ class TutorialScreen(WholeFrameScreen, StyledOnceScreen):
         self.update_keys()
         if said := self.navigation.at_the_end():
             self.say(said)
-
-    def keep_draft(self) -> bool:
-        """What is typed in the answer box and not entered yet, kept in the learner's progress
-        (to be saved): True if that changed it."""
-        return self.is_attached and self.lesson.keep_draft(self.app.progress)
 
     def _figures_ready(self, draft, filled) -> None:
         """A draft's figures arrived: put them in, once nothing else is changing the step."""

@@ -3,10 +3,11 @@
 The screen gives the pane the step on show (`step`: the one place it is held) and the activity
 view to hold; the pane keeps what is its own: which hints are in sight, a draft's figures filled
 in (`fill_in`), the answers given (each recorded in the learner's progress as the activity posts
-it, the keys back from the answer box; ctrl+d and ctrl+r), and whether the reveal (the text after
-`<!-- reveal -->`, `Step.reveal_md`) is shown. The reveal waits for the activity's answer on this
-visit, so nothing answers a question before it is asked; a step revisited asks again with its
-answer hidden.
+it, the keys back from the answer box; ctrl+d and ctrl+r), what the answer box held, not entered,
+as the step changed (an answer's draft, kept in the progress: `keep_draft`; not a step's draft),
+and whether the reveal (the text after `<!-- reveal -->`, `Step.reveal_md`) is shown. The reveal
+waits for the activity's answer on this visit, so nothing answers a question before it is asked; a
+step revisited asks again with its answer hidden.
 """
 
 from __future__ import annotations
@@ -40,9 +41,7 @@ class QuestionPane(Pane):
         """Held while the step or its activity changes (the screen's, shared with its step
         openings): a key and a step change arriving together take turns."""
         self.ascii_only = ascii_only
-        self.step = None
-        """The step on show (given by the screen: a draft until its figures are filled in;
-        None until the first opens)."""
+        self._step = None
         self.reveal_shown = False
         """The reveal is shown (or on its way) on this visit of the step."""
 
@@ -51,6 +50,18 @@ class QuestionPane(Pane):
         yield HintBox(id="hints")
         yield ActivityPanel(id="activity")
         yield LessonMarkdown(id="reveal", ascii_only=self.ascii_only)
+
+    @property
+    def step(self):
+        """The step on show (given by the screen: a draft until its figures are filled in;
+        None until the first opens). Given another, the pane keeps what the answer box held for
+        the one left, not entered, in the learner's progress (`keep_draft`; saved with the step)."""
+        return self._step
+
+    @step.setter
+    def step(self, step) -> None:
+        self.keep_draft(self.app.progress)
+        self._step = step
 
     @property
     def activity(self) -> ActivityPanel:
@@ -96,7 +107,6 @@ class QuestionPane(Pane):
                 # In a new view only if the one on show cannot take them, and not while the learner types.
                 if filled.activity != draft.activity and not await refill(panel, filled) \
                         and not isinstance(self.screen.focused, Input):
-                    self.keep_draft(progress)  # (the new view shows it again)
                     updates.append(panel.show(view_for(filled, progress)))
                 if (refill_reveal := self.refill_reveal()) is not None:
                     updates.append(refill_reveal)
@@ -115,6 +125,8 @@ class QuestionPane(Pane):
     def keep_draft(self, progress) -> bool:
         """What is typed in the answer box and not entered kept in `progress` (the learner's) as
         the step's draft, before the view goes (a step change, a quit): True if that changed it."""
+        if not self.is_attached:
+            return False
         view, step = self.activity.view, self.step
         if view is None or step is None or (text := view.draft) is None:
             return False
