@@ -133,17 +133,30 @@ class Workers:
 
         # (chain, [items]) as a chain asks for answers, or (chain, _CHAIN_END) as it ends
         wanted: queue.Queue = queue.Queue()
-        answers = [queue.Queue(maxsize=1) for _ in chains]
+        answers: dict[int, queue.Queue] = {}  # chain -> where its answers come, while it runs
         results: list = [None] * len(chains)
         errors: list = [None] * len(chains)
+        unstarted: queue.Queue = queue.Queue()  # (chain, its function) for the threads to take
+        for i, c in enumerate(chains):
+            unstarted.put((i, c))
+
+        def take() -> None:  # a thread's life: chains one after another, until none is left
+            while True:
+                try:
+                    i, chain = unstarted.get_nowait()
+                except queue.Empty:
+                    return
+                body(i, chain)
 
         def body(i: int, chain: Callable) -> None:
+            answers[i] = box = queue.Queue(maxsize=1)
+
             def run_all(items) -> list:
                 items = list(items)
                 if not items:
                     return []
                 wanted.put((i, items))
-                ok, values = answers[i].get()
+                ok, values = box.get()
                 if not ok:
                     raise _ChainStopped
                 return values
@@ -159,11 +172,16 @@ class Workers:
             finally:
                 wanted.put((i, _CHAIN_END))
 
-        threads = [threading.Thread(target=body, args=(i, c), name="batchtui-chain", daemon=True)
-                   for i, c in enumerate(chains)]
+        # A chain's thread waits for its worker most of the time; CHAIN_THREADS_PER_JOB chains a
+        # worker keep it busy while each works out its next item, and more threads only cost
+        # memory (one a chain, --seeds 1000000 could not start them). A chain starts as another
+        # ends: its answers are the same whenever it runs.
+        threads = [threading.Thread(target=take, name="batchtui-chain", daemon=True)
+                   for _ in range(min(len(chains), CHAIN_THREADS_PER_JOB * self.jobs))]
         for t in threads:
             t.start()
-        live = computing = len(chains)  # chains not ended; of them, those neither queued nor running
+        waiting = len(chains) - len(threads)  # chains no thread has taken yet
+        live, computing = len(chains), len(threads)  # chains not ended; those started, neither queued nor running
         ready: deque = deque()  # ((chain, its item's place), item)
         got: dict[int, list] = {}  # chain -> the answers to its items so far
         left: dict[int, int] = {}  # chain -> its items not yet answered
@@ -174,6 +192,10 @@ class Workers:
                     computing -= 1
                     if items is _CHAIN_END:
                         live -= 1
+                        del answers[i]
+                        if waiting:  # its thread takes the next chain
+                            waiting -= 1
+                            computing += 1
                     else:
                         got[i], left[i] = [None] * len(items), len(items)
                         ready.extend(((i, k), item) for k, item in enumerate(items))
@@ -188,7 +210,9 @@ class Workers:
         except BaseException:
             for w in [w for w in self._workers if w.task is not None]:
                 self._end(w)  # (an answer no longer wanted)
-            for box in answers:
+            while not unstarted.empty():
+                unstarted.get_nowait()  # (no chain starts after a failure)
+            for box in list(answers.values()):
                 if box.empty():
                     box.put((False, None))  # a chain waiting for one ends (daemon threads: none is awaited)
             raise
@@ -353,6 +377,7 @@ def _ending(code: int | None) -> str:
 
 
 _CHAIN_END = object()  # a chain's last word (`Workers.chains`)
+CHAIN_THREADS_PER_JOB = 2  # chains running at once per worker (`Workers.chains`): one waits while the other's item runs
 
 
 class _ChainStopped(Exception):

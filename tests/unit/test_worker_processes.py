@@ -394,3 +394,32 @@ def test_chains_share_the_workers_and_give_each_chain_its_own_answers():
     with Workers(1) as pool:  # in this process
         assert pool.chains(collatz_after, [_collatz_chain(s, 3) for s in starts]) == [a[:4] for a in alone]
         assert pool.chains(square, [lambda run: run.all([1, 2, 3])]) == [[1, 4, 9]]
+
+
+def test_many_chains_run_on_a_few_threads_with_the_same_answers():
+    import threading
+
+    """A chain a thread made `plan --seeds 1000000` fail ("can't start new thread"): the chains
+    now run CHAIN_THREADS_PER_JOB a worker at a time, each starting as another ends, and each
+    still gets its own answers, as run alone."""
+    import threading
+
+    from batchtui.cli.workers import CHAIN_THREADS_PER_JOB
+
+    starts = list(range(1, 201))
+    alone = [_collatz_chain(s, 3)(lambda task: collatz_after((task[0], 0))) for s in starts]
+    most = []
+
+    def counted(chain):
+        def run(r):
+            most.append(sum(t.name == "batchtui-chain" for t in threading.enumerate()))
+            return chain(r)
+        return run
+
+    for jobs in (1, 2):
+        most.clear()
+        with Workers(jobs) as pool:
+            chains = [counted(_collatz_chain(s, 3)) for s in starts]
+            assert pool.chains(collatz_after, [lambda run, c=c: c(lambda t: run((t[0], 0))) for c in chains]) == alone
+        assert max(most) <= CHAIN_THREADS_PER_JOB * jobs
+    assert our_workers() == []
