@@ -108,6 +108,9 @@ def keep_earlier_results(path: str, sink) -> None:
 
 @user_errors
 def run(args: argparse.Namespace) -> int:
+    if args.per_request == "-" and args.json:  # (the CSV's rows and the JSON would share standard output)
+        raise UserError("argument --per-request: - (standard output) is not allowed with --json, which prints "
+                        "the result there; give --per-request a file")
     setup = build_setup(args)
     opts = result_options(args)
     date = datetime.now().strftime("%Y%m%d-%H%M%S")

@@ -332,6 +332,7 @@ def test_bad_flags_are_refused_by_argparse_naming_the_flag(capsys, argv, needle)
     (["--workload", "t.jsonl", "--burstiness", "3"], "argument --burstiness: not allowed with a trace"),
     (["--scenario", "missing.toml"], "missing.toml: cannot read the scenario file"),
     (["--per-request", "/no/such/dir/r.csv"], "argument --per-request: cannot write /no/such/dir/r.csv"),
+    (["--per-request", "-", "--json"], "argument --per-request: - (standard output) is not allowed with --json"),
 ])
 def test_bad_values_are_one_line_user_errors(capsys, argv, needle):
     small = [] if "--workload" in argv else ["--num-prompts", "5"]
