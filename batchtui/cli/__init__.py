@@ -91,9 +91,14 @@ def run_command(func, args) -> int:
         _drop_stdout()
         return EXIT_OK
     except MemoryError:
-        from .options import flagged
+        # what the command can be given less of: its own word (`memory_hint`), else --num-prompts
+        # where it has that flag (whose command has imported `options`), else nothing named
+        hint = getattr(args, "memory_hint", None)
+        if hint is None and hasattr(args, "num_prompts"):
+            from .options import flagged
 
-        _say(flagged("batchtui: error: not enough memory for this run (fewer {workload.num_prompts}?)"))
+            hint = flagged("fewer {workload.num_prompts}")
+        _say("batchtui: error: not enough memory for this run" + (f" ({hint}?)" if hint else ""))
         return EXIT_FAILURE
     except Exception as exc:  # a bug: one line, the traceback on request
         if os.environ.get(TRACEBACK_ENV):

@@ -18,7 +18,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all", metavar="FILE", help="run every case in FILE and print pass/fail per case")
     p.add_argument("--indent", type=int, choices=range(0, 9), metavar="N", default=None,
                    help="indent the JSON output by N spaces (0-8)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, memory_hint="fewer or shorter requests in the case file")
 
 
 def run(args: argparse.Namespace) -> int:

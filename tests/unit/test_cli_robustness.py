@@ -364,3 +364,27 @@ def test_a_reader_that_goes_away_is_not_an_error():
     proc.stdout.close()
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0 and err == ""
+
+
+def test_running_out_of_memory_names_what_the_command_can_be_given_less_of(capsys, tmp_path, monkeypatch):
+    """A trace case too big for memory said "fewer --num-prompts?", a flag trace does not have:
+    it names the case's requests; a command with --num-prompts still names that, and one with
+    neither names nothing."""
+    import sim.trace
+
+    case = json.loads(Path("tests/data/vllm-scheduler-cases.json").read_text())["cases"][0]
+    path = tmp_path / "case.json"
+    path.write_text(json.dumps(case))
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(sim.trace, "run_case", no_memory)
+    code, _, err = run(capsys, "trace", path)
+    assert code == 1 and err == "batchtui: error: not enough memory for this run (fewer or shorter requests in the case file?)\n"
+    monkeypatch.setattr("batchtui.cli.cmd_sim.build_setup", no_memory)
+    code, _, err = run(capsys, "sim", "--num-prompts", "3")
+    assert code == 1 and err == "batchtui: error: not enough memory for this run (fewer --num-prompts?)\n"
+    monkeypatch.setattr("batchtui.cli.cmd_compare.run", no_memory)
+    code, _, err = run(capsys, "compare", path)
+    assert code == 1 and err == "batchtui: error: not enough memory for this run\n"
