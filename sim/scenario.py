@@ -114,6 +114,20 @@ class Scenario:
             qk_norm_kernels=self.qk_norm_kernels,
         )
 
+    def override_refusal(self, profiles=None) -> ConfigError | None:
+        """Why vLLM could not start with this num_gpu_blocks_override (None: it can): it allocates
+        that many blocks whatever memory is left, and more than fit run out of memory. What
+        `batchtui` refuses of each deployment it runs: the command line's, each of search's points."""
+        override = self.num_gpu_blocks_override
+        if override is None or not self.deployment(profiles).model.has_kv_cache:
+            return None
+        fits = replace(self, num_gpu_blocks_override=None).deployment(profiles).num_gpu_blocks
+        if override <= fits:
+            return None
+        return ConfigError("num_gpu_blocks_override", override,
+                           f"at most {fits:,} blocks fit in GPU memory at {{gpu_memory_utilization}} "
+                           f"{self.gpu_memory_utilization:g}", "vLLM would run out of memory allocating the cache")
+
     def cost_model(self, profiles=None):
         """The iteration times a lesson or a sweep quotes for this scenario: its deployment, with
         the host's work overlapping the forward pass when its engine schedules asynchronously

@@ -281,7 +281,8 @@ def cannot_run(scenario, profiles, say=str) -> str | None:
         Engine(idle, profiles=profiles, keep_requests=False, api_server=True)
     except SimError as exc:
         return say(exc)
-    return None
+    refusal = scenario.override_refusal(profiles)
+    return None if refusal is None else say(refusal)
 
 
 def screen_proved(base, point: GridPoint, slo: Slo, num_prompts: int = SCREEN_PROMPTS,

@@ -147,7 +147,7 @@ def build_setup(args: argparse.Namespace, *, rate_flag: bool = True, traffic: bo
         sc = replace(sc, workload=_workload(args, sc.workload, model, rate_flag, bool(args.scenario)))
     else:
         sc = replace(sc, workload=WorkloadSpec(arrival="all-at-once", num_prompts=0))
-    _check_like_vllm(args, sc, profiles, model)
+    _check_like_vllm(args, sc, profiles, model, deployed)
     setup = Setup(sc, profiles, recorded, deployed=deployed)
     if recorded:
         import sys
@@ -304,20 +304,18 @@ def _trace_workload(args, w: WorkloadSpec, dataset: str, path: str, rate: float 
                    trace_requests=args.num_prompts or 0)
 
 
-def _check_like_vllm(args, sc: Scenario, profiles, model) -> None:
-    """What `vllm serve` and `vllm bench serve` refuse before serving anything."""
+def _check_like_vllm(args, sc: Scenario, profiles, model, deployed: bool = True) -> None:
+    """What `vllm serve` and `vllm bench serve` refuse before serving anything (`deployed`
+    False: what depends on the GPU and TP size is left to each of search's points)."""
     config = sc.engine_config(profiles)
     if config.max_model_len > model.max_model_len and not _truthy(os.environ.get(ALLOW_LONG_MAX_MODEL_LEN)):
         flag = o.flagged("argument {engine.max_model_len}: ") if args.max_model_len is not None else ""
         raise UserError(f"{flag}{config.max_model_len} is longer than {model.name}'s context "
                         f"({model.max_model_len} tokens); vLLM refuses it unless "
                         f"{ALLOW_LONG_MAX_MODEL_LEN}=1 is set")
-    if sc.num_gpu_blocks_override is not None and model.has_kv_cache:
-        fits = replace(sc, num_gpu_blocks_override=None).deployment(profiles).num_gpu_blocks
-        if sc.num_gpu_blocks_override > fits:
-            _refuse(f"argument {{num_gpu_blocks_override}}: {sc.num_gpu_blocks_override} is not allowed: at most "
-                    f"{fits:,} blocks fit in GPU memory at {{gpu_memory_utilization}} {sc.gpu_memory_utilization:g} "
-                    "(vLLM would run out of memory allocating the cache)")
+    refusal = sc.override_refusal(profiles) if deployed else None
+    if refusal is not None:
+        raise UserError(flag_message(refusal, given_paths(args)))
 
 
 def _spec_shorthands(args, text: str | None) -> str | None:

@@ -300,6 +300,21 @@ def test_a_model_the_default_gpu_cannot_hold_is_searched_on_the_grid_that_can(ca
         (1, "Llama 3.1 70B does not fit on one H100 SXM 80 GB")]
 
 
+def test_num_gpu_blocks_override_is_checked_on_each_point_not_the_base(capsys, tmp_path):
+    """--num-gpu-blocks-override still deployed the base scenario (the default H100 at TP 1) to
+    count the blocks that fit, so Llama 3.1 70B on --tensor-parallel-sizes 2,4 was refused whole
+    in its words ("does not fit on one H100 SXM 80 GB"). Now each point is held to it: TP 4
+    holds 5,000 blocks and runs, TP 2 holds fewer and is listed as infeasible, saying so."""
+    code, out, err, table = search(capsys, tmp_path, "--offline", "16", "--input-len", "64", "--output-len", "8",
+                                   "--model", "llama-3.1-70b", "--gpus", "h100-sxm", "--max-model-len", "4096",
+                                   "--tensor-parallel-sizes", "2,4", "--num-gpu-blocks-override", "5000",
+                                   "--jobs", "1")
+    assert code == 0, err
+    assert [r["tensor_parallel_size"] for r in table["ranked"]] == [4]
+    [(tp, reason)] = [(d["tensor_parallel_size"], d["reason"]) for d in table["infeasible"]]
+    assert tp == 2 and reason.startswith("--num-gpu-blocks-override = 5000 is not allowed: at most 1,602 blocks fit")
+
+
 def test_offline_search_ranks_batch_jobs(capsys, tmp_path):
     code, out, _, table = search(capsys, tmp_path, "--offline", "200", "--input-len", "256", "--output-len", "32",
                                  "--max-num-seqs-values", "8,64", "--jobs", "1")
