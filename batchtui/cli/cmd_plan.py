@@ -446,10 +446,11 @@ def plan_offline(args: argparse.Namespace) -> int:
     print()
     fits = (f"about {kv_fit} of these requests at their peak ({per_request:.0f} blocks each): "
             "the largest batch that never preempts" if kv_fit < n else
-            f"all {n} of these requests at their peak ({per_request:.0f} blocks each)")
+            f"all {n} of these requests at their peak ({per_request:.0f} blocks each)" if n > 1 else
+            f"the request at its peak ({per_request:.0f} blocks)")
     print(textwrap.fill(f"The KV cache ({d.usable_blocks:,} blocks) holds {fits}.", width=100))
     print(textwrap.fill(
-        f"Job time for {n:,} requests: {results.duration_text(m['duration'])} at {m['output_throughput']:,.0f} "
+        f"Job time for {n:,} request{'' if n == 1 else 's'}: {results.duration_text(m['duration'])} at {m['output_throughput']:,.0f} "
         f"output tok/s ({m['request_throughput']:.2f} req/s), with {results.seats_words(config.max_num_seqs)}.",
         width=100))
     print()

@@ -56,7 +56,9 @@ def seats_words(seats) -> str:
     from sim.dials import label_of
 
     label, keyword = label_of(SEATS), SEATS.rsplit(".", 1)[1]
-    return f"{seats} {label} ({keyword})" if isinstance(seats, int) else f"{label} {seats} ({keyword})"
+    if not isinstance(seats, int):
+        return f"{label} {seats} ({keyword})"
+    return f"{seats} {label.removesuffix('s') if seats == 1 else label} ({keyword})"  # ("1 seat")
 
 
 def setup_text(scenario, deployment, config, swept: str | None = None, *, lead: str = "Simulated",

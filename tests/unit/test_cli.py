@@ -547,6 +547,14 @@ def test_plan_offline(capsys):
     assert "max_num_seqs=100" in out and "enable_prefix_caching=True" in out
 
 
+def test_plan_offline_of_one_request_says_one_request_and_one_seat(capsys):
+    """plan --offline 1 said "Job time for 1 requests ... with 1 seats (max_num_seqs)"."""
+    code, out, _ = run(capsys, "plan", "--offline", "1", "--input-len", "64", "--output-len", "8")
+    words = " ".join(out.split())
+    assert code == 0 and "Job time for 1 request:" in words and "with 1 seat (max_num_seqs)." in words
+    assert "holds the request at its peak (" in words
+
+
 @pytest.mark.parametrize(("argv", "needle"), [
     ([], "give a latency SLO (--ttft-p99 MS and/or --tpot-p99 MS), or --offline N"),
     (["--ttft-p99", "0"], "argument --ttft-p99: expected a number > 0"),
