@@ -32,7 +32,11 @@ def in_app_words(error: BaseException) -> str:
 
     if isinstance(error, SimError):
         from sim.dials import label_of
+        from sim.errors import ConfigError
 
+        if isinstance(error, ConfigError) and isinstance(error.value, int) and not isinstance(error.value, bool):
+            # a whole number as its dial shows it ("16,384")
+            return error.spelled(label_of, f"{label_of(error.dial) or error.dial} = {number(error.value)}")
         return error.spelled(label_of)
     return str(error)
 

@@ -65,11 +65,11 @@ class EngineConfig:
             _positive_int("engine.max_num_active_seqs", self.max_num_active_seqs)
             if self.max_num_active_seqs > self.max_num_seqs:
                 raise ConfigError("engine.max_num_active_seqs", self.max_num_active_seqs,
-                                  f"at most {{engine.max_num_seqs}} ({self.max_num_seqs})", "as vLLM 0.33 requires")
+                                  f"at most {{engine.max_num_seqs}} ({self.max_num_seqs:,})", "as vLLM 0.33 requires")
         if self.max_num_batched_tokens < self.max_num_seqs:
             raise ConfigError(
                 "engine.max_num_batched_tokens", self.max_num_batched_tokens,
-                f"at least {{engine.max_num_seqs}} ({self.max_num_seqs})",
+                f"at least {{engine.max_num_seqs}} ({self.max_num_seqs:,})",
                 "vLLM requires a token budget of at least one token per seat",
             )
         if not self.enable_chunked_prefill and self.token_budget < self.max_model_len:
@@ -77,7 +77,7 @@ class EngineConfig:
                        else "max_num_scheduled_tokens")
             raise ConfigError(
                 f"engine.{binding}", self.token_budget,
-                f"at least {{engine.max_model_len}} ({self.max_model_len}) without chunked prefill",
+                f"at least {{engine.max_model_len}} ({self.max_model_len:,}) without chunked prefill",
                 "a whole prompt must fit one iteration: lower {engine.max_model_len} or turn on "
                 "{engine.enable_chunked_prefill}",
             )
@@ -85,7 +85,7 @@ class EngineConfig:
                 or not isinstance(self.long_prefill_token_threshold, int)
                 or not 0 <= self.long_prefill_token_threshold <= self.max_model_len):
             raise ConfigError("engine.long_prefill_token_threshold", self.long_prefill_token_threshold,
-                              f"a whole number from 0 (off) to {{engine.max_model_len}} ({self.max_model_len})")
+                              f"a whole number from 0 (off) to {{engine.max_model_len}} ({self.max_model_len:,})")
         if not (isinstance(self.watermark, (int, float)) and 0.0 <= self.watermark < 1.0):
             raise ConfigError("engine.watermark", self.watermark, "a fraction of the blocks in [0, 1)")
         if not isinstance(self.async_scheduling, bool):

@@ -77,7 +77,7 @@ def _check_max_model_len(config, pool) -> None:
     """vLLM refuses to start a continuous engine whose max_model_len exceeds what its KV cache holds."""
     if config.batching == "continuous" and config.max_model_len > pool.token_capacity:
         raise ConfigError("engine.max_model_len", config.max_model_len,
-                          f"at most the {pool.token_capacity} tokens the KV cache holds",
+                          f"at most the {pool.token_capacity:,} tokens the KV cache holds",
                           "vLLM refuses to start otherwise; lower {engine.max_model_len} or give the cache more "
                           "blocks: {gpu_memory_utilization}, {num_gpu_blocks_override}")
 

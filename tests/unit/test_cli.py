@@ -303,9 +303,9 @@ def test_bad_flags_are_refused_by_argparse_naming_the_flag(capsys, argv, needle)
 
 @pytest.mark.parametrize(("argv", "needle"), [
     (["--max-num-batched-tokens", "100"],
-     "argument --max-num-batched-tokens: 100 is not allowed: at least --max-num-seqs (1024)"),
+     "argument --max-num-batched-tokens: 100 is not allowed: at least --max-num-seqs (1,024)"),
     (["--gpu", "l40s", "--max-num-seqs", "4096"],
-     "--max-num-batched-tokens = 2048 is not allowed: at least --max-num-seqs (4096)"),
+     "--max-num-batched-tokens = 2048 is not allowed: at least --max-num-seqs (4,096)"),
     (["--no-enable-chunked-prefill"], "--max-num-batched-tokens = 8192 is not allowed: at least --max-model-len"),
     (["--gpu", "tpu-v9"], "unknown GPU profile 'tpu-v9'"),
     (["--gpu", "a100"], "unknown GPU profile 'a100': it could be a100-80gb, a100-80gb-pcie, a100-40gb or a100-40gb-pcie; "
@@ -394,7 +394,7 @@ def test_sweep_over_max_num_seqs(capsys):
     (["--request-rates", "1,2", "--max-num-seqs-values", "8"], "not allowed with argument"),
     (["--request-rates", "1,2", "--request-rate", "3"], "argument --request-rate: not allowed with --request-rates"),
     (["--max-num-seqs-values", "8,16", "--max-num-seqs", "3"], "argument --max-num-seqs: not allowed"),
-    (["--max-num-seqs-values", "8,9000"], "at least --max-num-seqs-values (9000)"),
+    (["--max-num-seqs-values", "8,9000"], "at least --max-num-seqs-values (9,000)"),
     (["--max-num-seqs-values", "8,16", "--batching", "static"], "static batching ignores it"),
 ])
 def test_sweep_bad_input(capsys, argv, needle):

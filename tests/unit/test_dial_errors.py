@@ -138,10 +138,21 @@ def test_cross_references_are_spelled_by_each_face():
     error = refused.value
     assert error.dials() == ["engine.max_num_batched_tokens", "engine.max_num_seqs"]
     assert str(error).startswith("engine.max_num_batched_tokens = 2048 is not allowed: at least "
-                                 "engine.max_num_seqs (4096)")
+                                 "engine.max_num_seqs (4,096)")
     assert flag_message(error).startswith("--max-num-batched-tokens = 2048 is not allowed: at least "
-                                          "--max-num-seqs (4096)")
-    assert in_app_words(error).startswith("token budget = 2048 is not allowed: at least seats (4096)")
+                                          "--max-num-seqs (4,096)")
+    assert in_app_words(error).startswith("token budget = 2,048 is not allowed: at least seats (4,096)")
+
+
+def test_the_app_refusal_shows_numbers_as_its_dials_show_them():
+    """The seats dial shows 16,384 (`formatting.number`); its refusal said "(16384)"."""
+    from batchtui.formatting import number
+
+    with pytest.raises(ConfigError) as refused:
+        Scenario().with_engine(max_num_seqs=16384, max_num_batched_tokens=8192).engine_config()
+    assert in_app_words(refused.value).startswith(
+        f"token budget = {number(8192)} is not allowed: at least seats ({number(16384)})")
+    assert number(16384) == "16,384"
 
 
 def test_a_value_in_a_flags_own_unit_is_shown_in_it():
