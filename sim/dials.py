@@ -145,7 +145,7 @@ class DialSpec:
         number = human_number(text) if self.human else None
         if number is None:
             try:
-                number = float(text.replace(",", "").replace("_", ""))
+                number = float(digits(text))
             except ValueError:
                 raise ConfigError(self.path, text, self.allowed) from None
         if flag_units and self.flag_scale != 1.0 and math.isfinite(number):
@@ -153,6 +153,12 @@ class DialSpec:
         if self.type == "int" and math.isfinite(number) and number == int(number):
             number = int(number)
         return number
+
+
+def digits(text: str) -> str:
+    """A number as typed, its thousands separators (commas, underscores: 16,384, 16_384) left
+    out: how a dial reads a number, and a command line flag too (`batchtui.cli.options`)."""
+    return text.strip().replace(",", "").replace("_", "")
 
 
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")

@@ -13,7 +13,7 @@ import argparse
 import math
 from dataclasses import dataclass, field
 
-from sim.dials import DialSpec
+from sim.dials import DialSpec, digits
 from sim.errors import ConfigError
 
 # -- value types -----------------------------------------------------------------------------------
@@ -21,7 +21,7 @@ from sim.errors import ConfigError
 
 def _whole(text: str, low: int, what: str, high: int | None = None) -> int:
     try:
-        value = int(text)
+        value = int(digits(text))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
     if value < low or (high is not None and value > high):
@@ -59,7 +59,7 @@ def seed(text: str) -> int:
 
 def _float(text: str, what: str) -> float:
     try:
-        value = float(text)
+        value = float(digits(text))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
     if math.isnan(value):
@@ -104,7 +104,7 @@ def finite_float(text: str) -> float:
 def integer(text: str) -> int:
     """Any whole number (a sampling parameter such as top_k, where -1 means all)."""
     try:
-        return int(text)
+        return int(digits(text))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
 

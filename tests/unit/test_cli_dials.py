@@ -82,3 +82,14 @@ def test_an_engine_check_names_the_flag_in_its_unit(capsys):
     code = main(["sim", *SMALL, "--max-num-seqs", "64", "--max-num-batched-tokens", "32"])
     err = capsys.readouterr().err
     assert code == 2 and "argument --max-num-batched-tokens: 32 is not allowed" in err
+
+
+def test_a_number_is_read_with_its_thousands_separators_by_every_flag(capsys):
+    """A dial's flag took 3,500 (`DialSpec.read`) but --num-prompts, --request-rate, --input-len
+    and --seed refused it as not a number: every flag now reads a number by the dials' rule
+    (`sim.dials.digits`), and a list flag still splits at its commas first."""
+    assert o.prompt_count("3,500") == 3500 and o.rate("1,000.5") == 1000.5
+    assert o.seed("1_000") == 1000 and o.positive_int_list("16,64") == [16, 64]
+    d = run_json(capsys, "--num-prompts", "1,000", "--random-input-len", "1,024",
+                 "--max-num-seqs", "1,024", "--request-rate", "2,000", "--seed", "1,000")
+    assert (d["num_prompts"], d["request_rate"], d["total_input_tokens"]) == (1000, 2000.0, 1000 * 1024)
