@@ -379,7 +379,7 @@ def print_report(rep: dict, args) -> None:
         print(f"Search for {rep['model']}: the cheapest batch job of {rep['offline']:,} requests.")
     print(_fill(lengths_text(rep["lengths"])))
     print(_fill(
-        f"{rep['points']} points: {rep['cannot_run']} cannot run; screened {st['screen']['points']} "
+        f"{rep['points']} point{'' if rep['points'] == 1 else 's'}: {rep['cannot_run']} cannot run; screened {st['screen']['points']} "
         f"({st['screen']['ran']} ran now"
         + (f", {st['screen']['proved']} of them by the runs of a like point, which never reached the seats or "
            "token budget they differ in" if st["screen"].get("proved") else "")
@@ -427,7 +427,7 @@ def print_report(rep: dict, args) -> None:
         groups: dict[str, list] = {}
         for d in bad:
             groups.setdefault(d["reason"].split(":")[0] if d["reason"].startswith("no rate") else d["reason"], []).append(d)
-        print(f"Infeasible ({len(bad)} points):")
+        print(f"Infeasible ({len(bad)} point{'' if len(bad) == 1 else 's'}):")
         for reason, ds in groups.items():
             where = sorted({f"{d['gpu']} tp{d['tensor_parallel_size']}{' ep' if d['enable_expert_parallel'] else ''}"
                             + (f" spec {d['spec']}" if spec else "") for d in ds})

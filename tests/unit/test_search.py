@@ -313,6 +313,7 @@ def test_num_gpu_blocks_override_is_checked_on_each_point_not_the_base(capsys, t
     assert [r["tensor_parallel_size"] for r in table["ranked"]] == [4]
     [(tp, reason)] = [(d["tensor_parallel_size"], d["reason"]) for d in table["infeasible"]]
     assert tp == 2 and reason.startswith("--num-gpu-blocks-override = 5000 is not allowed: at most 1,602 blocks fit")
+    assert "Infeasible (1 point):" in out  # (said "1 points")
 
 
 def test_offline_search_ranks_batch_jobs(capsys, tmp_path):
