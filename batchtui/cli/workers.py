@@ -139,9 +139,10 @@ class Workers:
         unstarted: queue.Queue = queue.Queue()  # (chain, its function) for the threads to take
         for i, c in enumerate(chains):
             unstarted.put((i, c))
+        stopping = threading.Event()  # the pool failed: no chain starts
 
         def take() -> None:  # a thread's life: chains one after another, until none is left
-            while True:
+            while not stopping.is_set():
                 try:
                     i, chain = unstarted.get_nowait()
                 except queue.Empty:
@@ -150,6 +151,9 @@ class Workers:
 
         def body(i: int, chain: Callable) -> None:
             answers[i] = box = queue.Queue(maxsize=1)
+            if stopping.is_set():  # (checked once its box is seen: one seen before the failure is answered "stop")
+                del answers[i]
+                return
 
             def run_all(items) -> list:
                 items = list(items)
@@ -210,8 +214,7 @@ class Workers:
         except BaseException:
             for w in [w for w in self._workers if w.task is not None]:
                 self._end(w)  # (an answer no longer wanted)
-            while not unstarted.empty():
-                unstarted.get_nowait()  # (no chain starts after a failure)
+            stopping.set()  # (no chain starts after a failure)
             for box in list(answers.values()):
                 if box.empty():
                     box.put((False, None))  # a chain waiting for one ends (daemon threads: none is awaited)

@@ -422,4 +422,14 @@ def test_many_chains_run_on_a_few_threads_with_the_same_answers():
             chains = [counted(_collatz_chain(s, 3)) for s in starts]
             assert pool.chains(collatz_after, [lambda run, c=c: c(lambda t: run((t[0], 0))) for c in chains]) == alone
         assert max(most) <= CHAIN_THREADS_PER_JOB * jobs
+    started = []
+
+    def one(run):
+        started.append(1)
+        return run(1)
+
+    with Workers(1) as pool:  # a failed task stops the chains: those not started never start
+        with pytest.raises(ValueError, match="three is refused"):
+            pool.chains(fail_on_three, [lambda run: run(3)] + [one] * 200)
+        assert len(started) < CHAIN_THREADS_PER_JOB * 2
     assert our_workers() == []
