@@ -334,7 +334,7 @@ def test_every_shipped_model_runs_on_the_gpus_its_description_names():
     # Qwen3-32B in bf16 on one H100 leaves 35,360 tokens of cache: its 40,960-token context is
     # refused, as vLLM refuses it, and a shorter one runs.
     sc = Scenario(model="qwen3-32b", workload=WorkloadSpec(num_prompts=4, request_rate=math.inf))
-    with pytest.raises(ConfigError, match="35360 tokens"):
+    with pytest.raises(ConfigError, match="35,360 tokens"):
         Engine(sc)
     assert Engine(sc.with_engine(max_model_len=32768)).run().metrics["completed"] == 4
 
