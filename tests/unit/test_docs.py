@@ -180,3 +180,14 @@ def main() -> int:
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
     sys.exit(main())
+
+
+def test_the_per_request_columns_the_manual_lists_are_the_csvs():
+    """docs/commands.md's `--per-request` line names every column the CSV writes, in its order
+    (it once left out num_cached_tokens)."""
+    from batchtui.cli.results import PER_REQUEST_FIELDS
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "commands.md").read_text(encoding="utf-8")
+    line = next(x for x in page.splitlines() if x.startswith("- `--per-request FILE.csv`"))
+    listed = [w.strip(" ,.") for w in line.split(": ")[-1].split(",")]
+    assert [w.split(" ")[0] for w in listed] == list(PER_REQUEST_FIELDS)
