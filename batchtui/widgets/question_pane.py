@@ -55,12 +55,14 @@ class QuestionPane(Pane):
     def step(self):
         """The step on show (given by the screen: a draft until its figures are filled in;
         None until the first opens). Given another, the pane keeps what the answer box held for
-        the one left, not entered, in the learner's progress (`keep_draft`; saved with the step)."""
+        the one left, not entered, in the learner's progress (`keep_draft`), and saves it."""
         return self._step
 
     @step.setter
     def step(self, step) -> None:
-        self.keep_draft(self.app.progress)
+        # Saved here: a step's figures arriving swap in the same step, which nothing else saves.
+        if self.keep_draft(self.app.progress):
+            self.app.save_progress()
         self._step = step
 
     @property

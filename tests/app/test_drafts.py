@@ -12,6 +12,7 @@ from batchtui.progress import MAX_DRAFT_CHARS, MAX_FILE_BYTES, Progress, Progres
 from manual_clock import ManualClock
 from batchtui.widgets.activities.drill import DrillView
 from batchtui.widgets.step_header import StepHeader
+import steps
 from tests import shared_steps
 
 DRILL = 2
@@ -141,3 +142,29 @@ def test_a_pasted_page_is_kept_cut_and_twenty_such_drafts_still_load(tmp_path):
     store = ProgressStore(tmp_path)
     assert store.save(progress) is None and store.path.stat().st_size < MAX_FILE_BYTES
     assert ProgressStore(tmp_path).load() == (progress, None)
+
+
+async def test_typed_while_the_steps_figures_are_computed_is_kept_on_quit(make_app, state_dir):
+    """Keys in one burst that reach the answer box before the step's figures arrive: the figures
+    swap the step in (the same number), which keeps the box's text as the draft in memory; a quit
+    then found nothing new and wrote nothing (seen in tmux: `nn<Tab>42.5` in one write, ctrl+q:
+    drafts {})."""
+    from tests.app.test_first_frame import HeldClock
+
+    lessons = steps.open_lessons()
+    clock = HeldClock()
+    app = make_app(lessons, start_step=DRILL, clock=clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.screen.step.figures_pending and clock.held
+        await pilot.press("tab", *"42.5")
+        await clock.release()
+        for _ in range(200):
+            await pilot.pause()
+            if not app.screen.step.figures_pending:
+                break
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert not app.screen.step.figures_pending and box(app) == "42.5"
+        app.exit()
+    assert saved(state_dir)["drafts"] == {str(DRILL): "42.5"}
