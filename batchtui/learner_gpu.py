@@ -58,32 +58,32 @@ def on_learner_gpu(step, gpu: LearnerGpu | None, *, scenario_given: bool = False
     single-stream drill offering it (its question on the learner's GPU comes first). A step that
     cannot run there keeps the lesson's GPU, the learner's offered first on its GPU dial (turned
     to, the dial says why)."""
+    return _placed(step, gpu, scenario_given)[0]
+
+
+def _placed(step, gpu: LearnerGpu | None, scenario_given: bool) -> tuple:
+    """`on_learner_gpu`'s step, and why it keeps the lesson's GPU (None: it does not): its model
+    does not fit the learner's, or its max_model_len is more than the KV cache holds there (Llama
+    3.1 8B's 131,072 tokens on a 24 GB L4)."""
     if gpu is None or not _follows({"kind": step.activity.kind, **step.activity.params}):
-        return step
+        return step, None
     if step.activity.kind == "drill":
         params = {**step.activity.params, "learner_gpu": gpu.profile_id, "learner_profiles": gpu.profiles_path}
-        return replace(step, activity=replace(step.activity, params=params))
+        return replace(step, activity=replace(step.activity, params=params)), None
     if step.activity.kind == "playground" and scenario_given:
-        return step
+        return step, None
+    from .formatting import in_app_words
+    from .scenario_files import cannot_run
+
     scenario = replace(step.scenario, gpu=gpu.profile_id,
                        profiles_path=gpu.profiles_path or step.scenario.profiles_path)
     # The GPU dial offers the learner's GPU first, beside the lesson's others.
     dials = tuple(replace(d, choices=(gpu.profile_id, *(c for c in d.choices if c != gpu.profile_id)))
                   if d.name == "gpu" and d.choices else d for d in step.dials)
-    if not_here(step, gpu) is not None:  # the lesson's GPU runs it; the dial says why on the learner's
-        return replace(step, scenario=replace(step.scenario, profiles_path=scenario.profiles_path), dials=dials)
-    return replace(step, scenario=scenario, dials=dials)
-
-
-def not_here(step, gpu: LearnerGpu) -> str | None:
-    """Why the cheat sheet or playground cannot run its scenario on the learner's GPU (its model
-    does not fit, or its max_model_len is more than the KV cache holds: Llama 3.1 8B's 131,072
-    tokens on a 24 GB L4), or None when it can."""
-    from .formatting import in_app_words
-    from .scenario_files import cannot_run
-
-    return cannot_run(replace(step.scenario, gpu=gpu.profile_id,
-                              profiles_path=gpu.profiles_path or step.scenario.profiles_path), in_app_words)
+    why = cannot_run(scenario, in_app_words)
+    if why is not None:  # the lesson's GPU runs it; the dial says why on the learner's
+        return replace(step, scenario=replace(step.scenario, profiles_path=scenario.profiles_path), dials=dials), why
+    return replace(step, scenario=scenario, dials=dials), None
 
 
 def learner_steps(steps, gpu: LearnerGpu, *, scenario_given: bool = False) -> tuple[dict, str]:
@@ -101,10 +101,9 @@ def learner_steps(steps, gpu: LearnerGpu, *, scenario_given: bool = False) -> tu
             if not isinstance(activity, dict) or not _follows(activity):
                 continue
         step = steps[index]
-        changed = on_learner_gpu(step, gpu, scenario_given=scenario_given)
+        changed, why = _placed(step, gpu, scenario_given)
         if changed is not step:
             out[index] = changed
-            if changed.scenario.gpu != gpu.profile_id and changed.activity.kind != "drill":
-                kept.append(f"step {step.number} keeps the lesson's {step.scenario.gpu} "
-                            f"({not_here(step, gpu)})")
+            if why is not None:
+                kept.append(f"step {step.number} keeps the lesson's {step.scenario.gpu} ({why})")
     return out, (f"On your {gpu.label}, " + "; ".join(kept) + ".") if kept else ""
