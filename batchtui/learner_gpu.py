@@ -72,15 +72,16 @@ def _placed(step, gpu: LearnerGpu | None, scenario_given: bool) -> tuple:
         return replace(step, activity=replace(step.activity, params=params)), None
     if step.activity.kind == "playground" and scenario_given:
         return step, None
+    from sim.search import cannot_run
+
     from .formatting import in_app_words
-    from .scenario_files import cannot_run
 
     scenario = replace(step.scenario, gpu=gpu.profile_id,
                        profiles_path=gpu.profiles_path or step.scenario.profiles_path)
     # The GPU dial offers the learner's GPU first, beside the lesson's others.
     dials = tuple(replace(d, choices=(gpu.profile_id, *(c for c in d.choices if c != gpu.profile_id)))
                   if d.name == "gpu" and d.choices else d for d in step.dials)
-    why = cannot_run(scenario, in_app_words)
+    why = cannot_run(scenario, scenario.profiles(), in_app_words)  # (as the playground's model picker asks)
     if why is not None:  # the lesson's GPU runs it; the dial says why on the learner's
         return replace(step, scenario=replace(step.scenario, profiles_path=scenario.profiles_path), dials=dials), why
     return replace(step, scenario=scenario, dials=dials), None

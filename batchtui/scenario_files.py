@@ -42,7 +42,7 @@ def read_scenario(path: Path):
         raise Unusable(f"{path} cannot run ({exc})") from None
     except Exception as exc:  # what the checks did not expect
         raise Unusable(f"{path} cannot be used ({_short(exc)})") from None
-    problem = cannot_run(scenario)
+    problem = _cannot_run(scenario)
     if problem:
         raise Unusable(f"{path} cannot run ({problem})")
     return scenario
@@ -72,17 +72,16 @@ class Unusable(Exception):
     """A scenario file that cannot be used; the message says why, in one line."""
 
 
-def cannot_run(scenario, spell=str) -> str | None:
+def _cannot_run(scenario) -> str | None:
     """Build the scenario's engine once: settings the format accepts may still be refused there
-    (a negative seed, a fractional number of prompts). A refusal is said by `spell` (str: with
-    the file's keys)."""
+    (a negative seed, a fractional number of prompts)."""
     from sim.engine import Engine
     from sim.errors import SimError
 
     try:
         Engine(scenario, live=True)
     except SimError as exc:
-        return spell(exc)
+        return str(exc)
     except (ArithmeticError, LookupError, MemoryError, TypeError, ValueError) as exc:
         return _short(exc)
     return None
