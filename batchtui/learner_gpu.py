@@ -106,5 +106,5 @@ def learner_steps(steps, gpu: LearnerGpu, *, scenario_given: bool = False) -> tu
         if changed is not step:
             out[index] = changed
             if why is not None:
-                kept.append(f"step {step.number} keeps the lesson's {step.scenario.gpu} ({why})")
+                kept.append(f"step {step.number} keeps the lesson's {step.scenario.gpu} ({why.rstrip('.')})")
     return out, (f"On your {gpu.label}, " + "; ".join(kept) + ".") if kept else ""

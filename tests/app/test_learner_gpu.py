@@ -57,6 +57,7 @@ async def test_a_step_that_cannot_run_on_the_learners_gpu_keeps_the_lessons_and_
         assert next(d for d in app.screen.step.dials if d.name == "gpu").choices[0] == "l4"
         notice = str(app.screen.query_one("#notice").render())
         assert "step 19 keeps the lesson's h100-sxm" in notice and "step 20" not in notice, notice
+        assert ".)." not in app.learner_gpu.notice, app.learner_gpu.notice  # (its reason, one full stop)
         assert app.steps[19].scenario.gpu == "l4"
 
 
