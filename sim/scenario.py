@@ -137,19 +137,27 @@ class Scenario:
 
         return CostModel(self.deployment(profiles), overlap=self.engine_config(profiles).overlaps_host)
 
-    def engine_config(self, profiles=None) -> EngineConfig:
-        """The dials the engine runs with: vLLM's defaults for this GPU, then this scenario's."""
+    def engine_dials(self, profiles=None) -> dict:
+        """The dials this scenario sets, over vLLM's defaults for its GPU (`vllm_defaults`: the
+        seats and token budget) and its model's context (`max_model_len`), not yet checked: the
+        one place a dial left unset takes its GPU's default (`engine_config`; each of `batchtui
+        search`'s GPUs, `sim.search.grid_dials`)."""
         profiles = profiles or self.profiles()
         gpu = profiles.gpu(self.gpu)
         model = profiles.model(self.model)
         base = vllm_defaults(gpu.id, gpu.memory_bytes, offline=self.offline)
         base["max_model_len"] = model.max_model_len
+        base.update(self.engine)
+        return base
+
+    def engine_config(self, profiles=None) -> EngineConfig:
+        """The dials the engine runs with: vLLM's defaults for this GPU, then this scenario's."""
+        dials = self.engine_dials(profiles)
         unknown = set(self.engine) - set(EngineConfig.field_names())
         if unknown:
             raise ConfigError(f"engine.{sorted(unknown)[0]}", self.engine[sorted(unknown)[0]],
                               "a known dial: " + ", ".join(EngineConfig.field_names()))
-        base.update(self.engine)
-        config = EngineConfig(**base)
+        config = EngineConfig(**dials)
         spec = self.speculative()
         if spec is not None and config.batching != "continuous":
             raise ConfigError("speculative_config", spec.method, "unset: speculative decoding runs with continuous "

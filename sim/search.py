@@ -26,7 +26,7 @@ from sim.errors import SimError
 from sim.planning import Slo
 
 __all__ = ["GridPoint", "PointResult", "SCREEN_PRECISION", "SCREEN_PROMPTS", "SCREEN_WINDOW", "SCREEN_WINDOW_S",
-           "ScreenProof", "confirm_point", "context_key", "cost", "family", "grid", "loosest_first",
+           "ScreenProof", "confirm_point", "context_key", "cost", "family", "grid", "grid_dials", "loosest_first",
            "pareto_front", "point_key", "point_scenario", "run_unit", "screen_proved", "spec_text", "spec_word",
            "spread", "survivors"]
 
@@ -108,6 +108,18 @@ def grid(gpus: Sequence[str], tensor_parallel_sizes: Sequence[int], max_num_seqs
     return [GridPoint(*combo) for combo in itertools.product(
         gpus, tensor_parallel_sizes, max_num_seqs, max_num_batched_tokens, kv_cache_dtypes, prefix_caching,
         expert_parallel, speculative_configs) if combo[1] > 1 or not combo[6]]
+
+
+def grid_dials(base, profiles, gpu: str, max_num_seqs: Sequence[int] | None = None,
+               max_num_batched_tokens: Sequence[int] | None = None) -> tuple[list[int], list[int]]:
+    """The seats and token budgets searched on `gpu`: the values given (`--max-num-seqs-values`,
+    `--max-num-batched-tokens-values`), else the one the base scenario runs on that GPU: its own
+    where it sets the dial (a flag, a scenario file), else vLLM's default for that GPU
+    (`Scenario.engine_dials`, as `batchtui sim --gpu` takes it: an A100 or L40S 256 seats and
+    2,048 tokens where an H100 has 1,024 and 8,192)."""
+    dials = replace(base, gpu=gpu).engine_dials(profiles)
+    return (list(max_num_seqs or [dials["max_num_seqs"]]),
+            list(max_num_batched_tokens or [dials["max_num_batched_tokens"]]))
 
 
 def point_scenario(base, point: GridPoint):

@@ -120,9 +120,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=o.flagged("a mixture of experts' experts placed whole on the GPUs ({enable_expert_parallel}): "
                                   "on, off or both (points of several GPUs; the table marks them 'ep')"))
     g.add_argument("--max-num-seqs-values", type=_list("max_num_seqs"), metavar="LIST",
-                   help="max-num-seqs values, such as 16,32,64")
+                   help=o.flagged("max-num-seqs values, such as 16,32,64 (not given: {engine.max_num_seqs}, else "
+                                  "each GPU's own vLLM default)"))
     g.add_argument("--max-num-batched-tokens-values", type=_list("max_num_batched_tokens"), metavar="LIST",
-                   help="max-num-batched-tokens values, such as 2048,8192")
+                   help=o.flagged("max-num-batched-tokens values, such as 2048,8192 (not given: "
+                                  "{engine.max_num_batched_tokens}, else each GPU's own vLLM default)"))
     g.add_argument("--kv-cache-dtypes", type=_list("kv_cache_dtype"), metavar="LIST", help="KV cache dtypes, such as auto,fp8")
     g.add_argument("--prefix-caching", type=_prefix, metavar="on|off|both", help="prefix caching on, off or both")
     g.add_argument("--speculative-configs", type=_spec, nargs="+", metavar="CONFIG",
@@ -177,8 +179,6 @@ def _grid_values(args, setup: Setup) -> dict:
             raise UserError(f"argument --gpus: {profiles.unknown_gpu(g)}")
     return {"gpus": gpus,
             "tensor_parallel_sizes": args.tensor_parallel_sizes or [sc.tensor_parallel_size],
-            "max_num_seqs": args.max_num_seqs_values or [cfg.max_num_seqs],
-            "max_num_batched_tokens": args.max_num_batched_tokens_values or [cfg.max_num_batched_tokens],
             "kv_cache_dtypes": args.kv_cache_dtypes or [sc.kv_cache_dtype],
             "prefix_caching": args.prefix_caching or [cfg.enable_prefix_caching],
             "expert_parallel": args.expert_parallel or [bool(sc.enable_expert_parallel)],
@@ -226,9 +226,10 @@ def run(args: argparse.Namespace) -> int:
 
     base = setup.scenario if args.offline is not None else at_rate(setup.scenario, setup.scenario.workload.request_rate, n)
     values = _grid_values(args, setup)
-    points = s.grid(values["gpus"], values["tensor_parallel_sizes"], values["max_num_seqs"],
-                    values["max_num_batched_tokens"], values["kv_cache_dtypes"], values["prefix_caching"],
-                    values["expert_parallel"], values["speculative_configs"])
+    points = [point for gpu in values["gpus"] for point in s.grid(
+        [gpu], values["tensor_parallel_sizes"],
+        *s.grid_dials(setup.scenario, setup.profiles, gpu, args.max_num_seqs_values, args.max_num_batched_tokens_values),
+        values["kv_cache_dtypes"], values["prefix_caching"], values["expert_parallel"], values["speculative_configs"])]
     price = prices(args, setup.profiles)
     confirm_settings = {"seeds": args.seeds, "num_prompts": n, "min_window": rate_plan.PLAN_MIN_WINDOW,
                         "min_window_s": rate_plan.PLAN_MIN_WINDOW_S,

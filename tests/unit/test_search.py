@@ -316,6 +316,31 @@ def test_num_gpu_blocks_override_is_checked_on_each_point_not_the_base(capsys, t
     assert "Infeasible (1 point):" in out  # (said "1 points")
 
 
+def test_each_gpu_takes_its_own_vllm_default_for_a_dial_not_given(capsys, tmp_path):
+    """Every point took the base GPU's (the H100's) 1,024 seats and 8,192-token budget, so an A100
+    and an L40S were searched at dials vLLM never gives them (it gives them 256 and 2,048,
+    vllm/engine/arg_utils.py): a dial not given takes each GPU's default, the one `sim --gpu`
+    runs; one given (a flag, a list) is every GPU's."""
+    from sim.scenario import Scenario
+
+    gpus = ["h100-sxm", "a100-80gb", "l40s"]
+    job = ["--offline", "8", "--input-len", "64", "--output-len", "8", "--gpus", ",".join(gpus), "--jobs", "1"]
+
+    def dials(*argv, name):
+        code, _, err, table = search(capsys, tmp_path, *job, *argv, name=name)
+        assert code == 0, err
+        return {r["gpu"]: (r["max_num_seqs"], r["max_num_batched_tokens"]) for r in table["ranked"]}
+
+    sim_runs = {g: (c.max_num_seqs, c.max_num_batched_tokens) for g in gpus
+                for c in [Scenario(gpu=g).engine_config()]}
+    assert dials(name="a.jsonl") == sim_runs == {"h100-sxm": (1024, 8192), "a100-80gb": (256, 2048),
+                                                 "l40s": (256, 2048)}
+    assert dials("--max-num-seqs", "64", name="b.jsonl") == {
+        "h100-sxm": (64, 8192), "a100-80gb": (64, 2048), "l40s": (64, 2048)}
+    assert dials("--max-num-batched-tokens-values", "4096", name="c.jsonl") == {
+        "h100-sxm": (1024, 4096), "a100-80gb": (256, 4096), "l40s": (256, 4096)}
+
+
 def test_offline_search_ranks_batch_jobs(capsys, tmp_path):
     code, out, _, table = search(capsys, tmp_path, "--offline", "200", "--input-len", "256", "--output-len", "32",
                                  "--max-num-seqs-values", "8,64", "--jobs", "1")
