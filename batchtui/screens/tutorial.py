@@ -259,7 +259,7 @@ class TutorialScreen(WholeFrameScreen, StyledOnceScreen):
     # -- what the widgets and the helpers tell
     def on_dial_list_moved(self, message: DialList.Moved) -> None:
         """The learner moved a dial (the body had the views and the activity follow)."""
-        self.say("")  # (the notice a key left stands until then)
+        self.say(message.passed, error=bool(message.passed))  # why it passed choices by, if it did
         self.dials_moved(message.moved)
 
     def dials_moved(self, moved: dict) -> None:

@@ -61,12 +61,14 @@ class DialControl(Widget, can_focus=True):
 
     class Changed(Message):
         """The learner asked for a new value. The screen applies it (and calls `set_value`),
-        or refuses it and the dial keeps the value in force."""
+        or refuses it and the dial keeps the value in force. `then`: the values to try in turn
+        if it is refused (a choice dial's next choices in the move's direction, `beyond`)."""
 
-        def __init__(self, dial: "DialControl", value: Any) -> None:
+        def __init__(self, dial: "DialControl", value: Any, then: tuple = ()) -> None:
             super().__init__()
             self.dial = dial
             self.value = value
+            self.then = then
 
     class Neighbour(Message):
         """Up or down on a dial: the dial list moves focus (and stops at its ends)."""
@@ -110,6 +112,17 @@ class DialControl(Widget, can_focus=True):
             return int(round(snapped))
         return round(snapped, 10)
 
+    def beyond(self, notches: int) -> tuple:
+        """The choices past `moved(notches)` in the move's direction, to the end of the list:
+        where the move goes on to when the run refuses a choice (a GPU the model does not fit),
+        so no refused choice walls off the ones behind it, either way. None for a number dial."""
+        spec = self.spec
+        if not spec.choices or notches == 0:
+            return ()
+        choices = list(spec.choices)
+        target = choices.index(self.moved(notches))
+        return tuple(choices[target + 1:]) if notches > 0 else tuple(reversed(choices[:target]))
+
     def set_value(self, value: Any) -> None:
         self.value = value
         self.refresh()
@@ -122,7 +135,7 @@ class DialControl(Widget, can_focus=True):
     def action_move(self, notches: int) -> None:
         target = self.moved(notches)
         if target != self.value:
-            self.post_message(self.Changed(self, target))
+            self.post_message(self.Changed(self, target, self.beyond(notches)))
 
     def action_to_end(self, direction: int) -> None:
         self.action_move(direction * 1_000_000)

@@ -76,11 +76,13 @@ class DialList(Vertical):
             """A dial has focus (the text is the dial's range), rather than the resting hint."""
 
     class Moved(Message):
-        """The learner moved dials, and the live run took the values: `moved`, path -> value."""
+        """The learner moved dials, and the live run took the values: `moved`, path -> value.
+        `passed`: why the choices the move stepped past were refused ("" for none)."""
 
-        def __init__(self, moved: dict) -> None:
+        def __init__(self, moved: dict, passed: str = "") -> None:
             super().__init__()
             self.moved = moved
+            self.passed = passed
 
     class Refused(Message):
         """A value the learner gave was refused (by the lesson's range or by the run): `words`."""
@@ -170,25 +172,28 @@ class DialList(Vertical):
 
     @on(DialControl.Changed)
     def _changed(self, message: DialControl.Changed) -> None:
-        """The learner moved a dial: checked by the lesson's range, then by the run."""
+        """The learner moved a dial: checked by the lesson's range, then by the run. A value
+        refused gives way to the next the move offers (`then`: a choice dial's next choices in
+        the move's direction), and the one taken is said with why those before it were not."""
         message.stop()
         dial = message.dial
-        try:
-            value = dial.spec.check(message.value)
-        except ValueError as exc:
-            self.post_message(self.Refused(f"Refused: {in_app_words(exc)}"))
-            return
         run = self.live_run()
-        if run is None:
+        refused: list[tuple[object, str]] = []
+        for asked in (message.value, *message.then):
+            try:
+                value = dial.spec.check(asked)
+                if run is None:
+                    return
+                run.set_dial(dial.spec.name, value)
+            except (ValueError, SimError) as exc:
+                refused.append((asked, in_app_words(exc)))
+                continue
+            dial.set_value(value)
+            self.update_help()  # a choice dial's place ("2 of 5") moved with it
+            passed = " ".join(f"Passed {number(asked)}: {words}" for asked, words in refused)
+            self.post_message(self.Moved({dial.spec.name: value}, passed))
             return
-        try:
-            run.set_dial(dial.spec.name, value)
-        except SimError as exc:
-            self.post_message(self.Refused(f"Refused: {in_app_words(exc)}"))
-            return
-        dial.set_value(value)
-        self.update_help()  # a choice dial's place ("2 of 5") moved with it
-        self.post_message(self.Moved({dial.spec.name: value}))
+        self.post_message(self.Refused(f"Refused: {refused[0][1]}"))
 
     def set(self, settings: dict) -> tuple[dict, SimError | None]:
         """Set dials (`sim.dials` paths) on the live run in order, and the dials to the values

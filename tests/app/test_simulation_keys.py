@@ -140,6 +140,31 @@ async def test_a_refused_engine_value_is_shown_not_raised(make_app):
         assert screen.sim.engine.config.max_num_seqs == 64
 
 
+async def test_a_refused_choice_is_stepped_past_both_ways_saying_why(make_app):
+    """The cheat sheet's GPU dial with Qwen2.5 14B at half the memory: the L40S cannot hold it.
+    ← from the B200 (and → from the A100) was refused there, again at every press, a wall only
+    End and Home jumped: each arrow now steps past the refused choice, and the notice says why."""
+    from tests import shared_steps
+
+    app = make_app(shared_steps.lessons(), start_step=19)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        dials = {d.spec.name: d for d in screen.query(DialControl)}
+        for name, value in (("model", "qwen2.5-14b"), ("gpu_memory_utilization", 0.5), ("gpu", "a100-80gb")):
+            dials[name].post_message(DialControl.Changed(dials[name], value))
+            await pilot.pause()
+        dials["gpu"].focus()
+        for key, gpu in (("right", "b200"), ("left", "a100-80gb")):
+            await pilot.press(key)
+            await pilot.pause()
+            assert screen.sim.scenario.gpu == gpu and dials["gpu"].value == gpu
+            assert screen.query_one(NoticeLine).message.startswith(
+                "Passed l40s: Qwen2.5 14B does not fit on one L40S 48 GB")
+        await pilot.press("end")
+        await pilot.pause()
+        assert screen.sim.scenario.gpu == "b200" and not screen.query_one(NoticeLine).message
+
+
 async def test_views_follow_the_step(make_app):
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
