@@ -52,12 +52,7 @@ def _regular_files_named(scenario, path: Path) -> None:
     """Refuse a file the scenario names (its profiles, a model's config, a trace, a dataset) that
     is a named pipe or a device: reading one waits for a writer that may never come, and the app
     would stop answering keys (one that does not exist is said by the checks that read it)."""
-    named = (("profiles_path", scenario.profiles_path), ("hf_config_path", scenario.hf_config_path),
-             ("workload.trace_path", scenario.workload.trace_path),
-             ("workload.dataset_path", scenario.workload.dataset_path))
-    for key, name in named:
-        if not name:
-            continue
+    for key, name in scenario.named_files().items():
         try:
             info = os.stat(name)
             if key == "hf_config_path" and stat.S_ISDIR(info.st_mode):  # a folder holding config.json

@@ -59,14 +59,12 @@ class Remembered:
 
 def _files_read(scenario: Scenario) -> tuple:
     """(path, size, modification time) of each file the scenario reads; None for one missing."""
-    w = scenario.workload
     out = []
-    for path in (scenario.profiles_path, scenario.hf_config_path, w.trace_path, w.dataset_path):
-        if path:
-            try:
-                st = os.stat(path)
-            except OSError:
-                out.append((path, None))
-            else:
-                out.append((path, st.st_size, st.st_mtime_ns))
+    for path in scenario.named_files().values():
+        try:
+            st = os.stat(path)
+        except OSError:
+            out.append((path, None))
+        else:
+            out.append((path, st.st_size, st.st_mtime_ns))
     return tuple(out)

@@ -7,6 +7,7 @@ the playground saves and loads them. Dials left unset take vLLM's defaults for t
 from __future__ import annotations
 
 import math
+import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -18,6 +19,10 @@ from .workload import WorkloadSpec
 DEPLOYMENT_KEYS = ("gpu", "model", "tensor_parallel_size", "kv_cache_dtype", "gpu_memory_utilization",
                    "block_size", "num_gpu_blocks_override", "quantization", "kv_cache_memory_bytes", "enforce_eager",
                    "speculative_config", "enable_expert_parallel")
+# The settings that name a file. In a scenario file a relative one is relative to the file's own
+# folder, as in the profile files' `hf_config` (`Scenario.load`, `save`); in memory, to the
+# current directory, as a flag's.
+FILE_KEYS = ("profiles_path", "hf_config_path", "workload.trace_path", "workload.dataset_path")
 # Deployment keys a scenario leaves out of its dict while unset (files saved before them read the same).
 _UNSET_LEFT_OUT = ("num_gpu_blocks_override", "quantization", "kv_cache_memory_bytes", "enforce_eager",
                    "speculative_config", "enable_expert_parallel")
@@ -173,6 +178,20 @@ class Scenario:
         config.validate()
         return config
 
+    def named_files(self) -> dict[str, str]:
+        """The files this scenario names, by key (`FILE_KEYS`), those set."""
+        named = {key: getattr(self.workload if key.startswith("workload.") else self, key.split(".")[-1])
+                 for key in FILE_KEYS}
+        return {key: name for key, name in named.items() if name}
+
+    def with_files(self, move) -> "Scenario":
+        """This scenario with each file it names given as `move(name)` (a path from one folder
+        to another)."""
+        moved = {key: move(name) for key, name in self.named_files().items()}
+        own = {key: name for key, name in moved.items() if not key.startswith("workload.")}
+        work = {key.split(".")[-1]: name for key, name in moved.items() if key.startswith("workload.")}
+        return replace(self, **own).with_workload(**work)
+
     # -- dict and TOML round trip
     def to_dict(self) -> dict:
         d = {k: getattr(self, k) for k in DEPLOYMENT_KEYS}
@@ -247,15 +266,30 @@ class Scenario:
 
     @classmethod
     def load(cls, path: str | Path) -> "Scenario":
+        """The scenario in a TOML file, each relative path it names taken from the file's folder."""
         from .userfiles import read_text
 
-        return cls.from_toml(read_text(path, "scenario"), str(path))
+        folder = os.path.dirname(os.fspath(path))
+        return cls.from_toml(read_text(path, "scenario"), str(path)).with_files(
+            lambda name: os.path.join(folder, name))  # (an absolute name as it is)
 
     def save(self, path: str | Path) -> None:
+        """Write the scenario as `load` reads it back: a file it names inside the file's folder
+        as a path relative to that folder, any other as an absolute path."""
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
+        folder = os.path.realpath(p.parent)
+
+        def written(name: str) -> str:
+            # where it is, its folder's links and ".." followed as the system follows them
+            where = os.path.join(os.path.realpath(os.path.dirname(name) or os.curdir), os.path.basename(name))
+            inside = os.path.relpath(where, folder)
+            if inside == os.pardir or inside.startswith(os.pardir + os.sep):
+                return name if os.path.isabs(name) else where
+            return inside
+
         tmp = p.with_name(p.name + ".tmp")
-        tmp.write_text(self.to_toml(), encoding="utf-8")
+        tmp.write_text(self.with_files(written).to_toml(), encoding="utf-8")
         tmp.replace(p)
 
 

@@ -120,7 +120,8 @@ MODEL = _f("--model", HARDWARE, "model", metavar="NAME",
                 "(default llama-3.1-8b)")
 SETUP_HARDWARE = (
     _f("--scenario", HARDWARE, metavar="FILE",
-       help="start from a scenario TOML file (the playground saves them); flags given here override it"),
+       help="start from a scenario TOML file (the playground saves them; a relative path in it is from its own "
+            "folder); flags given here override it"),
     PROFILES, GPU, MODEL,
     _f(("--hf-config", "--hf-config-path"), HARDWARE, dest="hf_config", metavar="FILE",
        help="the model's Hugging Face config.json (or a directory holding one): a dense model, a mixture of "
