@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from .exits import EXIT_FAILURE, EXIT_OK, UserError
-from .output import Sink
+from .output import Sink, output_file
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -18,14 +17,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all", metavar="FILE", help="run every case in FILE and print pass/fail per case")
     p.add_argument("--indent", type=int, choices=range(0, 9), metavar="N", default=None,
                    help="indent the JSON output by N spaces (0-8)")
+    p.add_argument("--output", metavar="FILE", default=None,
+                   help="write the trace to FILE (a temporary file renamed into place once the case has "
+                        "run to its end) instead of standard output")
     p.set_defaults(func=run, memory_hint="fewer or shorter requests in the case file")
 
 
 def run(args: argparse.Namespace) -> int:
-    from sim.trace import check_case, load_cases, run_case
+    from sim.trace import check_case, load_cases, write_trace
 
     if args.all and args.case:
         raise UserError("give a case file or --all FILE, not both")
+    if args.all and args.output:
+        raise UserError("argument --output: writes one case's trace; --all prints pass or fail per case")
     if args.all:
         cases = load_cases(args.all)
         counts = {"pass": 0, "fail": 0, "skip": 0}
@@ -49,5 +53,10 @@ def run(args: argparse.Namespace) -> int:
     cases = load_cases(args.case)
     if len(cases) != 1:
         raise UserError(f"{args.case} holds {len(cases)} cases; use --all to run them all")
-    Sink(sys.stdout, "standard output").write(json.dumps(run_case(cases[0]), indent=args.indent) + "\n")
+    with output_file(args.output, "--output") as sink:
+        out = sink or Sink(sys.stdout, "standard output")
+        # Written as the case runs, a record at a time: a trace lists every arrived request at
+        # every iteration, so it may be far larger than the case (sim.trace.write_trace).
+        write_trace(cases[0], out.write, args.indent)
+        out.write("\n")
     return EXIT_OK

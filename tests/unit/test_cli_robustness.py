@@ -379,7 +379,7 @@ def test_running_out_of_memory_names_what_the_command_can_be_given_less_of(capsy
     def no_memory(*args, **kwargs):
         raise MemoryError
 
-    monkeypatch.setattr(sim.trace, "run_case", no_memory)
+    monkeypatch.setattr(sim.trace, "write_trace", no_memory)  # (what `trace CASE` runs)
     code, _, err = run(capsys, "trace", path)
     assert code == 1 and err == "batchtui: error: not enough memory for this run (fewer or shorter requests in the case file?)\n"
     monkeypatch.setattr("batchtui.cli.cmd_sim.build_setup", no_memory)
