@@ -128,13 +128,14 @@ def write_trace(case: dict, write: Callable[[str], object], indent: int | None =
     # on its own line, indented by its depth (a record is two deep: the trace, its "steps").
     pad = "" if indent is None else "\n" + " " * indent
     inner = "" if indent is None else "\n" + " " * (2 * indent)
+    between = ", " if indent is None else "," + inner
     write("{" + pad + '"steps": [')
     written = False
     for record in replay.steps():
         text = json.dumps(record, indent=indent)
         if inner:  # JSON escapes a newline within a string: each one here is the layout's
             text = text.replace("\n", inner)
-        write(("," + inner if inner else ", ") + text if written else inner + text)
+        write((between if written else inner) + text)
         written = True
     write((pad if written else "") + "]")
     head = "{" + pad + '"steps": []'
