@@ -652,7 +652,8 @@ class _DraftRoofline:
     bandwidth, peaks and efficiencies, CUDA graph padding, tensor-parallel all-reduces, the
     kernel-launch floor without graphs), from its `sim.speculative.DraftShape`: a pass streams
     the drafter's weights once and computes 2 FLOPs per weight per token (its output head only
-    for the rows that sample), and its attention reads its KV of every row's context."""
+    for the rows that sample), and its attention reads its KV of every row's context; its layers'
+    per-head query and key norms (`DraftShape.qk_norm_layers`) cost what the target's do."""
 
     def __init__(self, cost: CostModel, deployment: Deployment) -> None:
         d = deployment.draft
@@ -677,6 +678,7 @@ class _DraftRoofline:
         else:
             self._ar_per_token = self._ar_fixed = 0.0
         self._launch = EAGER_LAUNCH_S_PER_LAYER * d.layers if deployment.enforce_eager else 0.0
+        self._fixed = deployment.qk_norm_time(d.qk_norm_layers)  # (0.0 without them: adds nothing)
 
     def _pass(self, tokens: int, rows: int, kv_tokens: float, attn_flops: float, first: bool) -> float:
         pad = self._cost.graph_tokens
@@ -686,7 +688,7 @@ class _DraftRoofline:
         else:
             t_mem, t_cmp = self._mem_rest, self._cmp_rest * run + self._cmp_head * heads
         gpu = (math.sqrt(t_mem * t_mem + t_cmp * t_cmp) + kv_tokens * self._kv + attn_flops / self._peak
-               + self._ar_per_token * run + self._ar_fixed)
+               + self._ar_per_token * run + self._ar_fixed + self._fixed)
         return (gpu if gpu >= self._launch else self._launch) + DRAFT_PASS_OVERHEAD_S
 
     def time(self, tokens: int, rows: int, decode_context: int, chunk_units: float, chunk_ends: int) -> float:

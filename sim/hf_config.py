@@ -58,11 +58,30 @@ CONFIG_ONLY = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_k
                *MOE_FIELDS, *MLA_FIELDS, *WINDOW_FIELDS)
 # Architectures whose Q, K and V projections carry a bias although their config does not say so.
 QKV_BIAS_MODEL_TYPES = ("qwen2", "qwen2_moe")
-# Architectures with a per-head RMSNorm on queries and keys (head_dim weights each, per layer), which
-# vLLM runs as small kernels of their own (sim.profiles.QK_NORM_KERNELS): config.json's model_type
-# for vLLM's Qwen3ForCausalLM and Qwen3MoeForCausalLM (vllm/model_executor/models/qwen3.py and
-# qwen3_moe.py: q_norm and k_norm on each head's view of q and k, then rotary_emb).
-QK_NORM_MODEL_TYPES = ("qwen3", "qwen3_moe")
+# Architectures with a per-head RMSNorm on queries and keys (head_dim weights each, per layer, in
+# every layer) before the rotary embedding, which vLLM compiles with Inductor as Qwen3's, so they run
+# the same small kernels beyond a Llama layer (sim.profiles.QK_NORM_KERNELS). config.json's
+# model_type (a multimodal config's text_config's) for, in vllm/model_executor/models/:
+# - qwen3, qwen3_moe: Qwen3ForCausalLM, Qwen3MoeForCausalLM (qwen3.py, qwen3_moe.py: q_norm and k_norm
+#   on each head's view of q and k, then rotary_emb);
+# - qwen3_vl_text, qwen3_vl_moe_text: Qwen3-VL's language models (qwen3_vl.py's Qwen3LLMModel is a
+#   Qwen3Model, qwen3_vl_moe.py's Qwen3MoeLLMModel a Qwen3MoeModel: the same layers);
+# - gemma3_text: Gemma 3 (gemma3.py, Gemma3Attention: q_norm and k_norm, GemmaRMSNorm(head_dim), on
+#   each head, then rotary_emb, in every layer, sliding or global).
+# Not flagged, each for a reason in its vLLM file: llama4 (use_qk_norm: a weightless RMSNorm after
+# RoPE, in the RoPE layers only, llama4.py: Inductor can fold RoPE's pointwise work into the norm's
+# reduction, which Qwen3's order, norm then RoPE across the head's halves, does not allow; no trace
+# counts it); olmo2 and olmo3, olmoe (olmo2.py, olmoe.py: one RMSNorm over the whole q and k
+# projections, gathered across tensor-parallel GPUs first: not per head); cohere and cohere2 with
+# use_qk_norm (commandr.py: a per-head LayerNorm, mean and variance, not an RMSNorm); qwen3_next
+# (qwen3_next.py: the norms only in its full-attention layers, one in four, beside Gated DeltaNet
+# layers this shape does not model); gemma3n (gemma3n.py: a v_norm too); DeepSeek's MLA (its
+# q_a_layernorm and kv_a_layernorm normalise the latents, not each head).
+QK_NORM_MODEL_TYPES = ("qwen3", "qwen3_moe", "qwen3_vl_text", "qwen3_vl_moe_text", "gemma3_text")
+# Architectures whose config.json turns the same per-head norms on (use_qk_norm: true): glm4_moe
+# (glm4_moe.py, Glm4MoeAttention: q_norm and k_norm, RMSNorm(head_dim), on each head, then
+# rotary_emb, when config.use_qk_norm).
+QK_NORM_OPTIONAL_MODEL_TYPES = ("glm4_moe",)
 # The checkpoint formats vLLM reads from quantization_config.quant_method, as `--quantization` spells
 # them (sim.profiles.WEIGHT_FORMATS prices each).
 CHECKPOINT_FORMATS = {"mxfp4": "mxfp4", "fp8": "fp8", "modelopt_fp4": "modelopt_fp4", "awq": "awq", "gptq": "gptq"}
@@ -110,7 +129,8 @@ class ModelShape:
     """The checkpoint's fp8 weights carry block scales (`quantization_config.weight_block_size`:
     DeepSeek-V3's 128 x 128), which vLLM multiplies with its block-scaled FP8 GEMMs."""
     qk_norm: bool = False
-    """Queries and keys normalised per head before the rotary embedding (QK_NORM_MODEL_TYPES)."""
+    """Queries and keys normalised per head before the rotary embedding (QK_NORM_MODEL_TYPES, or
+    QK_NORM_OPTIONAL_MODEL_TYPES with use_qk_norm)."""
     linear_gemms: int = 0
     """GEMMs one forward pass runs through the linear layers outside the routed experts: per layer
     the attention's (Q/K/V fused and the output; MLA's fused Q-and-KV down-projection, Q
@@ -272,7 +292,8 @@ def shape(config: Mapping[str, Any], source: str) -> ModelShape:
             attention += qd + 2 * kvd
             if model_type not in QKV_BIAS_MODEL_TYPES:
                 attention += hidden  # Llama's and gpt-oss's attention_bias is on the output projection too
-        qk_norm = model_type in QK_NORM_MODEL_TYPES
+        qk_norm = model_type in QK_NORM_MODEL_TYPES or (model_type in QK_NORM_OPTIONAL_MODEL_TYPES
+                                                         and config.get("use_qk_norm") is True)
         if qk_norm:
             attention += 2 * head_dim
         if model_type == "gpt_oss":

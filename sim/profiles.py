@@ -346,8 +346,8 @@ class ModelProfile:
     output head (`sim.hf_config.ModelShape.linear_gemms`); 0: four a layer, a dense model's."""
     qk_norm: bool = False
     """Its attention normalises queries and keys per head (an RMSNorm over each head, before the
-    rotary embedding: Qwen3's q_norm and k_norm, `sim.hf_config.QK_NORM_MODEL_TYPES`), which vLLM
-    runs as small kernels of their own (`Deployment.qk_norm_s`)."""
+    rotary embedding: Qwen3's q_norm and k_norm, and the others of `sim.hf_config.QK_NORM_MODEL_TYPES`),
+    which vLLM runs as small kernels of their own (`Deployment.qk_norm_s`)."""
 
     @property
     def gemms_per_pass(self) -> int:
@@ -1142,12 +1142,16 @@ class Deployment:
     @property
     def qk_norm_s(self) -> float:
         """The fixed cost of an iteration's per-head query and key norms (`ModelProfile.qk_norm`; 0
-        for a model without them): every layer's `qk_norm_kernels` (QK_NORM_KERNELS unless given)
-        small kernels (`GpuProfile.small_kernel_s`)."""
-        if not self.model.qk_norm:
-            return 0.0
+        for a model without them): `qk_norm_time` of every layer."""
+        return self.qk_norm_time(self.model.layers) if self.model.qk_norm else 0.0
+
+    def qk_norm_time(self, layers: int) -> float:
+        """The fixed cost of per-head query and key norms in `layers` layers of one forward pass
+        (the target's, `qk_norm_s`, or a speculative drafter's, `sim.speculative.DraftShape`): each
+        layer's `qk_norm_kernels` (QK_NORM_KERNELS unless given) small kernels
+        (`GpuProfile.small_kernel_s`)."""
         kernels = QK_NORM_KERNELS if self.qk_norm_kernels is None else self.qk_norm_kernels
-        return self.model.layers * kernels * self.gpu.small_kernel_s
+        return layers * kernels * self.gpu.small_kernel_s
 
     def _own_moe_path(self) -> WeightFormat | None:
         """The experts' format where vLLM runs it on a MoE kernel path of its own on this GPU

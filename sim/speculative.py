@@ -434,6 +434,9 @@ class DraftShape:
     tensor_parallel_size: int
     passes: int  # K: the first over the step's tokens, the rest over one token per request
     head_shared: bool = False  # its output head is the target's (read every pass, held once)
+    qk_norm_layers: int = 0
+    """Its layers that normalise queries and keys per head (`ModelProfile.qk_norm`), whose kernels
+    each pass pays as the target's layers do (`Deployment.qk_norm_time`)."""
 
     @property
     def weight_bytes(self) -> float:
@@ -463,6 +466,14 @@ def draft_shape(config: SpeculativeConfig, target, profiles, tensor_parallel_siz
         first = (3 * h * h) if config.method == "eagle3" else (2 * h * h)  # fc: fuses the target's hidden states
         head_vocab = min(EAGLE3_DRAFT_VOCAB, vocab) if config.method == "eagle3" else vocab
         # (EAGLE-1 heads use the target's output head; EAGLE-3's predicts over its own vocabulary.)
+        # A head is a Llama layer, without per-head query and key norms, whatever the target: vLLM
+        # builds EAGLE heads as EagleLlamaForCausalLM and EAGLE-3 heads as Eagle3LlamaForCausalLM
+        # (vllm/model_executor/models/llama_eagle.py, llama_eagle3.py), and the published heads for
+        # Qwen3 targets name that architecture (LlamaForCausalLMEagle3: vLLM PR 22333, AngelSlim's
+        # and Tengyunw's heads). vLLM PR 43132 (2026) added Qwen3-layer EAGLE-3 heads
+        # (qwen3_eagle3.py, Eagle3Qwen3ForCausalLM, with the norms), chosen for speculators
+        # checkpoints by their model type; the head's own config is not read here, so those are
+        # priced as a Llama layer too.
         return DraftShape(config.method, attention + mlp, first, head_vocab * h, 1, q, d, h,
                           2 * kv * d * kv_dtype_bytes, target.bytes_per_param, tp, config.k,
                           head_shared=config.method == "eagle")
@@ -475,14 +486,16 @@ def draft_shape(config: SpeculativeConfig, target, profiles, tensor_parallel_siz
         unread = (target.expert_count - target.expert_top_k) * target.expert_params
         layer = (target.params - unread - target.embedding_params) / target.layers if target.layers else 0.0
         kv_bytes = (target.kv_latent_dim or 2 * kv * d) * kv_dtype_bytes
+        # (The module's layer is the target's kind: its per-head q/k norms too, GLM-4.5's with use_qk_norm.)
         return DraftShape("mtp", layer + 2 * h * h, 0.0, vocab * h, 1, q, d, h,
-                          kv_bytes, target.bytes_per_param, tp, config.k, head_shared=True)
+                          kv_bytes, target.bytes_per_param, tp, config.k, head_shared=True,
+                          qk_norm_layers=1 if target.qk_norm else 0)
     draft = _draft_model(config, profiles, target)
     head = draft.vocab_size * draft.hidden
     return DraftShape("draft_model", max(0.0, draft.params - head), 0.0, head, draft.layers, draft.q_heads,
                       draft.head_dim, draft.hidden,
                       2 * draft.layers * draft.kv_heads * draft.head_dim * kv_dtype_bytes,
-                      draft.bytes_per_param, tp, config.k)
+                      draft.bytes_per_param, tp, config.k, qk_norm_layers=draft.layers if draft.qk_norm else 0)
 
 
 def _draft_model(config: SpeculativeConfig, profiles, target):

@@ -136,3 +136,121 @@ def test_a_published_file_of_an_older_build_states_its_count(tmp_path):
     assert "qk_norm_kernels" not in Scenario().to_dict()
     with pytest.raises(ConfigError, match="qk_norm_kernels"):
         Scenario.from_dict({"qk_norm_kernels": -1})
+
+
+# -- a speculative drafter's own layers ------------------------------------------------------------
+
+DRAFT_ARGS = [(1, 1003, (), 3, 1), (8, 8000, [(0, 512)], 24, 9), (24, 24 * 900, (), 72, 24),
+              (64, 64 * 700, [(100, 900)], 192, 65)]
+
+
+def _spec(**keys) -> "speculative.SpeculativeConfig":
+    from sim import speculative
+
+    text = json.dumps({"num_speculative_tokens": 3, "rejection_sample_method": "synthetic",
+                       "synthetic_acceptance_length": 2.0, **keys})
+    config = speculative.parse(text)
+    assert config is not None
+    return config
+
+
+def _draft_times(deployment: Deployment) -> list[float]:
+    cost = CostModel(deployment, overlap=True, graph_sizes=GRAPHS)
+    return [cost.draft_time(*args) for args in DRAFT_ARGS]
+
+
+def test_a_draft_model_with_q_k_norms_pays_them_every_pass():
+    """Qwen3-8B drafting for Qwen3-32B on an H200: each of its K passes runs its 36 layers' norm kernels, the
+    build's count of them at one small kernel each, as the target's own layers do; the same draft
+    model without the norms is that much faster, pass for pass, and the target's part is unchanged."""
+    from types import SimpleNamespace
+
+    from sim import speculative
+
+    config = _spec(method="draft_model", model="qwen3-8b")
+    target, drafter = P.model("qwen3-32b"), P.model("qwen3-8b")
+    shape = speculative.draft_shape(config, target, P, 1, 2)
+    plain = speculative.draft_shape(config, target, SimpleNamespace(
+        models={"qwen3-8b": dataclasses.replace(drafter, qk_norm=False)}), 1, 2)
+    assert shape is not None and plain is not None and drafter.qk_norm
+    for kernels in (None, 3):
+        d = P.deployment("h200", "qwen3-32b", draft=shape, qk_norm_kernels=kernels)
+        without = dataclasses.replace(d, draft=plain)
+        extra = config.k * drafter.layers * (QK_NORM_KERNELS if kernels is None else kernels) * d.gpu.small_kernel_s
+        assert [a - b for a, b in zip(_draft_times(d), _draft_times(without))] == pytest.approx(
+            [extra] * len(DRAFT_ARGS), rel=1e-9)
+        cost, plain_cost = CostModel(d, graph_sizes=GRAPHS), CostModel(without, graph_sizes=GRAPHS)
+        for args in DRAFT_ARGS:
+            a, b = cost.spec_iteration(*args), plain_cost.spec_iteration(*args)
+            assert a.t_linear == b.t_linear and a.t_draft - b.t_draft == pytest.approx(extra, rel=1e-9)
+    assert dataclasses.replace(shape, qk_norm_layers=0) == plain
+    # (docs/vllm-flags.md, Speculative decoding's cost: 0.15 ms a pass for Qwen3-8B's 36 layers on Hopper)
+    assert P.deployment("h100-sxm", "qwen3-8b").qk_norm_time(36) == pytest.approx(0.15e-3, rel=0.01)
+
+
+def test_an_eagle_head_pays_none_and_an_mtp_layer_pays_its_targets():
+    """EAGLE and EAGLE-3 heads are Llama layers in vLLM (llama_eagle.py, llama_eagle3.py; Qwen3's
+    published heads name LlamaForCausalLMEagle3), so a Qwen3 target's head pays no norm kernels; an
+    MTP module is one of the target's layers: one layer's kernels a pass when the target has them
+    (a GLM-4.5-shaped config with use_qk_norm), none when it does not (DeepSeek-V3's MLA)."""
+    from sim import speculative
+
+    for method in ("eagle", "eagle3"):
+        head = speculative.draft_shape(_spec(method=method, model="some/head"), P.model("qwen3-32b"), P, 1, 2)
+        assert head is not None and head.qk_norm_layers == 0
+    glm = {"model_type": "glm4_moe", "hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8,
+           "num_key_value_heads": 2, "head_dim": 128, "intermediate_size": 2048, "moe_intermediate_size": 256,
+           "n_routed_experts": 16, "num_experts_per_tok": 4, "n_shared_experts": 1, "first_k_dense_replace": 1,
+           "vocab_size": 32000, "max_position_embeddings": 8192, "num_nextn_predict_layers": 1,
+           "use_qk_norm": True}
+    profiles = P.with_config_model("glm-like", glm, "glm-like")
+    target = profiles.model("glm-like")
+    assert target.qk_norm and target.mtp_layers == 1
+    mtp = speculative.draft_shape(_spec(method="mtp"), target, profiles, 1, 2)
+    assert mtp is not None and mtp.qk_norm_layers == 1
+    d = profiles.deployment("h100-sxm", "glm-like", draft=mtp)
+    without = dataclasses.replace(d, draft=dataclasses.replace(mtp, qk_norm_layers=0))
+    extra = 3 * QK_NORM_KERNELS * d.gpu.small_kernel_s
+    assert [a - b for a, b in zip(_draft_times(d), _draft_times(without))] == pytest.approx(
+        [extra] * len(DRAFT_ARGS), rel=1e-9)
+    deepseek = speculative.draft_shape(_spec(method="mtp"), P.model("deepseek-v3"), P, 8, 2)
+    assert deepseek is not None and deepseek.qk_norm_layers == 0
+
+
+# -- which architectures ---------------------------------------------------------------------------
+
+def _config(model_type: str, **more) -> dict:
+    base = {"model_type": model_type, "hidden_size": 2048, "num_hidden_layers": 28, "num_attention_heads": 16,
+            "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 6144, "vocab_size": 151936,
+            "max_position_embeddings": 40960}
+    return {**base, **more}
+
+
+def test_each_architecture_with_per_head_q_k_norms_before_rope_is_flagged():
+    """Every model type whose vLLM attention normalises each head's query and key before RoPE as
+    Qwen3's does (hf_config.QK_NORM_MODEL_TYPES: Qwen3, Qwen3-VL's language models, Gemma 3; GLM-4.5's
+    glm4_moe when its config says use_qk_norm) sets `qk_norm`, with the norms' weights, and pays the
+    kernels; Llama does not, nor the types whose norms differ (Llama 4's after RoPE, OLMo 2's over the
+    whole projection, Cohere's LayerNorm, Qwen3-Next's in one layer in four)."""
+    moe = {"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 768}
+    flagged = [_config("qwen3"), _config("qwen3_moe", **moe), _config("qwen3_vl_text"),
+               _config("qwen3_vl_moe_text", **moe), _config("gemma3_text"),
+               {"model_type": "gemma3", "text_config": _config("gemma3_text")},
+               {"model_type": "qwen3_vl", "text_config": _config("qwen3_vl_text")},
+               _config("glm4_moe", use_qk_norm=True)]
+    for config in flagged:
+        name = config["model_type"]
+        values = hf_config.model_values(config, name)
+        assert values["qk_norm"] is True, name
+        plain = hf_config.shape({**hf_config.text_part(config), "model_type": "llama"}, name)
+        assert values["params"] == plain.params + 28 * 2 * 128, name  # (q_norm and k_norm: head_dim each)
+        d = P.with_config_model(name, config, name).deployment("h100-sxm", name)
+        assert d.qk_norm_s == pytest.approx(28 * QK_NORM_KERNELS * d.gpu.small_kernel_s), name
+    for config in [_config("llama"), _config("qwen2"), _config("glm4_moe", use_qk_norm=False), _config("glm4_moe"),
+                   _config("llama4_text", use_qk_norm=True), _config("olmo2"), _config("olmoe", **moe),
+                   _config("cohere", use_qk_norm=True), _config("cohere2", use_qk_norm=True),
+                   _config("qwen3_next", **moe), _config("gemma3n_text"), _config("gemma2")]:
+        name = f"{config['model_type']} {config.get('use_qk_norm', '')}"
+        assert "qk_norm" not in hf_config.model_values(config, name), name
+    scout = hf_config.read(CONFIGS / "meta-llama--Llama-4-Scout-17B-16E-Instruct.json")
+    assert hf_config.text_part(scout)["use_qk_norm"] is True and not P.model("llama-4-scout").qk_norm
