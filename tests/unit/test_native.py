@@ -127,6 +127,25 @@ def test_compiled_arrivals_give_the_pure_modules_endless_traffic(pure, drawn):
         assert _same(ours[key], theirs[key]), key
 
 
+@needs_compiled
+def test_a_drafter_with_q_k_norms_prices_the_same_compiled(pure):
+    """A draft model whose layers normalise queries and keys per head (Qwen3-8B for Qwen3-32B on an
+    H200; the drawn scenarios' draft model is a Llama) gives the pure modules' results."""
+    from sim.scenario import Scenario
+    from sim.workload import LengthSpec, WorkloadSpec
+
+    spec = json.dumps({"method": "draft_model", "model": "qwen3-8b", "num_speculative_tokens": 3,
+                       "rejection_sample_method": "synthetic", "synthetic_acceptance_length": 2.5})
+    workload = WorkloadSpec(request_rate=8.0, num_prompts=12, input=LengthSpec("fixed", 300),
+                            output=LengthSpec("fixed", 40))
+    scenario = Scenario(gpu="h200", model="qwen3-32b", workload=workload, speculative_config=spec, seed=3)
+    for stepped in (False, True):
+        ours, theirs = plain(scenario, stepped), pure(scenario, stepped)
+        assert "refused" not in ours and ours.keys() == theirs.keys()
+        for key in theirs:
+            assert _same(ours[key], theirs[key]), key
+
+
 def test_the_core_is_compiled_where_it_can_be():
     """A C compiler and Python's headers are here: the install compiled the core (a type error
     in one of the modules makes the build install the pure modules, saying so only in its log)."""
