@@ -184,6 +184,10 @@ def test_a_draft_model_with_q_k_norms_pays_them_every_pass():
             a, b = cost.spec_iteration(*args), plain_cost.spec_iteration(*args)
             assert a.t_linear == b.t_linear and a.t_draft - b.t_draft == pytest.approx(extra, rel=1e-9)
     assert dataclasses.replace(shape, qk_norm_layers=0) == plain
+    small = P.with_config_model("Qwen/Qwen3-0.6B", hf_config.read(ROOT / "tests" / "data" / "hf-configs" /
+                                                                 "Qwen--Qwen3-0.6B.json"), "qwen3-0.6b")
+    tiny = speculative.draft_shape(_spec(method="draft_model", model="Qwen/Qwen3-0.6B"), target, small, 1, 2)
+    assert tiny is not None and tiny.qk_norm_layers == 28  # (a profile made from its config.json)
     # (docs/vllm-flags.md, Speculative decoding's cost: 0.15 ms a pass for Qwen3-8B's 36 layers on Hopper)
     assert P.deployment("h100-sxm", "qwen3-8b").qk_norm_time(36) == pytest.approx(0.15e-3, rel=0.01)
 
