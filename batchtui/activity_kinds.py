@@ -32,8 +32,9 @@ class ActivityContext(NamedTuple):
     saved_answer: str | None
     done_before: bool
     seed: int
-    draft: str = ""
-    """What the learner typed in its answer box and did not enter (`Progress.drafts`)."""
+    drafts: dict[int, str] = {}
+    """What the learner typed in its answer box and did not enter, by question (1: the first a
+    visit asks; `Progress.drafts_of`)."""
 
 
 def playground_md() -> str:
@@ -45,7 +46,7 @@ def playground_md() -> str:
             "again\n(`batchtui --scenario FILE` opens any saved one here).\n")
 
 ACTIVITY_VIEWS: dict[str, Callable[[ActivityContext], ActivityView]] = {
-    "drill": lambda c: DrillView(c.activity, c.seed, c.saved_answer if not c.done_before else None, c.draft),
+    "drill": lambda c: DrillView(c.activity, c.seed, c.saved_answer if not c.done_before else None, c.drafts),
     "break_it": lambda c: BreakItView(c.activity, c.done_before),
     "predict": lambda c: PredictView(c.activity, _earlier_guess(c.saved_answer)),
     "read": lambda c: ReadView(c.activity, c.seed),
@@ -61,12 +62,12 @@ def _earlier_guess(saved: str | None) -> int | None:
 
 
 def activity_view(step, saved_answer: str | None, done_before: bool, seed: int,
-                  draft: str = "") -> ActivityView | None:
+                  drafts: dict[int, str] | None = None) -> ActivityView | None:
     """The view for a step's activity, or None when the step has none."""
     make = ACTIVITY_VIEWS.get(step.activity.kind)
     if make is None:
         return None
-    view = make(ActivityContext(step, activities.build(step), saved_answer, done_before, seed, draft))
+    view = make(ActivityContext(step, activities.build(step), saved_answer, done_before, seed, drafts or {}))
     view.done_before = done_before
     return view
 
@@ -82,4 +83,4 @@ async def refill(panel, step) -> bool:
 def view_for(step, progress) -> ActivityView | None:
     """The view for a step's activity with what `progress` (the learner's) holds of it."""
     return activity_view(step, progress.answers.get(step.number), step.number in progress.completed,
-                         seed=step.number, draft=progress.drafts.get(step.number, ""))
+                         seed=step.number, drafts=progress.drafts_of(step.number))

@@ -186,8 +186,7 @@ class BatchApp(App):
         self.save_progress()
 
     def record_answer(self, number: int, answer: str, completed: bool) -> None:
-        self.progress.answers[number] = answer
-        self.progress.keep_draft(number, "")  # (entered: an answer now, no longer a draft)
+        self.progress.keep_answer(number, answer)
         if completed:
             self.progress.completed.add(number)
         self.save_progress()

@@ -14,7 +14,15 @@ replaced, the link kept; a link whose target's folder is gone fails to save, cre
 The format is version 1 throughout: `drafts` came later as an optional field. A file without it
 reads as having none, and an older batchtui reading a file with it ignores it (a version bump
 would make that older batchtui set the whole file aside). A malformed `drafts`, or an entry of it,
-is dropped and the rest read: a draft is worth less than the progress beside it.
+is dropped and the rest read: a draft is worth less than the progress beside it. A draft is kept
+per question: `"N"` is step N's first question's (the one each visit of the step asks first),
+`"N:Q"` its Q-th (ctrl+r asks the next). A file whose drafts were kept per step (before
+`"N:Q"`) reads each as its step's first question's, the one it showed on; an older batchtui
+reading `"N:Q"` drops it as malformed, and shows `"N"` on the first question, as it should.
+
+What is saved can always be read back: every text kept (an answer, a draft) is cut to
+`MAX_TEXT_CHARS`, and a file that would still pass `MAX_FILE_BYTES` (drafts on dozens of
+questions, each a pasted page) leaves out the longest drafts until it fits (`file_text`).
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ import json
 import os
 import stat
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .state_folder import PROGRESS_FILE, remove_stale_temporaries, state_dir, sync_directory, write_atomically
@@ -33,10 +41,11 @@ MAX_FORMAT_VERSION = 999
 """A larger version is no format number of any batchtui: the file is unreadable, not newer."""
 MAX_FILE_BYTES = 1 << 20
 """A real progress file is a few kilobytes; anything past this is not ours and is not read."""
-MAX_DRAFT_CHARS = 4096
-"""A draft kept is cut to this many characters (an answer is a number and a unit; a paste can be
-anything): twenty steps' drafts, each character written as a 12-byte JSON escape at worst, stay
-under `MAX_FILE_BYTES`, so a draft can never make the file unreadable."""
+MAX_TEXT_CHARS = 4096
+"""An answer or a draft is kept cut to this many characters (an answer is a number and a unit; a
+paste can be anything): written as UTF-8, a character takes at most 4 bytes (`file_text`), so
+twenty steps' answers and first questions' drafts, 40 texts at 16 KiB, fill under two thirds of
+`MAX_FILE_BYTES`; the file is checked against it as it is written all the same."""
 
 
 def clean_text(text: str) -> str:
@@ -56,21 +65,32 @@ class Progress:
     completed: set[int] = field(default_factory=set)
     """Numbers of the steps whose activity the learner finished."""
     answers: dict[int, str] = field(default_factory=dict)
-    """The last answer typed or chosen on each step, as the learner gave it."""
-    drafts: dict[int, str] = field(default_factory=dict)
-    """Text in a step's answer box not entered (Enter) as an answer yet, as the learner left the
-    step or quit: the box shows it again. Never an answer: it completes nothing."""
+    """The last answer typed or chosen on each step, as the learner gave it (`keep_answer`)."""
+    drafts: dict[tuple[int, int], str] = field(default_factory=dict)
+    """Text in a question's answer box not entered (Enter) as an answer yet, as the learner left
+    it (the step, a quit, ctrl+r's next question), by (step number, question: 1 for the first a
+    visit of the step asks, 2 for the one ctrl+r asks next...): the box shows it again when that
+    question is asked again. Never an answer: it completes nothing."""
 
-    def keep_draft(self, number: int, text: str) -> bool:
-        """Keep `text` as step `number`'s draft ("" forgets it); True if that changed it."""
-        text = _draft_text(text)
-        if text == self.drafts.get(number, ""):
+    def keep_answer(self, number: int, text: str) -> None:
+        """Keep `text` as step `number`'s answer, as any text is kept (`kept_text`)."""
+        self.answers[number] = kept_text(text)
+
+    def keep_draft(self, number: int, text: str, question: int = 1) -> bool:
+        """Keep `text` as the draft of step `number`'s `question` ("" forgets it); True if that
+        changed it."""
+        text, key = kept_text(text), (number, question)
+        if text == self.drafts.get(key, ""):
             return False
         if text:
-            self.drafts[number] = text
+            self.drafts[key] = text
         else:
-            del self.drafts[number]
+            del self.drafts[key]
         return True
+
+    def drafts_of(self, number: int) -> dict[int, str]:
+        """Step `number`'s drafts by question (1: the first a visit asks)."""
+        return {question: text for (step, question), text in self.drafts.items() if step == number}
 
     def still_open(self, numbers) -> str:
         """One line naming the steps (of `numbers`) not completed yet, runs joined ("1, 5,
@@ -93,8 +113,33 @@ class Progress:
             "current_step": self.current_step,
             "completed": sorted(self.completed),
             "answers": {str(k): v for k, v in sorted(self.answers.items())},
-            "drafts": {str(k): v for k, v in sorted(self.drafts.items())},
+            "drafts": {_draft_key(*k): v for k, v in sorted(self.drafts.items())},
         }
+
+    def file_text(self) -> str:
+        """The progress file's text: at most `MAX_FILE_BYTES` in UTF-8, so the next start reads
+        it. Past that (only drafts on dozens of questions, each a pasted page, get there), the
+        longest drafts are left out of the file (not out of this session) until it fits; answers
+        alone never get there from the app (`MAX_TEXT_CHARS`, one a step), and a file that still
+        does not fit raises `TooLarge` rather than be written."""
+        kept = self
+        text = _dumped(kept)
+        over = len(text.encode("utf-8")) - MAX_FILE_BYTES
+        longest = sorted(self.drafts, key=lambda k: len(self.drafts[k].encode("utf-8")), reverse=True)
+        while over > 0:
+            if not kept.drafts:
+                raise TooLarge(f"{len(text.encode('utf-8')) // 1024} KiB, over the {MAX_FILE_BYTES // 1024} KiB "
+                               "a start reads")
+            # Enough of the longest drafts to make up the bytes over (their text at least), checked again.
+            drop, freed = [], 0
+            while longest and freed < over:
+                key = longest.pop(0)
+                drop.append(key)
+                freed += len(kept.drafts[key].encode("utf-8"))
+            kept = replace(kept, drafts={k: v for k, v in kept.drafts.items() if k not in drop})
+            text = _dumped(kept)
+            over = len(text.encode("utf-8")) - MAX_FILE_BYTES
+        return text
 
     @classmethod
     def from_json(cls, data: object) -> "Progress":
@@ -111,31 +156,51 @@ class Progress:
         if not isinstance(answers, dict) or not all(isinstance(v, str) for v in answers.values()):
             raise ValueError("answers is not a table of text")
         try:
-            answers_by_step = {int(k): clean_text(v) for k, v in answers.items()}
+            answers_by_step = {int(k): kept_text(v) for k, v in answers.items()}
         except ValueError:
             raise ValueError("answers are not keyed by step number") from None
         return cls(current_step=step, completed=set(completed), answers=answers_by_step,
                    drafts=_drafts(data.get("drafts")))
 
 
-def _drafts(found: object) -> dict[int, str]:
-    """The drafts a file holds: what is not a step number's text is dropped, not refused."""
-    drafts: dict[int, str] = {}
+class TooLarge(ValueError):
+    """The progress would make a file too large to read back (`Progress.file_text`)."""
+
+
+def _dumped(progress: Progress) -> str:
+    # As UTF-8, not \u escapes: a character takes at most 4 bytes (an emoji's escape pair, 12).
+    # (`kept_text` leaves no control character, which would be escaped, nor a lone surrogate.)
+    return json.dumps(progress.to_json(), indent=1, ensure_ascii=False)
+
+
+def _draft_key(number: int, question: int) -> str:
+    """A draft's key in the file: the step number for its first question (as a file kept per
+    step had it), "N:Q" for a later one."""
+    return str(number) if question == 1 else f"{number}:{question}"
+
+
+def _drafts(found: object) -> dict[tuple[int, int], str]:
+    """The drafts a file holds: what is not a question's text is dropped, not refused."""
+    drafts: dict[tuple[int, int], str] = {}
     if not isinstance(found, dict):
         return drafts
     for key, text in found.items():
+        parts = key.split(":")
         try:
-            number = int(key)
+            number, question = int(parts[0]), int(parts[1]) if len(parts) == 2 else 1
         except ValueError:
             continue
-        if number >= 1 and isinstance(text, str) and (text := _draft_text(text)):
-            drafts[number] = text
+        if len(parts) > 2:
+            continue
+        if number >= 1 and question >= 1 and isinstance(text, str) and (text := kept_text(text)):
+            drafts[number, question] = text
     return drafts
 
 
-def _draft_text(text: str) -> str:
-    """A draft as kept: cut to `MAX_DRAFT_CHARS`, shown again as any answer is (`clean_text`)."""
-    return clean_text(text[:MAX_DRAFT_CHARS])
+def kept_text(text: str) -> str:
+    """Any text progress keeps (an answer, a draft): cut to `MAX_TEXT_CHARS`, shown again as
+    typed bar control characters (`clean_text`)."""
+    return clean_text(text[:MAX_TEXT_CHARS])
 
 
 def _is_int(value: object) -> bool:
@@ -221,8 +286,8 @@ class ProgressStore:
         if self.keep_file:
             return None  # the load notice said so
         try:
-            write_atomically(self.path, json.dumps(progress.to_json(), indent=1))
-        except OSError as exc:
+            write_atomically(self.path, progress.file_text())
+        except (OSError, TooLarge) as exc:
             if self.save_failed:
                 return None
             self.save_failed = True
@@ -274,4 +339,6 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _reason(exc: BaseException) -> str:
+    if isinstance(exc, TooLarge):
+        return str(exc)
     return getattr(exc, "strerror", None) or type(exc).__name__

@@ -4,7 +4,7 @@ The screen gives the pane the step on show (`step`: the one place it is held) an
 view to hold; the pane keeps what is its own: which hints are in sight, a draft's figures filled
 in (`fill_in`), the answers given (each recorded in the learner's progress as the activity posts
 it, the keys back from the answer box; ctrl+d and ctrl+r), what the answer box held, not entered,
-as the step changed (an answer's draft, kept in the progress: `keep_draft`; not a step's draft),
+as the question changed (its draft, kept in the progress for that question: `keep_draft`),
 and whether the reveal (the text after `<!-- reveal -->`, `Step.reveal_md`) is shown. The reveal
 waits for the activity's answer on this visit, so nothing answers a question before it is asked; a
 step revisited asks again with its answer hidden.
@@ -61,8 +61,7 @@ class QuestionPane(Pane):
     @step.setter
     def step(self, step) -> None:
         # Saved here: a step's figures arriving swap in the same step, which nothing else saves.
-        if self.keep_draft(self.app.progress):
-            self.app.save_progress()
+        self.save_draft()
         self._step = step
 
     @property
@@ -121,18 +120,25 @@ class QuestionPane(Pane):
     def on_activity_view_finished(self, message: ActivityView.Finished) -> None:
         """The learner answered: recorded, and the keys back from the answer box; the screen
         hears of it next (the goal and footer follow)."""
+        self.keep_draft(self.app.progress)  # (entered: the question's draft no longer)
         self.app.record_answer(self.step.number, message.answer, completed=message.completed)
         self.keys_back()
 
     def keep_draft(self, progress) -> bool:
         """What is typed in the answer box and not entered kept in `progress` (the learner's) as
-        the step's draft, before the view goes (a step change, a quit): True if that changed it."""
+        the draft of the question on show, before it goes (a step change, a quit, ctrl+r's next
+        question): True if that changed it."""
         if not self.is_attached:
             return False
         view, step = self.activity.view, self.step
         if view is None or step is None or (text := view.draft) is None:
             return False
-        return progress.keep_draft(step.number, text)
+        return progress.keep_draft(step.number, text, view.asked)
+
+    def save_draft(self) -> None:
+        """`keep_draft` in the learner's progress, saved if that changed it."""
+        if self.keep_draft(self.app.progress):
+            self.app.save_progress()
 
     def keys_back(self) -> None:
         """The answer is in: the plain keys (space, +, -, .) go to the simulation again."""
@@ -150,6 +156,7 @@ class QuestionPane(Pane):
         """ctrl+r: another question of the same kind, with its own hints (a reading question
         takes number keys again)."""
         async with self.changing:
+            self.save_draft()  # (the box is the next question's now)
             await self.activity.new_question()
             self.set_hints()
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from batchtui.progress import MAX_DRAFT_CHARS, MAX_FILE_BYTES, Progress, ProgressStore
+from batchtui.progress import MAX_FILE_BYTES, MAX_TEXT_CHARS, Progress, ProgressStore
 from manual_clock import ManualClock
 from batchtui.widgets.activities.drill import DrillView
 from batchtui.widgets.step_header import StepHeader
@@ -96,7 +96,7 @@ async def test_an_entered_answer_is_no_draft(make_app, lessons, state_dir):
         answer = f"{drill.question.answer:.1f}"
         await pilot.press("tab", *"9", "escape", "n", "p")
         await pilot.pause()
-        assert app.progress.drafts == {DRILL: "9"}
+        assert app.progress.drafts == {(DRILL, 1): "9"}
         await pilot.press("tab", "backspace", *answer, "enter", "escape", "n")
         await pilot.pause()
         assert app.progress.completed == {DRILL} and app.progress.answers[DRILL] == answer
@@ -121,7 +121,9 @@ async def test_an_old_progress_file_without_drafts_opens_and_takes_one(make_app,
 @pytest.mark.parametrize("drafts, kept", [
     ([1, 2], {}),
     ("7", {}),
-    ({"2": 5, "x": "a", "0": "b", "-1": "c", "3": "ok\x07", "4": ""}, {3: "ok"}),
+    ({"2": 5, "x": "a", "0": "b", "-1": "c", "3": "ok\x07", "4": ""}, {(3, 1): "ok"}),
+    ({"2:3": "a", "2:0": "b", "0:2": "c", "2:x": "d", "2:3:4": "e", ":2": "f", "2:": "g", "5:1": "h"},
+     {(2, 3): "a", (5, 1): "h"}),
 ])
 def test_malformed_drafts_are_dropped_and_the_rest_read(tmp_path, drafts, kept):
     (tmp_path / "progress.json").write_text(json.dumps(
@@ -132,13 +134,13 @@ def test_malformed_drafts_are_dropped_and_the_rest_read(tmp_path, drafts, kept):
 
 
 def test_a_pasted_page_is_kept_cut_and_twenty_such_drafts_still_load(tmp_path):
-    """Cut to `MAX_DRAFT_CHARS`, so drafts alone (each character at its widest JSON escape, an
+    """Cut to `MAX_TEXT_CHARS`, so drafts alone (each character at its widest JSON escape, an
     emoji's twelve bytes) never make the file too large to read (`MAX_FILE_BYTES`)."""
     progress = Progress()
-    assert progress.keep_draft(2, "9" * (MAX_DRAFT_CHARS + 10)) and progress.drafts[2] == "9" * MAX_DRAFT_CHARS
-    assert not progress.keep_draft(2, "9" * (MAX_DRAFT_CHARS + 20))  # (the same draft, as kept)
+    assert progress.keep_draft(2, "9" * (MAX_TEXT_CHARS + 10)) and progress.drafts[2, 1] == "9" * MAX_TEXT_CHARS
+    assert not progress.keep_draft(2, "9" * (MAX_TEXT_CHARS + 20))  # (the same draft, as kept)
     for number in range(1, 21):
-        progress.keep_draft(number, "\U0001F600" * MAX_DRAFT_CHARS)
+        progress.keep_draft(number, "\U0001F600" * MAX_TEXT_CHARS)
     store = ProgressStore(tmp_path)
     assert store.save(progress) is None and store.path.stat().st_size < MAX_FILE_BYTES
     assert ProgressStore(tmp_path).load() == (progress, None)
@@ -168,3 +170,110 @@ async def test_typed_while_the_steps_figures_are_computed_is_kept_on_quit(make_a
         assert not app.screen.step.figures_pending and box(app) == "42.5"
         app.exit()
     assert saved(state_dir)["drafts"] == {str(DRILL): "42.5"}
+
+
+def question_text(app) -> str:
+    return app.screen.query_one(DrillView).question.prompt_md
+
+
+async def test_a_draft_belongs_to_its_question_not_to_the_next_one_ctrl_r_asks(make_app, lessons, state_dir):
+    """A draft is kept per question: one typed on the step's first question is not in the box of
+    the next question ctrl+r asks, nor is that one's on the first when the step opens again."""
+    app = make_app(list(lessons), start_step=DRILL)
+    async with app.run_test(size=(80, 24)) as pilot:
+        first = question_text(app)
+        await pilot.press("tab", *"9", "ctrl+r")
+        await pilot.pause()
+        assert question_text(app) != first and box(app) == ""
+        await pilot.press(*"55", "escape", "n", "p")
+        await pilot.pause()
+        assert question_text(app) == first and box(app) == "9"
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert box(app) == "55"
+        app.exit()
+    assert saved(state_dir)["drafts"] == {str(DRILL): "9", f"{DRILL}:2": "55"}
+    again = make_app(list(lessons))
+    async with again.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert box(again) == "9"
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert box(again) == "55"
+
+
+async def test_a_draft_typed_after_the_first_question_was_answered_waits_for_its_own(make_app, lessons, state_dir):
+    """The first question answered, the next one's draft is not on the first when the step opens
+    again (done: asked again, its box empty), and is there when ctrl+r asks that question again."""
+    app = make_app(list(lessons), start_step=DRILL)
+    async with app.run_test(size=(80, 24)) as pilot:
+        answer = f"{app.screen.query_one(DrillView).question.answer:.1f}"
+        await pilot.press("tab", *answer, "enter", "ctrl+r")
+        await pilot.pause()
+        assert DRILL in app.progress.completed and box(app) == ""
+        await pilot.press(*"7", "escape", "n", "p")
+        await pilot.pause()
+        assert box(app) == ""
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert box(app) == "7"
+    assert saved(state_dir)["drafts"] == {f"{DRILL}:2": "7"}
+
+
+async def test_a_right_answer_with_a_page_pasted_after_it_is_kept_cut_and_the_file_still_opens(
+        make_app, lessons, state_dir):
+    """An answer is kept as a draft is (`kept_text`): a right number with a paste past the file's
+    read limit behind it completed the step and was saved whole, and the next start set the file
+    aside as too large, the learner's progress with it."""
+    from textual import events
+
+    app = make_app(list(lessons), start_step=DRILL)
+    async with app.run_test(size=(80, 24)) as pilot:
+        answer = f"{app.screen.query_one(DrillView).question.answer:.1f} "
+        await pilot.press("tab", *answer)
+        app.screen.focused.post_message(events.Paste("\U0001F600" * (MAX_FILE_BYTES // 4 + 1)))
+        await pilot.pause()
+        await pilot.press("enter", "escape", "ctrl+q")
+    assert (state_dir / "progress.json").stat().st_size <= MAX_FILE_BYTES
+    again = make_app(list(lessons))
+    async with again.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert again.startup_notice is None
+        assert DRILL in again.progress.completed
+        assert again.progress.answers[DRILL] == (answer + "\U0001F600" * MAX_TEXT_CHARS)[:MAX_TEXT_CHARS]
+
+
+def test_drafts_on_dozens_of_questions_each_a_pasted_page_still_load(tmp_path):
+    """Drafts per question have no count: past the file's read limit, the longest are left out of
+    the file (this session keeps them) and every answer and the rest are saved and read back."""
+    progress = Progress(current_step=2, completed={1})
+    for number in range(1, 21):
+        progress.keep_answer(number, "\U0001F600" * (MAX_TEXT_CHARS + 1))
+    for question in range(1, 61):
+        progress.keep_draft(2, "\U0001F600" * (MAX_TEXT_CHARS - question), question)
+    store = ProgressStore(tmp_path)
+    assert store.save(progress) is None and store.path.stat().st_size <= MAX_FILE_BYTES
+    read, notice = ProgressStore(tmp_path).load()
+    assert notice is None and read.answers == progress.answers and len(read.answers[1]) == MAX_TEXT_CHARS
+    assert read.drafts and all(progress.drafts[k] == v for k, v in read.drafts.items())
+    left_out = set(progress.drafts) - set(read.drafts)
+    assert left_out and max(len(read.drafts[k]) for k in read.drafts) <= min(len(progress.drafts[k]) for k in left_out)
+    assert len(progress.drafts) == 60
+
+
+def test_progress_too_large_to_read_back_is_not_written(tmp_path):
+    """(Not from the app, whose answers are one a step: a file's own hundreds of them.) The file
+    on disk, which was read, stays; the session says once that it is not saved."""
+    store = ProgressStore(tmp_path)
+    assert store.save(Progress(current_step=3)) is None
+    huge = Progress(answers={number: "\U0001F600" * MAX_TEXT_CHARS for number in range(1, 80)})
+    notice = store.save(huge)
+    assert notice is not None and "KiB" in notice and str(MAX_FILE_BYTES // 1024) in notice
+    assert ProgressStore(tmp_path).load() == (Progress(current_step=3), None)
+
+
+def test_the_tutorial_page_says_where_a_text_is_cut():
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "tutorial.md").read_text(encoding="utf-8")
+    assert f"first {MAX_TEXT_CHARS:,} characters" in " ".join(page.split())

@@ -84,6 +84,9 @@ class ActivityView(Vertical):
     has_input = False
     hints: tuple[str, ...] = ()
     """Hints that belong to this activity (a drill question's own), shown before the step's."""
+    asked = 1
+    """Which of the step's questions is on show (or being drawn) on this visit: 1 for the first,
+    one more for each that ctrl+r asked. A draft is kept for it (`Progress.drafts`)."""
     give_up_label = ""
     """What ctrl+d does here now, for the footer when no text box has focus ("show me" on a
     break-it); "" leaves it out."""

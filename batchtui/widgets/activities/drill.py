@@ -16,14 +16,17 @@ class DrillView(ActivityView):
 
     has_input = True
 
-    def __init__(self, drill, seed: int, saved_answer: str | None = None, draft: str = "") -> None:
+    def __init__(self, drill, seed: int, saved_answer: str | None = None,
+                 drafts: dict[int, str] | None = None) -> None:
         super().__init__(id="drill")
         self.drill = drill
         self.seed = seed
         self.saved_answer = saved_answer
-        self.typed_before = draft
-        """What the learner had typed in the box, not entered, when they last left the step (or
-        quit): in the box from the start, and typing goes on from it."""
+        self.typed_before = dict(drafts or {})
+        """What the learner had typed in the box, not entered, when they last left each question
+        (by `asked`; left the step, quit, or asked the next): in the box from the moment the
+        question is asked again, and typing goes on from it. (Read as the view was made: a
+        question left on this visit is not asked again on it.)"""
         self.question = None
         self.last_wrong = False
         self.drawing = True
@@ -34,7 +37,7 @@ class DrillView(ActivityView):
     def compose(self) -> ComposeResult:
         yield Static(self.words(f"Drill: {self.drill.title}"), classes="activity-title", markup=False)
         yield self.markdown("", id="drill-prompt")
-        yield AnswerBox(self.typed_before, placeholder="your answer, then Enter", id="drill-answer")
+        yield AnswerBox(self.typed_before.get(self.asked, ""), placeholder="your answer, then Enter", id="drill-answer")
         yield Static("", id="drill-feedback", classes="activity-feedback", markup=False)
 
     async def on_mount(self) -> None:
@@ -135,9 +138,11 @@ class DrillView(ActivityView):
 
     async def new_question(self) -> None:
         self.seed += 1
+        self.asked += 1
         self.last_wrong = False
-        # The old answer goes now; what is typed while the new question is drawn is for it.
-        self.query_one(Input).value = ""
+        # The old answer goes now (its draft kept by the lesson pane first), the new question's
+        # draft comes in; what is typed while the new question is drawn is for it.
+        self.query_one(Input).value = self.typed_before.get(self.asked, "")
         self.drawing, self.enter_waiting = True, False
         # Drawn in a thread like the first: some drills measure runs or sweep a curve first.
         await self.prepare(lambda: self._draw(self.seed), self._next_question)
