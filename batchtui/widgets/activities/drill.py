@@ -28,6 +28,13 @@ class DrillView(ActivityView):
         question is asked again, and typing goes on from it. (Read as the view was made: a
         question left on this visit is not asked again on it.)"""
         self.question = None
+        """The question on show (None until the first is drawn)."""
+        self._draws = 0
+        """How many of the step's questions were drawn on this visit (`_draw_next`), from `seed`
+        on; `_drawn_prompt` is the last one's."""
+        self._drawn_prompt: str | None = None
+        self._in_flight = False
+        """A question is being drawn in a thread (the next waits for it)."""
         self.last_wrong = False
         self.drawing = True
         """A question is being drawn (the first, or one ctrl+r asked for): Enter waits for it."""
@@ -44,11 +51,30 @@ class DrillView(ActivityView):
         # Some drills measure short simulated runs to set their numbers: the first question is
         # drawn once the step is on screen.
         await self.query_one("#drill-prompt", Markdown).update(self.words("Drawing a question..."))
-        await self.prepare(lambda: self._draw(self.seed), self._first_question)
+        await self._draw_next()
+
+    async def _draw_next(self) -> None:
+        """Draw the step's next question (the first from `seed`), in a thread once a frame is
+        out (some drills measure simulated runs), one at a time: each reads as a new question
+        beside the one before it (`_draw`), so the questions of a visit are the same every
+        visit. Shown if it is the one asked (`asked`); if ctrl+r asked past it meanwhile, the
+        next is drawn instead: keys typed after ctrl+r, Enter too, are for the question it asked."""
+        self._in_flight = True
+        number, old = self._draws + 1, self._drawn_prompt
+        seed = self.seed if number == 1 else self.seed + 1
+
+        async def drawn(result) -> None:
+            self._in_flight = False
+            self.seed, question = result
+            self._draws, self._drawn_prompt = number, question.prompt_md
+            if number < self.asked:
+                await self._draw_next()
+            else:
+                await (self._first_question if number == 1 else self._next_question)(question)
+
+        await self.prepare(lambda: self._draw(seed, old), drawn)
 
     async def _first_question(self, question) -> None:
-        if not self.is_attached or self.question is not None:
-            return  # the learner left the step, or asked for another question meanwhile
         # What the learner typed (on an earlier visit, or while the question was drawn) stays:
         # it can be for no other question; else the answer saved on an earlier visit.
         await self._show_question(question, keep_typed=True)
@@ -57,17 +83,16 @@ class DrillView(ActivityView):
             box.value = self.saved_answer
         await self._drawn()
 
-    def _draw(self, seed: int):
-        """A question for `seed`, or the next seed's if it reads the same as the one on show."""
-        old = self.question.prompt_md if self.question is not None else None
+    def _draw(self, seed: int, old: str | None):
+        """(seed, question) for `seed`, or the next seed's if it reads as `old`, the question
+        before it. (In a thread: it changes nothing of the view's.)"""
         question = self.drill.new_question(seed)
         for _ in range(5):  # a retry should read as a new question, not the same draw again
             if question.prompt_md != old:
                 break
             seed += 1
             question = self.drill.new_question(seed)
-        self.seed = seed
-        return question
+        return seed, question
 
     async def _show_question(self, question, keep_typed: bool = False) -> None:
         self.question = question
@@ -137,19 +162,16 @@ class DrillView(ActivityView):
         await self._show_derivation()
 
     async def new_question(self) -> None:
-        self.seed += 1
         self.asked += 1
         self.last_wrong = False
         # The old answer goes now (its draft kept by the lesson pane first), the new question's
         # draft comes in; what is typed while the new question is drawn is for it.
         self.query_one(Input).value = self.typed_before.get(self.asked, "")
         self.drawing, self.enter_waiting = True, False
-        # Drawn in a thread like the first: some drills measure runs or sweep a curve first.
-        await self.prepare(lambda: self._draw(self.seed), self._next_question)
+        if not self._in_flight:
+            await self._draw_next()
 
     async def _next_question(self, question) -> None:
-        if not self.is_attached:
-            return
         await self._show_question(question, keep_typed=True)
         self.query_one(Input).focus()
         await self._drawn()
