@@ -205,8 +205,10 @@ class BatchApp(App):
 
     # -- the terminal's size
     def on_resize(self, event: events.Resize) -> None:
-        # This runs before App's own handler has stored the new size: use the event's.
-        self._check_size(event.size)
+        # This runs before App's own handler has stored the new size: use the event's. The keys
+        # read before it are acted on first, where they were typed (`KeyOrder.in_turn`).
+        size = event.size
+        self.key_order.in_turn(lambda: self._check_size(size))
 
     def _check_size(self, size: Size | None = None) -> None:
         width, height = size or self.size

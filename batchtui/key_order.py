@@ -27,7 +27,9 @@ and gives up on a wait longer than `STUCK_S` (keys then flow again, in the order
 
 Step keys need one more thing: n twenty times in one read draws only the step they end on
 (`screens/navigation.py`). `after_keys(callback)` runs `callback` once no key is waiting or
-being acted on.
+being acted on; `in_turn(callback)` runs it once the keys read so far have been, before those
+read after it (the terminal's size changing: keys typed before it shrank are for the tutorial,
+not for the "too small" screen it brings).
 """
 
 from __future__ import annotations
@@ -57,8 +59,9 @@ class KeyOrder:
         self.app = app
         self._deliver = deliver
         """Textual's own handling of one key (priority bindings, then the focused widget)."""
-        self.waiting: deque[events.Event] = deque()
-        """Keys (and pastes) read and not yet handed out, oldest first."""
+        self.waiting: deque[events.Event | Callable[[], object]] = deque()
+        """Keys (and pastes) read and not yet handed out, oldest first, and what waits its turn
+        among them (`in_turn`)."""
         self._round: _Round | None = None
         """The round under way for the key handed out last (None: no key is being acted on)."""
         self._handing = False
@@ -77,6 +80,14 @@ class KeyOrder:
         self.waiting.append(event)
         if self._round is None and not self._handing:
             await self._next()
+
+    def in_turn(self, callback: Callable[[], None]) -> None:
+        """Run `callback` once every key read so far has been acted on, before any read after:
+        now, if none is waiting or being acted on."""
+        if self.busy:
+            self.waiting.append(callback)
+        else:
+            callback()
 
     def after_keys(self, callback: Callable[[], object]) -> None:
         """Run `callback` (in the app's message loop) once no key is waiting or being acted on:
@@ -98,6 +109,9 @@ class KeyOrder:
                     return
                 continue
             event = self.waiting.popleft()
+            if not isinstance(event, events.Event):  # (`in_turn`'s)
+                await _call(event)
+                continue
             self._handing = True
             try:
                 await self._deliver(event)

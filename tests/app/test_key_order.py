@@ -179,3 +179,32 @@ async def test_tab_read_with_step_keys_reaches_the_new_step_s_dials(make_app):
         one_read(app, "ctrl+n", "tab", "shift+tab")
         assert await settled(pilot, lambda: app.tutorial.step.number == 10)
         assert app.focused is app.tutorial.lesson, app.focused
+
+
+def resized(app, width: int, height: int) -> None:
+    """The terminal's size changing, as the driver posts it (behind the keys it read before)."""
+    from textual.geometry import Size
+
+    size = Size(width, height)
+    app._driver._size = size  # (the headless driver's size, as `Pilot.resize_terminal` sets it)
+    app.post_message(events.Resize(size, size))
+
+
+async def test_keys_read_before_the_terminal_shrinks_land_where_they_were_typed(make_app):
+    """tmux: Tab 42, then the window shrunk below 80x22 and grew back, in a few milliseconds:
+    the keys, still waiting their turn, went to the "too small" screen the resize pushed ahead of
+    them, and were lost (the box empty, no draft); keys read while it was small stay unread."""
+    from batchtui.screens.too_small import TooSmallScreen
+
+    app = make_app(list(steps.open_lessons()), start_step=2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        one_read(app, "tab", "4", "2")
+        resized(app, 60, 15)
+        one_read(app, "7")
+        assert await settled(pilot, lambda: isinstance(app.screen, TooSmallScreen))
+        resized(app, 80, 24)
+        one_read(app, "5")
+        assert await settled(pilot, lambda: not isinstance(app.screen, TooSmallScreen))
+        box = app.screen.query_one(AnswerBox)
+        assert app.focused is box and box.value == "425", box.value
