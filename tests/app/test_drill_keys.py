@@ -1,5 +1,7 @@
-"""A drill's keys land on the question on show: keys typed in one burst with ctrl+r, before a
-question is drawn (some drills measure simulated runs first), are for the question ctrl+r asked."""
+"""A drill's keys land on the question they were typed for: keys in one burst with ctrl+r,
+before a question is drawn (some drills measure simulated runs first), are for the question
+ctrl+r asked; Enter and ctrl+d typed before it shows act on it once it does, Enter on what the
+box held then."""
 
 from __future__ import annotations
 
@@ -48,3 +50,33 @@ async def test_an_answer_typed_with_ctrl_r_before_the_first_question_is_drawn_is
         assert second.prompt_md != first.prompt_md and view.asked == 2
         assert second.attempts == 1 and not view.drawing  # (checked: 123 is no answer of either)
         assert view.query_one("#drill-feedback").display
+
+
+async def test_ctrl_d_before_the_question_is_drawn_shows_its_worked_answer_once_it_is(make_app):
+    """tmux, step 15, one write of n ctrl+d: step 16's question takes 0.7 s to draw (its curve's
+    runs) and the ctrl+d, come before it, did nothing (the goal still "open")."""
+    clock = HeldQuestions()
+    app = make_app(list(shared_steps.lessons()), start_step=DRILL, clock=clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("tab", *"1", "ctrl+d", *"2")
+        await pilot.pause()
+        assert app.screen.query_one(DrillView).question is None
+        await clock.release()
+        await pilot.pause()
+        view = app.screen.query_one(DrillView)
+        assert view.question.gave_up and view.answered and view.goal().state == "answered"
+        assert view.query_one("#drill-derivation").display
+        assert DRILL not in app.progress.completed and app.progress.drafts == {}
+
+
+async def test_enter_before_the_question_is_drawn_checks_what_the_box_held_at_enter(make_app):
+    """Keys typed after that Enter (the next try, begun) are not part of the answer it entered."""
+    clock = HeldQuestions()
+    app = make_app(list(shared_steps.lessons()), start_step=DRILL, clock=clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("tab", *"12", "enter", *"3")
+        await clock.release()
+        await pilot.pause()
+        view = app.screen.query_one(DrillView)
+        assert view.question.attempts == 1 and view.query_one("#drill-answer").value == "123"
+        assert "12 is too low" in str(view.query_one("#drill-feedback").render())

@@ -37,9 +37,11 @@ class DrillView(ActivityView):
         """A question is being drawn in a thread (the next waits for it)."""
         self.last_wrong = False
         self.drawing = True
-        """A question is being drawn (the first, or one ctrl+r asked for): Enter waits for it."""
-        self.enter_waiting = False
-        """Enter came while a question was drawn: the box is checked once it shows."""
+        """A question is being drawn (the first, or one ctrl+r asked for): Enter and ctrl+d wait
+        for it."""
+        self.waiting: list[tuple[str, str]] = []
+        """Enter (with the box's text as it was) and ctrl+d, come while the question was drawn,
+        in the order typed: done once it shows (`_drawn`)."""
 
     def compose(self) -> ComposeResult:
         yield Static(self.words(f"Drill: {self.drill.title}"), classes="activity-title", markup=False)
@@ -79,7 +81,7 @@ class DrillView(ActivityView):
         # it can be for no other question; else the answer saved on an earlier visit.
         await self._show_question(question, keep_typed=True)
         box = self.query_one(Input)
-        if self.saved_answer and not box.value and not self.enter_waiting:
+        if self.saved_answer and not box.value and not self.waiting:
             box.value = self.saved_answer
         await self._drawn()
 
@@ -120,7 +122,7 @@ class DrillView(ActivityView):
         if self.drawing:
             # Keys arrive in bursts: an answer typed and entered before its question shows is
             # checked once it does, not dropped.
-            self.enter_waiting = True
+            self.waiting.append(("enter", event.value))
             self._feedback("The question is still being drawn: your answer is checked once it shows.", None)
             return
         await self._check_answer(event.value)
@@ -138,13 +140,16 @@ class DrillView(ActivityView):
             self.post_message(self.Updated())
 
     async def _drawn(self) -> None:
-        """A question is on show: check an answer entered while it was drawn."""
+        """A question is on show: check an answer entered while it was drawn, show the worked
+        answer ctrl+d asked for meanwhile, in the order typed."""
         self.drawing = False
-        if self.enter_waiting:
-            self.enter_waiting = False
-            await self._check_answer(self.query_one(Input).value)
-        else:
-            self.post_message(self.Updated())
+        waiting, self.waiting = self.waiting, []
+        for key, value in waiting:
+            if key == "enter":
+                await self._check_answer(value)
+            else:
+                await self.give_up()
+        self.post_message(self.Updated())
 
     async def _show_derivation(self) -> None:
         derivation = await self.show_markdown("drill-derivation",
@@ -154,6 +159,10 @@ class DrillView(ActivityView):
             self.post_message(self.RunDials(self.question.run_dials, fresh=True))
 
     async def give_up(self) -> None:
+        if self.drawing:
+            self.waiting.append(("give_up", ""))
+            self._feedback("The question is still being drawn: its worked answer shows once it does.", None)
+            return
         if self.question is None or self.question.over:
             return
         self.question.give_up()
@@ -167,7 +176,7 @@ class DrillView(ActivityView):
         # The old answer goes now (its draft kept by the lesson pane first), the new question's
         # draft comes in; what is typed while the new question is drawn is for it.
         self.query_one(Input).value = self.typed_before.get(self.asked, "")
-        self.drawing, self.enter_waiting = True, False
+        self.drawing, self.waiting = True, []
         if not self._in_flight:
             await self._draw_next()
 
