@@ -259,8 +259,10 @@ class Held(ManualClock):
         await super().in_background(widget, work, done, delay, group)
 
     async def release(self, pilot) -> None:
-        held, self.held = self.held, []
-        for work, done in held:
+        """Do what is held, and what that asks for next (a drill draws its questions in turn),
+        until nothing is."""
+        while self.held:
+            work, done = self.held.pop(0)
             await call(done, work())
         await pilot.pause()
 

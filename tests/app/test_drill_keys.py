@@ -5,45 +5,25 @@ box held then."""
 
 from __future__ import annotations
 
-from manual_clock import ManualClock
-from batchtui.clock import call
 from batchtui.widgets.activities.drill import DrillView
+from batchtui.widgets.answer_box import AnswerBox
 from tests import shared_steps
+from tests.app.test_activities import Held
 
 DRILL = 2
 
 
-class HeldQuestions(ManualClock):
-    """The test clock, except that drill questions are drawn only at `release()`, in the order
-    asked (a draw that takes longer than the keys after it)."""
-
-    def __init__(self) -> None:
-        self.held: list = []
-
-    async def in_background(self, widget, work, done, delay: float = 0.0, group: str = "background") -> None:
-        if group == "question":
-            self.held.append((work, done))
-        else:
-            await super().in_background(widget, work, done, delay, group)
-
-    async def release(self) -> None:
-        """Draw what is held, and what those draws ask for next, until nothing is."""
-        while self.held:
-            work, done = self.held.pop(0)
-            await call(done, work())
-
-
 async def test_an_answer_typed_with_ctrl_r_before_the_first_question_is_drawn_is_checked_against_the_next(make_app):
-    """tmux, step 1, one write of n ctrl+r Tab 123 Enter: the first question, drawn after the
-    keys, took the Enter meant for the one ctrl+r asked (the goal line said "try again" under a
+    """tmux, step 1, one write of n ctrl+r Tab 123 Enter (or n Tab ctrl+r 123 Enter): the first
+    question, drawn after the keys, took the Enter meant for the one ctrl+r asked (the goal line said "try again" under a
     question nothing was checked against), which then showed unchecked."""
-    clock = HeldQuestions()
+    clock = Held("question")
     app = make_app(list(shared_steps.lessons()), start_step=DRILL, clock=clock)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("ctrl+r", "tab", *"123", "enter")
+        await pilot.press("tab", "ctrl+r", *"123", "enter")
         await pilot.pause()
         assert clock.held and app.screen.query_one(DrillView).question is None
-        await clock.release()
+        await clock.release(pilot)
         await pilot.pause()
         view = app.screen.query_one(DrillView)
         first, second = view.drill.new_question(DRILL), view.question
@@ -55,13 +35,13 @@ async def test_an_answer_typed_with_ctrl_r_before_the_first_question_is_drawn_is
 async def test_ctrl_d_before_the_question_is_drawn_shows_its_worked_answer_once_it_is(make_app):
     """tmux, step 15, one write of n ctrl+d: step 16's question takes 0.7 s to draw (its curve's
     runs) and the ctrl+d, come before it, did nothing (the goal still "open")."""
-    clock = HeldQuestions()
+    clock = Held("question")
     app = make_app(list(shared_steps.lessons()), start_step=DRILL, clock=clock)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("tab", *"1", "ctrl+d", *"2")
         await pilot.pause()
         assert app.screen.query_one(DrillView).question is None
-        await clock.release()
+        await clock.release(pilot)
         await pilot.pause()
         view = app.screen.query_one(DrillView)
         assert view.question.gave_up and view.answered and view.goal().state == "answered"
@@ -71,12 +51,27 @@ async def test_ctrl_d_before_the_question_is_drawn_shows_its_worked_answer_once_
 
 async def test_enter_before_the_question_is_drawn_checks_what_the_box_held_at_enter(make_app):
     """Keys typed after that Enter (the next try, begun) are not part of the answer it entered."""
-    clock = HeldQuestions()
+    clock = Held("question")
     app = make_app(list(shared_steps.lessons()), start_step=DRILL, clock=clock)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("tab", *"12", "enter", *"3")
-        await clock.release()
+        await clock.release(pilot)
         await pilot.pause()
         view = app.screen.query_one(DrillView)
         assert view.question.attempts == 1 and view.query_one("#drill-answer").value == "123"
         assert "12 is too low" in str(view.query_one("#drill-feedback").render())
+
+
+async def test_esc_after_ctrl_r_keeps_the_keys_on_the_lesson_when_the_question_comes(make_app):
+    """tmux, step 16: Tab, ctrl+r, Esc, and 2 s later n: the next question (0.7 s to draw)
+    took the focus back into the box as it came, and the n was typed there. The box takes the
+    keys at ctrl+r, as the keys after it are typed, and keeps them only until Esc."""
+    clock = Held("question")
+    app = make_app(list(shared_steps.lessons()), start_step=DRILL, clock=clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await clock.release(pilot)
+        await pilot.press("ctrl+r")
+        assert isinstance(app.focused, AnswerBox)
+        await pilot.press("escape")
+        await clock.release(pilot)
+        assert app.screen.query_one(DrillView).asked == 2 and not isinstance(app.focused, AnswerBox)

@@ -174,15 +174,17 @@ class DrillView(ActivityView):
         self.asked += 1
         self.last_wrong = False
         # The old answer goes now (its draft kept by the lesson pane first), the new question's
-        # draft comes in; what is typed while the new question is drawn is for it.
-        self.query_one(Input).value = self.typed_before.get(self.asked, "")
+        # draft comes in; what is typed while the new question is drawn is for it, in the box
+        # from now (not as it comes: an Esc typed meanwhile keeps the keys on the lesson).
+        box = self.query_one(Input)
+        box.value = self.typed_before.get(self.asked, "")
+        box.focus()
         self.drawing, self.waiting = True, []
         if not self._in_flight:
             await self._draw_next()
 
     async def _next_question(self, question) -> None:
         await self._show_question(question, keep_typed=True)
-        self.query_one(Input).focus()
         await self._drawn()
 
     @property
