@@ -9,6 +9,7 @@ from textual import events
 from textual.app import App
 from textual.geometry import Size
 from textual.scrollbar import ScrollBar, ScrollBarRender
+from textual.widgets import Input
 
 from .cli.flag_table import GPU
 from . import gc_policy
@@ -158,6 +159,12 @@ class BatchApp(App):
 
     async def _act_on_key(self, event: events.Event) -> None:
         """Textual's handling of a key from the terminal (`KeyOrder` hands them out)."""
+        # A key for a text box (the answer box, a dial's value) while a step change is on its
+        # way is for the step wanted, as typed slowly: that step is drawn first (Tab 4 ctrl+n 7
+        # in one read typed the 7 into the box of the step left). A step key for it (ctrl+n
+        # again) draws one step more than a row of them on the lesson would; the rest coalesce.
+        if self.tutorial is not None and self.tutorial.navigation.pending and isinstance(self.focused, Input):
+            await self.tutorial.navigation.settle_now()
         await super().on_event(event)
 
     def get_driver_class(self):

@@ -5,7 +5,9 @@ moves the step wanted, and the step is drawn once no key read with them is left 
 (`BatchApp.key_order`, which hands the app one key at a time, `after_keys`), so only the step
 they end on is ever mounted. The draw runs in the app's own message loop, as key actions do:
 no other key's action runs while a step's widgets are replaced (a key that is not a step key
-draws the step wanted first, then acts on it: `settle_now`).
+draws the step wanted first, then acts on it: `settle_now`; so does a key for a text box,
+`BatchApp._act_on_key`). A row that ends on the step it left (n then p) draws it afresh, as the
+same keys typed slowly do.
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ class Navigation:
         """The step (0-based) the keys asked for last, while the change is on its way."""
         self.pending = False
         """A draw of the step wanted is to come (once the keys read with it are acted on)."""
+        self.left = False
+        """A step key of the row wanted another step than the one on show: the step the row
+        ends on is drawn afresh even if it is that one, as n then p typed slowly opens it again
+        (the keys after them on the lesson, not in the box they left)."""
 
     @property
     def at(self) -> int:
@@ -53,6 +59,7 @@ class Navigation:
     def go(self, index: int) -> None:
         """Open step `index` once the keys read with this one have been acted on."""
         self.wanted = index
+        self.left = self.left or index != self.index
         if not self.pending:
             self.pending = True
             self.app.key_order.after_keys(self.settle_now)
@@ -62,8 +69,9 @@ class Navigation:
         row of step keys)."""
         if not self.pending:
             return
-        index, self.wanted, self.pending = self.wanted, None, False
-        if index is not None and index != self.index:
+        index, left = self.wanted, self.left
+        self.wanted, self.pending, self.left = None, False, False
+        if index is not None and (index != self.index or left):
             await self.open_step(index)
 
     def step_by(self, steps: int) -> None:

@@ -208,3 +208,43 @@ async def test_keys_read_before_the_terminal_shrinks_land_where_they_were_typed(
         assert await settled(pilot, lambda: not isinstance(app.screen, TooSmallScreen))
         box = app.screen.query_one(AnswerBox)
         assert app.focused is box and box.value == "425", box.value
+
+
+async def test_step_keys_that_leave_the_step_and_come_back_in_one_read_open_it_again(make_app):
+    """tmux, step 2: Tab 4 ctrl+n ctrl+p 7 in one write typed "47" in the box (the step keys
+    coalesced to no change, the box kept the keys); typed slowly, the step opens again, the
+    keys on the lesson, and 7 is no answer (the draft "4"). Now both end alike."""
+    app = make_app(list(steps.open_lessons()), start_step=2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        box = app.screen.query_one(AnswerBox)
+        one_read(app, "tab", "4", "ctrl+n", "ctrl+p", "7")
+        assert await settled(pilot, lambda: app.screen.query_one(AnswerBox) is not box)
+        assert app.tutorial.step.number == 2 and app.screen.query_one(AnswerBox).value == "4"
+        assert not isinstance(app.focused, AnswerBox) and app.progress.drafts == {(2, 1): "4"}
+
+
+async def test_keys_typed_after_ctrl_n_in_one_read_are_for_the_next_step(make_app):
+    """tmux, step 2: Tab 4 ctrl+n 7 in one write typed the 7 into step 2's box (its draft
+    "47"): the step change waited for the keys read with it, and the box still had them."""
+    app = make_app(list(steps.open_lessons()), start_step=2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        one_read(app, "tab", "4", "ctrl+n", "7")
+        assert await settled(pilot, lambda: app.tutorial.step.number == 3)
+        assert app.progress.drafts == {(2, 1): "4"}
+
+
+async def test_n_and_p_in_one_read_open_the_step_afresh_as_typed_slowly(make_app):
+    """n then p, typed slowly, open the step again: its first question, a guess asked again.
+    In one read they coalesced to no change at all (ctrl+r Esc n p ctrl+r ctrl+r in one write
+    ended on step 2's fifth question, typed slowly on its third)."""
+    from batchtui.widgets.activities.drill import DrillView
+
+    app = make_app(list(steps.open_lessons()), start_step=2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        view = app.screen.query_one(DrillView)
+        one_read(app, "ctrl+r", "escape", "n", "p")
+        assert await settled(pilot, lambda: app.screen.query_one(DrillView) is not view)
+        assert app.tutorial.step.number == 2 and app.screen.query_one(DrillView).asked == 1
