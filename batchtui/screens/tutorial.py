@@ -341,7 +341,7 @@ class TutorialScreen(WholeFrameScreen, StyledOnceScreen):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "choose":
-            return self.lesson.activity.takes_choices
+            return self.lesson.activity.takes_choices or self.lesson.activity.choices_coming
         return self.playground.on(self.step) if self.playground.takes(action) else True
 
     async def action_reset_scenario(self) -> None:

@@ -29,6 +29,10 @@ class ActivityPanel(Vertical):
         return self.view is not None and self.view.takes_choices
 
     @property
+    def choices_coming(self) -> bool:
+        return self.view is not None and self.view.choices_coming
+
+    @property
     def choice_count(self) -> int:
         """How many answers the number keys pick from right now (0: none)."""
         return self.view.choice_count if self.takes_choices else 0

@@ -75,3 +75,18 @@ async def test_esc_after_ctrl_r_keeps_the_keys_on_the_lesson_when_the_question_c
         await pilot.press("escape")
         await clock.release(pilot)
         assert app.screen.query_one(DrillView).asked == 2 and not isinstance(app.focused, AnswerBox)
+
+
+async def test_a_number_typed_before_the_reading_s_table_is_drawn_is_chosen_once_it_is(make_app):
+    """tmux, step 17, one write of n 2: step 18's table (two simulated runs) came after the 2,
+    which was dropped (the goal still "open"); typed once the table shows, it is a choice."""
+    from batchtui.widgets.activities.read import ReadView
+
+    clock = Held("question")
+    app = make_app(list(shared_steps.lessons()), start_step=18, clock=clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("2")
+        assert app.screen.query_one(ReadView).question is None
+        await clock.release(pilot)
+        view = app.screen.query_one(ReadView)
+        assert view.outcome in ("right", "wrong") and view.goal().note in ("right", "try again")

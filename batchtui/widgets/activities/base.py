@@ -81,6 +81,8 @@ class ActivityView(Vertical):
     """The learner has answered (a prediction's result shown, a drill checked right or its answer
     shown, a reading answered, a challenge broken): the lesson's reveal text may show."""
     choice_count = 0
+    choices_coming = False
+    """Number keys are for a question still being drawn: held until it shows (`choose`)."""
     has_input = False
     hints: tuple[str, ...] = ()
     """Hints that belong to this activity (a drill question's own), shown before the step's."""

@@ -16,10 +16,17 @@ class ReadView(ActivityView):
         self.question = None
         self.outcome = ""
         """"" (not answered yet), "wrong", "right" or "shown"."""
+        self.chosen_early: list[int] = []
+        """Number keys typed while the first question was drawn (in one burst with the step
+        key): chosen, in order, once it shows."""
 
     @property
     def takes_choices(self) -> bool:
         return self.question is not None and not self.question.done
+
+    @property
+    def choices_coming(self) -> bool:
+        return self.question is None
 
     @property
     def choice_count(self) -> int:
@@ -40,6 +47,9 @@ class ReadView(ActivityView):
         if not self.is_attached or self.question is not None:
             return  # the learner left the step, or asked for another question meanwhile
         await self._show_question(question)
+        chosen, self.chosen_early = self.chosen_early, []
+        for number in chosen:
+            self.choose(number)
         self.post_message(self.Updated())
 
     async def _ask(self) -> None:
@@ -53,6 +63,9 @@ class ReadView(ActivityView):
         self.query_one("#read-feedback").display = False
 
     def choose(self, number: int) -> None:
+        if self.question is None:
+            self.chosen_early.append(number)
+            return
         if not self.takes_choices:
             return
         feedback = self.question.check(number)
