@@ -90,3 +90,15 @@ async def test_a_number_typed_before_the_reading_s_table_is_drawn_is_chosen_once
         await clock.release(pilot)
         view = app.screen.query_one(ReadView)
         assert view.outcome in ("right", "wrong") and view.goal().note in ("right", "try again")
+
+
+async def test_ctrl_d_before_the_reading_s_table_is_drawn_shows_its_answer_once_it_is(make_app):
+    from batchtui.widgets.activities.read import ReadView
+
+    clock = Held("question")
+    app = make_app(list(shared_steps.lessons()), start_step=18, clock=clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("ctrl+d", "1")
+        await clock.release(pilot)
+        view = app.screen.query_one(ReadView)
+        assert view.outcome == "shown" and view.goal().state == "answered"

@@ -16,9 +16,9 @@ class ReadView(ActivityView):
         self.question = None
         self.outcome = ""
         """"" (not answered yet), "wrong", "right" or "shown"."""
-        self.chosen_early: list[int] = []
-        """Number keys typed while the first question was drawn (in one burst with the step
-        key): chosen, in order, once it shows."""
+        self.early: list[int] = []
+        """Number keys (0: ctrl+d) typed while the first question was drawn (in one burst with
+        the step key): acted on, in order, once it shows."""
 
     @property
     def takes_choices(self) -> bool:
@@ -47,9 +47,12 @@ class ReadView(ActivityView):
         if not self.is_attached or self.question is not None:
             return  # the learner left the step, or asked for another question meanwhile
         await self._show_question(question)
-        chosen, self.chosen_early = self.chosen_early, []
-        for number in chosen:
-            self.choose(number)
+        early, self.early = self.early, []
+        for number in early:
+            if number:
+                self.choose(number)
+            else:
+                await self.give_up()
         self.post_message(self.Updated())
 
     async def _ask(self) -> None:
@@ -64,7 +67,7 @@ class ReadView(ActivityView):
 
     def choose(self, number: int) -> None:
         if self.question is None:
-            self.chosen_early.append(number)
+            self.early.append(number)
             return
         if not self.takes_choices:
             return
@@ -82,7 +85,10 @@ class ReadView(ActivityView):
             self.post_message(self.Updated())
 
     async def give_up(self) -> None:
-        if self.question is None or self.question.done:
+        if self.question is None:
+            self.early.append(0)
+            return
+        if self.question.done:
             return
         view = self.query_one("#read-feedback", Static)
         view.display = True
