@@ -30,6 +30,8 @@ from textual import events
 from textual._xterm_parser import XTermParser
 from textual.drivers.linux_driver import LinuxDriver
 
+from . import typed_ahead
+
 IDLE_WAIT = 0.1
 """Seconds the input thread waits for bytes when nothing is held (it then checks whether the
 app is stopping)."""
@@ -67,6 +69,12 @@ class EscapeParser(XTermParser):
 
 class KeysDriver(LinuxDriver):
     """Textual's Linux driver with an input thread that wakes when a held Esc's delay is up."""
+
+    def start_application_mode(self) -> None:
+        # The terminal as the shell left it first, so that it is what Textual puts back at the
+        # end; the keys typed while the app started wait, as typed, for the input thread.
+        typed_ahead.release()
+        super().start_application_mode()
 
     def run_input_thread(self) -> None:
         parser = EscapeParser(self._debug)

@@ -42,6 +42,9 @@ def _main(argv: list[str] | None) -> int:
         from batchtui.tui import run_app
 
         return run_app(args)
+    from batchtui import typed_ahead
+
+    typed_ahead.release()  # (the tutorial's: Textual's driver, as it takes the terminal)
     if argv_given is None:
         # The process is this command (not an in-process caller, such as a test): the collector
         # settles before the work, as the app's does after its first frame (`gc_policy`).
