@@ -116,7 +116,8 @@ def grid_dials(base, profiles, gpu: str, max_num_seqs: Sequence[int] | None = No
     `--max-num-batched-tokens-values`), else the one the base scenario runs on that GPU: its own
     where it sets the dial (a flag, a scenario file), else vLLM's default for that GPU
     (`Scenario.engine_dials`, as `batchtui sim --gpu` takes it: an A100 or L40S 256 seats and
-    2,048 tokens where an H100 has 1,024 and 8,192)."""
+    2,048 tokens where an H100 has 1,024 and 8,192; for an offline base, `Scenario.offline`, the
+    LLM class's, as `plan --offline` takes them: 8,192 and 16,384 tokens)."""
     dials = replace(base, gpu=gpu).engine_dials(profiles)
     return (list(max_num_seqs or [dials["max_num_seqs"]]),
             list(max_num_batched_tokens or [dials["max_num_batched_tokens"]]))

@@ -36,7 +36,8 @@ DEFAULT_OUTPUT = "batchtui-search.jsonl"
 SHOWN_ROWS = 15
 SHOWN_FRONT = 10
 BEST_STAGE_WORDS = {"confirm": "confirmed as plan does",
-                    "router": "confirmed, and its replicas checked behind a router, as plan does"}
+                    "router": "confirmed, and its replicas checked behind a router, as plan does",
+                    "offline": "the whole job simulated"}
 
 
 def _list(dial: str):
@@ -105,7 +106,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "spread along the Pareto front of tokens/s per GPU against tokens/s per user are searched and confirmed as `batchtui plan` does (its "
         "seeds, run lengths and confirmation), and with --peak-rate the --best cheapest have their replicas "
         "checked behind a router as plan checks them. Each point: the highest rate meeting the SLO, the replicas "
-        "for --peak-rate, GPUs, cost per hour and per million output tokens, and the vllm serve line of the best. "
+        "for --peak-rate, GPUs, cost per hour and per million output tokens, and the vllm serve line of the best "
+        "(with --offline, vLLM's LLM(...) call, with the LLM class's defaults). "
         "A deployment that cannot run is listed with the reason. Results are appended to --output as they "
         "finish; rerunning the same command skips the points already done (Ctrl-C keeps them). Every point "
         "runs on the same seeds, so results are the same whatever the executor and the number of workers. "
@@ -121,10 +123,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                   "on, off or both (points of several GPUs; the table marks them 'ep')"))
     g.add_argument("--max-num-seqs-values", type=_list("max_num_seqs"), metavar="LIST",
                    help=o.flagged("max-num-seqs values, such as 16,32,64 (not given: {engine.max_num_seqs}, else "
-                                  "each GPU's own vLLM default)"))
+                                  "each GPU's own vLLM default, the LLM class's with --offline)"))
     g.add_argument("--max-num-batched-tokens-values", type=_list("max_num_batched_tokens"), metavar="LIST",
                    help=o.flagged("max-num-batched-tokens values, such as 2048,8192 (not given: "
-                                  "{engine.max_num_batched_tokens}, else each GPU's own vLLM default)"))
+                                  "{engine.max_num_batched_tokens}, else each GPU's own vLLM default, the LLM "
+                                  "class's with --offline: 16384 on an H100 where vllm serve takes 8192)"))
     g.add_argument("--kv-cache-dtypes", type=_list("kv_cache_dtype"), metavar="LIST", help="KV cache dtypes, such as auto,fp8")
     g.add_argument("--prefix-caching", type=_prefix, metavar="on|off|both", help="prefix caching on, off or both")
     g.add_argument("--speculative-configs", type=_spec, nargs="+", metavar="CONFIG",
@@ -220,6 +223,8 @@ def run(args: argparse.Namespace) -> int:
     # Not deployed: every point is deployed on its own GPU and TP size (one that cannot run is
     # listed as such); the default H100 at TP 1 refused Llama 3.1 70B on --tensor-parallel-sizes 2,4.
     setup = build_setup(args, rate_flag=False, deployed=False)
+    if args.offline is not None:  # vLLM's LLM class: its defaults, not vllm serve's (Scenario.offline)
+        setup = Setup(replace(setup.scenario, offline=True), setup.profiles, setup.recorded, deployed=False)
     slo = None if args.offline is not None else planning.Slo(args.ttft_p99, args.tpot_p99)
     n = args.num_prompts or rate_plan.PLAN_NUM_PROMPTS
     from sim.curves import at_rate
@@ -338,8 +343,11 @@ def build_report(args, setup, base, slo, points, screened, confirmed, price, cou
     front_set = {r.point for r in front}
     best = []
     for r in ranked[:args.best]:  # confirmed ones first; screened ones only when fewer were confirmed
+        point = Setup(s.point_scenario(base, r.point), setup.profiles)
+        # (an offline job runs in vLLM's LLM class, as plan --offline prints it; a server, vllm serve)
         best.append({**row(r, costs[r.point], front_set),
-                     "vllm_command": vllm_lines.serve_command(Setup(s.point_scenario(base, r.point), setup.profiles))})
+                     **({"llm": vllm_lines.llm_call(point, point.config)} if args.offline is not None else
+                        {"vllm_command": vllm_lines.serve_command(point)})})
     return {
         "model": setup.scenario.model,
         "lengths": planned_lengths(base, args.offline or base.workload.num_prompts),
@@ -391,7 +399,8 @@ def print_report(rep: dict, args) -> None:
         + ("" if not st["router"]["points"] else
            f"; the replicas of {st['router']['points']} checked behind a router as plan does "
            f"({st['router']['ran']} ran now, {st['router']['reused']} from earlier runs)")
-        + f"; {rep['meet_slo']} meet the SLO. {rep['elapsed_s']:.0f} s with {rep['jobs']} "
+        + (f"; {rep['meet_slo']} meet the SLO." if rep["slo"] is not None else f"; {rep['meet_slo']} finished the job.")
+        + f" {rep['elapsed_s']:.0f} s with {rep['jobs']} "
         f"{'job' if rep['jobs'] == 1 else 'jobs'} ({rep['executor']})."))
     if rep["unpriced_gpus"]:
         print(_fill(f"No price for {', '.join(rep['unpriced_gpus'])}: give --gpu-price NAME=USD_PER_HOUR "
@@ -435,12 +444,13 @@ def print_report(rep: dict, args) -> None:
             print(_fill(f"  {len(ds)} on {', '.join(where)}: {reason}"))
     if rep["best"]:
         print()
-        print("vLLM command for each replica of the best deployments:")
+        print("vLLM offline (from vllm import LLM) for the best deployments:" if rep["slo"] is None else
+              "vLLM command for each replica of the best deployments:")
         for d in rep["best"]:
             print(f"  {d['replicas']} x {d['gpu']} tp{d['tensor_parallel_size']}" + (f" spec {d['spec']}" if spec else "")
                   + f", {_money(d['cost_per_hour'])} an hour "
                   f"({BEST_STAGE_WORDS.get(d['stage'], d['stage'] + ' only')}):")
-            print("    " + d["vllm_command"])
+            print("    " + d.get("llm", d.get("vllm_command")))
     else:
         print()
         print("No point meets the SLO." if rep["slo"] is not None else "No job ran.")

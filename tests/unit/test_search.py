@@ -320,7 +320,9 @@ def test_each_gpu_takes_its_own_vllm_default_for_a_dial_not_given(capsys, tmp_pa
     """Every point took the base GPU's (the H100's) 1,024 seats and 8,192-token budget, so an A100
     and an L40S were searched at dials vLLM never gives them (it gives them 256 and 2,048,
     vllm/engine/arg_utils.py): a dial not given takes each GPU's default, the one `sim --gpu`
-    runs; one given (a flag, a list) is every GPU's."""
+    runs; one given (a flag, a list) is every GPU's. An offline job's are the LLM class's
+    (`Scenario.offline`, as `plan --offline` runs: 16,384 tokens on an H100, 8,192 on an A100 or
+    L40S), not vllm serve's (8,192 and 2,048), which search --offline took before."""
     from sim.scenario import Scenario
 
     gpus = ["h100-sxm", "a100-80gb", "l40s"]
@@ -331,14 +333,35 @@ def test_each_gpu_takes_its_own_vllm_default_for_a_dial_not_given(capsys, tmp_pa
         assert code == 0, err
         return {r["gpu"]: (r["max_num_seqs"], r["max_num_batched_tokens"]) for r in table["ranked"]}
 
-    sim_runs = {g: (c.max_num_seqs, c.max_num_batched_tokens) for g in gpus
-                for c in [Scenario(gpu=g).engine_config()]}
-    assert dials(name="a.jsonl") == sim_runs == {"h100-sxm": (1024, 8192), "a100-80gb": (256, 2048),
-                                                 "l40s": (256, 2048)}
+    llm_runs = {g: (c.max_num_seqs, c.max_num_batched_tokens) for g in gpus
+                for c in [Scenario(gpu=g, offline=True).engine_config()]}
+    assert dials(name="a.jsonl") == llm_runs == {"h100-sxm": (1024, 16384), "a100-80gb": (256, 8192),
+                                                 "l40s": (256, 8192)}
     assert dials("--max-num-seqs", "64", name="b.jsonl") == {
-        "h100-sxm": (64, 8192), "a100-80gb": (64, 2048), "l40s": (64, 2048)}
+        "h100-sxm": (64, 16384), "a100-80gb": (64, 8192), "l40s": (64, 8192)}
     assert dials("--max-num-batched-tokens-values", "4096", name="c.jsonl") == {
         "h100-sxm": (1024, 4096), "a100-80gb": (256, 4096), "l40s": (256, 4096)}
+    serving = {g: s.grid_dials(Scenario(), Scenario().profiles(), g) for g in gpus}  # (a search for an SLO)
+    assert serving == {g: ([c.max_num_seqs], [c.max_num_batched_tokens]) for g in gpus
+                       for c in [Scenario(gpu=g).engine_config()]}
+
+
+def test_an_offline_search_prints_the_llm_call_plan_offline_prints(capsys, tmp_path):
+    """search --offline printed `vllm serve` lines (and planned at vllm serve's 8,192-token budget
+    on an H100) for a job vLLM's LLM class runs at 16,384: its best deployments are now given as
+    plan --offline gives its answer, the LLM(...) call, the same call for the same dials."""
+    from batchtui.cli import main as cli_main
+
+    job = ["--offline", "16", "--input-len", "64", "--output-len", "8", "--max-num-seqs", "16"]
+    code, out, err, table = search(capsys, tmp_path, *job, "--jobs", "1")
+    assert code == 0, err
+    [best] = table["best"]
+    assert "vllm_command" not in best and best["llm"].startswith("LLM(model='meta-llama/Llama-3.1-8B-Instruct'")
+    assert "max_num_batched_tokens=16384" in best["llm"]
+    assert "vLLM offline (from vllm import LLM) for the best deployments:" in out and "vllm serve" not in out
+    assert "1 finished the job" in out and "meet the SLO" not in out
+    assert cli_main(["plan", *job, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["llm"] == best["llm"]
 
 
 def test_offline_search_ranks_batch_jobs(capsys, tmp_path):
@@ -514,7 +537,7 @@ def test_a_search_over_none_and_eagle3_picks_drafts_where_they_win_and_not_where
     assert code == 0 and [d["spec"] for d in batch["ranked"]] == ["none", "eagle3 k7"]
     plain, eagle = batch["ranked"]
     assert plain["tokens_per_gpu"] > 1.1 * eagle["tokens_per_gpu"]
-    assert "--speculative-config" not in batch["best"][0]["vllm_command"]
+    assert "speculative_config" not in batch["best"][0]["llm"]
 
 
 @pytest.mark.parametrize("argv, needle", [
