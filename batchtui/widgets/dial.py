@@ -113,15 +113,20 @@ class DialControl(Widget, can_focus=True):
         return round(snapped, 10)
 
     def beyond(self, notches: int) -> tuple:
-        """The choices past `moved(notches)` in the move's direction, to the end of the list:
-        where the move goes on to when the run refuses a choice (a GPU the model does not fit),
-        so no refused choice walls off the ones behind it, either way. None for a number dial."""
+        """Where the move goes on to, in turn, when the run refuses `moved(notches)` (a GPU the
+        model does not fit): the choices past it in the move's direction, to the end of the list,
+        so no refused choice walls off the ones behind it, either way; then those between it and
+        the value in force, nearest it first, so a move that ran into the end of the list (End,
+        Home) takes the accepted choice nearest that end. None for a number dial."""
         spec = self.spec
         if not spec.choices or notches == 0:
             return ()
         choices = list(spec.choices)
         target = choices.index(self.moved(notches))
-        return tuple(choices[target + 1:]) if notches > 0 else tuple(reversed(choices[:target]))
+        here = choices.index(self.value) if self.value in choices else 0
+        if notches > 0:
+            return (*choices[target + 1:], *reversed(choices[here + 1:target]))
+        return (*reversed(choices[:target]), *choices[target + 1:here])
 
     def set_value(self, value: Any) -> None:
         self.value = value

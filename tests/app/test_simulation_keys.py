@@ -165,6 +165,36 @@ async def test_a_refused_choice_is_stepped_past_both_ways_saying_why(make_app):
         assert screen.sim.scenario.gpu == "b200" and not screen.query_one(NoticeLine).message
 
 
+async def test_home_and_end_take_the_accepted_choice_nearest_their_end(make_app):
+    """Home and End jumped to the first or last choice and, when the run refused it, were refused
+    at every press (tmux 80x23, step 20 with Qwen3 32B at memory 0.6: Home on the GPU dial from
+    the B200, "Refused: ... H100"): they now take the nearest choice from their end the run
+    accepts, by the rule the arrows step past a refused choice by, saying why. Step 19 at memory
+    0.8 on the L40S: End on the model dial (Qwen2.5 14B's 32k context refused) lands on Llama 3.2 3B; step 20
+    on the L40S at memory 0.3 with Qwen2.5 14B at TP 8: Home on the GPUs dial passes 1 and 2."""
+    from tests import shared_steps
+
+    for step, settings, dial, key, lands, notice in (
+            (19, (("gpu", "l40s"), ("gpu_memory_utilization", 0.8)), "model", "end", "llama-3.2-3b",
+             "Passed qwen2.5-14b: "),
+            (20, (("gpu", "l40s"), ("model", "qwen2.5-14b"), ("tensor_parallel_size", 8),
+                  ("gpu_memory_utilization", 0.3)), "tensor_parallel_size", "home", 4,
+             "Passed 1: Qwen2.5 14B does not fit on one L40S 48 GB")):
+        app = make_app(shared_steps.lessons(), start_step=step)
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = app.screen
+            dials = {d.spec.name: d for d in screen.query(DialControl)}
+            for name, value in settings:
+                dials[name].post_message(DialControl.Changed(dials[name], value))
+                await pilot.pause()
+                assert dials[name].value == value
+            dials[dial].focus()
+            await pilot.press(key)
+            await pilot.pause()
+            assert dials[dial].value == lands and dials[dial].spec.value(screen.sim.scenario) == lands
+            assert screen.query_one(NoticeLine).message.startswith(notice)
+
+
 async def test_views_follow_the_step(make_app):
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
