@@ -152,6 +152,8 @@ class Scenario:
         model = profiles.model(self.model)
         base = vllm_defaults(gpu.id, gpu.memory_bytes, offline=self.offline)
         base["max_model_len"] = model.max_model_len
+        if self.offline:  # vLLM's LLM class runs the engine with no API server in front
+            base["api_server_count"] = 0
         base.update(self.engine)
         return base
 

@@ -65,6 +65,9 @@ def check_slo_args(args: argparse.Namespace, command: str) -> None:
             path = "workload.trace_path" if args.workload else "workload.num_prompts"
             raise UserError(o.flagged(f"argument {{{path}}}: not allowed with --offline (N requests are queued "
                                       "at once)"))
+        if any(row.dial == "engine.api_server_count" and row.given(args) is not None for row in t.rows()):
+            raise UserError(o.flagged("argument {engine.api_server_count}: not allowed with --offline (vLLM's LLM "
+                                      "class runs the engine with no API server in front)"))
     elif args.ttft_p99 is None and args.tpot_p99 is None:
         raise UserError("give a latency SLO (--ttft-p99 MS and/or --tpot-p99 MS), or --offline N to plan a batch job")
     if args.num_prompts is not None and args.num_prompts < rate_plan.PLAN_MIN_PROMPTS:

@@ -55,6 +55,8 @@ def llm_call(setup, config) -> str:
     """The same dials as arguments of vLLM's offline `LLM` class."""
     kwargs = {"model": hf_id(setup.deployment.model)}
     for flag, value in serve_dials(setup, config).items():
+        if flag == "--api-server-count":  # (vllm serve's own: the LLM class has no API server, nor takes it)
+            continue
         kwargs[dest(flag)] = json.loads(value) if flag == "--speculative-config" else value  # (a dict there)
     return "LLM(" + ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) + ")"
 

@@ -555,6 +555,24 @@ def test_plan_offline_of_one_request_says_one_request_and_one_seat(capsys):
     assert "holds the request at its peak (" in words
 
 
+def test_an_offline_job_runs_and_prints_without_an_api_server(capsys):
+    """vLLM's LLM class runs no API server: plan --offline simulated one in front (vllm serve's
+    default, 1) and printed LLM(..., api_server_count=1), a keyword the LLM class does not take
+    (vllm serve's own flag, not an engine argument). An offline scenario's engine now has none
+    (`Scenario.engine_dials`), so the job runs as `sim --api-server-count 0` runs it, and the call
+    leaves the keyword out."""
+    from sim.scenario import Scenario
+
+    assert (Scenario(offline=True).engine_config().api_server_count, Scenario().engine_config().api_server_count) \
+        == (0, 1)
+    job = ["--input-len", "512", "--output-len", "64"]
+    d = run_json(capsys, "plan", "--offline", "200", *job)
+    assert d["llm"].startswith("LLM(model=") and "api_server_count" not in d["llm"]
+    same = run_json(capsys, "sim", "--num-prompts", "200", "--request-rate", "inf", *job, "--max-num-seqs",
+                    str(d["max_num_seqs"]), "--max-num-batched-tokens", "16384", "--api-server-count", "0")
+    assert same["duration"] == d["job_time_s"]
+
+
 @pytest.mark.parametrize(("argv", "needle"), [
     ([], "give a latency SLO (--ttft-p99 MS and/or --tpot-p99 MS), or --offline N"),
     (["--ttft-p99", "0"], "argument --ttft-p99: expected a number > 0"),
@@ -562,6 +580,8 @@ def test_plan_offline_of_one_request_says_one_request_and_one_seat(capsys):
     (["--ttft-p99", "100", "--headroom", "100%"], "argument --headroom: expected a percentage from 0 up to (not "
                                                    "including) 100, got '100%'"),
     (["--ttft-p99", "100", "--offline", "10"], "argument --ttft-p99: not allowed with --offline"),
+    (["--offline", "10", "--api-server-count", "2"], "argument --api-server-count: not allowed with --offline "
+                                                     "(vLLM's LLM class runs the engine with no API server"),
     (["--ttft-p99", "100", "--request-rate", "3"], "unrecognized arguments: --request-rate"),
     (["--ttft-p99", "100", "--num-prompts", "5"], "argument --num-prompts: 5 is too few to judge a rate"),
     (["--ttft-p99", "100", "--ramp-up-strategy", "linear"], "argument --ramp-up-strategy: not allowed with plan"),

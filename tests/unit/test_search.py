@@ -357,7 +357,7 @@ def test_an_offline_search_prints_the_llm_call_plan_offline_prints(capsys, tmp_p
     assert code == 0, err
     [best] = table["best"]
     assert "vllm_command" not in best and best["llm"].startswith("LLM(model='meta-llama/Llama-3.1-8B-Instruct'")
-    assert "max_num_batched_tokens=16384" in best["llm"]
+    assert "max_num_batched_tokens=16384" in best["llm"] and "api_server_count" not in best["llm"]
     assert "vLLM offline (from vllm import LLM) for the best deployments:" in out and "vllm serve" not in out
     assert "1 finished the job" in out and "meet the SLO" not in out
     assert cli_main(["plan", *job, "--json"]) == 0
