@@ -374,6 +374,12 @@ def _money(v) -> str:
     return "no price" if v is None else f"${v:,.2f}"
 
 
+def _where(d: dict) -> str:
+    """A row's GPU and parallelism in words: "h100-sxm tp8 ep" (a row, not a `GridPoint`: read back
+    from the table)."""
+    return f"{d['gpu']} tp{d['tensor_parallel_size']}{' ep' if d['enable_expert_parallel'] else ''}"
+
+
 def _fill(text: str) -> str:
     return textwrap.fill(text, width=100)
 
@@ -427,7 +433,7 @@ def print_report(rep: dict, args) -> None:
         print("Pareto front (tokens/s per GPU against tokens/s per user)"
               + (f", {len(shown)} of its {len(front)} points spread along it:" if len(shown) < len(front) else ":"))
         for d in shown:
-            print(f"  {d['gpu']} tp{d['tensor_parallel_size']}{' ep' if d['enable_expert_parallel'] else ''} seqs {d['max_num_seqs']} tokens "
+            print(f"  {_where(d)} seqs {d['max_num_seqs']} tokens "
                   f"{d['max_num_batched_tokens']} kv {d['kv_cache_dtype']}" + (f" spec {d['spec']}" if spec else "")
                   + f": {d['tokens_per_gpu']:,.0f} tok/s per GPU, "
                   f"{d['tokens_per_user']:,.1f} tok/s per user ({d['stage']})")
@@ -439,17 +445,17 @@ def print_report(rep: dict, args) -> None:
             groups.setdefault(d["reason"].split(":")[0] if d["reason"].startswith("no rate") else d["reason"], []).append(d)
         print(f"Infeasible ({len(bad)} point{'' if len(bad) == 1 else 's'}):")
         for reason, ds in groups.items():
-            where = sorted({f"{d['gpu']} tp{d['tensor_parallel_size']}{' ep' if d['enable_expert_parallel'] else ''}"
+            where = sorted({_where(d)
                             + (f" spec {d['spec']}" if spec else "") for d in ds})
-            print(_fill(f"  {len(ds)} on {', '.join(where)}: {reason}"))
+            print(textwrap.fill(f"  {len(ds)} on {', '.join(where)}: {reason}", width=100, subsequent_indent="    "))
     if rep["best"]:
         print()
         print("vLLM offline (from vllm import LLM) for the best deployments:" if rep["slo"] is None else
               "vLLM command for each replica of the best deployments:")
         for d in rep["best"]:
-            print(f"  {d['replicas']} x {d['gpu']} tp{d['tensor_parallel_size']}" + (f" spec {d['spec']}" if spec else "")
-                  + f", {_money(d['cost_per_hour'])} an hour "
-                  f"({BEST_STAGE_WORDS.get(d['stage'], d['stage'] + ' only')}):")
+            print(f"  {d['replicas']} x {_where(d)}" + (f" spec {d['spec']}" if spec else "")
+                  + (", no price " if d["cost_per_hour"] is None else f", {_money(d['cost_per_hour'])} an hour ")
+                  + f"({BEST_STAGE_WORDS.get(d['stage'], d['stage'] + ' only')}):")
             print("    " + d.get("llm", d.get("vllm_command")))
     else:
         print()

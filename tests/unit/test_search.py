@@ -553,3 +553,18 @@ def test_a_bad_speculative_configs_list_is_refused_in_one_line(capsys, tmp_path,
     code = main(["search", "--tpot-p99", "9", *argv, "--output", str(tmp_path / "o.jsonl")])
     err = capsys.readouterr().err
     assert code == 2 and needle in err and "Traceback" not in err and err.count("\n") == 1, err
+
+
+def test_the_best_lines_name_expert_parallelism_and_a_missing_price(capsys, tmp_path):
+    """The best deployments' lines read "1 x h100-sxm tp2" for a point with expert parallelism
+    and one without (the table marks the first '2ep'), two lines alike above different
+    commands, and "no price an hour" for a GPU without a price (Qwen3 235B-A22B on H100s and
+    H200s, tmux): each now says 'tp2 ep', and 'no price'."""
+    code, out, err, table = search(capsys, tmp_path, "--offline", "16", "--input-len", "64", "--output-len", "8",
+                                   "--model", "qwen3-30b-a3b", "--gpus", "h100-sxm,h200", "--tensor-parallel-sizes",
+                                   "2", "--expert-parallel", "both", "--best", "4", "--jobs", "1")
+    assert code == 0, err
+    heads = sorted(line.split(",")[0].strip() for line in out.splitlines() if line.startswith("  1 x "))
+    assert heads == ["1 x h100-sxm tp2", "1 x h100-sxm tp2 ep", "1 x h200 tp2", "1 x h200 tp2 ep"]
+    assert table["unpriced_gpus"] == ["h200"]
+    assert "1 x h200 tp2, no price (" in out and "no price an hour" not in out
