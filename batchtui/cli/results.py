@@ -68,6 +68,8 @@ def setup_text(scenario, deployment, config, swept: str | None = None, *, lead: 
     model, gpu = deployment.model, deployment.gpu
     tp = deployment.tensor_parallel_size
     on = f"{tp} x {gpu.name}" if tp > 1 else f"one {gpu.name}"
+    if deployment.expert_parallel:  # (the experts whole on each GPU, not split: --enable-expert-parallel)
+        on += " with expert parallelism"
     if config.batching == "continuous":
         dials = (f"continuous batching, {seats_words({'max_num_seqs': 'swept', 'offline': 'as below'}.get(swept, config.max_num_seqs))}, "
                  f"max_num_batched_tokens {config.max_num_batched_tokens}, chunked prefill "
@@ -85,7 +87,8 @@ def setup_text(scenario, deployment, config, swept: str | None = None, *, lead: 
         dials = (f"dynamic batching, batches of up to {config.max_batch_size} "
                  f"after at most {config.max_queue_delay * 1000:g} ms")
     if model.has_kv_cache:
-        cache = (f"KV cache {deployment.usable_blocks:,} blocks of {deployment.block_size} "
+        dtype = "" if scenario.kv_cache_dtype == "auto" else f"{scenario.kv_cache_dtype} "  # ("auto": the model's)
+        cache = (f"{dtype}KV cache {deployment.usable_blocks:,} blocks of {deployment.block_size} "
                  f"({deployment.kv_cache_tokens:,} tokens)")
         layout = deployment.kv_layout
         if layout.window_groups:  # (vLLM's hybrid KV cache manager: sim.profiles.KvLayout)

@@ -188,3 +188,16 @@ def test_the_acceptance_fit_pools_drafts_and_falls_back_to_a_constant_rate():
     assert alone.rates == pytest.approx([ratio, ratio ** 2, ratio ** 3])
     with pytest.raises(ValueError, match="2 positions, its speculative config 3"):
         fit_acceptance([MeasuredDrafts(10, 5, (0.5, 0.0))], 3)
+
+
+def test_the_setup_line_says_expert_parallelism_and_the_kv_dtype(capsys):
+    """The line saying what was simulated read "Qwen3 30B-A3B on 2 x H100 SXM 80 GB" with or
+    without --enable-expert-parallel, and "KV cache 56,017 blocks" for an fp8 cache as for a
+    bf16 one: which was run showed only in the vllm serve line at the end of a plan. It says both."""
+    argv = ["sim", "--model", "qwen3-30b-a3b", "--tensor-parallel-size", "2", "--num-prompts", "20",
+            "--input-len", "64", "--output-len", "8"]
+    _, plain, _ = run(capsys, *argv)
+    _, ep, _ = run(capsys, *argv, "--enable-expert-parallel", "--kv-cache-dtype", "fp8")
+    plain, ep = " ".join(plain.split()), " ".join(ep.split())
+    assert "on 2 x H100 SXM 80 GB: continuous batching" in plain and "; KV cache " in plain
+    assert "on 2 x H100 SXM 80 GB with expert parallelism: continuous batching" in ep and "; fp8 KV cache " in ep
