@@ -175,6 +175,8 @@ class PointResult:
     seeds: list[int] = field(default_factory=list)
     replicas: int | None = None
     """The replicas that meet the SLO at the peak behind a router (stage "router"; None before)."""
+    job_s: float | None = None
+    """For --offline, the job's time (s): from the requests queued to the last token out."""
 
     @property
     def output_throughput(self) -> float:
@@ -538,4 +540,5 @@ def offline_point(base, point: GridPoint, num_prompts: int, say=str) -> PointRes
         return PointResult(point, "offline", False, reason="no request finished", runs=1, seeds=[sc.seed])
     mean_out = m["output_throughput"] / m["request_throughput"] if m["request_throughput"] else 0.0
     return PointResult(point, "offline", True, m["request_throughput"], m["request_throughput"], "", True,
-                       mean_out, m["median_tpot_ms"], m["p99_ttft_ms"], m["p99_tpot_ms"], 1, [sc.seed])
+                       mean_out, m["median_tpot_ms"], m["p99_ttft_ms"], m["p99_tpot_ms"], 1, [sc.seed],
+                       job_s=m["duration"])

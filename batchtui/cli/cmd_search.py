@@ -416,15 +416,19 @@ def print_report(rep: dict, args) -> None:
     # (a spec column only when the grid searched speculative decoding)
     spec = any(d["speculative_config"] for d in rep["ranked"] + rep["infeasible"])
     if rows:
+        # (a batch job: its time where a service has its replicas, one replica each)
+        job = rep["slo"] is None
         print(f"Cheapest first ({len(rows)} of {len(rep['ranked'])}; * on the Pareto front):")
         print(f"  {'gpu':<10} {'tp':>4} {'seqs':>5} {'tokens':>6} {'kv':<5} {'cache':<5} "
               + (f"{'spec':<10} " if spec else "") + f"{'stage':<8} "
-              f"{'req/s':>7} {'repl':>4} {'GPUs':>4} {'$/hour':>9} {'$/Mtok':>8} {'tok/s/GPU':>9} {'tok/s/user':>10}")
+              f"{'req/s':>7} " + (f"{'job time':>11}" if job else f"{'repl':>4}") + f" {'GPUs':>4} {'$/hour':>9} "
+              f"{'$/Mtok':>8} {'tok/s/GPU':>9} {'tok/s/user':>10}")
         for d in rows:
             tp = f"{d['tensor_parallel_size']}{'ep' if d['enable_expert_parallel'] else ''}"
+            size = f"{results.duration_text(d['job_s']):>11}" if job else f"{d['replicas']:>4}"
             print(f"{'*' if d['on_front'] else ' '} {d['gpu']:<10} {tp:>4} {d['max_num_seqs']:>5} "
                   f"{d['max_num_batched_tokens']:>6} {d['kv_cache_dtype']:<5} {'on' if d['enable_prefix_caching'] else 'off':<5} "
-                  + (f"{d['spec']:<10} " if spec else "") + f"{d['stage']:<8} {d['rate']:>7.2f} {d['replicas']:>4} {d['gpus']:>4} "
+                  + (f"{d['spec']:<10} " if spec else "") + f"{d['stage']:<8} {d['rate']:>7.2f} {size} {d['gpus']:>4} "
                   f"{_money(d['cost_per_hour']):>9} {_money(d['cost_per_million_tokens']):>8} "
                   f"{d['tokens_per_gpu']:>9,.0f} {d['tokens_per_user']:>10,.1f}")
         print()

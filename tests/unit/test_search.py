@@ -349,7 +349,8 @@ def test_each_gpu_takes_its_own_vllm_default_for_a_dial_not_given(capsys, tmp_pa
 def test_an_offline_search_prints_the_llm_call_plan_offline_prints(capsys, tmp_path):
     """search --offline printed `vllm serve` lines (and planned at vllm serve's 8,192-token budget
     on an H100) for a job vLLM's LLM class runs at 16,384: its best deployments are now given as
-    plan --offline gives its answer, the LLM(...) call, the same call for the same dials."""
+    plan --offline gives its answer, the LLM(...) call, the same call for the same dials; its
+    table had a replicas column (always 1) and no job time: it has the time plan gives."""
     from batchtui.cli import main as cli_main
 
     job = ["--offline", "16", "--input-len", "64", "--output-len", "8", "--max-num-seqs", "16"]
@@ -361,7 +362,10 @@ def test_an_offline_search_prints_the_llm_call_plan_offline_prints(capsys, tmp_p
     assert "vLLM offline (from vllm import LLM) for the best deployments:" in out and "vllm serve" not in out
     assert "1 finished the job" in out and "meet the SLO" not in out
     assert cli_main(["plan", *job, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["llm"] == best["llm"]
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["llm"] == best["llm"]
+    # and the job's time, which plan --offline answers with, where a service has its replicas
+    assert best["job_s"] == plan["job_time_s"] and "job time GPUs" in out and " repl " not in out
 
 
 def test_offline_search_ranks_batch_jobs(capsys, tmp_path):
