@@ -416,6 +416,10 @@ class RouterCheck:
     """Requests each replica served."""
     unsettled: list[int] = field(default_factory=list)
     """Replicas whose latency still climbed through the run."""
+    behind_prefill: float = 0.0
+    """Share of the pooled steady windows' requests that reached their replica before every
+    request sent there earlier had its first token (`behind_a_prefill`): their prefills queue.
+    A replica's TTFT tail comes from these, not from how many requests it holds."""
 
     @property
     def ok(self) -> bool:
@@ -440,7 +444,7 @@ def route(specs, engines, policy: str) -> dict[str, float]:
             best, best_load = 0, None
             for r, engine in enumerate(engines):
                 engine.advance_until(t)
-                load = sent[r] - _finished_by(engine, t)
+                load = sent[r] - finished_by(engine, t)
                 if best_load is None or load < best_load:
                     best, best_load = r, load
             engines[best].submit(spec)
@@ -453,7 +457,7 @@ def route(specs, engines, policy: str) -> dict[str, float]:
     return arrivals
 
 
-def _finished_by(engine, t: float) -> int:
+def finished_by(engine, t: float) -> int:
     """Requests the engine finished at or before time t (its last iteration may end after t)."""
     records = engine.metrics.records
     done = engine.metrics.completed
@@ -480,9 +484,10 @@ def router_columns(engine, arrivals: dict[str, float]) -> Columns:
 
 
 def check_router(scenario, profiles, policy: str, replicas: int, peak_rate: float, slo: Slo,
-                 num_prompts: int) -> RouterCheck:
+                 num_prompts: int, router: Callable = route) -> RouterCheck:
     """Simulate `num_prompts` requests of the scenario's traffic at `peak_rate` over `replicas`
-    replicas behind a `policy` router, and judge the SLO on the pooled steady windows."""
+    replicas behind a `policy` router, and judge the SLO on the pooled steady windows. `router`:
+    what sends the requests, as `route` (benchmarks/routers.py tries other rules)."""
     from sim.curves import at_rate
     from sim.engine import Engine
     from sim.workload import WorkloadSpec, generate_queue
@@ -491,13 +496,15 @@ def check_router(scenario, profiles, policy: str, replicas: int, peak_rate: floa
     specs = list(generate_queue(peak.workload, np.random.default_rng(peak.seed)))
     idle = replace(scenario, workload=WorkloadSpec(arrival="all-at-once", num_prompts=0))
     engines = [Engine(idle, profiles=profiles, keep_requests=False, api_server=True) for _ in range(replicas)]
-    arrivals = route(specs, engines, policy)
+    arrivals = router(specs, engines, policy)
     windows, unsettled, served = [], [], []
+    behind = 0
     for r, engine in enumerate(engines):
         cols = router_columns(engine, arrivals)
         served.append(len(cols))
         window, _ = steady_window(cols)
         windows.append(window)
+        behind += behind_a_prefill(window)
         if latency_percentiles(window)["e2e_slope"] > BACKLOG_SLOPE:
             unsettled.append(r)
     pooled = Columns({name: np.concatenate([w[name] for w in windows]) for name in Columns.NAMES})
@@ -509,7 +516,18 @@ def check_router(scenario, profiles, policy: str, replicas: int, peak_rate: floa
     failed = sum(len(e.metrics.failed) for e in engines)
     if failed:
         misses.append(f"{failed} requests failed")
-    return RouterCheck(policy, replicas, peak_rate, stats, misses, served, unsettled)
+    return RouterCheck(policy, replicas, peak_rate, stats, misses, served, unsettled,
+                       behind / len(pooled) if len(pooled) else 0.0)
+
+
+def behind_a_prefill(cols: Columns) -> int:
+    """Requests of one replica that reached it before every request that came before them had
+    its first token (by true arrival): each waits for an earlier prompt's prefill, or shares an
+    iteration's token budget with it, before its own first token."""
+    order = np.argsort(cols["arrival_time"], kind="stable")
+    came = cols["arrival_time"][order]
+    first = np.maximum.accumulate(came + cols["ttft"][order])
+    return int(np.count_nonzero(came[1:] < first[:-1]))
 
 
 def router_prompts(peak_rate: float, replicas: int, min_seconds: float | None = None,

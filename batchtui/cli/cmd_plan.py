@@ -271,6 +271,20 @@ def _fill(text: str) -> str:
     return textwrap.fill(text, width=100, subsequent_indent="  " if text.startswith("  ") else "")
 
 
+def router_note(checked: list[rate_plan.RouterCheck]) -> str | None:
+    """Why least-outstanding-requests' p99 TTFT is longer than round-robin's over one count of
+    replicas, when it is: it balances requests held, while a replica's TTFT tail comes from
+    requests reaching it during an earlier one's prefill (`RouterCheck.behind_prefill`)."""
+    by = {c.policy: c for c in checked}
+    rr, lor = by.get("round-robin"), by.get("least-outstanding-requests")
+    if (rr is None or lor is None or lor.window["p99_ttft_ms"] <= rr.window["p99_ttft_ms"]
+            or lor.behind_prefill <= rr.behind_prefill):
+        return None
+    return (f"  (Least-outstanding-requests balances requests held, not prefills: {lor.behind_prefill:.0%} of "
+            f"its requests came to a replica before an earlier one there had its first token, "
+            f"{rr.behind_prefill:.0%} with round-robin.)")
+
+
 def print_plan(result, slo, args, replicas, checks, serve, bench, cause, setup) -> None:
     limiting = result.limiting
     seeds = ", ".join(str(s) for s in result.seeds)
@@ -335,6 +349,9 @@ def print_plan(result, slo, args, replicas, checks, serve, bench, cause, setup) 
                 verdict = "meets" if ch.ok else "misses: " + "; ".join(ch.misses)
                 print(f"  {ch.replicas} replicas, {ch.policy:<27} p99 TTFT {cw['p99_ttft_ms']:7.1f} ms  "
                       f"p99 TPOT {cw['p99_tpot_ms']:6.2f} ms  {verdict}")
+        why = router_note(checks[-1]) if checks else None
+        if why:
+            print(_fill(why))
         if replicas is None:
             print(_fill(f"Even {first + rate_plan.ROUTER_MAX_EXTRA} replicas miss the SLO at the peak: plan "
                         "with more headroom or a faster setup."))
@@ -388,7 +405,8 @@ def plan_json(result, slo, args, replicas, checks, serve, bench, cause, lengths)
         "replicas": replicas,
         "replica_checks": [{"replicas": c.replicas, "policy": c.policy, "meets_slo": c.ok, "misses": c.misses,
                             "p99_ttft_ms": c.window["p99_ttft_ms"], "p99_tpot_ms": c.window["p99_tpot_ms"],
-                            "requests_per_replica": c.per_replica} for checked in checks for c in checked],
+                            "requests_per_replica": c.per_replica, "behind_prefill": c.behind_prefill}
+                           for checked in checks for c in checked],
         "vllm_command": serve,
         "vllm_bench_command": bench,
         "points": [results.plan_point_json(p) for p in [limiting.saturated, *limiting.points]],

@@ -444,6 +444,21 @@ def test_plan_finds_a_rate_checks_replicas_and_prints_both_vllm_commands(capsys,
     assert "<- highest meeting the SLO" in out
 
 
+def test_plan_says_why_least_outstanding_requests_has_the_longer_ttft_tail():
+    """plan's replicas check explains a least-outstanding-requests p99 TTFT above round-robin's
+    with each router's share of requests that reached a replica still short of an earlier first
+    token (`RouterCheck.behind_prefill`), and says nothing when it is not above."""
+    from batchtui.cli.cmd_plan import router_note
+
+    def check(policy, ttft, behind):
+        return rate_plan.RouterCheck(policy, 8, 20.0, {"p99_ttft_ms": ttft}, [], [2000] * 8, [], behind)
+
+    note = router_note([check("round-robin", 167.7, 0.020), check("least-outstanding-requests", 729.8, 0.421)])
+    assert note is not None and "42% of its requests" in note and "2% with round-robin" in note
+    assert router_note([check("round-robin", 80.0, 0.3), check("least-outstanding-requests", 70.0, 0.5)]) is None
+    assert router_note([check("round-robin", 80.0, 0.3)]) is None
+
+
 def test_plan_json_is_consistent(capsys, small_plan):
     d = run_json(capsys, *PLAN, "--tpot-p99", "9", "--peak-rate", "50", "--headroom", "20%",
                  "--max-num-seqs", "128", "--gpu-memory-utilization", "0.9")

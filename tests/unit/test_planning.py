@@ -7,7 +7,10 @@ import math
 import statistics
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from types import SimpleNamespace
 
 from sim import planning, rate_plan
@@ -318,6 +321,48 @@ def test_a_router_spreads_the_peak_and_keeps_true_arrival_times():
     for e in lor:
         cols = rate_plan.router_columns(e, arrivals)
         assert (cols["ttft"] > 0).all() and (cols["e2e"] >= cols["ttft"]).all()
+
+
+@given(st.integers(2, 4), st.lists(st.tuples(st.floats(0.0, 0.04), st.integers(16, 1024), st.integers(1, 48)),
+                                  min_size=10, max_size=40))
+def test_least_outstanding_requests_picks_a_replica_holding_the_fewest(replicas, draws):
+    """Each request goes to a replica with the fewest requests sent to it and not finished at its
+    arrival (the lowest index among the tied), counts read again after the run from every
+    replica's finished requests: a router counting stale (not yet advanced to the arrival, or
+    requests arriving together all seeing the counts before the first was sent) herds requests
+    onto one replica, and this fails."""
+    from sim.engine import Engine
+    from sim.scenario import Scenario
+    from sim.workload import RequestSpec, WorkloadSpec
+
+    idle = Scenario(workload=WorkloadSpec(arrival="all-at-once", num_prompts=0))
+    specs, t = [], 0.0
+    for i, (gap, prompt, output) in enumerate(draws):
+        t += gap  # (a gap of 0: requests arriving together)
+        specs.append(RequestSpec(str(i), t, prompt, output))
+    engines = [Engine(idle, keep_requests=False, api_server=True) for _ in range(replicas)]
+    arrivals = rate_plan.route(specs, engines, "least-outstanding-requests")
+    where, finish = {}, {}
+    for r, engine in enumerate(engines):
+        for rec in engine.metrics.records:
+            where[rec.request_id], finish[rec.request_id] = r, rec.arrival_time + rec.e2e
+    assert len(where) == len(specs)
+    for i, spec in enumerate(specs):
+        at = arrivals[spec.request_id]
+        held = [0] * replicas
+        for earlier in specs[:i]:
+            if finish[earlier.request_id] > at:
+                held[where[earlier.request_id]] += 1
+        assert where[spec.request_id] == held.index(min(held)), (i, held)
+
+
+def test_a_request_behind_a_prefill_is_one_that_came_before_an_earlier_first_token():
+    cols = curves.Columns({"arrival_time": np.array([0.0, 0.05, 0.12, 0.5]), "ttft": np.array([0.2, 0.01, 0.1, 0.1]),
+                           "e2e": np.ones(4), "tpot": np.zeros(4), "output_len": np.ones(4)})
+    # the second came at 0.05, before the first's token at 0.2; so did the third (0.12), though
+    # the second had its token at 0.06; the fourth came after them all
+    assert rate_plan.behind_a_prefill(cols) == 2
+    assert rate_plan.behind_a_prefill(cols.where(np.array([True, False, False, True]))) == 0
 
 
 def test_steady_window_drops_warm_up_and_cool_down():
