@@ -248,6 +248,11 @@ class Scenario:
         v = self.qk_norm_kernels
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
             raise ConfigError("qk_norm_kernels", v, "unset, or a whole number of kernels >= 0")
+        if not isinstance(self.offline, bool):  # (a string, "no", is true to Python)
+            raise ConfigError("offline", self.offline, "true or false")
+        for key in ("profiles_path", "hf_config_path"):  # (the workload's files are dials, checked as such)
+            if not isinstance(getattr(self, key), str):
+                raise ConfigError(key, getattr(self, key), "a file's path, or \"\" for none")
 
     def to_toml(self) -> str:
         return dumps_toml(self.to_dict())

@@ -121,6 +121,19 @@ def test_a_scenario_file_refuses_a_dial_by_its_key(spec):
     assert said.startswith(f"mine.toml: {spec.path} = ") and " is not allowed: " in said and "\n" not in said
 
 
+@pytest.mark.parametrize("text", ['hf_config_path = 5', 'profiles_path = true', 'offline = "no"', 'offline = 1'])
+def test_a_scenario_files_other_settings_of_the_wrong_kind_are_refused_by_key(text, tmp_path, capsys):
+    """The settings that are no dial: a file's path that is not text was an internal error
+    (TypeError, joining it to the file's folder), and `offline = "no"` ran offline."""
+    (tmp_path / "s.toml").write_text(text + "\n")
+    with pytest.raises(SimError) as refused:
+        Scenario.load(tmp_path / "s.toml")
+    key = text.split(" = ")[0]
+    assert str(refused.value).startswith(f"{tmp_path / 's.toml'}: {key} = ") and " is not allowed: " in str(refused.value)
+    code, _, err = run(capsys, "sim", "--scenario", tmp_path / "s.toml", "--num-prompts", 2)
+    assert code == 2 and err.count("\n") == 1 and f"{key} = " in err, err
+
+
 @pytest.mark.parametrize("spec", dials.DIALS, ids=lambda s: s.path)
 def test_the_app_refuses_a_dial_with_its_label(spec):
     """The app sets a dial on the live engine (`LiveSimulation.set_dial` -> `Engine.set_dial`);
