@@ -170,11 +170,16 @@ def _workload(args, w: WorkloadSpec, model, rate_flag: bool, from_file: bool) ->
     rate = getattr(args, "request_rate", None) if rate_flag else None
     dataset = args.dataset_name
     path = args.dataset_path
+    # The scenario file's own trace, while no flag names other traffic: replayed as a trace given
+    # by flag is, its rate, count and timing as the file has them unless a flag sets them.
+    kept = w.arrival == "trace" and args.workload is None and dataset is None and path is None
+    if kept:
+        dataset, path = "timed_trace", w.trace_path
     _check_traffic(args, dataset, path, rate)
     if args.workload is not None:
         dataset, path = "timed_trace", args.workload
     if dataset in a.TRACE_DATASETS:
-        w = _trace_workload(args, w, dataset, path, rate)
+        w = _trace_workload(args, w, dataset, path, rate, kept)
         w = t.apply_traffic(args, w, dataset, skip=("workload.request_rate", "workload.num_prompts"))
     else:
         if w.arrival == "trace":
@@ -274,7 +279,8 @@ def _check_traffic(args, dataset: str | None, path: str | None, rate: float | No
                     "{workload.hash_block_size} sets their block)")
 
 
-def _trace_workload(args, w: WorkloadSpec, dataset: str, path: str, rate: float | None) -> WorkloadSpec:
+def _trace_workload(args, w: WorkloadSpec, dataset: str, path: str, rate: float | None,
+                    kept: bool = False) -> WorkloadSpec:
     """The trace at `path` as `dataset` reads it (`sim.workload.load_trace`). vLLM's timed layout
     (`timestamp`, `input_length`, `output_length`, `hash_ids`) is read as `vllm bench serve
     --dataset-name timed_trace` reads it: its timestamps times --timed-trace-sec-multiplier (1:
@@ -282,7 +288,8 @@ def _trace_workload(args, w: WorkloadSpec, dataset: str, path: str, rate: float 
     (1,000) and never more (`self_timed`), each sent at its timestamp whatever --request-rate says.
     mooncake_trace reads it in milliseconds with 512-token blocks. A trace of ours
     (`arrival_time`, `prompt_len`, `output_len`) is rescaled by --request-rate and cut or repeated
-    to --num-prompts."""
+    to --num-prompts. `kept`: `w`'s own trace (a scenario file's), whose rate, count and timing
+    stand where no flag sets them."""
     import sys
 
     from sim.workload import MOONCAKE_BLOCK_TOKENS, MOONCAKE_SEC_MULTIPLIER, is_timed_trace
@@ -292,16 +299,19 @@ def _trace_workload(args, w: WorkloadSpec, dataset: str, path: str, rate: float 
         block, multiplier = MOONCAKE_BLOCK_TOKENS, MOONCAKE_SEC_MULTIPLIER
     # A pipe (<(zcat trace.gz)) is read once, by the run: its layout is not looked at here, and a
     # rate given with one rescales it whatever its layout.
-    if rate is not None and os.path.isfile(path) and is_timed_trace(path):
+    self_timed = w.self_timed if kept else True
+    if rate is not None and self_timed and os.path.isfile(path) and is_timed_trace(path):
         from sim.dials import spelled
 
         print(spelled(f"batchtui: note: {{workload.request_rate}} {rate:g} is not used: a timed trace is sent at its "
                       "own timestamps, as vllm bench serve sends it ({workload.trace_sec_multiplier} scales them)",
                       flag_of), file=sys.stderr)
         rate = None
+    if kept and rate is None:
+        rate = w.trace_rate
     return replace(w, arrival="trace", trace_path=path, dataset="random", dataset_path="", hash_block_size=block,
-                   trace_sec_multiplier=multiplier, self_timed=True, trace_rate=rate or 0.0,
-                   trace_requests=args.num_prompts or 0)
+                   trace_sec_multiplier=multiplier, self_timed=self_timed, trace_rate=rate or 0.0,
+                   trace_requests=args.num_prompts or (w.trace_requests if kept else 0))
 
 
 def _check_like_vllm(args, sc: Scenario, profiles, model, deployed: bool = True) -> None:

@@ -5,6 +5,7 @@ again, from anywhere, finds the same files."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tomllib
@@ -95,3 +96,23 @@ def test_a_saved_scenario_loads_again_with_the_same_files_from_anywhere(tmp_path
         assert set(again) == set(FILE_KEYS)
         for key, name in loaded.named_files().items():
             assert same(again[key], tmp_path / "work" / name if key == "workload.dataset_path" else Path(name))
+
+
+def test_a_scenario_files_trace_is_replayed_by_the_command_line(tmp_path, monkeypatch, capsys):
+    """`sim --scenario s.toml` with `arrival = "trace"` ran Poisson traffic at the file's
+    request_rate instead (the trace, found from the file's folder, was never read); a flag that
+    names other traffic still replaces it, and --request-rate rescales it as it does a --workload."""
+    scen = tmp_path / "scen"
+    scen.mkdir()
+    (scen / "t.jsonl").write_text("".join(f'{{"arrival_time": {i / 2}, "prompt_len": {100 + i}, "output_len": 5}}\n'
+                                          for i in range(3)))
+    (scen / "s.toml").write_text('[workload]\narrival = "trace"\ntrace_path = "t.jsonl"\nrequest_rate = 4.0\n')
+    monkeypatch.chdir(tmp_path)
+    assert main(["sim", "--scenario", "scen/s.toml", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["completed"] == 3 and result["total_input_tokens"] == 303
+    assert main(["sim", "--scenario", "scen/s.toml", "--request-rate", "10", "--num-prompts", "6", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["completed"] == 6
+    assert main(["sim", "--scenario", "scen/s.toml", "--dataset-name", "random", "--num-prompts", "2",
+                 "--input-len", "64", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["total_input_tokens"] == 128
