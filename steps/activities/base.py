@@ -38,14 +38,39 @@ _NUMBER = re.compile(
     """,
     re.VERBOSE,
 )
-_MS_UNIT = re.compile(r"\d\s*(ms|msec|millisecond)", re.IGNORECASE)
+# A unit typed after a number, by the quantity it measures: a rate (tok/s, req/s), a time, a size.
+_TYPED_UNIT = re.compile(
+    r"""\s*(?:(?P<rate>[a-z]*\s*/\s*s(?:ec)?)
+                      |(?P<time>ms|msec|milliseconds?|s|secs?|seconds?)
+                      |(?P<size>[kmgt]i?b|bytes?|b))(?![a-z0-9])""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_TYPED_QUANTITY = {"rate": "a rate", "time": "a time", "size": "a size"}
+
+
+def typed_unit(text: str) -> tuple[str, str] | None:
+    """The quantity and unit typed right after the number `parse_number` reads ("a time", "ms"),
+    or None (no unit, or a count's: "44 seqs")."""
+    text = _cleaned(text)
+    number = _NUMBER.search(text)
+    match = _TYPED_UNIT.match(text, number.end()) if number else None
+    if match is None:
+        return None
+    kind = next(kind for kind in _TYPED_QUANTITY if match.group(kind))
+    return _TYPED_QUANTITY[kind], match.group(kind)
+
+
+def _cleaned(text: str) -> str:
+    """An answer as its number is read: a typographic minus as "-", narrow and no-break spaces and
+    digit separators ("1_209") dropped."""
+    return text.replace("\u2212", "-").replace("\u202f", "").replace("\u00a0", "").replace("_", "")
 
 
 def parse_number(text: str) -> float | None:
     """The first number in `text` ("209", "209 tok/s", "2.1e2", "≈ 1,209", "7.9k"), or None."""
     if not isinstance(text, str):
         return None
-    cleaned = text.replace("\u2212", "-").replace("\u202f", "").replace("\u00a0", "").replace("_", "")
+    cleaned = _cleaned(text)
     match = _NUMBER.search(cleaned)
     if not match:
         return None
@@ -155,6 +180,9 @@ class Question:
             return Feedback(False, f"Type a number, for example {fmt(self.answer * 1.37, 2)} "
                                    f"(the unit, {self.unit}, is optional).")
         self.attempts += 1
+        unit = typed_unit(text)  # a unit of another quantity: not this answer, whatever the number
+        if unit is not None and unit[0] != QUANTITY_OF_UNIT[self.unit]:
+            return Feedback(False, f"That is {unit[0]} in {unit[1]}; the question asks for {self.unit}.", value)
         if self.accepts(value):
             self.solved = True
             if self.accepted:
@@ -168,8 +196,6 @@ class Question:
             quantity = QUANTITY_OF_UNIT[self.unit]
             return Feedback(False, f"{quantity[0].upper()}{quantity[1:]} cannot be negative (you typed "
                                    f"{typed(value)} {self.unit}). Try again or take a hint.", value)
-        if _MS_UNIT.search(text) and self.unit != "ms":
-            return Feedback(False, f"That is a time in ms; the question asks for {self.unit}.", value)
         # Two slips can land on the same number; name both rather than guess.
         matched = list(dict.fromkeys(slip.message for slip in self.slips if self.is_close(value, slip.value)))
         if matched:

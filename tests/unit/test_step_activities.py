@@ -175,6 +175,20 @@ def test_ceiling_ms_instead_of_tokens_per_second():
     assert "time in ms" in fb.message
 
 
+@pytest.mark.parametrize("unit,kind", [("GiB", "a size"), ("GB", "a size"), ("ms", "a time"), ("tok/s", "a rate")])
+def test_a_unit_of_another_quantity_is_named_not_judged(unit, kind):
+    """Step 15 asks for sequences: "37.6 GiB" was "too low" and the right number with GiB after it
+    was right. A unit of another quantity is said so, whatever the number; the question's own
+    unit, or a count's word, is fine."""
+    q = act.CacheBatchDrill().new_question(0)
+    assert q.unit == "sequences"
+    fb = q.check(f"{q.answer:.1f} {unit}")
+    assert not fb.correct and not q.over and fb.message == f"That is {kind} in {unit}; the question asks for sequences."
+    assert q.check(f"{q.answer:.1f} seqs").correct
+    ceiling = _ceiling_question(realistic=False)
+    assert ceiling.check(f"{ceiling.answer:.1f} tok/s").correct
+
+
 def test_ceiling_forgetting_the_80_percent():
     q = _ceiling_question(realistic=True)
     fb = q.check(f"{q.answer / 0.8:.1f}")
