@@ -3,7 +3,7 @@
 `main()` imports only what the chosen path needs: with no subcommand it hands the parsed options
 to the app (`batchtui.tui.run_app`) having imported neither numpy nor the simulator, so the
 tutorial's first frame does not wait for them. User mistakes print one line on stderr and exit 2;
-a failure exits 1, Ctrl-C 130 and SIGTERM 143, each with one line (see `exits`).
+a failure exits 1, Ctrl-C 130, SIGTERM 143 and SIGHUP 129, each with one line (see `exits`).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def run_command(func, args) -> int:
     except WorkerError as exc:
         _say(f"batchtui: error: {exc}")
         return EXIT_FAILURE
-    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (exits.Terminated)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM or SIGHUP (exits.Terminated)
         word, status = stopped_how(exc)
         _say(f"batchtui: {word}")
         return status

@@ -112,7 +112,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "finish; rerunning the same command skips the points already done (Ctrl-C keeps them). Every point "
         "runs on the same seeds, so results are the same whatever the executor and the number of workers. "
         "Exit status 1 when no point meets the SLO (or a worker process could not start or died), 2 for a "
-        "mistake in the command, 130 when interrupted, 143 when terminated (SIGTERM)."
+        "mistake in the command, 130 when interrupted, 143 when terminated (SIGTERM), 129 when hung up (SIGHUP)."
     ).replace("%", "%%")
     g = p.add_argument_group("the grid (a list not given takes the single value of the setup flags)")
     g.add_argument("--gpus", type=_gpus, metavar="LIST", help="GPUs, comma-separated (profile ids or names)")

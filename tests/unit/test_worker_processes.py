@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from batchtui.cli import main
-from batchtui.cli.exits import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_TERMINATED, WorkerError
+from batchtui.cli.exits import EXIT_FAILURE, EXIT_HUNG_UP, EXIT_INTERRUPTED, EXIT_TERMINATED, WorkerError
 from batchtui.cli.workers import Workers
 
 GONE_WITHIN_S = 5.0
@@ -172,8 +172,12 @@ def _worker_killed(proc):
     os.kill(wait_busy(proc)[0], signal.SIGKILL)
 
 
+def _sighup(proc):
+    os.kill(proc.pid, signal.SIGHUP)  # its terminal or SSH connection went away
+
+
 WAYS = {"SIGTERM": _sigterm, "SIGKILL": _sigkill, "SIGINT": _sigint, "Ctrl-C": _ctrl_c,
-        "worker SIGKILL": _worker_killed}
+        "worker SIGKILL": _worker_killed, "SIGHUP": _sighup}
 
 
 def expected(command: str, way: str) -> tuple[int, list[str] | None]:
@@ -186,8 +190,9 @@ def expected(command: str, way: str) -> tuple[int, list[str] | None]:
         if command == "search":
             line += f"; {SEARCH_KEPT}: run the same command again to resume"
         return EXIT_FAILURE, [line]
-    word = "terminated" if way == "SIGTERM" else "interrupted"  # once: not again by each worker
-    status = EXIT_TERMINATED if way == "SIGTERM" else EXIT_INTERRUPTED
+    # once: not again by each worker
+    word, status = {"SIGTERM": ("terminated", EXIT_TERMINATED), "SIGHUP": ("hung up", EXIT_HUNG_UP)}.get(
+        way, ("interrupted", EXIT_INTERRUPTED))
     if command == "search":
         return status, [f"{word}: {SEARCH_KEPT}; run the same command again to resume"]
     return status, [f"batchtui: {word}"]
@@ -433,3 +438,25 @@ def test_many_chains_run_on_a_few_threads_with_the_same_answers():
             pool.chains(fail_on_three, [lambda run: run(3)] + [one] * 200)
         assert len(started) < CHAIN_THREADS_PER_JOB * 2
     assert our_workers() == []
+
+
+def test_sighup_stops_a_command_as_sigterm_does_and_leaves_no_temporary_file(tmp_path):
+    """A hang-up (the terminal or SSH connection gone) killed the command where it stood: exit
+    129 with nothing said, and `sim --per-request keep.csv` left its `.keep.csv.*.tmp` beside
+    the file. It stops as SIGTERM stops it: one line, 129, the temporary file removed, keep.csv
+    as it was."""
+    keep = tmp_path / "keep.csv"
+    keep.write_text("mine\n")
+    code = "import sys\nfrom batchtui.start import main\nsys.exit(main())\n"
+    proc = subprocess.Popen([sys.executable, "-c", code, "sim", "--num-prompts", "2000000", "--request-rate", "inf",
+                             "--input-len", "16", "--output-len", "4", "--per-request", str(keep)],
+                            cwd=tmp_path, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".keep.csv.*")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, proc.stderr.read()[-800:]
+    _sighup(proc)
+    code, _, err = finish(proc)
+    assert code == EXIT_HUNG_UP and said(err) == ["batchtui: hung up"], err[-800:]
+    assert keep.read_text() == "mine\n" and sorted(p.name for p in tmp_path.iterdir()) == ["keep.csv"]
