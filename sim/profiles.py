@@ -1287,8 +1287,24 @@ class Deployment:
                    f"{_gb(self.gpu_memory_utilization * g.memory_bytes - self.reserve_bytes)}")
         larger = [n for n in TENSOR_PARALLEL_SIZES
                   if n > tp and self._heads_split(n) and self._fits(n)]
+        # With {kv_cache_memory_bytes} given: the fewest GPUs whose weights and reserve leave room
+        # for a cache of two blocks, and the room (less than it is what the dial may ask for).
+        rooms = [(n, math.floor(g.memory_bytes - self.reserve_bytes - self.weight_bytes_on(n)
+                                - self.draft_weight_bytes_per_gpu))
+                 for n in TENSOR_PARALLEL_SIZES if n >= tp and (n == tp or self._heads_split(n))]
+        roomy = [(n, room) for n, room in rooms if room > 2 * self.bytes_per_block]
         if self.kv_cache_memory_bytes is not None and blocks_short:
             fix = f"Give {{kv_cache_memory_bytes}} at least {2 * math.ceil(self.bytes_per_block):,} bytes."
+        elif self.kv_cache_memory_bytes is not None and roomy:
+            n, room = roomy[0]
+            fix = f"Give {{kv_cache_memory_bytes}} less than {room:,} bytes ({_gb(room)})"
+            if n != tp:
+                fix += f" and set {{tensor_parallel_size}} to {n}"
+            if larger and larger[0] != n:
+                fix += f", or set {{tensor_parallel_size}} to {larger[0]}."
+            else:  # (vLLM's --kv-cache-memory-bytes is each GPU's cache: more GPUs do not split it)
+                fix += (f"; it is each GPU's cache, so no {{tensor_parallel_size}} holds the "
+                        f"{_bytes(self.kv_cache_memory_bytes)} asked.")
         elif larger:
             fix = f"Set {{tensor_parallel_size}} to {larger[0]} to split it over {larger[0]} GPUs."
         else:

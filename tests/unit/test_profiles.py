@@ -185,6 +185,23 @@ def test_a_model_too_big_for_eight_gpus_says_so(profiles):
         Deployment(gpus, huge)
 
 
+def test_a_kv_cache_asked_too_large_is_told_the_most_it_may_ask(profiles):
+    """--kv-cache-memory-bytes 100G beside Llama 3.1 8B on an H100 said "It does not fit even with
+    tensor_parallel_size at 8; choose a GPU with more memory": no GPU count or kind helps a cache
+    asked for larger than any; the dial is what to change, to less than what the weights and the
+    reserve leave (on as many GPUs as the weights need), and that much then fits."""
+    with pytest.raises(ProfileError) as refused:
+        profiles.deployment(kv_cache_memory_bytes=100e9)
+    room = 85.0e9 - profiles.deployment().reserve_bytes - profiles.deployment().weight_bytes_per_gpu
+    assert str(refused.value).endswith(f"Give kv_cache_memory_bytes less than {math.floor(room):,} bytes "
+                                       f"({room / 1e9:.1f} GB); it is each GPU's cache, so no "
+                                       "tensor_parallel_size holds the 100.0 GB asked.")
+    assert profiles.deployment(kv_cache_memory_bytes=math.floor(room) - 1).usable_blocks > 0
+    with pytest.raises(ProfileError, match=r"less than [\d,]+ bytes \(11.0 GB\) and set tensor_parallel_size to 2; "):
+        profiles.deployment(model_id="llama-3.1-70b", kv_cache_memory_bytes=64e9)
+    assert profiles.deployment(model_id="llama-3.1-70b", tensor_parallel_size=2, kv_cache_memory_bytes=10.9e9)
+
+
 def test_room_for_weights_but_not_for_a_block(profiles):
     with pytest.raises(ProfileError, match="not enough for the KV cache"):
         # 0.92 x 85.0e9 - 16.06e9 - reserve leaves one 2 MiB block: the null block, nothing else.
