@@ -605,6 +605,9 @@ def _check_table(
     for key, value in table.items():
         if key not in checkers:
             hint = " (the table name is the id)" if key == "id" else ""
+            if isinstance(value, dict) and "." in label:  # [models.llama-3.1-8b]: TOML split the id at its dots
+                section, _, head = label.strip("[]").partition(".")
+                hint = f' (an id with a dot in it is quoted: [{section}."{head}.{key}"])'
             raise ProfileError(
                 f"{source}: {label} has an unknown key {key!r}{hint}; known keys are "
                 f"{', '.join(checkers)}."

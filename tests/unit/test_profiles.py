@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 
 import pytest
 
@@ -385,3 +386,15 @@ def test_builtin_blocks_follow_the_formula_for_every_decoder(profiles):
                 / (2 * model.layers * model.kv_heads * model.head_dim * 2 * 16)
             )
             assert d.num_gpu_blocks == expected, (gpu_id, model.id)
+
+
+def test_a_table_id_with_dots_unquoted_is_told_to_quote_it(tmp_path):
+    """[models.llama-3.1-8b] is TOML for models -> llama-3 -> 1-8b: overriding a built-in model
+    (their ids have dots) said only "[models.llama-3] has an unknown key '1-8b'" and listed 70
+    keys. The refusal says how to write it; written so, it loads."""
+    mine = tmp_path / "mine.toml"
+    mine.write_text("[models.llama-3.1-8b]\neta_bw = 0.7\n")
+    with pytest.raises(ProfileError, match=re.escape('(an id with a dot in it is quoted: [models."llama-3.1-8b"])')):
+        load_profiles(mine)
+    mine.write_text('[models."llama-3.1-8b"]\neta_bw = 0.7\n')
+    assert load_profiles(mine).model("llama-3.1-8b").eta_bw == 0.7
