@@ -259,7 +259,10 @@ TEMPLATE = re.compile(r"\{\{\s*([a-z][a-z0-9_]*)\s*\}\}")
 
 class FigureError(ValueError):
     """A template names no figure, is malformed, or its figure cannot be computed for the
-    step's scenario; the message says which."""
+    step's scenario; the message says which. `why`: in the last case, the error that stopped it
+    (a SimError: vLLM would refuse the setting the figure runs)."""
+
+    why: BaseException | None = None
 
 
 def fill(text: str, lab: Lab | Callable[[], Lab]) -> str:
@@ -280,7 +283,9 @@ def fill(text: str, lab: Lab | Callable[[], Lab]) -> str:
             try:
                 cache[name] = FIGURES[name].text(lab)
             except (SimError, KeyError, ValueError, TypeError, AttributeError, ZeroDivisionError) as exc:
-                raise FigureError(f"{{{{{name}}}}} cannot be computed for this step ({exc})") from None
+                error = FigureError(f"{{{{{name}}}}} cannot be computed for this step ({exc})")
+                error.why = exc
+                raise error from None
         return cache[name]
 
     out = TEMPLATE.sub(one, text)

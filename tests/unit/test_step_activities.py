@@ -720,3 +720,16 @@ def test_a_drill_writes_a_model_s_weights_as_its_lesson_does(lesson):
         drill = act.build(lesson[number])
         said = [q.derivation_md for q in (drill.new_question(seed) for seed in range(40)) if "Llama 3.1 8B" in q.prompt_md]
         assert said and all("16.06 GB" in text and "16.1 GB" not in text for text in said), number
+
+
+def test_the_cheat_sheet_says_which_line_a_setting_cannot_give_and_fills_the_rest():
+    """Step 19 on the L40S with Llama 3.1 8B at memory 0.78: the run takes it, but EAGLE-3's
+    head leaves the KV cache short of max_model_len, so the speculative line's figure raised and
+    the app stopped ("batchtui stopped on an unexpected error (WorkerFailed)", tmux 80x23: memory
+    typed 0.78, GPU → → →). The line says why it cannot be worked; the other lines are filled."""
+    from steps.activities.cheat_sheet import cheat_sheet_md
+
+    step = shared_steps.by_number()[19]
+    sheet = cheat_sheet_md(step.scenario.replace(gpu="l40s", gpu_memory_utilization=0.78))
+    assert "- **Speculative decoding**: cannot be worked for this setting: max model length = " in sheet
+    assert "{{" not in sheet and "**Ceiling**" in sheet and "\n\n**Tuning order**" in sheet
