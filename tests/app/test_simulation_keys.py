@@ -163,6 +163,17 @@ async def test_a_refused_choice_is_stepped_past_both_ways_saying_why(make_app):
         await pilot.press("end")
         await pilot.pause()
         assert screen.sim.scenario.gpu == "b200" and not screen.query_one(NoticeLine).message
+        # End (and Home) whose own end is refused stop at the farthest choice the run takes: the
+        # model dial on the L40S at memory 0.78, Qwen2.5 14B (its last) refused, was refused,
+        # kept at Llama 3.1 8B
+        for name, value in (("model", "llama-3.1-8b"), ("gpu_memory_utilization", 0.78), ("gpu", "l40s")):
+            dials[name].post_message(DialControl.Changed(dials[name], value))
+            await pilot.pause()
+        await pilot.press("down")  # from the GPU dial
+        await pilot.press("end")
+        await pilot.pause()
+        assert screen.sim.scenario.model == "llama-3.2-3b" and dials["model"].value == "llama-3.2-3b"
+        assert screen.query_one(NoticeLine).message.startswith("Passed qwen2.5-14b: max model length = 32,768 is not")
 
 
 async def test_home_and_end_take_the_accepted_choice_nearest_their_end(make_app):
