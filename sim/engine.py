@@ -73,6 +73,27 @@ class RunSummary:
         return self.metrics[key]
 
 
+def _parts(sc: Scenario, profiles: Any) -> tuple:
+    """What a run of `sc` is built on, checked as vLLM checks it before it serves (the model, the
+    GPU, the deployment, the engine config and the KV cache's block pool), without touching a run:
+    a refusal here (ConfigError, ProfileError) leaves the engine as it was."""
+    sc.workload.validate()
+    model = profiles.model(sc.model)
+    gpu = profiles.gpu(sc.gpu)
+    deployment = sc.deployment(profiles)
+    config = sc.engine_config(profiles)
+    if model.kind == "encoder":
+        if config.batching != "dynamic":
+            raise ConfigError("engine.batching", config.batching, "dynamic for an encoder model",
+                              f"{model.name} serves one fixed-cost pass per request")
+        pool = BlockPool(2**40, 16)  # an encoder keeps no KV cache
+    else:
+        pool = BlockPool(deployment.num_gpu_blocks, deployment.block_size,
+                         caching=config.caches_prefixes, layout=deployment.kv_layout)
+        _check_max_model_len(config, pool)
+    return model, gpu, deployment, config, pool
+
+
 def _check_max_model_len(config, pool) -> None:
     """vLLM refuses to start a continuous engine whose max_model_len exceeds what its KV cache holds."""
     if config.batching == "continuous" and config.max_model_len > pool.token_capacity:
@@ -105,24 +126,13 @@ class Engine:
         self._build()
 
     # -- construction
-    def _build(self) -> None:
+    def _build(self, parts: tuple | None = None) -> None:
         sc = self.scenario
-        sc.workload.validate()
-        profiles = self._profiles
-        self.model = profiles.model(sc.model)
-        self.gpu = profiles.gpu(sc.gpu)
-        self.encoder = self.model.kind == "encoder"
-        self.deployment = sc.deployment(profiles)
-        config = sc.engine_config(profiles)
-        if self.encoder and config.batching != "dynamic":
-            raise ConfigError("engine.batching", config.batching, "dynamic for an encoder model",
-                              f"{self.model.name} serves one fixed-cost pass per request")
-        if self.encoder:
-            pool = BlockPool(2**40, 16)  # an encoder keeps no KV cache
-        else:
-            pool = BlockPool(self.deployment.num_gpu_blocks, self.deployment.block_size,
-                             caching=config.caches_prefixes, layout=self.deployment.kv_layout)
-            _check_max_model_len(config, pool)
+        model, gpu, deployment, config, pool = parts if parts is not None else _parts(sc, self._profiles)
+        self.model = model
+        self.gpu = gpu
+        self.encoder = model.kind == "encoder"
+        self.deployment = deployment
         self.config = config
         self.pool = pool
         self._async = config.runs_async
@@ -180,12 +190,17 @@ class Engine:
         return DynamicScheduler(config, pool, encoder=self.encoder, lazy_queue=lazy)
 
     def reset(self, scenario: Scenario | None = None) -> None:
-        """Start over (with a new scenario if given)."""
-        if scenario is not None:
-            self.scenario = scenario
-            own = scenario.profiles_path or scenario.hf_config_path
-            self._profiles = self._profiles if not own else scenario.profiles()
-        self._build()
+        """Start over (with a new scenario if given). A new scenario the engine refuses
+        (ConfigError, ProfileError: `_parts`) changes nothing: the run goes on as it was."""
+        if scenario is None:
+            self._build()
+            return
+        own = scenario.profiles_path or scenario.hf_config_path
+        profiles = self._profiles if not own else scenario.profiles()
+        parts = _parts(scenario, profiles)
+        self.scenario = scenario
+        self._profiles = profiles
+        self._build(parts)
 
     # -- traffic
     def submit(self, spec: RequestSpec, *, arrived: bool = False) -> None:

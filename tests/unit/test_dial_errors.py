@@ -276,3 +276,20 @@ def test_a_message_knows_every_dial_whichever_module_was_imported():
             "print(RequestRejected('r', 'over {engine.max_model_len}').spelled_reason(str.upper))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.splitlines() == ["engine.max_num_seqs gpu {prompt}", "over ENGINE.MAX_MODEL_LEN"]
+
+
+def test_a_restart_dial_refused_leaves_the_run_as_it_was():
+    """The engine's word is "a refused value changes nothing": a restart dial refused by the
+    build (the KV cache too small for max_model_len) had already set the engine's scenario, model,
+    GPU and deployment, the old run going on under them. The app then read the refused GPU from
+    the run while its dial showed the old one, and refused the next move on the wrong GPU (step
+    19: "Qwen2.5 14B does not fit on one L40S" beside a GPU dial reading b200)."""
+    engine = Engine(Scenario(workload=WorkloadSpec(num_prompts=0, request_rate=10.0)), live=True)
+    for _ in range(50):
+        engine.step()
+    scenario, deployment, config = engine.scenario, engine.deployment, engine.config
+    with pytest.raises(ConfigError) as refused:
+        engine.set_dial("gpu_memory_utilization", 0.3)
+    assert refused.value.dial == "engine.max_model_len"
+    assert engine.scenario is scenario and engine.deployment is deployment and engine.config is config
+    assert engine.iteration == 50 and engine.step() is not None and engine.iteration == 51
