@@ -28,9 +28,10 @@ from . import dials
 from .arrivals import Arrivals, LazyRun, is_endless, refuse_at_once
 from .config import EngineConfig, cudagraph_capture_sizes
 from .cost import CostModel
-from .errors import ConfigError, RequestRejected, SimError
+from .errors import ConfigError, ProfileError, RequestRejected, SimError
 from .frontend import TRANSIT_S, Frontend, FrontendCosts
 from .kv import BlockPool
+from .limits import MAX_SPAN_S
 from .metrics import MetricsCollector, RecordTable
 from .reports import EngineSnapshot, IterationReport, ScheduledWork, SeatView
 from .request import FINISHED, Request, check_request, check_segments
@@ -91,7 +92,25 @@ def _parts(sc: Scenario, profiles: Any) -> tuple:
         pool = BlockPool(deployment.num_gpu_blocks, deployment.block_size,
                          caching=config.caches_prefixes, layout=deployment.kv_layout)
         _check_max_model_len(config, pool)
+    _check_times(model, gpu, deployment)
     return model, gpu, deployment, config, pool
+
+
+def _check_times(model: Any, gpu: Any, deployment: Any) -> None:
+    """Refuse a profile whose times run past what simulated time holds (`sim.limits.MAX_SPAN_S`):
+    an iteration of one token, or one request's work in the API server, longer than that (a
+    bandwidth or an efficiency near zero, a host cost of 1e300 s) would overflow the run's
+    arithmetic (an internal error) or report durations of hundreds of digits."""
+    cost = CostModel(deployment)
+    one = (cost.encoder_pass(1, 1) if model.kind == "encoder" else cost.iteration(1, 1)).total
+    front = deployment.frontend_request_s + deployment.frontend_prompt_token_s + deployment.frontend_output_token_s
+    for what, seconds, values in (
+            ("one iteration", one, "hbm_bandwidth, bf16_peak_flops, eta_bw, eta_mfu, overhead_s, overhead_per_seq_s"),
+            ("one request in the API server", front, "frontend_request_s, frontend_prompt_token_s, "
+                                                     "frontend_output_token_s")):
+        if not seconds <= MAX_SPAN_S:  # (nan too)
+            raise ProfileError(f"{what} of {model.name} on {gpu.name} would take {seconds:.3g} s, more than the "
+                               f"{MAX_SPAN_S:g} s of simulated time a run holds: check the profile's {values}")
 
 
 def _check_max_model_len(config, pool) -> None:

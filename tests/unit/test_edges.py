@@ -608,3 +608,15 @@ def test_an_endless_stream_whose_every_arrival_is_refused_does_not_hang_step(cau
     result = subprocess.run([sys.executable, "-c", ENDLESS_REFUSED, cause], capture_output=True, text=True,
                             timeout=300, cwd=ROOT, preexec_fn=_cap_memory)
     assert result.returncode == 0 and result.stdout.strip() == "returned", result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("table", ["[defaults]\neta_mfu = 1e-300", "[defaults]\noverhead_s = 1e300",
+                                   "[gpus.h100-sxm]\nhbm_bandwidth = 1e-300", "[defaults]\nfrontend_request_s = 1e300"])
+def test_a_profile_whose_times_run_past_what_a_run_holds_is_refused_in_one_line(table, tmp_path, capsys):
+    """A bandwidth or an efficiency near zero was an internal error (OverflowError: cannot
+    convert float infinity to integer), a host cost of 1e300 s a run whose duration had three
+    hundred digits (and numpy's overflow warnings): refused before the run, naming what to check."""
+    (tmp_path / "p.toml").write_text(table + "\n")
+    code, out, err = run(capsys, "sim", "--profiles", tmp_path / "p.toml", "--num-prompts", 3)
+    assert code == 2 and one_line(err) and out == "", err
+    assert "s of simulated time a run holds: check the profile's" in err and table.split("\n")[1].split(" ")[0] in err
