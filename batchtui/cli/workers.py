@@ -9,9 +9,10 @@ A `Workers` context owns its processes from start to end:
   is handed. Each says it is ready before it is given work: a process that cannot be started,
   or that ends before it is ready, is a `WorkerError` saying why ("could not start worker
   processes: ..."), never a silent success.
-- **Signals.** A worker ignores Ctrl-C: a terminal sends SIGINT to the whole process group, and
-  the command handles it (one line, what finished kept) and ends the workers. SIGTERM reaches
-  the command as `exits.Terminated` (`exits.stop_signals`), which ends them the same way.
+- **Signals.** A worker ignores Ctrl-C and a hang-up: a terminal sends SIGINT, and SIGHUP when
+  it goes away, to the whole process group, and the command handles each (one line, what
+  finished kept) and ends the workers. SIGTERM and SIGHUP reach the command as
+  `exits.Terminated` (`exits.stop_signals`), which ends them the same way.
 - **A dead worker.** A worker that ends, running a task or waiting for one (the kernel's
   out-of-memory killer, a kill), is a `WorkerError` naming the signal, raised as soon as it is
   seen: at once while the command waits for answers, else when it next hands out work.
@@ -416,7 +417,8 @@ def run_worker(conn) -> None:
     import multiprocessing
     import threading
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command handles Ctrl-C and ends us
+    for sig in (signal.SIGINT, signal.SIGHUP):  # the command handles Ctrl-C and a hang-up (each sent to
+        signal.signal(sig, signal.SIG_IGN)       # the whole group) and ends us: said once, not by each
     from batchtui import gc_policy
 
     gc_policy.settle()  # (what the fork server imported is frozen: full collections skip it)

@@ -173,7 +173,7 @@ def _worker_killed(proc):
 
 
 def _sighup(proc):
-    os.kill(proc.pid, signal.SIGHUP)  # its terminal or SSH connection went away
+    os.killpg(proc.pid, signal.SIGHUP)  # its terminal or SSH connection went away: the whole group
 
 
 WAYS = {"SIGTERM": _sigterm, "SIGKILL": _sigkill, "SIGINT": _sigint, "Ctrl-C": _ctrl_c,
@@ -303,6 +303,19 @@ def test_an_answer_no_longer_wanted_never_reaches_the_next_call():
         assert pool.map(echo_after, [(0, "c"), (0, "d")]) == ["c", "d"]
         assert time.monotonic() - started < 2  # nobody waited for "b"
     assert our_workers() == []
+
+
+def ignored_by_the_worker(signum):
+    return signal.getsignal(signum) == signal.SIG_IGN
+
+
+def test_a_worker_leaves_ctrl_c_and_a_hang_up_to_its_command():
+    """A terminal sends SIGINT (Ctrl-C) and SIGHUP (hung up) to the command's whole group: the
+    workers leave both to the command, which ends them and says so once. A worker SIGHUP
+    killed could be seen dead before the command's own handler ran: "a worker process was
+    killed by SIGHUP", exit 1, for a hang-up."""
+    with Workers(2) as pool:
+        assert pool.map(ignored_by_the_worker, [signal.SIGINT, signal.SIGHUP]) == [True, True]
 
 
 def test_one_job_runs_in_this_process():
