@@ -800,8 +800,18 @@ BUILTIN_MODELS: Mapping[str, ModelProfile] = BUILTIN_PROFILES.models
 # --------------------------------------------------------------------------------------------
 
 
+_SIZE_UNITS = (("GB", 1e9), ("TB", 1e12), ("PB", 1e15), ("EB", 1e18))
+"""Decimal units, as GPU makers state memory (an H100's 80 GB)."""
+
+
 def _gb(num_bytes: float) -> str:
-    return f"{num_bytes / 1e9:.1f} GB"
+    """A size in a message: in GB to a tenth, in the next decimal unit from a thousand of one (1.5
+    TB, not 1500.0 GB), and past a thousand of the largest in bytes with an exponent (1e+30 bytes:
+    a size no GPU holds reads as its magnitude, not as twenty digits)."""
+    for unit, scale in _SIZE_UNITS:
+        if round(num_bytes / scale, 1) < 1000:
+            return f"{num_bytes / scale:.1f} {unit}"
+    return f"{num_bytes:.3g} bytes"
 
 
 def _bytes(num_bytes: float) -> str:

@@ -203,6 +203,17 @@ def test_a_kv_cache_asked_too_large_is_told_the_most_it_may_ask(profiles):
     assert profiles.deployment(model_id="llama-3.1-70b", tensor_parallel_size=2, kv_cache_memory_bytes=10.9e9)
 
 
+@pytest.mark.parametrize(("asked", "said"), [(1.5e12, "1.5 TB"), (999.99e9, "1.0 TB"), (2e18, "2.0 EB"),
+                                             (1e30, "1e+30 bytes")])
+def test_a_huge_kv_cache_asked_reads_in_a_unit_of_its_size(profiles, asked, said):
+    """--kv-cache-memory-bytes 1e30 was refused naming "the 1000000000000000000000.0 GB asked":
+    sizes in a refusal go up through the decimal units, and past them say the magnitude."""
+    with pytest.raises(ProfileError) as refused:
+        profiles.deployment(kv_cache_memory_bytes=asked)
+    assert f"and the {said} KV cache kv_cache_memory_bytes asks for" in str(refused.value)
+    assert str(refused.value).endswith(f"holds the {said} asked.")
+
+
 def test_room_for_weights_but_not_for_a_block(profiles):
     with pytest.raises(ProfileError, match="not enough for the KV cache"):
         # 0.92 x 85.0e9 - 16.06e9 - reserve leaves one 2 MiB block: the null block, nothing else.
