@@ -55,6 +55,12 @@ MEASURED_KEYS = ("output_throughput", "request_throughput", "median_ttft_ms", "m
 SHOWN = ("request_throughput", "output_throughput", "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms",
          "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "median_itl_ms", "p99_itl_ms")
 DETAILED = ("input_lens", "output_lens", "start_times")
+# The result file's own key for each setting of the replay's traffic it states: what a refusal of
+# one names (the count of requests is `completed`'s, or the served requests of the arrays, as many).
+FILE_KEYS = {"workload.num_prompts": "completed", "workload.request_rate": "request_rate",
+             "workload.burstiness": "burstiness", "workload.max_concurrency": "max_concurrency",
+             "workload.ramp_up_strategy": "ramp_up_strategy", "workload.ramp_up_start_rps": "ramp_up_start_rps",
+             "workload.ramp_up_end_rps": "ramp_up_end_rps"}
 # Metadata keys that are traffic, not engine dials.
 # The client's costs are read as their flags read them (ms written, seconds kept: the dials' flag_scale).
 TRAFFIC_METADATA = {"random_range_ratio": o.range_ratio,
@@ -448,7 +454,7 @@ def load_runs(paths: list[str], base: Scenario, given: dict, trace_dir: str, pro
             from sim.errors import SimError
 
             if isinstance(exc, SimError):
-                raise UserError(f"{_where(path, label)}: {exc}") from None
+                raise UserError(f"{_where(path, label)}: {exc.spelled(FILE_KEYS.get)}") from None
             raise
         runs.append(run)
     return runs

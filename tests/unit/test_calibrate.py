@@ -334,6 +334,9 @@ def test_a_detailed_result_is_replayed_request_for_request(tmp_path):
     ({"set": ("completed", 0)}, "no request completed"),
     ({"set": ("max_concurrency", "eight")}, "max_concurrency = 'eight' is not a whole number"),
     ({"set": ("max-num-seqs", "many")}, "metadata max-num-seqs = 'many'"),
+    # a refusal of the traffic names the file's key, not the replay's setting (workload.num_prompts)
+    ({"set": ("completed", 10**12)}, ": completed = 1000000000000 is not allowed: a whole number of requests"),
+    ({"set": ("burstiness", 1e-30)}, ": burstiness = 1e-30 is not allowed"),
     ({"set": ("input_lens", [1, 2])}, "input_lens, output_lens, start_times and errors have different lengths"),
 ])
 def test_a_partial_or_malformed_result_names_what_is_wrong(tmp_path, capsys, change, said):
