@@ -110,6 +110,7 @@ def build_setup(args: argparse.Namespace, *, rate_flag: bool = True, traffic: bo
     recorded = vllm_flags.check(args)  # refuses what the simulator cannot give, before any work
     _check_serve_flags(args)
     sc = Scenario.load(args.scenario) if args.scenario else Scenario(workload=default_workload())
+    file_dials = scenario_dials(sc) if args.scenario else set()
     if args.profiles:
         sc = replace(sc, profiles_path=args.profiles)
     profiles = sc.profiles()
@@ -147,13 +148,34 @@ def build_setup(args: argparse.Namespace, *, rate_flag: bool = True, traffic: bo
         sc = replace(sc, workload=_workload(args, sc.workload, model, rate_flag, bool(args.scenario)))
     else:
         sc = replace(sc, workload=WorkloadSpec(arrival="all-at-once", num_prompts=0))
-    _check_like_vllm(args, sc, profiles, model, deployed)
-    setup = Setup(sc, profiles, recorded, deployed=deployed)
+    try:
+        _check_like_vllm(args, sc, profiles, model, deployed)
+        setup = Setup(sc, profiles, recorded, deployed=deployed)
+    except ConfigError as exc:
+        raise _files_refusal(exc, args, file_dials) from None
     if recorded:
         import sys
 
         print(vllm_flags.recorded_line(recorded), file=sys.stderr)
     return setup
+
+
+def scenario_dials(sc: Scenario) -> set[str]:
+    """The dials a scenario file sets: its engine table's, and every other it gives a value other
+    than its default (one it sets to the default refuses nothing a default would not)."""
+    from sim.dials import differing
+
+    return differing(Scenario(), replace(sc, engine={})) | {f"engine.{k}" for k in sc.engine}
+
+
+def _files_refusal(exc: ConfigError, args: argparse.Namespace, file_dials: set[str]) -> Exception:
+    """A refusal of dials together, as a file's refusal of one of them reads (`Scenario.from_toml`:
+    the file, then its keys) when it names a dial the --scenario file sets and none the command
+    line gave; otherwise left to the command line's words (`user_errors`)."""
+    named = set(exc.dials())
+    if named & file_dials and not named & given_paths(args):
+        return UserError(f"{args.scenario}: {exc}")
+    return exc
 
 
 def _refuse(text: str) -> None:

@@ -134,6 +134,27 @@ def test_a_scenario_files_other_settings_of_the_wrong_kind_are_refused_by_key(te
     assert code == 2 and err.count("\n") == 1 and f"{key} = " in err, err
 
 
+@pytest.mark.parametrize(("text", "flags", "said"), [
+    # a dial the file sets against another's default: the file's refusal, in its keys
+    ("[engine]\nmax_num_seqs = 16384\n", (), "{f}: engine.max_num_batched_tokens = 8192 is not allowed: at least "
+                                              "engine.max_num_seqs (16,384) (vLLM requires"),
+    ("[engine]\nmax_num_batched_tokens = 100\n", (), "{f}: engine.max_num_batched_tokens = 100 is not allowed: "
+                                                      "at least engine.max_num_seqs (1,024)"),
+    # the command line gave one of the dials: its own words, as before
+    ("[engine]\nmax_num_seqs = 16384\n", ("--max-num-batched-tokens", 1000),
+     "argument --max-num-batched-tokens: 1000 is not allowed: at least --max-num-seqs (16,384)"),
+])
+def test_a_scenario_files_refusal_of_two_dials_names_them_by_its_keys(text, flags, said, tmp_path, capsys):
+    """`[engine] max_num_seqs = 16384` was refused as "--max-num-batched-tokens = 8192 is not
+    allowed: at least --max-num-seqs (16,384)", flags the command line never had; a refusal of
+    one dial in the file names the file and its key, and so does one of two."""
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    code, _, err = run(capsys, "sim", "--scenario", path, "--num-prompts", 2, *flags)
+    assert code == 2 and err.startswith(f"batchtui: error: {said.format(f=path)}"), err
+    assert err.count("\n") == 1
+
+
 @pytest.mark.parametrize("spec", dials.DIALS, ids=lambda s: s.path)
 def test_the_app_refuses_a_dial_with_its_label(spec):
     """The app sets a dial on the live engine (`LiveSimulation.set_dial` -> `Engine.set_dial`);
