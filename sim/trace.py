@@ -178,7 +178,10 @@ class Replay:
             if isinstance(step, bool) or not isinstance(step, int) or not 1 <= step <= MAX_STEPS:
                 raise RequestRejected(rid, f"arrival_step must be a whole number from 1 to {MAX_STEPS:,} (the most "
                                            f"iterations a case runs), got {step!r}")
-            check_request(rid, r.get("prompt_len"), r.get("output_len"), config, pool)
+            try:
+                check_request(rid, r.get("prompt_len"), r.get("output_len"), config, pool)
+            except RequestRejected as exc:  # in the case file's words, as its config's refusals are
+                raise RequestRejected(rid, exc.spelled_reason(case_key)) from None
             prio = r.get("priority", 0)
             if isinstance(prio, bool) or not isinstance(prio, int):
                 raise RequestRejected(rid, f"priority must be a whole number, got {prio!r}")

@@ -553,7 +553,7 @@ def test_the_issues_trace_refusals_say_what_is_wrong(capsys, tmp_path):
     path.write_text(json.dumps(small))
     code, _, err = run(capsys, "trace", str(path))
     assert code == 2 and one_line(err), err
-    assert "it needs 16 KV blocks (255 tokens: it stops at --max-model-len (256) - 1)" in err  # not 40 + 1e9 - 1 = 255
+    assert "it needs 16 KV blocks (255 tokens: it stops at max_model_len (256) - 1)" in err  # not 40 + 1e9 - 1 = 255
 
 
 # -- 8. Ctrl-C while starting ----------------------------------------------------------------------

@@ -91,7 +91,7 @@ def test_request_stops_at_max_model_len():
 
 
 def test_prompt_not_shorter_than_max_model_len_is_rejected():
-    with pytest.raises(RequestRejected, match="not shorter than engine.max_model_len"):
+    with pytest.raises(RequestRejected, match="not shorter than max_model_len"):
         case([r("A", 1, 64, 2)], max_model_len=64, num_blocks=20)
 
 
