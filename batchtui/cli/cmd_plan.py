@@ -419,8 +419,8 @@ def plan_offline(args: argparse.Namespace) -> int:
     from sim.workload import generate
 
     n = args.offline
-    setup = build_setup(args, rate_flag=False)
-    sc = replace(setup.scenario, offline=True).with_workload(num_prompts=n, request_rate=math.inf)
+    setup = build_setup(args, rate_flag=False)  # (offline: vLLM's LLM class's defaults)
+    sc = setup.scenario.with_workload(num_prompts=n, request_rate=math.inf)
     setup = Setup(sc, setup.profiles)
     if setup.config.batching != "continuous":
         raise UserError(o.flagged("argument {engine.batching}: --offline plans vLLM's continuous batching only"))

@@ -222,9 +222,7 @@ def run(args: argparse.Namespace) -> int:
     _check_args(args)
     # Not deployed: every point is deployed on its own GPU and TP size (one that cannot run is
     # listed as such); the default H100 at TP 1 refused Llama 3.1 70B on --tensor-parallel-sizes 2,4.
-    setup = build_setup(args, rate_flag=False, deployed=False)
-    if args.offline is not None:  # vLLM's LLM class: its defaults, not vllm serve's (Scenario.offline)
-        setup = Setup(replace(setup.scenario, offline=True), setup.profiles, setup.recorded, deployed=False)
+    setup = build_setup(args, rate_flag=False, deployed=False)  # (--offline: vLLM's LLM class's defaults)
     slo = None if args.offline is not None else planning.Slo(args.ttft_p99, args.tpot_p99)
     n = args.num_prompts or rate_plan.PLAN_NUM_PROMPTS
     from sim.curves import at_rate

@@ -132,6 +132,8 @@ def build_setup(args: argparse.Namespace, *, rate_flag: bool = True, traffic: bo
                             "model runs from its Hugging Face config.json: add --hf-config-path FILE")
     if getattr(args, "seed", None) is not None:
         changes["seed"] = args.seed
+    if getattr(args, "offline", None) is not None:  # a batch job: vLLM's LLM class, its defaults (Scenario.offline)
+        changes["offline"] = True
     engine = {}
     where = {f.dial: f.where for f in o.engine_flags()}
     for dial, value in o.given_dials(args).items():

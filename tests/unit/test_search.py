@@ -346,6 +346,22 @@ def test_each_gpu_takes_its_own_vllm_default_for_a_dial_not_given(capsys, tmp_pa
                        for c in [Scenario(gpu=g).engine_config()]}
 
 
+def test_an_offline_job_is_checked_against_the_llm_classs_defaults_not_vllm_serves(capsys, tmp_path):
+    """plan --offline and search --offline judged their dials against vllm serve's defaults
+    before turning the scenario offline: 10,000 seats on an H100 were refused for vllm serve's
+    8,192-token budget ("at least --max-num-seqs"), where vLLM's LLM class runs 16,384 and takes
+    them. build_setup makes an --offline command's scenario offline, the one place both go."""
+    from batchtui.cli import main as cli_main
+
+    job = ["--offline", "8", "--input-len", "64", "--output-len", "8", "--max-num-seqs", "10000"]
+    assert cli_main(["plan", *job, "--json"]) == 0, capsys.readouterr().err
+    plan = json.loads(capsys.readouterr().out)
+    assert "max_num_seqs=10000" in plan["llm"] and "max_num_batched_tokens=16384" in plan["llm"]
+    code, _, err, table = search(capsys, tmp_path, *job, "--jobs", "1")
+    assert code == 0, err
+    assert [(r["max_num_seqs"], r["max_num_batched_tokens"]) for r in table["ranked"]] == [(10000, 16384)]
+
+
 def test_an_offline_search_prints_the_llm_call_plan_offline_prints(capsys, tmp_path):
     """search --offline printed `vllm serve` lines (and planned at vllm serve's 8,192-token budget
     on an H100) for a job vLLM's LLM class runs at 16,384: its best deployments are now given as
